@@ -1,0 +1,94 @@
+# kcache: plain GNU make. `make` builds the tools and examples, `make test` sets up what is missing
+# (scripts/deps.sh) then builds and runs every test, `make bench` measures, `make demo` shows it.
+CC      ?= cc
+CFLAGS  ?= -O2 -g
+WARN    := -Wall -Wextra -Wpedantic -Werror
+STD     := -std=c99
+LDLIBS  := -lpthread
+B       := build
+PREFIX  ?= /usr/local
+DESTDIR ?=
+
+SAN     := -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+TSAN    := -O1 -g -fsanitize=thread
+
+# one test program per layer; each runs plain, under ASan+UBSan, and (threads) under TSan
+CTESTS  := test_hash test_host test_key test_lru test_threads test_store
+TOOLS   := $(B)/kcache-inspect
+EXAMPLES:= $(B)/demo_cc
+
+.PHONY: all tools examples test check-deps bench demo install uninstall clean
+all: tools examples
+
+$(B) $(B)/asan $(B)/tsan:
+	mkdir -p $@
+
+# ---- tools and examples ----
+tools: $(TOOLS)
+examples: $(EXAMPLES)
+
+$(B)/kcache-inspect: tools/kcache-inspect.c kcache.h | $(B)
+	$(CC) $(STD) $(CFLAGS) $(WARN) -I. -o $@ $< $(LDLIBS) -lm
+
+$(B)/demo_cc: examples/demo_cc.c kcache.h | $(B)
+	$(CC) $(STD) $(CFLAGS) $(WARN) -I. -o $@ $< $(LDLIBS) -ldl
+
+# ---- tests ----
+$(B)/test_%: tests/test_%.c kcache.h tests/kt.h | $(B)
+	$(CC) $(STD) $(CFLAGS) $(WARN) -I. -o $@ $< $(LDLIBS)
+$(B)/asan/test_%: tests/test_%.c kcache.h tests/kt.h | $(B)/asan
+	$(CC) $(STD) $(SAN) $(WARN) -I. -o $@ $< $(LDLIBS)
+$(B)/tsan/test_%: tests/test_%.c kcache.h tests/kt.h | $(B)/tsan
+	clang $(STD) $(TSAN) $(WARN) -I. -o $@ $< $(LDLIBS)
+
+TEST_BINS := $(addprefix $(B)/,$(CTESTS)) $(addprefix $(B)/asan/,$(CTESTS)) $(B)/tsan/test_threads
+
+check-deps:
+	@bash scripts/deps.sh
+
+# Runs everything; the last line is "N passed, N failed".
+test: check-deps
+	@$(MAKE) --no-print-directory $(TEST_BINS) $(TOOLS) $(B)/demo_cc
+	@bash tests/run.sh \
+	  compile=tests/compile_check.sh \
+	  $(foreach t,$(CTESTS),$(t)=$(B)/$(t)) \
+	  $(foreach t,$(CTESTS),asan/$(t)=$(B)/asan/$(t)) \
+	  tsan/test_threads=$(B)/tsan/test_threads \
+	  valgrind/test_key="valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite $(B)/test_key" \
+	  valgrind/test_lru="valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite $(B)/test_lru" \
+	  inspect="tests/test_inspect.sh $(B)/kcache-inspect" \
+	  demo="tests/test_demo.sh $(B)/demo_cc"
+
+# ---- benchmarks (ratios against the floor or a peer measured in the same run) ----
+BENCH_CFLAGS := -O2 -g
+$(B)/ref_sse2.o: bench/ref_xxh3.c | $(B)
+	$(CC) -O3 -DREF_NAME=ref_sse2 -I. -c -o $@ $<
+$(B)/ref_avx2.o: bench/ref_xxh3.c | $(B)
+	$(CC) -O3 -mavx2 -DREF_NAME=ref_avx2 -I. -c -o $@ $<
+$(B)/bench_hash: bench/bench_hash.c $(B)/ref_sse2.o $(B)/ref_avx2.o kcache.h
+	$(CC) $(STD) $(BENCH_CFLAGS) -I. -o $@ $< $(B)/ref_sse2.o $(B)/ref_avx2.o $(LDLIBS)
+$(B)/bench_%: bench/bench_%.c kcache.h | $(B)
+	$(CC) $(STD) $(BENCH_CFLAGS) -I. -o $@ $< $(LDLIBS)
+
+BENCHES := bench_hash bench_cache
+bench: check-deps $(addprefix $(B)/,$(BENCHES))
+	@for b in $(BENCHES); do echo "== $$b"; $(B)/$$b || exit 1; done
+
+# ---- the demo: a C kernel compiled at run time, run twice on the default cache directory ----
+demo: $(B)/demo_cc
+	@$(B)/demo_cc --fresh
+	@$(B)/demo_cc
+
+# ---- install ----
+install: tools
+	install -d $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/share/man/man1
+	install -m 644 kcache.h $(DESTDIR)$(PREFIX)/include/kcache.h
+	sed 's|@PREFIX@|$(PREFIX)|' kcache.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/kcache.pc
+	install -m 755 $(TOOLS) $(DESTDIR)$(PREFIX)/bin/
+	install -m 644 kcache-inspect.1 $(DESTDIR)$(PREFIX)/share/man/man1/
+uninstall:
+	rm -f $(DESTDIR)$(PREFIX)/include/kcache.h $(DESTDIR)$(PREFIX)/lib/pkgconfig/kcache.pc
+	rm -f $(DESTDIR)$(PREFIX)/bin/kcache-inspect $(DESTDIR)$(PREFIX)/share/man/man1/kcache-inspect.1
+
+clean:
+	rm -rf $(B)

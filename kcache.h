@@ -1,0 +1,4611 @@
+/* kcache.h - a persistent cache for kernels compiled at run time.            (MIT license at the end)
+
+   A program that compiles kernels at run time (OpenCL programs, shaders, LLVM objects) pays a
+   compile for each of them on every start. kcache stores what was compiled under a key naming
+   everything that went into it, so that the next start reads a file instead of compiling.
+
+   USE
+       In exactly ONE C or C++ file:
+           #define KCACHE_IMPLEMENTATION
+           #include "kcache.h"
+       and include "kcache.h" without the define everywhere else. Link with -lpthread on POSIX.
+       For the OpenCL part (kcache_cl_build) also define KCACHE_OPENCL and link -lOpenCL.
+
+       kcache *kc;
+       kcache_open(&kc, NULL);                         // defaults, then the environment
+       kcache_key key;
+       kcache_key_init(&key, "blur");                  // the unit: what an index groups
+       kcache_key_str(&key, "source", src);
+       kcache_key_str(&key, "options", "-O2");
+       kcache_key_host(&key);                          // OS/arch, CPU name, CPU features
+       const void *bin; size_t n;
+       if (kcache_get(kc, &key, &bin, &n) == KCACHE_OK) {
+           load(bin, n);
+           kcache_release(kc, bin);
+       } else {
+           compile(src, &bin, &n);
+           kcache_put(kc, &key, bin, n);               // a failure here is only a lost cache entry
+       }
+       kcache_key_free(&key);
+       kcache_close(kc);
+
+   ENVIRONMENT (each also a field of kcache_config; bad values fall back to the default, with a
+   message when KCACHE_DEBUG=1)
+       KCACHE_DIR          persistent store; default $XDG_CACHE_HOME/kcache, else $HOME/.cache/kcache,
+                           Windows %LocalAppData%\kcache; none resolvable -> memory only
+       KCACHE_MAX_SIZE     store limit in bytes, suffixes K/M/G (powers of 1024); 0 = no limit; default 1G
+       KCACHE_MEM_ENTRIES  memory LRU capacity in entries; default 1024
+       KCACHE_MEM_SIZE     memory LRU capacity in bytes, suffixes K/M/G; 0 = no limit; default 256M
+       KCACHE_ENABLE       0: every get misses, put does nothing; default 1
+       KCACHE_PERSISTENT   0: memory only; default 1
+       KCACHE_DEBUG        1: one line to stderr per hit, miss (with its reason), put, eviction, reject
+       KCACHE_TRACE        1: keep every key's field list so misses can be explained from another process
+       KCACHE_CPU_NAME, KCACHE_CPU_FEATURES   override the detected CPU in kcache_key_host (portable caches)
+       KCACHE_FSYNC        1: fsync each entry before it is renamed into place; default 0
+       KCACHE_WRITE        through (default): write on put; evict: write when it leaves memory, and at close
+       KCACHE_BUILD_WAIT   seconds to wait for another process's build of the same key; default 300
+       KCACHE_STAMP        mtime | content | hybrid (default): how kcache_key_file dependencies are checked
+
+   ON DISK (KCACHE_DIR)
+       config.file         format version, accounted size and entry count (checksummed), then the
+                           use table: kcache's own record of last use of every entry (mapped, so a
+                           hit records its use without a system call; filesystem atime is not used)
+       lock                advisory fcntl lock: byte 0 guards accounting and eviction; the bytes at
+                           2^40 + digest order single-flight builds across processes
+       e/XX/<digest>.kce   entries, 256 shards by the digest's first byte: header, the key's fields,
+                           payload; every integer little-endian; checksums over header and payload
+       tmp/                temp files (same filesystem, renamed into place); a dead writer's are removed
+       A store written on any platform is read on any other.
+
+   THREAD SAFETY
+       Every call on one kcache is thread-safe. A kcache_key is a plain value: build it in one thread;
+       once built, many threads may pass the same key to kcache_get at once.
+
+   ERRORS
+       Every call that can fail returns a kcache_status; kcache_strerror turns one into a sentence. A
+       caching failure is never the caller's failure: on any error, compile and go on.
+
+   OPTIONS (define before including in the implementation file)
+       KCACHE_API          declaration prefix of every public function (default extern)
+       KCACHE_STATIC       make every function static (two copies in one program)
+       KCACHE_MALLOC, KCACHE_REALLOC, KCACHE_FREE    allocator (all three or none)
+       KCACHE_ASSERT       assertion used for programming errors in debug builds (default assert)
+       KCACHE_KEY_INLINE   fields a key holds without allocating (default 16)
+
+   REVISIONS
+       0.1  keys, XXH3-128, memory LRU, configuration, persistent store
+*/
+#ifndef KCACHE_H
+#define KCACHE_H
+
+/* The implementation needs POSIX 2008 and a few Linux extensions (openat2, OFD locks); the feature
+   macro must come before the first system header, so the implementation file should include
+   kcache.h first (or be compiled with -D_GNU_SOURCE). */
+#if defined(KCACHE_IMPLEMENTATION) && defined(__linux__) && !defined(_GNU_SOURCE)
+#define _GNU_SOURCE
+#endif
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifndef KCACHE_API
+#ifdef KCACHE_STATIC
+#if defined(__GNUC__) || defined(__clang__)
+#define KCACHE_API static __attribute__((unused)) /* a program uses only some of the calls */
+#else
+#define KCACHE_API static
+#endif
+#else
+#define KCACHE_API extern
+#endif
+#endif
+
+#ifndef KCACHE_KEY_INLINE
+#define KCACHE_KEY_INLINE 16
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ============================================================================================== */
+/* >>status  results and miss reasons                                                             */
+/* ============================================================================================== */
+
+/* Every call that can fail returns one of these. KCACHE_MISS is not an error: the key is not stored
+   (or caching is off); compile and, if you like, put. */
+#define KCACHE_STATUSES(X)                                                                      \
+    X(OK, "ok")                                                                                 \
+    X(MISS, "not in the cache")                                                                 \
+    X(EINVAL, "invalid argument")                                                               \
+    X(ENOMEM, "out of memory")                                                                  \
+    X(EEXIST, "a field of that name is already in the key")                                    \
+    X(ETOOBIG, "too large (field, key or entry over its limit)")                                \
+    X(EIO, "input/output error in the store")                                                   \
+    X(ENOENT, "file not found")                                                                 \
+    X(EDISABLED, "caching is off")                                                              \
+    X(ECORRUPT, "corrupt data (checksum, magic or length wrong)")                               \
+    X(EUNSAFE, "directory refused: owned by another user, writable by others, or a symlink")    \
+    X(ELOCK, "timed out waiting for the store lock")                                            \
+    X(EBUILD, "the build function failed")                                                      \
+    X(ENOSPC, "no space left in the store's filesystem")                                        \
+    X(EROFS, "the store is read-only or not writable")
+
+typedef enum kcache_status {
+#define KCACHE__STATUS_ENUM(name, text) KCACHE_##name,
+    KCACHE_STATUSES(KCACHE__STATUS_ENUM)
+#undef KCACHE__STATUS_ENUM
+    KCACHE_STATUS_COUNT
+} kcache_status;
+
+/* A sentence for a status; never NULL (an unknown value gives "unknown status"). */
+KCACHE_API const char *kcache_strerror(kcache_status s);
+
+/* Why a lookup missed; every miss has exactly one. The same words appear in kcache_explain,
+   KCACHE_DEBUG lines, the stats and both tools. */
+#define KCACHE_REASONS(X)                                                                       \
+    X(HIT, "hit", "hit")                                                                        \
+    X(COLD, "cold", "never stored")                                                             \
+    X(FIELD, "field", "a field differs")                             \
+    X(STAMP, "stamp", "a dependency changed")                                                   \
+    X(EVICTED, "evicted", "evicted by the size limit")                                          \
+    X(REJECTED, "rejected", "rejected: a corrupt entry or a binary the driver refused")         \
+    X(OFF, "off", "caching off")                                                                \
+    X(UNWRITABLE, "unwritable", "the store is unusable")
+
+typedef enum kcache_reason {
+#define KCACHE__REASON_ENUM(name, word, text) KCACHE_REASON_##name,
+    KCACHE_REASONS(KCACHE__REASON_ENUM)
+#undef KCACHE__REASON_ENUM
+    KCACHE_REASON_COUNT
+} kcache_reason;
+
+/* The one-word name of a reason ("cold", "field", ...); never NULL. */
+KCACHE_API const char *kcache_reason_name(kcache_reason r);
+
+/* ============================================================================================== */
+/* >>hash  XXH3-128                                                                               */
+/* ============================================================================================== */
+
+/* ---- hashing: XXH3-128 (seed 0, default secret), bit-exact with xxHash 0.8 ------------------
+ *
+ * kcache digests keys and checksums payloads with XXH3-128. The functions below are pure: they
+ * touch no global state, so any of them may be called from any thread at any time; a
+ * kcache_hash_state belongs to whoever holds it (no locking inside). */
+
+/* A 128-bit digest: `lo` is XXH128_hash_t's low64, `hi` its high64. */
+typedef struct kcache_hash128 { uint64_t lo, hi; } kcache_hash128;
+
+/* Streaming state. A complete type so it can live on the stack or inside another struct; it owns
+ * no memory (nothing to free) and may be copied with memcpy/assignment to fork a digest. The
+ * fields are private: use only the kcache_hash_* functions on it. */
+typedef struct kcache_hash_state {
+    uint64_t acc_[8];             /* long-input accumulators */
+    uint64_t total_len_;          /* bytes given to update so far */
+    unsigned char buf_[256];      /* input not yet consumed (all of it while total_len_ <= 256) */
+    uint32_t buf_len_;            /* bytes used in buf_ */
+    uint32_t stripe_pos_;         /* 64-byte stripes consumed in the current 1 KiB block */
+    int32_t path_;                /* implementation chosen at init (scalar, SSE2, AVX2, NEON) */
+    uint32_t reserved_;
+} kcache_hash_state;
+
+/* XXH3-128 of `len` bytes at `data` (seed 0); the same value as XXH3_128bits(data, len).
+ * data may be NULL when len is 0. Thread-safe; picks the fastest implementation the CPU runs
+ * (AVX2 when available on x86-64) at every call, without any cached global state. */
+KCACHE_API kcache_hash128 kcache_hash(const void *data, size_t len);
+
+/* Writes the 32 lower-case hex digits `xxh128sum` prints for this digest (hi first, then lo,
+ * most significant digit first) and a terminating NUL: out must have room for 33 chars.
+ * Thread-safe. */
+KCACHE_API void kcache_hash_hex(kcache_hash128 h, char out[33]);
+
+/* Starts a streaming digest in *st (no allocation; any previous content is overwritten).
+ * The state is then fed with kcache_hash_update and read with kcache_hash_final.
+ * Thread-safe as long as each state is used by one thread at a time. */
+KCACHE_API void kcache_hash_init(kcache_hash_state *st);
+
+/* Appends `len` bytes at `data` to the digest in *st. data may be NULL when len is 0.
+ * Splitting the input into updates of any sizes gives the same digest as kcache_hash over the
+ * concatenation. Not synchronised: one thread at a time per state. */
+KCACHE_API void kcache_hash_update(kcache_hash_state *st, const void *data, size_t len);
+
+/* The XXH3-128 digest of everything given to *st so far. Does not modify *st: it may be called
+ * again, and updates may continue afterwards. Safe to call concurrently with other finals on
+ * the same state, not with an update of it. */
+KCACHE_API kcache_hash128 kcache_hash_final(const kcache_hash_state *st);
+
+/* ============================================================================================== */
+/* >>config                                                                                       */
+/* ============================================================================================== */
+
+enum { KCACHE_WRITE_THROUGH = 0, KCACHE_WRITE_EVICT = 1 };
+enum { KCACHE_STAMP_HYBRID = 0, KCACHE_STAMP_MTIME = 1, KCACHE_STAMP_CONTENT = 2 };
+
+/* Line sink for debug messages; NULL means stderr. Called with no kcache lock held. */
+typedef void (*kcache_log_fn)(void *user, const char *line);
+
+typedef struct kcache_config {
+    const char *dir;          /* persistent store; NULL: the default location (see ENVIRONMENT)  */
+    uint64_t max_size;        /* store limit in bytes; 0: no limit                                */
+    uint32_t mem_entries;     /* memory LRU capacity in entries (at least 1)                      */
+    int enable;               /* 0: every get misses, every put is dropped                        */
+    int persistent;           /* 0: memory only                                                   */
+    int debug;                /* 1: a line per hit, miss, put, eviction and reject                */
+    uint64_t mem_size;        /* memory LRU capacity in bytes; 0: no byte limit                   */
+    int trace;                /* 1: keep every key's fields so misses can be explained later      */
+    int fsync;                /* 1: fsync each entry before renaming it into place                */
+    int write_policy;         /* KCACHE_WRITE_THROUGH or KCACHE_WRITE_EVICT                       */
+    int stamp;                /* KCACHE_STAMP_HYBRID, _MTIME or _CONTENT                          */
+    uint32_t build_wait_ms;   /* longest wait for another process's build of the same key         */
+    uint32_t lock_timeout_ms; /* longest wait for the store lock before giving up on an update    */
+    kcache_log_fn log;        /* where debug lines go; NULL: stderr                               */
+    void *log_user;
+} kcache_config;
+
+/* Fills cfg with the defaults, then applies the environment variables. A bad value keeps the
+   default and, when debugging is on, says so on stderr. Thread safety: reads the environment. */
+KCACHE_API void kcache_config_init(kcache_config *cfg);
+
+/* ============================================================================================== */
+/* >>api  opening, keys, lookups                                                                  */
+/* ============================================================================================== */
+
+typedef struct kcache kcache; /* an open cache; every call on it is thread-safe */
+
+/* Opens a cache. cfg NULL means kcache_config_init's. The configuration is copied.
+   A store that cannot be used (unsafe, unwritable, no directory) is not an error: the cache works
+   from memory and the reason is in kcache_explain and the debug log.
+   Returns KCACHE_OK, or KCACHE_EINVAL / KCACHE_ENOMEM with *out set to NULL. */
+KCACHE_API kcache_status kcache_open(kcache **out, const kcache_config *cfg);
+
+/* Flushes what is not yet written (KCACHE_WRITE=evict) and frees everything. Payloads still held
+   by callers must have been released before. NULL is ignored. */
+KCACHE_API void kcache_close(kcache *kc);
+
+/* The directory of the persistent store in use, or NULL when the cache is memory only. */
+KCACHE_API const char *kcache_dir(const kcache *kc);
+
+enum kcache_field_type {
+    KCACHE_FIELD_BYTES = 1,
+    KCACHE_FIELD_STR = 2,
+    KCACHE_FIELD_U64 = 3,
+    KCACHE_FIELD_FILE = 4 /* a dependency: its name and path are digested, its stamp is checked */
+};
+
+#define KCACHE_FIELD_NAME_MAX 48 /* bytes of a field name, NUL included */
+#define KCACHE_PREVIEW_MAX 96    /* bytes of a field's printable preview, NUL included */
+#define KCACHE_UNIT_MAX 256      /* bytes of a unit name, NUL included */
+
+typedef struct kcache_key_field {
+    char name[KCACHE_FIELD_NAME_MAX];
+    char preview[KCACHE_PREVIEW_MAX]; /* printable: up to 64 bytes of the value, escaped, or a digest */
+    kcache_hash128 digest;            /* XXH3-128 of the value (of the path for file fields)        */
+    uint64_t size;                    /* length of the value in bytes                               */
+    uint32_t type;                    /* enum kcache_field_type                                     */
+    uint32_t reserved;
+    int64_t mtime_ns;                 /* file fields: the stamp, checked on load, not digested      */
+    uint64_t file_size;
+    kcache_hash128 content;
+} kcache_key_field;
+
+/* A key: the unit and named, typed fields. A complete type so callers keep it on the stack; it
+   holds KCACHE_KEY_INLINE fields without allocating. Do not copy a kcache_key with '='. */
+typedef struct kcache_key {
+    uint32_t magic;             /* detects use of an uninitialised or freed key                  */
+    uint32_t count;             /* fields in the key                                             */
+    uint32_t cap;               /* fields room: KCACHE_KEY_INLINE or the heap array's            */
+    kcache_status error;        /* first failure of an add: a key with an error never matches    */
+    kcache_key_field *heap;     /* all fields once they outgrow the inline room, else NULL        */
+    kcache_hash128 digest;      /* canonical digest, kept current by every add                    */
+    char unit[KCACHE_UNIT_MAX];
+    kcache_key_field inline_fields[KCACHE_KEY_INLINE];
+} kcache_key;
+
+/* Starts a key for a unit (a program, a kernel, a function: what an index groups).
+   Returns KCACHE_EINVAL for NULL or an empty unit, KCACHE_ETOOBIG for one of KCACHE_UNIT_MAX bytes
+   or more; the key is then still safe to free and never matches. */
+KCACHE_API kcache_status kcache_key_init(kcache_key *k, const char *unit);
+
+/* Add one named field. Fields may be added in any order: the digest is canonical (sorted by name,
+   each field type-tagged and length-prefixed). A name used twice is refused (KCACHE_EEXIST). On
+   any failure the key records the error and never matches anything (get misses, put refuses). */
+KCACHE_API kcache_status kcache_key_bytes(kcache_key *k, const char *name, const void *p, size_t n);
+KCACHE_API kcache_status kcache_key_str(kcache_key *k, const char *name, const char *s);
+KCACHE_API kcache_status kcache_key_u64(kcache_key *k, const char *name, uint64_t v);
+
+/* A dependency on a file: its name and path are digested; its stamp (mtime, size, content hash) is
+   recorded and checked when the entry is loaded (KCACHE_STAMP). KCACHE_ENOENT if it cannot be read. */
+KCACHE_API kcache_status kcache_key_file(kcache_key *k, const char *name, const char *path);
+
+/* Adds the host's magic tuple: fields "host.os_arch", "host.cpu_name" and "host.cpu_features"
+   (LLVM's names; KCACHE_CPU_NAME / KCACHE_CPU_FEATURES override the detected ones). */
+KCACHE_API kcache_status kcache_key_host(kcache_key *k);
+
+/* The same three fields, from the tuple kc detected once when it was opened: detection reads CPUID
+   or /proc/cpuinfo (tens of microseconds on a VM), so a program building many keys uses this. */
+KCACHE_API kcache_status kcache_key_host_from(kcache_key *k, const kcache *kc);
+
+/* The canonical digest; the same whatever order fields were added in. */
+KCACHE_API kcache_hash128 kcache_key_digest(const kcache_key *k);
+
+/* Frees what the key allocated; the key must be initialised again before reuse. */
+KCACHE_API void kcache_key_free(kcache_key *k);
+
+/* Looks a key up: memory first, then the store. On KCACHE_OK *data points to the payload (16-byte
+   aligned, read-only, valid until kcache_release) and *size is its length. KCACHE_MISS when absent;
+   an error status also means "compile it". */
+KCACHE_API kcache_status kcache_get(kcache *kc, const kcache_key *k, const void **data, size_t *size);
+
+/* Gives back a payload from kcache_get / kcache_get_or_build; every successful get is released once. */
+KCACHE_API void kcache_release(kcache *kc, const void *data);
+
+/* Stores a payload (copied) under a key, replacing what the key held. */
+KCACHE_API kcache_status kcache_put(kcache *kc, const kcache_key *k, const void *data, size_t size);
+
+/* Removes a key from memory and from the store. KCACHE_MISS if it was not there. */
+KCACHE_API kcache_status kcache_remove(kcache *kc, const kcache_key *k);
+
+/* Writes one line into buf (snprintf-style: truncated to cap, always NUL-terminated when cap > 0)
+   saying whether the key hits and from where, or why it misses. Returns the full length. */
+KCACHE_API size_t kcache_explain(kcache *kc, const kcache_key *k, char *buf, size_t cap);
+
+/* Single flight: when many threads or processes miss the same key at once, one builds, the rest
+   wait for it. build returns 0 on success with *out allocated by KCACHE_MALLOC (kcache takes it). */
+typedef int (*kcache_build_fn)(void *user, void **out, size_t *out_size);
+KCACHE_API kcache_status kcache_get_or_build(kcache *kc, const kcache_key *k, kcache_build_fn build,
+                                             void *user, const void **data, size_t *size);
+
+/* ============================================================================================== */
+/* >>stats                                                                                        */
+/* ============================================================================================== */
+
+typedef struct kcache_stats {
+    uint64_t hits_mem, hits_disk, misses, puts, evictions, rejects;
+    uint64_t misses_by_reason[KCACHE_REASON_COUNT];
+    uint64_t bytes_read;    /* payload bytes handed out by hits                                   */
+    uint64_t bytes_written; /* payload bytes stored by puts                                       */
+    uint64_t mem_entries, mem_bytes, mem_evictions; /* the memory LRU                           */
+    uint64_t disk_entries, disk_bytes;              /* the store, as accounted (0 if none)       */
+    uint64_t builds, build_waits, store_errors;
+} kcache_stats;
+
+/* A consistent snapshot of this kcache's counters (this process only). */
+KCACHE_API void kcache_get_stats(kcache *kc, kcache_stats *out);
+
+/* Checks that the store's accounting equals the real entries (count and bytes); with fix, rebuilds
+   it from a scan. KCACHE_OK when consistent (or fixed), KCACHE_ECORRUPT when not and !fix. */
+KCACHE_API kcache_status kcache_verify(kcache *kc, int fix);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* KCACHE_H */
+
+/* ============================================================================================== */
+/* ============================================================================================== */
+/*                                        IMPLEMENTATION                                          */
+/* ============================================================================================== */
+/* ============================================================================================== */
+#ifdef KCACHE_IMPLEMENTATION
+#ifndef KCACHE__IMPLEMENTED
+#define KCACHE__IMPLEMENTED
+
+#if defined(__GLIBC__) && !defined(_GNU_SOURCE) && !defined(_DEFAULT_SOURCE) && !defined(_POSIX_C_SOURCE)
+#error "kcache: include kcache.h before any system header in the implementation file, or compile with -D_GNU_SOURCE"
+#endif
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <errno.h>
+#include <time.h>
+
+#if defined(KCACHE_MALLOC) && defined(KCACHE_FREE) && defined(KCACHE_REALLOC)
+#elif !defined(KCACHE_MALLOC) && !defined(KCACHE_FREE) && !defined(KCACHE_REALLOC)
+#define KCACHE_MALLOC(n) malloc(n)
+#define KCACHE_REALLOC(p, n) realloc(p, n)
+#define KCACHE_FREE(p) free(p)
+#else
+#error "define all of KCACHE_MALLOC, KCACHE_REALLOC and KCACHE_FREE, or none of them"
+#endif
+
+#ifndef KCACHE_ASSERT
+#include <assert.h>
+#define KCACHE_ASSERT(x) assert(x)
+#endif
+
+#ifdef _WIN32
+#error "kcache: the Win32 platform layer is not in this version; build with a POSIX toolchain"
+#endif
+
+#include <fcntl.h>
+#include <pthread.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <dirent.h>
+#include <signal.h>
+#include <unistd.h>
+
+#if defined(__GNUC__) || defined(__clang__)
+#define KCACHE__UNUSED __attribute__((unused))
+#define KCACHE__LIKELY(x) __builtin_expect(!!(x), 1)
+#else
+#define KCACHE__UNUSED
+#define KCACHE__LIKELY(x) (x)
+#endif
+
+/* ============================================================================================== */
+/* >>platform  threads, time, atomics, files: everything that differs between systems            */
+/* ============================================================================================== */
+
+typedef pthread_mutex_t kcache__mutex;
+typedef pthread_cond_t kcache__cond;
+static void kcache__mutex_init(kcache__mutex *m) { pthread_mutex_init(m, NULL); }
+static void kcache__mutex_destroy(kcache__mutex *m) { pthread_mutex_destroy(m); }
+static void kcache__mutex_lock(kcache__mutex *m) { pthread_mutex_lock(m); }
+static void kcache__mutex_unlock(kcache__mutex *m) { pthread_mutex_unlock(m); }
+static void kcache__cond_init(kcache__cond *c) { pthread_cond_init(c, NULL); }
+static void kcache__cond_destroy(kcache__cond *c) { pthread_cond_destroy(c); }
+static void kcache__cond_wait(kcache__cond *c, kcache__mutex *m) { pthread_cond_wait(c, m); }
+static void kcache__cond_broadcast(kcache__cond *c) { pthread_cond_broadcast(c); }
+
+/* Wall-clock nanoseconds since 1970: use records and tombstones are compared across processes. */
+static int64_t kcache__now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+static int64_t kcache__mono_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+static void kcache__sleep_ms(unsigned ms) {
+    struct timespec ts;
+    ts.tv_sec = (time_t)(ms / 1000);
+    ts.tv_nsec = (long)(ms % 1000) * 1000000L;
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+    }
+}
+
+static long kcache__atomic_add(long *p, long v) { return __atomic_add_fetch(p, v, __ATOMIC_ACQ_REL); }
+static uint64_t kcache__atomic_load_u64(const uint64_t *p) { return __atomic_load_n(p, __ATOMIC_RELAXED); }
+static void kcache__atomic_store_u64(uint64_t *p, uint64_t v) { __atomic_store_n(p, v, __ATOMIC_RELAXED); }
+
+static uint32_t kcache__pid(void) { return (uint32_t)getpid(); }
+
+/* A file's stamp; 0, or an errno. */
+static int kcache__stat_path(const char *path, int64_t *mtime_ns, uint64_t *size) {
+    struct stat st;
+    if (stat(path, &st) != 0) return errno ? errno : EIO;
+#if defined(__APPLE__)
+    *mtime_ns = (int64_t)st.st_mtimespec.tv_sec * 1000000000 + st.st_mtimespec.tv_nsec;
+#else
+    *mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
+#endif
+    *size = (uint64_t)st.st_size;
+    return 0;
+}
+
+/* ============================================================================================== */
+/* >>bytes  fixed little-endian encoding for everything on disk                                   */
+/* ============================================================================================== */
+
+static void kcache__put_u16(unsigned char *p, uint16_t v) { p[0] = (unsigned char)v; p[1] = (unsigned char)(v >> 8); }
+static void kcache__put_u32(unsigned char *p, uint32_t v) {
+    int i;
+    for (i = 0; i < 4; i++) p[i] = (unsigned char)(v >> (8 * i));
+}
+static void kcache__put_u64(unsigned char *p, uint64_t v) {
+    int i;
+    for (i = 0; i < 8; i++) p[i] = (unsigned char)(v >> (8 * i));
+}
+static uint16_t kcache__get_u16(const unsigned char *p) { return (uint16_t)(p[0] | (p[1] << 8)); }
+static uint32_t kcache__get_u32(const unsigned char *p) {
+    return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) | ((uint32_t)p[3] << 24);
+}
+static uint64_t kcache__get_u64(const unsigned char *p) {
+    return (uint64_t)kcache__get_u32(p) | ((uint64_t)kcache__get_u32(p + 4) << 32);
+}
+
+/* A bounded writer/reader over a byte buffer: an overrun sets a flag instead of touching memory. */
+typedef struct kcache__wbuf { unsigned char *p; size_t len, cap; int overflow; } kcache__wbuf;
+typedef struct kcache__rbuf { const unsigned char *p; size_t len, pos; int bad; } kcache__rbuf;
+
+static unsigned char *kcache__w_take(kcache__wbuf *w, size_t n) {
+    unsigned char *at;
+    if (w->overflow || n > w->cap - w->len) { w->overflow = 1; return NULL; }
+    at = w->p + w->len;
+    w->len += n;
+    return at;
+}
+static void kcache__w_u8(kcache__wbuf *w, unsigned v) { unsigned char *at = kcache__w_take(w, 1); if (at) at[0] = (unsigned char)v; }
+static void kcache__w_u16(kcache__wbuf *w, uint16_t v) { unsigned char *at = kcache__w_take(w, 2); if (at) kcache__put_u16(at, v); }
+static void kcache__w_u64(kcache__wbuf *w, uint64_t v) { unsigned char *at = kcache__w_take(w, 8); if (at) kcache__put_u64(at, v); }
+static void kcache__w_mem(kcache__wbuf *w, const void *s, size_t n) { unsigned char *at = kcache__w_take(w, n); if (at && n) memcpy(at, s, n); }
+
+static const unsigned char *kcache__r_take(kcache__rbuf *r, size_t n) {
+    const unsigned char *at;
+    if (r->bad || n > r->len - r->pos) { r->bad = 1; return NULL; }
+    at = r->p + r->pos;
+    r->pos += n;
+    return at;
+}
+static unsigned kcache__r_u8(kcache__rbuf *r) { const unsigned char *at = kcache__r_take(r, 1); return at ? at[0] : 0; }
+static uint16_t kcache__r_u16(kcache__rbuf *r) { const unsigned char *at = kcache__r_take(r, 2); return at ? kcache__get_u16(at) : 0; }
+static uint64_t kcache__r_u64(kcache__rbuf *r) { const unsigned char *at = kcache__r_take(r, 8); return at ? kcache__get_u64(at) : 0; }
+
+/* Formats a message into a caller's buffer (used for "why" texts; cut to fit, always terminated). */
+#if defined(__GNUC__) || defined(__clang__)
+__attribute__((format(printf, 3, 4)))
+#endif
+static void kcache__say(char *out, size_t cap, const char *fmt, ...) {
+    va_list ap;
+    if (!out || !cap) return;
+    va_start(ap, fmt);
+    vsnprintf(out, cap, fmt, ap);
+    va_end(ap);
+}
+
+/* ============================================================================================== */
+/* >>hash  XXH3-128 (scalar, SSE2, AVX2 chosen at run time, NEON)                                 */
+/* ============================================================================================== */
+
+/* ---- hashing: XXH3-128 implementation ----------------------------------------------------------
+ *
+ * Written from the published algorithm description (xxHash's doc/xxhash_spec.md, "XXH3
+ * algorithm description"): seed 0, default 192-byte secret, 128-bit output. Inputs of 0..240
+ * bytes take the short/medium algorithms (scalar everywhere); longer inputs run the stripe
+ * accumulator loop, which has four implementations:
+ *   scalar  everywhere (also the only one on big-endian machines),
+ *   SSE2    x86-64,
+ *   AVX2    x86-64, compiled through a function-level target attribute so a plain -O2 build
+ *           has it, and chosen at run time when the CPU and the OS support it,
+ *   NEON    little-endian AArch64.
+ * All of them give the same bits. Input is read with memcpy and decoded as little-endian, so
+ * there is no unaligned access and no dependence on the host byte order. No mutable global
+ * state: the CPU check reads what libgcc/compiler-rt recorded at start-up (GCC/clang) or asks
+ * CPUID (MSVC). */
+
+/* -- platform ------------------------------------------------------------------------------ */
+#if defined(__BYTE_ORDER__) && defined(__ORDER_LITTLE_ENDIAN__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#  define KCACHE__HASH_LE 1
+#elif defined(__BYTE_ORDER__) && defined(__ORDER_BIG_ENDIAN__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+#  define KCACHE__HASH_BE 1
+#elif defined(_MSC_VER) || defined(__x86_64__) || defined(_M_X64) || defined(__i386__) || defined(_M_IX86)
+#  define KCACHE__HASH_LE 1
+#endif /* neither: bytes are assembled one by one (always correct, a little slower) */
+
+#if (defined(__x86_64__) || defined(_M_X64)) && !defined(_M_ARM64EC)
+#  define KCACHE__HASH_HAVE_SSE2 1
+#  include <emmintrin.h>
+#  if defined(__clang__) || (defined(__GNUC__) && __GNUC__ >= 5) || defined(_MSC_VER)
+#    define KCACHE__HASH_HAVE_AVX2 1
+#    include <immintrin.h>
+#    if defined(__clang__) || defined(__GNUC__)
+#      define KCACHE__HASH_TARGET_AVX2 __attribute__((target("avx2")))
+#      define KCACHE__HASH_TARGET_XSAVE __attribute__((target("xsave")))
+#    else /* MSVC compiles AVX2 intrinsics anywhere */
+#      define KCACHE__HASH_TARGET_AVX2
+#      define KCACHE__HASH_TARGET_XSAVE
+#    endif
+#    if defined(_MSC_VER)
+#      include <intrin.h> /* __cpuid, __cpuidex, _xgetbv */
+#    endif
+#    if defined(__clang__) && defined(_MSC_VER) && !defined(__AVX2__)
+#      include <avxintrin.h> /* clang-cl's immintrin.h leaves these out without /arch:AVX2 */
+#      include <avx2intrin.h>
+#    endif
+#  endif
+#endif
+
+#if (defined(__aarch64__) || defined(_M_ARM64)) && defined(KCACHE__HASH_LE)
+#  define KCACHE__HASH_HAVE_NEON 1
+#  include <arm_neon.h>
+#endif
+
+#if defined(__SIZEOF_INT128__) && (defined(__GNUC__) || defined(__clang__))
+__extension__ typedef unsigned __int128 kcache__u128;
+#  define KCACHE__HASH_HAVE_U128 1
+#elif defined(_MSC_VER) && (defined(_M_X64) || defined(_M_ARM64))
+#  include <intrin.h>
+#endif
+
+/* Implementation selectors (also test hooks: tests may force any supported one). */
+enum { KCACHE__HASH_SCALAR, KCACHE__HASH_SSE2, KCACHE__HASH_AVX2, KCACHE__HASH_NEON, KCACHE__HASH_PATHS };
+enum { KCACHE__HASH_AUTO = -1 };   /* the fastest one the CPU supports, resolved when first needed */
+
+/* -- constants (from the spec) ------------------------------------------------------------- */
+#define KCACHE__P32_1 0x9E3779B1U
+#define KCACHE__P32_2 0x85EBCA77U
+#define KCACHE__P32_3 0xC2B2AE3DU
+#define KCACHE__P64_1 0x9E3779B185EBCA87ULL
+#define KCACHE__P64_2 0xC2B2AE3D27D4EB4FULL
+#define KCACHE__P64_3 0x165667B19E3779F9ULL
+#define KCACHE__P64_4 0x85EBCA77C2B2AE63ULL
+#define KCACHE__P64_5 0x27D4EB2F165667C5ULL
+#define KCACHE__PMX_1 0x165667919E3779F9ULL
+#define KCACHE__PMX_2 0x9FB21C651E98DF25ULL
+
+#define KCACHE__SECRET_LEN 192
+#define KCACHE__STRIPE 64
+#define KCACHE__STRIPES_PER_BLOCK 16 /* (192 - 64) / 8 */
+#define KCACHE__MIDSIZE_MAX 240
+
+static const unsigned char kcache__secret[KCACHE__SECRET_LEN] = {
+    0xb8, 0xfe, 0x6c, 0x39, 0x23, 0xa4, 0x4b, 0xbe, 0x7c, 0x01, 0x81, 0x2c, 0xf7, 0x21, 0xad, 0x1c,
+    0xde, 0xd4, 0x6d, 0xe9, 0x83, 0x90, 0x97, 0xdb, 0x72, 0x40, 0xa4, 0xa4, 0xb7, 0xb3, 0x67, 0x1f,
+    0xcb, 0x79, 0xe6, 0x4e, 0xcc, 0xc0, 0xe5, 0x78, 0x82, 0x5a, 0xd0, 0x7d, 0xcc, 0xff, 0x72, 0x21,
+    0xb8, 0x08, 0x46, 0x74, 0xf7, 0x43, 0x24, 0x8e, 0xe0, 0x35, 0x90, 0xe6, 0x81, 0x3a, 0x26, 0x4c,
+    0x3c, 0x28, 0x52, 0xbb, 0x91, 0xc3, 0x00, 0xcb, 0x88, 0xd0, 0x65, 0x8b, 0x1b, 0x53, 0x2e, 0xa3,
+    0x71, 0x64, 0x48, 0x97, 0xa2, 0x0d, 0xf9, 0x4e, 0x38, 0x19, 0xef, 0x46, 0xa9, 0xde, 0xac, 0xd8,
+    0xa8, 0xfa, 0x76, 0x3f, 0xe3, 0x9c, 0x34, 0x3f, 0xf9, 0xdc, 0xbb, 0xc7, 0xc7, 0x0b, 0x4f, 0x1d,
+    0x8a, 0x51, 0xe0, 0x4b, 0xcd, 0xb4, 0x59, 0x31, 0xc8, 0x9f, 0x7e, 0xc9, 0xd9, 0x78, 0x73, 0x64,
+    0xea, 0xc5, 0xac, 0x83, 0x34, 0xd3, 0xeb, 0xc3, 0xc5, 0x81, 0xa0, 0xff, 0xfa, 0x13, 0x63, 0xeb,
+    0x17, 0x0d, 0xdd, 0x51, 0xb7, 0xf0, 0xda, 0x49, 0xd3, 0x16, 0x55, 0x26, 0x29, 0xd4, 0x68, 0x9e,
+    0x2b, 0x16, 0xbe, 0x58, 0x7d, 0x47, 0xa1, 0xfc, 0x8f, 0xf8, 0xb8, 0xd1, 0x7a, 0xd0, 0x31, 0xce,
+    0x45, 0xcb, 0x3a, 0x8f, 0x95, 0x16, 0x04, 0x28, 0xaf, 0xd7, 0xfb, 0xca, 0xbb, 0x4b, 0x40, 0x7e,
+};
+
+/* -- scalar helpers -------------------------------------------------------------------------- */
+static uint32_t kcache__bswap32(uint32_t x)
+{
+    return (x >> 24) | ((x >> 8) & 0x0000FF00U) | ((x << 8) & 0x00FF0000U) | (x << 24);
+}
+
+static uint64_t kcache__bswap64(uint64_t x)
+{
+    return ((uint64_t)kcache__bswap32((uint32_t)x) << 32) | kcache__bswap32((uint32_t)(x >> 32));
+}
+
+static uint32_t kcache__rd32(const unsigned char *p)
+{
+#if defined(KCACHE__HASH_LE) || defined(KCACHE__HASH_BE)
+    uint32_t v;
+    memcpy(&v, p, sizeof v);
+#  if defined(KCACHE__HASH_BE)
+    v = kcache__bswap32(v);
+#  endif
+    return v;
+#else
+    return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) | ((uint32_t)p[3] << 24);
+#endif
+}
+
+static uint64_t kcache__rd64(const unsigned char *p)
+{
+#if defined(KCACHE__HASH_LE) || defined(KCACHE__HASH_BE)
+    uint64_t v;
+    memcpy(&v, p, sizeof v);
+#  if defined(KCACHE__HASH_BE)
+    v = kcache__bswap64(v);
+#  endif
+    return v;
+#else
+    return (uint64_t)kcache__rd32(p) | ((uint64_t)kcache__rd32(p + 4) << 32);
+#endif
+}
+
+/* Full 64x64 -> 128-bit product; returns the low half, stores the high half. */
+static uint64_t kcache__mul128(uint64_t a, uint64_t b, uint64_t *hi)
+{
+#if defined(KCACHE__HASH_HAVE_U128)
+    kcache__u128 r = (kcache__u128)a * b;
+    *hi = (uint64_t)(r >> 64);
+    return (uint64_t)r;
+#elif defined(_MSC_VER) && defined(_M_X64)
+    return _umul128(a, b, hi);
+#elif defined(_MSC_VER) && defined(_M_ARM64)
+    *hi = __umulh(a, b);
+    return a * b;
+#else
+    uint64_t lolo = (a & 0xFFFFFFFFU) * (b & 0xFFFFFFFFU);
+    uint64_t hilo = (a >> 32) * (b & 0xFFFFFFFFU);
+    uint64_t lohi = (a & 0xFFFFFFFFU) * (b >> 32);
+    uint64_t hihi = (a >> 32) * (b >> 32);
+    uint64_t cross = (lolo >> 32) + (hilo & 0xFFFFFFFFU) + lohi;
+    *hi = (hilo >> 32) + (cross >> 32) + hihi;
+    return (cross << 32) | (lolo & 0xFFFFFFFFU);
+#endif
+}
+
+static uint64_t kcache__fold64(uint64_t a, uint64_t b)
+{
+    uint64_t hi, lo = kcache__mul128(a, b, &hi);
+    return lo ^ hi;
+}
+
+/* XXH3's avalanche */
+static uint64_t kcache__avalanche3(uint64_t x)
+{
+    x ^= x >> 37;
+    x *= KCACHE__PMX_1;
+    x ^= x >> 32;
+    return x;
+}
+
+/* XXH64's avalanche */
+static uint64_t kcache__avalanche64(uint64_t x)
+{
+    x ^= x >> 33;
+    x *= KCACHE__P64_2;
+    x ^= x >> 29;
+    x *= KCACHE__P64_3;
+    x ^= x >> 32;
+    return x;
+}
+
+static kcache_hash128 kcache__h128(uint64_t lo, uint64_t hi)
+{
+    kcache_hash128 h;
+    h.lo = lo;
+    h.hi = hi;
+    return h;
+}
+
+/* -- 0..16 bytes ------------------------------------------------------------------------------ */
+static kcache_hash128 kcache__hash_0to16(const unsigned char *p, size_t len)
+{
+    const unsigned char *s = kcache__secret;
+    if (len > 8) { /* 9..16 */
+        uint64_t first = kcache__rd64(p), last = kcache__rd64(p + len - 8);
+        uint64_t v1 = (kcache__rd64(s + 32) ^ kcache__rd64(s + 40)) ^ first ^ last;
+        uint64_t v2 = (kcache__rd64(s + 48) ^ kcache__rd64(s + 56)) ^ last;
+        uint64_t mhi, mlo = kcache__mul128(v1, KCACHE__P64_1, &mhi);
+        uint64_t lo = mlo + ((uint64_t)(len - 1) << 54);
+        uint64_t hi = mhi + v2 + (uint64_t)(uint32_t)v2 * (KCACHE__P32_2 - 1);
+        uint64_t h2;
+        lo ^= kcache__bswap64(hi);
+        lo = kcache__mul128(lo, KCACHE__P64_2, &h2);
+        hi = h2 + hi * KCACHE__P64_2;
+        return kcache__h128(kcache__avalanche3(lo), kcache__avalanche3(hi));
+    }
+    if (len >= 4) { /* 4..8 */
+        uint64_t first = kcache__rd32(p), last = kcache__rd32(p + len - 4);
+        uint64_t v = (kcache__rd64(s + 16) ^ kcache__rd64(s + 24)) ^ (first | (last << 32));
+        uint64_t hi, lo = kcache__mul128(v, KCACHE__P64_1 + ((uint64_t)len << 2), &hi);
+        hi += lo << 1;
+        lo ^= hi >> 3;
+        lo ^= lo >> 35;
+        lo *= KCACHE__PMX_2;
+        lo ^= lo >> 28;
+        return kcache__h128(lo, kcache__avalanche3(hi));
+    }
+    if (len > 0) { /* 1..3 */
+        uint32_t c = (uint32_t)p[len - 1] | ((uint32_t)len << 8) | ((uint32_t)p[0] << 16) |
+                     ((uint32_t)p[len >> 1] << 24);
+        uint32_t r = kcache__bswap32(c);
+        uint64_t lo = (uint64_t)(kcache__rd32(s) ^ kcache__rd32(s + 4)) ^ c;
+        uint64_t hi = (uint64_t)(kcache__rd32(s + 8) ^ kcache__rd32(s + 12)) ^
+                      (uint64_t)((r << 13) | (r >> 19));
+        return kcache__h128(kcache__avalanche64(lo), kcache__avalanche64(hi));
+    }
+    return kcache__h128(kcache__avalanche64(kcache__rd64(s + 64) ^ kcache__rd64(s + 72)),
+                        kcache__avalanche64(kcache__rd64(s + 80) ^ kcache__rd64(s + 88)));
+}
+
+/* -- 17..240 bytes ---------------------------------------------------------------------------- */
+static uint64_t kcache__mix16(const unsigned char *p, const unsigned char *s)
+{
+    return kcache__fold64(kcache__rd64(p) ^ kcache__rd64(s), kcache__rd64(p + 8) ^ kcache__rd64(s + 8));
+}
+
+/* mixTwoChunks: acc[0] takes a, acc[1] takes b, each crossed with the other's data */
+#define KCACHE__MIX32(acc0, acc1, a, b, s)                                          \
+    do {                                                                            \
+        acc0 += kcache__mix16((a), (s));                                            \
+        acc1 += kcache__mix16((b), (s) + 16);                                       \
+        acc0 ^= kcache__rd64(b) + kcache__rd64((b) + 8);                            \
+        acc1 ^= kcache__rd64(a) + kcache__rd64((a) + 8);                            \
+    } while (0)
+
+/* 17..128: 16-byte chunks paired from both ends, innermost pair first (rounds i = n-1 .. 0 of
+ * the spec: chunk i from the start with chunk i from the end, secret at 32 i) */
+static kcache_hash128 kcache__hash_17to128(const unsigned char *p, size_t len)
+{
+    const unsigned char *s = kcache__secret;
+    uint64_t a0 = (uint64_t)len * KCACHE__P64_1, a1 = 0, lo, hi;
+    if (len > 32) {
+        if (len > 64) {
+            if (len > 96)
+                KCACHE__MIX32(a0, a1, p + 48, p + len - 64, s + 96);
+            KCACHE__MIX32(a0, a1, p + 32, p + len - 48, s + 64);
+        }
+        KCACHE__MIX32(a0, a1, p + 16, p + len - 32, s + 32);
+    }
+    KCACHE__MIX32(a0, a1, p, p + len - 16, s);
+    lo = a0 + a1;
+    hi = a0 * KCACHE__P64_1 + a1 * KCACHE__P64_4 + (uint64_t)len * KCACHE__P64_2;
+    return kcache__h128(kcache__avalanche3(lo), (uint64_t)0 - kcache__avalanche3(hi));
+}
+
+/* 129..240: 32-byte chunks; an avalanche after the first four; the last 32 bytes swapped */
+static kcache_hash128 kcache__hash_129to240(const unsigned char *p, size_t len)
+{
+    const unsigned char *s = kcache__secret;
+    uint64_t a0 = (uint64_t)len * KCACHE__P64_1, a1 = 0, lo, hi;
+    size_t i, chunks = len >> 5;
+    for (i = 0; i < 4; i++)
+        KCACHE__MIX32(a0, a1, p + 32 * i, p + 32 * i + 16, s + 32 * i);
+    a0 = kcache__avalanche3(a0);
+    a1 = kcache__avalanche3(a1);
+    for (i = 4; i < chunks; i++)
+        KCACHE__MIX32(a0, a1, p + 32 * i, p + 32 * i + 16, s + 32 * (i - 4) + 3);
+    KCACHE__MIX32(a0, a1, p + len - 16, p + len - 32, s + 103);
+    lo = a0 + a1;
+    hi = a0 * KCACHE__P64_1 + a1 * KCACHE__P64_4 + (uint64_t)len * KCACHE__P64_2;
+    return kcache__h128(kcache__avalanche3(lo), (uint64_t)0 - kcache__avalanche3(hi));
+}
+
+/* 0..240 bytes */
+static kcache_hash128 kcache__hash_short(const unsigned char *p, size_t len)
+{
+    if (len <= 16) return kcache__hash_0to16(p, len);
+    if (len <= 128) return kcache__hash_17to128(p, len);
+    return kcache__hash_129to240(p, len);
+}
+
+/* -- > 240 bytes: the stripe loop --------------------------------------------------------------
+ * Every path provides kcache__consume_<path>(acc, p, n, pos, last): accumulate the n stripes at
+ * p (64 bytes each), the first one being stripe number *pos of its 1 KiB block, scrambling the
+ * accumulators whenever a block completes (callers only pass stripes that have input after
+ * them, which is exactly when the spec scrambles); then, when last is not NULL, accumulate the
+ * final stripe `last` with the secret at offset 121. *pos is updated. */
+#define KCACHE__LAST_STRIPE_SECRET (KCACHE__SECRET_LEN - KCACHE__STRIPE - 7)
+#define KCACHE__SCRAMBLE_SECRET (KCACHE__SECRET_LEN - KCACHE__STRIPE)
+
+static void kcache__accum_scalar(uint64_t acc[8], const unsigned char *p, const unsigned char *s)
+{
+    int i;
+    for (i = 0; i < 8; i++) {
+        uint64_t d = kcache__rd64(p + 8 * i);
+        uint64_t v = d ^ kcache__rd64(s + 8 * i);
+        acc[i ^ 1] += d;
+        acc[i] += (v & 0xFFFFFFFFU) * (v >> 32);
+    }
+}
+
+static void kcache__consume_scalar(const uint64_t *in, uint64_t acc[8], const unsigned char *p, size_t n, unsigned *pos,
+                                   const unsigned char *last)
+{
+    unsigned ps = *pos;
+    int i;
+    if (in != acc) memcpy(acc, in, 8 * sizeof acc[0]);
+    while (n) {
+        size_t k = KCACHE__STRIPES_PER_BLOCK - ps;
+        const unsigned char *s = kcache__secret + 8 * ps;
+        if (k > n) k = n;
+        n -= k;
+        ps += (unsigned)k;
+        for (; k; k--, p += KCACHE__STRIPE, s += 8)
+            kcache__accum_scalar(acc, p, s);
+        if (ps == KCACHE__STRIPES_PER_BLOCK) {
+            for (i = 0; i < 8; i++) {
+                uint64_t a = acc[i];
+                a ^= a >> 47;
+                a ^= kcache__rd64(kcache__secret + KCACHE__SCRAMBLE_SECRET + 8 * i);
+                acc[i] = a * KCACHE__P32_1;
+            }
+            ps = 0;
+        }
+    }
+    if (last)
+        kcache__accum_scalar(acc, last, kcache__secret + KCACHE__LAST_STRIPE_SECRET);
+    *pos = ps;
+}
+
+#if defined(KCACHE__HASH_HAVE_SSE2)
+/* Prefetch 384 bytes ahead into L1 (a hint: never faults, so past the end is harmless; the
+ * address is formed as an integer so no out-of-range pointer is ever computed). */
+#define KCACHE__PREFETCH(q) _mm_prefetch((const char *)((uintptr_t)(q) + 384), _MM_HINT_T0)
+#define KCACHE__SSE2_LD(q) _mm_loadu_si128((const __m128i *)(const void *)(q))
+#define KCACHE__SSE2_ACC(a, q, s)                                                   \
+    do {                                                                            \
+        __m128i d_ = KCACHE__SSE2_LD(q);                                            \
+        __m128i x_ = _mm_xor_si128(d_, KCACHE__SSE2_LD(s));                         \
+        a = _mm_add_epi64(a, _mm_shuffle_epi32(d_, 0x4E));                          \
+        a = _mm_add_epi64(a, _mm_mul_epu32(x_, _mm_shuffle_epi32(x_, 0x31)));            \
+    } while (0)
+#define KCACHE__SSE2_STRIPE(q, s)                                                   \
+    do {                                                                            \
+        KCACHE__SSE2_ACC(a0, (q), (s));                                             \
+        KCACHE__SSE2_ACC(a1, (q) + 16, (s) + 16);                                   \
+        KCACHE__SSE2_ACC(a2, (q) + 32, (s) + 32);                                   \
+        KCACHE__SSE2_ACC(a3, (q) + 48, (s) + 48);                                   \
+    } while (0)
+#define KCACHE__SSE2_SCR(a, s)                                                      \
+    do {                                                                            \
+        __m128i x_ = _mm_xor_si128(_mm_xor_si128(a, _mm_srli_epi64(a, 47)), KCACHE__SSE2_LD(s)); \
+        __m128i l_ = _mm_mul_epu32(x_, pr);                                         \
+        __m128i h_ = _mm_mul_epu32(_mm_srli_epi64(x_, 32), pr);                     \
+        a = _mm_add_epi64(l_, _mm_slli_epi64(h_, 32));                              \
+    } while (0)
+
+static void kcache__consume_sse2(const uint64_t *in, uint64_t acc[8], const unsigned char *p, size_t n, unsigned *pos,
+                                 const unsigned char *last)
+{
+    __m128i a0 = KCACHE__SSE2_LD(in), a1 = KCACHE__SSE2_LD(in + 2);
+    __m128i a2 = KCACHE__SSE2_LD(in + 4), a3 = KCACHE__SSE2_LD(in + 6);
+    const __m128i pr = _mm_set1_epi32((int)KCACHE__P32_1);
+    unsigned ps = *pos;
+    while (n) {
+        size_t k = KCACHE__STRIPES_PER_BLOCK - ps;
+        const unsigned char *s = kcache__secret + 8 * ps;
+        if (k > n) k = n;
+        n -= k;
+        ps += (unsigned)k;
+        for (; k; k--, p += KCACHE__STRIPE, s += 8) {
+            KCACHE__PREFETCH(p);
+            KCACHE__SSE2_STRIPE(p, s);
+        }
+        if (ps == KCACHE__STRIPES_PER_BLOCK) {
+            const unsigned char *ks = kcache__secret + KCACHE__SCRAMBLE_SECRET;
+            KCACHE__SSE2_SCR(a0, ks);
+            KCACHE__SSE2_SCR(a1, ks + 16);
+            KCACHE__SSE2_SCR(a2, ks + 32);
+            KCACHE__SSE2_SCR(a3, ks + 48);
+            ps = 0;
+        }
+    }
+    if (last)
+        KCACHE__SSE2_STRIPE(last, kcache__secret + KCACHE__LAST_STRIPE_SECRET);
+    _mm_storeu_si128((__m128i *)(void *)acc, a0);
+    _mm_storeu_si128((__m128i *)(void *)(acc + 2), a1);
+    _mm_storeu_si128((__m128i *)(void *)(acc + 4), a2);
+    _mm_storeu_si128((__m128i *)(void *)(acc + 6), a3);
+    *pos = ps;
+}
+#endif /* SSE2 */
+
+#if defined(KCACHE__HASH_HAVE_AVX2)
+#define KCACHE__AVX2_LD(q) _mm256_loadu_si256((const __m256i *)(const void *)(q))
+#define KCACHE__AVX2_ACC(a, q, s)                                                   \
+    do {                                                                            \
+        __m256i d_ = KCACHE__AVX2_LD(q);                                            \
+        __m256i x_ = _mm256_xor_si256(d_, KCACHE__AVX2_LD(s));                      \
+        a = _mm256_add_epi64(a, _mm256_shuffle_epi32(d_, 0x4E));                    \
+        a = _mm256_add_epi64(a, _mm256_mul_epu32(x_, _mm256_shuffle_epi32(x_, 0x31)));   \
+    } while (0)
+#define KCACHE__AVX2_STRIPE(q, s)                                                   \
+    do {                                                                            \
+        KCACHE__AVX2_ACC(a0, (q), (s));                                             \
+        KCACHE__AVX2_ACC(a1, (q) + 32, (s) + 32);                                   \
+    } while (0)
+#define KCACHE__AVX2_SCR(a, s)                                                      \
+    do {                                                                            \
+        __m256i x_ = _mm256_xor_si256(_mm256_xor_si256(a, _mm256_srli_epi64(a, 47)), KCACHE__AVX2_LD(s)); \
+        __m256i l_ = _mm256_mul_epu32(x_, pr);                                      \
+        __m256i h_ = _mm256_mul_epu32(_mm256_srli_epi64(x_, 32), pr);               \
+        a = _mm256_add_epi64(l_, _mm256_slli_epi64(h_, 32));                        \
+    } while (0)
+
+KCACHE__HASH_TARGET_AVX2
+static void kcache__consume_avx2(const uint64_t *in, uint64_t acc[8], const unsigned char *p, size_t n, unsigned *pos,
+                                 const unsigned char *last)
+{
+    __m256i a0 = KCACHE__AVX2_LD(in), a1 = KCACHE__AVX2_LD(in + 4);
+    const __m256i pr = _mm256_set1_epi32((int)KCACHE__P32_1);
+    unsigned ps = *pos;
+    while (n) {
+        size_t k = KCACHE__STRIPES_PER_BLOCK - ps;
+        const unsigned char *s = kcache__secret + 8 * ps;
+        if (k > n) k = n;
+        n -= k;
+        ps += (unsigned)k;
+        for (; k; k--, p += KCACHE__STRIPE, s += 8) {
+            KCACHE__PREFETCH(p);
+            KCACHE__AVX2_STRIPE(p, s);
+        }
+        if (ps == KCACHE__STRIPES_PER_BLOCK) {
+            const unsigned char *ks = kcache__secret + KCACHE__SCRAMBLE_SECRET;
+            KCACHE__AVX2_SCR(a0, ks);
+            KCACHE__AVX2_SCR(a1, ks + 32);
+            ps = 0;
+        }
+    }
+    if (last)
+        KCACHE__AVX2_STRIPE(last, kcache__secret + KCACHE__LAST_STRIPE_SECRET);
+    _mm256_storeu_si256((__m256i *)(void *)acc, a0);
+    _mm256_storeu_si256((__m256i *)(void *)(acc + 4), a1);
+    *pos = ps;
+}
+#endif /* AVX2 */
+
+#if defined(KCACHE__HASH_HAVE_NEON)
+#define KCACHE__NEON_LD(q) vreinterpretq_u64_u8(vld1q_u8(q))
+#define KCACHE__NEON_ACC(a, q, s)                                                   \
+    do {                                                                            \
+        uint64x2_t d_ = KCACHE__NEON_LD(q);                                         \
+        uint64x2_t x_ = veorq_u64(d_, KCACHE__NEON_LD(s));                          \
+        a = vaddq_u64(a, vextq_u64(d_, d_, 1));                                     \
+        a = vmlal_u32(a, vmovn_u64(x_), vshrn_n_u64(x_, 32));                       \
+    } while (0)
+#define KCACHE__NEON_STRIPE(q, s)                                                   \
+    do {                                                                            \
+        KCACHE__NEON_ACC(a0, (q), (s));                                             \
+        KCACHE__NEON_ACC(a1, (q) + 16, (s) + 16);                                   \
+        KCACHE__NEON_ACC(a2, (q) + 32, (s) + 32);                                   \
+        KCACHE__NEON_ACC(a3, (q) + 48, (s) + 48);                                   \
+    } while (0)
+#define KCACHE__NEON_SCR(a, s)                                                      \
+    do {                                                                            \
+        uint64x2_t x_ = veorq_u64(veorq_u64(a, vshrq_n_u64(a, 47)), KCACHE__NEON_LD(s)); \
+        uint64x2_t h_ = vshlq_n_u64(vmull_n_u32(vshrn_n_u64(x_, 32), KCACHE__P32_1), 32); \
+        a = vmlal_n_u32(h_, vmovn_u64(x_), KCACHE__P32_1);                          \
+    } while (0)
+
+static void kcache__consume_neon(const uint64_t *in, uint64_t acc[8], const unsigned char *p, size_t n, unsigned *pos,
+                                 const unsigned char *last)
+{
+    uint64x2_t a0 = vld1q_u64(in), a1 = vld1q_u64(in + 2);
+    uint64x2_t a2 = vld1q_u64(in + 4), a3 = vld1q_u64(in + 6);
+    unsigned ps = *pos;
+    while (n) {
+        size_t k = KCACHE__STRIPES_PER_BLOCK - ps;
+        const unsigned char *s = kcache__secret + 8 * ps;
+        if (k > n) k = n;
+        n -= k;
+        ps += (unsigned)k;
+        for (; k; k--, p += KCACHE__STRIPE, s += 8)
+            KCACHE__NEON_STRIPE(p, s);
+        if (ps == KCACHE__STRIPES_PER_BLOCK) {
+            const unsigned char *ks = kcache__secret + KCACHE__SCRAMBLE_SECRET;
+            KCACHE__NEON_SCR(a0, ks);
+            KCACHE__NEON_SCR(a1, ks + 16);
+            KCACHE__NEON_SCR(a2, ks + 32);
+            KCACHE__NEON_SCR(a3, ks + 48);
+            ps = 0;
+        }
+    }
+    if (last)
+        KCACHE__NEON_STRIPE(last, kcache__secret + KCACHE__LAST_STRIPE_SECRET);
+    vst1q_u64(acc, a0);
+    vst1q_u64(acc + 2, a1);
+    vst1q_u64(acc + 4, a2);
+    vst1q_u64(acc + 6, a3);
+    *pos = ps;
+}
+#endif /* NEON */
+
+/* -- choosing a path --------------------------------------------------------------------------- */
+#if defined(KCACHE__HASH_HAVE_AVX2)
+#  if defined(__AVX2__)
+#    define KCACHE__AVX2_MIN_LEN 0
+static int kcache__cpu_avx2(void) { return 1; }
+#  elif defined(_MSC_VER)
+/* MSVC and clang-cl: no start-up record to read, so ask CPUID each time. CPUID is not free (and
+ * traps to the hypervisor in a VM), so without cached state it is only worth asking for inputs
+ * this long; shorter ones use SSE2 (same bits). */
+#    define KCACHE__AVX2_MIN_LEN 4096
+KCACHE__HASH_TARGET_XSAVE
+static int kcache__cpu_avx2(void)
+{
+    int r[4];
+    __cpuid(r, 0);
+    if (r[0] < 7) return 0;
+    __cpuid(r, 1);
+    if (!(r[2] & (1 << 27)) || !(r[2] & (1 << 28))) return 0; /* OSXSAVE, AVX */
+    if ((_xgetbv(0) & 6) != 6) return 0;                       /* OS saves XMM and YMM state */
+    __cpuidex(r, 7, 0);
+    return (r[1] >> 5) & 1;                                    /* AVX2 */
+}
+#  else
+#    define KCACHE__AVX2_MIN_LEN 0
+/* libgcc/compiler-rt fill this in from a constructor at start-up (CPUID + XGETBV, so it also
+ * checks that the OS saves the YMM registers); before that it reads as "no AVX2". */
+static int kcache__cpu_avx2(void) { return __builtin_cpu_supports("avx2") ? 1 : 0; }
+#  endif
+#endif
+
+/* Whether `path` can run on this machine (test hook). */
+static int kcache__hash_path_supported(int path)
+{
+    switch (path) {
+    case KCACHE__HASH_SCALAR: return 1;
+#if defined(KCACHE__HASH_HAVE_SSE2)
+    case KCACHE__HASH_SSE2: return 1;
+#endif
+#if defined(KCACHE__HASH_HAVE_AVX2)
+    case KCACHE__HASH_AVX2: return kcache__cpu_avx2();
+#endif
+#if defined(KCACHE__HASH_HAVE_NEON)
+    case KCACHE__HASH_NEON: return 1;
+#endif
+    default: return 0;
+    }
+}
+
+/* The path for a long input of `len` bytes; an explicit request is honoured when supported and
+ * falls back to scalar otherwise. */
+static int kcache__hash_resolve(int path, size_t len)
+{
+    if (path != KCACHE__HASH_AUTO)
+        return kcache__hash_path_supported(path) ? path : KCACHE__HASH_SCALAR;
+#if defined(KCACHE__HASH_HAVE_AVX2)
+#  if KCACHE__AVX2_MIN_LEN > 0
+    if (len >= KCACHE__AVX2_MIN_LEN && kcache__hash_path_supported(KCACHE__HASH_AVX2))
+#  else
+    if (kcache__hash_path_supported(KCACHE__HASH_AVX2))
+#  endif
+        return KCACHE__HASH_AVX2;
+#endif
+    (void)len;
+#if defined(KCACHE__HASH_HAVE_SSE2)
+    return KCACHE__HASH_SSE2;
+#elif defined(KCACHE__HASH_HAVE_NEON)
+    return KCACHE__HASH_NEON;
+#else
+    return KCACHE__HASH_SCALAR;
+#endif
+}
+
+/* Dispatch through a constant table (an indirect call costs less than a switch that inlines
+ * the bigger bodies). Paths not built here map to scalar; callers pass a resolved path. */
+typedef void (*kcache__consume_fn)(const uint64_t *in, uint64_t *acc, const unsigned char *p, size_t n,
+                                   unsigned *pos, const unsigned char *last);
+static const kcache__consume_fn kcache__consume_tab[KCACHE__HASH_PATHS] = {
+    kcache__consume_scalar,
+#if defined(KCACHE__HASH_HAVE_SSE2)
+    kcache__consume_sse2,
+#else
+    kcache__consume_scalar,
+#endif
+#if defined(KCACHE__HASH_HAVE_AVX2)
+    kcache__consume_avx2,
+#else
+    kcache__consume_scalar,
+#endif
+#if defined(KCACHE__HASH_HAVE_NEON)
+    kcache__consume_neon,
+#else
+    kcache__consume_scalar,
+#endif
+};
+
+/* in: the accumulators to start from (may be acc itself); acc: where they end */
+static void kcache__consume(int path, const uint64_t *in, uint64_t acc[8], const unsigned char *p, size_t n,
+                            unsigned *pos, const unsigned char *last)
+{
+    kcache__consume_tab[path >= 0 && path < KCACHE__HASH_PATHS ? path : KCACHE__HASH_SCALAR](in, acc, p, n, pos, last);
+}
+
+/* the accumulators' initial values */
+static const uint64_t kcache__acc_start[8] = {
+    KCACHE__P32_3, KCACHE__P64_1, KCACHE__P64_2, KCACHE__P64_3,
+    KCACHE__P64_4, KCACHE__P32_2, KCACHE__P64_5, KCACHE__P32_1,
+};
+
+/* finalMerge for both halves: low with the secret at 11 and len * P64_1, high with the secret at
+ * 117 and ~(len * P64_2); written out so the eight products can overlap */
+#define KCACHE__MERGE2(i, s)                                                        \
+    kcache__fold64(acc[i] ^ kcache__rd64((s) + 8 * (i)), acc[(i) + 1] ^ kcache__rd64((s) + 8 * (i) + 8))
+static kcache_hash128 kcache__hash_finish_long(const uint64_t acc[8], uint64_t len)
+{
+    const unsigned char *sl = kcache__secret + 11;
+    const unsigned char *sh = kcache__secret + KCACHE__SECRET_LEN - KCACHE__STRIPE - 11;
+    uint64_t lo = len * KCACHE__P64_1, hi = ~(len * KCACHE__P64_2);
+    lo += KCACHE__MERGE2(0, sl) + KCACHE__MERGE2(2, sl) + KCACHE__MERGE2(4, sl) + KCACHE__MERGE2(6, sl);
+    hi += KCACHE__MERGE2(0, sh) + KCACHE__MERGE2(2, sh) + KCACHE__MERGE2(4, sh) + KCACHE__MERGE2(6, sh);
+    return kcache__h128(kcache__avalanche3(lo), kcache__avalanche3(hi));
+}
+
+/* len > 240 */
+static kcache_hash128 kcache__hash_long(int path, const unsigned char *p, size_t len)
+{
+    uint64_t acc[8];
+    unsigned pos = 0;
+    /* every stripe with input after it, then the last 64 bytes (which may overlap) */
+    kcache__consume(path, kcache__acc_start, acc, p, (len - 1) / KCACHE__STRIPE, &pos, p + len - KCACHE__STRIPE);
+    return kcache__hash_finish_long(acc, (uint64_t)len);
+}
+
+/* XXH3-128 of data on the given path (test hook; KCACHE__HASH_AUTO picks the fastest). */
+static kcache_hash128 kcache__hash_with_path(int path, const void *data, size_t len)
+{
+    const unsigned char *p = (const unsigned char *)data;
+    if (len <= KCACHE__MIDSIZE_MAX)
+        return kcache__hash_short(p, len);
+    return kcache__hash_long(kcache__hash_resolve(path, len), p, len);
+}
+
+/* -- streaming ------------------------------------------------------------------------------------
+ * buf_ keeps everything until more than 256 bytes have come (the 0..240-byte algorithms need
+ * the whole input). After that, stripes are consumed as soon as input exists after them, so
+ * buf_ holds 1..256 not yet consumed bytes; when fewer than 64 are pending, the last consumed
+ * stripe is kept at the end of buf_ (bytes 192..255) so final can rebuild the last 64 bytes. */
+#define KCACHE__HBUF ((uint32_t)sizeof(((kcache_hash_state *)0)->buf_))
+
+/* Starts a digest on the given path (test hook; KCACHE__HASH_AUTO picks the fastest). */
+static void kcache__hash_init_path(kcache_hash_state *st, int path)
+{
+    memset(st, 0, sizeof *st);
+    memcpy(st->acc_, kcache__acc_start, sizeof st->acc_);
+    st->path_ = (int32_t)(path == KCACHE__HASH_AUTO ? path : kcache__hash_resolve(path, 0));
+}
+
+KCACHE_API void kcache_hash_init(kcache_hash_state *st)
+{
+    kcache__hash_init_path(st, KCACHE__HASH_AUTO);
+}
+
+KCACHE_API void kcache_hash_update(kcache_hash_state *st, const void *data, size_t len)
+{
+    const unsigned char *p = (const unsigned char *)data;
+    unsigned pos;
+    if (len == 0) return;
+    st->total_len_ += len;
+    if (len <= (size_t)(KCACHE__HBUF - st->buf_len_)) {
+        memcpy(st->buf_ + st->buf_len_, p, len);
+        st->buf_len_ += (uint32_t)len;
+        return;
+    }
+    /* more input than the buffer holds: the digest is a long one, stripes can go */
+    if (st->path_ == KCACHE__HASH_AUTO)
+        st->path_ = (int32_t)kcache__hash_resolve(KCACHE__HASH_AUTO, (size_t)-1);
+    pos = st->stripe_pos_;
+    if (st->buf_len_) {
+        size_t fill = KCACHE__HBUF - st->buf_len_;
+        memcpy(st->buf_ + st->buf_len_, p, fill);
+        p += fill;
+        len -= fill; /* still > 0 */
+        kcache__consume(st->path_, st->acc_, st->acc_, st->buf_, KCACHE__HBUF / KCACHE__STRIPE, &pos, NULL);
+        st->buf_len_ = 0;
+    }
+    if (len > KCACHE__HBUF) {
+        size_t n = (len - 1) / KCACHE__STRIPE;
+        kcache__consume(st->path_, st->acc_, st->acc_, p, n, &pos, NULL);
+        p += n * KCACHE__STRIPE;
+        len -= n * KCACHE__STRIPE; /* 1..64 left */
+        memcpy(st->buf_ + KCACHE__HBUF - KCACHE__STRIPE, p - KCACHE__STRIPE, KCACHE__STRIPE);
+    }
+    memcpy(st->buf_, p, len);
+    st->buf_len_ = (uint32_t)len;
+    st->stripe_pos_ = pos;
+}
+
+KCACHE_API kcache_hash128 kcache_hash_final(const kcache_hash_state *st)
+{
+    uint64_t acc[8];
+    unsigned char tmp[KCACHE__STRIPE];
+    const unsigned char *last;
+    unsigned pos = st->stripe_pos_;
+    size_t n = 0;
+    int path = st->path_;
+    if (st->total_len_ <= KCACHE__MIDSIZE_MAX)
+        return kcache__hash_short(st->buf_, (size_t)st->total_len_);
+    if (path == KCACHE__HASH_AUTO)
+        path = kcache__hash_resolve(KCACHE__HASH_AUTO, (size_t)st->total_len_);
+    if (st->buf_len_ >= KCACHE__STRIPE) {
+        n = (st->buf_len_ - 1) / KCACHE__STRIPE;
+        last = st->buf_ + st->buf_len_ - KCACHE__STRIPE;
+    } else {
+        size_t old = KCACHE__STRIPE - st->buf_len_;
+        memcpy(tmp, st->buf_ + KCACHE__HBUF - old, old);
+        memcpy(tmp + old, st->buf_, st->buf_len_);
+        last = tmp;
+    }
+    kcache__consume(path, st->acc_, acc, st->buf_, n, &pos, last);
+    return kcache__hash_finish_long(acc, st->total_len_);
+}
+
+/* -- one-shot and hex ------------------------------------------------------------------------------ */
+KCACHE_API kcache_hash128 kcache_hash(const void *data, size_t len)
+{
+    const unsigned char *p = (const unsigned char *)data;
+    if (len <= 16) return kcache__hash_0to16(p, len);
+    if (len <= 128) return kcache__hash_17to128(p, len);
+    if (len <= KCACHE__MIDSIZE_MAX) return kcache__hash_129to240(p, len);
+    return kcache__hash_with_path(KCACHE__HASH_AUTO, data, len);
+}
+
+KCACHE_API void kcache_hash_hex(kcache_hash128 h, char out[33])
+{
+    static const char digits[] = "0123456789abcdef";
+    int i;
+    for (i = 0; i < 16; i++) {
+        out[i] = digits[(h.hi >> (60 - 4 * i)) & 15];
+        out[16 + i] = digits[(h.lo >> (60 - 4 * i)) & 15];
+    }
+    out[32] = '\0';
+}
+
+/* ============================================================================================== */
+/* >>host  the magic tuple: OS/arch, CPU name, CPU features                                       */
+/* ============================================================================================== */
+
+/* ---- host magic tuple: OS/arch, CPU name and CPU features, as LLVM names them ----------------
+ *
+ * Fragment of kcache.h's implementation half.  Expects <stdint.h>, <stddef.h>, <string.h>,
+ * <stdio.h> and <stdlib.h> to be included already.  The platform headers it needs are included
+ * just below: when pasting, keep them at file scope (outside any extern "C" block and outside
+ * any function); hoisting them to the top of the implementation half is fine.
+ *
+ *   kcache__host_os_arch(out, cap)       "linux-x86_64", "linux-aarch64", "windows-x86_64",
+ *                                        "darwin-arm64", ... from compile-time macros only.
+ *   kcache__host_cpu_name(out, cap)      LLVM's name for the host CPU ("haswell", "znver3",
+ *                                        "neoverse-n1", ...), "generic" when it is not known.
+ *   kcache__host_cpu_features(out, cap)  "+a,+b,-c": every feature this code checks, with its
+ *                                        LLVM name, sorted by name (strcmp order).  Returns the
+ *                                        length written (always < cap).  A cap too small drops
+ *                                        whole items at the end, never half a name.
+ *                                        KCACHE__HOST_FEATURES_MAX always suffices.
+ *
+ * All three NUL-terminate whenever cap > 0, write nothing when cap == 0 (out may then be NULL),
+ * keep no state between calls and are safe to call from any thread.  Each call re-reads the
+ * hardware (CPUID / getauxval / one pass over /proc/cpuinfo), so a caller that needs the tuple
+ * often should keep its own copy.
+ *
+ * x86 / x86-64 (GCC, clang: <cpuid.h>; MSVC: <intrin.h>): vendor, family and model from CPUID,
+ * mapped to LLVM's processor names (Intel Core 2 .. Diamond Rapids, the Atom line, Xeon Phi;
+ * AMD K6 .. Zen 5), with LLVM's feature-based guess for an unlisted Intel family-6 model.
+ * Features follow LLVM's host detection: AVX-class, AVX-512-class and AMX-class features are
+ * reported as '-' unless XGETBV shows the OS saves that register state (macOS saves AVX-512
+ * state lazily, so there AVX-512 is taken as saved, as LLVM does).
+ * aarch64 Linux: features from getauxval(AT_HWCAP/AT_HWCAP2); CPU name from the MIDR fields
+ * ("CPU implementer", "CPU part", "CPU variant") in /proc/cpuinfo.  aarch64 macOS: name from
+ * hw.cpufamily, features from hw.optional.* sysctls.  32-bit ARM Linux: name only.
+ * Anything else: "generic" and an empty feature string.
+ */
+
+#if (defined(__x86_64__) || defined(__i386__) || defined(_M_X64) || defined(_M_IX86)) && \
+    !defined(_M_ARM64EC)
+#  if defined(__GNUC__) || defined(__clang__)
+#    include <cpuid.h>
+#    define KCACHE__HOST_X86 1
+#  elif defined(_MSC_VER)
+#    include <intrin.h>
+#    define KCACHE__HOST_X86 1
+#  endif
+#endif
+
+#if (defined(__aarch64__) || defined(__arm__)) && defined(__linux__)
+#  define KCACHE__HOST_ARM_LINUX 1
+#  if defined(__aarch64__)
+#    include <sys/auxv.h>
+#  endif
+#endif
+
+#if defined(__APPLE__) && (defined(__aarch64__) || defined(__arm64__))
+#  include <sys/types.h>
+#  include <sys/sysctl.h>
+#  define KCACHE__HOST_ARM_DARWIN 1
+#endif
+
+/* The MIDR / HWCAP decoding is plain C; a test may build it on any host with this macro. */
+#if defined(KCACHE__HOST_ARM_LINUX) || defined(KCACHE__HOST_TEST_ARM)
+#  define KCACHE__HOST_ARM_DECODE 1
+#endif
+
+#define KCACHE__HOST_FEATURES_MAX 4096 /* a buffer this size always holds the whole string */
+#define KCACHE__HOST_NAME_MAX 64       /* ... the CPU name */
+#define KCACHE__HOST_OS_ARCH_MAX 64    /* ... the OS/arch string */
+#define KCACHE__HOST_MAX_FEATS 160     /* more entries than any table below */
+
+/* Copies s into out[cap], cut to fit, NUL-terminated when cap > 0. */
+static void kcache__host_copy(char *out, size_t cap, const char *s)
+{
+    size_t n;
+    if (!out || cap == 0) return;
+    n = strlen(s);
+    if (n >= cap) n = cap - 1;
+    memcpy(out, s, n);
+    out[n] = '\0';
+}
+
+/* Writes "+name"/"-name" items joined by ',' in strcmp order of the names.  Only whole items
+ * are written: the first one that does not fit ends the string.  Returns the length written. */
+static size_t kcache__host_emit(char *out, size_t cap, const char *const *names,
+                                const unsigned char *on, size_t n)
+{
+    size_t order[KCACHE__HOST_MAX_FEATS];
+    size_t i, len = 0;
+    if (n > KCACHE__HOST_MAX_FEATS) n = KCACHE__HOST_MAX_FEATS;
+    for (i = 0; i < n; i++) { /* insertion sort of indices: n is small */
+        size_t k = i;
+        while (k > 0 && strcmp(names[order[k - 1]], names[i]) > 0) {
+            order[k] = order[k - 1];
+            k--;
+        }
+        order[k] = i;
+    }
+    if (!out || cap == 0) return 0;
+    out[0] = '\0';
+    for (i = 0; i < n; i++) {
+        const char *name = names[order[i]];
+        size_t nlen = strlen(name);
+        size_t item = nlen + 1 + (len ? 1 : 0); /* [,] sign name */
+        if (len + item + 1 > cap) break;
+        if (len) out[len++] = ',';
+        out[len++] = on[order[i]] ? '+' : '-';
+        memcpy(out + len, name, nlen);
+        len += nlen;
+        out[len] = '\0';
+    }
+    return len;
+}
+
+static void kcache__host_os_arch(char *out, size_t cap)
+{
+    const char *os, *arch;
+    char buf[KCACHE__HOST_OS_ARCH_MAX];
+    size_t ol, al;
+
+#if defined(_WIN32)
+    os = "windows";
+#elif defined(__CYGWIN__)
+    os = "cygwin";
+#elif defined(__APPLE__)
+    os = "darwin";
+#elif defined(__ANDROID__)
+    os = "android";
+#elif defined(__linux__)
+    os = "linux";
+#elif defined(__FreeBSD__)
+    os = "freebsd";
+#elif defined(__NetBSD__)
+    os = "netbsd";
+#elif defined(__OpenBSD__)
+    os = "openbsd";
+#elif defined(__DragonFly__)
+    os = "dragonfly";
+#elif defined(__sun)
+    os = "sunos";
+#elif defined(_AIX)
+    os = "aix";
+#elif defined(__HAIKU__)
+    os = "haiku";
+#elif defined(__EMSCRIPTEN__)
+    os = "emscripten";
+#elif defined(__wasi__)
+    os = "wasi";
+#elif defined(__unix__)
+    os = "unix";
+#else
+    os = "unknown";
+#endif
+
+#if defined(_M_ARM64EC)
+    arch = "arm64ec";
+#elif defined(__x86_64__) || defined(_M_X64)
+#  if defined(__ILP32__)
+    arch = "x32";
+#  else
+    arch = "x86_64";
+#  endif
+#elif defined(__i386__) || defined(_M_IX86)
+    arch = "x86";
+#elif defined(__aarch64__) || defined(_M_ARM64) || defined(__arm64__)
+#  if defined(__AARCH64EB__)
+    arch = "aarch64_be";
+#  elif defined(__APPLE__) || defined(_WIN32)
+    arch = "arm64";
+#  elif defined(__ILP32__)
+    arch = "aarch64_ilp32";
+#  else
+    arch = "aarch64";
+#  endif
+#elif defined(__arm__) || defined(_M_ARM)
+#  if defined(__ARMEB__)
+    arch = "armeb";
+#  else
+    arch = "arm";
+#  endif
+#elif defined(__powerpc64__) || defined(__ppc64__)
+#  if defined(__LITTLE_ENDIAN__) || \
+      (defined(__BYTE_ORDER__) && defined(__ORDER_LITTLE_ENDIAN__) && \
+       __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__)
+    arch = "ppc64le";
+#  else
+    arch = "ppc64";
+#  endif
+#elif defined(__powerpc__) || defined(__ppc__)
+    arch = "ppc";
+#elif defined(__s390x__)
+    arch = "s390x";
+#elif defined(__riscv)
+#  if defined(__riscv_xlen) && __riscv_xlen == 64
+    arch = "riscv64";
+#  else
+    arch = "riscv32";
+#  endif
+#elif defined(__loongarch64)
+    arch = "loongarch64";
+#elif defined(__mips64)
+    arch = "mips64";
+#elif defined(__mips__)
+    arch = "mips";
+#elif defined(__sparc__) && defined(__arch64__)
+    arch = "sparc64";
+#elif defined(__sparc__)
+    arch = "sparc";
+#elif defined(__wasm64__)
+    arch = "wasm64";
+#elif defined(__wasm32__) || defined(__wasm__)
+    arch = "wasm32";
+#else
+    arch = "unknown";
+#endif
+
+    ol = strlen(os);
+    al = strlen(arch);
+    if (ol + 1 + al + 1 > sizeof buf) { /* cannot happen with the names above */
+        kcache__host_copy(out, cap, "unknown-unknown");
+        return;
+    }
+    memcpy(buf, os, ol);
+    buf[ol] = '-';
+    memcpy(buf + ol + 1, arch, al + 1);
+    kcache__host_copy(out, cap, buf);
+}
+
+/* ---- x86 ------------------------------------------------------------------------------- */
+#if defined(KCACHE__HOST_X86)
+
+/* The CPUID output words the feature table reads. */
+enum {
+    KCACHE__X86_1C,   /* leaf 1, ECX */
+    KCACHE__X86_1D,   /* leaf 1, EDX */
+    KCACHE__X86_7B,   /* leaf 7 subleaf 0, EBX */
+    KCACHE__X86_7C,   /* leaf 7 subleaf 0, ECX */
+    KCACHE__X86_7D,   /* leaf 7 subleaf 0, EDX */
+    KCACHE__X86_71A,  /* leaf 7 subleaf 1, EAX */
+    KCACHE__X86_71D,  /* leaf 7 subleaf 1, EDX */
+    KCACHE__X86_D1A,  /* leaf 0xD subleaf 1, EAX */
+    KCACHE__X86_14B,  /* leaf 0x14 subleaf 0, EBX */
+    KCACHE__X86_19B,  /* leaf 0x19, EBX */
+    KCACHE__X86_E1C,  /* leaf 0x80000001, ECX */
+    KCACHE__X86_E1D,  /* leaf 0x80000001, EDX */
+    KCACHE__X86_E8B,  /* leaf 0x80000008, EBX */
+    KCACHE__X86_WORDS
+};
+
+/* What the OS must save for a feature to count (checked with XGETBV). */
+enum { KCACHE__X86_OS_NONE, KCACHE__X86_OS_AVX, KCACHE__X86_OS_AVX512, KCACHE__X86_OS_AMX };
+
+enum { KCACHE__X86_OTHER, KCACHE__X86_INTEL, KCACHE__X86_AMD };
+
+typedef struct kcache__x86_info {
+    uint32_t w[KCACHE__X86_WORDS];
+    unsigned vendor, family, model;
+    int avx_os, avx512_os, amx_os;
+} kcache__x86_info;
+
+typedef struct kcache__x86_feat {
+    const char *name;
+    unsigned char word, bit, os;
+} kcache__x86_feat;
+
+/* LLVM's x86 host feature names and the CPUID bit each one reads: everything LLVM 14 reports,
+ * plus the leaf-7 subleaf-1 and rdpru additions of LLVM 15..18.  Not covered: the avx10.*,
+ * APX (egpr, ndd, ...), evex512, movrs and amx-fp8/tf32/... names of LLVM 18+. */
+static const kcache__x86_feat kcache__x86_feats[] = {
+    {"64bit", KCACHE__X86_E1D, 29, KCACHE__X86_OS_NONE},
+    {"adx", KCACHE__X86_7B, 19, KCACHE__X86_OS_NONE},
+    {"aes", KCACHE__X86_1C, 25, KCACHE__X86_OS_NONE},
+    {"amx-bf16", KCACHE__X86_7D, 22, KCACHE__X86_OS_AMX},
+    {"amx-complex", KCACHE__X86_71D, 8, KCACHE__X86_OS_AMX},
+    {"amx-fp16", KCACHE__X86_71A, 21, KCACHE__X86_OS_AMX},
+    {"amx-int8", KCACHE__X86_7D, 25, KCACHE__X86_OS_AMX},
+    {"amx-tile", KCACHE__X86_7D, 24, KCACHE__X86_OS_AMX},
+    {"avx", KCACHE__X86_1C, 28, KCACHE__X86_OS_AVX},
+    {"avx2", KCACHE__X86_7B, 5, KCACHE__X86_OS_AVX},
+    {"avx512bf16", KCACHE__X86_71A, 5, KCACHE__X86_OS_AVX512},
+    {"avx512bitalg", KCACHE__X86_7C, 12, KCACHE__X86_OS_AVX512},
+    {"avx512bw", KCACHE__X86_7B, 30, KCACHE__X86_OS_AVX512},
+    {"avx512cd", KCACHE__X86_7B, 28, KCACHE__X86_OS_AVX512},
+    {"avx512dq", KCACHE__X86_7B, 17, KCACHE__X86_OS_AVX512},
+    {"avx512er", KCACHE__X86_7B, 27, KCACHE__X86_OS_AVX512},
+    {"avx512f", KCACHE__X86_7B, 16, KCACHE__X86_OS_AVX512},
+    {"avx512fp16", KCACHE__X86_7D, 23, KCACHE__X86_OS_AVX512},
+    {"avx512ifma", KCACHE__X86_7B, 21, KCACHE__X86_OS_AVX512},
+    {"avx512pf", KCACHE__X86_7B, 26, KCACHE__X86_OS_AVX512},
+    {"avx512vbmi", KCACHE__X86_7C, 1, KCACHE__X86_OS_AVX512},
+    {"avx512vbmi2", KCACHE__X86_7C, 6, KCACHE__X86_OS_AVX512},
+    {"avx512vl", KCACHE__X86_7B, 31, KCACHE__X86_OS_AVX512},
+    {"avx512vnni", KCACHE__X86_7C, 11, KCACHE__X86_OS_AVX512},
+    {"avx512vp2intersect", KCACHE__X86_7D, 8, KCACHE__X86_OS_AVX512},
+    {"avx512vpopcntdq", KCACHE__X86_7C, 14, KCACHE__X86_OS_AVX512},
+    {"avxifma", KCACHE__X86_71A, 23, KCACHE__X86_OS_AVX},
+    {"avxneconvert", KCACHE__X86_71D, 5, KCACHE__X86_OS_AVX},
+    {"avxvnni", KCACHE__X86_71A, 4, KCACHE__X86_OS_AVX},
+    {"avxvnniint16", KCACHE__X86_71D, 10, KCACHE__X86_OS_AVX},
+    {"avxvnniint8", KCACHE__X86_71D, 4, KCACHE__X86_OS_AVX},
+    {"bmi", KCACHE__X86_7B, 3, KCACHE__X86_OS_NONE},
+    {"bmi2", KCACHE__X86_7B, 8, KCACHE__X86_OS_NONE},
+    {"cldemote", KCACHE__X86_7C, 25, KCACHE__X86_OS_NONE},
+    {"clflushopt", KCACHE__X86_7B, 23, KCACHE__X86_OS_NONE},
+    {"clwb", KCACHE__X86_7B, 24, KCACHE__X86_OS_NONE},
+    {"clzero", KCACHE__X86_E8B, 0, KCACHE__X86_OS_NONE},
+    {"cmov", KCACHE__X86_1D, 15, KCACHE__X86_OS_NONE},
+    {"cmpccxadd", KCACHE__X86_71A, 7, KCACHE__X86_OS_NONE},
+    {"crc32", KCACHE__X86_1C, 20, KCACHE__X86_OS_NONE}, /* LLVM ties it to SSE4.2 */
+    {"cx16", KCACHE__X86_1C, 13, KCACHE__X86_OS_NONE},
+    {"cx8", KCACHE__X86_1D, 8, KCACHE__X86_OS_NONE},
+    {"enqcmd", KCACHE__X86_7C, 29, KCACHE__X86_OS_NONE},
+    {"f16c", KCACHE__X86_1C, 29, KCACHE__X86_OS_AVX},
+    {"fma", KCACHE__X86_1C, 12, KCACHE__X86_OS_AVX},
+    {"fma4", KCACHE__X86_E1C, 16, KCACHE__X86_OS_AVX},
+    {"fsgsbase", KCACHE__X86_7B, 0, KCACHE__X86_OS_NONE},
+    {"fxsr", KCACHE__X86_1D, 24, KCACHE__X86_OS_NONE},
+    {"gfni", KCACHE__X86_7C, 8, KCACHE__X86_OS_NONE},
+    {"hreset", KCACHE__X86_71A, 22, KCACHE__X86_OS_NONE},
+    {"invpcid", KCACHE__X86_7B, 10, KCACHE__X86_OS_NONE},
+    {"kl", KCACHE__X86_7C, 23, KCACHE__X86_OS_NONE},
+    {"lwp", KCACHE__X86_E1C, 15, KCACHE__X86_OS_NONE},
+    {"lzcnt", KCACHE__X86_E1C, 5, KCACHE__X86_OS_NONE},
+    {"mmx", KCACHE__X86_1D, 23, KCACHE__X86_OS_NONE},
+    {"movbe", KCACHE__X86_1C, 22, KCACHE__X86_OS_NONE},
+    {"movdir64b", KCACHE__X86_7C, 28, KCACHE__X86_OS_NONE},
+    {"movdiri", KCACHE__X86_7C, 27, KCACHE__X86_OS_NONE},
+    {"mwaitx", KCACHE__X86_E1C, 29, KCACHE__X86_OS_NONE},
+    {"pclmul", KCACHE__X86_1C, 1, KCACHE__X86_OS_NONE},
+    {"pconfig", KCACHE__X86_7D, 18, KCACHE__X86_OS_NONE},
+    {"pku", KCACHE__X86_7C, 4, KCACHE__X86_OS_NONE},
+    {"popcnt", KCACHE__X86_1C, 23, KCACHE__X86_OS_NONE},
+    {"prefetchi", KCACHE__X86_71D, 14, KCACHE__X86_OS_NONE},
+    {"prefetchwt1", KCACHE__X86_7C, 0, KCACHE__X86_OS_NONE},
+    {"prfchw", KCACHE__X86_E1C, 8, KCACHE__X86_OS_NONE},
+    {"ptwrite", KCACHE__X86_14B, 4, KCACHE__X86_OS_NONE},
+    {"raoint", KCACHE__X86_71A, 3, KCACHE__X86_OS_NONE},
+    {"rdpid", KCACHE__X86_7C, 22, KCACHE__X86_OS_NONE},
+    {"rdpru", KCACHE__X86_E8B, 4, KCACHE__X86_OS_NONE},
+    {"rdrnd", KCACHE__X86_1C, 30, KCACHE__X86_OS_NONE},
+    {"rdseed", KCACHE__X86_7B, 18, KCACHE__X86_OS_NONE},
+    {"rtm", KCACHE__X86_7B, 11, KCACHE__X86_OS_NONE},
+    {"sahf", KCACHE__X86_E1C, 0, KCACHE__X86_OS_NONE},
+    {"serialize", KCACHE__X86_7D, 14, KCACHE__X86_OS_NONE},
+    {"sgx", KCACHE__X86_7B, 2, KCACHE__X86_OS_NONE},
+    {"sha", KCACHE__X86_7B, 29, KCACHE__X86_OS_NONE},
+    {"sha512", KCACHE__X86_71A, 0, KCACHE__X86_OS_NONE},
+    {"shstk", KCACHE__X86_7C, 7, KCACHE__X86_OS_NONE},
+    {"sm3", KCACHE__X86_71A, 1, KCACHE__X86_OS_NONE},
+    {"sm4", KCACHE__X86_71A, 2, KCACHE__X86_OS_NONE},
+    {"sse", KCACHE__X86_1D, 25, KCACHE__X86_OS_NONE},
+    {"sse2", KCACHE__X86_1D, 26, KCACHE__X86_OS_NONE},
+    {"sse3", KCACHE__X86_1C, 0, KCACHE__X86_OS_NONE},
+    {"sse4.1", KCACHE__X86_1C, 19, KCACHE__X86_OS_NONE},
+    {"sse4.2", KCACHE__X86_1C, 20, KCACHE__X86_OS_NONE},
+    {"sse4a", KCACHE__X86_E1C, 6, KCACHE__X86_OS_NONE},
+    {"ssse3", KCACHE__X86_1C, 9, KCACHE__X86_OS_NONE},
+    {"tbm", KCACHE__X86_E1C, 21, KCACHE__X86_OS_NONE},
+    {"tsxldtrk", KCACHE__X86_7D, 16, KCACHE__X86_OS_NONE},
+    {"uintr", KCACHE__X86_7D, 5, KCACHE__X86_OS_NONE},
+    {"usermsr", KCACHE__X86_71D, 15, KCACHE__X86_OS_NONE},
+    {"vaes", KCACHE__X86_7C, 9, KCACHE__X86_OS_AVX},
+    {"vpclmulqdq", KCACHE__X86_7C, 10, KCACHE__X86_OS_AVX},
+    {"waitpkg", KCACHE__X86_7C, 5, KCACHE__X86_OS_NONE},
+    {"wbnoinvd", KCACHE__X86_E8B, 9, KCACHE__X86_OS_NONE},
+    {"widekl", KCACHE__X86_19B, 2, KCACHE__X86_OS_NONE},
+    {"xop", KCACHE__X86_E1C, 11, KCACHE__X86_OS_AVX},
+    {"xsave", KCACHE__X86_1C, 26, KCACHE__X86_OS_AVX}, /* as LLVM: only with OS AVX state */
+    {"xsavec", KCACHE__X86_D1A, 1, KCACHE__X86_OS_AVX},
+    {"xsaveopt", KCACHE__X86_D1A, 0, KCACHE__X86_OS_AVX},
+    {"xsaves", KCACHE__X86_D1A, 3, KCACHE__X86_OS_AVX},
+};
+
+#define KCACHE__X86_NFEATS (sizeof kcache__x86_feats / sizeof kcache__x86_feats[0])
+
+static void kcache__x86_cpuid(uint32_t leaf, uint32_t sub, uint32_t r[4])
+{
+#if defined(__GNUC__) || defined(__clang__)
+    unsigned int a = 0, b = 0, c = 0, d = 0;
+    __cpuid_count(leaf, sub, a, b, c, d);
+    r[0] = a;
+    r[1] = b;
+    r[2] = c;
+    r[3] = d;
+#else
+    int v[4];
+    __cpuidex(v, (int)leaf, (int)sub);
+    r[0] = (uint32_t)v[0];
+    r[1] = (uint32_t)v[1];
+    r[2] = (uint32_t)v[2];
+    r[3] = (uint32_t)v[3];
+#endif
+}
+
+/* Highest basic (base 0) or extended (base 0x80000000) leaf; 0 when CPUID is missing. */
+static uint32_t kcache__x86_max_leaf(uint32_t base)
+{
+#if defined(__GNUC__) || defined(__clang__)
+    return (uint32_t)__get_cpuid_max(base, NULL); /* on i386 it first checks CPUID exists */
+#else
+    uint32_t r[4];
+    kcache__x86_cpuid(base, 0, r);
+    return r[0];
+#endif
+}
+
+/* XCR0; call only when CPUID.1:ECX.OSXSAVE is set (XGETBV faults otherwise). */
+static uint64_t kcache__x86_xcr0(void)
+{
+#if defined(__GNUC__) || defined(__clang__)
+    uint32_t lo = 0, hi = 0;
+    __asm__ __volatile__(".byte 0x0f, 0x01, 0xd0" /* xgetbv */ : "=a"(lo), "=d"(hi) : "c"(0));
+    return ((uint64_t)hi << 32) | lo;
+#else
+    return (uint64_t)_xgetbv(0);
+#endif
+}
+
+static void kcache__x86_read(kcache__x86_info *x)
+{
+    uint32_t r[4], max, emax, eax1;
+    char vendor[12];
+    uint64_t xcr0 = 0;
+    int osxsave;
+
+    memset(x, 0, sizeof *x);
+    max = kcache__x86_max_leaf(0);
+    if (max < 1) return;
+
+    kcache__x86_cpuid(0, 0, r);
+    memcpy(vendor, &r[1], 4); /* EBX EDX ECX spell the vendor */
+    memcpy(vendor + 4, &r[3], 4);
+    memcpy(vendor + 8, &r[2], 4);
+    if (memcmp(vendor, "GenuineIntel", 12) == 0) x->vendor = KCACHE__X86_INTEL;
+    else if (memcmp(vendor, "AuthenticAMD", 12) == 0) x->vendor = KCACHE__X86_AMD;
+    else x->vendor = KCACHE__X86_OTHER;
+
+    kcache__x86_cpuid(1, 0, r);
+    eax1 = r[0];
+    x->w[KCACHE__X86_1C] = r[2];
+    x->w[KCACHE__X86_1D] = r[3];
+    /* Family and model the way LLVM computes them: the extended model counts for families 6
+     * and 15, the extended family only for 15. */
+    x->family = (eax1 >> 8) & 0xfu;
+    x->model = (eax1 >> 4) & 0xfu;
+    if (x->family == 6 || x->family == 15) {
+        if (x->family == 15) x->family += (eax1 >> 20) & 0xffu;
+        x->model += ((eax1 >> 16) & 0xfu) << 4;
+    }
+
+    if (max >= 7) {
+        uint32_t subleaves;
+        kcache__x86_cpuid(7, 0, r);
+        subleaves = r[0];
+        x->w[KCACHE__X86_7B] = r[1];
+        x->w[KCACHE__X86_7C] = r[2];
+        x->w[KCACHE__X86_7D] = r[3];
+        if (subleaves >= 1) { /* some CPUs return junk for subleaves past the maximum */
+            kcache__x86_cpuid(7, 1, r);
+            x->w[KCACHE__X86_71A] = r[0];
+            x->w[KCACHE__X86_71D] = r[3];
+        }
+    }
+    if (max >= 0xd) {
+        kcache__x86_cpuid(0xd, 1, r);
+        x->w[KCACHE__X86_D1A] = r[0];
+    }
+    if (max >= 0x14) {
+        kcache__x86_cpuid(0x14, 0, r);
+        x->w[KCACHE__X86_14B] = r[1];
+    }
+    if (max >= 0x19) {
+        kcache__x86_cpuid(0x19, 0, r);
+        x->w[KCACHE__X86_19B] = r[1];
+    }
+
+    emax = kcache__x86_max_leaf(0x80000000u);
+    if (emax >= 0x80000001u && emax < 0x8000ffffu) {
+        kcache__x86_cpuid(0x80000001u, 0, r);
+        x->w[KCACHE__X86_E1C] = r[2];
+        x->w[KCACHE__X86_E1D] = r[3];
+    }
+    if (emax >= 0x80000008u && emax < 0x8000ffffu) {
+        kcache__x86_cpuid(0x80000008u, 0, r);
+        x->w[KCACHE__X86_E8B] = r[1];
+    }
+
+    /* Which register state the OS saves on a context switch. */
+    osxsave = (int)((x->w[KCACHE__X86_1C] >> 27) & 1u);
+    if (osxsave) xcr0 = kcache__x86_xcr0();
+    x->avx_os = osxsave && ((x->w[KCACHE__X86_1C] >> 28) & 1u) && (xcr0 & 0x6u) == 0x6u;
+#if defined(__APPLE__)
+    x->avx512_os = 1; /* macOS enables AVX-512 state on first use */
+#else
+    x->avx512_os = x->avx_os && (xcr0 & 0xe0u) == 0xe0u;
+#endif
+    x->amx_os = osxsave && (xcr0 & 0x60000u) == 0x60000u;
+}
+
+static int kcache__x86_feat_on(const kcache__x86_info *x, const kcache__x86_feat *f)
+{
+    int on = (int)((x->w[f->word] >> f->bit) & 1u);
+    switch (f->os) {
+    case KCACHE__X86_OS_AVX: return on && x->avx_os;
+    case KCACHE__X86_OS_AVX512: return on && x->avx512_os;
+    case KCACHE__X86_OS_AMX: return on && x->amx_os;
+    default: return on;
+    }
+}
+
+static int kcache__x86_has(const kcache__x86_info *x, const char *name)
+{
+    size_t i;
+    for (i = 0; i < KCACHE__X86_NFEATS; i++)
+        if (strcmp(kcache__x86_feats[i].name, name) == 0)
+            return kcache__x86_feat_on(x, &kcache__x86_feats[i]);
+    return 0;
+}
+
+typedef struct kcache__x86_model {
+    unsigned char model;
+    const char *name;
+} kcache__x86_model;
+
+/* Intel family 6 models with a fixed LLVM name (model 0x55 and unlisted models are decided
+ * from the features below). */
+static const kcache__x86_model kcache__x86_intel6[] = {
+    {0x0f, "core2"}, {0x16, "core2"},
+    {0x17, "penryn"}, {0x1d, "penryn"},
+    {0x1a, "nehalem"}, {0x1e, "nehalem"}, {0x1f, "nehalem"}, {0x2e, "nehalem"},
+    {0x25, "westmere"}, {0x2c, "westmere"}, {0x2f, "westmere"},
+    {0x2a, "sandybridge"}, {0x2d, "sandybridge"},
+    {0x3a, "ivybridge"}, {0x3e, "ivybridge"},
+    {0x3c, "haswell"}, {0x3f, "haswell"}, {0x45, "haswell"}, {0x46, "haswell"},
+    {0x3d, "broadwell"}, {0x47, "broadwell"}, {0x4f, "broadwell"}, {0x56, "broadwell"},
+    {0x4e, "skylake"}, {0x5e, "skylake"}, {0x8e, "skylake"}, {0x9e, "skylake"},
+    {0xa5, "skylake"}, {0xa6, "skylake"},
+    {0xa7, "rocketlake"},
+    {0x66, "cannonlake"},
+    {0x7d, "icelake-client"}, {0x7e, "icelake-client"},
+    {0x6a, "icelake-server"}, {0x6c, "icelake-server"},
+    {0x8c, "tigerlake"}, {0x8d, "tigerlake"},
+    {0x97, "alderlake"}, {0x9a, "alderlake"},
+    {0xbe, "gracemont"},
+    {0xb7, "raptorlake"}, {0xba, "raptorlake"}, {0xbf, "raptorlake"},
+    {0xaa, "meteorlake"}, {0xac, "meteorlake"},
+    {0xc5, "arrowlake"}, {0xb5, "arrowlake"},
+    {0xc6, "arrowlake-s"},
+    {0xbd, "lunarlake"},
+    {0xcc, "pantherlake"},
+    {0x8f, "sapphirerapids"},
+    {0xcf, "emeraldrapids"},
+    {0xad, "graniterapids"},
+    {0xae, "graniterapids-d"},
+    {0x1c, "bonnell"}, {0x26, "bonnell"}, {0x27, "bonnell"}, {0x35, "bonnell"},
+    {0x36, "bonnell"},
+    {0x37, "silvermont"}, {0x4a, "silvermont"}, {0x4d, "silvermont"}, {0x5a, "silvermont"},
+    {0x5d, "silvermont"}, {0x4c, "silvermont"},
+    {0x5c, "goldmont"}, {0x5f, "goldmont"},
+    {0x7a, "goldmont-plus"},
+    {0x86, "tremont"}, {0x8a, "tremont"}, {0x96, "tremont"}, {0x9c, "tremont"},
+    {0xaf, "sierraforest"},
+    {0xb6, "grandridge"},
+    {0xdd, "clearwaterforest"},
+    {0x57, "knl"},
+    {0x85, "knm"},
+};
+
+static const char *kcache__x86_intel_name(const kcache__x86_info *x)
+{
+    size_t i;
+    switch (x->family) {
+    case 3: return "i386";
+    case 4: return "i486";
+    case 5: return kcache__x86_has(x, "mmx") ? "pentium-mmx" : "pentium";
+    case 6:
+        if (x->model == 0x55) { /* Skylake, Cascade Lake and Cooper Lake Xeons share it */
+            if (kcache__x86_has(x, "avx512bf16")) return "cooperlake";
+            if (kcache__x86_has(x, "avx512vnni")) return "cascadelake";
+            return "skylake-avx512";
+        }
+        for (i = 0; i < sizeof kcache__x86_intel6 / sizeof kcache__x86_intel6[0]; i++)
+            if (kcache__x86_intel6[i].model == x->model) return kcache__x86_intel6[i].name;
+        /* An unlisted family-6 model: the newest line whose features it has. */
+        if (kcache__x86_has(x, "avx512vp2intersect")) return "tigerlake";
+        if (kcache__x86_has(x, "avx512vbmi2")) return "icelake-client";
+        if (kcache__x86_has(x, "avx512vbmi")) return "cannonlake";
+        if (kcache__x86_has(x, "avx512bf16")) return "cooperlake";
+        if (kcache__x86_has(x, "avx512vnni")) return "cascadelake";
+        if (kcache__x86_has(x, "avx512vl")) return "skylake-avx512";
+        if (kcache__x86_has(x, "avx512er")) return "knl";
+        if (kcache__x86_has(x, "clflushopt"))
+            return kcache__x86_has(x, "sha") ? "goldmont" : "skylake";
+        if (kcache__x86_has(x, "adx")) return "broadwell";
+        if (kcache__x86_has(x, "avx2")) return "haswell";
+        if (kcache__x86_has(x, "avx")) return "sandybridge";
+        if (kcache__x86_has(x, "sse4.2"))
+            return kcache__x86_has(x, "movbe") ? "silvermont" : "nehalem";
+        if (kcache__x86_has(x, "sse4.1")) return "penryn";
+        if (kcache__x86_has(x, "ssse3"))
+            return kcache__x86_has(x, "movbe") ? "bonnell" : "core2";
+        if (kcache__x86_has(x, "64bit")) return "core2";
+        if (kcache__x86_has(x, "sse3")) return "yonah";
+        if (kcache__x86_has(x, "sse2")) return "pentium-m";
+        if (kcache__x86_has(x, "sse")) return "pentium3";
+        if (kcache__x86_has(x, "mmx")) return "pentium2";
+        return "pentiumpro";
+    case 15:
+        if (kcache__x86_has(x, "64bit")) return "nocona";
+        if (kcache__x86_has(x, "sse3")) return "prescott";
+        return "pentium4";
+    case 19:
+        if (x->model == 0x01) return "diamondrapids";
+        return "generic";
+    default: return "generic";
+    }
+}
+
+static const char *kcache__x86_amd_name(const kcache__x86_info *x)
+{
+    unsigned m = x->model;
+    switch (x->family) {
+    case 4: return "i486";
+    case 5:
+        switch (m) {
+        case 6: case 7: return "k6";
+        case 8: return "k6-2";
+        case 9: case 13: return "k6-3";
+        case 10: return "geode";
+        default: return "pentium";
+        }
+    case 6: return kcache__x86_has(x, "sse") ? "athlon-xp" : "athlon";
+    case 15: return kcache__x86_has(x, "sse3") ? "k8-sse3" : "k8";
+    case 16: case 18: return "amdfam10";
+    case 20: return "btver1";
+    case 21: /* Bulldozer, Piledriver, Steamroller, Excavator */
+        if (m >= 0x60 && m <= 0x7f) return "bdver4";
+        if (m >= 0x30 && m <= 0x3f) return "bdver3";
+        if ((m >= 0x10 && m <= 0x1f) || m == 0x02) return "bdver2";
+        return "bdver1";
+    case 22: return "btver2";
+    case 23: /* Zen, Zen+, Zen 2 */
+        if ((m >= 0x30 && m <= 0x3f) || m == 0x47 || (m >= 0x60 && m <= 0x7f) ||
+            (m >= 0x84 && m <= 0x87) || (m >= 0x90 && m <= 0xaf))
+            return "znver2";
+        return "znver1";
+    case 25: /* Zen 3, Zen 4 */
+        if ((m >= 0x10 && m <= 0x1f) || (m >= 0x60 && m <= 0x7f) || (m >= 0xa0 && m <= 0xaf))
+            return "znver4";
+        return "znver3";
+    case 26: return "znver5";
+    default: return "generic";
+    }
+}
+
+static const char *kcache__x86_name(const kcache__x86_info *x)
+{
+    if (x->vendor == KCACHE__X86_INTEL) return kcache__x86_intel_name(x);
+    if (x->vendor == KCACHE__X86_AMD) return kcache__x86_amd_name(x);
+    return "generic";
+}
+
+static size_t kcache__x86_features(const kcache__x86_info *x, char *out, size_t cap)
+{
+    const char *names[KCACHE__X86_NFEATS];
+    unsigned char on[KCACHE__X86_NFEATS];
+    size_t i;
+    for (i = 0; i < KCACHE__X86_NFEATS; i++) {
+        names[i] = kcache__x86_feats[i].name;
+        on[i] = (unsigned char)kcache__x86_feat_on(x, &kcache__x86_feats[i]);
+    }
+    return kcache__host_emit(out, cap, names, on, KCACHE__X86_NFEATS);
+}
+
+#endif /* KCACHE__HOST_X86 */
+
+/* ---- ARM: MIDR decoding (Linux /proc/cpuinfo) and aarch64 HWCAP bits ------------------ */
+#if defined(KCACHE__HOST_ARM_DECODE)
+
+#define KCACHE__ARM_MAX_PARTS 16
+
+/* What a pass over /proc/cpuinfo collects: the last implementer, part and variant lines (as
+ * LLVM reads them), the distinct parts (for big.LITTLE pairs), and the Qualcomm SoCs whose part
+ * line names whichever core the kernel ran on. */
+typedef struct kcache__arm_scan {
+    unsigned implementer, part, variant;
+    int have_implementer, have_part;
+    unsigned parts[KCACHE__ARM_MAX_PARTS];
+    size_t nparts;
+    int msm_a53;
+} kcache__arm_scan;
+
+/* The value after "Key<blanks>:<blanks>" when line starts with key, else NULL. */
+static const char *kcache__arm_field(const char *line, const char *key)
+{
+    size_t n = strlen(key);
+    if (strncmp(line, key, n) != 0) return NULL;
+    line += n;
+    while (*line == ' ' || *line == '\t' || *line == ':') line++;
+    return line;
+}
+
+static int kcache__arm_number(const char *s, unsigned *v)
+{
+    char *end = NULL;
+    unsigned long n = strtoul(s, &end, 0);
+    if (end == s || n > 0xffffffffUL) return 0;
+    *v = (unsigned)n;
+    return 1;
+}
+
+/* Feeds one line (its trailing newline optional) of /proc/cpuinfo. */
+static void kcache__arm_scan_line(kcache__arm_scan *s, const char *line)
+{
+    const char *v;
+    unsigned n;
+    if ((v = kcache__arm_field(line, "CPU implementer")) != NULL) {
+        if (kcache__arm_number(v, &n)) {
+            s->implementer = n;
+            s->have_implementer = 1;
+        }
+    } else if ((v = kcache__arm_field(line, "CPU part")) != NULL) {
+        if (kcache__arm_number(v, &n)) {
+            size_t i;
+            s->part = n;
+            s->have_part = 1;
+            for (i = 0; i < s->nparts && s->parts[i] != n; i++) {}
+            if (i == s->nparts && s->nparts < KCACHE__ARM_MAX_PARTS) s->parts[s->nparts++] = n;
+        }
+    } else if ((v = kcache__arm_field(line, "CPU variant")) != NULL) {
+        if (kcache__arm_number(v, &n)) s->variant = n;
+    } else if ((v = kcache__arm_field(line, "Hardware")) != NULL) {
+        size_t len = strlen(v);
+        while (len > 0 && (v[len - 1] == '\n' || v[len - 1] == '\r' || v[len - 1] == ' ' ||
+                           v[len - 1] == '\t'))
+            len--;
+        s->msm_a53 = len >= 7 && (memcmp(v + len - 7, "MSM8994", 7) == 0 ||
+                                  memcmp(v + len - 7, "MSM8996", 7) == 0);
+    }
+}
+
+typedef struct kcache__arm_part {
+    unsigned short part;
+    const char *name;
+} kcache__arm_part;
+
+static const kcache__arm_part kcache__arm_parts_arm[] = { /* implementer 0x41, Arm Ltd. */
+    {0x926, "arm926ej-s"}, {0xb02, "mpcore"}, {0xb36, "arm1136j-s"}, {0xb56, "arm1156t2-s"},
+    {0xb76, "arm1176jz-s"}, {0xc05, "cortex-a5"}, {0xc07, "cortex-a7"}, {0xc08, "cortex-a8"},
+    {0xc09, "cortex-a9"}, {0xc0f, "cortex-a15"}, {0xc0e, "cortex-a17"}, {0xc20, "cortex-m0"},
+    {0xc23, "cortex-m3"}, {0xc24, "cortex-m4"}, {0xc27, "cortex-m7"}, {0xd20, "cortex-m23"},
+    {0xd21, "cortex-m33"}, {0xd24, "cortex-m52"}, {0xd22, "cortex-m55"}, {0xd23, "cortex-m85"},
+    {0xc18, "cortex-r8"}, {0xd13, "cortex-r52"}, {0xd16, "cortex-r52plus"},
+    {0xd15, "cortex-r82"}, {0xd14, "cortex-r82ae"}, {0xd02, "cortex-a34"},
+    {0xd04, "cortex-a35"}, {0xd8f, "cortex-a320"}, {0xd03, "cortex-a53"},
+    {0xd05, "cortex-a55"}, {0xd46, "cortex-a510"}, {0xd80, "cortex-a520"},
+    {0xd88, "cortex-a520ae"}, {0xd07, "cortex-a57"}, {0xd06, "cortex-a65"},
+    {0xd43, "cortex-a65ae"}, {0xd08, "cortex-a72"}, {0xd09, "cortex-a73"},
+    {0xd0a, "cortex-a75"}, {0xd0b, "cortex-a76"}, {0xd0e, "cortex-a76ae"},
+    {0xd0d, "cortex-a77"}, {0xd41, "cortex-a78"}, {0xd42, "cortex-a78ae"},
+    {0xd4b, "cortex-a78c"}, {0xd47, "cortex-a710"}, {0xd4d, "cortex-a715"},
+    {0xd81, "cortex-a720"}, {0xd89, "cortex-a720ae"}, {0xd87, "cortex-a725"},
+    {0xd44, "cortex-x1"}, {0xd4c, "cortex-x1c"}, {0xd48, "cortex-x2"}, {0xd4e, "cortex-x3"},
+    {0xd82, "cortex-x4"}, {0xd85, "cortex-x925"}, {0xd4a, "neoverse-e1"},
+    {0xd0c, "neoverse-n1"}, {0xd49, "neoverse-n2"}, {0xd8e, "neoverse-n3"},
+    {0xd40, "neoverse-v1"}, {0xd4f, "neoverse-v2"}, {0xd84, "neoverse-v3"},
+    {0xd83, "neoverse-v3ae"},
+};
+static const kcache__arm_part kcache__arm_parts_cavium[] = { /* 0x42 Broadcom, 0x43 Cavium */
+    {0x516, "thunderx2t99"}, {0x0af, "thunderx2t99"}, {0x0a1, "thunderxt88"},
+};
+static const kcache__arm_part kcache__arm_parts_fujitsu[] = { /* 0x46 */
+    {0x001, "a64fx"}, {0x003, "fujitsu-monaka"},
+};
+static const kcache__arm_part kcache__arm_parts_hisilicon[] = { /* 0x48 */
+    {0xd01, "tsv110"},
+};
+static const kcache__arm_part kcache__arm_parts_nvidia[] = { /* 0x4e */
+    {0x004, "carmel"}, {0x010, "olympus"},
+};
+static const kcache__arm_part kcache__arm_parts_qualcomm[] = { /* 0x51 */
+    {0x06f, "krait"}, {0x201, "kryo"}, {0x205, "kryo"}, {0x211, "kryo"},
+    {0x800, "cortex-a73"}, {0x801, "cortex-a73"}, {0x802, "cortex-a75"},
+    {0x803, "cortex-a75"}, {0x804, "cortex-a76"}, {0x805, "cortex-a76"},
+    {0xc00, "falkor"}, {0xc01, "saphira"}, {0x001, "oryon-1"},
+};
+static const kcache__arm_part kcache__arm_parts_apple[] = { /* 0x61 */
+    {0x020, "apple-m1"}, {0x021, "apple-m1"}, {0x022, "apple-m1"}, {0x023, "apple-m1"},
+    {0x024, "apple-m1"}, {0x025, "apple-m1"}, {0x028, "apple-m1"}, {0x029, "apple-m1"},
+    {0x030, "apple-m2"}, {0x031, "apple-m2"}, {0x032, "apple-m2"}, {0x033, "apple-m2"},
+    {0x034, "apple-m2"}, {0x035, "apple-m2"}, {0x038, "apple-m2"}, {0x039, "apple-m2"},
+    {0x048, "apple-m3"}, {0x049, "apple-m3"},
+};
+static const kcache__arm_part kcache__arm_parts_armchina[] = { /* 0x63 */
+    {0x132, "star-mc1"},
+};
+static const kcache__arm_part kcache__arm_parts_microsoft[] = { /* 0x6d: Cobalt 100 */
+    {0xd49, "neoverse-n2"},
+};
+static const kcache__arm_part kcache__arm_parts_ampere[] = { /* 0xc0 */
+    {0xac3, "ampere1"}, {0xac4, "ampere1a"}, {0xac5, "ampere1b"},
+};
+
+static const char *kcache__arm_lookup(const kcache__arm_part *t, size_t n, unsigned part)
+{
+    size_t i;
+    for (i = 0; i < n; i++)
+        if (t[i].part == part) return t[i].name;
+    return "generic";
+}
+
+#define KCACHE__ARM_LOOKUP(t, part) kcache__arm_lookup(t, sizeof t / sizeof t[0], part)
+
+static const char *kcache__arm_scan_name(const kcache__arm_scan *s)
+{
+    unsigned p = s->part;
+    if (!s->have_implementer || !s->have_part) return "generic";
+    switch (s->implementer) {
+    case 0x41:
+        if (s->msm_a53) return "cortex-a53";
+        if (s->nparts == 2 && ((s->parts[0] == 0xd85 && s->parts[1] == 0xd87) ||
+                               (s->parts[0] == 0xd87 && s->parts[1] == 0xd85)))
+            return "cortex-x925"; /* X925 + A725 big.LITTLE */
+        return KCACHE__ARM_LOOKUP(kcache__arm_parts_arm, p);
+    case 0x42: case 0x43: return KCACHE__ARM_LOOKUP(kcache__arm_parts_cavium, p);
+    case 0x46: return KCACHE__ARM_LOOKUP(kcache__arm_parts_fujitsu, p);
+    case 0x48: return KCACHE__ARM_LOOKUP(kcache__arm_parts_hisilicon, p);
+    case 0x4e: return KCACHE__ARM_LOOKUP(kcache__arm_parts_nvidia, p);
+    case 0x51: return KCACHE__ARM_LOOKUP(kcache__arm_parts_qualcomm, p);
+    case 0x53: /* Samsung: variant and part together */
+        return ((s->variant << 12) | p) == 0x1003 ? "exynos-m4" : "exynos-m3";
+    case 0x61: return KCACHE__ARM_LOOKUP(kcache__arm_parts_apple, p);
+    case 0x63: return KCACHE__ARM_LOOKUP(kcache__arm_parts_armchina, p);
+    case 0x6d: return KCACHE__ARM_LOOKUP(kcache__arm_parts_microsoft, p);
+    case 0xc0: return KCACHE__ARM_LOOKUP(kcache__arm_parts_ampere, p);
+    default: return "generic";
+    }
+}
+
+/* aarch64 Linux HWCAP bits (AT_HWCAP word 1, AT_HWCAP2 word 2) and the LLVM feature each
+ * one, or each set of them (all bits of mask required), stands for. */
+typedef struct kcache__arm_feat {
+    const char *name;
+    unsigned char word;
+    uint64_t mask;
+} kcache__arm_feat;
+
+#define KCACHE__B(n) ((uint64_t)1 << (n))
+static const kcache__arm_feat kcache__arm_feats[] = {
+    {"aes", 1, KCACHE__B(3) | KCACHE__B(4)},              /* AES, PMULL */
+    {"altnzcv", 2, KCACHE__B(7)},                         /* FLAGM2 */
+    {"bf16", 2, KCACHE__B(14)},                           /* BF16 */
+    {"bti", 2, KCACHE__B(17)},                            /* BTI */
+    {"ccdp", 2, KCACHE__B(0)},                            /* DCPODP */
+    {"ccpp", 1, KCACHE__B(16)},                           /* DCPOP */
+    {"complxnum", 1, KCACHE__B(14)},                      /* FCMA */
+    {"crc", 1, KCACHE__B(7)},                             /* CRC32 */
+    {"crypto", 1, KCACHE__B(3) | KCACHE__B(4) | KCACHE__B(5) | KCACHE__B(6)},
+    {"cssc", 2, KCACHE__B(34)},                           /* CSSC */
+    {"dit", 1, KCACHE__B(24)},                            /* DIT */
+    {"dotprod", 1, KCACHE__B(20)},                        /* ASIMDDP */
+    {"ecv", 2, KCACHE__B(19)},                            /* ECV */
+    {"f32mm", 2, KCACHE__B(10)},                          /* SVEF32MM */
+    {"f64mm", 2, KCACHE__B(11)},                          /* SVEF64MM */
+    {"flagm", 1, KCACHE__B(27)},                          /* FLAGM */
+    {"fp-armv8", 1, KCACHE__B(0)},                        /* FP */
+    {"fp16fml", 1, KCACHE__B(23)},                        /* ASIMDFHM */
+    {"fptoint", 2, KCACHE__B(8)},                         /* FRINT */
+    {"fullfp16", 1, KCACHE__B(9) | KCACHE__B(10)},        /* FPHP, ASIMDHP */
+    {"i8mm", 2, KCACHE__B(13)},                           /* I8MM */
+    {"jsconv", 1, KCACHE__B(13)},                         /* JSCVT */
+    {"lse", 1, KCACHE__B(8)},                             /* ATOMICS */
+    {"lse2", 1, KCACHE__B(25)},                           /* USCAT */
+    {"mops", 2, KCACHE__B(43)},                           /* MOPS */
+    {"mte", 2, KCACHE__B(18)},                            /* MTE */
+    {"neon", 1, KCACHE__B(1)},                            /* ASIMD */
+    {"pauth", 1, KCACHE__B(30) | KCACHE__B(31)},          /* PACA, PACG */
+    {"rand", 2, KCACHE__B(16)},                           /* RNG */
+    {"rcpc", 1, KCACHE__B(15)},                           /* LRCPC */
+    {"rcpc-immo", 1, KCACHE__B(26)},                      /* ILRCPC */
+    {"rdm", 1, KCACHE__B(12)},                            /* ASIMDRDM */
+    {"sb", 1, KCACHE__B(29)},                             /* SB */
+    {"sha2", 1, KCACHE__B(5) | KCACHE__B(6)},             /* SHA1, SHA2 */
+    {"sha3", 1, KCACHE__B(17) | KCACHE__B(21)},           /* SHA3, SHA512 */
+    {"sm4", 1, KCACHE__B(18) | KCACHE__B(19)},            /* SM3, SM4 */
+    {"sme", 2, KCACHE__B(23)},                            /* SME */
+    {"sme-f64f64", 2, KCACHE__B(25)},                     /* SME_F64F64 */
+    {"sme-i16i64", 2, KCACHE__B(24)},                     /* SME_I16I64 */
+    {"sme2", 2, KCACHE__B(37)},                           /* SME2 */
+    {"ssbs", 1, KCACHE__B(28)},                           /* SSBS */
+    {"sve", 1, KCACHE__B(22)},                            /* SVE */
+    {"sve2", 2, KCACHE__B(1)},                            /* SVE2 */
+    {"sve2-aes", 2, KCACHE__B(2) | KCACHE__B(3)},         /* SVEAES, SVEPMULL */
+    {"sve2-bitperm", 2, KCACHE__B(4)},                    /* SVEBITPERM */
+    {"sve2-sha3", 2, KCACHE__B(5)},                       /* SVESHA3 */
+    {"sve2-sm4", 2, KCACHE__B(6)},                        /* SVESM4 */
+    {"sve2p1", 2, KCACHE__B(36)},                         /* SVE2P1 */
+    {"wfxt", 2, KCACHE__B(31)},                           /* WFXT */
+};
+#undef KCACHE__B
+
+#if defined(__aarch64__) || defined(KCACHE__HOST_TEST_ARM)
+static size_t kcache__arm_features(uint64_t hwcap, uint64_t hwcap2, char *out, size_t cap)
+{
+    const size_t n = sizeof kcache__arm_feats / sizeof kcache__arm_feats[0];
+    const char *names[sizeof kcache__arm_feats / sizeof kcache__arm_feats[0]];
+    unsigned char on[sizeof kcache__arm_feats / sizeof kcache__arm_feats[0]];
+    size_t i;
+    for (i = 0; i < n; i++) {
+        uint64_t word = kcache__arm_feats[i].word == 1 ? hwcap : hwcap2;
+        names[i] = kcache__arm_feats[i].name;
+        on[i] = (unsigned char)((word & kcache__arm_feats[i].mask) == kcache__arm_feats[i].mask);
+    }
+    return kcache__host_emit(out, cap, names, on, n);
+}
+#endif
+
+#endif /* KCACHE__HOST_ARM_DECODE */
+
+#if defined(KCACHE__HOST_ARM_LINUX)
+static const char *kcache__arm_linux_name(void)
+{
+    kcache__arm_scan s;
+    char line[512];
+    int at_start = 1;
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    memset(&s, 0, sizeof s);
+    if (!f) return "generic";
+    while (fgets(line, (int)sizeof line, f)) {
+        size_t len = strlen(line);
+        /* Only the start of a line can hold a key; the rest of an over-long line is skipped. */
+        if (at_start) kcache__arm_scan_line(&s, line);
+        at_start = len > 0 && line[len - 1] == '\n';
+    }
+    fclose(f);
+    return kcache__arm_scan_name(&s);
+}
+#endif
+
+#if defined(KCACHE__HOST_ARM_DARWIN)
+static int kcache__darwin_sysctl_u32(const char *name, uint32_t *v)
+{
+    uint32_t val = 0;
+    size_t len = sizeof val;
+    if (sysctlbyname(name, &val, &len, NULL, 0) != 0 || len != sizeof val) return 0;
+    *v = val;
+    return 1;
+}
+
+static const char *kcache__darwin_arm_name(void)
+{
+    uint32_t fam = 0;
+    if (!kcache__darwin_sysctl_u32("hw.cpufamily", &fam)) return "generic";
+    switch (fam) { /* CPUFAMILY_ARM_* values of <mach/machine.h> */
+    case 0x1b588bb3u: return "apple-m1"; /* Firestorm/Icestorm: A14, M1 */
+    case 0xda33d83du: return "apple-m2"; /* Blizzard/Avalanche: A15, M2 */
+    case 0x8765edeau: /* Everest/Sawtooth: A16 */
+    case 0xfa33415eu: /* Ibiza: M3 */
+    case 0x72015832u: /* Palma: M3 Max */
+    case 0x5f4dea93u: return "apple-m3"; /* Lobos: M3 Pro */
+    case 0x2876f5b5u: return "apple-a17"; /* Coll: A17 Pro */
+    case 0x6f5129acu: /* Donan: M4 */
+    case 0x17d5b93au: /* Brava: M4 Max */
+    case 0x75d4acb9u: /* Tahiti: A18 Pro */
+    case 0x204526d0u: return "apple-m4"; /* Tupai: A18 */
+    case 0x462504d2u: return "apple-a13";
+    case 0x07d34b9fu: return "apple-a12";
+    case 0xe81e7ef6u: return "apple-a11";
+    case 0x67ceee93u: return "apple-a10";
+    case 0x92fb37c8u: return "apple-a9";
+    case 0x2c91a47eu: return "apple-a8";
+    case 0x37a09642u: return "apple-a7";
+    default: return "generic";
+    }
+}
+
+typedef struct kcache__darwin_feat {
+    const char *name, *sysctl;
+} kcache__darwin_feat;
+
+static const kcache__darwin_feat kcache__darwin_feats[] = {
+    {"aes", "hw.optional.arm.FEAT_AES"},
+    {"bf16", "hw.optional.arm.FEAT_BF16"},
+    {"crc", "hw.optional.armv8_crc32"},
+    {"dotprod", "hw.optional.arm.FEAT_DotProd"},
+    {"fp-armv8", "hw.optional.floatingpoint"},
+    {"fp16fml", "hw.optional.arm.FEAT_FHM"},
+    {"fullfp16", "hw.optional.arm.FEAT_FP16"},
+    {"i8mm", "hw.optional.arm.FEAT_I8MM"},
+    {"lse", "hw.optional.arm.FEAT_LSE"},
+    {"neon", "hw.optional.neon"},
+    {"rdm", "hw.optional.arm.FEAT_RDM"},
+    {"sha2", "hw.optional.arm.FEAT_SHA256"},
+    {"sha3", "hw.optional.arm.FEAT_SHA3"},
+};
+
+static size_t kcache__darwin_arm_features(char *out, size_t cap)
+{
+    const size_t n = sizeof kcache__darwin_feats / sizeof kcache__darwin_feats[0];
+    const char *names[sizeof kcache__darwin_feats / sizeof kcache__darwin_feats[0]];
+    unsigned char on[sizeof kcache__darwin_feats / sizeof kcache__darwin_feats[0]];
+    size_t i;
+    for (i = 0; i < n; i++) {
+        uint32_t v = 0;
+        names[i] = kcache__darwin_feats[i].name;
+        on[i] = (unsigned char)(kcache__darwin_sysctl_u32(kcache__darwin_feats[i].sysctl, &v) &&
+                                v != 0);
+    }
+    return kcache__host_emit(out, cap, names, on, n);
+}
+#endif
+
+/* ---- the three entry points -------------------------------------------------------------- */
+
+static void kcache__host_cpu_name(char *out, size_t cap)
+{
+    const char *name = "generic";
+#if defined(KCACHE__HOST_X86)
+    kcache__x86_info x;
+    kcache__x86_read(&x);
+    name = kcache__x86_name(&x);
+#elif defined(KCACHE__HOST_ARM_LINUX)
+    name = kcache__arm_linux_name();
+#elif defined(KCACHE__HOST_ARM_DARWIN)
+    name = kcache__darwin_arm_name();
+#endif
+    kcache__host_copy(out, cap, name);
+}
+
+static size_t kcache__host_cpu_features(char *out, size_t cap)
+{
+#if defined(KCACHE__HOST_X86)
+    kcache__x86_info x;
+    kcache__x86_read(&x);
+    return kcache__x86_features(&x, out, cap);
+#elif defined(KCACHE__HOST_ARM_LINUX) && defined(__aarch64__)
+    uint64_t hw1 = (uint64_t)getauxval(AT_HWCAP), hw2 = 0;
+#  if defined(AT_HWCAP2)
+    hw2 = (uint64_t)getauxval(AT_HWCAP2);
+#  endif
+    return kcache__arm_features(hw1, hw2, out, cap);
+#elif defined(KCACHE__HOST_ARM_DARWIN)
+    return kcache__darwin_arm_features(out, cap);
+#else
+    return kcache__host_emit(out, cap, NULL, NULL, 0); /* "" */
+#endif
+}
+
+/* ============================================================================================== */
+/* >>key  canonical keys: sorted, type-tagged, length-prefixed fields                             */
+/* ============================================================================================== */
+
+#define KCACHE__KEY_LIVE 0x6b63316bu /* set by kcache_key_init */
+#define KCACHE__KEY_DEAD 0x6b63dead /* set by kcache_key_free: a later use is caught in debug builds */
+#define KCACHE__PREVIEW_BYTES 64    /* bytes of a value kept printable in its preview */
+
+static const char *const kcache__status_text[] = {
+#define KCACHE__STATUS_TEXT(name, text) text,
+    KCACHE_STATUSES(KCACHE__STATUS_TEXT)
+#undef KCACHE__STATUS_TEXT
+};
+static const char *const kcache__reason_word[] = {
+#define KCACHE__REASON_WORD(name, word, text) word,
+    KCACHE_REASONS(KCACHE__REASON_WORD)
+#undef KCACHE__REASON_WORD
+};
+static const char *const kcache__reason_text[] = {
+#define KCACHE__REASON_TEXT(name, word, text) text,
+    KCACHE_REASONS(KCACHE__REASON_TEXT)
+#undef KCACHE__REASON_TEXT
+};
+
+KCACHE_API const char *kcache_strerror(kcache_status s) {
+    return ((unsigned)s < KCACHE_STATUS_COUNT) ? kcache__status_text[s] : "unknown status";
+}
+KCACHE_API const char *kcache_reason_name(kcache_reason r) {
+    return ((unsigned)r < KCACHE_REASON_COUNT) ? kcache__reason_word[r] : "unknown";
+}
+
+static kcache_key_field *kcache__key_fields(const kcache_key *k) {
+    return k->heap ? k->heap : (kcache_key_field *)k->inline_fields;
+}
+
+/* A key passed to the library must have been initialised and not freed; in debug builds a
+   violation is an assertion (it is a programming error), otherwise the call fails cleanly. */
+static int kcache__key_usable(const kcache_key *k) {
+    if (!k) return 0;
+    KCACHE_ASSERT(k->magic == KCACHE__KEY_LIVE && "kcache_key used before kcache_key_init or after kcache_key_free");
+    return k->magic == KCACHE__KEY_LIVE;
+}
+
+static int kcache__printable(unsigned char c) { return c >= 0x20 && c < 0x7f; }
+
+/* Up to KCACHE__PREVIEW_BYTES of text, escaped, "..." when cut. Returns 0 when the value does not
+   look like text (the caller then shows its length and digest instead). */
+static int kcache__preview_text(char *out, const unsigned char *p, size_t n, int binary_ok) {
+    static const char hexd[] = "0123456789abcdef";
+    size_t i, o = 0, room = KCACHE_PREVIEW_MAX - 4; /* keep room for "..." and the NUL */
+    size_t odd = 0;
+    for (i = 0; i < n && i < KCACHE__PREVIEW_BYTES; i++)
+        if (!kcache__printable(p[i]) && p[i] != '\n' && p[i] != '\t') odd++;
+    if (!binary_ok && odd * 8 > (i ? i : 1)) return 0;
+    for (i = 0; i < n && i < KCACHE__PREVIEW_BYTES; i++) {
+        unsigned char c = p[i];
+        if (c == '\\' || c == '"' || c == '\n' || c == '\t') {
+            if (o + 2 > room) break;
+            out[o++] = '\\';
+            out[o++] = (char)(c == '\n' ? 'n' : c == '\t' ? 't' : c);
+        } else if (kcache__printable(c)) {
+            if (o + 1 > room) break;
+            out[o++] = (char)c;
+        } else {
+            if (o + 4 > room) break;
+            out[o++] = '\\';
+            out[o++] = 'x';
+            out[o++] = hexd[c >> 4];
+            out[o++] = hexd[c & 15];
+        }
+    }
+    if (i < n) { memcpy(out + o, "...", 3); o += 3; }
+    out[o] = 0;
+    return 1;
+}
+
+static void kcache__preview_digest(char *out, uint64_t n, kcache_hash128 h) {
+    char hex[33];
+    kcache_hash_hex(h, hex);
+    snprintf(out, KCACHE_PREVIEW_MAX, "<%llu bytes xxh128:%s>", (unsigned long long)n, hex);
+}
+
+/* Digest of the canonical form: a domain tag, the unit, the field count, then every field in name
+   order as (type, name length, name, value length, value digest). Previews and file stamps are
+   not part of it: they describe the value, the digest identifies it. */
+static kcache_hash128 kcache__key_compute_digest(const kcache_key *k) {
+    kcache_hash_state st;
+    unsigned char buf[2 + KCACHE_FIELD_NAME_MAX + 8 + 16 + 2];
+    const kcache_key_field *f = kcache__key_fields(k);
+    size_t ulen = strlen(k->unit);
+    uint32_t i;
+    kcache_hash_init(&st);
+    kcache_hash_update(&st, "kcache-key-1", 12);
+    kcache__put_u16(buf, (uint16_t)ulen);
+    kcache_hash_update(&st, buf, 2);
+    kcache_hash_update(&st, k->unit, ulen);
+    kcache__put_u32(buf, k->count);
+    kcache_hash_update(&st, buf, 4);
+    for (i = 0; i < k->count; i++) {
+        size_t nlen = strlen(f[i].name), o = 0;
+        buf[o++] = (unsigned char)f[i].type;
+        buf[o++] = (unsigned char)nlen;
+        memcpy(buf + o, f[i].name, nlen);
+        o += nlen;
+        kcache__put_u64(buf + o, f[i].size);
+        kcache__put_u64(buf + o + 8, f[i].digest.lo);
+        kcache__put_u64(buf + o + 16, f[i].digest.hi);
+        kcache_hash_update(&st, buf, o + 24);
+    }
+    return kcache_hash_final(&st);
+}
+
+static kcache_status kcache__key_fail(kcache_key *k, kcache_status s) {
+    if (k->error == KCACHE_OK) k->error = s;
+    return s;
+}
+
+/* Finds where name belongs in the sorted fields; *found when it is already there. */
+static uint32_t kcache__key_find(const kcache_key *k, const char *name, int *found) {
+    const kcache_key_field *f = kcache__key_fields(k);
+    uint32_t lo = 0, hi = k->count;
+    *found = 0;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        int c = strcmp(f[mid].name, name);
+        if (c == 0) { *found = 1; return mid; }
+        if (c < 0) lo = mid + 1; else hi = mid;
+    }
+    return lo;
+}
+
+/* Reserves a field slot in name order; the caller fills everything but the name. */
+static kcache_status kcache__key_slot(kcache_key *k, const char *name, uint32_t type, kcache_key_field **out) {
+    kcache_key_field *f;
+    size_t nlen, i;
+    uint32_t at;
+    int found;
+    *out = NULL;
+    if (!kcache__key_usable(k)) return KCACHE_EINVAL;
+    if (!name) return kcache__key_fail(k, KCACHE_EINVAL);
+    nlen = strlen(name);
+    if (nlen == 0) return kcache__key_fail(k, KCACHE_EINVAL);
+    if (nlen >= KCACHE_FIELD_NAME_MAX) return kcache__key_fail(k, KCACHE_ETOOBIG);
+    for (i = 0; i < nlen; i++)
+        if (!kcache__printable((unsigned char)name[i])) return kcache__key_fail(k, KCACHE_EINVAL);
+    at = kcache__key_find(k, name, &found);
+    if (found) return kcache__key_fail(k, KCACHE_EEXIST);
+    if (k->count == 0xffffu) return kcache__key_fail(k, KCACHE_ETOOBIG);
+    if (k->count == k->cap) {
+        uint32_t ncap = k->cap * 2;
+        kcache_key_field *nf = (kcache_key_field *)KCACHE_MALLOC(sizeof(kcache_key_field) * ncap);
+        if (!nf) return kcache__key_fail(k, KCACHE_ENOMEM);
+        memcpy(nf, kcache__key_fields(k), sizeof(kcache_key_field) * k->count);
+        KCACHE_FREE(k->heap);
+        k->heap = nf;
+        k->cap = ncap;
+    }
+    f = kcache__key_fields(k);
+    memmove(f + at + 1, f + at, sizeof(kcache_key_field) * (k->count - at));
+    memset(&f[at], 0, sizeof f[at]);
+    memcpy(f[at].name, name, nlen + 1);
+    f[at].type = type;
+    k->count++;
+    *out = &f[at];
+    return KCACHE_OK;
+}
+
+static kcache_status kcache__key_added(kcache_key *k) {
+    k->digest = kcache__key_compute_digest(k);
+    return KCACHE_OK;
+}
+
+KCACHE_API kcache_status kcache_key_init(kcache_key *k, const char *unit) {
+    size_t n;
+    if (!k) return KCACHE_EINVAL;
+    memset(k, 0, offsetof(kcache_key, inline_fields));
+    k->magic = KCACHE__KEY_LIVE;
+    k->cap = KCACHE_KEY_INLINE;
+    if (!unit || !unit[0]) { k->error = KCACHE_EINVAL; return KCACHE_EINVAL; }
+    n = strlen(unit);
+    if (n >= KCACHE_UNIT_MAX) { k->error = KCACHE_ETOOBIG; return KCACHE_ETOOBIG; }
+    memcpy(k->unit, unit, n + 1);
+    return kcache__key_added(k);
+}
+
+KCACHE_API kcache_status kcache_key_bytes(kcache_key *k, const char *name, const void *p, size_t n) {
+    kcache_key_field *f;
+    kcache_status s;
+    if (!p && n) return k && kcache__key_usable(k) ? kcache__key_fail(k, KCACHE_EINVAL) : KCACHE_EINVAL;
+    s = kcache__key_slot(k, name, KCACHE_FIELD_BYTES, &f);
+    if (s != KCACHE_OK) return s;
+    f->size = n;
+    f->digest = kcache_hash(p, n);
+    if (n > KCACHE__PREVIEW_BYTES || !kcache__preview_text(f->preview, (const unsigned char *)p, n, 0))
+        kcache__preview_digest(f->preview, n, f->digest);
+    return kcache__key_added(k);
+}
+
+KCACHE_API kcache_status kcache_key_str(kcache_key *k, const char *name, const char *s) {
+    kcache_key_field *f;
+    kcache_status st;
+    size_t n;
+    if (!s) return k && kcache__key_usable(k) ? kcache__key_fail(k, KCACHE_EINVAL) : KCACHE_EINVAL;
+    st = kcache__key_slot(k, name, KCACHE_FIELD_STR, &f);
+    if (st != KCACHE_OK) return st;
+    n = strlen(s);
+    f->size = n;
+    f->digest = kcache_hash(s, n);
+    kcache__preview_text(f->preview, (const unsigned char *)s, n, 1);
+    return kcache__key_added(k);
+}
+
+KCACHE_API kcache_status kcache_key_u64(kcache_key *k, const char *name, uint64_t v) {
+    kcache_key_field *f;
+    unsigned char le[8];
+    kcache_status s = kcache__key_slot(k, name, KCACHE_FIELD_U64, &f);
+    if (s != KCACHE_OK) return s;
+    kcache__put_u64(le, v);
+    f->size = 8;
+    f->digest = kcache_hash(le, 8);
+    snprintf(f->preview, sizeof f->preview, "%llu", (unsigned long long)v);
+    return kcache__key_added(k);
+}
+
+/* Streams a file through XXH3-128. 0, or an errno. */
+static int kcache__hash_file(const char *path, kcache_hash128 *out, uint64_t *size) {
+    unsigned char buf[65536];
+    kcache_hash_state st;
+    uint64_t total = 0;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return errno ? errno : EIO;
+    kcache_hash_init(&st);
+    for (;;) {
+        ssize_t r = read(fd, buf, sizeof buf);
+        if (r < 0) {
+            int e = errno;
+            if (e == EINTR) continue;
+            close(fd);
+            return e ? e : EIO;
+        }
+        if (r == 0) break;
+        kcache_hash_update(&st, buf, (size_t)r);
+        total += (uint64_t)r;
+    }
+    close(fd);
+    *out = kcache_hash_final(&st);
+    *size = total;
+    return 0;
+}
+
+KCACHE_API kcache_status kcache_key_file(kcache_key *k, const char *name, const char *path) {
+    kcache_key_field *f;
+    kcache_status s;
+    size_t n, skip;
+    uint64_t hashed = 0;
+    int64_t mtime_before = 0;
+    uint64_t size_before = 0;
+    if (!path || !path[0]) return k && kcache__key_usable(k) ? kcache__key_fail(k, KCACHE_EINVAL) : KCACHE_EINVAL;
+    s = kcache__key_slot(k, name, KCACHE_FIELD_FILE, &f);
+    if (s != KCACHE_OK) return s;
+    n = strlen(path);
+    f->size = n;
+    f->digest = kcache_hash(path, n);
+    skip = n > KCACHE__PREVIEW_BYTES ? n - KCACHE__PREVIEW_BYTES : 0; /* the end of a path says most */
+    if (skip) { memcpy(f->preview, "...", 3); kcache__preview_text(f->preview + 3, (const unsigned char *)path + skip, n - skip, 1); }
+    else kcache__preview_text(f->preview, (const unsigned char *)path, n, 1);
+    kcache__key_added(k);
+    /* The stamp: stat, hash, stat again; a file that changed while it was read gets the later
+       stat so a recorded (mtime, size) never vouches for content it did not have. */
+    if (kcache__stat_path(path, &mtime_before, &size_before) != 0 ||
+        kcache__hash_file(path, &f->content, &hashed) != 0 ||
+        kcache__stat_path(path, &f->mtime_ns, &f->file_size) != 0)
+        return kcache__key_fail(k, KCACHE_ENOENT);
+    if (mtime_before != f->mtime_ns || hashed != f->file_size) f->mtime_ns = 0; /* changing: trust content only */
+    return KCACHE_OK;
+}
+
+/* The host tuple as kcache_key_host adds it, KCACHE_CPU_NAME / KCACHE_CPU_FEATURES applied. */
+typedef struct kcache__host {
+    char os_arch[64];
+    char cpu_name[64];
+    char cpu_features[KCACHE__HOST_FEATURES_MAX];
+} kcache__host;
+
+static void kcache__host_detect(kcache__host *h) {
+    const char *env;
+    kcache__host_os_arch(h->os_arch, sizeof h->os_arch);
+    env = getenv("KCACHE_CPU_NAME");
+    if (env && env[0]) snprintf(h->cpu_name, sizeof h->cpu_name, "%s", env);
+    else kcache__host_cpu_name(h->cpu_name, sizeof h->cpu_name);
+    env = getenv("KCACHE_CPU_FEATURES");
+    if (env) snprintf(h->cpu_features, sizeof h->cpu_features, "%s", env);
+    else kcache__host_cpu_features(h->cpu_features, sizeof h->cpu_features);
+}
+
+static kcache_status kcache__key_add_host(kcache_key *k, const kcache__host *h) {
+    kcache_status s = kcache_key_str(k, "host.os_arch", h->os_arch);
+    if (s == KCACHE_OK) s = kcache_key_str(k, "host.cpu_name", h->cpu_name);
+    if (s == KCACHE_OK) s = kcache_key_str(k, "host.cpu_features", h->cpu_features);
+    return s;
+}
+
+KCACHE_API kcache_status kcache_key_host(kcache_key *k) {
+    kcache__host *h;
+    kcache_status s;
+    if (!kcache__key_usable(k)) return KCACHE_EINVAL;
+    h = (kcache__host *)KCACHE_MALLOC(sizeof *h);
+    if (!h) return kcache__key_fail(k, KCACHE_ENOMEM);
+    kcache__host_detect(h);
+    s = kcache__key_add_host(k, h);
+    KCACHE_FREE(h);
+    return s;
+}
+
+KCACHE_API kcache_hash128 kcache_key_digest(const kcache_key *k) {
+    kcache_hash128 zero = {0, 0};
+    if (!kcache__key_usable(k)) return zero;
+    return k->digest;
+}
+
+KCACHE_API void kcache_key_free(kcache_key *k) {
+    if (!k) return;
+    if (k->magic == KCACHE__KEY_LIVE) KCACHE_FREE(k->heap);
+    k->heap = NULL;
+    k->count = 0;
+    k->magic = KCACHE__KEY_DEAD;
+}
+
+/* ---- the key record: a key's unit and fields (previews and stamps included) as bytes, the form
+   kept beside every entry in memory and on disk, so that a lookup compares the whole key and not
+   only its digest, and a miss can name the fields that differ. ----
+       u16 unit length, unit, u16 field count, then per field in name order:
+       u8 type, u8 name length, u8 preview length, u8 0, u64 size, u64 digest lo, u64 digest hi,
+       name, preview, and for file fields: i64 mtime ns, u64 file size, u64 content lo, u64 content hi */
+
+static size_t kcache__record_size(const kcache_key *k) {
+    const kcache_key_field *f = kcache__key_fields(k);
+    size_t n = 2 + strlen(k->unit) + 2;
+    uint32_t i;
+    for (i = 0; i < k->count; i++)
+        n += 28 + strlen(f[i].name) + strlen(f[i].preview) + (f[i].type == KCACHE_FIELD_FILE ? 32 : 0);
+    return n;
+}
+
+static void kcache__record_write(const kcache_key *k, kcache__wbuf *w) {
+    const kcache_key_field *f = kcache__key_fields(k);
+    size_t ulen = strlen(k->unit);
+    uint32_t i;
+    kcache__w_u16(w, (uint16_t)ulen);
+    kcache__w_mem(w, k->unit, ulen);
+    kcache__w_u16(w, (uint16_t)k->count);
+    for (i = 0; i < k->count; i++) {
+        size_t nl = strlen(f[i].name), pl = strlen(f[i].preview);
+        kcache__w_u8(w, f[i].type);
+        kcache__w_u8(w, (unsigned)nl);
+        kcache__w_u8(w, (unsigned)pl);
+        kcache__w_u8(w, 0);
+        kcache__w_u64(w, f[i].size);
+        kcache__w_u64(w, f[i].digest.lo);
+        kcache__w_u64(w, f[i].digest.hi);
+        kcache__w_mem(w, f[i].name, nl);
+        kcache__w_mem(w, f[i].preview, pl);
+        if (f[i].type == KCACHE_FIELD_FILE) {
+            kcache__w_u64(w, (uint64_t)f[i].mtime_ns);
+            kcache__w_u64(w, f[i].file_size);
+            kcache__w_u64(w, f[i].content.lo);
+            kcache__w_u64(w, f[i].content.hi);
+        }
+    }
+}
+
+/* Decodes a record into a key (initialised here; free it after). Every length is checked, names
+   must be printable and strictly increasing: anything else is KCACHE_ECORRUPT. */
+static kcache_status kcache__record_parse(const unsigned char *p, size_t len, kcache_key *out) {
+    kcache__rbuf r;
+    char unit[KCACHE_UNIT_MAX];
+    const unsigned char *s;
+    uint16_t ulen, count, i;
+    r.p = p; r.len = len; r.pos = 0; r.bad = 0;
+    ulen = kcache__r_u16(&r);
+    s = kcache__r_take(&r, ulen);
+    if (!s || ulen == 0 || ulen >= KCACHE_UNIT_MAX) { kcache_key_init(out, NULL); return KCACHE_ECORRUPT; }
+    memcpy(unit, s, ulen);
+    unit[ulen] = 0;
+    if (kcache_key_init(out, unit) != KCACHE_OK) return KCACHE_ECORRUPT;
+    count = kcache__r_u16(&r);
+    for (i = 0; i < count && !r.bad; i++) {
+        kcache_key_field *f;
+        unsigned type = kcache__r_u8(&r), nl = kcache__r_u8(&r), pl = kcache__r_u8(&r);
+        char name[KCACHE_FIELD_NAME_MAX];
+        const unsigned char *nm, *pv;
+        uint64_t size, lo, hi;
+        uint32_t before = out->count;
+        kcache__r_u8(&r);
+        size = kcache__r_u64(&r);
+        lo = kcache__r_u64(&r);
+        hi = kcache__r_u64(&r);
+        nm = kcache__r_take(&r, nl);
+        pv = kcache__r_take(&r, pl);
+        if (!nm || !pv || nl == 0 || nl >= KCACHE_FIELD_NAME_MAX || pl >= KCACHE_PREVIEW_MAX ||
+            type < KCACHE_FIELD_BYTES || type > KCACHE_FIELD_FILE) break;
+        memcpy(name, nm, nl);
+        name[nl] = 0;
+        if (out->count && strcmp(kcache__key_fields(out)[out->count - 1].name, name) >= 0) break;
+        if (kcache__key_slot(out, name, type, &f) != KCACHE_OK || out->count != before + 1) break;
+        f->size = size;
+        f->digest.lo = lo;
+        f->digest.hi = hi;
+        memcpy(f->preview, pv, pl);
+        f->preview[pl] = 0;
+        if (type == KCACHE_FIELD_FILE) {
+            f->mtime_ns = (int64_t)kcache__r_u64(&r);
+            f->file_size = kcache__r_u64(&r);
+            f->content.lo = kcache__r_u64(&r);
+            f->content.hi = kcache__r_u64(&r);
+        }
+    }
+    if (r.bad || i != count || out->count != count || out->error != KCACHE_OK) {
+        out->error = KCACHE_ECORRUPT;
+        return KCACHE_ECORRUPT;
+    }
+    kcache__key_added(out);
+    return KCACHE_OK;
+}
+
+/* How a stored file stamp compares with the file now (the key holds the file as it is now). */
+enum { KCACHE__STAMP_SAME = 0, KCACHE__STAMP_MTIME = 1, KCACHE__STAMP_SIZE = 2, KCACHE__STAMP_CONTENT = 4 };
+static int kcache__stamp_diff(const kcache_key_field *stored, const kcache_key_field *now) {
+    int d = 0;
+    if (stored->mtime_ns != now->mtime_ns || stored->mtime_ns == 0) d |= KCACHE__STAMP_MTIME;
+    if (stored->file_size != now->file_size) d |= KCACHE__STAMP_SIZE;
+    if (stored->content.lo != now->content.lo || stored->content.hi != now->content.hi) d |= KCACHE__STAMP_CONTENT;
+    return d;
+}
+/* Whether a stamp difference invalidates the entry under the policy. */
+static int kcache__stamp_stale(int diff, int policy) {
+    if (policy == KCACHE_STAMP_MTIME) return (diff & (KCACHE__STAMP_MTIME | KCACHE__STAMP_SIZE)) != 0;
+    if (policy == KCACHE_STAMP_CONTENT) return (diff & KCACHE__STAMP_CONTENT) != 0;
+    /* hybrid: mtime + size decide when they match; otherwise the content does */
+    if (!(diff & (KCACHE__STAMP_MTIME | KCACHE__STAMP_SIZE))) return 0;
+    return (diff & (KCACHE__STAMP_CONTENT | KCACHE__STAMP_SIZE)) != 0;
+}
+
+/* How a stored key (its record) compares with a key now: the same identity (unit, names, types,
+   sizes, digests) and, for each file field, a stamp that the policy accepts. Walks the record
+   without decoding it: this is on the hit path. */
+enum { KCACHE__MATCH = 0, KCACHE__MATCH_FIELDS = 1, KCACHE__MATCH_STAMP = 2 };
+static int kcache__record_match(const unsigned char *rec, size_t len, const kcache_key *k, int policy) {
+    const kcache_key_field *f = kcache__key_fields(k);
+    kcache__rbuf r;
+    size_t ulen = strlen(k->unit);
+    const unsigned char *s;
+    uint32_t i;
+    int stale = 0;
+    r.p = rec; r.len = len; r.pos = 0; r.bad = 0;
+    if (kcache__r_u16(&r) != ulen || !(s = kcache__r_take(&r, ulen)) || memcmp(s, k->unit, ulen) != 0 ||
+        kcache__r_u16(&r) != k->count)
+        return KCACHE__MATCH_FIELDS;
+    for (i = 0; i < k->count; i++) {
+        unsigned type = kcache__r_u8(&r), nl = kcache__r_u8(&r), pl = kcache__r_u8(&r);
+        uint64_t size, lo, hi;
+        kcache__r_u8(&r);
+        size = kcache__r_u64(&r);
+        lo = kcache__r_u64(&r);
+        hi = kcache__r_u64(&r);
+        s = kcache__r_take(&r, nl);
+        if (r.bad || type != f[i].type || size != f[i].size || lo != f[i].digest.lo || hi != f[i].digest.hi ||
+            nl != strlen(f[i].name) || memcmp(s, f[i].name, nl) != 0 || !kcache__r_take(&r, pl))
+            return KCACHE__MATCH_FIELDS;
+        if (type == KCACHE_FIELD_FILE) {
+            kcache_key_field stored;
+            stored.mtime_ns = (int64_t)kcache__r_u64(&r);
+            stored.file_size = kcache__r_u64(&r);
+            stored.content.lo = kcache__r_u64(&r);
+            stored.content.hi = kcache__r_u64(&r);
+            if (r.bad) return KCACHE__MATCH_FIELDS;
+            if (kcache__stamp_stale(kcache__stamp_diff(&stored, &f[i]), policy)) stale = 1;
+        }
+    }
+    return stale ? KCACHE__MATCH_STAMP : KCACHE__MATCH;
+}
+
+/* ============================================================================================== */
+/* >>lru  refcounted payloads and the in-memory LRU                                               */
+/* ============================================================================================== */
+
+/* A payload lives in one allocation: this header, then bytes whose last 16 before the payload hold
+   a pointer back to the header, so kcache_release finds it from the data pointer alone. A payload
+   read from disk is the whole entry file read in place (one read, no copy): the entry format keeps
+   16 spare bytes right before the payload for that pointer. */
+typedef struct kcache__blob {
+    long refs;            /* the LRU's reference plus one per caller holding it */
+    size_t size;          /* payload bytes */
+    const unsigned char *data;
+} kcache__blob;
+#define KCACHE__BLOB_HDR 32 /* sizeof(kcache__blob) rounded up to keep payloads 16-byte aligned */
+
+static kcache__blob *kcache__blob_alloc(size_t bytes_after_header) {
+    kcache__blob *b;
+    if (bytes_after_header > (size_t)-1 - KCACHE__BLOB_HDR) return NULL;
+    b = (kcache__blob *)KCACHE_MALLOC(KCACHE__BLOB_HDR + bytes_after_header);
+    if (b) { b->refs = 1; b->size = 0; b->data = NULL; }
+    return b;
+}
+static unsigned char *kcache__blob_bytes(kcache__blob *b) { return (unsigned char *)b + KCACHE__BLOB_HDR; }
+static void kcache__blob_set_data(kcache__blob *b, size_t offset, size_t size) {
+    unsigned char *d = kcache__blob_bytes(b) + offset;
+    memcpy(d - 16, &b, sizeof b);
+    b->data = d;
+    b->size = size;
+}
+static kcache__blob *kcache__blob_of(const void *data) {
+    kcache__blob *b;
+    memcpy(&b, (const unsigned char *)data - 16, sizeof b);
+    return b;
+}
+static void kcache__blob_ref(kcache__blob *b) { kcache__atomic_add(&b->refs, 1); }
+static void kcache__blob_unref(kcache__blob *b) {
+    if (b && kcache__atomic_add(&b->refs, -1) == 0) KCACHE_FREE(b);
+}
+
+typedef struct kcache__node {
+    struct kcache__node *hnext;      /* hash chain */
+    struct kcache__node *prev, *next; /* LRU list, most recent first */
+    kcache_hash128 digest;
+    uint64_t unit_hash;
+    kcache__blob *blob;
+    unsigned char *rec;              /* the key record */
+    size_t rec_len;
+    int64_t touched_ns;              /* when the store's use record was last written for it */
+    int dirty;                       /* KCACHE_WRITE_EVICT: not yet in the store */
+} kcache__node;
+
+typedef struct kcache__lru {
+    kcache__node **buckets;
+    size_t mask;                     /* buckets - 1, a power of two minus one */
+    kcache__node head;               /* sentinel: head.next is the most recent */
+    uint64_t count, bytes;
+} kcache__lru;
+
+static kcache_status kcache__lru_init(kcache__lru *l, uint32_t entries) {
+    size_t n = 16;
+    while (n < (size_t)entries * 2 && n < ((size_t)1 << 26)) n <<= 1;
+    l->buckets = (kcache__node **)KCACHE_MALLOC(n * sizeof *l->buckets);
+    if (!l->buckets) return KCACHE_ENOMEM;
+    memset(l->buckets, 0, n * sizeof *l->buckets);
+    l->mask = n - 1;
+    l->head.prev = l->head.next = &l->head;
+    l->count = l->bytes = 0;
+    return KCACHE_OK;
+}
+
+static kcache__node **kcache__lru_slot(kcache__lru *l, kcache_hash128 d) {
+    kcache__node **p = &l->buckets[(size_t)d.lo & l->mask];
+    while (*p && ((*p)->digest.lo != d.lo || (*p)->digest.hi != d.hi)) p = &(*p)->hnext;
+    return p;
+}
+static kcache__node *kcache__lru_find(kcache__lru *l, kcache_hash128 d) { return *kcache__lru_slot(l, d); }
+
+static void kcache__lru_unlink_list(kcache__node *n) {
+    n->prev->next = n->next;
+    n->next->prev = n->prev;
+}
+static void kcache__lru_push_front(kcache__lru *l, kcache__node *n) {
+    n->next = l->head.next;
+    n->prev = &l->head;
+    l->head.next->prev = n;
+    l->head.next = n;
+}
+static void kcache__lru_touch(kcache__lru *l, kcache__node *n) {
+    if (l->head.next == n) return;
+    kcache__lru_unlink_list(n);
+    kcache__lru_push_front(l, n);
+}
+/* Takes a node out of the table and the list; the caller frees it. */
+static void kcache__lru_detach(kcache__lru *l, kcache__node *n) {
+    kcache__node **p = kcache__lru_slot(l, n->digest);
+    if (*p == n) *p = n->hnext;
+    kcache__lru_unlink_list(n);
+    l->count--;
+    l->bytes -= n->blob->size;
+}
+/* Inserts a node that is not in the table (the caller detached any previous one). */
+static void kcache__lru_insert(kcache__lru *l, kcache__node *n) {
+    kcache__node **p = kcache__lru_slot(l, n->digest);
+    n->hnext = *p;
+    *p = n;
+    kcache__lru_push_front(l, n);
+    l->count++;
+    l->bytes += n->blob->size;
+}
+static void kcache__node_free(kcache__node *n) {
+    if (!n) return;
+    kcache__blob_unref(n->blob);
+    KCACHE_FREE(n->rec);
+    KCACHE_FREE(n);
+}
+
+/* ============================================================================================== */
+/* >>store  the persistent store: entries, accounting, use record, eviction, repair               */
+/* ============================================================================================== */
+
+/* Entry file (every integer little-endian):
+       0  "KCENTRY\0"          8  u16 version, u16 flags, u32 header length H (a multiple of 16)
+      16  u64 payload length  24  digest lo, hi          40  payload XXH3-128 lo, hi
+      56  i64 created (ns)    64  u32 record length R    68  u32 0
+      72  key record (R bytes), then u64 header checksum (XXH3-128 lo of bytes 0 .. 72+R)
+          zero padding up to H; the last 16 bytes before the payload are spare (see kcache__blob)
+       H  payload                                                           file size = H + payload */
+#define KCACHE__ENTRY_VERSION 1
+#define KCACHE__ENTRY_FIXED 72
+
+/* config.file: a 4 KiB header page, then the use table.
+       0  "KCACHECF"   8 u32 version   12 u32 header size (4096)   16 u32 log2(buckets)  20 u32 ways (4)
+      24  u64 accounted bytes   32 u64 entries   40 u64 generation   48 u32 busy   52 u32 0
+      56  u64 limit of the last writer   64 u64 evictions   72 i64 created (ns)
+     120  u64 checksum: XXH3-128 lo of bytes 0 .. 120
+     512  the eviction log: 64 slots of (digest lo, hi, i64 when ns, u64 size) and at 504 u64 next slot
+    4096  use table: buckets x 4 ways of (digest lo, hi, i64 last use ns, u64 entry bytes)
+   busy is set by a lock holder before it changes anything and cleared after: finding it set under
+   the lock means a holder died mid-update, and the accounting is rebuilt by a scan.
+   The file is never shrunk while mapped (that is SIGBUS for every process mapping it); a damaged
+   one is replaced by rename and the others notice the new inode on their next locked update. */
+#define KCACHE__CF_VERSION 1
+#define KCACHE__CF_HEADER 4096
+#define KCACHE__CF_SUMMED 120
+#define KCACHE__WAYS 4
+#define KCACHE__SLOT 32
+#define KCACHE__EVLOG_AT 512
+#define KCACHE__EVLOG_SLOTS 64
+#define KCACHE__SAMPLE 16 /* eviction candidates looked at per victim */
+
+typedef struct kcache__store {
+    char *dir;
+    int dirfd, lockfd, cffd;
+    unsigned char *map;        /* config.file, mapped shared */
+    size_t map_len;
+    uint64_t nslots;           /* buckets * ways */
+    dev_t cf_dev;
+    ino_t cf_ino;
+    uint64_t limit;
+    int fsync, no_openat2;
+    uint32_t lock_timeout_ms;
+    uint64_t rng;              /* eviction sampling; only used under mutex */
+    uint64_t temp_seq;
+    kcache__mutex mutex;       /* fcntl-style locks do not exclude threads of one process */
+} kcache__store;
+
+/* What a store operation did, for the stats and the debug log. */
+typedef struct kcache__store_ev {
+    uint64_t evicted, evicted_bytes, rebuilt;
+} kcache__store_ev;
+
+static uint64_t kcache__le64(uint64_t v) {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    return __builtin_bswap64(v);
+#else
+    return v;
+#endif
+}
+/* Slots are shared with other processes: every access is a relaxed atomic of a little-endian u64. */
+static uint64_t *kcache__slot(const kcache__store *st, uint64_t i) {
+    return (uint64_t *)(void *)(st->map + KCACHE__CF_HEADER + i * KCACHE__SLOT);
+}
+static uint64_t kcache__sl_get(const uint64_t *s, int f) { return kcache__le64(kcache__atomic_load_u64(s + f)); }
+static void kcache__sl_set(uint64_t *s, int f, uint64_t v) { kcache__atomic_store_u64(s + f, kcache__le64(v)); }
+enum { KCACHE__SL_LO, KCACHE__SL_HI, KCACHE__SL_USE, KCACHE__SL_SIZE };
+
+static uint64_t kcache__cf_get(const kcache__store *st, size_t off) { return kcache__get_u64(st->map + off); }
+static void kcache__cf_set(kcache__store *st, size_t off, uint64_t v) { kcache__put_u64(st->map + off, v); }
+static uint64_t kcache__cf_sum(const unsigned char *hdr) { return kcache_hash(hdr, KCACHE__CF_SUMMED).lo; }
+
+static void kcache__entry_name(kcache_hash128 d, char out[48]) {
+    char hex[33];
+    kcache_hash_hex(d, hex);
+    snprintf(out, 48, "e/%.2s/%s.kce", hex, hex);
+}
+
+/* Opens a file inside the store without following any symlink on the way (openat2 where the kernel
+   has it; otherwise O_NOFOLLOW on the last component, the store directory being ours and 0700). */
+#if defined(__linux__)
+#include <sys/syscall.h>
+#if defined(SYS_openat2)
+#include <linux/openat2.h>
+#endif
+#endif
+static int kcache__open_in(kcache__store *st, const char *rel, int flags, int mode) {
+    flags |= O_CLOEXEC | O_NOFOLLOW;
+#if defined(__linux__) && defined(SYS_openat2)
+    if (!st->no_openat2) {
+        struct open_how how;
+        long fd;
+        memset(&how, 0, sizeof how);
+        how.flags = (uint64_t)flags;
+        how.mode = (flags & O_CREAT) ? (uint64_t)mode : 0;
+        how.resolve = RESOLVE_NO_SYMLINKS | RESOLVE_BENEATH;
+        fd = syscall(SYS_openat2, st->dirfd, rel, &how, sizeof how);
+        if (fd >= 0 || (errno != ENOSYS && errno != EPERM)) return (int)fd;
+        st->no_openat2 = 1; /* a kernel or seccomp filter without it: not asked again */
+    }
+#endif
+    return openat(st->dirfd, rel, flags, mode);
+}
+
+static int kcache__is_dir_nofollow(int dirfd, const char *rel) {
+    struct stat s;
+    return fstatat(dirfd, rel, &s, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(s.st_mode);
+}
+
+/* Takes the store lock: this process's mutex, then the advisory lock on byte 0 of "lock". Open file
+   description locks (Linux) belong to this store's descriptor, not the process, so two kcache
+   objects in one process exclude each other too. A dead holder's lock is gone with it. */
+static int kcache__flock(int fd, short type, off_t at, int wait) {
+    struct flock fl;
+    memset(&fl, 0, sizeof fl);
+    fl.l_type = type;
+    fl.l_whence = SEEK_SET;
+    fl.l_start = at;
+    fl.l_len = 1;
+#ifdef F_OFD_SETLK
+    if (fcntl(fd, wait ? F_OFD_SETLKW : F_OFD_SETLK, &fl) == 0) return 0;
+    if (errno != EINVAL) return -1;
+#endif
+    return fcntl(fd, wait ? F_SETLKW : F_SETLK, &fl);
+}
+
+static kcache_status kcache__store_lock(kcache__store *st) {
+    int64_t deadline = kcache__mono_ns() + (int64_t)st->lock_timeout_ms * 1000000;
+    unsigned pause = 1;
+    kcache__mutex_lock(&st->mutex);
+    while (kcache__flock(st->lockfd, F_WRLCK, 0, 0) != 0) {
+        if ((errno != EAGAIN && errno != EACCES && errno != EINTR) || kcache__mono_ns() > deadline) {
+            kcache__mutex_unlock(&st->mutex);
+            return errno == EAGAIN || errno == EACCES || errno == EINTR ? KCACHE_ELOCK : KCACHE_EIO;
+        }
+        kcache__sleep_ms(pause);
+        if (pause < 16) pause *= 2;
+    }
+    return KCACHE_OK;
+}
+static void kcache__store_unlock(kcache__store *st) {
+    kcache__flock(st->lockfd, F_UNLCK, 0, 0);
+    kcache__mutex_unlock(&st->mutex);
+}
+
+static int kcache__cf_valid(const unsigned char *h, uint64_t file_size) {
+    uint32_t lg = kcache__get_u32(h + 16);
+    if (memcmp(h, "KCACHECF", 8) != 0 || kcache__get_u32(h + 8) != KCACHE__CF_VERSION ||
+        kcache__get_u32(h + 12) != KCACHE__CF_HEADER || kcache__get_u32(h + 20) != KCACHE__WAYS || lg < 4 || lg > 24)
+        return 0;
+    if (file_size != KCACHE__CF_HEADER + ((uint64_t)KCACHE__WAYS << lg) * KCACHE__SLOT) return 0;
+    return kcache__get_u64(h + KCACHE__CF_SUMMED) == kcache__cf_sum(h);
+}
+
+static void kcache__cf_seal(kcache__store *st) {
+    kcache__cf_set(st, KCACHE__CF_SUMMED, kcache__cf_sum(st->map));
+}
+
+/* Creates a fresh config.file under a temp name and puts it in place: with link() when none should
+   exist (two first openers race; one wins, both use the winner), with rename() to replace a bad one. */
+static kcache_status kcache__cf_create(kcache__store *st, uint64_t limit, int replace) {
+    unsigned char hdr[KCACHE__CF_HEADER];
+    char tmp[64];
+    uint64_t slots = 1024;
+    uint32_t lg = 0;
+    int fd, rc;
+    while (slots < ((uint64_t)1 << 18) && (limit == 0 || slots * 4096 < limit)) slots <<= 1;
+    while (((uint64_t)KCACHE__WAYS << lg) < slots) lg++;
+    memset(hdr, 0, sizeof hdr);
+    memcpy(hdr, "KCACHECF", 8);
+    kcache__put_u32(hdr + 8, KCACHE__CF_VERSION);
+    kcache__put_u32(hdr + 12, KCACHE__CF_HEADER);
+    kcache__put_u32(hdr + 16, lg);
+    kcache__put_u32(hdr + 20, KCACHE__WAYS);
+    kcache__put_u64(hdr + 56, limit);
+    kcache__put_u64(hdr + 72, (uint64_t)kcache__now_ns());
+    kcache__put_u64(hdr + KCACHE__CF_SUMMED, kcache_hash(hdr, KCACHE__CF_SUMMED).lo);
+    snprintf(tmp, sizeof tmp, "tmp/%u-cf-%llx.tmp", (unsigned)kcache__pid(), (unsigned long long)kcache__now_ns());
+    fd = kcache__open_in(st, tmp, O_RDWR | O_CREAT | O_EXCL, 0644);
+    if (fd < 0) return errno == ENOSPC ? KCACHE_ENOSPC : (errno == EROFS || errno == EACCES) ? KCACHE_EROFS : KCACHE_EIO;
+    rc = (pwrite(fd, hdr, sizeof hdr, 0) == (ssize_t)sizeof hdr &&
+          ftruncate(fd, (off_t)(KCACHE__CF_HEADER + ((uint64_t)KCACHE__WAYS << lg) * KCACHE__SLOT)) == 0) ? 0 : -1;
+    close(fd);
+    if (rc == 0) {
+        if (replace) rc = renameat(st->dirfd, tmp, st->dirfd, "config.file");
+        else {
+            rc = linkat(st->dirfd, tmp, st->dirfd, "config.file", 0);
+            if (rc != 0 && errno == EEXIST) rc = 0;
+        }
+    }
+    if (rc != 0 || !replace) unlinkat(st->dirfd, tmp, 0);
+    return rc == 0 ? KCACHE_OK : KCACHE_EIO;
+}
+
+static void kcache__cf_unmap(kcache__store *st) {
+    if (st->map) munmap(st->map, st->map_len);
+    if (st->cffd >= 0) close(st->cffd);
+    st->map = NULL;
+    st->cffd = -1;
+}
+
+/* Maps config.file as it is now. 0 when mapped (valid or not: *valid says), else an errno-ish -1. */
+static int kcache__cf_map(kcache__store *st, int *valid) {
+    struct stat s;
+    unsigned char hdr[KCACHE__CF_HEADER];
+    size_t len;
+    *valid = 0;
+    kcache__cf_unmap(st);
+    st->cffd = kcache__open_in(st, "config.file", O_RDWR, 0);
+    if (st->cffd < 0) return -1;
+    if (fstat(st->cffd, &s) != 0 || !S_ISREG(s.st_mode) || s.st_size < KCACHE__CF_HEADER ||
+        pread(st->cffd, hdr, sizeof hdr, 0) != (ssize_t)sizeof hdr || !kcache__cf_valid(hdr, (uint64_t)s.st_size)) {
+        kcache__cf_unmap(st);
+        return 0; /* present but unusable: the caller replaces it */
+    }
+    len = (size_t)s.st_size;
+    st->map = (unsigned char *)mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, st->cffd, 0);
+    if (st->map == MAP_FAILED) { st->map = NULL; kcache__cf_unmap(st); return -1; }
+    st->map_len = len;
+    st->nslots = (len - KCACHE__CF_HEADER) / KCACHE__SLOT;
+    st->cf_dev = s.st_dev;
+    st->cf_ino = s.st_ino;
+    *valid = 1;
+    return 0;
+}
+
+static uint64_t *kcache__slot_find(const kcache__store *st, kcache_hash128 d) {
+    uint64_t b = (d.lo & ((st->nslots / KCACHE__WAYS) - 1)) * KCACHE__WAYS, w;
+    for (w = 0; w < KCACHE__WAYS; w++) {
+        uint64_t *s = kcache__slot(st, b + w);
+        if (kcache__sl_get(s, KCACHE__SL_LO) == d.lo && kcache__sl_get(s, KCACHE__SL_HI) == d.hi) return s;
+    }
+    return NULL;
+}
+static int kcache__slot_used(const uint64_t *s) {
+    return kcache__sl_get(s, KCACHE__SL_LO) != 0 || kcache__sl_get(s, KCACHE__SL_HI) != 0;
+}
+static void kcache__slot_clear(uint64_t *s) {
+    int f;
+    for (f = 0; f < 4; f++) kcache__sl_set(s, f, 0);
+}
+static kcache_hash128 kcache__slot_digest(const uint64_t *s) {
+    kcache_hash128 d;
+    d.lo = kcache__sl_get(s, KCACHE__SL_LO);
+    d.hi = kcache__sl_get(s, KCACHE__SL_HI);
+    return d;
+}
+
+/* Records a hit without a system call and without the lock: a relaxed store into the mapped use
+   table, at most once a second per entry so readers on many cores do not fight over the line. */
+static void kcache__store_touch(kcache__store *st, kcache_hash128 d, int64_t now) {
+    uint64_t *s;
+    if (!st->map) return;
+    s = kcache__slot_find(st, d);
+    if (s && (int64_t)kcache__sl_get(s, KCACHE__SL_USE) < now - 1000000000) kcache__sl_set(s, KCACHE__SL_USE, (uint64_t)now);
+}
+
+/* Removes the entry a slot describes (lock held) and logs it as an eviction when it is one. */
+static void kcache__store_drop(kcache__store *st, uint64_t *s, int evicted, kcache__store_ev *ev) {
+    char rel[48];
+    kcache_hash128 d = kcache__slot_digest(s);
+    uint64_t size = kcache__sl_get(s, KCACHE__SL_SIZE);
+    kcache__entry_name(d, rel);
+    unlinkat(st->dirfd, rel, 0);
+    kcache__cf_set(st, 24, kcache__cf_get(st, 24) - (size <= kcache__cf_get(st, 24) ? size : kcache__cf_get(st, 24)));
+    kcache__cf_set(st, 32, kcache__cf_get(st, 32) ? kcache__cf_get(st, 32) - 1 : 0);
+    kcache__slot_clear(s);
+    if (evicted) {
+        uint64_t at = kcache__cf_get(st, KCACHE__EVLOG_AT - 8) % KCACHE__EVLOG_SLOTS;
+        size_t o = KCACHE__EVLOG_AT + (size_t)at * 32;
+        kcache__cf_set(st, o, d.lo);
+        kcache__cf_set(st, o + 8, d.hi);
+        kcache__cf_set(st, o + 16, (uint64_t)kcache__now_ns());
+        kcache__cf_set(st, o + 24, size);
+        kcache__cf_set(st, KCACHE__EVLOG_AT - 8, at + 1);
+        kcache__cf_set(st, 64, kcache__cf_get(st, 64) + 1);
+        if (ev) { ev->evicted++; ev->evicted_bytes += size; }
+    }
+}
+
+/* When an entry was evicted by the size limit, if the eviction log still remembers it. */
+static int kcache__store_evicted_when(const kcache__store *st, kcache_hash128 d, int64_t *when) {
+    int i;
+    if (!st->map) return 0;
+    for (i = 0; i < KCACHE__EVLOG_SLOTS; i++) {
+        size_t o = KCACHE__EVLOG_AT + (size_t)i * 32;
+        if (kcache__cf_get(st, o) == d.lo && kcache__cf_get(st, o + 8) == d.hi) {
+            *when = (int64_t)kcache__cf_get(st, o + 16);
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static uint64_t kcache__rand(uint64_t *x) { /* xorshift64*: sampling needs spread, not secrecy */
+    *x ^= *x >> 12;
+    *x ^= *x << 25;
+    *x ^= *x >> 27;
+    return *x * 0x2545F4914F6CDD1Dull;
+}
+
+/* Eviction (lock held). Each victim is the least recently used of KCACHE__SAMPLE entries found
+   scanning the use table from a random slot: the cost per victim depends on the sample size and on
+   how full the table is, never on the number of entries, and no directory is walked. With fewer
+   entries than the sample every entry is looked at, so small stores evict in exact LRU order. */
+static void kcache__store_evict_to(kcache__store *st, uint64_t target, kcache__store_ev *ev) {
+    while (kcache__cf_get(st, 24) > target && kcache__cf_get(st, 32) > 0) {
+        uint64_t start = kcache__rand(&st->rng) % st->nslots, i, seen = 0;
+        uint64_t *best = NULL;
+        for (i = 0; i < st->nslots && seen < KCACHE__SAMPLE; i++) {
+            uint64_t *s = kcache__slot(st, (start + i) % st->nslots);
+            if (!kcache__slot_used(s)) continue;
+            seen++;
+            if (!best || kcache__sl_get(s, KCACHE__SL_USE) < kcache__sl_get(best, KCACHE__SL_USE)) best = s;
+        }
+        if (!best) { kcache__cf_set(st, 24, 0); kcache__cf_set(st, 32, 0); break; } /* accounting said more */
+        kcache__store_drop(st, best, 1, ev);
+    }
+}
+
+static int kcache__hexval(int c) {
+    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+}
+static int kcache__parse_entry_name(const char *name, kcache_hash128 *d) {
+    int i;
+    uint64_t hi = 0, lo = 0;
+    if (strlen(name) != 36 || strcmp(name + 32, ".kce") != 0) return 0;
+    for (i = 0; i < 32; i++) {
+        int v = kcache__hexval((unsigned char)name[i]);
+        if (v < 0) return 0;
+        if (i < 16) hi = (hi << 4) | (uint64_t)v; else lo = (lo << 4) | (uint64_t)v;
+    }
+    d->hi = hi;
+    d->lo = lo;
+    return 1;
+}
+
+/* Puts an entry's slot in the table (lock held); a full bucket gives up its least recent entry. */
+static void kcache__slot_insert(kcache__store *st, kcache_hash128 d, uint64_t size, int64_t use, kcache__store_ev *ev) {
+    uint64_t b = (d.lo & ((st->nslots / KCACHE__WAYS) - 1)) * KCACHE__WAYS, w;
+    uint64_t *free_slot = NULL, *oldest = NULL;
+    for (w = 0; w < KCACHE__WAYS; w++) {
+        uint64_t *s = kcache__slot(st, b + w);
+        if (!kcache__slot_used(s)) { if (!free_slot) free_slot = s; continue; }
+        if (!oldest || kcache__sl_get(s, KCACHE__SL_USE) < kcache__sl_get(oldest, KCACHE__SL_USE)) oldest = s;
+    }
+    if (!free_slot) {
+        kcache__store_drop(st, oldest, 1, ev);
+        free_slot = oldest;
+    }
+    kcache__sl_set(free_slot, KCACHE__SL_LO, d.lo);
+    kcache__sl_set(free_slot, KCACHE__SL_HI, d.hi);
+    kcache__sl_set(free_slot, KCACHE__SL_SIZE, size);
+    kcache__sl_set(free_slot, KCACHE__SL_USE, (uint64_t)use);
+    kcache__cf_set(st, 24, kcache__cf_get(st, 24) + size);
+    kcache__cf_set(st, 32, kcache__cf_get(st, 32) + 1);
+}
+
+/* Calls fn for every entry file in the shards (regular files with an entry's name; anything else
+   in a shard is removed: a store holds only what kcache wrote). */
+typedef void (*kcache__walk_fn)(void *ctx, kcache_hash128 d, const struct stat *s);
+static void kcache__store_walk(kcache__store *st, kcache__walk_fn fn, void *ctx) {
+    int shard;
+    for (shard = 0; shard < 256; shard++) {
+        char rel[8];
+        int fd;
+        DIR *dp;
+        struct dirent *de;
+        snprintf(rel, sizeof rel, "e/%02x", shard);
+        fd = kcache__open_in(st, rel, O_RDONLY | O_DIRECTORY, 0);
+        if (fd < 0) continue;
+        dp = fdopendir(fd);
+        if (!dp) { close(fd); continue; }
+        while ((de = readdir(dp)) != NULL) {
+            kcache_hash128 d;
+            struct stat s;
+            if (de->d_name[0] == '.' && (!de->d_name[1] || (de->d_name[1] == '.' && !de->d_name[2]))) continue;
+            if (fstatat(fd, de->d_name, &s, AT_SYMLINK_NOFOLLOW) != 0) continue;
+            if (!kcache__parse_entry_name(de->d_name, &d) || !S_ISREG(s.st_mode)) {
+                if (!S_ISDIR(s.st_mode)) unlinkat(fd, de->d_name, 0);
+                continue;
+            }
+            fn(ctx, d, &s);
+        }
+        closedir(dp);
+    }
+}
+
+typedef struct kcache__rebuild_ctx {
+    kcache__store *st;
+    const unsigned char *old; /* the use table before the rebuild, or NULL */
+    kcache__store_ev *ev;
+} kcache__rebuild_ctx;
+
+static void kcache__rebuild_one(void *ctx, kcache_hash128 d, const struct stat *s) {
+    kcache__rebuild_ctx *c = (kcache__rebuild_ctx *)ctx;
+    int64_t use = (int64_t)s->st_mtime * 1000000000;
+    if (c->old) {
+        uint64_t b = (d.lo & ((c->st->nslots / KCACHE__WAYS) - 1)) * KCACHE__WAYS, w;
+        for (w = 0; w < KCACHE__WAYS; w++) {
+            const unsigned char *o = c->old + (b + w) * KCACHE__SLOT;
+            if (kcache__get_u64(o) == d.lo && kcache__get_u64(o + 8) == d.hi) use = (int64_t)kcache__get_u64(o + 16);
+        }
+    }
+    kcache__slot_insert(c->st, d, (uint64_t)s->st_size, use, c->ev);
+}
+
+/* Rebuilds the accounting and the use table from the entries on disk (lock held, map valid):
+   recorded uses survive, entries the table did not know get their file's mtime. */
+static void kcache__store_rebuild(kcache__store *st, kcache__store_ev *ev) {
+    size_t table = (size_t)st->nslots * KCACHE__SLOT;
+    unsigned char *old = (unsigned char *)KCACHE_MALLOC(table);
+    unsigned char *live = st->map + KCACHE__CF_HEADER;
+    kcache__rebuild_ctx c;
+    if (old) memcpy(old, live, table);
+    memset(live, 0, table);
+    kcache__cf_set(st, 24, 0);
+    kcache__cf_set(st, 32, 0);
+    c.st = st;
+    c.old = old;
+    c.ev = ev;
+    kcache__store_walk(st, kcache__rebuild_one, &c);
+    KCACHE_FREE(old);
+    if (ev) ev->rebuilt++;
+}
+
+/* Under the lock: makes sure the mapped config.file is the one in the directory and is sound,
+   replacing, remapping or rebuilding as needed, then marks it busy. */
+static kcache_status kcache__store_begin(kcache__store *st, kcache__store_ev *ev) {
+    struct stat s;
+    int valid = 1;
+    if (fstatat(st->dirfd, "config.file", &s, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(s.st_mode) ||
+        s.st_dev != st->cf_dev || s.st_ino != st->cf_ino || !st->map) {
+        if (kcache__cf_map(st, &valid) != 0 || !valid) {
+            if (kcache__cf_create(st, st->limit, 1) != KCACHE_OK || kcache__cf_map(st, &valid) != 0 || !valid)
+                return KCACHE_EIO;
+            kcache__store_rebuild(st, ev);
+        }
+    }
+    if (!kcache__cf_valid(st->map, st->map_len) || kcache__get_u32(st->map + 48) != 0) {
+        /* a garbage header or a holder that died mid-update: the geometry is the mapped size's */
+        uint32_t lg = 0;
+        while (((uint64_t)KCACHE__WAYS << lg) < st->nslots) lg++;
+        memcpy(st->map, "KCACHECF", 8);
+        kcache__put_u32(st->map + 8, KCACHE__CF_VERSION);
+        kcache__put_u32(st->map + 12, KCACHE__CF_HEADER);
+        kcache__put_u32(st->map + 16, lg);
+        kcache__put_u32(st->map + 20, KCACHE__WAYS);
+        kcache__store_rebuild(st, ev);
+    }
+    kcache__put_u32(st->map + 48, 1);
+    return KCACHE_OK;
+}
+static void kcache__store_end(kcache__store *st) {
+    kcache__cf_set(st, 40, kcache__cf_get(st, 40) + 1);
+    kcache__cf_set(st, 56, st->limit);
+    kcache__put_u32(st->map + 48, 0);
+    kcache__cf_seal(st);
+}
+
+static kcache_status kcache__errno_status(int e) {
+    switch (e) {
+    case ENOSPC:
+#ifdef EDQUOT
+    case EDQUOT:
+#endif
+        return KCACHE_ENOSPC;
+    case EROFS: case EACCES: case EPERM: return KCACHE_EROFS;
+    case ENOENT: return KCACHE_ENOENT;
+    case ENOMEM: return KCACHE_ENOMEM;
+    default: return KCACHE_EIO;
+    }
+}
+
+static kcache_status kcache__write_all(int fd, const void *a, size_t an, const void *b, size_t bn) {
+    const unsigned char *p = (const unsigned char *)a;
+    size_t n = an;
+    int part;
+    for (part = 0; part < 2; part++) {
+        while (n > 0) {
+            ssize_t w = write(fd, p, n > ((size_t)1 << 30) ? ((size_t)1 << 30) : n);
+            if (w < 0) {
+                if (errno == EINTR) continue;
+                return kcache__errno_status(errno);
+            }
+            p += w;
+            n -= (size_t)w;
+        }
+        p = (const unsigned char *)b;
+        n = bn;
+    }
+    return KCACHE_OK;
+}
+
+/* Writes an entry: temp file, optional fsync, then under the lock rename into place, account and
+   evict. The lock is never held while payload bytes move. */
+static kcache_status kcache__store_put(kcache__store *st, const kcache_key *k, const void *data, size_t size,
+                                       kcache__store_ev *ev) {
+    size_t rec_len = kcache__record_size(k);
+    size_t hlen = ((KCACHE__ENTRY_FIXED + rec_len + 8 + 15) & ~(size_t)15) + 16;
+    unsigned char *hdr;
+    kcache__wbuf w;
+    kcache_hash128 sum;
+    char tmp[64], rel[48], shard[8];
+    kcache_status s;
+    uint64_t total = (uint64_t)hlen + size;
+    uint64_t *old;
+    int fd;
+    if (st->limit && total > st->limit) return KCACHE_ETOOBIG;
+    hdr = (unsigned char *)KCACHE_MALLOC(hlen);
+    if (!hdr) return KCACHE_ENOMEM;
+    memset(hdr, 0, hlen);
+    memcpy(hdr, "KCENTRY", 8);
+    kcache__put_u16(hdr + 8, KCACHE__ENTRY_VERSION);
+    kcache__put_u32(hdr + 12, (uint32_t)hlen);
+    kcache__put_u64(hdr + 16, size);
+    kcache__put_u64(hdr + 24, k->digest.lo);
+    kcache__put_u64(hdr + 32, k->digest.hi);
+    sum = kcache_hash(data, size);
+    kcache__put_u64(hdr + 40, sum.lo);
+    kcache__put_u64(hdr + 48, sum.hi);
+    kcache__put_u64(hdr + 56, (uint64_t)kcache__now_ns());
+    kcache__put_u32(hdr + 64, (uint32_t)rec_len);
+    w.p = hdr + KCACHE__ENTRY_FIXED; w.len = 0; w.cap = rec_len; w.overflow = 0;
+    kcache__record_write(k, &w);
+    kcache__put_u64(hdr + KCACHE__ENTRY_FIXED + rec_len, kcache_hash(hdr, KCACHE__ENTRY_FIXED + rec_len).lo);
+
+    kcache__mutex_lock(&st->mutex);
+    st->temp_seq++;
+    snprintf(tmp, sizeof tmp, "tmp/%u-%llx-%llx.tmp", (unsigned)kcache__pid(), (unsigned long long)st->temp_seq,
+             (unsigned long long)(k->digest.lo ^ (uint64_t)kcache__now_ns()));
+    kcache__mutex_unlock(&st->mutex);
+    fd = kcache__open_in(st, tmp, O_WRONLY | O_CREAT | O_EXCL, 0644);
+    if (fd < 0 && errno == ENOENT && mkdirat(st->dirfd, "tmp", 0700) == 0) fd = kcache__open_in(st, tmp, O_WRONLY | O_CREAT | O_EXCL, 0644);
+    if (fd < 0) { s = kcache__errno_status(errno); KCACHE_FREE(hdr); return s; }
+    s = kcache__write_all(fd, hdr, hlen, data, size);
+    KCACHE_FREE(hdr);
+    if (s == KCACHE_OK && st->fsync && fsync(fd) != 0) s = kcache__errno_status(errno);
+    if (close(fd) != 0 && s == KCACHE_OK) s = kcache__errno_status(errno);
+    if (s != KCACHE_OK) { unlinkat(st->dirfd, tmp, 0); return s; }
+
+    kcache__entry_name(k->digest, rel);
+    memcpy(shard, rel, 4);
+    shard[4] = 0;
+    s = kcache__store_lock(st);
+    if (s != KCACHE_OK) { unlinkat(st->dirfd, tmp, 0); return s; }
+    s = kcache__store_begin(st, ev);
+    if (s == KCACHE_OK) {
+        if ((old = kcache__slot_find(st, k->digest)) != NULL) kcache__store_drop(st, old, 0, NULL);
+        if (!kcache__is_dir_nofollow(st->dirfd, shard)) {
+            mkdirat(st->dirfd, "e", 0700);
+            mkdirat(st->dirfd, shard, 0700);
+        }
+        if (!kcache__is_dir_nofollow(st->dirfd, "e") || !kcache__is_dir_nofollow(st->dirfd, shard))
+            s = KCACHE_EUNSAFE; /* a symlink or a file where a shard directory belongs */
+        else if (renameat(st->dirfd, tmp, st->dirfd, rel) != 0)
+            s = kcache__errno_status(errno);
+        else {
+            kcache__slot_insert(st, k->digest, total, kcache__now_ns(), ev);
+            if (st->limit && kcache__cf_get(st, 24) > st->limit) kcache__store_evict_to(st, st->limit / 3 * 2, ev);
+        }
+        kcache__store_end(st);
+    }
+    kcache__store_unlock(st);
+    if (s != KCACHE_OK) unlinkat(st->dirfd, tmp, 0);
+    return s;
+}
+
+/* Removes one entry and its accounting (bad, stale or removed by the caller). */
+static kcache_status kcache__store_remove(kcache__store *st, kcache_hash128 d, kcache__store_ev *ev) {
+    char rel[48];
+    uint64_t *s;
+    int had = 0;
+    kcache_status r = kcache__store_lock(st);
+    if (r != KCACHE_OK) return r;
+    r = kcache__store_begin(st, ev);
+    if (r == KCACHE_OK) {
+        if ((s = kcache__slot_find(st, d)) != NULL) { kcache__store_drop(st, s, 0, NULL); had = 1; }
+        else {
+            kcache__entry_name(d, rel);
+            had = unlinkat(st->dirfd, rel, 0) == 0;
+        }
+        kcache__store_end(st);
+    }
+    kcache__store_unlock(st);
+    return r != KCACHE_OK ? r : had ? KCACHE_OK : KCACHE_MISS;
+}
+
+/* What reading an entry found. */
+typedef struct kcache__read {
+    kcache__blob *blob;        /* on a hit: the payload, one reference for the caller */
+    kcache_reason reason;      /* on a miss */
+    kcache_status status;      /* why a read failed: ENOENT (absent), ECORRUPT, EIO... */
+    unsigned char *rec;        /* with want_record: a copy of the entry's key record */
+    size_t rec_len;
+} kcache__read;
+
+/* Reads and validates an entry without any lock: magic, version, lengths, digest, header checksum,
+   the whole key record against the key, the file stamps, then the payload checksum. */
+static void kcache__store_read(kcache__store *st, const kcache_key *k, int policy, int want_record, kcache__read *out) {
+    char rel[48];
+    struct stat s;
+    kcache__blob *b = NULL;
+    const unsigned char *h;
+    size_t have = 0, fsize, hlen, rlen;
+    uint64_t plen;
+    kcache_hash128 sum;
+    int fd, m;
+    memset(out, 0, sizeof *out);
+    out->reason = KCACHE_REASON_COLD;
+    kcache__entry_name(k->digest, rel);
+    fd = kcache__open_in(st, rel, O_RDONLY, 0);
+    if (fd < 0) {
+        out->status = errno == ENOENT ? KCACHE_ENOENT : errno == ELOOP ? KCACHE_ECORRUPT : kcache__errno_status(errno);
+        if (out->status == KCACHE_ECORRUPT) out->reason = KCACHE_REASON_REJECTED; /* a symlink in place of an entry */
+        return;
+    }
+    if (fstat(fd, &s) != 0 || !S_ISREG(s.st_mode) || s.st_size < KCACHE__ENTRY_FIXED + 16 + 8 ||
+        (uint64_t)s.st_size > (uint64_t)((size_t)-1 / 2)) {
+        close(fd);
+        out->status = KCACHE_ECORRUPT;
+        out->reason = KCACHE_REASON_REJECTED;
+        return;
+    }
+    fsize = (size_t)s.st_size;
+    b = kcache__blob_alloc(fsize);
+    if (!b) { close(fd); out->status = KCACHE_ENOMEM; out->reason = KCACHE_REASON_UNWRITABLE; return; }
+    while (have < fsize) {
+        ssize_t r = read(fd, kcache__blob_bytes(b) + have, fsize - have);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) break;
+        have += (size_t)r;
+    }
+    close(fd);
+    h = kcache__blob_bytes(b);
+    out->status = KCACHE_ECORRUPT;
+    out->reason = KCACHE_REASON_REJECTED;
+    if (have != fsize || memcmp(h, "KCENTRY", 8) != 0 || kcache__get_u16(h + 8) != KCACHE__ENTRY_VERSION) goto bad;
+    hlen = kcache__get_u32(h + 12);
+    plen = kcache__get_u64(h + 16);
+    rlen = kcache__get_u32(h + 64);
+    if (hlen % 16 != 0 || hlen > fsize || rlen > hlen || KCACHE__ENTRY_FIXED + rlen + 8 + 16 > hlen || plen != fsize - hlen) goto bad;
+    if (kcache__get_u64(h + 24) != k->digest.lo || kcache__get_u64(h + 32) != k->digest.hi) goto bad;
+    if (kcache__get_u64(h + KCACHE__ENTRY_FIXED + rlen) != kcache_hash(h, KCACHE__ENTRY_FIXED + rlen).lo) goto bad;
+    if (want_record) {
+        out->rec = (unsigned char *)KCACHE_MALLOC(rlen ? rlen : 1);
+        if (out->rec) { memcpy(out->rec, h + KCACHE__ENTRY_FIXED, rlen); out->rec_len = rlen; }
+    }
+    m = kcache__record_match(h + KCACHE__ENTRY_FIXED, rlen, k, policy);
+    if (m == KCACHE__MATCH_STAMP) { out->status = KCACHE_MISS; out->reason = KCACHE_REASON_STAMP; goto bad; }
+    if (m != KCACHE__MATCH) goto bad; /* same digest, other key: never hand out its payload */
+    sum = kcache_hash(h + hlen, (size_t)plen);
+    if (sum.lo != kcache__get_u64(h + 40) || sum.hi != kcache__get_u64(h + 48)) goto bad;
+    kcache__blob_set_data(b, hlen, (size_t)plen);
+    out->blob = b;
+    out->status = KCACHE_OK;
+    out->reason = KCACHE_REASON_HIT;
+    return;
+bad:
+    kcache__blob_unref(b);
+}
+
+/* Removes temp files whose writer is gone (or that are over a day old: a writer on another host). */
+static void kcache__store_sweep_temps(kcache__store *st) {
+    int fd = kcache__open_in(st, "tmp", O_RDONLY | O_DIRECTORY, 0);
+    DIR *dp;
+    struct dirent *de;
+    int64_t now = kcache__now_ns();
+    if (fd < 0) return;
+    dp = fdopendir(fd);
+    if (!dp) { close(fd); return; }
+    while ((de = readdir(dp)) != NULL) {
+        struct stat s;
+        unsigned long pid;
+        char *end;
+        if (de->d_name[0] == '.') continue;
+        pid = strtoul(de->d_name, &end, 10);
+        if (fstatat(fd, de->d_name, &s, AT_SYMLINK_NOFOLLOW) != 0) continue;
+        if ((end != de->d_name && *end == '-' && pid > 0 && kill((pid_t)pid, 0) != 0 && errno == ESRCH) ||
+            (int64_t)s.st_mtime * 1000000000 < now - (int64_t)86400 * 1000000000 || !S_ISREG(s.st_mode))
+            unlinkat(fd, de->d_name, S_ISDIR(s.st_mode) ? AT_REMOVEDIR : 0);
+    }
+    closedir(dp);
+}
+
+static void kcache__store_close(kcache__store *st) {
+    if (!st) return;
+    kcache__cf_unmap(st);
+    if (st->lockfd >= 0) close(st->lockfd);
+    if (st->dirfd >= 0) close(st->dirfd);
+    kcache__mutex_destroy(&st->mutex);
+    KCACHE_FREE(st->dir);
+    KCACHE_FREE(st);
+}
+
+/* mkdir -p with 0700 for what it creates. */
+static int kcache__mkdirs(const char *path) {
+    char buf[4096];
+    size_t n = strlen(path), i;
+    if (n == 0 || n >= sizeof buf) return -1;
+    memcpy(buf, path, n + 1);
+    for (i = 1; i <= n; i++) {
+        if (buf[i] == '/' || buf[i] == 0) {
+            char c = buf[i];
+            buf[i] = 0;
+            if (mkdir(buf, 0700) != 0 && errno != EEXIST) return -1;
+            buf[i] = c;
+        }
+    }
+    return 0;
+}
+
+/* Opens (creating when needed) the store in dir. On failure *why says what was wrong. */
+static kcache_status kcache__store_open(kcache__store **out, const char *dir, const kcache_config *cfg, char *why, size_t why_cap) {
+    kcache__store *st;
+    struct stat s;
+    int valid = 0;
+    kcache_status r;
+    *out = NULL;
+    if (kcache__mkdirs(dir) != 0) {
+        kcache__say(why, why_cap, "cannot create %s: %s", dir, strerror(errno));
+        return kcache__errno_status(errno);
+    }
+    st = (kcache__store *)KCACHE_MALLOC(sizeof *st);
+    if (!st) return KCACHE_ENOMEM;
+    memset(st, 0, sizeof *st);
+    st->dirfd = st->lockfd = st->cffd = -1;
+    kcache__mutex_init(&st->mutex);
+    st->dir = (char *)KCACHE_MALLOC(strlen(dir) + 1);
+    if (!st->dir) { kcache__store_close(st); return KCACHE_ENOMEM; }
+    strcpy(st->dir, dir);
+    st->limit = cfg->max_size;
+    st->fsync = cfg->fsync;
+    st->lock_timeout_ms = cfg->lock_timeout_ms;
+    st->rng = (uint64_t)kcache__now_ns() ^ ((uint64_t)kcache__pid() << 32) ^ (uint64_t)(size_t)st;
+    if (!st->rng) st->rng = 1;
+    st->dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (st->dirfd < 0 || fstat(st->dirfd, &s) != 0) {
+        kcache__say(why, why_cap, "cannot open %s: %s", dir, strerror(errno));
+        r = kcache__errno_status(errno);
+        kcache__store_close(st);
+        return r;
+    }
+    if (s.st_uid != geteuid() || (s.st_mode & 022) != 0) {
+        kcache__say(why, why_cap, "%s is %s; refusing it (memory only)", dir,
+                 s.st_uid != geteuid() ? "owned by another user" : "writable by group or others");
+        kcache__store_close(st);
+        return KCACHE_EUNSAFE;
+    }
+    if ((mkdirat(st->dirfd, "tmp", 0700) != 0 && errno != EEXIST) || (mkdirat(st->dirfd, "e", 0700) != 0 && errno != EEXIST)) {
+        kcache__say(why, why_cap, "cannot write in %s: %s", dir, strerror(errno));
+        r = kcache__errno_status(errno);
+        kcache__store_close(st);
+        return r;
+    }
+    if (!kcache__is_dir_nofollow(st->dirfd, "tmp") || !kcache__is_dir_nofollow(st->dirfd, "e")) {
+        kcache__say(why, why_cap, "%s/tmp or %s/e is not a directory (or is a symlink); refusing the store", dir, dir);
+        kcache__store_close(st);
+        return KCACHE_EUNSAFE;
+    }
+    st->lockfd = kcache__open_in(st, "lock", O_RDWR | O_CREAT, 0600);
+    if (st->lockfd < 0 || fstat(st->lockfd, &s) != 0 || !S_ISREG(s.st_mode)) {
+        kcache__say(why, why_cap, "cannot open the lock file in %s: %s", dir, st->lockfd < 0 ? strerror(errno) : "not a regular file");
+        r = st->lockfd < 0 ? kcache__errno_status(errno) : KCACHE_EUNSAFE;
+        kcache__store_close(st);
+        return r;
+    }
+    if (kcache__cf_map(st, &valid) != 0 && errno == ENOENT) kcache__cf_create(st, st->limit, 0);
+    if (!st->map) {
+        kcache__store_ev ev;
+        memset(&ev, 0, sizeof ev);
+        r = kcache__store_lock(st); /* missing or damaged: repaired under the lock */
+        if (r == KCACHE_OK) {
+            r = kcache__store_begin(st, &ev);
+            if (r == KCACHE_OK) kcache__store_end(st);
+            kcache__store_unlock(st);
+        }
+        if (r != KCACHE_OK || !st->map) {
+            kcache__say(why, why_cap, "cannot set up %s/config.file (%s)", dir, kcache_strerror(r == KCACHE_OK ? KCACHE_EIO : r));
+            kcache__store_close(st);
+            return r == KCACHE_OK ? KCACHE_EIO : r;
+        }
+    }
+    kcache__store_sweep_temps(st);
+    *out = st;
+    return KCACHE_OK;
+}
+
+/* ============================================================================================== */
+/* >>cache  the public calls: configuration, open/close, get/put/remove, explain, stats           */
+/* ============================================================================================== */
+
+#define KCACHE__TOMBS 128 /* entries remembered after the memory LRU dropped them (memory only) */
+
+typedef struct kcache__tomb { kcache_hash128 digest; int64_t when; } kcache__tomb;
+
+/* One build in progress in this process (single flight among threads). */
+typedef struct kcache__flight {
+    struct kcache__flight *next;
+    kcache_hash128 digest;
+    int done, refs;
+    kcache__cond cond;
+} kcache__flight;
+
+struct kcache {
+    kcache__mutex lock;          /* guards everything below but the store, which has its own */
+    kcache_config cfg;
+    char *dir;                   /* the store's directory (owned), NULL when memory only */
+    kcache__store *store;
+    char store_why[512];         /* why there is no store, when there is none */
+    kcache__lru lru;
+    kcache__tomb tombs[KCACHE__TOMBS];
+    unsigned tomb_next;
+    kcache_stats stats;
+    kcache__flight *flights;
+    kcache__host host;           /* detected once at open, for kcache_key_host_from */
+};
+
+static void kcache__log(const kcache_config *cfg, const char *fmt, ...) {
+    char line[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    if (cfg && cfg->log) cfg->log(cfg->log_user, line);
+    else fprintf(stderr, "kcache: %s\n", line);
+}
+#define KCACHE__DEBUG(kc, ...) do { if ((kc)->cfg.debug) kcache__log(&(kc)->cfg, __VA_ARGS__); } while (0)
+
+/* A size: digits with an optional K, M, G or T (powers of 1024), optionally followed by B or iB. */
+static int kcache__parse_size(const char *s, uint64_t *out) {
+    uint64_t v = 0, mul = 1;
+    const char *p = s;
+    if (!s || !*s) return 0;
+    while (*p >= '0' && *p <= '9') {
+        if (v > (UINT64_MAX - (uint64_t)(*p - '0')) / 10) return 0;
+        v = v * 10 + (uint64_t)(*p++ - '0');
+    }
+    if (p == s) return 0;
+    switch (*p) {
+    case 'k': case 'K': mul = (uint64_t)1 << 10; p++; break;
+    case 'm': case 'M': mul = (uint64_t)1 << 20; p++; break;
+    case 'g': case 'G': mul = (uint64_t)1 << 30; p++; break;
+    case 't': case 'T': mul = (uint64_t)1 << 40; p++; break;
+    default: break;
+    }
+    if (mul > 1 && *p == 'i') p++;
+    if (*p == 'B' || *p == 'b') p++;
+    if (*p) return 0;
+    if (v && mul > UINT64_MAX / v) return 0;
+    *out = v * mul;
+    return 1;
+}
+
+static int kcache__parse_bool(const char *s, int *out) {
+    static const char *const yes[] = {"1", "yes", "true", "on"}, *const no[] = {"0", "no", "false", "off"};
+    size_t i;
+    for (i = 0; i < 4; i++) {
+        if (strcmp(s, yes[i]) == 0) { *out = 1; return 1; }
+        if (strcmp(s, no[i]) == 0) { *out = 0; return 1; }
+    }
+    return 0;
+}
+
+static void kcache__env_bad(int debug, const char *var, const char *val, const char *want) {
+    if (debug) fprintf(stderr, "kcache: %s=\"%.64s\" is not %s; using the default\n", var, val, want);
+}
+
+KCACHE_API void kcache_config_init(kcache_config *cfg) {
+    const char *v;
+    uint64_t n;
+    int b;
+    if (!cfg) return;
+    memset(cfg, 0, sizeof *cfg);
+    cfg->max_size = (uint64_t)1 << 30;
+    cfg->mem_entries = 1024;
+    cfg->mem_size = (uint64_t)256 << 20;
+    cfg->enable = 1;
+    cfg->persistent = 1;
+    cfg->build_wait_ms = 300000;
+    cfg->lock_timeout_ms = 10000;
+    if ((v = getenv("KCACHE_DEBUG")) != NULL && *v && !kcache__parse_bool(v, &cfg->debug))
+        kcache__env_bad(1, "KCACHE_DEBUG", v, "0 or 1"); /* said even so: it is the switch for saying */
+#define KCACHE__ENV_BOOL(var, field)                                                    \
+    if ((v = getenv(var)) != NULL && *v) {                                              \
+        if (kcache__parse_bool(v, &b)) cfg->field = b;                                  \
+        else kcache__env_bad(cfg->debug, var, v, "0 or 1");                             \
+    }
+    KCACHE__ENV_BOOL("KCACHE_ENABLE", enable)
+    KCACHE__ENV_BOOL("KCACHE_PERSISTENT", persistent)
+    KCACHE__ENV_BOOL("KCACHE_TRACE", trace)
+    KCACHE__ENV_BOOL("KCACHE_FSYNC", fsync)
+#undef KCACHE__ENV_BOOL
+    if ((v = getenv("KCACHE_DIR")) != NULL && *v) cfg->dir = v;
+    if ((v = getenv("KCACHE_MAX_SIZE")) != NULL && *v) {
+        if (kcache__parse_size(v, &n)) cfg->max_size = n;
+        else kcache__env_bad(cfg->debug, "KCACHE_MAX_SIZE", v, "a size such as 512M or 2G");
+    }
+    if ((v = getenv("KCACHE_MEM_SIZE")) != NULL && *v) {
+        if (kcache__parse_size(v, &n)) cfg->mem_size = n;
+        else kcache__env_bad(cfg->debug, "KCACHE_MEM_SIZE", v, "a size such as 64M");
+    }
+    if ((v = getenv("KCACHE_MEM_ENTRIES")) != NULL && *v) {
+        if (kcache__parse_size(v, &n) && n >= 1 && n <= 1u << 24) cfg->mem_entries = (uint32_t)n;
+        else kcache__env_bad(cfg->debug, "KCACHE_MEM_ENTRIES", v, "a count from 1 to 16M");
+    }
+    if ((v = getenv("KCACHE_BUILD_WAIT")) != NULL && *v) {
+        if (kcache__parse_size(v, &n) && n <= 86400) cfg->build_wait_ms = (uint32_t)n * 1000;
+        else kcache__env_bad(cfg->debug, "KCACHE_BUILD_WAIT", v, "seconds from 0 to 86400");
+    }
+    if ((v = getenv("KCACHE_WRITE")) != NULL && *v) {
+        if (strcmp(v, "through") == 0) cfg->write_policy = KCACHE_WRITE_THROUGH;
+        else if (strcmp(v, "evict") == 0) cfg->write_policy = KCACHE_WRITE_EVICT;
+        else kcache__env_bad(cfg->debug, "KCACHE_WRITE", v, "through or evict");
+    }
+    if ((v = getenv("KCACHE_STAMP")) != NULL && *v) {
+        if (strcmp(v, "hybrid") == 0) cfg->stamp = KCACHE_STAMP_HYBRID;
+        else if (strcmp(v, "mtime") == 0) cfg->stamp = KCACHE_STAMP_MTIME;
+        else if (strcmp(v, "content") == 0) cfg->stamp = KCACHE_STAMP_CONTENT;
+        else kcache__env_bad(cfg->debug, "KCACHE_STAMP", v, "mtime, content or hybrid");
+    }
+}
+
+/* The default directory: $XDG_CACHE_HOME/kcache (an absolute path, as the XDG spec requires), else
+   $HOME/.cache/kcache. 0 when neither is usable. */
+static int kcache__default_dir(char *out, size_t cap) {
+    const char *x = getenv("XDG_CACHE_HOME"), *h = getenv("HOME");
+    int n;
+    if (x && x[0] == '/') n = snprintf(out, cap, "%s/kcache", x);
+    else if (h && h[0] == '/') n = snprintf(out, cap, "%s/.cache/kcache", h);
+    else return 0;
+    return n > 0 && (size_t)n < cap;
+}
+
+KCACHE_API kcache_status kcache_open(kcache **out, const kcache_config *cfg) {
+    kcache *kc;
+    kcache_config defaults;
+    char dir[4096];
+    if (!out) return KCACHE_EINVAL;
+    *out = NULL;
+    if (!cfg) { kcache_config_init(&defaults); cfg = &defaults; }
+    if (cfg->write_policy != KCACHE_WRITE_THROUGH && cfg->write_policy != KCACHE_WRITE_EVICT) return KCACHE_EINVAL;
+    if (cfg->stamp < KCACHE_STAMP_HYBRID || cfg->stamp > KCACHE_STAMP_CONTENT) return KCACHE_EINVAL;
+    kc = (kcache *)KCACHE_MALLOC(sizeof *kc);
+    if (!kc) return KCACHE_ENOMEM;
+    memset(kc, 0, sizeof *kc);
+    kc->cfg = *cfg;
+    kc->cfg.dir = NULL;
+    if (kc->cfg.mem_entries == 0) kc->cfg.mem_entries = 1;
+    if (kcache__lru_init(&kc->lru, kc->cfg.mem_entries) != KCACHE_OK) { KCACHE_FREE(kc); return KCACHE_ENOMEM; }
+    kcache__mutex_init(&kc->lock);
+    kcache__host_detect(&kc->host);
+    if (!kc->cfg.enable) snprintf(kc->store_why, sizeof kc->store_why, "caching off (KCACHE_ENABLE=0)");
+    else if (!kc->cfg.persistent) snprintf(kc->store_why, sizeof kc->store_why, "memory only (KCACHE_PERSISTENT=0)");
+    else if (cfg->dir && cfg->dir[0] && strlen(cfg->dir) >= sizeof dir)
+        snprintf(kc->store_why, sizeof kc->store_why, "memory only: the store path is too long");
+    else if (!(cfg->dir && cfg->dir[0]) && !kcache__default_dir(dir, sizeof dir))
+        snprintf(kc->store_why, sizeof kc->store_why, "memory only: no KCACHE_DIR, XDG_CACHE_HOME or HOME");
+    else {
+        char why[400];
+        kcache_status s;
+        if (cfg->dir && cfg->dir[0]) strcpy(dir, cfg->dir);
+        why[0] = 0;
+        s = kcache__store_open(&kc->store, dir, &kc->cfg, why, sizeof why);
+        if (s == KCACHE_OK) {
+            kc->dir = kc->store->dir;
+        } else {
+            snprintf(kc->store_why, sizeof kc->store_why, "memory only: %s", why[0] ? why : kcache_strerror(s));
+            kc->stats.store_errors++;
+        }
+    }
+    if (!kc->store) KCACHE__DEBUG(kc, "%s", kc->store_why);
+    else KCACHE__DEBUG(kc, "store %s (limit %llu bytes)", kc->dir, (unsigned long long)kc->cfg.max_size);
+    *out = kc;
+    return KCACHE_OK;
+}
+
+KCACHE_API const char *kcache_dir(const kcache *kc) { return kc ? kc->dir : NULL; }
+
+KCACHE_API kcache_status kcache_key_host_from(kcache_key *k, const kcache *kc) {
+    if (!kc) return kcache_key_host(k);
+    if (!kcache__key_usable(k)) return KCACHE_EINVAL;
+    return kcache__key_add_host(k, &kc->host);
+}
+
+static void kcache__tomb_add(kcache *kc, kcache_hash128 d) {
+    kcache__tomb *t = &kc->tombs[kc->tomb_next++ % KCACHE__TOMBS];
+    t->digest = d;
+    t->when = kcache__now_ns();
+}
+static int64_t kcache__tomb_find(const kcache *kc, kcache_hash128 d) {
+    unsigned i;
+    for (i = 0; i < KCACHE__TOMBS; i++)
+        if (kc->tombs[i].when && kc->tombs[i].digest.lo == d.lo && kc->tombs[i].digest.hi == d.hi) return kc->tombs[i].when;
+    return 0;
+}
+
+/* Drops least recent nodes past the capacity (lock held); returns them chained by hnext so that
+   the caller frees them (and writes the dirty ones) after unlocking. */
+static kcache__node *kcache__lru_trim(kcache *kc) {
+    kcache__node *gone = NULL;
+    while (kc->lru.count > kc->cfg.mem_entries || (kc->cfg.mem_size && kc->lru.bytes > kc->cfg.mem_size && kc->lru.count > 1)) {
+        kcache__node *n = kc->lru.head.prev;
+        kcache__lru_detach(&kc->lru, n);
+        kc->stats.mem_evictions++;
+        if (!kc->store) { kc->stats.evictions++; kcache__tomb_add(kc, n->digest); }
+        n->hnext = gone;
+        gone = n;
+    }
+    return gone;
+}
+
+static void kcache__store_stats(kcache *kc, const kcache__store_ev *ev, kcache_status s) {
+    kcache__mutex_lock(&kc->lock);
+    kc->stats.evictions += ev->evicted;
+    if (s != KCACHE_OK && s != KCACHE_MISS && s != KCACHE_ETOOBIG) kc->stats.store_errors++;
+    kcache__mutex_unlock(&kc->lock);
+    if (ev->evicted) KCACHE__DEBUG(kc, "evict %llu entries (%llu bytes) to stay under the limit",
+                                   (unsigned long long)ev->evicted, (unsigned long long)ev->evicted_bytes);
+    if (ev->rebuilt) KCACHE__DEBUG(kc, "store accounting rebuilt from a scan of %s", kc->dir);
+}
+
+/* Writes a node that only memory held (KCACHE_WRITE=evict) to the store. */
+static void kcache__write_back(kcache *kc, kcache__node *n) {
+    kcache_key k;
+    kcache__store_ev ev;
+    kcache_status s;
+    if (kcache__record_parse(n->rec, n->rec_len, &k) == KCACHE_OK) {
+        memset(&ev, 0, sizeof ev);
+        s = kcache__store_put(kc->store, &k, n->blob->data, n->blob->size, &ev);
+        kcache__store_stats(kc, &ev, s);
+        KCACHE__DEBUG(kc, "write-back %s (%zu bytes): %s", k.unit, n->blob->size, kcache_strerror(s));
+    }
+    kcache_key_free(&k);
+}
+
+static void kcache__release_nodes(kcache *kc, kcache__node *list) {
+    while (list) {
+        kcache__node *next = list->hnext;
+        if (list->dirty && kc->store) kcache__write_back(kc, list);
+        kcache__node_free(list);
+        list = next;
+    }
+}
+
+KCACHE_API void kcache_close(kcache *kc) {
+    kcache__node *n, *all = NULL;
+    if (!kc) return;
+    kcache__mutex_lock(&kc->lock);
+    while ((n = kc->lru.head.next) != &kc->lru.head) {
+        kcache__lru_detach(&kc->lru, n);
+        n->hnext = all;
+        all = n;
+    }
+    kcache__mutex_unlock(&kc->lock);
+    kcache__release_nodes(kc, all); /* flushes what KCACHE_WRITE=evict kept in memory only */
+    kcache__store_close(kc->store);
+    KCACHE_FREE(kc->lru.buckets);
+    kcache__mutex_destroy(&kc->lock);
+    KCACHE_FREE(kc);
+}
+
+/* A new node for a key and a blob (which it takes over). */
+static kcache__node *kcache__node_new(const kcache_key *k, kcache__blob *b) {
+    kcache__node *n = (kcache__node *)KCACHE_MALLOC(sizeof *n);
+    kcache__wbuf w;
+    if (!n) return NULL;
+    memset(n, 0, sizeof *n);
+    n->rec_len = kcache__record_size(k);
+    n->rec = (unsigned char *)KCACHE_MALLOC(n->rec_len);
+    if (!n->rec) { KCACHE_FREE(n); return NULL; }
+    w.p = n->rec; w.len = 0; w.cap = n->rec_len; w.overflow = 0;
+    kcache__record_write(k, &w);
+    n->digest = k->digest;
+    n->unit_hash = kcache_hash(k->unit, strlen(k->unit)).lo;
+    n->blob = b;
+    return n;
+}
+
+/* Puts a node in memory, replacing any node of the same digest; returns what must be freed. */
+static kcache__node *kcache__lru_add(kcache *kc, kcache__node *n) {
+    kcache__node *old = kcache__lru_find(&kc->lru, n->digest), *gone;
+    if (old) kcache__lru_detach(&kc->lru, old);
+    kcache__lru_insert(&kc->lru, n);
+    gone = kcache__lru_trim(kc);
+    if (old) { old->hnext = gone; old->dirty = 0; gone = old; }
+    return gone;
+}
+
+/* Whether any node in memory belongs to the same unit (lock held). Only asked on a miss. */
+static int kcache__unit_in_memory(const kcache *kc, const kcache_key *k) {
+    uint64_t uh = kcache_hash(k->unit, strlen(k->unit)).lo;
+    const kcache__node *n;
+    for (n = kc->lru.head.next; n != &kc->lru.head; n = n->next)
+        if (n->unit_hash == uh) return 1;
+    return 0;
+}
+
+/* The reason for a miss that found nothing under the key's digest. */
+static kcache_reason kcache__absent_reason(kcache *kc, const kcache_key *k, int64_t *when) {
+    kcache_reason r = KCACHE_REASON_COLD;
+    *when = 0;
+    kcache__mutex_lock(&kc->lock);
+    if ((*when = kcache__tomb_find(kc, k->digest)) != 0) r = KCACHE_REASON_EVICTED;
+    else if (kc->store && kcache__store_evicted_when(kc->store, k->digest, when)) r = KCACHE_REASON_EVICTED;
+    else if (kcache__unit_in_memory(kc, k)) r = KCACHE_REASON_FIELD;
+    kcache__mutex_unlock(&kc->lock);
+    return r;
+}
+
+static void kcache__count_miss(kcache *kc, const kcache_key *k, kcache_reason r) {
+    kcache__mutex_lock(&kc->lock);
+    kc->stats.misses++;
+    kc->stats.misses_by_reason[r]++;
+    if (r == KCACHE_REASON_REJECTED) kc->stats.rejects++;
+    kcache__mutex_unlock(&kc->lock);
+    KCACHE__DEBUG(kc, "miss %s: %s", k->unit, kcache__reason_text[r]);
+}
+
+KCACHE_API kcache_status kcache_get(kcache *kc, const kcache_key *k, const void **data, size_t *size) {
+    kcache__node *n, *stale = NULL;
+    kcache__read rd;
+    kcache_reason reason = KCACHE_REASON_COUNT;
+    int64_t when;
+    if (data) *data = NULL;
+    if (size) *size = 0;
+    if (!kc || !data || !size || !kcache__key_usable(k)) return KCACHE_EINVAL;
+    if (k->error != KCACHE_OK) return k->error;
+    if (!kc->cfg.enable) { kcache__count_miss(kc, k, KCACHE_REASON_OFF); return KCACHE_MISS; }
+
+    kcache__mutex_lock(&kc->lock);
+    n = kcache__lru_find(&kc->lru, k->digest);
+    if (n) {
+        int m = kcache__record_match(n->rec, n->rec_len, k, kc->cfg.stamp);
+        if (KCACHE__LIKELY(m == KCACHE__MATCH)) {
+            int64_t now = 0;
+            kcache__lru_touch(&kc->lru, n);
+            kcache__blob_ref(n->blob);
+            *data = n->blob->data;
+            *size = n->blob->size;
+            kc->stats.hits_mem++;
+            kc->stats.bytes_read += n->blob->size;
+            if (kc->store && !n->dirty) {
+                now = kcache__now_ns();
+                if (now - n->touched_ns > 1000000000) n->touched_ns = now;
+                else now = 0;
+            }
+            kcache__mutex_unlock(&kc->lock);
+            if (now) kcache__store_touch(kc->store, k->digest, now); /* keeps the store's LRU honest */
+            if (kc->cfg.debug) KCACHE__DEBUG(kc, "hit memory %s (%zu bytes)", k->unit, *size);
+            return KCACHE_OK;
+        }
+        if (m == KCACHE__MATCH_STAMP) {
+            kcache__lru_detach(&kc->lru, n);
+            stale = n;
+            reason = KCACHE_REASON_STAMP;
+        } else {
+            reason = KCACHE_REASON_FIELD; /* same digest, other key: never its payload */
+        }
+    }
+    kcache__mutex_unlock(&kc->lock);
+    if (stale) {
+        stale->hnext = NULL;
+        stale->dirty = 0;
+        kcache__release_nodes(kc, stale);
+        if (kc->store) {
+            kcache__store_ev ev;
+            memset(&ev, 0, sizeof ev);
+            kcache__store_remove(kc->store, k->digest, &ev);
+        }
+    }
+    if (kc->store && reason == KCACHE_REASON_COUNT) {
+        kcache__store_read(kc->store, k, kc->cfg.stamp, 0, &rd);
+        if (rd.status == KCACHE_OK) {
+            kcache__node *nn = kcache__node_new(k, rd.blob), *gone;
+            kcache__blob_ref(rd.blob);
+            *data = rd.blob->data;
+            *size = rd.blob->size;
+            kcache__store_touch(kc->store, k->digest, kcache__now_ns());
+            kcache__mutex_lock(&kc->lock);
+            kc->stats.hits_disk++;
+            kc->stats.bytes_read += rd.blob->size;
+            if (nn) {
+                nn->touched_ns = kcache__now_ns();
+                gone = kcache__lru_add(kc, nn);
+            } else {
+                gone = NULL;
+                kcache__blob_unref(rd.blob); /* no room in memory: the caller's reference only */
+            }
+            kcache__mutex_unlock(&kc->lock);
+            kcache__release_nodes(kc, gone);
+            if (kc->cfg.debug) KCACHE__DEBUG(kc, "hit disk %s (%zu bytes)", k->unit, *size);
+            return KCACHE_OK;
+        }
+        if (rd.status != KCACHE_ENOENT) {
+            kcache__store_ev ev;
+            memset(&ev, 0, sizeof ev);
+            reason = rd.reason;
+            if (rd.reason == KCACHE_REASON_REJECTED || rd.reason == KCACHE_REASON_STAMP) {
+                kcache__store_remove(kc->store, k->digest, &ev);
+                if (rd.reason == KCACHE_REASON_REJECTED) KCACHE__DEBUG(kc, "reject %s: the stored entry is corrupt; removed", k->unit);
+            } else {
+                kcache__mutex_lock(&kc->lock);
+                kc->stats.store_errors++;
+                kcache__mutex_unlock(&kc->lock);
+            }
+        }
+    }
+    if (reason == KCACHE_REASON_COUNT) reason = kcache__absent_reason(kc, k, &when);
+    kcache__count_miss(kc, k, reason);
+    return KCACHE_MISS;
+}
+
+KCACHE_API void kcache_release(kcache *kc, const void *data) {
+    (void)kc;
+    if (data) kcache__blob_unref(kcache__blob_of(data));
+}
+
+/* Stores a blob (taken over) under a key: in the store first when writing through, then memory. */
+static kcache_status kcache__put_blob(kcache *kc, const kcache_key *k, kcache__blob *b) {
+    kcache__node *n, *gone;
+    kcache_status s = KCACHE_OK;
+    if (kc->store && kc->cfg.write_policy == KCACHE_WRITE_THROUGH) {
+        kcache__store_ev ev;
+        memset(&ev, 0, sizeof ev);
+        s = kcache__store_put(kc->store, k, b->data, b->size, &ev);
+        kcache__store_stats(kc, &ev, s);
+        if (s == KCACHE_ETOOBIG)
+            KCACHE__DEBUG(kc, "put %s: %zu bytes is over the store limit of %llu bytes; kept in memory only", k->unit,
+                          b->size, (unsigned long long)kc->cfg.max_size);
+        else if (s != KCACHE_OK)
+            KCACHE__DEBUG(kc, "put %s: the store refused it (%s); kept in memory only", k->unit, kcache_strerror(s));
+    }
+    n = kcache__node_new(k, b);
+    if (!n) { kcache__blob_unref(b); return s == KCACHE_OK ? KCACHE_ENOMEM : s; }
+    n->dirty = kc->store && kc->cfg.write_policy == KCACHE_WRITE_EVICT;
+    n->touched_ns = kcache__now_ns();
+    kcache__mutex_lock(&kc->lock);
+    kc->stats.puts++;
+    kc->stats.bytes_written += b->size;
+    gone = kcache__lru_add(kc, n);
+    kcache__mutex_unlock(&kc->lock);
+    kcache__release_nodes(kc, gone);
+    if (kc->cfg.debug) KCACHE__DEBUG(kc, "put %s (%zu bytes)", k->unit, b->size);
+    return s;
+}
+
+static kcache__blob *kcache__blob_copy(const void *data, size_t size) {
+    kcache__blob *b = kcache__blob_alloc(16 + size);
+    if (!b) return NULL;
+    if (size) memcpy(kcache__blob_bytes(b) + 16, data, size);
+    kcache__blob_set_data(b, 16, size);
+    return b;
+}
+
+KCACHE_API kcache_status kcache_put(kcache *kc, const kcache_key *k, const void *data, size_t size) {
+    kcache__blob *b;
+    if (!kc || !kcache__key_usable(k) || (!data && size)) return KCACHE_EINVAL;
+    if (k->error != KCACHE_OK) return k->error;
+    if (!kc->cfg.enable) return KCACHE_EDISABLED;
+    b = kcache__blob_copy(data, size);
+    if (!b) return KCACHE_ENOMEM;
+    return kcache__put_blob(kc, k, b);
+}
+
+KCACHE_API kcache_status kcache_remove(kcache *kc, const kcache_key *k) {
+    kcache__node *n;
+    kcache_status s = KCACHE_MISS;
+    if (!kc || !kcache__key_usable(k)) return KCACHE_EINVAL;
+    if (k->error != KCACHE_OK) return k->error;
+    kcache__mutex_lock(&kc->lock);
+    n = kcache__lru_find(&kc->lru, k->digest);
+    if (n) kcache__lru_detach(&kc->lru, n);
+    kcache__mutex_unlock(&kc->lock);
+    if (n) { n->hnext = NULL; n->dirty = 0; kcache__release_nodes(kc, n); s = KCACHE_OK; }
+    if (kc->store) {
+        kcache__store_ev ev;
+        memset(&ev, 0, sizeof ev);
+        if (kcache__store_remove(kc->store, k->digest, &ev) == KCACHE_OK) s = KCACHE_OK;
+    }
+    return s;
+}
+
+KCACHE_API void kcache_get_stats(kcache *kc, kcache_stats *out) {
+    if (!out) return;
+    memset(out, 0, sizeof *out);
+    if (!kc) return;
+    kcache__mutex_lock(&kc->lock);
+    *out = kc->stats;
+    out->mem_entries = kc->lru.count;
+    out->mem_bytes = kc->lru.bytes;
+    kcache__mutex_unlock(&kc->lock);
+    if (kc->store && kc->store->map) {
+        out->disk_bytes = kcache__cf_get(kc->store, 24);
+        out->disk_entries = kcache__cf_get(kc->store, 32);
+    }
+}
+
+typedef struct kcache__sum_ctx { uint64_t bytes, count; } kcache__sum_ctx;
+static void kcache__sum_one(void *ctx, kcache_hash128 d, const struct stat *s) {
+    kcache__sum_ctx *c = (kcache__sum_ctx *)ctx;
+    (void)d;
+    c->bytes += (uint64_t)s->st_size;
+    c->count++;
+}
+
+KCACHE_API kcache_status kcache_verify(kcache *kc, int fix) {
+    kcache__sum_ctx real;
+    kcache__store_ev ev;
+    kcache_status s;
+    int same;
+    if (!kc) return KCACHE_EINVAL;
+    if (!kc->store) return KCACHE_OK;
+    memset(&ev, 0, sizeof ev);
+    s = kcache__store_lock(kc->store);
+    if (s != KCACHE_OK) return s;
+    s = kcache__store_begin(kc->store, &ev);
+    if (s == KCACHE_OK) {
+        real.bytes = real.count = 0;
+        kcache__store_walk(kc->store, kcache__sum_one, &real);
+        same = real.bytes == kcache__cf_get(kc->store, 24) && real.count == kcache__cf_get(kc->store, 32);
+        if (!same && fix) kcache__store_rebuild(kc->store, &ev);
+        else if (!same) s = KCACHE_ECORRUPT;
+        kcache__store_end(kc->store);
+    }
+    kcache__store_unlock(kc->store);
+    return s;
+}
+
+/* ---- explaining a lookup ---- */
+
+typedef struct kcache__sb { char *p; size_t cap, len; } kcache__sb; /* snprintf-style appender */
+static void kcache__sb_add(kcache__sb *b, const char *fmt, ...) {
+    va_list ap;
+    int n;
+    va_start(ap, fmt);
+    n = vsnprintf(b->len < b->cap ? b->p + b->len : NULL, b->len < b->cap ? b->cap - b->len : 0, fmt, ap);
+    va_end(ap);
+    if (n > 0) b->len += (size_t)n;
+}
+
+static void kcache__sb_time(kcache__sb *b, int64_t ns) {
+    time_t t = (time_t)(ns / 1000000000);
+    struct tm tmv;
+    char when[32];
+    localtime_r(&t, &tmv);
+    strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S", &tmv);
+    kcache__sb_add(b, "%s", when);
+}
+
+/* Names every field that differs between a stored key and the key now, with both previews. */
+static void kcache__sb_diff(kcache__sb *b, const kcache_key *stored, const kcache_key *now) {
+    const kcache_key_field *a = kcache__key_fields(stored), *c = kcache__key_fields(now);
+    uint32_t i = 0, j = 0;
+    const char *sep = "";
+    while (i < stored->count || j < now->count) {
+        int cmp = i >= stored->count ? 1 : j >= now->count ? -1 : strcmp(a[i].name, c[j].name);
+        if (cmp < 0) { kcache__sb_add(b, "%s%s: \"%s\" (stored) vs absent (now)", sep, a[i].name, a[i].preview); i++; }
+        else if (cmp > 0) { kcache__sb_add(b, "%s%s: absent (stored) vs \"%s\" (now)", sep, c[j].name, c[j].preview); j++; }
+        else {
+            if (a[i].digest.lo != c[j].digest.lo || a[i].digest.hi != c[j].digest.hi || a[i].type != c[j].type) {
+                if (strcmp(a[i].preview, c[j].preview) != 0)
+                    kcache__sb_add(b, "%s%s: \"%s\" (stored) vs \"%s\" (now)", sep, a[i].name, a[i].preview, c[j].preview);
+                else {
+                    char x[33], y[33];
+                    kcache_hash_hex(a[i].digest, x);
+                    kcache_hash_hex(c[j].digest, y);
+                    kcache__sb_add(b, "%s%s: same first bytes, xxh128 %s (stored) vs %s (now)", sep, a[i].name, x, y);
+                }
+            } else {
+                i++; j++;
+                continue;
+            }
+            i++; j++;
+        }
+        sep = "; ";
+    }
+}
+
+static void kcache__sb_stamps(kcache__sb *b, const kcache_key *stored, const kcache_key *now, int policy) {
+    const kcache_key_field *a = kcache__key_fields(stored), *c = kcache__key_fields(now);
+    uint32_t i;
+    const char *sep = "";
+    for (i = 0; i < now->count && i < stored->count; i++) {
+        int d;
+        if (c[i].type != KCACHE_FIELD_FILE) continue;
+        d = kcache__stamp_diff(&a[i], &c[i]);
+        if (!kcache__stamp_stale(d, policy)) continue;
+        kcache__sb_add(b, "%sfile %s (%s):%s%s%s differ", sep, c[i].name, c[i].preview, (d & KCACHE__STAMP_MTIME) ? " mtime" : "",
+                       (d & KCACHE__STAMP_SIZE) ? " size" : "", (d & KCACHE__STAMP_CONTENT) ? " content" : "");
+        sep = "; ";
+    }
+}
+
+/* The stored overload of the key's unit (in memory) with the most fields equal to the key's. */
+static int kcache__closest_in_memory(kcache *kc, const kcache_key *k, kcache_key *best, uint32_t *overloads) {
+    uint64_t uh = kcache_hash(k->unit, strlen(k->unit)).lo;
+    const kcache__node *n;
+    int found = 0, best_eq = -1;
+    *overloads = 0;
+    for (n = kc->lru.head.next; n != &kc->lru.head; n = n->next) {
+        kcache_key cand;
+        int eq = 0;
+        uint32_t i;
+        if (n->unit_hash != uh || kcache__record_parse(n->rec, n->rec_len, &cand) != KCACHE_OK) {
+            if (n->unit_hash == uh) kcache_key_free(&cand);
+            continue;
+        }
+        (*overloads)++;
+        for (i = 0; i < k->count; i++) {
+            int at;
+            uint32_t pos = kcache__key_find(&cand, kcache__key_fields(k)[i].name, &at);
+            const kcache_key_field *f = kcache__key_fields(&cand);
+            if (at && f[pos].type == kcache__key_fields(k)[i].type && f[pos].digest.lo == kcache__key_fields(k)[i].digest.lo &&
+                f[pos].digest.hi == kcache__key_fields(k)[i].digest.hi)
+                eq++;
+        }
+        if (eq > best_eq) {
+            if (found) kcache_key_free(best);
+            *best = cand;
+            if (!cand.heap) best->heap = NULL; /* the inline fields moved with the struct copy */
+            best_eq = eq;
+            found = 1;
+        } else {
+            kcache_key_free(&cand);
+        }
+    }
+    return found;
+}
+
+KCACHE_API size_t kcache_explain(kcache *kc, const kcache_key *k, char *buf, size_t cap) {
+    kcache__sb b;
+    kcache__node *n;
+    kcache_key stored;
+    int64_t when = 0;
+    uint32_t overloads = 0;
+    b.p = buf;
+    b.cap = buf ? cap : 0;
+    b.len = 0;
+    if (buf && cap) buf[0] = 0;
+    if (!kc || !k || k->magic != KCACHE__KEY_LIVE) { kcache__sb_add(&b, "miss: invalid key or cache"); return b.len; }
+    if (k->error != KCACHE_OK) {
+        kcache__sb_add(&b, "miss: the key of unit \"%s\" is incomplete (%s), so it never matches", k->unit, kcache_strerror(k->error));
+        return b.len;
+    }
+    if (!kc->cfg.enable) { kcache__sb_add(&b, "miss: %s (KCACHE_ENABLE=0)", kcache__reason_text[KCACHE_REASON_OFF]); return b.len; }
+    kcache__mutex_lock(&kc->lock);
+    n = kcache__lru_find(&kc->lru, k->digest);
+    if (n) {
+        int m = kcache__record_match(n->rec, n->rec_len, k, kc->cfg.stamp);
+        if (m == KCACHE__MATCH) {
+            kcache__sb_add(&b, "hit: memory (unit \"%s\", %zu bytes)", k->unit, n->blob->size);
+            kcache__mutex_unlock(&kc->lock);
+            return b.len;
+        }
+        if (m == KCACHE__MATCH_STAMP && kcache__record_parse(n->rec, n->rec_len, &stored) == KCACHE_OK) {
+            kcache__sb_add(&b, "miss: %s: ", kcache__reason_text[KCACHE_REASON_STAMP]);
+            kcache__sb_stamps(&b, &stored, k, kc->cfg.stamp);
+            kcache_key_free(&stored);
+            kcache__mutex_unlock(&kc->lock);
+            return b.len;
+        }
+    }
+    kcache__mutex_unlock(&kc->lock);
+    if (kc->store) {
+        kcache__read rd;
+        kcache__store_read(kc->store, k, kc->cfg.stamp, 1, &rd);
+        if (rd.status == KCACHE_OK) {
+            kcache__sb_add(&b, "hit: disk (unit \"%s\", %zu bytes, in %s)", k->unit, rd.blob->size, kc->dir);
+            kcache__blob_unref(rd.blob);
+        } else if (rd.reason == KCACHE_REASON_STAMP && rd.rec && kcache__record_parse(rd.rec, rd.rec_len, &stored) == KCACHE_OK) {
+            kcache__sb_add(&b, "miss: %s: ", kcache__reason_text[KCACHE_REASON_STAMP]);
+            kcache__sb_stamps(&b, &stored, k, kc->cfg.stamp);
+            kcache_key_free(&stored);
+        } else if (rd.status == KCACHE_ECORRUPT) {
+            kcache__sb_add(&b, "miss: %s: the entry for unit \"%s\" in %s fails validation; the next get removes it",
+                           kcache__reason_text[KCACHE_REASON_REJECTED], k->unit, kc->dir);
+        } else if (rd.status != KCACHE_ENOENT) {
+            kcache__sb_add(&b, "miss: %s: reading %s failed (%s)", kcache__reason_text[KCACHE_REASON_UNWRITABLE], kc->dir,
+                           kcache_strerror(rd.status));
+        }
+        if (rd.status != KCACHE_ENOENT && b.len == 0) kcache__sb_add(&b, "miss: %s", kcache__reason_text[rd.reason]);
+        if (rd.rec && rd.reason == KCACHE_REASON_STAMP) { /* parse failed above: say so plainly */ }
+        KCACHE_FREE(rd.rec);
+        if (b.len) return b.len;
+    }
+    kcache__mutex_lock(&kc->lock);
+    if ((when = kcache__tomb_find(kc, k->digest)) != 0) {
+        kcache__sb_add(&b, "miss: %s: dropped from memory at ", kcache__reason_text[KCACHE_REASON_EVICTED]);
+        kcache__sb_time(&b, when);
+        kcache__sb_add(&b, " (memory limit %u entries / %llu bytes; %s)", kc->cfg.mem_entries, (unsigned long long)kc->cfg.mem_size,
+                       kc->store_why);
+    } else if (kc->store && kcache__store_evicted_when(kc->store, k->digest, &when)) {
+        kcache__sb_add(&b, "miss: %s: removed from %s at ", kcache__reason_text[KCACHE_REASON_EVICTED], kc->dir);
+        kcache__sb_time(&b, when);
+        kcache__sb_add(&b, " (store limit %llu bytes)", (unsigned long long)kc->cfg.max_size);
+    } else if (kcache__closest_in_memory(kc, k, &stored, &overloads)) {
+        kcache__sb_add(&b, "miss: %s: closest of %u stored overload(s) of unit \"%s\": ", kcache__reason_text[KCACHE_REASON_FIELD],
+                       overloads, k->unit);
+        kcache__sb_diff(&b, &stored, k);
+        kcache_key_free(&stored);
+    } else {
+        kcache__sb_add(&b, "miss: cold: unit \"%s\" %s", k->unit, kcache__reason_text[KCACHE_REASON_COLD]);
+        if (!kc->store) kcache__sb_add(&b, " (%s)", kc->store_why);
+    }
+    kcache__mutex_unlock(&kc->lock);
+    return b.len;
+}
+
+/* ---- single flight ---- */
+
+/* The byte of the lock file that stands for a key's build, far past byte 0 (the store lock). */
+static off_t kcache__claim_offset(kcache_hash128 d) {
+    return (off_t)(((uint64_t)1 << 40) + (d.lo & (((uint64_t)1 << 30) - 1)));
+}
+
+/* Takes the cross-process build claim for a key, waiting at most build_wait_ms. The claim is an
+   advisory lock, so a builder that dies releases it at once. Waiting sleeps (1 ms doubling to
+   50 ms between tries): no CPU to speak of, no storm on the lock. Returns 1 when claimed. */
+static int kcache__claim(kcache *kc, kcache_hash128 d) {
+    int64_t deadline = kcache__mono_ns() + (int64_t)kc->cfg.build_wait_ms * 1000000;
+    unsigned pause = 1;
+    int waited = 0;
+    while (kcache__flock(kc->store->lockfd, F_WRLCK, kcache__claim_offset(d), 0) != 0) {
+        if ((errno != EAGAIN && errno != EACCES && errno != EINTR) || kcache__mono_ns() > deadline) return 0;
+        if (!waited) {
+            waited = 1;
+            kcache__mutex_lock(&kc->lock);
+            kc->stats.build_waits++;
+            kcache__mutex_unlock(&kc->lock);
+        }
+        kcache__sleep_ms(pause);
+        if (pause < 50) pause = pause * 2 > 50 ? 50 : pause * 2;
+    }
+    return 1;
+}
+static void kcache__unclaim(kcache *kc, kcache_hash128 d) { kcache__flock(kc->store->lockfd, F_UNLCK, kcache__claim_offset(d), 0); }
+
+static void kcache__flight_leave(kcache *kc, kcache__flight *f) { /* lock held */
+    if (--f->refs == 0) {
+        kcache__cond_destroy(&f->cond);
+        KCACHE_FREE(f);
+    }
+    (void)kc;
+}
+
+/* Runs the caller's build and hands its result out as a blob (kcache takes the buffer). */
+static kcache_status kcache__run_build(kcache *kc, kcache_build_fn build, void *user, kcache__blob **out) {
+    void *p = NULL;
+    size_t n = 0;
+    int rc = build(user, &p, &n);
+    kcache__mutex_lock(&kc->lock);
+    kc->stats.builds++;
+    kcache__mutex_unlock(&kc->lock);
+    *out = NULL;
+    if (rc != 0) { KCACHE_FREE(p); return KCACHE_EBUILD; }
+    *out = kcache__blob_copy(p, n);
+    KCACHE_FREE(p);
+    return *out ? KCACHE_OK : KCACHE_ENOMEM;
+}
+
+KCACHE_API kcache_status kcache_get_or_build(kcache *kc, const kcache_key *k, kcache_build_fn build, void *user,
+                                             const void **data, size_t *size) {
+    kcache_status s;
+    kcache__blob *b;
+    if (data) *data = NULL;
+    if (size) *size = 0;
+    if (!kc || !build || !data || !size || !kcache__key_usable(k)) return KCACHE_EINVAL;
+    for (;;) {
+        kcache__flight *f;
+        int claimed = 0;
+        s = kcache_get(kc, k, data, size);
+        if (s == KCACHE_OK) return s;
+        if (k->error != KCACHE_OK || !kc->cfg.enable) break; /* nothing to share: just build */
+        kcache__mutex_lock(&kc->lock);
+        for (f = kc->flights; f; f = f->next)
+            if (f->digest.lo == k->digest.lo && f->digest.hi == k->digest.hi) break;
+        if (f) { /* another thread builds it: wait, then look again */
+            f->refs++;
+            while (!f->done) kcache__cond_wait(&f->cond, &kc->lock);
+            kcache__flight_leave(kc, f);
+            kcache__mutex_unlock(&kc->lock);
+            continue;
+        }
+        f = (kcache__flight *)KCACHE_MALLOC(sizeof *f);
+        if (!f) { kcache__mutex_unlock(&kc->lock); break; }
+        memset(f, 0, sizeof *f);
+        f->digest = k->digest;
+        f->refs = 1;
+        kcache__cond_init(&f->cond);
+        f->next = kc->flights;
+        kc->flights = f;
+        kcache__mutex_unlock(&kc->lock);
+
+        if (kc->store) {
+            claimed = kcache__claim(kc, k->digest);
+            if (claimed) s = kcache_get(kc, k, data, size); /* built by the process we waited for? */
+        }
+        if (s != KCACHE_OK) {
+            s = kcache__run_build(kc, build, user, &b);
+            if (s == KCACHE_OK) {
+                kcache__blob_ref(b);
+                *data = b->data;
+                *size = b->size;
+                kcache__put_blob(kc, k, b);
+            }
+        }
+        if (claimed) kcache__unclaim(kc, k->digest);
+        kcache__mutex_lock(&kc->lock);
+        {
+            kcache__flight **p = &kc->flights;
+            while (*p != f) p = &(*p)->next;
+            *p = f->next;
+        }
+        f->done = 1;
+        kcache__cond_broadcast(&f->cond);
+        kcache__flight_leave(kc, f);
+        kcache__mutex_unlock(&kc->lock);
+        return s;
+    }
+    s = kcache__run_build(kc, build, user, &b);
+    if (s != KCACHE_OK) return s;
+    *data = b->data;
+    *size = b->size;
+    return KCACHE_OK;
+}
+
+#endif /* KCACHE__IMPLEMENTED */
+#endif /* KCACHE_IMPLEMENTATION */
+
+/*
+MIT License
+
+Copyright (c) 2026 the kcache authors
+
+Permission is hereby granted, free of charge, to any person obtaining a copy of this software and
+associated documentation files (the "Software"), to deal in the Software without restriction,
+including without limitation the rights to use, copy, modify, merge, publish, distribute,
+sublicense, and/or sell copies of the Software, and to permit persons to whom the Software is
+furnished to do so, subject to the following conditions:
+
+The above copyright notice and this permission notice shall be included in all copies or
+substantial portions of the Software.
+
+THE SOFTWARE IS PROVIDED "AS IS", WITHOUT WARRANTY OF ANY KIND, EXPRESS OR IMPLIED, INCLUDING BUT
+NOT LIMITED TO THE WARRANTIES OF MERCHANTABILITY, FITNESS FOR A PARTICULAR PURPOSE AND
+NONINFRINGEMENT. IN NO EVENT SHALL THE AUTHORS OR COPYRIGHT HOLDERS BE LIABLE FOR ANY CLAIM, DAMAGES
+OR OTHER LIABILITY, WHETHER IN AN ACTION OF CONTRACT, TORT OR OTHERWISE, ARISING FROM, OUT OF OR IN
+CONNECTION WITH THE SOFTWARE OR THE USE OR OTHER DEALINGS IN THE SOFTWARE.
+*/

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Installs the Debian packages the build, the tests and the benchmarks need, when they are missing.
+# Idempotent: with everything present it only checks. Installs with apt-get when run as root;
+# otherwise prints the command to run and fails.
+set -u
+# compilers and sanitizer runtimes; xxh128sum (the hash reference) and its header (bench);
+# valgrind; tmux and ncurses (kcache-top); OpenCL on the CPU; numba (.nbi files for kcache-inspect)
+pkgs=(
+  build-essential clang libclang-rt-14-dev
+  xxhash libxxhash-dev
+  valgrind tmux libncurses-dev
+  pocl-opencl-icd ocl-icd-opencl-dev opencl-headers clinfo
+  python3 python3-numba python3-venv
+)
+missing=()
+for p in "${pkgs[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+echo "deps: installing ${missing[*]}"
+if [ "$(id -u)" -ne 0 ]; then
+    echo "deps: not root; run: sudo apt-get install -y ${missing[*]}" >&2
+    exit 1
+fi
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq >/dev/null || { echo "deps: apt-get update failed" >&2; exit 1; }
+apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null || { echo "deps: apt-get install failed" >&2; exit 1; }
+echo "deps: done"
