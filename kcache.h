@@ -2406,9 +2406,9 @@ static int kcache__printable(unsigned char c) { return c >= 0x20 && c < 0x7f; }
 
 /* Up to KCACHE__PREVIEW_BYTES of text, escaped, "..." when cut. Returns 0 when the value does not
    look like text (the caller then shows its length and digest instead). */
-static int kcache__preview_text(char *out, const unsigned char *p, size_t n, int binary_ok) {
+static int kcache__preview_text(char *out, size_t cap, const unsigned char *p, size_t n, int binary_ok) {
     static const char hexd[] = "0123456789abcdef";
-    size_t i, o = 0, room = KCACHE_PREVIEW_MAX - 4; /* keep room for "..." and the NUL */
+    size_t i, o = 0, room = cap - 4; /* keep room for "..." and the NUL */
     size_t odd = 0;
     for (i = 0; i < n && i < KCACHE__PREVIEW_BYTES; i++)
         if (!kcache__printable(p[i]) && p[i] != '\n' && p[i] != '\t') odd++;
@@ -2552,7 +2552,7 @@ KCACHE_API kcache_status kcache_key_bytes(kcache_key *k, const char *name, const
     if (s != KCACHE_OK) return s;
     f->size = n;
     f->digest = kcache_hash(p, n);
-    if (n > KCACHE__PREVIEW_BYTES || !kcache__preview_text(f->preview, (const unsigned char *)p, n, 0))
+    if (n > KCACHE__PREVIEW_BYTES || !kcache__preview_text(f->preview, sizeof f->preview, (const unsigned char *)p, n, 0))
         kcache__preview_digest(f->preview, n, f->digest);
     return kcache__key_added(k);
 }
@@ -2567,7 +2567,7 @@ KCACHE_API kcache_status kcache_key_str(kcache_key *k, const char *name, const c
     n = strlen(s);
     f->size = n;
     f->digest = kcache_hash(s, n);
-    kcache__preview_text(f->preview, (const unsigned char *)s, n, 1);
+    kcache__preview_text(f->preview, sizeof f->preview, (const unsigned char *)s, n, 1);
     return kcache__key_added(k);
 }
 
@@ -2623,8 +2623,12 @@ KCACHE_API kcache_status kcache_key_file(kcache_key *k, const char *name, const 
     f->size = n;
     f->digest = kcache_hash(path, n);
     skip = n > KCACHE__PREVIEW_BYTES ? n - KCACHE__PREVIEW_BYTES : 0; /* the end of a path says most */
-    if (skip) { memcpy(f->preview, "...", 3); kcache__preview_text(f->preview + 3, (const unsigned char *)path + skip, n - skip, 1); }
-    else kcache__preview_text(f->preview, (const unsigned char *)path, n, 1);
+    if (skip) {
+        memcpy(f->preview, "...", 3);
+        kcache__preview_text(f->preview + 3, sizeof f->preview - 3, (const unsigned char *)path + skip, n - skip, 1);
+    } else {
+        kcache__preview_text(f->preview, sizeof f->preview, (const unsigned char *)path, n, 1);
+    }
     kcache__key_added(k);
     /* The stamp: stat, hash, stat again; a file that changed while it was read gets the later
        stat so a recorded (mtime, size) never vouches for content it did not have. */
@@ -2889,6 +2893,7 @@ typedef struct kcache__node {
     unsigned char *rec;              /* the key record */
     size_t rec_len;
     int64_t touched_ns;              /* when the store's use record was last written for it */
+    uint32_t hits;                   /* memory hits; every 64th looks at the clock (see kcache_get) */
     int dirty;                       /* KCACHE_WRITE_EVICT: not yet in the store */
 } kcache__node;
 
@@ -3122,10 +3127,12 @@ static void kcache__cf_seal(kcache__store *st) {
 static kcache_status kcache__cf_create(kcache__store *st, uint64_t limit, int replace) {
     unsigned char hdr[KCACHE__CF_HEADER];
     char tmp[64];
-    uint64_t slots = 1024;
+    uint64_t slots = 4096;
     uint32_t lg = 0;
     int fd, rc;
-    while (slots < ((uint64_t)1 << 18) && (limit == 0 || slots * 4096 < limit)) slots <<= 1;
+    /* A slot per 512 bytes of limit (2M slots, a 64 MiB sparse file, at most): room for the small
+       entries too, so that a full bucket (which gives up its own least recent entry) stays rare. */
+    while (slots < ((uint64_t)1 << 21) && (limit == 0 || slots * 512 < limit)) slots <<= 1;
     while (((uint64_t)KCACHE__WAYS << lg) < slots) lg++;
     memset(hdr, 0, sizeof hdr);
     memcpy(hdr, "KCACHECF", 8);
@@ -3751,7 +3758,8 @@ static kcache_status kcache__store_open(kcache__store **out, const char *dir, co
 /* >>cache  the public calls: configuration, open/close, get/put/remove, explain, stats           */
 /* ============================================================================================== */
 
-#define KCACHE__TOMBS 128 /* entries remembered after the memory LRU dropped them (memory only) */
+#define KCACHE__TOMBS 128  /* entries remembered after the memory LRU dropped them (memory only) */
+#define KCACHE__CHANGED 16 /* recent puts and removes remembered for gets racing with them */
 
 typedef struct kcache__tomb { kcache_hash128 digest; int64_t when; } kcache__tomb;
 
@@ -3775,6 +3783,11 @@ struct kcache {
     kcache_stats stats;
     kcache__flight *flights;
     kcache__host host;           /* detected once at open, for kcache_key_host_from */
+    /* Puts and removes bump gen and are remembered here, so that a get which read the store
+       without the lock does not put back in memory what a put or remove replaced meanwhile. */
+    uint64_t gen;
+    struct { kcache_hash128 digest; uint64_t gen; } changed[KCACHE__CHANGED];
+    unsigned changed_next;
 };
 
 static void kcache__log(const kcache_config *cfg, const char *fmt, ...) {
@@ -3944,15 +3957,42 @@ KCACHE_API kcache_status kcache_key_host_from(kcache_key *k, const kcache *kc) {
     return kcache__key_add_host(k, &kc->host);
 }
 
+static int kcache__same(kcache_hash128 a, kcache_hash128 b) { return a.lo == b.lo && a.hi == b.hi; }
+
 static void kcache__tomb_add(kcache *kc, kcache_hash128 d) {
     kcache__tomb *t = &kc->tombs[kc->tomb_next++ % KCACHE__TOMBS];
     t->digest = d;
     t->when = kcache__now_ns();
 }
+/* The newest time the memory LRU dropped this digest, 0 if it did not (or it was stored again). */
 static int64_t kcache__tomb_find(const kcache *kc, kcache_hash128 d) {
     unsigned i;
+    int64_t when = 0;
     for (i = 0; i < KCACHE__TOMBS; i++)
-        if (kc->tombs[i].when && kc->tombs[i].digest.lo == d.lo && kc->tombs[i].digest.hi == d.hi) return kc->tombs[i].when;
+        if (kc->tombs[i].when > when && kcache__same(kc->tombs[i].digest, d)) when = kc->tombs[i].when;
+    return when;
+}
+static void kcache__tomb_clear(kcache *kc, kcache_hash128 d) {
+    unsigned i;
+    for (i = 0; i < KCACHE__TOMBS; i++)
+        if (kcache__same(kc->tombs[i].digest, d)) kc->tombs[i].when = 0;
+}
+
+/* Lock held: a put or remove of d happens now. */
+static void kcache__note_change(kcache *kc, kcache_hash128 d) {
+    unsigned at = kc->changed_next++ % KCACHE__CHANGED;
+    kc->gen++;
+    kc->changed[at].digest = d;
+    kc->changed[at].gen = kc->gen;
+    kcache__tomb_clear(kc, d);
+}
+/* Lock held: whether d may have been put or removed since generation since (when in doubt, yes). */
+static int kcache__changed_since(const kcache *kc, kcache_hash128 d, uint64_t since) {
+    unsigned i;
+    if (kc->gen == since) return 0;
+    if (kc->gen - since >= KCACHE__CHANGED) return 1;
+    for (i = 0; i < KCACHE__CHANGED; i++)
+        if (kc->changed[i].gen > since && kcache__same(kc->changed[i].digest, d)) return 1;
     return 0;
 }
 
@@ -4083,6 +4123,7 @@ KCACHE_API kcache_status kcache_get(kcache *kc, const kcache_key *k, const void 
     kcache__read rd;
     kcache_reason reason = KCACHE_REASON_COUNT;
     int64_t when;
+    uint64_t gen;
     if (data) *data = NULL;
     if (size) *size = 0;
     if (!kc || !data || !size || !kcache__key_usable(k)) return KCACHE_EINVAL;
@@ -4090,6 +4131,7 @@ KCACHE_API kcache_status kcache_get(kcache *kc, const kcache_key *k, const void 
     if (!kc->cfg.enable) { kcache__count_miss(kc, k, KCACHE_REASON_OFF); return KCACHE_MISS; }
 
     kcache__mutex_lock(&kc->lock);
+    gen = kc->gen;
     n = kcache__lru_find(&kc->lru, k->digest);
     if (n) {
         int m = kcache__record_match(n->rec, n->rec_len, k, kc->cfg.stamp);
@@ -4101,7 +4143,10 @@ KCACHE_API kcache_status kcache_get(kcache *kc, const kcache_key *k, const void 
             *size = n->blob->size;
             kc->stats.hits_mem++;
             kc->stats.bytes_read += n->blob->size;
-            if (kc->store && !n->dirty) {
+            /* The store's use record must see memory hits too, or another process would evict
+               what this one uses most; a clock read costs as much as the rest of a hit on some
+               VMs, so only every 64th hit of a node looks, and writes once a second at most. */
+            if (kc->store && !n->dirty && (n->hits++ & 63) == 0) {
                 now = kcache__now_ns();
                 if (now - n->touched_ns > 1000000000) n->touched_ns = now;
                 else now = 0;
@@ -4134,15 +4179,23 @@ KCACHE_API kcache_status kcache_get(kcache *kc, const kcache_key *k, const void 
         kcache__store_read(kc->store, k, kc->cfg.stamp, 0, &rd);
         if (rd.status == KCACHE_OK) {
             kcache__node *nn = kcache__node_new(k, rd.blob), *gone;
+            int64_t now = kcache__now_ns();
             kcache__blob_ref(rd.blob);
             *data = rd.blob->data;
             *size = rd.blob->size;
-            kcache__store_touch(kc->store, k->digest, kcache__now_ns());
+            kcache__store_touch(kc->store, k->digest, now);
             kcache__mutex_lock(&kc->lock);
             kc->stats.hits_disk++;
             kc->stats.bytes_read += rd.blob->size;
+            if (nn && (kcache__lru_find(&kc->lru, k->digest) || kcache__changed_since(kc, k->digest, gen))) {
+                /* put or removed while this get read the store: the caller gets what it read,
+                   memory keeps what the put left */
+                nn->blob = NULL;
+                kcache__node_free(nn);
+                nn = NULL;
+            }
             if (nn) {
-                nn->touched_ns = kcache__now_ns();
+                nn->touched_ns = now;
                 gone = kcache__lru_add(kc, nn);
             } else {
                 gone = NULL;
@@ -4199,6 +4252,7 @@ static kcache_status kcache__put_blob(kcache *kc, const kcache_key *k, kcache__b
     kcache__mutex_lock(&kc->lock);
     kc->stats.puts++;
     kc->stats.bytes_written += b->size;
+    kcache__note_change(kc, k->digest);
     gone = kcache__lru_add(kc, n);
     kcache__mutex_unlock(&kc->lock);
     kcache__release_nodes(kc, gone);
@@ -4232,6 +4286,7 @@ KCACHE_API kcache_status kcache_remove(kcache *kc, const kcache_key *k) {
     kcache__mutex_lock(&kc->lock);
     n = kcache__lru_find(&kc->lru, k->digest);
     if (n) kcache__lru_detach(&kc->lru, n);
+    kcache__note_change(kc, k->digest);
     kcache__mutex_unlock(&kc->lock);
     if (n) { n->hnext = NULL; n->dirty = 0; kcache__release_nodes(kc, n); s = KCACHE_OK; }
     if (kc->store) {

@@ -1,0 +1,289 @@
+/* bench_cache - the cache's costs as ratios against the physical floor, measured in the same run.
+ *
+ *   memory hit (prebuilt key, 10k-entry LRU)         vs open+fstat+read+close of a 64 KiB file   goal <= 0.05x
+ *   key build + digest (4 KiB source, 3 fields)      vs the same raw read (reported)
+ *   disk hit, 64 KiB, checksum verified              vs open+fstat+read+close of 64 KiB files    goal <= 1.5x
+ *   put, 64 KiB, no fsync                            vs temp file + write + rename               goal <= 1.3x
+ *   put latency p50/p99/max, store full at 1k/10k/100k entries      goal p99(100k) <= 2x p99(1k)
+ *   disk hits from 1, 2 and 4 processes at once: throughput per process
+ *
+ * Everything runs in a temp directory on the filesystem of $TMPDIR (default /tmp). Timings are the
+ * best of several rounds; the machine is noisy, so read the ratios, not the absolute numbers. */
+#define _POSIX_C_SOURCE 200809L
+#define KCACHE_IMPLEMENTATION
+#include "kcache.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static char root[4096];
+
+static void rm_rf(const char *path) {
+    char cmd[4200];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", path);
+    if (system(cmd) != 0) fprintf(stderr, "bench: could not remove %s\n", path);
+}
+
+static kcache *open_store(const char *name, uint64_t limit, uint32_t mem_entries) {
+    kcache_config cfg;
+    kcache *kc;
+    char dir[4200];
+    snprintf(dir, sizeof dir, "%s/%s", root, name);
+    kcache_config_init(&cfg);
+    cfg.dir = dir;
+    cfg.max_size = limit;
+    cfg.mem_entries = mem_entries;
+    cfg.mem_size = 0;
+    cfg.debug = 0;
+    if (kcache_open(&kc, &cfg) != KCACHE_OK || !kcache_dir(kc)) { fprintf(stderr, "bench: no store\n"); exit(1); }
+    return kc;
+}
+
+static void make_key(kcache_key *k, const char *unit, unsigned id) {
+    kcache_key_init(k, unit);
+    kcache_key_u64(k, "id", id);
+    kcache_key_str(k, "options", "-O2 -cl-fast-relaxed-math");
+}
+
+/* Raw floor: open + fstat + read + close of one of n files. */
+static double raw_reads(char **paths, int n, size_t size, int iters) {
+    unsigned char *buf = (unsigned char *)malloc(size);
+    double best = 1e9;
+    int round, i;
+    for (round = 0; round < 5; round++) {
+        double t0 = now_s();
+        for (i = 0; i < iters; i++) {
+            struct stat st;
+            int fd = open(paths[i % n], O_RDONLY);
+            if (fd < 0 || fstat(fd, &st) != 0 || read(fd, buf, (size_t)st.st_size) != st.st_size) exit(1);
+            close(fd);
+        }
+        if ((now_s() - t0) / iters < best) best = (now_s() - t0) / iters;
+    }
+    free(buf);
+    return best;
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+int main(void) {
+    const size_t size = 64 * 1024;
+    unsigned char *payload = (unsigned char *)malloc(size), *src4k = (unsigned char *)malloc(4097);
+    char **paths = (char **)malloc(sizeof(char *) * 100);
+    kcache *kc;
+    kcache_key k, *keys;
+    const void *d;
+    size_t n;
+    double raw, t0, best;
+    int i, round;
+    const char *tmpdir = getenv("TMPDIR");
+    snprintf(root, sizeof root, "%s/kcache-bench-XXXXXX", tmpdir && *tmpdir ? tmpdir : "/tmp");
+    if (!mkdtemp(root)) return 1;
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    for (i = 0; i < (int)size; i++) payload[i] = (unsigned char)(i * 131 + 7);
+    for (i = 0; i < 4096; i++) src4k[i] = (unsigned char)('a' + i % 26);
+    src4k[4096] = 0;
+
+    /* the floor: 100 raw 64 KiB files */
+    for (i = 0; i < 100; i++) {
+        char p[4200];
+        FILE *f;
+        snprintf(p, sizeof p, "%s/raw%03d", root, i);
+        paths[i] = strdup(p);
+        f = fopen(p, "wb");
+        fwrite(payload, 1, size, f);
+        fclose(f);
+    }
+    raw = raw_reads(paths, 100, size, 20000);
+    printf("floor: open+fstat+read+close of 64 KiB: %.2f us\n", raw * 1e6);
+
+    /* memory hit, 10k-entry LRU */
+    kc = open_store("mem", 0, 10000);
+    keys = (kcache_key *)malloc(sizeof(kcache_key) * 10000);
+    for (i = 0; i < 10000; i++) {
+        make_key(&keys[i], "bench.mem", (unsigned)i);
+        kcache_put(kc, &keys[i], payload, 1024);
+    }
+    best = 1e9;
+    for (round = 0; round < 5; round++) {
+        t0 = now_s();
+        for (i = 0; i < 300000; i++) {
+            if (kcache_get(kc, &keys[((unsigned)i * 7919u) % 10000u], &d, &n) != KCACHE_OK) return 1;
+            kcache_release(kc, d);
+        }
+        if ((now_s() - t0) / 3e5 < best) best = (now_s() - t0) / 3e5;
+    }
+    printf("memory hit (10k LRU)                : %8.3f us = %.3fx the floor   (goal <= 0.05x)\n", best * 1e6, best / raw);
+    for (i = 0; i < 10000; i++) kcache_key_free(&keys[i]);
+    kcache_close(kc);
+
+    /* key build + digest */
+    best = 1e9;
+    for (round = 0; round < 5; round++) {
+        t0 = now_s();
+        for (i = 0; i < 100000; i++) {
+            kcache_key_init(&k, "bench.key");
+            kcache_key_bytes(&k, "source", src4k, 4096);
+            kcache_key_str(&k, "options", "-cl-fast-relaxed-math -cl-mad-enable");
+            kcache_key_u64(&k, "device", 0x8086);
+            kcache_key_str(&k, "driver", "PoCL 3.1");
+            kcache_key_free(&k);
+        }
+        if ((now_s() - t0) / 1e5 < best) best = (now_s() - t0) / 1e5;
+    }
+    printf("key build+digest (4 KiB + 3 fields) : %8.3f us = %.3fx the floor\n", best * 1e6, best / raw);
+
+    /* disk hits: 100 entries, a 1-entry LRU so that every get reads the store */
+    kc = open_store("disk", 0, 1);
+    for (i = 0; i < 100; i++) {
+        make_key(&keys[i], "bench.disk", (unsigned)i);
+        kcache_put(kc, &keys[i], payload, size);
+    }
+    raw = raw_reads(paths, 100, size, 20000);
+    best = 1e9;
+    for (round = 0; round < 5; round++) {
+        t0 = now_s();
+        for (i = 0; i < 20000; i++) {
+            if (kcache_get(kc, &keys[i % 100], &d, &n) != KCACHE_OK) return 1;
+            kcache_release(kc, d);
+        }
+        if ((now_s() - t0) / 20000 < best) best = (now_s() - t0) / 20000;
+    }
+    printf("disk hit 64 KiB (checksum verified) : %8.3f us = %.3fx the floor   (goal <= 1.5x)\n", best * 1e6, best / raw);
+    {
+        kcache_stats st;
+        kcache_get_stats(kc, &st);
+        if (st.hits_disk < 20000) printf("  (warning: only %llu disk hits)\n", (unsigned long long)st.hits_disk);
+    }
+
+    /* put vs raw temp + write + rename */
+    {
+        double raw_put = 1e9, put = 1e9;
+        char tmp[4300], dst[4300];
+        for (round = 0; round < 3; round++) {
+            t0 = now_s();
+            for (i = 0; i < 2000; i++) {
+                int fd;
+                snprintf(tmp, sizeof tmp, "%s/rawput.tmp", root);
+                snprintf(dst, sizeof dst, "%s/rawput%02d", root, i % 100);
+                fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL, 0644);
+                if (fd < 0 || write(fd, payload, size) != (ssize_t)size) return 1;
+                close(fd);
+                if (rename(tmp, dst) != 0) return 1;
+            }
+            if ((now_s() - t0) / 2000 < raw_put) raw_put = (now_s() - t0) / 2000;
+            t0 = now_s();
+            for (i = 0; i < 2000; i++) kcache_put(kc, &keys[i % 100], payload, size);
+            if ((now_s() - t0) / 2000 < put) put = (now_s() - t0) / 2000;
+        }
+        printf("floor: temp+write+rename of 64 KiB  : %8.3f us\n", raw_put * 1e6);
+        printf("put 64 KiB (no fsync)               : %8.3f us = %.3fx the floor   (goal <= 1.3x)\n", put * 1e6, put / raw_put);
+    }
+    for (i = 0; i < 100; i++) kcache_key_free(&keys[i]);
+    kcache_close(kc);
+
+    /* put latency with the store full */
+    {
+        static const int sizes[3] = {1000, 10000, 100000};
+        double p99_first = 0;
+        int s;
+        for (s = 0; s < 3; s++) {
+            const int full = sizes[s], measured = 4000;
+            const size_t psize = 1024;
+            double *lat = (double *)malloc(sizeof(double) * measured);
+            char name[32];
+            uint64_t entry_bytes;
+            kcache_stats st;
+            snprintf(name, sizeof name, "full%d", full);
+            /* entry bytes = payload + header (the key record is the same for every id width) */
+            make_key(&k, "bench.full", 0);
+            entry_bytes = psize + (((KCACHE__ENTRY_FIXED + kcache__record_size(&k) + 8 + 15) & ~(size_t)15) + 16);
+            kcache_key_free(&k);
+            kc = open_store(name, entry_bytes * (uint64_t)full, 1);
+            for (i = 0; i < full; i++) {
+                make_key(&k, "bench.full", (unsigned)i);
+                kcache_put(kc, &k, payload, psize);
+                kcache_key_free(&k);
+            }
+            for (i = 0; i < measured; i++) {
+                make_key(&k, "bench.full", (unsigned)(full + i));
+                t0 = now_s();
+                kcache_put(kc, &k, payload, psize);
+                lat[i] = now_s() - t0;
+                kcache_key_free(&k);
+            }
+            kcache_get_stats(kc, &st);
+            qsort(lat, (size_t)measured, sizeof(double), cmp_double);
+            if (s == 0) p99_first = lat[measured * 99 / 100];
+            printf("put latency, full at %6d entries : p50 %7.1f us  p99 %7.1f us  max %8.1f us  (p99 = %.2fx p99 at 1k; %llu on disk)\n",
+                   full, lat[measured / 2] * 1e6, lat[measured * 99 / 100] * 1e6, lat[measured - 1] * 1e6,
+                   lat[measured * 99 / 100] / p99_first, (unsigned long long)st.disk_entries);
+            free(lat);
+            kcache_close(kc);
+            snprintf(name, sizeof name, "%s/full%d", root, full);
+            rm_rf(name);
+        }
+        printf("  (goal: p99 at 100k <= 2x p99 at 1k)\n");
+    }
+
+    /* disk hits from 1, 2, 4 processes at once */
+    {
+        int procs;
+        kc = open_store("multi", 0, 1);
+        for (i = 0; i < 100; i++) {
+            make_key(&keys[i], "bench.multi", (unsigned)i);
+            kcache_put(kc, &keys[i], payload, size);
+        }
+        kcache_close(kc);
+        for (procs = 1; procs <= 4; procs *= 2) {
+            int fds[2], p;
+            double total = 0;
+            if (pipe(fds) != 0) return 1;
+            for (p = 0; p < procs; p++) {
+                if (fork() == 0) {
+                    double rate, start;
+                    int done = 0;
+                    kc = open_store("multi", 0, 1);
+                    start = now_s();
+                    while (now_s() - start < 1.0) {
+                        if (kcache_get(kc, &keys[done % 100], &d, &n) != KCACHE_OK) _exit(1);
+                        kcache_release(kc, d);
+                        done++;
+                    }
+                    rate = done / (now_s() - start);
+                    if (write(fds[1], &rate, sizeof rate) != (ssize_t)sizeof rate) _exit(1);
+                    kcache_close(kc);
+                    _exit(0);
+                }
+            }
+            for (p = 0; p < procs; p++) {
+                double r;
+                if (read(fds[0], &r, sizeof r) == (ssize_t)sizeof r) total += r;
+                wait(NULL);
+            }
+            close(fds[0]);
+            close(fds[1]);
+            printf("disk hits, %d process(es) at once    : %8.0f hits/s per process (%.2fx one process alone)\n", procs, total / procs,
+                   procs == 1 ? 1.0 : 0);
+        }
+        for (i = 0; i < 100; i++) kcache_key_free(&keys[i]);
+    }
+    rm_rf(root);
+    for (i = 0; i < 100; i++) free(paths[i]);
+    free(paths);
+    free(keys);
+    free(payload);
+    free(src4k);
+    return 0;
+}

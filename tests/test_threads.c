@@ -1,0 +1,682 @@
+/* tests/test_threads.c - one kcache shared by 8 threads: mixed get/put/remove/explain/stats over
+ * 200 keys with a small memory LRU (eviction races with gets), memory only and with a store in a
+ * temp directory; single flight (kcache_get_or_build from 8 threads builds once); and
+ * read-your-writes: a put that returned is never undone by a concurrent get that read the store.
+ *
+ * Build: make build/test_threads build/asan/test_threads build/tsan/test_threads (clang TSan).
+ * Each phase runs for a fixed wall-clock budget (no timing assertion). */
+#define _GNU_SOURCE
+#include <stddef.h>
+/* The allocator hook lets one test stop a get at a precise point: the first allocation a get
+   makes on a memory miss is the buffer for the entry it has just opened in the store. */
+static void *hook_malloc(size_t n);
+#define KCACHE_MALLOC(n) hook_malloc(n)
+#define KCACHE_REALLOC(p, n) realloc(p, n)
+#define KCACHE_FREE(p) free(p)
+#define KCACHE_IMPLEMENTATION
+#include "kcache.h"
+#include "kt.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <pthread.h>
+#include <time.h>
+#include <unistd.h>
+#include <ftw.h>
+#include <sys/stat.h>
+
+#define NTHREADS 8
+#define NKEYS 200
+#define MAXLEN 3000
+#define HAMMER_MS 700
+
+/* ---- helpers ------------------------------------------------------------------------------ */
+
+static int64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void sleep_ms(unsigned ms)
+{
+    struct timespec ts;
+    ts.tv_sec = (time_t)(ms / 1000);
+    ts.tv_nsec = (long)(ms % 1000) * 1000000L;
+    while (nanosleep(&ts, &ts) != 0) {
+    }
+}
+
+static uint64_t rng_next(uint64_t *s) /* splitmix64, one state per thread */
+{
+    uint64_t z = (*s += 0x9E3779B97F4A7C15ULL);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    return z ^ (z >> 31);
+}
+
+static char tmproot[512];
+
+static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st; (void)flag; (void)ftw;
+    return remove(path);
+}
+static void rm_tree(const char *dir)
+{
+    struct stat st;
+    if (stat(dir, &st) == 0 && nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS) != 0)
+        fprintf(stderr, "could not remove %s\n", dir);
+}
+
+static void clear_env(void)
+{
+    static const char *const vars[] = {"KCACHE_DIR", "KCACHE_MAX_SIZE", "KCACHE_MEM_ENTRIES", "KCACHE_MEM_SIZE",
+                                       "KCACHE_ENABLE", "KCACHE_PERSISTENT", "KCACHE_DEBUG", "KCACHE_TRACE",
+                                       "KCACHE_FSYNC", "KCACHE_WRITE", "KCACHE_BUILD_WAIT", "KCACHE_STAMP", NULL};
+    int i;
+    for (i = 0; vars[i]; i++) unsetenv(vars[i]);
+}
+
+/* ---- the allocator hook: a thread that armed it stops in its next kcache allocation until
+   released (mutex + condition variable, so TSan sees the hand-off) ---- */
+
+static pthread_mutex_t hook_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t hook_cv = PTHREAD_COND_INITIALIZER;
+static pthread_t hook_thread;
+static int hook_armed, hook_paused, hook_go;
+
+static void *hook_malloc(size_t n)
+{
+    if (__atomic_load_n(&hook_armed, __ATOMIC_ACQUIRE)) {
+        pthread_mutex_lock(&hook_mu);
+        if (hook_armed && pthread_equal(hook_thread, pthread_self())) {
+            hook_armed = 0;
+            hook_paused = 1;
+            pthread_cond_broadcast(&hook_cv);
+            while (!hook_go) pthread_cond_wait(&hook_cv, &hook_mu);
+        }
+        pthread_mutex_unlock(&hook_mu);
+    }
+    return malloc(n);
+}
+
+/* ---- keys and payloads: payload i names i and has its own length ------------------------------ */
+
+static kcache_key keys[NKEYS];
+static unsigned char payload[NKEYS][MAXLEN];
+static size_t plen[NKEYS];
+
+static void setup_keys(void)
+{
+    int i;
+    size_t j;
+    for (i = 0; i < NKEYS; i++) {
+        char unit[32], src[64];
+        snprintf(unit, sizeof unit, "unit%d", i % 10);
+        snprintf(src, sizeof src, "__kernel void k%d(void) {}", i);
+        kcache_key_init(&keys[i], unit);
+        kcache_key_str(&keys[i], "src", src);
+        kcache_key_u64(&keys[i], "index", (uint64_t)i);
+        plen[i] = 1 + (size_t)(i * 97) % (MAXLEN - 1);
+        for (j = 0; j < plen[i]; j++) payload[i][j] = (unsigned char)(i ^ (j * 7) ^ ((j >> 8) * 13));
+        if (plen[i] >= 4) memcpy(payload[i], &i, 4);
+    }
+}
+
+static void free_keys(void)
+{
+    int i;
+    for (i = 0; i < NKEYS; i++) kcache_key_free(&keys[i]);
+}
+
+static int payload_ok(int i, const void *p, size_t n) { return n == plen[i] && memcmp(p, payload[i], n) == 0; }
+
+/* ---- the hammer ---------------------------------------------------------------------------- */
+
+typedef struct held { const void *p; size_t n; int idx; } held;
+
+typedef struct worker {
+    pthread_t th;
+    kcache *kc;
+    int id;
+    int64_t deadline;
+    uint64_t gets, hits, misses, puts, removes, explains, bytes_read, bytes_written;
+    uint64_t bad_payload, bad_status, bad_explain, bad_stats, put_fail;
+    char first_bad[256];
+} worker;
+
+static void note(worker *w, const char *what, int idx, const char *detail)
+{
+    if (!w->first_bad[0]) snprintf(w->first_bad, sizeof w->first_bad, "thread %d: %s (key %d) %s", w->id, what, idx, detail);
+}
+
+static void *hammer(void *arg)
+{
+    worker *w = (worker *)arg;
+    uint64_t rs = 0x1234567ULL * (uint64_t)(w->id + 1);
+    held hold[4];
+    int nh = 0, i;
+    char buf[512];
+    while (now_ms() < w->deadline) {
+        int it;
+        for (it = 0; it < 64; it++) {
+            int op = (int)(rng_next(&rs) % 100), idx = (int)(rng_next(&rs) % NKEYS);
+            if (op < 55) {
+                const void *p;
+                size_t n;
+                kcache_status s = kcache_get(w->kc, &keys[idx], &p, &n);
+                w->gets++;
+                if (s == KCACHE_OK) {
+                    w->hits++;
+                    w->bytes_read += n;
+                    if (!payload_ok(idx, p, n)) { w->bad_payload++; note(w, "wrong payload", idx, ""); }
+                    if (nh < 4 && (rng_next(&rs) & 3) == 0) {
+                        hold[nh].p = p; hold[nh].n = n; hold[nh].idx = idx; nh++;
+                    } else kcache_release(w->kc, p);
+                } else if (s == KCACHE_MISS) {
+                    w->misses++;
+                    if (p != NULL || n != 0) { w->bad_status++; note(w, "miss with data", idx, ""); }
+                } else {
+                    w->bad_status++;
+                    note(w, "get", idx, kcache_strerror(s));
+                }
+            } else if (op < 80) {
+                kcache_status s = kcache_put(w->kc, &keys[idx], payload[idx], plen[idx]);
+                w->puts++;
+                w->bytes_written += plen[idx];
+                if (s != KCACHE_OK) { w->put_fail++; note(w, "put", idx, kcache_strerror(s)); }
+            } else if (op < 87) {
+                kcache_status s = kcache_remove(w->kc, &keys[idx]);
+                w->removes++;
+                if (s != KCACHE_OK && s != KCACHE_MISS) { w->bad_status++; note(w, "remove", idx, kcache_strerror(s)); }
+            } else if (op < 92) {
+                size_t n = kcache_explain(w->kc, &keys[idx], buf, sizeof buf);
+                w->explains++;
+                if (n == 0 || n != strlen(buf) || (strncmp(buf, "hit: ", 5) != 0 && strncmp(buf, "miss: ", 6) != 0)) {
+                    w->bad_explain++;
+                    note(w, "explain", idx, buf);
+                }
+            } else if (op < 96) {
+                kcache_stats st;
+                uint64_t sum = 0;
+                int r;
+                kcache_get_stats(w->kc, &st);
+                for (r = 0; r < KCACHE_REASON_COUNT; r++) sum += st.misses_by_reason[r];
+                if (sum != st.misses || st.misses_by_reason[KCACHE_REASON_HIT] != 0) {
+                    w->bad_stats++;
+                    note(w, "stats snapshot inconsistent", -1, "");
+                }
+            } else if (nh > 0) { /* give back a held payload, checking it is still intact */
+                nh--;
+                if (!payload_ok(hold[nh].idx, hold[nh].p, hold[nh].n)) {
+                    w->bad_payload++;
+                    note(w, "held payload changed", hold[nh].idx, "");
+                }
+                kcache_release(w->kc, hold[nh].p);
+            }
+        }
+    }
+    for (i = 0; i < nh; i++) {
+        if (!payload_ok(hold[i].idx, hold[i].p, hold[i].n)) { w->bad_payload++; note(w, "held payload changed", hold[i].idx, ""); }
+        kcache_release(w->kc, hold[i].p);
+    }
+    return NULL;
+}
+
+static void run_hammer(kcache *kc, int store)
+{
+    worker w[NTHREADS];
+    kcache_stats st;
+    uint64_t gets = 0, hits = 0, misses = 0, puts = 0, br = 0, bw = 0, ops = 0;
+    int i, r;
+    int64_t deadline = now_ms() + HAMMER_MS;
+    memset(w, 0, sizeof w);
+    for (i = 0; i < NTHREADS; i++) {
+        w[i].kc = kc;
+        w[i].id = i;
+        w[i].deadline = deadline;
+        if (pthread_create(&w[i].th, NULL, hammer, &w[i]) != 0) { KT_FAILF("pthread_create"); exit(1); }
+    }
+    for (i = 0; i < NTHREADS; i++) pthread_join(w[i].th, NULL);
+    for (i = 0; i < NTHREADS; i++) {
+        gets += w[i].gets;
+        hits += w[i].hits;
+        misses += w[i].misses;
+        puts += w[i].puts;
+        br += w[i].bytes_read;
+        bw += w[i].bytes_written;
+        ops += w[i].gets + w[i].puts + w[i].removes + w[i].explains;
+        KT_CHECK_MSG(w[i].bad_payload == 0, "%llu wrong payloads: %s", (unsigned long long)w[i].bad_payload, w[i].first_bad);
+        KT_CHECK_MSG(w[i].bad_status == 0, "%llu bad statuses: %s", (unsigned long long)w[i].bad_status, w[i].first_bad);
+        KT_CHECK_MSG(w[i].bad_explain == 0, "%llu bad explains: %s", (unsigned long long)w[i].bad_explain, w[i].first_bad);
+        KT_CHECK_MSG(w[i].bad_stats == 0, "%llu bad stats: %s", (unsigned long long)w[i].bad_stats, w[i].first_bad);
+        KT_CHECK_MSG(w[i].put_fail == 0, "%llu failed puts: %s", (unsigned long long)w[i].put_fail, w[i].first_bad);
+    }
+    KT_CHECK(hits > 0 && misses > 0 && puts > 0); /* the mix really mixed */
+    kcache_get_stats(kc, &st);
+    KT_CHECK_EQ_U64(st.hits_mem + st.hits_disk, hits);
+    KT_CHECK_EQ_U64(st.misses, misses);
+    KT_CHECK_EQ_U64(st.hits_mem + st.hits_disk + st.misses, gets);
+    KT_CHECK_EQ_U64(st.puts, puts);
+    KT_CHECK_EQ_U64(st.bytes_read, br);
+    KT_CHECK_EQ_U64(st.bytes_written, bw);
+    {
+        uint64_t sum = 0;
+        for (r = 0; r < KCACHE_REASON_COUNT; r++) sum += st.misses_by_reason[r];
+        KT_CHECK_EQ_U64(sum, st.misses);
+    }
+    KT_CHECK(st.mem_entries <= 16);
+    KT_CHECK(st.mem_evictions > 0);
+    KT_CHECK_EQ_U64(st.rejects, 0);
+    if (!store) {
+        KT_CHECK_EQ_U64(st.hits_disk, 0);
+        KT_CHECK_EQ_U64(st.evictions, st.mem_evictions);
+    } else {
+        KT_CHECK(st.hits_disk > 0);
+        KT_CHECK_EQ_U64(st.store_errors, 0);
+        KT_CHECK(st.disk_bytes <= 256 * 1024);
+        KT_CHECK(kcache_verify(kc, 0) == KCACHE_OK); /* the accounting equals the entries on disk */
+    }
+    /* memory holds only correct payloads now */
+    for (i = 0; i < NKEYS; i++) {
+        const void *p;
+        size_t n;
+        if (kcache_get(kc, &keys[i], &p, &n) == KCACHE_OK) {
+            KT_CHECK_MSG(payload_ok(i, p, n), "key %d: wrong payload after the storm", i);
+            kcache_release(kc, p);
+        }
+    }
+    (void)ops;
+}
+
+static void test_hammer_memory(void)
+{
+    kcache_config cfg;
+    kcache *kc;
+    kcache_config_init(&cfg);
+    cfg.persistent = 0;
+    cfg.mem_entries = 16;
+    KT_CHECK(kcache_open(&kc, &cfg) == KCACHE_OK);
+    if (!kc) return;
+    run_hammer(kc, 0);
+    kcache_close(kc);
+}
+
+static void hammer_store(int policy)
+{
+    kcache_config cfg;
+    kcache *kc;
+    char dir[600];
+    int i, hits = 0;
+    snprintf(dir, sizeof dir, "%s/store%d", tmproot, policy);
+    kcache_config_init(&cfg);
+    cfg.dir = dir;
+    cfg.write_policy = policy;
+    cfg.mem_entries = 16;
+    cfg.max_size = 256 * 1024; /* about half the keys fit: the store evicts too */
+    KT_CHECK(kcache_open(&kc, &cfg) == KCACHE_OK);
+    if (!kc) return;
+    KT_CHECK_MSG(kcache_dir(kc) != NULL, "no store in %s", dir);
+    if (!kcache_dir(kc)) { kcache_close(kc); return; }
+    run_hammer(kc, 1);
+    kcache_close(kc);
+    /* a fresh open reads only correct payloads from the store */
+    KT_CHECK(kcache_open(&kc, &cfg) == KCACHE_OK);
+    if (!kc) return;
+    for (i = 0; i < NKEYS; i++) {
+        const void *p;
+        size_t n;
+        kcache_status s = kcache_get(kc, &keys[i], &p, &n);
+        if (s == KCACHE_OK) {
+            hits++;
+            KT_CHECK_MSG(payload_ok(i, p, n), "key %d: wrong payload from the store", i);
+            kcache_release(kc, p);
+        } else KT_CHECK_MSG(s == KCACHE_MISS, "key %d: %s", i, kcache_strerror(s));
+    }
+    KT_CHECK(hits > 0);
+    KT_CHECK(kcache_verify(kc, 0) == KCACHE_OK);
+    kcache_close(kc);
+}
+
+static void test_hammer_store(void) { hammer_store(KCACHE_WRITE_THROUGH); }
+static void test_hammer_store_write_evict(void) { hammer_store(KCACHE_WRITE_EVICT); }
+
+/* ---- single flight ------------------------------------------------------------------------- */
+
+static int sf_calls;
+static pthread_barrier_t sf_barrier;
+
+static int slow_build(void *user, void **out, size_t *n)
+{
+    int idx = *(const int *)user;
+    unsigned char *p;
+    __atomic_fetch_add(&sf_calls, 1, __ATOMIC_SEQ_CST);
+    sleep_ms(200);
+    p = (unsigned char *)malloc(plen[idx]);
+    if (!p) return 1;
+    memcpy(p, payload[idx], plen[idx]);
+    *out = p;
+    *n = plen[idx];
+    return 0;
+}
+
+typedef struct sf_arg { kcache *kc; int idx; kcache_status s; int ok; } sf_arg;
+
+static void *sf_thread(void *arg)
+{
+    sf_arg *a = (sf_arg *)arg;
+    const void *p;
+    size_t n;
+    pthread_barrier_wait(&sf_barrier);
+    a->s = kcache_get_or_build(a->kc, &keys[a->idx], slow_build, &a->idx, &p, &n);
+    if (a->s == KCACHE_OK) {
+        a->ok = payload_ok(a->idx, p, n);
+        kcache_release(a->kc, p);
+    }
+    return NULL;
+}
+
+static void single_flight(kcache *kc, int idx)
+{
+    pthread_t th[NTHREADS];
+    sf_arg a[NTHREADS];
+    kcache_stats st;
+    int i;
+    sf_calls = 0;
+    pthread_barrier_init(&sf_barrier, NULL, NTHREADS);
+    for (i = 0; i < NTHREADS; i++) {
+        a[i].kc = kc;
+        a[i].idx = idx;
+        a[i].s = KCACHE_EINVAL;
+        a[i].ok = 0;
+        pthread_create(&th[i], NULL, sf_thread, &a[i]);
+    }
+    for (i = 0; i < NTHREADS; i++) pthread_join(th[i], NULL);
+    pthread_barrier_destroy(&sf_barrier);
+    KT_CHECK_MSG(__atomic_load_n(&sf_calls, __ATOMIC_SEQ_CST) == 1, "the build ran %d times", sf_calls);
+    for (i = 0; i < NTHREADS; i++) {
+        KT_CHECK_MSG(a[i].s == KCACHE_OK, "thread %d: %s", i, kcache_strerror(a[i].s));
+        KT_CHECK_MSG(a[i].ok, "thread %d: wrong payload", i);
+    }
+    kcache_get_stats(kc, &st);
+    KT_CHECK_EQ_U64(st.builds, 1);
+    KT_CHECK_EQ_U64(st.puts, 1);
+    /* and afterwards it is a plain hit */
+    {
+        const void *p;
+        size_t n;
+        KT_CHECK(kcache_get(kc, &keys[idx], &p, &n) == KCACHE_OK);
+        if (p) { KT_CHECK(payload_ok(idx, p, n)); kcache_release(kc, p); }
+    }
+}
+
+static void test_single_flight_memory(void)
+{
+    kcache_config cfg;
+    kcache *kc;
+    kcache_config_init(&cfg);
+    cfg.persistent = 0;
+    KT_CHECK(kcache_open(&kc, &cfg) == KCACHE_OK);
+    if (!kc) return;
+    single_flight(kc, 123);
+    kcache_close(kc);
+}
+
+static void test_single_flight_store(void)
+{
+    kcache_config cfg;
+    kcache *kc;
+    char dir[600];
+    snprintf(dir, sizeof dir, "%s/sf", tmproot);
+    kcache_config_init(&cfg);
+    cfg.dir = dir;
+    KT_CHECK(kcache_open(&kc, &cfg) == KCACHE_OK);
+    if (!kc) return;
+    KT_CHECK(kcache_dir(kc) != NULL);
+    single_flight(kc, 77);
+    kcache_close(kc);
+}
+
+/* ---- read your writes ------------------------------------------------------------------------
+ * One writer owns key K: it puts version n, then gets K and must see version n (nobody else
+ * writes K); now and then it removes K and must then miss. Readers get K (from the store, since
+ * they keep pushing it out of a 1-entry memory with puts of their own keys). A reader that read
+ * version n-1 from the store must not put it back into memory over the writer's version n, nor
+ * bring back a K the writer removed. */
+
+typedef struct ryw { kcache *kc; int64_t deadline; int id; uint64_t rounds, stale, resurrected, reads; uint64_t last_seen, got; } ryw;
+static kcache_key ryw_key;
+static int ryw_stop;
+
+static void *ryw_writer(void *arg)
+{
+    ryw *r = (ryw *)arg;
+    unsigned char buf[256];
+    uint64_t n;
+    for (n = 1; now_ms() < r->deadline; n++) {
+        const void *p;
+        size_t len;
+        memset(buf, (int)(n & 0xff), sizeof buf);
+        memcpy(buf, &n, 8);
+        if (kcache_put(r->kc, &ryw_key, buf, sizeof buf) != KCACHE_OK) continue;
+        if (kcache_get(r->kc, &ryw_key, &p, &len) == KCACHE_OK) {
+            uint64_t v;
+            memcpy(&v, p, 8);
+            if (v != n && !r->stale) { r->last_seen = v; r->got = n; }
+            if (v != n) r->stale++;
+            kcache_release(r->kc, p);
+        }
+        if (n % 8 == 0) {
+            kcache_remove(r->kc, &ryw_key);
+            if (kcache_get(r->kc, &ryw_key, &p, &len) == KCACHE_OK) {
+                r->resurrected++;
+                kcache_release(r->kc, p);
+            }
+        }
+        r->rounds++;
+    }
+    __atomic_store_n(&ryw_stop, 1, __ATOMIC_SEQ_CST);
+    return NULL;
+}
+
+static void *ryw_reader(void *arg)
+{
+    ryw *r = (ryw *)arg;
+    kcache_key mine;
+    char name[32];
+    snprintf(name, sizeof name, "reader%d", r->id);
+    kcache_key_init(&mine, "ryw");
+    kcache_key_str(&mine, "who", name);
+    while (!__atomic_load_n(&ryw_stop, __ATOMIC_SEQ_CST)) {
+        const void *p;
+        size_t len;
+        if (kcache_get(r->kc, &ryw_key, &p, &len) == KCACHE_OK) {
+            r->reads++;
+            kcache_release(r->kc, p);
+        }
+        kcache_put(r->kc, &mine, "x", 1); /* pushes K out of the 1-entry memory */
+    }
+    kcache_key_free(&mine);
+    return NULL;
+}
+
+static void test_read_your_writes_store(void)
+{
+    kcache_config cfg;
+    kcache *kc;
+    char dir[600];
+    pthread_t th[4];
+    ryw r[4];
+    int i;
+    snprintf(dir, sizeof dir, "%s/ryw", tmproot);
+    kcache_config_init(&cfg);
+    cfg.dir = dir;
+    cfg.mem_entries = 1;
+    KT_CHECK(kcache_open(&kc, &cfg) == KCACHE_OK);
+    if (!kc) return;
+    kcache_key_init(&ryw_key, "ryw");
+    kcache_key_str(&ryw_key, "who", "writer");
+    ryw_stop = 0;
+    memset(r, 0, sizeof r);
+    for (i = 0; i < 4; i++) {
+        r[i].kc = kc;
+        r[i].id = i;
+        r[i].deadline = now_ms() + HAMMER_MS;
+        pthread_create(&th[i], NULL, i == 0 ? ryw_writer : ryw_reader, &r[i]);
+    }
+    for (i = 0; i < 4; i++) pthread_join(th[i], NULL);
+    KT_CHECK(r[0].rounds > 0);
+    KT_CHECK_MSG(r[0].stale == 0,
+                 "%llu of %llu gets right after a put returned an older payload (first: put %llu, got %llu): a "
+                 "concurrent get put a payload it read from the store back over a newer one",
+                 (unsigned long long)r[0].stale, (unsigned long long)r[0].rounds, (unsigned long long)r[0].got,
+                 (unsigned long long)r[0].last_seen);
+    KT_CHECK_MSG(r[0].resurrected == 0,
+                 "%llu of %llu gets right after a remove hit: a concurrent get put back what it had read from "
+                 "the store before the remove",
+                 (unsigned long long)r[0].resurrected, (unsigned long long)(r[0].rounds / 8));
+    kcache_key_free(&ryw_key);
+    kcache_close(kc);
+}
+
+/* The same races made deterministic with the allocator hook: a reader's get is stopped right
+   after it opened K's entry in the store, the main thread then puts a newer K (or removes K), and
+   the reader goes on. */
+typedef struct paused_get { kcache *kc; const kcache_key *k; kcache_status s; unsigned char first; } paused_get;
+
+static void *paused_get_thread(void *arg)
+{
+    paused_get *g = (paused_get *)arg;
+    const void *p;
+    size_t n;
+    pthread_mutex_lock(&hook_mu);
+    hook_thread = pthread_self();
+    __atomic_store_n(&hook_armed, 1, __ATOMIC_RELEASE);
+    pthread_mutex_unlock(&hook_mu);
+    g->s = kcache_get(g->kc, g->k, &p, &n);
+    if (g->s == KCACHE_OK) {
+        g->first = *(const unsigned char *)p;
+        kcache_release(g->kc, p);
+    }
+    return NULL;
+}
+
+static void start_paused_get(pthread_t *th, paused_get *g)
+{
+    pthread_mutex_lock(&hook_mu);
+    hook_paused = hook_go = 0;
+    pthread_mutex_unlock(&hook_mu);
+    pthread_create(th, NULL, paused_get_thread, g);
+}
+
+/* 1 when the reader stopped in the hook (it waits there until let_go). */
+static int wait_paused(void)
+{
+    int64_t give_up = now_ms() + 5000;
+    int paused;
+    pthread_mutex_lock(&hook_mu);
+    while (!hook_paused && now_ms() < give_up) {
+        pthread_mutex_unlock(&hook_mu);
+        sleep_ms(1);
+        pthread_mutex_lock(&hook_mu);
+    }
+    paused = hook_paused;
+    pthread_mutex_unlock(&hook_mu);
+    return paused;
+}
+
+static void let_go(void)
+{
+    pthread_mutex_lock(&hook_mu);
+    hook_armed = 0;
+    hook_go = 1;
+    pthread_cond_broadcast(&hook_cv);
+    pthread_mutex_unlock(&hook_mu);
+}
+
+static void test_store_read_vs_put_remove(void)
+{
+    kcache_config cfg;
+    kcache *kc;
+    char dir[600];
+    kcache_key k, j;
+    const void *p;
+    size_t n;
+    pthread_t th;
+    paused_get g;
+    int paused;
+    snprintf(dir, sizeof dir, "%s/paused", tmproot);
+    kcache_config_init(&cfg);
+    cfg.dir = dir;
+    cfg.mem_entries = 1;
+    KT_CHECK(kcache_open(&kc, &cfg) == KCACHE_OK);
+    if (!kc) return;
+    kcache_key_init(&k, "race");
+    kcache_key_str(&k, "who", "K");
+    kcache_key_init(&j, "race");
+    kcache_key_str(&j, "who", "J");
+
+    /* 1. a put that returned is undone by a get that had read the older entry */
+    KT_CHECK(kcache_put(kc, &k, "1111", 4) == KCACHE_OK);
+    KT_CHECK(kcache_put(kc, &j, "j", 1) == KCACHE_OK); /* K now only in the store */
+    g.kc = kc; g.k = &k; g.s = KCACHE_EINVAL; g.first = 0;
+    start_paused_get(&th, &g);
+    paused = wait_paused();
+    KT_CHECK_MSG(paused, "the reader's get did not reach the store");
+    KT_CHECK(kcache_put(kc, &k, "2222", 4) == KCACHE_OK);
+    KT_CHECK(kcache_get(kc, &k, &p, &n) == KCACHE_OK);
+    if (p) { KT_CHECK(memcmp(p, "2222", 4) == 0); kcache_release(kc, p); }
+    let_go();
+    pthread_join(th, NULL);
+    KT_CHECK(g.s == KCACHE_OK && (g.first == '1' || g.first == '2')); /* either is right for the reader */
+    KT_CHECK(kcache_get(kc, &k, &p, &n) == KCACHE_OK);
+    if (p) {
+        KT_CHECK_MSG(memcmp(p, "2222", 4) == 0,
+                     "after put(K, 2222) returned, get(K) gives \"%.4s\": a get that read K from the store "
+                     "before the put inserted its older payload over the newer one in memory",
+                     (const char *)p);
+        kcache_release(kc, p);
+    }
+
+    /* 2. a remove that returned is undone by a get that had opened the entry before it */
+    KT_CHECK(kcache_put(kc, &j, "j", 1) == KCACHE_OK); /* K only in the store again */
+    g.s = KCACHE_EINVAL;
+    start_paused_get(&th, &g);
+    paused = wait_paused();
+    KT_CHECK_MSG(paused, "the reader's get did not reach the store");
+    KT_CHECK(kcache_remove(kc, &k) == KCACHE_OK);
+    KT_CHECK(kcache_get(kc, &k, &p, &n) == KCACHE_MISS);
+    let_go();
+    pthread_join(th, NULL);
+    p = NULL;
+    KT_CHECK_MSG(kcache_get(kc, &k, &p, &n) == KCACHE_MISS,
+                 "after remove(K) returned, get(K) hits \"%.4s\": a get that had opened K's entry before the "
+                 "remove put it back in memory", p ? (const char *)p : "");
+    if (p) kcache_release(kc, p);
+
+    kcache_key_free(&k);
+    kcache_key_free(&j);
+    kcache_close(kc);
+}
+
+int main(void)
+{
+    const char *t = getenv("TMPDIR");
+    clear_env();
+    snprintf(tmproot, sizeof tmproot, "%s/kcache-test-threads-XXXXXX", t && t[0] == '/' ? t : "/tmp");
+    if (!mkdtemp(tmproot)) { perror("mkdtemp"); return 2; }
+    setup_keys();
+    KT_RUN(test_hammer_memory);
+    KT_RUN(test_hammer_store);
+    KT_RUN(test_hammer_store_write_evict);
+    KT_RUN(test_single_flight_memory);
+    KT_RUN(test_single_flight_store);
+    KT_RUN(test_read_your_writes_store);
+    KT_RUN(test_store_read_vs_put_remove);
+    free_keys();
+    rm_tree(tmproot);
+    KT_EXIT();
+}
