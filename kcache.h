@@ -4283,17 +4283,19 @@ KCACHE_API kcache_status kcache_remove(kcache *kc, const kcache_key *k) {
     kcache_status s = KCACHE_MISS;
     if (!kc || !kcache__key_usable(k)) return KCACHE_EINVAL;
     if (k->error != KCACHE_OK) return k->error;
+    /* The store first, then memory: a get that read the entry before it was unlinked sees the
+       change noted below and does not put it back in memory. */
+    if (kc->store) {
+        kcache__store_ev ev;
+        memset(&ev, 0, sizeof ev);
+        if (kcache__store_remove(kc->store, k->digest, &ev) == KCACHE_OK) s = KCACHE_OK;
+    }
     kcache__mutex_lock(&kc->lock);
     n = kcache__lru_find(&kc->lru, k->digest);
     if (n) kcache__lru_detach(&kc->lru, n);
     kcache__note_change(kc, k->digest);
     kcache__mutex_unlock(&kc->lock);
     if (n) { n->hnext = NULL; n->dirty = 0; kcache__release_nodes(kc, n); s = KCACHE_OK; }
-    if (kc->store) {
-        kcache__store_ev ev;
-        memset(&ev, 0, sizeof ev);
-        if (kcache__store_remove(kc->store, k->digest, &ev) == KCACHE_OK) s = KCACHE_OK;
-    }
     return s;
 }
 
