@@ -2890,7 +2890,7 @@ typedef struct kcache__node {
     kcache_hash128 digest;
     uint64_t unit_hash;
     kcache__blob *blob;
-    unsigned char *rec;              /* the key record */
+    unsigned char *rec;              /* the key record (stored right after the node) */
     size_t rec_len;
     int64_t touched_ns;              /* when the store's use record was last written for it */
     uint32_t hits;                   /* memory hits; every 64th looks at the clock (see kcache_get) */
@@ -2958,7 +2958,6 @@ static void kcache__lru_insert(kcache__lru *l, kcache__node *n) {
 static void kcache__node_free(kcache__node *n) {
     if (!n) return;
     kcache__blob_unref(n->blob);
-    KCACHE_FREE(n->rec);
     KCACHE_FREE(n);
 }
 
@@ -3036,10 +3035,13 @@ static uint64_t kcache__cf_get(const kcache__store *st, size_t off) { return kca
 static void kcache__cf_set(kcache__store *st, size_t off, uint64_t v) { kcache__put_u64(st->map + off, v); }
 static uint64_t kcache__cf_sum(const unsigned char *hdr) { return kcache_hash(hdr, KCACHE__CF_SUMMED).lo; }
 
-static void kcache__entry_name(kcache_hash128 d, char out[48]) {
-    char hex[33];
-    kcache_hash_hex(d, hex);
-    snprintf(out, 48, "e/%.2s/%s.kce", hex, hex);
+static void kcache__entry_name(kcache_hash128 d, char out[48]) { /* "e/XX/<32 hex>.kce" */
+    kcache_hash_hex(d, out + 5);
+    out[0] = 'e';
+    out[1] = out[4] = '/';
+    out[2] = out[5];
+    out[3] = out[6];
+    memcpy(out + 37, ".kce", 5);
 }
 
 /* Opens a file inside the store without following any symlink on the way (openat2 where the kernel
@@ -3788,6 +3790,8 @@ struct kcache {
     uint64_t gen;
     struct { kcache_hash128 digest; uint64_t gen; } changed[KCACHE__CHANGED];
     unsigned changed_next;
+    void *cl;                    /* the OpenCL layer's state (programs built in this process) */
+    void (*cl_free)(void *cl);   /* frees it at close */
 };
 
 static void kcache__log(const kcache_config *cfg, const char *fmt, ...) {
@@ -4055,6 +4059,7 @@ KCACHE_API void kcache_close(kcache *kc) {
     }
     kcache__mutex_unlock(&kc->lock);
     kcache__release_nodes(kc, all); /* flushes what KCACHE_WRITE=evict kept in memory only */
+    if (kc->cl_free) kc->cl_free(kc->cl);
     kcache__store_close(kc->store);
     KCACHE_FREE(kc->lru.buckets);
     kcache__mutex_destroy(&kc->lock);
@@ -4063,13 +4068,13 @@ KCACHE_API void kcache_close(kcache *kc) {
 
 /* A new node for a key and a blob (which it takes over). */
 static kcache__node *kcache__node_new(const kcache_key *k, kcache__blob *b) {
-    kcache__node *n = (kcache__node *)KCACHE_MALLOC(sizeof *n);
+    size_t rec_len = kcache__record_size(k);
+    kcache__node *n = (kcache__node *)KCACHE_MALLOC(sizeof *n + rec_len); /* the record follows the node */
     kcache__wbuf w;
     if (!n) return NULL;
     memset(n, 0, sizeof *n);
-    n->rec_len = kcache__record_size(k);
-    n->rec = (unsigned char *)KCACHE_MALLOC(n->rec_len);
-    if (!n->rec) { KCACHE_FREE(n); return NULL; }
+    n->rec_len = rec_len;
+    n->rec = (unsigned char *)(n + 1);
     w.p = n->rec; w.len = 0; w.cap = n->rec_len; w.overflow = 0;
     kcache__record_write(k, &w);
     n->digest = k->digest;
