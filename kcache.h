@@ -461,13 +461,14 @@ static int64_t kcache__mono_ns(void) {
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
-static void kcache__sleep_ms(unsigned ms) {
+static void kcache__sleep_us(unsigned us) {
     struct timespec ts;
-    ts.tv_sec = (time_t)(ms / 1000);
-    ts.tv_nsec = (long)(ms % 1000) * 1000000L;
+    ts.tv_sec = (time_t)(us / 1000000);
+    ts.tv_nsec = (long)(us % 1000000) * 1000L;
     while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
     }
 }
+static void kcache__sleep_ms(unsigned ms) { kcache__sleep_us(ms * 1000); }
 
 static long kcache__atomic_add(long *p, long v) { return __atomic_add_fetch(p, v, __ATOMIC_ACQ_REL); }
 static uint64_t kcache__atomic_load_u64(const uint64_t *p) { return __atomic_load_n(p, __ATOMIC_RELAXED); }
@@ -2985,7 +2986,9 @@ static void kcache__node_free(kcache__node *n) {
    busy is set by a lock holder before it changes anything and cleared after: finding it set under
    the lock means a holder died mid-update, and the accounting is rebuilt by a scan.
    The file is never shrunk while mapped (that is SIGBUS for every process mapping it); a damaged
-   one is replaced by rename and the others notice the new inode on their next locked update. */
+   one is replaced by rename and the others notice the new inode on their next locked update.
+   Nothing else may shrink it in place either (the directory is the user's own, mode 0700): a hit
+   records its use through the mapping without a system call, so it cannot check the size first. */
 #define KCACHE__CF_VERSION 1
 #define KCACHE__CF_HEADER 4096
 #define KCACHE__CF_SUMMED 120
@@ -2997,7 +3000,7 @@ static void kcache__node_free(kcache__node *n) {
 
 typedef struct kcache__store {
     char *dir;
-    int dirfd, lockfd, cffd;
+    int dirfd, tmpfd, lockfd, cffd; /* the store, its tmp/ (both checked: real directories) */
     unsigned char *map;        /* config.file, mapped shared */
     size_t map_len;
     uint64_t nslots;           /* buckets * ways */
@@ -3070,6 +3073,20 @@ static int kcache__open_in(kcache__store *st, const char *rel, int flags, int mo
     return openat(st->dirfd, rel, flags, mode);
 }
 
+/* Removes an entry through its shard's descriptor, opened without following symlinks, so that a
+   symlink planted in place of a shard can never make kcache delete a file outside the store. */
+static int kcache__unlink_entry(kcache__store *st, const char rel[48]) {
+    char shard[8];
+    int fd, rc;
+    memcpy(shard, rel, 4);
+    shard[4] = 0;
+    fd = kcache__open_in(st, shard, O_RDONLY | O_DIRECTORY, 0);
+    if (fd < 0) return -1;
+    rc = unlinkat(fd, rel + 5, 0);
+    close(fd);
+    return rc;
+}
+
 static int kcache__is_dir_nofollow(int dirfd, const char *rel) {
     struct stat s;
     return fstatat(dirfd, rel, &s, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(s.st_mode);
@@ -3094,15 +3111,15 @@ static int kcache__flock(int fd, short type, off_t at, int wait) {
 
 static kcache_status kcache__store_lock(kcache__store *st) {
     int64_t deadline = kcache__mono_ns() + (int64_t)st->lock_timeout_ms * 1000000;
-    unsigned pause = 1;
+    unsigned pause_us = 20; /* holders keep it for tens of microseconds: start short, back off */
     kcache__mutex_lock(&st->mutex);
     while (kcache__flock(st->lockfd, F_WRLCK, 0, 0) != 0) {
         if ((errno != EAGAIN && errno != EACCES && errno != EINTR) || kcache__mono_ns() > deadline) {
             kcache__mutex_unlock(&st->mutex);
             return errno == EAGAIN || errno == EACCES || errno == EINTR ? KCACHE_ELOCK : KCACHE_EIO;
         }
-        kcache__sleep_ms(pause);
-        if (pause < 16) pause *= 2;
+        kcache__sleep_us(pause_us);
+        if (pause_us < 2000) pause_us *= 2;
     }
     return KCACHE_OK;
 }
@@ -3132,9 +3149,10 @@ static kcache_status kcache__cf_create(kcache__store *st, uint64_t limit, int re
     uint64_t slots = 4096;
     uint32_t lg = 0;
     int fd, rc;
-    /* A slot per 512 bytes of limit (2M slots, a 64 MiB sparse file, at most): room for the small
-       entries too, so that a full bucket (which gives up its own least recent entry) stays rare. */
-    while (slots < ((uint64_t)1 << 21) && (limit == 0 || slots * 512 < limit)) slots <<= 1;
+    /* A slot per 4 KiB of limit (256k slots, an 8 MiB table, at most; allocated, not sparse): a
+       store of smaller entries is bounded by the slots, as a full bucket gives up its least
+       recently used entry. */
+    while (slots < ((uint64_t)1 << 18) && (limit == 0 || slots * 4096 < limit)) slots <<= 1;
     while (((uint64_t)KCACHE__WAYS << lg) < slots) lg++;
     memset(hdr, 0, sizeof hdr);
     memcpy(hdr, "KCACHECF", 8);
@@ -3144,12 +3162,26 @@ static kcache_status kcache__cf_create(kcache__store *st, uint64_t limit, int re
     kcache__put_u32(hdr + 20, KCACHE__WAYS);
     kcache__put_u64(hdr + 56, limit);
     kcache__put_u64(hdr + 72, (uint64_t)kcache__now_ns());
+    kcache__put_u32(hdr + 48, 1); /* busy: the first locked update scans for entries already there */
     kcache__put_u64(hdr + KCACHE__CF_SUMMED, kcache_hash(hdr, KCACHE__CF_SUMMED).lo);
     snprintf(tmp, sizeof tmp, "tmp/%u-cf-%llx.tmp", (unsigned)kcache__pid(), (unsigned long long)kcache__now_ns());
     fd = kcache__open_in(st, tmp, O_RDWR | O_CREAT | O_EXCL, 0644);
     if (fd < 0) return errno == ENOSPC ? KCACHE_ENOSPC : (errno == EROFS || errno == EACCES) ? KCACHE_EROFS : KCACHE_EIO;
-    rc = (pwrite(fd, hdr, sizeof hdr, 0) == (ssize_t)sizeof hdr &&
-          ftruncate(fd, (off_t)(KCACHE__CF_HEADER + ((uint64_t)KCACHE__WAYS << lg) * KCACHE__SLOT)) == 0) ? 0 : -1;
+    /* The table's blocks are allocated now: a sparse page first touched through the mapping when
+       the disk is full would be SIGBUS, not an error. A filesystem without room for the table
+       gets a smaller one (down to 4096 slots) rather than no store. */
+    rc = -1;
+    if (pwrite(fd, hdr, sizeof hdr, 0) == (ssize_t)sizeof hdr) {
+        for (;;) {
+            int e = posix_fallocate(fd, 0, (off_t)(KCACHE__CF_HEADER + ((uint64_t)KCACHE__WAYS << lg) * KCACHE__SLOT));
+            if (e == 0) { rc = 0; break; }
+            if (e != ENOSPC || ((uint64_t)KCACHE__WAYS << lg) <= 4096) break;
+            lg--;
+            kcache__put_u32(hdr + 16, lg);
+            kcache__put_u64(hdr + KCACHE__CF_SUMMED, kcache_hash(hdr, KCACHE__CF_SUMMED).lo);
+            if (pwrite(fd, hdr, sizeof hdr, 0) != (ssize_t)sizeof hdr || ftruncate(fd, KCACHE__CF_HEADER) != 0) break;
+        }
+    }
     close(fd);
     if (rc == 0) {
         if (replace) rc = renameat(st->dirfd, tmp, st->dirfd, "config.file");
@@ -3231,7 +3263,7 @@ static void kcache__store_drop(kcache__store *st, uint64_t *s, int evicted, kcac
     kcache_hash128 d = kcache__slot_digest(s);
     uint64_t size = kcache__sl_get(s, KCACHE__SL_SIZE);
     kcache__entry_name(d, rel);
-    unlinkat(st->dirfd, rel, 0);
+    kcache__unlink_entry(st, rel);
     kcache__cf_set(st, 24, kcache__cf_get(st, 24) - (size <= kcache__cf_get(st, 24) ? size : kcache__cf_get(st, 24)));
     kcache__cf_set(st, 32, kcache__cf_get(st, 32) ? kcache__cf_get(st, 32) - 1 : 0);
     kcache__slot_clear(s);
@@ -3400,7 +3432,7 @@ static kcache_status kcache__store_begin(kcache__store *st, kcache__store_ev *ev
     struct stat s;
     int valid = 1;
     if (fstatat(st->dirfd, "config.file", &s, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(s.st_mode) ||
-        s.st_dev != st->cf_dev || s.st_ino != st->cf_ino || !st->map) {
+        s.st_dev != st->cf_dev || s.st_ino != st->cf_ino || !st->map || (size_t)s.st_size != st->map_len) {
         if (kcache__cf_map(st, &valid) != 0 || !valid) {
             if (kcache__cf_create(st, st->limit, 1) != KCACHE_OK || kcache__cf_map(st, &valid) != 0 || !valid)
                 return KCACHE_EIO;
@@ -3500,39 +3532,41 @@ static kcache_status kcache__store_put(kcache__store *st, const kcache_key *k, c
     snprintf(tmp, sizeof tmp, "tmp/%u-%llx-%llx.tmp", (unsigned)kcache__pid(), (unsigned long long)st->temp_seq,
              (unsigned long long)(k->digest.lo ^ (uint64_t)kcache__now_ns()));
     kcache__mutex_unlock(&st->mutex);
-    fd = kcache__open_in(st, tmp, O_WRONLY | O_CREAT | O_EXCL, 0644);
-    if (fd < 0 && errno == ENOENT && mkdirat(st->dirfd, "tmp", 0700) == 0) fd = kcache__open_in(st, tmp, O_WRONLY | O_CREAT | O_EXCL, 0644);
+    fd = openat(st->tmpfd, tmp + 4, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
     if (fd < 0) { s = kcache__errno_status(errno); KCACHE_FREE(hdr); return s; }
     s = kcache__write_all(fd, hdr, hlen, data, size);
     KCACHE_FREE(hdr);
     if (s == KCACHE_OK && st->fsync && fsync(fd) != 0) s = kcache__errno_status(errno);
     if (close(fd) != 0 && s == KCACHE_OK) s = kcache__errno_status(errno);
-    if (s != KCACHE_OK) { unlinkat(st->dirfd, tmp, 0); return s; }
+    if (s != KCACHE_OK) { unlinkat(st->tmpfd, tmp + 4, 0); return s; }
 
     kcache__entry_name(k->digest, rel);
     memcpy(shard, rel, 4);
     shard[4] = 0;
     s = kcache__store_lock(st);
-    if (s != KCACHE_OK) { unlinkat(st->dirfd, tmp, 0); return s; }
+    if (s != KCACHE_OK) { unlinkat(st->tmpfd, tmp + 4, 0); return s; }
     s = kcache__store_begin(st, ev);
     if (s == KCACHE_OK) {
         if ((old = kcache__slot_find(st, k->digest)) != NULL) kcache__store_drop(st, old, 0, NULL);
-        if (!kcache__is_dir_nofollow(st->dirfd, shard)) {
+        int shardfd = kcache__open_in(st, shard, O_RDONLY | O_DIRECTORY, 0);
+        if (shardfd < 0 && errno == ENOENT) {
             mkdirat(st->dirfd, "e", 0700);
             mkdirat(st->dirfd, shard, 0700);
+            shardfd = kcache__open_in(st, shard, O_RDONLY | O_DIRECTORY, 0);
         }
-        if (!kcache__is_dir_nofollow(st->dirfd, "e") || !kcache__is_dir_nofollow(st->dirfd, shard))
-            s = KCACHE_EUNSAFE; /* a symlink or a file where a shard directory belongs */
-        else if (renameat(st->dirfd, tmp, st->dirfd, rel) != 0)
+        if (shardfd < 0)
+            s = errno == ELOOP || errno == ENOTDIR || errno == EXDEV ? KCACHE_EUNSAFE : kcache__errno_status(errno);
+        else if (renameat(st->tmpfd, tmp + 4, shardfd, rel + 5) != 0)
             s = kcache__errno_status(errno);
-        else {
+        if (shardfd >= 0) close(shardfd);
+        if (s == KCACHE_OK) {
             kcache__slot_insert(st, k->digest, total, kcache__now_ns(), ev);
             if (st->limit && kcache__cf_get(st, 24) > st->limit) kcache__store_evict_to(st, st->limit / 3 * 2, ev);
         }
         kcache__store_end(st);
     }
     kcache__store_unlock(st);
-    if (s != KCACHE_OK) unlinkat(st->dirfd, tmp, 0);
+    if (s != KCACHE_OK) unlinkat(st->tmpfd, tmp + 4, 0);
     return s;
 }
 
@@ -3548,7 +3582,7 @@ static kcache_status kcache__store_remove(kcache__store *st, kcache_hash128 d, k
         if ((s = kcache__slot_find(st, d)) != NULL) { kcache__store_drop(st, s, 0, NULL); had = 1; }
         else {
             kcache__entry_name(d, rel);
-            had = unlinkat(st->dirfd, rel, 0) == 0;
+            had = kcache__unlink_entry(st, rel) == 0;
         }
         kcache__store_end(st);
     }
@@ -3612,6 +3646,8 @@ static void kcache__store_read(kcache__store *st, const kcache_key *k, int polic
     if (hlen % 16 != 0 || hlen > fsize || rlen > hlen || KCACHE__ENTRY_FIXED + rlen + 8 + 16 > hlen || plen != fsize - hlen) goto bad;
     if (kcache__get_u64(h + 24) != k->digest.lo || kcache__get_u64(h + 32) != k->digest.hi) goto bad;
     if (kcache__get_u64(h + KCACHE__ENTRY_FIXED + rlen) != kcache_hash(h, KCACHE__ENTRY_FIXED + rlen).lo) goto bad;
+    for (m = (int)(KCACHE__ENTRY_FIXED + rlen + 8); m < (int)hlen; m++)
+        if (h[m] != 0) goto bad; /* the padding is zero on disk: anything else is damage */
     if (want_record) {
         out->rec = (unsigned char *)KCACHE_MALLOC(rlen ? rlen : 1);
         if (out->rec) { memcpy(out->rec, h + KCACHE__ENTRY_FIXED, rlen); out->rec_len = rlen; }
@@ -3658,6 +3694,7 @@ static void kcache__store_close(kcache__store *st) {
     kcache__cf_unmap(st);
     if (st->lockfd >= 0) close(st->lockfd);
     if (st->dirfd >= 0) close(st->dirfd);
+    if (st->tmpfd >= 0) close(st->tmpfd);
     kcache__mutex_destroy(&st->mutex);
     KCACHE_FREE(st->dir);
     KCACHE_FREE(st);
@@ -3694,7 +3731,7 @@ static kcache_status kcache__store_open(kcache__store **out, const char *dir, co
     st = (kcache__store *)KCACHE_MALLOC(sizeof *st);
     if (!st) return KCACHE_ENOMEM;
     memset(st, 0, sizeof *st);
-    st->dirfd = st->lockfd = st->cffd = -1;
+    st->dirfd = st->tmpfd = st->lockfd = st->cffd = -1;
     kcache__mutex_init(&st->mutex);
     st->dir = (char *)KCACHE_MALLOC(strlen(dir) + 1);
     if (!st->dir) { kcache__store_close(st); return KCACHE_ENOMEM; }
@@ -3725,6 +3762,12 @@ static kcache_status kcache__store_open(kcache__store **out, const char *dir, co
     }
     if (!kcache__is_dir_nofollow(st->dirfd, "tmp") || !kcache__is_dir_nofollow(st->dirfd, "e")) {
         kcache__say(why, why_cap, "%s/tmp or %s/e is not a directory (or is a symlink); refusing the store", dir, dir);
+        kcache__store_close(st);
+        return KCACHE_EUNSAFE;
+    }
+    st->tmpfd = kcache__open_in(st, "tmp", O_RDONLY | O_DIRECTORY, 0);
+    if (st->tmpfd < 0) {
+        kcache__say(why, why_cap, "cannot open %s/tmp: %s", dir, strerror(errno));
         kcache__store_close(st);
         return KCACHE_EUNSAFE;
     }
