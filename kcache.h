@@ -3494,6 +3494,245 @@ static kcache_status kcache__write_all(int fd, const void *a, size_t an, const v
     return KCACHE_OK;
 }
 
+/* ---- >>index  per-unit index files: a unit's overloads, what left it and why, traced misses ----
+   i/XX/<xxh128 of the unit>.kci, replaced whole (temp + rename) under the store lock, read without
+   it. Hits never read an index: an entry is found by its digest. The index answers the questions
+   a miss raises: was the unit ever stored, which overload is closest and which field differs,
+   was this one evicted, rejected or invalidated by a dependency, and (KCACHE_TRACE) which keys
+   missed lately. Evictions are not written here (the evicting process does not know the unit);
+   a put notices an overload whose entry is gone and moves it to the gone list then.
+       0  "KCINDEX\0"   8 u16 version, u16 0, u32 live count   16 u32 gone count, u32 missed count
+      24  u16 unit length, unit
+          items, live then gone then missed: digest lo, hi, i64 when, u64 payload size,
+          u32 reason, u32 pid, u32 record length, key record
+          u64 checksum: XXH3-128 lo of everything before it                                       */
+#define KCACHE__IX_VERSION 1
+#define KCACHE__IX_KEEP 32              /* gone and missed items kept per unit, newest last */
+#define KCACHE__IX_MAX ((size_t)64 << 20) /* an index larger than this is damage */
+enum { KCACHE__IX_LIVE, KCACHE__IX_GONE, KCACHE__IX_MISSED, KCACHE__IX_LISTS };
+
+typedef struct kcache__ix_item {
+    kcache_hash128 digest;
+    int64_t when;               /* stored, gone or missed at (ns); 0 when not known */
+    uint64_t size;              /* payload bytes */
+    uint32_t reason;            /* gone, missed: a kcache_reason */
+    uint32_t pid;               /* missed: the process */
+    const unsigned char *rec;   /* the key record: in the index's buffer or the caller's */
+    uint32_t rec_len;
+} kcache__ix_item;
+
+typedef struct kcache__ix {
+    unsigned char *file;        /* the index as read (items point into it) */
+    kcache__ix_item *items[KCACHE__IX_LISTS];
+    uint32_t n[KCACHE__IX_LISTS], cap[KCACHE__IX_LISTS];
+} kcache__ix;
+
+static void kcache__ix_name(const char *unit, char out[48]) { /* "i/XX/<32 hex>.kci" */
+    kcache__entry_name(kcache_hash(unit, strlen(unit)), out);
+    out[0] = 'i';
+    memcpy(out + 37, ".kci", 5);
+}
+
+static void kcache__ix_free(kcache__ix *ix) {
+    int l;
+    for (l = 0; l < KCACHE__IX_LISTS; l++) KCACHE_FREE(ix->items[l]);
+    KCACHE_FREE(ix->file);
+    memset(ix, 0, sizeof *ix);
+}
+
+static int kcache__ix_push(kcache__ix *ix, int list, const kcache__ix_item *it) {
+    if (list != KCACHE__IX_LIVE && ix->n[list] == KCACHE__IX_KEEP) { /* bounded: the oldest goes */
+        memmove(ix->items[list], ix->items[list] + 1, sizeof(kcache__ix_item) * (KCACHE__IX_KEEP - 1));
+        ix->n[list]--;
+    }
+    if (ix->n[list] == ix->cap[list]) {
+        uint32_t ncap = ix->cap[list] ? ix->cap[list] * 2 : 8;
+        kcache__ix_item *ni = (kcache__ix_item *)KCACHE_REALLOC(ix->items[list], sizeof(kcache__ix_item) * ncap);
+        if (!ni) return 0;
+        ix->items[list] = ni;
+        ix->cap[list] = ncap;
+    }
+    ix->items[list][ix->n[list]++] = *it;
+    return 1;
+}
+static void kcache__ix_del(kcache__ix *ix, int list, uint32_t i) {
+    memmove(ix->items[list] + i, ix->items[list] + i + 1, sizeof(kcache__ix_item) * (ix->n[list] - i - 1));
+    ix->n[list]--;
+}
+static int kcache__ix_find(const kcache__ix *ix, int list, kcache_hash128 d) {
+    uint32_t i;
+    for (i = ix->n[list]; i-- > 0;)
+        if (ix->items[list][i].digest.lo == d.lo && ix->items[list][i].digest.hi == d.hi) return (int)i;
+    return -1;
+}
+
+/* Reads a unit's index without the lock. KCACHE_ENOENT when the unit has none, KCACHE_ECORRUPT
+   for anything that fails validation (the next put starts it afresh). */
+static kcache_status kcache__ix_read(kcache__store *st, const char *unit, kcache__ix *ix) {
+    char rel[48];
+    struct stat sb;
+    kcache__rbuf r;
+    size_t have = 0, ulen = strlen(unit);
+    uint32_t counts[KCACHE__IX_LISTS];
+    const unsigned char *u;
+    int fd, l;
+    memset(ix, 0, sizeof *ix);
+    kcache__ix_name(unit, rel);
+    fd = kcache__open_in(st, rel, O_RDONLY, 0);
+    if (fd < 0) return errno == ENOENT ? KCACHE_ENOENT : KCACHE_ECORRUPT;
+    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode) || sb.st_size < 34 || (uint64_t)sb.st_size > KCACHE__IX_MAX ||
+        !(ix->file = (unsigned char *)KCACHE_MALLOC((size_t)sb.st_size))) {
+        close(fd);
+        return KCACHE_ECORRUPT;
+    }
+    while (have < (size_t)sb.st_size) {
+        ssize_t n = read(fd, ix->file + have, (size_t)sb.st_size - have);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) break;
+        have += (size_t)n;
+    }
+    close(fd);
+    if (have != (size_t)sb.st_size || memcmp(ix->file, "KCINDEX", 8) != 0 || kcache__get_u16(ix->file + 8) != KCACHE__IX_VERSION ||
+        kcache__get_u64(ix->file + have - 8) != kcache_hash(ix->file, have - 8).lo)
+        goto bad;
+    r.p = ix->file; r.len = have - 8; r.pos = 12; r.bad = 0;
+    counts[0] = kcache__get_u32(ix->file + 12);
+    counts[1] = kcache__get_u32(ix->file + 16);
+    counts[2] = kcache__get_u32(ix->file + 20);
+    r.pos = 24;
+    if (kcache__r_u16(&r) != ulen || !(u = kcache__r_take(&r, ulen)) || memcmp(u, unit, ulen) != 0) goto bad;
+    for (l = 0; l < KCACHE__IX_LISTS; l++) {
+        uint32_t i;
+        for (i = 0; i < counts[l]; i++) {
+            kcache__ix_item it;
+            it.digest.lo = kcache__r_u64(&r);
+            it.digest.hi = kcache__r_u64(&r);
+            it.when = (int64_t)kcache__r_u64(&r);
+            it.size = kcache__r_u64(&r);
+            {
+                const unsigned char *q = kcache__r_take(&r, 12);
+                if (!q) goto bad;
+                it.reason = kcache__get_u32(q);
+                it.pid = kcache__get_u32(q + 4);
+                it.rec_len = kcache__get_u32(q + 8);
+            }
+            if (!(it.rec = kcache__r_take(&r, it.rec_len)) || !kcache__ix_push(ix, l, &it)) goto bad;
+        }
+    }
+    if (r.pos != r.len) goto bad;
+    return KCACHE_OK;
+bad:
+    kcache__ix_free(ix);
+    return KCACHE_ECORRUPT;
+}
+
+/* Writes a unit's index in place of the old one (lock held). */
+static kcache_status kcache__ix_write(kcache__store *st, const char *unit, const kcache__ix *ix) {
+    char rel[48], shard[8], tmp[64];
+    size_t len = 26 + strlen(unit) + 8, ulen = strlen(unit);
+    unsigned char *buf;
+    kcache__wbuf w;
+    kcache_status s;
+    int l, fd, shardfd;
+    uint32_t i;
+    for (l = 0; l < KCACHE__IX_LISTS; l++)
+        for (i = 0; i < ix->n[l]; i++) len += 44 + ix->items[l][i].rec_len;
+    if (!(buf = (unsigned char *)KCACHE_MALLOC(len))) return KCACHE_ENOMEM;
+    w.p = buf; w.len = 0; w.cap = len; w.overflow = 0;
+    kcache__w_mem(&w, "KCINDEX", 8);
+    kcache__w_u16(&w, KCACHE__IX_VERSION);
+    kcache__w_u16(&w, 0);
+    for (l = 0; l < KCACHE__IX_LISTS; l++) {
+        unsigned char *at = kcache__w_take(&w, 4);
+        if (at) kcache__put_u32(at, ix->n[l]);
+    }
+    kcache__w_u16(&w, (uint16_t)ulen);
+    kcache__w_mem(&w, unit, ulen);
+    for (l = 0; l < KCACHE__IX_LISTS; l++)
+        for (i = 0; i < ix->n[l]; i++) {
+            const kcache__ix_item *it = &ix->items[l][i];
+            unsigned char *at;
+            kcache__w_u64(&w, it->digest.lo);
+            kcache__w_u64(&w, it->digest.hi);
+            kcache__w_u64(&w, (uint64_t)it->when);
+            kcache__w_u64(&w, it->size);
+            if ((at = kcache__w_take(&w, 12)) != NULL) {
+                kcache__put_u32(at, it->reason);
+                kcache__put_u32(at + 4, it->pid);
+                kcache__put_u32(at + 8, it->rec_len);
+            }
+            kcache__w_mem(&w, it->rec, it->rec_len);
+        }
+    kcache__w_u64(&w, kcache_hash(buf, w.len).lo);
+    if (w.overflow || w.len != len) { KCACHE_FREE(buf); return KCACHE_EIO; }
+    kcache__ix_name(unit, rel);
+    memcpy(shard, rel, 4);
+    shard[4] = 0;
+    st->temp_seq++;
+    snprintf(tmp, sizeof tmp, "%u-ix-%llx.tmp", (unsigned)kcache__pid(), (unsigned long long)st->temp_seq);
+    fd = openat(st->tmpfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (fd < 0) { KCACHE_FREE(buf); return kcache__errno_status(errno); }
+    s = kcache__write_all(fd, buf, len, NULL, 0);
+    KCACHE_FREE(buf);
+    if (close(fd) != 0 && s == KCACHE_OK) s = kcache__errno_status(errno);
+    shardfd = s == KCACHE_OK ? kcache__open_in(st, shard, O_RDONLY | O_DIRECTORY, 0) : -1;
+    if (s == KCACHE_OK && shardfd < 0 && errno == ENOENT) {
+        mkdirat(st->dirfd, "i", 0700);
+        mkdirat(st->dirfd, shard, 0700);
+        shardfd = kcache__open_in(st, shard, O_RDONLY | O_DIRECTORY, 0);
+    }
+    if (s == KCACHE_OK && shardfd < 0) s = KCACHE_EUNSAFE;
+    if (s == KCACHE_OK && renameat(st->tmpfd, tmp, shardfd, rel + 5) != 0) s = kcache__errno_status(errno);
+    if (shardfd >= 0) close(shardfd);
+    if (s != KCACHE_OK) unlinkat(st->tmpfd, tmp, 0);
+    return s;
+}
+
+/* Lock held: overloads whose entries left the store since the index was written (evicted: the
+   only way out that does not update the index) move to the gone list. */
+static void kcache__ix_reconcile(kcache__store *st, kcache__ix *ix) {
+    uint32_t i = 0;
+    while (i < ix->n[KCACHE__IX_LIVE]) {
+        kcache__ix_item it = ix->items[KCACHE__IX_LIVE][i];
+        if (kcache__slot_find(st, it.digest)) { i++; continue; }
+        if (!kcache__store_evicted_when(st, it.digest, &it.when)) it.when = 0;
+        it.reason = KCACHE_REASON_EVICTED;
+        kcache__ix_del(ix, KCACHE__IX_LIVE, i);
+        kcache__ix_push(ix, KCACHE__IX_GONE, &it);
+    }
+}
+
+/* Lock held: records a change of one overload of k's unit. list LIVE: k was stored (rec is its
+   record); GONE: it left for reason; MISSED: it missed for reason (KCACHE_TRACE); with list -1 it
+   is simply forgotten (kcache_remove). */
+static void kcache__ix_update(kcache__store *st, const kcache_key *k, const unsigned char *rec, size_t rec_len,
+                              uint64_t size, int list, kcache_reason reason) {
+    kcache__ix ix;
+    kcache__ix_item it;
+    int at;
+    kcache_status r = kcache__ix_read(st, k->unit, &ix);
+    if (r != KCACHE_OK && r != KCACHE_ENOENT) memset(&ix, 0, sizeof ix); /* damaged: start afresh */
+    kcache__ix_reconcile(st, &ix);
+    memset(&it, 0, sizeof it);
+    it.digest = k->digest;
+    it.when = kcache__now_ns();
+    it.size = size;
+    it.reason = (uint32_t)reason;
+    it.pid = kcache__pid();
+    it.rec = rec;
+    it.rec_len = (uint32_t)rec_len;
+    if (list != KCACHE__IX_MISSED) {
+        if ((at = kcache__ix_find(&ix, KCACHE__IX_LIVE, k->digest)) >= 0) {
+            if (list == KCACHE__IX_GONE && !rec) { it.rec = ix.items[KCACHE__IX_LIVE][at].rec; it.rec_len = ix.items[KCACHE__IX_LIVE][at].rec_len; it.size = ix.items[KCACHE__IX_LIVE][at].size; }
+            kcache__ix_del(&ix, KCACHE__IX_LIVE, (uint32_t)at);
+        }
+        while ((at = kcache__ix_find(&ix, KCACHE__IX_GONE, k->digest)) >= 0) kcache__ix_del(&ix, KCACHE__IX_GONE, (uint32_t)at);
+    }
+    if (list >= 0 && it.rec) kcache__ix_push(&ix, list, &it);
+    kcache__ix_write(st, k->unit, &ix);
+    kcache__ix_free(&ix);
+}
+
 /* Writes an entry: temp file, optional fsync, then under the lock rename into place, account and
    evict. The lock is never held while payload bytes move. */
 static kcache_status kcache__store_put(kcache__store *st, const kcache_key *k, const void *data, size_t size,
@@ -3535,16 +3774,15 @@ static kcache_status kcache__store_put(kcache__store *st, const kcache_key *k, c
     fd = openat(st->tmpfd, tmp + 4, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
     if (fd < 0) { s = kcache__errno_status(errno); KCACHE_FREE(hdr); return s; }
     s = kcache__write_all(fd, hdr, hlen, data, size);
-    KCACHE_FREE(hdr);
     if (s == KCACHE_OK && st->fsync && fsync(fd) != 0) s = kcache__errno_status(errno);
     if (close(fd) != 0 && s == KCACHE_OK) s = kcache__errno_status(errno);
-    if (s != KCACHE_OK) { unlinkat(st->tmpfd, tmp + 4, 0); return s; }
+    if (s != KCACHE_OK) { unlinkat(st->tmpfd, tmp + 4, 0); KCACHE_FREE(hdr); return s; }
 
     kcache__entry_name(k->digest, rel);
     memcpy(shard, rel, 4);
     shard[4] = 0;
     s = kcache__store_lock(st);
-    if (s != KCACHE_OK) { unlinkat(st->tmpfd, tmp + 4, 0); return s; }
+    if (s != KCACHE_OK) { unlinkat(st->tmpfd, tmp + 4, 0); KCACHE_FREE(hdr); return s; }
     s = kcache__store_begin(st, ev);
     if (s == KCACHE_OK) {
         if ((old = kcache__slot_find(st, k->digest)) != NULL) kcache__store_drop(st, old, 0, NULL);
@@ -3562,32 +3800,105 @@ static kcache_status kcache__store_put(kcache__store *st, const kcache_key *k, c
         if (s == KCACHE_OK) {
             kcache__slot_insert(st, k->digest, total, kcache__now_ns(), ev);
             if (st->limit && kcache__cf_get(st, 24) > st->limit) kcache__store_evict_to(st, st->limit / 3 * 2, ev);
+            kcache__ix_update(st, k, hdr + KCACHE__ENTRY_FIXED, rec_len, size, KCACHE__IX_LIVE, KCACHE_REASON_HIT);
         }
         kcache__store_end(st);
     }
     kcache__store_unlock(st);
     if (s != KCACHE_OK) unlinkat(st->tmpfd, tmp + 4, 0);
+    KCACHE_FREE(hdr);
     return s;
 }
 
-/* Removes one entry and its accounting (bad, stale or removed by the caller). */
-static kcache_status kcache__store_remove(kcache__store *st, kcache_hash128 d, kcache__store_ev *ev) {
+/* Lock held: whether a stored overload (its record) depends on one of the files in the key now
+   whose stamp changed under the policy. */
+static int kcache__depends_on_stale(const unsigned char *rec, size_t len, const kcache_key *now, int policy) {
+    kcache_key stored;
+    const kcache_key_field *f = kcache__key_fields(now), *g;
+    uint32_t i;
+    int stale = 0, found;
+    if (kcache__record_parse(rec, len, &stored) != KCACHE_OK) { kcache_key_free(&stored); return 0; }
+    g = kcache__key_fields(&stored);
+    for (i = 0; i < now->count && !stale; i++) {
+        uint32_t at;
+        if (f[i].type != KCACHE_FIELD_FILE) continue;
+        at = kcache__key_find(&stored, f[i].name, &found);
+        if (found && g[at].type == KCACHE_FIELD_FILE && g[at].digest.lo == f[i].digest.lo && g[at].digest.hi == f[i].digest.hi &&
+            kcache__stamp_stale(kcache__stamp_diff(&g[at], &f[i]), policy))
+            stale = 1;
+    }
+    kcache_key_free(&stored);
+    return stale;
+}
+
+/* Removes one entry and its accounting; the unit's index remembers why (reason, with the entry's
+   record when given, else the key's), or forgets the overload (KCACHE_REASON_COUNT: the caller
+   removed it). A stale dependency (KCACHE_REASON_STAMP) also purges every other overload of the
+   unit that depends on the same file as it was, as numba discards a stale index. */
+static kcache_status kcache__store_remove(kcache__store *st, const kcache_key *k, kcache_reason reason, const unsigned char *rec,
+                                          size_t rec_len, int policy, kcache__store_ev *ev) {
     char rel[48];
     uint64_t *s;
     int had = 0;
+    unsigned char *own = NULL;
     kcache_status r = kcache__store_lock(st);
     if (r != KCACHE_OK) return r;
     r = kcache__store_begin(st, ev);
     if (r == KCACHE_OK) {
-        if ((s = kcache__slot_find(st, d)) != NULL) { kcache__store_drop(st, s, 0, NULL); had = 1; }
+        if ((s = kcache__slot_find(st, k->digest)) != NULL) { kcache__store_drop(st, s, 0, NULL); had = 1; }
         else {
-            kcache__entry_name(d, rel);
+            kcache__entry_name(k->digest, rel);
             had = kcache__unlink_entry(st, rel) == 0;
         }
+        if (reason != KCACHE_REASON_COUNT && !rec) {
+            rec_len = kcache__record_size(k);
+            if ((own = (unsigned char *)KCACHE_MALLOC(rec_len)) != NULL) {
+                kcache__wbuf w;
+                w.p = own; w.len = 0; w.cap = rec_len; w.overflow = 0;
+                kcache__record_write(k, &w);
+            }
+            rec = own;
+        }
+        if (reason == KCACHE_REASON_STAMP) {
+            kcache__ix ix;
+            uint32_t i = 0;
+            if (kcache__ix_read(st, k->unit, &ix) != KCACHE_OK) memset(&ix, 0, sizeof ix);
+            while (i < ix.n[KCACHE__IX_LIVE]) {
+                kcache__ix_item it = ix.items[KCACHE__IX_LIVE][i];
+                uint64_t *slot;
+                if ((it.digest.lo == k->digest.lo && it.digest.hi == k->digest.hi) ||
+                    !kcache__depends_on_stale(it.rec, it.rec_len, k, policy)) { i++; continue; }
+                if ((slot = kcache__slot_find(st, it.digest)) != NULL) kcache__store_drop(st, slot, 0, NULL);
+                it.reason = KCACHE_REASON_STAMP;
+                it.when = kcache__now_ns();
+                kcache__ix_del(&ix, KCACHE__IX_LIVE, i);
+                kcache__ix_push(&ix, KCACHE__IX_GONE, &it);
+            }
+            if (ix.n[KCACHE__IX_LIVE] || ix.n[KCACHE__IX_GONE]) kcache__ix_write(st, k->unit, &ix);
+            kcache__ix_free(&ix);
+        }
+        if (reason == KCACHE_REASON_COUNT) kcache__ix_update(st, k, NULL, 0, 0, -1, reason);
+        else if (rec) kcache__ix_update(st, k, rec, rec_len, 0, KCACHE__IX_GONE, reason);
         kcache__store_end(st);
     }
     kcache__store_unlock(st);
+    KCACHE_FREE(own);
     return r != KCACHE_OK ? r : had ? KCACHE_OK : KCACHE_MISS;
+}
+
+/* Lock held by nobody: records a miss in the unit's index (KCACHE_TRACE), with the key's fields. */
+static void kcache__store_trace_miss(kcache__store *st, const kcache_key *k, kcache_reason reason) {
+    size_t rec_len = kcache__record_size(k);
+    unsigned char *rec = (unsigned char *)KCACHE_MALLOC(rec_len);
+    kcache__wbuf w;
+    if (!rec) return;
+    w.p = rec; w.len = 0; w.cap = rec_len; w.overflow = 0;
+    kcache__record_write(k, &w);
+    if (kcache__store_lock(st) == KCACHE_OK) {
+        kcache__ix_update(st, k, rec, rec_len, 0, KCACHE__IX_MISSED, reason);
+        kcache__store_unlock(st);
+    }
+    KCACHE_FREE(rec);
 }
 
 /* What reading an entry found. */
@@ -3595,7 +3906,7 @@ typedef struct kcache__read {
     kcache__blob *blob;        /* on a hit: the payload, one reference for the caller */
     kcache_reason reason;      /* on a miss */
     kcache_status status;      /* why a read failed: ENOENT (absent), ECORRUPT, EIO... */
-    unsigned char *rec;        /* with want_record: a copy of the entry's key record */
+    unsigned char *rec;        /* with want_record, or for a stale entry: its key record (free it) */
     size_t rec_len;
 } kcache__read;
 
@@ -3648,11 +3959,11 @@ static void kcache__store_read(kcache__store *st, const kcache_key *k, int polic
     if (kcache__get_u64(h + KCACHE__ENTRY_FIXED + rlen) != kcache_hash(h, KCACHE__ENTRY_FIXED + rlen).lo) goto bad;
     for (m = (int)(KCACHE__ENTRY_FIXED + rlen + 8); m < (int)hlen; m++)
         if (h[m] != 0) goto bad; /* the padding is zero on disk: anything else is damage */
-    if (want_record) {
+    m = kcache__record_match(h + KCACHE__ENTRY_FIXED, rlen, k, policy);
+    if (want_record || m == KCACHE__MATCH_STAMP) {
         out->rec = (unsigned char *)KCACHE_MALLOC(rlen ? rlen : 1);
         if (out->rec) { memcpy(out->rec, h + KCACHE__ENTRY_FIXED, rlen); out->rec_len = rlen; }
     }
-    m = kcache__record_match(h + KCACHE__ENTRY_FIXED, rlen, k, policy);
     if (m == KCACHE__MATCH_STAMP) { out->status = KCACHE_MISS; out->reason = KCACHE_REASON_STAMP; goto bad; }
     if (m != KCACHE__MATCH) goto bad; /* same digest, other key: never hand out its payload */
     sum = kcache_hash(h + hlen, (size_t)plen);
@@ -4145,13 +4456,176 @@ static int kcache__unit_in_memory(const kcache *kc, const kcache_key *k) {
     return 0;
 }
 
+/* ---- explaining a lookup ---- */
+
+typedef struct kcache__sb { char *p; size_t cap, len; } kcache__sb; /* snprintf-style appender */
+static void kcache__sb_add(kcache__sb *b, const char *fmt, ...) {
+    va_list ap;
+    int n;
+    va_start(ap, fmt);
+    n = vsnprintf(b->len < b->cap ? b->p + b->len : NULL, b->len < b->cap ? b->cap - b->len : 0, fmt, ap);
+    va_end(ap);
+    if (n > 0) b->len += (size_t)n;
+}
+
+static void kcache__sb_time(kcache__sb *b, int64_t ns) {
+    time_t t = (time_t)(ns / 1000000000);
+    struct tm tmv;
+    char when[32];
+    localtime_r(&t, &tmv);
+    strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S", &tmv);
+    kcache__sb_add(b, "%s", when);
+}
+
+/* Names every field that differs between a stored key and the key now, with both previews. */
+static void kcache__sb_diff(kcache__sb *b, const kcache_key *stored, const kcache_key *now) {
+    const kcache_key_field *a = kcache__key_fields(stored), *c = kcache__key_fields(now);
+    uint32_t i = 0, j = 0;
+    const char *sep = "";
+    while (i < stored->count || j < now->count) {
+        int cmp = i >= stored->count ? 1 : j >= now->count ? -1 : strcmp(a[i].name, c[j].name);
+        if (cmp < 0) { kcache__sb_add(b, "%s%s: \"%s\" (stored) vs absent (now)", sep, a[i].name, a[i].preview); i++; }
+        else if (cmp > 0) { kcache__sb_add(b, "%s%s: absent (stored) vs \"%s\" (now)", sep, c[j].name, c[j].preview); j++; }
+        else {
+            if (a[i].digest.lo != c[j].digest.lo || a[i].digest.hi != c[j].digest.hi || a[i].type != c[j].type) {
+                if (strcmp(a[i].preview, c[j].preview) != 0)
+                    kcache__sb_add(b, "%s%s: \"%s\" (stored) vs \"%s\" (now)", sep, a[i].name, a[i].preview, c[j].preview);
+                else {
+                    char x[33], y[33];
+                    kcache_hash_hex(a[i].digest, x);
+                    kcache_hash_hex(c[j].digest, y);
+                    kcache__sb_add(b, "%s%s: same first bytes, xxh128 %s (stored) vs %s (now)", sep, a[i].name, x, y);
+                }
+            } else {
+                i++; j++;
+                continue;
+            }
+            i++; j++;
+        }
+        sep = "; ";
+    }
+}
+
+static void kcache__sb_stamps(kcache__sb *b, const kcache_key *stored, const kcache_key *now, int policy) {
+    const kcache_key_field *a = kcache__key_fields(stored), *c = kcache__key_fields(now);
+    uint32_t i;
+    const char *sep = "";
+    for (i = 0; i < now->count && i < stored->count; i++) {
+        int d;
+        if (c[i].type != KCACHE_FIELD_FILE) continue;
+        d = kcache__stamp_diff(&a[i], &c[i]);
+        if (!kcache__stamp_stale(d, policy)) continue;
+        kcache__sb_add(b, "%sfile %s (%s):%s%s%s differ", sep, c[i].name, c[i].preview, (d & KCACHE__STAMP_MTIME) ? " mtime" : "",
+                       (d & KCACHE__STAMP_SIZE) ? " size" : "", (d & KCACHE__STAMP_CONTENT) ? " content" : "");
+        sep = "; ";
+    }
+}
+
+/* How many of k's fields a stored overload (its record) has equal; -1 when the record is bad. */
+static int kcache__equal_fields(const unsigned char *rec, size_t len, const kcache_key *k, kcache_key *out) {
+    const kcache_key_field *f = kcache__key_fields(k), *g;
+    uint32_t i;
+    int eq = 0, found;
+    if (kcache__record_parse(rec, len, out) != KCACHE_OK) { kcache_key_free(out); return -1; }
+    g = kcache__key_fields(out);
+    for (i = 0; i < k->count; i++) {
+        uint32_t at = kcache__key_find(out, f[i].name, &found);
+        if (found && g[at].type == f[i].type && g[at].digest.lo == f[i].digest.lo && g[at].digest.hi == f[i].digest.hi) eq++;
+    }
+    return eq;
+}
+
+/* Keeps the better of two candidate overloads in *best (moving a key by value needs its heap
+   pointer, never its inline array, to follow: kcache__key_fields reads whichever is set). */
+static void kcache__keep_closest(kcache_key *best, int *best_eq, kcache_key *cand, int eq) {
+    if (eq > *best_eq) {
+        if (*best_eq >= 0) kcache_key_free(best);
+        *best = *cand;
+        *best_eq = eq;
+    } else {
+        kcache_key_free(cand);
+    }
+}
+
+/* Why a key whose entry is not in the store misses, from its unit's index (no lock); with b, says
+   so in words. */
+static kcache_reason kcache__ix_classify(kcache *kc, const kcache_key *k, int64_t *when, kcache__sb *b) {
+    kcache__store *st = kc->store;
+    kcache__ix ix;
+    kcache_reason reason = KCACHE_REASON_COLD;
+    kcache_status r = kcache__ix_read(st, k->unit, &ix);
+    int at = -1;
+    *when = 0;
+    if (r == KCACHE_OK) at = kcache__ix_find(&ix, KCACHE__IX_GONE, k->digest);
+    if (at >= 0) {
+        const kcache__ix_item *it = &ix.items[KCACHE__IX_GONE][at];
+        reason = (kcache_reason)(it->reason < KCACHE_REASON_COUNT ? it->reason : KCACHE_REASON_COLD);
+        *when = it->when;
+        if (reason == KCACHE_REASON_EVICTED && !*when) kcache__store_evicted_when(st, k->digest, when);
+    } else if ((r == KCACHE_OK && kcache__ix_find(&ix, KCACHE__IX_LIVE, k->digest) >= 0) ||
+               kcache__store_evicted_when(st, k->digest, when)) {
+        reason = KCACHE_REASON_EVICTED; /* listed, but its entry is gone: only eviction does that */
+        if (!*when) kcache__store_evicted_when(st, k->digest, when);
+    } else if (r == KCACHE_OK && ix.n[KCACHE__IX_LIVE] > 0) {
+        reason = KCACHE_REASON_FIELD;
+    }
+    if (b) {
+        kcache__sb_add(b, "miss: %s", kcache__reason_text[reason]);
+        switch (reason) {
+        case KCACHE_REASON_EVICTED:
+            kcache__sb_add(b, ": removed from %s ", kc->dir);
+            if (*when) { kcache__sb_add(b, "at "); kcache__sb_time(b, *when); }
+            else kcache__sb_add(b, "before the eviction log's memory");
+            kcache__sb_add(b, " (store limit %llu bytes)", (unsigned long long)st->limit);
+            break;
+        case KCACHE_REASON_REJECTED:
+            kcache__sb_add(b, ": the entry of unit \"%s\" was removed at ", k->unit);
+            kcache__sb_time(b, *when);
+            break;
+        case KCACHE_REASON_STAMP: {
+            kcache_key stored;
+            kcache__sb_add(b, " (entry removed at ");
+            kcache__sb_time(b, *when);
+            kcache__sb_add(b, ")");
+            if (kcache__record_parse(ix.items[KCACHE__IX_GONE][at].rec, ix.items[KCACHE__IX_GONE][at].rec_len, &stored) == KCACHE_OK) {
+                kcache__sb_add(b, ": ");
+                kcache__sb_stamps(b, &stored, k, kc->cfg.stamp);
+            }
+            kcache_key_free(&stored);
+            break;
+        }
+        case KCACHE_REASON_FIELD: {
+            kcache_key best, cand;
+            int best_eq = -1;
+            uint32_t i;
+            for (i = 0; i < ix.n[KCACHE__IX_LIVE]; i++) {
+                int eq = kcache__equal_fields(ix.items[KCACHE__IX_LIVE][i].rec, ix.items[KCACHE__IX_LIVE][i].rec_len, k, &cand);
+                if (eq >= 0) kcache__keep_closest(&best, &best_eq, &cand, eq);
+            }
+            kcache__sb_add(b, ": closest of %u stored overload(s) of unit \"%s\": ", ix.n[KCACHE__IX_LIVE], k->unit);
+            if (best_eq >= 0) { kcache__sb_diff(b, &best, k); kcache_key_free(&best); }
+            break;
+        }
+        default:
+            b->len = 0; /* cold reads "miss: cold: unit ... never stored", as in memory-only mode */
+            if (b->cap) b->p[0] = 0;
+            kcache__sb_add(b, "miss: cold: unit \"%s\" %s in %s", k->unit,
+                           r == KCACHE_ECORRUPT ? "has a damaged index (the next put rebuilds it): nothing known" : "never stored",
+                           kc->dir);
+            if (r == KCACHE_OK && ix.n[KCACHE__IX_GONE]) kcache__sb_add(b, " (%u overload(s) left it)", ix.n[KCACHE__IX_GONE]);
+            break;
+        }
+    }
+    if (r == KCACHE_OK) kcache__ix_free(&ix);
+    return reason;
+}
+
 /* The reason for a miss that found nothing under the key's digest. */
 static kcache_reason kcache__absent_reason(kcache *kc, const kcache_key *k, int64_t *when) {
     kcache_reason r = KCACHE_REASON_COLD;
-    *when = 0;
+    if (kc->store) return kcache__ix_classify(kc, k, when, NULL);
     kcache__mutex_lock(&kc->lock);
     if ((*when = kcache__tomb_find(kc, k->digest)) != 0) r = KCACHE_REASON_EVICTED;
-    else if (kc->store && kcache__store_evicted_when(kc->store, k->digest, when)) r = KCACHE_REASON_EVICTED;
     else if (kcache__unit_in_memory(kc, k)) r = KCACHE_REASON_FIELD;
     kcache__mutex_unlock(&kc->lock);
     return r;
@@ -4220,7 +4694,7 @@ KCACHE_API kcache_status kcache_get(kcache *kc, const kcache_key *k, const void 
         if (kc->store) {
             kcache__store_ev ev;
             memset(&ev, 0, sizeof ev);
-            kcache__store_remove(kc->store, k->digest, &ev);
+            kcache__store_remove(kc->store, k, KCACHE_REASON_STAMP, NULL, 0, kc->cfg.stamp, &ev);
         }
     }
     if (kc->store && reason == KCACHE_REASON_COUNT) {
@@ -4259,17 +4733,19 @@ KCACHE_API kcache_status kcache_get(kcache *kc, const kcache_key *k, const void 
             memset(&ev, 0, sizeof ev);
             reason = rd.reason;
             if (rd.reason == KCACHE_REASON_REJECTED || rd.reason == KCACHE_REASON_STAMP) {
-                kcache__store_remove(kc->store, k->digest, &ev);
+                kcache__store_remove(kc->store, k, rd.reason, rd.rec, rd.rec_len, kc->cfg.stamp, &ev);
                 if (rd.reason == KCACHE_REASON_REJECTED) KCACHE__DEBUG(kc, "reject %s: the stored entry is corrupt; removed", k->unit);
             } else {
                 kcache__mutex_lock(&kc->lock);
                 kc->stats.store_errors++;
                 kcache__mutex_unlock(&kc->lock);
             }
+            KCACHE_FREE(rd.rec);
         }
     }
     if (reason == KCACHE_REASON_COUNT) reason = kcache__absent_reason(kc, k, &when);
     kcache__count_miss(kc, k, reason);
+    if (kc->cfg.trace && kc->store) kcache__store_trace_miss(kc->store, k, reason);
     return KCACHE_MISS;
 }
 
@@ -4336,7 +4812,7 @@ KCACHE_API kcache_status kcache_remove(kcache *kc, const kcache_key *k) {
     if (kc->store) {
         kcache__store_ev ev;
         memset(&ev, 0, sizeof ev);
-        if (kcache__store_remove(kc->store, k->digest, &ev) == KCACHE_OK) s = KCACHE_OK;
+        if (kcache__store_remove(kc->store, k, KCACHE_REASON_COUNT, NULL, 0, kc->cfg.stamp, &ev) == KCACHE_OK) s = KCACHE_OK;
     }
     kcache__mutex_lock(&kc->lock);
     n = kcache__lru_find(&kc->lru, k->digest);
@@ -4391,71 +4867,6 @@ KCACHE_API kcache_status kcache_verify(kcache *kc, int fix) {
     }
     kcache__store_unlock(kc->store);
     return s;
-}
-
-/* ---- explaining a lookup ---- */
-
-typedef struct kcache__sb { char *p; size_t cap, len; } kcache__sb; /* snprintf-style appender */
-static void kcache__sb_add(kcache__sb *b, const char *fmt, ...) {
-    va_list ap;
-    int n;
-    va_start(ap, fmt);
-    n = vsnprintf(b->len < b->cap ? b->p + b->len : NULL, b->len < b->cap ? b->cap - b->len : 0, fmt, ap);
-    va_end(ap);
-    if (n > 0) b->len += (size_t)n;
-}
-
-static void kcache__sb_time(kcache__sb *b, int64_t ns) {
-    time_t t = (time_t)(ns / 1000000000);
-    struct tm tmv;
-    char when[32];
-    localtime_r(&t, &tmv);
-    strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S", &tmv);
-    kcache__sb_add(b, "%s", when);
-}
-
-/* Names every field that differs between a stored key and the key now, with both previews. */
-static void kcache__sb_diff(kcache__sb *b, const kcache_key *stored, const kcache_key *now) {
-    const kcache_key_field *a = kcache__key_fields(stored), *c = kcache__key_fields(now);
-    uint32_t i = 0, j = 0;
-    const char *sep = "";
-    while (i < stored->count || j < now->count) {
-        int cmp = i >= stored->count ? 1 : j >= now->count ? -1 : strcmp(a[i].name, c[j].name);
-        if (cmp < 0) { kcache__sb_add(b, "%s%s: \"%s\" (stored) vs absent (now)", sep, a[i].name, a[i].preview); i++; }
-        else if (cmp > 0) { kcache__sb_add(b, "%s%s: absent (stored) vs \"%s\" (now)", sep, c[j].name, c[j].preview); j++; }
-        else {
-            if (a[i].digest.lo != c[j].digest.lo || a[i].digest.hi != c[j].digest.hi || a[i].type != c[j].type) {
-                if (strcmp(a[i].preview, c[j].preview) != 0)
-                    kcache__sb_add(b, "%s%s: \"%s\" (stored) vs \"%s\" (now)", sep, a[i].name, a[i].preview, c[j].preview);
-                else {
-                    char x[33], y[33];
-                    kcache_hash_hex(a[i].digest, x);
-                    kcache_hash_hex(c[j].digest, y);
-                    kcache__sb_add(b, "%s%s: same first bytes, xxh128 %s (stored) vs %s (now)", sep, a[i].name, x, y);
-                }
-            } else {
-                i++; j++;
-                continue;
-            }
-            i++; j++;
-        }
-        sep = "; ";
-    }
-}
-
-static void kcache__sb_stamps(kcache__sb *b, const kcache_key *stored, const kcache_key *now, int policy) {
-    const kcache_key_field *a = kcache__key_fields(stored), *c = kcache__key_fields(now);
-    uint32_t i;
-    const char *sep = "";
-    for (i = 0; i < now->count && i < stored->count; i++) {
-        int d;
-        if (c[i].type != KCACHE_FIELD_FILE) continue;
-        d = kcache__stamp_diff(&a[i], &c[i]);
-        if (!kcache__stamp_stale(d, policy)) continue;
-        kcache__sb_add(b, "%sfile %s (%s):%s%s%s differ", sep, c[i].name, c[i].preview, (d & KCACHE__STAMP_MTIME) ? " mtime" : "",
-                       (d & KCACHE__STAMP_SIZE) ? " size" : "", (d & KCACHE__STAMP_CONTENT) ? " content" : "");
-        sep = "; ";
-    }
 }
 
 /* The stored overload of the key's unit (in memory) with the most fields equal to the key's. */
@@ -4546,9 +4957,9 @@ KCACHE_API size_t kcache_explain(kcache *kc, const kcache_key *k, char *buf, siz
                            kcache_strerror(rd.status));
         }
         if (rd.status != KCACHE_ENOENT && b.len == 0) kcache__sb_add(&b, "miss: %s", kcache__reason_text[rd.reason]);
-        if (rd.rec && rd.reason == KCACHE_REASON_STAMP) { /* parse failed above: say so plainly */ }
         KCACHE_FREE(rd.rec);
-        if (b.len) return b.len;
+        if (rd.status == KCACHE_ENOENT) kcache__ix_classify(kc, k, &when, &b);
+        return b.len;
     }
     kcache__mutex_lock(&kc->lock);
     if ((when = kcache__tomb_find(kc, k->digest)) != 0) {
@@ -4556,10 +4967,6 @@ KCACHE_API size_t kcache_explain(kcache *kc, const kcache_key *k, char *buf, siz
         kcache__sb_time(&b, when);
         kcache__sb_add(&b, " (memory limit %u entries / %llu bytes; %s)", kc->cfg.mem_entries, (unsigned long long)kc->cfg.mem_size,
                        kc->store_why);
-    } else if (kc->store && kcache__store_evicted_when(kc->store, k->digest, &when)) {
-        kcache__sb_add(&b, "miss: %s: removed from %s at ", kcache__reason_text[KCACHE_REASON_EVICTED], kc->dir);
-        kcache__sb_time(&b, when);
-        kcache__sb_add(&b, " (store limit %llu bytes)", (unsigned long long)kc->cfg.max_size);
     } else if (kcache__closest_in_memory(kc, k, &stored, &overloads)) {
         kcache__sb_add(&b, "miss: %s: closest of %u stored overload(s) of unit \"%s\": ", kcache__reason_text[KCACHE_REASON_FIELD],
                        overloads, k->unit);
