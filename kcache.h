@@ -3007,7 +3007,7 @@ typedef struct kcache__store {
     dev_t cf_dev;
     ino_t cf_ino;
     uint64_t limit;
-    int fsync, no_openat2;
+    int fsync, no_openat2, debug;
     uint32_t lock_timeout_ms;
     uint64_t rng;              /* eviction sampling; only used under mutex */
     uint64_t temp_seq;
@@ -3017,6 +3017,7 @@ typedef struct kcache__store {
 /* What a store operation did, for the stats and the debug log. */
 typedef struct kcache__store_ev {
     uint64_t evicted, evicted_bytes, rebuilt;
+    char units[200];          /* with debugging on: the units evicted, comma-separated, cut to fit */
 } kcache__store_ev;
 
 static uint64_t kcache__le64(uint64_t v) {
@@ -3257,12 +3258,28 @@ static void kcache__store_touch(kcache__store *st, kcache_hash128 d, int64_t now
     if (s && (int64_t)kcache__sl_get(s, KCACHE__SL_USE) < now - 1000000000) kcache__sl_set(s, KCACHE__SL_USE, (uint64_t)now);
 }
 
+/* Appends the unit an entry belongs to (from its key record) to a comma-separated list. */
+static void kcache__entry_unit(kcache__store *st, const char *rel, char *list, size_t cap) {
+    unsigned char h[KCACHE__ENTRY_FIXED + 2 + KCACHE_UNIT_MAX];
+    size_t have = strlen(list), ulen;
+    ssize_t n;
+    int fd = kcache__open_in(st, rel, O_RDONLY, 0);
+    if (fd < 0) return;
+    n = pread(fd, h, sizeof h, 0);
+    close(fd);
+    if (n < KCACHE__ENTRY_FIXED + 2 || memcmp(h, "KCENTRY", 8) != 0) return;
+    ulen = kcache__get_u16(h + KCACHE__ENTRY_FIXED);
+    if (ulen >= KCACHE_UNIT_MAX || (size_t)n < KCACHE__ENTRY_FIXED + 2 + ulen) return;
+    if (have + ulen + 3 < cap) snprintf(list + have, cap - have, "%s%.*s", have ? ", " : "", (int)ulen, (const char *)h + KCACHE__ENTRY_FIXED + 2);
+}
+
 /* Removes the entry a slot describes (lock held) and logs it as an eviction when it is one. */
 static void kcache__store_drop(kcache__store *st, uint64_t *s, int evicted, kcache__store_ev *ev) {
     char rel[48];
     kcache_hash128 d = kcache__slot_digest(s);
     uint64_t size = kcache__sl_get(s, KCACHE__SL_SIZE);
     kcache__entry_name(d, rel);
+    if (evicted && ev && st->debug) kcache__entry_unit(st, rel, ev->units, sizeof ev->units);
     kcache__unlink_entry(st, rel);
     kcache__cf_set(st, 24, kcache__cf_get(st, 24) - (size <= kcache__cf_get(st, 24) ? size : kcache__cf_get(st, 24)));
     kcache__cf_set(st, 32, kcache__cf_get(st, 32) ? kcache__cf_get(st, 32) - 1 : 0);
@@ -4049,6 +4066,7 @@ static kcache_status kcache__store_open(kcache__store **out, const char *dir, co
     strcpy(st->dir, dir);
     st->limit = cfg->max_size;
     st->fsync = cfg->fsync;
+    st->debug = cfg->debug;
     st->lock_timeout_ms = cfg->lock_timeout_ms;
     st->rng = (uint64_t)kcache__now_ns() ^ ((uint64_t)kcache__pid() << 32) ^ (uint64_t)(size_t)st;
     if (!st->rng) st->rng = 1;
@@ -4374,8 +4392,8 @@ static void kcache__store_stats(kcache *kc, const kcache__store_ev *ev, kcache_s
     kc->stats.evictions += ev->evicted;
     if (s != KCACHE_OK && s != KCACHE_MISS && s != KCACHE_ETOOBIG) kc->stats.store_errors++;
     kcache__mutex_unlock(&kc->lock);
-    if (ev->evicted) KCACHE__DEBUG(kc, "evict %llu entries (%llu bytes) to stay under the limit",
-                                   (unsigned long long)ev->evicted, (unsigned long long)ev->evicted_bytes);
+    if (ev->evicted) KCACHE__DEBUG(kc, "evict %llu entries (%llu bytes) to stay under the limit: %s",
+                                   (unsigned long long)ev->evicted, (unsigned long long)ev->evicted_bytes, ev->units);
     if (ev->rebuilt) KCACHE__DEBUG(kc, "store accounting rebuilt from a scan of %s", kc->dir);
 }
 
