@@ -13,7 +13,7 @@ SAN     := -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-om
 TSAN    := -O1 -g -fsanitize=thread
 
 # one test program per layer; each runs plain, under ASan+UBSan, and (threads) under TSan
-CTESTS  := test_hash test_host test_key test_lru test_threads test_store
+CTESTS  := test_hash test_host test_key test_lru test_threads test_store test_flight
 TOOLS   := $(B)/kcache-inspect
 EXAMPLES:= $(B)/demo_cc
 
@@ -28,7 +28,7 @@ tools: $(TOOLS)
 examples: $(EXAMPLES)
 
 $(B)/kcache-inspect: tools/kcache-inspect.c kcache.h | $(B)
-	$(CC) $(STD) $(CFLAGS) $(WARN) -I. -o $@ $< $(LDLIBS) -lm
+	$(CC) $(STD) $(CFLAGS) $(WARN) -I. -o $@ $< $(LDLIBS)
 
 $(B)/demo_cc: examples/demo_cc.c kcache.h | $(B)
 	$(CC) $(STD) $(CFLAGS) $(WARN) -I. -o $@ $< $(LDLIBS) -ldl
@@ -41,7 +41,8 @@ $(B)/asan/test_%: tests/test_%.c kcache.h tests/kt.h | $(B)/asan
 $(B)/tsan/test_%: tests/test_%.c kcache.h tests/kt.h | $(B)/tsan
 	clang $(STD) $(TSAN) $(WARN) -I. -o $@ $< $(LDLIBS)
 
-TEST_BINS := $(addprefix $(B)/,$(CTESTS)) $(addprefix $(B)/asan/,$(CTESTS)) $(B)/tsan/test_threads
+TSAN_TESTS := test_threads test_flight
+TEST_BINS := $(addprefix $(B)/,$(CTESTS)) $(addprefix $(B)/asan/,$(CTESTS)) $(addprefix $(B)/tsan/,$(TSAN_TESTS))
 
 check-deps:
 	@bash scripts/deps.sh
@@ -53,7 +54,7 @@ test: check-deps
 	  compile=tests/compile_check.sh \
 	  $(foreach t,$(CTESTS),$(t)=$(B)/$(t)) \
 	  $(foreach t,$(CTESTS),asan/$(t)=$(B)/asan/$(t)) \
-	  tsan/test_threads=$(B)/tsan/test_threads \
+	  $(foreach t,$(TSAN_TESTS),tsan/$(t)=$(B)/tsan/$(t)) \
 	  valgrind/test_key="valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite $(B)/test_key" \
 	  valgrind/test_lru="valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite $(B)/test_lru" \
 	  inspect="tests/test_inspect.sh $(B)/kcache-inspect" \
@@ -70,7 +71,7 @@ $(B)/bench_hash: bench/bench_hash.c $(B)/ref_sse2.o $(B)/ref_avx2.o kcache.h
 $(B)/bench_%: bench/bench_%.c kcache.h | $(B)
 	$(CC) $(STD) $(BENCH_CFLAGS) -I. -o $@ $< $(LDLIBS)
 
-BENCHES := bench_hash bench_cache
+BENCHES := bench_hash bench_cache bench_flight
 bench: check-deps $(addprefix $(B)/,$(BENCHES))
 	@for b in $(BENCHES); do echo "== $$b"; $(B)/$$b || exit 1; done
 

@@ -447,7 +447,13 @@ static void kcache__mutex_lock(kcache__mutex *m) { pthread_mutex_lock(m); }
 static void kcache__mutex_unlock(kcache__mutex *m) { pthread_mutex_unlock(m); }
 static void kcache__cond_init(kcache__cond *c) { pthread_cond_init(c, NULL); }
 static void kcache__cond_destroy(kcache__cond *c) { pthread_cond_destroy(c); }
-static void kcache__cond_wait(kcache__cond *c, kcache__mutex *m) { pthread_cond_wait(c, m); }
+/* Waits until signalled or the wall-clock deadline (ns since 1970); 0 when the deadline passed. */
+static int kcache__cond_wait_until(kcache__cond *c, kcache__mutex *m, int64_t deadline_ns) {
+    struct timespec ts;
+    ts.tv_sec = (time_t)(deadline_ns / 1000000000);
+    ts.tv_nsec = (long)(deadline_ns % 1000000000);
+    return pthread_cond_timedwait(c, m, &ts) != ETIMEDOUT;
+}
 static void kcache__cond_broadcast(kcache__cond *c) { pthread_cond_broadcast(c); }
 
 /* Wall-clock nanoseconds since 1970: use records and tombstones are compared across processes. */
@@ -3010,6 +3016,7 @@ typedef struct kcache__store {
     int fsync, no_openat2, debug;
     uint32_t lock_timeout_ms;
     uint64_t rng;              /* eviction sampling; only used under mutex */
+    uint32_t pid;              /* the process lockfd belongs to (see kcache__store_own_lock) */
     uint64_t temp_seq;
     kcache__mutex mutex;       /* fcntl-style locks do not exclude threads of one process */
 } kcache__store;
@@ -3110,10 +3117,25 @@ static int kcache__flock(int fd, short type, off_t at, int wait) {
     return fcntl(fd, wait ? F_SETLKW : F_SETLK, &fl);
 }
 
+/* Open-file-description locks are shared by a process forked after kcache_open: the child opens
+   "lock" again so that its locks and build claims exclude its parent and siblings (mutex held). */
+static void kcache__store_own_lock(kcache__store *st) {
+    uint32_t pid = kcache__pid();
+    int fd;
+    if (pid == st->pid) return;
+    fd = kcache__open_in(st, "lock", O_RDWR, 0);
+    if (fd >= 0) {
+        close(st->lockfd);
+        st->lockfd = fd;
+    }
+    st->pid = pid;
+}
+
 static kcache_status kcache__store_lock(kcache__store *st) {
     int64_t deadline = kcache__mono_ns() + (int64_t)st->lock_timeout_ms * 1000000;
     unsigned pause_us = 20; /* holders keep it for tens of microseconds: start short, back off */
     kcache__mutex_lock(&st->mutex);
+    kcache__store_own_lock(st);
     while (kcache__flock(st->lockfd, F_WRLCK, 0, 0) != 0) {
         if ((errno != EAGAIN && errno != EACCES && errno != EINTR) || kcache__mono_ns() > deadline) {
             kcache__mutex_unlock(&st->mutex);
@@ -3512,21 +3534,25 @@ static kcache_status kcache__write_all(int fd, const void *a, size_t an, const v
 }
 
 /* ---- >>index  per-unit index files: a unit's overloads, what left it and why, traced misses ----
-   i/XX/<xxh128 of the unit>.kci, replaced whole (temp + rename) under the store lock, read without
-   it. Hits never read an index: an entry is found by its digest. The index answers the questions
-   a miss raises: was the unit ever stored, which overload is closest and which field differs,
-   was this one evicted, rejected or invalidated by a dependency, and (KCACHE_TRACE) which keys
-   missed lately. Evictions are not written here (the evicting process does not know the unit);
-   a put notices an overload whose entry is gone and moves it to the gone list then.
-       0  "KCINDEX\0"   8 u16 version, u16 0, u32 live count   16 u32 gone count, u32 missed count
-      24  u16 unit length, unit
-          items, live then gone then missed: digest lo, hi, i64 when, u64 payload size,
-          u32 reason, u32 pid, u32 record length, key record
-          u64 checksum: XXH3-128 lo of everything before it                                       */
-#define KCACHE__IX_VERSION 1
-#define KCACHE__IX_KEEP 32              /* gone and missed items kept per unit, newest last */
+   i/XX/<xxh128 of the unit>.kci, an append-only log written under the store lock and read without
+   it. Hits never read an index: an entry is found by its digest. The index answers the questions a
+   miss raises: was the unit ever stored, which overload is closest and which field differs, was
+   this one evicted, rejected or invalidated by a dependency, and (KCACHE_TRACE) which keys missed
+   lately. A put appends one record, so its cost does not grow with the unit's overloads; when the
+   log has grown to twice its size after the last rewrite, it is rewritten (temp + rename) with only
+   what is current. Evictions are not logged (the evicting process does not know the unit): an
+   overload listed live whose entry is gone was evicted, and the rewrite moves it to the gone list.
+       0  "KCINDEX\0"   8 u16 version, u16 0, u32 0   16 u64 length after the last rewrite
+      24  u16 unit length, unit, u64 checksum (XXH3-128 lo of the header before it)
+          records: u32 L, body (L bytes), u64 checksum of the body, u32 L again
+          body: u8 kind (1 live, 2 gone, 3 missed, 4 forgotten), 3 x u8 0, digest lo, hi, i64 when,
+                u64 payload size, u32 reason, u32 pid, u32 record length, key record
+   A record cut short by a crash fails its checksum: a reader stops there, and the next writer
+   rewrites the log instead of appending after it.                                               */
+#define KCACHE__IX_VERSION 2
+#define KCACHE__IX_KEEP 32                /* gone and missed items kept per unit, newest last */
 #define KCACHE__IX_MAX ((size_t)64 << 20) /* an index larger than this is damage */
-enum { KCACHE__IX_LIVE, KCACHE__IX_GONE, KCACHE__IX_MISSED, KCACHE__IX_LISTS };
+enum { KCACHE__IX_LIVE, KCACHE__IX_GONE, KCACHE__IX_MISSED, KCACHE__IX_LISTS, KCACHE__IX_FORGET = 3 };
 
 typedef struct kcache__ix_item {
     kcache_hash128 digest;
@@ -3540,6 +3566,7 @@ typedef struct kcache__ix_item {
 
 typedef struct kcache__ix {
     unsigned char *file;        /* the index as read (items point into it) */
+    size_t file_len, compacted_len, records;
     kcache__ix_item *items[KCACHE__IX_LISTS];
     uint32_t n[KCACHE__IX_LISTS], cap[KCACHE__IX_LISTS];
 } kcache__ix;
@@ -3583,21 +3610,70 @@ static int kcache__ix_find(const kcache__ix *ix, int list, kcache_hash128 d) {
     return -1;
 }
 
-/* Reads a unit's index without the lock. KCACHE_ENOENT when the unit has none, KCACHE_ECORRUPT
-   for anything that fails validation (the next put starts it afresh). */
+/* Encodes one record (kind, item) into w. */
+static void kcache__ix_encode(kcache__wbuf *w, int kind, const kcache__ix_item *it) {
+    uint32_t body = 48 + it->rec_len;
+    unsigned char *at = kcache__w_take(w, 4), *start;
+    if (at) kcache__put_u32(at, body);
+    start = w->p + w->len;
+    kcache__w_u8(w, (unsigned)kind + 1);
+    kcache__w_u8(w, 0); kcache__w_u8(w, 0); kcache__w_u8(w, 0);
+    kcache__w_u64(w, it->digest.lo);
+    kcache__w_u64(w, it->digest.hi);
+    kcache__w_u64(w, (uint64_t)it->when);
+    kcache__w_u64(w, it->size);
+    if ((at = kcache__w_take(w, 12)) != NULL) {
+        kcache__put_u32(at, it->reason);
+        kcache__put_u32(at + 4, it->pid);
+        kcache__put_u32(at + 8, it->rec_len);
+    }
+    kcache__w_mem(w, it->rec, it->rec_len);
+    if (!w->overflow) kcache__w_u64(w, kcache_hash(start, body).lo);
+    if ((at = kcache__w_take(w, 4)) != NULL) kcache__put_u32(at, body);
+}
+static size_t kcache__ix_header_len(const char *unit) { return 26 + strlen(unit) + 8; }
+
+/* Decodes the record at r's position: its kind (0..3), or -1 at the end or at a torn record. */
+static int kcache__ix_decode(kcache__rbuf *r, kcache__ix_item *it) {
+    const unsigned char *b, *q;
+    uint32_t body;
+    if (r->len - r->pos < 4) return -1;
+    body = kcache__get_u32(r->p + r->pos);
+    if (body < 48 || body > r->len - r->pos - 4 || r->len - r->pos - 4 - body < 12) return -1;
+    b = r->p + r->pos + 4;
+    if (kcache__get_u64(b + body) != kcache_hash(b, body).lo || kcache__get_u32(b + body + 8) != body || b[0] < 1 || b[0] > 4)
+        return -1;
+    it->digest.lo = kcache__get_u64(b + 4);
+    it->digest.hi = kcache__get_u64(b + 12);
+    it->when = (int64_t)kcache__get_u64(b + 20);
+    it->size = kcache__get_u64(b + 28);
+    q = b + 36;
+    it->reason = kcache__get_u32(q);
+    it->pid = kcache__get_u32(q + 4);
+    it->rec_len = kcache__get_u32(q + 8);
+    if (it->rec_len != body - 48) return -1;
+    it->rec = b + 48;
+    r->pos += 4 + body + 12;
+    return b[0] - 1;
+}
+
+/* Reads a unit's index without the lock and replays its log: the latest live/gone/forgotten
+   record of each digest wins (a hash of digests keeps the replay linear). KCACHE_ENOENT when the
+   unit has none, KCACHE_ECORRUPT for a header that fails validation. */
 static kcache_status kcache__ix_read(kcache__store *st, const char *unit, kcache__ix *ix) {
     char rel[48];
     struct stat sb;
     kcache__rbuf r;
-    size_t have = 0, ulen = strlen(unit);
-    uint32_t counts[KCACHE__IX_LISTS];
-    const unsigned char *u;
-    int fd, l;
+    size_t have = 0, ulen = strlen(unit), hlen = kcache__ix_header_len(unit), cap, i, nrec = 0;
+    kcache__ix_item *recs = NULL;
+    unsigned char *kinds = NULL;
+    uint32_t *table = NULL;
+    int fd;
     memset(ix, 0, sizeof *ix);
     kcache__ix_name(unit, rel);
-    fd = kcache__open_in(st, rel, O_RDONLY, 0);
+    fd = kcache__open_in(st, rel, O_RDONLY | O_NONBLOCK, 0);
     if (fd < 0) return errno == ENOENT ? KCACHE_ENOENT : KCACHE_ECORRUPT;
-    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode) || sb.st_size < 34 || (uint64_t)sb.st_size > KCACHE__IX_MAX ||
+    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode) || (size_t)sb.st_size < hlen || (uint64_t)sb.st_size > KCACHE__IX_MAX ||
         !(ix->file = (unsigned char *)KCACHE_MALLOC((size_t)sb.st_size))) {
         close(fd);
         return KCACHE_ECORRUPT;
@@ -3609,78 +3685,98 @@ static kcache_status kcache__ix_read(kcache__store *st, const char *unit, kcache
         have += (size_t)n;
     }
     close(fd);
-    if (have != (size_t)sb.st_size || memcmp(ix->file, "KCINDEX", 8) != 0 || kcache__get_u16(ix->file + 8) != KCACHE__IX_VERSION ||
-        kcache__get_u64(ix->file + have - 8) != kcache_hash(ix->file, have - 8).lo)
+    ix->file_len = have;
+    if (have < hlen || memcmp(ix->file, "KCINDEX", 8) != 0 || kcache__get_u16(ix->file + 8) != KCACHE__IX_VERSION ||
+        kcache__get_u16(ix->file + 24) != ulen || memcmp(ix->file + 26, unit, ulen) != 0 ||
+        kcache__get_u64(ix->file + hlen - 8) != kcache_hash(ix->file, hlen - 8).lo)
         goto bad;
-    r.p = ix->file; r.len = have - 8; r.pos = 12; r.bad = 0;
-    counts[0] = kcache__get_u32(ix->file + 12);
-    counts[1] = kcache__get_u32(ix->file + 16);
-    counts[2] = kcache__get_u32(ix->file + 20);
-    r.pos = 24;
-    if (kcache__r_u16(&r) != ulen || !(u = kcache__r_take(&r, ulen)) || memcmp(u, unit, ulen) != 0) goto bad;
-    for (l = 0; l < KCACHE__IX_LISTS; l++) {
-        uint32_t i;
-        for (i = 0; i < counts[l]; i++) {
-            kcache__ix_item it;
-            it.digest.lo = kcache__r_u64(&r);
-            it.digest.hi = kcache__r_u64(&r);
-            it.when = (int64_t)kcache__r_u64(&r);
-            it.size = kcache__r_u64(&r);
-            {
-                const unsigned char *q = kcache__r_take(&r, 12);
-                if (!q) goto bad;
-                it.reason = kcache__get_u32(q);
-                it.pid = kcache__get_u32(q + 4);
-                it.rec_len = kcache__get_u32(q + 8);
+    ix->compacted_len = (size_t)kcache__get_u64(ix->file + 16);
+    cap = (have - hlen) / 60 + 1; /* a record is at least 60 bytes */
+    recs = (kcache__ix_item *)KCACHE_MALLOC(sizeof *recs * cap);
+    kinds = (unsigned char *)KCACHE_MALLOC(cap);
+    for (i = 64; i < cap * 2; i <<= 1) {
+    }
+    table = (uint32_t *)KCACHE_MALLOC(sizeof *table * i);
+    if (!recs || !kinds || !table) goto bad;
+    memset(table, 0xff, sizeof *table * i);
+    {
+        size_t mask = i - 1;
+        r.p = ix->file; r.len = have; r.pos = hlen; r.bad = 0;
+        while (nrec < cap) {
+            int kind = kcache__ix_decode(&r, &recs[nrec]);
+            size_t h;
+            if (kind < 0) break;
+            kinds[nrec] = (unsigned char)kind;
+            if (kind != KCACHE__IX_MISSED) { /* the latest state of each digest */
+                for (h = (size_t)recs[nrec].digest.lo & mask; table[h] != 0xffffffffu; h = (h + 1) & mask) {
+                    const kcache__ix_item *o = &recs[table[h]];
+                    if (o->digest.lo == recs[nrec].digest.lo && o->digest.hi == recs[nrec].digest.hi) break;
+                }
+                table[h] = (uint32_t)nrec;
             }
-            if (!(it.rec = kcache__r_take(&r, it.rec_len)) || !kcache__ix_push(ix, l, &it)) goto bad;
+            nrec++;
+        }
+        ix->records = nrec;
+        for (i = 0; i < nrec; i++) {
+            size_t h;
+            if (kinds[i] == KCACHE__IX_MISSED) { kcache__ix_push(ix, KCACHE__IX_MISSED, &recs[i]); continue; }
+            if (kinds[i] == KCACHE__IX_FORGET) continue;
+            for (h = (size_t)recs[i].digest.lo & mask; table[h] != 0xffffffffu; h = (h + 1) & mask) {
+                const kcache__ix_item *o = &recs[table[h]];
+                if (o->digest.lo == recs[i].digest.lo && o->digest.hi == recs[i].digest.hi) break;
+            }
+            if (table[h] == i && !kcache__ix_push(ix, kinds[i], &recs[i])) goto bad;
         }
     }
-    if (r.pos != r.len) goto bad;
+    KCACHE_FREE(recs);
+    KCACHE_FREE(kinds);
+    KCACHE_FREE(table);
     return KCACHE_OK;
 bad:
+    KCACHE_FREE(recs);
+    KCACHE_FREE(kinds);
+    KCACHE_FREE(table);
     kcache__ix_free(ix);
     return KCACHE_ECORRUPT;
 }
 
-/* Writes a unit's index in place of the old one (lock held). */
+/* Lock held: overloads whose entries left the store since they were logged (evicted: the only way
+   out that is not logged) move to the gone list. */
+static void kcache__ix_reconcile(kcache__store *st, kcache__ix *ix) {
+    uint32_t i = 0;
+    while (i < ix->n[KCACHE__IX_LIVE]) {
+        kcache__ix_item it = ix->items[KCACHE__IX_LIVE][i];
+        if (kcache__slot_find(st, it.digest)) { i++; continue; }
+        if (!kcache__store_evicted_when(st, it.digest, &it.when)) it.when = 0;
+        it.reason = KCACHE_REASON_EVICTED;
+        kcache__ix_del(ix, KCACHE__IX_LIVE, i);
+        kcache__ix_push(ix, KCACHE__IX_GONE, &it);
+    }
+}
+
+/* Rewrites a unit's index with only what is current (lock held). */
 static kcache_status kcache__ix_write(kcache__store *st, const char *unit, const kcache__ix *ix) {
     char rel[48], shard[8], tmp[64];
-    size_t len = 26 + strlen(unit) + 8, ulen = strlen(unit);
+    size_t hlen = kcache__ix_header_len(unit), len = hlen, ulen = strlen(unit);
     unsigned char *buf;
     kcache__wbuf w;
     kcache_status s;
     int l, fd, shardfd;
     uint32_t i;
     for (l = 0; l < KCACHE__IX_LISTS; l++)
-        for (i = 0; i < ix->n[l]; i++) len += 44 + ix->items[l][i].rec_len;
+        for (i = 0; i < ix->n[l]; i++) len += 64 + ix->items[l][i].rec_len;
     if (!(buf = (unsigned char *)KCACHE_MALLOC(len))) return KCACHE_ENOMEM;
     w.p = buf; w.len = 0; w.cap = len; w.overflow = 0;
     kcache__w_mem(&w, "KCINDEX", 8);
     kcache__w_u16(&w, KCACHE__IX_VERSION);
     kcache__w_u16(&w, 0);
-    for (l = 0; l < KCACHE__IX_LISTS; l++) {
-        unsigned char *at = kcache__w_take(&w, 4);
-        if (at) kcache__put_u32(at, ix->n[l]);
-    }
+    kcache__w_mem(&w, "\0\0\0\0", 4);
+    kcache__w_u64(&w, len);
     kcache__w_u16(&w, (uint16_t)ulen);
     kcache__w_mem(&w, unit, ulen);
+    kcache__w_u64(&w, kcache_hash(buf, hlen - 8).lo);
     for (l = 0; l < KCACHE__IX_LISTS; l++)
-        for (i = 0; i < ix->n[l]; i++) {
-            const kcache__ix_item *it = &ix->items[l][i];
-            unsigned char *at;
-            kcache__w_u64(&w, it->digest.lo);
-            kcache__w_u64(&w, it->digest.hi);
-            kcache__w_u64(&w, (uint64_t)it->when);
-            kcache__w_u64(&w, it->size);
-            if ((at = kcache__w_take(&w, 12)) != NULL) {
-                kcache__put_u32(at, it->reason);
-                kcache__put_u32(at + 4, it->pid);
-                kcache__put_u32(at + 8, it->rec_len);
-            }
-            kcache__w_mem(&w, it->rec, it->rec_len);
-        }
-    kcache__w_u64(&w, kcache_hash(buf, w.len).lo);
+        for (i = 0; i < ix->n[l]; i++) kcache__ix_encode(&w, l, &ix->items[l][i]);
     if (w.overflow || w.len != len) { KCACHE_FREE(buf); return KCACHE_EIO; }
     kcache__ix_name(unit, rel);
     memcpy(shard, rel, 4);
@@ -3705,31 +3801,80 @@ static kcache_status kcache__ix_write(kcache__store *st, const char *unit, const
     return s;
 }
 
-/* Lock held: overloads whose entries left the store since the index was written (evicted: the
-   only way out that does not update the index) move to the gone list. */
-static void kcache__ix_reconcile(kcache__store *st, kcache__ix *ix) {
-    uint32_t i = 0;
-    while (i < ix->n[KCACHE__IX_LIVE]) {
-        kcache__ix_item it = ix->items[KCACHE__IX_LIVE][i];
-        if (kcache__slot_find(st, it.digest)) { i++; continue; }
-        if (!kcache__store_evicted_when(st, it.digest, &it.when)) it.when = 0;
-        it.reason = KCACHE_REASON_EVICTED;
-        kcache__ix_del(ix, KCACHE__IX_LIVE, i);
-        kcache__ix_push(ix, KCACHE__IX_GONE, &it);
+/* Applies one record to an index in memory (what a reader's replay would do with it). */
+static void kcache__ix_apply(kcache__ix *ix, int kind, const kcache__ix_item *it) {
+    int at;
+    if (kind != KCACHE__IX_MISSED) {
+        while ((at = kcache__ix_find(ix, KCACHE__IX_LIVE, it->digest)) >= 0) kcache__ix_del(ix, KCACHE__IX_LIVE, (uint32_t)at);
+        while ((at = kcache__ix_find(ix, KCACHE__IX_GONE, it->digest)) >= 0) kcache__ix_del(ix, KCACHE__IX_GONE, (uint32_t)at);
+    }
+    if (kind != KCACHE__IX_FORGET) kcache__ix_push(ix, kind, it);
+}
+
+/* Lock held: logs records for k's unit. Appends when the log ends with a sound record and has not
+   doubled since its last rewrite; otherwise (or when there is none) rewrites it with what is
+   current, evicted overloads moved to the gone list. */
+static void kcache__ix_log(kcache__store *st, const char *unit, int n, const int *kinds, const kcache__ix_item *items) {
+    char rel[48];
+    unsigned char tail[16], head[8 + 8 + 8];
+    struct stat sb;
+    size_t hlen = kcache__ix_header_len(unit), len = 0, i;
+    int fd, append = 0;
+    kcache__ix_name(unit, rel);
+    fd = kcache__open_in(st, rel, O_WRONLY | O_APPEND, 0);
+    if (fd >= 0 && fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) && (size_t)sb.st_size >= hlen && (uint64_t)sb.st_size < KCACHE__IX_MAX) {
+        int rfd = kcache__open_in(st, rel, O_RDONLY, 0);
+        if (rfd >= 0) {
+            /* sound when the header is ours and the last record's trailer checks out */
+            if (pread(rfd, head, sizeof head, 0) == (ssize_t)sizeof head && memcmp(head, "KCINDEX", 8) == 0 &&
+                kcache__get_u16(head + 8) == KCACHE__IX_VERSION && (size_t)sb.st_size < 2 * kcache__get_u64(head + 16) + 65536) {
+                if ((size_t)sb.st_size == hlen) append = 1;
+                else if (pread(rfd, tail, 12, sb.st_size - 12) == 12) {
+                    uint32_t body = kcache__get_u32(tail + 8);
+                    if (body >= 48 && (uint64_t)body + 16 + hlen <= (uint64_t)sb.st_size) {
+                        unsigned char *b = (unsigned char *)KCACHE_MALLOC(body);
+                        if (b && pread(rfd, b, body, sb.st_size - 12 - body) == (ssize_t)body &&
+                            kcache_hash(b, body).lo == kcache__get_u64(tail))
+                            append = 1;
+                        KCACHE_FREE(b);
+                    }
+                }
+            }
+            close(rfd);
+        }
+    }
+    if (append) {
+        unsigned char *buf;
+        kcache__wbuf w;
+        for (i = 0; i < (size_t)n; i++) len += 64 + items[i].rec_len;
+        buf = (unsigned char *)KCACHE_MALLOC(len);
+        if (buf) {
+            w.p = buf; w.len = 0; w.cap = len; w.overflow = 0;
+            for (i = 0; i < (size_t)n; i++) kcache__ix_encode(&w, kinds[i], &items[i]);
+            if (w.overflow || kcache__write_all(fd, buf, w.len, NULL, 0) != KCACHE_OK) append = 0;
+            KCACHE_FREE(buf);
+        } else {
+            append = 0;
+        }
+    }
+    if (fd >= 0) close(fd);
+    if (!append) {
+        kcache__ix ix;
+        kcache_status r = kcache__ix_read(st, unit, &ix);
+        if (r != KCACHE_OK) memset(&ix, 0, sizeof ix); /* none, or damaged: start afresh */
+        for (i = 0; i < (size_t)n; i++) kcache__ix_apply(&ix, kinds[i], &items[i]);
+        kcache__ix_reconcile(st, &ix);
+        kcache__ix_write(st, unit, &ix);
+        kcache__ix_free(&ix);
     }
 }
 
-/* Lock held: records a change of one overload of k's unit. list LIVE: k was stored (rec is its
-   record); GONE: it left for reason; MISSED: it missed for reason (KCACHE_TRACE); with list -1 it
-   is simply forgotten (kcache_remove). */
+/* Lock held: records a change of k's overload. list LIVE: k was stored (rec is its record); GONE:
+   it left for reason; MISSED: it missed for reason (KCACHE_TRACE); KCACHE__IX_FORGET: the caller
+   removed it. */
 static void kcache__ix_update(kcache__store *st, const kcache_key *k, const unsigned char *rec, size_t rec_len,
                               uint64_t size, int list, kcache_reason reason) {
-    kcache__ix ix;
     kcache__ix_item it;
-    int at;
-    kcache_status r = kcache__ix_read(st, k->unit, &ix);
-    if (r != KCACHE_OK && r != KCACHE_ENOENT) memset(&ix, 0, sizeof ix); /* damaged: start afresh */
-    kcache__ix_reconcile(st, &ix);
     memset(&it, 0, sizeof it);
     it.digest = k->digest;
     it.when = kcache__now_ns();
@@ -3737,17 +3882,8 @@ static void kcache__ix_update(kcache__store *st, const kcache_key *k, const unsi
     it.reason = (uint32_t)reason;
     it.pid = kcache__pid();
     it.rec = rec;
-    it.rec_len = (uint32_t)rec_len;
-    if (list != KCACHE__IX_MISSED) {
-        if ((at = kcache__ix_find(&ix, KCACHE__IX_LIVE, k->digest)) >= 0) {
-            if (list == KCACHE__IX_GONE && !rec) { it.rec = ix.items[KCACHE__IX_LIVE][at].rec; it.rec_len = ix.items[KCACHE__IX_LIVE][at].rec_len; it.size = ix.items[KCACHE__IX_LIVE][at].size; }
-            kcache__ix_del(&ix, KCACHE__IX_LIVE, (uint32_t)at);
-        }
-        while ((at = kcache__ix_find(&ix, KCACHE__IX_GONE, k->digest)) >= 0) kcache__ix_del(&ix, KCACHE__IX_GONE, (uint32_t)at);
-    }
-    if (list >= 0 && it.rec) kcache__ix_push(&ix, list, &it);
-    kcache__ix_write(st, k->unit, &ix);
-    kcache__ix_free(&ix);
+    it.rec_len = rec ? (uint32_t)rec_len : 0;
+    kcache__ix_log(st, k->unit, 1, &list, &it);
 }
 
 /* Writes an entry: temp file, optional fsync, then under the lock rename into place, account and
@@ -3878,23 +4014,24 @@ static kcache_status kcache__store_remove(kcache__store *st, const kcache_key *k
         }
         if (reason == KCACHE_REASON_STAMP) {
             kcache__ix ix;
-            uint32_t i = 0;
-            if (kcache__ix_read(st, k->unit, &ix) != KCACHE_OK) memset(&ix, 0, sizeof ix);
-            while (i < ix.n[KCACHE__IX_LIVE]) {
-                kcache__ix_item it = ix.items[KCACHE__IX_LIVE][i];
-                uint64_t *slot;
-                if ((it.digest.lo == k->digest.lo && it.digest.hi == k->digest.hi) ||
-                    !kcache__depends_on_stale(it.rec, it.rec_len, k, policy)) { i++; continue; }
-                if ((slot = kcache__slot_find(st, it.digest)) != NULL) kcache__store_drop(st, slot, 0, NULL);
-                it.reason = KCACHE_REASON_STAMP;
-                it.when = kcache__now_ns();
-                kcache__ix_del(&ix, KCACHE__IX_LIVE, i);
-                kcache__ix_push(&ix, KCACHE__IX_GONE, &it);
+            uint32_t i;
+            if (kcache__ix_read(st, k->unit, &ix) == KCACHE_OK) {
+                for (i = 0; i < ix.n[KCACHE__IX_LIVE]; i++) {
+                    kcache__ix_item it = ix.items[KCACHE__IX_LIVE][i];
+                    uint64_t *slot;
+                    int gone = KCACHE__IX_GONE;
+                    if ((it.digest.lo == k->digest.lo && it.digest.hi == k->digest.hi) ||
+                        !kcache__depends_on_stale(it.rec, it.rec_len, k, policy))
+                        continue;
+                    if ((slot = kcache__slot_find(st, it.digest)) != NULL) kcache__store_drop(st, slot, 0, NULL);
+                    it.reason = KCACHE_REASON_STAMP;
+                    it.when = kcache__now_ns();
+                    kcache__ix_log(st, k->unit, 1, &gone, &it);
+                }
+                kcache__ix_free(&ix);
             }
-            if (ix.n[KCACHE__IX_LIVE] || ix.n[KCACHE__IX_GONE]) kcache__ix_write(st, k->unit, &ix);
-            kcache__ix_free(&ix);
         }
-        if (reason == KCACHE_REASON_COUNT) kcache__ix_update(st, k, NULL, 0, 0, -1, reason);
+        if (reason == KCACHE_REASON_COUNT) kcache__ix_update(st, k, NULL, 0, 0, KCACHE__IX_FORGET, reason);
         else if (rec) kcache__ix_update(st, k, rec, rec_len, 0, KCACHE__IX_GONE, reason);
         kcache__store_end(st);
     }
@@ -3941,27 +4078,49 @@ static void kcache__store_read(kcache__store *st, const kcache_key *k, int polic
     memset(out, 0, sizeof *out);
     out->reason = KCACHE_REASON_COLD;
     kcache__entry_name(k->digest, rel);
-    fd = kcache__open_in(st, rel, O_RDONLY, 0);
+    /* O_NONBLOCK: a FIFO planted where an entry belongs must not block the reader */
+    fd = kcache__open_in(st, rel, O_RDONLY | O_NONBLOCK, 0);
     if (fd < 0) {
         out->status = errno == ENOENT ? KCACHE_ENOENT : errno == ELOOP ? KCACHE_ECORRUPT : kcache__errno_status(errno);
         if (out->status == KCACHE_ECORRUPT) out->reason = KCACHE_REASON_REJECTED; /* a symlink in place of an entry */
         return;
     }
-    if (fstat(fd, &s) != 0 || !S_ISREG(s.st_mode) || s.st_size < KCACHE__ENTRY_FIXED + 16 + 8 ||
-        (uint64_t)s.st_size > (uint64_t)((size_t)-1 / 2)) {
-        close(fd);
-        out->status = KCACHE_ECORRUPT;
-        out->reason = KCACHE_REASON_REJECTED;
-        return;
+    /* The use table knows the entry's size, so the read needs no fstat: one byte more is asked for,
+       and getting exactly the size means the file ends there. Otherwise (unknown, replaced under us,
+       not a regular file) fstat decides. */
+    {
+        uint64_t *slot = st->map ? kcache__slot_find(st, k->digest) : NULL;
+        uint64_t expect = slot ? kcache__sl_get(slot, KCACHE__SL_SIZE) : 0;
+        if (expect >= KCACHE__ENTRY_FIXED + 16 + 8 && expect < ((uint64_t)1 << 40) && expect < (uint64_t)((size_t)-1 / 2) &&
+            (b = kcache__blob_alloc((size_t)expect + 1)) != NULL) {
+            fsize = (size_t)expect;
+            while (have <= fsize) {
+                ssize_t r = read(fd, kcache__blob_bytes(b) + have, fsize + 1 - have);
+                if (r < 0 && errno == EINTR) continue;
+                if (r <= 0) break;
+                have += (size_t)r;
+                if ((size_t)r < fsize + 1 - (have - (size_t)r)) break; /* a short read of a file is its end */
+            }
+            if (have != fsize) { kcache__blob_unref(b); b = NULL; have = 0; }
+        }
     }
-    fsize = (size_t)s.st_size;
-    b = kcache__blob_alloc(fsize);
-    if (!b) { close(fd); out->status = KCACHE_ENOMEM; out->reason = KCACHE_REASON_UNWRITABLE; return; }
-    while (have < fsize) {
-        ssize_t r = read(fd, kcache__blob_bytes(b) + have, fsize - have);
-        if (r < 0 && errno == EINTR) continue;
-        if (r <= 0) break;
-        have += (size_t)r;
+    if (!b) {
+        if (fstat(fd, &s) != 0 || !S_ISREG(s.st_mode) || s.st_size < KCACHE__ENTRY_FIXED + 16 + 8 ||
+            (uint64_t)s.st_size > (uint64_t)((size_t)-1 / 2)) {
+            close(fd);
+            out->status = KCACHE_ECORRUPT;
+            out->reason = KCACHE_REASON_REJECTED;
+            return;
+        }
+        fsize = (size_t)s.st_size;
+        b = kcache__blob_alloc(fsize);
+        if (!b) { close(fd); out->status = KCACHE_ENOMEM; out->reason = KCACHE_REASON_UNWRITABLE; return; }
+        while (have < fsize) {
+            ssize_t r = pread(fd, kcache__blob_bytes(b) + have, fsize - have, (off_t)have);
+            if (r < 0 && errno == EINTR) continue;
+            if (r <= 0) break;
+            have += (size_t)r;
+        }
     }
     close(fd);
     h = kcache__blob_bytes(b);
@@ -4068,6 +4227,7 @@ static kcache_status kcache__store_open(kcache__store **out, const char *dir, co
     st->fsync = cfg->fsync;
     st->debug = cfg->debug;
     st->lock_timeout_ms = cfg->lock_timeout_ms;
+    st->pid = kcache__pid();
     st->rng = (uint64_t)kcache__now_ns() ^ ((uint64_t)kcache__pid() << 32) ^ (uint64_t)(size_t)st;
     if (!st->rng) st->rng = 1;
     st->dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -4658,7 +4818,13 @@ static void kcache__count_miss(kcache *kc, const kcache_key *k, kcache_reason r)
     KCACHE__DEBUG(kc, "miss %s: %s", k->unit, kcache__reason_text[r]);
 }
 
+static kcache_status kcache__get(kcache *kc, const kcache_key *k, const void **data, size_t *size, int count_miss);
 KCACHE_API kcache_status kcache_get(kcache *kc, const kcache_key *k, const void **data, size_t *size) {
+    return kcache__get(kc, k, data, size, 1);
+}
+
+/* kcache_get; count_miss 0 for a re-check (single flight) whose miss was counted already. */
+static kcache_status kcache__get(kcache *kc, const kcache_key *k, const void **data, size_t *size, int count_miss) {
     kcache__node *n, *stale = NULL;
     kcache__read rd;
     kcache_reason reason = KCACHE_REASON_COUNT;
@@ -4668,7 +4834,7 @@ KCACHE_API kcache_status kcache_get(kcache *kc, const kcache_key *k, const void 
     if (size) *size = 0;
     if (!kc || !data || !size || !kcache__key_usable(k)) return KCACHE_EINVAL;
     if (k->error != KCACHE_OK) return k->error;
-    if (!kc->cfg.enable) { kcache__count_miss(kc, k, KCACHE_REASON_OFF); return KCACHE_MISS; }
+    if (!kc->cfg.enable) { if (count_miss) kcache__count_miss(kc, k, KCACHE_REASON_OFF); return KCACHE_MISS; }
 
     kcache__mutex_lock(&kc->lock);
     gen = kc->gen;
@@ -4761,6 +4927,7 @@ KCACHE_API kcache_status kcache_get(kcache *kc, const kcache_key *k, const void 
             KCACHE_FREE(rd.rec);
         }
     }
+    if (!count_miss) return KCACHE_MISS;
     if (reason == KCACHE_REASON_COUNT) reason = kcache__absent_reason(kc, k, &when);
     kcache__count_miss(kc, k, reason);
     if (kc->cfg.trace && kc->store) kcache__store_trace_miss(kc->store, k, reason);
@@ -4773,10 +4940,11 @@ KCACHE_API void kcache_release(kcache *kc, const void *data) {
 }
 
 /* Stores a blob (taken over) under a key: in the store first when writing through, then memory. */
-static kcache_status kcache__put_blob(kcache *kc, const kcache_key *k, kcache__blob *b) {
+static kcache_status kcache__put_blob(kcache *kc, const kcache_key *k, kcache__blob *b, int through) {
     kcache__node *n, *gone;
     kcache_status s = KCACHE_OK;
-    if (kc->store && kc->cfg.write_policy == KCACHE_WRITE_THROUGH) {
+    through = through || kc->cfg.write_policy == KCACHE_WRITE_THROUGH;
+    if (kc->store && through) {
         kcache__store_ev ev;
         memset(&ev, 0, sizeof ev);
         s = kcache__store_put(kc->store, k, b->data, b->size, &ev);
@@ -4789,7 +4957,7 @@ static kcache_status kcache__put_blob(kcache *kc, const kcache_key *k, kcache__b
     }
     n = kcache__node_new(k, b);
     if (!n) { kcache__blob_unref(b); return s == KCACHE_OK ? KCACHE_ENOMEM : s; }
-    n->dirty = kc->store && kc->cfg.write_policy == KCACHE_WRITE_EVICT;
+    n->dirty = kc->store && !through;
     n->touched_ns = kcache__now_ns();
     kcache__mutex_lock(&kc->lock);
     kc->stats.puts++;
@@ -4817,7 +4985,7 @@ KCACHE_API kcache_status kcache_put(kcache *kc, const kcache_key *k, const void 
     if (!kc->cfg.enable) return KCACHE_EDISABLED;
     b = kcache__blob_copy(data, size);
     if (!b) return KCACHE_ENOMEM;
-    return kcache__put_blob(kc, k, b);
+    return kcache__put_blob(kc, k, b, 0);
 }
 
 KCACHE_API kcache_status kcache_remove(kcache *kc, const kcache_key *k) {
@@ -5011,9 +5179,16 @@ static off_t kcache__claim_offset(kcache_hash128 d) {
 static int kcache__claim(kcache *kc, kcache_hash128 d) {
     int64_t deadline = kcache__mono_ns() + (int64_t)kc->cfg.build_wait_ms * 1000000;
     unsigned pause = 1;
-    int waited = 0;
-    while (kcache__flock(kc->store->lockfd, F_WRLCK, kcache__claim_offset(d), 0) != 0) {
+    int waited = 0, got;
+    for (;;) {
+        kcache__mutex_lock(&kc->store->mutex);
+        kcache__store_own_lock(kc->store);
+        got = kcache__flock(kc->store->lockfd, F_WRLCK, kcache__claim_offset(d), 0) == 0;
+        kcache__mutex_unlock(&kc->store->mutex);
+        if (got) return 1;
         if ((errno != EAGAIN && errno != EACCES && errno != EINTR) || kcache__mono_ns() > deadline) return 0;
+        /* the builder's put shows in the use table at once: no need to queue on its claim */
+        if (kc->store->map && kcache__slot_find(kc->store, d)) return 2;
         if (!waited) {
             waited = 1;
             kcache__mutex_lock(&kc->lock);
@@ -5023,7 +5198,6 @@ static int kcache__claim(kcache *kc, kcache_hash128 d) {
         kcache__sleep_ms(pause);
         if (pause < 50) pause = pause * 2 > 50 ? 50 : pause * 2;
     }
-    return 1;
 }
 static void kcache__unclaim(kcache *kc, kcache_hash128 d) { kcache__flock(kc->store->lockfd, F_UNLCK, kcache__claim_offset(d), 0); }
 
@@ -5054,24 +5228,29 @@ KCACHE_API kcache_status kcache_get_or_build(kcache *kc, const kcache_key *k, kc
                                              const void **data, size_t *size) {
     kcache_status s;
     kcache__blob *b;
+    int counted = 0;
     if (data) *data = NULL;
     if (size) *size = 0;
     if (!kc || !build || !data || !size || !kcache__key_usable(k)) return KCACHE_EINVAL;
     for (;;) {
         kcache__flight *f;
-        int claimed = 0;
-        s = kcache_get(kc, k, data, size);
+        int claimed = 0, waited_out = 0;
+        s = kcache__get(kc, k, data, size, !counted);
+        counted = 1;
         if (s == KCACHE_OK) return s;
         if (k->error != KCACHE_OK || !kc->cfg.enable) break; /* nothing to share: just build */
         kcache__mutex_lock(&kc->lock);
         for (f = kc->flights; f; f = f->next)
             if (f->digest.lo == k->digest.lo && f->digest.hi == k->digest.hi) break;
-        if (f) { /* another thread builds it: wait, then look again */
+        if (f) { /* another thread builds it: wait (KCACHE_BUILD_WAIT at most), then look again */
+            int64_t deadline = kcache__now_ns() + (int64_t)kc->cfg.build_wait_ms * 1000000;
             f->refs++;
-            while (!f->done) kcache__cond_wait(&f->cond, &kc->lock);
+            kc->stats.build_waits++;
+            while (!f->done && !waited_out) waited_out = !kcache__cond_wait_until(&f->cond, &kc->lock, deadline);
             kcache__flight_leave(kc, f);
             kcache__mutex_unlock(&kc->lock);
-            continue;
+            if (!waited_out) continue;
+            break; /* waited long enough: build here */
         }
         f = (kcache__flight *)KCACHE_MALLOC(sizeof *f);
         if (!f) { kcache__mutex_unlock(&kc->lock); break; }
@@ -5083,9 +5262,11 @@ KCACHE_API kcache_status kcache_get_or_build(kcache *kc, const kcache_key *k, kc
         kc->flights = f;
         kcache__mutex_unlock(&kc->lock);
 
-        if (kc->store) {
+        /* Built by a thread or process that finished between the miss and the flight? */
+        s = kcache__get(kc, k, data, size, 0);
+        if (s != KCACHE_OK && kc->store) {
             claimed = kcache__claim(kc, k->digest);
-            if (claimed) s = kcache_get(kc, k, data, size); /* built by the process we waited for? */
+            if (claimed) s = kcache__get(kc, k, data, size, 0); /* built by the process we waited for? */
         }
         if (s != KCACHE_OK) {
             s = kcache__run_build(kc, build, user, &b);
@@ -5093,10 +5274,10 @@ KCACHE_API kcache_status kcache_get_or_build(kcache *kc, const kcache_key *k, kc
                 kcache__blob_ref(b);
                 *data = b->data;
                 *size = b->size;
-                kcache__put_blob(kc, k, b);
+                kcache__put_blob(kc, k, b, 1); /* to the store now: other processes wait for it there */
             }
         }
-        if (claimed) kcache__unclaim(kc, k->digest);
+        if (claimed == 1) kcache__unclaim(kc, k->digest);
         kcache__mutex_lock(&kc->lock);
         {
             kcache__flight **p = &kc->flights;

@@ -47,7 +47,10 @@ static kcache *open_store(const char *name, uint64_t limit, uint32_t mem_entries
     return kc;
 }
 
-static void make_key(kcache_key *k, const char *unit, unsigned id) {
+/* A key of unit "<prefix>.<id / 8>": units of 8 overloads, like kernels built with a few options. */
+static void make_key(kcache_key *k, const char *prefix, unsigned id) {
+    char unit[64];
+    snprintf(unit, sizeof unit, "%s.%u", prefix, id / 8);
     kcache_key_init(k, unit);
     kcache_key_u64(k, "id", id);
     kcache_key_str(k, "options", "-O2 -cl-fast-relaxed-math");
