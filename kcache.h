@@ -3003,6 +3003,15 @@ static void kcache__node_free(kcache__node *n) {
 #define KCACHE__EVLOG_AT 512
 #define KCACHE__EVLOG_SLOTS 64
 #define KCACHE__SAMPLE 16 /* eviction candidates looked at per victim */
+#define KCACHE__MIN_SLOTS 4096 /* a new store's use table: 128 KiB */
+
+/* The most slots the use table grows to: one per KiB of limit (4M slots, a 128 MiB table, at most;
+   1M for a store without a limit). Past that, a full bucket gives up its least recent entry. */
+static uint64_t kcache__max_slots(uint64_t limit) {
+    uint64_t n = KCACHE__MIN_SLOTS, cap = limit ? ((uint64_t)1 << 22) : ((uint64_t)1 << 20);
+    while (n < cap && (limit == 0 || n * 1024 < limit)) n <<= 1;
+    return n;
+}
 
 typedef struct kcache__store {
     char *dir;
@@ -3017,6 +3026,7 @@ typedef struct kcache__store {
     uint32_t lock_timeout_ms;
     uint64_t rng;              /* eviction sampling; only used under mutex */
     uint32_t pid;              /* the process lockfd belongs to (see kcache__store_own_lock) */
+    int growing;               /* inside kcache__cf_grow */
     uint64_t temp_seq;
     kcache__mutex mutex;       /* fcntl-style locks do not exclude threads of one process */
 } kcache__store;
@@ -3169,13 +3179,10 @@ static void kcache__cf_seal(kcache__store *st) {
 static kcache_status kcache__cf_create(kcache__store *st, uint64_t limit, int replace) {
     unsigned char hdr[KCACHE__CF_HEADER];
     char tmp[64];
-    uint64_t slots = 4096;
+    uint64_t slots = KCACHE__MIN_SLOTS; /* the table grows with the entries (kcache__cf_grow) */
     uint32_t lg = 0;
     int fd, rc;
-    /* A slot per 4 KiB of limit (256k slots, an 8 MiB table, at most; allocated, not sparse): a
-       store of smaller entries is bounded by the slots, as a full bucket gives up its least
-       recently used entry. */
-    while (slots < ((uint64_t)1 << 18) && (limit == 0 || slots * 4096 < limit)) slots <<= 1;
+    (void)limit;
     while (((uint64_t)KCACHE__WAYS << lg) < slots) lg++;
     memset(hdr, 0, sizeof hdr);
     memcpy(hdr, "KCACHECF", 8);
@@ -3377,13 +3384,22 @@ static int kcache__parse_entry_name(const char *name, kcache_hash128 *d) {
 }
 
 /* Puts an entry's slot in the table (lock held); a full bucket gives up its least recent entry. */
+static void kcache__cf_grow(kcache__store *st, kcache__store_ev *ev);
+
 static void kcache__slot_insert(kcache__store *st, kcache_hash128 d, uint64_t size, int64_t use, kcache__store_ev *ev) {
-    uint64_t b = (d.lo & ((st->nslots / KCACHE__WAYS) - 1)) * KCACHE__WAYS, w;
+    uint64_t b, w;
     uint64_t *free_slot = NULL, *oldest = NULL;
-    for (w = 0; w < KCACHE__WAYS; w++) {
-        uint64_t *s = kcache__slot(st, b + w);
-        if (!kcache__slot_used(s)) { if (!free_slot) free_slot = s; continue; }
-        if (!oldest || kcache__sl_get(s, KCACHE__SL_USE) < kcache__sl_get(oldest, KCACHE__SL_USE)) oldest = s;
+    int attempt;
+    for (attempt = 0; attempt < 2; attempt++) {
+        b = (d.lo & ((st->nslots / KCACHE__WAYS) - 1)) * KCACHE__WAYS;
+        free_slot = oldest = NULL;
+        for (w = 0; w < KCACHE__WAYS; w++) {
+            uint64_t *s = kcache__slot(st, b + w);
+            if (!kcache__slot_used(s)) { if (!free_slot) free_slot = s; continue; }
+            if (!oldest || kcache__sl_get(s, KCACHE__SL_USE) < kcache__sl_get(oldest, KCACHE__SL_USE)) oldest = s;
+        }
+        if (free_slot || st->growing || st->nslots >= kcache__max_slots(st->limit)) break;
+        kcache__cf_grow(st, ev); /* a full bucket while the table may still grow: grow it */
     }
     if (!free_slot) {
         kcache__store_drop(st, oldest, 1, ev);
@@ -3430,6 +3446,7 @@ static void kcache__store_walk(kcache__store *st, kcache__walk_fn fn, void *ctx)
 typedef struct kcache__rebuild_ctx {
     kcache__store *st;
     const unsigned char *old; /* the use table before the rebuild, or NULL */
+    uint64_t old_slots;       /* its geometry (the table may grow during the rebuild) */
     kcache__store_ev *ev;
 } kcache__rebuild_ctx;
 
@@ -3437,7 +3454,7 @@ static void kcache__rebuild_one(void *ctx, kcache_hash128 d, const struct stat *
     kcache__rebuild_ctx *c = (kcache__rebuild_ctx *)ctx;
     int64_t use = (int64_t)s->st_mtime * 1000000000;
     if (c->old) {
-        uint64_t b = (d.lo & ((c->st->nslots / KCACHE__WAYS) - 1)) * KCACHE__WAYS, w;
+        uint64_t b = (d.lo & ((c->old_slots / KCACHE__WAYS) - 1)) * KCACHE__WAYS, w;
         for (w = 0; w < KCACHE__WAYS; w++) {
             const unsigned char *o = c->old + (b + w) * KCACHE__SLOT;
             if (kcache__get_u64(o) == d.lo && kcache__get_u64(o + 8) == d.hi) use = (int64_t)kcache__get_u64(o + 16);
@@ -3459,10 +3476,65 @@ static void kcache__store_rebuild(kcache__store *st, kcache__store_ev *ev) {
     kcache__cf_set(st, 32, 0);
     c.st = st;
     c.old = old;
+    c.old_slots = st->nslots;
     c.ev = ev;
     kcache__store_walk(st, kcache__rebuild_one, &c);
     KCACHE_FREE(old);
     if (ev) ev->rebuilt++;
+}
+
+/* Doubles the use table (lock held): a new config.file with the same header and every slot
+   inserted again, renamed over the old one. Other processes map the new one at their next locked
+   update; until then their hits record use in the old one, which only ages those entries a little. */
+static void kcache__cf_grow(kcache__store *st, kcache__store_ev *ev) {
+    uint32_t lg = kcache__get_u32(st->map + 16) + 1;
+    uint64_t nslots = (uint64_t)KCACHE__WAYS << lg, old_slots = st->nslots, i;
+    size_t len = KCACHE__CF_HEADER + (size_t)nslots * KCACHE__SLOT, old_len = st->map_len;
+    unsigned char *map, *old_map = st->map;
+    int fd, old_fd = st->cffd;
+    struct stat sb;
+    char tmp[64];
+    if (nslots > kcache__max_slots(st->limit)) return;
+    st->temp_seq++;
+    snprintf(tmp, sizeof tmp, "%u-grow-%llx.tmp", (unsigned)kcache__pid(), (unsigned long long)st->temp_seq);
+    fd = openat(st->tmpfd, tmp, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (fd < 0) return;
+    if (posix_fallocate(fd, 0, (off_t)len) != 0 || fstat(fd, &sb) != 0 ||
+        (map = (unsigned char *)mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)) == MAP_FAILED) {
+        close(fd);
+        unlinkat(st->tmpfd, tmp, 0);
+        return;
+    }
+    memcpy(map, old_map, KCACHE__CF_HEADER);
+    kcache__put_u32(map + 16, lg);
+    st->map = map;
+    st->map_len = len;
+    st->nslots = nslots;
+    st->growing = 1;
+    kcache__cf_set(st, 24, 0);
+    kcache__cf_set(st, 32, 0);
+    for (i = 0; i < old_slots; i++) {
+        const unsigned char *o = old_map + KCACHE__CF_HEADER + i * KCACHE__SLOT;
+        kcache_hash128 d;
+        d.lo = kcache__get_u64(o);
+        d.hi = kcache__get_u64(o + 8);
+        if (d.lo || d.hi) kcache__slot_insert(st, d, kcache__get_u64(o + 24), (int64_t)kcache__get_u64(o + 16), ev);
+    }
+    st->growing = 0;
+    if (renameat(st->tmpfd, tmp, st->dirfd, "config.file") != 0) { /* keep the old table */
+        munmap(map, len);
+        close(fd);
+        unlinkat(st->tmpfd, tmp, 0);
+        st->map = old_map;
+        st->map_len = old_len;
+        st->nslots = old_slots;
+        return;
+    }
+    munmap(old_map, old_len);
+    close(old_fd);
+    st->cffd = fd;
+    st->cf_dev = sb.st_dev;
+    st->cf_ino = sb.st_ino;
 }
 
 /* Under the lock: makes sure the mapped config.file is the one in the directory and is sound,
@@ -3953,6 +4025,7 @@ static kcache_status kcache__store_put(kcache__store *st, const kcache_key *k, c
         if (s == KCACHE_OK) {
             kcache__slot_insert(st, k->digest, total, kcache__now_ns(), ev);
             if (st->limit && kcache__cf_get(st, 24) > st->limit) kcache__store_evict_to(st, st->limit / 3 * 2, ev);
+            if (kcache__cf_get(st, 32) * 4 > st->nslots * 3) kcache__cf_grow(st, ev); /* keep buckets from filling */
             kcache__ix_update(st, k, hdr + KCACHE__ENTRY_FIXED, rec_len, size, KCACHE__IX_LIVE, KCACHE_REASON_HIT);
         }
         kcache__store_end(st);
