@@ -58,6 +58,7 @@ test: check-deps
 	  valgrind/test_key="valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite $(B)/test_key" \
 	  valgrind/test_lru="valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite $(B)/test_lru" \
 	  inspect="tests/test_inspect.sh $(B)/kcache-inspect" \
+	  install=tests/test_install.sh \
 	  demo="tests/test_demo.sh $(B)/demo_cc"
 
 # ---- benchmarks (ratios against the floor or a peer measured in the same run) ----

@@ -47,15 +47,20 @@
        KCACHE_STAMP        mtime | content | hybrid (default): how kcache_key_file dependencies are checked
 
    ON DISK (KCACHE_DIR)
-       config.file         format version, accounted size and entry count (checksummed), then the
-                           use table: kcache's own record of last use of every entry (mapped, so a
-                           hit records its use without a system call; filesystem atime is not used)
-       lock                advisory fcntl lock: byte 0 guards accounting and eviction; the bytes at
-                           2^40 + digest order single-flight builds across processes
+       config.file         format version, accounted size and entry count (checksummed), a log of
+                           recent evictions, then the use table: kcache's own record of last use of
+                           every entry (mapped, so a hit records its use without a system call;
+                           filesystem atime is not used); it grows with the number of entries
+       lock                advisory lock: byte 0 guards accounting, eviction and the indexes; the
+                           byte at 2^40 + the digest's low 30 bits is a build claim (single flight)
        e/XX/<digest>.kce   entries, 256 shards by the digest's first byte: header, the key's fields,
-                           payload; every integer little-endian; checksums over header and payload
+                           payload; checksums over header and payload
+       i/XX/<unit>.kci     an index per unit: its overloads with their fields, the ones that left
+                           and why, recent misses (KCACHE_TRACE); read by kcache_explain and tools
        tmp/                temp files (same filesystem, renamed into place); a dead writer's are removed
-       A store written on any platform is read on any other.
+       Every integer is little-endian: a store written on any platform is read on any other.
+       Readers take no lock. Writers write a temp file, then take the lock only to rename, account,
+       evict and log. A process forked after kcache_open takes its own lock description.
 
    THREAD SAFETY
        Every call on one kcache is thread-safe. A kcache_key is a plain value: build it in one thread;
@@ -72,8 +77,15 @@
        KCACHE_ASSERT       assertion used for programming errors in debug builds (default assert)
        KCACHE_KEY_INLINE   fields a key holds without allocating (default 16)
 
+   LIMITS
+       A key holds up to 65535 fields; names are printable and shorter than KCACHE_FIELD_NAME_MAX,
+       units shorter than KCACHE_UNIT_MAX. A build function passed to kcache_get_or_build must
+       return (no longjmp or C++ exception out of it). config.file must not be truncated in place
+       by anything else while the store is in use (it is mapped).
+
    REVISIONS
-       0.1  keys, XXH3-128, memory LRU, configuration, persistent store
+       0.1  keys, XXH3-128, memory LRU, configuration, persistent store, per-unit indexes,
+            explained misses, single flight
 */
 #ifndef KCACHE_H
 #define KCACHE_H
