@@ -4822,7 +4822,7 @@ static kcache_reason kcache__ix_classify(kcache *kc, const kcache_key *k, int64_
     if (r == KCACHE_OK) at = kcache__ix_find(&ix, KCACHE__IX_GONE, k->digest);
     if (at >= 0) {
         const kcache__ix_item *it = &ix.items[KCACHE__IX_GONE][at];
-        reason = (kcache_reason)(it->reason < KCACHE_REASON_COUNT ? it->reason : KCACHE_REASON_COLD);
+        reason = it->reason < (uint32_t)KCACHE_REASON_COUNT ? (kcache_reason)it->reason : KCACHE_REASON_COLD;
         *when = it->when;
         if (reason == KCACHE_REASON_EVICTED && !*when) kcache__store_evicted_when(st, k->digest, when);
     } else if ((r == KCACHE_OK && kcache__ix_find(&ix, KCACHE__IX_LIVE, k->digest) >= 0) ||
