@@ -13,7 +13,7 @@ SAN     := -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-om
 TSAN    := -O1 -g -fsanitize=thread
 
 # one test program per layer; each runs plain, under ASan+UBSan, and (threads) under TSan
-CTESTS  := test_hash test_host test_key test_lru test_threads test_store test_flight
+CTESTS  := test_hash test_host test_key test_lru test_threads test_store test_flight test_index
 TOOLS   := $(B)/kcache-inspect
 EXAMPLES:= $(B)/demo_cc
 
@@ -72,7 +72,7 @@ $(B)/bench_hash: bench/bench_hash.c $(B)/ref_sse2.o $(B)/ref_avx2.o kcache.h
 $(B)/bench_%: bench/bench_%.c kcache.h | $(B)
 	$(CC) $(STD) $(BENCH_CFLAGS) -I. -o $@ $< $(LDLIBS)
 
-BENCHES := bench_hash bench_cache bench_flight
+BENCHES := bench_hash bench_cache bench_flight bench_index
 bench: check-deps $(addprefix $(B)/,$(BENCHES))
 	@for b in $(BENCHES); do echo "== $$b"; $(B)/$$b || exit 1; done
 

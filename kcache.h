@@ -3025,12 +3025,24 @@ static uint64_t kcache__max_slots(uint64_t limit) {
     return n;
 }
 
+/* A mapping of config.file as lock-free readers see it. Lock holders change the mapping (a damaged
+   file replaced, the table grown); readers in other threads may still be using the old one, so a
+   mapping is never unmapped before kcache_close: each new one is published as a new table and the
+   old ones stay linked behind it. */
+typedef struct kcache__table {
+    unsigned char *map;        /* NULL: no usable config.file */
+    size_t len;
+    uint64_t nslots;
+    struct kcache__table *older;
+} kcache__table;
+
 typedef struct kcache__store {
     char *dir;
     int dirfd, tmpfd, lockfd, cffd; /* the store, its tmp/ (both checked: real directories) */
-    unsigned char *map;        /* config.file, mapped shared */
+    unsigned char *map;        /* config.file, mapped shared: the lock holder's view */
     size_t map_len;
     uint64_t nslots;           /* buckets * ways */
+    kcache__table *pub;        /* the same, for readers without the lock (atomic pointer) */
     dev_t cf_dev;
     ino_t cf_ino;
     uint64_t limit;
@@ -3064,8 +3076,40 @@ static uint64_t kcache__sl_get(const uint64_t *s, int f) { return kcache__le64(k
 static void kcache__sl_set(uint64_t *s, int f, uint64_t v) { kcache__atomic_store_u64(s + f, kcache__le64(v)); }
 enum { KCACHE__SL_LO, KCACHE__SL_HI, KCACHE__SL_USE, KCACHE__SL_SIZE };
 
-static uint64_t kcache__cf_get(const kcache__store *st, size_t off) { return kcache__get_u64(st->map + off); }
-static void kcache__cf_set(kcache__store *st, size_t off, uint64_t v) { kcache__put_u64(st->map + off, v); }
+/* Header fields are 8-byte aligned little-endian u64s, accessed atomically: readers without the
+   lock (stats, the eviction log) may look while a lock holder writes. */
+static uint64_t kcache__cf_at(const unsigned char *map, size_t off) {
+    return kcache__le64(kcache__atomic_load_u64((const uint64_t *)(const void *)(map + off)));
+}
+static uint64_t kcache__cf_get(const kcache__store *st, size_t off) { return kcache__cf_at(st->map, off); }
+static void kcache__cf_set(kcache__store *st, size_t off, uint64_t v) {
+    kcache__atomic_store_u64((uint64_t *)(void *)(st->map + off), kcache__le64(v));
+}
+
+/* The table readers without the lock use; NULL before the first mapping. */
+static const kcache__table *kcache__tab(const kcache__store *st) {
+    return (const kcache__table *)__atomic_load_n(&st->pub, __ATOMIC_ACQUIRE);
+}
+/* Lock held (or the store not yet shared): publishes the lock holder's mapping to readers. */
+static void kcache__publish(kcache__store *st) {
+    kcache__table *t = (kcache__table *)KCACHE_MALLOC(sizeof *t);
+    if (!t) return; /* readers keep the previous table: still mapped, only older */
+    t->map = st->map;
+    t->len = st->map_len;
+    t->nslots = st->nslots;
+    t->older = st->pub;
+    __atomic_store_n(&st->pub, t, __ATOMIC_RELEASE);
+}
+static uint64_t *kcache__slot_find_in(const kcache__table *t, kcache_hash128 d) {
+    uint64_t b, w;
+    if (!t || !t->map) return NULL;
+    b = (d.lo & ((t->nslots / KCACHE__WAYS) - 1)) * KCACHE__WAYS;
+    for (w = 0; w < KCACHE__WAYS; w++) {
+        uint64_t *s = (uint64_t *)(void *)(t->map + KCACHE__CF_HEADER + (b + w) * KCACHE__SLOT);
+        if (kcache__sl_get(s, KCACHE__SL_LO) == d.lo && kcache__sl_get(s, KCACHE__SL_HI) == d.hi) return s;
+    }
+    return NULL;
+}
 static uint64_t kcache__cf_sum(const unsigned char *hdr) { return kcache_hash(hdr, KCACHE__CF_SUMMED).lo; }
 
 static void kcache__entry_name(kcache_hash128 d, char out[48]) { /* "e/XX/<32 hex>.kce" */
@@ -3103,6 +3147,19 @@ static int kcache__open_in(kcache__store *st, const char *rel, int flags, int mo
     return openat(st->dirfd, rel, flags, mode);
 }
 
+/* Clears a name in a directory of the store for kcache's own file: a file or a symlink is
+   unlinked (never followed), an empty directory removed, a full one moved into tmp/ (whose sweep
+   leaves it for the user). 0 when the name is free. */
+static int kcache__clear_name(kcache__store *st, int dirfd, const char *name) {
+    char junk[64];
+    if (unlinkat(dirfd, name, 0) == 0 || errno == ENOENT) return 0;
+    if ((errno == EISDIR || errno == EPERM) && unlinkat(dirfd, name, AT_REMOVEDIR) == 0) return 0;
+    if (errno != ENOTEMPTY && errno != EEXIST) return -1;
+    st->temp_seq++;
+    snprintf(junk, sizeof junk, "%u-junk-%llx", (unsigned)kcache__pid(), (unsigned long long)st->temp_seq);
+    return renameat(dirfd, name, st->tmpfd, junk);
+}
+
 /* Removes an entry through its shard's descriptor, opened without following symlinks, so that a
    symlink planted in place of a shard can never make kcache delete a file outside the store. */
 static int kcache__unlink_entry(kcache__store *st, const char rel[48]) {
@@ -3112,7 +3169,7 @@ static int kcache__unlink_entry(kcache__store *st, const char rel[48]) {
     shard[4] = 0;
     fd = kcache__open_in(st, shard, O_RDONLY | O_DIRECTORY, 0);
     if (fd < 0) return -1;
-    rc = unlinkat(fd, rel + 5, 0);
+    rc = kcache__clear_name(st, fd, rel + 5);
     close(fd);
     return rc;
 }
@@ -3236,11 +3293,15 @@ static kcache_status kcache__cf_create(kcache__store *st, uint64_t limit, int re
     return rc == 0 ? KCACHE_OK : KCACHE_EIO;
 }
 
+/* Lets go of the mapping (lock held): readers may still use it, so it stays mapped (see
+   kcache__table) and is unmapped at close. */
 static void kcache__cf_unmap(kcache__store *st) {
-    if (st->map) munmap(st->map, st->map_len);
     if (st->cffd >= 0) close(st->cffd);
-    st->map = NULL;
     st->cffd = -1;
+    if (st->map) {
+        st->map = NULL;
+        kcache__publish(st);
+    }
 }
 
 /* Maps config.file as it is now. 0 when mapped (valid or not: *valid says), else an errno-ish -1. */
@@ -3262,6 +3323,7 @@ static int kcache__cf_map(kcache__store *st, int *valid) {
     if (st->map == MAP_FAILED) { st->map = NULL; kcache__cf_unmap(st); return -1; }
     st->map_len = len;
     st->nslots = (len - KCACHE__CF_HEADER) / KCACHE__SLOT;
+    kcache__publish(st);
     st->cf_dev = s.st_dev;
     st->cf_ino = s.st_ino;
     *valid = 1;
@@ -3293,9 +3355,7 @@ static kcache_hash128 kcache__slot_digest(const uint64_t *s) {
 /* Records a hit without a system call and without the lock: a relaxed store into the mapped use
    table, at most once a second per entry so readers on many cores do not fight over the line. */
 static void kcache__store_touch(kcache__store *st, kcache_hash128 d, int64_t now) {
-    uint64_t *s;
-    if (!st->map) return;
-    s = kcache__slot_find(st, d);
+    uint64_t *s = kcache__slot_find_in(kcache__tab(st), d);
     if (s && (int64_t)kcache__sl_get(s, KCACHE__SL_USE) < now - 1000000000) kcache__sl_set(s, KCACHE__SL_USE, (uint64_t)now);
 }
 
@@ -3304,7 +3364,7 @@ static void kcache__entry_unit(kcache__store *st, const char *rel, char *list, s
     unsigned char h[KCACHE__ENTRY_FIXED + 2 + KCACHE_UNIT_MAX];
     size_t have = strlen(list), ulen;
     ssize_t n;
-    int fd = kcache__open_in(st, rel, O_RDONLY, 0);
+    int fd = kcache__open_in(st, rel, O_RDONLY | O_NONBLOCK, 0);
     if (fd < 0) return;
     n = pread(fd, h, sizeof h, 0);
     close(fd);
@@ -3340,12 +3400,13 @@ static void kcache__store_drop(kcache__store *st, uint64_t *s, int evicted, kcac
 
 /* When an entry was evicted by the size limit, if the eviction log still remembers it. */
 static int kcache__store_evicted_when(const kcache__store *st, kcache_hash128 d, int64_t *when) {
+    const kcache__table *t = kcache__tab(st);
     int i;
-    if (!st->map) return 0;
+    if (!t || !t->map) return 0;
     for (i = 0; i < KCACHE__EVLOG_SLOTS; i++) {
         size_t o = KCACHE__EVLOG_AT + (size_t)i * 32;
-        if (kcache__cf_get(st, o) == d.lo && kcache__cf_get(st, o + 8) == d.hi) {
-            *when = (int64_t)kcache__cf_get(st, o + 16);
+        if (kcache__cf_at(t->map, o) == d.lo && kcache__cf_at(t->map, o + 8) == d.hi) {
+            *when = (int64_t)kcache__cf_at(t->map, o + 16);
             return 1;
         }
     }
@@ -3401,8 +3462,8 @@ static void kcache__cf_grow(kcache__store *st, kcache__store_ev *ev);
 static void kcache__slot_insert(kcache__store *st, kcache_hash128 d, uint64_t size, int64_t use, kcache__store_ev *ev) {
     uint64_t b, w;
     uint64_t *free_slot = NULL, *oldest = NULL;
-    int attempt;
-    for (attempt = 0; attempt < 2; attempt++) {
+    for (;;) {
+        uint64_t before = st->nslots;
         b = (d.lo & ((st->nslots / KCACHE__WAYS) - 1)) * KCACHE__WAYS;
         free_slot = oldest = NULL;
         for (w = 0; w < KCACHE__WAYS; w++) {
@@ -3411,7 +3472,8 @@ static void kcache__slot_insert(kcache__store *st, kcache_hash128 d, uint64_t si
             if (!oldest || kcache__sl_get(s, KCACHE__SL_USE) < kcache__sl_get(oldest, KCACHE__SL_USE)) oldest = s;
         }
         if (free_slot || st->growing || st->nslots >= kcache__max_slots(st->limit)) break;
-        kcache__cf_grow(st, ev); /* a full bucket while the table may still grow: grow it */
+        kcache__cf_grow(st, ev); /* a full bucket while the table may still grow: grow, look again */
+        if (st->nslots == before) break;
     }
     if (!free_slot) {
         kcache__store_drop(st, oldest, 1, ev);
@@ -3482,8 +3544,15 @@ static void kcache__store_rebuild(kcache__store *st, kcache__store_ev *ev) {
     unsigned char *old = (unsigned char *)KCACHE_MALLOC(table);
     unsigned char *live = st->map + KCACHE__CF_HEADER;
     kcache__rebuild_ctx c;
-    if (old) memcpy(old, live, table);
-    memset(live, 0, table);
+    if (old) { /* hits may be recording uses meanwhile: copy slot words atomically */
+        size_t i;
+        for (i = 0; i < table / 8; i++)
+            kcache__put_u64(old + i * 8, kcache__le64(kcache__atomic_load_u64((const uint64_t *)(const void *)(live + i * 8))));
+    }
+    {
+        size_t i;
+        for (i = 0; i < table / 8; i++) kcache__atomic_store_u64((uint64_t *)(void *)(live + i * 8), 0);
+    }
     kcache__cf_set(st, 24, 0);
     kcache__cf_set(st, 32, 0);
     c.st = st;
@@ -3526,11 +3595,11 @@ static void kcache__cf_grow(kcache__store *st, kcache__store_ev *ev) {
     kcache__cf_set(st, 24, 0);
     kcache__cf_set(st, 32, 0);
     for (i = 0; i < old_slots; i++) {
-        const unsigned char *o = old_map + KCACHE__CF_HEADER + i * KCACHE__SLOT;
+        const uint64_t *o = (const uint64_t *)(const void *)(old_map + KCACHE__CF_HEADER + i * KCACHE__SLOT);
         kcache_hash128 d;
-        d.lo = kcache__get_u64(o);
-        d.hi = kcache__get_u64(o + 8);
-        if (d.lo || d.hi) kcache__slot_insert(st, d, kcache__get_u64(o + 24), (int64_t)kcache__get_u64(o + 16), ev);
+        d.lo = kcache__sl_get(o, KCACHE__SL_LO);
+        d.hi = kcache__sl_get(o, KCACHE__SL_HI);
+        if (d.lo || d.hi) kcache__slot_insert(st, d, kcache__sl_get(o, KCACHE__SL_SIZE), (int64_t)kcache__sl_get(o, KCACHE__SL_USE), ev);
     }
     st->growing = 0;
     if (renameat(st->tmpfd, tmp, st->dirfd, "config.file") != 0) { /* keep the old table */
@@ -3542,11 +3611,12 @@ static void kcache__cf_grow(kcache__store *st, kcache__store_ev *ev) {
         st->nslots = old_slots;
         return;
     }
-    munmap(old_map, old_len);
-    close(old_fd);
+    close(old_fd); /* old_map stays mapped for readers: see kcache__table */
+    (void)old_len;
     st->cffd = fd;
     st->cf_dev = sb.st_dev;
     st->cf_ino = sb.st_ino;
+    kcache__publish(st);
 }
 
 /* Under the lock: makes sure the mapped config.file is the one in the directory and is sound,
@@ -3725,7 +3795,7 @@ static int kcache__ix_decode(kcache__rbuf *r, kcache__ix_item *it) {
     body = kcache__get_u32(r->p + r->pos);
     if (body < 48 || body > r->len - r->pos - 4 || r->len - r->pos - 4 - body < 12) return -1;
     b = r->p + r->pos + 4;
-    if (kcache__get_u64(b + body) != kcache_hash(b, body).lo || kcache__get_u32(b + body + 8) != body || b[0] < 1 || b[0] > 4)
+    if (kcache__get_u32(b + body + 8) != body || b[0] < 1 || b[0] > 4 || kcache__get_u64(b + body) != kcache_hash(b, body).lo)
         return -1;
     it->digest.lo = kcache__get_u64(b + 4);
     it->digest.hi = kcache__get_u64(b + 12);
@@ -3786,10 +3856,10 @@ static kcache_status kcache__ix_read(kcache__store *st, const char *unit, kcache
     {
         size_t mask = i - 1;
         r.p = ix->file; r.len = have; r.pos = hlen; r.bad = 0;
-        while (nrec < cap) {
+        while (nrec < cap && r.pos < r.len) {
             int kind = kcache__ix_decode(&r, &recs[nrec]);
             size_t h;
-            if (kind < 0) break;
+            if (kind < 0) { r.pos++; continue; } /* damaged or torn: look for the next sound record */
             kinds[nrec] = (unsigned char)kind;
             if (kind != KCACHE__IX_MISSED) { /* the latest state of each digest */
                 for (h = (size_t)recs[nrec].digest.lo & mask; table[h] != 0xffffffffu; h = (h + 1) & mask) {
@@ -3879,7 +3949,9 @@ static kcache_status kcache__ix_write(kcache__store *st, const char *unit, const
         shardfd = kcache__open_in(st, shard, O_RDONLY | O_DIRECTORY, 0);
     }
     if (s == KCACHE_OK && shardfd < 0) s = KCACHE_EUNSAFE;
-    if (s == KCACHE_OK && renameat(st->tmpfd, tmp, shardfd, rel + 5) != 0) s = kcache__errno_status(errno);
+    if (s == KCACHE_OK && renameat(st->tmpfd, tmp, shardfd, rel + 5) != 0 &&
+        (kcache__clear_name(st, shardfd, rel + 5) != 0 || renameat(st->tmpfd, tmp, shardfd, rel + 5) != 0))
+        s = kcache__errno_status(errno);
     if (shardfd >= 0) close(shardfd);
     if (s != KCACHE_OK) unlinkat(st->tmpfd, tmp, 0);
     return s;
@@ -3900,18 +3972,24 @@ static void kcache__ix_apply(kcache__ix *ix, int kind, const kcache__ix_item *it
    current, evicted overloads moved to the gone list. */
 static void kcache__ix_log(kcache__store *st, const char *unit, int n, const int *kinds, const kcache__ix_item *items) {
     char rel[48];
-    unsigned char tail[16], head[8 + 8 + 8];
+    unsigned char tail[16];
     struct stat sb;
     size_t hlen = kcache__ix_header_len(unit), len = 0, i;
     int fd, append = 0;
     kcache__ix_name(unit, rel);
-    fd = kcache__open_in(st, rel, O_WRONLY | O_APPEND, 0);
+    fd = kcache__open_in(st, rel, O_WRONLY | O_APPEND | O_NONBLOCK, 0);
     if (fd >= 0 && fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) && (size_t)sb.st_size >= hlen && (uint64_t)sb.st_size < KCACHE__IX_MAX) {
-        int rfd = kcache__open_in(st, rel, O_RDONLY, 0);
+        int rfd = kcache__open_in(st, rel, O_RDONLY | O_NONBLOCK, 0);
         if (rfd >= 0) {
             /* sound when the header is ours and the last record's trailer checks out */
-            if (pread(rfd, head, sizeof head, 0) == (ssize_t)sizeof head && memcmp(head, "KCINDEX", 8) == 0 &&
-                kcache__get_u16(head + 8) == KCACHE__IX_VERSION && (size_t)sb.st_size < 2 * kcache__get_u64(head + 16) + 65536) {
+            unsigned char *hb = (unsigned char *)KCACHE_MALLOC(hlen);
+            int sound = hb && pread(rfd, hb, hlen, 0) == (ssize_t)hlen && memcmp(hb, "KCINDEX", 8) == 0 &&
+                        kcache__get_u16(hb + 8) == KCACHE__IX_VERSION && kcache__get_u16(hb + 24) == strlen(unit) &&
+                        memcmp(hb + 26, unit, strlen(unit)) == 0 && kcache__get_u64(hb + hlen - 8) == kcache_hash(hb, hlen - 8).lo;
+            uint64_t compacted = sound ? kcache__get_u64(hb + 16) : 0;
+            KCACHE_FREE(hb);
+            /* appended to until it is twice its size after the last rewrite (64 KiB of slack) */
+            if (sound && compacted <= (uint64_t)sb.st_size && (uint64_t)sb.st_size - compacted < compacted + 65536) {
                 if ((size_t)sb.st_size == hlen) append = 1;
                 else if (pread(rfd, tail, 12, sb.st_size - 12) == 12) {
                     uint32_t body = kcache__get_u32(tail + 8);
@@ -4031,8 +4109,9 @@ static kcache_status kcache__store_put(kcache__store *st, const kcache_key *k, c
         }
         if (shardfd < 0)
             s = errno == ELOOP || errno == ENOTDIR || errno == EXDEV ? KCACHE_EUNSAFE : kcache__errno_status(errno);
-        else if (renameat(st->tmpfd, tmp + 4, shardfd, rel + 5) != 0)
-            s = kcache__errno_status(errno);
+        else if (renameat(st->tmpfd, tmp + 4, shardfd, rel + 5) != 0 &&
+                 (kcache__clear_name(st, shardfd, rel + 5) != 0 || renameat(st->tmpfd, tmp + 4, shardfd, rel + 5) != 0))
+            s = kcache__errno_status(errno); /* (a directory in the entry's place is cleared first) */
         if (shardfd >= 0) close(shardfd);
         if (s == KCACHE_OK) {
             kcache__slot_insert(st, k->digest, total, kcache__now_ns(), ev);
@@ -4054,16 +4133,16 @@ static int kcache__depends_on_stale(const unsigned char *rec, size_t len, const 
     kcache_key stored;
     const kcache_key_field *f = kcache__key_fields(now), *g;
     uint32_t i;
-    int stale = 0, found;
+    int stale = 0;
     if (kcache__record_parse(rec, len, &stored) != KCACHE_OK) { kcache_key_free(&stored); return 0; }
     g = kcache__key_fields(&stored);
     for (i = 0; i < now->count && !stale; i++) {
-        uint32_t at;
+        uint32_t j;
         if (f[i].type != KCACHE_FIELD_FILE) continue;
-        at = kcache__key_find(&stored, f[i].name, &found);
-        if (found && g[at].type == KCACHE_FIELD_FILE && g[at].digest.lo == f[i].digest.lo && g[at].digest.hi == f[i].digest.hi &&
-            kcache__stamp_stale(kcache__stamp_diff(&g[at], &f[i]), policy))
-            stale = 1;
+        for (j = 0; j < stored.count && !stale; j++) /* the same file (path), whatever its field's name */
+            if (g[j].type == KCACHE_FIELD_FILE && g[j].digest.lo == f[i].digest.lo && g[j].digest.hi == f[i].digest.hi &&
+                kcache__stamp_stale(kcache__stamp_diff(&g[j], &f[i]), policy))
+                stale = 1;
     }
     kcache_key_free(&stored);
     return stale;
@@ -4168,13 +4247,14 @@ static void kcache__store_read(kcache__store *st, const kcache_key *k, int polic
     if (fd < 0) {
         out->status = errno == ENOENT ? KCACHE_ENOENT : errno == ELOOP ? KCACHE_ECORRUPT : kcache__errno_status(errno);
         if (out->status == KCACHE_ECORRUPT) out->reason = KCACHE_REASON_REJECTED; /* a symlink in place of an entry */
+        else if (out->status != KCACHE_ENOENT) out->reason = KCACHE_REASON_UNWRITABLE;
         return;
     }
     /* The use table knows the entry's size, so the read needs no fstat: one byte more is asked for,
        and getting exactly the size means the file ends there. Otherwise (unknown, replaced under us,
        not a regular file) fstat decides. */
     {
-        uint64_t *slot = st->map ? kcache__slot_find(st, k->digest) : NULL;
+        uint64_t *slot = kcache__slot_find_in(kcache__tab(st), k->digest);
         uint64_t expect = slot ? kcache__sl_get(slot, KCACHE__SL_SIZE) : 0;
         if (expect >= KCACHE__ENTRY_FIXED + 16 + 8 && expect < ((uint64_t)1 << 40) && expect < (uint64_t)((size_t)-1 / 2) &&
             (b = kcache__blob_alloc((size_t)expect + 1)) != NULL) {
@@ -4262,8 +4342,14 @@ static void kcache__store_sweep_temps(kcache__store *st) {
 }
 
 static void kcache__store_close(kcache__store *st) {
+    kcache__table *t;
     if (!st) return;
     kcache__cf_unmap(st);
+    while ((t = st->pub) != NULL) {
+        st->pub = t->older;
+        if (t->map) munmap(t->map, t->len); /* each mapping was published once */
+        KCACHE_FREE(t);
+    }
     if (st->lockfd >= 0) close(st->lockfd);
     if (st->dirfd >= 0) close(st->dirfd);
     if (st->tmpfd >= 0) close(st->tmpfd);
@@ -4396,6 +4482,7 @@ struct kcache {
     char *dir;                   /* the store's directory (owned), NULL when memory only */
     kcache__store *store;
     char store_why[512];         /* why there is no store, when there is none */
+    int store_refused;           /* a store was asked for and could not be used */
     kcache__lru lru;
     kcache__tomb tombs[KCACHE__TOMBS];
     unsigned tomb_next;
@@ -4562,6 +4649,7 @@ KCACHE_API kcache_status kcache_open(kcache **out, const kcache_config *cfg) {
         } else {
             snprintf(kc->store_why, sizeof kc->store_why, "memory only: %s", why[0] ? why : kcache_strerror(s));
             kc->stats.store_errors++;
+            kc->store_refused = 1;
         }
     }
     if (!kc->store) KCACHE__DEBUG(kc, "%s", kc->store_why);
@@ -4822,7 +4910,8 @@ static kcache_reason kcache__ix_classify(kcache *kc, const kcache_key *k, int64_
     if (r == KCACHE_OK) at = kcache__ix_find(&ix, KCACHE__IX_GONE, k->digest);
     if (at >= 0) {
         const kcache__ix_item *it = &ix.items[KCACHE__IX_GONE][at];
-        reason = it->reason < (uint32_t)KCACHE_REASON_COUNT ? (kcache_reason)it->reason : KCACHE_REASON_COLD;
+        reason = (it->reason == KCACHE_REASON_EVICTED || it->reason == KCACHE_REASON_REJECTED || it->reason == KCACHE_REASON_STAMP)
+                     ? (kcache_reason)it->reason : KCACHE_REASON_COLD; /* a file's word is not trusted further */
         *when = it->when;
         if (reason == KCACHE_REASON_EVICTED && !*when) kcache__store_evicted_when(st, k->digest, when);
     } else if ((r == KCACHE_OK && kcache__ix_find(&ix, KCACHE__IX_LIVE, k->digest) >= 0) ||
@@ -4886,7 +4975,9 @@ static kcache_reason kcache__ix_classify(kcache *kc, const kcache_key *k, int64_
 /* The reason for a miss that found nothing under the key's digest. */
 static kcache_reason kcache__absent_reason(kcache *kc, const kcache_key *k, int64_t *when) {
     kcache_reason r = KCACHE_REASON_COLD;
+    *when = 0;
     if (kc->store) return kcache__ix_classify(kc, k, when, NULL);
+    if (kc->store_refused) return KCACHE_REASON_UNWRITABLE; /* what other processes stored is out of reach */
     kcache__mutex_lock(&kc->lock);
     if ((*when = kcache__tomb_find(kc, k->digest)) != 0) r = KCACHE_REASON_EVICTED;
     else if (kcache__unit_in_memory(kc, k)) r = KCACHE_REASON_FIELD;
@@ -4959,12 +5050,12 @@ static kcache_status kcache__get(kcache *kc, const kcache_key *k, const void **d
     if (stale) {
         stale->hnext = NULL;
         stale->dirty = 0;
-        kcache__release_nodes(kc, stale);
         if (kc->store) {
             kcache__store_ev ev;
             memset(&ev, 0, sizeof ev);
-            kcache__store_remove(kc->store, k, KCACHE_REASON_STAMP, NULL, 0, kc->cfg.stamp, &ev);
+            kcache__store_remove(kc->store, k, KCACHE_REASON_STAMP, stale->rec, stale->rec_len, kc->cfg.stamp, &ev);
         }
+        kcache__release_nodes(kc, stale);
     }
     if (kc->store && reason == KCACHE_REASON_COUNT) {
         kcache__store_read(kc->store, k, kc->cfg.stamp, 0, &rd);
@@ -5103,9 +5194,12 @@ KCACHE_API void kcache_get_stats(kcache *kc, kcache_stats *out) {
     out->mem_entries = kc->lru.count;
     out->mem_bytes = kc->lru.bytes;
     kcache__mutex_unlock(&kc->lock);
-    if (kc->store && kc->store->map) {
-        out->disk_bytes = kcache__cf_get(kc->store, 24);
-        out->disk_entries = kcache__cf_get(kc->store, 32);
+    if (kc->store) {
+        const kcache__table *t = kcache__tab(kc->store);
+        if (t && t->map) {
+            out->disk_bytes = kcache__cf_at(t->map, 24);
+            out->disk_entries = kcache__cf_at(t->map, 32);
+        }
     }
 }
 
@@ -5232,6 +5326,10 @@ KCACHE_API size_t kcache_explain(kcache *kc, const kcache_key *k, char *buf, siz
         if (rd.status == KCACHE_ENOENT) kcache__ix_classify(kc, k, &when, &b);
         return b.len;
     }
+    if (kc->store_refused) {
+        kcache__sb_add(&b, "miss: %s: %s", kcache__reason_text[KCACHE_REASON_UNWRITABLE], kc->store_why);
+        return b.len;
+    }
     kcache__mutex_lock(&kc->lock);
     if ((when = kcache__tomb_find(kc, k->digest)) != 0) {
         kcache__sb_add(&b, "miss: %s: dropped from memory at ", kcache__reason_text[KCACHE_REASON_EVICTED]);
@@ -5273,7 +5371,7 @@ static int kcache__claim(kcache *kc, kcache_hash128 d) {
         if (got) return 1;
         if ((errno != EAGAIN && errno != EACCES && errno != EINTR) || kcache__mono_ns() > deadline) return 0;
         /* the builder's put shows in the use table at once: no need to queue on its claim */
-        if (kc->store->map && kcache__slot_find(kc->store, d)) return 2;
+        if (kcache__slot_find_in(kcache__tab(kc->store), d)) return 2;
         if (!waited) {
             waited = 1;
             kcache__mutex_lock(&kc->lock);
