@@ -17,7 +17,7 @@ CTESTS  := test_hash test_host test_key test_lru test_threads test_store test_fl
 TOOLS   := $(B)/kcache-inspect
 EXAMPLES:= $(B)/demo_cc
 
-.PHONY: all tools examples test check-deps bench demo install uninstall clean
+.PHONY: all tools examples test check-deps bench demo install uninstall clean fuzz fuzz-smoke
 all: tools examples
 
 $(B) $(B)/asan $(B)/tsan:
@@ -49,7 +49,7 @@ check-deps:
 
 # Runs everything; the last line is "N passed, N failed".
 test: check-deps
-	@$(MAKE) --no-print-directory $(TEST_BINS) $(TOOLS) $(B)/demo_cc
+	@$(MAKE) --no-print-directory $(TEST_BINS) $(TOOLS) $(B)/demo_cc $(addprefix $(B)/,$(FUZZERS))
 	@bash tests/run.sh \
 	  compile=tests/compile_check.sh \
 	  $(foreach t,$(CTESTS),$(t)=$(B)/$(t)) \
@@ -59,7 +59,26 @@ test: check-deps
 	  valgrind/test_lru="valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite $(B)/test_lru" \
 	  inspect="tests/test_inspect.sh $(B)/kcache-inspect" \
 	  install=tests/test_install.sh \
+	  fuzz-smoke="tests/fuzz_smoke.sh $(FUZZ_SMOKE) $(FUZZERS)" \
 	  demo="tests/test_demo.sh $(B)/demo_cc"
+
+# ---- fuzzing (libFuzzer): `make fuzz FUZZ_TIME=600` runs each target that long; `make fuzz-smoke`
+# (part of make test) runs each for FUZZ_SMOKE seconds from its seed corpus ----
+FUZZERS    := fuzz_pickle
+FUZZ_TIME  ?= 600
+FUZZ_SMOKE ?= 15
+FUZZ_FLAGS := -std=c99 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
+$(B)/fuzz_pickle: fuzz/fuzz_pickle.c tools/kcache-inspect.c kcache.h | $(B)
+	clang $(FUZZ_FLAGS) -I. -DKCACHE_INSPECT_NO_MAIN -o $@ $< $(LDLIBS)
+$(B)/fuzz_store: fuzz/fuzz_store.c kcache.h | $(B)
+	clang $(FUZZ_FLAGS) -I. -o $@ $< $(LDLIBS)
+fuzz: $(addprefix $(B)/,$(FUZZERS))
+	@for f in $(FUZZERS); do mkdir -p $(B)/fuzz-work/$$f; \
+	  echo "== $$f for $(FUZZ_TIME) s"; \
+	  $(B)/$$f -max_total_time=$(FUZZ_TIME) -print_final_stats=1 $(B)/fuzz-work/$$f fuzz/corpus/$${f#fuzz_} 2>&1 | \
+	    grep -E "stat::number_of_executed_units|stat::peak_rss|ERROR|SUMMARY" ; done
+fuzz-smoke: $(addprefix $(B)/,$(FUZZERS))
+	@bash tests/fuzz_smoke.sh $(FUZZ_SMOKE) $(FUZZERS)
 
 # ---- benchmarks (ratios against the floor or a peer measured in the same run) ----
 BENCH_CFLAGS := -O2 -g

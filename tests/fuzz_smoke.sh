@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Runs each libFuzzer target for a few seconds from its seed corpus (and over the regression
+# inputs in tests/data): "ok fuzz-NAME" when it found nothing, "FAIL fuzz-NAME: ..." otherwise.
+set -u
+secs=$1; shift
+root=$(cd "$(dirname "$0")/.." && pwd)
+for f in "$@"; do
+    bin=$root/build/$f seeds=$root/fuzz/corpus/${f#fuzz_}
+    work=$(mktemp -d)
+    if [ ! -x "$bin" ]; then echo "FAIL fuzz-$f: $bin not built"; continue; fi
+    if out=$("$bin" -max_total_time="$secs" -print_final_stats=1 "$work" "$seeds" 2>&1); then
+        execs=$(echo "$out" | sed -n 's/^stat::number_of_executed_units: *//p')
+        echo "ok fuzz-$f ($execs inputs in $secs s)"
+    else
+        echo "FAIL fuzz-$f: $(echo "$out" | grep -E "ERROR|SUMMARY" | head -2 | tr '\n' ' ')"
+    fi
+    rm -rf "$work"
+done
