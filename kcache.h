@@ -4112,6 +4112,8 @@ static kcache_status kcache__store_put(kcache__store *st, const kcache_key *k, c
         else if (renameat(st->tmpfd, tmp + 4, shardfd, rel + 5) != 0 &&
                  (kcache__clear_name(st, shardfd, rel + 5) != 0 || renameat(st->tmpfd, tmp + 4, shardfd, rel + 5) != 0))
             s = kcache__errno_status(errno); /* (a directory in the entry's place is cleared first) */
+        else if (st->fsync)
+            fsync(shardfd); /* the rename itself survives a power loss only once its directory is synced */
         if (shardfd >= 0) close(shardfd);
         if (s == KCACHE_OK) {
             kcache__slot_insert(st, k->digest, total, kcache__now_ns(), ev);

@@ -1,7 +1,11 @@
-/* kcache-inspect.c - explain cache indexes: numba's .nbi files (and, later, kcache stores).
+/* kcache-inspect.c - explain cache indexes: numba's .nbi files and kcache stores.
  *
  *   kcache-inspect [options] FILE.nbi     will numba recompile this function, and why?
- *   kcache-inspect [options] DIR          a kcache store (not built in this version)
+ *   kcache-inspect [options] DIR          a kcache store: size against limit and accounting,
+ *                                         entries, units, use, temp files, traced misses
+ *   kcache-inspect [options] DIR UNIT     one unit's index: overloads, fields, dependencies
+ *   kcache-inspect [options] FILE.kci     the same from an index file
+ *   kcache-inspect [options] FILE.kce     one entry: header, key fields, checksums
  *
  * numba mode: a .nbi file is two pickles back to back: the numba version string, then
  * (stamp, overloads), where overloads maps (signature, (target triple, cpu name, cpu
@@ -18,10 +22,23 @@
  * and node count, memory, stack and output are bounded, so any byte string gives either a
  * tree or an error message, never a crash or an unbounded allocation.
  *
- * Build: cc -std=c99 -O2 -Wall -Wextra -Wpedantic -o kcache-inspect tools/kcache-inspect.c
- * Define KCACHE_INSPECT_NO_MAIN to include this file elsewhere (the fuzz target does).
- * Exit status: 0 whenever the file decodes, whatever the verdict; 2 for a file that cannot be
- * read or decoded and for usage errors. */
+ * kcache mode reads a store without changing it: no kcache_open (which creates and repairs),
+ * no lock, no write; config.file is read with pread.  It decodes with kcache.h's own static
+ * functions (kcache__record_parse, kcache__ix_decode, kcache__cf_valid, ...) so that the tool
+ * and the library cannot disagree on what is valid, and takes the host CPU from kcache.h's
+ * detector for the numba half as well.
+ *
+ * Build: cc -std=c99 -O2 -Wall -Wextra -Wpedantic -Werror -I. -o build/kcache-inspect \
+ *           tools/kcache-inspect.c -lpthread
+ * Define KCACHE_INSPECT_NO_MAIN to include this file elsewhere (the fuzz targets do).
+ * Exit status: 0 whenever the file or store decodes, whatever the verdict; 2 for a file or
+ * directory that cannot be read or decoded and for usage errors. */
+
+/* kcache.h first: its implementation half sets the feature macros before any system header. */
+#define KCACHE_STATIC
+#define KCACHE_IMPLEMENTATION
+#include "../kcache.h"
+
 #ifndef _POSIX_C_SOURCE
 #define _POSIX_C_SOURCE 200809L
 #endif
@@ -1534,16 +1551,19 @@ static int nb_decode(const unsigned char *buf, size_t len, nb_index *ix, char *e
 /* Host CPU.                                                                                 */
 
 /* The one place that knows the host's CPU in numba's terms (LLVM's host CPU name and its
- * feature string "+a,-b,...").  numba takes both from llvmlite, and the feature string must
- * match byte for byte, which only LLVM's own tables reproduce, so this version does not guess:
- * it reports "unknown" and the user passes --cpu/--features (or NUMBA_CPU_NAME and
- * NUMBA_CPU_FEATURES are set, as numba itself reads them).  Integration point: replace the
- * body with kcache__host_cpu_name/kcache__host_cpu_features from kcache.h once they exist.
- * Returns 1 and fills name/feat when known, 0 when unknown. */
+ * feature string "+a,-b,...").  kcache.h's detector gives both with LLVM's names, from CPUID
+ * (or the platform's equivalent).  numba takes them from the LLVM inside its llvmlite, whose
+ * tables are older or newer than the detector's: the two lists name different sets of features
+ * (this machine's LLVM 14 knows 14 fewer than the detector, LLVM 22 15 more), so a detected
+ * feature string is compared with an index's name by name: every feature both name must agree,
+ * one named by only one side is not compared.  --features and NUMBA_CPU_FEATURES are compared
+ * byte for byte, as numba does.  Returns 1 and fills name/feat when known, 0 when unknown. */
 static int inspect_host_cpu(char *name, size_t name_cap, char *feat, size_t feat_cap)
 {
-    (void)name; (void)name_cap; (void)feat; (void)feat_cap;
-    return 0;
+    if (!name_cap || !feat_cap) return 0;
+    kcache__host_cpu_name(name, name_cap);
+    kcache__host_cpu_features(feat, feat_cap);
+    return name[0] != 0;
 }
 
 typedef struct ki_opts {
@@ -1551,12 +1571,19 @@ typedef struct ki_opts {
     const char *source;
     const char *cpu, *features, *triple, *numba_version;
     int json, dump, force_numba;
+    /* kcache mode */
+    const char *unit;                 /* DIR UNIT */
+    int verify;                       /* --verify: every checksum in the store */
+    int stamp;                        /* KCACHE_STAMP_*: how a dependency's stamp is judged */
+    const char *stamp_from;
+    int no_deps;                      /* do not look at dependency files (the fuzz target) */
 } ki_opts;
 
 typedef struct ki_host {
     const char *cpu, *features;       /* NULL: unknown */
     const char *cpu_from, *features_from;
-    char cpu_buf[128], feat_buf[4096];
+    int features_by_name;             /* detected: compare with an index name by name */
+    char cpu_buf[128], feat_buf[KCACHE__HOST_FEATURES_MAX];
 } ki_host;
 
 static int str_ieq(const char *a, const char *b)
@@ -1582,7 +1609,11 @@ static void host_resolve(const ki_opts *op, ki_host *h)
     det = inspect_host_cpu(h->cpu_buf, sizeof h->cpu_buf, h->feat_buf, sizeof h->feat_buf);
     if (det) {
         if (!h->cpu) { h->cpu = h->cpu_buf; h->cpu_from = "detected"; }
-        if (!h->features) { h->features = h->feat_buf; h->features_from = "detected"; }
+        if (!h->features) {
+            h->features = h->feat_buf;
+            h->features_from = "detected, compared name by name";
+            h->features_by_name = 1;
+        }
     }
 }
 
@@ -1631,11 +1662,12 @@ static void feat_emit(ki_out *o, char sign, const feat *f, size_t *nd, size_t ma
 }
 
 /* Writes the difference of features a against reference b, in name order: "+x" a enables x
- * where b does not, "-x" a disables x where b enables it, "?x" named by only one of the two.
+ * where b does not, "-x" a disables x where b enables it, "?x" named by only one of the two
+ * (left out with by_name: a detected reference names another LLVM's set of features).
  * Returns the number of differences; writes at most max of them.  Sorted merge: O(n log n)
  * whatever a hostile index holds; at most KI_MAX_FEATS entries of each string are compared. */
 static size_t feat_diff(ki_out *o, const unsigned char *a, size_t an, const unsigned char *b, size_t bn,
-                        size_t max, int json)
+                        size_t max, int json, int by_name)
 {
     static feat fa[KI_MAX_FEATS], fb[KI_MAX_FEATS];
     size_t na = feat_parse(a, an, fa, KI_MAX_FEATS), nb = feat_parse(b, bn, fb, KI_MAX_FEATS), i = 0, j = 0, nd = 0;
@@ -1643,14 +1675,35 @@ static size_t feat_diff(ki_out *o, const unsigned char *a, size_t an, const unsi
     qsort(fb, nb, sizeof *fb, feat_cmp);
     while (i < na || j < nb) {
         int c = i >= na ? 1 : j >= nb ? -1 : feat_cmp(&fa[i], &fb[j]);
-        if (c < 0) { feat_emit(o, '?', &fa[i], &nd, max, json); i++; }
-        else if (c > 0) { feat_emit(o, '?', &fb[j], &nd, max, json); j++; }
+        if (c < 0) { if (!by_name) feat_emit(o, '?', &fa[i], &nd, max, json); i++; }
+        else if (c > 0) { if (!by_name) feat_emit(o, '?', &fb[j], &nd, max, json); j++; }
         else {
             if (fa[i].sign != fb[j].sign) feat_emit(o, fa[i].sign, &fa[i], &nd, max, json);
             i++; j++;
         }
     }
     return nd;
+}
+
+/* Whether an index's feature string a matches a detected host string b name by name: every
+ * feature both name agrees, and each side names mostly (4 in 5) features the other names too,
+ * so that two LLVMs' lists of one CPU match while "" or a short list never matches a full one. */
+static int feat_match_by_name(const unsigned char *a, size_t an, const unsigned char *b, size_t bn)
+{
+    static feat fa[KI_MAX_FEATS], fb[KI_MAX_FEATS];
+    size_t na = feat_parse(a, an, fa, KI_MAX_FEATS), nb = feat_parse(b, bn, fb, KI_MAX_FEATS), i = 0, j = 0, common = 0;
+    qsort(fa, na, sizeof *fa, feat_cmp);
+    qsort(fb, nb, sizeof *fb, feat_cmp);
+    while (i < na && j < nb) {
+        int c = feat_cmp(&fa[i], &fb[j]);
+        if (c < 0) i++;
+        else if (c > 0) j++;
+        else {
+            if (fa[i].sign != fb[j].sign) return 0;
+            common++; i++; j++;
+        }
+    }
+    return common * 5 >= na * 4 && common * 5 >= nb * 4;
 }
 
 static size_t feat_count(const pk_node *f, size_t *enabled)
@@ -2145,7 +2198,11 @@ static void nb_assess(nb_index *ix, const char *path, const ki_opts *op, nb_repo
         {
             int known = 1, match = 1;
             if (R->host.cpu) match &= node_eq_cstr(o->cpu, R->host.cpu); else known = 0;
-            if (R->host.features) match &= node_eq_cstr(o->features, R->host.features); else known = 0;
+            if (!R->host.features) known = 0;
+            else if (R->host.features_by_name)
+                match &= feat_match_by_name(o->features->s, o->features->n, (const unsigned char *)R->host.features,
+                                            strlen(R->host.features));
+            else match &= node_eq_cstr(o->features, R->host.features);
             if (op->triple) match &= node_eq_cstr(o->triple, op->triple);
             o->cpu_match = !match ? 0 : known ? 1 : -1;
         }
@@ -2391,7 +2448,17 @@ static void report_text(ki_out *o, nb_index *ix, nb_report *R, const ki_opts *op
                 else if (k > 0 && ix->ov[0].shape_ok) { rs = ix->ov[0].features->s; rn = ix->ov[0].features->n; rname = "[1]"; }
                 if (ov->features->n == 0) ko_puts(o, "none (\"\": the CPU model's defaults)");
                 else ko_printf(o, "%zu listed, %zu enabled", nf, en);
-                if (rname) {
+                int by_name = R->host.features && R->host.features_by_name;
+                /* by name, a mismatch lists the features both name that disagree, or (when none
+                   does: the lists hardly overlap) every difference */
+                if (by_name && feat_diff(NULL, ov->features->s, ov->features->n, rs, rn, 0, 0, 1) == 0) by_name = 0;
+                if (R->host.features && R->host.features_by_name && feat_match_by_name(ov->features->s, ov->features->n, rs, rn)) {
+                    ko_printf(o, "; same as %s", rname);
+                    if (!(ov->features->n == rn && (rn == 0 || memcmp(ov->features->s, rs, rn) == 0)))
+                        ko_printf(o, " name by name\n                (%zu named by one side only)",
+                                  feat_diff(NULL, ov->features->s, ov->features->n, rs, rn, 0, 0, 0));
+                    ko_putc(o, '\n');
+                } else if (rname) {
                     if (ov->features->n == rn && (rn == 0 || memcmp(ov->features->s, rs, rn) == 0)) ko_printf(o, "; same as %s\n", rname);
                     else if (rn == 0 || ov->features->n == 0) {
                         size_t ren;
@@ -2402,14 +2469,14 @@ static void report_text(ki_out *o, nb_index *ix, nb_report *R, const ki_opts *op
                         else ko_printf(o, "; %s lists %zu\n", rname, feat_count(&tmpn, &ren));
                     }
                     else {
-                        size_t nd = feat_diff(NULL, ov->features->s, ov->features->n, rs, rn, 0, 0);
+                        size_t nd = feat_diff(NULL, ov->features->s, ov->features->n, rs, rn, 0, 0, by_name);
                         ko_printf(o, "; vs %s, %zu differ:", rname, nd);
                         {   /* wrap at 78 columns */
                             ki_out t;
                             size_t p = 0, col = 16;
                             memset(&t, 0, sizeof t);
                             t.limit = 4096;
-                            feat_diff(&t, ov->features->s, ov->features->n, rs, rn, 40, 0);
+                            feat_diff(&t, ov->features->s, ov->features->n, rs, rn, 40, 0, by_name);
                             ko_puts(o, "\n               ");
                             while (t.buf && p < t.len) {
                                 size_t q = p + 1;
@@ -2542,6 +2609,7 @@ static void report_json(ki_out *o, nb_index *ix, nb_report *R, const ki_opts *op
     ko_puts(o, ", \"cpu_from\": "); ko_json_cstr(o, R->host.cpu_from);
     ko_puts(o, ", \"features\": "); ko_json_cstr(o, R->host.features);
     ko_puts(o, ", \"features_from\": "); ko_json_cstr(o, R->host.features_from);
+    ko_puts(o, ", \"features_compared\": "); ko_json_cstr(o, !R->host.features ? NULL : R->host.features_by_name ? "by-name" : "exact");
     ko_puts(o, ", \"triple\": "); ko_json_cstr(o, op->triple);
     ko_puts(o, "}");
     ko_puts(o, ",\n  \"overloads\": [");
@@ -2560,7 +2628,12 @@ static void report_json(ki_out *o, nb_index *ix, nb_report *R, const ki_opts *op
             else if (ix->ov[0].shape_ok) { rs = ix->ov[0].features->s; rn = ix->ov[0].features->n; rname = "overload 1"; }
             ko_puts(o, ", \"features_reference\": "); ko_json_cstr(o, rname);
             ko_puts(o, ", \"features_diff\": [");
-            if (rname) feat_diff(o, ov->features->s, ov->features->n, rs, rn, 4096, 1);
+            if (rname) {   /* by name: the features both name that disagree, else every difference */
+                int by_name = R->host.features && R->host.features_by_name &&
+                              (feat_match_by_name(ov->features->s, ov->features->n, rs, rn) ||
+                               feat_diff(NULL, ov->features->s, ov->features->n, rs, rn, 0, 0, 1) > 0);
+                feat_diff(o, ov->features->s, ov->features->n, rs, rn, 4096, 1, by_name);
+            }
             ko_puts(o, "]");
             ko_puts(o, ", \"code_hash\": "); json_node_str(o, ov->code);
             ko_puts(o, ", \"closure_hash\": "); json_node_str(o, ov->closure);
