@@ -15,9 +15,10 @@ TSAN    := -O1 -g -fsanitize=thread
 # one test program per layer; each runs plain, under ASan+UBSan, and (threads) under TSan
 CTESTS  := test_hash test_host test_key test_lru test_threads test_store test_flight test_index
 TOOLS   := $(B)/kcache-inspect
-EXAMPLES:= $(B)/demo_cc
+EXAMPLES:= $(B)/demo_cc $(B)/opencl_saxpy $(B)/opencl_many $(B)/opencl_demo
+CL_LIBS := -lOpenCL $(LDLIBS)
 
-.PHONY: all tools examples test check-deps bench demo install uninstall clean fuzz fuzz-smoke
+.PHONY: all tools examples test check-deps bench demo demo-cc install uninstall clean fuzz fuzz-smoke
 all: tools examples
 
 $(B) $(B)/asan $(B)/tsan:
@@ -32,6 +33,8 @@ $(B)/kcache-inspect: tools/kcache-inspect.c kcache.h | $(B)
 
 $(B)/demo_cc: examples/demo_cc.c kcache.h | $(B)
 	$(CC) $(STD) $(CFLAGS) $(WARN) -I. -o $@ $< $(LDLIBS) -ldl
+$(B)/opencl_%: examples/opencl_%.c kcache.h | $(B)
+	$(CC) $(STD) $(CFLAGS) $(WARN) -I. -o $@ $< $(CL_LIBS)
 
 # ---- tests ----
 $(B)/test_%: tests/test_%.c kcache.h tests/kt.h | $(B)
@@ -41,6 +44,13 @@ $(B)/asan/test_%: tests/test_%.c kcache.h tests/kt.h | $(B)/asan
 $(B)/tsan/test_%: tests/test_%.c kcache.h tests/kt.h | $(B)/tsan
 	clang $(STD) $(TSAN) $(WARN) -I. -o $@ $< $(LDLIBS)
 
+# the OpenCL layer's tests (PoCL) link the ICD loader
+$(B)/test_opencl: tests/test_opencl.c kcache.h tests/kt.h | $(B)
+	$(CC) $(STD) $(CFLAGS) $(WARN) -I. -Itests -o $@ $< $(CL_LIBS)
+$(B)/asan/test_opencl: tests/test_opencl.c kcache.h tests/kt.h | $(B)/asan
+	$(CC) $(STD) $(SAN) $(WARN) -I. -Itests -o $@ $< $(CL_LIBS)
+CL_TESTS := $(B)/test_opencl $(B)/asan/test_opencl $(B)/opencl_demo
+
 TSAN_TESTS := test_threads test_flight
 TEST_BINS := $(addprefix $(B)/,$(CTESTS)) $(addprefix $(B)/asan/,$(CTESTS)) $(addprefix $(B)/tsan/,$(TSAN_TESTS))
 
@@ -49,7 +59,7 @@ check-deps:
 
 # Runs everything; the last line is "N passed, N failed".
 test: check-deps
-	@$(MAKE) --no-print-directory $(TEST_BINS) $(TOOLS) $(B)/demo_cc $(addprefix $(B)/,$(FUZZERS))
+	@$(MAKE) --no-print-directory $(TEST_BINS) $(CL_TESTS) $(TOOLS) $(B)/demo_cc $(addprefix $(B)/,$(FUZZERS))
 	@bash tests/run.sh \
 	  compile=tests/compile_check.sh \
 	  $(foreach t,$(CTESTS),$(t)=$(B)/$(t)) \
@@ -60,7 +70,9 @@ test: check-deps
 	  inspect="tests/test_inspect.sh $(B)/kcache-inspect" \
 	  install=tests/test_install.sh \
 	  fuzz-smoke="tests/fuzz_smoke.sh $(FUZZ_SMOKE) $(FUZZERS)" \
-	  demo="tests/test_demo.sh $(B)/demo_cc"
+	  demo-cc="tests/test_demo.sh $(B)/demo_cc" \
+	  opencl=$(B)/test_opencl asan/opencl=$(B)/asan/test_opencl \
+	  demo="tests/test_demo_opencl.sh $(B)/opencl_demo"
 
 # ---- fuzzing (libFuzzer): `make fuzz FUZZ_TIME=600` runs each target that long; `make fuzz-smoke`
 # (part of make test) runs each for FUZZ_SMOKE seconds from its seed corpus ----
@@ -88,15 +100,21 @@ $(B)/ref_avx2.o: bench/ref_xxh3.c | $(B)
 	$(CC) -O3 -mavx2 -DREF_NAME=ref_avx2 -I. -c -o $@ $<
 $(B)/bench_hash: bench/bench_hash.c $(B)/ref_sse2.o $(B)/ref_avx2.o kcache.h
 	$(CC) $(STD) $(BENCH_CFLAGS) -I. -o $@ $< $(B)/ref_sse2.o $(B)/ref_avx2.o $(LDLIBS)
+$(B)/bench_opencl: bench/bench_opencl.c kcache.h | $(B)
+	$(CC) $(STD) $(BENCH_CFLAGS) -I. -o $@ $< $(CL_LIBS) -lm
 $(B)/bench_%: bench/bench_%.c kcache.h | $(B)
 	$(CC) $(STD) $(BENCH_CFLAGS) -I. -o $@ $< $(LDLIBS)
 
-BENCHES := bench_hash bench_cache bench_flight bench_index
+BENCHES := bench_hash bench_cache bench_flight bench_index bench_opencl
 bench: check-deps $(addprefix $(B)/,$(BENCHES))
 	@for b in $(BENCHES); do echo "== $$b"; $(B)/$$b || exit 1; done
 
-# ---- the demo: a C kernel compiled at run time, run twice on the default cache directory ----
-demo: $(B)/demo_cc
+# ---- the demo: an OpenCL program (PoCL) built, then loaded from the default cache directory ----
+demo: check-deps $(B)/opencl_demo
+	@$(B)/opencl_demo --fresh
+	@$(B)/opencl_demo
+# the same with a C kernel compiled by cc and loaded with dlopen
+demo-cc: $(B)/demo_cc
 	@$(B)/demo_cc --fresh
 	@$(B)/demo_cc
 

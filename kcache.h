@@ -368,6 +368,93 @@ KCACHE_API kcache_status kcache_get_or_build(kcache *kc, const kcache_key *k, kc
                                              void *user, const void **data, size_t *size);
 
 /* ============================================================================================== */
+/* >>opencl  kcache_cl_build: OpenCL programs built once, loaded from the cache after that        */
+/* ============================================================================================== */
+#ifdef KCACHE_OPENCL /* needs the OpenCL headers and -lOpenCL */
+
+/* <CL/cl.h> is a C header that may pull in compiler intrinsics; it is included outside the
+   extern "C" block this part of kcache.h sits in. */
+#ifdef __cplusplus
+}
+#endif
+#ifndef CL_TARGET_OPENCL_VERSION
+#define CL_TARGET_OPENCL_VERSION 120
+#endif
+#if defined(__APPLE__)
+#include <OpenCL/opencl.h>
+#else
+#include <CL/cl.h>
+#endif
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Builds an OpenCL program, from the cache when it can.
+
+   ctx, ndev, devs    the context and the devices to build for, as clBuildProgram takes them:
+                      ndev 0 and devs NULL mean every device of the context.
+   unit               what kcache_explain, KCACHE_DEBUG and the tools call this program (a name such
+                      as "blur"); NULL means "opencl".
+   nsrc, srcs, lens   the sources, as clCreateProgramWithSource takes them (lens NULL, or a 0 in it:
+                      that string is NUL-terminated).
+   options            the build options (NULL is ""); also where -I directories come from.
+   hit                (may be NULL) set to 1 when no device's program was compiled by this call:
+                      every device came from this process's memory or from the store; else 0.
+   err                (may be NULL) CL_SUCCESS, or the error of the failed step.
+
+   Returns a built program that the caller releases with clReleaseProgram, or NULL on failure.
+
+   How: one entry per device, under a key of the unit, every source string, the options, and the
+   device as the driver describes it (platform name and version, device name and version, driver
+   version, vendor id, address bits, CL_DRIVER_UUID_KHR where cl_khr_device_uuid is there) plus the
+   stamp of the driver library actually loaded (the ICD vendor library), so that a driver upgrade
+   is a miss and never a binary handed to a driver that did not make it. Every file reached by
+   `#include "..."` (or <...>) lines of the sources, searched in the including file's directory,
+   the -I directories of the options and the working directory, recursively, is a dependency
+   (kcache_key_file): editing one is a miss that kcache_explain names. Devices that hit are loaded
+   with clCreateProgramWithBinary; only the devices that missed are compiled (identical devices
+   once), and their binaries are stored (single flight: concurrent processes compile once).
+   A stored binary is checked before the driver sees it (size, and for PoCL its header, device id
+   and the bounds of every record); one that fails, or that the driver refuses, is removed, counted
+   as a reject and rebuilt from source: the caller only sees success. A build failure is not
+   cached; its log stays available from kcache_cl_build_log.
+
+   In-process cache: a repeat call with the same context, devices, unit, sources and options
+   returns the program this process already built (retained again; release it as usual) without
+   calling the compiler or the driver: a hash of the sources and a table lookup. Programs with
+   #include dependencies also re-check each dependency's mtime and size (a stat per file). This
+   cache holds a reference to each program (and so to its context) until it is pushed out by newer
+   programs (capacity: KCACHE_MEM_ENTRIES), kcache_cl_forget, or kcache_close.
+
+   kc NULL, or caching off (KCACHE_ENABLE=0): a plain build from source every time.
+   Thread-safe. */
+KCACHE_API cl_program kcache_cl_build(kcache *kc, cl_context ctx, cl_uint ndev, const cl_device_id *devs,
+                                      const char *unit, cl_uint nsrc, const char **srcs, const size_t *lens,
+                                      const char *options, int *hit, cl_int *err);
+
+/* The build log of the calling thread's most recent kcache_cl_build on kc: on a failure, the
+   compiler's output (one section per device when there are several) or, for a failure that is not
+   the compiler's, which OpenCL call failed and its error; after a build from source that
+   succeeded, the compiler's warnings, if any; after a hit, empty. Per thread, so two threads
+   building at once each read their own. Writes it into buf snprintf-style (truncated to cap,
+   NUL-terminated when cap > 0; buf may be NULL with cap 0) and returns its full length (0: no log).
+   kc NULL: 0. */
+KCACHE_API size_t kcache_cl_build_log(kcache *kc, char *buf, size_t cap);
+
+/* Initialises *k as the key kcache_cl_build uses for one device (the caller frees it with
+   kcache_key_free), so that a program can ask kcache_explain why that device's entry misses, or
+   kcache_remove it. kc may be NULL (the driver library's stamp is then computed, not remembered).
+   KCACHE_OK, or an error (the key is then still safe to free and never matches). */
+KCACHE_API kcache_status kcache_cl_key(kcache *kc, kcache_key *k, cl_device_id dev, const char *unit, cl_uint nsrc,
+                                       const char **srcs, const size_t *lens, const char *options);
+
+/* Drops the programs of ctx (NULL: of every context) from kc's in-process cache and releases the
+   references it held, so that releasing ctx frees it. The stored binaries stay. */
+KCACHE_API void kcache_cl_forget(kcache *kc, cl_context ctx);
+
+#endif /* KCACHE_OPENCL */
+
+/* ============================================================================================== */
 /* >>stats                                                                                        */
 /* ============================================================================================== */
 
@@ -5481,6 +5568,1541 @@ KCACHE_API kcache_status kcache_get_or_build(kcache *kc, const kcache_key *k, kc
     *size = b->size;
     return KCACHE_OK;
 }
+
+/* ============================================================================================== */
+/* >>opencl  kcache_cl_build: a key per device, binary checks, the in-process program cache       */
+/* ============================================================================================== */
+#ifdef KCACHE_OPENCL
+
+/* dladdr names the driver library that holds a function: glibc declares it under _GNU_SOURCE
+   (which kcache.h defines when it comes first); elsewhere it is plain POSIX-ish. Without it the
+   key has no stamp of the driver library (the driver version string still changes on upgrades). */
+#if !defined(__GLIBC__) || defined(__USE_GNU)
+#include <dlfcn.h>
+#define KCACHE__CL_HAVE_DLADDR 1
+#endif
+
+#define KCACHE__CL_MAGIC "kcclbin1" /* payload: magic, binary size, build ns, reserved, binary */
+#define KCACHE__CL_HDR 32
+#define KCACHE__CL_LAYER 1          /* the "cl.layer" key field: bump when the key or payload changes */
+#define KCACHE__CL_MAX_DEPS 256     /* #included files followed per program */
+#define KCACHE__CL_MAX_DEPTH 32     /* include nesting followed */
+#define KCACHE__CL_MAX_HEADER (16u << 20)
+#define KCACHE__CL_LOGS 64          /* threads whose last build log is kept (oldest replaced first) */
+#define KCACHE__CL_PLATFORMS 16     /* platforms whose driver-library stamp is remembered */
+#define KCACHE__CL_DRIVER_UUID 0x106B /* CL_DRIVER_UUID_KHR (cl_khr_device_uuid) */
+#define KCACHE__CL_UUID_SIZE 16
+
+/* ---- OpenCL error names, for logs ---------------------------------------------------------- */
+
+static const char *kcache__cl_errname(cl_int e) {
+    switch (e) {
+    case 0: return "CL_SUCCESS";
+    case -1: return "CL_DEVICE_NOT_FOUND";
+    case -2: return "CL_DEVICE_NOT_AVAILABLE";
+    case -3: return "CL_COMPILER_NOT_AVAILABLE";
+    case -4: return "CL_MEM_OBJECT_ALLOCATION_FAILURE";
+    case -5: return "CL_OUT_OF_RESOURCES";
+    case -6: return "CL_OUT_OF_HOST_MEMORY";
+    case -11: return "CL_BUILD_PROGRAM_FAILURE";
+    case -30: return "CL_INVALID_VALUE";
+    case -32: return "CL_INVALID_PLATFORM";
+    case -33: return "CL_INVALID_DEVICE";
+    case -34: return "CL_INVALID_CONTEXT";
+    case -42: return "CL_INVALID_BINARY";
+    case -43: return "CL_INVALID_BUILD_OPTIONS";
+    case -44: return "CL_INVALID_PROGRAM";
+    case -45: return "CL_INVALID_PROGRAM_EXECUTABLE";
+    case -59: return "CL_INVALID_OPERATION";
+    default: return "an OpenCL error";
+    }
+}
+
+/* ---- state hung on the kcache: programs built in this process, build logs, driver stamps ---- */
+
+typedef struct kcache__cl_dep { char *path; int64_t mtime_ns; uint64_t size; } kcache__cl_dep;
+
+/* What the sources #include, resolved: the files (absolute) and their stamps when scanned. */
+typedef struct kcache__cl_deps {
+    kcache__cl_dep *v;
+    uint32_t n, cap;
+    int any;     /* the sources have #include lines (resolved or not) */
+    int failed;  /* out of memory or past a limit: the set is incomplete, so nothing is cached */
+} kcache__cl_deps;
+
+/* A program this process built, found again by the hash of what built it. */
+typedef struct kcache__cl_prog {
+    struct kcache__cl_prog *hnext, *prev, *next;
+    kcache_hash128 id;
+    cl_context ctx;
+    cl_program prog;
+    uint32_t ndeps;
+    kcache__cl_dep *deps; /* stamps to re-check on each hit (programs with #include lines) */
+    char *cwd;            /* for those: the working directory relative includes were resolved from */
+} kcache__cl_prog;
+
+typedef struct kcache__cl_log { pthread_t tid; int used; unsigned age; char *text; size_t len; } kcache__cl_log;
+
+typedef struct kcache__cl_plat { cl_platform_id plat; kcache_key_field field; int have; } kcache__cl_plat;
+
+typedef struct kcache__cl_state {
+    kcache__cl_prog **buckets;
+    uint32_t nbuckets, count;
+    kcache__cl_prog lru; /* sentinel: lru.next is the most recently used */
+    kcache__cl_log logs[KCACHE__CL_LOGS];
+    unsigned nlogs, log_clock;
+    kcache__cl_plat plats[KCACHE__CL_PLATFORMS];
+    unsigned nplats;
+} kcache__cl_state;
+
+static void kcache__cl_deps_free(kcache__cl_dep *v, uint32_t n) {
+    uint32_t i;
+    for (i = 0; i < n; i++) KCACHE_FREE(v[i].path);
+    KCACHE_FREE(v);
+}
+
+static void kcache__cl_prog_free(kcache__cl_prog *p) {
+    if (!p) return;
+    if (p->prog) clReleaseProgram(p->prog);
+    kcache__cl_deps_free(p->deps, p->ndeps);
+    KCACHE_FREE(p->cwd);
+    KCACHE_FREE(p);
+}
+
+static void kcache__cl_state_free(void *v) {
+    kcache__cl_state *st = (kcache__cl_state *)v;
+    kcache__cl_prog *p, *next;
+    unsigned i;
+    if (!st) return;
+    for (p = st->lru.next; p && p != &st->lru; p = next) {
+        next = p->next;
+        kcache__cl_prog_free(p);
+    }
+    for (i = 0; i < KCACHE__CL_LOGS; i++) KCACHE_FREE(st->logs[i].text);
+    KCACHE_FREE(st->buckets);
+    KCACHE_FREE(st);
+}
+
+/* kc's state, created on first use (lock held). NULL when out of memory. */
+static kcache__cl_state *kcache__cl_state_of(kcache *kc) {
+    kcache__cl_state *st = (kcache__cl_state *)kc->cl;
+    if (st) return st;
+    st = (kcache__cl_state *)KCACHE_MALLOC(sizeof *st);
+    if (!st) return NULL;
+    memset(st, 0, sizeof *st);
+    st->nbuckets = 64;
+    st->buckets = (kcache__cl_prog **)KCACHE_MALLOC(sizeof(kcache__cl_prog *) * st->nbuckets);
+    if (!st->buckets) { KCACHE_FREE(st); return NULL; }
+    memset(st->buckets, 0, sizeof(kcache__cl_prog *) * st->nbuckets);
+    st->lru.next = st->lru.prev = &st->lru;
+    kc->cl = st;
+    kc->cl_free = kcache__cl_state_free;
+    return st;
+}
+
+/* -- the calling thread's last build log (lock held) -- */
+
+static kcache__cl_log *kcache__cl_log_slot(kcache__cl_state *st, int make) {
+    pthread_t self = pthread_self();
+    unsigned i, oldest = 0;
+    for (i = 0; i < KCACHE__CL_LOGS; i++)
+        if (st->logs[i].used && pthread_equal(st->logs[i].tid, self)) return &st->logs[i];
+    if (!make) return NULL;
+    for (i = 0; i < KCACHE__CL_LOGS; i++) {
+        if (!st->logs[i].used) { oldest = i; break; }
+        if (st->logs[i].age < st->logs[oldest].age) oldest = i;
+    }
+    if (st->logs[oldest].used) { KCACHE_FREE(st->logs[oldest].text); st->nlogs--; }
+    memset(&st->logs[oldest], 0, sizeof st->logs[oldest]);
+    st->logs[oldest].tid = self;
+    st->logs[oldest].used = 1;
+    st->nlogs++;
+    return &st->logs[oldest];
+}
+
+/* Sets the thread's log to text (taken over; NULL or empty clears it). Lock held. */
+static void kcache__cl_log_set_locked(kcache__cl_state *st, char *text, size_t len) {
+    kcache__cl_log *l;
+    if (!st || (!text && st->nlogs == 0)) { KCACHE_FREE(text); return; }
+    l = kcache__cl_log_slot(st, text != NULL && len > 0);
+    if (!l) { KCACHE_FREE(text); return; }
+    KCACHE_FREE(l->text);
+    l->text = NULL;
+    l->len = 0;
+    if (text && len > 0) {
+        l->text = text;
+        l->len = len;
+        l->age = ++st->log_clock;
+    } else {
+        KCACHE_FREE(text);
+        l->used = 0;
+        st->nlogs--;
+    }
+}
+
+static void kcache__cl_log_set(kcache *kc, char *text, size_t len) {
+    if (!kc) { KCACHE_FREE(text); return; }
+    kcache__mutex_lock(&kc->lock);
+    kcache__cl_log_set_locked(text ? kcache__cl_state_of(kc) : (kcache__cl_state *)kc->cl, text, len);
+    kcache__mutex_unlock(&kc->lock);
+}
+
+KCACHE_API size_t kcache_cl_build_log(kcache *kc, char *buf, size_t cap) {
+    kcache__cl_state *st;
+    kcache__cl_log *l;
+    size_t n = 0;
+    if (buf && cap) buf[0] = 0;
+    if (!kc) return 0;
+    kcache__mutex_lock(&kc->lock);
+    st = (kcache__cl_state *)kc->cl;
+    l = st && st->nlogs ? kcache__cl_log_slot(st, 0) : NULL;
+    if (l && l->text) {
+        n = l->len;
+        if (buf && cap) {
+            size_t c = n < cap - 1 ? n : cap - 1;
+            memcpy(buf, l->text, c);
+            buf[c] = 0;
+        }
+    }
+    kcache__mutex_unlock(&kc->lock);
+    return n;
+}
+
+/* -- a growing text (logs) -- */
+
+typedef struct kcache__cl_text { char *p; size_t len, cap; int oom; } kcache__cl_text;
+
+static void kcache__cl_text_add(kcache__cl_text *t, const char *s, size_t n) {
+    if (t->oom || n == 0) return;
+    if (t->len + n + 1 > t->cap) {
+        size_t ncap = t->cap ? t->cap : 256;
+        char *np;
+        while (ncap < t->len + n + 1) ncap *= 2;
+        np = (char *)KCACHE_REALLOC(t->p, ncap);
+        if (!np) { t->oom = 1; return; }
+        t->p = np;
+        t->cap = ncap;
+    }
+    memcpy(t->p + t->len, s, n);
+    t->len += n;
+    t->p[t->len] = 0;
+}
+
+#if defined(__GNUC__) || defined(__clang__)
+__attribute__((format(printf, 2, 3)))
+#endif
+static void kcache__cl_text_fmt(kcache__cl_text *t, const char *fmt, ...) {
+    char line[1024];
+    va_list ap;
+    int n;
+    va_start(ap, fmt);
+    n = vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    if (n > 0) kcache__cl_text_add(t, line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
+}
+
+/* ---- device and platform descriptions ------------------------------------------------------ */
+
+/* A string property of a device (or, with dev NULL, of plat), allocated; NULL on failure. */
+static char *kcache__cl_info_str(cl_device_id dev, cl_platform_id plat, cl_uint what) {
+    size_t n = 0;
+    char *s;
+    cl_int e = dev ? clGetDeviceInfo(dev, (cl_device_info)what, 0, NULL, &n)
+                   : clGetPlatformInfo(plat, (cl_platform_info)what, 0, NULL, &n);
+    if (e != CL_SUCCESS || n > ((size_t)1 << 24)) return NULL;
+    s = (char *)KCACHE_MALLOC(n + 1);
+    if (!s) return NULL;
+    e = dev ? clGetDeviceInfo(dev, (cl_device_info)what, n, s, NULL) : clGetPlatformInfo(plat, (cl_platform_info)what, n, s, NULL);
+    if (e != CL_SUCCESS) { KCACHE_FREE(s); return NULL; }
+    s[n] = 0;
+    return s;
+}
+
+/* Whether a space-separated extension list names ext (a whole word). */
+static int kcache__cl_has_word(const char *list, const char *ext) {
+    size_t n = strlen(ext);
+    const char *p = list;
+    while (p && (p = strstr(p, ext)) != NULL) {
+        if ((p == list || p[-1] == ' ') && (p[n] == 0 || p[n] == ' ')) return 1;
+        p += n;
+    }
+    return 0;
+}
+
+/* What kcache needs to know of one device of the call. */
+typedef struct kcache__cl_dev {
+    cl_device_id id;
+    cl_platform_id plat;
+    int pocl;              /* PoCL: its binaries are checked as PoCL binaries */
+    int have_pocl_id;
+    uint64_t pocl_id;      /* the device id PoCL writes into its binaries */
+    char name[96];         /* for logs */
+    kcache_key key;
+    int key_live, key_ok;
+    int state;             /* KCACHE__CL_* below */
+    cl_uint same_as;       /* the first device with the same key (itself when none before) */
+    const void *data;      /* the payload (from the cache, or built here) */
+    size_t size;
+    int release;           /* data came from kcache_get / kcache_get_or_build */
+    int nostore;           /* the driver refused the binary it had just made: do not store it again */
+} kcache__cl_dev;
+
+enum { KCACHE__CL_MISSING = 0, KCACHE__CL_CACHED = 1, KCACHE__CL_BUILT = 2 };
+
+/* PoCL's device id in its binaries: a 64-bit FNV-style hash (multiply, then xor each byte) of the
+   device's build hash string, which PoCL also prints in CL_DEVICE_VERSION after "HSTR: ". */
+static int kcache__cl_pocl_device_id(const char *version, uint64_t *out) {
+    const char *h = version ? strstr(version, "HSTR: ") : NULL;
+    uint64_t r = 0xcbf29ce484222325ull;
+    if (!h) return 0;
+    for (h += 6; *h && *h != ' '; h++) {
+        r *= 0x100000001b3ull;
+        r ^= (uint64_t)(unsigned char)*h;
+    }
+    *out = r;
+    return 1;
+}
+
+/* ---- the driver library's stamp ---------------------------------------------------------- */
+
+/* The file of the driver library (the ICD vendor library) that serves plat, as loaded. */
+static int kcache__cl_driver_path(cl_platform_id plat, char *out, size_t cap) {
+#if defined(KCACHE__CL_HAVE_DLADDR)
+    Dl_info di;
+    void *fn;
+    char *exts, *real;
+    /* Every ICD vendor library exports clIcdGetPlatformIDsKHR; asked through the platform, the
+       loader hands back the vendor's own function, which lives in the vendor's library. */
+    fn = clGetExtensionFunctionAddressForPlatform(plat, "clIcdGetPlatformIDsKHR");
+    if (!fn && (exts = kcache__cl_info_str(NULL, plat, CL_PLATFORM_EXTENSIONS)) != NULL) {
+        /* cl_khr_icd: every object starts with the vendor's dispatch table */
+        if (kcache__cl_has_word(exts, "cl_khr_icd")) {
+            void *const *table = *(void *const *const *)plat;
+            fn = table ? table[0] : NULL;
+        }
+        KCACHE_FREE(exts);
+    }
+    if (!fn) { /* no ICD loader: the library this program linked is the driver */
+        cl_int (*direct)(cl_uint, cl_platform_id *, cl_uint *) = clGetPlatformIDs;
+        memcpy(&fn, &direct, sizeof fn < sizeof direct ? sizeof fn : sizeof direct);
+    }
+    memset(&di, 0, sizeof di);
+    if (!fn || !dladdr(fn, &di) || !di.dli_fname || !di.dli_fname[0]) return 0;
+    real = realpath(di.dli_fname, NULL);
+    snprintf(out, cap, "%s", real ? real : di.dli_fname);
+    free(real); /* realpath's own allocation */
+    return out[0] == '/';
+#else
+    (void)plat; (void)out; (void)cap;
+    return 0;
+#endif
+}
+
+#define KCACHE__CL_DRIVER_FIELD "cl.driver.library"
+
+/* The driver library's key field (a file dependency: path, mtime, size, content digest). Hashing a
+   library of a megabyte costs more than the rest of a hit, so the store keeps the field under the
+   file's full stat (device, inode, size, mtime, ctime; ctime cannot be set back) and a process
+   whose library stats the same takes it from there instead of hashing the file again. */
+static int kcache__cl_driver_field(kcache *kc, const char *path, kcache_key_field *out) {
+    struct stat sb;
+    kcache_key sk, tmp;
+    const void *data;
+    size_t n = 0;
+    int64_t mtime = 0, ctime_ns;
+    uint64_t size = 0;
+    int ok = 0;
+    if (stat(path, &sb) != 0 || kcache__stat_path(path, &mtime, &size) != 0) return 0;
+#if defined(__APPLE__)
+    ctime_ns = (int64_t)sb.st_ctimespec.tv_sec * 1000000000 + sb.st_ctimespec.tv_nsec;
+#else
+    ctime_ns = (int64_t)sb.st_ctim.tv_sec * 1000000000 + sb.st_ctim.tv_nsec;
+#endif
+    kcache_key_init(&sk, "cl.driver.stamp");
+    kcache_key_str(&sk, "path", path);
+    kcache_key_u64(&sk, "device", (uint64_t)sb.st_dev);
+    kcache_key_u64(&sk, "inode", (uint64_t)sb.st_ino);
+    kcache_key_u64(&sk, "size", size);
+    kcache_key_u64(&sk, "mtime_ns", (uint64_t)mtime);
+    kcache_key_u64(&sk, "ctime_ns", (uint64_t)ctime_ns);
+    kcache_key_u64(&sk, "layout", (uint64_t)sizeof *out * 1000 + KCACHE__CL_LAYER);
+    if (kc && kcache_get(kc, &sk, &data, &n) == KCACHE_OK) {
+        if (n == sizeof *out) {
+            kcache_hash128 pd = kcache_hash(path, strlen(path));
+            memcpy(out, data, n);
+            ok = out->type == KCACHE_FIELD_FILE && strcmp(out->name, KCACHE__CL_DRIVER_FIELD) == 0 && out->file_size == size &&
+                 out->mtime_ns == mtime && kcache__same(out->digest, pd);
+        }
+        kcache_release(kc, data);
+    }
+    if (!ok) {
+        kcache_key_init(&tmp, "cl");
+        if (kcache_key_file(&tmp, KCACHE__CL_DRIVER_FIELD, path) == KCACHE_OK) {
+            *out = kcache__key_fields(&tmp)[0];
+            ok = 1;
+            if (kc && out->mtime_ns == mtime && out->file_size == size) kcache_put(kc, &sk, out, sizeof *out);
+        }
+        kcache_key_free(&tmp);
+    }
+    kcache_key_free(&sk);
+    return ok;
+}
+
+/* Adds "cl.driver.library": the driver library as a file dependency. Its stamp is taken once per
+   platform and process (a process keeps the library it loaded, whatever happens to the file). */
+static kcache_status kcache__cl_key_driver(kcache *kc, kcache_key *k, cl_platform_id plat) {
+    kcache_key_field got, *f;
+    kcache_status s;
+    char path[4096];
+    unsigned i;
+    if (kc) {
+        kcache__cl_state *st;
+        kcache__mutex_lock(&kc->lock);
+        st = (kcache__cl_state *)kc->cl;
+        for (i = 0; st && i < st->nplats; i++) {
+            if (st->plats[i].plat == plat && st->plats[i].have) {
+                s = kcache__key_slot(k, KCACHE__CL_DRIVER_FIELD, KCACHE_FIELD_FILE, &f);
+                if (s == KCACHE_OK) {
+                    *f = st->plats[i].field;
+                    s = kcache__key_added(k);
+                }
+                kcache__mutex_unlock(&kc->lock);
+                return s;
+            }
+        }
+        kcache__mutex_unlock(&kc->lock);
+    }
+    if (!kcache__cl_driver_path(plat, path, sizeof path)) return kcache_key_str(k, KCACHE__CL_DRIVER_FIELD, "unknown");
+    if (!kcache__cl_driver_field(kc, path, &got)) return kcache_key_str(k, KCACHE__CL_DRIVER_FIELD, path); /* unreadable */
+    s = kcache__key_slot(k, KCACHE__CL_DRIVER_FIELD, KCACHE_FIELD_FILE, &f);
+    if (s == KCACHE_OK) {
+        *f = got;
+        s = kcache__key_added(k);
+    }
+    if (kc) {
+        kcache__cl_state *st;
+        kcache__mutex_lock(&kc->lock);
+        st = kcache__cl_state_of(kc);
+        if (st && st->nplats < KCACHE__CL_PLATFORMS) {
+            for (i = 0; i < st->nplats && st->plats[i].plat != plat; i++) {
+            }
+            if (i == st->nplats) {
+                st->plats[i].plat = plat;
+                st->plats[i].field = got;
+                st->plats[i].have = 1;
+                st->nplats++;
+            }
+        }
+        kcache__mutex_unlock(&kc->lock);
+    }
+    return s;
+}
+
+/* ---- #include dependencies ------------------------------------------------------------------ */
+
+typedef struct kcache__cl_scan {
+    kcache__cl_deps *deps;
+    char **idirs; /* -I directories of the options, as written (relative ones are from the cwd) */
+    uint32_t nidirs;
+    char want[4096], cand[8192]; /* scratch of one lookup (here, not on a recursing stack) */
+} kcache__cl_scan;
+
+/* The -I directories of an options string: "-I dir", "-Idir", quoted or not. */
+static void kcache__cl_idirs(const char *opt, kcache__cl_scan *sc) {
+    const char *p = opt;
+    int want_dir = 0;
+    while (p && *p) {
+        char tok[4096];
+        size_t n = 0;
+        char q = 0;
+        while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r') p++;
+        if (!*p) break;
+        while (*p && (q || (*p != ' ' && *p != '\t' && *p != '\n' && *p != '\r'))) {
+            if (!q && (*p == '"' || *p == '\'')) q = *p;
+            else if (q && *p == q) q = 0;
+            else if (!q && *p == '\\' && p[1]) { p++; if (n < sizeof tok - 1) tok[n++] = *p; }
+            else if (n < sizeof tok - 1) tok[n++] = *p;
+            p++;
+        }
+        tok[n] = 0;
+        if (want_dir || (n > 2 && tok[0] == '-' && tok[1] == 'I')) {
+            const char *dir = want_dir ? tok : tok + 2;
+            char **nd = (char **)KCACHE_REALLOC(sc->idirs, sizeof(char *) * (sc->nidirs + 1));
+            size_t dl = strlen(dir);
+            want_dir = 0;
+            if (!nd) { sc->deps->failed = 1; return; }
+            sc->idirs = nd;
+            if ((nd[sc->nidirs] = (char *)KCACHE_MALLOC(dl + 1)) == NULL) { sc->deps->failed = 1; return; }
+            memcpy(nd[sc->nidirs++], dir, dl + 1);
+        } else if (strcmp(tok, "-I") == 0) {
+            want_dir = 1;
+        }
+    }
+}
+
+static int kcache__cl_is_file(const char *path) {
+    struct stat s;
+    return stat(path, &s) == 0 && S_ISREG(s.st_mode);
+}
+
+static void kcache__cl_scan_text(kcache__cl_scan *sc, const char *text, size_t len, const char *curdir, int depth);
+
+/* Follows one #include: finds the file, records it once, and scans it in turn. */
+static void kcache__cl_follow(kcache__cl_scan *sc, const char *name, size_t nlen, int angle, const char *curdir, int depth) {
+    char *want = sc->want, *cand = sc->cand;
+    char *real = NULL;
+    uint32_t i;
+    int found = 0;
+    if (nlen == 0 || nlen >= sizeof sc->want) return;
+    memcpy(want, name, nlen);
+    want[nlen] = 0;
+    if (want[0] == '/') {
+        found = kcache__cl_is_file(want);
+        if (found) snprintf(cand, sizeof sc->cand, "%s", want);
+    } else {
+        /* as the compiler searches: the including file's directory (quoted includes in a
+           header), the working directory (PoCL searches it first, for either kind), then the -I
+           directories in order */
+        if (!angle && curdir) {
+            snprintf(cand, sizeof sc->cand, "%s/%s", curdir, want);
+            found = kcache__cl_is_file(cand);
+        }
+        if (!found) {
+            snprintf(cand, sizeof sc->cand, "%s", want);
+            found = kcache__cl_is_file(cand);
+        }
+        for (i = 0; !found && i < sc->nidirs; i++) {
+            snprintf(cand, sizeof sc->cand, "%s/%s", sc->idirs[i], want);
+            found = kcache__cl_is_file(cand);
+        }
+    }
+    if (!found || (real = realpath(cand, NULL)) == NULL) return; /* the compiler will say */
+    for (i = 0; i < sc->deps->n; i++)
+        if (strcmp(sc->deps->v[i].path, real) == 0) { free(real); return; } /* seen (include guards) */
+    if (sc->deps->n >= KCACHE__CL_MAX_DEPS || depth >= KCACHE__CL_MAX_DEPTH) { free(real); sc->deps->failed = 1; return; }
+    if (sc->deps->n == sc->deps->cap) {
+        uint32_t ncap = sc->deps->cap ? sc->deps->cap * 2 : 8;
+        kcache__cl_dep *nv = (kcache__cl_dep *)KCACHE_REALLOC(sc->deps->v, sizeof(kcache__cl_dep) * ncap);
+        if (!nv) { free(real); sc->deps->failed = 1; return; }
+        sc->deps->v = nv;
+        sc->deps->cap = ncap;
+    }
+    {
+        kcache__cl_dep *d = &sc->deps->v[sc->deps->n];
+        size_t rl = strlen(real);
+        char *dir, *slash;
+        FILE *f;
+        d->path = (char *)KCACHE_MALLOC(rl + 1);
+        if (!d->path) { free(real); sc->deps->failed = 1; return; }
+        memcpy(d->path, real, rl + 1);
+        free(real);
+        d->mtime_ns = 0;
+        d->size = 0;
+        kcache__stat_path(d->path, &d->mtime_ns, &d->size);
+        sc->deps->n++;
+        if (d->size > KCACHE__CL_MAX_HEADER) return;
+        /* scan it, from its own directory */
+        dir = (char *)KCACHE_MALLOC(rl + 1);
+        if (!dir) { sc->deps->failed = 1; return; }
+        memcpy(dir, d->path, rl + 1);
+        slash = strrchr(dir, '/');
+        if (slash) *slash = 0;
+        f = fopen(d->path, "rb");
+        if (f) {
+            size_t cap = (size_t)d->size + 1, got;
+            char *text = (char *)KCACHE_MALLOC(cap);
+            if (text) {
+                got = fread(text, 1, cap - 1, f);
+                kcache__cl_scan_text(sc, text, got, dir[0] ? dir : "/", depth + 1);
+                KCACHE_FREE(text);
+            }
+            fclose(f);
+        }
+        KCACHE_FREE(dir);
+    }
+}
+
+/* Finds `#include "name"` and `#include <name>` lines. */
+static void kcache__cl_scan_text(kcache__cl_scan *sc, const char *text, size_t len, const char *curdir, int depth) {
+    const char *p = text, *end = text + len;
+    while (p < end && !sc->deps->failed) {
+        const char *eol = (const char *)memchr(p, '\n', (size_t)(end - p));
+        const char *q = p;
+        if (!eol) eol = end;
+        while (q < eol && (*q == ' ' || *q == '\t')) q++;
+        if (q < eol && *q == '#') {
+            q++;
+            while (q < eol && (*q == ' ' || *q == '\t')) q++;
+            if (eol - q > 7 && memcmp(q, "include", 7) == 0) {
+                q += 7;
+                sc->deps->any = 1;
+                while (q < eol && (*q == ' ' || *q == '\t')) q++;
+                if (q < eol && (*q == '"' || *q == '<')) {
+                    char close = *q == '"' ? '"' : '>';
+                    const char *name = ++q;
+                    while (q < eol && *q != close) q++;
+                    if (q < eol) kcache__cl_follow(sc, name, (size_t)(q - name), close == '>', curdir, depth);
+                }
+            }
+        }
+        p = eol + 1;
+    }
+}
+
+/* Whether a text has a '#' followed by "include": the only texts worth scanning line by line. */
+static int kcache__cl_mentions_include(const char *s, size_t n) {
+    const char *p = s, *end = s + n;
+    while (p < end && (p = (const char *)memchr(p, '#', (size_t)(end - p))) != NULL) {
+        p++;
+        while (p < end && (*p == ' ' || *p == '\t')) p++;
+        if (end - p >= 7 && memcmp(p, "include", 7) == 0) return 1;
+    }
+    return 0;
+}
+
+/* Every file the sources #include, recursively; deps->any says whether there were #include lines. */
+static void kcache__cl_find_deps(cl_uint nsrc, const char *const *srcs, const size_t *lens, const char *options,
+                                 kcache__cl_deps *deps) {
+    kcache__cl_scan *sc;
+    cl_uint i;
+    uint32_t j;
+    memset(deps, 0, sizeof *deps);
+    for (i = 0; i < nsrc; i++) /* a cheap look first: most programs include nothing */
+        if (kcache__cl_mentions_include(srcs[i], lens[i])) break;
+    if (i == nsrc) return;
+    if ((sc = (kcache__cl_scan *)KCACHE_MALLOC(sizeof *sc)) == NULL) { deps->failed = 1; return; }
+    memset(sc, 0, offsetof(kcache__cl_scan, want));
+    sc->deps = deps;
+    kcache__cl_idirs(options, sc);
+    for (i = 0; i < nsrc && !deps->failed; i++) kcache__cl_scan_text(sc, srcs[i], lens[i], NULL, 0);
+    for (j = 0; j < sc->nidirs; j++) KCACHE_FREE(sc->idirs[j]);
+    KCACHE_FREE(sc->idirs);
+    KCACHE_FREE(sc);
+}
+
+/* ---- keys ----------------------------------------------------------------------------------- */
+
+/* The key of one device (k is initialised here; free it with kcache_key_free). */
+static kcache_status kcache__cl_key_dev(kcache *kc, kcache_key *k, kcache__cl_dev *dv, const char *unit, cl_uint nsrc,
+                                        const char *const *srcs, const size_t *lens, const char *options,
+                                        const kcache__cl_deps *deps) {
+    static const struct { const char *name; cl_uint what; int platform; } strs[] = {
+        {"cl.platform.name", CL_PLATFORM_NAME, 1},   {"cl.platform.version", CL_PLATFORM_VERSION, 1},
+        {"cl.device.name", CL_DEVICE_NAME, 0},       {"cl.device.version", CL_DEVICE_VERSION, 0},
+        {"cl.driver.version", CL_DRIVER_VERSION, 0},
+    };
+    char name[KCACHE_FIELD_NAME_MAX];
+    cl_uint u, i;
+    char *s;
+    kcache_status st = kcache_key_init(k, unit);
+    if (nsrc == 1) {
+        kcache_key_bytes(k, "cl.source", srcs[0], lens[0]);
+    } else {
+        for (i = 0; i < nsrc; i++) {
+            snprintf(name, sizeof name, "cl.source.%u", (unsigned)i);
+            kcache_key_bytes(k, name, srcs[i], lens[i]);
+        }
+    }
+    kcache_key_str(k, "cl.options", options);
+    kcache_key_u64(k, "cl.layer", KCACHE__CL_LAYER);
+    if (clGetDeviceInfo(dv->id, CL_DEVICE_PLATFORM, sizeof dv->plat, &dv->plat, NULL) != CL_SUCCESS)
+        return kcache__key_fail(k, KCACHE_EINVAL);
+    for (i = 0; i < sizeof strs / sizeof strs[0]; i++) {
+        s = kcache__cl_info_str(strs[i].platform ? NULL : dv->id, dv->plat, strs[i].what);
+        if (!s) return kcache__key_fail(k, KCACHE_EINVAL);
+        kcache_key_str(k, strs[i].name, s);
+        if (strs[i].what == CL_PLATFORM_NAME) dv->pocl = strcmp(s, "Portable Computing Language") == 0;
+        if (strs[i].what == CL_DEVICE_NAME) snprintf(dv->name, sizeof dv->name, "%s", s);
+        if (strs[i].what == CL_DEVICE_VERSION) dv->have_pocl_id = kcache__cl_pocl_device_id(s, &dv->pocl_id);
+        KCACHE_FREE(s);
+    }
+    if (clGetDeviceInfo(dv->id, CL_DEVICE_VENDOR_ID, sizeof u, &u, NULL) != CL_SUCCESS) return kcache__key_fail(k, KCACHE_EINVAL);
+    kcache_key_u64(k, "cl.device.vendor_id", u);
+    if (clGetDeviceInfo(dv->id, CL_DEVICE_ADDRESS_BITS, sizeof u, &u, NULL) != CL_SUCCESS) return kcache__key_fail(k, KCACHE_EINVAL);
+    kcache_key_u64(k, "cl.device.address_bits", u);
+    if ((s = kcache__cl_info_str(dv->id, NULL, CL_DEVICE_EXTENSIONS)) != NULL) {
+        unsigned char uuid[KCACHE__CL_UUID_SIZE];
+        if (kcache__cl_has_word(s, "cl_khr_device_uuid") &&
+            clGetDeviceInfo(dv->id, (cl_device_info)KCACHE__CL_DRIVER_UUID, sizeof uuid, uuid, NULL) == CL_SUCCESS)
+            kcache_key_bytes(k, "cl.driver.uuid", uuid, sizeof uuid);
+        KCACHE_FREE(s);
+    }
+    kcache__cl_key_driver(kc, k, dv->plat);
+    for (u = 0; deps && u < deps->n; u++) {
+        snprintf(name, sizeof name, "cl.include.%u", (unsigned)u);
+        kcache_key_file(k, name, deps->v[u].path);
+    }
+    if (deps && deps->failed) kcache__key_fail(k, KCACHE_ETOOBIG);
+    (void)st;
+    return k->error;
+}
+
+/* Lengths of the sources: lens[i], or strlen where lens is NULL or lens[i] is 0. */
+static size_t *kcache__cl_lens(cl_uint nsrc, const char **srcs, const size_t *lens) {
+    size_t *out = (size_t *)KCACHE_MALLOC(sizeof(size_t) * (nsrc ? nsrc : 1));
+    cl_uint i;
+    if (!out) return NULL;
+    for (i = 0; i < nsrc; i++) out[i] = lens && lens[i] ? lens[i] : strlen(srcs[i]);
+    return out;
+}
+
+KCACHE_API kcache_status kcache_cl_key(kcache *kc, kcache_key *k, cl_device_id dev, const char *unit, cl_uint nsrc,
+                                       const char **srcs, const size_t *lens, const char *options) {
+    kcache__cl_dev dv;
+    kcache__cl_deps deps;
+    size_t *ln;
+    kcache_status s;
+    cl_uint i;
+    if (!k) return KCACHE_EINVAL;
+    if (!unit || !unit[0]) unit = "opencl";
+    if (!options) options = "";
+    if (!dev || !srcs || nsrc == 0) { kcache_key_init(k, unit); return kcache__key_fail(k, KCACHE_EINVAL); }
+    for (i = 0; i < nsrc; i++)
+        if (!srcs[i]) { kcache_key_init(k, unit); return kcache__key_fail(k, KCACHE_EINVAL); }
+    if ((ln = kcache__cl_lens(nsrc, srcs, lens)) == NULL) { kcache_key_init(k, unit); return kcache__key_fail(k, KCACHE_ENOMEM); }
+    memset(&dv, 0, sizeof dv);
+    dv.id = dev;
+    kcache__cl_find_deps(nsrc, srcs, ln, options, &deps);
+    s = kcache__cl_key_dev(kc, k, &dv, unit, nsrc, srcs, ln, options, &deps);
+    kcache__cl_deps_free(deps.v, deps.n);
+    KCACHE_FREE(ln);
+    return s;
+}
+
+/* ---- checking a stored binary before a driver sees it --------------------------------------- */
+
+/* A run of serialized files (u32 length, path, u32 length, content) filling [p, end) exactly; the
+   paths are where PoCL writes the contents, so each must stay inside its directory. */
+static int kcache__cl_pocl_files(const unsigned char *p, const unsigned char *end, char *why, size_t cap) {
+    while (p < end) {
+        uint32_t pl, cl, i;
+        if (end - p < 4) { kcache__say(why, cap, "a file record is cut"); return 0; }
+        pl = kcache__get_u32(p);
+        p += 4;
+        if (pl == 0 || pl > 1024 || (size_t)(end - p) < (size_t)pl + 4) { kcache__say(why, cap, "a file name is cut or too long"); return 0; }
+        if (p[0] != '/') { kcache__say(why, cap, "a file name is not relative to its directory"); return 0; }
+        for (i = 0; i < pl; i++) {
+            if (p[i] < 0x20 || p[i] >= 0x7f) { kcache__say(why, cap, "a file name has a control byte"); return 0; }
+            if (p[i] == '.' && p[i - 1] == '/' && i + 1 < pl && p[i + 1] == '.' && (i + 2 == pl || p[i + 2] == '/')) {
+                kcache__say(why, cap, "a file name leaves its directory");
+                return 0;
+            }
+        }
+        p += pl;
+        cl = kcache__get_u32(p);
+        p += 4;
+        if ((size_t)(end - p) < cl) { kcache__say(why, cap, "a file's content is cut"); return 0; }
+        p += cl;
+    }
+    return 1;
+}
+
+/* A PoCL binary ("poclbin"): the magic, the device id it was built for, and for the layouts known
+   here (versions 9 to 11: PoCL 3.x to 6.x) the bounds of every record, so that PoCL, which reads
+   it without checking lengths, never runs past the end or writes outside its cache directory. */
+static int kcache__cl_pocl_check(const unsigned char *b, size_t n, const kcache__cl_dev *dv, char *why, size_t cap) {
+    const unsigned char *p, *end = b + n;
+    uint32_t version, nk, roots, i;
+    uint64_t flags;
+    if (n < 77) { kcache__say(why, cap, "a PoCL binary of %zu bytes is shorter than its header", n); return 0; }
+    if (dv->have_pocl_id && kcache__get_u64(b + 8) != dv->pocl_id) {
+        kcache__say(why, cap, "a PoCL binary for another device (id %016llx, this device %016llx)",
+                    (unsigned long long)kcache__get_u64(b + 8), (unsigned long long)dv->pocl_id);
+        return 0;
+    }
+    version = kcache__get_u32(b + 16);
+    nk = kcache__get_u32(b + 20);
+    flags = kcache__get_u64(b + 24);
+    roots = kcache__get_u32(b + 32);
+    if (version < 9 || version > 11) return 1; /* a layout not known here: the header is all we check */
+    p = b + 36 + 41;                          /* the program's build hash: 40 characters and a NUL */
+    if (version >= 10 && (flags & 2)) p += 8; /* program-scope variable bytes */
+    if (p > end || roots > 64) { kcache__say(why, cap, "a PoCL binary header is inconsistent"); return 0; }
+    for (i = 0; i < roots; i++) {
+        uint64_t len;
+        if (end - p < 8) { kcache__say(why, cap, "a PoCL binary is cut in its program files"); return 0; }
+        len = kcache__get_u64(p);
+        p += 8;
+        if (len == 0 || len > (uint64_t)(end - p)) { kcache__say(why, cap, "a PoCL program record runs past the end"); return 0; }
+        if (!kcache__cl_pocl_files(p, p + len, why, cap)) return 0;
+        p += len;
+    }
+    for (i = 0; i < nk; i++) {
+        uint64_t ss, bs;
+        uint32_t nl;
+        if (end - p < 24) { kcache__say(why, cap, "a PoCL binary is cut in kernel %u of %u", (unsigned)i, (unsigned)nk); return 0; }
+        ss = kcache__get_u64(p);
+        bs = kcache__get_u64(p + 8);
+        nl = kcache__get_u32(p + 20);
+        if (ss > (uint64_t)(end - p) || ss < 24 + (uint64_t)nl || bs > ss - 24 - nl) {
+            kcache__say(why, cap, "kernel record %u of a PoCL binary is inconsistent or cut", (unsigned)i);
+            return 0;
+        }
+        if (!kcache__cl_pocl_files(p + (ss - bs), p + ss, why, cap)) return 0;
+        p += ss;
+    }
+    if (p != end) { kcache__say(why, cap, "a PoCL binary has %zu bytes after its last record", (size_t)(end - p)); return 0; }
+    return 1;
+}
+
+/* PoCL unpacks a binary's files into <POCL_CACHE_DIR>/<the binary's build hash>/ and, with its
+   kernel cache off (POCL_KERNEL_CACHE=0), deletes that directory when the program is released. A
+   binary built with the cache off names a temporary directory ("_UNCACHED_..."), and any binary
+   loaded with the cache off has its directory deleted at release: two programs loaded from one
+   entry, in one process or in two, would share a directory that the first release deletes under
+   the other (PoCL then aborts). So a binary loaded here gets a directory of its own: a name unique
+   to this load when PoCL's cache is off; when it is on, a name from the binary's digest in place of
+   a temporary one (the same files, unpacked once and kept, as PoCL's own cache does). Returns the
+   renamed copy (KCACHE_MALLOC), or NULL when the binary is fine as it is. */
+static long kcache__cl_loads;
+static unsigned char *kcache__cl_pocl_rename(const unsigned char *b, size_t n) {
+    const char *env = getenv("POCL_KERNEL_CACHE");
+    char name[48];
+    unsigned char *copy;
+    uint32_t version;
+    int off = env && (strcmp(env, "0") == 0 || strcmp(env, "false") == 0 || strcmp(env, "off") == 0 || strcmp(env, "no") == 0);
+    if (n < 77 || memcmp(b, "poclbin", 8) != 0) return NULL;
+    version = kcache__get_u32(b + 16);
+    if (version < 9 || version > 11) return NULL;
+    if (!off && memcmp(b + 36, "_UNCACHED_", 10) != 0) return NULL; /* PoCL's own stable name */
+    if (off) {
+        long nth = kcache__atomic_add(&kcache__cl_loads, 1);
+        snprintf(name, sizeof name, "_UNCACHED_kc%08x%08x%012llx", (unsigned)kcache__pid(), (unsigned)nth,
+                 (unsigned long long)((uint64_t)kcache__now_ns() & 0xffffffffffffull));
+    } else {
+        kcache_hash128 h = kcache_hash(b, n);
+        snprintf(name, sizeof name, "kc/%016llx%016llx", (unsigned long long)h.hi, (unsigned long long)h.lo);
+    }
+    copy = (unsigned char *)KCACHE_MALLOC(n);
+    if (!copy) return NULL;
+    memcpy(copy, b, n);
+    memset(copy + 36, 0, 41);
+    memcpy(copy + 36, name, strlen(name) < 40 ? strlen(name) : 40);
+    return copy;
+}
+
+/* Whether a payload is a binary this device's driver may be given. */
+static int kcache__cl_payload_ok(const void *data, size_t size, const kcache__cl_dev *dv, char *why, size_t cap) {
+    const unsigned char *p = (const unsigned char *)data;
+    uint64_t n;
+    if (!p || size < KCACHE__CL_HDR + 1 || memcmp(p, KCACHE__CL_MAGIC, 8) != 0) {
+        kcache__say(why, cap, "not a binary stored by kcache_cl_build");
+        return 0;
+    }
+    n = kcache__get_u64(p + 8);
+    if (n != size - KCACHE__CL_HDR) { kcache__say(why, cap, "the binary's length disagrees with the entry's"); return 0; }
+    p += KCACHE__CL_HDR;
+    if (n >= 8 && memcmp(p, "poclbin", 8) == 0) return kcache__cl_pocl_check(p, (size_t)n, dv, why, cap);
+    if (dv->pocl && n < 4) { kcache__say(why, cap, "a %llu-byte binary", (unsigned long long)n); return 0; }
+    return 1;
+}
+
+/* Counts a stored binary that failed a check or that the driver refused, and removes it. */
+static void kcache__cl_reject(kcache *kc, kcache__cl_dev *dv, const char *why) {
+    kcache_remove(kc, &dv->key);
+    kcache__mutex_lock(&kc->lock);
+    kc->stats.rejects++;
+    kc->stats.misses++;
+    kc->stats.misses_by_reason[KCACHE_REASON_REJECTED]++;
+    kcache__mutex_unlock(&kc->lock);
+    KCACHE__DEBUG(kc, "reject %s on %s: %s; removed, rebuilding from source", dv->key.unit, dv->name, why);
+}
+
+/* ---- building from source ------------------------------------------------------------------- */
+
+typedef struct kcache__cl_job {
+    kcache *kc;
+    const char *unit;
+    cl_context ctx;
+    cl_uint nsrc;
+    const char **srcs;
+    const size_t *lens;
+    const char *options;
+    kcache__cl_dev *dv;
+    cl_uint ndev;
+    cl_program prog;      /* built from source here, for the devices marked KCACHE__CL_BUILT */
+    int tried;
+    cl_int err;
+    int64_t build_ns;
+    kcache__cl_text log;
+    cl_uint current;      /* the device whose payload the build function returns */
+    cl_device_id *built;  /* the devices prog was built for, in the program's device order */
+    cl_uint nbuilt;
+} kcache__cl_job;
+
+/* Builds the sources for n devices; on success j->prog holds the program and j->built the devices
+   it was built for, in the program's device order (PoCL 3 lists binaries only for the devices
+   built, in that order; the specification, for every device of the program). The compiler's
+   output goes to j->log either way. */
+static cl_int kcache__cl_compile(kcache__cl_job *j, cl_uint n, const cl_device_id *given) {
+    cl_int e, e2;
+    cl_uint i, m, nd = 0;
+    int64_t t0;
+    cl_device_id *ids, *pd = NULL;
+    cl_program prog = clCreateProgramWithSource(j->ctx, j->nsrc, j->srcs, j->lens, &e);
+    if (!prog || e != CL_SUCCESS) {
+        kcache__cl_text_fmt(&j->log, "kcache_cl_build: clCreateProgramWithSource failed: %s (%d)\n", kcache__cl_errname(e), (int)e);
+        if (prog) clReleaseProgram(prog);
+        return e != CL_SUCCESS ? e : CL_OUT_OF_HOST_MEMORY;
+    }
+    KCACHE_FREE(j->built);
+    j->built = ids = (cl_device_id *)KCACHE_MALLOC(sizeof *ids * (n ? n : 1));
+    j->nbuilt = 0;
+    if (!ids) { clReleaseProgram(prog); return CL_OUT_OF_HOST_MEMORY; }
+    if (clGetProgramInfo(prog, CL_PROGRAM_NUM_DEVICES, sizeof nd, &nd, NULL) == CL_SUCCESS && nd > 0 && nd <= 4096 &&
+        (pd = (cl_device_id *)KCACHE_MALLOC(sizeof *pd * nd)) != NULL &&
+        clGetProgramInfo(prog, CL_PROGRAM_DEVICES, sizeof *pd * nd, pd, NULL) == CL_SUCCESS) {
+        for (m = 0; m < nd; m++) /* the given devices in the program's order */
+            for (i = 0; i < n; i++)
+                if (given[i] == pd[m]) { ids[j->nbuilt++] = pd[m]; break; }
+    }
+    KCACHE_FREE(pd);
+    if (j->nbuilt != n) { /* not all found (a driver that does not say): as given */
+        memcpy(ids, given, sizeof *ids * n);
+        j->nbuilt = n;
+    }
+    if (j->kc && j->kc->cfg.debug) {
+        kcache__cl_text names;
+        memset(&names, 0, sizeof names);
+        for (i = 0; i < n; i++) {
+            char dn[128];
+            if (clGetDeviceInfo(ids[i], CL_DEVICE_NAME, sizeof dn - 1, dn, NULL) != CL_SUCCESS) dn[0] = 0;
+            dn[sizeof dn - 1] = 0;
+            kcache__cl_text_fmt(&names, "%s%s", i ? ", " : "", dn);
+        }
+        KCACHE__DEBUG(j->kc, "compile %s for %u device(s): %s", j->unit, (unsigned)n, names.p ? names.p : "");
+        KCACHE_FREE(names.p);
+    }
+    t0 = kcache__mono_ns();
+    e = clBuildProgram(prog, n, ids, j->options, NULL, NULL);
+    j->build_ns = kcache__mono_ns() - t0;
+    if (j->kc) KCACHE__DEBUG(j->kc, "compiled %s in %.1f ms: %s", j->unit, (double)j->build_ns / 1e6, kcache__cl_errname(e));
+    for (i = 0; i < n; i++) {
+        size_t len = 0, k;
+        char *text;
+        if (clGetProgramBuildInfo(prog, ids[i], CL_PROGRAM_BUILD_LOG, 0, NULL, &len) != CL_SUCCESS || len == 0) continue;
+        text = (char *)KCACHE_MALLOC(len + 1);
+        if (!text) continue;
+        e2 = clGetProgramBuildInfo(prog, ids[i], CL_PROGRAM_BUILD_LOG, len, text, NULL);
+        text[e2 == CL_SUCCESS ? len : 0] = 0;
+        k = strlen(text);
+        while (k && (text[k - 1] == '\n' || text[k - 1] == ' ' || text[k - 1] == '\r' || text[k - 1] == '\t')) k--;
+        if (k) {
+            if (n > 1) {
+                char dn[128];
+                if (clGetDeviceInfo(ids[i], CL_DEVICE_NAME, sizeof dn - 1, dn, NULL) != CL_SUCCESS) dn[0] = 0;
+                dn[sizeof dn - 1] = 0;
+                kcache__cl_text_fmt(&j->log, "== device %u: %s\n", (unsigned)i, dn);
+            }
+            kcache__cl_text_add(&j->log, text, k);
+            kcache__cl_text_add(&j->log, "\n", 1);
+        }
+        KCACHE_FREE(text);
+    }
+    if (e != CL_SUCCESS) {
+        if (j->log.len == 0)
+            kcache__cl_text_fmt(&j->log, "kcache_cl_build: clBuildProgram failed: %s (%d)\n", kcache__cl_errname(e), (int)e);
+        clReleaseProgram(prog);
+        return e;
+    }
+    j->prog = prog;
+    return CL_SUCCESS;
+}
+
+/* The payload (header + binary) of one device of a built program, allocated with KCACHE_MALLOC.
+   The binaries come one per device of the program (the specification) or, from PoCL 3, one per
+   device built, in the program's order; every one is fetched (PoCL writes through the NULL
+   pointers the specification lets a caller pass for devices it does not want), all but one dropped. */
+static int kcache__cl_extract(const kcache__cl_job *j, cl_program prog, cl_device_id dev, void **out, size_t *out_size) {
+    cl_uint nd = 0, i, at = 0, count = 0;
+    cl_device_id *ids = NULL;
+    const cl_device_id *list;
+    size_t *sizes = NULL, ret = 0;
+    unsigned char **bins = NULL;
+    int ok = 0, shifted = 0;
+    *out = NULL;
+    *out_size = 0;
+    if (clGetProgramInfo(prog, CL_PROGRAM_NUM_DEVICES, sizeof nd, &nd, NULL) != CL_SUCCESS || nd == 0 || nd > 4096) return 0;
+    if (clGetProgramInfo(prog, CL_PROGRAM_BINARY_SIZES, 0, NULL, &ret) != CL_SUCCESS) return 0;
+    ids = (cl_device_id *)KCACHE_MALLOC(sizeof *ids * nd);
+    if (!ids || clGetProgramInfo(prog, CL_PROGRAM_DEVICES, sizeof *ids * nd, ids, NULL) != CL_SUCCESS) goto done;
+    if (ret == sizeof(size_t) * nd) { list = ids; count = nd; }
+    else if (ret == sizeof(size_t) * j->nbuilt && j->built) { list = j->built; count = j->nbuilt; }
+    else goto done;
+    for (at = 0; at < count && list[at] != dev; at++) {
+    }
+    if (at == count) goto done;
+    sizes = (size_t *)KCACHE_MALLOC(sizeof *sizes * count);
+    bins = (unsigned char **)KCACHE_MALLOC(sizeof *bins * count);
+    if (!sizes || !bins) goto done;
+    for (i = 0; i < count; i++) bins[i] = NULL;
+    if (clGetProgramInfo(prog, CL_PROGRAM_BINARY_SIZES, sizeof *sizes * count, sizes, NULL) != CL_SUCCESS) goto done;
+    if (sizes[at] == 0 || sizes[at] > ((size_t)1 << 31)) goto done;
+    for (i = 0; i < count; i++) { /* this device's binary lands after room for the payload header */
+        size_t room = (i == at ? KCACHE__CL_HDR : 0) + (sizes[i] ? sizes[i] : 1);
+        if ((bins[i] = (unsigned char *)KCACHE_MALLOC(room)) == NULL) goto done;
+        if (i == at) { bins[i] += KCACHE__CL_HDR; shifted = 1; }
+    }
+    if (clGetProgramInfo(prog, CL_PROGRAM_BINARIES, sizeof *bins * count, bins, NULL) != CL_SUCCESS) goto done;
+    bins[at] -= KCACHE__CL_HDR;
+    shifted = 0;
+    memcpy(bins[at], KCACHE__CL_MAGIC, 8);
+    kcache__put_u64(bins[at] + 8, (uint64_t)sizes[at]);
+    kcache__put_u64(bins[at] + 16, (uint64_t)(j->build_ns > 0 ? j->build_ns : 0));
+    kcache__put_u64(bins[at] + 24, 0);
+    *out = bins[at];
+    *out_size = KCACHE__CL_HDR + sizes[at];
+    bins[at] = NULL;
+    ok = 1;
+done:
+    if (bins) {
+        for (i = 0; i < count; i++) {
+            if (shifted && i == at) bins[i] -= KCACHE__CL_HDR; /* back to what was allocated */
+            KCACHE_FREE(bins[i]);
+        }
+    }
+    KCACHE_FREE(ids);
+    KCACHE_FREE(sizes);
+    KCACHE_FREE(bins);
+    return ok;
+}
+
+/* kcache_get_or_build's build function for device j->current: the first call compiles for every
+   device still missing (once per distinct key) and stores the other devices' binaries as well;
+   later calls only hand out what that compile made. */
+static int kcache__cl_build_fn(void *user, void **out, size_t *out_size) {
+    kcache__cl_job *j = (kcache__cl_job *)user;
+    kcache__cl_dev *dv = j->dv;
+    cl_uint i, n = 0;
+    char why[256];
+    *out = NULL;
+    *out_size = 0;
+    if (!j->prog && !j->tried) {
+        cl_device_id *ids = (cl_device_id *)KCACHE_MALLOC(sizeof *ids * j->ndev);
+        j->tried = 1;
+        if (!ids) { j->err = CL_OUT_OF_HOST_MEMORY; return 1; }
+        for (i = 0; i < j->ndev; i++)
+            if (dv[i].state == KCACHE__CL_MISSING && dv[i].same_as == i) ids[n++] = dv[i].id;
+        j->err = kcache__cl_compile(j, n, ids);
+        KCACHE_FREE(ids);
+        if (j->err != CL_SUCCESS) return 1;
+        for (i = 0; i < j->ndev; i++)
+            if (dv[i].state == KCACHE__CL_MISSING && dv[i].same_as == i) dv[i].state = KCACHE__CL_BUILT;
+        /* the other devices' binaries, stored now so that processes waiting for them find them */
+        for (i = 0; i < j->ndev; i++) {
+            void *p;
+            size_t sz;
+            if (i == j->current || dv[i].state != KCACHE__CL_BUILT || dv[i].same_as != i || !dv[i].key_ok) continue;
+            if (kcache__cl_extract(j, j->prog, dv[i].id, &p, &sz)) {
+                if (kcache__cl_payload_ok(p, sz, &dv[i], why, sizeof why)) kcache_put(j->kc, &dv[i].key, p, sz);
+                else KCACHE__DEBUG(j->kc, "not storing %s for %s: %s", dv[i].key.unit, dv[i].name, why);
+                KCACHE_FREE(p);
+            }
+        }
+    }
+    if (!j->prog || dv[j->current].state != KCACHE__CL_BUILT) return 1;
+    if (!kcache__cl_extract(j, j->prog, dv[j->current].id, out, out_size)) return 1;
+    if (!kcache__cl_payload_ok(*out, *out_size, &dv[j->current], why, sizeof why)) {
+        KCACHE__DEBUG(j->kc, "not storing %s for %s: %s", dv[j->current].key.unit, dv[j->current].name, why);
+        KCACHE_FREE(*out);
+        *out = NULL;
+        *out_size = 0;
+        return 1; /* not cached; the program built from source is used as it is */
+    }
+    return 0;
+}
+
+/* ---- the in-process program cache (kc->lock held) ------------------------------------------ */
+
+static kcache_hash128 kcache__cl_mem_id(cl_context ctx, cl_uint ndev, const cl_device_id *devs, const char *unit,
+                                        cl_uint nsrc, const char **srcs, const size_t *lens, const char *options) {
+    kcache_hash_state h;
+    unsigned char b[8];
+    uint64_t v;
+    cl_uint i;
+    kcache_hash_init(&h);
+    v = (uint64_t)(uintptr_t)ctx;
+    kcache__put_u64(b, v);
+    kcache_hash_update(&h, b, 8);
+    kcache__put_u64(b, ((uint64_t)ndev << 32) | nsrc);
+    kcache_hash_update(&h, b, 8);
+    for (i = 0; i < ndev; i++) {
+        kcache__put_u64(b, (uint64_t)(uintptr_t)devs[i]);
+        kcache_hash_update(&h, b, 8);
+    }
+    kcache_hash_update(&h, unit, strlen(unit) + 1);
+    kcache_hash_update(&h, options, strlen(options) + 1);
+    for (i = 0; i < nsrc; i++) {
+        kcache__put_u64(b, (uint64_t)lens[i]);
+        kcache_hash_update(&h, b, 8);
+        kcache_hash_update(&h, srcs[i], lens[i]);
+    }
+    return kcache_hash_final(&h);
+}
+
+static kcache__cl_prog **kcache__cl_bucket(kcache__cl_state *st, kcache_hash128 id) {
+    return &st->buckets[id.lo & (st->nbuckets - 1)];
+}
+
+static void kcache__cl_unlink(kcache__cl_state *st, kcache__cl_prog *p) {
+    kcache__cl_prog **b = kcache__cl_bucket(st, p->id);
+    while (*b && *b != p) b = &(*b)->hnext;
+    if (*b) *b = p->hnext;
+    p->prev->next = p->next;
+    p->next->prev = p->prev;
+    p->hnext = p->next = p->prev = NULL;
+    st->count--;
+}
+
+static void kcache__cl_front(kcache__cl_state *st, kcache__cl_prog *p) {
+    p->next = st->lru.next;
+    p->prev = &st->lru;
+    st->lru.next->prev = p;
+    st->lru.next = p;
+}
+
+/* Whether a program's #included files are as they were when it was built. */
+static int kcache__cl_deps_same(const kcache__cl_prog *p) {
+    uint32_t i;
+    if (p->cwd) {
+        char now[4096];
+        if (!getcwd(now, sizeof now) || strcmp(now, p->cwd) != 0) return 0;
+    }
+    for (i = 0; i < p->ndeps; i++) {
+        int64_t m = 0;
+        uint64_t s = 0;
+        if (kcache__stat_path(p->deps[i].path, &m, &s) != 0 || m != p->deps[i].mtime_ns || s != p->deps[i].size) return 0;
+    }
+    return 1;
+}
+
+/* Adds a program (with a reference of its own), dropping the least recently used past the
+   capacity; returns the dropped ones chained by next, to be freed after unlocking. */
+static kcache__cl_prog *kcache__cl_insert(kcache *kc, kcache__cl_state *st, kcache__cl_prog *p) {
+    kcache__cl_prog *q, *gone = NULL;
+    for (q = *kcache__cl_bucket(st, p->id); q; q = q->hnext)
+        if (q->ctx == p->ctx && kcache__same(q->id, p->id)) { /* built meanwhile by another thread */
+            p->next = NULL;
+            return p;
+        }
+    if (st->count + 1 > st->nbuckets && st->nbuckets < (1u << 24)) { /* grow: rehash into twice as many */
+        uint32_t nb = st->nbuckets * 2, i;
+        kcache__cl_prog **nbk = (kcache__cl_prog **)KCACHE_MALLOC(sizeof(kcache__cl_prog *) * nb);
+        if (nbk) {
+            memset(nbk, 0, sizeof(kcache__cl_prog *) * nb);
+            for (i = 0; i < st->nbuckets; i++) {
+                while ((q = st->buckets[i]) != NULL) {
+                    st->buckets[i] = q->hnext;
+                    q->hnext = nbk[q->id.lo & (nb - 1)];
+                    nbk[q->id.lo & (nb - 1)] = q;
+                }
+            }
+            KCACHE_FREE(st->buckets);
+            st->buckets = nbk;
+            st->nbuckets = nb;
+        }
+    }
+    p->hnext = *kcache__cl_bucket(st, p->id);
+    *kcache__cl_bucket(st, p->id) = p;
+    kcache__cl_front(st, p);
+    st->count++;
+    while (st->count > kc->cfg.mem_entries && st->lru.prev != p) {
+        q = st->lru.prev;
+        kcache__cl_unlink(st, q);
+        q->next = gone;
+        gone = q;
+    }
+    return gone;
+}
+
+static void kcache__cl_free_list(kcache__cl_prog *list) {
+    while (list) {
+        kcache__cl_prog *next = list->next;
+        kcache__cl_prog_free(list);
+        list = next;
+    }
+}
+
+/* The memory hit path: the program this process built for the same inputs, retained. */
+static cl_program kcache__cl_mem_get(kcache *kc, kcache_hash128 id, cl_context ctx) {
+    kcache__cl_state *st;
+    kcache__cl_prog *p, *stale = NULL;
+    cl_program prog = NULL;
+    kcache__mutex_lock(&kc->lock);
+    st = (kcache__cl_state *)kc->cl;
+    if (st) {
+        for (p = *kcache__cl_bucket(st, id); p; p = p->hnext)
+            if (p->ctx == ctx && kcache__same(p->id, id)) break;
+        if (p && (p->ndeps == 0 && !p->cwd ? 1 : kcache__cl_deps_same(p))) {
+            if (st->lru.next != p) {
+                p->prev->next = p->next;
+                p->next->prev = p->prev;
+                kcache__cl_front(st, p);
+            }
+            if (clRetainProgram(p->prog) == CL_SUCCESS) {
+                prog = p->prog;
+                kc->stats.hits_mem++;
+                if (st->nlogs) kcache__cl_log_set_locked(st, NULL, 0);
+            }
+        } else if (p) { /* an #included file changed: build again */
+            kcache__cl_unlink(st, p);
+            stale = p;
+        }
+    }
+    kcache__mutex_unlock(&kc->lock);
+    if (stale) {
+        KCACHE__DEBUG(kc, "an #included file of a program built in this process changed; building it again");
+        kcache__cl_prog_free(stale);
+    }
+    return prog;
+}
+
+static void kcache__cl_mem_put(kcache *kc, kcache_hash128 id, cl_context ctx, cl_program prog, kcache__cl_deps *deps) {
+    kcache__cl_prog *p, *gone;
+    kcache__cl_state *st;
+    if (deps->failed || clRetainProgram(prog) != CL_SUCCESS) return;
+    p = (kcache__cl_prog *)KCACHE_MALLOC(sizeof *p);
+    if (!p) { clReleaseProgram(prog); return; }
+    memset(p, 0, sizeof *p);
+    p->id = id;
+    p->ctx = ctx;
+    p->prog = prog;
+    p->deps = deps->v; /* taken over */
+    p->ndeps = deps->n;
+    deps->v = NULL;
+    deps->n = deps->cap = 0;
+    if (deps->any) {
+        char now[4096];
+        size_t n;
+        if (!getcwd(now, sizeof now) || (p->cwd = (char *)KCACHE_MALLOC((n = strlen(now)) + 1)) == NULL) {
+            kcache__cl_prog_free(p);
+            return;
+        }
+        memcpy(p->cwd, now, n + 1);
+    }
+    kcache__mutex_lock(&kc->lock);
+    st = kcache__cl_state_of(kc);
+    gone = st ? kcache__cl_insert(kc, st, p) : p;
+    kcache__mutex_unlock(&kc->lock);
+    kcache__cl_free_list(gone);
+}
+
+KCACHE_API void kcache_cl_forget(kcache *kc, cl_context ctx) {
+    kcache__cl_state *st;
+    kcache__cl_prog *p, *next, *gone = NULL;
+    if (!kc) return;
+    kcache__mutex_lock(&kc->lock);
+    st = (kcache__cl_state *)kc->cl;
+    for (p = st ? st->lru.next : NULL; p && p != &st->lru; p = next) {
+        next = p->next;
+        if (ctx && p->ctx != ctx) continue;
+        kcache__cl_unlink(st, p);
+        p->next = gone;
+        gone = p;
+    }
+    kcache__mutex_unlock(&kc->lock);
+    kcache__cl_free_list(gone);
+}
+
+/* ---- kcache_cl_build --------------------------------------------------------------------------- */
+
+/* Loads a program from the devices' payloads. On failure, *bad[i] says which devices the driver
+   refused (all of them when it does not say). */
+static cl_program kcache__cl_load(kcache__cl_job *j, int *bad, cl_int *err) {
+    cl_uint i;
+    cl_device_id *ids = (cl_device_id *)KCACHE_MALLOC(sizeof *ids * j->ndev);
+    size_t *sizes = (size_t *)KCACHE_MALLOC(sizeof *sizes * j->ndev);
+    const unsigned char **bins = (const unsigned char **)KCACHE_MALLOC(sizeof *bins * j->ndev);
+    cl_int *status = (cl_int *)KCACHE_MALLOC(sizeof *status * j->ndev);
+    unsigned char **renamed = (unsigned char **)KCACHE_MALLOC(sizeof *renamed * j->ndev);
+    cl_program prog = NULL;
+    cl_int e = CL_OUT_OF_HOST_MEMORY;
+    for (i = 0; i < j->ndev; i++) bad[i] = 1;
+    if (renamed)
+        for (i = 0; i < j->ndev; i++) renamed[i] = NULL;
+    if (!ids || !sizes || !bins || !status || !renamed) goto done;
+    for (i = 0; i < j->ndev; i++) {
+        const kcache__cl_dev *d = &j->dv[j->dv[i].same_as];
+        ids[i] = j->dv[i].id;
+        sizes[i] = d->size - KCACHE__CL_HDR;
+        bins[i] = (const unsigned char *)d->data + KCACHE__CL_HDR;
+        status[i] = CL_INVALID_BINARY;
+        if (j->dv[i].pocl && (renamed[i] = kcache__cl_pocl_rename(bins[i], sizes[i])) != NULL) bins[i] = renamed[i];
+    }
+    prog = clCreateProgramWithBinary(j->ctx, j->ndev, ids, sizes, bins, status, &e);
+    if (!prog || e != CL_SUCCESS) {
+        for (i = 0; i < j->ndev; i++) bad[i] = e == CL_INVALID_BINARY ? status[i] != CL_SUCCESS : 1;
+        if (prog) clReleaseProgram(prog);
+        prog = NULL;
+        if (e == CL_SUCCESS) e = CL_INVALID_BINARY;
+        goto done;
+    }
+    e = clBuildProgram(prog, j->ndev, ids, j->options, NULL, NULL);
+    if (e != CL_SUCCESS) {
+        for (i = 0; i < j->ndev; i++) {
+            cl_build_status bs = CL_BUILD_ERROR;
+            bad[i] = clGetProgramBuildInfo(prog, ids[i], CL_PROGRAM_BUILD_STATUS, sizeof bs, &bs, NULL) != CL_SUCCESS ||
+                     bs != CL_BUILD_SUCCESS;
+        }
+        clReleaseProgram(prog);
+        prog = NULL;
+        goto done;
+    }
+    for (i = 0; i < j->ndev; i++) bad[i] = 0;
+done:
+    if (renamed)
+        for (i = 0; i < j->ndev; i++) KCACHE_FREE(renamed[i]);
+    KCACHE_FREE(renamed);
+    KCACHE_FREE(ids);
+    KCACHE_FREE(sizes);
+    KCACHE_FREE(bins);
+    KCACHE_FREE(status);
+    *err = e;
+    return prog;
+}
+
+/* Errors of a load that say the call itself is wrong (a device not in the context, bad options),
+   not that the binaries are: those are no reason to remove an entry. */
+static int kcache__cl_callers_fault(cl_int e) {
+    return e == CL_INVALID_DEVICE || e == CL_INVALID_CONTEXT || e == CL_INVALID_VALUE || e == CL_INVALID_BUILD_OPTIONS ||
+           e == CL_INVALID_OPERATION || e == CL_INVALID_PLATFORM || e == CL_DEVICE_NOT_AVAILABLE;
+}
+
+/* No cache: the sources built for the devices, as a program would without kcache. */
+static cl_program kcache__cl_plain(kcache__cl_job *j, const cl_device_id *ids, cl_uint n, cl_int *err) {
+    cl_program p;
+    if (j->kc) { /* counted as kcache_get_or_build counts the builds it runs */
+        kcache__mutex_lock(&j->kc->lock);
+        j->kc->stats.builds++;
+        kcache__mutex_unlock(&j->kc->lock);
+    }
+    *err = kcache__cl_compile(j, n, ids);
+    p = j->prog;
+    j->prog = NULL;
+    return p;
+}
+
+KCACHE_API cl_program kcache_cl_build(kcache *kc, cl_context ctx, cl_uint ndev, const cl_device_id *devs,
+                                      const char *unit, cl_uint nsrc, const char **srcs, const size_t *lens,
+                                      const char *options, int *hit, cl_int *err) {
+    kcache__cl_job j;
+    kcache__cl_dev dv_inline[4], *dv = NULL;
+    kcache__cl_deps deps;
+    cl_device_id *all = NULL;
+    const cl_device_id *ids = devs;
+    size_t *ln = NULL;
+    kcache_hash128 mid = {0, 0};
+    cl_program prog = NULL;
+    cl_int e = CL_SUCCESS;
+    cl_uint i, k;
+    int cache, built_here = 0, *bad = NULL;
+    char why[256];
+
+    if (hit) *hit = 0;
+    memset(&j, 0, sizeof j);
+    memset(&deps, 0, sizeof deps);
+    if (!unit || !unit[0]) unit = "opencl";
+    if (!options) options = "";
+    if (!ctx) { e = CL_INVALID_CONTEXT; goto fail_args; }
+    if (nsrc == 0 || !srcs || (ndev > 0 && !devs) || (ndev == 0 && devs)) { e = CL_INVALID_VALUE; goto fail_args; }
+    for (i = 0; i < nsrc; i++)
+        if (!srcs[i]) { e = CL_INVALID_VALUE; goto fail_args; }
+    if (ndev == 0) { /* every device of the context */
+        size_t bytes = 0;
+        e = clGetContextInfo(ctx, CL_CONTEXT_DEVICES, 0, NULL, &bytes);
+        if (e != CL_SUCCESS || bytes < sizeof(cl_device_id)) { e = e != CL_SUCCESS ? e : CL_INVALID_CONTEXT; goto fail_args; }
+        all = (cl_device_id *)KCACHE_MALLOC(bytes);
+        if (!all) { e = CL_OUT_OF_HOST_MEMORY; goto fail_args; }
+        if ((e = clGetContextInfo(ctx, CL_CONTEXT_DEVICES, bytes, all, NULL)) != CL_SUCCESS) goto fail_args;
+        ndev = (cl_uint)(bytes / sizeof(cl_device_id));
+        ids = all;
+    }
+    if ((ln = kcache__cl_lens(nsrc, srcs, lens)) == NULL) { e = CL_OUT_OF_HOST_MEMORY; goto fail_args; }
+
+    j.kc = kc;
+    j.unit = unit;
+    j.ctx = ctx;
+    j.nsrc = nsrc;
+    j.srcs = srcs;
+    j.lens = ln;
+    j.options = options;
+    j.ndev = ndev;
+    cache = kc && kc->cfg.enable;
+    if (!cache) { /* no cache: build as the program would have */
+        prog = kcache__cl_plain(&j, ids, ndev, &e);
+        built_here = 1;
+        goto out;
+    }
+
+    /* 1. this process built it already */
+    mid = kcache__cl_mem_id(ctx, ndev, ids, unit, nsrc, srcs, ln, options);
+    if ((prog = kcache__cl_mem_get(kc, mid, ctx)) != NULL) {
+        if (kc->cfg.debug) KCACHE__DEBUG(kc, "hit memory %s (program built in this process)", unit);
+        KCACHE_FREE(ln);
+        KCACHE_FREE(all);
+        if (hit) *hit = 1;
+        if (err) *err = CL_SUCCESS;
+        return prog;
+    }
+
+    /* 2. one key per device; what the store has */
+    kcache__cl_find_deps(nsrc, srcs, ln, options, &deps);
+    dv = ndev <= sizeof dv_inline / sizeof dv_inline[0] ? dv_inline : (kcache__cl_dev *)KCACHE_MALLOC(sizeof *dv * ndev);
+    if (!dv) { prog = kcache__cl_plain(&j, ids, ndev, &e); built_here = 1; goto out; }
+    memset(dv, 0, sizeof *dv * ndev);
+    j.dv = dv;
+    for (i = 0; i < ndev; i++) {
+        dv[i].id = ids[i];
+        dv[i].same_as = i;
+        dv[i].key_ok = kcache__cl_key_dev(kc, &dv[i].key, &dv[i], unit, nsrc, srcs, ln, options, &deps) == KCACHE_OK;
+        dv[i].key_live = 1;
+        if (!dv[i].key_ok) { /* no key (a device the driver will not describe, a unit name too long,
+                                includes past the limits): built as without a cache */
+            KCACHE__DEBUG(kc, "not caching %s: its key for device %u is incomplete (%s)", unit, (unsigned)i,
+                          kcache_strerror(dv[i].key.error));
+            prog = kcache__cl_plain(&j, ids, ndev, &e);
+            built_here = 1;
+            goto out;
+        }
+        for (k = 0; k < i; k++) {
+            if (dv[k].id == dv[i].id) { /* a device named twice: the driver's answer, uncached */
+                prog = kcache__cl_plain(&j, ids, ndev, &e);
+                built_here = 1;
+                goto out;
+            }
+            if (dv[i].same_as == i && kcache__same(dv[k].key.digest, dv[i].key.digest)) dv[i].same_as = k;
+        }
+    }
+    for (i = 0; i < ndev; i++) {
+        if (dv[i].same_as != i) continue;
+        if (kcache_get(kc, &dv[i].key, &dv[i].data, &dv[i].size) != KCACHE_OK) continue;
+        dv[i].release = 1;
+        if (!kcache__cl_payload_ok(dv[i].data, dv[i].size, &dv[i], why, sizeof why)) {
+            kcache_release(kc, dv[i].data);
+            dv[i].data = NULL;
+            dv[i].release = 0;
+            kcache__cl_reject(kc, &dv[i], why);
+            continue;
+        }
+        dv[i].state = KCACHE__CL_CACHED;
+    }
+
+    /* 3. the devices that missed: compiled once (single flight across threads and processes) */
+    for (i = 0; i < ndev; i++) {
+        kcache_status s;
+        if (dv[i].same_as != i || dv[i].state == KCACHE__CL_CACHED) continue;
+        j.current = i;
+        s = kcache_get_or_build(kc, &dv[i].key, kcache__cl_build_fn, &j, &dv[i].data, &dv[i].size);
+        if (s == KCACHE_OK) {
+            dv[i].release = 1;
+            if (dv[i].state == KCACHE__CL_MISSING) { /* another thread or process built it */
+                if (kcache__cl_payload_ok(dv[i].data, dv[i].size, &dv[i], why, sizeof why)) {
+                    dv[i].state = KCACHE__CL_CACHED;
+                } else {
+                    kcache_release(kc, dv[i].data);
+                    dv[i].data = NULL;
+                    dv[i].release = 0;
+                    kcache__cl_reject(kc, &dv[i], why);
+                }
+            }
+        } else {
+            dv[i].data = NULL;
+            if (j.tried && j.err != CL_SUCCESS) { e = j.err; goto out; } /* the sources do not build */
+        }
+    }
+
+    /* 4. the program: the source build itself when it covered every device, else from binaries */
+    {
+        int all_built = 1, complete = 1;
+        for (i = 0; i < ndev; i++) {
+            if (dv[i].same_as != i || dv[i].state != KCACHE__CL_BUILT) all_built = 0;
+            if (!dv[dv[i].same_as].data) complete = 0;
+            if (dv[dv[i].same_as].state != KCACHE__CL_CACHED) built_here = 1;
+        }
+        if (j.prog && all_built) { prog = j.prog; j.prog = NULL; goto out; }
+        if (j.prog) { clReleaseProgram(j.prog); j.prog = NULL; }
+        if (!complete) { /* a binary that cannot be stored or loaded: as without a cache */
+            prog = kcache__cl_plain(&j, ids, ndev, &e);
+            built_here = 1;
+            goto out;
+        }
+    }
+    bad = (int *)KCACHE_MALLOC(sizeof *bad * ndev);
+    if (!bad) { prog = kcache__cl_plain(&j, ids, ndev, &e); built_here = 1; goto out; }
+    prog = kcache__cl_load(&j, bad, &e);
+    if (!prog && kcache__cl_callers_fault(e)) { /* not the binaries' fault: the driver's answer, uncached */
+        prog = kcache__cl_plain(&j, ids, ndev, &e);
+        built_here = 1;
+    } else if (!prog) {
+        /* the driver refused a stored binary: remove it, count it, build from source, store anew */
+        built_here = 1;
+        for (i = 0; i < ndev; i++) {
+            cl_uint l = dv[i].same_as;
+            if (!bad[i] || dv[l].state == KCACHE__CL_MISSING) continue;
+            snprintf(why, sizeof why, "the driver refused the binary (%s)", kcache__cl_errname(e));
+            kcache__cl_reject(kc, &dv[l], why);
+            dv[l].nostore = dv[l].state == KCACHE__CL_BUILT; /* it refuses its own binaries: storing them again is no use */
+            dv[l].state = KCACHE__CL_MISSING;
+        }
+        prog = kcache__cl_plain(&j, ids, ndev, &e);
+        if (prog) {
+            for (i = 0; i < ndev; i++) {
+                void *p;
+                size_t sz;
+                if (dv[i].same_as != i || dv[i].state != KCACHE__CL_MISSING || dv[i].nostore) continue;
+                if (kcache__cl_extract(&j, prog, dv[i].id, &p, &sz)) {
+                    if (kcache__cl_payload_ok(p, sz, &dv[i], why, sizeof why)) kcache_put(kc, &dv[i].key, p, sz);
+                    KCACHE_FREE(p);
+                }
+            }
+        }
+    }
+
+out:
+    if (j.prog) clReleaseProgram(j.prog);
+    KCACHE_FREE(j.built);
+    if (prog && cache && !deps.failed) kcache__cl_mem_put(kc, mid, ctx, prog, &deps);
+    if (prog && kc && kc->cfg.debug && !built_here && dv) {
+        uint64_t ns = 0; /* what the binaries saved: the compile time their payloads recorded */
+        for (i = 0; i < ndev; i++)
+            if (dv[i].data && kcache__get_u64((const unsigned char *)dv[i].data + 16) > ns)
+                ns = kcache__get_u64((const unsigned char *)dv[i].data + 16);
+        KCACHE__DEBUG(kc, "hit %s: loaded from the store's binaries (compiling took %.1f ms)", unit, (double)ns / 1e6);
+    }
+    if (dv) {
+        for (i = 0; i < ndev; i++) {
+            if (dv[i].release) kcache_release(kc, dv[i].data);
+            if (dv[i].key_live) kcache_key_free(&dv[i].key);
+        }
+        if (dv != dv_inline) KCACHE_FREE(dv);
+    }
+    kcache__cl_deps_free(deps.v, deps.n);
+    KCACHE_FREE(bad);
+    KCACHE_FREE(ln);
+    KCACHE_FREE(all);
+    if (!prog && e == CL_SUCCESS) e = CL_OUT_OF_HOST_MEMORY;
+    if (!prog && kc) KCACHE__DEBUG(kc, "kcache_cl_build %s failed: %s (%d)", unit, kcache__cl_errname(e), (int)e);
+    /* the log: the compiler's words when it ran (even on success: warnings), else nothing */
+    if (j.log.oom) { KCACHE_FREE(j.log.p); j.log.p = NULL; j.log.len = 0; }
+    kcache__cl_log_set(kc, j.log.p, j.log.len);
+    if (hit) *hit = prog && !built_here;
+    if (err) *err = prog ? CL_SUCCESS : e;
+    return prog;
+
+fail_args:
+    {
+        kcache__cl_text t;
+        memset(&t, 0, sizeof t);
+        kcache__cl_text_fmt(&t, "kcache_cl_build: invalid arguments: %s (%d)\n", kcache__cl_errname(e), (int)e);
+        kcache__cl_log_set(kc, t.p, t.oom ? 0 : t.len);
+    }
+    KCACHE_FREE(ln);
+    KCACHE_FREE(all);
+    if (err) *err = e;
+    return NULL;
+}
+
+#endif /* KCACHE_OPENCL */
 
 #endif /* KCACHE__IMPLEMENTED */
 #endif /* KCACHE_IMPLEMENTATION */

@@ -38,8 +38,20 @@ check() { # name, compiler, language flags
         echo "FAIL $name: $(echo "$out" | head -5 | tr '\n' ' ')"
     fi
 }
+check_cl() { # name, compiler, language flags: the OpenCL part too
+    local name=$1 cc=$2 lang=$3 out
+    if out=$($cc $lang $warn -DKCACHE_OPENCL -I"$root" -o "$tmp/$name" "$tmp/impl.c" "$tmp/decl.c" -lOpenCL -lpthread 2>&1) && "$tmp/$name"; then
+        echo "ok $name"
+    else
+        echo "FAIL $name: $(echo "$out" | head -5 | tr '\n' ' ')"
+    fi
+}
 check gcc-c99 gcc "-std=c99"
 check clang-c99 clang "-std=c99"
 check gcc-c11-O3 gcc "-std=c11 -O3"
 check gxx-cxx11 g++ "-x c++ -std=c++11"
 check clangxx-cxx17 clang++ "-x c++ -std=c++17"
+check_cl opencl-gcc-c99 gcc "-std=c99"
+check_cl opencl-clang-c99 clang "-std=c99"
+check_cl opencl-gxx-cxx11 g++ "-x c++ -std=c++11"
+check_cl opencl-clangxx-cxx17 clang++ "-x c++ -std=c++17"
