@@ -10,7 +10,7 @@ pkgs=(
   xxhash libxxhash-dev
   valgrind tmux libncurses-dev
   pocl-opencl-icd ocl-icd-opencl-dev opencl-headers clinfo
-  python3 python3-numba python3-venv
+  python3 python3-numba python3-venv python3-pyopencl
 )
 missing=()
 for p in "${pkgs[@]}"; do
