@@ -13,12 +13,13 @@ SAN     := -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-om
 TSAN    := -O1 -g -fsanitize=thread
 
 # one test program per layer; each runs plain, under ASan+UBSan, and (threads) under TSan
-CTESTS  := test_hash test_host test_key test_lru test_threads test_store test_flight test_index
+CTESTS  := test_hash test_host test_key test_lru test_threads test_store test_flight test_index test_exchange
 TOOLS   := $(B)/kcache-inspect
 EXAMPLES:= $(B)/demo_cc $(B)/opencl_saxpy $(B)/opencl_many $(B)/opencl_demo
 CL_LIBS := -lOpenCL $(LDLIBS)
 
-.PHONY: all tools examples test check-deps bench demo demo-cc install uninstall clean fuzz fuzz-smoke
+.PHONY: all tools examples test check-deps bench demo demo-cc install uninstall clean fuzz fuzz-smoke \
+        test-aarch64 test-s390x test-exchange
 all: tools examples
 
 $(B) $(B)/asan $(B)/tsan:
@@ -70,9 +71,22 @@ test: check-deps
 	  inspect="tests/test_inspect.sh $(B)/kcache-inspect" \
 	  install=tests/test_install.sh \
 	  fuzz-smoke="tests/fuzz_smoke.sh $(FUZZ_SMOKE) $(FUZZERS)" \
+	  compile-more="bash tests/compile_more.sh" \
+	  aarch64="bash scripts/cross.sh aarch64" \
+	  s390x="bash scripts/cross.sh s390x" \
+	  exchange="bash scripts/exchange.sh $(B)/test_exchange" \
+	  portable="bash tests/test_portable.sh $(B)/test_exchange" \
 	  demo-cc="tests/test_demo.sh $(B)/demo_cc" \
 	  opencl=$(B)/test_opencl asan/opencl=$(B)/asan/test_opencl \
 	  demo="tests/test_demo_opencl.sh $(B)/opencl_demo"
+
+# ---- other platforms: the suite under qemu-user (aarch64, s390x big-endian), and stores written on
+# one platform read on the others ----
+test-aarch64 test-s390x: check-deps
+	@bash tests/run.sh $(@:test-%=%)="bash scripts/cross.sh $(@:test-%=%)"
+test-exchange: check-deps $(B)/test_exchange $(B)/kcache-inspect
+	@bash tests/run.sh exchange="bash scripts/exchange.sh $(B)/test_exchange" \
+	  portable="bash tests/test_portable.sh $(B)/test_exchange"
 
 # ---- fuzzing (libFuzzer): `make fuzz FUZZ_TIME=600` runs each target that long; `make fuzz-smoke`
 # (part of make test) runs each for FUZZ_SMOKE seconds from its seed corpus ----

@@ -96,6 +96,11 @@
 #if defined(KCACHE_IMPLEMENTATION) && defined(__linux__) && !defined(_GNU_SOURCE)
 #define _GNU_SOURCE
 #endif
+/* 64-bit file offsets on 32-bit systems too: build claims sit at byte 2^40 of the lock file, and
+   stat fails on large inode numbers (XFS, btrfs, NFS) without it. */
+#if defined(KCACHE_IMPLEMENTATION) && !defined(_FILE_OFFSET_BITS)
+#define _FILE_OFFSET_BITS 64
+#endif
 
 #include <stddef.h>
 #include <stdint.h>
@@ -3208,30 +3213,53 @@ static void kcache__entry_name(kcache_hash128 d, char out[48]) { /* "e/XX/<32 he
     memcpy(out + 37, ".kce", 5);
 }
 
-/* Opens a file inside the store without following any symlink on the way (openat2 where the kernel
-   has it; otherwise O_NOFOLLOW on the last component, the store directory being ours and 0700). */
+/* Opens a file inside the store without following any symlink on the way: one openat2 call where
+   the kernel has it (Linux 5.6+), else each directory of the path opened with O_NOFOLLOW in turn.
+   The openat2 argument is declared here: libcs without the kernel's headers (musl) lack it. */
 #if defined(__linux__)
 #include <sys/syscall.h>
-#if defined(SYS_openat2)
-#include <linux/openat2.h>
 #endif
+#if defined(__linux__) && defined(SYS_openat2)
+struct kcache__open_how { uint64_t flags, mode, resolve; };
+#define KCACHE__RESOLVE_NO_SYMLINKS 0x04
+#define KCACHE__RESOLVE_BENEATH 0x08
 #endif
 static int kcache__open_in(kcache__store *st, const char *rel, int flags, int mode) {
+    char part[64];
+    const char *p = rel, *slash;
+    int dfd = st->dirfd, fd, e;
     flags |= O_CLOEXEC | O_NOFOLLOW;
 #if defined(__linux__) && defined(SYS_openat2)
     if (!st->no_openat2) {
-        struct open_how how;
-        long fd;
+        struct kcache__open_how how;
+        long r;
         memset(&how, 0, sizeof how);
         how.flags = (uint64_t)flags;
         how.mode = (flags & O_CREAT) ? (uint64_t)mode : 0;
-        how.resolve = RESOLVE_NO_SYMLINKS | RESOLVE_BENEATH;
-        fd = syscall(SYS_openat2, st->dirfd, rel, &how, sizeof how);
-        if (fd >= 0 || (errno != ENOSYS && errno != EPERM)) return (int)fd;
-        st->no_openat2 = 1; /* a kernel or seccomp filter without it: not asked again */
+        how.resolve = KCACHE__RESOLVE_NO_SYMLINKS | KCACHE__RESOLVE_BENEATH;
+        r = syscall(SYS_openat2, st->dirfd, rel, &how, sizeof how);
+        if (r >= 0 || (errno != ENOSYS && errno != EPERM)) return (int)r;
+        st->no_openat2 = 1; /* a kernel, emulator or seccomp filter without it: not asked again */
     }
 #endif
-    return openat(st->dirfd, rel, flags, mode);
+    while ((slash = strchr(p, '/')) != NULL) { /* kcache's paths are short: "e/XX/name" */
+        size_t n = (size_t)(slash - p);
+        int next;
+        if (n == 0 || n >= sizeof part) { if (dfd != st->dirfd) close(dfd); errno = EINVAL; return -1; }
+        memcpy(part, p, n);
+        part[n] = 0;
+        next = openat(dfd, part, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        e = errno;
+        if (dfd != st->dirfd) close(dfd);
+        if (next < 0) { errno = e == ENOTDIR ? ELOOP : e; return -1; } /* a symlink where a directory belongs */
+        dfd = next;
+        p = slash + 1;
+    }
+    fd = openat(dfd, p, flags, mode);
+    e = errno;
+    if (dfd != st->dirfd) close(dfd);
+    errno = e;
+    return fd;
 }
 
 /* Clears a name in a directory of the store for kcache's own file: a file or a symlink is

@@ -4,13 +4,17 @@
 # otherwise prints the command to run and fails.
 set -u
 # compilers and sanitizer runtimes; xxh128sum (the hash reference) and its header (bench);
-# valgrind; tmux and ncurses (kcache-top); OpenCL on the CPU; numba (.nbi files for kcache-inspect)
+# valgrind; tmux and ncurses (kcache-top); OpenCL on the CPU; numba (.nbi files for kcache-inspect);
+# cross compilers and qemu-user (aarch64, s390x), musl and 32-bit libraries (tests/compile_more.sh).
+# Not gcc-multilib: it conflicts with the cross compilers.
 pkgs=(
   build-essential clang libclang-rt-14-dev
   xxhash libxxhash-dev
   valgrind tmux libncurses-dev
   pocl-opencl-icd ocl-icd-opencl-dev opencl-headers clinfo
   python3 python3-numba python3-venv python3-pyopencl
+  qemu-user-static gcc-aarch64-linux-gnu gcc-s390x-linux-gnu
+  musl-tools libc6-dev-i386 lib32gcc-12-dev
 )
 missing=()
 for p in "${pkgs[@]}"; do
