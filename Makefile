@@ -14,8 +14,9 @@ TSAN    := -O1 -g -fsanitize=thread
 
 # one test program per layer; each runs plain, under ASan+UBSan, and (threads) under TSan
 CTESTS  := test_hash test_host test_key test_lru test_threads test_store test_flight test_index test_exchange
-TOOLS   := $(B)/kcache-inspect
-EXAMPLES:= $(B)/demo_cc $(B)/opencl_saxpy $(B)/opencl_many $(B)/opencl_demo
+TOOLS   := $(B)/kcache-inspect $(B)/kcache-top
+CURSES  := $(shell pkg-config --libs ncursesw 2>/dev/null || echo -lncursesw)
+EXAMPLES:= $(B)/demo_cc $(B)/opencl_saxpy $(B)/opencl_many $(B)/opencl_demo $(B)/kcache_load
 CL_LIBS := -lOpenCL $(LDLIBS)
 
 .PHONY: all tools examples test check-deps bench demo demo-cc install uninstall clean fuzz fuzz-smoke \
@@ -30,6 +31,11 @@ tools: $(TOOLS)
 examples: $(EXAMPLES)
 
 $(B)/kcache-inspect: tools/kcache-inspect.c kcache.h | $(B)
+	$(CC) $(STD) $(CFLAGS) $(WARN) -I. -o $@ $< $(LDLIBS)
+
+$(B)/kcache-top: tools/kcache-top.c kcache.h | $(B)
+	$(CC) $(STD) $(CFLAGS) $(WARN) -I. -o $@ $< $(CURSES) $(LDLIBS)
+$(B)/kcache_load: examples/kcache_load.c kcache.h | $(B)
 	$(CC) $(STD) $(CFLAGS) $(WARN) -I. -o $@ $< $(LDLIBS)
 
 $(B)/demo_cc: examples/demo_cc.c kcache.h | $(B)
@@ -60,7 +66,7 @@ check-deps:
 
 # Runs everything; the last line is "N passed, N failed".
 test: check-deps
-	@$(MAKE) --no-print-directory $(TEST_BINS) $(CL_TESTS) $(TOOLS) $(B)/demo_cc $(addprefix $(B)/,$(FUZZERS))
+	@$(MAKE) --no-print-directory $(TEST_BINS) $(CL_TESTS) $(TOOLS) $(B)/demo_cc $(B)/kcache_load $(addprefix $(B)/,$(FUZZERS))
 	@bash tests/run.sh \
 	  compile=tests/compile_check.sh \
 	  $(foreach t,$(CTESTS),$(t)=$(B)/$(t)) \
@@ -70,6 +76,7 @@ test: check-deps
 	  valgrind/test_lru="valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite $(B)/test_lru" \
 	  inspect="tests/test_inspect.sh $(B)/kcache-inspect" \
 	  install=tests/test_install.sh \
+	  top="tests/test_top.sh $(B)/kcache-top $(B)/kcache_load" \
 	  fuzz-smoke="tests/fuzz_smoke.sh $(FUZZ_SMOKE) $(FUZZERS)" \
 	  compile-more="bash tests/compile_more.sh" \
 	  aarch64="bash scripts/cross.sh aarch64" \
@@ -119,8 +126,8 @@ $(B)/bench_opencl: bench/bench_opencl.c kcache.h | $(B)
 $(B)/bench_%: bench/bench_%.c kcache.h | $(B)
 	$(CC) $(STD) $(BENCH_CFLAGS) -I. -o $@ $< $(LDLIBS)
 
-BENCHES := bench_hash bench_cache bench_flight bench_index bench_opencl
-bench: check-deps $(addprefix $(B)/,$(BENCHES))
+BENCHES := bench_hash bench_cache bench_flight bench_index bench_opencl bench_pub
+bench: check-deps $(addprefix $(B)/,$(BENCHES)) $(B)/kcache-top
 	@for b in $(BENCHES); do echo "== $$b"; $(B)/$$b || exit 1; done
 
 # ---- the demo: an OpenCL program (PoCL) built, then loaded from the default cache directory ----
@@ -138,10 +145,11 @@ install: tools
 	install -m 644 kcache.h $(DESTDIR)$(PREFIX)/include/kcache.h
 	sed 's|@PREFIX@|$(PREFIX)|' kcache.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/kcache.pc
 	install -m 755 $(TOOLS) $(DESTDIR)$(PREFIX)/bin/
-	install -m 644 kcache-inspect.1 $(DESTDIR)$(PREFIX)/share/man/man1/
+	install -m 644 kcache-inspect.1 kcache-top.1 $(DESTDIR)$(PREFIX)/share/man/man1/
 uninstall:
 	rm -f $(DESTDIR)$(PREFIX)/include/kcache.h $(DESTDIR)$(PREFIX)/lib/pkgconfig/kcache.pc
 	rm -f $(DESTDIR)$(PREFIX)/bin/kcache-inspect $(DESTDIR)$(PREFIX)/share/man/man1/kcache-inspect.1
+	rm -f $(DESTDIR)$(PREFIX)/bin/kcache-top $(DESTDIR)$(PREFIX)/share/man/man1/kcache-top.1
 
 clean:
 	rm -rf $(B)

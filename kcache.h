@@ -45,6 +45,8 @@
        KCACHE_WRITE        through (default): write on put; evict: write when it leaves memory, and at close
        KCACHE_BUILD_WAIT   seconds to wait for another process's build of the same key; default 300
        KCACHE_STAMP        mtime | content | hybrid (default): how kcache_key_file dependencies are checked
+       KCACHE_STATS        0: do not publish counters and events in DIR/stats (kcache-top does not
+                           see this process); default 1
 
    ON DISK (KCACHE_DIR)
        config.file         format version, accounted size and entry count (checksummed), a log of
@@ -57,6 +59,10 @@
                            payload; checksums over header and payload
        i/XX/<unit>.kci     an index per unit: its overloads with their fields, the ones that left
                            and why, recent misses (KCACHE_TRACE); read by kcache_explain and tools
+       stats               what every process using the store counts (the kcache_get_stats counters),
+                           per unit, and its recent events, for kcache-top: fixed size (about 1 MiB),
+                           mapped, a slot per open cache, never truncated; a dead process's slot is
+                           reclaimed by the next opener
        tmp/                temp files (same filesystem, renamed into place); a dead writer's are removed
        Every integer is little-endian: a store written on any platform is read on any other.
        Readers take no lock. Writers write a temp file, then take the lock only to rename, account,
@@ -256,6 +262,7 @@ typedef struct kcache_config {
     uint32_t build_wait_ms;   /* longest wait for another process's build of the same key         */
     uint32_t lock_timeout_ms; /* longest wait for the store lock before giving up on an update    */
     kcache_log_fn log;        /* where debug lines go; NULL: stderr                               */
+    int publish;              /* 1: counters and events go to DIR/stats for kcache-top (KCACHE_STATS) */
     void *log_user;
 } kcache_config;
 
@@ -4577,6 +4584,621 @@ static kcache_status kcache__store_open(kcache__store **out, const char *dir, co
 }
 
 /* ============================================================================================== */
+/* >>pub  publishing: every process's counters and recent events, for kcache-top                  */
+/* ============================================================================================== */
+
+/* DIR/stats is a fixed-size file that every process using the store maps shared. Each open kcache
+   claims a slot in it and publishes there, without a lock and without a system call, the counters
+   kcache_get_stats reports (the same increments, made beside them under kc->lock), a small table of
+   per-unit counts and a ring of its recent events. kcache-top reads it (read-only) from another
+   process. Every integer is little-endian; every u64 is read and written as a relaxed atomic.
+
+   header (4096 bytes)
+        0  "KCSTATS\0"        8  u32 version (1)          12  u32 header bytes (4096)
+       16  u32 slots (64)     20  u32 slot bytes (16896)  24  u32 counters per slot (48)
+       28  u32 units per slot (64)   32  u32 events per slot (64)   36  u32 miss reasons (16)
+       40  i64 created (ns since 1970)   48  u64 checksum: XXH3-128 lo of bytes 0 .. 48
+      128  48 x u64 retired counters: what slots no longer held counted (a closed kcache folds
+           its counters in here, and so does whoever reclaims a dead process's slot), so the
+           store's totals are retired + every claimed slot's counters
+   slot i at 4096 + i * 16896
+        0  u64 owner: pid << 32 | the low 31 bits of the process's start time; 0 = free; bit 31
+           set while the claimer sets the slot up. Claimed by compare-and-swap; a slot whose pid
+           is dead (kill(pid, 0) == ESRCH) or now belongs to a process started at another time is
+           reclaimed the same way (the dead's slots first, else the free slot idle the longest).
+        8  u64 epoch: odd while the slot is claimed, reset or retired (readers retry), bumped by
+           2 every time: a reader that sees it change knows the slot changed hands
+       16  u64 domain: XXH3-128 lo of the boot id and pid namespace; pids of another domain (a
+           container, another host on NFS) are not judged by kill(): such a slot is reclaimed
+           only after KCACHE__PUB_FOREIGN_NS without an event
+       24  u64 process start time (clock ticks after boot, /proc/PID/stat field 22; 0: unknown)
+       32  i64 opened (ns)     40  i64 last event (ns)     48  u64 events written (the ring's head)
+       64  char[16] process name (/proc/self/comm), NUL padded
+      128  48 x u64 counters (KCACHE__PUB_HITS_MEM ...; misses of reason r at 16 + r)
+      512  64 units x 128 bytes: u64 unit hash (XXH3-128 lo of the unit's name, 0 = empty), u64 hits
+           in memory, u64 hits from disk, u64 misses, u64 puts, i64 last event (ns), u64 info
+           (bits 0-7: reason of the last miss, 8-23: the name's full length), u64 bytes put,
+           then the name (64 bytes, cut, NUL padded). An entry is found at hash & 63 and the 3 after.
+     8704  64 events x 128 bytes, a ring kept across owners (each event names its pid; the head
+           at 48 only grows): u64 sequence (the slot's n-th event, from 1; 0 = empty,
+           all ones while it is written), i64 time (ns), u64 unit hash, u64 size, u64 info (bits
+           0-7: kind, 8-15: reason (a kcache_reason; for puts the kcache_status of the store write),
+           16-31: the name's full length, 32-63: count (entries, for evictions)), u64 pid, then the
+           unit's name (80 bytes, cut, NUL padded)
+    16896  the next slot
+   The file is created complete (temp file, posix_fallocate so that no page is ever missing, then
+   link() into place; a damaged one is replaced by rename) and is never truncated or shrunk: any
+   process mapping it would get SIGBUS. When it cannot be created or mapped, the process does not
+   publish (a debug line says why) and caching goes on as before. KCACHE_STATS=0 turns it off.
+
+   Who writes what: a slot's owner, always under kc->lock (so a memory hit pays a few plain loads
+   and stores in memory no other process writes: no locked instruction); claims, reclaims and the
+   retired counters use compare-and-swap / fetch-add. A forked child stops publishing into its
+   parent's slot at once and claims its own at its next miss, put or disk hit. */
+
+#define KCACHE__PUB_VERSION 1
+#define KCACHE__PUB_HEADER 4096
+#define KCACHE__PUB_SLOTS 64
+#define KCACHE__PUB_COUNTERS 48
+#define KCACHE__PUB_UNITS 64
+#define KCACHE__PUB_UNIT_BYTES 128
+#define KCACHE__PUB_UNIT_NAME 64
+#define KCACHE__PUB_EVENTS 64
+#define KCACHE__PUB_EVENT_BYTES 128
+#define KCACHE__PUB_EVENT_NAME 80
+#define KCACHE__PUB_REASONS 16
+#define KCACHE__PUB_CTR_AT 128
+#define KCACHE__PUB_UNITS_AT 512
+#define KCACHE__PUB_EVENTS_AT (KCACHE__PUB_UNITS_AT + KCACHE__PUB_UNITS * KCACHE__PUB_UNIT_BYTES)
+#define KCACHE__PUB_SLOT_BYTES (KCACHE__PUB_EVENTS_AT + KCACHE__PUB_EVENTS * KCACHE__PUB_EVENT_BYTES)
+#define KCACHE__PUB_FILE_BYTES ((uint64_t)KCACHE__PUB_HEADER + (uint64_t)KCACHE__PUB_SLOTS * KCACHE__PUB_SLOT_BYTES)
+#define KCACHE__PUB_FOREIGN_NS ((int64_t)86400 * 1000000000) /* a day without an event */
+#define KCACHE__PUB_SETTING_UP ((uint64_t)1 << 31)          /* in a slot's owner word: being claimed */
+
+/* Counters: the fields of kcache_stats that count events (the rest are levels read elsewhere). */
+enum {
+    KCACHE__PUB_HITS_MEM = 0, KCACHE__PUB_HITS_DISK, KCACHE__PUB_MISSES, KCACHE__PUB_PUTS, KCACHE__PUB_EVICTIONS,
+    KCACHE__PUB_REJECTS, KCACHE__PUB_BYTES_READ, KCACHE__PUB_BYTES_WRITTEN, KCACHE__PUB_MEM_EVICTIONS,
+    KCACHE__PUB_BUILDS, KCACHE__PUB_BUILD_WAITS, KCACHE__PUB_STORE_ERRORS,
+    KCACHE__PUB_MISS_REASON = 16 /* + a kcache_reason: misses of that reason, up to 32 */
+};
+/* Event kinds. Memory hits are sampled: one event when a hit records the entry's use in the store
+   (the first hit of an entry in memory, then at most one a second per entry). */
+enum { KCACHE__PUB_EV_HIT_MEM = 1, KCACHE__PUB_EV_HIT_DISK, KCACHE__PUB_EV_MISS, KCACHE__PUB_EV_PUT, KCACHE__PUB_EV_EVICT };
+/* unit table entry fields (u64 words) */
+enum { KCACHE__PUB_U_HASH, KCACHE__PUB_U_HITS_MEM, KCACHE__PUB_U_HITS_DISK, KCACHE__PUB_U_MISSES, KCACHE__PUB_U_PUTS,
+       KCACHE__PUB_U_LAST, KCACHE__PUB_U_INFO, KCACHE__PUB_U_BYTES_PUT, KCACHE__PUB_U_NAME };
+/* event fields (u64 words) */
+enum { KCACHE__PUB_E_SEQ, KCACHE__PUB_E_TIME, KCACHE__PUB_E_UNIT, KCACHE__PUB_E_SIZE, KCACHE__PUB_E_INFO, KCACHE__PUB_E_PID,
+       KCACHE__PUB_E_NAME };
+/* slot header fields (u64 words) */
+enum { KCACHE__PUB_S_OWNER, KCACHE__PUB_S_EPOCH, KCACHE__PUB_S_DOMAIN, KCACHE__PUB_S_START, KCACHE__PUB_S_OPENED,
+       KCACHE__PUB_S_LAST, KCACHE__PUB_S_EVENTS, KCACHE__PUB_S_ZERO, KCACHE__PUB_S_NAME };
+
+#if defined(__cplusplus) && __cplusplus >= 201103L
+static_assert(KCACHE_REASON_COUNT <= KCACHE__PUB_REASONS, "kcache: more miss reasons than the stats file has room for");
+#else
+typedef char kcache__pub_reasons_fit[(KCACHE_REASON_COUNT <= KCACHE__PUB_REASONS) ? 1 : -1];
+#endif
+
+typedef struct kcache__pub {
+    unsigned char *map;        /* DIR/stats, mapped shared; NULL: not publishing */
+    size_t len;
+    unsigned char *slot;       /* this kcache's slot, NULL when it has none */
+    uint64_t *ctr;             /* the slot's counters: NULL when not publishing */
+    uint64_t *units;           /* the slot's unit table */
+    uint64_t owner;            /* the owner word this kcache claimed its slot with */
+    uint64_t domain;
+    uint32_t pid;              /* the process that claimed the slot (a forked child claims its own) */
+    int debug;
+    kcache_log_fn log;
+    void *log_user;
+} kcache__pub;
+
+/* ---- shared-memory words ---- */
+static uint64_t kcache__pub_ld(const uint64_t *w) { return kcache__le64(__atomic_load_n(w, __ATOMIC_RELAXED)); }
+static uint64_t kcache__pub_ld_acq(const uint64_t *w) { return kcache__le64(__atomic_load_n(w, __ATOMIC_ACQUIRE)); }
+static void kcache__pub_st(uint64_t *w, uint64_t v) { __atomic_store_n(w, kcache__le64(v), __ATOMIC_RELAXED); }
+static void kcache__pub_st_rel(uint64_t *w, uint64_t v) { __atomic_store_n(w, kcache__le64(v), __ATOMIC_RELEASE); }
+/* One writer per slot (its owner, under kc->lock): a plain load and store, no locked instruction. */
+static void kcache__pub_bump(uint64_t *w, uint64_t n) { kcache__pub_st(w, kcache__pub_ld(w) + n); }
+static int kcache__pub_cas(uint64_t *w, uint64_t expect, uint64_t want) {
+    uint64_t e = kcache__le64(expect);
+    return __atomic_compare_exchange_n(w, &e, kcache__le64(want), 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+}
+static void kcache__pub_fetch_add(uint64_t *w, uint64_t n) {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    uint64_t o = __atomic_load_n(w, __ATOMIC_RELAXED);
+    while (!__atomic_compare_exchange_n(w, &o, kcache__le64(kcache__le64(o) + n), 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+    }
+#else
+    __atomic_fetch_add(w, n, __ATOMIC_RELAXED);
+#endif
+}
+
+static KCACHE__UNUSED uint64_t *kcache__pub_word(const unsigned char *map, size_t off) {
+    return (uint64_t *)(void *)(map + off);
+}
+static KCACHE__UNUSED unsigned char *kcache__pub_slot_at(const unsigned char *map, unsigned i) {
+    return (unsigned char *)map + KCACHE__PUB_HEADER + (size_t)i * KCACHE__PUB_SLOT_BYTES;
+}
+static KCACHE__UNUSED uint64_t *kcache__pub_slot_word(const unsigned char *slot, int field) {
+    return (uint64_t *)(void *)(slot + (size_t)field * 8);
+}
+static KCACHE__UNUSED uint64_t *kcache__pub_retired(const unsigned char *map) {
+    return (uint64_t *)(void *)(map + KCACHE__PUB_CTR_AT);
+}
+static KCACHE__UNUSED uint64_t *kcache__pub_unit_at(const unsigned char *slot, unsigned j) {
+    return (uint64_t *)(void *)(slot + KCACHE__PUB_UNITS_AT + (size_t)j * KCACHE__PUB_UNIT_BYTES);
+}
+static KCACHE__UNUSED uint64_t *kcache__pub_event_at(const unsigned char *slot, unsigned j) {
+    return (uint64_t *)(void *)(slot + KCACHE__PUB_EVENTS_AT + (size_t)j * KCACHE__PUB_EVENT_BYTES);
+}
+/* Copies a name into shared words (cut to cap bytes, NUL padded) / out of them (always terminated). */
+static KCACHE__UNUSED void kcache__pub_put_name(uint64_t *w, size_t cap, const char *s, size_t n) {
+    unsigned char buf[KCACHE__PUB_EVENT_NAME];
+    size_t i;
+    memset(buf, 0, sizeof buf);
+    memcpy(buf, s, n < cap ? n : cap);
+    for (i = 0; i < cap / 8; i++) {
+        uint64_t v;
+        memcpy(&v, buf + i * 8, 8);
+        __atomic_store_n(w + i, v, __ATOMIC_RELAXED);
+    }
+}
+static KCACHE__UNUSED void kcache__pub_get_name(const uint64_t *w, size_t cap, char *out, size_t out_cap) {
+    unsigned char buf[KCACHE__PUB_EVENT_NAME + 1];
+    size_t i, n;
+    for (i = 0; i < cap / 8 && i < KCACHE__PUB_EVENT_NAME / 8; i++) {
+        uint64_t v = __atomic_load_n(w + i, __ATOMIC_RELAXED);
+        memcpy(buf + i * 8, &v, 8);
+    }
+    buf[i * 8] = 0;
+    for (n = 0; n < i * 8 && buf[n]; n++)
+        if (buf[n] < 32 || buf[n] == 127) buf[n] = '?'; /* shared memory: printable whatever it holds */
+    if (!out_cap) return;
+    if (n >= out_cap) n = out_cap - 1;
+    memcpy(out, buf, n);
+    out[n] = 0;
+}
+
+/* ---- processes ---- */
+
+/* Incremented in every child of a fork: a kcache inherited across fork() sees the difference and
+   stops publishing into its parent's slot. */
+
+/* A process's start time in clock ticks after boot (/proc/PID/stat field 22) and, with name, its
+   name; 0 when unknown. pid 0: this process. */
+static KCACHE__UNUSED uint64_t kcache__pub_proc_start(uint32_t pid, char *name, size_t name_cap) {
+    char path[64], buf[1024], *p, *q;
+    uint64_t v = 0;
+    ssize_t n;
+    int fd, field;
+    if (name && name_cap) name[0] = 0;
+    if (pid) snprintf(path, sizeof path, "/proc/%u/stat", (unsigned)pid);
+    else snprintf(path, sizeof path, "/proc/self/stat");
+    fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return 0;
+    n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0) return 0;
+    buf[n] = 0;
+    p = strchr(buf, '(');
+    q = strrchr(buf, ')');
+    if (!p || !q || q < p) return 0;
+    if (name && name_cap) {
+        size_t l = (size_t)(q - p - 1);
+        if (l >= name_cap) l = name_cap - 1;
+        memcpy(name, p + 1, l);
+        name[l] = 0;
+    }
+    p = q + 1;
+    for (field = 3; field < 22 && *p; field++) { /* after ')': field 3 (state) ... field 22 */
+        while (*p == ' ') p++;
+        while (*p && *p != ' ') p++;
+    }
+    while (*p == ' ') p++;
+    while (*p >= '0' && *p <= '9') v = v * 10 + (uint64_t)(*p++ - '0');
+    return v;
+}
+
+/* Where a pid means something: this boot of this host, this pid namespace. */
+static KCACHE__UNUSED uint64_t kcache__pub_domain(void) {
+    unsigned char buf[128];
+    struct stat ns;
+    size_t len = 0;
+    int fd = open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC);
+    memset(buf, 0, sizeof buf);
+    if (fd >= 0) {
+        ssize_t n = read(fd, buf, 64);
+        if (n > 0) len = (size_t)n;
+        close(fd);
+    }
+    if (!len && gethostname((char *)buf, 64) == 0) len = strlen((const char *)buf);
+    if (stat("/proc/self/ns/pid", &ns) == 0) {
+        uint64_t ino = (uint64_t)ns.st_ino, dev = (uint64_t)ns.st_dev;
+        memcpy(buf + 64, &ino, 8);
+        memcpy(buf + 72, &dev, 8);
+    }
+    return kcache_hash(buf, sizeof buf).lo | 1; /* never 0: 0 marks a slot not yet set up */
+}
+
+/* Whether a claimed slot's process may still be running (from this domain's point of view). */
+static KCACHE__UNUSED int kcache__pub_alive(const unsigned char *slot, uint64_t domain, int64_t now) {
+    uint64_t owner = kcache__pub_ld_acq(kcache__pub_slot_word(slot, KCACHE__PUB_S_OWNER));
+    uint32_t pid = (uint32_t)(owner >> 32), start31 = (uint32_t)owner & 0x7fffffffu;
+    uint64_t dom = kcache__pub_ld(kcache__pub_slot_word(slot, KCACHE__PUB_S_DOMAIN));
+    if (!owner) return 0;
+    if (!(owner & KCACHE__PUB_SETTING_UP) && dom != domain) { /* another host or container: only a long silence says it is gone */
+        int64_t last = (int64_t)kcache__pub_ld(kcache__pub_slot_word(slot, KCACHE__PUB_S_LAST));
+        int64_t opened = (int64_t)kcache__pub_ld(kcache__pub_slot_word(slot, KCACHE__PUB_S_OPENED));
+        return (last > opened ? last : opened) > now - KCACHE__PUB_FOREIGN_NS;
+    }
+    if (pid == 0 || (kill((pid_t)pid, 0) != 0 && errno == ESRCH)) return 0;
+    if (start31) {
+        uint64_t now_start = kcache__pub_proc_start(pid, NULL, 0);
+        if (now_start && ((uint32_t)now_start & 0x7fffffffu) != start31) return 0; /* the pid was reused */
+    }
+    return 1;
+}
+
+/* ---- the file ---- */
+
+static KCACHE__UNUSED void kcache__pub_header(unsigned char *h) {
+    memset(h, 0, KCACHE__PUB_HEADER);
+    memcpy(h, "KCSTATS", 8);
+    kcache__put_u32(h + 8, KCACHE__PUB_VERSION);
+    kcache__put_u32(h + 12, KCACHE__PUB_HEADER);
+    kcache__put_u32(h + 16, KCACHE__PUB_SLOTS);
+    kcache__put_u32(h + 20, KCACHE__PUB_SLOT_BYTES);
+    kcache__put_u32(h + 24, KCACHE__PUB_COUNTERS);
+    kcache__put_u32(h + 28, KCACHE__PUB_UNITS);
+    kcache__put_u32(h + 32, KCACHE__PUB_EVENTS);
+    kcache__put_u32(h + 36, KCACHE__PUB_REASONS);
+    kcache__put_u64(h + 40, (uint64_t)kcache__now_ns());
+    kcache__put_u64(h + 48, kcache_hash(h, 48).lo);
+}
+/* 1: a stats file of this layout; 0: damaged (replace it); -1: a newer version (leave it alone). */
+static KCACHE__UNUSED int kcache__pub_valid(const unsigned char *h, uint64_t file_size) {
+    if (memcmp(h, "KCSTATS", 8) != 0 || kcache__get_u64(h + 48) != kcache_hash(h, 48).lo) return 0;
+    if (kcache__get_u32(h + 8) > KCACHE__PUB_VERSION) return -1;
+    if (kcache__get_u32(h + 8) != KCACHE__PUB_VERSION || kcache__get_u32(h + 12) != KCACHE__PUB_HEADER ||
+        kcache__get_u32(h + 16) != KCACHE__PUB_SLOTS || kcache__get_u32(h + 20) != KCACHE__PUB_SLOT_BYTES ||
+        kcache__get_u32(h + 24) != KCACHE__PUB_COUNTERS || kcache__get_u32(h + 28) != KCACHE__PUB_UNITS ||
+        kcache__get_u32(h + 32) != KCACHE__PUB_EVENTS || kcache__get_u32(h + 36) != KCACHE__PUB_REASONS)
+        return 0;
+    return file_size == KCACHE__PUB_FILE_BYTES ? 1 : 0;
+}
+
+#if defined(__GNUC__) || defined(__clang__)
+__attribute__((format(printf, 2, 3)))
+#endif
+static void kcache__pub_say(const kcache__pub *p, const char *fmt, ...) {
+    char line[600];
+    va_list ap;
+    if (!p->debug) return;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    if (p->log) p->log(p->log_user, line);
+    else fprintf(stderr, "kcache: %s\n", line);
+}
+
+/* Creates a complete stats file under a temp name and links it into place (replace: renames it over
+   a damaged one). 0, or an errno. */
+static int kcache__pub_create(kcache__store *st, int replace) {
+    unsigned char hdr[KCACHE__PUB_HEADER];
+    char tmp[64];
+    int fd, e = 0;
+    snprintf(tmp, sizeof tmp, "%u-stats-%llx.tmp", (unsigned)kcache__pid(), (unsigned long long)kcache__now_ns());
+    fd = openat(st->tmpfd, tmp, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (fd < 0) return errno ? errno : EIO;
+    kcache__pub_header(hdr);
+    if (pwrite(fd, hdr, sizeof hdr, 0) != (ssize_t)sizeof hdr) e = errno ? errno : EIO;
+    /* every block allocated now: a page first touched through the mapping on a full disk would be
+       SIGBUS, not an error */
+    if (!e) e = posix_fallocate(fd, 0, (off_t)KCACHE__PUB_FILE_BYTES);
+    if (close(fd) != 0 && !e) e = errno ? errno : EIO;
+    if (!e) {
+        if (replace) {
+            if (renameat(st->tmpfd, tmp, st->dirfd, "stats") != 0) e = errno ? errno : EIO;
+        } else if (linkat(st->tmpfd, tmp, st->dirfd, "stats", 0) != 0 && errno != EEXIST) {
+            e = errno ? errno : EIO; /* EEXIST: another process made it first; use theirs */
+        }
+    }
+    if (e || !replace) unlinkat(st->tmpfd, tmp, 0);
+    return e;
+}
+
+/* Moves a slot's counters into the retired ones and zeroes them (the slot's epoch is odd). */
+static void kcache__pub_fold(unsigned char *map, unsigned char *slot) {
+    uint64_t *c = kcache__pub_slot_word(slot, KCACHE__PUB_CTR_AT / 8), *r = kcache__pub_retired(map);
+    int i;
+    for (i = 0; i < KCACHE__PUB_COUNTERS; i++) {
+        uint64_t v = kcache__pub_ld(c + i);
+        if (v) kcache__pub_fetch_add(r + i, v);
+        kcache__pub_st(c + i, 0);
+    }
+}
+
+/* Claims a slot for this kcache: a dead process's first (its counters are folded into the retired
+   ones at once), else the free slot idle the longest (the events of processes that closed stay
+   readable as long as possible). 1 when it has one. */
+static int kcache__pub_claim(kcache__pub *p) {
+    char name[16];
+    uint64_t start = kcache__pub_proc_start(0, name, sizeof name);
+    uint64_t owner = ((uint64_t)kcache__pid() << 32) | (start & 0x7fffffffu);
+    int64_t now = kcache__now_ns();
+    unsigned i, attempt;
+    p->slot = NULL;
+    p->ctr = NULL;
+    p->units = NULL;
+    for (attempt = 0; attempt < 4 * KCACHE__PUB_SLOTS; attempt++) {
+        unsigned char *pick = NULL;
+        uint64_t o = 0, e;
+        int64_t idle = INT64_MAX;
+        unsigned at = 0;
+        size_t w;
+        for (i = 0; i < KCACHE__PUB_SLOTS && !pick; i++) {
+            unsigned char *s = kcache__pub_slot_at(p->map, i);
+            uint64_t so = kcache__pub_ld_acq(kcache__pub_slot_word(s, KCACHE__PUB_S_OWNER));
+            if (so && !kcache__pub_alive(s, p->domain, now)) { pick = s; o = so; at = i; }
+        }
+        for (i = 0; i < KCACHE__PUB_SLOTS && !o; i++) {
+            unsigned char *s = kcache__pub_slot_at(p->map, i);
+            int64_t last = (int64_t)kcache__pub_ld(kcache__pub_slot_word(s, KCACHE__PUB_S_LAST));
+            int64_t opened = (int64_t)kcache__pub_ld(kcache__pub_slot_word(s, KCACHE__PUB_S_OPENED));
+            if (kcache__pub_ld(kcache__pub_slot_word(s, KCACHE__PUB_S_OWNER))) continue;
+            if (opened > last) last = opened;
+            if (last < idle) { idle = last; pick = s; at = i; }
+        }
+        if (!pick) break;
+        /* the setting-up bit says "being claimed": nobody judges this slot by its other fields yet */
+        if (!kcache__pub_cas(kcache__pub_slot_word(pick, KCACHE__PUB_S_OWNER), o, owner | KCACHE__PUB_SETTING_UP)) continue;
+        e = kcache__pub_ld(kcache__pub_slot_word(pick, KCACHE__PUB_S_EPOCH));
+        kcache__pub_st(kcache__pub_slot_word(pick, KCACHE__PUB_S_EPOCH), e | 1); /* odd: readers wait for it */
+        __atomic_thread_fence(__ATOMIC_SEQ_CST);
+        if (o) kcache__pub_fold(p->map, pick); /* a dead process's work still counts */
+        /* everything but the owner, the epoch, the event ring and its head (history, kept) */
+        for (w = 2; w < KCACHE__PUB_EVENTS_AT / 8; w++)
+            if (w != KCACHE__PUB_S_EVENTS) kcache__pub_st(kcache__pub_slot_word(pick, (int)w), 0);
+        kcache__pub_st(kcache__pub_slot_word(pick, KCACHE__PUB_S_DOMAIN), p->domain);
+        kcache__pub_st(kcache__pub_slot_word(pick, KCACHE__PUB_S_START), start);
+        kcache__pub_st(kcache__pub_slot_word(pick, KCACHE__PUB_S_OPENED), (uint64_t)now);
+        kcache__pub_put_name(kcache__pub_slot_word(pick, KCACHE__PUB_S_NAME), 16, name, strlen(name));
+        kcache__pub_st_rel(kcache__pub_slot_word(pick, KCACHE__PUB_S_EPOCH), (e | 1) + 1);
+        kcache__pub_st_rel(kcache__pub_slot_word(pick, KCACHE__PUB_S_OWNER), owner);
+        p->slot = pick;
+        p->ctr = kcache__pub_slot_word(pick, KCACHE__PUB_CTR_AT / 8);
+        p->units = kcache__pub_slot_word(pick, KCACHE__PUB_UNITS_AT / 8);
+        p->owner = owner;
+        p->pid = kcache__pid();
+        if (o) kcache__pub_say(p, "stats: slot %u of process %u (gone) reclaimed", at, (unsigned)(o >> 32));
+        return 1;
+    }
+    kcache__pub_say(p, "stats: all %d slots of the stats file are in use; this kcache does not publish", KCACHE__PUB_SLOTS);
+    return 0;
+}
+
+/* Opens (creating when needed) DIR/stats and claims a slot. Never fails the caller: when anything
+   is wrong the kcache does not publish, and with debugging on a line says why. */
+static KCACHE__UNUSED void kcache__pub_open(kcache__pub *p, kcache__store *st, const kcache_config *cfg) {
+    struct stat sb;
+    unsigned char hdr[KCACHE__PUB_HEADER];
+    int fd = -1, attempt, v = 0;
+    void *m;
+    memset(p, 0, sizeof *p);
+    p->debug = cfg ? cfg->debug : 0;
+    p->log = cfg ? cfg->log : NULL;
+    p->log_user = cfg ? cfg->log_user : NULL;
+    if (!st) return;
+    if (cfg && !cfg->publish) {
+        kcache__pub_say(p, "stats: not published (KCACHE_STATS=0)");
+        return;
+    }
+    for (attempt = 0; attempt < 3; attempt++) {
+        fd = kcache__open_in(st, "stats", O_RDWR, 0);
+        if (fd < 0 && errno == ENOENT) {
+            int e = kcache__pub_create(st, 0);
+            if (e) { kcache__pub_say(p, "stats: cannot create %s/stats (%s); not published", st->dir, strerror(e)); return; }
+            continue;
+        }
+        if (fd < 0) { kcache__pub_say(p, "stats: cannot open %s/stats (%s); not published", st->dir, strerror(errno)); return; }
+        if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) v = 0;
+        else if (sb.st_size < KCACHE__PUB_HEADER || pread(fd, hdr, sizeof hdr, 0) != (ssize_t)sizeof hdr) v = 0;
+        else v = kcache__pub_valid(hdr, (uint64_t)sb.st_size);
+        if (v != 0) break;
+        close(fd); /* damaged or of another layout: a new one takes its place, by rename */
+        fd = -1;
+        kcache__pub_say(p, "stats: %s/stats is damaged; replacing it", st->dir);
+        if (kcache__pub_create(st, 1) != 0) break;
+    }
+    if (fd < 0 || v != 1) {
+        if (v < 0) kcache__pub_say(p, "stats: %s/stats is of a newer version; not published", st->dir);
+        if (fd >= 0) close(fd);
+        return;
+    }
+    m = mmap(NULL, (size_t)KCACHE__PUB_FILE_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    close(fd);
+    if (m == MAP_FAILED) {
+        kcache__pub_say(p, "stats: cannot map %s/stats (%s); not published", st->dir, strerror(errno));
+        return;
+    }
+    p->map = (unsigned char *)m;
+    p->len = (size_t)KCACHE__PUB_FILE_BYTES;
+    p->domain = kcache__pub_domain();
+    if (!kcache__pub_claim(p)) {
+        munmap(p->map, p->len);
+        p->map = NULL;
+    }
+}
+
+/* Gives the slot back: its counters go to the retired ones, its events stay for the record. */
+static KCACHE__UNUSED void kcache__pub_close(kcache__pub *p) {
+    if (p->map && p->slot && p->pid == kcache__pid() &&
+        kcache__pub_ld(kcache__pub_slot_word(p->slot, KCACHE__PUB_S_OWNER)) == p->owner) {
+        uint64_t *ep = kcache__pub_slot_word(p->slot, KCACHE__PUB_S_EPOCH);
+        uint64_t e = kcache__pub_ld(ep);
+        unsigned j;
+        kcache__pub_st(ep, e | 1);
+        __atomic_thread_fence(__ATOMIC_SEQ_CST);
+        kcache__pub_fold(p->map, p->slot);
+        for (j = 0; j < KCACHE__PUB_UNITS; j++) kcache__pub_st(kcache__pub_unit_at(p->slot, j), 0);
+        kcache__pub_st_rel(ep, (e | 1) + 1);
+        kcache__pub_cas(kcache__pub_slot_word(p->slot, KCACHE__PUB_S_OWNER), p->owner, 0);
+    }
+    if (p->map) munmap(p->map, p->len);
+    memset(p, 0, sizeof *p);
+}
+
+/* A forked child (a kcache inherited across fork) claims a slot of its own (kc->lock held). Only
+   the slower paths (misses, puts, disk hits) look: a child's memory hits before its first such
+   call count in its parent's slot, as getpid costs a system call the memory hit cannot afford. */
+static int kcache__pub_ready(kcache__pub *p) {
+    uint32_t pid;
+    if (!p->map) return 0;
+    if ((pid = kcache__pid()) != p->pid) {
+        p->domain = kcache__pub_domain();
+        kcache__pub_claim(p);
+        p->pid = pid; /* one try per fork */
+    }
+    return p->ctr != NULL;
+}
+
+/* ---- publishing (every call with kc->lock held) ---- */
+
+/* Beside every `kc->stats.X += n`: the same increment in the slot. */
+static KCACHE__UNUSED void kcache__pub_add(kcache__pub *p, int counter, uint64_t n) {
+    if (KCACHE__LIKELY(p->ctr != NULL)) kcache__pub_bump(p->ctr + counter, n);
+}
+
+/* The unit's entry in this slot's table, or NULL (probing hash & 63 and the 3 after). */
+static uint64_t *kcache__pub_unit_find(const kcache__pub *p, uint64_t h) {
+    unsigned j;
+    for (j = 0; j < 4; j++) {
+        uint64_t *u = p->units + (size_t)((h + j) & (KCACHE__PUB_UNITS - 1)) * (KCACHE__PUB_UNIT_BYTES / 8);
+        if (kcache__pub_ld(u + KCACHE__PUB_U_HASH) == h) return u;
+    }
+    return NULL;
+}
+/* The unit's entry, made when missing (in an empty place, else over the least recent of the 4). */
+static uint64_t *kcache__pub_unit_get(kcache__pub *p, const char *unit, uint64_t h, int64_t now) {
+    uint64_t *u = kcache__pub_unit_find(p, h), *best = NULL;
+    unsigned j;
+    size_t w, n;
+    if (u) return u;
+    for (j = 0; j < 4; j++) {
+        uint64_t *c = p->units + (size_t)((h + j) & (KCACHE__PUB_UNITS - 1)) * (KCACHE__PUB_UNIT_BYTES / 8);
+        if (!kcache__pub_ld(c + KCACHE__PUB_U_HASH)) { best = c; break; }
+        if (!best || kcache__pub_ld(c + KCACHE__PUB_U_LAST) < kcache__pub_ld(best + KCACHE__PUB_U_LAST)) best = c;
+    }
+    kcache__pub_st(best + KCACHE__PUB_U_HASH, 0); /* readers drop what they read while it changes */
+    __atomic_thread_fence(__ATOMIC_RELEASE);
+    for (w = 1; w < KCACHE__PUB_U_NAME; w++) kcache__pub_st(best + w, 0);
+    n = strlen(unit);
+    kcache__pub_st(best + KCACHE__PUB_U_INFO, (uint64_t)(n & 0xffff) << 8);
+    kcache__pub_st(best + KCACHE__PUB_U_LAST, (uint64_t)now);
+    kcache__pub_put_name(best + KCACHE__PUB_U_NAME, KCACHE__PUB_UNIT_NAME, unit, n);
+    kcache__pub_st_rel(best + KCACHE__PUB_U_HASH, h);
+    return best;
+}
+static uint64_t kcache__pub_unit_hash(const char *unit) {
+    uint64_t h = kcache_hash(unit, strlen(unit)).lo; /* = kcache__node's unit_hash */
+    return h ? h : 1;
+}
+
+/* The memory-hit path: two counters and the unit's hit count; a unit not in the table (only
+   slow paths add one) is counted in the totals only. Everything is loaded before the first store
+   (the stores could alias p as far as the compiler knows). A unit whose hash is 0 (one in 2^64)
+   would bump an empty entry, which readers ignore. */
+static KCACHE__UNUSED void kcache__pub_hit_mem(kcache__pub *p, uint64_t unit_hash, uint64_t size) {
+    uint64_t *c = p->ctr, *units = p->units;
+    unsigned j;
+    if (!KCACHE__LIKELY(c != NULL)) return;
+    kcache__pub_bump(c + KCACHE__PUB_HITS_MEM, 1);
+    kcache__pub_bump(c + KCACHE__PUB_BYTES_READ, size);
+    for (j = 0; j < 4; j++) {
+        uint64_t *u = units + (size_t)((unit_hash + j) & (KCACHE__PUB_UNITS - 1)) * (KCACHE__PUB_UNIT_BYTES / 8);
+        if (kcache__pub_ld(u + KCACHE__PUB_U_HASH) == unit_hash) {
+            kcache__pub_bump(u + KCACHE__PUB_U_HITS_MEM, 1);
+            return;
+        }
+    }
+}
+
+/* Appends an event to the slot's ring. unit_hash: kcache_hash(unit).lo when the caller has it (a
+   kcache__node's unit_hash), else 0; now: the time, 0 to read the clock. A sampled memory hit
+   only refreshes its unit's entry when the table has it (the hit path keeps its own count). */
+static KCACHE__UNUSED void kcache__pub_event(kcache__pub *p, int kind, const char *unit, uint64_t unit_hash, uint64_t size,
+                                             int reason, uint64_t count, int64_t now) {
+    uint64_t *hd, *e, seq, h;
+    size_t n;
+    if (!kcache__pub_ready(p)) return;
+    if (!now) now = kcache__now_ns();
+    if (!unit) unit = "";
+    n = strlen(unit);
+    h = !n ? 0 : unit_hash ? unit_hash : kcache__pub_unit_hash(unit);
+    hd = kcache__pub_slot_word(p->slot, KCACHE__PUB_S_EVENTS);
+    seq = kcache__pub_ld(hd) + 1;
+    e = kcache__pub_event_at(p->slot, (unsigned)((seq - 1) % KCACHE__PUB_EVENTS));
+    kcache__pub_st(e + KCACHE__PUB_E_SEQ, ~(uint64_t)0); /* being written */
+    __atomic_thread_fence(__ATOMIC_RELEASE);
+    kcache__pub_st(e + KCACHE__PUB_E_TIME, (uint64_t)now);
+    kcache__pub_st(e + KCACHE__PUB_E_UNIT, h);
+    kcache__pub_st(e + KCACHE__PUB_E_SIZE, size);
+    kcache__pub_st(e + KCACHE__PUB_E_INFO, ((uint64_t)kind & 0xff) | (((uint64_t)reason & 0xff) << 8) |
+                                               ((uint64_t)(n > 0xffff ? 0xffff : n) << 16) | ((count & 0xffffffffu) << 32));
+    kcache__pub_st(e + KCACHE__PUB_E_PID, p->owner >> 32);
+    kcache__pub_put_name(e + KCACHE__PUB_E_NAME, KCACHE__PUB_EVENT_NAME, unit, n);
+    kcache__pub_st_rel(e + KCACHE__PUB_E_SEQ, seq);
+    kcache__pub_st_rel(hd, seq);
+    kcache__pub_st(kcache__pub_slot_word(p->slot, KCACHE__PUB_S_LAST), (uint64_t)now);
+    if (kind == KCACHE__PUB_EV_HIT_MEM) {
+        uint64_t *u = kcache__pub_unit_find(p, h);
+        if (u) kcache__pub_st(u + KCACHE__PUB_U_LAST, (uint64_t)now);
+    } else if (n && kind != KCACHE__PUB_EV_EVICT) {
+        uint64_t *u = kcache__pub_unit_get(p, unit, h, now);
+        kcache__pub_st(u + KCACHE__PUB_U_LAST, (uint64_t)now);
+        switch (kind) {
+        case KCACHE__PUB_EV_HIT_DISK: kcache__pub_bump(u + KCACHE__PUB_U_HITS_DISK, 1); break;
+        case KCACHE__PUB_EV_PUT:
+            kcache__pub_bump(u + KCACHE__PUB_U_PUTS, 1);
+            kcache__pub_bump(u + KCACHE__PUB_U_BYTES_PUT, size);
+            break;
+        case KCACHE__PUB_EV_MISS:
+            kcache__pub_bump(u + KCACHE__PUB_U_MISSES, 1);
+            kcache__pub_st(u + KCACHE__PUB_U_INFO, (kcache__pub_ld(u + KCACHE__PUB_U_INFO) & ~(uint64_t)0xff) | ((uint64_t)reason & 0xff));
+            break;
+        default: break;
+        }
+    }
+}
+
+/* The counters and events of the other calls kcache makes on its slow paths. */
+static KCACHE__UNUSED void kcache__pub_hit_disk(kcache__pub *p, const char *unit, uint64_t size, int64_t now) {
+    kcache__pub_event(p, KCACHE__PUB_EV_HIT_DISK, unit, 0, size, KCACHE_REASON_HIT, 0, now);
+    kcache__pub_add(p, KCACHE__PUB_HITS_DISK, 1);
+    kcache__pub_add(p, KCACHE__PUB_BYTES_READ, size);
+}
+static KCACHE__UNUSED void kcache__pub_miss(kcache__pub *p, const char *unit, kcache_reason r) {
+    kcache__pub_event(p, KCACHE__PUB_EV_MISS, unit, 0, 0, (int)r, 0, 0);
+    kcache__pub_add(p, KCACHE__PUB_MISSES, 1);
+    kcache__pub_add(p, KCACHE__PUB_MISS_REASON + (int)r, 1);
+    if (r == KCACHE_REASON_REJECTED) kcache__pub_add(p, KCACHE__PUB_REJECTS, 1);
+}
+static KCACHE__UNUSED void kcache__pub_put(kcache__pub *p, const char *unit, uint64_t size, kcache_status s) {
+    kcache__pub_event(p, KCACHE__PUB_EV_PUT, unit, 0, size, (int)s, 0, 0);
+    kcache__pub_add(p, KCACHE__PUB_PUTS, 1);
+    kcache__pub_add(p, KCACHE__PUB_BYTES_WRITTEN, size);
+}
+/* units: the evicted units when known (with KCACHE_DEBUG), else "" */
+static KCACHE__UNUSED void kcache__pub_evict(kcache__pub *p, uint64_t entries, uint64_t bytes, const char *units) {
+    if (!entries) return;
+    kcache__pub_event(p, KCACHE__PUB_EV_EVICT, units, 0, bytes, KCACHE_REASON_EVICTED, entries, 0);
+    kcache__pub_add(p, KCACHE__PUB_EVICTIONS, entries);
+}
+
+/* ============================================================================================== */
 /* >>cache  the public calls: configuration, open/close, get/put/remove, explain, stats           */
 /* ============================================================================================== */
 
@@ -4598,6 +5220,7 @@ struct kcache {
     kcache_config cfg;
     char *dir;                   /* the store's directory (owned), NULL when memory only */
     kcache__store *store;
+    kcache__pub pub;             /* this kcache's slot in DIR/stats (kcache-top); zeroed: not publishing */
     char store_why[512];         /* why there is no store, when there is none */
     int store_refused;           /* a store was asked for and could not be used */
     kcache__lru lru;
@@ -4613,6 +5236,7 @@ struct kcache {
     unsigned changed_next;
     void *cl;                    /* the OpenCL layer's state (programs built in this process) */
     void (*cl_free)(void *cl);   /* frees it at close */
+    long cl_loads;               /* OpenCL binaries loaded (names PoCL's unpack directories) */
 };
 
 static void kcache__log(const kcache_config *cfg, const char *fmt, ...) {
@@ -4676,6 +5300,7 @@ KCACHE_API void kcache_config_init(kcache_config *cfg) {
     cfg->mem_size = (uint64_t)256 << 20;
     cfg->enable = 1;
     cfg->persistent = 1;
+    cfg->publish = 1;
     cfg->build_wait_ms = 300000;
     cfg->lock_timeout_ms = 10000;
     if ((v = getenv("KCACHE_DEBUG")) != NULL && *v && !kcache__parse_bool(v, &cfg->debug))
@@ -4689,6 +5314,7 @@ KCACHE_API void kcache_config_init(kcache_config *cfg) {
     KCACHE__ENV_BOOL("KCACHE_PERSISTENT", persistent)
     KCACHE__ENV_BOOL("KCACHE_TRACE", trace)
     KCACHE__ENV_BOOL("KCACHE_FSYNC", fsync)
+    KCACHE__ENV_BOOL("KCACHE_STATS", publish)
 #undef KCACHE__ENV_BOOL
     if ((v = getenv("KCACHE_DIR")) != NULL && *v) cfg->dir = v;
     if ((v = getenv("KCACHE_MAX_SIZE")) != NULL && *v) {
@@ -4763,6 +5389,7 @@ KCACHE_API kcache_status kcache_open(kcache **out, const kcache_config *cfg) {
         s = kcache__store_open(&kc->store, dir, &kc->cfg, why, sizeof why);
         if (s == KCACHE_OK) {
             kc->dir = kc->store->dir;
+            kcache__pub_open(&kc->pub, kc->store, &kc->cfg);
         } else {
             snprintf(kc->store_why, sizeof kc->store_why, "memory only: %s", why[0] ? why : kcache_strerror(s));
             kc->stats.store_errors++;
@@ -4830,6 +5457,7 @@ static kcache__node *kcache__lru_trim(kcache *kc) {
         kcache__node *n = kc->lru.head.prev;
         kcache__lru_detach(&kc->lru, n);
         kc->stats.mem_evictions++;
+        kcache__pub_add(&kc->pub, KCACHE__PUB_MEM_EVICTIONS, 1);
         if (!kc->store) { kc->stats.evictions++; kcache__tomb_add(kc, n->digest); }
         n->hnext = gone;
         gone = n;
@@ -4840,7 +5468,11 @@ static kcache__node *kcache__lru_trim(kcache *kc) {
 static void kcache__store_stats(kcache *kc, const kcache__store_ev *ev, kcache_status s) {
     kcache__mutex_lock(&kc->lock);
     kc->stats.evictions += ev->evicted;
-    if (s != KCACHE_OK && s != KCACHE_MISS && s != KCACHE_ETOOBIG) kc->stats.store_errors++;
+    kcache__pub_evict(&kc->pub, ev->evicted, ev->evicted_bytes, ev->units);
+    if (s != KCACHE_OK && s != KCACHE_MISS && s != KCACHE_ETOOBIG) {
+        kc->stats.store_errors++;
+        kcache__pub_add(&kc->pub, KCACHE__PUB_STORE_ERRORS, 1);
+    }
     kcache__mutex_unlock(&kc->lock);
     if (ev->evicted) KCACHE__DEBUG(kc, "evict %llu entries (%llu bytes) to stay under the limit: %s",
                                    (unsigned long long)ev->evicted, (unsigned long long)ev->evicted_bytes, ev->units);
@@ -4882,6 +5514,7 @@ KCACHE_API void kcache_close(kcache *kc) {
     kcache__mutex_unlock(&kc->lock);
     kcache__release_nodes(kc, all); /* flushes what KCACHE_WRITE=evict kept in memory only */
     if (kc->cl_free) kc->cl_free(kc->cl);
+    kcache__pub_close(&kc->pub);
     kcache__store_close(kc->store);
     KCACHE_FREE(kc->lru.buckets);
     kcache__mutex_destroy(&kc->lock);
@@ -5107,6 +5740,7 @@ static void kcache__count_miss(kcache *kc, const kcache_key *k, kcache_reason r)
     kc->stats.misses++;
     kc->stats.misses_by_reason[r]++;
     if (r == KCACHE_REASON_REJECTED) kc->stats.rejects++;
+    kcache__pub_miss(&kc->pub, k->unit, r);
     kcache__mutex_unlock(&kc->lock);
     KCACHE__DEBUG(kc, "miss %s: %s", k->unit, kcache__reason_text[r]);
 }
@@ -5142,6 +5776,7 @@ static kcache_status kcache__get(kcache *kc, const kcache_key *k, const void **d
             *size = n->blob->size;
             kc->stats.hits_mem++;
             kc->stats.bytes_read += n->blob->size;
+            kcache__pub_hit_mem(&kc->pub, n->unit_hash, n->blob->size);
             /* The store's use record must see memory hits too, or another process would evict
                what this one uses most; a clock read costs as much as the rest of a hit on some
                VMs, so only every 64th hit of a node looks, and writes once a second at most. */
@@ -5150,6 +5785,7 @@ static kcache_status kcache__get(kcache *kc, const kcache_key *k, const void **d
                 if (now - n->touched_ns > 1000000000) n->touched_ns = now;
                 else now = 0;
             }
+            if (now) kcache__pub_event(&kc->pub, KCACHE__PUB_EV_HIT_MEM, k->unit, n->unit_hash, n->blob->size, KCACHE_REASON_HIT, 0, now);
             kcache__mutex_unlock(&kc->lock);
             if (now) kcache__store_touch(kc->store, k->digest, now); /* keeps the store's LRU honest */
             if (kc->cfg.debug) KCACHE__DEBUG(kc, "hit memory %s (%zu bytes)", k->unit, *size);
@@ -5186,6 +5822,7 @@ static kcache_status kcache__get(kcache *kc, const kcache_key *k, const void **d
             kcache__mutex_lock(&kc->lock);
             kc->stats.hits_disk++;
             kc->stats.bytes_read += rd.blob->size;
+            kcache__pub_hit_disk(&kc->pub, k->unit, rd.blob->size, now);
             if (nn && (kcache__lru_find(&kc->lru, k->digest) || kcache__changed_since(kc, k->digest, gen))) {
                 /* put or removed while this get read the store: the caller gets what it read,
                    memory keeps what the put left */
@@ -5215,6 +5852,7 @@ static kcache_status kcache__get(kcache *kc, const kcache_key *k, const void **d
             } else {
                 kcache__mutex_lock(&kc->lock);
                 kc->stats.store_errors++;
+                kcache__pub_add(&kc->pub, KCACHE__PUB_STORE_ERRORS, 1);
                 kcache__mutex_unlock(&kc->lock);
             }
             KCACHE_FREE(rd.rec);
@@ -5255,6 +5893,7 @@ static kcache_status kcache__put_blob(kcache *kc, const kcache_key *k, kcache__b
     kcache__mutex_lock(&kc->lock);
     kc->stats.puts++;
     kc->stats.bytes_written += b->size;
+    kcache__pub_put(&kc->pub, k->unit, b->size, s);
     kcache__note_change(kc, k->digest);
     gone = kcache__lru_add(kc, n);
     kcache__mutex_unlock(&kc->lock);
@@ -5493,6 +6132,7 @@ static int kcache__claim(kcache *kc, kcache_hash128 d) {
             waited = 1;
             kcache__mutex_lock(&kc->lock);
             kc->stats.build_waits++;
+            kcache__pub_add(&kc->pub, KCACHE__PUB_BUILD_WAITS, 1);
             kcache__mutex_unlock(&kc->lock);
         }
         kcache__sleep_ms(pause);
@@ -5516,6 +6156,7 @@ static kcache_status kcache__run_build(kcache *kc, kcache_build_fn build, void *
     int rc = build(user, &p, &n);
     kcache__mutex_lock(&kc->lock);
     kc->stats.builds++;
+    kcache__pub_add(&kc->pub, KCACHE__PUB_BUILDS, 1);
     kcache__mutex_unlock(&kc->lock);
     *out = NULL;
     if (rc != 0) { KCACHE_FREE(p); return KCACHE_EBUILD; }
@@ -5546,6 +6187,7 @@ KCACHE_API kcache_status kcache_get_or_build(kcache *kc, const kcache_key *k, kc
             int64_t deadline = kcache__now_ns() + (int64_t)kc->cfg.build_wait_ms * 1000000;
             f->refs++;
             kc->stats.build_waits++;
+            kcache__pub_add(&kc->pub, KCACHE__PUB_BUILD_WAITS, 1);
             while (!f->done && !waited_out) waited_out = !kcache__cond_wait_until(&f->cond, &kc->lock, deadline);
             kcache__flight_leave(kc, f);
             kcache__mutex_unlock(&kc->lock);
@@ -6382,8 +7024,7 @@ static int kcache__cl_pocl_check(const unsigned char *b, size_t n, const kcache_
    to this load when PoCL's cache is off; when it is on, a name from the binary's digest in place of
    a temporary one (the same files, unpacked once and kept, as PoCL's own cache does). Returns the
    renamed copy (KCACHE_MALLOC), or NULL when the binary is fine as it is. */
-static long kcache__cl_loads;
-static unsigned char *kcache__cl_pocl_rename(const unsigned char *b, size_t n) {
+static unsigned char *kcache__cl_pocl_rename(kcache *kc, const unsigned char *b, size_t n) {
     const char *env = getenv("POCL_KERNEL_CACHE");
     char name[48];
     unsigned char *copy;
@@ -6394,7 +7035,7 @@ static unsigned char *kcache__cl_pocl_rename(const unsigned char *b, size_t n) {
     if (version < 9 || version > 11) return NULL;
     if (!off && memcmp(b + 36, "_UNCACHED_", 10) != 0) return NULL; /* PoCL's own stable name */
     if (off) {
-        long nth = kcache__atomic_add(&kcache__cl_loads, 1);
+        long nth = kcache__atomic_add(&kc->cl_loads, 1);
         snprintf(name, sizeof name, "_UNCACHED_kc%08x%08x%012llx", (unsigned)kcache__pid(), (unsigned)nth,
                  (unsigned long long)((uint64_t)kcache__now_ns() & 0xffffffffffffull));
     } else {
@@ -6432,6 +7073,7 @@ static void kcache__cl_reject(kcache *kc, kcache__cl_dev *dv, const char *why) {
     kc->stats.rejects++;
     kc->stats.misses++;
     kc->stats.misses_by_reason[KCACHE_REASON_REJECTED]++;
+    kcache__pub_miss(&kc->pub, dv->key.unit, KCACHE_REASON_REJECTED);
     kcache__mutex_unlock(&kc->lock);
     KCACHE__DEBUG(kc, "reject %s on %s: %s; removed, rebuilding from source", dv->key.unit, dv->name, why);
 }
@@ -6770,6 +7412,7 @@ static cl_program kcache__cl_mem_get(kcache *kc, kcache_hash128 id, cl_context c
             if (clRetainProgram(p->prog) == CL_SUCCESS) {
                 prog = p->prog;
                 kc->stats.hits_mem++;
+                kcache__pub_add(&kc->pub, KCACHE__PUB_HITS_MEM, 1);
                 if (st->nlogs) kcache__cl_log_set_locked(st, NULL, 0);
             }
         } else if (p) { /* an #included file changed: build again */
@@ -6855,7 +7498,7 @@ static cl_program kcache__cl_load(kcache__cl_job *j, int *bad, cl_int *err) {
         sizes[i] = d->size - KCACHE__CL_HDR;
         bins[i] = (const unsigned char *)d->data + KCACHE__CL_HDR;
         status[i] = CL_INVALID_BINARY;
-        if (j->dv[i].pocl && (renamed[i] = kcache__cl_pocl_rename(bins[i], sizes[i])) != NULL) bins[i] = renamed[i];
+        if (j->dv[i].pocl && (renamed[i] = kcache__cl_pocl_rename(j->kc, bins[i], sizes[i])) != NULL) bins[i] = renamed[i];
     }
     prog = clCreateProgramWithBinary(j->ctx, j->ndev, ids, sizes, bins, status, &e);
     if (!prog || e != CL_SUCCESS) {
@@ -6902,6 +7545,7 @@ static cl_program kcache__cl_plain(kcache__cl_job *j, const cl_device_id *ids, c
     if (j->kc) { /* counted as kcache_get_or_build counts the builds it runs */
         kcache__mutex_lock(&j->kc->lock);
         j->kc->stats.builds++;
+        kcache__pub_add(&j->kc->pub, KCACHE__PUB_BUILDS, 1);
         kcache__mutex_unlock(&j->kc->lock);
     }
     *err = kcache__cl_compile(j, n, ids);

@@ -1,0 +1,266 @@
+#!/usr/bin/env bash
+# test_top.sh - kcache-top against the load generator, whose counts are known in advance.
+#
+# Usage: tests/test_top.sh [KCACHE_TOP] [KCACHE_LOAD]   (default: build/kcache-top build/kcache_load)
+# Prints "ok NAME" / "FAIL NAME: why" lines (tests/kt.h's protocol); exits non-zero on any failure.
+# Needs tmux for the interactive checks (it gives kcache-top a terminal, so this runs in CI where
+# there is none); everything runs on private temp directories and a private tmux server.
+set -u
+root=$(cd "$(dirname "$0")/.." && pwd)
+top=${1:-$root/build/kcache-top}
+load=${2:-$root/build/kcache_load}
+case "$top" in /*) ;; *) top=$PWD/$top ;; esac
+case "$load" in /*) ;; *) load=$PWD/$load ;; esac
+failures=0
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/kcache-top-test.XXXXXX")
+sock=kctop-$$
+bg_pids=()
+cleanup() {
+    local p
+    for p in "${bg_pids[@]}"; do kill -TERM "$p" 2>/dev/null; done
+    sleep 0.3
+    for p in "${bg_pids[@]}"; do kill -KILL "$p" 2>/dev/null; done
+    tmux -L "$sock" kill-server 2>/dev/null
+    rm -rf "$tmp"
+}
+trap cleanup EXIT
+unset KCACHE_DIR KCACHE_TRACE KCACHE_STATS KCACHE_DEBUG KCACHE_ENABLE KCACHE_PERSISTENT KCACHE_MAX_SIZE TMUX
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1}
+
+ok() { echo "ok $1"; }
+fail() { echo "FAIL $1: $2"; failures=$((failures + 1)); }
+
+for f in "$top" "$load"; do
+    if [ ! -x "$f" ]; then fail prerequisites "$f is not an executable (build it first)"; exit 1; fi
+done
+
+# value KEY LINE: the number after KEY= in LINE
+value() { sed -n "s/.*[ ]$1=\([0-9][0-9]*\).*/\1/p" <<<"$2" | head -1; }
+# same_counts NAME EXPECTED_LINE SHOWN_TOTALS SHOWN_MISSES: every count matches
+same_counts() {
+    local name=$1 want=$2 tot=$3 mis=$4 k bad=""
+    for k in hits hits_mem hits_disk misses puts rejects bytes_read bytes_written; do
+        [ "$(value "$k" "$want")" = "$(value "$k" "$tot")" ] || bad="$bad $k: want $(value "$k" "$want") shown $(value "$k" "$tot");"
+    done
+    for k in cold field stamp rejected evicted; do
+        [ "$(value "$k" "$want")" = "$(value "$k" " $mis")" ] || bad="$bad $k: want $(value "$k" "$want") shown $(value "$k" " $mis");"
+    done
+    if [ -z "$bad" ]; then ok "$name"; else fail "$name" "$bad"; fi
+}
+# snap DIR: one batch snapshot into $snap; a crash or a non-zero status fails the test
+snap() {
+    "$top" -b -n 1 "$@" >"$tmp/snap" 2>"$tmp/snap.err"
+    local rc=$?
+    snap=$(cat "$tmp/snap")
+    if [ $rc -ne 0 ]; then fail snapshot "kcache-top -b $* exited $rc: $(head -c 300 "$tmp/snap.err")"; return 1; fi
+    return 0
+}
+line() { grep -m1 "^$1 " <<<"$snap"; }
+# wait_for FILE PATTERN SECONDS
+wait_for() {
+    local i
+    for ((i = 0; i < $3 * 10; i++)); do
+        grep -q -- "$2" "$1" 2>/dev/null && return 0
+        sleep 0.1
+    done
+    return 1
+}
+
+# ---- 1. batch mode: the numbers shown are the load generator's known counts ------------------
+d1=$tmp/s1
+"$load" -d "$d1" -p 3 -t 2 -u 4 -o 3 -n 500 -R -S -C >"$tmp/load1" 2>&1
+expect1=$(grep '^expect ' "$tmp/load1")
+stats1=$(grep '^stats ' "$tmp/load1")
+if [ -n "$expect1" ] && [ "${expect1#expect }" = "${stats1#stats }" ]; then ok load-generator-counts
+else fail load-generator-counts "the library's stats differ from the expected counts: $expect1 / $stats1"; fi
+if snap "$d1"; then
+    same_counts batch-counts-after-exit "$expect1" "$(line totals)" "$(line misses)"
+    if grep -q '^stats .* processes 0' <<<"$snap" && ! grep -q ' live ' <<<"$snap"; then ok batch-no-process-left
+    else fail batch-no-process-left "$(line stats)"; fi
+    # the store's contents: every unit of the load, from the index logs
+    n=$(grep -c '^  load\.p[0-9]\.t[0-9]\.u[0-9] ' <<<"$snap")
+    if [ "$n" = 24 ] && grep -q '^  load\.p1\.t1\.u3  *[0-9]*  *[0-9]*  *[0-9]*  *[0-9]*  *[0-9]*  *3 ' <<<"$snap"; then ok batch-units-from-index
+    else fail batch-units-from-index "$n unit rows of 24, or load.p1.t1.u3 without its 3 overloads"; fi
+    entries=$(sed -n 's/.* entries \([0-9]*\).*/\1/p' <<<"$(line store)")
+    if [ "$entries" = 75 ]; then ok batch-store-entries; else fail batch-store-entries "entries '$entries', want 75 (72 + 3 fill)"; fi
+    if grep -q '^  .* miss  *load\.p[0-9]\.bad  .* rejected$' <<<"$snap" && grep -q '^  .* miss  *load\.p[0-9]\.dep  .* stamp$' <<<"$snap"; then
+        ok batch-event-log
+    else fail batch-event-log "no rejected / stamp miss events: $(grep -A4 '^EVENTS' <<<"$snap" | tr '\n' '|')"; fi
+fi
+# a unit's detail: its last miss and why, what left, dependency stamps
+out=$("$top" -b -U load.p2.dep "$d1" 2>&1)
+if grep -q 'last miss stamp (a dependency changed)' <<<"$out" && grep -q 'GONE (1)' <<<"$out" && grep -q 'stamp (a dependency changed) at' <<<"$out"; then
+    ok batch-detail-stamp
+else fail batch-detail-stamp "$(head -c 600 <<<"$out")"; fi
+out=$("$top" -b -U load.p0.t0.u0 "$d1" 2>&1)
+if grep -q 'OVERLOADS (3 stored)' <<<"$out" && grep -q 'opt  *u64   = "2"' <<<"$out" && grep -q 'entry present' <<<"$out"; then ok batch-detail-overloads
+else fail batch-detail-overloads "$(head -c 600 <<<"$out")"; fi
+
+# traced misses are explained as kcache_explain explains them
+d2=$tmp/s2
+KCACHE_TRACE=1 "$load" -d "$d2" -p 1 -u 2 -o 3 -n 10 -q >/dev/null 2>&1
+out=$("$top" -b -U load.p0.t0.u1 "$d2" 2>&1)
+if grep -q 'miss: a field differs: closest of 1 stored overload(s) of unit "load.p0.t0.u1": opt: "0" (stored) vs "1" (now)' <<<"$out" &&
+   grep -q 'miss: cold: unit "load.p0.t0.u1" never stored' <<<"$out"; then ok batch-detail-traced-explained
+else fail batch-detail-traced-explained "$(grep -A4 'RECENT MISSES' <<<"$out" | head -c 800)"; fi
+
+# files with a dependency: its stamp as stored and the file now
+cat >"$tmp/dep.c" <<'C'
+#define KCACHE_IMPLEMENTATION
+#include "kcache.h"
+int main(int argc, char **argv) {
+    kcache_config c; kcache *kc; kcache_key k;
+    kcache_config_init(&c); c.dir = argv[1];
+    if (argc < 3 || kcache_open(&kc, &c) != KCACHE_OK) return 1;
+    kcache_key_init(&k, "withdep"); kcache_key_str(&k, "source", "x"); kcache_key_file(&k, "header", argv[2]);
+    kcache_put(kc, &k, "bin", 3); kcache_key_free(&k); kcache_close(kc); return 0;
+}
+C
+echo '#define A 1' >"$tmp/dep.h"
+if cc -std=c99 -I"$root" -o "$tmp/dep" "$tmp/dep.c" -lpthread 2>"$tmp/dep.err" && "$tmp/dep" "$d2" "$tmp/dep.h"; then
+    a=$("$top" -b -U withdep "$d2" 2>&1)
+    echo '#define A 22' >"$tmp/dep.h"
+    b=$("$top" -b -U withdep "$d2" 2>&1)
+    if grep -q 'header  *file  = ".*dep.h"' <<<"$a" && grep -q 'now: same' <<<"$a" && grep -q 'now: changed:.* size .*stale' <<<"$b"; then
+        ok batch-detail-dependency-stamp
+    else fail batch-detail-dependency-stamp "$(grep -A2 header <<<"$a$b" | head -c 600)"; fi
+else
+    fail batch-detail-dependency-stamp "could not build the helper: $(head -c 300 "$tmp/dep.err")"
+fi
+
+# ---- 2. live processes; one killed: its slot is reclaimed and the totals stay right -----------
+d3=$tmp/s3
+"$load" -d "$d3" -p 3 -u 3 -o 2 -n 300 -R -S -C -H 120 >"$tmp/load3" 2>&1 &
+bg_pids+=($!)
+lpid3=$!
+if ! wait_for "$tmp/load3" '^stats ' 30; then fail live-setup "the load generator did not finish its work: $(cat "$tmp/load3")"; exit 1; fi
+expect3=$(grep '^expect ' "$tmp/load3")
+mapfile -t kids < <(sed -n 's/^child [0-9]* pid \([0-9]*\)$/\1/p' "$tmp/load3")
+if snap "$d3"; then
+    same_counts live-counts "$expect3" "$(line totals)" "$(line misses)"
+    nlive=$(grep -c '^  [0-9][0-9]*  *[0-9]*  *[^ ]*  *live ' <<<"$snap")
+    if grep -q '^stats .* processes 3$' <<<"$snap" && [ "$nlive" = 3 ]; then ok live-processes-attached
+    else fail live-processes-attached "$(line stats) / $nlive live rows"; fi
+fi
+victim=${kids[0]:-}
+kill -KILL "$victim" 2>/dev/null
+sleep 0.3
+if snap "$d3"; then
+    same_counts killed-counts-kept "$expect3" "$(line totals)" "$(line misses)"
+    if grep -q '^stats .* slots 3 of 64 claimed processes 2$' <<<"$snap" && grep -q "^  [0-9][0-9]*  *$victim  *[^ ]*  *dead " <<<"$snap"; then
+        ok killed-process-shown-dead
+    else fail killed-process-shown-dead "$(line stats); $(grep "$victim" <<<"$snap")"; fi
+fi
+"$load" -d "$d3" -P again -p 1 -u 2 -o 2 -n 100 >"$tmp/load4" 2>&1
+expect4=$(grep '^expect ' "$tmp/load4")
+if snap "$d3"; then
+    sum=""
+    for k in hits hits_mem hits_disk misses puts rejects bytes_read bytes_written cold field stamp rejected evicted; do
+        sum="$sum $k=$(($(value "$k" "$expect3") + $(value "$k" "$expect4")))"
+    done
+    same_counts reclaimed-counts-folded "$sum" "$(line totals)" "$(line misses)"
+    if grep -q '^stats .* slots 2 of 64 claimed processes 2$' <<<"$snap" && ! grep -q "^  [0-9][0-9]*  *$victim " <<<"$snap"; then
+        ok killed-slot-reclaimed
+    else fail killed-slot-reclaimed "$(line stats); $(grep -A5 '^PROCESSES' <<<"$snap" | tr '\n' '|')"; fi
+fi
+kill -TERM "$lpid3" 2>/dev/null
+wait "$lpid3" 2>/dev/null
+if snap "$d3"; then
+    same_counts closed-counts-retired "$sum" "$(line totals)" "$(line misses)"
+    if grep -q '^stats .* slots 0 of 64 claimed processes 0$' <<<"$snap"; then ok closed-slots-freed; else fail closed-slots-freed "$(line stats)"; fi
+fi
+
+# ---- 3. rates over time ----------------------------------------------------------------------
+d5=$tmp/s5
+"$load" -d "$d5" -p 2 -u 4 -o 2 -n 10 -D 8 -r 100 -m 10 >"$tmp/load5" 2>&1 &
+bg_pids+=($!)
+lpid5=$!
+sleep 1
+"$top" -b -n 3 -d 1 "$d5" >"$tmp/rates" 2>&1
+r=$(grep '^rates/s' "$tmp/rates" | tail -1)
+h=$(sed -n 's/.* hits=\([0-9]*\)\..*/\1/p' <<<"$r")
+if [ -n "$h" ] && [ "$h" -ge 100 ] && [ "$h" -le 260 ] && grep -q '^history    hits' "$tmp/rates"; then ok batch-rates
+else fail batch-rates "want about 180 hits/s (2 x 100 gets/s, 10% misses): '$r'"; fi
+
+# ---- 4. the interactive view under tmux --------------------------------------------------------
+if ! command -v tmux >/dev/null; then
+    fail tmux "tmux is not installed (scripts/deps.sh installs it)"
+else
+    T() { tmux -L "$sock" "$@"; }
+    pane() { T capture-pane -p -t kt 2>/dev/null; }
+    # wait_pane PATTERN SECONDS: the pane shows PATTERN (a grep -E regex)
+    wait_pane() {
+        local i
+        for ((i = 0; i < $2 * 10; i++)); do pane | grep -q -E -- "$1" && return 0; sleep 0.1; done
+        return 1
+    }
+    T -f /dev/null new-session -d -s kt -x 120 -y 40 "$top -d 1 '$d5'; echo kcache-top-exited-\$?; sleep 30"
+    if wait_pane 'hits/s +[1-9]' 8 && pane | grep -q 'UNITS' && pane | grep -q -E '^ load\.p[01]\.t0\.u[0-3] ' &&
+       pane | grep -q -E '(put|miss) +load\.p'; then ok tui-units-rates-events
+    else fail tui-units-rates-events "$(pane | head -30 | tr '\n' '|')"; fi
+    T send-keys -t kt s
+    if wait_pane 'sort: misses' 3; then ok tui-sort-key; else fail tui-sort-key "$(pane | grep UNITS)"; fi
+    order_m=$(pane | grep -E '^ load\.' | awk '{print $3}' | head -8 | tr '\n' ' ')
+    sorted=$(tr ' ' '\n' <<<"$order_m" | grep . | sort -rn | tr '\n' ' ')
+    if [ -n "$order_m" ] && [ "$order_m" = "$sorted" ]; then ok tui-sorted-by-misses; else fail tui-sorted-by-misses "misses column '$order_m'"; fi
+    T send-keys -t kt s s s
+    wait_pane 'sort: hits' 3
+    T send-keys -t kt Down Enter
+    if wait_pane '^UNIT load\.p' 3 && wait_pane 'last miss +field \(a field differs\)' 3 && pane | grep -q 'OVERLOADS'; then
+        ok tui-enter-detail-last-miss
+    else fail tui-enter-detail-last-miss "$(pane | head -12 | tr '\n' '|')"; fi
+    T send-keys -t kt Escape
+    if wait_pane 'EVENTS newest first' 3; then ok tui-escape-back; else fail tui-escape-back "$(pane | head -5 | tr '\n' '|')"; fi
+    T send-keys -t kt p
+    if wait_pane 'PAUSED' 3; then ok tui-pause; else fail tui-pause "$(pane | head -1)"; fi
+    T send-keys -t kt p '?'
+    if wait_pane 'cycle the units' 3; then ok tui-help; else fail tui-help "$(pane | head -5 | tr '\n' '|')"; fi
+    T send-keys -t kt x
+    T resize-window -t kt -x 60 -y 14
+    sleep 1.5
+    if pane | grep -q 'kcache-top' && pane | grep -q 'UNITS' && [ "$(pane | wc -l)" -le 14 ] && ! pane | grep -q kcache-top-exited; then
+        T resize-window -t kt -x 30 -y 5
+        sleep 0.5
+        small=$(pane)
+        T resize-window -t kt -x 120 -y 40
+        if wait_pane 'EVENTS newest first' 4 && ! pane | grep -q kcache-top-exited && grep -q 'too small' <<<"$small"; then ok tui-resize
+        else fail tui-resize "after growing again: $(pane | head -3 | tr '\n' '|') / small: $small"; fi
+    else
+        fail tui-resize "$(pane | tr '\n' '|')"
+    fi
+    T send-keys -t kt q
+    if wait_pane 'kcache-top-exited-0' 4; then ok tui-q-exits; else fail tui-q-exits "$(pane | tail -3 | tr '\n' '|')"; fi
+    T kill-server 2>/dev/null
+fi
+kill -TERM "$lpid5" 2>/dev/null
+wait "$lpid5" 2>/dev/null
+
+# ---- 5. errors, and a store never written to ----------------------------------------------------
+"$top" -b "$tmp/does-not-exist" >"$tmp/o" 2>"$tmp/e"
+rc=$?
+if [ $rc -eq 2 ] && grep -q 'no such directory' "$tmp/e"; then ok missing-dir-exit-2; else fail missing-dir-exit-2 "status $rc: $(cat "$tmp/e")"; fi
+"$top" -b "$tmp/dep.h" >"$tmp/o" 2>"$tmp/e"
+rc=$?
+if [ $rc -eq 2 ] && grep -q 'not a directory' "$tmp/e"; then ok file-not-dir-exit-2; else fail file-not-dir-exit-2 "status $rc: $(cat "$tmp/e")"; fi
+if [ "$(id -u)" != 0 ]; then
+    mkdir -p "$tmp/locked" && chmod 000 "$tmp/locked"
+    "$top" -b "$tmp/locked" >"$tmp/o" 2>"$tmp/e"
+    rc=$?
+    chmod 700 "$tmp/locked"
+    if [ $rc -eq 2 ] && grep -q -i 'permission denied' "$tmp/e"; then ok unreadable-dir-exit-2; else fail unreadable-dir-exit-2 "status $rc: $(cat "$tmp/e")"; fi
+fi
+"$top" "$d1" </dev/null >"$tmp/o" 2>"$tmp/e"
+rc=$?
+if [ $rc -eq 2 ] && grep -q 'not a terminal' "$tmp/e"; then ok no-terminal-exit-2; else fail no-terminal-exit-2 "status $rc: $(cat "$tmp/e")"; fi
+mkdir -p "$tmp/empty"
+if snap "$tmp/empty" && grep -q 'no config.file' <<<"$snap" && grep -q '^stats .*no stats file.* processes 0' <<<"$snap"; then ok empty-dir
+else fail empty-dir "$(head -3 <<<"$snap")"; fi
+
+# ---- 6. kcache-top never writes to the store ------------------------------------------------------
+before=$(cd "$d1" && find . -printf '%p %s %T@ %m\n' | sort; md5sum stats config.file 2>/dev/null)
+"$top" -b -n 2 -d 0.2 "$d1" >/dev/null 2>&1
+"$top" -b -U load.p0.t0.u0 "$d1" >/dev/null 2>&1
+after=$(cd "$d1" && find . -printf '%p %s %T@ %m\n' | sort; md5sum stats config.file 2>/dev/null)
+if [ "$before" = "$after" ]; then ok read-only; else fail read-only "the store changed: $(diff <(echo "$before") <(echo "$after") | head -5 | tr '\n' '|')"; fi
+
+[ $failures -eq 0 ]

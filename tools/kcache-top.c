@@ -1,0 +1,1752 @@
+/* kcache-top.c - a live view of a kcache store that other processes are using.
+ *
+ *   kcache-top [-b] [-n N] [-d SECONDS] [-s hits|misses|size|last] [-U UNIT] [-a] [DIR]
+ *
+ * What it shows comes from the store itself, read-only: DIR/stats (where every process using the
+ * store publishes its counters and recent events: see >>pub in kcache.h), config.file (the
+ * accounted size, entries and limit) and the units' index logs (i/XX/<unit>.kci: overloads,
+ * dependency stamps, what left and why, traced misses). It never writes, locks or repairs
+ * anything in DIR, so it is safe to point at any store, live or not.
+ *
+ * Interactive: a header (directory, size against the limit, entries, units, processes), rates per
+ * second with a short history, the event log (newest first), the top units (sortable); Enter on a
+ * unit opens its detail (overloads and their fields, dependency stamps, what left, recent misses
+ * with their reasons), Esc goes back. Keys: q quit, p pause, s sort, Tab switch list, ? help,
+ * arrows / PgUp / PgDn / Home / End scroll.
+ * Batch (-b): N plain-text snapshots (-n N, default 1) on stdout, for scripts, logs and tests;
+ * with -U UNIT, the unit's detail instead.
+ * Exit status: 0; 2 for a usage error, a directory that is missing or cannot be read, or an
+ * interactive run without a terminal.
+ *
+ * Build: cc -std=c99 -O2 -I. -o build/kcache-top tools/kcache-top.c -lncursesw -lpthread */
+#define KCACHE_IMPLEMENTATION
+#include "kcache.h"
+
+#include <curses.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <langinfo.h>
+#include <locale.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#if defined(__GNUC__) || defined(__clang__)
+#define KT_PRINTF(a, b) __attribute__((format(printf, a, b)))
+#else
+#define KT_PRINTF(a, b)
+#endif
+
+#define KT_HIST 240     /* rate samples kept for the sparklines */
+#define KT_EVENTS 2000  /* events kept (the rings hold the last 64 of each process) */
+#define KT_NCTR KCACHE__PUB_COUNTERS
+#define KT_NSLOT KCACHE__PUB_SLOTS
+
+enum { M_HITS, M_MISSES, M_PUTS, M_EVICTIONS, M_READ, M_WRITTEN, M_N };
+static const char *const kt_metric_name[M_N] = {"hits", "misses", "puts", "evictions", "bytes_read", "bytes_written"};
+enum { SORT_HITS, SORT_MISSES, SORT_SIZE, SORT_LAST, SORT_N };
+static const char *const kt_sort_name[SORT_N] = {"hits", "misses", "size", "last"};
+enum { ST_FREE, ST_LIVE, ST_DEAD, ST_OTHER };
+static const char *const kt_state_name[] = {"free", "live", "dead", "other-ns"};
+/* colours */
+enum { C_NORM, C_HEAD, C_GOOD, C_WARN, C_BAD, C_DIM, C_SEL, C_TITLE, C_N };
+
+/* ---------------------------------------------------------------------------------------------- */
+/* the model                                                                                      */
+
+typedef struct kt_slot {
+    uint64_t owner, epoch, domain, opened, events;
+    int64_t last;
+    uint32_t pid;
+    int state;
+    char name[17];
+    uint64_t ctr[KT_NCTR];
+} kt_slot;
+
+enum { U_MEM, U_DISK, U_MISS, U_PUTS, U_BYTES, U_N };
+typedef struct kt_seen_unit {
+    uint64_t hash, c[U_N];
+    int64_t last;
+    int reason; /* of its last miss, when it has missed */
+    char name[KCACHE__PUB_UNIT_NAME + 1];
+    uint32_t namelen;
+} kt_seen_unit;
+typedef struct kt_seen_slot {
+    uint64_t owner, opened;
+    kt_seen_unit u[KCACHE__PUB_UNITS];
+    uint64_t ev_seq; /* the events read from this slot's ring so far */
+} kt_seen_slot;
+
+typedef struct kt_unit {
+    uint64_t hash;
+    char name[KCACHE_UNIT_MAX];
+    int full_name;                 /* name is the whole name (from an index or short enough) */
+    uint64_t gone[U_N], live[U_N]; /* counts of sessions no longer visible / visible now */
+    int64_t last_pub;              /* last event of the unit in any slot */
+    int64_t last_change;           /* when kcache-top saw its hits change */
+    uint64_t prev_hits;
+    int last_reason;               /* of the newest miss known (-1: none) */
+    int unit_table_reason;         /* last_reason came from a unit table, not an event */
+    int64_t last_miss;
+    uint32_t last_miss_pid;
+    /* from the index */
+    int in_index, ix_seen;
+    uint64_t ix_ino, ix_size;
+    int64_t ix_mtime;
+    uint32_t overloads, gone_n, missed_n;
+    uint64_t bytes;
+    int64_t stored;
+    int traced_reason;
+    int64_t traced_when;
+    uint32_t traced_pid;
+} kt_unit;
+
+typedef struct kt_event {
+    int64_t time;
+    uint32_t pid, namelen;
+    int kind, reason;
+    uint64_t size, count, hash;
+    char unit[KCACHE__PUB_EVENT_NAME + 1];
+} kt_event;
+
+static struct {
+    /* options */
+    char dir[4096];
+    double interval;
+    int batch, sort, ascii, color, utf8;
+    long iterations;
+    const char *detail_unit;
+    /* the store */
+    kcache__store fst; /* a read-only stand-in (dirfd only) for kcache__open_in and kcache__ix_read */
+    uint64_t domain;
+    int stamp_policy;
+    /* config.file */
+    int have_cf, cf_sound;
+    uint64_t cf_bytes, cf_entries, cf_gen, cf_limit, cf_evictions;
+    /* DIR/stats */
+    unsigned char *map;
+    size_t map_len;
+    uint64_t map_dev, map_ino;
+    char stats_note[160];
+    int64_t stats_created;
+    /* the latest sample */
+    int64_t wall;
+    double t, t_prev;
+    int samples;
+    uint64_t tot[KT_NCTR], tot_prev[KT_NCTR];
+    int consistent;
+    kt_slot slot[KT_NSLOT];
+    int nclaimed, nlive;
+    double rate[M_N], hist[M_N][KT_HIST];
+    int hist_n;
+    /* units */
+    kt_unit *u;
+    size_t nu, capu;
+    uint32_t *uhash; /* open addressing: index + 1, 0 = empty */
+    size_t uhash_cap;
+    kt_seen_slot seen[KT_NSLOT];
+    size_t nindex;
+    uint64_t scanned_gen;
+    double scanned_t;
+    int scanned;
+    /* events */
+    kt_event *ev;
+    size_t nev;
+} K;
+
+static double kt_mono(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* ---------------------------------------------------------------------------------------------- */
+/* units                                                                                          */
+
+static kt_unit *kt_unit_get(uint64_t hash, int create) {
+    size_t i;
+    if (K.uhash_cap) {
+        for (i = (size_t)hash & (K.uhash_cap - 1); K.uhash[i]; i = (i + 1) & (K.uhash_cap - 1))
+            if (K.u[K.uhash[i] - 1].hash == hash) return &K.u[K.uhash[i] - 1];
+    }
+    if (!create) return NULL;
+    if (K.nu == K.capu) {
+        size_t ncap = K.capu ? K.capu * 2 : 256;
+        kt_unit *nu = (kt_unit *)realloc(K.u, ncap * sizeof *nu);
+        if (!nu) return NULL;
+        K.u = nu;
+        K.capu = ncap;
+    }
+    if ((K.nu + 1) * 2 > K.uhash_cap) { /* rehash */
+        size_t ncap = K.uhash_cap ? K.uhash_cap * 2 : 512, j;
+        uint32_t *nh = (uint32_t *)calloc(ncap, sizeof *nh);
+        if (!nh) return NULL;
+        for (j = 0; j < K.nu; j++) {
+            for (i = (size_t)K.u[j].hash & (ncap - 1); nh[i]; i = (i + 1) & (ncap - 1)) {
+            }
+            nh[i] = (uint32_t)(j + 1);
+        }
+        free(K.uhash);
+        K.uhash = nh;
+        K.uhash_cap = ncap;
+    }
+    memset(&K.u[K.nu], 0, sizeof K.u[K.nu]);
+    K.u[K.nu].hash = hash;
+    K.u[K.nu].last_reason = -1;
+    K.u[K.nu].traced_reason = -1;
+    for (i = (size_t)hash & (K.uhash_cap - 1); K.uhash[i]; i = (i + 1) & (K.uhash_cap - 1)) {
+    }
+    K.uhash[i] = (uint32_t)(K.nu + 1);
+    return &K.u[K.nu++];
+}
+
+static uint64_t kt_unit_hash(const char *name) {
+    uint64_t h = kcache_hash(name, strlen(name)).lo;
+    return h ? h : 1;
+}
+static uint64_t kt_hits(const kt_unit *u) { return u->gone[U_MEM] + u->live[U_MEM] + u->gone[U_DISK] + u->live[U_DISK]; }
+static uint64_t kt_cnt(const kt_unit *u, int c) { return u->gone[c] + u->live[c]; }
+static int64_t kt_last_use(const kt_unit *u) {
+    int64_t t = u->last_pub;
+    if (u->last_change > t) t = u->last_change;
+    if (u->stored > t) t = u->stored;
+    return t;
+}
+
+/* ---------------------------------------------------------------------------------------------- */
+/* reading the store                                                                              */
+
+static void kt_read_cf(void) {
+    unsigned char h[128];
+    int fd = kcache__open_in(&K.fst, "config.file", O_RDONLY | O_NONBLOCK, 0);
+    K.have_cf = 0;
+    if (fd < 0) return;
+    if (pread(fd, h, sizeof h, 0) == (ssize_t)sizeof h && memcmp(h, "KCACHECF", 8) == 0) {
+        K.have_cf = 1;
+        K.cf_bytes = kcache__get_u64(h + 24);
+        K.cf_entries = kcache__get_u64(h + 32);
+        K.cf_gen = kcache__get_u64(h + 40);
+        K.cf_limit = kcache__get_u64(h + 56);
+        K.cf_evictions = kcache__get_u64(h + 64);
+        K.cf_sound = kcache__get_u64(h + 120) == kcache_hash(h, 120).lo && kcache__get_u32(h + 48) == 0;
+    }
+    close(fd);
+}
+
+static void kt_unmap(void) {
+    if (K.map) munmap(K.map, K.map_len);
+    K.map = NULL;
+    K.map_len = 0;
+}
+
+static void kt_retire_seen(kt_seen_unit *s);
+
+/* Maps DIR/stats read-only (again when it was replaced). */
+static void kt_map_stats(void) {
+    struct stat sb;
+    unsigned char hdr[KCACHE__PUB_HEADER];
+    int fd, v;
+    void *m;
+    if (fstatat(K.fst.dirfd, "stats", &sb, AT_SYMLINK_NOFOLLOW) != 0) {
+        kt_unmap();
+        snprintf(K.stats_note, sizeof K.stats_note, "no stats file (no process has published here)");
+        return;
+    }
+    if (K.map && (uint64_t)sb.st_ino == K.map_ino && (uint64_t)sb.st_dev == K.map_dev) return;
+    kt_unmap();
+    fd = kcache__open_in(&K.fst, "stats", O_RDONLY | O_NONBLOCK, 0);
+    if (fd < 0) { snprintf(K.stats_note, sizeof K.stats_note, "stats file: %s", strerror(errno)); return; }
+    v = 0;
+    if (fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) && sb.st_size >= KCACHE__PUB_HEADER && pread(fd, hdr, sizeof hdr, 0) == (ssize_t)sizeof hdr)
+        v = kcache__pub_valid(hdr, (uint64_t)sb.st_size);
+    if (v != 1) {
+        close(fd);
+        snprintf(K.stats_note, sizeof K.stats_note, "stats file %s", v < 0 ? "of a newer version (not shown)" : "damaged (the next process replaces it)");
+        return;
+    }
+    m = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_SHARED, fd, 0);
+    close(fd);
+    if (m == MAP_FAILED) { snprintf(K.stats_note, sizeof K.stats_note, "stats file: cannot map it (%s)", strerror(errno)); return; }
+    K.map = (unsigned char *)m;
+    K.map_len = (size_t)sb.st_size;
+    {   /* another file (replaced): what was seen in the old one is history */
+        int i, j;
+        for (i = 0; i < KT_NSLOT; i++) {
+            for (j = 0; j < KCACHE__PUB_UNITS; j++) kt_retire_seen(&K.seen[i].u[j]);
+            memset(&K.seen[i], 0, sizeof K.seen[i]);
+        }
+    }
+    K.map_dev = (uint64_t)sb.st_dev;
+    K.map_ino = (uint64_t)sb.st_ino;
+    K.stats_created = (int64_t)kcache__get_u64(hdr + 40);
+    K.stats_note[0] = 0;
+}
+
+/* A truncated stats file (something outside kcache shrank it) is SIGBUS on access: caught here. */
+static sigjmp_buf kt_bus_jmp;
+static volatile sig_atomic_t kt_bus_armed;
+static void kt_on_bus(int sig) {
+    if (kt_bus_armed) siglongjmp(kt_bus_jmp, 1);
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+/* The slots and totals, consistent: the retired counters plus every claimed slot's, read so that
+   no fold (a slot's counters moving to the retired ones) happened in between. */
+static void kt_read_slots(void) {
+    uint64_t e1[KT_NSLOT], ret[KT_NCTR];
+    int attempt, i, c, ok = 0;
+    for (attempt = 0; attempt < 50 && !ok; attempt++) {
+        if (attempt) kcache__sleep_us(200);
+        for (i = 0; i < KT_NSLOT; i++) e1[i] = kcache__pub_ld_acq(kcache__pub_slot_word(kcache__pub_slot_at(K.map, (unsigned)i), KCACHE__PUB_S_EPOCH));
+        __atomic_thread_fence(__ATOMIC_ACQUIRE);
+        for (c = 0; c < KT_NCTR; c++) ret[c] = kcache__pub_ld(kcache__pub_retired(K.map) + c);
+        __atomic_thread_fence(__ATOMIC_ACQUIRE);
+        ok = 1;
+        for (i = 0; i < KT_NSLOT; i++) {
+            const unsigned char *s = kcache__pub_slot_at(K.map, (unsigned)i);
+            kt_slot *v = &K.slot[i];
+            uint64_t ea, eb;
+            v->owner = kcache__pub_ld_acq(kcache__pub_slot_word(s, KCACHE__PUB_S_OWNER));
+            ea = kcache__pub_ld_acq(kcache__pub_slot_word(s, KCACHE__PUB_S_EPOCH));
+            v->epoch = ea;
+            v->domain = kcache__pub_ld(kcache__pub_slot_word(s, KCACHE__PUB_S_DOMAIN));
+            v->opened = kcache__pub_ld(kcache__pub_slot_word(s, KCACHE__PUB_S_OPENED));
+            v->last = (int64_t)kcache__pub_ld(kcache__pub_slot_word(s, KCACHE__PUB_S_LAST));
+            v->events = kcache__pub_ld(kcache__pub_slot_word(s, KCACHE__PUB_S_EVENTS));
+            kcache__pub_get_name(kcache__pub_slot_word(s, KCACHE__PUB_S_NAME), 16, v->name, sizeof v->name);
+            for (c = 0; c < KT_NCTR; c++) v->ctr[c] = kcache__pub_ld(kcache__pub_slot_word(s, KCACHE__PUB_CTR_AT / 8) + c);
+            __atomic_thread_fence(__ATOMIC_ACQUIRE);
+            eb = kcache__pub_ld(kcache__pub_slot_word(s, KCACHE__PUB_S_EPOCH));
+            v->pid = (uint32_t)(v->owner >> 32);
+            if (!v->owner) v->state = ST_FREE;
+            else if (v->domain != K.domain) v->state = kcache__pub_alive(s, K.domain, K.wall) ? ST_OTHER : ST_DEAD;
+            else v->state = kcache__pub_alive(s, K.domain, K.wall) ? ST_LIVE : ST_DEAD;
+            if (ea != eb || ea != e1[i]) ok = 0;
+            else if ((ea & 1) && v->state != ST_DEAD) ok = 0; /* being claimed, reset or retired right now */
+        }
+    }
+    K.consistent = ok;
+    memcpy(K.tot, ret, sizeof ret);
+    K.nclaimed = K.nlive = 0;
+    for (i = 0; i < KT_NSLOT; i++) {
+        const kt_slot *v = &K.slot[i];
+        int j, dup = 0;
+        if (!v->owner) continue;
+        K.nclaimed++;
+        for (c = 0; c < KT_NCTR; c++) K.tot[c] += v->ctr[c];
+        if (v->state != ST_LIVE && v->state != ST_OTHER) continue;
+        for (j = 0; j < i; j++)
+            if ((K.slot[j].state == ST_LIVE || K.slot[j].state == ST_OTHER) && K.slot[j].owner == v->owner && K.slot[j].domain == v->domain) dup = 1;
+        if (!dup) K.nlive++; /* processes, not slots: a process may hold several caches */
+    }
+}
+
+static void kt_retire_seen(kt_seen_unit *s) {
+    kt_unit *u;
+    int c;
+    if (!s->hash) return;
+    u = kt_unit_get(s->hash, 1);
+    if (u) for (c = 0; c < U_N; c++) u->gone[c] += s->c[c];
+    memset(s, 0, sizeof *s);
+}
+
+/* The unit tables: what each slot counted per unit, kept across samples so that a slot that goes
+   away (its process closed the cache, or died and was reclaimed) still counts. */
+static void kt_read_units(void) {
+    int i, j, c;
+    for (i = 0; i < KT_NSLOT; i++) {
+        const unsigned char *s = kcache__pub_slot_at(K.map, (unsigned)i);
+        kt_seen_slot *ss = &K.seen[i];
+        const kt_slot *v = &K.slot[i];
+        if (v->owner & KCACHE__PUB_SETTING_UP) continue; /* being claimed: next time */
+        if (!v->owner || v->owner != ss->owner || v->opened != ss->opened) {
+            for (j = 0; j < KCACHE__PUB_UNITS; j++) kt_retire_seen(&ss->u[j]);
+            ss->owner = v->owner;
+            ss->opened = v->opened;
+        }
+        if (!v->owner || (v->epoch & 1)) continue;
+        for (j = 0; j < KCACHE__PUB_UNITS; j++) {
+            const uint64_t *e = kcache__pub_unit_at(s, (unsigned)j);
+            kt_seen_unit cur;
+            uint64_t h2, info;
+            memset(&cur, 0, sizeof cur);
+            cur.hash = kcache__pub_ld_acq(e + KCACHE__PUB_U_HASH);
+            cur.c[U_MEM] = kcache__pub_ld(e + KCACHE__PUB_U_HITS_MEM);
+            cur.c[U_DISK] = kcache__pub_ld(e + KCACHE__PUB_U_HITS_DISK);
+            cur.c[U_MISS] = kcache__pub_ld(e + KCACHE__PUB_U_MISSES);
+            cur.c[U_PUTS] = kcache__pub_ld(e + KCACHE__PUB_U_PUTS);
+            cur.c[U_BYTES] = kcache__pub_ld(e + KCACHE__PUB_U_BYTES_PUT);
+            cur.last = (int64_t)kcache__pub_ld(e + KCACHE__PUB_U_LAST);
+            info = kcache__pub_ld(e + KCACHE__PUB_U_INFO);
+            cur.namelen = (uint32_t)((info >> 8) & 0xffff);
+            cur.reason = (int)(info & 0xff);
+            kcache__pub_get_name(e + KCACHE__PUB_U_NAME, KCACHE__PUB_UNIT_NAME, cur.name, sizeof cur.name);
+            __atomic_thread_fence(__ATOMIC_ACQUIRE);
+            h2 = kcache__pub_ld(e + KCACHE__PUB_U_HASH);
+            if (h2 != cur.hash) continue; /* changing right now: keep what was seen */
+            if (ss->u[j].hash != cur.hash) kt_retire_seen(&ss->u[j]);
+            ss->u[j] = cur;
+        }
+    }
+    for (i = 0; i < (int)K.nu; i++) memset(K.u[i].live, 0, sizeof K.u[i].live);
+    for (i = 0; i < KT_NSLOT; i++)
+        for (j = 0; j < KCACHE__PUB_UNITS; j++) {
+            const kt_seen_unit *su = &K.seen[i].u[j];
+            kt_unit *u;
+            if (!su->hash || !(u = kt_unit_get(su->hash, 1))) continue;
+            for (c = 0; c < U_N; c++) u->live[c] += su->c[c];
+            if (su->last > u->last_pub) u->last_pub = su->last;
+            if (su->c[U_MISS] && u->last_miss == 0 && su->reason < KCACHE_REASON_COUNT) {
+                u->last_reason = su->reason; /* no event of it seen: the unit table's word, timed by its last event */
+                u->unit_table_reason = 1;
+                u->last_miss_pid = K.slot[i].pid;
+            }
+            if (!u->name[0] || (!u->full_name && su->namelen <= KCACHE__PUB_UNIT_NAME)) {
+                snprintf(u->name, sizeof u->name, "%s%s", su->name, su->namelen > KCACHE__PUB_UNIT_NAME ? "..." : "");
+                u->full_name = su->namelen <= KCACHE__PUB_UNIT_NAME;
+            }
+        }
+}
+
+static int kt_ev_cmp(const void *a, const void *b) {
+    const kt_event *x = (const kt_event *)a, *y = (const kt_event *)b;
+    return x->time < y->time ? 1 : x->time > y->time ? -1 : 0;
+}
+
+/* New events of every slot's ring, merged into the list kept (newest first). */
+static void kt_read_events(void) {
+    int i;
+    size_t before = K.nev;
+    for (i = 0; i < KT_NSLOT; i++) {
+        const unsigned char *s = kcache__pub_slot_at(K.map, (unsigned)i);
+        kt_seen_slot *ss = &K.seen[i];
+        const kt_slot *v = &K.slot[i];
+        uint64_t head, seq;
+        if (v->epoch & 1) continue;
+        head = v->events; /* the ring outlives its owners: its head only grows */
+        if (head < ss->ev_seq) ss->ev_seq = 0;
+        seq = head > KCACHE__PUB_EVENTS ? head - KCACHE__PUB_EVENTS + 1 : 1;
+        if (seq <= ss->ev_seq) seq = ss->ev_seq + 1;
+        for (; seq <= head; seq++) {
+            const uint64_t *e = kcache__pub_event_at(s, (unsigned)((seq - 1) % KCACHE__PUB_EVENTS));
+            kt_event ev;
+            uint64_t s1 = kcache__pub_ld_acq(e + KCACHE__PUB_E_SEQ), s2, info;
+            if (s1 != seq) continue;
+            ev.time = (int64_t)kcache__pub_ld(e + KCACHE__PUB_E_TIME);
+            ev.hash = kcache__pub_ld(e + KCACHE__PUB_E_UNIT);
+            ev.size = kcache__pub_ld(e + KCACHE__PUB_E_SIZE);
+            info = kcache__pub_ld(e + KCACHE__PUB_E_INFO);
+            ev.pid = (uint32_t)kcache__pub_ld(e + KCACHE__PUB_E_PID);
+            kcache__pub_get_name(e + KCACHE__PUB_E_NAME, KCACHE__PUB_EVENT_NAME, ev.unit, sizeof ev.unit);
+            __atomic_thread_fence(__ATOMIC_ACQUIRE);
+            s2 = kcache__pub_ld(e + KCACHE__PUB_E_SEQ);
+            if (s2 != seq) continue;
+            ev.kind = (int)(info & 0xff);
+            ev.reason = (int)((info >> 8) & 0xff);
+            ev.namelen = (uint32_t)((info >> 16) & 0xffff);
+            ev.count = info >> 32;
+            if (K.nev == KT_EVENTS) { /* full: the oldest goes (the list is sorted newest first) */
+                qsort(K.ev, K.nev, sizeof *K.ev, kt_ev_cmp);
+                K.nev = KT_EVENTS * 3 / 4;
+                before = K.nev;
+            }
+            K.ev[K.nev++] = ev;
+        }
+        ss->ev_seq = head;
+    }
+    if (K.nev != before) {
+        size_t j;
+        qsort(K.ev, K.nev, sizeof *K.ev, kt_ev_cmp);
+        for (j = K.nev; j-- > 0;) { /* oldest first: the newest miss of a unit wins */
+            const kt_event *e = &K.ev[j];
+            kt_unit *u;
+            if (e->kind != KCACHE__PUB_EV_MISS || !e->hash || !(u = kt_unit_get(e->hash, 1))) continue;
+            if (e->time >= u->last_miss) {
+                u->last_miss = e->time;
+                u->unit_table_reason = 0;
+                u->last_reason = e->reason;
+                u->last_miss_pid = e->pid;
+            }
+            if (!u->name[0]) snprintf(u->name, sizeof u->name, "%s%s", e->unit, e->namelen > KCACHE__PUB_EVENT_NAME ? "..." : "");
+        }
+    }
+}
+
+static int kt_hexval(int c) { return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1; }
+
+/* Summarises one unit's index log (unit: its name, from the header). */
+static void kt_index_one(kt_unit *u, const char *unit) {
+    kcache__ix ix;
+    uint32_t i;
+    if (kcache__ix_read(&K.fst, unit, &ix) != KCACHE_OK) return;
+    snprintf(u->name, sizeof u->name, "%s", unit);
+    u->full_name = 1;
+    u->overloads = ix.n[KCACHE__IX_LIVE];
+    u->gone_n = ix.n[KCACHE__IX_GONE];
+    u->missed_n = ix.n[KCACHE__IX_MISSED];
+    u->bytes = 0;
+    u->stored = 0;
+    for (i = 0; i < ix.n[KCACHE__IX_LIVE]; i++) {
+        u->bytes += ix.items[KCACHE__IX_LIVE][i].size;
+        if (ix.items[KCACHE__IX_LIVE][i].when > u->stored) u->stored = ix.items[KCACHE__IX_LIVE][i].when;
+    }
+    if (ix.n[KCACHE__IX_MISSED]) {
+        const kcache__ix_item *m = &ix.items[KCACHE__IX_MISSED][ix.n[KCACHE__IX_MISSED] - 1];
+        u->traced_reason = (int)m->reason;
+        u->traced_when = m->when;
+        u->traced_pid = m->pid;
+    }
+    kcache__ix_free(&ix);
+}
+
+/* Walks i/XX/ for the units' index logs; re-reads only those that changed since the last walk. */
+static void kt_scan_index(void) {
+    int shard;
+    size_t i;
+    for (i = 0; i < K.nu; i++) K.u[i].ix_seen = 0;
+    K.nindex = 0;
+    for (shard = 0; shard < 256; shard++) {
+        char rel[8];
+        int fd;
+        DIR *dp;
+        struct dirent *de;
+        snprintf(rel, sizeof rel, "i/%02x", shard);
+        fd = kcache__open_in(&K.fst, rel, O_RDONLY | O_DIRECTORY, 0);
+        if (fd < 0) continue;
+        dp = fdopendir(fd);
+        if (!dp) { close(fd); continue; }
+        while ((de = readdir(dp)) != NULL) {
+            struct stat sb;
+            uint64_t lo = 0;
+            int k, bad = 0, ifd;
+            kt_unit *u;
+            unsigned char h[26 + KCACHE_UNIT_MAX];
+            ssize_t n;
+            if (strlen(de->d_name) != 36 || strcmp(de->d_name + 32, ".kci") != 0) continue;
+            for (k = 0; k < 32; k++) {
+                int v = kt_hexval((unsigned char)de->d_name[k]);
+                if (v < 0) bad = 1;
+                else if (k >= 16) lo = (lo << 4) | (uint64_t)v;
+            }
+            if (bad || fstatat(fd, de->d_name, &sb, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(sb.st_mode)) continue;
+            K.nindex++;
+            u = kt_unit_get(lo ? lo : 1, 1);
+            if (!u) continue;
+            u->ix_seen = 1;
+            if (u->in_index && u->ix_ino == (uint64_t)sb.st_ino && u->ix_size == (uint64_t)sb.st_size &&
+                u->ix_mtime == (int64_t)sb.st_mtim.tv_sec * 1000000000 + sb.st_mtim.tv_nsec)
+                continue;
+            ifd = openat(fd, de->d_name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+            if (ifd < 0) continue;
+            n = pread(ifd, h, sizeof h, 0);
+            close(ifd);
+            if (n >= 26 && memcmp(h, "KCINDEX", 8) == 0) {
+                size_t ul = kcache__get_u16(h + 24);
+                char unit[KCACHE_UNIT_MAX];
+                if (ul > 0 && ul < KCACHE_UNIT_MAX && (size_t)n >= 26 + ul) {
+                    memcpy(unit, h + 26, ul);
+                    unit[ul] = 0;
+                    kt_index_one(u, unit);
+                }
+            }
+            u->in_index = 1;
+            u->ix_ino = (uint64_t)sb.st_ino;
+            u->ix_size = (uint64_t)sb.st_size;
+            u->ix_mtime = (int64_t)sb.st_mtim.tv_sec * 1000000000 + sb.st_mtim.tv_nsec;
+        }
+        closedir(dp);
+    }
+    for (i = 0; i < K.nu; i++)
+        if (K.u[i].in_index && !K.u[i].ix_seen) { /* its index is gone: the unit left the store */
+            K.u[i].in_index = 0;
+            K.u[i].overloads = K.u[i].gone_n = K.u[i].missed_n = 0;
+            K.u[i].bytes = 0;
+        }
+}
+
+/* One sample of everything. */
+static void kt_sample(void) {
+    int c, i;
+    double dt;
+    K.t_prev = K.t;
+    memcpy(K.tot_prev, K.tot, sizeof K.tot);
+    K.t = kt_mono();
+    K.wall = kcache__now_ns();
+    kt_read_cf();
+    kt_map_stats();
+    if (K.map) {
+        kt_bus_armed = 1;
+        if (sigsetjmp(kt_bus_jmp, 1) == 0) {
+            kt_read_slots();
+            kt_read_units();
+            kt_read_events();
+        } else {
+            kt_unmap();
+            snprintf(K.stats_note, sizeof K.stats_note, "the stats file was truncated by something outside kcache");
+        }
+        kt_bus_armed = 0;
+    } else {
+        memset(K.slot, 0, sizeof K.slot);
+        K.nclaimed = K.nlive = 0;
+    }
+    if (!K.scanned || (K.cf_gen != K.scanned_gen && K.t - K.scanned_t >= K.interval * 0.9) || K.t - K.scanned_t >= 30) {
+        kt_scan_index();
+        K.scanned = 1;
+        K.scanned_gen = K.cf_gen;
+        K.scanned_t = K.t;
+    }
+    for (i = 0; i < (int)K.nu; i++) {
+        uint64_t h = kt_hits(&K.u[i]);
+        if (K.samples && h > K.u[i].prev_hits) K.u[i].last_change = K.wall;
+        K.u[i].prev_hits = h;
+    }
+    dt = K.t - K.t_prev;
+    if (K.samples && dt > 0) {
+        double d[M_N];
+#define KT_DELTA(x) (K.tot[x] >= K.tot_prev[x] ? (double)(K.tot[x] - K.tot_prev[x]) : 0.0)
+        d[M_HITS] = KT_DELTA(KCACHE__PUB_HITS_MEM) + KT_DELTA(KCACHE__PUB_HITS_DISK);
+        d[M_MISSES] = KT_DELTA(KCACHE__PUB_MISSES);
+        d[M_PUTS] = KT_DELTA(KCACHE__PUB_PUTS);
+        d[M_EVICTIONS] = KT_DELTA(KCACHE__PUB_EVICTIONS);
+        d[M_READ] = KT_DELTA(KCACHE__PUB_BYTES_READ);
+        d[M_WRITTEN] = KT_DELTA(KCACHE__PUB_BYTES_WRITTEN);
+#undef KT_DELTA
+        for (c = 0; c < M_N; c++) {
+            K.rate[c] = d[c] / dt;
+            if (K.hist_n == KT_HIST) memmove(K.hist[c], K.hist[c] + 1, sizeof(double) * (KT_HIST - 1));
+            K.hist[c][K.hist_n == KT_HIST ? KT_HIST - 1 : K.hist_n] = K.rate[c];
+        }
+        if (K.hist_n < KT_HIST) K.hist_n++;
+    }
+    K.samples++;
+}
+
+/* ---------------------------------------------------------------------------------------------- */
+/* text: lines with colour marks (\001 + '0' + colour), printed plain in batch mode               */
+
+typedef struct kt_lines { char **v; size_t n, cap; } kt_lines;
+typedef struct kt_lb { char s[4096]; size_t n; } kt_lb;
+
+static void kt_lb_reset(kt_lb *b) { b->n = 0; b->s[0] = 0; }
+static void kt_lb_col(kt_lb *b, int color) {
+    if (b->n + 3 < sizeof b->s) {
+        b->s[b->n++] = '\001';
+        b->s[b->n++] = (char)('0' + color);
+        b->s[b->n] = 0;
+    }
+}
+static void kt_lb_add(kt_lb *b, const char *fmt, ...) KT_PRINTF(2, 3);
+static void kt_lb_add(kt_lb *b, const char *fmt, ...) {
+    va_list ap;
+    int n;
+    if (b->n + 1 >= sizeof b->s) return;
+    va_start(ap, fmt);
+    n = vsnprintf(b->s + b->n, sizeof b->s - b->n, fmt, ap);
+    va_end(ap);
+    if (n > 0) b->n = b->n + (size_t)n < sizeof b->s ? b->n + (size_t)n : sizeof b->s - 1;
+}
+static void kt_push(kt_lines *L, const kt_lb *b) {
+    char *s;
+    if (L->n == L->cap) {
+        size_t ncap = L->cap ? L->cap * 2 : 64;
+        char **nv = (char **)realloc(L->v, ncap * sizeof *nv);
+        if (!nv) return;
+        L->v = nv;
+        L->cap = ncap;
+    }
+    s = (char *)malloc(b->n + 1);
+    if (!s) return;
+    memcpy(s, b->s, b->n + 1);
+    L->v[L->n++] = s;
+}
+static void kt_line(kt_lines *L, int color, const char *fmt, ...) KT_PRINTF(3, 4);
+static void kt_line(kt_lines *L, int color, const char *fmt, ...) {
+    kt_lb b;
+    va_list ap;
+    int n;
+    kt_lb_reset(&b);
+    if (color) kt_lb_col(&b, color);
+    va_start(ap, fmt);
+    n = vsnprintf(b.s + b.n, sizeof b.s - b.n, fmt, ap);
+    va_end(ap);
+    if (n > 0) b.n = b.n + (size_t)n < sizeof b.s ? b.n + (size_t)n : sizeof b.s - 1;
+    kt_push(L, &b);
+}
+static void kt_lines_free(kt_lines *L) {
+    size_t i;
+    for (i = 0; i < L->n; i++) free(L->v[i]);
+    free(L->v);
+    memset(L, 0, sizeof *L);
+}
+static void kt_print_plain(FILE *f, const char *s) {
+    for (; *s; s++) {
+        if (*s == '\001') { if (s[1]) s++; continue; }
+        fputc(*s, f);
+    }
+    fputc('\n', f);
+}
+
+/* ---- formatting ---- */
+
+static const char *kt_bytes(uint64_t v, char *buf, size_t cap) {
+    const char *u = "KMGTP";
+    double d = (double)v;
+    int i = -1;
+    if (v < 1024) { snprintf(buf, cap, "%lluB", (unsigned long long)v); return buf; }
+    while (d >= 1024 && i < 4) { d /= 1024; i++; }
+    snprintf(buf, cap, d < 10 ? "%.1f%c" : "%.0f%c", d, u[i]);
+    return buf;
+}
+static const char *kt_num(double v, char *buf, size_t cap) {
+    if (v < 10000) snprintf(buf, cap, v < 10 && v != (double)(long)v ? "%.1f" : "%.0f", v);
+    else if (v < 1e7) snprintf(buf, cap, "%.1fk", v / 1e3);
+    else snprintf(buf, cap, "%.1fM", v / 1e6);
+    return buf;
+}
+/* "HH:MM:SS" today, "MM-DD HH:MM" before; full: "YYYY-MM-DD HH:MM:SS.mmm" */
+static const char *kt_time(int64_t ns, int full, char *buf, size_t cap) {
+    time_t t = (time_t)(ns / 1000000000), now = time(NULL);
+    struct tm tm, tn;
+    if (ns <= 0) { snprintf(buf, cap, "-"); return buf; }
+    localtime_r(&t, &tm);
+    localtime_r(&now, &tn);
+    if (full) {
+        char s[32];
+        strftime(s, sizeof s, "%Y-%m-%d %H:%M:%S", &tm);
+        snprintf(buf, cap, "%s.%03d", s, (int)((ns / 1000000) % 1000));
+    } else if (tm.tm_year == tn.tm_year && tm.tm_yday == tn.tm_yday) {
+        strftime(buf, cap, "%H:%M:%S", &tm);
+    } else {
+        strftime(buf, cap, "%m-%d %H:%M", &tm);
+    }
+    return buf;
+}
+static const char *kt_ago(int64_t ns, char *buf, size_t cap) {
+    int64_t d = (K.wall - ns) / 1000000000;
+    if (ns <= 0) snprintf(buf, cap, "-");
+    else if (d < 0) snprintf(buf, cap, "now");
+    else if (d < 120) snprintf(buf, cap, "%llds ago", (long long)d);
+    else if (d < 7200) snprintf(buf, cap, "%lldm ago", (long long)(d / 60));
+    else if (d < 172800) snprintf(buf, cap, "%lldh ago", (long long)(d / 3600));
+    else snprintf(buf, cap, "%lldd ago", (long long)(d / 86400));
+    return buf;
+}
+static const char *kt_reason_word(int r) { return r >= 0 && r < KCACHE_REASON_COUNT ? kcache_reason_name((kcache_reason)r) : "-"; }
+static const char *kt_reason_text(int r) { return r >= 0 && r < KCACHE_REASON_COUNT ? kcache__reason_text[r] : "unknown"; }
+static const char *kt_kind_name(int k) {
+    switch (k) {
+    case KCACHE__PUB_EV_HIT_MEM: return "hit-mem";
+    case KCACHE__PUB_EV_HIT_DISK: return "hit-disk";
+    case KCACHE__PUB_EV_MISS: return "miss";
+    case KCACHE__PUB_EV_PUT: return "put";
+    case KCACHE__PUB_EV_EVICT: return "evict";
+    default: return "?";
+    }
+}
+static int kt_kind_color(int k, int reason) {
+    switch (k) {
+    case KCACHE__PUB_EV_HIT_MEM: case KCACHE__PUB_EV_HIT_DISK: return C_GOOD;
+    case KCACHE__PUB_EV_MISS: return reason == KCACHE_REASON_REJECTED ? C_BAD : C_WARN;
+    case KCACHE__PUB_EV_EVICT: return C_BAD;
+    default: return C_NORM;
+    }
+}
+
+/* A sparkline of the last w rate samples. */
+static void kt_spark(kt_lb *b, int metric, int w, int ascii) {
+    static const char *const blocks[8] = {"\xe2\x96\x81", "\xe2\x96\x82", "\xe2\x96\x83", "\xe2\x96\x84",
+                                          "\xe2\x96\x85", "\xe2\x96\x86", "\xe2\x96\x87", "\xe2\x96\x88"};
+    static const char levels[] = "_.:-=+*#%@";
+    int n = K.hist_n < w ? K.hist_n : w, i;
+    double mx = 0;
+    for (i = K.hist_n - n; i < K.hist_n; i++) if (K.hist[metric][i] > mx) mx = K.hist[metric][i];
+    for (i = K.hist_n - n; i < K.hist_n; i++) {
+        double v = K.hist[metric][i];
+        if (ascii) {
+            int l = mx > 0 ? (int)(v / mx * 9.0 + 0.5) : 0;
+            if (v > 0 && l == 0) l = 1;
+            kt_lb_add(b, "%c", levels[l]);
+        } else {
+            int l = mx > 0 ? (int)(v / mx * 7.0 + 0.5) : 0;
+            if (v > 0 && l == 0) l = 1;
+            kt_lb_add(b, "%s", v > 0 || mx > 0 ? blocks[l] : blocks[0]);
+        }
+    }
+}
+
+static const char *kt_metric_fmt(int m, double v, char *buf, size_t cap) {
+    if (m == M_READ || m == M_WRITTEN) {
+        char t[32];
+        snprintf(buf, cap, "%s/s", kt_bytes((uint64_t)(v + 0.5), t, sizeof t));
+        return buf;
+    }
+    return kt_num(v, buf, cap);
+}
+
+/* ---- sorting units ---- */
+
+static int kt_sort_key;
+static int kt_unit_cmp(const void *a, const void *b) {
+    const kt_unit *x = *(const kt_unit *const *)a, *y = *(const kt_unit *const *)b;
+    uint64_t vx = 0, vy = 0;
+    switch (kt_sort_key) {
+    case SORT_HITS: vx = kt_hits(x); vy = kt_hits(y); break;
+    case SORT_MISSES: vx = kt_cnt(x, U_MISS); vy = kt_cnt(y, U_MISS); break;
+    case SORT_SIZE: vx = x->bytes; vy = y->bytes; break;
+    default: vx = (uint64_t)kt_last_use(x); vy = (uint64_t)kt_last_use(y); break;
+    }
+    if (vx != vy) return vx < vy ? 1 : -1;
+    return strcmp(x->name, y->name);
+}
+/* The units to show, sorted (the caller frees the array). */
+static kt_unit **kt_sorted_units(size_t *n) {
+    kt_unit **v = (kt_unit **)malloc((K.nu ? K.nu : 1) * sizeof *v);
+    size_t i, m = 0;
+    if (!v) { *n = 0; return NULL; }
+    for (i = 0; i < K.nu; i++) {
+        kt_unit *u = &K.u[i];
+        if (!u->name[0]) continue; /* known only by a hash so far */
+        if (!u->in_index && !kt_hits(u) && !kt_cnt(u, U_MISS) && !kt_cnt(u, U_PUTS) && u->last_miss == 0) continue;
+        v[m++] = u;
+    }
+    kt_sort_key = K.sort;
+    qsort(v, m, sizeof *v, kt_unit_cmp);
+    *n = m;
+    return v;
+}
+
+/* ---------------------------------------------------------------------------------------------- */
+/* a unit's detail                                                                                */
+
+static int kt_cf_use(kcache_hash128 d, int64_t *use) {
+    unsigned char h[32], s[KCACHE__WAYS * KCACHE__SLOT];
+    int fd = kcache__open_in(&K.fst, "config.file", O_RDONLY | O_NONBLOCK, 0), w, ok = 0;
+    uint64_t buckets, b;
+    if (fd < 0) return 0;
+    if (pread(fd, h, sizeof h, 0) == (ssize_t)sizeof h && memcmp(h, "KCACHECF", 8) == 0 && kcache__get_u32(h + 16) >= 4 &&
+        kcache__get_u32(h + 16) <= 24) {
+        buckets = (uint64_t)1 << kcache__get_u32(h + 16);
+        b = (d.lo & (buckets - 1)) * KCACHE__WAYS;
+        if (pread(fd, s, sizeof s, (off_t)(KCACHE__CF_HEADER + b * KCACHE__SLOT)) == (ssize_t)sizeof s)
+            for (w = 0; w < KCACHE__WAYS; w++)
+                if (kcache__get_u64(s + w * KCACHE__SLOT) == d.lo && kcache__get_u64(s + w * KCACHE__SLOT + 8) == d.hi) {
+                    *use = (int64_t)kcache__get_u64(s + w * KCACHE__SLOT + 16);
+                    ok = 1;
+                }
+    }
+    close(fd);
+    return ok;
+}
+
+static const char *kt_field_type(uint32_t t) {
+    switch (t) {
+    case KCACHE_FIELD_BYTES: return "bytes";
+    case KCACHE_FIELD_STR: return "str";
+    case KCACHE_FIELD_U64: return "u64";
+    case KCACHE_FIELD_FILE: return "file";
+    default: return "?";
+    }
+}
+
+/* A dependency's stamp as stored, and the file as it is now. */
+static void kt_dep_line(kt_lines *L, const kcache_key_field *f) {
+    kt_lb b;
+    char t1[48], h[33];
+    kt_lb_reset(&b);
+    kcache_hash_hex(f->content, h);
+    kt_lb_add(&b, "        stamp  mtime %s  size %llu  xxh128 %.16s", kt_time(f->mtime_ns, 1, t1, sizeof t1), (unsigned long long)f->file_size, h);
+    if (strncmp(f->preview, "...", 3) != 0 && kcache_hash(f->preview, strlen(f->preview)).lo == f->digest.lo) {
+        kcache_key_field now;
+        int64_t m;
+        uint64_t sz;
+        memset(&now, 0, sizeof now);
+        if (kcache__stat_path(f->preview, &m, &sz) != 0) {
+            kt_lb_add(&b, "  now: ");
+            kt_lb_col(&b, C_BAD);
+            kt_lb_add(&b, "missing");
+        } else {
+            FILE *fp = fopen(f->preview, "rb");
+            now.mtime_ns = m;
+            now.file_size = sz;
+            if (fp && sz <= ((uint64_t)64 << 20)) {
+                unsigned char *buf = (unsigned char *)malloc(sz ? (size_t)sz : 1);
+                if (buf && fread(buf, 1, (size_t)sz, fp) == (size_t)sz) now.content = kcache_hash(buf, (size_t)sz);
+                free(buf);
+            }
+            if (fp) fclose(fp);
+            {
+                int d = kcache__stamp_diff(f, &now);
+                kt_lb_add(&b, "  now: ");
+                if (!d) {
+                    kt_lb_col(&b, C_GOOD);
+                    kt_lb_add(&b, "same");
+                } else {
+                    kt_lb_col(&b, kcache__stamp_stale(d, K.stamp_policy) ? C_BAD : C_WARN);
+                    kt_lb_add(&b, "changed:%s%s%s%s", (d & KCACHE__STAMP_MTIME) ? " mtime" : "", (d & KCACHE__STAMP_SIZE) ? " size" : "",
+                              (d & KCACHE__STAMP_CONTENT) ? " content" : "",
+                              kcache__stamp_stale(d, K.stamp_policy) ? " (stale: the next get misses)" : " (content same: still used)");
+                }
+            }
+        }
+    } else {
+        kt_lb_add(&b, "  now: (path cut in the preview; not checked)");
+    }
+    kt_push(L, &b);
+}
+
+/* The fields of a stored key record, as kcache-inspect shows them. */
+static void kt_fields(kt_lines *L, const unsigned char *rec, uint32_t len) {
+    kcache_key k;
+    uint32_t i;
+    if (kcache__record_parse(rec, len, &k) != KCACHE_OK) {
+        kt_line(L, C_BAD, "      (key record damaged)");
+        kcache_key_free(&k);
+        return;
+    }
+    for (i = 0; i < k.count; i++) {
+        const kcache_key_field *f = &kcache__key_fields(&k)[i];
+        kt_line(L, 0, "      %-20s %-5s = \"%s\"%s", f->name, kt_field_type(f->type), f->preview,
+                f->type == KCACHE_FIELD_BYTES && f->size > 64 ? "  (long: compared by digest)" : "");
+        if (f->type == KCACHE_FIELD_FILE) kt_dep_line(L, f);
+    }
+    kcache_key_free(&k);
+}
+
+/* A traced miss, explained as kcache_explain explains it. */
+static void kt_explain_traced(kcache__sb *b, const kcache__ix *ix, const kcache__ix_item *m, const char *unit) {
+    kcache_key now;
+    uint32_t i;
+    if (kcache__record_parse(m->rec, m->rec_len, &now) != KCACHE_OK) {
+        kcache_key_free(&now);
+        kcache__sb_add(b, "miss: %s", kt_reason_text((int)m->reason));
+        return;
+    }
+    switch (m->reason) {
+    case KCACHE_REASON_FIELD: {
+        /* against the overloads stored before the miss (what kcache_explain saw then); the key
+           itself may have been stored since */
+        kcache_key best, cand;
+        int best_eq = -1, pass;
+        uint32_t seen = 0;
+        for (pass = 0; pass < 2 && best_eq < 0; pass++)
+            for (i = 0; i < ix->n[KCACHE__IX_LIVE]; i++) {
+                const kcache__ix_item *it = &ix->items[KCACHE__IX_LIVE][i];
+                int eq;
+                if ((it->digest.lo == m->digest.lo && it->digest.hi == m->digest.hi) || (pass == 0 && it->when > m->when)) continue;
+                eq = kcache__equal_fields(it->rec, it->rec_len, &now, &cand);
+                seen++;
+                if (eq >= 0) kcache__keep_closest(&best, &best_eq, &cand, eq);
+            }
+        kcache__sb_add(b, "miss: %s: closest of %u stored overload(s) of unit \"%s\": ", kt_reason_text(KCACHE_REASON_FIELD), seen, unit);
+        if (best_eq >= 0) { kcache__sb_diff(b, &best, &now); kcache_key_free(&best); }
+        else kcache__sb_add(b, "(none stored now)");
+        if (kcache__ix_find(ix, KCACHE__IX_LIVE, m->digest) >= 0) kcache__sb_add(b, " (stored since)");
+        break;
+    }
+    case KCACHE_REASON_STAMP: {
+        const kcache__ix_item *g = NULL;
+        kcache_key stored;
+        for (i = 0; i < ix->n[KCACHE__IX_GONE]; i++)
+            if (ix->items[KCACHE__IX_GONE][i].digest.lo == m->digest.lo && ix->items[KCACHE__IX_GONE][i].digest.hi == m->digest.hi)
+                g = &ix->items[KCACHE__IX_GONE][i];
+        kcache__sb_add(b, "miss: %s", kt_reason_text(KCACHE_REASON_STAMP));
+        if (g && kcache__record_parse(g->rec, g->rec_len, &stored) == KCACHE_OK) {
+            kcache__sb_add(b, ": ");
+            kcache__sb_stamps(b, &stored, &now, K.stamp_policy);
+            kcache_key_free(&stored);
+        } else if (g) {
+            kcache_key_free(&stored);
+        }
+        break;
+    }
+    case KCACHE_REASON_EVICTED:
+        kcache__sb_add(b, "miss: %s", kt_reason_text(KCACHE_REASON_EVICTED));
+        for (i = 0; i < ix->n[KCACHE__IX_GONE]; i++)
+            if (ix->items[KCACHE__IX_GONE][i].digest.lo == m->digest.lo && ix->items[KCACHE__IX_GONE][i].when) {
+                kcache__sb_add(b, ": removed at ");
+                kcache__sb_time(b, ix->items[KCACHE__IX_GONE][i].when);
+                break;
+            }
+        break;
+    case KCACHE_REASON_COLD: kcache__sb_add(b, "miss: cold: unit \"%s\" never stored", unit); break;
+    default: kcache__sb_add(b, "miss: %s", kt_reason_text((int)m->reason)); break;
+    }
+    kcache_key_free(&now);
+}
+
+typedef struct kt_miss { int64_t when; uint32_t pid; int reason, traced; char text[1024]; } kt_miss;
+static int kt_miss_cmp(const void *a, const void *b) {
+    const kt_miss *x = (const kt_miss *)a, *y = (const kt_miss *)b;
+    return x->when < y->when ? 1 : x->when > y->when ? -1 : 0;
+}
+
+static int kt_miss_room(kt_miss **ms, size_t n, size_t *cap) {
+    kt_miss *nv;
+    if (n < *cap) return 1;
+    nv = (kt_miss *)realloc(*ms, (*cap ? *cap * 2 : 32) * sizeof *nv);
+    if (!nv) return 0;
+    *ms = nv;
+    *cap = *cap ? *cap * 2 : 32;
+    return 1;
+}
+
+static void kt_detail(kt_lines *L, kt_unit *u) {
+    kcache__ix ix;
+    kcache_status r = KCACHE_ENOENT;
+    char t1[48], t2[48], hex[33], rel[48], b1[32];
+    kt_miss *ms = NULL;
+    size_t nm = 0, cap = 0, j;
+    uint32_t i;
+    kt_lb b;
+    memset(&ix, 0, sizeof ix);
+    if (u->full_name) r = kcache__ix_read(&K.fst, u->name, &ix);
+    kt_line(L, C_TITLE, "UNIT %s", u->name);
+    if (r == KCACHE_OK) {
+        kcache__ix_name(u->name, rel);
+        kt_line(L, 0, "  index     %s/%s (%zu records, %zu bytes)", K.dir, rel, ix.records, ix.file_len);
+    } else if (r == KCACHE_ECORRUPT) {
+        kt_line(L, C_BAD, "  index     damaged (the next put of the unit rewrites it)");
+    } else {
+        kt_line(L, C_DIM, "  index     none: %s", u->full_name ? "never stored in this directory" : "the unit's full name is not known");
+    }
+    kt_lb_reset(&b);
+    kt_lb_add(&b, "  counted   hits %llu (memory %llu, disk %llu)  misses %llu  puts %llu (%s)  last use %s",
+              (unsigned long long)kt_hits(u), (unsigned long long)kt_cnt(u, U_MEM), (unsigned long long)kt_cnt(u, U_DISK),
+              (unsigned long long)kt_cnt(u, U_MISS), (unsigned long long)kt_cnt(u, U_PUTS), kt_bytes(kt_cnt(u, U_BYTES), b1, sizeof b1),
+              kt_time(kt_last_use(u), 1, t1, sizeof t1));
+    kt_push(L, &b);
+    kt_line(L, C_DIM, "            (by the processes attached while kcache-top ran)");
+    kt_lb_reset(&b);
+    kt_lb_add(&b, "  last miss ");
+    {
+        int reason = u->last_reason;
+        int64_t when = u->last_miss;
+        uint32_t pid = u->last_miss_pid;
+        if (u->traced_reason >= 0 && u->traced_when > when) { reason = u->traced_reason; when = u->traced_when; pid = u->traced_pid; }
+        if (reason >= 0) {
+            kt_lb_col(&b, C_WARN);
+            kt_lb_add(&b, "%s (%s)", kt_reason_word(reason), kt_reason_text(reason));
+            kt_lb_col(&b, 0);
+            if (when) kt_lb_add(&b, " at %s by pid %u", kt_time(when, 1, t1, sizeof t1), (unsigned)pid);
+            else kt_lb_add(&b, " by pid %u (its time has left the event log)", (unsigned)pid);
+        } else {
+            kt_lb_add(&b, "none seen");
+        }
+    }
+    kt_push(L, &b);
+    /* recent misses: traced ones (KCACHE_TRACE) explained in full, then the events' */
+    if (r == KCACHE_OK)
+        for (i = 0; i < ix.n[KCACHE__IX_MISSED]; i++) {
+            const kcache__ix_item *it = &ix.items[KCACHE__IX_MISSED][i];
+            kcache__sb sb;
+            if (!kt_miss_room(&ms, nm, &cap)) break;
+            memset(&ms[nm], 0, sizeof ms[nm]);
+            ms[nm].when = it->when;
+            ms[nm].pid = it->pid;
+            ms[nm].reason = (int)it->reason;
+            ms[nm].traced = 1;
+            sb.p = ms[nm].text;
+            sb.cap = sizeof ms[nm].text;
+            sb.len = 0;
+            kt_explain_traced(&sb, &ix, it, u->name);
+            nm++;
+        }
+    for (j = 0; j < K.nev; j++) {
+        const kt_event *e = &K.ev[j];
+        size_t k;
+        int dup = 0;
+        if (e->kind != KCACHE__PUB_EV_MISS || e->hash != u->hash) continue;
+        for (k = 0; k < nm; k++)
+            if (ms[k].traced && ms[k].pid == e->pid && ms[k].reason == e->reason && ms[k].when - e->time < 1000000000 &&
+                e->time - ms[k].when < 1000000000)
+                dup = 1;
+        if (dup) continue;
+        if (!kt_miss_room(&ms, nm, &cap)) break;
+        memset(&ms[nm], 0, sizeof ms[nm]);
+        ms[nm].when = e->time;
+        ms[nm].pid = e->pid;
+        ms[nm].reason = e->reason;
+        snprintf(ms[nm].text, sizeof ms[nm].text, "miss: %s", kt_reason_text(e->reason));
+        nm++;
+    }
+    kt_line(L, 0, "%s", "");
+    kt_line(L, C_HEAD, "RECENT MISSES (%zu, newest first)", nm);
+    if (nm) qsort(ms, nm, sizeof *ms, kt_miss_cmp);
+    for (j = 0; j < nm; j++) {
+        kt_lb_reset(&b);
+        kt_lb_add(&b, "  %s  pid %-7u ", kt_time(ms[j].when, 1, t1, sizeof t1), (unsigned)ms[j].pid);
+        kt_lb_col(&b, ms[j].reason == KCACHE_REASON_REJECTED ? C_BAD : C_WARN);
+        kt_lb_add(&b, "%-10s", kt_reason_word(ms[j].reason));
+        kt_lb_col(&b, 0);
+        kt_lb_add(&b, " %s%s", ms[j].text, ms[j].traced ? "" : "  [event]");
+        kt_push(L, &b);
+    }
+    if (!nm) kt_line(L, C_DIM, "  none seen (KCACHE_TRACE=1 in a program keeps its misses' fields in the index)");
+    kt_line(L, 0, "%s", "");
+    if (r == KCACHE_OK) {
+        kt_line(L, C_HEAD, "OVERLOADS (%u stored)", ix.n[KCACHE__IX_LIVE]);
+        for (i = 0; i < ix.n[KCACHE__IX_LIVE]; i++) {
+            const kcache__ix_item *it = &ix.items[KCACHE__IX_LIVE][ix.n[KCACHE__IX_LIVE] - 1 - i];
+            char ename[48];
+            struct stat sb;
+            int64_t use = 0;
+            int present;
+            kcache__entry_name(it->digest, ename);
+            present = fstatat(K.fst.dirfd, ename, &sb, AT_SYMLINK_NOFOLLOW) == 0;
+            kcache_hash_hex(it->digest, hex);
+            kt_lb_reset(&b);
+            kt_lb_add(&b, "  [%u] %.16s  %s  stored %s by pid %u  last use %s  ", i + 1, hex, kt_bytes(it->size, b1, sizeof b1),
+                      kt_time(it->when, 1, t1, sizeof t1), (unsigned)it->pid,
+                      kt_cf_use(it->digest, &use) ? kt_time(use, 1, t2, sizeof t2) : "-");
+            kt_lb_col(&b, present ? C_GOOD : C_BAD);
+            kt_lb_add(&b, "%s", present ? "entry present" : "entry missing (evicted)");
+            kt_push(L, &b);
+            kt_fields(L, it->rec, it->rec_len);
+        }
+        if (ix.n[KCACHE__IX_GONE]) {
+            kt_line(L, 0, "%s", "");
+            kt_line(L, C_HEAD, "GONE (%u)", ix.n[KCACHE__IX_GONE]);
+        }
+        for (i = 0; i < ix.n[KCACHE__IX_GONE]; i++) {
+            const kcache__ix_item *it = &ix.items[KCACHE__IX_GONE][ix.n[KCACHE__IX_GONE] - 1 - i];
+            kcache_hash_hex(it->digest, hex);
+            kt_lb_reset(&b);
+            kt_lb_add(&b, "  [%u] %.16s  ", i + 1, hex);
+            kt_lb_col(&b, C_WARN);
+            kt_lb_add(&b, "%s", kt_reason_word((int)it->reason));
+            kt_lb_col(&b, 0);
+            kt_lb_add(&b, " (%s) at %s", kt_reason_text((int)it->reason), kt_time(it->when, 1, t1, sizeof t1));
+            kt_push(L, &b);
+        }
+    }
+    free(ms);
+    if (r == KCACHE_OK) kcache__ix_free(&ix);
+}
+
+/* The unit named (exactly, else the only one it begins) for -U. */
+static kt_unit *kt_find_unit(const char *name) {
+    size_t i;
+    kt_unit *found = NULL;
+    int n = 0;
+    for (i = 0; i < K.nu; i++)
+        if (strcmp(K.u[i].name, name) == 0) return &K.u[i];
+    for (i = 0; i < K.nu; i++)
+        if (strncmp(K.u[i].name, name, strlen(name)) == 0) { found = &K.u[i]; n++; }
+    if (n == 1) return found;
+    {
+        /* a unit known only from its index (no events yet): found by its hash */
+        kt_unit *u = kt_unit_get(kt_unit_hash(name), 0);
+        if (u) return u;
+    }
+    return NULL;
+}
+
+/* ---------------------------------------------------------------------------------------------- */
+/* the snapshot (batch)                                                                           */
+
+static void kt_snapshot(kt_lines *L, int index, int count) {
+    char t1[48], t2[48];
+    kt_lb b;
+    size_t n, i;
+    kt_unit **us;
+    int c, shown;
+    static const char *const cn[] = {"hits_mem", "hits_disk", "misses", "puts", "evictions", "rejects", "bytes_read",
+                                     "bytes_written", "mem_evictions", "builds", "build_waits", "store_errors"};
+    kt_line(L, 0, "kcache-top snapshot %d of %d  %s  dir %s", index, count, kt_time(K.wall, 1, t1, sizeof t1), K.dir);
+    if (K.have_cf)
+        kt_line(L, 0, "store      bytes %llu limit %llu used %.2f%% entries %llu units %zu evictions %llu%s",
+                (unsigned long long)K.cf_bytes, (unsigned long long)K.cf_limit,
+                K.cf_limit ? 100.0 * (double)K.cf_bytes / (double)K.cf_limit : 0.0, (unsigned long long)K.cf_entries, K.nindex,
+                (unsigned long long)K.cf_evictions, K.cf_sound ? "" : " (accounting being updated or to be rebuilt)");
+    else
+        kt_line(L, 0, "store      no config.file (not a kcache store yet) units %zu", K.nindex);
+    if (K.map)
+        kt_line(L, 0, "stats      created %s slots %d of %d claimed processes %d%s", kt_time(K.stats_created, 1, t1, sizeof t1),
+                K.nclaimed, KT_NSLOT, K.nlive, K.consistent ? "" : " (read while changing)");
+    else
+        kt_line(L, 0, "stats      %s processes 0", K.stats_note[0] ? K.stats_note : "none");
+    kt_lb_reset(&b);
+    kt_lb_add(&b, "totals     hits=%llu", (unsigned long long)(K.tot[KCACHE__PUB_HITS_MEM] + K.tot[KCACHE__PUB_HITS_DISK]));
+    for (c = 0; c <= KCACHE__PUB_STORE_ERRORS; c++) kt_lb_add(&b, " %s=%llu", cn[c], (unsigned long long)K.tot[c]);
+    kt_push(L, &b);
+    kt_lb_reset(&b);
+    kt_lb_add(&b, "misses     ");
+    for (c = 1; c < KCACHE_REASON_COUNT; c++)
+        kt_lb_add(&b, "%s%s=%llu", c > 1 ? " " : "", kt_reason_word(c), (unsigned long long)K.tot[KCACHE__PUB_MISS_REASON + c]);
+    kt_push(L, &b);
+    kt_lb_reset(&b);
+    kt_lb_add(&b, "rates/s   ");
+    for (c = 0; c < M_N; c++) {
+        if (K.samples > 1) kt_lb_add(&b, " %s=%.1f", kt_metric_name[c], K.rate[c]);
+        else kt_lb_add(&b, " %s=-", kt_metric_name[c]);
+    }
+    kt_push(L, &b);
+    if (K.hist_n > 1) {
+        for (c = 0; c < M_N; c++) {
+            kt_lb_reset(&b);
+            kt_lb_add(&b, "history    %-14s |", kt_metric_name[c]);
+            kt_spark(&b, c, 60, 1);
+            kt_lb_add(&b, "|");
+            kt_push(L, &b);
+        }
+    }
+    kt_line(L, 0, "PROCESSES");
+    kt_line(L, 0, "  %-4s %-8s %-16s %-8s %-23s %10s %10s %8s %8s", "SLOT", "PID", "NAME", "STATE", "OPENED", "HITS_MEM", "HITS_DISK",
+            "MISSES", "PUTS");
+    for (i = 0; i < KT_NSLOT; i++) {
+        const kt_slot *v = &K.slot[i];
+        if (!v->owner) continue;
+        kt_line(L, 0, "  %-4zu %-8u %-16s %-8s %-23s %10llu %10llu %8llu %8llu", i, (unsigned)v->pid, v->name[0] ? v->name : "?",
+                kt_state_name[v->state], kt_time((int64_t)v->opened, 1, t1, sizeof t1), (unsigned long long)v->ctr[KCACHE__PUB_HITS_MEM],
+                (unsigned long long)v->ctr[KCACHE__PUB_HITS_DISK], (unsigned long long)v->ctr[KCACHE__PUB_MISSES],
+                (unsigned long long)v->ctr[KCACHE__PUB_PUTS]);
+    }
+    shown = K.nev < 30 ? (int)K.nev : 30;
+    kt_line(L, 0, "EVENTS (newest first, %d of %zu)", shown, K.nev);
+    kt_line(L, 0, "  %-23s %-8s %-8s %-32s %10s %s", "TIME", "PID", "KIND", "UNIT", "SIZE", "REASON");
+    for (c = 0; c < shown; c++) {
+        const kt_event *e = &K.ev[c];
+        char what[64];
+        if (e->kind == KCACHE__PUB_EV_PUT) snprintf(what, sizeof what, "%s", e->reason ? kcache_strerror((kcache_status)e->reason) : "stored");
+        else if (e->kind == KCACHE__PUB_EV_EVICT) snprintf(what, sizeof what, "%llu entries", (unsigned long long)e->count);
+        else snprintf(what, sizeof what, "%s", e->kind == KCACHE__PUB_EV_MISS ? kt_reason_word(e->reason) : "-");
+        kt_line(L, 0, "  %-23s %-8u %-8s %-32s %10llu %s", kt_time(e->time, 1, t1, sizeof t1), (unsigned)e->pid, kt_kind_name(e->kind),
+                e->unit[0] ? e->unit : "-", (unsigned long long)e->size, what);
+    }
+    us = kt_sorted_units(&n);
+    kt_line(L, 0, "UNITS (%zu, sorted by %s)", n, kt_sort_name[K.sort]);
+    kt_line(L, 0, "  %-32s %8s %8s %8s %7s %6s %9s %9s %-23s %s", "UNIT", "HITS", "MEM", "DISK", "MISSES", "PUTS", "OVERLOADS", "SIZE",
+            "LAST_USE", "LAST_MISS");
+    for (i = 0; i < n; i++) {
+        const kt_unit *u = us[i];
+        int reason = u->traced_reason >= 0 && u->traced_when > u->last_miss ? u->traced_reason : u->last_reason;
+        kt_line(L, 0, "  %-32s %8llu %8llu %8llu %7llu %6llu %9u %9llu %-23s %s", u->name, (unsigned long long)kt_hits(u),
+                (unsigned long long)kt_cnt(u, U_MEM), (unsigned long long)kt_cnt(u, U_DISK), (unsigned long long)kt_cnt(u, U_MISS),
+                (unsigned long long)kt_cnt(u, U_PUTS), u->overloads, (unsigned long long)u->bytes,
+                kt_time(kt_last_use(u), 1, t2, sizeof t2), kt_reason_word(reason));
+    }
+    free(us);
+}
+
+/* ---------------------------------------------------------------------------------------------- */
+/* the interactive view                                                                           */
+
+enum { V_MAIN, V_DETAIL, V_HELP };
+static struct {
+    int view, paused, focus; /* focus 0: units, 1: events */
+    size_t sel, top, ev_top, d_top;
+    uint64_t sel_hash, detail_hash;
+    kt_lines detail;
+    double next;
+} V;
+
+static attr_t kt_attr[C_N];
+
+static void kt_colors(void) {
+    int i;
+    for (i = 0; i < C_N; i++) kt_attr[i] = A_NORMAL;
+    kt_attr[C_HEAD] = A_BOLD;
+    kt_attr[C_SEL] = A_REVERSE;
+    kt_attr[C_TITLE] = A_REVERSE | A_BOLD;
+    kt_attr[C_DIM] = A_DIM;
+    kt_attr[C_BAD] = A_BOLD;
+    if (!K.color || !has_colors()) return;
+    start_color();
+    use_default_colors();
+    init_pair(1, COLOR_CYAN, -1);
+    init_pair(2, COLOR_GREEN, -1);
+    init_pair(3, COLOR_YELLOW, -1);
+    init_pair(4, COLOR_RED, -1);
+    init_pair(5, COLOR_BLUE, -1);
+    init_pair(6, COLOR_BLACK, COLOR_CYAN);
+    kt_attr[C_HEAD] = (attr_t)(COLOR_PAIR(1) | A_BOLD);
+    kt_attr[C_GOOD] = (attr_t)COLOR_PAIR(2);
+    kt_attr[C_WARN] = (attr_t)COLOR_PAIR(3);
+    kt_attr[C_BAD] = (attr_t)(COLOR_PAIR(4) | A_BOLD);
+    kt_attr[C_DIM] = (attr_t)(COLOR_PAIR(5));
+    kt_attr[C_TITLE] = (attr_t)(COLOR_PAIR(6) | A_BOLD);
+}
+
+/* Draws a marked-up line at row y, cut to the screen's width; base: an attribute for all of it. */
+static void kt_draw(int y, const char *s, attr_t base, int fill) {
+    int x = 0, w = COLS;
+    attr_t a = base | kt_attr[C_NORM];
+    if (y < 0 || y >= LINES) return;
+    move(y, 0);
+    attrset(a);
+    while (*s && x < w) {
+        const char *run = s;
+        int cols = 0;
+        if (*s == '\001') {
+            int c = s[1] ? s[1] - '0' : 0;
+            a = base | (c >= 0 && c < C_N ? kt_attr[c] : A_NORMAL);
+            attrset(a);
+            s += s[1] ? 2 : 1;
+            continue;
+        }
+        while (*s && *s != '\001' && x + cols < w) {
+            unsigned char ch = (unsigned char)*s;
+            int len = ch < 0x80 ? 1 : ch >= 0xf0 ? 4 : ch >= 0xe0 ? 3 : ch >= 0xc0 ? 2 : 1, k;
+            for (k = 1; k < len; k++)
+                if (!s[k]) len = k;
+            s += len;
+            cols++;
+        }
+        addnstr(run, (int)(s - run));
+        x += cols;
+    }
+    attrset(base);
+    if (fill) while (x++ < w) addch(' ');
+    attrset(A_NORMAL);
+}
+
+static void kt_draw_title(const char *what) {
+    char t1[48], line[600];
+    snprintf(line, sizeof line, " kcache-top  %.500s%s%.60s", K.dir, what ? "  " : "", what ? what : "");
+    kt_draw(0, line, kt_attr[C_TITLE], 1);
+    snprintf(line, sizeof line, "%s  every %gs%s ", kt_time(K.wall, 0, t1, sizeof t1), K.interval, V.paused ? "  PAUSED" : "");
+    if ((int)strlen(line) < COLS) {
+        attrset(kt_attr[C_TITLE]);
+        mvaddstr(0, COLS - (int)strlen(line), line);
+        attrset(A_NORMAL);
+    }
+}
+
+static void kt_draw_main(void) {
+    kt_lb b;
+    char t1[48], t2[48], t3[48];
+    int y = 1, c, h = LINES, w = COLS, rows_ev, rows_units, namew, i, compact;
+    size_t n, k;
+    kt_unit **us;
+    uint64_t hits = K.tot[KCACHE__PUB_HITS_MEM] + K.tot[KCACHE__PUB_HITS_DISK];
+    kt_draw_title(NULL);
+    /* size against the limit */
+    kt_lb_reset(&b);
+    kt_lb_col(&b, C_HEAD);
+    kt_lb_add(&b, "Store ");
+    kt_lb_col(&b, 0);
+    if (K.have_cf) {
+        double f = K.cf_limit ? (double)K.cf_bytes / (double)K.cf_limit : 0;
+        int bw = w >= 100 ? 30 : w >= 70 ? 16 : 8, fillc = (int)(f * bw + 0.5);
+        if (f > 0 && fillc == 0) fillc = 1;
+        if (fillc > bw) fillc = bw;
+        kt_lb_add(&b, "[");
+        kt_lb_col(&b, f > 0.9 ? C_BAD : f > 0.6 ? C_WARN : C_GOOD);
+        for (i = 0; i < bw; i++) kt_lb_add(&b, "%c", i < fillc ? '#' : ' ');
+        kt_lb_col(&b, 0);
+        kt_lb_add(&b, "] %s / %s (%.1f%%)  entries %llu  units %zu  processes %d", kt_bytes(K.cf_bytes, t1, sizeof t1),
+                  K.cf_limit ? kt_bytes(K.cf_limit, t2, sizeof t2) : "no limit", f * 100.0, (unsigned long long)K.cf_entries, K.nindex,
+                  K.nlive);
+    } else {
+        kt_lb_add(&b, "no config.file yet  units %zu  processes %d", K.nindex, K.nlive);
+    }
+    kt_draw(y++, b.s, 0, 0);
+    /* totals */
+    kt_lb_reset(&b);
+    kt_lb_col(&b, C_HEAD);
+    kt_lb_add(&b, "Total ");
+    kt_lb_col(&b, 0);
+    kt_lb_add(&b, "hits %llu (mem %llu, disk %llu)  ratio %.1f%%  misses %llu  puts %llu  evictions %llu  rejects %llu",
+              (unsigned long long)hits, (unsigned long long)K.tot[KCACHE__PUB_HITS_MEM], (unsigned long long)K.tot[KCACHE__PUB_HITS_DISK],
+              hits + K.tot[KCACHE__PUB_MISSES] ? 100.0 * (double)hits / (double)(hits + K.tot[KCACHE__PUB_MISSES]) : 0.0,
+              (unsigned long long)K.tot[KCACHE__PUB_MISSES], (unsigned long long)K.tot[KCACHE__PUB_PUTS],
+              (unsigned long long)K.tot[KCACHE__PUB_EVICTIONS], (unsigned long long)K.tot[KCACHE__PUB_REJECTS]);
+    kt_draw(y++, b.s, 0, 0);
+    kt_lb_reset(&b);
+    kt_lb_col(&b, C_HEAD);
+    kt_lb_add(&b, "Miss  ");
+    kt_lb_col(&b, 0);
+    for (c = 1; c < KCACHE_REASON_COUNT; c++)
+        kt_lb_add(&b, "%s %llu  ", kt_reason_word(c), (unsigned long long)K.tot[KCACHE__PUB_MISS_REASON + c]);
+    if (!K.map) kt_lb_add(&b, " [%s]", K.stats_note);
+    kt_draw(y++, b.s, 0, 0);
+    /* rates */
+    if (h >= 24) {
+        int sw = w - 26;
+        if (sw > KT_HIST) sw = KT_HIST;
+        for (c = 0; c < M_N; c++) {
+            static const char *const label[M_N] = {"hits/s", "misses/s", "puts/s", "evictions/s", "read", "written"};
+            kt_lb_reset(&b);
+            kt_lb_add(&b, " %-12s", label[c]);
+            kt_lb_col(&b, c == M_MISSES || c == M_EVICTIONS ? C_WARN : C_GOOD);
+            kt_lb_add(&b, "%10s ", K.samples > 1 ? kt_metric_fmt(c, K.rate[c], t1, sizeof t1) : "-");
+            kt_lb_col(&b, c == M_MISSES || c == M_EVICTIONS ? C_WARN : C_GOOD);
+            if (sw > 4) kt_spark(&b, c, sw, !K.utf8);
+            kt_draw(y++, b.s, 0, 0);
+        }
+    } else {
+        kt_lb_reset(&b);
+        kt_lb_col(&b, C_HEAD);
+        kt_lb_add(&b, "Rate/s");
+        kt_lb_col(&b, 0);
+        for (c = 0; c < M_N; c++)
+            kt_lb_add(&b, " %s %s", kt_metric_name[c], K.samples > 1 ? kt_metric_fmt(c, K.rate[c], t1, sizeof t1) : "-");
+        kt_draw(y++, b.s, 0, 0);
+    }
+    /* events and units share the rest: a third for events */
+    {
+        int left = h - y - 1 - 3; /* two section titles, the units' column header, the key line */
+        if (left < 2) left = 2;
+        rows_ev = left / 3;
+        if (rows_ev < 1) rows_ev = 1;
+        rows_units = left - rows_ev;
+    }
+    kt_lb_reset(&b);
+    kt_lb_add(&b, "EVENTS newest first (%zu)%s", K.nev, V.focus == 1 ? "  [Tab: units]" : "");
+    kt_draw(y++, b.s, kt_attr[C_HEAD] | (V.focus == 1 ? A_UNDERLINE : 0), 0);
+    if (V.ev_top + (size_t)rows_ev > K.nev) V.ev_top = K.nev > (size_t)rows_ev ? K.nev - (size_t)rows_ev : 0;
+    for (i = 0; i < rows_ev; i++) {
+        size_t at = V.ev_top + (size_t)i;
+        const kt_event *e;
+        char what[64];
+        if (at >= K.nev) { if (i == 0) kt_draw(y, "  (no events yet)", kt_attr[C_DIM], 0); y++; continue; }
+        e = &K.ev[at];
+        if (e->kind == KCACHE__PUB_EV_PUT) snprintf(what, sizeof what, "%s", e->reason ? kcache_strerror((kcache_status)e->reason) : "");
+        else if (e->kind == KCACHE__PUB_EV_EVICT) snprintf(what, sizeof what, "%llu entries", (unsigned long long)e->count);
+        else snprintf(what, sizeof what, "%s", e->kind == KCACHE__PUB_EV_MISS ? kt_reason_word(e->reason) : "");
+        kt_lb_reset(&b);
+        kt_lb_add(&b, " %s  %-7u ", kt_time(e->time, 1, t1, sizeof t1) + 11, (unsigned)e->pid);
+        kt_lb_col(&b, kt_kind_color(e->kind, e->reason));
+        kt_lb_add(&b, "%-8s", kt_kind_name(e->kind));
+        kt_lb_col(&b, 0);
+        kt_lb_add(&b, " %-28.28s %8s  %s", e->unit[0] ? e->unit : "-", kt_bytes(e->size, t2, sizeof t2), what);
+        kt_draw(y++, b.s, 0, 0);
+    }
+    /* units */
+    us = kt_sorted_units(&n);
+    for (k = 0; k < n; k++)
+        if (us[k]->hash == V.sel_hash) { V.sel = k; break; }
+    if (V.sel >= n) V.sel = n ? n - 1 : 0;
+    if (V.sel < V.top) V.top = V.sel;
+    if (V.sel >= V.top + (size_t)rows_units) V.top = V.sel + 1 - (size_t)rows_units;
+    if (n) V.sel_hash = us[V.sel]->hash;
+    kt_lb_reset(&b);
+    kt_lb_add(&b, "UNITS %zu  sort: %s  (s: sort  Enter: detail)", n, kt_sort_name[K.sort]);
+    kt_draw(y++, b.s, kt_attr[C_HEAD] | (V.focus == 0 ? A_UNDERLINE : 0), 0);
+    compact = w < 96; /* narrow: no PUTS, OVLD, SIZE columns, so that names stay readable */
+    namew = w - (compact ? 46 : 66);
+    if (namew > 48) namew = 48;
+    if (namew < 12) namew = 12;
+    kt_lb_reset(&b);
+    if (compact) kt_lb_add(&b, " %-*s %8s %7s %-9s %-9s", namew, "UNIT", "HITS", "MISSES", "LAST USE", "LAST MISS");
+    else kt_lb_add(&b, " %-*s %8s %7s %6s %5s %7s %-9s %-9s", namew, "UNIT", "HITS", "MISSES", "PUTS", "OVLD", "SIZE", "LAST USE", "LAST MISS");
+    kt_draw(y++, b.s, A_BOLD, 1);
+    for (i = 0; i < rows_units; i++) {
+        size_t at = V.top + (size_t)i;
+        const kt_unit *u;
+        int reason;
+        if (at >= n) { if (i == 0 && !n) kt_draw(y, "  (no units yet)", kt_attr[C_DIM], 0); y++; continue; }
+        u = us[at];
+        reason = u->traced_reason >= 0 && u->traced_when > u->last_miss ? u->traced_reason : u->last_reason;
+        kt_lb_reset(&b);
+        kt_lb_add(&b, " %-*.*s %8s ", namew, namew, u->name, kt_num((double)kt_hits(u), t1, sizeof t1));
+        kt_lb_col(&b, kt_cnt(u, U_MISS) ? C_WARN : 0);
+        kt_lb_add(&b, "%7s", kt_num((double)kt_cnt(u, U_MISS), t2, sizeof t2));
+        kt_lb_col(&b, 0);
+        if (compact) kt_lb_add(&b, " %-9s ", kt_ago(kt_last_use(u), t2, sizeof t2));
+        else
+            kt_lb_add(&b, " %6s %5u %7s %-9s ", kt_num((double)kt_cnt(u, U_PUTS), t3, sizeof t3), u->overloads,
+                      u->in_index ? kt_bytes(u->bytes, t1, sizeof t1) : "-", kt_ago(kt_last_use(u), t2, sizeof t2));
+        kt_lb_col(&b, reason >= 0 ? (reason == KCACHE_REASON_REJECTED ? C_BAD : C_WARN) : 0);
+        kt_lb_add(&b, "%s", reason >= 0 ? kt_reason_word(reason) : "-");
+        kt_draw(y++, b.s, at == V.sel && V.focus == 0 ? kt_attr[C_SEL] : 0, at == V.sel && V.focus == 0);
+    }
+    free(us);
+    kt_draw(LINES - 1,
+            K.utf8 ? " q quit  p pause  s sort  Enter detail  Tab switch list  \xe2\x86\x91\xe2\x86\x93 PgUp PgDn scroll  ? help"
+                   : " q quit  p pause  s sort  Enter detail  Tab switch list  arrows PgUp PgDn scroll  ? help",
+            kt_attr[C_TITLE], 1);
+}
+
+static kt_unit *kt_unit_by_hash(uint64_t h) { return kt_unit_get(h, 0); }
+
+static void kt_build_detail(void) {
+    kt_unit *u = kt_unit_by_hash(V.detail_hash);
+    kt_lines_free(&V.detail);
+    if (u) kt_detail(&V.detail, u);
+    else kt_line(&V.detail, C_BAD, "unit not found");
+}
+
+static void kt_draw_lines(const kt_lines *L, size_t *top, const char *title, const char *keys) {
+    int rows = LINES - 2, i;
+    kt_draw_title(title);
+    if (L->n <= (size_t)rows) *top = 0;
+    else if (*top > L->n - (size_t)rows) *top = L->n - (size_t)rows;
+    for (i = 0; i < rows; i++) {
+        size_t at = *top + (size_t)i;
+        if (at < L->n) kt_draw(1 + i, L->v[at], 0, 0);
+    }
+    kt_draw(LINES - 1, keys, kt_attr[C_TITLE], 1);
+}
+
+static void kt_help(kt_lines *L) {
+    kt_line(L, C_HEAD, "kcache-top: a live view of a kcache store");
+    kt_line(L, 0, "%s", "");
+    kt_line(L, 0, "  q          quit");
+    kt_line(L, 0, "  p          pause / resume sampling");
+    kt_line(L, 0, "  s          cycle the units' sort: hits, misses, size, last use");
+    kt_line(L, 0, "  Tab        move between the units and the event log");
+    kt_line(L, 0, "  Up Down PgUp PgDn Home End   scroll");
+    kt_line(L, 0, "  Enter      a unit's detail: overloads, fields, dependency stamps, recent misses");
+    kt_line(L, 0, "  Esc        back");
+    kt_line(L, 0, "  ?          this help");
+    kt_line(L, 0, "%s", "");
+    kt_line(L, 0, "  Every process using the store publishes its counters and events in DIR/stats;");
+    kt_line(L, 0, "  kcache-top only reads it, config.file and the index logs. Rates are per second");
+    kt_line(L, 0, "  over the refresh interval (-d); memory hits appear in the event log sampled");
+    kt_line(L, 0, "  (at most one per entry and second); per-unit counts cover the processes seen");
+    kt_line(L, 0, "  while kcache-top runs.");
+}
+
+static void kt_render(void) {
+    erase();
+    if (LINES < 8 || COLS < 40) {
+        mvaddstr(0, 0, "kcache-top: terminal too small");
+    } else if (V.view == V_DETAIL) {
+        kt_draw_lines(&V.detail, &V.d_top, "(unit)", " Esc back  q quit  p pause  Up Down PgUp PgDn scroll");
+    } else if (V.view == V_HELP) {
+        kt_lines L;
+        size_t top = 0;
+        memset(&L, 0, sizeof L);
+        kt_help(&L);
+        kt_draw_lines(&L, &top, "(help)", " any key: back");
+        kt_lines_free(&L);
+    } else {
+        kt_draw_main();
+    }
+    refresh();
+}
+
+static void kt_scroll(int key) {
+    int page = LINES - 2 > 1 ? LINES - 4 : 1;
+    size_t *p;
+    if (V.view == V_DETAIL) p = &V.d_top;
+    else if (V.focus == 1) p = &V.ev_top;
+    else p = &V.sel;
+    switch (key) {
+    case KEY_UP: if (*p) (*p)--; break;
+    case KEY_DOWN: (*p)++; break;
+    case KEY_PPAGE: *p = *p > (size_t)page ? *p - (size_t)page : 0; break;
+    case KEY_NPAGE: *p += (size_t)page; break;
+    case KEY_HOME: *p = 0; break;
+    case KEY_END: *p = (size_t)-1 / 2; break;
+    default: break;
+    }
+    if (V.view == V_MAIN && V.focus == 0) {
+        size_t n;
+        kt_unit **us = kt_sorted_units(&n);
+        if (V.sel >= n) V.sel = n ? n - 1 : 0;
+        if (n) V.sel_hash = us[V.sel]->hash;
+        free(us);
+    }
+    if (V.view == V_DETAIL && V.d_top > V.detail.n) V.d_top = V.detail.n;
+}
+
+static int kt_interactive(void) {
+    int quit = 0;
+    long refreshes = 1;
+    kt_sample();
+    initscr();
+    cbreak();
+    noecho();
+    keypad(stdscr, TRUE);
+    curs_set(0);
+    set_escdelay(25);
+    kt_colors();
+    memset(&V, 0, sizeof V);
+    V.next = kt_mono() + K.interval;
+    kt_render();
+    while (!quit) {
+        double now = kt_mono();
+        int ms = (int)((V.next - now) * 1000.0), ch;
+        if (ms < 0) ms = 0;
+        timeout(ms);
+        ch = getch();
+        if (ch != ERR) {
+            if (V.view == V_HELP && ch != KEY_RESIZE) {
+                V.view = V_MAIN;
+                if (ch == 'q' || ch == 'Q') quit = 1;
+            } else {
+                switch (ch) {
+                case 'q': case 'Q': quit = 1; break;
+                case 'p': case 'P': V.paused = !V.paused; break;
+                case 's': case 'S': K.sort = (K.sort + 1) % SORT_N; V.top = 0; break;
+                case '?': case 'h': V.view = V_HELP; break;
+                case '\t': if (V.view == V_MAIN) V.focus = !V.focus; break;
+                case '\n': case '\r': case KEY_ENTER:
+                    if (V.view == V_MAIN && V.focus == 0 && V.sel_hash) {
+                        V.detail_hash = V.sel_hash;
+                        V.d_top = 0;
+                        kt_build_detail();
+                        V.view = V_DETAIL;
+                    }
+                    break;
+                case 27: case KEY_BACKSPACE: case 127: case KEY_LEFT:
+                    if (V.view == V_DETAIL) V.view = V_MAIN;
+                    break;
+                case KEY_RESIZE: clearok(stdscr, TRUE); break;
+                case KEY_UP: case KEY_DOWN: case KEY_PPAGE: case KEY_NPAGE: case KEY_HOME: case KEY_END: kt_scroll(ch); break;
+                default: break;
+                }
+            }
+            if (!quit) kt_render();
+            continue;
+        }
+        if (kt_mono() + 0.001 >= V.next) {
+            if (!V.paused) {
+                kt_sample();
+                if (V.view == V_DETAIL) kt_build_detail();
+                refreshes++;
+                if (K.iterations > 0 && refreshes >= K.iterations) quit = 1;
+            }
+            V.next += K.interval;
+            if (V.next < kt_mono()) V.next = kt_mono() + K.interval;
+            kt_render();
+        }
+    }
+    endwin();
+    kt_lines_free(&V.detail);
+    return 0;
+}
+
+/* ---------------------------------------------------------------------------------------------- */
+
+static void kt_usage(FILE *f) {
+    fprintf(f, "usage: kcache-top [-b] [-n N] [-d SECONDS] [-s hits|misses|size|last] [-U UNIT] [-a] [DIR]\n"
+               "  DIR        the store (default: KCACHE_DIR, else $XDG_CACHE_HOME/kcache, else ~/.cache/kcache)\n"
+               "  -b         batch: plain-text snapshots on stdout\n"
+               "  -n N       snapshots (batch; default 1) or refreshes before exiting (interactive)\n"
+               "  -d SECS    refresh interval (default 2)\n"
+               "  -s KEY     sort the units by hits, misses, size or last (use)\n"
+               "  -U UNIT    batch: the unit's detail instead of the snapshot\n"
+               "  -a         ASCII only (no UTF-8 sparklines)\n");
+}
+
+int main(int argc, char **argv) {
+    int i, s;
+    const char *dir = NULL;
+    struct stat sb;
+    struct sigaction sa;
+    kcache_config cfg;
+    memset(&K, 0, sizeof K);
+    K.interval = 2.0;
+    K.iterations = -1;
+    K.color = 1;
+    for (i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) { kt_usage(stdout); return 0; }
+        if (strcmp(a, "-b") == 0) { K.batch = 1; continue; }
+        if (strcmp(a, "-a") == 0) { K.ascii = 1; continue; }
+        if (strcmp(a, "--") == 0) { if (i + 1 < argc) dir = argv[++i]; continue; }
+        if (a[0] == '-' && a[1] && strchr("ndsU", a[1]) && !a[2]) {
+            const char *v = i + 1 < argc ? argv[++i] : NULL;
+            char *end;
+            if (!v) { fprintf(stderr, "kcache-top: %s needs a value\n", a); kt_usage(stderr); return 2; }
+            if (a[1] == 'n') {
+                K.iterations = strtol(v, &end, 10);
+                if (end == v || *end || K.iterations < 1) { fprintf(stderr, "kcache-top: -n wants a count of 1 or more\n"); return 2; }
+            } else if (a[1] == 'd') {
+                K.interval = strtod(v, &end);
+                if (end == v || *end || !(K.interval >= 0.05) || K.interval > 86400) {
+                    fprintf(stderr, "kcache-top: -d wants seconds from 0.05 to 86400\n");
+                    return 2;
+                }
+            } else if (a[1] == 's') {
+                for (s = 0; s < SORT_N && strcmp(v, kt_sort_name[s]) != 0; s++) {
+                }
+                if (s == SORT_N) { fprintf(stderr, "kcache-top: -s wants hits, misses, size or last\n"); return 2; }
+                K.sort = s;
+            } else {
+                K.detail_unit = v;
+            }
+            continue;
+        }
+        if (a[0] == '-' && a[1]) { fprintf(stderr, "kcache-top: unknown option %s\n", a); kt_usage(stderr); return 2; }
+        if (dir) { fprintf(stderr, "kcache-top: one directory only\n"); return 2; }
+        dir = a;
+    }
+    kcache_config_init(&cfg);
+    K.stamp_policy = cfg.stamp;
+    if (!dir) dir = cfg.dir;
+    if (!dir || !*dir) {
+        if (!kcache__default_dir(K.dir, sizeof K.dir)) { fprintf(stderr, "kcache-top: no directory given and no KCACHE_DIR, XDG_CACHE_HOME or HOME\n"); return 2; }
+    } else if (strlen(dir) >= sizeof K.dir) {
+        fprintf(stderr, "kcache-top: the path is too long\n");
+        return 2;
+    } else {
+        strcpy(K.dir, dir);
+    }
+    if (stat(K.dir, &sb) != 0) {
+        fprintf(stderr, "kcache-top: %s: %s\n", K.dir, errno == ENOENT ? "no such directory" : strerror(errno));
+        return 2;
+    }
+    if (!S_ISDIR(sb.st_mode)) { fprintf(stderr, "kcache-top: %s: not a directory\n", K.dir); return 2; }
+    K.fst.dirfd = open(K.dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    K.fst.tmpfd = K.fst.lockfd = K.fst.cffd = -1;
+    K.fst.dir = K.dir;
+    if (K.fst.dirfd < 0) { fprintf(stderr, "kcache-top: %s: cannot open it: %s\n", K.dir, strerror(errno)); return 2; }
+    {
+        DIR *dp = opendir(K.dir);
+        if (!dp) { fprintf(stderr, "kcache-top: %s: cannot read it: %s\n", K.dir, strerror(errno)); return 2; }
+        closedir(dp);
+    }
+    if (K.detail_unit && !K.batch) { fprintf(stderr, "kcache-top: -U is for batch mode (-b); interactively, press Enter on a unit\n"); return 2; }
+    K.domain = kcache__pub_domain();
+    K.ev = (kt_event *)malloc(KT_EVENTS * sizeof *K.ev);
+    if (!K.ev) return 1;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = kt_on_bus;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGBUS, &sa, NULL);
+    setlocale(LC_ALL, "");
+    K.utf8 = !K.ascii && strcmp(nl_langinfo(CODESET), "UTF-8") == 0;
+    if (K.batch) {
+        long n = K.iterations > 0 ? K.iterations : 1, it;
+        setvbuf(stdout, NULL, _IOFBF, 0);
+        for (it = 1; it <= n; it++) {
+            kt_lines L;
+            size_t j;
+            kt_sample();
+            memset(&L, 0, sizeof L);
+            if (K.detail_unit) {
+                kt_unit *u = kt_find_unit(K.detail_unit);
+                if (u) kt_detail(&L, u);
+                else {
+                    kt_unit tmp;
+                    memset(&tmp, 0, sizeof tmp);
+                    snprintf(tmp.name, sizeof tmp.name, "%s", K.detail_unit);
+                    tmp.full_name = 1;
+                    tmp.hash = kt_unit_hash(K.detail_unit);
+                    tmp.last_reason = tmp.traced_reason = -1;
+                    kt_detail(&L, &tmp);
+                }
+            } else {
+                kt_snapshot(&L, (int)it, (int)n);
+            }
+            for (j = 0; j < L.n; j++) kt_print_plain(stdout, L.v[j]);
+            if (it < n) printf("\n");
+            fflush(stdout);
+            kt_lines_free(&L);
+            if (it < n) {
+                double until = kt_mono() + K.interval;
+                while (kt_mono() < until) kcache__sleep_us((unsigned)((until - kt_mono()) * 1e6) + 1);
+            }
+        }
+        return 0;
+    }
+    if (!isatty(STDOUT_FILENO) || !isatty(STDIN_FILENO)) {
+        fprintf(stderr, "kcache-top: not a terminal; use -b for batch mode\n");
+        return 2;
+    }
+    if (!K.utf8) K.ascii = 1;
+    return kt_interactive();
+}
