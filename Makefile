@@ -35,6 +35,8 @@ $(B)/kcache-inspect: tools/kcache-inspect.c kcache.h | $(B)
 
 $(B)/kcache-top: tools/kcache-top.c kcache.h | $(B)
 	$(CC) $(STD) $(CFLAGS) $(WARN) -I. -o $@ $< $(CURSES) $(LDLIBS)
+$(B)/make_store: tests/make_store.c kcache.h | $(B)
+	$(CC) $(STD) $(CFLAGS) $(WARN) -I. -o $@ $< $(LDLIBS)
 $(B)/kcache_load: examples/kcache_load.c kcache.h | $(B)
 	$(CC) $(STD) $(CFLAGS) $(WARN) -I. -o $@ $< $(LDLIBS)
 
@@ -66,7 +68,7 @@ check-deps:
 
 # Runs everything; the last line is "N passed, N failed".
 test: check-deps
-	@$(MAKE) --no-print-directory $(TEST_BINS) $(CL_TESTS) $(TOOLS) $(B)/demo_cc $(B)/kcache_load $(addprefix $(B)/,$(FUZZERS))
+	@$(MAKE) --no-print-directory $(TEST_BINS) $(CL_TESTS) $(TOOLS) $(B)/demo_cc $(B)/kcache_load $(B)/make_store $(addprefix $(B)/,$(FUZZERS))
 	@bash tests/run.sh \
 	  compile=tests/compile_check.sh \
 	  $(foreach t,$(CTESTS),$(t)=$(B)/$(t)) \
@@ -75,6 +77,7 @@ test: check-deps
 	  valgrind/test_key="valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite $(B)/test_key" \
 	  valgrind/test_lru="valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite $(B)/test_lru" \
 	  inspect="tests/test_inspect.sh $(B)/kcache-inspect" \
+	  inspect-store="tests/test_inspect_store.sh $(B)/kcache-inspect $(B)/make_store" \
 	  install=tests/test_install.sh \
 	  top="tests/test_top.sh $(B)/kcache-top $(B)/kcache_load" \
 	  fuzz-smoke="tests/fuzz_smoke.sh $(FUZZ_SMOKE) $(FUZZERS)" \
@@ -97,13 +100,13 @@ test-exchange: check-deps $(B)/test_exchange $(B)/kcache-inspect
 
 # ---- fuzzing (libFuzzer): `make fuzz FUZZ_TIME=600` runs each target that long; `make fuzz-smoke`
 # (part of make test) runs each for FUZZ_SMOKE seconds from its seed corpus ----
-FUZZERS    := fuzz_pickle
+FUZZERS    := fuzz_pickle fuzz_store
 FUZZ_TIME  ?= 600
 FUZZ_SMOKE ?= 15
 FUZZ_FLAGS := -std=c99 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
 $(B)/fuzz_pickle: fuzz/fuzz_pickle.c tools/kcache-inspect.c kcache.h | $(B)
 	clang $(FUZZ_FLAGS) -I. -DKCACHE_INSPECT_NO_MAIN -o $@ $< $(LDLIBS)
-$(B)/fuzz_store: fuzz/fuzz_store.c kcache.h | $(B)
+$(B)/fuzz_store: fuzz/fuzz_store.c tools/kcache-inspect.c kcache.h | $(B)
 	clang $(FUZZ_FLAGS) -I. -o $@ $< $(LDLIBS)
 fuzz: $(addprefix $(B)/,$(FUZZERS))
 	@for f in $(FUZZERS); do mkdir -p $(B)/fuzz-work/$$f; \

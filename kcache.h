@@ -2862,7 +2862,7 @@ static kcache_status kcache__record_parse(const unsigned char *p, size_t len, kc
     r.p = p; r.len = len; r.pos = 0; r.bad = 0;
     ulen = kcache__r_u16(&r);
     s = kcache__r_take(&r, ulen);
-    if (!s || ulen == 0 || ulen >= KCACHE_UNIT_MAX) { kcache_key_init(out, NULL); return KCACHE_ECORRUPT; }
+    if (!s || ulen == 0 || ulen >= KCACHE_UNIT_MAX || memchr(s, 0, ulen)) { kcache_key_init(out, NULL); return KCACHE_ECORRUPT; }
     memcpy(unit, s, ulen);
     unit[ulen] = 0;
     if (kcache_key_init(out, unit) != KCACHE_OK) return KCACHE_ECORRUPT;
@@ -2880,7 +2880,7 @@ static kcache_status kcache__record_parse(const unsigned char *p, size_t len, kc
         hi = kcache__r_u64(&r);
         nm = kcache__r_take(&r, nl);
         pv = kcache__r_take(&r, pl);
-        if (!nm || !pv || nl == 0 || nl >= KCACHE_FIELD_NAME_MAX || pl >= KCACHE_PREVIEW_MAX ||
+        if (!nm || !pv || nl == 0 || nl >= KCACHE_FIELD_NAME_MAX || pl >= KCACHE_PREVIEW_MAX || memchr(nm, 0, nl) || memchr(pv, 0, pl) ||
             type < KCACHE_FIELD_BYTES || type > KCACHE_FIELD_FILE) break;
         memcpy(name, nm, nl);
         name[nl] = 0;
@@ -3823,8 +3823,8 @@ static kcache_status kcache__write_all(int fd, const void *a, size_t an, const v
           records: u32 L, body (L bytes), u64 checksum of the body, u32 L again
           body: u8 kind (1 live, 2 gone, 3 missed, 4 forgotten), 3 x u8 0, digest lo, hi, i64 when,
                 u64 payload size, u32 reason, u32 pid, u32 record length, key record
-   A record cut short by a crash fails its checksum: a reader stops there, and the next writer
-   rewrites the log instead of appending after it.                                               */
+   A record cut short by a crash or damaged fails its checksum: a reader skips to the next sound
+   record, and the next writer rewrites the log instead of appending after a torn one.                                               */
 #define KCACHE__IX_VERSION 2
 #define KCACHE__IX_KEEP 32                /* gone and missed items kept per unit, newest last */
 #define KCACHE__IX_MAX ((size_t)64 << 20) /* an index larger than this is damage */
@@ -5678,7 +5678,11 @@ static kcache_reason kcache__ix_classify(kcache *kc, const kcache_key *k, int64_
             kcache__sb_add(b, ": removed from %s ", kc->dir);
             if (*when) { kcache__sb_add(b, "at "); kcache__sb_time(b, *when); }
             else kcache__sb_add(b, "before the eviction log's memory");
-            kcache__sb_add(b, " (store limit %llu bytes)", (unsigned long long)st->limit);
+            {
+                const kcache__table *t = kcache__tab(st); /* the limit the store's last writer had */
+                kcache__sb_add(b, " (store limit %llu bytes)",
+                               (unsigned long long)(t && t->map ? kcache__cf_at(t->map, 56) : st->limit));
+            }
             break;
         case KCACHE_REASON_REJECTED:
             kcache__sb_add(b, ": the entry of unit \"%s\" was removed at ", k->unit);

@@ -2722,7 +2722,7 @@ static void ks_size(char *out, size_t cap, uint64_t n)
     static const char units[] = "KMGTPE";
     double v = (double)n;
     int i = -1;
-    if (n < 1024) { ki_fmt(out, cap, "%llu bytes", (unsigned long long)n); return; }
+    if (n < 1024) { ki_fmt(out, cap, "%llu byte%s", (unsigned long long)n, n == 1 ? "" : "s"); return; }
     while (v >= 1024.0 && i < 5) { v /= 1024.0; i++; }
     ki_fmt(out, cap, "%.1f %ciB", v, units[i]);
 }
@@ -3334,7 +3334,8 @@ static ks_dep *ks_deps_of(const kcache_key *k, const ki_opts *op, size_t *n)
 typedef struct ks_index {
     const unsigned char *buf;
     size_t len, hlen, ulen;
-    size_t end;                      /* where the sound records stop (len when all are sound) */
+    size_t skipped, stretches;       /* bytes that do not decode as a record (kcache skips them), in how many places */
+    size_t skipped_end;              /* (decoding) just past the last skipped byte, from hlen */
     char unit[KCACHE_UNIT_MAX];      /* the unit, NUL-terminated (ulen bytes; a NUL inside cuts it) */
     uint64_t compacted;              /* the log's length after its last rewrite */
     size_t records, kinds[4];        /* records decoded, by kind (live, gone, missed, forgotten) */
@@ -3368,9 +3369,10 @@ static int ks_index_push(ks_index *ix, int l, const kcache__ix_item *it)
     return 1;
 }
 
-/* Decodes an index held in memory (buf stays the caller's; items point into it).  0 when its
-   header is sound (records after a torn one are not read, as kcache does not read them); -1
-   with a message when it is not a kcache index or its header fails. */
+/* Decodes an index held in memory (buf stays the caller's; items point into it) as
+   kcache__ix_read does: a damaged or torn record is skipped byte by byte up to the next sound
+   one.  0 when its header is sound; -1 with a message when it is not a kcache index or its
+   header fails. */
 static int ks_index_decode(const unsigned char *buf, size_t len, ks_index *ix, char *err, size_t errcap)
 {
     kcache__rbuf r;
@@ -3400,7 +3402,6 @@ static int ks_index_decode(const unsigned char *buf, size_t len, ks_index *ix, c
     memcpy(ix->unit, buf + 26, ix->ulen);
     ix->unit[ix->ulen] = 0;
     ix->compacted = kcache__get_u64(buf + 16);
-    ix->end = ix->hlen;
     cap = (len - ix->hlen) / 60 + 1; /* a record is at least 60 bytes */
     for (tsz = 64; tsz < cap * 2; tsz <<= 1) {
     }
@@ -3415,10 +3416,16 @@ static int ks_index_decode(const unsigned char *buf, size_t len, ks_index *ix, c
     }
     memset(table, 0xff, sizeof *table * tsz);
     r.p = buf; r.len = len; r.pos = ix->hlen; r.bad = 0;
-    while (nrec < cap) {
+    while (nrec < cap && r.pos < r.len) {
+        size_t at = r.pos, h;
         int kind = kcache__ix_decode(&r, &recs[nrec]);
-        size_t h;
-        if (kind < 0) break;
+        if (kind < 0) { /* damaged or torn: look for the next sound record, as kcache does */
+            if (!ix->skipped || at != ix->hlen + ix->skipped_end) ix->stretches++;
+            ix->skipped++;
+            ix->skipped_end = at + 1 - ix->hlen;
+            r.pos = at + 1;
+            continue;
+        }
         kinds[nrec] = (unsigned char)kind;
         ix->kinds[kind]++;
         if (kind != KCACHE__IX_MISSED) { /* the latest state of each digest wins */
@@ -3428,7 +3435,7 @@ static int ks_index_decode(const unsigned char *buf, size_t len, ks_index *ix, c
         }
         nrec++;
     }
-    ix->end = r.pos;
+    if (r.pos < r.len) { ix->skipped += r.len - r.pos; if (ix->skipped_end != r.pos - ix->hlen) ix->stretches++; }
     ix->records = nrec;
     for (i = 0; i < nrec; i++) {
         size_t h;
@@ -3600,19 +3607,21 @@ static void ks_explain_miss(const ks_index *ix, const kcache__ix_item *m, const 
     }
     switch (m->reason) {
     case KCACHE_REASON_FIELD: {
+        /* the closest overload live now, else the closest of those gone since */
         kcache_key best, cand;
-        int best_eq = -1;
-        for (i = 0; i < ix->n[KCACHE__IX_LIVE]; i++) {
-            int eq = kcache__equal_fields(ix->list[KCACHE__IX_LIVE][i].rec, ix->list[KCACHE__IX_LIVE][i].rec_len, &now, &cand);
-            if (eq >= 0) kcache__keep_closest(&best, &best_eq, &cand, eq);
+        int best_eq = -1, l;
+        for (l = KCACHE__IX_LIVE; l <= KCACHE__IX_GONE && best_eq < 0; l++) {
+            for (i = 0; i < ix->n[l]; i++) {
+                int eq = kcache__equal_fields(ix->list[l][i].rec, ix->list[l][i].rec_len, &now, &cand);
+                if (eq >= 0) kcache__keep_closest(&best, &best_eq, &cand, eq);
+            }
+            if (best_eq >= 0) {
+                kcache__sb_add(&b, "closest of %u %s overload(s): ", ix->n[l], l == KCACHE__IX_LIVE ? "live" : "since gone");
+                kcache__sb_diff(&b, &best, &now);
+                kcache_key_free(&best);
+            }
         }
-        if (best_eq >= 0) {
-            kcache__sb_add(&b, "closest of %u live overload(s) now: ", ix->n[KCACHE__IX_LIVE]);
-            kcache__sb_diff(&b, &best, &now);
-            kcache_key_free(&best);
-        } else {
-            kcache__sb_add(&b, "a field differs (no live overload to compare with now)");
-        }
+        if (best_eq < 0) kcache__sb_add(&b, "a field differs (no overload left to compare with)");
         break;
     }
     case KCACHE_REASON_STAMP: {
@@ -3756,9 +3765,11 @@ static void ks_index_text(ki_out *o, const ks_index *ix, const char *file, const
     ko_printf(o, "log        %zu record%s, %s", ix->records, ix->records == 1 ? "" : "s", sz);
     if (ix->compacted) { ks_size(sz, sizeof sz, ix->compacted); ko_printf(o, " (rewritten at %s)", sz); }
     ko_putc(o, '\n');
-    if (ix->end < ix->len)
-        ko_printf(o, "           torn tail: %zu bytes after the last sound record (kcache reads up to\n"
-                     "           it; the next writer rewrites the log)\n", ix->len - ix->end);
+    if (ix->skipped)
+        ko_printf(o, "           damaged: %zu byte%s in %zu place%s do%s not decode as records (a torn\n"
+                     "           tail or damage: kcache skips %s and reads on)\n",
+                  ix->skipped, ix->skipped == 1 ? "" : "s", ix->stretches, ix->stretches == 1 ? "" : "s",
+                  ix->skipped == 1 ? "es" : "", ix->skipped == 1 ? "it" : "them");
     if (st && st->path[0]) { ko_puts(o, "store      "); ks_wrap(o, st->path, 11, 11); }
     else ko_puts(o, "store      none (the index is not inside a store's i/XX/): entries not checked\n");
     ko_printf(o, "stamps     %s (%s)\n", ks_policy_name(op->stamp), op->stamp_from);
@@ -3845,9 +3856,9 @@ static void ks_index_json(ki_out *o, const ks_index *ix, const char *file, const
     ko_json_cstr(o, st && st->path[0] ? st->path : NULL);
     ko_puts(o, ",\n  \"unit\": ");
     ko_json_str(o, (const unsigned char *)ix->unit, ix->ulen);
-    ko_printf(o, ",\n  \"log\": {\"bytes\": %zu, \"records\": %zu, \"rewritten_at\": %llu, \"torn_bytes\": %zu, "
+    ko_printf(o, ",\n  \"log\": {\"bytes\": %zu, \"records\": %zu, \"rewritten_at\": %llu, \"damaged_bytes\": %zu, \"damaged_places\": %zu, "
                  "\"records_by_kind\": {\"live\": %zu, \"gone\": %zu, \"missed\": %zu, \"forgotten\": %zu}}",
-              ix->len, ix->records, (unsigned long long)ix->compacted, ix->len - ix->end, ix->kinds[0], ix->kinds[1], ix->kinds[2],
+              ix->len, ix->records, (unsigned long long)ix->compacted, ix->skipped, ix->stretches, ix->kinds[0], ix->kinds[1], ix->kinds[2],
               ix->kinds[3]);
     ko_printf(o, ",\n  \"stamp_policy\": \"%s\"", ks_policy_name(op->stamp));
     ko_puts(o, ",\n  \"overloads\": [");
@@ -4332,7 +4343,7 @@ static void ks_walk_indexes(ks_store *S, const ki_opts *op)
                     if (!ks_entry_exists(S->ref.dirfd, ix.list[KCACHE__IX_LIVE][k].digest)) u->live_missing++;
                 S->live_missing += u->live_missing;
             }
-            if (ix.end < ix.len) S->torn_indexes++;
+            if (ix.skipped) S->torn_indexes++;
             for (k = 0; k < ix.n[KCACHE__IX_MISSED]; k++) ks_miss_offer(S, &ix, &ix.list[KCACHE__IX_MISSED][k], op->stamp);
             ks_index_free(&ix);
             free(buf);
@@ -4443,8 +4454,8 @@ static void ks_store_assess(const ks_store *S, ks_list *P, ks_list *N)
         ks_add(N, "%llu orphaned temp file%s (%s; the next kcache_open removes them)", (unsigned long long)S->tmp_orphaned,
                S->tmp_orphaned == 1 ? "" : "s", a);
     }
-    if (S->torn_indexes) ks_add(N, "%llu index log%s with a torn tail (the next writer rewrites %s)", (unsigned long long)S->torn_indexes,
-                                S->torn_indexes == 1 ? "" : "s", S->torn_indexes == 1 ? "it" : "them");
+    if (S->torn_indexes) ks_add(N, "%llu index log%s with damaged or torn records (kcache skips them; a rewrite drops them)",
+                                (unsigned long long)S->torn_indexes, S->torn_indexes == 1 ? "" : "s");
     if (S->live_missing) ks_add(N, "%llu overloads listed live whose entry is gone (evicted: the next rewrite of their index lists them as gone)",
                                 (unsigned long long)S->live_missing);
 }
@@ -4482,10 +4493,12 @@ static void ks_store_text(ki_out *o, ks_store *S, const ki_opts *op, const ks_li
         if (c->limit) { ks_size(a, sizeof a, c->limit); ko_printf(o, "limit      %s (%llu bytes; the last writer's)\n", a, (unsigned long long)c->limit); }
         else ko_puts(o, "limit      none (the last writer had no limit)\n");
         ks_size(a, sizeof a, c->accounted);
-        ko_printf(o, "accounted  %s in %llu entries (%llu bytes)\n", a, (unsigned long long)c->entries, (unsigned long long)c->accounted);
+        ko_printf(o, "accounted  %s in %llu entr%s (%llu bytes)\n", a, (unsigned long long)c->entries, c->entries == 1 ? "y" : "ies",
+                  (unsigned long long)c->accounted);
     }
     ks_size(a, sizeof a, S->bytes);
-    ki_fmt(line, sizeof line, "%s in %llu entries (%llu bytes)", a, (unsigned long long)S->entries, (unsigned long long)S->bytes);
+    ki_fmt(line, sizeof line, "%s in %llu entr%s (%llu bytes)", a, (unsigned long long)S->entries, S->entries == 1 ? "y" : "ies",
+           (unsigned long long)S->bytes);
     if (c->present && c->magic_ok) {
         if (c->accounted == S->bytes && c->entries == S->entries) ki_fmt(line + strlen(line), sizeof line - strlen(line), ": as accounted");
         else
@@ -4554,7 +4567,7 @@ static void ks_store_text(ki_out *o, ks_store *S, const ki_opts *op, const ks_li
     if (S->nunits > KS_SHOW_UNITS) ko_printf(o, "  ... %zu more (--json lists up to %d)\n", S->nunits - KS_SHOW_UNITS, KS_SHOW_MAX);
     ko_printf(o, "indexes    %llu", (unsigned long long)S->indexes);
     if (S->bad_indexes || S->torn_indexes || S->misplaced_indexes)
-        ko_printf(o, " (%llu damaged, %llu with a torn tail, %llu misnamed)", (unsigned long long)S->bad_indexes, (unsigned long long)S->torn_indexes,
+        ko_printf(o, " (%llu damaged, %llu with damaged records, %llu misnamed)", (unsigned long long)S->bad_indexes, (unsigned long long)S->torn_indexes,
                   (unsigned long long)S->misplaced_indexes);
     ko_putc(o, '\n');
     ks_size(a, sizeof a, S->tmp_orphan_bytes);
@@ -4668,7 +4681,7 @@ static void ks_store_json(ki_out *o, ks_store *S, const ki_opts *op, const ks_li
                   (unsigned long long)u->entries, (unsigned long long)u->bytes, u->has_index ? "true" : "false",
                   u->has_index && !u->index_bad ? "true" : "false", u->live, u->gone, u->missed, u->live_missing);
     }
-    ko_printf(o, "%s],\n  \"indexes\": {\"count\": %llu, \"damaged\": %llu, \"torn\": %llu, \"misnamed\": %llu}", S->nunits ? "\n  " : "",
+    ko_printf(o, "%s],\n  \"indexes\": {\"count\": %llu, \"damaged\": %llu, \"with_damaged_records\": %llu, \"misnamed\": %llu}", S->nunits ? "\n  " : "",
               (unsigned long long)S->indexes, (unsigned long long)S->bad_indexes, (unsigned long long)S->torn_indexes,
               (unsigned long long)S->misplaced_indexes);
     ko_printf(o, ",\n  \"temp_files\": {\"count\": %llu, \"bytes\": %llu, \"orphaned\": %llu, \"orphaned_bytes\": %llu, \"in_progress\": %llu}",
