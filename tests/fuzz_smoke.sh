@@ -8,6 +8,11 @@ for f in "$@"; do
     bin=$root/build/$f seeds=$root/fuzz/corpus/${f#fuzz_}
     work=$(mktemp -d)
     if [ ! -x "$bin" ]; then echo "FAIL fuzz-$f: $bin not built"; continue; fi
+    case $f in fuzz_pickle) regress=$root/tests/data/nbi-regress ;; fuzz_store) regress=$root/tests/data/store-regress ;; *) regress= ;; esac
+    if [ -n "$regress" ] && [ -d "$regress" ]; then  # every input a fuzzer once broke us with, run once
+        if rout=$("$bin" "$regress"/* 2>&1); then echo "ok fuzz-$f-regressions ($(ls "$regress" | wc -l) inputs)"
+        else echo "FAIL fuzz-$f-regressions: $(echo "$rout" | grep -E "ERROR|SUMMARY|Running" | tail -2 | tr '\n' ' ')"; fi
+    fi
     if out=$("$bin" -max_total_time="$secs" -print_final_stats=1 "$work" "$seeds" 2>&1); then
         execs=$(echo "$out" | sed -n 's/^stat::number_of_executed_units: *//p')
         echo "ok fuzz-$f ($execs inputs in $secs s)"
