@@ -534,6 +534,7 @@ KCACHE_API kcache_status kcache_verify(kcache *kc, int fix);
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/types.h>
+#include <sys/uio.h>
 #include <dirent.h>
 #include <signal.h>
 #include <unistd.h>
@@ -3150,6 +3151,7 @@ typedef struct kcache__store {
     uint64_t rng;              /* eviction sampling; only used under mutex */
     uint32_t pid;              /* the process lockfd belongs to (see kcache__store_own_lock) */
     int growing;               /* inside kcache__cf_grow */
+    struct { dev_t dev; ino_t ino; uint64_t size, room; } ix_last; /* the index log last appended to */
     uint64_t temp_seq;
     kcache__mutex mutex;       /* fcntl-style locks do not exclude threads of one process */
 } kcache__store;
@@ -3497,13 +3499,14 @@ static void kcache__entry_unit(kcache__store *st, const char *rel, char *list, s
 }
 
 /* Removes the entry a slot describes (lock held) and logs it as an eviction when it is one. */
-static void kcache__store_drop(kcache__store *st, uint64_t *s, int evicted, kcache__store_ev *ev) {
+static void kcache__store_drop_in(kcache__store *st, uint64_t *s, int evicted, kcache__store_ev *ev, int shardfd) {
     char rel[48];
     kcache_hash128 d = kcache__slot_digest(s);
     uint64_t size = kcache__sl_get(s, KCACHE__SL_SIZE);
     kcache__entry_name(d, rel);
     if (evicted && ev && st->debug) kcache__entry_unit(st, rel, ev->units, sizeof ev->units);
-    kcache__unlink_entry(st, rel);
+    if (shardfd >= 0) kcache__clear_name(st, shardfd, rel + 5);
+    else kcache__unlink_entry(st, rel);
     kcache__cf_set(st, 24, kcache__cf_get(st, 24) - (size <= kcache__cf_get(st, 24) ? size : kcache__cf_get(st, 24)));
     kcache__cf_set(st, 32, kcache__cf_get(st, 32) ? kcache__cf_get(st, 32) - 1 : 0);
     kcache__slot_clear(s);
@@ -3518,6 +3521,10 @@ static void kcache__store_drop(kcache__store *st, uint64_t *s, int evicted, kcac
         kcache__cf_set(st, 64, kcache__cf_get(st, 64) + 1);
         if (ev) { ev->evicted++; ev->evicted_bytes += size; }
     }
+}
+
+static void kcache__store_drop(kcache__store *st, uint64_t *s, int evicted, kcache__store_ev *ev) {
+    kcache__store_drop_in(st, s, evicted, ev, -1);
 }
 
 /* When an entry was evicted by the size limit, if the eviction log still remembers it. */
@@ -3789,22 +3796,25 @@ static kcache_status kcache__errno_status(int e) {
     }
 }
 
+/* Writes two buffers, in one system call when the kernel takes them whole. */
 static kcache_status kcache__write_all(int fd, const void *a, size_t an, const void *b, size_t bn) {
-    const unsigned char *p = (const unsigned char *)a;
-    size_t n = an;
-    int part;
-    for (part = 0; part < 2; part++) {
-        while (n > 0) {
-            ssize_t w = write(fd, p, n > ((size_t)1 << 30) ? ((size_t)1 << 30) : n);
-            if (w < 0) {
-                if (errno == EINTR) continue;
-                return kcache__errno_status(errno);
-            }
-            p += w;
-            n -= (size_t)w;
+    struct iovec v[2];
+    int first = 0;
+    v[0].iov_base = (void *)(uintptr_t)a;
+    v[0].iov_len = an;
+    v[1].iov_base = (void *)(uintptr_t)b;
+    v[1].iov_len = bn;
+    while (first < 2) {
+        ssize_t w = writev(fd, v + first, 2 - first);
+        if (w < 0) {
+            if (errno == EINTR) continue;
+            return kcache__errno_status(errno);
         }
-        p = (const unsigned char *)b;
-        n = bn;
+        while (first < 2 && (size_t)w >= v[first].iov_len) { w -= (ssize_t)v[first].iov_len; v[first].iov_len = 0; first++; }
+        if (first < 2) {
+            v[first].iov_base = (unsigned char *)v[first].iov_base + w;
+            v[first].iov_len -= (size_t)w;
+        }
     }
     return KCACHE_OK;
 }
@@ -4099,10 +4109,15 @@ static void kcache__ix_log(kcache__store *st, const char *unit, int n, const int
     size_t hlen = kcache__ix_header_len(unit), len = 0, i;
     int fd, append = 0;
     kcache__ix_name(unit, rel);
-    fd = kcache__open_in(st, rel, O_WRONLY | O_APPEND | O_NONBLOCK, 0);
+    fd = kcache__open_in(st, rel, O_RDWR | O_APPEND | O_NONBLOCK, 0);
     if (fd >= 0 && fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) && (size_t)sb.st_size >= hlen && (uint64_t)sb.st_size < KCACHE__IX_MAX) {
-        int rfd = kcache__open_in(st, rel, O_RDONLY | O_NONBLOCK, 0);
-        if (rfd >= 0) {
+        int rfd = fd;
+        /* The log this process appended to last, untouched since (same file, same size): known sound,
+           and well under the rewrite threshold checked then, so no need to read it again. */
+        if (st->ix_last.dev == sb.st_dev && st->ix_last.ino == sb.st_ino && st->ix_last.size == (uint64_t)sb.st_size &&
+            st->ix_last.room > 0)
+            append = 1;
+        else {
             /* sound when the header is ours and the last record's trailer checks out */
             unsigned char *hb = (unsigned char *)KCACHE_MALLOC(hlen);
             int sound = hb && pread(rfd, hb, hlen, 0) == (ssize_t)hlen && memcmp(hb, "KCINDEX", 8) == 0 &&
@@ -4123,8 +4138,8 @@ static void kcache__ix_log(kcache__store *st, const char *unit, int n, const int
                         KCACHE_FREE(b);
                     }
                 }
+                st->ix_last.room = (uint64_t)(compacted + 65536) - ((uint64_t)sb.st_size - compacted);
             }
-            close(rfd);
         }
     }
     if (append) {
@@ -4136,6 +4151,12 @@ static void kcache__ix_log(kcache__store *st, const char *unit, int n, const int
             w.p = buf; w.len = 0; w.cap = len; w.overflow = 0;
             for (i = 0; i < (size_t)n; i++) kcache__ix_encode(&w, kinds[i], &items[i]);
             if (w.overflow || kcache__write_all(fd, buf, w.len, NULL, 0) != KCACHE_OK) append = 0;
+            if (append) {
+                st->ix_last.dev = sb.st_dev;
+                st->ix_last.ino = sb.st_ino;
+                st->ix_last.size = (uint64_t)sb.st_size + w.len;
+                st->ix_last.room = st->ix_last.room > w.len ? st->ix_last.room - w.len : 0;
+            }
             KCACHE_FREE(buf);
         } else {
             append = 0;
@@ -4144,6 +4165,7 @@ static void kcache__ix_log(kcache__store *st, const char *unit, int n, const int
     if (fd >= 0) close(fd);
     if (!append) {
         kcache__ix ix;
+        st->ix_last.ino = 0;
         kcache_status r = kcache__ix_read(st, unit, &ix);
         if (r != KCACHE_OK) memset(&ix, 0, sizeof ix); /* none, or damaged: start afresh */
         for (i = 0; i < (size_t)n; i++) kcache__ix_apply(&ix, kinds[i], &items[i]);
@@ -4164,7 +4186,7 @@ static void kcache__ix_update(kcache__store *st, const kcache_key *k, const unsi
     it.when = kcache__now_ns();
     it.size = size;
     it.reason = (uint32_t)reason;
-    it.pid = kcache__pid();
+    it.pid = st->pid; /* current: the lock holder checked it (kcache__store_own_lock) */
     it.rec = rec;
     it.rec_len = rec ? (uint32_t)rec_len : 0;
     kcache__ix_log(st, k->unit, 1, &list, &it);
@@ -4222,13 +4244,14 @@ static kcache_status kcache__store_put(kcache__store *st, const kcache_key *k, c
     if (s != KCACHE_OK) { unlinkat(st->tmpfd, tmp + 4, 0); KCACHE_FREE(hdr); return s; }
     s = kcache__store_begin(st, ev);
     if (s == KCACHE_OK) {
-        if ((old = kcache__slot_find(st, k->digest)) != NULL) kcache__store_drop(st, old, 0, NULL);
         int shardfd = kcache__open_in(st, shard, O_RDONLY | O_DIRECTORY, 0);
         if (shardfd < 0 && errno == ENOENT) {
             mkdirat(st->dirfd, "e", 0700);
             mkdirat(st->dirfd, shard, 0700);
             shardfd = kcache__open_in(st, shard, O_RDONLY | O_DIRECTORY, 0);
         }
+        if (shardfd >= 0 && (old = kcache__slot_find(st, k->digest)) != NULL)
+            kcache__store_drop_in(st, old, 0, NULL, shardfd); /* first: no rename over it (ext4 would flush) */
         if (shardfd < 0)
             s = errno == ELOOP || errno == ENOTDIR || errno == EXDEV ? KCACHE_EUNSAFE : kcache__errno_status(errno);
         else if (renameat(st->tmpfd, tmp + 4, shardfd, rel + 5) != 0 &&
