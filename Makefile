@@ -104,9 +104,9 @@ FUZZERS    := fuzz_pickle fuzz_store
 FUZZ_TIME  ?= 600
 FUZZ_SMOKE ?= 15
 FUZZ_FLAGS := -std=c99 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
-$(B)/fuzz_pickle: fuzz/fuzz_pickle.c tools/kcache-inspect.c kcache.h | $(B)
+$(B)/fuzz_pickle: fuzz/fuzz_pickle.c fuzz/fuzz_json.h tools/kcache-inspect.c kcache.h | $(B)
 	clang $(FUZZ_FLAGS) -I. -DKCACHE_INSPECT_NO_MAIN -o $@ $< $(LDLIBS)
-$(B)/fuzz_store: fuzz/fuzz_store.c tools/kcache-inspect.c kcache.h | $(B)
+$(B)/fuzz_store: fuzz/fuzz_store.c fuzz/fuzz_json.h tools/kcache-inspect.c kcache.h | $(B)
 	clang $(FUZZ_FLAGS) -I. -o $@ $< $(LDLIBS)
 fuzz: $(addprefix $(B)/,$(FUZZERS))
 	@for f in $(FUZZERS); do mkdir -p $(B)/fuzz-work/$$f; \

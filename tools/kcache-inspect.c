@@ -388,7 +388,7 @@ static int hexval(int c)
     return -1;
 }
 
-/* UNICODE (protocol 0): raw-unicode-escape; \uXXXX and \UXXXXXXXX, other bytes are latin-1. */
+/* UNICODE (protocol 0): raw-unicode-escape (backslash-u and 4 hex digits, backslash-U and 8), other bytes latin-1. */
 static pk_node *pk_raw_unicode(pk_parser *P, const unsigned char *s, size_t n)
 {
     pk_node *nd = pk_new(P, PK_STR);
@@ -403,7 +403,7 @@ static pk_node *pk_raw_unicode(pk_parser *P, const unsigned char *s, size_t n)
         if (w) {
             uint32_t cp = 0;
             int k;
-            if (i + 2 + (size_t)w > n) return NULL;   /* truncated \uXXXX */
+            if (i + 2 + (size_t)w > n) return NULL;   /* a truncated escape */
             for (k = 0; k < w; k++) {
                 int h = hexval(s[i + 2 + (size_t)k]);
                 if (h < 0) return NULL;
