@@ -2817,6 +2817,22 @@ KCACHE_API void kcache_key_free(kcache_key *k) {
        u8 type, u8 name length, u8 preview length, u8 0, u64 size, u64 digest lo, u64 digest hi,
        name, preview, and for file fields: i64 mtime ns, u64 file size, u64 content lo, u64 content hi */
 
+static size_t kcache__record_size(const kcache_key *k);
+static void kcache__record_write(const kcache_key *k, kcache__wbuf *w);
+/* Writes k's record into p (kcache__record_size(k) bytes). */
+static void kcache__record_into(const kcache_key *k, unsigned char *p, size_t len) {
+    kcache__wbuf w;
+    w.p = p; w.len = 0; w.cap = len; w.overflow = 0;
+    kcache__record_write(k, &w);
+}
+/* k's record in a new buffer (KCACHE_FREE it), or NULL. */
+static unsigned char *kcache__record_new(const kcache_key *k, size_t *len) {
+    unsigned char *p;
+    *len = kcache__record_size(k);
+    if ((p = (unsigned char *)KCACHE_MALLOC(*len ? *len : 1)) != NULL) kcache__record_into(k, p, *len);
+    return p;
+}
+
 static size_t kcache__record_size(const kcache_key *k) {
     const kcache_key_field *f = kcache__key_fields(k);
     size_t n = 2 + strlen(k->unit) + 2;
@@ -3201,15 +3217,17 @@ static void kcache__publish(kcache__store *st) {
     t->older = st->pub;
     __atomic_store_n(&st->pub, t, __ATOMIC_RELEASE);
 }
-static uint64_t *kcache__slot_find_in(const kcache__table *t, kcache_hash128 d) {
-    uint64_t b, w;
-    if (!t || !t->map) return NULL;
-    b = (d.lo & ((t->nslots / KCACHE__WAYS) - 1)) * KCACHE__WAYS;
+/* The slot holding digest d in a use table of nslots slots, or NULL. */
+static uint64_t *kcache__slot_lookup(const unsigned char *slots, uint64_t nslots, kcache_hash128 d) {
+    uint64_t b = (d.lo & ((nslots / KCACHE__WAYS) - 1)) * KCACHE__WAYS, w;
     for (w = 0; w < KCACHE__WAYS; w++) {
-        uint64_t *s = (uint64_t *)(void *)(t->map + KCACHE__CF_HEADER + (b + w) * KCACHE__SLOT);
+        uint64_t *s = (uint64_t *)(void *)(uintptr_t)(slots + (b + w) * KCACHE__SLOT);
         if (kcache__sl_get(s, KCACHE__SL_LO) == d.lo && kcache__sl_get(s, KCACHE__SL_HI) == d.hi) return s;
     }
     return NULL;
+}
+static uint64_t *kcache__slot_find_in(const kcache__table *t, kcache_hash128 d) {
+    return t && t->map ? kcache__slot_lookup(t->map + KCACHE__CF_HEADER, t->nslots, d) : NULL;
 }
 static uint64_t kcache__cf_sum(const unsigned char *hdr) { return kcache_hash(hdr, KCACHE__CF_SUMMED).lo; }
 
@@ -3454,13 +3472,8 @@ static int kcache__cf_map(kcache__store *st, int *valid) {
     return 0;
 }
 
-static uint64_t *kcache__slot_find(const kcache__store *st, kcache_hash128 d) {
-    uint64_t b = (d.lo & ((st->nslots / KCACHE__WAYS) - 1)) * KCACHE__WAYS, w;
-    for (w = 0; w < KCACHE__WAYS; w++) {
-        uint64_t *s = kcache__slot(st, b + w);
-        if (kcache__sl_get(s, KCACHE__SL_LO) == d.lo && kcache__sl_get(s, KCACHE__SL_HI) == d.hi) return s;
-    }
-    return NULL;
+static uint64_t *kcache__slot_find(const kcache__store *st, kcache_hash128 d) { /* lock held */
+    return kcache__slot_lookup(st->map + KCACHE__CF_HEADER, st->nslots, d);
 }
 static int kcache__slot_used(const uint64_t *s) {
     return kcache__sl_get(s, KCACHE__SL_LO) != 0 || kcache__sl_get(s, KCACHE__SL_HI) != 0;
@@ -3656,13 +3669,8 @@ typedef struct kcache__rebuild_ctx {
 static void kcache__rebuild_one(void *ctx, kcache_hash128 d, const struct stat *s) {
     kcache__rebuild_ctx *c = (kcache__rebuild_ctx *)ctx;
     int64_t use = (int64_t)s->st_mtime * 1000000000;
-    if (c->old) {
-        uint64_t b = (d.lo & ((c->old_slots / KCACHE__WAYS) - 1)) * KCACHE__WAYS, w;
-        for (w = 0; w < KCACHE__WAYS; w++) {
-            const unsigned char *o = c->old + (b + w) * KCACHE__SLOT;
-            if (kcache__get_u64(o) == d.lo && kcache__get_u64(o + 8) == d.hi) use = (int64_t)kcache__get_u64(o + 16);
-        }
-    }
+    const uint64_t *o = c->old ? kcache__slot_lookup(c->old, c->old_slots, d) : NULL;
+    if (o) use = (int64_t)kcache__sl_get(o, KCACHE__SL_USE);
     kcache__slot_insert(c->st, d, (uint64_t)s->st_size, use, c->ev);
 }
 
@@ -4199,7 +4207,6 @@ static kcache_status kcache__store_put(kcache__store *st, const kcache_key *k, c
     size_t rec_len = kcache__record_size(k);
     size_t hlen = ((KCACHE__ENTRY_FIXED + rec_len + 8 + 15) & ~(size_t)15) + 16;
     unsigned char *hdr;
-    kcache__wbuf w;
     kcache_hash128 sum;
     char tmp[64], rel[48], shard[8];
     kcache_status s;
@@ -4221,8 +4228,7 @@ static kcache_status kcache__store_put(kcache__store *st, const kcache_key *k, c
     kcache__put_u64(hdr + 48, sum.hi);
     kcache__put_u64(hdr + 56, (uint64_t)kcache__now_ns());
     kcache__put_u32(hdr + 64, (uint32_t)rec_len);
-    w.p = hdr + KCACHE__ENTRY_FIXED; w.len = 0; w.cap = rec_len; w.overflow = 0;
-    kcache__record_write(k, &w);
+    kcache__record_into(k, hdr + KCACHE__ENTRY_FIXED, rec_len);
     kcache__put_u64(hdr + KCACHE__ENTRY_FIXED + rec_len, kcache_hash(hdr, KCACHE__ENTRY_FIXED + rec_len).lo);
 
     kcache__mutex_lock(&st->mutex);
@@ -4314,15 +4320,7 @@ static kcache_status kcache__store_remove(kcache__store *st, const kcache_key *k
             kcache__entry_name(k->digest, rel);
             had = kcache__unlink_entry(st, rel) == 0;
         }
-        if (reason != KCACHE_REASON_COUNT && !rec) {
-            rec_len = kcache__record_size(k);
-            if ((own = (unsigned char *)KCACHE_MALLOC(rec_len)) != NULL) {
-                kcache__wbuf w;
-                w.p = own; w.len = 0; w.cap = rec_len; w.overflow = 0;
-                kcache__record_write(k, &w);
-            }
-            rec = own;
-        }
+        if (reason != KCACHE_REASON_COUNT && !rec) rec = own = kcache__record_new(k, &rec_len);
         if (reason == KCACHE_REASON_STAMP) {
             kcache__ix ix;
             uint32_t i;
@@ -4353,12 +4351,9 @@ static kcache_status kcache__store_remove(kcache__store *st, const kcache_key *k
 
 /* Lock held by nobody: records a miss in the unit's index (KCACHE_TRACE), with the key's fields. */
 static void kcache__store_trace_miss(kcache__store *st, const kcache_key *k, kcache_reason reason) {
-    size_t rec_len = kcache__record_size(k);
-    unsigned char *rec = (unsigned char *)KCACHE_MALLOC(rec_len);
-    kcache__wbuf w;
+    size_t rec_len;
+    unsigned char *rec = kcache__record_new(k, &rec_len);
     if (!rec) return;
-    w.p = rec; w.len = 0; w.cap = rec_len; w.overflow = 0;
-    kcache__record_write(k, &w);
     if (kcache__store_lock(st) == KCACHE_OK) {
         kcache__ix_update(st, k, rec, rec_len, 0, KCACHE__IX_MISSED, reason);
         kcache__store_unlock(st);
@@ -5548,13 +5543,11 @@ KCACHE_API void kcache_close(kcache *kc) {
 static kcache__node *kcache__node_new(const kcache_key *k, kcache__blob *b) {
     size_t rec_len = kcache__record_size(k);
     kcache__node *n = (kcache__node *)KCACHE_MALLOC(sizeof *n + rec_len); /* the record follows the node */
-    kcache__wbuf w;
     if (!n) return NULL;
     memset(n, 0, sizeof *n);
     n->rec_len = rec_len;
     n->rec = (unsigned char *)(n + 1);
-    w.p = n->rec; w.len = 0; w.cap = n->rec_len; w.overflow = 0;
-    kcache__record_write(k, &w);
+    kcache__record_into(k, n->rec, rec_len);
     n->digest = k->digest;
     n->unit_hash = kcache_hash(k->unit, strlen(k->unit)).lo;
     n->blob = b;
@@ -6021,36 +6014,16 @@ KCACHE_API kcache_status kcache_verify(kcache *kc, int fix) {
 static int kcache__closest_in_memory(kcache *kc, const kcache_key *k, kcache_key *best, uint32_t *overloads) {
     uint64_t uh = kcache_hash(k->unit, strlen(k->unit)).lo;
     const kcache__node *n;
-    int found = 0, best_eq = -1;
+    int best_eq = -1;
     *overloads = 0;
     for (n = kc->lru.head.next; n != &kc->lru.head; n = n->next) {
         kcache_key cand;
-        int eq = 0;
-        uint32_t i;
-        if (n->unit_hash != uh || kcache__record_parse(n->rec, n->rec_len, &cand) != KCACHE_OK) {
-            if (n->unit_hash == uh) kcache_key_free(&cand);
-            continue;
-        }
+        int eq;
+        if (n->unit_hash != uh || (eq = kcache__equal_fields(n->rec, n->rec_len, k, &cand)) < 0) continue;
         (*overloads)++;
-        for (i = 0; i < k->count; i++) {
-            int at;
-            uint32_t pos = kcache__key_find(&cand, kcache__key_fields(k)[i].name, &at);
-            const kcache_key_field *f = kcache__key_fields(&cand);
-            if (at && f[pos].type == kcache__key_fields(k)[i].type && f[pos].digest.lo == kcache__key_fields(k)[i].digest.lo &&
-                f[pos].digest.hi == kcache__key_fields(k)[i].digest.hi)
-                eq++;
-        }
-        if (eq > best_eq) {
-            if (found) kcache_key_free(best);
-            *best = cand;
-            if (!cand.heap) best->heap = NULL; /* the inline fields moved with the struct copy */
-            best_eq = eq;
-            found = 1;
-        } else {
-            kcache_key_free(&cand);
-        }
+        kcache__keep_closest(best, &best_eq, &cand, eq);
     }
-    return found;
+    return best_eq >= 0;
 }
 
 KCACHE_API size_t kcache_explain(kcache *kc, const kcache_key *k, char *buf, size_t cap) {
