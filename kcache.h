@@ -3491,9 +3491,11 @@ static kcache_hash128 kcache__slot_digest(const uint64_t *s) {
 
 /* Records a hit without a system call and without the lock: a relaxed store into the mapped use
    table, at most once a second per entry so readers on many cores do not fight over the line. */
-static void kcache__store_touch(kcache__store *st, kcache_hash128 d, int64_t now) {
-    uint64_t *s = kcache__slot_find_in(kcache__tab(st), d);
+static void kcache__slot_touch(uint64_t *s, int64_t now) {
     if (s && (int64_t)kcache__sl_get(s, KCACHE__SL_USE) < now - 1000000000) kcache__sl_set(s, KCACHE__SL_USE, (uint64_t)now);
+}
+static void kcache__store_touch(kcache__store *st, kcache_hash128 d, int64_t now) {
+    kcache__slot_touch(kcache__slot_find_in(kcache__tab(st), d), now);
 }
 
 /* Appends the unit an entry belongs to (from its key record) to a comma-separated list. */
@@ -4368,6 +4370,7 @@ typedef struct kcache__read {
     kcache_status status;      /* why a read failed: ENOENT (absent), ECORRUPT, EIO... */
     unsigned char *rec;        /* with want_record, or for a stale entry: its key record (free it) */
     size_t rec_len;
+    uint64_t *slot;            /* the entry's use-table slot, when the read found one */
 } kcache__read;
 
 /* Reads and validates an entry without any lock: magic, version, lengths, digest, header checksum,
@@ -4396,7 +4399,7 @@ static void kcache__store_read(kcache__store *st, const kcache_key *k, int polic
        and getting exactly the size means the file ends there. Otherwise (unknown, replaced under us,
        not a regular file) fstat decides. */
     {
-        uint64_t *slot = kcache__slot_find_in(kcache__tab(st), k->digest);
+        uint64_t *slot = out->slot = kcache__slot_find_in(kcache__tab(st), k->digest);
         uint64_t expect = slot ? kcache__sl_get(slot, KCACHE__SL_SIZE) : 0;
         if (expect >= KCACHE__ENTRY_FIXED + 16 + 8 && expect < ((uint64_t)1 << 40) && expect < (uint64_t)((size_t)-1 / 2) &&
             (b = kcache__blob_alloc((size_t)expect + 1)) != NULL) {
@@ -5838,7 +5841,9 @@ static kcache_status kcache__get(kcache *kc, const kcache_key *k, const void **d
             kcache__blob_ref(rd.blob);
             *data = rd.blob->data;
             *size = rd.blob->size;
-            kcache__store_touch(kc->store, k->digest, now);
+            /* the slot the read found, if it still holds this entry: no second lookup */
+            if (rd.slot && kcache__same(kcache__slot_digest(rd.slot), k->digest)) kcache__slot_touch(rd.slot, now);
+            else kcache__store_touch(kc->store, k->digest, now);
             kcache__mutex_lock(&kc->lock);
             kc->stats.hits_disk++;
             kc->stats.bytes_read += rd.blob->size;
