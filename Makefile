@@ -126,7 +126,7 @@ $(B)/bench_hash: bench/bench_hash.c $(B)/ref_sse2.o $(B)/ref_avx2.o kcache.h
 	$(CC) $(STD) $(BENCH_CFLAGS) -I. -o $@ $< $(B)/ref_sse2.o $(B)/ref_avx2.o $(LDLIBS)
 $(B)/bench_opencl: bench/bench_opencl.c kcache.h | $(B)
 	$(CC) $(STD) $(BENCH_CFLAGS) -I. -o $@ $< $(CL_LIBS) -lm
-$(B)/bench_%: bench/bench_%.c kcache.h | $(B)
+$(B)/bench_%: bench/bench_%.c bench/bench_util.h kcache.h | $(B)
 	$(CC) $(STD) $(BENCH_CFLAGS) -I. -o $@ $< $(LDLIBS)
 
 BENCHES := bench_hash bench_cache bench_flight bench_index bench_opencl bench_pub

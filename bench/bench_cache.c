@@ -12,25 +12,14 @@
 #define _POSIX_C_SOURCE 200809L
 #define KCACHE_IMPLEMENTATION
 #include "kcache.h"
+#include "bench_util.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 static char root[4096];
-
-static void rm_rf(const char *path) {
-    char cmd[4200];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", path);
-    if (system(cmd) != 0) fprintf(stderr, "bench: could not remove %s\n", path);
-}
 
 static kcache *open_store(const char *name, uint64_t limit, uint32_t mem_entries) {
     kcache_config cfg;
@@ -73,11 +62,6 @@ static double raw_reads(char **paths, int n, size_t size, int iters) {
     }
     free(buf);
     return best;
-}
-
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
 }
 
 int main(void) {

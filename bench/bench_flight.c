@@ -11,6 +11,7 @@
  * the machine is noisy, so read the ratios. Build: make build/bench_flight. */
 #define KCACHE_IMPLEMENTATION
 #include "kcache.h"
+#include "bench_util.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,11 +32,6 @@ typedef struct shared {
 } shared;
 static shared *S;
 
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 static void sleep_ms(unsigned ms) {
     struct timespec ts;
     ts.tv_sec = (time_t)(ms / 1000);
@@ -45,12 +41,6 @@ static void sleep_ms(unsigned ms) {
 }
 
 static char root[4096];
-static void rm_rf(const char *path) {
-    char cmd[4400];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", path);
-    if (system(cmd) != 0) fprintf(stderr, "bench: could not remove %s\n", path);
-}
-
 static kcache *open_store(const char *dir, uint32_t mem_entries) {
     kcache_config cfg;
     kcache *kc;

@@ -17,24 +17,13 @@
  * Build: make build/bench_index */
 #define KCACHE_IMPLEMENTATION
 #include "kcache.h"
+#include "bench_util.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 static char root[4096];
-
-static void rm_rf(const char *path) {
-    char cmd[4200];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", path);
-    if (system(cmd) != 0) fprintf(stderr, "bench: could not remove %s\n", path);
-}
 
 static kcache *open_store(const char *name, uint32_t mem_entries) {
     kcache_config cfg;

@@ -10,6 +10,7 @@
  * Runs in a temp directory under $TMPDIR (default /tmp). The machine is noisy: read the ratios. */
 #define KCACHE_IMPLEMENTATION
 #include "kcache.h"
+#include "bench_util.h"
 
 #include <poll.h>
 #include <signal.h>
@@ -26,12 +27,6 @@
 #ifndef KCACHE__PUB_VERSION
 #error "bench_pub needs a kcache.h with the publishing layer (>>pub)"
 #endif
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 static char root[4096];
 
@@ -59,11 +54,6 @@ static void make_key(kcache_key *k, unsigned id, unsigned per_unit) {
     kcache_key_init(k, unit);
     kcache_key_u64(k, "id", id);
     kcache_key_str(k, "options", "-O2 -cl-fast-relaxed-math");
-}
-
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
 }
 
 /* One memory hit, published and not: the same cache and the same entries, publishing switched off

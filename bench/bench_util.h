@@ -1,0 +1,25 @@
+/* bench_util.h - helpers the benchmarks share: a monotonic clock, removing a temp tree, and
+   a comparison for qsort. Included after kcache.h (which brings the system headers). */
+#ifndef BENCH_UTIL_H
+#define BENCH_UTIL_H
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static void rm_rf(const char *path) {
+    char cmd[4200];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", path);
+    if (system(cmd) != 0) fprintf(stderr, "bench: could not remove %s\n", path);
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+#endif
