@@ -594,16 +594,243 @@ static void kcache__atomic_store_u64(uint64_t *p, uint64_t v) { __atomic_store_n
 
 static uint32_t kcache__pid(void) { return (uint32_t)getpid(); }
 
+/* ---- files: every system call kcache makes on a file, a directory or a mapping ----------------
+   The store, index and stats layers call only kcache__io_*: one list for the Win32 layer to
+   implement, and one place where a test build can make any call fail (KCACHE_FAULT_INJECTION).
+   Conventions are POSIX's: -1 (or NULL) with errno set; descriptors are ints; paths inside the
+   store are relative to a directory descriptor and never followed through a symlink. */
+
+/* What kcache needs to know of a file; the same on every system. */
+typedef struct {
+    uint64_t size, dev, ino;
+    int64_t mtime_ns, ctime_ns; /* ctime: the last change of the inode, which nobody can set back */
+    uint32_t uid;
+    unsigned perm; /* permission bits (0777) */
+    int kind;      /* KCACHE__KIND_* */
+} kcache__finfo;
+#define KCACHE__KIND_FILE 1
+#define KCACHE__KIND_DIR 2
+#define KCACHE__KIND_OTHER 3 /* a symlink, FIFO, socket or device: never kcache's */
+
+/* open flags, the same on every system */
+#define KCACHE__RD 0x01
+#define KCACHE__WR 0x02
+#define KCACHE__RW 0x03
+#define KCACHE__CREATE 0x04    /* create; with KCACHE__EXCL only when it does not exist */
+#define KCACHE__EXCL 0x08
+#define KCACHE__DIRECTORY 0x10 /* a directory, opened to work relative to it */
+#define KCACHE__APPEND 0x20
+#define KCACHE__NONBLOCK 0x40  /* a FIFO planted where a file belongs must not block the open */
+
+#define KCACHE__LOCK_SHARED 1
+#define KCACHE__LOCK_EXCLUSIVE 2
+#define KCACHE__LOCK_NONE 3
+
+#ifdef KCACHE_FAULT_INJECTION
+/* Test builds: the program defines this function; it names the operation and the line of the call
+   and returns an errno to fail that call with, or 0 to make it. */
+int KCACHE_FAULT_INJECTION(const char *op, int line);
+static int kcache__fault_errno(int e) {
+    if (e) errno = e;
+    return e != 0;
+}
+#define KCACHE__FAULT(op) kcache__fault_errno(KCACHE_FAULT_INJECTION(op, __LINE__))
+#else
+#define KCACHE__FAULT(op) 0
+#endif
+
+#define kcache__io_open(path, how) (KCACHE__FAULT("open") ? -1 : kcache__os_open(path, how))
+#define kcache__io_openat(dirfd, name, how) (KCACHE__FAULT("open") ? -1 : kcache__os_openat(dirfd, name, how))
+#define kcache__io_read(fd, buf, n) (KCACHE__FAULT("read") ? (ptrdiff_t)-1 : kcache__os_read(fd, buf, n))
+#define kcache__io_pread(fd, buf, n, at) (KCACHE__FAULT("read") ? (ptrdiff_t)-1 : kcache__os_pread(fd, buf, n, at))
+#define kcache__io_pwrite(fd, buf, n, at) (KCACHE__FAULT("write") ? (ptrdiff_t)-1 : kcache__os_pwrite(fd, buf, n, at))
+#define kcache__io_write2(fd, a, an, b, bn) (KCACHE__FAULT("write") ? (ptrdiff_t)-1 : kcache__os_write2(fd, a, an, b, bn))
+#define kcache__io_fsync(fd) (KCACHE__FAULT("fsync") ? -1 : kcache__os_fsync(fd))
+#define kcache__io_close(fd) (KCACHE__FAULT("close") ? (kcache__os_close(fd), -1) : kcache__os_close(fd))
+#define kcache__io_rename(fromdir, from, todir, to) (KCACHE__FAULT("rename") ? -1 : kcache__os_rename(fromdir, from, todir, to))
+#define kcache__io_link(fromdir, from, todir, to) (KCACHE__FAULT("link") ? -1 : kcache__os_link(fromdir, from, todir, to))
+#define kcache__io_unlink(dirfd, name) (KCACHE__FAULT("unlink") ? -1 : kcache__os_unlink(dirfd, name, 0))
+#define kcache__io_rmdir(dirfd, name) (KCACHE__FAULT("unlink") ? -1 : kcache__os_unlink(dirfd, name, 1))
+#define kcache__io_mkdir(dirfd, name) (KCACHE__FAULT("mkdir") ? -1 : kcache__os_mkdir(dirfd, name))
+#define kcache__io_mkdir_path(path) (KCACHE__FAULT("mkdir") ? -1 : kcache__os_mkdir(-1, path))
+#define kcache__io_fstat(fd, fi) (KCACHE__FAULT("stat") ? -1 : kcache__os_fstat(fd, fi))
+#define kcache__io_statat(dirfd, name, fi) (KCACHE__FAULT("stat") ? -1 : kcache__os_statat(dirfd, name, fi))
+#define kcache__io_stat(path, fi) (KCACHE__FAULT("stat") ? -1 : kcache__os_stat(path, fi))
+#define kcache__io_allocate(fd, len) (KCACHE__FAULT("allocate") ? errno : kcache__os_allocate(fd, len))
+#define kcache__io_truncate(fd, len) (KCACHE__FAULT("truncate") ? -1 : kcache__os_truncate(fd, len))
+#define kcache__io_lock(fd, at, type, wait) (KCACHE__FAULT("lock") ? -1 : kcache__os_lock(fd, at, type, wait))
+#define kcache__io_map(fd, len) (KCACHE__FAULT("map") ? (unsigned char *)NULL : kcache__os_map(fd, len))
+#define kcache__io_unmap(p, len) kcache__os_unmap(p, len)
+#define kcache__io_dir_open(dirfd, name) (KCACHE__FAULT("opendir") ? (kcache__dir *)NULL : kcache__os_dir_open(dirfd, name))
+#define kcache__io_dir_next(d) kcache__os_dir_next(d)
+#define kcache__io_dir_close(d) kcache__os_dir_close(d)
+
+#if !defined(_WIN32)
+
+#if defined(__linux__)
+#include <sys/syscall.h>
+#endif
+
+static void kcache__finfo_from(const struct stat *s, kcache__finfo *fi) {
+    fi->size = (uint64_t)s->st_size;
+    fi->dev = (uint64_t)s->st_dev;
+    fi->ino = (uint64_t)s->st_ino;
+#if defined(__APPLE__)
+    fi->mtime_ns = (int64_t)s->st_mtimespec.tv_sec * 1000000000 + s->st_mtimespec.tv_nsec;
+    fi->ctime_ns = (int64_t)s->st_ctimespec.tv_sec * 1000000000 + s->st_ctimespec.tv_nsec;
+#else
+    fi->mtime_ns = (int64_t)s->st_mtim.tv_sec * 1000000000 + s->st_mtim.tv_nsec;
+    fi->ctime_ns = (int64_t)s->st_ctim.tv_sec * 1000000000 + s->st_ctim.tv_nsec;
+#endif
+    fi->uid = (uint32_t)s->st_uid;
+    fi->perm = (unsigned)(s->st_mode & 0777);
+    fi->kind = S_ISREG(s->st_mode) ? KCACHE__KIND_FILE : S_ISDIR(s->st_mode) ? KCACHE__KIND_DIR : KCACHE__KIND_OTHER;
+}
+
+static int kcache__os_flags(int how) {
+    int f = O_CLOEXEC | O_NOFOLLOW;
+    f |= (how & KCACHE__RW) == KCACHE__RW ? O_RDWR : (how & KCACHE__WR) ? O_WRONLY : O_RDONLY;
+    if (how & KCACHE__CREATE) f |= O_CREAT;
+    if (how & KCACHE__EXCL) f |= O_EXCL;
+    if (how & KCACHE__DIRECTORY) f |= O_DIRECTORY;
+    if (how & KCACHE__APPEND) f |= O_APPEND;
+    if (how & KCACHE__NONBLOCK) f |= O_NONBLOCK;
+    return f;
+}
+/* A path outside the store (a source file, a dependency, the store's own directory): followed. */
+static int kcache__os_open(const char *path, int how) {
+    return open(path, kcache__os_flags(how) & ~O_NOFOLLOW, 0644);
+}
+/* A name in a directory: a symlink there is not followed (ELOOP). Files are created 0644 less the
+   umask; directories made by kcache are 0700. */
+static int kcache__os_openat(int dirfd, const char *name, int how) {
+    return openat(dirfd, name, kcache__os_flags(how), 0644);
+}
+/* Opens a relative path beneath dirfd, refusing symlinks anywhere on it, in one call where the
+   kernel has openat2 (Linux 5.6+). -1 with errno ENOSYS where it cannot: the caller walks. The
+   argument structure is declared here: libcs without the kernel's headers (musl) lack it. */
+static int kcache__os_open_beneath(int dirfd, const char *rel, int how) {
+#if defined(__linux__) && defined(SYS_openat2)
+    struct { uint64_t flags, mode, resolve; } h;
+    long r;
+    memset(&h, 0, sizeof h);
+    h.flags = (uint64_t)kcache__os_flags(how);
+    h.mode = (how & KCACHE__CREATE) ? 0644 : 0;
+    h.resolve = 0x04 | 0x08; /* RESOLVE_NO_SYMLINKS | RESOLVE_BENEATH */
+    r = syscall(SYS_openat2, dirfd, rel, &h, sizeof h);
+    if (r < 0 && errno == EPERM) errno = ENOSYS; /* a seccomp filter that refuses it: walk */
+    return (int)r;
+#else
+    (void)dirfd; (void)rel; (void)how;
+    errno = ENOSYS;
+    return -1;
+#endif
+}
+static ptrdiff_t kcache__os_read(int fd, void *buf, size_t n) { return read(fd, buf, n); }
+static ptrdiff_t kcache__os_pread(int fd, void *buf, size_t n, uint64_t at) { return pread(fd, buf, n, (off_t)at); }
+static ptrdiff_t kcache__os_pwrite(int fd, const void *buf, size_t n, uint64_t at) { return pwrite(fd, buf, n, (off_t)at); }
+/* Writes two buffers at the file position, in one system call when the kernel takes them whole;
+   returns the bytes written by that call. */
+static ptrdiff_t kcache__os_write2(int fd, const void *a, size_t an, const void *b, size_t bn) {
+    struct iovec v[2];
+    v[0].iov_base = (void *)(uintptr_t)a;
+    v[0].iov_len = an;
+    v[1].iov_base = (void *)(uintptr_t)b;
+    v[1].iov_len = bn;
+    return writev(fd, v, 2);
+}
+static int kcache__os_fsync(int fd) { return fsync(fd); }
+static int kcache__os_close(int fd) { return close(fd); }
+static int kcache__os_rename(int fromdir, const char *from, int todir, const char *to) { return renameat(fromdir, from, todir, to); }
+/* A second name for a file; EEXIST when the new name is taken (the way to create it exactly once). */
+static int kcache__os_link(int fromdir, const char *from, int todir, const char *to) { return linkat(fromdir, from, todir, to, 0); }
+static int kcache__os_unlink(int dirfd, const char *name, int dir) { return unlinkat(dirfd, name, dir ? AT_REMOVEDIR : 0); }
+/* dirfd -1: name is a path (the store's own directory and its parents). */
+static int kcache__os_mkdir(int dirfd, const char *name) { return dirfd < 0 ? mkdir(name, 0700) : mkdirat(dirfd, name, 0700); }
+static int kcache__os_fstat(int fd, kcache__finfo *fi) {
+    struct stat s;
+    if (fstat(fd, &s) != 0) return -1;
+    kcache__finfo_from(&s, fi);
+    return 0;
+}
+static int kcache__os_statat(int dirfd, const char *name, kcache__finfo *fi) {
+    struct stat s;
+    if (fstatat(dirfd, name, &s, AT_SYMLINK_NOFOLLOW) != 0) return -1;
+    kcache__finfo_from(&s, fi);
+    return 0;
+}
+static int kcache__os_stat(const char *path, kcache__finfo *fi) {
+    struct stat s;
+    if (stat(path, &s) != 0) return -1;
+    kcache__finfo_from(&s, fi);
+    return 0;
+}
+/* Allocates a file's blocks up to len (never sparse: see config.file). 0, or an errno. */
+static int kcache__os_allocate(int fd, uint64_t len) { return posix_fallocate(fd, 0, (off_t)len); }
+static int kcache__os_truncate(int fd, uint64_t len) { return ftruncate(fd, (off_t)len); }
+/* Locks (or unlocks) byte `at` of a file. Open-file-description locks (Linux) belong to the
+   descriptor, not the process, so two kcache objects in one process exclude each other too; a
+   dead holder's locks are gone with it. */
+static int kcache__os_lock(int fd, uint64_t at, int type, int wait) {
+    struct flock fl;
+    memset(&fl, 0, sizeof fl);
+    fl.l_type = (short)(type == KCACHE__LOCK_NONE ? F_UNLCK : type == KCACHE__LOCK_SHARED ? F_RDLCK : F_WRLCK);
+    fl.l_whence = SEEK_SET;
+    fl.l_start = (off_t)at;
+    fl.l_len = 1;
+#ifdef F_OFD_SETLK
+    if (fcntl(fd, wait ? F_OFD_SETLKW : F_OFD_SETLK, &fl) == 0) return 0;
+    if (errno != EINVAL) return -1;
+#endif
+    return fcntl(fd, wait ? F_SETLKW : F_SETLK, &fl);
+}
+static unsigned char *kcache__os_map(int fd, size_t len) {
+    void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    return p == MAP_FAILED ? NULL : (unsigned char *)p;
+}
+static void kcache__os_unmap(void *p, size_t len) { munmap(p, len); }
+
+/* Directory listing: names only ("." and ".." skipped). */
+typedef struct { DIR *dp; } kcache__dir;
+static kcache__dir *kcache__os_dir_open(int dirfd, const char *name) {
+    kcache__dir *d;
+    int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) return NULL;
+    d = (kcache__dir *)KCACHE_MALLOC(sizeof *d);
+    if (!d || (d->dp = fdopendir(fd)) == NULL) {
+        KCACHE_FREE(d);
+        close(fd);
+        if (!d) errno = ENOMEM;
+        return NULL;
+    }
+    return d;
+}
+static const char *kcache__os_dir_next(kcache__dir *d) {
+    struct dirent *de;
+    while ((de = readdir(d->dp)) != NULL)
+        if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0) return de->d_name;
+    return NULL;
+}
+/* The listed directory's descriptor, for operations on the names it lists. */
+static int kcache__os_dir_fd(kcache__dir *d) { return dirfd(d->dp); }
+static void kcache__os_dir_close(kcache__dir *d) {
+    if (!d) return;
+    closedir(d->dp);
+    KCACHE_FREE(d);
+}
+
+/* Whether a process (on this host, in this PID namespace) no longer exists. */
+static int kcache__os_pid_gone(uint32_t pid) { return kill((pid_t)pid, 0) != 0 && errno == ESRCH; }
+static uint32_t kcache__os_euid(void) { return (uint32_t)geteuid(); }
+
+#endif /* !_WIN32 */
+
 /* A file's stamp; 0, or an errno. */
 static int kcache__stat_path(const char *path, int64_t *mtime_ns, uint64_t *size) {
-    struct stat st;
-    if (stat(path, &st) != 0) return errno ? errno : EIO;
-#if defined(__APPLE__)
-    *mtime_ns = (int64_t)st.st_mtimespec.tv_sec * 1000000000 + st.st_mtimespec.tv_nsec;
-#else
-    *mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
-#endif
-    *size = (uint64_t)st.st_size;
+    kcache__finfo fi;
+    if (kcache__io_stat(path, &fi) != 0) return errno ? errno : EIO;
+    *mtime_ns = fi.mtime_ns;
+    *size = fi.size;
     return 0;
 }
 
@@ -2707,22 +2934,22 @@ static int kcache__hash_file(const char *path, kcache_hash128 *out, uint64_t *si
     unsigned char buf[65536];
     kcache_hash_state st;
     uint64_t total = 0;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    int fd = kcache__io_open(path, KCACHE__RD);
     if (fd < 0) return errno ? errno : EIO;
     kcache_hash_init(&st);
     for (;;) {
-        ssize_t r = read(fd, buf, sizeof buf);
+        ptrdiff_t r = kcache__io_read(fd, buf, sizeof buf);
         if (r < 0) {
             int e = errno;
             if (e == EINTR) continue;
-            close(fd);
+            kcache__io_close(fd);
             return e ? e : EIO;
         }
         if (r == 0) break;
         kcache_hash_update(&st, buf, (size_t)r);
         total += (uint64_t)r;
     }
-    close(fd);
+    kcache__io_close(fd);
     *out = kcache_hash_final(&st);
     *size = total;
     return 0;
@@ -3241,50 +3468,32 @@ static void kcache__entry_name(kcache_hash128 d, char out[48]) { /* "e/XX/<32 he
 }
 
 /* Opens a file inside the store without following any symlink on the way: one openat2 call where
-   the kernel has it (Linux 5.6+), else each directory of the path opened with O_NOFOLLOW in turn.
-   The openat2 argument is declared here: libcs without the kernel's headers (musl) lack it. */
-#if defined(__linux__)
-#include <sys/syscall.h>
-#endif
-#if defined(__linux__) && defined(SYS_openat2)
-struct kcache__open_how { uint64_t flags, mode, resolve; };
-#define KCACHE__RESOLVE_NO_SYMLINKS 0x04
-#define KCACHE__RESOLVE_BENEATH 0x08
-#endif
-static int kcache__open_in(kcache__store *st, const char *rel, int flags, int mode) {
+   the kernel has it, else each directory of the path opened in turn, none through a symlink. */
+static int kcache__open_in(kcache__store *st, const char *rel, int how) {
     char part[64];
     const char *p = rel, *slash;
     int dfd = st->dirfd, fd, e;
-    flags |= O_CLOEXEC | O_NOFOLLOW;
-#if defined(__linux__) && defined(SYS_openat2)
     if (!st->no_openat2) {
-        struct kcache__open_how how;
-        long r;
-        memset(&how, 0, sizeof how);
-        how.flags = (uint64_t)flags;
-        how.mode = (flags & O_CREAT) ? (uint64_t)mode : 0;
-        how.resolve = KCACHE__RESOLVE_NO_SYMLINKS | KCACHE__RESOLVE_BENEATH;
-        r = syscall(SYS_openat2, st->dirfd, rel, &how, sizeof how);
-        if (r >= 0 || (errno != ENOSYS && errno != EPERM)) return (int)r;
+        fd = KCACHE__FAULT("open") ? -1 : kcache__os_open_beneath(st->dirfd, rel, how);
+        if (fd >= 0 || errno != ENOSYS) return fd;
         st->no_openat2 = 1; /* a kernel, emulator or seccomp filter without it: not asked again */
     }
-#endif
     while ((slash = strchr(p, '/')) != NULL) { /* kcache's paths are short: "e/XX/name" */
         size_t n = (size_t)(slash - p);
         int next;
-        if (n == 0 || n >= sizeof part) { if (dfd != st->dirfd) close(dfd); errno = EINVAL; return -1; }
+        if (n == 0 || n >= sizeof part) { if (dfd != st->dirfd) kcache__io_close(dfd); errno = EINVAL; return -1; }
         memcpy(part, p, n);
         part[n] = 0;
-        next = openat(dfd, part, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        next = kcache__io_openat(dfd, part, KCACHE__RD | KCACHE__DIRECTORY);
         e = errno;
-        if (dfd != st->dirfd) close(dfd);
+        if (dfd != st->dirfd) kcache__io_close(dfd);
         if (next < 0) { errno = e == ENOTDIR ? ELOOP : e; return -1; } /* a symlink where a directory belongs */
         dfd = next;
         p = slash + 1;
     }
-    fd = openat(dfd, p, flags, mode);
+    fd = kcache__io_openat(dfd, p, how);
     e = errno;
-    if (dfd != st->dirfd) close(dfd);
+    if (dfd != st->dirfd) kcache__io_close(dfd);
     errno = e;
     return fd;
 }
@@ -3294,12 +3503,12 @@ static int kcache__open_in(kcache__store *st, const char *rel, int flags, int mo
    leaves it for the user). 0 when the name is free. */
 static int kcache__clear_name(kcache__store *st, int dirfd, const char *name) {
     char junk[64];
-    if (unlinkat(dirfd, name, 0) == 0 || errno == ENOENT) return 0;
-    if ((errno == EISDIR || errno == EPERM) && unlinkat(dirfd, name, AT_REMOVEDIR) == 0) return 0;
+    if (kcache__io_unlink(dirfd, name) == 0 || errno == ENOENT) return 0;
+    if ((errno == EISDIR || errno == EPERM) && kcache__io_rmdir(dirfd, name) == 0) return 0;
     if (errno != ENOTEMPTY && errno != EEXIST) return -1;
     st->temp_seq++;
     snprintf(junk, sizeof junk, "%u-junk-%llx", (unsigned)kcache__pid(), (unsigned long long)st->temp_seq);
-    return renameat(dirfd, name, st->tmpfd, junk);
+    return kcache__io_rename(dirfd, name, st->tmpfd, junk);
 }
 
 /* Removes an entry through its shard's descriptor, opened without following symlinks, so that a
@@ -3309,44 +3518,29 @@ static int kcache__unlink_entry(kcache__store *st, const char rel[48]) {
     int fd, rc;
     memcpy(shard, rel, 4);
     shard[4] = 0;
-    fd = kcache__open_in(st, shard, O_RDONLY | O_DIRECTORY, 0);
+    fd = kcache__open_in(st, shard, KCACHE__RD | KCACHE__DIRECTORY);
     if (fd < 0) return -1;
     rc = kcache__clear_name(st, fd, rel + 5);
-    close(fd);
+    kcache__io_close(fd);
     return rc;
 }
 
 static int kcache__is_dir_nofollow(int dirfd, const char *rel) {
-    struct stat s;
-    return fstatat(dirfd, rel, &s, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(s.st_mode);
+    kcache__finfo fi;
+    return kcache__io_statat(dirfd, rel, &fi) == 0 && fi.kind == KCACHE__KIND_DIR;
 }
 
-/* Takes the store lock: this process's mutex, then the advisory lock on byte 0 of "lock". Open file
-   description locks (Linux) belong to this store's descriptor, not the process, so two kcache
-   objects in one process exclude each other too. A dead holder's lock is gone with it. */
-static int kcache__flock(int fd, short type, off_t at, int wait) {
-    struct flock fl;
-    memset(&fl, 0, sizeof fl);
-    fl.l_type = type;
-    fl.l_whence = SEEK_SET;
-    fl.l_start = at;
-    fl.l_len = 1;
-#ifdef F_OFD_SETLK
-    if (fcntl(fd, wait ? F_OFD_SETLKW : F_OFD_SETLK, &fl) == 0) return 0;
-    if (errno != EINVAL) return -1;
-#endif
-    return fcntl(fd, wait ? F_SETLKW : F_SETLK, &fl);
-}
-
+/* Takes the store lock: this process's mutex, then the advisory lock on byte 0 of "lock" (see
+   kcache__os_lock: it excludes other kcache objects of this process too). */
 /* Open-file-description locks are shared by a process forked after kcache_open: the child opens
    "lock" again so that its locks and build claims exclude its parent and siblings (mutex held). */
 static void kcache__store_own_lock(kcache__store *st) {
     uint32_t pid = kcache__pid();
     int fd;
     if (pid == st->pid) return;
-    fd = kcache__open_in(st, "lock", O_RDWR, 0);
+    fd = kcache__open_in(st, "lock", KCACHE__RW);
     if (fd >= 0) {
-        close(st->lockfd);
+        kcache__io_close(st->lockfd);
         st->lockfd = fd;
     }
     st->pid = pid;
@@ -3357,7 +3551,7 @@ static kcache_status kcache__store_lock(kcache__store *st) {
     unsigned pause_us = 20; /* holders keep it for tens of microseconds: start short, back off */
     kcache__mutex_lock(&st->mutex);
     kcache__store_own_lock(st);
-    while (kcache__flock(st->lockfd, F_WRLCK, 0, 0) != 0) {
+    while (kcache__io_lock(st->lockfd, 0, KCACHE__LOCK_EXCLUSIVE, 0) != 0) {
         if ((errno != EAGAIN && errno != EACCES && errno != EINTR) || kcache__mono_ns() > deadline) {
             kcache__mutex_unlock(&st->mutex);
             return errno == EAGAIN || errno == EACCES || errno == EINTR ? KCACHE_ELOCK : KCACHE_EIO;
@@ -3368,7 +3562,7 @@ static kcache_status kcache__store_lock(kcache__store *st) {
     return KCACHE_OK;
 }
 static void kcache__store_unlock(kcache__store *st) {
-    kcache__flock(st->lockfd, F_UNLCK, 0, 0);
+    kcache__io_lock(st->lockfd, 0, KCACHE__LOCK_NONE, 0);
     kcache__mutex_unlock(&st->mutex);
 }
 
@@ -3406,39 +3600,39 @@ static kcache_status kcache__cf_create(kcache__store *st, uint64_t limit, int re
     kcache__put_u32(hdr + 48, 1); /* busy: the first locked update scans for entries already there */
     kcache__put_u64(hdr + KCACHE__CF_SUMMED, kcache_hash(hdr, KCACHE__CF_SUMMED).lo);
     snprintf(tmp, sizeof tmp, "tmp/%u-cf-%llx.tmp", (unsigned)kcache__pid(), (unsigned long long)kcache__now_ns());
-    fd = kcache__open_in(st, tmp, O_RDWR | O_CREAT | O_EXCL, 0644);
+    fd = kcache__open_in(st, tmp, KCACHE__RW | KCACHE__CREATE | KCACHE__EXCL);
     if (fd < 0) return errno == ENOSPC ? KCACHE_ENOSPC : (errno == EROFS || errno == EACCES) ? KCACHE_EROFS : KCACHE_EIO;
     /* The table's blocks are allocated now: a sparse page first touched through the mapping when
        the disk is full would be SIGBUS, not an error. A filesystem without room for the table
        gets a smaller one (down to 4096 slots) rather than no store. */
     rc = -1;
-    if (pwrite(fd, hdr, sizeof hdr, 0) == (ssize_t)sizeof hdr) {
+    if (kcache__io_pwrite(fd, hdr, sizeof hdr, 0) == (ptrdiff_t)sizeof hdr) {
         for (;;) {
-            int e = posix_fallocate(fd, 0, (off_t)(KCACHE__CF_HEADER + ((uint64_t)KCACHE__WAYS << lg) * KCACHE__SLOT));
+            int e = kcache__io_allocate(fd, (uint64_t)(KCACHE__CF_HEADER + ((uint64_t)KCACHE__WAYS << lg) * KCACHE__SLOT));
             if (e == 0) { rc = 0; break; }
             if (e != ENOSPC || ((uint64_t)KCACHE__WAYS << lg) <= 4096) break;
             lg--;
             kcache__put_u32(hdr + 16, lg);
             kcache__put_u64(hdr + KCACHE__CF_SUMMED, kcache_hash(hdr, KCACHE__CF_SUMMED).lo);
-            if (pwrite(fd, hdr, sizeof hdr, 0) != (ssize_t)sizeof hdr || ftruncate(fd, KCACHE__CF_HEADER) != 0) break;
+            if (kcache__io_pwrite(fd, hdr, sizeof hdr, 0) != (ptrdiff_t)sizeof hdr || kcache__io_truncate(fd, KCACHE__CF_HEADER) != 0) break;
         }
     }
-    close(fd);
+    kcache__io_close(fd);
     if (rc == 0) {
-        if (replace) rc = renameat(st->dirfd, tmp, st->dirfd, "config.file");
+        if (replace) rc = kcache__io_rename(st->dirfd, tmp, st->dirfd, "config.file");
         else {
-            rc = linkat(st->dirfd, tmp, st->dirfd, "config.file", 0);
+            rc = kcache__io_link(st->dirfd, tmp, st->dirfd, "config.file");
             if (rc != 0 && errno == EEXIST) rc = 0;
         }
     }
-    if (rc != 0 || !replace) unlinkat(st->dirfd, tmp, 0);
+    if (rc != 0 || !replace) kcache__io_unlink(st->dirfd, tmp);
     return rc == 0 ? KCACHE_OK : KCACHE_EIO;
 }
 
 /* Lets go of the mapping (lock held): readers may still use it, so it stays mapped (see
    kcache__table) and is unmapped at close. */
 static void kcache__cf_unmap(kcache__store *st) {
-    if (st->cffd >= 0) close(st->cffd);
+    if (st->cffd >= 0) kcache__io_close(st->cffd);
     st->cffd = -1;
     if (st->map) {
         st->map = NULL;
@@ -3448,26 +3642,26 @@ static void kcache__cf_unmap(kcache__store *st) {
 
 /* Maps config.file as it is now. 0 when mapped (valid or not: *valid says), else an errno-ish -1. */
 static int kcache__cf_map(kcache__store *st, int *valid) {
-    struct stat s;
+    kcache__finfo s;
     unsigned char hdr[KCACHE__CF_HEADER];
     size_t len;
     *valid = 0;
     kcache__cf_unmap(st);
-    st->cffd = kcache__open_in(st, "config.file", O_RDWR, 0);
+    st->cffd = kcache__open_in(st, "config.file", KCACHE__RW);
     if (st->cffd < 0) return -1;
-    if (fstat(st->cffd, &s) != 0 || !S_ISREG(s.st_mode) || s.st_size < KCACHE__CF_HEADER ||
-        pread(st->cffd, hdr, sizeof hdr, 0) != (ssize_t)sizeof hdr || !kcache__cf_valid(hdr, (uint64_t)s.st_size)) {
+    if (kcache__io_fstat(st->cffd, &s) != 0 || s.kind != KCACHE__KIND_FILE || s.size < KCACHE__CF_HEADER ||
+        kcache__io_pread(st->cffd, hdr, sizeof hdr, 0) != (ptrdiff_t)sizeof hdr || !kcache__cf_valid(hdr, s.size)) {
         kcache__cf_unmap(st);
         return 0; /* present but unusable: the caller replaces it */
     }
-    len = (size_t)s.st_size;
-    st->map = (unsigned char *)mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, st->cffd, 0);
-    if (st->map == MAP_FAILED) { st->map = NULL; kcache__cf_unmap(st); return -1; }
+    len = (size_t)s.size;
+    st->map = kcache__io_map(st->cffd, len);
+    if (!st->map) { kcache__cf_unmap(st); return -1; }
     st->map_len = len;
     st->nslots = (len - KCACHE__CF_HEADER) / KCACHE__SLOT;
     kcache__publish(st);
-    st->cf_dev = s.st_dev;
-    st->cf_ino = s.st_ino;
+    st->cf_dev = s.dev;
+    st->cf_ino = s.ino;
     *valid = 1;
     return 0;
 }
@@ -3502,11 +3696,11 @@ static void kcache__store_touch(kcache__store *st, kcache_hash128 d, int64_t now
 static void kcache__entry_unit(kcache__store *st, const char *rel, char *list, size_t cap) {
     unsigned char h[KCACHE__ENTRY_FIXED + 2 + KCACHE_UNIT_MAX];
     size_t have = strlen(list), ulen;
-    ssize_t n;
-    int fd = kcache__open_in(st, rel, O_RDONLY | O_NONBLOCK, 0);
+    ptrdiff_t n;
+    int fd = kcache__open_in(st, rel, KCACHE__RD | KCACHE__NONBLOCK);
     if (fd < 0) return;
-    n = pread(fd, h, sizeof h, 0);
-    close(fd);
+    n = kcache__io_pread(fd, h, sizeof h, 0);
+    kcache__io_close(fd);
     if (n < KCACHE__ENTRY_FIXED + 2 || memcmp(h, "KCENTRY", 8) != 0) return;
     ulen = kcache__get_u16(h + KCACHE__ENTRY_FIXED);
     if (ulen >= KCACHE_UNIT_MAX || (size_t)n < KCACHE__ENTRY_FIXED + 2 + ulen) return;
@@ -3633,32 +3827,32 @@ static void kcache__slot_insert(kcache__store *st, kcache_hash128 d, uint64_t si
 
 /* Calls fn for every entry file in the shards (regular files with an entry's name; anything else
    in a shard is removed: a store holds only what kcache wrote). */
-typedef void (*kcache__walk_fn)(void *ctx, kcache_hash128 d, const struct stat *s);
+typedef void (*kcache__walk_fn)(void *ctx, kcache_hash128 d, const kcache__finfo *s);
 static void kcache__store_walk(kcache__store *st, kcache__walk_fn fn, void *ctx) {
-    int shard;
+    int shard, efd = kcache__open_in(st, "e", KCACHE__RD | KCACHE__DIRECTORY);
+    if (efd < 0) return;
     for (shard = 0; shard < 256; shard++) {
         char rel[8];
         int fd;
-        DIR *dp;
-        struct dirent *de;
-        snprintf(rel, sizeof rel, "e/%02x", shard);
-        fd = kcache__open_in(st, rel, O_RDONLY | O_DIRECTORY, 0);
-        if (fd < 0) continue;
-        dp = fdopendir(fd);
-        if (!dp) { close(fd); continue; }
-        while ((de = readdir(dp)) != NULL) {
+        kcache__dir *dp;
+        const char *name;
+        snprintf(rel, sizeof rel, "%02x", shard);
+        dp = kcache__io_dir_open(efd, rel); /* never through a symlink */
+        if (!dp) continue;
+        fd = kcache__os_dir_fd(dp);
+        while ((name = kcache__io_dir_next(dp)) != NULL) {
             kcache_hash128 d;
-            struct stat s;
-            if (de->d_name[0] == '.' && (!de->d_name[1] || (de->d_name[1] == '.' && !de->d_name[2]))) continue;
-            if (fstatat(fd, de->d_name, &s, AT_SYMLINK_NOFOLLOW) != 0) continue;
-            if (!kcache__parse_entry_name(de->d_name, &d) || !S_ISREG(s.st_mode)) {
-                if (!S_ISDIR(s.st_mode)) unlinkat(fd, de->d_name, 0);
+            kcache__finfo s;
+            if (kcache__io_statat(fd, name, &s) != 0) continue;
+            if (!kcache__parse_entry_name(name, &d) || s.kind != KCACHE__KIND_FILE) {
+                if (s.kind != KCACHE__KIND_DIR) kcache__io_unlink(fd, name);
                 continue;
             }
             fn(ctx, d, &s);
         }
-        closedir(dp);
+        kcache__io_dir_close(dp);
     }
+    kcache__io_close(efd);
 }
 
 typedef struct kcache__rebuild_ctx {
@@ -3668,12 +3862,12 @@ typedef struct kcache__rebuild_ctx {
     kcache__store_ev *ev;
 } kcache__rebuild_ctx;
 
-static void kcache__rebuild_one(void *ctx, kcache_hash128 d, const struct stat *s) {
+static void kcache__rebuild_one(void *ctx, kcache_hash128 d, const kcache__finfo *s) {
     kcache__rebuild_ctx *c = (kcache__rebuild_ctx *)ctx;
-    int64_t use = (int64_t)s->st_mtime * 1000000000;
+    int64_t use = s->mtime_ns;
     const uint64_t *o = c->old ? kcache__slot_lookup(c->old, c->old_slots, d) : NULL;
     if (o) use = (int64_t)kcache__sl_get(o, KCACHE__SL_USE);
-    kcache__slot_insert(c->st, d, (uint64_t)s->st_size, use, c->ev);
+    kcache__slot_insert(c->st, d, s->size, use, c->ev);
 }
 
 /* Rebuilds the accounting and the use table from the entries on disk (lock held, map valid):
@@ -3712,17 +3906,16 @@ static void kcache__cf_grow(kcache__store *st, kcache__store_ev *ev) {
     size_t len = KCACHE__CF_HEADER + (size_t)nslots * KCACHE__SLOT, old_len = st->map_len;
     unsigned char *map, *old_map = st->map;
     int fd, old_fd = st->cffd;
-    struct stat sb;
+    kcache__finfo sb;
     char tmp[64];
     if (nslots > kcache__max_slots(st->limit)) return;
     st->temp_seq++;
     snprintf(tmp, sizeof tmp, "%u-grow-%llx.tmp", (unsigned)kcache__pid(), (unsigned long long)st->temp_seq);
-    fd = openat(st->tmpfd, tmp, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    fd = kcache__io_openat(st->tmpfd, tmp, KCACHE__RW | KCACHE__CREATE | KCACHE__EXCL);
     if (fd < 0) return;
-    if (posix_fallocate(fd, 0, (off_t)len) != 0 || fstat(fd, &sb) != 0 ||
-        (map = (unsigned char *)mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)) == MAP_FAILED) {
-        close(fd);
-        unlinkat(st->tmpfd, tmp, 0);
+    if (kcache__io_allocate(fd, (uint64_t)len) != 0 || kcache__io_fstat(fd, &sb) != 0 || (map = kcache__io_map(fd, len)) == NULL) {
+        kcache__io_close(fd);
+        kcache__io_unlink(st->tmpfd, tmp);
         return;
     }
     memcpy(map, old_map, KCACHE__CF_HEADER);
@@ -3741,30 +3934,30 @@ static void kcache__cf_grow(kcache__store *st, kcache__store_ev *ev) {
         if (d.lo || d.hi) kcache__slot_insert(st, d, kcache__sl_get(o, KCACHE__SL_SIZE), (int64_t)kcache__sl_get(o, KCACHE__SL_USE), ev);
     }
     st->growing = 0;
-    if (renameat(st->tmpfd, tmp, st->dirfd, "config.file") != 0) { /* keep the old table */
-        munmap(map, len);
-        close(fd);
-        unlinkat(st->tmpfd, tmp, 0);
+    if (kcache__io_rename(st->tmpfd, tmp, st->dirfd, "config.file") != 0) { /* keep the old table */
+        kcache__io_unmap(map, len);
+        kcache__io_close(fd);
+        kcache__io_unlink(st->tmpfd, tmp);
         st->map = old_map;
         st->map_len = old_len;
         st->nslots = old_slots;
         return;
     }
-    close(old_fd); /* old_map stays mapped for readers: see kcache__table */
+    kcache__io_close(old_fd); /* old_map stays mapped for readers: see kcache__table */
     (void)old_len;
     st->cffd = fd;
-    st->cf_dev = sb.st_dev;
-    st->cf_ino = sb.st_ino;
+    st->cf_dev = sb.dev;
+    st->cf_ino = sb.ino;
     kcache__publish(st);
 }
 
 /* Under the lock: makes sure the mapped config.file is the one in the directory and is sound,
    replacing, remapping or rebuilding as needed, then marks it busy. */
 static kcache_status kcache__store_begin(kcache__store *st, kcache__store_ev *ev) {
-    struct stat s;
+    kcache__finfo s;
     int valid = 1;
-    if (fstatat(st->dirfd, "config.file", &s, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(s.st_mode) ||
-        s.st_dev != st->cf_dev || s.st_ino != st->cf_ino || !st->map || (size_t)s.st_size != st->map_len) {
+    if (kcache__io_statat(st->dirfd, "config.file", &s) != 0 || s.kind != KCACHE__KIND_FILE ||
+        s.dev != st->cf_dev || s.ino != st->cf_ino || !st->map || (size_t)s.size != st->map_len) {
         if (kcache__cf_map(st, &valid) != 0 || !valid) {
             if (kcache__cf_create(st, st->limit, 1) != KCACHE_OK || kcache__cf_map(st, &valid) != 0 || !valid)
                 return KCACHE_EIO;
@@ -3808,23 +4001,21 @@ static kcache_status kcache__errno_status(int e) {
 
 /* Writes two buffers, in one system call when the kernel takes them whole. */
 static kcache_status kcache__write_all(int fd, const void *a, size_t an, const void *b, size_t bn) {
-    struct iovec v[2];
-    int first = 0;
-    v[0].iov_base = (void *)(uintptr_t)a;
-    v[0].iov_len = an;
-    v[1].iov_base = (void *)(uintptr_t)b;
-    v[1].iov_len = bn;
-    while (first < 2) {
-        ssize_t w = writev(fd, v + first, 2 - first);
+    const unsigned char *pa = (const unsigned char *)a, *pb = (const unsigned char *)b;
+    while (an + bn > 0) {
+        ptrdiff_t w = kcache__io_write2(fd, pa, an, pb, bn);
+        size_t took;
         if (w < 0) {
             if (errno == EINTR) continue;
             return kcache__errno_status(errno);
         }
-        while (first < 2 && (size_t)w >= v[first].iov_len) { w -= (ssize_t)v[first].iov_len; v[first].iov_len = 0; first++; }
-        if (first < 2) {
-            v[first].iov_base = (unsigned char *)v[first].iov_base + w;
-            v[first].iov_len -= (size_t)w;
-        }
+        if (w == 0) return KCACHE_EIO;
+        took = (size_t)w < an ? (size_t)w : an;
+        pa += took;
+        an -= took;
+        w -= (ptrdiff_t)took;
+        pb += (size_t)w;
+        bn -= (size_t)w;
     }
     return KCACHE_OK;
 }
@@ -3958,7 +4149,7 @@ static int kcache__ix_decode(kcache__rbuf *r, kcache__ix_item *it) {
    unit has none, KCACHE_ECORRUPT for a header that fails validation. */
 static kcache_status kcache__ix_read(kcache__store *st, const char *unit, kcache__ix *ix) {
     char rel[48];
-    struct stat sb;
+    kcache__finfo sb;
     kcache__rbuf r;
     size_t have = 0, ulen = strlen(unit), hlen = kcache__ix_header_len(unit), cap, i, nrec = 0;
     kcache__ix_item *recs = NULL;
@@ -3967,20 +4158,20 @@ static kcache_status kcache__ix_read(kcache__store *st, const char *unit, kcache
     int fd;
     memset(ix, 0, sizeof *ix);
     kcache__ix_name(unit, rel);
-    fd = kcache__open_in(st, rel, O_RDONLY | O_NONBLOCK, 0);
+    fd = kcache__open_in(st, rel, KCACHE__RD | KCACHE__NONBLOCK);
     if (fd < 0) return errno == ENOENT ? KCACHE_ENOENT : KCACHE_ECORRUPT;
-    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode) || (size_t)sb.st_size < hlen || (uint64_t)sb.st_size > KCACHE__IX_MAX ||
-        !(ix->file = (unsigned char *)KCACHE_MALLOC((size_t)sb.st_size))) {
-        close(fd);
+    if (kcache__io_fstat(fd, &sb) != 0 || sb.kind != KCACHE__KIND_FILE || (size_t)sb.size < hlen || (uint64_t)sb.size > KCACHE__IX_MAX ||
+        !(ix->file = (unsigned char *)KCACHE_MALLOC((size_t)sb.size))) {
+        kcache__io_close(fd);
         return KCACHE_ECORRUPT;
     }
-    while (have < (size_t)sb.st_size) {
-        ssize_t n = read(fd, ix->file + have, (size_t)sb.st_size - have);
+    while (have < (size_t)sb.size) {
+        ptrdiff_t n = kcache__io_read(fd, ix->file + have, (size_t)sb.size - have);
         if (n < 0 && errno == EINTR) continue;
         if (n <= 0) break;
         have += (size_t)n;
     }
-    close(fd);
+    kcache__io_close(fd);
     ix->file_len = have;
     if (have < hlen || memcmp(ix->file, "KCINDEX", 8) != 0 || kcache__get_u16(ix->file + 8) != KCACHE__IX_VERSION ||
         kcache__get_u16(ix->file + 24) != ulen || memcmp(ix->file + 26, unit, ulen) != 0 ||
@@ -4079,23 +4270,23 @@ static kcache_status kcache__ix_write(kcache__store *st, const char *unit, const
     shard[4] = 0;
     st->temp_seq++;
     snprintf(tmp, sizeof tmp, "%u-ix-%llx.tmp", (unsigned)kcache__pid(), (unsigned long long)st->temp_seq);
-    fd = openat(st->tmpfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    fd = kcache__io_openat(st->tmpfd, tmp, KCACHE__WR | KCACHE__CREATE | KCACHE__EXCL);
     if (fd < 0) { KCACHE_FREE(buf); return kcache__errno_status(errno); }
     s = kcache__write_all(fd, buf, len, NULL, 0);
     KCACHE_FREE(buf);
-    if (close(fd) != 0 && s == KCACHE_OK) s = kcache__errno_status(errno);
-    shardfd = s == KCACHE_OK ? kcache__open_in(st, shard, O_RDONLY | O_DIRECTORY, 0) : -1;
+    if (kcache__io_close(fd) != 0 && s == KCACHE_OK) s = kcache__errno_status(errno);
+    shardfd = s == KCACHE_OK ? kcache__open_in(st, shard, KCACHE__RD | KCACHE__DIRECTORY) : -1;
     if (s == KCACHE_OK && shardfd < 0 && errno == ENOENT) {
-        mkdirat(st->dirfd, "i", 0700);
-        mkdirat(st->dirfd, shard, 0700);
-        shardfd = kcache__open_in(st, shard, O_RDONLY | O_DIRECTORY, 0);
+        kcache__io_mkdir(st->dirfd, "i");
+        kcache__io_mkdir(st->dirfd, shard);
+        shardfd = kcache__open_in(st, shard, KCACHE__RD | KCACHE__DIRECTORY);
     }
     if (s == KCACHE_OK && shardfd < 0) s = KCACHE_EUNSAFE;
-    if (s == KCACHE_OK && renameat(st->tmpfd, tmp, shardfd, rel + 5) != 0 &&
-        (kcache__clear_name(st, shardfd, rel + 5) != 0 || renameat(st->tmpfd, tmp, shardfd, rel + 5) != 0))
+    if (s == KCACHE_OK && kcache__io_rename(st->tmpfd, tmp, shardfd, rel + 5) != 0 &&
+        (kcache__clear_name(st, shardfd, rel + 5) != 0 || kcache__io_rename(st->tmpfd, tmp, shardfd, rel + 5) != 0))
         s = kcache__errno_status(errno);
-    if (shardfd >= 0) close(shardfd);
-    if (s != KCACHE_OK) unlinkat(st->tmpfd, tmp, 0);
+    if (shardfd >= 0) kcache__io_close(shardfd);
+    if (s != KCACHE_OK) kcache__io_unlink(st->tmpfd, tmp);
     return s;
 }
 
@@ -4115,40 +4306,40 @@ static void kcache__ix_apply(kcache__ix *ix, int kind, const kcache__ix_item *it
 static void kcache__ix_log(kcache__store *st, const char *unit, int n, const int *kinds, const kcache__ix_item *items) {
     char rel[48];
     unsigned char tail[16];
-    struct stat sb;
+    kcache__finfo sb;
     size_t hlen = kcache__ix_header_len(unit), len = 0, i;
     int fd, append = 0;
     kcache__ix_name(unit, rel);
-    fd = kcache__open_in(st, rel, O_RDWR | O_APPEND | O_NONBLOCK, 0);
-    if (fd >= 0 && fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) && (size_t)sb.st_size >= hlen && (uint64_t)sb.st_size < KCACHE__IX_MAX) {
+    fd = kcache__open_in(st, rel, KCACHE__RW | KCACHE__APPEND | KCACHE__NONBLOCK);
+    if (fd >= 0 && kcache__io_fstat(fd, &sb) == 0 && sb.kind == KCACHE__KIND_FILE && (size_t)sb.size >= hlen && (uint64_t)sb.size < KCACHE__IX_MAX) {
         int rfd = fd;
         /* The log this process appended to last, untouched since (same file, same size): known sound,
            and well under the rewrite threshold checked then, so no need to read it again. */
-        if (st->ix_last.dev == sb.st_dev && st->ix_last.ino == sb.st_ino && st->ix_last.size == (uint64_t)sb.st_size &&
+        if (st->ix_last.dev == sb.dev && st->ix_last.ino == sb.ino && st->ix_last.size == (uint64_t)sb.size &&
             st->ix_last.room > 0)
             append = 1;
         else {
             /* sound when the header is ours and the last record's trailer checks out */
             unsigned char *hb = (unsigned char *)KCACHE_MALLOC(hlen);
-            int sound = hb && pread(rfd, hb, hlen, 0) == (ssize_t)hlen && memcmp(hb, "KCINDEX", 8) == 0 &&
+            int sound = hb && kcache__io_pread(rfd, hb, hlen, 0) == (ptrdiff_t)hlen && memcmp(hb, "KCINDEX", 8) == 0 &&
                         kcache__get_u16(hb + 8) == KCACHE__IX_VERSION && kcache__get_u16(hb + 24) == strlen(unit) &&
                         memcmp(hb + 26, unit, strlen(unit)) == 0 && kcache__get_u64(hb + hlen - 8) == kcache_hash(hb, hlen - 8).lo;
             uint64_t compacted = sound ? kcache__get_u64(hb + 16) : 0;
             KCACHE_FREE(hb);
             /* appended to until it is twice its size after the last rewrite (64 KiB of slack) */
-            if (sound && compacted <= (uint64_t)sb.st_size && (uint64_t)sb.st_size - compacted < compacted + 65536) {
-                if ((size_t)sb.st_size == hlen) append = 1;
-                else if (pread(rfd, tail, 12, sb.st_size - 12) == 12) {
+            if (sound && compacted <= (uint64_t)sb.size && (uint64_t)sb.size - compacted < compacted + 65536) {
+                if ((size_t)sb.size == hlen) append = 1;
+                else if (kcache__io_pread(rfd, tail, 12, sb.size - 12) == 12) {
                     uint32_t body = kcache__get_u32(tail + 8);
-                    if (body >= 48 && (uint64_t)body + 16 + hlen <= (uint64_t)sb.st_size) {
+                    if (body >= 48 && (uint64_t)body + 16 + hlen <= (uint64_t)sb.size) {
                         unsigned char *b = (unsigned char *)KCACHE_MALLOC(body);
-                        if (b && pread(rfd, b, body, sb.st_size - 12 - body) == (ssize_t)body &&
+                        if (b && kcache__io_pread(rfd, b, body, sb.size - 12 - body) == (ptrdiff_t)body &&
                             kcache_hash(b, body).lo == kcache__get_u64(tail))
                             append = 1;
                         KCACHE_FREE(b);
                     }
                 }
-                st->ix_last.room = (uint64_t)(compacted + 65536) - ((uint64_t)sb.st_size - compacted);
+                st->ix_last.room = (uint64_t)(compacted + 65536) - ((uint64_t)sb.size - compacted);
             }
         }
     }
@@ -4162,9 +4353,9 @@ static void kcache__ix_log(kcache__store *st, const char *unit, int n, const int
             for (i = 0; i < (size_t)n; i++) kcache__ix_encode(&w, kinds[i], &items[i]);
             if (w.overflow || kcache__write_all(fd, buf, w.len, NULL, 0) != KCACHE_OK) append = 0;
             if (append) {
-                st->ix_last.dev = sb.st_dev;
-                st->ix_last.ino = sb.st_ino;
-                st->ix_last.size = (uint64_t)sb.st_size + w.len;
+                st->ix_last.dev = sb.dev;
+                st->ix_last.ino = sb.ino;
+                st->ix_last.size = (uint64_t)sb.size + w.len;
                 st->ix_last.room = st->ix_last.room > w.len ? st->ix_last.room - w.len : 0;
             }
             KCACHE_FREE(buf);
@@ -4172,7 +4363,7 @@ static void kcache__ix_log(kcache__store *st, const char *unit, int n, const int
             append = 0;
         }
     }
-    if (fd >= 0) close(fd);
+    if (fd >= 0) kcache__io_close(fd);
     if (!append) {
         kcache__ix ix;
         st->ix_last.ino = 0;
@@ -4238,36 +4429,36 @@ static kcache_status kcache__store_put(kcache__store *st, const kcache_key *k, c
     snprintf(tmp, sizeof tmp, "tmp/%u-%llx-%llx.tmp", (unsigned)kcache__pid(), (unsigned long long)st->temp_seq,
              (unsigned long long)(k->digest.lo ^ (uint64_t)kcache__now_ns()));
     kcache__mutex_unlock(&st->mutex);
-    fd = openat(st->tmpfd, tmp + 4, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    fd = kcache__io_openat(st->tmpfd, tmp + 4, KCACHE__WR | KCACHE__CREATE | KCACHE__EXCL);
     if (fd < 0) { s = kcache__errno_status(errno); KCACHE_FREE(hdr); return s; }
     s = kcache__write_all(fd, hdr, hlen, data, size);
-    if (s == KCACHE_OK && st->fsync && fsync(fd) != 0) s = kcache__errno_status(errno);
-    if (close(fd) != 0 && s == KCACHE_OK) s = kcache__errno_status(errno);
-    if (s != KCACHE_OK) { unlinkat(st->tmpfd, tmp + 4, 0); KCACHE_FREE(hdr); return s; }
+    if (s == KCACHE_OK && st->fsync && kcache__io_fsync(fd) != 0) s = kcache__errno_status(errno);
+    if (kcache__io_close(fd) != 0 && s == KCACHE_OK) s = kcache__errno_status(errno);
+    if (s != KCACHE_OK) { kcache__io_unlink(st->tmpfd, tmp + 4); KCACHE_FREE(hdr); return s; }
 
     kcache__entry_name(k->digest, rel);
     memcpy(shard, rel, 4);
     shard[4] = 0;
     s = kcache__store_lock(st);
-    if (s != KCACHE_OK) { unlinkat(st->tmpfd, tmp + 4, 0); KCACHE_FREE(hdr); return s; }
+    if (s != KCACHE_OK) { kcache__io_unlink(st->tmpfd, tmp + 4); KCACHE_FREE(hdr); return s; }
     s = kcache__store_begin(st, ev);
     if (s == KCACHE_OK) {
-        int shardfd = kcache__open_in(st, shard, O_RDONLY | O_DIRECTORY, 0);
+        int shardfd = kcache__open_in(st, shard, KCACHE__RD | KCACHE__DIRECTORY);
         if (shardfd < 0 && errno == ENOENT) {
-            mkdirat(st->dirfd, "e", 0700);
-            mkdirat(st->dirfd, shard, 0700);
-            shardfd = kcache__open_in(st, shard, O_RDONLY | O_DIRECTORY, 0);
+            kcache__io_mkdir(st->dirfd, "e");
+            kcache__io_mkdir(st->dirfd, shard);
+            shardfd = kcache__open_in(st, shard, KCACHE__RD | KCACHE__DIRECTORY);
         }
         if (shardfd >= 0 && (old = kcache__slot_find(st, k->digest)) != NULL)
             kcache__store_drop_in(st, old, 0, NULL, shardfd); /* first: no rename over it (ext4 would flush) */
         if (shardfd < 0)
             s = errno == ELOOP || errno == ENOTDIR || errno == EXDEV ? KCACHE_EUNSAFE : kcache__errno_status(errno);
-        else if (renameat(st->tmpfd, tmp + 4, shardfd, rel + 5) != 0 &&
-                 (kcache__clear_name(st, shardfd, rel + 5) != 0 || renameat(st->tmpfd, tmp + 4, shardfd, rel + 5) != 0))
+        else if (kcache__io_rename(st->tmpfd, tmp + 4, shardfd, rel + 5) != 0 &&
+                 (kcache__clear_name(st, shardfd, rel + 5) != 0 || kcache__io_rename(st->tmpfd, tmp + 4, shardfd, rel + 5) != 0))
             s = kcache__errno_status(errno); /* (a directory in the entry's place is cleared first) */
         else if (st->fsync)
-            fsync(shardfd); /* the rename itself survives a power loss only once its directory is synced */
-        if (shardfd >= 0) close(shardfd);
+            kcache__io_fsync(shardfd); /* the rename itself survives a power loss only once its directory is synced */
+        if (shardfd >= 0) kcache__io_close(shardfd);
         if (s == KCACHE_OK) {
             kcache__slot_insert(st, k->digest, total, kcache__now_ns(), ev);
             if (st->limit && kcache__cf_get(st, 24) > st->limit) kcache__store_evict_to(st, st->limit / 3 * 2, ev);
@@ -4277,7 +4468,7 @@ static kcache_status kcache__store_put(kcache__store *st, const kcache_key *k, c
         kcache__store_end(st);
     }
     kcache__store_unlock(st);
-    if (s != KCACHE_OK) unlinkat(st->tmpfd, tmp + 4, 0);
+    if (s != KCACHE_OK) kcache__io_unlink(st->tmpfd, tmp + 4);
     KCACHE_FREE(hdr);
     return s;
 }
@@ -4377,7 +4568,7 @@ typedef struct kcache__read {
    the whole key record against the key, the file stamps, then the payload checksum. */
 static void kcache__store_read(kcache__store *st, const kcache_key *k, int policy, int want_record, kcache__read *out) {
     char rel[48];
-    struct stat s;
+    kcache__finfo s;
     kcache__blob *b = NULL;
     const unsigned char *h;
     size_t have = 0, fsize, hlen, rlen;
@@ -4388,7 +4579,7 @@ static void kcache__store_read(kcache__store *st, const kcache_key *k, int polic
     out->reason = KCACHE_REASON_COLD;
     kcache__entry_name(k->digest, rel);
     /* O_NONBLOCK: a FIFO planted where an entry belongs must not block the reader */
-    fd = kcache__open_in(st, rel, O_RDONLY | O_NONBLOCK, 0);
+    fd = kcache__open_in(st, rel, KCACHE__RD | KCACHE__NONBLOCK);
     if (fd < 0) {
         out->status = errno == ENOENT ? KCACHE_ENOENT : errno == ELOOP ? KCACHE_ECORRUPT : kcache__errno_status(errno);
         if (out->status == KCACHE_ECORRUPT) out->reason = KCACHE_REASON_REJECTED; /* a symlink in place of an entry */
@@ -4405,7 +4596,7 @@ static void kcache__store_read(kcache__store *st, const kcache_key *k, int polic
             (b = kcache__blob_alloc((size_t)expect + 1)) != NULL) {
             fsize = (size_t)expect;
             while (have <= fsize) {
-                ssize_t r = read(fd, kcache__blob_bytes(b) + have, fsize + 1 - have);
+                ptrdiff_t r = kcache__io_read(fd, kcache__blob_bytes(b) + have, fsize + 1 - have);
                 if (r < 0 && errno == EINTR) continue;
                 if (r <= 0) break;
                 have += (size_t)r;
@@ -4415,24 +4606,24 @@ static void kcache__store_read(kcache__store *st, const kcache_key *k, int polic
         }
     }
     if (!b) {
-        if (fstat(fd, &s) != 0 || !S_ISREG(s.st_mode) || s.st_size < KCACHE__ENTRY_FIXED + 16 + 8 ||
-            (uint64_t)s.st_size > (uint64_t)((size_t)-1 / 2)) {
-            close(fd);
+        if (kcache__io_fstat(fd, &s) != 0 || s.kind != KCACHE__KIND_FILE || s.size < KCACHE__ENTRY_FIXED + 16 + 8 ||
+            (uint64_t)s.size > (uint64_t)((size_t)-1 / 2)) {
+            kcache__io_close(fd);
             out->status = KCACHE_ECORRUPT;
             out->reason = KCACHE_REASON_REJECTED;
             return;
         }
-        fsize = (size_t)s.st_size;
+        fsize = (size_t)s.size;
         b = kcache__blob_alloc(fsize);
-        if (!b) { close(fd); out->status = KCACHE_ENOMEM; out->reason = KCACHE_REASON_UNWRITABLE; return; }
+        if (!b) { kcache__io_close(fd); out->status = KCACHE_ENOMEM; out->reason = KCACHE_REASON_UNWRITABLE; return; }
         while (have < fsize) {
-            ssize_t r = pread(fd, kcache__blob_bytes(b) + have, fsize - have, (off_t)have);
+            ptrdiff_t r = kcache__io_pread(fd, kcache__blob_bytes(b) + have, fsize - have, (off_t)have);
             if (r < 0 && errno == EINTR) continue;
             if (r <= 0) break;
             have += (size_t)r;
         }
     }
-    close(fd);
+    kcache__io_close(fd);
     h = kcache__blob_bytes(b);
     out->status = KCACHE_ECORRUPT;
     out->reason = KCACHE_REASON_REJECTED;
@@ -4465,25 +4656,26 @@ bad:
 
 /* Removes temp files whose writer is gone (or that are over a day old: a writer on another host). */
 static void kcache__store_sweep_temps(kcache__store *st) {
-    int fd = kcache__open_in(st, "tmp", O_RDONLY | O_DIRECTORY, 0);
-    DIR *dp;
-    struct dirent *de;
+    kcache__dir *dp = kcache__io_dir_open(st->dirfd, "tmp");
+    const char *name;
+    int fd;
     int64_t now = kcache__now_ns();
-    if (fd < 0) return;
-    dp = fdopendir(fd);
-    if (!dp) { close(fd); return; }
-    while ((de = readdir(dp)) != NULL) {
-        struct stat s;
+    if (!dp) return;
+    fd = kcache__os_dir_fd(dp);
+    while ((name = kcache__io_dir_next(dp)) != NULL) {
+        kcache__finfo s;
         unsigned long pid;
         char *end;
-        if (de->d_name[0] == '.') continue;
-        pid = strtoul(de->d_name, &end, 10);
-        if (fstatat(fd, de->d_name, &s, AT_SYMLINK_NOFOLLOW) != 0) continue;
-        if ((end != de->d_name && *end == '-' && pid > 0 && kill((pid_t)pid, 0) != 0 && errno == ESRCH) ||
-            (int64_t)s.st_mtime * 1000000000 < now - (int64_t)86400 * 1000000000 || !S_ISREG(s.st_mode))
-            unlinkat(fd, de->d_name, S_ISDIR(s.st_mode) ? AT_REMOVEDIR : 0);
+        if (name[0] == '.') continue;
+        pid = strtoul(name, &end, 10);
+        if (kcache__io_statat(fd, name, &s) != 0) continue;
+        if ((end != name && *end == '-' && pid > 0 && kcache__os_pid_gone((uint32_t)pid)) ||
+            s.mtime_ns < now - (int64_t)86400 * 1000000000 || s.kind != KCACHE__KIND_FILE) {
+            if (s.kind == KCACHE__KIND_DIR) kcache__io_rmdir(fd, name);
+            else kcache__io_unlink(fd, name);
+        }
     }
-    closedir(dp);
+    kcache__io_dir_close(dp);
 }
 
 static void kcache__store_close(kcache__store *st) {
@@ -4492,12 +4684,12 @@ static void kcache__store_close(kcache__store *st) {
     kcache__cf_unmap(st);
     while ((t = st->pub) != NULL) {
         st->pub = t->older;
-        if (t->map) munmap(t->map, t->len); /* each mapping was published once */
+        if (t->map) kcache__io_unmap(t->map, t->len); /* each mapping was published once */
         KCACHE_FREE(t);
     }
-    if (st->lockfd >= 0) close(st->lockfd);
-    if (st->dirfd >= 0) close(st->dirfd);
-    if (st->tmpfd >= 0) close(st->tmpfd);
+    if (st->lockfd >= 0) kcache__io_close(st->lockfd);
+    if (st->dirfd >= 0) kcache__io_close(st->dirfd);
+    if (st->tmpfd >= 0) kcache__io_close(st->tmpfd);
     kcache__mutex_destroy(&st->mutex);
     KCACHE_FREE(st->dir);
     KCACHE_FREE(st);
@@ -4513,7 +4705,7 @@ static int kcache__mkdirs(const char *path) {
         if (buf[i] == '/' || buf[i] == 0) {
             char c = buf[i];
             buf[i] = 0;
-            if (mkdir(buf, 0700) != 0 && errno != EEXIST) return -1;
+            if (kcache__io_mkdir_path(buf) != 0 && errno != EEXIST) return -1;
             buf[i] = c;
         }
     }
@@ -4523,7 +4715,7 @@ static int kcache__mkdirs(const char *path) {
 /* Opens (creating when needed) the store in dir. On failure *why says what was wrong. */
 static kcache_status kcache__store_open(kcache__store **out, const char *dir, const kcache_config *cfg, char *why, size_t why_cap) {
     kcache__store *st;
-    struct stat s;
+    kcache__finfo s;
     int valid = 0;
     kcache_status r;
     *out = NULL;
@@ -4546,20 +4738,20 @@ static kcache_status kcache__store_open(kcache__store **out, const char *dir, co
     st->pid = kcache__pid();
     st->rng = (uint64_t)kcache__now_ns() ^ ((uint64_t)kcache__pid() << 32) ^ (uint64_t)(size_t)st;
     if (!st->rng) st->rng = 1;
-    st->dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (st->dirfd < 0 || fstat(st->dirfd, &s) != 0) {
+    st->dirfd = kcache__io_open(dir, KCACHE__RD | KCACHE__DIRECTORY);
+    if (st->dirfd < 0 || kcache__io_fstat(st->dirfd, &s) != 0) {
         kcache__say(why, why_cap, "cannot open %s: %s", dir, strerror(errno));
         r = kcache__errno_status(errno);
         kcache__store_close(st);
         return r;
     }
-    if (s.st_uid != geteuid() || (s.st_mode & 022) != 0) {
+    if (s.uid != kcache__os_euid() || (s.perm & 022) != 0) {
         kcache__say(why, why_cap, "%s is %s; refusing it (memory only)", dir,
-                 s.st_uid != geteuid() ? "owned by another user" : "writable by group or others");
+                 s.uid != kcache__os_euid() ? "owned by another user" : "writable by group or others");
         kcache__store_close(st);
         return KCACHE_EUNSAFE;
     }
-    if ((mkdirat(st->dirfd, "tmp", 0700) != 0 && errno != EEXIST) || (mkdirat(st->dirfd, "e", 0700) != 0 && errno != EEXIST)) {
+    if ((kcache__io_mkdir(st->dirfd, "tmp") != 0 && errno != EEXIST) || (kcache__io_mkdir(st->dirfd, "e") != 0 && errno != EEXIST)) {
         kcache__say(why, why_cap, "cannot write in %s: %s", dir, strerror(errno));
         r = kcache__errno_status(errno);
         kcache__store_close(st);
@@ -4570,14 +4762,14 @@ static kcache_status kcache__store_open(kcache__store **out, const char *dir, co
         kcache__store_close(st);
         return KCACHE_EUNSAFE;
     }
-    st->tmpfd = kcache__open_in(st, "tmp", O_RDONLY | O_DIRECTORY, 0);
+    st->tmpfd = kcache__open_in(st, "tmp", KCACHE__RD | KCACHE__DIRECTORY);
     if (st->tmpfd < 0) {
         kcache__say(why, why_cap, "cannot open %s/tmp: %s", dir, strerror(errno));
         kcache__store_close(st);
         return KCACHE_EUNSAFE;
     }
-    st->lockfd = kcache__open_in(st, "lock", O_RDWR | O_CREAT, 0600);
-    if (st->lockfd < 0 || fstat(st->lockfd, &s) != 0 || !S_ISREG(s.st_mode)) {
+    st->lockfd = kcache__open_in(st, "lock", KCACHE__RW | KCACHE__CREATE);
+    if (st->lockfd < 0 || kcache__io_fstat(st->lockfd, &s) != 0 || s.kind != KCACHE__KIND_FILE) {
         kcache__say(why, why_cap, "cannot open the lock file in %s: %s", dir, st->lockfd < 0 ? strerror(errno) : "not a regular file");
         r = st->lockfd < 0 ? kcache__errno_status(errno) : KCACHE_EUNSAFE;
         kcache__store_close(st);
@@ -4793,15 +4985,15 @@ static KCACHE__UNUSED void kcache__pub_get_name(const uint64_t *w, size_t cap, c
 static KCACHE__UNUSED uint64_t kcache__pub_proc_start(uint32_t pid, char *name, size_t name_cap) {
     char path[64], buf[1024], *p, *q;
     uint64_t v = 0;
-    ssize_t n;
+    ptrdiff_t n;
     int fd, field;
     if (name && name_cap) name[0] = 0;
     if (pid) snprintf(path, sizeof path, "/proc/%u/stat", (unsigned)pid);
     else snprintf(path, sizeof path, "/proc/self/stat");
-    fd = open(path, O_RDONLY | O_CLOEXEC);
+    fd = kcache__io_open(path, KCACHE__RD);
     if (fd < 0) return 0;
-    n = read(fd, buf, sizeof buf - 1);
-    close(fd);
+    n = kcache__io_read(fd, buf, sizeof buf - 1);
+    kcache__io_close(fd);
     if (n <= 0) return 0;
     buf[n] = 0;
     p = strchr(buf, '(');
@@ -4826,18 +5018,18 @@ static KCACHE__UNUSED uint64_t kcache__pub_proc_start(uint32_t pid, char *name, 
 /* Where a pid means something: this boot of this host, this pid namespace. */
 static KCACHE__UNUSED uint64_t kcache__pub_domain(void) {
     unsigned char buf[128];
-    struct stat ns;
+    kcache__finfo ns;
     size_t len = 0;
-    int fd = open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC);
+    int fd = kcache__io_open("/proc/sys/kernel/random/boot_id", KCACHE__RD);
     memset(buf, 0, sizeof buf);
     if (fd >= 0) {
-        ssize_t n = read(fd, buf, 64);
+        ptrdiff_t n = kcache__io_read(fd, buf, 64);
         if (n > 0) len = (size_t)n;
-        close(fd);
+        kcache__io_close(fd);
     }
     if (!len && gethostname((char *)buf, 64) == 0) len = strlen((const char *)buf);
-    if (stat("/proc/self/ns/pid", &ns) == 0) {
-        uint64_t ino = (uint64_t)ns.st_ino, dev = (uint64_t)ns.st_dev;
+    if (kcache__io_stat("/proc/self/ns/pid", &ns) == 0) {
+        uint64_t ino = (uint64_t)ns.ino, dev = (uint64_t)ns.dev;
         memcpy(buf + 64, &ino, 8);
         memcpy(buf + 72, &dev, 8);
     }
@@ -4855,7 +5047,7 @@ static KCACHE__UNUSED int kcache__pub_alive(const unsigned char *slot, uint64_t 
         int64_t opened = (int64_t)kcache__pub_ld(kcache__pub_slot_word(slot, KCACHE__PUB_S_OPENED));
         return (last > opened ? last : opened) > now - KCACHE__PUB_FOREIGN_NS;
     }
-    if (pid == 0 || (kill((pid_t)pid, 0) != 0 && errno == ESRCH)) return 0;
+    if (pid == 0 || kcache__os_pid_gone(pid)) return 0;
     if (start31) {
         uint64_t now_start = kcache__pub_proc_start(pid, NULL, 0);
         if (now_start && ((uint32_t)now_start & 0x7fffffffu) != start31) return 0; /* the pid was reused */
@@ -4912,22 +5104,22 @@ static int kcache__pub_create(kcache__store *st, int replace) {
     char tmp[64];
     int fd, e = 0;
     snprintf(tmp, sizeof tmp, "%u-stats-%llx.tmp", (unsigned)kcache__pid(), (unsigned long long)kcache__now_ns());
-    fd = openat(st->tmpfd, tmp, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    fd = kcache__io_openat(st->tmpfd, tmp, KCACHE__RW | KCACHE__CREATE | KCACHE__EXCL);
     if (fd < 0) return errno ? errno : EIO;
     kcache__pub_header(hdr);
-    if (pwrite(fd, hdr, sizeof hdr, 0) != (ssize_t)sizeof hdr) e = errno ? errno : EIO;
+    if (kcache__io_pwrite(fd, hdr, sizeof hdr, 0) != (ptrdiff_t)sizeof hdr) e = errno ? errno : EIO;
     /* every block allocated now: a page first touched through the mapping on a full disk would be
        SIGBUS, not an error */
-    if (!e) e = posix_fallocate(fd, 0, (off_t)KCACHE__PUB_FILE_BYTES);
-    if (close(fd) != 0 && !e) e = errno ? errno : EIO;
+    if (!e) e = kcache__io_allocate(fd, (uint64_t)KCACHE__PUB_FILE_BYTES);
+    if (kcache__io_close(fd) != 0 && !e) e = errno ? errno : EIO;
     if (!e) {
         if (replace) {
-            if (renameat(st->tmpfd, tmp, st->dirfd, "stats") != 0) e = errno ? errno : EIO;
-        } else if (linkat(st->tmpfd, tmp, st->dirfd, "stats", 0) != 0 && errno != EEXIST) {
+            if (kcache__io_rename(st->tmpfd, tmp, st->dirfd, "stats") != 0) e = errno ? errno : EIO;
+        } else if (kcache__io_link(st->tmpfd, tmp, st->dirfd, "stats") != 0 && errno != EEXIST) {
             e = errno ? errno : EIO; /* EEXIST: another process made it first; use theirs */
         }
     }
-    if (e || !replace) unlinkat(st->tmpfd, tmp, 0);
+    if (e || !replace) kcache__io_unlink(st->tmpfd, tmp);
     return e;
 }
 
@@ -5004,7 +5196,7 @@ static int kcache__pub_claim(kcache__pub *p) {
 /* Opens (creating when needed) DIR/stats and claims a slot. Never fails the caller: when anything
    is wrong the kcache does not publish, and with debugging on a line says why. */
 static KCACHE__UNUSED void kcache__pub_open(kcache__pub *p, kcache__store *st, const kcache_config *cfg) {
-    struct stat sb;
+    kcache__finfo sb;
     unsigned char hdr[KCACHE__PUB_HEADER];
     int fd = -1, attempt, v = 0;
     void *m;
@@ -5018,30 +5210,30 @@ static KCACHE__UNUSED void kcache__pub_open(kcache__pub *p, kcache__store *st, c
         return;
     }
     for (attempt = 0; attempt < 3; attempt++) {
-        fd = kcache__open_in(st, "stats", O_RDWR, 0);
+        fd = kcache__open_in(st, "stats", KCACHE__RW);
         if (fd < 0 && errno == ENOENT) {
             int e = kcache__pub_create(st, 0);
             if (e) { kcache__pub_say(p, "stats: cannot create %s/stats (%s); not published", st->dir, strerror(e)); return; }
             continue;
         }
         if (fd < 0) { kcache__pub_say(p, "stats: cannot open %s/stats (%s); not published", st->dir, strerror(errno)); return; }
-        if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) v = 0;
-        else if (sb.st_size < KCACHE__PUB_HEADER || pread(fd, hdr, sizeof hdr, 0) != (ssize_t)sizeof hdr) v = 0;
-        else v = kcache__pub_valid(hdr, (uint64_t)sb.st_size);
+        if (kcache__io_fstat(fd, &sb) != 0 || sb.kind != KCACHE__KIND_FILE) v = 0;
+        else if (sb.size < KCACHE__PUB_HEADER || kcache__io_pread(fd, hdr, sizeof hdr, 0) != (ptrdiff_t)sizeof hdr) v = 0;
+        else v = kcache__pub_valid(hdr, (uint64_t)sb.size);
         if (v != 0) break;
-        close(fd); /* damaged or of another layout: a new one takes its place, by rename */
+        kcache__io_close(fd); /* damaged or of another layout: a new one takes its place, by rename */
         fd = -1;
         kcache__pub_say(p, "stats: %s/stats is damaged; replacing it", st->dir);
         if (kcache__pub_create(st, 1) != 0) break;
     }
     if (fd < 0 || v != 1) {
         if (v < 0) kcache__pub_say(p, "stats: %s/stats is of a newer version; not published", st->dir);
-        if (fd >= 0) close(fd);
+        if (fd >= 0) kcache__io_close(fd);
         return;
     }
-    m = mmap(NULL, (size_t)KCACHE__PUB_FILE_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    close(fd);
-    if (m == MAP_FAILED) {
+    m = kcache__io_map(fd, (size_t)KCACHE__PUB_FILE_BYTES);
+    kcache__io_close(fd);
+    if (!m) {
         kcache__pub_say(p, "stats: cannot map %s/stats (%s); not published", st->dir, strerror(errno));
         return;
     }
@@ -5049,7 +5241,7 @@ static KCACHE__UNUSED void kcache__pub_open(kcache__pub *p, kcache__store *st, c
     p->len = (size_t)KCACHE__PUB_FILE_BYTES;
     p->domain = kcache__pub_domain();
     if (!kcache__pub_claim(p)) {
-        munmap(p->map, p->len);
+        kcache__io_unmap(p->map, p->len);
         p->map = NULL;
     }
 }
@@ -5068,7 +5260,7 @@ static KCACHE__UNUSED void kcache__pub_close(kcache__pub *p) {
         kcache__pub_st_rel(ep, (e | 1) + 1);
         kcache__pub_cas(kcache__pub_slot_word(p->slot, KCACHE__PUB_S_OWNER), p->owner, 0);
     }
-    if (p->map) munmap(p->map, p->len);
+    if (p->map) kcache__io_unmap(p->map, p->len);
     memset(p, 0, sizeof *p);
 }
 
@@ -5985,10 +6177,10 @@ KCACHE_API void kcache_get_stats(kcache *kc, kcache_stats *out) {
 }
 
 typedef struct kcache__sum_ctx { uint64_t bytes, count; } kcache__sum_ctx;
-static void kcache__sum_one(void *ctx, kcache_hash128 d, const struct stat *s) {
+static void kcache__sum_one(void *ctx, kcache_hash128 d, const kcache__finfo *s) {
     kcache__sum_ctx *c = (kcache__sum_ctx *)ctx;
     (void)d;
-    c->bytes += (uint64_t)s->st_size;
+    c->bytes += s->size;
     c->count++;
 }
 
@@ -6113,8 +6305,8 @@ KCACHE_API size_t kcache_explain(kcache *kc, const kcache_key *k, char *buf, siz
 /* ---- single flight ---- */
 
 /* The byte of the lock file that stands for a key's build, far past byte 0 (the store lock). */
-static off_t kcache__claim_offset(kcache_hash128 d) {
-    return (off_t)(((uint64_t)1 << 40) + (d.lo & (((uint64_t)1 << 30) - 1)));
+static uint64_t kcache__claim_offset(kcache_hash128 d) {
+    return (uint64_t)(((uint64_t)1 << 40) + (d.lo & (((uint64_t)1 << 30) - 1)));
 }
 
 /* Takes the cross-process build claim for a key, waiting at most build_wait_ms. The claim is an
@@ -6127,7 +6319,7 @@ static int kcache__claim(kcache *kc, kcache_hash128 d) {
     for (;;) {
         kcache__mutex_lock(&kc->store->mutex);
         kcache__store_own_lock(kc->store);
-        got = kcache__flock(kc->store->lockfd, F_WRLCK, kcache__claim_offset(d), 0) == 0;
+        got = kcache__io_lock(kc->store->lockfd, kcache__claim_offset(d), KCACHE__LOCK_EXCLUSIVE, 0) == 0;
         kcache__mutex_unlock(&kc->store->mutex);
         if (got) return 1;
         if ((errno != EAGAIN && errno != EACCES && errno != EINTR) || kcache__mono_ns() > deadline) return 0;
@@ -6144,7 +6336,7 @@ static int kcache__claim(kcache *kc, kcache_hash128 d) {
         if (pause < 50) pause = pause * 2 > 50 ? 50 : pause * 2;
     }
 }
-static void kcache__unclaim(kcache *kc, kcache_hash128 d) { kcache__flock(kc->store->lockfd, F_UNLCK, kcache__claim_offset(d), 0); }
+static void kcache__unclaim(kcache *kc, kcache_hash128 d) { kcache__io_lock(kc->store->lockfd, kcache__claim_offset(d), KCACHE__LOCK_NONE, 0); }
 
 static void kcache__flight_leave(kcache *kc, kcache__flight *f) { /* lock held */
     if (--f->refs == 0) {
@@ -6580,23 +6772,21 @@ static int kcache__cl_driver_path(cl_platform_id plat, char *out, size_t cap) {
    file's full stat (device, inode, size, mtime, ctime; ctime cannot be set back) and a process
    whose library stats the same takes it from there instead of hashing the file again. */
 static int kcache__cl_driver_field(kcache *kc, const char *path, kcache_key_field *out) {
-    struct stat sb;
+    kcache__finfo sb;
     kcache_key sk, tmp;
     const void *data;
     size_t n = 0;
     int64_t mtime = 0, ctime_ns;
     uint64_t size = 0;
     int ok = 0;
-    if (stat(path, &sb) != 0 || kcache__stat_path(path, &mtime, &size) != 0) return 0;
-#if defined(__APPLE__)
-    ctime_ns = (int64_t)sb.st_ctimespec.tv_sec * 1000000000 + sb.st_ctimespec.tv_nsec;
-#else
-    ctime_ns = (int64_t)sb.st_ctim.tv_sec * 1000000000 + sb.st_ctim.tv_nsec;
-#endif
+    if (kcache__io_stat(path, &sb) != 0) return 0;
+    mtime = sb.mtime_ns;
+    size = sb.size;
+    ctime_ns = sb.ctime_ns;
     kcache_key_init(&sk, "cl.driver.stamp");
     kcache_key_str(&sk, "path", path);
-    kcache_key_u64(&sk, "device", (uint64_t)sb.st_dev);
-    kcache_key_u64(&sk, "inode", (uint64_t)sb.st_ino);
+    kcache_key_u64(&sk, "device", (uint64_t)sb.dev);
+    kcache_key_u64(&sk, "inode", (uint64_t)sb.ino);
     kcache_key_u64(&sk, "size", size);
     kcache_key_u64(&sk, "mtime_ns", (uint64_t)mtime);
     kcache_key_u64(&sk, "ctime_ns", (uint64_t)ctime_ns);
@@ -6716,8 +6906,8 @@ static void kcache__cl_idirs(const char *opt, kcache__cl_scan *sc) {
 }
 
 static int kcache__cl_is_file(const char *path) {
-    struct stat s;
-    return stat(path, &s) == 0 && S_ISREG(s.st_mode);
+    kcache__finfo s;
+    return kcache__io_stat(path, &s) == 0 && s.kind == KCACHE__KIND_FILE;
 }
 
 static void kcache__cl_scan_text(kcache__cl_scan *sc, const char *text, size_t len, const char *curdir, int depth);
