@@ -3474,7 +3474,7 @@ static int kcache__open_in(kcache__store *st, const char *rel, int how) {
     const char *p = rel, *slash;
     int dfd = st->dirfd, fd, e;
     if (!st->no_openat2) {
-        fd = KCACHE__FAULT("open") ? -1 : kcache__os_open_beneath(st->dirfd, rel, how);
+        fd = KCACHE__FAULT("openat2") ? -1 : kcache__os_open_beneath(st->dirfd, rel, how);
         if (fd >= 0 || errno != ENOSYS) return fd;
         st->no_openat2 = 1; /* a kernel, emulator or seccomp filter without it: not asked again */
     }
@@ -4617,7 +4617,7 @@ static void kcache__store_read(kcache__store *st, const kcache_key *k, int polic
         b = kcache__blob_alloc(fsize);
         if (!b) { kcache__io_close(fd); out->status = KCACHE_ENOMEM; out->reason = KCACHE_REASON_UNWRITABLE; return; }
         while (have < fsize) {
-            ptrdiff_t r = kcache__io_pread(fd, kcache__blob_bytes(b) + have, fsize - have, (off_t)have);
+            ptrdiff_t r = kcache__io_pread(fd, kcache__blob_bytes(b) + have, fsize - have, (uint64_t)have);
             if (r < 0 && errno == EINTR) continue;
             if (r <= 0) break;
             have += (size_t)r;
