@@ -656,6 +656,7 @@ static int kcache__fault_errno(int e) {
 #define kcache__io_fstat(fd, fi) (KCACHE__FAULT("stat") ? -1 : kcache__os_fstat(fd, fi))
 #define kcache__io_statat(dirfd, name, fi) (KCACHE__FAULT("stat") ? -1 : kcache__os_statat(dirfd, name, fi))
 #define kcache__io_stat(path, fi) (KCACHE__FAULT("stat") ? -1 : kcache__os_stat(path, fi))
+#define kcache__io_lstat(path, fi) (KCACHE__FAULT("stat") ? -1 : kcache__os_lstat(path, fi))
 #define kcache__io_allocate(fd, len) (KCACHE__FAULT("allocate") ? errno : kcache__os_allocate(fd, len))
 #define kcache__io_truncate(fd, len) (KCACHE__FAULT("truncate") ? -1 : kcache__os_truncate(fd, len))
 #define kcache__io_lock(fd, at, type, wait) (KCACHE__FAULT("lock") ? -1 : kcache__os_lock(fd, at, type, wait))
@@ -762,6 +763,13 @@ static int kcache__os_statat(int dirfd, const char *name, kcache__finfo *fi) {
 static int kcache__os_stat(const char *path, kcache__finfo *fi) {
     struct stat s;
     if (stat(path, &s) != 0) return -1;
+    kcache__finfo_from(&s, fi);
+    return 0;
+}
+/* The path itself when it is a symlink (kind OTHER, its owner). */
+static int kcache__os_lstat(const char *path, kcache__finfo *fi) {
+    struct stat s;
+    if (lstat(path, &s) != 0) return -1;
     kcache__finfo_from(&s, fi);
     return 0;
 }
@@ -3382,6 +3390,7 @@ typedef struct kcache__table {
 typedef struct kcache__store {
     char *dir;
     int dirfd, tmpfd, lockfd, cffd; /* the store, its tmp/ (both checked: real directories) */
+    struct kcache__store_ev *cur_ev; /* the locked update's notes (kcache__store_begin .. _end) */
     unsigned char *map;        /* config.file, mapped shared: the lock holder's view */
     size_t map_len;
     uint64_t nslots;           /* buckets * ways */
@@ -3403,7 +3412,17 @@ typedef struct kcache__store {
 typedef struct kcache__store_ev {
     uint64_t evicted, evicted_bytes, rebuilt;
     char units[200];          /* with debugging on: the units evicted, comma-separated, cut to fit */
+    char note[200];           /* something wrong in the store that was worked around, or not */
 } kcache__store_ev;
+
+/* Notes a problem for the debug log (the first one of an operation is kept). */
+static void kcache__ev_note(kcache__store_ev *ev, const char *fmt, ...) {
+    va_list ap;
+    if (!ev || ev->note[0]) return;
+    va_start(ap, fmt);
+    vsnprintf(ev->note, sizeof ev->note, fmt, ap);
+    va_end(ap);
+}
 
 static uint64_t kcache__le64(uint64_t v) {
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
@@ -3528,6 +3547,31 @@ static int kcache__unlink_entry(kcache__store *st, const char rel[48]) {
 static int kcache__is_dir_nofollow(int dirfd, const char *rel) {
     kcache__finfo fi;
     return kcache__io_statat(dirfd, rel, &fi) == 0 && fi.kind == KCACHE__KIND_DIR;
+}
+
+/* Opens a shard directory ("e/XX" or "i/XX"; lock held), creating it and its parent when missing.
+   Anything else in their place (a file, a FIFO, a symlink: kcache's own names in the user's own
+   0700 directory) is cleared first, never followed, and noted. */
+static int kcache__shard_open(kcache__store *st, const char *shard, char *note, size_t note_cap) {
+    char top[2];
+    int fd = kcache__open_in(st, shard, KCACHE__RD | KCACHE__DIRECTORY), topfd;
+    if (fd >= 0 || (errno != ENOENT && errno != ENOTDIR && errno != ELOOP)) return fd;
+    top[0] = shard[0];
+    top[1] = 0;
+    if (!kcache__is_dir_nofollow(st->dirfd, top)) {
+        if (kcache__io_mkdir(st->dirfd, top) != 0 && errno == EEXIST) {
+            if (note && !note[0]) snprintf(note, note_cap, "%s (the %s directory) was not a directory; replaced it", top, top[0] == 'i' ? "index" : "entries");
+            if (kcache__clear_name(st, st->dirfd, top) != 0 || kcache__io_mkdir(st->dirfd, top) != 0) return -1;
+        }
+    }
+    topfd = kcache__open_in(st, top, KCACHE__RD | KCACHE__DIRECTORY);
+    if (topfd < 0) return -1;
+    if (!kcache__is_dir_nofollow(topfd, shard + 2) && kcache__io_mkdir(topfd, shard + 2) != 0 && errno == EEXIST) {
+        if (note && !note[0]) snprintf(note, note_cap, "%s (an %s shard) was not a directory; replaced it", shard, shard[0] == 'i' ? "index" : "entry");
+        if (kcache__clear_name(st, topfd, shard + 2) == 0) kcache__io_mkdir(topfd, shard + 2);
+    }
+    kcache__io_close(topfd);
+    return kcache__open_in(st, shard, KCACHE__RD | KCACHE__DIRECTORY);
 }
 
 /* Takes the store lock: this process's mutex, then the advisory lock on byte 0 of "lock" (see
@@ -3955,8 +3999,16 @@ static void kcache__cf_grow(kcache__store *st, kcache__store_ev *ev) {
    replacing, remapping or rebuilding as needed, then marks it busy. */
 static kcache_status kcache__store_begin(kcache__store *st, kcache__store_ev *ev) {
     kcache__finfo s;
-    int valid = 1;
-    if (kcache__io_statat(st->dirfd, "config.file", &s) != 0 || s.kind != KCACHE__KIND_FILE ||
+    int valid = 1, present;
+    st->cur_ev = NULL;
+    present = kcache__io_statat(st->dirfd, "config.file", &s) == 0;
+    if (present && s.kind != KCACHE__KIND_FILE) {
+        /* a directory, FIFO or symlink in its place: kcache's own name, cleared (never followed) */
+        kcache__ev_note(ev, "config.file was not a regular file; replaced it");
+        kcache__clear_name(st, st->dirfd, "config.file");
+        present = 0;
+    }
+    if (!present ||
         s.dev != st->cf_dev || s.ino != st->cf_ino || !st->map || (size_t)s.size != st->map_len) {
         if (kcache__cf_map(st, &valid) != 0 || !valid) {
             if (kcache__cf_create(st, st->limit, 1) != KCACHE_OK || kcache__cf_map(st, &valid) != 0 || !valid)
@@ -3976,9 +4028,11 @@ static kcache_status kcache__store_begin(kcache__store *st, kcache__store_ev *ev
         kcache__store_rebuild(st, ev);
     }
     kcache__put_u32(st->map + 48, 1);
+    st->cur_ev = ev;
     return KCACHE_OK;
 }
 static void kcache__store_end(kcache__store *st) {
+    st->cur_ev = NULL;
     kcache__cf_set(st, 40, kcache__cf_get(st, 40) + 1);
     kcache__cf_set(st, 56, st->limit);
     kcache__put_u32(st->map + 48, 0);
@@ -4243,6 +4297,7 @@ static void kcache__ix_reconcile(kcache__store *st, kcache__ix *ix) {
 
 /* Rewrites a unit's index with only what is current (lock held). */
 static kcache_status kcache__ix_write(kcache__store *st, const char *unit, const kcache__ix *ix) {
+    kcache__store_ev *ev = st->cur_ev;
     char rel[48], shard[8], tmp[64];
     size_t hlen = kcache__ix_header_len(unit), len = hlen, ulen = strlen(unit);
     unsigned char *buf;
@@ -4268,25 +4323,30 @@ static kcache_status kcache__ix_write(kcache__store *st, const char *unit, const
     kcache__ix_name(unit, rel);
     memcpy(shard, rel, 4);
     shard[4] = 0;
-    st->temp_seq++;
-    snprintf(tmp, sizeof tmp, "%u-ix-%llx.tmp", (unsigned)kcache__pid(), (unsigned long long)st->temp_seq);
-    fd = kcache__io_openat(st->tmpfd, tmp, KCACHE__WR | KCACHE__CREATE | KCACHE__EXCL);
-    if (fd < 0) { KCACHE_FREE(buf); return kcache__errno_status(errno); }
+    do { /* a name left by a dead process whose pid is ours now is taken: another one */
+        st->temp_seq++;
+        snprintf(tmp, sizeof tmp, "%u-ix-%llx-%llx.tmp", (unsigned)kcache__pid(), (unsigned long long)st->temp_seq,
+                 (unsigned long long)kcache__now_ns());
+        fd = kcache__io_openat(st->tmpfd, tmp, KCACHE__WR | KCACHE__CREATE | KCACHE__EXCL);
+    } while (fd < 0 && errno == EEXIST && st->temp_seq % 4 != 0);
+    if (fd < 0) {
+        kcache__ev_note(ev, "index of unit \"%s\" not written: cannot create a temp file (%s)", unit, strerror(errno));
+        KCACHE_FREE(buf);
+        return kcache__errno_status(errno);
+    }
     s = kcache__write_all(fd, buf, len, NULL, 0);
     KCACHE_FREE(buf);
     if (kcache__io_close(fd) != 0 && s == KCACHE_OK) s = kcache__errno_status(errno);
-    shardfd = s == KCACHE_OK ? kcache__open_in(st, shard, KCACHE__RD | KCACHE__DIRECTORY) : -1;
-    if (s == KCACHE_OK && shardfd < 0 && errno == ENOENT) {
-        kcache__io_mkdir(st->dirfd, "i");
-        kcache__io_mkdir(st->dirfd, shard);
-        shardfd = kcache__open_in(st, shard, KCACHE__RD | KCACHE__DIRECTORY);
-    }
+    shardfd = s == KCACHE_OK ? kcache__shard_open(st, shard, ev ? ev->note : NULL, ev ? sizeof ev->note : 0) : -1;
     if (s == KCACHE_OK && shardfd < 0) s = KCACHE_EUNSAFE;
     if (s == KCACHE_OK && kcache__io_rename(st->tmpfd, tmp, shardfd, rel + 5) != 0 &&
         (kcache__clear_name(st, shardfd, rel + 5) != 0 || kcache__io_rename(st->tmpfd, tmp, shardfd, rel + 5) != 0))
         s = kcache__errno_status(errno);
     if (shardfd >= 0) kcache__io_close(shardfd);
-    if (s != KCACHE_OK) kcache__io_unlink(st->tmpfd, tmp);
+    if (s != KCACHE_OK) {
+        kcache__ev_note(ev, "index of unit \"%s\" not written to %s (%s)", unit, rel, kcache_strerror(s));
+        kcache__io_unlink(st->tmpfd, tmp);
+    }
     return s;
 }
 
@@ -4443,16 +4503,13 @@ static kcache_status kcache__store_put(kcache__store *st, const kcache_key *k, c
     if (s != KCACHE_OK) { kcache__io_unlink(st->tmpfd, tmp + 4); KCACHE_FREE(hdr); return s; }
     s = kcache__store_begin(st, ev);
     if (s == KCACHE_OK) {
-        int shardfd = kcache__open_in(st, shard, KCACHE__RD | KCACHE__DIRECTORY);
-        if (shardfd < 0 && errno == ENOENT) {
-            kcache__io_mkdir(st->dirfd, "e");
-            kcache__io_mkdir(st->dirfd, shard);
-            shardfd = kcache__open_in(st, shard, KCACHE__RD | KCACHE__DIRECTORY);
-        }
+        int shardfd = kcache__shard_open(st, shard, ev ? ev->note : NULL, ev ? sizeof ev->note : 0);
         if (shardfd >= 0 && (old = kcache__slot_find(st, k->digest)) != NULL)
             kcache__store_drop_in(st, old, 0, NULL, shardfd); /* first: no rename over it (ext4 would flush) */
-        if (shardfd < 0)
+        if (shardfd < 0) {
             s = errno == ELOOP || errno == ENOTDIR || errno == EXDEV ? KCACHE_EUNSAFE : kcache__errno_status(errno);
+            kcache__ev_note(ev, "cannot use the shard directory %s (%s)", shard, strerror(errno));
+        }
         else if (kcache__io_rename(st->tmpfd, tmp + 4, shardfd, rel + 5) != 0 &&
                  (kcache__clear_name(st, shardfd, rel + 5) != 0 || kcache__io_rename(st->tmpfd, tmp + 4, shardfd, rel + 5) != 0))
             s = kcache__errno_status(errno); /* (a directory in the entry's place is cleared first) */
@@ -4738,6 +4795,13 @@ static kcache_status kcache__store_open(kcache__store **out, const char *dir, co
     st->pid = kcache__pid();
     st->rng = (uint64_t)kcache__now_ns() ^ ((uint64_t)kcache__pid() << 32) ^ (uint64_t)(size_t)st;
     if (!st->rng) st->rng = 1;
+    /* A symlink as the store is followed only when it is ours (or root's): whoever else could plant
+       it would choose which of our directories kcache writes into. */
+    if (kcache__io_lstat(dir, &s) == 0 && s.kind == KCACHE__KIND_OTHER && s.uid != kcache__os_euid() && s.uid != 0) {
+        kcache__say(why, why_cap, "%s is a symlink owned by another user; refusing it (memory only)", dir);
+        kcache__store_close(st);
+        return KCACHE_EUNSAFE;
+    }
     st->dirfd = kcache__io_open(dir, KCACHE__RD | KCACHE__DIRECTORY);
     if (st->dirfd < 0 || kcache__io_fstat(st->dirfd, &s) != 0) {
         kcache__say(why, why_cap, "cannot open %s: %s", dir, strerror(errno));
@@ -4785,6 +4849,7 @@ static kcache_status kcache__store_open(kcache__store **out, const char *dir, co
             if (r == KCACHE_OK) kcache__store_end(st);
             kcache__store_unlock(st);
         }
+        if (ev.note[0]) kcache__say(why, why_cap, "%s", ev.note);
         if (r != KCACHE_OK || !st->map) {
             kcache__say(why, why_cap, "cannot set up %s/config.file (%s)", dir, kcache_strerror(r == KCACHE_OK ? KCACHE_EIO : r));
             kcache__store_close(st);
@@ -5216,6 +5281,12 @@ static KCACHE__UNUSED void kcache__pub_open(kcache__pub *p, kcache__store *st, c
             if (e) { kcache__pub_say(p, "stats: cannot create %s/stats (%s); not published", st->dir, strerror(e)); return; }
             continue;
         }
+        if (fd < 0 && (errno == ELOOP || errno == EISDIR || errno == ENXIO) && attempt < 2) {
+            /* a symlink, directory or FIFO in its place: kcache's own name, cleared (never followed) */
+            kcache__pub_say(p, "stats: %s/stats is not a regular file; replacing it", st->dir);
+            kcache__clear_name(st, st->dirfd, "stats");
+            continue;
+        }
         if (fd < 0) { kcache__pub_say(p, "stats: cannot open %s/stats (%s); not published", st->dir, strerror(errno)); return; }
         if (kcache__io_fstat(fd, &sb) != 0 || sb.kind != KCACHE__KIND_FILE) v = 0;
         else if (sb.size < KCACHE__PUB_HEADER || kcache__io_pread(fd, hdr, sizeof hdr, 0) != (ptrdiff_t)sizeof hdr) v = 0;
@@ -5573,7 +5644,7 @@ static int kcache__default_dir(char *out, size_t cap) {
 KCACHE_API kcache_status kcache_open(kcache **out, const kcache_config *cfg) {
     kcache *kc;
     kcache_config defaults;
-    char dir[4096];
+    char dir[4096], why[400];
     if (!out) return KCACHE_EINVAL;
     *out = NULL;
     if (!cfg) { kcache_config_init(&defaults); cfg = &defaults; }
@@ -5588,6 +5659,7 @@ KCACHE_API kcache_status kcache_open(kcache **out, const kcache_config *cfg) {
     if (kcache__lru_init(&kc->lru, kc->cfg.mem_entries) != KCACHE_OK) { KCACHE_FREE(kc); return KCACHE_ENOMEM; }
     kcache__mutex_init(&kc->lock);
     kcache__host_detect(&kc->host);
+    why[0] = 0; /* the store's complaint: why it is refused, or what was repaired when it was opened */
     if (!kc->cfg.enable) snprintf(kc->store_why, sizeof kc->store_why, "caching off (KCACHE_ENABLE=0)");
     else if (!kc->cfg.persistent) snprintf(kc->store_why, sizeof kc->store_why, "memory only (KCACHE_PERSISTENT=0)");
     else if (cfg->dir && cfg->dir[0] && strlen(cfg->dir) >= sizeof dir)
@@ -5595,10 +5667,8 @@ KCACHE_API kcache_status kcache_open(kcache **out, const kcache_config *cfg) {
     else if (!(cfg->dir && cfg->dir[0]) && !kcache__default_dir(dir, sizeof dir))
         snprintf(kc->store_why, sizeof kc->store_why, "memory only: no KCACHE_DIR, XDG_CACHE_HOME or HOME");
     else {
-        char why[400];
         kcache_status s;
         if (cfg->dir && cfg->dir[0]) strcpy(dir, cfg->dir);
-        why[0] = 0;
         s = kcache__store_open(&kc->store, dir, &kc->cfg, why, sizeof why);
         if (s == KCACHE_OK) {
             kc->dir = kc->store->dir;
@@ -5610,7 +5680,7 @@ KCACHE_API kcache_status kcache_open(kcache **out, const kcache_config *cfg) {
         }
     }
     if (!kc->store) KCACHE__DEBUG(kc, "%s", kc->store_why);
-    else KCACHE__DEBUG(kc, "store %s (limit %llu bytes)", kc->dir, (unsigned long long)kc->cfg.max_size);
+    else KCACHE__DEBUG(kc, "store %s (limit %llu bytes)%s%s", kc->dir, (unsigned long long)kc->cfg.max_size, why[0] ? "; " : "", why);
     *out = kc;
     return KCACHE_OK;
 }
@@ -5690,6 +5760,7 @@ static void kcache__store_stats(kcache *kc, const kcache__store_ev *ev, kcache_s
     if (ev->evicted) KCACHE__DEBUG(kc, "evict %llu entries (%llu bytes) to stay under the limit: %s",
                                    (unsigned long long)ev->evicted, (unsigned long long)ev->evicted_bytes, ev->units);
     if (ev->rebuilt) KCACHE__DEBUG(kc, "store accounting rebuilt from a scan of %s", kc->dir);
+    if (ev->note[0]) KCACHE__DEBUG(kc, "%s (in %s)", ev->note, kc->dir);
 }
 
 /* Writes a node that only memory held (KCACHE_WRITE=evict) to the store. */
