@@ -594,6 +594,32 @@ static void kcache__atomic_store_u64(uint64_t *p, uint64_t v) { __atomic_store_n
 
 static uint32_t kcache__pid(void) { return (uint32_t)getpid(); }
 
+/* This process's pid without a system call per question (a disk hit or a put asks, to notice a
+   fork): a page that the kernel zeroes in a forked child (MADV_WIPEONFORK, Linux 4.14+) keeps the
+   pid it was read in. Without it, getpid. */
+typedef struct { uint32_t *page; } kcache__pidwatch;
+static void kcache__pidwatch_init(kcache__pidwatch *w) {
+    w->page = NULL;
+#if defined(__linux__) && defined(MADV_WIPEONFORK)
+    {
+        void *p = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (p != MAP_FAILED && madvise(p, 4096, MADV_WIPEONFORK) == 0) w->page = (uint32_t *)p;
+        else if (p != MAP_FAILED) munmap(p, 4096);
+    }
+#endif
+}
+static uint32_t kcache__pidwatch_get(kcache__pidwatch *w) {
+    uint32_t pid;
+    if (w->page && (pid = __atomic_load_n(w->page, __ATOMIC_RELAXED)) != 0) return pid;
+    pid = kcache__pid();
+    if (w->page) __atomic_store_n(w->page, pid, __ATOMIC_RELAXED);
+    return pid;
+}
+static void kcache__pidwatch_free(kcache__pidwatch *w) {
+    if (w->page) munmap((void *)w->page, 4096);
+    w->page = NULL;
+}
+
 /* ---- files: every system call kcache makes on a file, a directory or a mapping ----------------
    The store, index and stats layers call only kcache__io_*: one list for the Win32 layer to
    implement, and one place where a test build can make any call fail (KCACHE_FAULT_INJECTION).
@@ -602,7 +628,7 @@ static uint32_t kcache__pid(void) { return (uint32_t)getpid(); }
 
 /* What kcache needs to know of a file; the same on every system. */
 typedef struct {
-    uint64_t size, dev, ino;
+    uint64_t size, dev, ino, nlink;
     int64_t mtime_ns, ctime_ns; /* ctime: the last change of the inode, which nobody can set back */
     uint32_t uid;
     unsigned perm; /* permission bits (0777) */
@@ -676,6 +702,7 @@ static void kcache__finfo_from(const struct stat *s, kcache__finfo *fi) {
     fi->size = (uint64_t)s->st_size;
     fi->dev = (uint64_t)s->st_dev;
     fi->ino = (uint64_t)s->st_ino;
+    fi->nlink = (uint64_t)s->st_nlink;
 #if defined(__APPLE__)
     fi->mtime_ns = (int64_t)s->st_mtimespec.tv_sec * 1000000000 + s->st_mtimespec.tv_nsec;
     fi->ctime_ns = (int64_t)s->st_ctimespec.tv_sec * 1000000000 + s->st_ctimespec.tv_nsec;
@@ -3402,8 +3429,11 @@ typedef struct kcache__store {
     uint32_t lock_timeout_ms;
     uint64_t rng;              /* eviction sampling; only used under mutex */
     uint32_t pid;              /* the process lockfd belongs to (see kcache__store_own_lock) */
+    kcache__pidwatch pidw;     /* notices a fork without a system call */
     int growing;               /* inside kcache__cf_grow */
-    struct { dev_t dev; ino_t ino; uint64_t size, room; } ix_last; /* the index log last appended to */
+    /* the index log last appended to, kept open: the next put of the same unit appends to it with
+       no open or close, once fstat shows it is still that name's file (linked) at the size left */
+    struct { uint64_t dev, ino, size, room; int fd; char rel[48]; } ix_last;
     uint64_t temp_seq;
     kcache__mutex mutex;       /* fcntl-style locks do not exclude threads of one process */
 } kcache__store;
@@ -3579,7 +3609,7 @@ static int kcache__shard_open(kcache__store *st, const char *shard, char *note, 
 /* Open-file-description locks are shared by a process forked after kcache_open: the child opens
    "lock" again so that its locks and build claims exclude its parent and siblings (mutex held). */
 static void kcache__store_own_lock(kcache__store *st) {
-    uint32_t pid = kcache__pid();
+    uint32_t pid = kcache__pidwatch_get(&st->pidw);
     int fd;
     if (pid == st->pid) return;
     fd = kcache__open_in(st, "lock", KCACHE__RW);
@@ -4370,8 +4400,16 @@ static void kcache__ix_log(kcache__store *st, const char *unit, int n, const int
     size_t hlen = kcache__ix_header_len(unit), len = 0, i;
     int fd, append = 0;
     kcache__ix_name(unit, rel);
-    fd = kcache__open_in(st, rel, KCACHE__RW | KCACHE__APPEND | KCACHE__NONBLOCK);
-    if (fd >= 0 && kcache__io_fstat(fd, &sb) == 0 && sb.kind == KCACHE__KIND_FILE && (size_t)sb.size >= hlen && (uint64_t)sb.size < KCACHE__IX_MAX) {
+    if (st->ix_last.fd >= 0 && strcmp(st->ix_last.rel, rel) == 0) {
+        fd = st->ix_last.fd; /* still that name's file if nobody replaced or removed it (nlink) */
+    } else {
+        if (st->ix_last.fd >= 0) kcache__io_close(st->ix_last.fd);
+        st->ix_last.fd = -1;
+        st->ix_last.ino = 0;
+        fd = kcache__open_in(st, rel, KCACHE__RW | KCACHE__APPEND | KCACHE__NONBLOCK);
+    }
+    if (fd >= 0 && kcache__io_fstat(fd, &sb) == 0 && sb.kind == KCACHE__KIND_FILE && sb.nlink > 0 && (size_t)sb.size >= hlen &&
+        (uint64_t)sb.size < KCACHE__IX_MAX) {
         int rfd = fd;
         /* The log this process appended to last, untouched since (same file, same size): known sound,
            and well under the rewrite threshold checked then, so no need to read it again. */
@@ -4423,7 +4461,13 @@ static void kcache__ix_log(kcache__store *st, const char *unit, int n, const int
             append = 0;
         }
     }
-    if (fd >= 0) kcache__io_close(fd);
+    if (append) { /* kept for the next put of this unit */
+        st->ix_last.fd = fd;
+        memcpy(st->ix_last.rel, rel, sizeof rel);
+    } else {
+        if (fd >= 0) kcache__io_close(fd);
+        st->ix_last.fd = -1;
+    }
     if (!append) {
         kcache__ix ix;
         st->ix_last.ino = 0;
@@ -4486,7 +4530,7 @@ static kcache_status kcache__store_put(kcache__store *st, const kcache_key *k, c
 
     kcache__mutex_lock(&st->mutex);
     st->temp_seq++;
-    snprintf(tmp, sizeof tmp, "tmp/%u-%llx-%llx.tmp", (unsigned)kcache__pid(), (unsigned long long)st->temp_seq,
+    snprintf(tmp, sizeof tmp, "tmp/%u-%llx-%llx.tmp", (unsigned)kcache__pidwatch_get(&st->pidw), (unsigned long long)st->temp_seq,
              (unsigned long long)(k->digest.lo ^ (uint64_t)kcache__now_ns()));
     kcache__mutex_unlock(&st->mutex);
     fd = kcache__io_openat(st->tmpfd, tmp + 4, KCACHE__WR | KCACHE__CREATE | KCACHE__EXCL);
@@ -4745,9 +4789,11 @@ static void kcache__store_close(kcache__store *st) {
         KCACHE_FREE(t);
     }
     if (st->lockfd >= 0) kcache__io_close(st->lockfd);
+    if (st->ix_last.fd >= 0) kcache__io_close(st->ix_last.fd);
     if (st->dirfd >= 0) kcache__io_close(st->dirfd);
     if (st->tmpfd >= 0) kcache__io_close(st->tmpfd);
     kcache__mutex_destroy(&st->mutex);
+    kcache__pidwatch_free(&st->pidw);
     KCACHE_FREE(st->dir);
     KCACHE_FREE(st);
 }
@@ -4783,7 +4829,7 @@ static kcache_status kcache__store_open(kcache__store **out, const char *dir, co
     st = (kcache__store *)KCACHE_MALLOC(sizeof *st);
     if (!st) return KCACHE_ENOMEM;
     memset(st, 0, sizeof *st);
-    st->dirfd = st->tmpfd = st->lockfd = st->cffd = -1;
+    st->dirfd = st->tmpfd = st->lockfd = st->cffd = st->ix_last.fd = -1;
     kcache__mutex_init(&st->mutex);
     st->dir = (char *)KCACHE_MALLOC(strlen(dir) + 1);
     if (!st->dir) { kcache__store_close(st); return KCACHE_ENOMEM; }
@@ -4792,7 +4838,8 @@ static kcache_status kcache__store_open(kcache__store **out, const char *dir, co
     st->fsync = cfg->fsync;
     st->debug = cfg->debug;
     st->lock_timeout_ms = cfg->lock_timeout_ms;
-    st->pid = kcache__pid();
+    kcache__pidwatch_init(&st->pidw);
+    st->pid = kcache__pidwatch_get(&st->pidw);
     st->rng = (uint64_t)kcache__now_ns() ^ ((uint64_t)kcache__pid() << 32) ^ (uint64_t)(size_t)st;
     if (!st->rng) st->rng = 1;
     /* A symlink as the store is followed only when it is ours (or root's): whoever else could plant
@@ -4968,6 +5015,7 @@ typedef struct kcache__pub {
     uint64_t owner;            /* the owner word this kcache claimed its slot with */
     uint64_t domain;
     uint32_t pid;              /* the process that claimed the slot (a forked child claims its own) */
+    kcache__pidwatch *pidw;    /* the store's */
     int debug;
     kcache_log_fn log;
     void *log_user;
@@ -5250,7 +5298,7 @@ static int kcache__pub_claim(kcache__pub *p) {
         p->ctr = kcache__pub_slot_word(pick, KCACHE__PUB_CTR_AT / 8);
         p->units = kcache__pub_slot_word(pick, KCACHE__PUB_UNITS_AT / 8);
         p->owner = owner;
-        p->pid = kcache__pid();
+        p->pid = p->pidw ? kcache__pidwatch_get(p->pidw) : kcache__pid();
         if (o) kcache__pub_say(p, "stats: slot %u of process %u (gone) reclaimed", at, (unsigned)(o >> 32));
         return 1;
     }
@@ -5270,6 +5318,7 @@ static KCACHE__UNUSED void kcache__pub_open(kcache__pub *p, kcache__store *st, c
     p->log = cfg ? cfg->log : NULL;
     p->log_user = cfg ? cfg->log_user : NULL;
     if (!st) return;
+    p->pidw = &st->pidw;
     if (cfg && !cfg->publish) {
         kcache__pub_say(p, "stats: not published (KCACHE_STATS=0)");
         return;
@@ -5341,7 +5390,7 @@ static KCACHE__UNUSED void kcache__pub_close(kcache__pub *p) {
 static int kcache__pub_ready(kcache__pub *p) {
     uint32_t pid;
     if (!p->map) return 0;
-    if ((pid = kcache__pid()) != p->pid) {
+    if ((pid = p->pidw ? kcache__pidwatch_get(p->pidw) : kcache__pid()) != p->pid) {
         p->domain = kcache__pub_domain();
         kcache__pub_claim(p);
         p->pid = pid; /* one try per fork */
