@@ -13,14 +13,14 @@ SAN     := -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-om
 TSAN    := -O1 -g -fsanitize=thread
 
 # one test program per layer; each runs plain, under ASan+UBSan, and (threads) under TSan
-CTESTS  := test_hash test_host test_key test_lru test_threads test_store test_flight test_index test_exchange
+CTESTS  := test_hash test_host test_key test_lru test_threads test_store test_flight test_index test_exchange test_hostile
 TOOLS   := $(B)/kcache-inspect $(B)/kcache-top
 CURSES  := $(shell pkg-config --libs ncursesw 2>/dev/null || echo -lncursesw)
 EXAMPLES:= $(B)/demo_cc $(B)/opencl_saxpy $(B)/opencl_many $(B)/opencl_demo $(B)/kcache_load
 CL_LIBS := -lOpenCL $(LDLIBS)
 
 .PHONY: all tools examples test check-deps bench demo demo-cc install uninstall clean fuzz fuzz-smoke \
-        test-aarch64 test-s390x test-exchange
+        test-aarch64 test-s390x test-exchange torture
 all: tools examples
 
 $(B) $(B)/asan $(B)/tsan:
@@ -60,6 +60,23 @@ $(B)/asan/test_opencl: tests/test_opencl.c kcache.h tests/kt.h | $(B)/asan
 	$(CC) $(STD) $(SAN) $(WARN) -I. -Itests -o $@ $< $(CL_LIBS)
 CL_TESTS := $(B)/test_opencl $(B)/asan/test_opencl $(B)/opencl_demo
 
+# fault injection (every I/O call site of kcache.h failing in turn) runs under ASan+UBSan, whose
+# LeakSanitizer also catches what a failure path forgets to free
+FAULTS := $(B)/asan/test_faults
+
+# the torture (tests/torture.c, scripts/torture.sh): 16 processes of gets, puts, removes and
+# get_or_build on a 2 MiB store, SIGKILLed at random moments, on each filesystem here (disk, a loop
+# ext4 when the disk is not ext4 and we are root, tmpfs); `make test` runs it TORTURE_SHORT s per
+# filesystem, `make torture TORTURE_TIME=600` as long as asked
+TORTURE_TIME  ?= 600
+TORTURE_SHORT ?= 18
+$(B)/torture: tests/torture.c kcache.h | $(B)
+	$(CC) $(STD) $(CFLAGS) $(WARN) -I. -o $@ $< $(LDLIBS)
+$(B)/asan/torture: tests/torture.c kcache.h | $(B)/asan
+	$(CC) $(STD) $(SAN) $(WARN) -I. -o $@ $< $(LDLIBS)
+torture: $(B)/torture
+	@bash scripts/torture.sh $(TORTURE_TIME) $(B)/torture
+
 TSAN_TESTS := test_threads test_flight
 TEST_BINS := $(addprefix $(B)/,$(CTESTS)) $(addprefix $(B)/asan/,$(CTESTS)) $(addprefix $(B)/tsan/,$(TSAN_TESTS))
 
@@ -68,7 +85,7 @@ check-deps:
 
 # Runs everything; the last line is "N passed, N failed".
 test: check-deps
-	@$(MAKE) --no-print-directory $(TEST_BINS) $(CL_TESTS) $(TOOLS) $(B)/demo_cc $(B)/kcache_load $(B)/make_store $(addprefix $(B)/,$(FUZZERS))
+	@$(MAKE) --no-print-directory $(TEST_BINS) $(CL_TESTS) $(TOOLS) $(FAULTS) $(B)/torture $(B)/demo_cc $(B)/kcache_load $(B)/make_store $(addprefix $(B)/,$(FUZZERS))
 	@bash tests/run.sh \
 	  compile=tests/compile_check.sh \
 	  $(foreach t,$(CTESTS),$(t)=$(B)/$(t)) \
@@ -88,7 +105,9 @@ test: check-deps
 	  portable="bash tests/test_portable.sh $(B)/test_exchange" \
 	  demo-cc="tests/test_demo.sh $(B)/demo_cc" \
 	  opencl=$(B)/test_opencl asan/opencl=$(B)/asan/test_opencl \
-	  demo="tests/test_demo_opencl.sh $(B)/opencl_demo"
+	  demo="tests/test_demo_opencl.sh $(B)/opencl_demo" \
+	  faults=$(FAULTS) \
+	  torture="bash scripts/torture.sh $(TORTURE_SHORT) $(B)/torture"
 
 # ---- other platforms: the suite under qemu-user (aarch64, s390x big-endian), and stores written on
 # one platform read on the others ----
