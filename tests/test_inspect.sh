@@ -324,6 +324,21 @@ printf '\x80\x04\x8c\x060.56.4\x94.' >"$tmp/nobody.nbi"
 printf '\x80\x04\xff' >"$tmp/badop.nbi"
 printf '\x80\x04\x95\xff\xff\xff\xff\xff\xff\xff\x7f' >"$tmp/hugeframe.nbi"
 printf '\x80\x04\x8d\xff\xff\xff\xff\xff\xff\xff\xff' >"$tmp/hugestr.nbi"
+# ----------------------------------------------------------------------------------------------
+# numba 0.68 on Python 3.12, made on another machine (an Emerald Rapids Xeon): decoded, the sha256
+# stamp holds after the copy, and the verdict names the CPU that differs
+dev="$root/tests/data/nbi-h100"
+cp -R "$dev" "$tmp/h100"
+if run h100_decode "$tmp/h100/__pycache__/mod.dot-4.py312.nbi" --cpu skylake-avx512 --features +avx2; then
+    has h100_decode "numba      0.68.0" && has h100_decode "Python 3.12" && has h100_decode "check    match" &&
+        has h100_decode "overloads  2" && has h100_decode "(array(float32, 1d, C), array(float32, 1d, C))" &&
+        has h100_decode "cpu       emeraldrapids" && has h100_decode "mod.dot-4.py312.2.nbc  (15104 bytes)" &&
+        has h100_decode "index has emeraldrapids" && ok h100_decode
+fi
+if run h100_same_cpu "$tmp/h100/__pycache__/mod.add-2.py312.nbi" --cpu emeraldrapids; then
+    has h100_same_cpu "cpu       emeraldrapids" && has h100_same_cpu "same name but other features" && ok h100_same_cpu
+fi
+
 check_exit2() { # NAME PATTERN ARGS...
     local name=$1 pat=$2; shift 2
     if run "$name" "$@"; then
