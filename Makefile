@@ -20,7 +20,7 @@ EXAMPLES:= $(B)/demo_cc $(B)/opencl_saxpy $(B)/opencl_many $(B)/opencl_demo $(B)
 CL_LIBS := -lOpenCL $(LDLIBS)
 
 .PHONY: all tools examples test check-deps bench demo demo-cc install uninstall clean fuzz fuzz-smoke \
-        test-aarch64 test-s390x test-exchange torture
+        test-aarch64 test-s390x test-exchange torture test-windows
 all: tools examples
 
 $(B) $(B)/asan $(B)/tsan:
@@ -99,6 +99,7 @@ test: check-deps
 	  top="tests/test_top.sh $(B)/kcache-top $(B)/kcache_load" \
 	  fuzz-smoke="tests/fuzz_smoke.sh $(FUZZ_SMOKE) $(FUZZERS)" \
 	  compile-more="bash tests/compile_more.sh" \
+	  windows="bash scripts/windows.sh" \
 	  aarch64="bash scripts/cross.sh aarch64" \
 	  s390x="bash scripts/cross.sh s390x" \
 	  exchange="bash scripts/exchange.sh $(B)/test_exchange" \
@@ -113,6 +114,9 @@ test: check-deps
 # one platform read on the others ----
 test-aarch64 test-s390x: check-deps
 	@bash tests/run.sh $(@:test-%=%)="bash scripts/cross.sh $(@:test-%=%)"
+# Windows: the Win32 layer built with mingw-w64, its tests run under wine (scripts/windows.sh)
+test-windows: check-deps
+	@bash tests/run.sh windows="bash scripts/windows.sh"
 test-exchange: check-deps $(B)/test_exchange $(B)/kcache-inspect
 	@bash tests/run.sh exchange="bash scripts/exchange.sh $(B)/test_exchange" \
 	  portable="bash tests/test_portable.sh $(B)/test_exchange"

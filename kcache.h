@@ -525,10 +525,36 @@ KCACHE_API kcache_status kcache_verify(kcache *kc, int fix);
 #define KCACHE_ASSERT(x) assert(x)
 #endif
 
-#ifdef _WIN32
-#error "kcache: the Win32 platform layer is not in this version; build with a POSIX toolchain"
+#if defined(_WIN32)
+/* Win32 (Vista or later; mingw-w64 or MSVC): >>platform maps kcache's POSIX-style calls onto it.
+   The two macros trim windows.h; they are undone after it unless the program set them itself. */
+#ifndef WIN32_LEAN_AND_MEAN
+#define WIN32_LEAN_AND_MEAN
+#define KCACHE__UNDEF_LEAN
 #endif
-
+#ifndef NOMINMAX
+#define NOMINMAX
+#define KCACHE__UNDEF_NOMINMAX
+#endif
+#include <windows.h>
+#include <io.h>
+#include <fcntl.h>
+#include <sys/types.h>
+#ifdef KCACHE__UNDEF_LEAN
+#undef WIN32_LEAN_AND_MEAN
+#undef KCACHE__UNDEF_LEAN
+#endif
+#ifdef KCACHE__UNDEF_NOMINMAX
+#undef NOMINMAX
+#undef KCACHE__UNDEF_NOMINMAX
+#endif
+#if defined(_WIN32_WINNT) && _WIN32_WINNT < 0x0600
+#error "kcache: the Win32 layer needs Windows Vista or later (_WIN32_WINNT >= 0x0600)"
+#endif
+#ifdef KCACHE_OPENCL
+#error "kcache: kcache_cl_build (KCACHE_OPENCL) is not ported to Windows yet; build without KCACHE_OPENCL"
+#endif
+#else
 #include <fcntl.h>
 #include <pthread.h>
 #include <sys/mman.h>
@@ -538,6 +564,7 @@ KCACHE_API kcache_status kcache_verify(kcache *kc, int fix);
 #include <dirent.h>
 #include <signal.h>
 #include <unistd.h>
+#endif
 
 #if defined(__GNUC__) || defined(__clang__)
 #define KCACHE__UNUSED __attribute__((unused))
@@ -551,6 +578,7 @@ KCACHE_API kcache_status kcache_verify(kcache *kc, int fix);
 /* >>platform  threads, time, atomics, files: everything that differs between systems            */
 /* ============================================================================================== */
 
+#if !defined(_WIN32)
 typedef pthread_mutex_t kcache__mutex;
 typedef pthread_cond_t kcache__cond;
 static void kcache__mutex_init(kcache__mutex *m) { pthread_mutex_init(m, NULL); }
@@ -587,12 +615,59 @@ static void kcache__sleep_us(unsigned us) {
     }
 }
 static void kcache__sleep_ms(unsigned ms) { kcache__sleep_us(ms * 1000); }
+#else
+/* Win32: slim reader/writer locks (used exclusively) and condition variables; no destructor. */
+typedef SRWLOCK kcache__mutex;
+typedef CONDITION_VARIABLE kcache__cond;
+static void kcache__mutex_init(kcache__mutex *m) { InitializeSRWLock(m); }
+static void kcache__mutex_destroy(kcache__mutex *m) { (void)m; }
+static void kcache__mutex_lock(kcache__mutex *m) { AcquireSRWLockExclusive(m); }
+static void kcache__mutex_unlock(kcache__mutex *m) { ReleaseSRWLockExclusive(m); }
+static void kcache__cond_init(kcache__cond *c) { InitializeConditionVariable(c); }
+static void kcache__cond_destroy(kcache__cond *c) { (void)c; }
+static void kcache__cond_broadcast(kcache__cond *c) { WakeAllConditionVariable(c); }
+
+/* FILETIME counts 100 ns from 1601; kcache counts ns from 1970. */
+static int64_t kcache__win_ft_ns(uint64_t ft) { return ((int64_t)ft - (int64_t)116444736000000000LL) * 100; }
+static int64_t kcache__now_ns(void) {
+    FILETIME ft;
+#if defined(_WIN32_WINNT) && _WIN32_WINNT >= 0x0602
+    GetSystemTimePreciseAsFileTime(&ft);
+#else
+    GetSystemTimeAsFileTime(&ft); /* before Windows 8: tick resolution */
+#endif
+    return kcache__win_ft_ns(((uint64_t)ft.dwHighDateTime << 32) | ft.dwLowDateTime);
+}
+static int64_t kcache__mono_ns(void) {
+    LARGE_INTEGER c, f;
+    QueryPerformanceCounter(&c);
+    QueryPerformanceFrequency(&f);
+    /* split so that the product cannot overflow */
+    return (int64_t)(c.QuadPart / f.QuadPart) * 1000000000 + (int64_t)(c.QuadPart % f.QuadPart) * 1000000000 / f.QuadPart;
+}
+/* The wall-clock deadline becomes a timeout in whole milliseconds, rounded up so that a wait never
+   ends early and never spins with 0. */
+static int kcache__cond_wait_until(kcache__cond *c, kcache__mutex *m, int64_t deadline_ns) {
+    int64_t left = deadline_ns - kcache__now_ns();
+    DWORD ms;
+    if (left <= 0) return 0;
+    ms = left / 1000000 >= (int64_t)0x7fffffff ? (DWORD)0x7fffffff : (DWORD)((left + 999999) / 1000000);
+    if (SleepConditionVariableSRW(c, m, ms, 0)) return 1;
+    return kcache__now_ns() < deadline_ns; /* woken by the timeout: only "passed" when it did */
+}
+static void kcache__sleep_ms(unsigned ms) { Sleep(ms); }
+static void kcache__sleep_us(unsigned us) { Sleep((us + 999) / 1000); } /* the timer's grain is coarser anyway */
+#endif
 
 static long kcache__atomic_add(long *p, long v) { return __atomic_add_fetch(p, v, __ATOMIC_ACQ_REL); }
 static uint64_t kcache__atomic_load_u64(const uint64_t *p) { return __atomic_load_n(p, __ATOMIC_RELAXED); }
 static void kcache__atomic_store_u64(uint64_t *p, uint64_t v) { __atomic_store_n(p, v, __ATOMIC_RELAXED); }
 
+#if !defined(_WIN32)
 static uint32_t kcache__pid(void) { return (uint32_t)getpid(); }
+#else
+static uint32_t kcache__pid(void) { return (uint32_t)GetCurrentProcessId(); }
+#endif
 
 /* This process's pid without a system call per question (a disk hit or a put asks, to notice a
    fork): a page that the kernel zeroes in a forked child (MADV_WIPEONFORK, Linux 4.14+) keeps the
@@ -616,7 +691,9 @@ static uint32_t kcache__pidwatch_get(kcache__pidwatch *w) {
     return pid;
 }
 static void kcache__pidwatch_free(kcache__pidwatch *w) {
+#if defined(__linux__) && defined(MADV_WIPEONFORK)
     if (w->page) munmap((void *)w->page, 4096);
+#endif
     w->page = NULL;
 }
 
@@ -857,6 +934,645 @@ static void kcache__os_dir_close(kcache__dir *d) {
 /* Whether a process (on this host, in this PID namespace) no longer exists. */
 static int kcache__os_pid_gone(uint32_t pid) { return kill((pid_t)pid, 0) != 0 && errno == ESRCH; }
 static uint32_t kcache__os_euid(void) { return (uint32_t)geteuid(); }
+
+#else /* _WIN32 */
+
+/* Win32. Descriptors are C runtime descriptors over HANDLEs (_open_osfhandle), so the rest of
+   kcache keeps its ints; all I/O goes to the HANDLE (no CRT text mode, no CRT position). Paths are
+   UTF-8; a relative name is joined to its directory's final path (GetFinalPathNameByHandleW, a
+   \\?\ path: no MAX_PATH limit, no DOS device names, no '/' translation, so '/' is turned into
+   '\'). Every file is opened sharing read, write and delete: a reader never blocks the rename or
+   removal of an entry. Names inside the store are opened without following reparse points
+   (symlinks, junctions): ELOOP, as O_NOFOLLOW. */
+
+static int kcache__win_errno(DWORD e) {
+    switch (e) {
+    case ERROR_FILE_NOT_FOUND: case ERROR_PATH_NOT_FOUND: case ERROR_INVALID_DRIVE: case ERROR_INVALID_NAME:
+    case ERROR_BAD_NETPATH: case ERROR_BAD_NET_NAME: case ERROR_BAD_PATHNAME: return ENOENT;
+    case ERROR_ACCESS_DENIED: case ERROR_SHARING_VIOLATION: case ERROR_USER_MAPPED_FILE: return EACCES;
+    case ERROR_ALREADY_EXISTS: case ERROR_FILE_EXISTS: return EEXIST;
+    case ERROR_DISK_FULL: case ERROR_HANDLE_DISK_FULL: return ENOSPC;
+    case ERROR_LOCK_VIOLATION: case ERROR_IO_PENDING: return EAGAIN;
+    case ERROR_WRITE_PROTECT: return EROFS;
+    case ERROR_DIR_NOT_EMPTY: return ENOTEMPTY;
+    case ERROR_DIRECTORY: return ENOTDIR;
+    case ERROR_NOT_ENOUGH_MEMORY: case ERROR_OUTOFMEMORY: return ENOMEM;
+    case ERROR_TOO_MANY_OPEN_FILES: return EMFILE;
+    case ERROR_INVALID_HANDLE: return EBADF;
+    case ERROR_FILENAME_EXCED_RANGE: return ENAMETOOLONG;
+    case ERROR_NOT_SAME_DEVICE: return EXDEV;
+    case ERROR_CANT_RESOLVE_FILENAME: return ELOOP;
+    default: return EIO;
+    }
+}
+static int kcache__win_fail(void) {
+    errno = kcache__win_errno(GetLastError());
+    return -1;
+}
+static HANDLE kcache__win_h(int fd) {
+    intptr_t h = fd >= 0 ? _get_osfhandle(fd) : -1;
+    if (h == -1) errno = EBADF;
+    return (HANDLE)h;
+}
+
+/* UTF-8 to a new UTF-16 string with room for `extra` more characters; a string that is not UTF-8
+   is taken in the ANSI code page (what getenv returns, e.g. for KCACHE_DIR). *n: its length. */
+static WCHAR *kcache__win_wide(const char *s, size_t extra, size_t *n) {
+    UINT cp = CP_UTF8;
+    DWORD fl = MB_ERR_INVALID_CHARS;
+    WCHAR *w;
+    int len = MultiByteToWideChar(cp, fl, s, -1, NULL, 0);
+    if (len <= 0) {
+        cp = CP_ACP;
+        fl = 0;
+        len = MultiByteToWideChar(cp, fl, s, -1, NULL, 0);
+    }
+    if (len <= 0) { errno = ENOENT; return NULL; }
+    w = (WCHAR *)KCACHE_MALLOC(((size_t)len + extra) * sizeof(WCHAR));
+    if (!w) { errno = ENOMEM; return NULL; }
+    MultiByteToWideChar(cp, fl, s, -1, w, len);
+    if (n) *n = (size_t)len - 1;
+    return w;
+}
+
+/* A handle's full path with every link on the way resolved (GetFinalPathNameByHandleW), in the
+   \\?\ form: by drive letter, else by volume GUID (a volume mounted in a folder). NULL, errno set. */
+static WCHAR *kcache__win_final(HANDLE h, size_t extra, size_t *len) {
+    static const DWORD kinds[2] = {FILE_NAME_NORMALIZED | VOLUME_NAME_DOS, FILE_NAME_NORMALIZED | VOLUME_NAME_GUID};
+    int k;
+    for (k = 0; k < 2; k++) {
+        DWORD need = GetFinalPathNameByHandleW(h, NULL, 0, kinds[k]), got;
+        WCHAR *w;
+        if (!need) continue;
+        if ((w = (WCHAR *)KCACHE_MALLOC(((size_t)need + 1 + extra) * sizeof(WCHAR))) == NULL) {
+            errno = ENOMEM;
+            return NULL;
+        }
+        got = GetFinalPathNameByHandleW(h, w, need + 1, kinds[k]);
+        if (got && got <= need) {
+            *len = got;
+            return w;
+        }
+        KCACHE_FREE(w); /* renamed to a longer path meanwhile: asked again below, or given up */
+    }
+    kcache__win_fail();
+    return NULL;
+}
+
+/* The wide path of name in the directory dirfd ('/' in name becomes '\'); dirfd < 0: name is a
+   path, used as it is. *base: where name starts in it. */
+static WCHAR *kcache__win_path(int dirfd, const char *name, size_t *base) {
+    HANDLE h;
+    WCHAR *w, *nm;
+    size_t nl, got, i;
+    *base = 0;
+    if (dirfd < 0) return kcache__win_wide(name, 0, NULL);
+    if ((h = kcache__win_h(dirfd)) == INVALID_HANDLE_VALUE) return NULL;
+    if ((nm = kcache__win_wide(name, 0, &nl)) == NULL) return NULL;
+    if ((w = kcache__win_final(h, nl + 1, &got)) == NULL) {
+        KCACHE_FREE(nm);
+        return NULL;
+    }
+    if (got == 0 || w[got - 1] != L'\\') w[got++] = L'\\'; /* a drive's root already ends with one */
+    *base = got;
+    for (i = 0; i <= nl; i++) w[got + i] = nm[i] == L'/' ? L'\\' : nm[i];
+    KCACHE_FREE(nm);
+    return w;
+}
+
+/* Whether the open file h is reached by exactly this path. The final path resolves every link,
+   so a symlink or junction anywhere on the way (also one the open followed: wine 8 ignores
+   FILE_FLAG_OPEN_REPARSE_POINT and follows Unix symlinks) shows as another path. */
+static int kcache__win_same_path(HANDLE h, const WCHAR *path) {
+    size_t len;
+    WCHAR *f = kcache__win_final(h, 0, &len);
+    int same = f && CompareStringOrdinal(f, (int)len, path, -1, TRUE) == CSTR_EQUAL;
+    KCACHE_FREE(f);
+    return same;
+}
+
+/* A symlink, junction or mount point (name surrogates) is OTHER: never kcache's. Other reparse
+   points (deduplication, cloud files) only keep their data elsewhere. */
+static int kcache__win_kind(HANDLE h, DWORD attrs, DWORD tag) {
+    if ((attrs & FILE_ATTRIBUTE_REPARSE_POINT) && IsReparseTagNameSurrogate(tag)) return KCACHE__KIND_OTHER;
+    if (attrs & FILE_ATTRIBUTE_DIRECTORY) return KCACHE__KIND_DIR;
+    return GetFileType(h) == FILE_TYPE_DISK ? KCACHE__KIND_FILE : KCACHE__KIND_OTHER;
+}
+/* Attributes and reparse tag in one cheap call (GetFileInformationByHandle also asks the volume,
+   which is slow under wine). */
+static int kcache__win_attrs(HANDLE h, DWORD *attrs, DWORD *tag) {
+    FILE_ATTRIBUTE_TAG_INFO t;
+    if (!GetFileInformationByHandleEx(h, FileAttributeTagInfo, &t, sizeof t)) return 0;
+    *attrs = t.FileAttributes;
+    *tag = (t.FileAttributes & FILE_ATTRIBUTE_REPARSE_POINT) ? t.ReparseTag : 0;
+    return 1;
+}
+
+static void kcache__win_finfo(HANDLE h, const BY_HANDLE_FILE_INFORMATION *bi, kcache__finfo *fi) {
+    FILE_BASIC_INFO b;
+    DWORD attrs, tag;
+    uint64_t mt = ((uint64_t)bi->ftLastWriteTime.dwHighDateTime << 32) | bi->ftLastWriteTime.dwLowDateTime;
+    fi->size = ((uint64_t)bi->nFileSizeHigh << 32) | bi->nFileSizeLow;
+    fi->nlink = (uint64_t)bi->nNumberOfLinks;
+    fi->dev = (uint64_t)bi->dwVolumeSerialNumber;
+    fi->ino = ((uint64_t)bi->nFileIndexHigh << 32) | bi->nFileIndexLow;
+    fi->mtime_ns = kcache__win_ft_ns(mt);
+    /* ChangeTime: the last change of the file or its metadata (creation time is no such thing) */
+    fi->ctime_ns = GetFileInformationByHandleEx(h, FileBasicInfo, &b, sizeof b) ? kcache__win_ft_ns((uint64_t)b.ChangeTime.QuadPart)
+                                                                              : fi->mtime_ns;
+    fi->uid = 0;                                                        /* see kcache__os_euid */
+    fi->perm = (bi->dwFileAttributes & FILE_ATTRIBUTE_READONLY) ? 0500 : 0700; /* ACLs: the user's own */
+    if (!kcache__win_attrs(h, &attrs, &tag)) {
+        attrs = bi->dwFileAttributes;
+        tag = IO_REPARSE_TAG_SYMLINK; /* unknown: taken as a link */
+    }
+    fi->kind = kcache__win_kind(h, attrs, tag);
+}
+
+/* nofollow: the final name's reparse point is opened itself, not what it points to. */
+static HANDLE kcache__win_create(const WCHAR *path, DWORD access, DWORD disp, int nofollow) {
+    return CreateFileW(path, access, FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE, NULL, disp,
+                       FILE_ATTRIBUTE_NORMAL | FILE_FLAG_BACKUP_SEMANTICS | (nofollow ? FILE_FLAG_OPEN_REPARSE_POINT : 0), NULL);
+}
+
+/* Opens name in dirfd, refusing (ELOOP) a symlink or junction anywhere from dirfd down; dirfd <
+   0: a path outside the store, followed. */
+static int kcache__win_open(int dirfd, const char *name, int how) {
+    DWORD access = 0, disp;
+    HANDLE h = INVALID_HANDLE_VALUE;
+    DWORD attrs, tag;
+    size_t base, i;
+    int nofollow = dirfd >= 0, fd = -1, kind, e = ELOOP;
+    WCHAR *w = kcache__win_path(dirfd, name, &base);
+    if (!w) return -1;
+    if (how & KCACHE__RD) access |= GENERIC_READ;
+    /* append: write access without FILE_WRITE_DATA, so that every write goes to the end */
+    if (how & KCACHE__APPEND) access |= FILE_APPEND_DATA | FILE_WRITE_ATTRIBUTES | FILE_WRITE_EA | SYNCHRONIZE | READ_CONTROL;
+    else if (how & KCACHE__WR) access |= GENERIC_WRITE;
+    disp = !(how & KCACHE__CREATE) ? OPEN_EXISTING : (how & KCACHE__EXCL) ? CREATE_NEW : OPEN_ALWAYS;
+    if (nofollow && (how & KCACHE__CREATE))
+        for (i = base; w[i]; i++) /* no file created through a linked directory (checked again after) */
+            if (w[i] == L'\\') {
+                DWORD attr;
+                w[i] = 0;
+                attr = GetFileAttributesW(w);
+                w[i] = L'\\';
+                if (attr != INVALID_FILE_ATTRIBUTES && (attr & FILE_ATTRIBUTE_REPARSE_POINT)) goto out;
+            }
+    h = kcache__win_create(w, access, disp, nofollow);
+    if (h == INVALID_HANDLE_VALUE) { e = kcache__win_errno(GetLastError()); goto out; }
+    if (!kcache__win_attrs(h, &attrs, &tag)) { e = kcache__win_errno(GetLastError()); goto out; }
+    kind = kcache__win_kind(h, attrs, tag);
+    if (nofollow && (attrs & FILE_ATTRIBUTE_REPARSE_POINT)) {
+        HANDLE h2;
+        BY_HANDLE_FILE_INFORMATION b1, b2;
+        if (kind == KCACHE__KIND_OTHER || !GetFileInformationByHandle(h, &b1)) goto out;
+        /* data kept elsewhere (deduplication, cloud files): opened through its filter, and
+           refused if what opens then is not the same file */
+        h2 = kcache__win_create(w, access, OPEN_EXISTING, 0);
+        if (h2 == INVALID_HANDLE_VALUE) { e = kcache__win_errno(GetLastError()); goto out; }
+        CloseHandle(h);
+        h = h2;
+        if (!GetFileInformationByHandle(h, &b2) || b2.dwVolumeSerialNumber != b1.dwVolumeSerialNumber ||
+            b2.nFileIndexHigh != b1.nFileIndexHigh || b2.nFileIndexLow != b1.nFileIndexLow)
+            goto out;
+    }
+    if (nofollow && !kcache__win_same_path(h, w)) goto out;
+    e = (how & KCACHE__DIRECTORY) && kind != KCACHE__KIND_DIR ? ENOTDIR
+        : !(how & KCACHE__DIRECTORY) && kind == KCACHE__KIND_DIR && (how & KCACHE__WR) ? EISDIR : 0;
+    if (!e) {
+        fd = _open_osfhandle((intptr_t)h, 0);
+        if (fd >= 0) h = INVALID_HANDLE_VALUE; /* the descriptor owns it now */
+        else e = EMFILE;
+    }
+out:
+    if (h != INVALID_HANDLE_VALUE) CloseHandle(h);
+    KCACHE_FREE(w);
+    if (fd < 0) errno = e;
+    return fd;
+}
+
+/* A path outside the store (a source file, a dependency, the store's own directory): followed. */
+static int kcache__os_open(const char *path, int how) { return kcache__win_open(-1, path, how); }
+/* A name in a directory: a symlink or junction there is not followed (ELOOP). */
+static int kcache__os_openat(int dirfd, const char *name, int how) { return kcache__win_open(dirfd, name, how); }
+/* A relative path beneath dirfd, in one call: no symlink or junction on the way (ELOOP), which
+   the final-path check sees wherever it is. */
+static int kcache__os_open_beneath(int dirfd, const char *rel, int how) { return kcache__win_open(dirfd, rel, how); }
+
+/* At most 1 GiB per call (DWORD counts); callers loop on short counts as with POSIX. */
+#define KCACHE__WIN_IO_MAX ((size_t)1 << 30)
+static ptrdiff_t kcache__os_read(int fd, void *buf, size_t n) {
+    HANDLE h = kcache__win_h(fd);
+    DWORD got = 0;
+    if (h == INVALID_HANDLE_VALUE) return -1;
+    if (!ReadFile(h, buf, (DWORD)(n < KCACHE__WIN_IO_MAX ? n : KCACHE__WIN_IO_MAX), &got, NULL) &&
+        GetLastError() != ERROR_HANDLE_EOF && GetLastError() != ERROR_BROKEN_PIPE)
+        return kcache__win_fail();
+    return (ptrdiff_t)got;
+}
+/* Positioned I/O that, as POSIX pread/pwrite, leaves the file position where it was. */
+static ptrdiff_t kcache__win_pio(int fd, void *rbuf, const void *wbuf, size_t n, uint64_t at) {
+    HANDLE h = kcache__win_h(fd);
+    OVERLAPPED ov;
+    LARGE_INTEGER pos, zero;
+    DWORD done = 0, e = 0;
+    BOOL ok;
+    if (h == INVALID_HANDLE_VALUE) return -1;
+    zero.QuadPart = 0;
+    if (!SetFilePointerEx(h, zero, &pos, FILE_CURRENT)) return kcache__win_fail();
+    memset(&ov, 0, sizeof ov);
+    ov.Offset = (DWORD)at;
+    ov.OffsetHigh = (DWORD)(at >> 32);
+    if (n > KCACHE__WIN_IO_MAX) n = KCACHE__WIN_IO_MAX;
+    ok = rbuf ? ReadFile(h, rbuf, (DWORD)n, &done, &ov) : WriteFile(h, wbuf, (DWORD)n, &done, &ov);
+    if (!ok) e = GetLastError();
+    SetFilePointerEx(h, pos, NULL, FILE_BEGIN);
+    if (!ok && !(rbuf && e == ERROR_HANDLE_EOF)) {
+        errno = kcache__win_errno(e);
+        return -1;
+    }
+    return (ptrdiff_t)done;
+}
+static ptrdiff_t kcache__os_pread(int fd, void *buf, size_t n, uint64_t at) { return kcache__win_pio(fd, buf, NULL, n, at); }
+static ptrdiff_t kcache__os_pwrite(int fd, const void *buf, size_t n, uint64_t at) { return kcache__win_pio(fd, NULL, buf, n, at); }
+/* Writes two buffers at the file position; returns the bytes written (short when the second
+   write fails after the first, as a partial writev). */
+static ptrdiff_t kcache__os_write2(int fd, const void *a, size_t an, const void *b, size_t bn) {
+    HANDLE h = kcache__win_h(fd);
+    DWORD wa = 0, wb = 0;
+    if (h == INVALID_HANDLE_VALUE) return -1;
+    if (an > KCACHE__WIN_IO_MAX) {
+        an = KCACHE__WIN_IO_MAX;
+        bn = 0;
+    }
+    if (bn > KCACHE__WIN_IO_MAX) bn = KCACHE__WIN_IO_MAX;
+    if (an && !WriteFile(h, a, (DWORD)an, &wa, NULL)) return kcache__win_fail();
+    if (wa == an && bn && !WriteFile(h, b, (DWORD)bn, &wb, NULL)) {
+        if (wa) return (ptrdiff_t)wa;
+        return kcache__win_fail();
+    }
+    return (ptrdiff_t)wa + (ptrdiff_t)wb;
+}
+/* Directories cannot be flushed (nor need it: NTFS journals the rename). */
+static int kcache__os_fsync(int fd) {
+    HANDLE h = kcache__win_h(fd);
+    BY_HANDLE_FILE_INFORMATION bi;
+    if (h == INVALID_HANDLE_VALUE) return -1;
+    if (FlushFileBuffers(h)) return 0;
+    if (GetFileInformationByHandle(h, &bi) && (bi.dwFileAttributes & FILE_ATTRIBUTE_DIRECTORY)) return 0;
+    return kcache__win_fail();
+}
+static int kcache__os_close(int fd) { return _close(fd); }
+
+static WCHAR *kcache__win_at(int dirfd, const char *name) {
+    size_t base;
+    return kcache__win_path(dirfd, name, &base);
+}
+
+/* Windows does not replace a file that is open elsewhere or mapped (config.file and stats are
+   mapped by every process using the store) the way POSIX rename does. Windows 10 1809+ can, with
+   POSIX semantics: asked first. */
+static int kcache__win_rename_posix(const WCHAR *from, const WCHAR *to) {
+    size_t tl = 0, sz;
+    HANDLE h;
+    FILE_RENAME_INFO *ri;
+    DWORD flags = 0x1 | 0x2; /* FILE_RENAME_FLAG_REPLACE_IF_EXISTS | FILE_RENAME_FLAG_POSIX_SEMANTICS */
+    BOOL ok;
+    while (to[tl]) tl++;
+    sz = offsetof(FILE_RENAME_INFO, FileName) + (tl + 1) * sizeof(WCHAR);
+    if ((ri = (FILE_RENAME_INFO *)KCACHE_MALLOC(sz)) == NULL) return 0;
+    memset(ri, 0, sz);
+    memcpy(ri, &flags, sizeof flags); /* the Flags member of the union where the SDK is older */
+    ri->FileNameLength = (DWORD)(tl * sizeof(WCHAR));
+    memcpy(ri->FileName, to, (tl + 1) * sizeof(WCHAR));
+    h = kcache__win_create(from, DELETE | SYNCHRONIZE, OPEN_EXISTING, 1);
+    ok = h != INVALID_HANDLE_VALUE && SetFileInformationByHandle(h, (FILE_INFO_BY_HANDLE_CLASS)22 /* FileRenameInfoEx */, ri, (DWORD)sz);
+    if (h != INVALID_HANDLE_VALUE) CloseHandle(h);
+    KCACHE_FREE(ri);
+    return ok != 0;
+}
+/* Else the file in the way is renamed aside (a mapped file can be renamed, not replaced), into
+   todir's tmp directory when there is one (the store's: kcache removes a dead process's temp
+   files there) or beside it, then from takes its name and the old one is deleted if it can be
+   (a mapped one stays until the temp sweep). The name is missing for a moment: kcache replaces
+   these files under its store lock, and an opener that finds none makes a new one, which the
+   next locked update notices (another inode). 0, or a Win32 error. */
+static DWORD kcache__win_rename_aside(const WCHAR *f, const WCHAR *t, int todir) {
+    static volatile LONG seq;
+    char name[64];
+    WCHAR *aside = NULL;
+    DWORD le = ERROR_ACCESS_DENIED, attr = GetFileAttributesW(t);
+    int k;
+    if (todir < 0 || attr == INVALID_FILE_ATTRIBUTES || (attr & (FILE_ATTRIBUTE_DIRECTORY | FILE_ATTRIBUTE_REPARSE_POINT))) return le;
+    for (k = 0; k < 2 && !aside; k++) {
+        snprintf(name, sizeof name, "%s%lu-aside-%lx-%llx.tmp", k ? "" : "tmp/", (unsigned long)GetCurrentProcessId(),
+                 (unsigned long)InterlockedIncrement(&seq), (unsigned long long)kcache__now_ns());
+        if ((aside = kcache__win_at(todir, name)) != NULL && !MoveFileExW(t, aside, 0)) {
+            le = GetLastError();
+            KCACHE_FREE(aside);
+            aside = NULL;
+        }
+    }
+    if (!aside) return le;
+    if (!MoveFileExW(f, t, 0)) {
+        le = GetLastError();
+        MoveFileExW(aside, t, 0); /* back in place, unless an opener made a new one meanwhile */
+        KCACHE_FREE(aside);
+        return le;
+    }
+    DeleteFileW(aside);
+    KCACHE_FREE(aside);
+    return 0;
+}
+static int kcache__os_rename(int fromdir, const char *from, int todir, const char *to) {
+    WCHAR *f = kcache__win_at(fromdir, from), *t = f ? kcache__win_at(todir, to) : NULL;
+    int rc = 0, e = errno;
+    if (!t) rc = -1;
+    else if (!MoveFileExW(f, t, MOVEFILE_REPLACE_EXISTING)) {
+        DWORD le = GetLastError();
+        if (le == ERROR_ACCESS_DENIED || le == ERROR_SHARING_VIOLATION || le == ERROR_USER_MAPPED_FILE)
+            le = kcache__win_rename_posix(f, t) ? 0 : kcache__win_rename_aside(f, t, todir);
+        if (le) {
+            rc = -1;
+            e = kcache__win_errno(le);
+        }
+    }
+    KCACHE_FREE(f);
+    KCACHE_FREE(t);
+    errno = e;
+    return rc;
+}
+/* A second name for a file; EEXIST when the new name is taken. A filesystem without hard links
+   (FAT) moves the file instead: the new name still appears exactly once, and only if free. */
+static int kcache__os_link(int fromdir, const char *from, int todir, const char *to) {
+    WCHAR *f = kcache__win_at(fromdir, from), *t = f ? kcache__win_at(todir, to) : NULL;
+    int rc = 0, e = errno;
+    if (!t) rc = -1;
+    else if (!CreateHardLinkW(t, f, NULL)) {
+        DWORD le = GetLastError();
+        if ((le == ERROR_NOT_SUPPORTED || le == ERROR_INVALID_FUNCTION) && MoveFileExW(f, t, 0)) le = 0;
+        else if (le == ERROR_NOT_SUPPORTED || le == ERROR_INVALID_FUNCTION) le = GetLastError();
+        if (le) {
+            rc = -1;
+            e = kcache__win_errno(le);
+        }
+    }
+    KCACHE_FREE(f);
+    KCACHE_FREE(t);
+    errno = e;
+    return rc;
+}
+/* unlink (dir 0) or rmdir (dir 1), by handle: the name is opened itself (a symlink or junction
+   is removed, never what it points to), checked, and marked for deletion. As on POSIX, unlink of
+   a directory is EISDIR, rmdir of a file ENOTDIR, and a read-only file can still be removed. Where
+   the open follows a link despite the flag (wine), the name is refused (ELOOP) rather than the
+   link's target deleted. */
+static int kcache__os_unlink(int dirfd, const char *name, int dir) {
+    size_t base;
+    WCHAR *w = kcache__win_path(dirfd, name, &base);
+    HANDLE h;
+    DWORD attrs, tag, le = 0;
+    FILE_DISPOSITION_INFO del;
+    int e = 0;
+    if (!w) return -1;
+    h = kcache__win_create(w, DELETE | FILE_READ_ATTRIBUTES | FILE_WRITE_ATTRIBUTES, OPEN_EXISTING, 1);
+    if (h == INVALID_HANDLE_VALUE) le = GetLastError();
+    else if (!kcache__win_attrs(h, &attrs, &tag)) le = GetLastError();
+    else if (dirfd >= 0 && !kcache__win_same_path(h, w)) e = ELOOP;
+    else if (!(attrs & FILE_ATTRIBUTE_REPARSE_POINT) && (attrs & FILE_ATTRIBUTE_DIRECTORY) && !dir) e = EISDIR;
+    else if (!(attrs & FILE_ATTRIBUTE_DIRECTORY) && dir) e = ENOTDIR;
+    else {
+        del.DeleteFile = TRUE;
+        if (!SetFileInformationByHandle(h, FileDispositionInfo, &del, sizeof del)) {
+            le = GetLastError();
+            if (le == ERROR_ACCESS_DENIED && (attrs & FILE_ATTRIBUTE_READONLY)) {
+                FILE_BASIC_INFO b;
+                memset(&b, 0, sizeof b); /* zero times: left as they are */
+                b.FileAttributes = attrs & ~(DWORD)FILE_ATTRIBUTE_READONLY;
+                if (!b.FileAttributes) b.FileAttributes = FILE_ATTRIBUTE_NORMAL; /* (only ever alone) */
+                if (SetFileInformationByHandle(h, FileBasicInfo, &b, sizeof b) &&
+                    SetFileInformationByHandle(h, FileDispositionInfo, &del, sizeof del))
+                    le = 0;
+            }
+        }
+    }
+    if (h != INVALID_HANDLE_VALUE) CloseHandle(h); /* the name goes with the last handle */
+    KCACHE_FREE(w);
+    if (le) e = kcache__win_errno(le);
+    if (!e) return 0;
+    errno = e;
+    return -1;
+}
+/* dirfd -1: name is a path (the store's own directory and its parents); its missing parents are
+   made too, as a path may separate them with '\' where the caller splits on '/' only. */
+static int kcache__os_mkdir(int dirfd, const char *name) {
+    WCHAR *w = kcache__win_at(dirfd, name);
+    DWORD le;
+    size_t i;
+    if (!w) return -1;
+    if (dirfd < 0)
+        for (i = 1; w[i]; i++)
+            if ((w[i] == L'\\' || w[i] == L'/') && w[i - 1] != L':' && w[i - 1] != L'\\' && w[i - 1] != L'/') {
+                WCHAR c = w[i];
+                w[i] = 0;
+                CreateDirectoryW(w, NULL); /* errors: the last one says */
+                w[i] = c;
+            }
+    if (CreateDirectoryW(w, NULL)) { KCACHE_FREE(w); return 0; }
+    le = GetLastError();
+    /* "C:" or a share: refused (access denied), yet there, as mkdir's EEXIST says on POSIX */
+    if (dirfd < 0 && le != ERROR_ALREADY_EXISTS) {
+        DWORD attr = GetFileAttributesW(w);
+        if (attr != INVALID_FILE_ATTRIBUTES && (attr & FILE_ATTRIBUTE_DIRECTORY)) le = ERROR_ALREADY_EXISTS;
+    }
+    KCACHE_FREE(w);
+    errno = kcache__win_errno(le);
+    return -1;
+}
+static int kcache__os_fstat(int fd, kcache__finfo *fi) {
+    HANDLE h = kcache__win_h(fd);
+    BY_HANDLE_FILE_INFORMATION bi;
+    if (h == INVALID_HANDLE_VALUE) return -1;
+    if (!GetFileInformationByHandle(h, &bi)) return kcache__win_fail();
+    kcache__win_finfo(h, &bi, fi);
+    return 0;
+}
+/* dirfd >= 0: a symlink or junction at or on the way to the name is reported as OTHER; nofollow:
+   the final name's own (lstat). */
+static int kcache__win_stat(int dirfd, const char *name, kcache__finfo *fi, int nofollow) {
+    HANDLE h;
+    BY_HANDLE_FILE_INFORMATION bi;
+    size_t base;
+    int rc = 0;
+    WCHAR *w = kcache__win_path(dirfd, name, &base);
+    if (!w) return -1;
+    h = kcache__win_create(w, FILE_READ_ATTRIBUTES, OPEN_EXISTING, nofollow);
+    if (h == INVALID_HANDLE_VALUE) {
+        KCACHE_FREE(w);
+        return kcache__win_fail();
+    }
+    if (GetFileInformationByHandle(h, &bi)) {
+        kcache__win_finfo(h, &bi, fi);
+        if (dirfd >= 0 && !kcache__win_same_path(h, w)) fi->kind = KCACHE__KIND_OTHER;
+    } else {
+        rc = kcache__win_fail();
+    }
+    CloseHandle(h);
+    KCACHE_FREE(w);
+    return rc;
+}
+static int kcache__os_statat(int dirfd, const char *name, kcache__finfo *fi) { return kcache__win_stat(dirfd, name, fi, 1); }
+static int kcache__os_stat(const char *path, kcache__finfo *fi) { return kcache__win_stat(-1, path, fi, 0); }
+/* The path itself when it is a symlink or junction (kind OTHER; uid 0, as every file here). */
+static int kcache__os_lstat(const char *path, kcache__finfo *fi) { return kcache__win_stat(-1, path, fi, 1); }
+/* Sets a file's size without moving its position (ftruncate); SetEndOfFile where the by-handle
+   call is missing (wine). 0, or an errno. */
+static int kcache__win_set_size(HANDLE h, uint64_t len) {
+    FILE_END_OF_FILE_INFO eo;
+    LARGE_INTEGER pos, zero;
+    DWORD le;
+    eo.EndOfFile.QuadPart = (LONGLONG)len;
+    if (SetFileInformationByHandle(h, FileEndOfFileInfo, &eo, sizeof eo)) return 0;
+    le = GetLastError();
+    if (le != ERROR_CALL_NOT_IMPLEMENTED && le != ERROR_INVALID_PARAMETER && le != ERROR_NOT_SUPPORTED) return kcache__win_errno(le);
+    zero.QuadPart = 0;
+    if (!SetFilePointerEx(h, zero, &pos, FILE_CURRENT) || !SetFilePointerEx(h, eo.EndOfFile, NULL, FILE_BEGIN))
+        return kcache__win_errno(GetLastError());
+    le = SetEndOfFile(h) ? 0 : GetLastError();
+    SetFilePointerEx(h, pos, NULL, FILE_BEGIN);
+    return le ? kcache__win_errno(le) : 0;
+}
+/* Allocates a file's blocks up to len and extends it to len when shorter (posix_fallocate): a
+   non-sparse file's new end is allocated, so a full disk fails here, not in a mapped write. 0,
+   or an errno. */
+static int kcache__os_allocate(int fd, uint64_t len) {
+    HANDLE h = kcache__win_h(fd);
+    LARGE_INTEGER sz;
+    FILE_ALLOCATION_INFO ai;
+    DWORD le;
+    if (h == INVALID_HANDLE_VALUE) return EBADF;
+    if (!GetFileSizeEx(h, &sz)) return kcache__win_errno(GetLastError());
+    if ((uint64_t)sz.QuadPart >= len) return 0;
+    ai.AllocationSize.QuadPart = (LONGLONG)len;
+    if (!SetFileInformationByHandle(h, FileAllocationInfo, &ai, sizeof ai) &&
+        (le = GetLastError()) != ERROR_CALL_NOT_IMPLEMENTED && le != ERROR_INVALID_PARAMETER && le != ERROR_NOT_SUPPORTED)
+        return kcache__win_errno(le);
+    return kcache__win_set_size(h, len);
+}
+static int kcache__os_truncate(int fd, uint64_t len) {
+    HANDLE h = kcache__win_h(fd);
+    int e;
+    if (h == INVALID_HANDLE_VALUE) return -1;
+    if ((e = kcache__win_set_size(h, len)) == 0) return 0;
+    errno = e;
+    return -1;
+}
+/* Locks (or unlocks) byte `at` of a file. Windows locks belong to the handle, as open-file-
+   description locks do: two kcache objects in one process exclude each other; a dead holder's
+   locks go with its handles. Unlike POSIX they do not merge: kcache never locks a byte it holds. */
+static int kcache__os_lock(int fd, uint64_t at, int type, int wait) {
+    HANDLE h = kcache__win_h(fd);
+    OVERLAPPED ov;
+    if (h == INVALID_HANDLE_VALUE) return -1;
+    memset(&ov, 0, sizeof ov);
+    ov.Offset = (DWORD)at;
+    ov.OffsetHigh = (DWORD)(at >> 32);
+    if (type == KCACHE__LOCK_NONE) {
+        if (UnlockFileEx(h, 0, 1, 0, &ov) || GetLastError() != ERROR_INVALID_HANDLE) return 0; /* not held: as F_UNLCK */
+        return kcache__win_fail();
+    }
+    if (LockFileEx(h, (type == KCACHE__LOCK_EXCLUSIVE ? LOCKFILE_EXCLUSIVE_LOCK : 0) | (wait ? 0 : LOCKFILE_FAIL_IMMEDIATELY), 0, 1, 0, &ov))
+        return 0;
+    if (GetLastError() == ERROR_LOCK_VIOLATION || GetLastError() == ERROR_IO_PENDING) {
+        errno = EAGAIN;
+        return -1;
+    }
+    return kcache__win_fail();
+}
+/* A shared read-write view of the first len bytes; the mapping object is not needed after. */
+static unsigned char *kcache__os_map(int fd, size_t len) {
+    HANDLE h = kcache__win_h(fd), m;
+    void *p;
+    if (h == INVALID_HANDLE_VALUE) return NULL;
+    if (len == 0) { errno = EINVAL; return NULL; }
+    m = CreateFileMappingW(h, NULL, PAGE_READWRITE, (DWORD)((uint64_t)len >> 32), (DWORD)len, NULL);
+    if (!m) { kcache__win_fail(); return NULL; }
+    p = MapViewOfFile(m, FILE_MAP_READ | FILE_MAP_WRITE, 0, 0, len);
+    if (!p) kcache__win_fail();
+    CloseHandle(m);
+    return (unsigned char *)p;
+}
+static void kcache__os_unmap(void *p, size_t len) {
+    (void)len;
+    UnmapViewOfFile(p);
+}
+
+/* Directory listing: names only ("." and ".." skipped), converted to UTF-8. */
+typedef struct {
+    HANDLE find;
+    int fd, pending;
+    WIN32_FIND_DATAW data;
+    char name[MAX_PATH * 3 + 1];
+} kcache__dir;
+static kcache__dir *kcache__os_dir_open(int dirfd, const char *name) {
+    kcache__dir *d;
+    WCHAR *w;
+    int fd = kcache__os_openat(dirfd, name, KCACHE__RD | KCACHE__DIRECTORY);
+    if (fd < 0) return NULL;
+    d = (kcache__dir *)KCACHE_MALLOC(sizeof *d);
+    w = d ? kcache__win_at(fd, "*") : NULL;
+    if (!w) {
+        int e = d ? errno : ENOMEM;
+        KCACHE_FREE(d);
+        _close(fd);
+        errno = e;
+        return NULL;
+    }
+    d->fd = fd;
+    d->find = FindFirstFileW(w, &d->data);
+    d->pending = d->find != INVALID_HANDLE_VALUE;
+    if (!d->pending && GetLastError() != ERROR_FILE_NOT_FOUND && GetLastError() != ERROR_NO_MORE_FILES) {
+        kcache__win_fail();
+        KCACHE_FREE(w);
+        KCACHE_FREE(d);
+        _close(fd);
+        return NULL;
+    }
+    KCACHE_FREE(w);
+    return d;
+}
+static const char *kcache__os_dir_next(kcache__dir *d) {
+    for (;;) {
+        const WCHAR *c = d->data.cFileName;
+        if (d->pending) d->pending = 0;
+        else if (d->find == INVALID_HANDLE_VALUE || !FindNextFileW(d->find, &d->data)) return NULL;
+        if (c[0] == L'.' && (c[1] == 0 || (c[1] == L'.' && c[2] == 0))) continue;
+        if (WideCharToMultiByte(CP_UTF8, 0, c, -1, d->name, (int)sizeof d->name, NULL, NULL) > 0) return d->name;
+    }
+}
+/* The listed directory's descriptor, for operations on the names it lists. */
+static int kcache__os_dir_fd(kcache__dir *d) { return d->fd; }
+static void kcache__os_dir_close(kcache__dir *d) {
+    if (!d) return;
+    if (d->find != INVALID_HANDLE_VALUE) FindClose(d->find);
+    _close(d->fd);
+    KCACHE_FREE(d);
+}
+
+/* Whether a process no longer exists (or has exited and only its handles keep it). One that
+   cannot be opened for lack of rights (another user's) is taken as running. */
+static int kcache__os_pid_gone(uint32_t pid) {
+    HANDLE p = OpenProcess(SYNCHRONIZE | PROCESS_QUERY_LIMITED_INFORMATION, FALSE, (DWORD)pid);
+    int gone;
+    if (!p) return GetLastError() == ERROR_INVALID_PARAMETER;
+    gone = WaitForSingleObject(p, 0) == WAIT_OBJECT_0;
+    CloseHandle(p);
+    return gone;
+}
+/* No uids: files report 0 and so does the process, so the store's owner check passes; the
+   directory's ACL (inherited from %LocalAppData%, the user's own) is what protects it. */
+static uint32_t kcache__os_euid(void) { return 0; }
 
 #endif /* !_WIN32 */
 
@@ -3422,8 +4138,8 @@ typedef struct kcache__store {
     size_t map_len;
     uint64_t nslots;           /* buckets * ways */
     kcache__table *pub;        /* the same, for readers without the lock (atomic pointer) */
-    dev_t cf_dev;
-    ino_t cf_ino;
+    uint64_t cf_dev;           /* not dev_t/ino_t: Windows' ino_t is 16 bits */
+    uint64_t cf_ino;
     uint64_t limit;
     int fsync, no_openat2, debug;
     uint32_t lock_timeout_ms;
@@ -5093,6 +5809,7 @@ static KCACHE__UNUSED void kcache__pub_get_name(const uint64_t *w, size_t cap, c
 /* Incremented in every child of a fork: a kcache inherited across fork() sees the difference and
    stops publishing into its parent's slot. */
 
+#if !defined(_WIN32)
 /* A process's start time in clock ticks after boot (/proc/PID/stat field 22) and, with name, its
    name; 0 when unknown. pid 0: this process. */
 static KCACHE__UNUSED uint64_t kcache__pub_proc_start(uint32_t pid, char *name, size_t name_cap) {
@@ -5148,6 +5865,48 @@ static KCACHE__UNUSED uint64_t kcache__pub_domain(void) {
     }
     return kcache_hash(buf, sizeof buf).lo | 1; /* never 0: 0 marks a slot not yet set up */
 }
+#else
+/* Win32: the creation time (100 ns units since 1601) stands for the start time, the image's file
+   name less ".exe" for the name. 0 when unknown. pid 0: this process. */
+static KCACHE__UNUSED uint64_t kcache__pub_proc_start(uint32_t pid, char *name, size_t name_cap) {
+    HANDLE p = pid ? OpenProcess(PROCESS_QUERY_LIMITED_INFORMATION, FALSE, (DWORD)pid) : GetCurrentProcess();
+    FILETIME c, x, k, u;
+    uint64_t v = 0;
+    if (name && name_cap) name[0] = 0;
+    if (!p) return 0;
+    if (GetProcessTimes(p, &c, &x, &k, &u)) v = ((uint64_t)c.dwHighDateTime << 32) | c.dwLowDateTime;
+    if (name && name_cap) {
+        WCHAR img[MAX_PATH];
+        char u8[MAX_PATH * 3];
+        DWORD n = MAX_PATH, i, b = 0;
+        int l;
+        if (QueryFullProcessImageNameW(p, 0, img, &n)) {
+            for (i = 0; i < n; i++)
+                if (img[i] == L'\\' || img[i] == L'/') b = i + 1;
+            if (n - b > 4 && img[n - 4] == L'.' && (img[n - 3] | 32) == L'e' && (img[n - 2] | 32) == L'x' && (img[n - 1] | 32) == L'e') n -= 4;
+            l = WideCharToMultiByte(CP_UTF8, 0, img + b, (int)(n - b), u8, (int)sizeof u8, NULL, NULL);
+            if (l > 0) {
+                size_t m = (size_t)l < name_cap - 1 ? (size_t)l : name_cap - 1;
+                while (m > 0 && m < (size_t)l && ((unsigned char)u8[m] & 0xc0) == 0x80) m--; /* whole characters */
+                memcpy(name, u8, m);
+                name[m] = 0;
+            }
+        }
+    }
+    if (pid) CloseHandle(p);
+    return v;
+}
+
+/* Where a pid means something: this host (Windows has one process id space per host; a pid
+   reused after a reboot is told apart by its creation time). */
+static KCACHE__UNUSED uint64_t kcache__pub_domain(void) {
+    unsigned char buf[128];
+    DWORD n = 64;
+    memset(buf, 0, sizeof buf);
+    if (!GetComputerNameA((char *)buf, &n)) memset(buf, 0, sizeof buf);
+    return kcache_hash(buf, sizeof buf).lo | 1; /* never 0: 0 marks a slot not yet set up */
+}
+#endif
 
 /* Whether a claimed slot's process may still be running (from this domain's point of view). */
 static KCACHE__UNUSED int kcache__pub_alive(const unsigned char *slot, uint64_t domain, int64_t now) {
@@ -5681,6 +6440,21 @@ KCACHE_API void kcache_config_init(kcache_config *cfg) {
 
 /* The default directory: $XDG_CACHE_HOME/kcache (an absolute path, as the XDG spec requires), else
    $HOME/.cache/kcache. 0 when neither is usable. */
+#if defined(_WIN32)
+/* Windows: %LocalAppData%\kcache, read as UTF-16 and turned into UTF-8 (getenv's ANSI code page
+   cannot spell every user name). 0 when unset or not an absolute path. */
+static int kcache__default_dir(char *out, size_t cap) {
+    const wchar_t *w = _wgetenv(L"LOCALAPPDATA");
+    int n;
+    if (!w || !(((w[0] | 32) >= L'a' && (w[0] | 32) <= L'z' && w[1] == L':' && (w[2] == L'\\' || w[2] == L'/')) ||
+                (w[0] == L'\\' && w[1] == L'\\')))
+        return 0;
+    n = WideCharToMultiByte(CP_UTF8, 0, w, -1, out, (int)(cap < 0x7fffffff ? cap : 0x7fffffff), NULL, NULL);
+    if (n <= 0 || (size_t)n + 7 > cap) return 0;
+    memcpy(out + n - 1, "\\kcache", 8);
+    return 1;
+}
+#else
 static int kcache__default_dir(char *out, size_t cap) {
     const char *x = getenv("XDG_CACHE_HOME"), *h = getenv("HOME");
     int n;
@@ -5689,6 +6463,7 @@ static int kcache__default_dir(char *out, size_t cap) {
     else return 0;
     return n > 0 && (size_t)n < cap;
 }
+#endif
 
 KCACHE_API kcache_status kcache_open(kcache **out, const kcache_config *cfg) {
     kcache *kc;
@@ -5904,7 +6679,11 @@ static void kcache__sb_time(kcache__sb *b, int64_t ns) {
     time_t t = (time_t)(ns / 1000000000);
     struct tm tmv;
     char when[32];
+#if defined(_WIN32)
+    localtime_s(&tmv, &t); /* Windows' thread-safe localtime: arguments the other way round */
+#else
     localtime_r(&t, &tmv);
+#endif
     strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S", &tmv);
     kcache__sb_add(b, "%s", when);
 }

@@ -5,7 +5,8 @@
 set -u
 # compilers and sanitizer runtimes; xxh128sum (the hash reference) and its header (bench);
 # valgrind; tmux and ncurses (kcache-top); OpenCL on the CPU; numba (.nbi files for kcache-inspect);
-# cross compilers and qemu-user (aarch64, s390x), musl and 32-bit libraries (tests/compile_more.sh).
+# cross compilers and qemu-user (aarch64, s390x), musl and 32-bit libraries (tests/compile_more.sh);
+# mingw-w64 and wine (the Win32 layer; wine64 named so that apt does not pick wine32).
 # Not gcc-multilib: it conflicts with the cross compilers.
 pkgs=(
   build-essential clang libclang-rt-14-dev
@@ -15,6 +16,7 @@ pkgs=(
   python3 python3-numba python3-venv python3-pyopencl
   qemu-user-static gcc-aarch64-linux-gnu gcc-s390x-linux-gnu
   musl-tools libc6-dev-i386 lib32gcc-12-dev
+  gcc-mingw-w64-x86-64 wine wine64
 )
 missing=()
 for p in "${pkgs[@]}"; do
