@@ -10,6 +10,8 @@
            #include "kcache.h"
        and include "kcache.h" without the define everywhere else. Link with -lpthread on POSIX.
        For the OpenCL part (kcache_cl_build) also define KCACHE_OPENCL and link -lOpenCL.
+       Platforms: Linux and other POSIX systems; Windows (Vista or later, mingw-w64 or MSVC) without
+       the OpenCL part for now. Every call that touches a file goes through one platform layer.
 
        kcache *kc;
        kcache_open(&kc, NULL);                         // defaults, then the environment
@@ -87,7 +89,9 @@
        A key holds up to 65535 fields; names are printable and shorter than KCACHE_FIELD_NAME_MAX,
        units shorter than KCACHE_UNIT_MAX. A build function passed to kcache_get_or_build must
        return (no longjmp or C++ exception out of it). config.file must not be truncated in place
-       by anything else while the store is in use (it is mapped).
+       by anything else while the store is in use (it is mapped). On Windows files have no owner
+       or mode bits kcache can read, so the store's owner/permission check is the directory's ACL's
+       business; links and junctions inside the store are refused as symlinks are elsewhere.
 
    REVISIONS
        0.1  keys, XXH3-128, memory LRU, configuration, persistent store, per-unit indexes,
@@ -96,7 +100,8 @@
 #ifndef KCACHE_H
 #define KCACHE_H
 
-/* The implementation needs POSIX 2008 and a few Linux extensions (openat2, OFD locks); the feature
+/* On POSIX the implementation needs POSIX 2008 and uses a few Linux extensions where they exist
+   (openat2, OFD locks, MADV_WIPEONFORK); the feature
    macro must come before the first system header, so the implementation file should include
    kcache.h first (or be compiled with -D_GNU_SOURCE). */
 #if defined(KCACHE_IMPLEMENTATION) && defined(__linux__) && !defined(_GNU_SOURCE)
@@ -6489,7 +6494,11 @@ KCACHE_API kcache_status kcache_open(kcache **out, const kcache_config *cfg) {
     else if (cfg->dir && cfg->dir[0] && strlen(cfg->dir) >= sizeof dir)
         snprintf(kc->store_why, sizeof kc->store_why, "memory only: the store path is too long");
     else if (!(cfg->dir && cfg->dir[0]) && !kcache__default_dir(dir, sizeof dir))
+#if defined(_WIN32)
+        snprintf(kc->store_why, sizeof kc->store_why, "memory only: no KCACHE_DIR or LOCALAPPDATA");
+#else
         snprintf(kc->store_why, sizeof kc->store_why, "memory only: no KCACHE_DIR, XDG_CACHE_HOME or HOME");
+#endif
     else {
         kcache_status s;
         if (cfg->dir && cfg->dir[0]) strcpy(dir, cfg->dir);
