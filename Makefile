@@ -10,9 +10,9 @@ PREFIX  ?= /usr/local
 DESTDIR ?=
 
 SAN     := -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
-TSAN    := -O1 -g -fsanitize=thread
 
-# one test program per layer; each runs plain, under ASan+UBSan, and (threads) under TSan
+# one test program per layer; each runs plain and under ASan+UBSan (and, through scripts/memcheck.sh,
+# under valgrind memcheck and ThreadSanitizer)
 CTESTS  := test_hash test_host test_key test_lru test_threads test_store test_flight test_index test_exchange test_hostile
 TOOLS   := $(B)/kcache-inspect $(B)/kcache-top
 CURSES  := $(shell pkg-config --libs ncursesw 2>/dev/null || echo -lncursesw)
@@ -20,10 +20,10 @@ EXAMPLES:= $(B)/demo_cc $(B)/opencl_saxpy $(B)/opencl_many $(B)/opencl_demo $(B)
 CL_LIBS := -lOpenCL $(LDLIBS)
 
 .PHONY: all tools examples test check-deps bench demo demo-cc install uninstall clean fuzz fuzz-smoke \
-        test-aarch64 test-s390x test-exchange torture test-windows
+        test-aarch64 test-s390x test-exchange torture test-windows test-valgrind test-tsan
 all: tools examples
 
-$(B) $(B)/asan $(B)/tsan:
+$(B) $(B)/asan:
 	mkdir -p $@
 
 # ---- tools and examples ----
@@ -50,8 +50,6 @@ $(B)/test_%: tests/test_%.c kcache.h tests/kt.h | $(B)
 	$(CC) $(STD) $(CFLAGS) $(WARN) -I. -o $@ $< $(LDLIBS)
 $(B)/asan/test_%: tests/test_%.c kcache.h tests/kt.h | $(B)/asan
 	$(CC) $(STD) $(SAN) $(WARN) -I. -o $@ $< $(LDLIBS)
-$(B)/tsan/test_%: tests/test_%.c kcache.h tests/kt.h | $(B)/tsan
-	clang $(STD) $(TSAN) $(WARN) -I. -o $@ $< $(LDLIBS)
 
 # the OpenCL layer's tests (PoCL) link the ICD loader
 $(B)/test_opencl: tests/test_opencl.c kcache.h tests/kt.h | $(B)
@@ -77,8 +75,7 @@ $(B)/asan/torture: tests/torture.c kcache.h | $(B)/asan
 torture: $(B)/torture
 	@bash scripts/torture.sh $(TORTURE_TIME) $(B)/torture
 
-TSAN_TESTS := test_threads test_flight
-TEST_BINS := $(addprefix $(B)/,$(CTESTS)) $(addprefix $(B)/asan/,$(CTESTS)) $(addprefix $(B)/tsan/,$(TSAN_TESTS))
+TEST_BINS := $(addprefix $(B)/,$(CTESTS)) $(addprefix $(B)/asan/,$(CTESTS))
 
 check-deps:
 	@bash scripts/deps.sh
@@ -90,9 +87,8 @@ test: check-deps
 	  compile=tests/compile_check.sh \
 	  $(foreach t,$(CTESTS),$(t)=$(B)/$(t)) \
 	  $(foreach t,$(CTESTS),asan/$(t)=$(B)/asan/$(t)) \
-	  $(foreach t,$(TSAN_TESTS),tsan/$(t)=$(B)/tsan/$(t)) \
-	  valgrind/test_key="valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite $(B)/test_key" \
-	  valgrind/test_lru="valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite $(B)/test_lru" \
+	  tsan="bash scripts/memcheck.sh tsan" \
+	  valgrind="bash scripts/memcheck.sh valgrind" \
 	  inspect="tests/test_inspect.sh $(B)/kcache-inspect" \
 	  inspect-store="tests/test_inspect_store.sh $(B)/kcache-inspect $(B)/make_store" \
 	  install=tests/test_install.sh \
@@ -114,6 +110,11 @@ test: check-deps
 # one platform read on the others ----
 test-aarch64 test-s390x: check-deps
 	@bash tests/run.sh $(@:test-%=%)="bash scripts/cross.sh $(@:test-%=%)"
+# the whole C suite under valgrind memcheck / ThreadSanitizer, forked children included
+# (scripts/memcheck.sh; KT_QUICK=0 also runs every test_opencl group: ~30 min under valgrind)
+test-valgrind test-tsan: check-deps
+	@bash tests/run.sh $(@:test-%=%)="bash scripts/memcheck.sh $(@:test-%=%)"
+
 # Windows: the Win32 layer built with mingw-w64, its tests run under wine (scripts/windows.sh)
 test-windows: check-deps
 	@bash tests/run.sh windows="bash scripts/windows.sh"

@@ -550,20 +550,25 @@ static void test_arm_features(void)
 
 int main(void)
 {
+    /* valgrind emulates CPUID (another model, fewer features), so what we decode there cannot match
+       LLVM's or the kernel's view of the real CPU: scripts/memcheck.sh sets KT_VALGRIND=1 to
+       leave out those comparisons; the same code still runs in the other groups */
+    const int real_cpuid = getenv("KT_VALGRIND") == NULL;
     KT_RUN(test_os_arch);
-    KT_RUN(test_cpu_name_matches_llvm);
+    if (real_cpuid) KT_RUN(test_cpu_name_matches_llvm);
     KT_RUN(test_features_format);
-    KT_RUN(test_features_match_llvm);
+    if (real_cpuid) KT_RUN(test_features_match_llvm);
     KT_RUN(test_truncation);
     KT_RUN(test_cost);
 #if defined(KCACHE__HOST_X86)
     KT_RUN(test_x86_names);
     KT_RUN(test_x86_os_state);
 #if defined(__linux__)
-    KT_RUN(test_x86_family_model);
+    if (real_cpuid) KT_RUN(test_x86_family_model);
 #endif
 #endif
     KT_RUN(test_arm_names);
     KT_RUN(test_arm_features);
+    if (!real_cpuid) printf("# KT_VALGRIND: left out the comparisons with LLVM and /proc/cpuinfo\n");
     KT_EXIT();
 }

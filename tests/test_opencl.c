@@ -345,9 +345,7 @@ static void cached_binary_right_in_new_process(void) {
     in_child(child_build_k, 2);
     KT_CHECK_MSG(strncmp(g_sh->text[2], "hit: disk", 9) == 0, "explain: %s", g_sh->text[2]);
     fprintf(stderr, "  in-process repeat: %.0f ns per kcache_cl_build + clReleaseProgram\n", g_sh->ns);
-#if !defined(KT_SANITIZED) /* a regression guard; make bench measures it against its goal (1 us) */
-    KT_CHECK_MSG(g_sh->ns < 2000, "a repeat took %.0f ns", g_sh->ns);
-#endif
+    /* no timing assertion here: make bench measures the repeat against its goal (1 us) */
 }
 
 /* threads: many at once on a program nobody built: one compile, every program right */
