@@ -272,7 +272,9 @@ typedef struct kcache_config {
 } kcache_config;
 
 /* Fills cfg with the defaults, then applies the environment variables. A bad value keeps the
-   default and, when debugging is on, says so on stderr. Thread safety: reads the environment. */
+   default and, when debugging is on, says so on stderr. Thread safety: reads the environment.
+   cfg->dir may point into the environment (KCACHE_DIR): pass cfg to kcache_open, which copies it,
+   before changing that variable (Windows' C runtime frees the old string). */
 KCACHE_API void kcache_config_init(kcache_config *cfg);
 
 /* ============================================================================================== */

@@ -16,7 +16,7 @@ pkgs=(
   python3 python3-numba python3-venv python3-pyopencl
   qemu-user-static gcc-aarch64-linux-gnu gcc-s390x-linux-gnu
   musl-tools libc6-dev-i386 lib32gcc-12-dev
-  gcc-mingw-w64-x86-64 wine wine64
+  gcc-mingw-w64-x86-64 g++-mingw-w64-x86-64 wine wine64
 )
 missing=()
 for p in "${pkgs[@]}"; do

@@ -294,6 +294,17 @@ for t in "${tests[@]}"; do
     fi
     built+=("$t")
 done
+# ---- the header as C++ and with clang for Windows (compile only) ----
+for c in "x86_64-w64-mingw32-g++ -std=c++11 -x c++" "clang --target=x86_64-w64-mingw32 -std=c99 -x c"; do
+    name=$(echo "$c" | awk '{print $1}' | sed 's/x86_64-w64-mingw32-//')
+    if ! command -v "${c%% *}" >/dev/null; then echo "FAIL windows/compile_$name: ${c%% *} missing"; status=1; continue; fi
+    if err=$($c -Wall -Wextra -Wpedantic -Werror -fsyntax-only -DKCACHE_IMPLEMENTATION "$hdir/kcache.h" 2>&1); then
+        echo "ok windows/compile_$name"
+    else
+        echo "FAIL windows/compile_$name: $(echo "$err" | grep -m3 -E 'error' | tr '\n' ' ')"
+        status=1
+    fi
+done
 [ $build_only -eq 1 ] && exit $status
 
 # ---- run under wine ----
