@@ -124,13 +124,17 @@ test-exchange: check-deps $(B)/test_exchange $(B)/kcache-inspect
 
 # ---- fuzzing (libFuzzer): `make fuzz FUZZ_TIME=600` runs each target that long; `make fuzz-smoke`
 # (part of make test) runs each for FUZZ_SMOKE seconds from its seed corpus ----
-FUZZERS    := fuzz_pickle fuzz_store
+FUZZERS    := fuzz_pickle fuzz_store fuzz_stats fuzz_env
 FUZZ_TIME  ?= 600
 FUZZ_SMOKE ?= 15
 FUZZ_FLAGS := -std=c99 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
 $(B)/fuzz_pickle: fuzz/fuzz_pickle.c fuzz/fuzz_json.h tools/kcache-inspect.c kcache.h | $(B)
 	clang $(FUZZ_FLAGS) -I. -DKCACHE_INSPECT_NO_MAIN -o $@ $< $(LDLIBS)
 $(B)/fuzz_store: fuzz/fuzz_store.c fuzz/fuzz_json.h tools/kcache-inspect.c kcache.h | $(B)
+	clang $(FUZZ_FLAGS) -I. -o $@ $< $(LDLIBS)
+$(B)/fuzz_stats: fuzz/fuzz_stats.c tools/kcache-top.c kcache.h | $(B)
+	clang $(FUZZ_FLAGS) -I. -o $@ $< $(LDLIBS)
+$(B)/fuzz_env: fuzz/fuzz_env.c kcache.h | $(B)
 	clang $(FUZZ_FLAGS) -I. -o $@ $< $(LDLIBS)
 fuzz: $(addprefix $(B)/,$(FUZZERS))
 	@for f in $(FUZZERS); do mkdir -p $(B)/fuzz-work/$$f; \

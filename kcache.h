@@ -4821,8 +4821,10 @@ static kcache_status kcache__write_all(int fd, const void *a, size_t an, const v
         pa += took;
         an -= took;
         w -= (ptrdiff_t)took;
-        pb += (size_t)w;
-        bn -= (size_t)w;
+        if (w > 0) { /* (b may be NULL with bn 0: no arithmetic on it then) */
+            pb += (size_t)w;
+            bn -= (size_t)w;
+        }
     }
     return KCACHE_OK;
 }

@@ -226,7 +226,7 @@ static int64_t kt_last_use(const kt_unit *u) {
 
 static void kt_read_cf(void) {
     unsigned char h[128];
-    int fd = kcache__open_in(&K.fst, "config.file", O_RDONLY | O_NONBLOCK, 0);
+    int fd = kcache__open_in(&K.fst, "config.file", KCACHE__RD | KCACHE__NONBLOCK);
     K.have_cf = 0;
     if (fd < 0) return;
     if (pread(fd, h, sizeof h, 0) == (ssize_t)sizeof h && memcmp(h, "KCACHECF", 8) == 0) {
@@ -262,7 +262,7 @@ static void kt_map_stats(void) {
     }
     if (K.map && (uint64_t)sb.st_ino == K.map_ino && (uint64_t)sb.st_dev == K.map_dev) return;
     kt_unmap();
-    fd = kcache__open_in(&K.fst, "stats", O_RDONLY | O_NONBLOCK, 0);
+    fd = kcache__open_in(&K.fst, "stats", KCACHE__RD | KCACHE__NONBLOCK);
     if (fd < 0) { snprintf(K.stats_note, sizeof K.stats_note, "stats file: %s", strerror(errno)); return; }
     v = 0;
     if (fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) && sb.st_size >= KCACHE__PUB_HEADER && pread(fd, hdr, sizeof hdr, 0) == (ssize_t)sizeof hdr)
@@ -436,7 +436,7 @@ static void kt_read_events(void) {
         if (head < ss->ev_seq) ss->ev_seq = 0;
         seq = head > KCACHE__PUB_EVENTS ? head - KCACHE__PUB_EVENTS + 1 : 1;
         if (seq <= ss->ev_seq) seq = ss->ev_seq + 1;
-        for (; seq <= head; seq++) {
+        for (; seq <= head && seq != 0; seq++) { /* seq wraps to 0 past a head of 2^64-1 (a damaged file) */
             const uint64_t *e = kcache__pub_event_at(s, (unsigned)((seq - 1) % KCACHE__PUB_EVENTS));
             kt_event ev;
             uint64_t s1 = kcache__pub_ld_acq(e + KCACHE__PUB_E_SEQ), s2, info;
@@ -520,7 +520,7 @@ static void kt_scan_index(void) {
         DIR *dp;
         struct dirent *de;
         snprintf(rel, sizeof rel, "i/%02x", shard);
-        fd = kcache__open_in(&K.fst, rel, O_RDONLY | O_DIRECTORY, 0);
+        fd = kcache__open_in(&K.fst, rel, KCACHE__RD | KCACHE__DIRECTORY);
         if (fd < 0) continue;
         dp = fdopendir(fd);
         if (!dp) { close(fd); continue; }
@@ -731,7 +731,7 @@ static const char *kt_time(int64_t ns, int full, char *buf, size_t cap) {
     return buf;
 }
 static const char *kt_ago(int64_t ns, char *buf, size_t cap) {
-    int64_t d = (K.wall - ns) / 1000000000;
+    int64_t d = ns > 0 ? (K.wall - ns) / 1000000000 : 0; /* (a time from a damaged file may be anything) */
     if (ns <= 0) snprintf(buf, cap, "-");
     else if (d < 0) snprintf(buf, cap, "now");
     else if (d < 120) snprintf(buf, cap, "%llds ago", (long long)d);
@@ -829,7 +829,7 @@ static kt_unit **kt_sorted_units(size_t *n) {
 
 static int kt_cf_use(kcache_hash128 d, int64_t *use) {
     unsigned char h[32], s[KCACHE__WAYS * KCACHE__SLOT];
-    int fd = kcache__open_in(&K.fst, "config.file", O_RDONLY | O_NONBLOCK, 0), w, ok = 0;
+    int fd = kcache__open_in(&K.fst, "config.file", KCACHE__RD | KCACHE__NONBLOCK), w, ok = 0;
     uint64_t buckets, b;
     if (fd < 0) return 0;
     if (pread(fd, h, sizeof h, 0) == (ssize_t)sizeof h && memcmp(h, "KCACHECF", 8) == 0 && kcache__get_u32(h + 16) >= 4 &&
@@ -1237,6 +1237,7 @@ static void kt_snapshot(kt_lines *L, int index, int count) {
     free(us);
 }
 
+#ifndef KCACHE_TOP_NO_MAIN /* fuzz/fuzz_stats.c includes everything above */
 /* ---------------------------------------------------------------------------------------------- */
 /* the interactive view                                                                           */
 
@@ -1750,3 +1751,4 @@ int main(int argc, char **argv) {
     if (!K.utf8) K.ascii = 1;
     return kt_interactive();
 }
+#endif /* KCACHE_TOP_NO_MAIN */
