@@ -82,7 +82,7 @@ check-deps:
 
 # Runs everything; the last line is "N passed, N failed".
 test: check-deps
-	@$(MAKE) --no-print-directory $(TEST_BINS) $(CL_TESTS) $(TOOLS) $(FAULTS) $(B)/torture $(B)/demo_cc $(B)/kcache_load $(B)/make_store $(addprefix $(B)/,$(FUZZERS))
+	@$(MAKE) --no-print-directory -j2 $(TEST_BINS) $(CL_TESTS) $(TOOLS) $(FAULTS) $(B)/torture $(B)/demo_cc $(B)/kcache_load $(B)/make_store $(addprefix $(B)/,$(FUZZERS))
 	@bash tests/run.sh \
 	  compile=tests/compile_check.sh \
 	  $(foreach t,$(CTESTS),$(t)=$(B)/$(t)) \

@@ -676,9 +676,11 @@ static uint32_t kcache__pid(void) { return (uint32_t)getpid(); }
 static uint32_t kcache__pid(void) { return (uint32_t)GetCurrentProcessId(); }
 #endif
 
-/* This process's pid without a system call per question (a disk hit or a put asks, to notice a
-   fork): a page that the kernel zeroes in a forked child (MADV_WIPEONFORK, Linux 4.14+) keeps the
-   pid it was read in. Without it, getpid. */
+/* This process's pid without a system call per question (a disk hit asks, to publish its counts
+   in this process's own stats slot after a fork): a page that the kernel zeroes in a forked child
+   (MADV_WIPEONFORK, Linux 4.14+) keeps the pid it was read in. Without it, getpid. Only for
+   statistics: an emulator may accept the advice without honouring it (qemu-user does), so what
+   correctness rests on (the lock description, temp-file names) asks getpid itself. */
 typedef struct { uint32_t *page; } kcache__pidwatch;
 static void kcache__pidwatch_init(kcache__pidwatch *w) {
     w->page = NULL;
@@ -4332,7 +4334,7 @@ static int kcache__shard_open(kcache__store *st, const char *shard, char *note, 
 /* Open-file-description locks are shared by a process forked after kcache_open: the child opens
    "lock" again so that its locks and build claims exclude its parent and siblings (mutex held). */
 static void kcache__store_own_lock(kcache__store *st) {
-    uint32_t pid = kcache__pidwatch_get(&st->pidw);
+    uint32_t pid = kcache__pid(); /* getpid itself: correctness rests on it (see kcache__pidwatch) */
     int fd;
     if (pid == st->pid) return;
     fd = kcache__open_in(st, "lock", KCACHE__RW);
@@ -5255,7 +5257,7 @@ static kcache_status kcache__store_put(kcache__store *st, const kcache_key *k, c
 
     kcache__mutex_lock(&st->mutex);
     st->temp_seq++;
-    snprintf(tmp, sizeof tmp, "tmp/%u-%llx-%llx.tmp", (unsigned)kcache__pidwatch_get(&st->pidw), (unsigned long long)st->temp_seq,
+    snprintf(tmp, sizeof tmp, "tmp/%u-%llx-%llx.tmp", (unsigned)kcache__pid(), (unsigned long long)st->temp_seq,
              (unsigned long long)(k->digest.lo ^ (uint64_t)kcache__now_ns()));
     kcache__mutex_unlock(&st->mutex);
     fd = kcache__io_openat(st->tmpfd, tmp + 4, KCACHE__WR | KCACHE__CREATE | KCACHE__EXCL);

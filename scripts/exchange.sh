@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # scripts/exchange.sh [NATIVE-BINARY]
 #
-# A store written on one platform, read on the others: tests/test_exchange.c run natively and,
+# A store written on one platform, read on the others: tests/test_exchange.c run natively, under
+# wine as a Windows program (mingw-w64) and,
 # through qemu-user, as aarch64 (little-endian, NEON hash path) and s390x (big-endian, scalar hash
 # path) binaries built by scripts/cross.sh (static, alignment checks trapping). For each writer
 # (native, s390x, aarch64):
@@ -48,6 +49,20 @@ for a in "${archs[@]}"; do
     fi
 done
 
+# Windows: test_exchange built with mingw-w64 and run under wine (scripts/windows.sh builds it, runs
+# its own write/read/append on Windows alone, and makes the wine prefix); it reads and writes the
+# same directories through wine's Z: drive
+stores=("${plats[@]}")
+if win_out=$(bash "$root/scripts/windows.sh" test_exchange 2>&1); then
+    stores+=(windows)
+else
+    failed=1
+fi
+echo "$win_out" | grep -E '^(ok|FAIL) ' | sed -e "s|^ok windows/|ok exchange/windows-alone/|" -e "s|^FAIL windows/|FAIL exchange/windows-alone/|"
+export WINEPREFIX=$root/build/win/wineprefix WINEDEBUG=-all WINEDLLOVERRIDES="mscoree,mshtml="
+wine=wine
+command -v wine >/dev/null || wine=wine64
+
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/kcache-exchange.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 log=$tmp/log
@@ -57,6 +72,8 @@ run() {
     local plat=$1 label=$2 mode=$3 dir=$4 rc p f
     if [ "$plat" = "$native" ]; then
         timeout -k 10 "$limit" "$native_bin" "$mode" "$dir" >"$log" 2>&1
+    elif [ "$plat" = windows ]; then
+        (DISPLAY= timeout -k 10 "$limit" "$wine" "$root/build/win/test_exchange.exe" "$mode" "$dir" 2>&1 | tr -d '\r') >"$log"
     else
         timeout -k 10 "$limit" "qemu-$plat-static" "$root/build/cross-$plat/test_exchange" "$mode" "$dir" >"$log" 2>&1
     fi
@@ -114,17 +131,17 @@ else
     done
 fi
 
-for w in "$native" s390x aarch64; do
-    case " ${plats[*]} " in *" $w "*) ;; *) continue ;; esac
+for w in "$native" s390x aarch64 windows; do
+    case " ${stores[*]} " in *" $w "*) ;; *) continue ;; esac
     dir=$tmp/by-$w
     run "$w" "$w" write "$dir"
     [ -f "$dir/manifest" ] || continue
     inspect_store "$w" "$dir"
-    for r in "${plats[@]}"; do [ "$r" = "$w" ] || run "$r" "$w>$r" read "$dir"; done
+    for r in "${stores[@]}"; do [ "$r" = "$w" ] || run "$r" "$w>$r" read "$dir"; done
     run "$w" "$w>$w" read "$dir"
     # the other byte order writes into this store; the writer reads both
     if [ "$w" = s390x ]; then other=$native; else other=s390x; fi
-    case " ${plats[*]} " in *" $other "*) ;; *) continue ;; esac
+    case " ${stores[*]} " in *" $other "*) ;; *) continue ;; esac
     run "$other" "$w+$other" append "$dir"
     run "$w" "$w+$other>$w" read "$dir"
 done

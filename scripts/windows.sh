@@ -129,6 +129,32 @@ KT_UNUSED static char *kt_mkdtemp(char *t) {
     return t;
 }
 #define mkdtemp kt_mkdtemp
+#define mkdir(path, mode) _mkdir(path) /* (direct.h, included above, declares the one-argument form) */
+#include <process.h>
+#define getpid() ((int)GetCurrentProcessId())
+/* clock_gettime without winpthreads: wall clock from the system time, monotonic from the counter */
+#ifndef CLOCK_REALTIME
+#define CLOCK_REALTIME 0
+#define CLOCK_MONOTONIC 1
+#endif
+KT_UNUSED static int kt_clock_gettime(int clk, struct timespec *ts) {
+    if (clk == CLOCK_REALTIME) {
+        FILETIME ft;
+        unsigned long long t;
+        GetSystemTimePreciseAsFileTime(&ft);
+        t = (((unsigned long long)ft.dwHighDateTime << 32) | ft.dwLowDateTime) - 116444736000000000ULL;
+        ts->tv_sec = (time_t)(t / 10000000);
+        ts->tv_nsec = (long)(t % 10000000) * 100;
+    } else {
+        LARGE_INTEGER c, f;
+        QueryPerformanceCounter(&c);
+        QueryPerformanceFrequency(&f);
+        ts->tv_sec = (time_t)(c.QuadPart / f.QuadPart);
+        ts->tv_nsec = (long)((c.QuadPart % f.QuadPart) * 1000000000LL / f.QuadPart);
+    }
+    return 0;
+}
+#define clock_gettime(c, t) kt_clock_gettime((int)(c), t)
 
 /* utimensat(AT_FDCWD, path, times, 0): the modification time only, which is what the tests set */
 #ifndef AT_FDCWD

@@ -24,7 +24,7 @@
  *                FEATURES", "result hit|miss", and on a miss "explain TEXT", then puts it.
  *   (no mode)    write, read, append and read again in a temp directory, on this platform alone.
  *
- * The exchange modes set KCACHE_CPU_NAME=generic and KCACHE_CPU_FEATURES="" themselves, so the host
+ * The exchange modes set KCACHE_CPU_NAME=generic and KCACHE_CPU_FEATURES=+sse2 themselves, so the host
  * key differs between platforms only by host.os_arch. scripts/exchange.sh runs the matrix (native,
  * aarch64 and s390x under qemu-user).
  *
@@ -249,7 +249,7 @@ static int read_manifest(void) {
     FILE *f;
     memset(&M, 0, sizeof M);
     snprintf(path, sizeof path, "%s/manifest", D);
-    f = fopen(path, "r");
+    f = fopen(path, "rb");
     if (!f) { KT_FAILF("no manifest at %s", path); return 0; }
     while (fgets(line, sizeof line, f)) {
         char *nl = strchr(line, '\n'), *sp;
@@ -462,7 +462,7 @@ static int64_t g_t0;
 
 static void host_overrides(void) {
     setenv("KCACHE_CPU_NAME", "generic", 1);
-    setenv("KCACHE_CPU_FEATURES", "", 1);
+    setenv("KCACHE_CPU_FEATURES", "+sse2", 1); /* not empty: an empty value cannot be set on Windows */
 }
 
 static void this_os_arch(void) {
@@ -506,13 +506,13 @@ static void write_sources(void) {
     mkdir(D, 0700);
     mkdir(SRC, 0700);
     src_path("blur.h", p, sizeof p);
-    KT_CHECK(write_text(p, "#define RADIUS 1\n", "w"));
+    KT_CHECK(write_text(p, "#define RADIUS 1\n", "wb"));
     src_path("sum.h", p, sizeof p);
-    KT_CHECK(write_text(p, "typedef int acc_t;\n", "w"));
+    KT_CHECK(write_text(p, "typedef int acc_t;\n", "wb"));
     src_path("common.h", p, sizeof p);
-    KT_CHECK(write_text(p, "/* common */\n#define ONE 1\n", "w"));
+    KT_CHECK(write_text(p, "/* common */\n#define ONE 1\n", "wb"));
     src_path("stale.h", p, sizeof p);
-    KT_CHECK(write_text(p, "#define VERSION 1\n", "w"));
+    KT_CHECK(write_text(p, "#define VERSION 1\n", "wb"));
 }
 
 static void write_store(void) {
@@ -536,7 +536,7 @@ static void write_store(void) {
     kcache_key_free(&k);
     /* a dependency edited after its put: content and size differ */
     src_path("stale.h", p, sizeof p);
-    KT_CHECK(write_text(p, "#define VERSION 22 /* edited */\n", "w"));
+    KT_CHECK(write_text(p, "#define VERSION 22 /* edited */\n", "wb"));
     explain_named(kc, "miss-field", buf, sizeof buf);
     KT_CHECK_MSG(strstr(buf, "options: \"-O2\" (stored) vs \"-Os\" (now)") != NULL, "explain miss-field: %s", buf);
     fprintf(g_man, "explain miss-field %s\n", buf);
@@ -589,7 +589,7 @@ static void exchange_write(void) {
     snprintf(path, sizeof path, "%s/manifest", D);
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
     mkdir(D, 0700);
-    g_man = fopen(tmp, "w");
+    g_man = fopen(tmp, "wb"); /* binary: the manifest is the same bytes wherever it was written */
     if (!g_man) { KT_FAILF("cannot write %s", tmp); return; }
     g_t0 = now_ns();
     write_store();
@@ -844,7 +844,7 @@ static void exchange_append(void) {
     KT_CHECK(kcache_verify(kc, 0) == KCACHE_OK);
     kcache_close(kc);
     snprintf(path, sizeof path, "%s/manifest", D);
-    f = fopen(path, "a");
+    f = fopen(path, "ab");
     if (!f) { KT_FAILF("cannot append to %s", path); return; }
     add_key_line(f, name);
     KT_CHECK(fclose(f) == 0);

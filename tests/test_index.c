@@ -1166,7 +1166,8 @@ static void trace_misses(void) {
             KT_CHECK(same_digest(it->digest, kcache_key_digest(&miss_key)));
             KT_CHECK_EQ_U64(it->reason, KCACHE_REASON_FIELD);
             KT_CHECK_EQ_U64(it->pid, (uint64_t)me);
-            KT_CHECK(it->when >= (int64_t)(t0 - 1) * 1000000000 && it->when <= (int64_t)(t1 + 1) * 1000000000);
+            KT_CHECK_MSG(it->when >= (int64_t)(t0 - 1) * 1000000000 && it->when <= (int64_t)(t1 + 1) * 1000000000,
+                         "when %lld, t0 %lld, t1 %lld", (long long)it->when, (long long)t0, (long long)t1);
             KT_CHECK(kcache__record_parse(it->rec, it->rec_len, &rec) == KCACHE_OK);
             if (rec.error == KCACHE_OK) {
                 const kcache_key_field *a = kcache__key_fields(&rec), *b = kcache__key_fields(&miss_key);
