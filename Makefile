@@ -151,11 +151,11 @@ $(B)/ref_sse2.o: bench/ref_xxh3.c | $(B)
 $(B)/ref_avx2.o: bench/ref_xxh3.c | $(B)
 	$(CC) -O3 -mavx2 -DREF_NAME=ref_avx2 -I. -c -o $@ $<
 $(B)/bench_hash: bench/bench_hash.c $(B)/ref_sse2.o $(B)/ref_avx2.o kcache.h
-	$(CC) $(STD) $(BENCH_CFLAGS) -I. -o $@ $< $(B)/ref_sse2.o $(B)/ref_avx2.o $(LDLIBS)
+	$(CC) $(STD) $(BENCH_CFLAGS) $(WARN) -I. -o $@ $< $(B)/ref_sse2.o $(B)/ref_avx2.o $(LDLIBS)
 $(B)/bench_opencl: bench/bench_opencl.c kcache.h | $(B)
-	$(CC) $(STD) $(BENCH_CFLAGS) -I. -o $@ $< $(CL_LIBS) -lm
+	$(CC) $(STD) $(BENCH_CFLAGS) $(WARN) -I. -o $@ $< $(CL_LIBS) -lm
 $(B)/bench_%: bench/bench_%.c bench/bench_util.h kcache.h | $(B)
-	$(CC) $(STD) $(BENCH_CFLAGS) -I. -o $@ $< $(LDLIBS)
+	$(CC) $(STD) $(BENCH_CFLAGS) $(WARN) -I. -o $@ $< $(LDLIBS)
 
 BENCHES := bench_hash bench_cache bench_flight bench_index bench_opencl bench_pub
 bench: check-deps $(addprefix $(B)/,$(BENCHES)) $(B)/kcache-top

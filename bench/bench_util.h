@@ -6,19 +6,25 @@
 #include <stdlib.h>
 #include <time.h>
 
-static double now_s(void) {
+#if defined(__GNUC__) || defined(__clang__)
+#define BENCH_UNUSED __attribute__((unused)) /* not every benchmark uses every helper */
+#else
+#define BENCH_UNUSED
+#endif
+
+BENCH_UNUSED static double now_s(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-static void rm_rf(const char *path) {
-    char cmd[4200];
+BENCH_UNUSED static void rm_rf(const char *path) {
+    char cmd[4300];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", path);
     if (system(cmd) != 0) fprintf(stderr, "bench: could not remove %s\n", path);
 }
 
-static int cmp_double(const void *a, const void *b) {
+BENCH_UNUSED static int cmp_double(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
     return x < y ? -1 : x > y;
 }
