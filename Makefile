@@ -132,9 +132,9 @@ $(B)/fuzz_pickle: fuzz/fuzz_pickle.c fuzz/fuzz_json.h tools/kcache-inspect.c kca
 	clang $(FUZZ_FLAGS) -I. -DKCACHE_INSPECT_NO_MAIN -o $@ $< $(LDLIBS)
 $(B)/fuzz_store: fuzz/fuzz_store.c fuzz/fuzz_json.h tools/kcache-inspect.c kcache.h | $(B)
 	clang $(FUZZ_FLAGS) -I. -o $@ $< $(LDLIBS)
-$(B)/fuzz_stats: fuzz/fuzz_stats.c tools/kcache-top.c kcache.h | $(B)
+$(B)/fuzz_stats: fuzz/fuzz_stats.c fuzz/fuzz_tmp.h tools/kcache-top.c kcache.h | $(B)
 	clang $(FUZZ_FLAGS) -I. -o $@ $< $(LDLIBS)
-$(B)/fuzz_env: fuzz/fuzz_env.c kcache.h | $(B)
+$(B)/fuzz_env: fuzz/fuzz_env.c fuzz/fuzz_tmp.h kcache.h | $(B)
 	clang $(FUZZ_FLAGS) -I. -o $@ $< $(LDLIBS)
 fuzz: $(addprefix $(B)/,$(FUZZERS))
 	@for f in $(FUZZERS); do mkdir -p $(B)/fuzz-work/$$f; \

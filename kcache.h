@@ -753,6 +753,7 @@ static int kcache__fault_errno(int e) {
 
 #define kcache__io_open(path, how) (KCACHE__FAULT("open") ? -1 : kcache__os_open(path, how))
 #define kcache__io_openat(dirfd, name, how) (KCACHE__FAULT("open") ? -1 : kcache__os_openat(dirfd, name, how))
+#define kcache__io_open_beneath(dirfd, rel, how) (KCACHE__FAULT("openat2") ? -1 : kcache__os_open_beneath(dirfd, rel, how))
 #define kcache__io_read(fd, buf, n) (KCACHE__FAULT("read") ? (ptrdiff_t)-1 : kcache__os_read(fd, buf, n))
 #define kcache__io_pread(fd, buf, n, at) (KCACHE__FAULT("read") ? (ptrdiff_t)-1 : kcache__os_pread(fd, buf, n, at))
 #define kcache__io_pwrite(fd, buf, n, at) (KCACHE__FAULT("write") ? (ptrdiff_t)-1 : kcache__os_pwrite(fd, buf, n, at))
@@ -4154,7 +4155,6 @@ typedef struct kcache__store {
     uint32_t lock_timeout_ms;
     uint64_t rng;              /* eviction sampling; only used under mutex */
     uint32_t pid;              /* the process lockfd belongs to (see kcache__store_own_lock) */
-    kcache__pidwatch pidw;     /* notices a fork without a system call */
     int growing;               /* inside kcache__cf_grow */
     /* the index log last appended to, kept open: the next put of the same unit appends to it with
        no open or close, once fstat shows it is still that name's file (linked) at the size left */
@@ -4248,7 +4248,7 @@ static int kcache__open_in(kcache__store *st, const char *rel, int how) {
     const char *p = rel, *slash;
     int dfd = st->dirfd, fd, e;
     if (!st->no_openat2) {
-        fd = KCACHE__FAULT("openat2") ? -1 : kcache__os_open_beneath(st->dirfd, rel, how);
+        fd = kcache__io_open_beneath(st->dirfd, rel, how);
         if (fd >= 0 || errno != ENOSYS) return fd;
         st->no_openat2 = 1; /* a kernel, emulator or seccomp filter without it: not asked again */
     }
@@ -5520,7 +5520,6 @@ static void kcache__store_close(kcache__store *st) {
     if (st->dirfd >= 0) kcache__io_close(st->dirfd);
     if (st->tmpfd >= 0) kcache__io_close(st->tmpfd);
     kcache__mutex_destroy(&st->mutex);
-    kcache__pidwatch_free(&st->pidw);
     KCACHE_FREE(st->dir);
     KCACHE_FREE(st);
 }
@@ -5565,8 +5564,7 @@ static kcache_status kcache__store_open(kcache__store **out, const char *dir, co
     st->fsync = cfg->fsync;
     st->debug = cfg->debug;
     st->lock_timeout_ms = cfg->lock_timeout_ms;
-    kcache__pidwatch_init(&st->pidw);
-    st->pid = kcache__pidwatch_get(&st->pidw);
+    st->pid = kcache__pid();
     st->rng = (uint64_t)kcache__now_ns() ^ ((uint64_t)kcache__pid() << 32) ^ (uint64_t)(size_t)st;
     if (!st->rng) st->rng = 1;
     /* A symlink as the store is followed only when it is ours (or root's): whoever else could plant
@@ -5742,7 +5740,7 @@ typedef struct kcache__pub {
     uint64_t owner;            /* the owner word this kcache claimed its slot with */
     uint64_t domain;
     uint32_t pid;              /* the process that claimed the slot (a forked child claims its own) */
-    kcache__pidwatch *pidw;    /* the store's */
+    kcache__pidwatch pidw;     /* notices a fork without a system call (a disk hit asks) */
     int debug;
     kcache_log_fn log;
     void *log_user;
@@ -6068,7 +6066,7 @@ static int kcache__pub_claim(kcache__pub *p) {
         p->ctr = kcache__pub_slot_word(pick, KCACHE__PUB_CTR_AT / 8);
         p->units = kcache__pub_slot_word(pick, KCACHE__PUB_UNITS_AT / 8);
         p->owner = owner;
-        p->pid = p->pidw ? kcache__pidwatch_get(p->pidw) : kcache__pid();
+        p->pid = kcache__pidwatch_get(&p->pidw);
         if (o) kcache__pub_say(p, "stats: slot %u of process %u (gone) reclaimed", at, (unsigned)(o >> 32));
         return 1;
     }
@@ -6088,7 +6086,6 @@ static KCACHE__UNUSED void kcache__pub_open(kcache__pub *p, kcache__store *st, c
     p->log = cfg ? cfg->log : NULL;
     p->log_user = cfg ? cfg->log_user : NULL;
     if (!st) return;
-    p->pidw = &st->pidw;
     if (cfg && !cfg->publish) {
         kcache__pub_say(p, "stats: not published (KCACHE_STATS=0)");
         return;
@@ -6130,6 +6127,7 @@ static KCACHE__UNUSED void kcache__pub_open(kcache__pub *p, kcache__store *st, c
     p->map = (unsigned char *)m;
     p->len = (size_t)KCACHE__PUB_FILE_BYTES;
     p->domain = kcache__pub_domain();
+    kcache__pidwatch_init(&p->pidw);
     if (!kcache__pub_claim(p)) {
         kcache__io_unmap(p->map, p->len);
         p->map = NULL;
@@ -6151,6 +6149,7 @@ static KCACHE__UNUSED void kcache__pub_close(kcache__pub *p) {
         kcache__pub_cas(kcache__pub_slot_word(p->slot, KCACHE__PUB_S_OWNER), p->owner, 0);
     }
     if (p->map) kcache__io_unmap(p->map, p->len);
+    kcache__pidwatch_free(&p->pidw);
     memset(p, 0, sizeof *p);
 }
 
@@ -6160,7 +6159,7 @@ static KCACHE__UNUSED void kcache__pub_close(kcache__pub *p) {
 static int kcache__pub_ready(kcache__pub *p) {
     uint32_t pid;
     if (!p->map) return 0;
-    if ((pid = p->pidw ? kcache__pidwatch_get(p->pidw) : kcache__pid()) != p->pid) {
+    if ((pid = kcache__pidwatch_get(&p->pidw)) != p->pid) {
         p->domain = kcache__pub_domain();
         kcache__pub_claim(p);
         p->pid = pid; /* one try per fork */

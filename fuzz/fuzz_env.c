@@ -44,6 +44,7 @@
 #include "kcache.h"
 
 #include <limits.h>
+#include "fuzz_tmp.h"
 
 #define CHECK(c) do { if (!(c)) __builtin_trap(); } while (0)
 
@@ -68,21 +69,6 @@ static unsigned long g_sink_lines;
 
 /* ---- the temp tree ---- */
 
-static void rm_tree_at(int dfd, const char *name)
-{
-    int fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (fd >= 0) {
-        DIR *dp = fdopendir(fd);
-        struct dirent *de;
-        if (!dp) { close(fd); return; }
-        while ((de = readdir(dp)) != NULL)
-            if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0) rm_tree_at(fd, de->d_name);
-        closedir(dp);
-        unlinkat(dfd, name, AT_REMOVEDIR);
-    } else {
-        unlinkat(dfd, name, 0);
-    }
-}
 static void empty_dir(const char *dir)
 {
     int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -98,26 +84,6 @@ static void at_exit_clean(void)
 {
     empty_dir(g_root);
     rmdir(g_root);
-}
-
-/* Removes what an earlier run of this target left in tmp when it died (a crash skips the exit
-   handler): directories named prefix<pid>-..., of pids that are gone. */
-static void sweep_stale(const char *tmp, const char *prefix)
-{
-    DIR *dp = opendir(tmp);
-    struct dirent *de;
-    size_t pl = strlen(prefix);
-    if (!dp) return;
-    while ((de = readdir(dp)) != NULL) {
-        char *end;
-        unsigned long pid;
-        if (strncmp(de->d_name, prefix, pl) != 0) continue;
-        pid = strtoul(de->d_name + pl, &end, 10);
-        if (end == de->d_name + pl || *end != '-' || pid == 0 || pid > INT_MAX) continue;
-        if (kill((pid_t)pid, 0) == 0 || errno != ESRCH) continue;
-        rm_tree_at(dirfd(dp), de->d_name);
-    }
-    closedir(dp);
 }
 
 static void init_once(void)

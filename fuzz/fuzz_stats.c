@@ -45,6 +45,7 @@
 #undef nanosleep
 
 #include <limits.h>
+#include "fuzz_tmp.h"
 
 #define CHECK(c) do { if (!(c)) __builtin_trap(); } while (0)
 
@@ -83,21 +84,6 @@ static FILE *g_null;                   /* batch output goes nowhere: printing it
 
 /* ---- the temp directory ---- */
 
-static void rm_tree_at(int dfd, const char *name)
-{
-    int fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (fd >= 0) {
-        DIR *dp = fdopendir(fd);
-        struct dirent *de;
-        if (!dp) { close(fd); return; }
-        while ((de = readdir(dp)) != NULL)
-            if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0) rm_tree_at(fd, de->d_name);
-        closedir(dp);
-        unlinkat(dfd, name, AT_REMOVEDIR);
-    } else {
-        unlinkat(dfd, name, 0);
-    }
-}
 /* Empties the store directory (not the directory itself). */
 static void wipe_store(void)
 {
@@ -114,26 +100,6 @@ static void at_exit_clean(void)
 {
     wipe_store();
     rmdir(g_dir);
-}
-
-/* Removes what an earlier run of this target left in tmp when it died (a crash skips the exit
-   handler): directories named prefix<pid>-..., of pids that are gone. */
-static void sweep_stale(const char *tmp, const char *prefix)
-{
-    DIR *dp = opendir(tmp);
-    struct dirent *de;
-    size_t pl = strlen(prefix);
-    if (!dp) return;
-    while ((de = readdir(dp)) != NULL) {
-        char *end;
-        unsigned long pid;
-        if (strncmp(de->d_name, prefix, pl) != 0) continue;
-        pid = strtoul(de->d_name + pl, &end, 10);
-        if (end == de->d_name + pl || *end != '-' || pid == 0 || pid > INT_MAX) continue;
-        if (kill((pid_t)pid, 0) == 0 || errno != ESRCH) continue;
-        rm_tree_at(dirfd(dp), de->d_name);
-    }
-    closedir(dp);
 }
 
 static void init_once(void)
