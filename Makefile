@@ -150,8 +150,10 @@ $(B)/ref_sse2.o: bench/ref_xxh3.c | $(B)
 	$(CC) -O3 -DREF_NAME=ref_sse2 -I. -c -o $@ $<
 $(B)/ref_avx2.o: bench/ref_xxh3.c | $(B)
 	$(CC) -O3 -mavx2 -DREF_NAME=ref_avx2 -I. -c -o $@ $<
-$(B)/bench_hash: bench/bench_hash.c $(B)/ref_sse2.o $(B)/ref_avx2.o kcache.h
-	$(CC) $(STD) $(BENCH_CFLAGS) $(WARN) -I. -o $@ $< $(B)/ref_sse2.o $(B)/ref_avx2.o $(LDLIBS)
+$(B)/ref_avx512.o: bench/ref_xxh3.c | $(B)
+	$(CC) -O3 -mavx512f -DREF_NAME=ref_avx512 -I. -c -o $@ $<
+$(B)/bench_hash: bench/bench_hash.c $(B)/ref_sse2.o $(B)/ref_avx2.o $(B)/ref_avx512.o kcache.h
+	$(CC) $(STD) $(BENCH_CFLAGS) $(WARN) -I. -o $@ $< $(B)/ref_sse2.o $(B)/ref_avx2.o $(B)/ref_avx512.o $(LDLIBS)
 $(B)/bench_opencl: bench/bench_opencl.c kcache.h | $(B)
 	$(CC) $(STD) $(BENCH_CFLAGS) $(WARN) -I. -o $@ $< $(CL_LIBS) -lm
 $(B)/bench_%: bench/bench_%.c bench/bench_util.h kcache.h | $(B)

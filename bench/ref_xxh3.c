@@ -1,6 +1,6 @@
 /* bench/ref_xxh3.c - the reference XXH3-128 (xxHash's own xxhash.h, libxxhash-dev), compiled
- * twice by bench/bench_hash.c's build with different flags and a different REF_NAME, so the
- * benchmark can compare kcache_hash with the reference's SSE2 and AVX2 code in one run.
+ * three times by bench/bench_hash.c's build with different flags and a different REF_NAME, so the
+ * benchmark can compare kcache_hash with the reference's SSE2, AVX2 and AVX-512 code in one run.
  * Exports:  kcache_hash128 REF_NAME(const void *data, size_t len);
  *           int REF_NAME_vector(void)   (as REF_NAME ## _vector: XXH_VECTOR the reference chose,
  *                                         0 scalar, 1 SSE2, 2 AVX2, 3 AVX512, 4 NEON, ...)
@@ -13,7 +13,7 @@
 #include <xxhash.h>
 
 #ifndef REF_NAME
-#  error "compile with -DREF_NAME=ref_sse2 (or ref_avx2)"
+#  error "compile with -DREF_NAME=ref_sse2 (or ref_avx2, ref_avx512)"
 #endif
 #define REF_CAT_(a, b) a##b
 #define REF_CAT(a, b) REF_CAT_(a, b)

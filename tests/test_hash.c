@@ -22,7 +22,7 @@
 #define DATA_SIZE (BIG_MAX + 256)
 
 static const size_t big_lens[N_BIG] = { 4096, 64 * 1024, 1024 * 1024, BIG_MAX };
-static const char *const path_names[KCACHE__HASH_PATHS] = { "scalar", "sse2", "avx2", "neon" };
+static const char *const path_names[KCACHE__HASH_PATHS] = { "scalar", "sse2", "avx2", "neon", "avx512" };
 
 static unsigned char *data;          /* DATA_SIZE deterministic pseudo-random bytes */
 static size_t in_len[N_INPUTS];      /* input i: in_len[i] bytes at data + in_off[i] */
