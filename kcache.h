@@ -6431,8 +6431,8 @@ static KCACHE__UNUSED void kcache__pub_event(kcache__pub *p, int kind, const cha
 }
 
 /* The counters and events of the other calls kcache makes on its slow paths. */
-static KCACHE__UNUSED void kcache__pub_hit_disk(kcache__pub *p, const char *unit, uint64_t size, int64_t now) {
-    kcache__pub_event(p, KCACHE__PUB_EV_HIT_DISK, unit, 0, size, KCACHE_REASON_HIT, 0, now);
+static KCACHE__UNUSED void kcache__pub_hit_disk(kcache__pub *p, const char *unit, uint64_t unit_hash, uint64_t size, int64_t now) {
+    kcache__pub_event(p, KCACHE__PUB_EV_HIT_DISK, unit, unit_hash, size, KCACHE_REASON_HIT, 0, now);
     kcache__pub_add(p, KCACHE__PUB_HITS_DISK, 1);
     kcache__pub_add(p, KCACHE__PUB_BYTES_READ, size);
 }
@@ -7106,7 +7106,7 @@ static kcache_status kcache__get(kcache *kc, const kcache_key *k, const void **d
             kcache__mutex_lock(&kc->lock);
             kc->stats.hits_disk++;
             kc->stats.bytes_read += rd.blob->size;
-            kcache__pub_hit_disk(&kc->pub, k->unit, rd.blob->size, now);
+            kcache__pub_hit_disk(&kc->pub, k->unit, nn ? nn->unit_hash : 0, rd.blob->size, now); /* the node hashed the unit */
             if (nn && (kcache__lru_find(&kc->lru, k->digest) || kcache__changed_since(kc, k->digest, gen))) {
                 /* put or removed while this get read the store: the caller gets what it read,
                    memory keeps what the put left */
