@@ -1295,43 +1295,35 @@ static DWORD kcache__win_rename_aside(const WCHAR *f, const WCHAR *t, int todir)
     KCACHE_FREE(aside);
     return 0;
 }
-static int kcache__os_rename(int fromdir, const char *from, int todir, const char *to) {
-    WCHAR *f = kcache__win_at(fromdir, from), *t = f ? kcache__win_at(todir, to) : NULL;
-    int rc = 0, e = errno;
-    if (!t) rc = -1;
-    else if (!MoveFileExW(f, t, MOVEFILE_REPLACE_EXISTING)) {
-        DWORD le = GetLastError();
-        if (le == ERROR_ACCESS_DENIED || le == ERROR_SHARING_VIOLATION || le == ERROR_USER_MAPPED_FILE)
-            le = kcache__win_rename_posix(f, t) ? 0 : kcache__win_rename_aside(f, t, todir);
-        if (le) {
-            rc = -1;
-            e = kcache__win_errno(le);
-        }
-    }
+/* The end of a call on two converted names (t NULL: a conversion failed, errno says why): frees
+   them and turns the Win32 error le (0: success) into the POSIX result. */
+static int kcache__win_pair_done(WCHAR *f, WCHAR *t, DWORD le) {
+    int rc = t && !le ? 0 : -1, e = le ? kcache__win_errno(le) : errno;
     KCACHE_FREE(f);
     KCACHE_FREE(t);
     errno = e;
     return rc;
 }
+static int kcache__os_rename(int fromdir, const char *from, int todir, const char *to) {
+    WCHAR *f = kcache__win_at(fromdir, from), *t = f ? kcache__win_at(todir, to) : NULL;
+    DWORD le = 0;
+    if (t && !MoveFileExW(f, t, MOVEFILE_REPLACE_EXISTING)) {
+        le = GetLastError();
+        if (le == ERROR_ACCESS_DENIED || le == ERROR_SHARING_VIOLATION || le == ERROR_USER_MAPPED_FILE)
+            le = kcache__win_rename_posix(f, t) ? 0 : kcache__win_rename_aside(f, t, todir);
+    }
+    return kcache__win_pair_done(f, t, le);
+}
 /* A second name for a file; EEXIST when the new name is taken. A filesystem without hard links
    (FAT) moves the file instead: the new name still appears exactly once, and only if free. */
 static int kcache__os_link(int fromdir, const char *from, int todir, const char *to) {
     WCHAR *f = kcache__win_at(fromdir, from), *t = f ? kcache__win_at(todir, to) : NULL;
-    int rc = 0, e = errno;
-    if (!t) rc = -1;
-    else if (!CreateHardLinkW(t, f, NULL)) {
-        DWORD le = GetLastError();
-        if ((le == ERROR_NOT_SUPPORTED || le == ERROR_INVALID_FUNCTION) && MoveFileExW(f, t, 0)) le = 0;
-        else if (le == ERROR_NOT_SUPPORTED || le == ERROR_INVALID_FUNCTION) le = GetLastError();
-        if (le) {
-            rc = -1;
-            e = kcache__win_errno(le);
-        }
+    DWORD le = 0;
+    if (t && !CreateHardLinkW(t, f, NULL)) {
+        le = GetLastError();
+        if (le == ERROR_NOT_SUPPORTED || le == ERROR_INVALID_FUNCTION) le = MoveFileExW(f, t, 0) ? 0 : GetLastError();
     }
-    KCACHE_FREE(f);
-    KCACHE_FREE(t);
-    errno = e;
-    return rc;
+    return kcache__win_pair_done(f, t, le);
 }
 /* unlink (dir 0) or rmdir (dir 1), by handle: the name is opened itself (a symlink or junction
    is removed, never what it points to), checked, and marked for deletion. As on POSIX, unlink of
@@ -4251,6 +4243,12 @@ static void kcache__node_free(kcache__node *n) {
 #define KCACHE__ENTRY_VERSION 1
 #define KCACHE__ENTRY_FIXED 72
 
+/* H as kcache writes it for a key record of rec_len bytes: the record and its checksum, 16 spare
+   bytes (see kcache__blob), padded to 64. */
+static size_t kcache__entry_header_len(size_t rec_len) {
+    return (KCACHE__ENTRY_FIXED + rec_len + 8 + 16 + KCACHE__PAYLOAD_ALIGN - 1) & ~(size_t)(KCACHE__PAYLOAD_ALIGN - 1);
+}
+
 /* config.file: a 4 KiB header page, then the use table.
        0  "KCACHECF"   8 u32 version   12 u32 header size (4096)   16 u32 log2(buckets)  20 u32 ways (4)
       24  u64 accounted bytes   32 u64 entries   40 u64 generation   48 u32 busy   52 u32 0
@@ -5382,8 +5380,7 @@ static void kcache__ix_update(kcache__store *st, const kcache_key *k, const unsi
 static kcache_status kcache__store_put(kcache__store *st, const kcache_key *k, const void *data, size_t size,
                                        kcache__store_ev *ev) {
     size_t rec_len = kcache__record_size(k);
-    /* padded to 64 with 16 spare bytes at the end (see kcache__blob); readers accept any multiple of 16 */
-    size_t hlen = (KCACHE__ENTRY_FIXED + rec_len + 8 + 16 + KCACHE__PAYLOAD_ALIGN - 1) & ~(size_t)(KCACHE__PAYLOAD_ALIGN - 1);
+    size_t hlen = kcache__entry_header_len(rec_len);
     unsigned char *hdr;
     kcache_hash128 sum;
     char tmp[64], rel[48], shard[8];

@@ -69,17 +69,6 @@ static unsigned long g_sink_lines;
 
 /* ---- the temp tree ---- */
 
-static void empty_dir(const char *dir)
-{
-    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    DIR *dp;
-    struct dirent *de;
-    if (fd < 0) return;
-    if (!(dp = fdopendir(fd))) { close(fd); return; }
-    while ((de = readdir(dp)) != NULL)
-        if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0) rm_tree_at(fd, de->d_name);
-    closedir(dp);
-}
 static void at_exit_clean(void)
 {
     empty_dir(g_root);

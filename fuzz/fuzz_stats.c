@@ -84,21 +84,9 @@ static FILE *g_null;                   /* batch output goes nowhere: printing it
 
 /* ---- the temp directory ---- */
 
-/* Empties the store directory (not the directory itself). */
-static void wipe_store(void)
-{
-    int fd = open(g_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    DIR *dp;
-    struct dirent *de;
-    if (fd < 0) return;
-    if (!(dp = fdopendir(fd))) { close(fd); return; }
-    while ((de = readdir(dp)) != NULL)
-        if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0) rm_tree_at(fd, de->d_name);
-    closedir(dp);
-}
 static void at_exit_clean(void)
 {
-    wipe_store();
+    empty_dir(g_dir);
     rmdir(g_dir);
 }
 
@@ -455,7 +443,7 @@ static void writer_run(const unsigned char *before, size_t used, size_t blen, in
     uint64_t owner_before = 0, head_before = 0, d[FS_NCTR];
     fs_expect xb, xa;
 
-    if (++g_writer_runs % 64 == 0) wipe_store(); /* units named by inputs: keep the store small */
+    if (++g_writer_runs % 64 == 0) empty_dir(g_dir); /* units named by inputs: keep the store small */
     put_file(before, used, blen);
     old_fd = open(g_path, O_RDONLY | O_CLOEXEC);
     CHECK(old_fd >= 0 && fstat(old_fd, &sb0) == 0);

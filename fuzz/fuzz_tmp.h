@@ -7,16 +7,31 @@
 #include <limits.h>
 #include <signal.h>
 
+static void rm_tree_at(int dfd, const char *name);
+
+/* Removes everything inside the directory open as fd, and closes fd. */
+static void empty_dir_fd(int fd)
+{
+    DIR *dp = fdopendir(fd);
+    struct dirent *de;
+    if (!dp) { close(fd); return; }
+    while ((de = readdir(dp)) != NULL)
+        if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0) rm_tree_at(fd, de->d_name);
+    closedir(dp);
+}
+
+/* Removes everything inside dir (not dir itself). */
+static void empty_dir(const char *dir)
+{
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd >= 0) empty_dir_fd(fd);
+}
+
 static void rm_tree_at(int dfd, const char *name)
 {
     int fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (fd >= 0) {
-        DIR *dp = fdopendir(fd);
-        struct dirent *de;
-        if (!dp) { close(fd); return; }
-        while ((de = readdir(dp)) != NULL)
-            if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0) rm_tree_at(fd, de->d_name);
-        closedir(dp);
+        empty_dir_fd(fd);
         unlinkat(dfd, name, AT_REMOVEDIR);
     } else {
         unlinkat(dfd, name, 0);

@@ -560,6 +560,7 @@ static void old_header_layout(void) {
         old_h = ((72 + r + 8 + 15) & ~(size_t)15) + 16; /* the earlier writer's padding */
         KT_CHECK_MSG(old_h != h, "entry %zu: the old padding (%zu) equals the new one: the key needs another length", i, old_h);
         g = (unsigned char *)calloc(1, old_h + plen);
+        if (!g) { KT_FAILF("entry %zu: out of memory", i); free(f); continue; }
         memcpy(g, f, 72 + r);
         wr32(g + 12, (uint32_t)old_h);
         wr64(g + 72 + r, kcache_hash(g, 72 + r).lo);

@@ -198,6 +198,12 @@ static void wrong(int me, uint32_t id, const char *how, const char *why, size_t 
         snprintf(g_sh->msg[i], sizeof g_sh->msg[i], "worker %d (pid %d): %s of key %u: %s (%zu bytes)", me, (int)getpid(),
                  how, id, why, n);
 }
+/* A payload handed out for key id: counted and checked against what the key may hold. */
+static void check_payload(int me, uint32_t id, const char *how, const void *d, size_t n) {
+    const char *why = pl_check(d, n, id);
+    add(C_CHECKED_BYTES, n);
+    if (why) wrong(me, id, how, why, n);
+}
 static void error_status(kcache_status s) {
     add(C_ERRORS, 1);
     add(C_ERR_BY_STATUS + ((unsigned)s < 32 ? (int)s : 31), 1);
@@ -286,10 +292,8 @@ static void worker(int me, uint64_t seed) {
             s = kcache_get(kc, &k, &d, &n);
             add(C_GETS, 1);
             if (s == KCACHE_OK) {
-                const char *why = pl_check(d, n, id);
                 add(C_HITS, 1);
-                add(C_CHECKED_BYTES, n);
-                if (why) wrong(me, id, "get", why, n);
+                check_payload(me, id, "get", d, n);
                 kcache_release(kc, d);
             } else if (s == KCACHE_MISS) {
                 add(C_MISSES, 1);
@@ -318,10 +322,8 @@ static void worker(int me, uint64_t seed) {
             s = kcache_get_or_build(kc, &k, build_fn, &a, &d, &n);
             add(C_GOB, 1);
             if (s == KCACHE_OK) {
-                const char *why = pl_check(d, n, id);
                 add(C_GOB_OK, 1);
-                add(C_CHECKED_BYTES, n);
-                if (why) wrong(me, id, "get_or_build", why, n);
+                check_payload(me, id, "get_or_build", d, n);
                 kcache_release(kc, d);
             } else {
                 error_status(s);
