@@ -2214,13 +2214,8 @@ static void kcache__consume_avx512(const uint64_t *in, uint64_t acc[8], const un
     }
     for (; n != 0; n--, p += KCACHE__STRIPE, ps++) /* a block begun here (ps was 0) */
         KCACHE__AVX512_ACC(p, KCACHE__AVX512_LD(kcache__secret + 8 * ps));
+    if (last) KCACHE__AVX512_ACC(last, KCACHE__AVX512_LD(kcache__secret + KCACHE__LAST_STRIPE_SECRET));
     a = _mm512_add_epi64(a, KCACHE__AVX512_SWAP(d));
-    if (last) {
-        __m512i x = KCACHE__AVX512_LD(last);
-        a = _mm512_add_epi64(a, KCACHE__AVX512_SWAP(x));
-        x = _mm512_xor_si512(x, KCACHE__AVX512_LD(kcache__secret + KCACHE__LAST_STRIPE_SECRET));
-        a = _mm512_add_epi64(a, _mm512_mul_epu32(x, _mm512_srli_epi64(x, 32)));
-    }
     _mm512_storeu_si512((void *)acc, a);
     *pos = ps;
 }
@@ -4120,14 +4115,14 @@ typedef struct kcache__blob {
 static kcache__blob *kcache__blob_alloc(size_t bytes_after_header, size_t data_offset) {
     unsigned char *mem;
     kcache__blob *b;
-    size_t slack = KCACHE__PAYLOAD_ALIGN - 1;
+    size_t slack = KCACHE__PAYLOAD_ALIGN - 1, skip;
     if (bytes_after_header > (size_t)-1 - KCACHE__BLOB_HDR - slack) return NULL;
     mem = (unsigned char *)KCACHE_MALLOC(KCACHE__BLOB_HDR + slack + bytes_after_header);
     if (!mem) return NULL;
-    /* the skip is a multiple of the allocator's alignment (HDR and the offsets kcache passes are
-       multiples of 16), so the header stays as aligned as KCACHE_MALLOC made it */
-    b = (kcache__blob *)(void *)(mem + ((KCACHE__PAYLOAD_ALIGN - (((uintptr_t)mem + KCACHE__BLOB_HDR + data_offset) &
-                                                                   (KCACHE__PAYLOAD_ALIGN - 1))) & (KCACHE__PAYLOAD_ALIGN - 1)));
+    /* skip to the next boundary: a multiple of the allocator's alignment (HDR and the offsets
+       kcache passes are multiples of 16), so the header stays as aligned as KCACHE_MALLOC made it */
+    skip = (size_t)((0 - ((uintptr_t)mem + KCACHE__BLOB_HDR + data_offset)) & (KCACHE__PAYLOAD_ALIGN - 1));
+    b = (kcache__blob *)(void *)(mem + skip);
     b->refs = 1;
     b->size = 0;
     b->data = NULL;
