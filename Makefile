@@ -19,7 +19,7 @@ CURSES  := $(shell pkg-config --libs ncursesw 2>/dev/null || echo -lncursesw)
 EXAMPLES:= $(B)/demo_cc $(B)/opencl_saxpy $(B)/opencl_many $(B)/opencl_demo $(B)/kcache_load
 CL_LIBS := -lOpenCL $(LDLIBS)
 
-.PHONY: all tools examples test check-deps bench demo demo-cc install uninstall clean fuzz fuzz-smoke \
+.PHONY: all tools examples test check-deps bench demo demo-deps demo-cc install uninstall clean fuzz fuzz-smoke \
         test-aarch64 test-s390x test-exchange torture test-windows test-valgrind test-tsan
 all: tools examples
 
@@ -85,6 +85,7 @@ test: check-deps
 	@$(MAKE) --no-print-directory -j2 $(TEST_BINS) $(CL_TESTS) $(TOOLS) $(FAULTS) $(B)/torture $(B)/demo_cc $(B)/kcache_load $(B)/make_store $(addprefix $(B)/,$(FUZZERS))
 	@bash tests/run.sh \
 	  compile=tests/compile_check.sh \
+	  readme=tests/test_readme.sh \
 	  $(foreach t,$(CTESTS),$(t)=$(B)/$(t)) \
 	  $(foreach t,$(CTESTS),asan/$(t)=$(B)/asan/$(t)) \
 	  tsan="bash scripts/memcheck.sh tsan" \
@@ -163,13 +164,18 @@ BENCHES := bench_hash bench_cache bench_flight bench_index bench_opencl bench_pu
 bench: check-deps $(addprefix $(B)/,$(BENCHES)) $(B)/kcache-top
 	@for b in $(BENCHES); do echo "== $$b"; $(B)/$$b || exit 1; done
 
-# ---- the demo: an OpenCL program (PoCL) built, then loaded from the default cache directory ----
-demo: check-deps $(B)/opencl_demo
-	@$(B)/opencl_demo --fresh
+# ---- the demo: an OpenCL program (PoCL) run twice on the default cache directory: the first run
+# of all compiles and stores it, every later run loads it (opencl_demo --fresh clears it first).
+# It installs only what it needs (scripts/deps.sh demo), not the test tools ----
+demo-deps:
+	@bash scripts/deps.sh demo
+demo: demo-deps
+	@$(MAKE) --no-print-directory $(B)/opencl_demo
+	@$(B)/opencl_demo
 	@$(B)/opencl_demo
 # the same with a C kernel compiled by cc and loaded with dlopen
 demo-cc: $(B)/demo_cc
-	@$(B)/demo_cc --fresh
+	@$(B)/demo_cc
 	@$(B)/demo_cc
 
 # ---- install ----

@@ -7009,14 +7009,42 @@ static kcache_reason kcache__absent_reason(kcache *kc, const kcache_key *k, int6
     return r;
 }
 
-static void kcache__count_miss(kcache *kc, const kcache_key *k, kcache_reason r) {
+static void kcache__count_miss_quiet(kcache *kc, const kcache_key *k, kcache_reason r) {
     kcache__mutex_lock(&kc->lock);
     kc->stats.misses++;
     kc->stats.misses_by_reason[r]++;
     if (r == KCACHE_REASON_REJECTED) kc->stats.rejects++;
     kcache__pub_miss(&kc->pub, k->unit, r);
     kcache__mutex_unlock(&kc->lock);
+}
+
+static void kcache__count_miss(kcache *kc, const kcache_key *k, kcache_reason r) {
+    kcache__count_miss_quiet(kc, k, r);
     KCACHE__DEBUG(kc, "miss %s: %s", k->unit, kcache__reason_text[r]);
+}
+
+/* The dependency whose file could not be read when the key was built (kcache_key_file leaves its
+   content digest zero then), or NULL. */
+static const kcache_key_field *kcache__unreadable_dep(const kcache_key *k) {
+    const kcache_key_field *f = kcache__key_fields(k);
+    uint32_t i;
+    for (i = 0; i < k->count; i++)
+        if (f[i].type == KCACHE_FIELD_FILE && f[i].content.lo == 0 && f[i].content.hi == 0) return &f[i];
+    return NULL;
+}
+
+/* A lookup with a key that failed to build (an add returned an error) never matches, so it is a
+   miss like any other: counted and logged. An unreadable dependency is a dependency that changed;
+   any other failure is the caller's error, logged with the status the lookup returns. */
+static void kcache__incomplete_miss(kcache *kc, const kcache_key *k) {
+    const kcache_key_field *dep = k->error == KCACHE_ENOENT ? kcache__unreadable_dep(k) : NULL;
+    if (dep) {
+        kcache__count_miss_quiet(kc, k, KCACHE_REASON_STAMP);
+        KCACHE__DEBUG(kc, "miss %s: %s: file %s (%s) cannot be read, so the key never matches", k->unit,
+                      kcache__reason_text[KCACHE_REASON_STAMP], dep->name, dep->preview);
+    } else {
+        KCACHE__DEBUG(kc, "miss %s: the key is incomplete (%s), so it never matches", k->unit, kcache_strerror(k->error));
+    }
 }
 
 static kcache_status kcache__get(kcache *kc, const kcache_key *k, const void **data, size_t *size, int count_miss);
@@ -7034,7 +7062,10 @@ static kcache_status kcache__get(kcache *kc, const kcache_key *k, const void **d
     if (data) *data = NULL;
     if (size) *size = 0;
     if (!kc || !data || !size || !kcache__key_usable(k)) return KCACHE_EINVAL;
-    if (k->error != KCACHE_OK) return k->error;
+    if (k->error != KCACHE_OK) {
+        if (count_miss) kcache__incomplete_miss(kc, k);
+        return k->error;
+    }
     if (!kc->cfg.enable) { if (count_miss) kcache__count_miss(kc, k, KCACHE_REASON_OFF); return KCACHE_MISS; }
 
     kcache__mutex_lock(&kc->lock);
@@ -7294,7 +7325,12 @@ KCACHE_API size_t kcache_explain(kcache *kc, const kcache_key *k, char *buf, siz
     if (buf && cap) buf[0] = 0;
     if (!kc || !k || k->magic != KCACHE__KEY_LIVE) { kcache__sb_add(&b, "miss: invalid key or cache"); return b.len; }
     if (k->error != KCACHE_OK) {
-        kcache__sb_add(&b, "miss: the key of unit \"%s\" is incomplete (%s), so it never matches", k->unit, kcache_strerror(k->error));
+        const kcache_key_field *dep = k->error == KCACHE_ENOENT ? kcache__unreadable_dep(k) : NULL;
+        if (dep)
+            kcache__sb_add(&b, "miss: %s: file %s (%s) cannot be read, so the key of unit \"%s\" never matches",
+                           kcache__reason_text[KCACHE_REASON_STAMP], dep->name, dep->preview, k->unit);
+        else
+            kcache__sb_add(&b, "miss: the key of unit \"%s\" is incomplete (%s), so it never matches", k->unit, kcache_strerror(k->error));
         return b.len;
     }
     if (!kc->cfg.enable) { kcache__sb_add(&b, "miss: %s (KCACHE_ENABLE=0)", kcache__reason_text[KCACHE_REASON_OFF]); return b.len; }

@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
-# Installs the Debian packages the build, the tests and the benchmarks need, when they are missing.
+# Installs the Debian packages that are missing, when they are missing.
+#   scripts/deps.sh demo   what `make demo` needs: a C compiler, make, PoCL, the ICD loader, the
+#                          OpenCL headers (4 packages: build-essential brings gcc and make)
+#   scripts/deps.sh        what `make test` and `make bench` need: the above and every test tool
 # Idempotent: with everything present it only checks. Installs with apt-get when run as root;
-# otherwise prints the command to run and fails.
+# otherwise prints the command to run (with sudo) and fails.
 set -u
+demo_pkgs=(build-essential pocl-opencl-icd ocl-icd-opencl-dev opencl-headers)
 # compilers and sanitizer runtimes; xxh128sum (the hash reference) and its header (bench);
 # valgrind; tmux and ncurses (kcache-top); OpenCL on the CPU; numba (.nbi files for kcache-inspect);
 # cross compilers and qemu-user (aarch64, s390x), musl and 32-bit libraries (tests/compile_more.sh);
@@ -18,6 +22,7 @@ pkgs=(
   musl-tools libc6-dev-i386 lib32gcc-12-dev
   gcc-mingw-w64-x86-64 g++-mingw-w64-x86-64 wine wine64
 )
+[ "${1:-}" = demo ] && pkgs=("${demo_pkgs[@]}")
 missing=()
 for p in "${pkgs[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

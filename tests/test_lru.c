@@ -523,6 +523,63 @@ static void test_explain(void)
     kcache_close(kc);
 }
 
+/* Every miss gets its debug line, a key that could not be built completely too: a dependency
+   file that does not exist is a dependency that changed, named in the line, the explanation and
+   the stats; a key with another error is logged with that error. */
+typedef struct log_capture { char lines[8][512]; int n; } log_capture;
+static void capture_line(void *user, const char *line)
+{
+    log_capture *c = (log_capture *)user;
+    if (c->n < 8) snprintf(c->lines[c->n++], sizeof c->lines[0], "%s", line);
+}
+
+static void test_incomplete_key_logged(void)
+{
+    kcache_config cfg;
+    kcache *kc = NULL;
+    kcache_key k;
+    kcache_stats st;
+    log_capture cap;
+    const void *p;
+    size_t len;
+    char buf[512];
+    memset(&cap, 0, sizeof cap);
+    kcache_config_init(&cfg);
+    cfg.persistent = 0;
+    cfg.debug = 1;
+    cfg.log = capture_line;
+    cfg.log_user = &cap;
+    KT_CHECK(kcache_open(&kc, &cfg) == KCACHE_OK);
+    if (!kc) return;
+    cap.n = 0; /* what opening said */
+
+    kcache_key_init(&k, "blur");
+    kcache_key_str(&k, "src", "kernel");
+    KT_CHECK(kcache_key_file(&k, "header", "/nonexistent/kcache-test/blur.h") == KCACHE_ENOENT);
+    KT_CHECK(kcache_get(kc, &k, &p, &len) == KCACHE_ENOENT);
+    KT_CHECK_MSG(cap.n == 1 && strstr(cap.lines[0], "miss blur: a dependency changed: file header") &&
+                     strstr(cap.lines[0], "blur.h") && strstr(cap.lines[0], "cannot be read"),
+                 "%d lines: %s", cap.n, cap.lines[0]);
+    kcache_get_stats(kc, &st);
+    KT_CHECK_EQ_U64(st.misses, 1);
+    KT_CHECK_EQ_U64(st.misses_by_reason[KCACHE_REASON_STAMP], 1);
+    explain(kc, &k, buf, sizeof buf);
+    KT_CHECK_MSG(starts(buf, "miss: a dependency changed: file header (") && strstr(buf, "blur.h) cannot be read"),
+                 "explain: %s", buf);
+    kcache_key_free(&k);
+
+    kcache_key_init(&k, "twice");
+    kcache_key_str(&k, "src", "a");
+    kcache_key_str(&k, "src", "b");
+    cap.n = 0;
+    KT_CHECK(kcache_get(kc, &k, &p, &len) == KCACHE_EEXIST);
+    KT_CHECK_MSG(cap.n == 1 && strstr(cap.lines[0], "miss twice: the key is incomplete") &&
+                     strstr(cap.lines[0], kcache_strerror(KCACHE_EEXIST)),
+                 "%d lines: %s", cap.n, cap.lines[0]);
+    kcache_key_free(&k);
+    kcache_close(kc);
+}
+
 /* A key evicted once, stored again, then removed by the caller: its miss is not an eviction. */
 static void test_explain_after_remove(void)
 {
@@ -1035,6 +1092,7 @@ int main(void)
     KT_RUN(test_stats_exact);
     KT_RUN(test_explain);
     KT_RUN(test_explain_after_remove);
+    KT_RUN(test_incomplete_key_logged);
     KT_RUN(test_config_env);
     KT_RUN(test_config_env_message);
     KT_RUN(test_open_config);

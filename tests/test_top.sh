@@ -252,6 +252,16 @@ fi
 "$top" "$d1" </dev/null >"$tmp/o" 2>"$tmp/e"
 rc=$?
 if [ $rc -eq 2 ] && grep -q 'not a terminal' "$tmp/e"; then ok no-terminal-exit-2; else fail no-terminal-exit-2 "status $rc: $(cat "$tmp/e")"; fi
+# --help: the options, every interactive key the event loop handles, and the exit status
+"$top" --help >"$tmp/o" 2>"$tmp/e"
+rc=$?
+missing=""
+for want in '-d SECS' '-b ' '-n N' 'keys (interactive)' '  q  ' '  p  ' '  s  ' '  Tab  ' '  Enter  ' '  Esc  ' '  ? or h  ' \
+            'PgUp' 'exit status: 0; 2 for a usage error'; do
+    grep -qF -- "$want" "$tmp/o" || missing="$missing [$want]"
+done
+if [ $rc -eq 0 ] && [ -z "$missing" ] && [ ! -s "$tmp/e" ]; then ok help-lists-keys-and-exit-status
+else fail help-lists-keys-and-exit-status "status $rc, missing:$missing"; fi
 mkdir -p "$tmp/empty"
 if snap "$tmp/empty" && grep -q 'no config.file' <<<"$snap" && grep -q '^stats .*no stats file.* processes 0' <<<"$snap"; then ok empty-dir
 else fail empty-dir "$(head -3 <<<"$snap")"; fi

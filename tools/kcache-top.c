@@ -1489,17 +1489,23 @@ static void kt_draw_lines(const kt_lines *L, size_t *top, const char *title, con
     kt_draw(LINES - 1, keys, kt_attr[C_TITLE], 1);
 }
 
+/* The interactive keys, for the help view and --help alike. */
+static const char *const kt_keys[] = {
+    "  q          quit",
+    "  p          pause / resume sampling",
+    "  s          cycle the units' sort: hits, misses, size, last use",
+    "  Tab        move between the units and the event log",
+    "  Up Down PgUp PgDn Home End   scroll",
+    "  Enter      a unit's detail: overloads, fields, dependency stamps, recent misses",
+    "  Esc        back",
+    "  ? or h     this help (any key leaves it)",
+};
+
 static void kt_help(kt_lines *L) {
+    size_t i;
     kt_line(L, C_HEAD, "kcache-top: a live view of a kcache store");
     kt_line(L, 0, "%s", "");
-    kt_line(L, 0, "  q          quit");
-    kt_line(L, 0, "  p          pause / resume sampling");
-    kt_line(L, 0, "  s          cycle the units' sort: hits, misses, size, last use");
-    kt_line(L, 0, "  Tab        move between the units and the event log");
-    kt_line(L, 0, "  Up Down PgUp PgDn Home End   scroll");
-    kt_line(L, 0, "  Enter      a unit's detail: overloads, fields, dependency stamps, recent misses");
-    kt_line(L, 0, "  Esc        back");
-    kt_line(L, 0, "  ?          this help");
+    for (i = 0; i < sizeof kt_keys / sizeof kt_keys[0]; i++) kt_line(L, 0, "%s", kt_keys[i]);
     kt_line(L, 0, "%s", "");
     kt_line(L, 0, "  Every process using the store publishes its counters and events in DIR/stats;");
     kt_line(L, 0, "  kcache-top only reads it, config.file and the index logs. Rates are per second");
@@ -1622,6 +1628,7 @@ static int kt_interactive(void) {
 /* ---------------------------------------------------------------------------------------------- */
 
 static void kt_usage(FILE *f) {
+    size_t i;
     fprintf(f, "usage: kcache-top [-b] [-n N] [-d SECONDS] [-s hits|misses|size|last] [-U UNIT] [-a] [DIR]\n"
                "  DIR        the store (default: KCACHE_DIR, else $XDG_CACHE_HOME/kcache, else ~/.cache/kcache)\n"
                "  -b         batch: plain-text snapshots on stdout\n"
@@ -1629,7 +1636,13 @@ static void kt_usage(FILE *f) {
                "  -d SECS    refresh interval (default 2)\n"
                "  -s KEY     sort the units by hits, misses, size or last (use)\n"
                "  -U UNIT    batch: the unit's detail instead of the snapshot\n"
-               "  -a         ASCII only (no UTF-8 sparklines)\n");
+               "  -a         ASCII only (no UTF-8 sparklines)\n"
+               "  -h, --help this text\n"
+               "keys (interactive):\n");
+    for (i = 0; i < sizeof kt_keys / sizeof kt_keys[0]; i++) fprintf(f, "%s\n", kt_keys[i]);
+    fprintf(f, "kcache-top only reads DIR: it never writes, locks or repairs anything there.\n"
+               "exit status: 0; 2 for a usage error, a directory that is missing or cannot be read, or an\n"
+               "  interactive run without a terminal\n");
 }
 
 int main(int argc, char **argv) {
