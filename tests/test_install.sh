@@ -26,3 +26,30 @@ if grep -q "^prefix=$prefix\$" "$pc/kcache.pc"; then echo "ok pc-prefix"; else e
 make -s -C "$root" uninstall DESTDIR="$dest" PREFIX="$prefix" >/dev/null 2>&1
 left=$(find "$dest" -type f | wc -l)
 if [ "$left" -eq 0 ]; then echo "ok uninstall-removes-all"; else echo "FAIL uninstall-removes-all: $left files left"; fi
+
+# scripts/deps.sh: `demo` asks for the demo's four packages only, the default for the whole
+# toolchain (a superset); as root it runs apt-get, otherwise it prints the sudo line and fails.
+# Faked dpkg-query (nothing installed), apt-get and id record what would happen.
+fake=$tmp/fakebin
+mkdir -p "$fake"
+printf '#!/bin/sh\nexit 1\n' >"$fake/dpkg-query"
+printf '#!/bin/sh\necho "$*" >>"%s/apt.log"\n' "$tmp" >"$fake/apt-get"
+printf '#!/bin/sh\necho "${FAKE_UID:-0}"\n' >"$fake/id"
+chmod +x "$fake"/*
+demo_out=$(PATH=$fake:$PATH bash "$root/scripts/deps.sh" demo 2>&1); demo_rc=$?
+demo_pkgs=$(grep '^install ' "$tmp/apt.log" 2>/dev/null | tr ' ' '\n' | grep -v '^-' | grep -v '^install$' | sort | tr '\n' ' ')
+if [ $demo_rc -eq 0 ] && [ "$demo_pkgs" = "build-essential ocl-icd-opencl-dev opencl-headers pocl-opencl-icd " ]; then
+    echo "ok deps-demo-installs-only-the-demo"
+else echo "FAIL deps-demo-installs-only-the-demo: status $demo_rc, packages '$demo_pkgs': $demo_out"; fi
+rm -f "$tmp/apt.log"
+PATH=$fake:$PATH bash "$root/scripts/deps.sh" >/dev/null 2>&1
+all_pkgs=$(grep '^install ' "$tmp/apt.log" 2>/dev/null | tr ' ' '\n' | grep -v '^-' | grep -v '^install$' | sort)
+missing_demo=$(for p in $demo_pkgs; do grep -qx "$p" <<<"$all_pkgs" || echo "$p"; done)
+if [ "$(wc -l <<<"$all_pkgs")" -gt 20 ] && [ -z "$missing_demo" ] && grep -qx valgrind <<<"$all_pkgs"; then
+    echo "ok deps-test-installs-the-toolchain"
+else echo "FAIL deps-test-installs-the-toolchain: $(wc -l <<<"$all_pkgs") packages, lacking: $missing_demo"; fi
+rm -f "$tmp/apt.log"
+user_out=$(FAKE_UID=1000 PATH=$fake:$PATH bash "$root/scripts/deps.sh" demo 2>&1); user_rc=$?
+if [ $user_rc -ne 0 ] && grep -q 'sudo apt-get install -y build-essential' <<<"$user_out" && [ ! -e "$tmp/apt.log" ]; then
+    echo "ok deps-not-root-prints-the-command"
+else echo "FAIL deps-not-root-prints-the-command: status $user_rc: $user_out"; fi
