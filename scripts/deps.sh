@@ -9,7 +9,8 @@ set -u
 demo_pkgs=(build-essential pocl-opencl-icd ocl-icd-opencl-dev opencl-headers)
 # compilers and sanitizer runtimes; xxh128sum (the hash reference) and its header (bench);
 # valgrind; tmux and ncurses (kcache-top); OpenCL on the CPU; numba (.nbi files for kcache-inspect);
-# cross compilers and qemu-user (aarch64, s390x), musl and 32-bit libraries (tests/compile_more.sh);
+# cross compilers with their C libraries (apt recommends them, and --no-install-recommends
+# skips recommends) and qemu-user (aarch64, s390x), musl and 32-bit libraries (tests/compile_more.sh);
 # mingw-w64 and wine (the Win32 layer; wine64 named so that apt does not pick wine32).
 # Not gcc-multilib: it conflicts with the cross compilers.
 pkgs=(
@@ -18,7 +19,7 @@ pkgs=(
   valgrind tmux libncurses-dev
   pocl-opencl-icd ocl-icd-opencl-dev opencl-headers clinfo
   python3 python3-numba python3-venv python3-pyopencl
-  qemu-user-static gcc-aarch64-linux-gnu gcc-s390x-linux-gnu
+  qemu-user-static gcc-aarch64-linux-gnu gcc-s390x-linux-gnu libc6-dev-arm64-cross libc6-dev-s390x-cross
   musl-tools libc6-dev-i386 lib32gcc-12-dev
   gcc-mingw-w64-x86-64 g++-mingw-w64-x86-64 wine wine64
 )
