@@ -157,10 +157,12 @@ $(B)/bench_hash: bench/bench_hash.c $(B)/ref_sse2.o $(B)/ref_avx2.o $(B)/ref_avx
 	$(CC) $(STD) $(BENCH_CFLAGS) $(WARN) -I. -o $@ $< $(B)/ref_sse2.o $(B)/ref_avx2.o $(B)/ref_avx512.o $(LDLIBS)
 $(B)/bench_opencl: bench/bench_opencl.c kcache.h | $(B)
 	$(CC) $(STD) $(BENCH_CFLAGS) $(WARN) -I. -o $@ $< $(CL_LIBS) -lm
+$(B)/bench_evict: bench/bench_evict.c bench/bench_util.h kcache.h | $(B)
+	$(CC) $(STD) $(BENCH_CFLAGS) $(WARN) -I. -o $@ $< $(LDLIBS) -lm
 $(B)/bench_%: bench/bench_%.c bench/bench_util.h kcache.h | $(B)
 	$(CC) $(STD) $(BENCH_CFLAGS) $(WARN) -I. -o $@ $< $(LDLIBS)
 
-BENCHES := bench_hash bench_cache bench_flight bench_index bench_opencl bench_pub
+BENCHES := bench_hash bench_cache bench_evict bench_flight bench_index bench_opencl bench_pub
 bench: check-deps $(addprefix $(B)/,$(BENCHES)) $(B)/kcache-top
 	@for b in $(BENCHES); do echo "== $$b"; $(B)/$$b || exit 1; done
 

@@ -739,6 +739,18 @@ static void purge_dependents(void) {
 #define EV_LIMIT ((uint64_t)64 << 10)
 #define EV_PAYLOAD 8000
 
+/* The first of a unit's overloads 0..3 whose entry is gone, or -1. */
+static int gone_of(const char *unit) {
+    kcache_key k;
+    int i, gone = -1;
+    for (i = 0; i < 4 && gone < 0; i++) {
+        key_id(&k, unit, (uint64_t)i);
+        if (!entry_exists(&k)) gone = i;
+        kcache_key_free(&k);
+    }
+    return gone;
+}
+
 static void reason_evicted(void) {
     kcache *kc;
     kcache_key k;
@@ -755,16 +767,10 @@ static void reason_evicted(void) {
     kc = kopen(EV_LIMIT, HYB, 0, &lb);
     for (i = 0; i < 4; i++) { key_id(&k, "ev.a", (uint64_t)i); KT_CHECK(kcache_put(kc, &k, payload, sizeof payload) == KCACHE_OK); kcache_key_free(&k); }
     for (i = 0; i < 4; i++) { key_id(&k, "ev.c", (uint64_t)i); KT_CHECK(kcache_put(kc, &k, payload, sizeof payload) == KCACHE_OK); kcache_key_free(&k); }
-    for (i = 0; i < 30; i++) { /* until ev.c's first overload is gone (the LRU order puts all of ev.a before it) */
-        kcache_key c0;
-        int gone;
+    for (i = 0; i < 60 && (gone_of("ev.a") < 0 || gone_of("ev.c") < 0); i++) { /* until both units lost an overload */
         key_id(&k, "ev.b", (uint64_t)i);
         KT_CHECK(kcache_put(kc, &k, payload, sizeof payload) == KCACHE_OK);
         kcache_key_free(&k);
-        key_id(&c0, "ev.c", 0);
-        gone = !entry_exists(&c0);
-        kcache_key_free(&c0);
-        if (gone) break;
     }
     key_id(&k, "ev.a", 99); /* ev.a's index notices its evicted overloads now; ev.c's never does */
     KT_CHECK(kcache_put(kc, &k, payload, sizeof payload) == KCACHE_OK);
@@ -792,7 +798,8 @@ static void reason_evicted(void) {
         key_id(&k, "ev.a", (uint64_t)i); evicted_a += !entry_exists(&k); kcache_key_free(&k);
         key_id(&k, "ev.c", (uint64_t)i); evicted_c += !entry_exists(&k); kcache_key_free(&k);
     }
-    KT_CHECK_MSG(evicted_a == 4 && evicted_c >= 1, "evicted: %d of ev.a, %d of ev.c (the least recently used go first)", evicted_a, evicted_c);
+    KT_CHECK_MSG(evicted_a >= 1 && evicted_c >= 1, "evicted: %d of ev.a, %d of ev.c (never used, all of them: the hand takes them as it comes)",
+                 evicted_a, evicted_c);
 
     CHILD_BEGIN
         kcache__ix ix;
@@ -802,7 +809,7 @@ static void reason_evicted(void) {
            or moved to the gone list as evicted (ev.a's, if the put after rewrote it) */
         for (i = 0; i < 2; i++) {
             KT_CHECK(ix_read(kc, i ? "ev.c" : "ev.a", &ix) == KCACHE_OK);
-            key_id(&k, i ? "ev.c" : "ev.a", 0);
+            key_id(&k, i ? "ev.c" : "ev.a", (uint64_t)(gone_of(i ? "ev.c" : "ev.a") < 0 ? 0 : gone_of(i ? "ev.c" : "ev.a")));
             KT_CHECK_MSG(ix_has(&ix, KCACHE__IX_LIVE, &k) || ix_reason(&ix, KCACHE__IX_GONE, &k) == KCACHE_REASON_EVICTED,
                          "%s's index forgot its evicted overload", i ? "ev.c" : "ev.a");
             kcache_key_free(&k);
@@ -990,9 +997,9 @@ static void stats_by_reason(void) {
     memset(payload, 'y', sizeof payload);
     dep_write(F, "v1", T0);
     kc = kopen(EV_LIMIT, HYB, 0, NULL);
-    key_id(&ev, "s.ev", 0); /* the least recently used: the fillers evict it */
+    key_id(&ev, "s.ev", 0); /* never used: fillers, never used either, evict it as the hand comes by */
     KT_CHECK(kcache_put(kc, &ev, payload, sizeof payload) == KCACHE_OK);
-    for (i = 0; i < 10; i++) {
+    for (i = 0; i < 100 && (i < 10 || entry_exists(&ev)); i++) {
         key_id(&filler, "s.filler", (uint64_t)i);
         KT_CHECK(kcache_put(kc, &filler, payload, sizeof payload) == KCACHE_OK);
         kcache_key_free(&filler);
