@@ -6,7 +6,8 @@ set -u
 # compilers and sanitizer runtimes; xxh128sum (the hash reference) and its header (bench);
 # valgrind; tmux and ncurses (kcache-top); OpenCL on the CPU; numba (.nbi files for kcache-inspect);
 # cross compilers and qemu-user (aarch64, s390x), musl and 32-bit libraries (tests/compile_more.sh);
-# mingw-w64 and wine (the Win32 layer; wine64 named so that apt does not pick wine32).
+# mingw-w64 and wine (the Win32 layer; wine64 named so that apt does not pick wine32); the remote
+# tier: redis-server (its tests start their own), hiredis, zstd and libcrypto (HMAC-SHA-256).
 # Not gcc-multilib: it conflicts with the cross compilers.
 pkgs=(
   build-essential clang libclang-rt-14-dev
@@ -17,6 +18,7 @@ pkgs=(
   qemu-user-static gcc-aarch64-linux-gnu gcc-s390x-linux-gnu
   musl-tools libc6-dev-i386 lib32gcc-12-dev
   gcc-mingw-w64-x86-64 g++-mingw-w64-x86-64 wine wine64
+  redis-server libhiredis-dev libzstd-dev libssl-dev
 )
 missing=()
 for p in "${pkgs[@]}"; do

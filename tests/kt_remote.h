@@ -142,7 +142,7 @@ typedef struct kt_redis {
     int port;            /* TCP on 127.0.0.1; 0: the unix socket only */
     char dir[300];       /* its own directory: config, log, socket */
     char sock[340];
-    char url[400];       /* what KCACHE_REMOTE names it by */
+    char url[420];       /* what KCACHE_REMOTE names it by */
     char extra[512];     /* config lines added at start */
 } kt_redis;
 
@@ -212,7 +212,7 @@ static int kt_redis_ready(kt_redis *r) {
     int i;
     for (i = 0; i < 200; i++) {
         redisReply *rep = kt_redis_cmd(r, "PING");
-        int ok = rep && rep->type == REDIS_REPLY_STATUS;
+        int ok = rep && (rep->type == REDIS_REPLY_STATUS || (rep->type == REDIS_REPLY_ERROR && strncmp(rep->str, "NOAUTH", 6) == 0));
         if (rep) freeReplyObject(rep);
         if (ok) return 1;
         if (waitpid(r->pid, NULL, WNOHANG) == r->pid) { kt_untrack(r->pid); r->pid = 0; return 0; }
@@ -226,8 +226,7 @@ static int kt_redis_ready(kt_redis *r) {
 KT_UNUSED static int kt_redis_start(kt_redis *r, const char *parent, int tcp, const char *extra) {
     int tries;
     memset(r, 0, sizeof *r);
-    snprintf(r->dir, sizeof r->dir, "%s/redis.XXXXXX", parent);
-    if (!mkdtemp(r->dir)) return 0;
+    if (snprintf(r->dir, sizeof r->dir, "%s/redis.XXXXXX", parent) >= (int)sizeof r->dir || !mkdtemp(r->dir)) return 0;
     snprintf(r->sock, sizeof r->sock, "%s/redis.sock", r->dir);
     snprintf(r->extra, sizeof r->extra, "%s", extra ? extra : "");
     for (tries = 0; tries < 5; tries++) { /* a port taken between the look and the bind: another one */
@@ -264,7 +263,8 @@ KT_UNUSED static void kt_redis_stop(kt_redis *r) {
 
 enum {
     KT_GARBAGE_TEXT,     /* a line that is not RESP */
-    KT_GARBAGE_CLOSE,    /* reads a little, then closes (a write into it gets EPIPE) */
+    KT_GARBAGE_CLOSE,    /* hangs up at once (FIN), drops the socket after its first read: the rest of a
+                            big write gets EPIPE, which is SIGPIPE for a writer that lets it through */
     KT_GARBAGE_SILENT,   /* accepts, reads, never answers */
     KT_GARBAGE_HUGE,     /* announces a 3 GB string, then sends zeros as fast as it can */
     KT_GARBAGE_DEEP,     /* nested arrays deeper than any reply */
@@ -278,13 +278,17 @@ static void kt_garbage_serve(int c, int mode) {
     char buf[65536];
     unsigned seed = (unsigned)getpid();
     signal(SIGPIPE, SIG_IGN);
+    if (mode == KT_GARBAGE_CLOSE) {
+        shutdown(c, SHUT_WR);
+        if (read(c, buf, sizeof buf) > 0) close(c); /* unread data: a reset, which the writer (in CLOSE_WAIT) takes as EPIPE */
+        return;
+    }
     for (;;) {
         ssize_t n = read(c, buf, sizeof buf);
         size_t i;
         if (n <= 0) break;
         switch (mode) {
         case KT_GARBAGE_TEXT: if (write(c, "HELLO THERE, THIS IS NOT REDIS\r\n", 32) < 0) return; break;
-        case KT_GARBAGE_CLOSE: close(c); return;
         case KT_GARBAGE_SILENT: break;
         case KT_GARBAGE_HUGE:
             if (write(c, "$3000000000\r\n", 13) < 0) return;
