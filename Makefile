@@ -120,7 +120,7 @@ test: check-deps
 	  opencl=$(B)/test_opencl asan/opencl=$(B)/asan/test_opencl \
 	  demo="tests/test_demo_opencl.sh $(B)/opencl_demo" \
 	  faults=$(FAULTS) \
-	  remote=$(B)/test_remote asan/remote=$(B)/asan/test_remote \
+	  remote="$(B)/test_remote $(B)/kcache-top" asan/remote="$(B)/asan/test_remote $(B)/kcache-top" \
 	  torture="bash scripts/torture.sh $(TORTURE_SHORT) $(B)/torture"
 
 # ---- other platforms: the suite under qemu-user (aarch64, s390x big-endian), and stores written on

@@ -32,10 +32,14 @@
  *   remote_build_fails        a failed build abandons the claim: the waiters build themselves
  *   compress_local            KCACHE_COMPRESS=1: version-2 entries, smaller, read back exact, a
  *                             damaged one rejected; incompressible payloads stay version 1
+ *   top_remote                kcache-top -b shows the remote tier of a live process (hits,
+ *                             lookups, errors, its breaker open) and a hit-remote event; the
+ *                             breaker is no longer open once the process closed its cache
  *
  * No check asserts a speed; the bounds are generous ("under a second" for what takes a
- * millisecond). Build: make build/test_remote build/asan/test_remote (KCACHE_REDIS, KCACHE_ZSTD,
- * KCACHE_HMAC_OPENSSL; -lhiredis -lzstd -lcrypto). */
+ * millisecond). Usage: test_remote [KCACHE_TOP] (default build/kcache-top). Build: make
+ * build/test_remote build/asan/test_remote (KCACHE_REDIS, KCACHE_ZSTD, KCACHE_HMAC_OPENSSL;
+ * -lhiredis -lzstd -lcrypto). */
 #define KCACHE_IMPLEMENTATION
 #define KCACHE_REDIS
 #define KCACHE_ZSTD
@@ -935,7 +939,91 @@ static void compress_local(void) {
     KT_CHECK(entry_file(s, 20, head) < 0); /* removed */
 }
 
-int main(void) {
+/* ---- kcache-top ---------------------------------------------------------------------------------- */
+
+static const char *g_top = "build/kcache-top";
+
+/* One batch snapshot of the store's view; the line starting with `what`, or "". */
+static void top_line(const char *store, const char *what, char *out, size_t cap, int *saw_event) {
+    char cmd[1200], line[2048];
+    FILE *f;
+    out[0] = 0;
+    snprintf(cmd, sizeof cmd, "%s -b -n 1 '%s/%s' 2>&1", g_top, g_root, store);
+    if (!(f = popen(cmd, "r"))) return;
+    while (fgets(line, sizeof line, f)) {
+        if (strncmp(line, what, strlen(what)) == 0 && !out[0]) snprintf(out, cap, "%s", line);
+        if (saw_event && strstr(line, "hit-remote")) *saw_event = 1;
+    }
+    pclose(f);
+}
+static long long top_value(const char *line, const char *key) {
+    char k[64];
+    const char *p;
+    snprintf(k, sizeof k, " %s=", key);
+    p = strstr(line, k);
+    return p ? atoll(p + strlen(k)) : -1;
+}
+
+static void top_remote(void) {
+    kt_redis K;
+    mconf mc;
+    int pfd[2], qfd[2], ev = 0;
+    char line[2048];
+    pid_t p;
+    if (access(g_top, X_OK) != 0) { KT_FAILF("%s is not an executable (make build/kcache-top)", g_top); return; }
+    if (!kt_redis_start(&K, g_root, 1, NULL)) { KT_FAILF("redis-server did not start"); return; }
+    memset(&mc, 0, sizeof mc);
+    mc.url = K.url;
+    mc.timeout_ms = 200;
+    mc.backoff_ms = 60000; /* open for the rest of the test */
+    job(0, fresh("top-w"), &mc, DO_PUT, 30, 4000);
+    if (pipe(pfd) != 0 || pipe(qfd) != 0) { KT_FAILF("pipe"); kt_redis_stop(&K); return; }
+    fflush(stdout);
+    p = fork();
+    if (p == 0) {
+        char dir[400], c = 0;
+        kcache_config cfg;
+        kcache *kc;
+        snprintf(dir, sizeof dir, "%s/top", g_root);
+        kcache_config_init(&cfg);
+        cfg.dir = dir;
+        cfg.publish = 1;
+        cfg.remote = mc.url;
+        cfg.remote_timeout_ms = mc.timeout_ms;
+        cfg.remote_backoff_ms = mc.backoff_ms;
+        if (kcache_open(&kc, &cfg) != KCACHE_OK) _exit(2);
+        act(kc, 1, DO_GET, 30, 4000); /* a remote hit */
+        act(kc, 1, DO_GET, 31, 10);   /* a remote miss */
+        if (write(pfd[1], "x", 1) != 1 || read(qfd[0], &c, 1) != 1) _exit(2);
+        act(kc, 1, DO_GET, 32, 10);   /* the server is gone: an error, the breaker opens */
+        if (write(pfd[1], "y", 1) != 1 || read(qfd[0], &c, 1) != 1) _exit(2);
+        kcache_close(kc);
+        _exit(0);
+    }
+    {
+        char c;
+        if (read(pfd[0], &c, 1) == 1) kt_redis_kill(&K);
+        if (write(qfd[1], "x", 1) != 1) KT_FAILF("pipe write");
+        if (read(pfd[0], &c, 1) == 1) {
+            top_line("top", "remote ", line, sizeof line, &ev);
+            KT_CHECK_MSG(top_value(line, "hits_remote") == 1 && top_value(line, "lookups") == 3 && top_value(line, "errors") == 1 &&
+                             top_value(line, "breakers_open") == 1 && top_value(line, "breaker_opens") == 1,
+                         "kcache-top's remote line: %s", line);
+            KT_CHECK_MSG(ev, "no hit-remote event in kcache-top's snapshot");
+            top_line("top", "totals ", line, sizeof line, NULL);
+            KT_CHECK_MSG(top_value(line, "hits") == 1, "totals: %s", line);
+        }
+        if (write(qfd[1], "y", 1) != 1) KT_FAILF("pipe write");
+        waitpid(p, NULL, 0);
+    }
+    top_line("top", "remote ", line, sizeof line, NULL);
+    KT_CHECK_MSG(top_value(line, "breakers_open") == 0 && top_value(line, "hits_remote") == 1, "after the process closed its cache: %s", line);
+    close(pfd[0]); close(pfd[1]); close(qfd[0]); close(qfd[1]);
+    kt_redis_stop(&K);
+}
+
+int main(int argc, char **argv) {
+    if (argc > 1) g_top = argv[1];
     signal(SIGPIPE, SIG_DFL); /* a write into a dead socket must not kill a machine: kcache sees to it */
     if (!kt_mktemp(g_root, sizeof g_root, "test-remote")) { printf("FAIL setup: mkdtemp\n"); return 1; }
     S = (shared *)mmap(NULL, sizeof *S, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
@@ -969,6 +1057,7 @@ int main(void) {
     KT_RUN(remote_claim_renewed);
     KT_RUN(remote_build_fails);
     KT_RUN(compress_local);
+    KT_RUN(top_remote);
     kt_redis_stop(&T);
     kt_redis_stop(&U);
     if (!kt_failures_total) kt_rm_tree(g_root);
