@@ -30,8 +30,9 @@
  *   remote_builder_killed     the cluster's builder SIGKILLed: its claim runs out, one other builds
  *   remote_claim_renewed      a build longer than the claim's lifetime keeps it (renewed): 1 build
  *   remote_build_fails        a failed build abandons the claim: the waiters build themselves
- *   compress_local            KCACHE_COMPRESS=1: version-2 entries, smaller, read back exact, a
- *                             damaged one rejected; incompressible payloads stay version 1
+ *   compress_local            KCACHE_COMPRESS=1: version-2 entries, smaller, read back exact (also by
+ *                             a reader that does not compress), sound to kcache-inspect, a damaged
+ *                             one rejected; incompressible payloads stay version 1
  *   top_remote                kcache-top -b shows the remote tier of a live process (hits,
  *                             lookups, errors, its breaker open) and a hit-remote event; the
  *                             breaker is no longer open once the process closed its cache
@@ -74,6 +75,7 @@ typedef struct shared {
 } shared;
 static shared *S;
 static char g_root[300];
+static const char *g_top = "build/kcache-top"; /* kcache-inspect is beside it */
 
 static kcache *open_machine(const char *store, const mconf *mc) {
     char dir[400];
@@ -933,6 +935,25 @@ static void compress_local(void) {
     size = entry_file(s, 21, head);
     KT_CHECK_MSG(size > 50000 && kcache__get_u16(head + 8) == KCACHE__ENTRY_VERSION, "an incompressible payload: %ld bytes, version %u", size,
                  kcache__get_u16(head + 8));
+    { /* kcache-inspect (beside kcache-top) reads such a store, and such an entry, as sound */
+        char cmd[1600], out[8192], hex[33];
+        const char *slash = strrchr(g_top, '/');
+        int round;
+        name_of(20, hex);
+        for (round = 0; round < 2; round++) {
+            FILE *f;
+            size_t n;
+            int rc;
+            if (round == 0) snprintf(cmd, sizeof cmd, "%.*skcache-inspect '%s/%s' 2>&1", slash ? (int)(slash - g_top + 1) : 0, g_top, g_root, s);
+            else snprintf(cmd, sizeof cmd, "%.*skcache-inspect '%s/%s/e/%.2s/%s.kce' 2>&1", slash ? (int)(slash - g_top + 1) : 0, g_top, g_root, s, hex, hex);
+            f = popen(cmd, "r");
+            n = f ? fread(out, 1, sizeof out - 1, f) : 0;
+            out[n] = 0;
+            rc = f ? pclose(f) : -1;
+            KT_CHECK_MSG(rc == 0 && strstr(out, round ? "verdict    sound" : "verdict    consistent"), "kcache-inspect on a compressed %s (%d): %.300s",
+                         round ? "entry" : "store", rc, out);
+        }
+    }
     damage_entry_tail(s, 20);
     job(4, s, &mc, DO_GET, 20, 100000);
     KT_CHECK(S->r[4].status == KCACHE_MISS && S->r[4].st.rejects == 1);
@@ -941,7 +962,6 @@ static void compress_local(void) {
 
 /* ---- kcache-top ---------------------------------------------------------------------------------- */
 
-static const char *g_top = "build/kcache-top";
 
 /* One batch snapshot of the store's view; the line starting with `what`, or "". */
 static void top_line(const char *store, const char *what, char *out, size_t cap, int *saw_event) {
