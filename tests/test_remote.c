@@ -5,6 +5,9 @@
  * stopped at the end, also when the test fails or is killed. Every "machine" is a process of its
  * own on a store of its own; they count into a shared page. Every fault is caused for real.
  *
+ *   remote_urls               URLs: the forms accepted and how they are shown (never a password),
+ *                             the ones refused with a reason; duplicate shards refused; 20000
+ *                             mutated URLs never crash the parser
  *   remote_tcp / remote_unix  a put on one machine is a remote hit on another (validated, written
  *                             into its store: the next process there hits the disk), explain says
  *                             "hit: remote (URL)", the value on the server is signed-off zstd
@@ -174,6 +177,73 @@ static const char *fresh(const char *what) { /* a store name nobody used yet */
     char *n = names[at++ % 8];
     snprintf(n, 64, "%s-%d", what, __atomic_add_fetch(&S->seq, 1, __ATOMIC_SEQ_CST));
     return n;
+}
+
+/* ---- URLs ---------------------------------------------------------------------------------------- */
+
+static void remote_urls(void) {
+    static const char *const good[][2] = {
+        {"redis://127.0.0.1", "redis://127.0.0.1:6379/0"},
+        {"redis://localhost:7000/2", "redis://localhost:7000/2"},
+        {"redis://:hunter2@cache-1.example.org:6380/3", "redis://cache-1.example.org:6380/3"},
+        {"redis://user:hunter2@h", "redis://h:6379/0"},
+        {"redis://[::1]:6380", "redis://[::1]:6380/0"},
+        {"redis://h/", "redis://h:6379/0"},
+        {"unix:///run/redis/redis.sock", "unix:///run/redis/redis.sock"},
+    };
+    static const char *const bad[] = {"", "redis://", "redis://:6379", "redis://h:0", "redis://h:65536", "redis://h:12x", "redis://h/abc",
+                                      "redis://h/1/2", "http://h", "unix://relative.sock", "redis://h\x01", "redis://[::1", "redis://pw@h",
+                                      "redis://h:99999999999999999999", "redis://h/99999999999", "unix:///tmp/x.sock?db=1", "redis://a b"};
+    char shown[400], why[400], url[512];
+    unsigned i, j;
+    uint64_t x = 12345;
+    for (i = 0; i < sizeof good / sizeof *good; i++) {
+        kcache__redis *rb = kcache__redis_parse(good[i][0], strlen(good[i][0]), shown, sizeof shown, why, sizeof why);
+        KT_CHECK_MSG(rb && strcmp(shown, good[i][1]) == 0, "%s: %s", good[i][0], rb ? shown : why);
+        KT_CHECK_MSG(!strstr(shown, "hunter2"), "a password shown: %s", shown);
+        kcache__redis_free(rb);
+    }
+    for (i = 0; i < sizeof bad / sizeof *bad; i++) {
+        kcache__redis *rb;
+        why[0] = 0;
+        rb = kcache__redis_parse(bad[i], strlen(bad[i]), shown, sizeof shown, why, sizeof why);
+        KT_CHECK_MSG(!rb && why[0], "\"%s\" was taken (%s)", bad[i], rb ? shown : "no reason given");
+        kcache__redis_free(rb);
+    }
+    { /* through kcache_open: a bad URL is no remote, said why; a shard twice is refused */
+        static const char *const lists[] = {"redis://a:1 redis://b:2 garbage", "redis://a:1 redis://a:1/0", "  \t "};
+        for (i = 0; i < 3; i++) {
+            kcache_config cfg;
+            kcache *kc;
+            kcache_stats st;
+            kcache_config_init(&cfg);
+            cfg.persistent = 0;
+            cfg.remote = lists[i];
+            KT_CHECK(kcache_open(&kc, &cfg) == KCACHE_OK);
+            KT_CHECK_MSG(kc->remote == NULL && (i == 2 || kc->remote_why[0]), "%s: remote %p, why \"%s\"", lists[i], (void *)kc->remote, kc->remote_why);
+            kcache_get_stats(kc, &st);
+            KT_CHECK(st.remote_open == 0);
+            kcache_close(kc);
+        }
+    }
+    for (i = 0; i < 20000; i++) { /* mutations of good URLs: taken or refused, never a crash */
+        const char *base = good[i % (sizeof good / sizeof *good)][0];
+        size_t n = strlen(base);
+        kcache__redis *rb;
+        memcpy(url, base, n + 1);
+        for (j = 0; j < 1 + i % 4; j++) {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            switch (x % 3) {
+            case 0: if (n) url[x % n] = (char)(x >> 8); break;                               /* a byte changed */
+            case 1: if (n) { n = (size_t)(x >> 16) % n; url[n] = 0; } break;                 /* cut */
+            default: if (n + 1 < sizeof url) { url[n] = "0123456789:/@[]%?.x"[(x >> 8) % 19]; url[++n] = 0; } /* grown */
+            }
+        }
+        rb = kcache__redis_parse(url, n, shown, sizeof shown, why, sizeof why);
+        kcache__redis_free(rb);
+    }
 }
 
 /* ---- round trips ---------------------------------------------------------------------------------- */
@@ -1058,6 +1128,7 @@ int main(int argc, char **argv) {
         printf("FAIL setup: redis-server did not start (scripts/deps.sh installs it)\n");
         return 1;
     }
+    KT_RUN(remote_urls);
     KT_RUN(remote_tcp);
     KT_RUN(remote_unix);
     KT_RUN(remote_db_auth);
