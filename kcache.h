@@ -6270,7 +6270,7 @@ static kcache_status kcache__remote_put(kcache__remote *r, const kcache_key *k, 
     v = kcache__remote_pack(r, k, data, size, &len, &st);
     if (!v) {
         if (st == KCACHE_ETOOBIG)
-            kcache__rev_note(ev, "put %s: %zu bytes stay local (over KCACHE_REMOTE_MAX_ENTRY = %llu)", k->unit, size,
+            kcache__rev_note(ev, "put %s: %llu bytes stay local (over KCACHE_REMOTE_MAX_ENTRY = %llu)", k->unit, (unsigned long long)size,
                              (unsigned long long)r->max_entry);
         return st;
     }
