@@ -6426,7 +6426,7 @@ typedef struct kcache__redis {
     int port;
     long db;
     uint32_t connect_ms, op_ms;
-    size_t max_reply;               /* a reply larger than any value this client accepts is garbage */
+    size_t max_reply;               /* a reply larger than this is garbage, not a value */
     kcache__mutex mutex;            /* guards the pool */
     redisContext *idle[KCACHE__REDIS_IDLE];
     unsigned nidle;
@@ -6927,7 +6927,9 @@ static void kcache__remote_open(kcache__remote **out, const kcache_config *cfg, 
             if (!(rb = kcache__redis_parse(p, (size_t)(e - p), shown, sizeof shown, why, cap))) goto bad;
             rb->op_ms = r->timeout_ms;
             rb->connect_ms = r->timeout_ms < KCACHE__REMOTE_CONNECT_MS ? r->timeout_ms : KCACHE__REMOTE_CONNECT_MS;
-            rb->max_reply = (size_t)(r->max_entry + r->max_entry / 128 + 65536);
+            /* a larger value (a client with a larger KCACHE_REMOTE_MAX_ENTRY) is read, then a miss;
+               a reply past this bound (a server streaming garbage) is a failure */
+            rb->max_reply = (size_t)((r->max_entry * 2 > ((uint64_t)64 << 20) ? r->max_entry * 2 : ((uint64_t)64 << 20)) + 65536);
             rb->pid = kcache__pid();
             if (!kcache__remote_add(r, shown, &kcache__redis_ops, rb, kcache__redis_free, why, cap)) { kcache__redis_free(rb); goto bad; }
             for (p = e; kcache__is_space(*p); p++) {

@@ -17,7 +17,8 @@
  *                             miss, a reject, and deleted there
  *   remote_signed             HMAC-SHA-256 (RFC 4231 vector); the same secret hits, another secret
  *                             and unsigned values are rejected; no secret reads signed values
- *   remote_ro_max_entry       mode ro never writes; entries over the limit stay local
+ *   remote_ro_max_entry       mode ro never writes; entries over the limit stay local; a larger
+ *                             value (another client's limit) is a miss, not a reject
  *   remote_shards             3 shards take a third of the keys each; a 4th moves about a quarter
  *   remote_killed             the server SIGKILLed: lookups at local speed after one failure, puts
  *                             go on locally, the process survives writes into the dead socket
@@ -386,6 +387,14 @@ static void remote_ro_max_entry(void) {
     name_of(11, name);
     job(4, fresh("me-b"), &small, DO_PUT_RANDOM, 11, 4096);
     KT_CHECK(S->r[4].ok && S->r[4].st.remote_puts == 1 && kt_redis_int(&T, "EXISTS kcache:1:%s", name) == 1);
+    /* a value larger than this client's limit (another client's is larger): a miss, nothing judged */
+    name_of(12, name);
+    job(5, fresh("me-c"), &mc, DO_PUT_RANDOM, 12, 65536);
+    job(6, fresh("me-d"), &small, DO_GET, 12, 65536);
+    KT_CHECK_MSG(S->r[6].status == KCACHE_MISS && S->r[6].st.remote_errors == 0 && S->r[6].st.remote_rejects == 0 &&
+                     S->r[6].st.remote_open == 0 && kt_redis_int(&T, "EXISTS kcache:1:%s", name) == 1,
+                 "a value over this client's KCACHE_REMOTE_MAX_ENTRY: %s, %llu errors, %llu rejects", kcache_strerror((kcache_status)S->r[6].status),
+                 (unsigned long long)S->r[6].st.remote_errors, (unsigned long long)S->r[6].st.remote_rejects);
 }
 
 /* ---- shards --------------------------------------------------------------------------------------- */
