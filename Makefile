@@ -47,6 +47,7 @@ $(B)/demo_cc: examples/demo_cc.c kcache.h | $(B)
 	$(CC) $(STD) $(CFLAGS) $(WARN) -I. -o $@ $< $(LDLIBS) -ldl
 $(B)/opencl_%: examples/opencl_%.c kcache.h | $(B)
 	$(CC) $(STD) $(CFLAGS) $(WARN) -I. -o $@ $< $(CL_LIBS)
+$(B)/opencl_demo: examples/opencl_demo_kernel.h
 
 # ---- tests ----
 $(B)/test_%: tests/test_%.c kcache.h tests/kt.h | $(B)
@@ -173,7 +174,7 @@ $(B)/bench_hash: bench/bench_hash.c $(B)/ref_sse2.o $(B)/ref_avx2.o $(B)/ref_avx
 	$(CC) $(STD) $(BENCH_CFLAGS) $(WARN) -I. -o $@ $< $(B)/ref_sse2.o $(B)/ref_avx2.o $(B)/ref_avx512.o $(LDLIBS)
 $(B)/bench_opencl: bench/bench_opencl.c kcache.h | $(B)
 	$(CC) $(STD) $(BENCH_CFLAGS) $(WARN) -I. -o $@ $< $(CL_LIBS) -lm
-$(B)/bench_remote: bench/bench_remote.c bench/bench_util.h tests/kt_remote.h kcache.h | $(B)
+$(B)/bench_remote: bench/bench_remote.c bench/bench_util.h tests/kt_remote.h examples/opencl_demo_kernel.h kcache.h | $(B)
 	$(CC) $(STD) $(BENCH_CFLAGS) $(WARN) -I. -o $@ $< -lOpenCL $(REMOTE_LIBS)
 $(B)/bench_%: bench/bench_%.c bench/bench_util.h kcache.h | $(B)
 	$(CC) $(STD) $(BENCH_CFLAGS) $(WARN) -I. -o $@ $< $(LDLIBS)

@@ -6590,6 +6590,22 @@ static kcache_status kcache__redis_error(const redisReply *r) {
     return KCACHE_EIO;
 }
 
+/* A command that readies a new connection (AUTH [user] password, SELECT db): it must say OK. */
+static kcache_status kcache__redis_setup(kcache__redis *rb, redisContext *c, const char *verb, const char *a, const char *b, int64_t deadline) {
+    const char *argv[3];
+    size_t lens[3];
+    redisReply *r;
+    kcache_status st;
+    int n = 0;
+    argv[n] = verb, lens[n++] = strlen(verb);
+    if (a) argv[n] = a, lens[n++] = strlen(a);
+    argv[n] = b, lens[n++] = strlen(b);
+    st = kcache__redis_cmd(rb, c, n, argv, lens, deadline, &r);
+    if (st == KCACHE_OK && r->type != REDIS_REPLY_STATUS) st = KCACHE_EIO;
+    if (r) freeReplyObject(r);
+    return st;
+}
+
 /* A new connection, ready for commands (connected, authenticated, database selected). */
 static kcache_status kcache__redis_connect(kcache__redis *rb, int64_t deadline, redisContext **out) {
     int64_t by = kcache__mono_ns() + (int64_t)rb->connect_ms * 1000000;
@@ -6603,29 +6619,11 @@ static kcache_status kcache__redis_connect(kcache__redis *rb, int64_t deadline, 
     if (by > deadline) by = deadline;
     st = kcache__redis_wait(c->fd, POLLOUT, by);
     if (st == KCACHE_OK && (getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &err, &elen) != 0 || err != 0)) st = KCACHE_EIO;
-    if (st == KCACHE_OK && rb->pass) {
-        const char *argv[3];
-        size_t lens[3];
-        redisReply *r;
-        int n = 0;
-        argv[n] = "AUTH", lens[n++] = 4;
-        if (rb->user) argv[n] = rb->user, lens[n++] = strlen(rb->user);
-        argv[n] = rb->pass, lens[n++] = strlen(rb->pass);
-        st = kcache__redis_cmd(rb, c, n, argv, lens, deadline, &r);
-        if (st == KCACHE_OK && r->type != REDIS_REPLY_STATUS) st = KCACHE_EIO;
-        if (r) freeReplyObject(r);
-    }
+    if (st == KCACHE_OK && rb->pass) st = kcache__redis_setup(rb, c, "AUTH", rb->user, rb->pass, deadline);
     if (st == KCACHE_OK && rb->db) {
         char db[24];
-        const char *argv[2];
-        size_t lens[2];
-        redisReply *r;
         snprintf(db, sizeof db, "%ld", rb->db);
-        argv[0] = "SELECT", lens[0] = 6;
-        argv[1] = db, lens[1] = strlen(db);
-        st = kcache__redis_cmd(rb, c, 2, argv, lens, deadline, &r);
-        if (st == KCACHE_OK && r->type != REDIS_REPLY_STATUS) st = KCACHE_EIO;
-        if (r) freeReplyObject(r);
+        st = kcache__redis_setup(rb, c, "SELECT", NULL, db, deadline);
     }
     if (st != KCACHE_OK) { redisFree(c); return st; }
     *out = c;
@@ -6680,17 +6678,22 @@ static kcache_status kcache__redis_run(kcache__redis *rb, int argc, const char *
 static size_t kcache__redis_key(char *out, const char *name, const char *suffix) {
     return (size_t)snprintf(out, 64, "%s%.32s%s", KCACHE__REDIS_PREFIX, name, suffix);
 }
+/* VERB kcache:1:<name><suffix> [value] on a pooled connection. */
+static kcache_status kcache__redis_on_key(kcache__redis *rb, const char *verb, const char *name, const char *suffix, const void *value,
+                                          size_t value_len, redisReply **out) {
+    char key[64];
+    const char *argv[3];
+    size_t lens[3];
+    argv[0] = verb, lens[0] = strlen(verb);
+    argv[1] = key, lens[1] = kcache__redis_key(key, name, suffix);
+    argv[2] = (const char *)value, lens[2] = value_len;
+    return kcache__redis_run(rb, value ? 3 : 2, argv, lens, out);
+}
 
 static kcache_status kcache__redis_get(void *user, const char *name, const void **data, size_t *size, void **hold) {
-    kcache__redis *rb = (kcache__redis *)user;
-    char key[64];
-    const char *argv[2];
-    size_t lens[2];
     redisReply *r;
-    kcache_status st;
-    argv[0] = "GET", lens[0] = 3;
-    argv[1] = key, lens[1] = kcache__redis_key(key, name, "");
-    if ((st = kcache__redis_run(rb, 2, argv, lens, &r)) != KCACHE_OK) return st;
+    kcache_status st = kcache__redis_on_key((kcache__redis *)user, "GET", name, "", NULL, 0, &r);
+    if (st != KCACHE_OK) return st;
     if (r->type == REDIS_REPLY_STRING) {
         *data = r->str;
         *size = r->len;
@@ -6706,30 +6709,17 @@ static void kcache__redis_release(void *user, void *hold) {
     if (hold) freeReplyObject(hold);
 }
 static kcache_status kcache__redis_put(void *user, const char *name, const void *data, size_t size) {
-    kcache__redis *rb = (kcache__redis *)user;
-    char key[64];
-    const char *argv[3];
-    size_t lens[3];
     redisReply *r;
-    kcache_status st;
-    argv[0] = "SET", lens[0] = 3;
-    argv[1] = key, lens[1] = kcache__redis_key(key, name, "");
-    argv[2] = (const char *)data, lens[2] = size;
-    if ((st = kcache__redis_run(rb, 3, argv, lens, &r)) != KCACHE_OK) return st;
+    kcache_status st = kcache__redis_on_key((kcache__redis *)user, "SET", name, "", data ? data : "", size, &r);
+    if (st != KCACHE_OK) return st;
     st = r->type == REDIS_REPLY_STATUS ? KCACHE_OK : kcache__redis_error(r);
     freeReplyObject(r);
     return st;
 }
 static kcache_status kcache__redis_remove(void *user, const char *name) {
-    kcache__redis *rb = (kcache__redis *)user;
-    char key[64];
-    const char *argv[2];
-    size_t lens[2];
     redisReply *r;
-    kcache_status st;
-    argv[0] = "DEL", lens[0] = 3;
-    argv[1] = key, lens[1] = kcache__redis_key(key, name, "");
-    if ((st = kcache__redis_run(rb, 2, argv, lens, &r)) != KCACHE_OK) return st;
+    kcache_status st = kcache__redis_on_key((kcache__redis *)user, "DEL", name, "", NULL, 0, &r);
+    if (st != KCACHE_OK) return st;
     st = r->type == REDIS_REPLY_INTEGER ? (r->integer > 0 ? KCACHE_OK : KCACHE_MISS) : kcache__redis_error(r);
     freeReplyObject(r);
     return st;
@@ -6747,7 +6737,7 @@ static const char kcache__redis_release_lua[] =
    dead builder's claim is noticed when it runs out. */
 static kcache_status kcache__redis_wait_claim(kcache__redis *rb, const char *name, uint32_t ms) {
     int64_t start = kcache__mono_ns(), until = start + (int64_t)ms * 1000000, by = start + (int64_t)rb->op_ms * 1000000;
-    char chan[64], key[64];
+    char chan[64];
     const char *argv[2];
     size_t lens[2];
     redisContext *sub;
@@ -6761,9 +6751,7 @@ static kcache_status kcache__redis_wait_claim(kcache__redis *rb, const char *nam
     if (st == KCACHE_OK && r->type != REDIS_REPLY_ARRAY) st = kcache__redis_error(r);
     if (r) freeReplyObject(r);
     if (st == KCACHE_OK) {
-        argv[0] = "PTTL", lens[0] = 4;
-        argv[1] = key, lens[1] = kcache__redis_key(key, name, ":claim");
-        st = kcache__redis_run(rb, 2, argv, lens, &r);
+        st = kcache__redis_on_key(rb, "PTTL", name, ":claim", NULL, 0, &r);
         if (st == KCACHE_OK) {
             long long left = r->type == REDIS_REPLY_INTEGER ? r->integer : -3;
             if (r->type != REDIS_REPLY_INTEGER) st = kcache__redis_error(r);
@@ -8720,6 +8708,15 @@ static uint64_t kcache__claim_offset(kcache_hash128 d) {
     return (uint64_t)(((uint64_t)1 << 40) + (d.lo & (((uint64_t)1 << 30) - 1)));
 }
 
+/* Counts a caller that waits for another's build (returns 1, for the caller's "waited"). */
+static int kcache__count_wait(kcache *kc) {
+    kcache__mutex_lock(&kc->lock);
+    kc->stats.build_waits++;
+    kcache__pub_add(&kc->pub, KCACHE__PUB_BUILD_WAITS, 1);
+    kcache__mutex_unlock(&kc->lock);
+    return 1;
+}
+
 /* Takes the cross-process build claim for a key, waiting at most build_wait_ms. The claim is an
    advisory lock, so a builder that dies releases it at once. Waiting sleeps (1 ms doubling to
    50 ms between tries): no CPU to speak of, no storm on the lock. Returns 1 when claimed. */
@@ -8736,13 +8733,7 @@ static int kcache__claim(kcache *kc, kcache_hash128 d) {
         if ((errno != EAGAIN && errno != EACCES && errno != EINTR) || kcache__mono_ns() > deadline) return 0;
         /* the builder's put shows in the use table at once: no need to queue on its claim */
         if (kcache__slot_find_in(kcache__tab(kc->store), d)) return 2;
-        if (!waited) {
-            waited = 1;
-            kcache__mutex_lock(&kc->lock);
-            kc->stats.build_waits++;
-            kcache__pub_add(&kc->pub, KCACHE__PUB_BUILD_WAITS, 1);
-            kcache__mutex_unlock(&kc->lock);
-        }
+        if (!waited) waited = kcache__count_wait(kc);
         kcache__sleep_ms(pause);
         if (pause < 50) pause = pause * 2 > 50 ? 50 : pause * 2;
     }
@@ -8788,11 +8779,7 @@ static kcache_status kcache__cluster_claim(kcache *kc, const kcache_key *k, kcac
         int64_t left = (deadline - kcache__mono_ns()) / 1000000;
         if (left <= 0) break; /* waited long enough: build here */
         if (!waited) {
-            waited = 1;
-            kcache__mutex_lock(&kc->lock);
-            kc->stats.build_waits++;
-            kcache__pub_add(&kc->pub, KCACHE__PUB_BUILD_WAITS, 1);
-            kcache__mutex_unlock(&kc->lock);
+            waited = kcache__count_wait(kc);
             KCACHE__DEBUG(kc, "wait %s: another machine builds it (%s)", k->unit, cl->s->url);
         }
         st = kcache__rclaim_call(cl, KCACHE_CLAIM_WAIT, left < (int64_t)kc->remote->claim_ms ? (uint32_t)left : kc->remote->claim_ms, &ev);

@@ -24,25 +24,13 @@
 #include "kcache.h"
 #include "bench_util.h"
 #include "tests/kt_remote.h"
+#include "examples/opencl_demo_kernel.h"
 
 #define CL_TARGET_OPENCL_VERSION 120
 #include <CL/cl.h>
 #include <sys/mman.h>
 
-static const char *demo_source = /* examples/opencl_demo.c's kernel */
-    "/* escape-time count of one pixel of the Mandelbrot set */\n"
-    "kernel void mandel(global int *out, int w, int h) {\n"
-    "    int x = get_global_id(0), y = get_global_id(1);\n"
-    "    float cr = -2.0f + 2.5f * x / w, ci = -1.25f + 2.5f * y / h, zr = 0.0f, zi = 0.0f;\n"
-    "    int i = 0;\n"
-    "    while (i < 256 && zr * zr + zi * zi < 4.0f) {\n"
-    "        float t = zr * zr - zi * zi + cr;\n"
-    "        zi = 2.0f * zr * zi + ci;\n"
-    "        zr = t;\n"
-    "        i++;\n"
-    "    }\n"
-    "    out[y * w + x] = i;\n"
-    "}\n";
+static const char *demo_source = OPENCL_DEMO_SOURCE;
 
 #define BIN_MAX (8u << 20)
 typedef struct shared {
@@ -73,7 +61,7 @@ static int cold_compile(void) {
     if (err != CL_SUCCESS) return 0;
     prog = clCreateProgramWithSource(ctx, 1, &demo_source, NULL, &err);
     t = now_s();
-    if (err != CL_SUCCESS || clBuildProgram(prog, 1, &dev, "-cl-mad-enable", NULL, NULL) != CL_SUCCESS) return 0;
+    if (err != CL_SUCCESS || clBuildProgram(prog, 1, &dev, OPENCL_DEMO_OPTIONS, NULL, NULL) != CL_SUCCESS) return 0;
     S->compile_s = now_s() - t;
     if (clGetProgramInfo(prog, CL_PROGRAM_BINARY_SIZES, sizeof len, &len, NULL) != CL_SUCCESS || len == 0 || len > BIN_MAX) return 0;
     bin = S->bin;
@@ -88,13 +76,10 @@ static kcache *open_cache(const char *store, const char *remote, int persistent,
     char dir[400];
     kcache_config cfg;
     kcache *kc = NULL;
-    snprintf(dir, sizeof dir, "%s/%s", g_root, store);
-    kcache_config_init(&cfg);
-    cfg.dir = dir;
+    kt_config(&cfg, dir, sizeof dir, g_root, store);
     cfg.persistent = persistent;
     cfg.mem_entries = mem_entries;
     cfg.max_size = 0;
-    cfg.publish = 0;
     cfg.remote = remote;
     cfg.remote_timeout_ms = 200;
     cfg.remote_backoff_ms = 60000;
@@ -108,7 +93,7 @@ static void key_of(kcache_key *k, unsigned id) {
     snprintf(unit, sizeof unit, "demo%u", id); /* a unit each, as distinct kernels are */
     kcache_key_init(k, unit);
     kcache_key_str(k, "source", demo_source);
-    kcache_key_str(k, "options", "-cl-mad-enable");
+    kcache_key_str(k, "options", OPENCL_DEMO_OPTIONS);
     kcache_key_u64(k, "copy", id); /* many keys, one payload: every fetch a first one */
 }
 /* A store in use has its shard directories: made here by puts of other keys (small payloads), so

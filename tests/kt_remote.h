@@ -63,6 +63,15 @@ KT_UNUSED static int kt_mktemp(char *out, size_t cap, const char *what) {
     return mkdtemp(out) != NULL;
 }
 
+/* kcache_config_init's defaults for a store of its own, root/name (dir: the caller's buffer),
+   that publishes nothing for kcache-top. */
+KT_UNUSED static void kt_config(kcache_config *cfg, char *dir, size_t cap, const char *root, const char *name) {
+    snprintf(dir, cap, "%s/%s", root, name);
+    kcache_config_init(cfg);
+    cfg->dir = dir;
+    cfg->publish = 0;
+}
+
 /* ---- payloads: byte i of key id's payload is a function of both, so a wrong one shows ---- */
 
 KT_UNUSED static void kt_payload(unsigned char *p, size_t n, unsigned id) {

@@ -223,10 +223,7 @@ static kcache *machine(const char *name, mem_backend *b, const kcache_remote_ops
     char dir[400];
     kcache_config cfg;
     kcache *kc = NULL;
-    snprintf(dir, sizeof dir, "%s/%s", g_root, name);
-    kcache_config_init(&cfg);
-    cfg.dir = dir;
-    cfg.publish = 0;
+    kt_config(&cfg, dir, sizeof dir, g_root, name);
     cfg.remote = "mem://test";
     cfg.remote_ops = ops;
     cfg.remote_user = b;
@@ -293,10 +290,7 @@ static void backend_roundtrip(void) {
     {
         char dir[400];
         kcache_config cfg;
-        snprintf(dir, sizeof dir, "%s/rt-b", g_root);
-        kcache_config_init(&cfg);
-        cfg.dir = dir;
-        cfg.publish = 0;
+        kt_config(&cfg, dir, sizeof dir, g_root, "rt-b");
         KT_CHECK(kcache_open(&c, &cfg) == KCACHE_OK);
         KT_CHECK(get_ok(c, 1, 40000));
         kcache_get_stats(c, &st);

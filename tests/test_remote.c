@@ -85,10 +85,7 @@ static kcache *open_machine(const char *store, const mconf *mc) {
     char dir[400];
     kcache_config cfg;
     kcache *kc = NULL;
-    snprintf(dir, sizeof dir, "%s/%s", g_root, store);
-    kcache_config_init(&cfg);
-    cfg.dir = dir;
-    cfg.publish = 0;
+    kt_config(&cfg, dir, sizeof dir, g_root, store);
     cfg.remote = mc->url;
     cfg.remote_secret = mc->secret;
     cfg.remote_mode = mc->ro ? KCACHE_REMOTE_RO : KCACHE_REMOTE_RW;
@@ -163,6 +160,38 @@ static void job(int slot, const char *store, const mconf *mc, int what, unsigned
     }
     if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
         KT_FAILF("machine %s (%d) %s %d", store, (int)p, WIFSIGNALED(st) ? "died of signal" : "exited with", WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));
+}
+
+/* A machine stepped by the parent: it runs in a child up to a point, waits there while the parent
+   changes the world (kills or stops the server, runs kcache-top), then goes on. */
+typedef struct stepper { int up[2], down[2]; pid_t pid; } stepper;
+/* 1 in the child, 0 in the parent, -1 on failure (said). */
+static int step_fork(stepper *s) {
+    if (pipe(s->up) != 0 || pipe(s->down) != 0) { KT_FAILF("pipe"); return -1; }
+    fflush(stdout);
+    if ((s->pid = fork()) < 0) { KT_FAILF("fork"); return -1; }
+    close(s->pid == 0 ? s->up[0] : s->up[1]); /* a child that dies ends the parent's read */
+    close(s->pid == 0 ? s->down[1] : s->down[0]);
+    return s->pid == 0;
+}
+static void step_here(stepper *s) { /* child */
+    char c = 0;
+    if (write(s->up[1], "x", 1) != 1 || read(s->down[0], &c, 1) != 1) _exit(2);
+}
+static int step_reached(stepper *s) { /* parent: 1 when the child waits at its next step */
+    char c;
+    return read(s->up[0], &c, 1) == 1;
+}
+static void step_go(stepper *s) { /* parent */
+    if (write(s->down[1], "x", 1) != 1) KT_FAILF("the machine is gone");
+}
+static int step_end(stepper *s) { /* parent: the child's wait status */
+    int st = 0;
+    close(s->down[1]);
+    while (waitpid(s->pid, &st, 0) < 0 && errno == EINTR) {
+    }
+    close(s->up[0]);
+    return st;
 }
 
 static void name_of(unsigned id, char out[33]) {
@@ -474,6 +503,18 @@ static void remote_shards(void) {
 
 /* ---- faults --------------------------------------------------------------------------------------- */
 
+/* A server of the case's own (TCP), the machines' settings for it, and key id put by a first
+   machine (0: none). 0 when the server did not start (said). */
+static int fault_setup(kt_redis *srv, mconf *mc, const char *extra, uint32_t timeout_ms, uint32_t backoff_ms, unsigned id) {
+    if (!kt_redis_start(srv, g_root, 1, extra)) { KT_FAILF("redis-server did not start"); return 0; }
+    memset(mc, 0, sizeof *mc);
+    mc->url = srv->url;
+    mc->timeout_ms = timeout_ms;
+    mc->backoff_ms = backoff_ms;
+    if (id) job(0, fresh("writer"), mc, DO_PUT, id, 1000);
+    return 1;
+}
+
 /* A machine that does `rounds` lookups of keys nobody has and `puts` puts, timing the first call
    and the rest: what a dead or hung remote costs it. */
 static void lookups(kcache *kc, int slot, int rounds, int puts, double *first, double *rest) {
@@ -494,24 +535,16 @@ static void lookups(kcache *kc, int slot, int rounds, int puts, double *first, d
 static void remote_killed(void) {
     kt_redis K;
     mconf mc;
-    int pfd[2], qfd[2];
-    pid_t p;
-    if (!kt_redis_start(&K, g_root, 1, NULL)) { KT_FAILF("redis-server did not start"); return; }
-    memset(&mc, 0, sizeof mc);
-    mc.url = K.url;
-    mc.timeout_ms = 200;
-    mc.backoff_ms = 5000;
-    job(0, fresh("kl-a"), &mc, DO_PUT, 12, 1000);
-    if (pipe(pfd) != 0 || pipe(qfd) != 0) { KT_FAILF("pipe"); kt_redis_stop(&K); return; }
-    fflush(stdout);
-    p = fork();
-    if (p == 0) { /* a machine already talking to the server (a pooled connection) when it dies */
+    stepper m;
+    int st, child;
+    if (!fault_setup(&K, &mc, NULL, 200, 5000, 12)) return;
+    if ((child = step_fork(&m)) < 0) { kt_redis_stop(&K); return; }
+    if (child) { /* a machine already talking to the server (a pooled connection) when it dies */
         kcache *kc = open_machine(fresh("kl-b"), &mc);
-        char c = 0;
         double first, rest;
         act(kc, 1, DO_GET, 12, 1000);
         S->r[2].ok = S->r[1].ok && S->r[1].st.hits_remote == 1;
-        if (write(pfd[1], "x", 1) != 1 || read(qfd[0], &c, 1) != 1) _exit(2);
+        step_here(&m);
         lookups(kc, 3, 50, 10, &first, &rest);
         S->r[4].secs = first;
         S->r[5].secs = rest;
@@ -519,14 +552,10 @@ static void remote_killed(void) {
         kcache_close(kc);
         _exit(0);
     }
-    {
-        char c;
-        int st;
-        if (read(pfd[0], &c, 1) == 1) kt_redis_kill(&K);
-        if (write(qfd[1], "x", 1) != 1) KT_FAILF("pipe write");
-        waitpid(p, &st, 0);
-        KT_CHECK_MSG(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the machine died (status %d) when the server did", st);
-    }
+    if (step_reached(&m)) kt_redis_kill(&K);
+    step_go(&m);
+    st = step_end(&m);
+    KT_CHECK_MSG(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the machine died (status %d) when the server did", st);
     KT_CHECK_MSG(S->r[2].ok, "no remote hit before the kill");
     KT_CHECK_MSG(S->r[3].ok, "a put while the server is dead failed: %s", kcache_strerror((kcache_status)S->r[3].status));
     KT_CHECK(S->r[6].ok);
@@ -534,35 +563,26 @@ static void remote_killed(void) {
                  (unsigned long long)S->r[3].st.remote_errors, (unsigned long long)S->r[3].st.remote_skipped);
     KT_CHECK_MSG(S->r[4].secs < 1.0 && S->r[5].secs < 2.0, "first lookup %.3f s, then 49 lookups and 10 puts %.3f s", S->r[4].secs, S->r[5].secs);
     printf("# remote_killed: first lookup after the kill %.2f ms, then 49 lookups + 10 puts in %.2f ms\n", S->r[4].secs * 1e3, S->r[5].secs * 1e3);
-    close(pfd[0]); close(pfd[1]); close(qfd[0]); close(qfd[1]);
     kt_redis_stop(&K);
 }
 
 static void remote_sigstop(void) {
     kt_redis H;
     mconf mc;
-    int pfd[2], qfd[2];
-    pid_t p;
-    if (!kt_redis_start(&H, g_root, 1, NULL)) { KT_FAILF("redis-server did not start"); return; }
-    memset(&mc, 0, sizeof mc);
-    mc.url = H.url;
-    mc.timeout_ms = 200;
-    mc.backoff_ms = 400;
-    job(0, fresh("st-a"), &mc, DO_PUT, 13, 1000);
-    if (pipe(pfd) != 0 || pipe(qfd) != 0) { KT_FAILF("pipe"); kt_redis_stop(&H); return; }
-    fflush(stdout);
-    p = fork();
-    if (p == 0) {
+    stepper m;
+    int child;
+    if (!fault_setup(&H, &mc, NULL, 200, 400, 13)) return;
+    if ((child = step_fork(&m)) < 0) { kt_redis_stop(&H); return; }
+    if (child) {
         kcache *kc = open_machine(fresh("st-b"), &mc);
-        char c = 0;
         double first, rest, t;
         act(kc, 1, DO_GET, 99, 10); /* connected and pooled */
-        if (write(pfd[1], "x", 1) != 1 || read(qfd[0], &c, 1) != 1) _exit(2);
+        step_here(&m);
         lookups(kc, 2, 40, 5, &first, &rest);
         S->r[3].secs = first;
         S->r[4].secs = rest;
         act(kc, 5, DO_EXPLAIN, 13, 0); /* explain with the breaker open: the local reason, at once */
-        if (write(pfd[1], "y", 1) != 1 || read(qfd[0], &c, 1) != 1) _exit(2);
+        step_here(&m);
         for (t = kt_now(); kt_now() - t < 5.0; kt_sleep_ms(50)) { /* SIGCONT: back after the back-off */
             act(kc, 6, DO_GET, 13, 1000);
             if (S->r[6].ok) break;
@@ -570,14 +590,11 @@ static void remote_sigstop(void) {
         kcache_close(kc);
         _exit(0);
     }
-    {
-        char c;
-        if (read(pfd[0], &c, 1) == 1) kill(H.pid, SIGSTOP);
-        if (write(qfd[1], "x", 1) != 1) KT_FAILF("pipe write");
-        if (read(pfd[0], &c, 1) == 1) kill(H.pid, SIGCONT);
-        if (write(qfd[1], "y", 1) != 1) KT_FAILF("pipe write");
-        waitpid(p, NULL, 0);
-    }
+    if (step_reached(&m)) kill(H.pid, SIGSTOP);
+    step_go(&m);
+    if (step_reached(&m)) kill(H.pid, SIGCONT);
+    step_go(&m);
+    step_end(&m);
     KT_CHECK_MSG(S->r[2].st.remote_timeouts == 1, "%llu timeouts while stopped (want 1)", (unsigned long long)S->r[2].st.remote_timeouts);
     KT_CHECK_MSG(S->r[3].secs >= 0.15 && S->r[3].secs < 1.0, "the first lookup took %.3f s (timeout 0.2 s)", S->r[3].secs);
     KT_CHECK_MSG(S->r[4].secs < 0.5, "39 lookups and 5 puts with the breaker open took %.3f s", S->r[4].secs);
@@ -586,7 +603,7 @@ static void remote_sigstop(void) {
     KT_CHECK_MSG(S->r[6].ok && S->r[6].st.hits_remote == 1 && S->r[6].st.remote_open == 0, "after SIGCONT: hit %d, remote hits %llu, open %llu",
                  S->r[6].ok, (unsigned long long)S->r[6].st.hits_remote, (unsigned long long)S->r[6].st.remote_open);
     printf("# remote_sigstop: one timeout %.0f ms, then 39 lookups + 5 puts in %.2f ms\n", S->r[3].secs * 1e3, S->r[4].secs * 1e3);
-    close(pfd[0]); close(pfd[1]); close(qfd[0]); close(qfd[1]);
+    kill(H.pid, SIGCONT);
     kt_redis_stop(&H);
 }
 
@@ -595,12 +612,7 @@ static void remote_debug_sleep(void) {
     mconf mc;
     pid_t sleeper;
     double t;
-    if (!kt_redis_start(&D, g_root, 1, NULL)) { KT_FAILF("redis-server did not start"); return; }
-    memset(&mc, 0, sizeof mc);
-    mc.url = D.url;
-    mc.timeout_ms = 200;
-    mc.backoff_ms = 300;
-    job(0, fresh("ds-a"), &mc, DO_PUT, 14, 1000);
+    if (!fault_setup(&D, &mc, NULL, 200, 300, 14)) return;
     fflush(stdout);
     sleeper = fork();
     if (sleeper == 0) {
@@ -621,75 +633,47 @@ static void remote_debug_sleep(void) {
     kt_redis_stop(&D);
 }
 
-static void remote_full(void) {
-    kt_redis F;
-    mconf mc;
+/* In a new process on a new store: n puts of `size` random (incompressible) bytes from key first;
+   S->r[slot]: the last put's result, S->r[slot + 1].ok: every put returned KCACHE_OK. */
+static void put_many(int slot, const mconf *mc, unsigned first, int n, size_t size) {
+    const char *store = fresh("many");
     pid_t p;
-    long long keys;
-    if (!kt_redis_start(&F, g_root, 1, "maxmemory-policy noeviction")) { KT_FAILF("redis-server did not start"); return; }
-    { redisReply *r = kt_redis_cmd(&F, "CONFIG SET maxmemory 3mb"); if (r) freeReplyObject(r); }
-    memset(&mc, 0, sizeof mc);
-    mc.url = F.url;
-    mc.backoff_ms = 200;
     fflush(stdout);
     p = fork();
-    if (p == 0) { /* puts of 100 KiB that zstd cannot shrink until the server is full */
-        kcache *kc = open_machine(fresh("fu-a"), &mc);
+    if (p == 0) {
+        kcache *kc = open_machine(store, mc);
         int i, ok = 1;
-        for (i = 0; i < 60; i++) {
-            act(kc, 0, DO_PUT_RANDOM, 7000u + (unsigned)i, 100000);
-            ok &= S->r[0].ok;
+        for (i = 0; i < n; i++) {
+            act(kc, slot, DO_PUT_RANDOM, first + (unsigned)i, size);
+            ok &= S->r[slot].ok;
         }
-        S->r[1].ok = ok;
+        S->r[slot + 1].ok = ok;
         kcache_close(kc);
         _exit(0);
     }
     waitpid(p, NULL, 0);
+}
+
+static void remote_full(void) {
+    kt_redis F;
+    mconf mc;
+    long long keys;
+    if (!fault_setup(&F, &mc, "maxmemory-policy noeviction", 300, 200, 0)) return;
+    { redisReply *r = kt_redis_cmd(&F, "CONFIG SET maxmemory 3mb"); if (r) freeReplyObject(r); }
+    put_many(0, &mc, 7000, 60, 100000); /* 100 KiB that zstd cannot shrink, until the server is full */
     KT_CHECK_MSG(S->r[1].ok, "a put failed for the caller when the remote was full");
     KT_CHECK_MSG(S->r[0].st.remote_errors >= 1 && S->r[0].st.remote_skipped >= 1 && S->r[0].st.remote_open == 0,
                  "full server: errors %llu skipped %llu open %llu", (unsigned long long)S->r[0].st.remote_errors,
                  (unsigned long long)S->r[0].st.remote_skipped, (unsigned long long)S->r[0].st.remote_open);
     keys = kt_redis_int(&F, "DBSIZE");
     KT_CHECK_MSG(keys > 0 && keys < 60, "%lld keys on a 3 MB server after 60 puts of 100 KB", keys);
-    /* reads go on: the first key is there */
-    {
-        mconf rd = mc;
-        pid_t q;
-        fflush(stdout);
-        q = fork();
-        if (q == 0) {
-            kcache *kc = open_machine(fresh("fu-b"), &rd);
-            kcache_key k;
-            const void *d = NULL;
-            size_t n = 0;
-            kt_key(&k, "remote", 7000);
-            S->r[2].status = kcache_get(kc, &k, &d, &n);
-            if (d) kcache_release(kc, d);
-            kcache_get_stats(kc, &S->r[2].st);
-            kcache_key_free(&k);
-            kcache_close(kc);
-            _exit(0);
-        }
-        waitpid(q, NULL, 0);
-        KT_CHECK_MSG(S->r[2].status == KCACHE_OK && S->r[2].st.hits_remote == 1, "a read from the full server: %s",
-                     kcache_strerror((kcache_status)S->r[2].status));
-    }
+    /* reads go on: the first key is there (random bytes, not kt_payload's: only the status counts) */
+    job(2, fresh("fu-b"), &mc, DO_GET, 7000, 100000);
+    KT_CHECK_MSG(S->r[2].status == KCACHE_OK && S->r[2].st.hits_remote == 1, "a read from the full server: %s",
+                 kcache_strerror((kcache_status)S->r[2].status));
     /* allkeys-lru: the server evicts, the puts land */
     { redisReply *r = kt_redis_cmd(&F, "CONFIG SET maxmemory-policy allkeys-lru"); if (r) freeReplyObject(r); }
-    fflush(stdout);
-    p = fork();
-    if (p == 0) {
-        kcache *kc = open_machine(fresh("fu-c"), &mc);
-        int i, ok = 1;
-        for (i = 0; i < 60; i++) {
-            act(kc, 3, DO_PUT_RANDOM, 8000u + (unsigned)i, 100000);
-            ok &= S->r[3].ok;
-        }
-        S->r[4].ok = ok;
-        kcache_close(kc);
-        _exit(0);
-    }
-    waitpid(p, NULL, 0);
+    put_many(3, &mc, 8000, 60, 100000);
     KT_CHECK(S->r[4].ok);
     KT_CHECK_MSG(S->r[3].st.remote_errors == 0 && S->r[3].st.remote_puts == 60, "with allkeys-lru: %llu errors, %llu puts",
                  (unsigned long long)S->r[3].st.remote_errors, (unsigned long long)S->r[3].st.remote_puts);
@@ -707,11 +691,7 @@ static void remote_restart(void) {
     kt_redis R;
     mconf mc;
     pid_t p;
-    if (!kt_redis_start(&R, g_root, 1, NULL)) { KT_FAILF("redis-server did not start"); return; }
-    memset(&mc, 0, sizeof mc);
-    mc.url = R.url;
-    mc.timeout_ms = 200;
-    mc.backoff_ms = 100;
+    if (!fault_setup(&R, &mc, NULL, 200, 100, 0)) return;
     S->building = 1; /* the machine runs while this is set */
     fflush(stdout);
     p = fork();
@@ -1066,44 +1046,34 @@ static long long top_value(const char *line, const char *key) {
 static void top_remote(void) {
     kt_redis K;
     mconf mc;
-    int pfd[2], qfd[2], ev = 0;
+    stepper m;
+    int ev = 0, child;
     char line[2048];
-    pid_t p;
     if (access(g_top, X_OK) != 0) { KT_FAILF("%s is not an executable (make build/kcache-top)", g_top); return; }
-    if (!kt_redis_start(&K, g_root, 1, NULL)) { KT_FAILF("redis-server did not start"); return; }
-    memset(&mc, 0, sizeof mc);
-    mc.url = K.url;
-    mc.timeout_ms = 200;
-    mc.backoff_ms = 60000; /* open for the rest of the test */
-    job(0, fresh("top-w"), &mc, DO_PUT, 30, 4000);
-    if (pipe(pfd) != 0 || pipe(qfd) != 0) { KT_FAILF("pipe"); kt_redis_stop(&K); return; }
-    fflush(stdout);
-    p = fork();
-    if (p == 0) {
-        char dir[400], c = 0;
+    if (!fault_setup(&K, &mc, NULL, 200, 60000, 30)) return; /* a breaker that opens stays open for the rest */
+    if ((child = step_fork(&m)) < 0) { kt_redis_stop(&K); return; }
+    if (child) {
+        char dir[400];
         kcache_config cfg;
         kcache *kc;
-        snprintf(dir, sizeof dir, "%s/top", g_root);
-        kcache_config_init(&cfg);
-        cfg.dir = dir;
+        kt_config(&cfg, dir, sizeof dir, g_root, "top");
         cfg.publish = 1;
         cfg.remote = mc.url;
         cfg.remote_timeout_ms = mc.timeout_ms;
         cfg.remote_backoff_ms = mc.backoff_ms;
         if (kcache_open(&kc, &cfg) != KCACHE_OK) _exit(2);
-        act(kc, 1, DO_GET, 30, 4000); /* a remote hit */
+        act(kc, 1, DO_GET, 30, 1000); /* a remote hit */
         act(kc, 1, DO_GET, 31, 10);   /* a remote miss */
-        if (write(pfd[1], "x", 1) != 1 || read(qfd[0], &c, 1) != 1) _exit(2);
+        step_here(&m);
         act(kc, 1, DO_GET, 32, 10);   /* the server is gone: an error, the breaker opens */
-        if (write(pfd[1], "y", 1) != 1 || read(qfd[0], &c, 1) != 1) _exit(2);
+        step_here(&m);
         kcache_close(kc);
         _exit(0);
     }
     {
-        char c;
-        if (read(pfd[0], &c, 1) == 1) kt_redis_kill(&K);
-        if (write(qfd[1], "x", 1) != 1) KT_FAILF("pipe write");
-        if (read(pfd[0], &c, 1) == 1) {
+        if (step_reached(&m)) kt_redis_kill(&K);
+        step_go(&m);
+        if (step_reached(&m)) {
             top_line("top", "remote ", line, sizeof line, &ev);
             KT_CHECK_MSG(top_value(line, "hits_remote") == 1 && top_value(line, "lookups") == 3 && top_value(line, "errors") == 1 &&
                              top_value(line, "breakers_open") == 1 && top_value(line, "breaker_opens") == 1,
@@ -1112,12 +1082,11 @@ static void top_remote(void) {
             top_line("top", "totals ", line, sizeof line, NULL);
             KT_CHECK_MSG(top_value(line, "hits") == 1, "totals: %s", line);
         }
-        if (write(qfd[1], "y", 1) != 1) KT_FAILF("pipe write");
-        waitpid(p, NULL, 0);
+        step_go(&m);
+        step_end(&m);
     }
     top_line("top", "remote ", line, sizeof line, NULL);
     KT_CHECK_MSG(top_value(line, "breakers_open") == 0 && top_value(line, "hits_remote") == 1, "after the process closed its cache: %s", line);
-    close(pfd[0]); close(pfd[1]); close(qfd[0]); close(qfd[1]);
     kt_redis_stop(&K);
 }
 
