@@ -6545,9 +6545,8 @@ static int kcache__redis_write(redisContext *c, int *done) {
     had = sigpending(&pend) == 0 && sigismember(&pend, SIGPIPE);
     rc = redisBufferWrite(c, done);
     if (!had && sigpending(&pend) == 0 && sigismember(&pend, SIGPIPE)) {
-        struct timespec zero = {0, 0};
-        while (sigtimedwait(&pipe_set, NULL, &zero) < 0 && errno == EINTR) {
-        }
+        int sig; /* pending, so sigwait takes it at once (and it is POSIX everywhere, unlike sigtimedwait) */
+        sigwait(&pipe_set, &sig);
     }
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     return rc;
