@@ -6168,6 +6168,17 @@ static int kcache__remote_failed(kcache_status st) {
     return st != KCACHE_OK && st != KCACHE_MISS && st != KCACHE_EEXIST && st != KCACHE_ENOSPC && st != KCACHE_EROFS;
 }
 
+/* A failed call's status in the words of the remote (kcache_strerror speaks of the store). */
+static const char *kcache__remote_what(kcache_status st) {
+    switch (st) {
+    case KCACHE_ETIMEOUT: return "timed out";
+    case KCACHE_EIO: return "refused, dropped, or not answered in Redis's protocol";
+    case KCACHE_ENOSPC: return "full";
+    case KCACHE_EROFS: return "read-only";
+    default: return kcache_strerror(st);
+    }
+}
+
 /* After a call that kcache__remote_allow let through: its time, its errors, the breaker. */
 static void kcache__remote_done(kcache__remote *r, kcache__shard *s, kcache_status st, int64_t t0, const char *what,
                                 kcache__remote_ev *ev) {
@@ -6197,11 +6208,11 @@ static void kcache__remote_done(kcache__remote *r, kcache__shard *s, kcache_stat
     }
     kcache__mutex_unlock(&r->mutex);
     if (failed)
-        kcache__rev_note(ev, "remote %s: %s failed (%s after %.1f ms); %s skipped for %u ms", s->url, what, kcache_strerror(st),
+        kcache__rev_note(ev, "remote %s: %s failed (%s, after %.1f ms); %s skipped for %u ms", s->url, what, kcache__remote_what(st),
                          (double)(now - t0) / 1e6, was_open ? "still down:" : "circuit breaker open:", (unsigned)backoff);
     else if (st == KCACHE_ENOSPC || st == KCACHE_EROFS)
-        kcache__rev_note(ev, "remote %s: %s refused (%s); puts skipped for %u ms", s->url, what,
-                         st == KCACHE_ENOSPC ? "full" : "read-only", (unsigned)r->backoff_ms);
+        kcache__rev_note(ev, "remote %s: %s refused (%s); puts skipped for %u ms", s->url, what, kcache__remote_what(st),
+                         (unsigned)r->backoff_ms);
     else if (was_open)
         kcache__rev_note(ev, "remote %s: back (circuit breaker closed)", s->url);
 }
