@@ -13,11 +13,14 @@ SAN     := -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-om
 
 # one test program per layer; each runs plain and under ASan+UBSan (and, through scripts/memcheck.sh,
 # under valgrind memcheck and ThreadSanitizer)
-CTESTS  := test_hash test_host test_key test_lru test_threads test_store test_flight test_index test_exchange test_hostile
+CTESTS  := test_hash test_host test_key test_lru test_threads test_store test_flight test_index test_exchange test_hostile test_backend
 TOOLS   := $(B)/kcache-inspect $(B)/kcache-top
 CURSES  := $(shell pkg-config --libs ncursesw 2>/dev/null || echo -lncursesw)
 EXAMPLES:= $(B)/demo_cc $(B)/opencl_saxpy $(B)/opencl_many $(B)/opencl_demo $(B)/kcache_load
 CL_LIBS := -lOpenCL $(LDLIBS)
+# the remote tier's optional parts: Redis (hiredis), zstd, HMAC-SHA-256 from libcrypto
+REMOTE_DEFS := -DKCACHE_REDIS -DKCACHE_ZSTD -DKCACHE_HMAC_OPENSSL
+REMOTE_LIBS := -lhiredis -lzstd -lcrypto $(LDLIBS)
 
 .PHONY: all tools examples test check-deps bench demo demo-deps demo-cc install uninstall clean fuzz fuzz-smoke \
         test-aarch64 test-s390x test-exchange torture test-windows test-valgrind test-tsan
@@ -44,12 +47,22 @@ $(B)/demo_cc: examples/demo_cc.c kcache.h | $(B)
 	$(CC) $(STD) $(CFLAGS) $(WARN) -I. -o $@ $< $(LDLIBS) -ldl
 $(B)/opencl_%: examples/opencl_%.c kcache.h | $(B)
 	$(CC) $(STD) $(CFLAGS) $(WARN) -I. -o $@ $< $(CL_LIBS)
+$(B)/opencl_demo: examples/opencl_demo_kernel.h
 
 # ---- tests ----
 $(B)/test_%: tests/test_%.c kcache.h tests/kt.h | $(B)
 	$(CC) $(STD) $(CFLAGS) $(WARN) -I. -o $@ $< $(LDLIBS)
 $(B)/asan/test_%: tests/test_%.c kcache.h tests/kt.h | $(B)/asan
 	$(CC) $(STD) $(SAN) $(WARN) -I. -o $@ $< $(LDLIBS)
+
+# the remote tier: through a backend table of the test's own (test_backend, a plain build), and
+# against real redis-server processes the test starts (test_remote)
+$(B)/test_backend $(B)/asan/test_backend: tests/kt_remote.h
+$(B)/test_remote: tests/test_remote.c kcache.h tests/kt.h tests/kt_remote.h | $(B)
+	$(CC) $(STD) $(CFLAGS) $(WARN) -I. -o $@ $< $(REMOTE_LIBS)
+$(B)/asan/test_remote: tests/test_remote.c kcache.h tests/kt.h tests/kt_remote.h | $(B)/asan
+	$(CC) $(STD) $(SAN) $(WARN) -I. -o $@ $< $(REMOTE_LIBS)
+REMOTE_TESTS := $(B)/test_remote $(B)/asan/test_remote
 
 # the OpenCL layer's tests (PoCL) link the ICD loader
 $(B)/test_opencl: tests/test_opencl.c kcache.h tests/kt.h | $(B)
@@ -72,7 +85,11 @@ $(B)/torture: tests/torture.c kcache.h | $(B)
 	$(CC) $(STD) $(CFLAGS) $(WARN) -I. -o $@ $< $(LDLIBS)
 $(B)/asan/torture: tests/torture.c kcache.h | $(B)/asan
 	$(CC) $(STD) $(SAN) $(WARN) -I. -o $@ $< $(LDLIBS)
-torture: $(B)/torture
+# its remote mode: processes on stores of their own sharing one redis-server (scripts/torture.sh
+# runs it after the filesystems when build/torture_remote is there)
+$(B)/torture_remote: tests/torture.c tests/kt_remote.h kcache.h | $(B)
+	$(CC) $(STD) $(CFLAGS) $(WARN) $(REMOTE_DEFS) -I. -o $@ $< $(REMOTE_LIBS)
+torture: $(B)/torture $(B)/torture_remote
 	@bash scripts/torture.sh $(TORTURE_TIME) $(B)/torture
 
 TEST_BINS := $(addprefix $(B)/,$(CTESTS)) $(addprefix $(B)/asan/,$(CTESTS))
@@ -82,7 +99,7 @@ check-deps:
 
 # Runs everything; the last line is "N passed, N failed".
 test: check-deps
-	@$(MAKE) --no-print-directory -j2 $(TEST_BINS) $(CL_TESTS) $(TOOLS) $(FAULTS) $(B)/torture $(B)/demo_cc $(B)/kcache_load $(B)/make_store $(addprefix $(B)/,$(FUZZERS))
+	@$(MAKE) --no-print-directory -j2 $(TEST_BINS) $(CL_TESTS) $(REMOTE_TESTS) $(TOOLS) $(FAULTS) $(B)/torture $(B)/torture_remote $(B)/demo_cc $(B)/kcache_load $(B)/make_store $(addprefix $(B)/,$(FUZZERS))
 	@bash tests/run.sh \
 	  compile=tests/compile_check.sh \
 	  readme=tests/test_readme.sh \
@@ -105,6 +122,7 @@ test: check-deps
 	  opencl=$(B)/test_opencl asan/opencl=$(B)/asan/test_opencl \
 	  demo="tests/test_demo_opencl.sh $(B)/opencl_demo" \
 	  faults=$(FAULTS) \
+	  remote="$(B)/test_remote $(B)/kcache-top" asan/remote="$(B)/asan/test_remote $(B)/kcache-top" \
 	  torture="bash scripts/torture.sh $(TORTURE_SHORT) $(B)/torture"
 
 # ---- other platforms: the suite under qemu-user (aarch64, s390x big-endian), and stores written on
@@ -159,10 +177,12 @@ $(B)/bench_opencl: bench/bench_opencl.c kcache.h | $(B)
 	$(CC) $(STD) $(BENCH_CFLAGS) $(WARN) -I. -o $@ $< $(CL_LIBS) -lm
 $(B)/bench_evict: bench/bench_evict.c bench/bench_util.h kcache.h | $(B)
 	$(CC) $(STD) $(BENCH_CFLAGS) $(WARN) -I. -o $@ $< $(LDLIBS) -lm
+$(B)/bench_remote: bench/bench_remote.c bench/bench_util.h tests/kt_remote.h examples/opencl_demo_kernel.h kcache.h | $(B)
+	$(CC) $(STD) $(BENCH_CFLAGS) $(WARN) -I. -o $@ $< -lOpenCL $(REMOTE_LIBS)
 $(B)/bench_%: bench/bench_%.c bench/bench_util.h kcache.h | $(B)
 	$(CC) $(STD) $(BENCH_CFLAGS) $(WARN) -I. -o $@ $< $(LDLIBS)
 
-BENCHES := bench_hash bench_cache bench_evict bench_flight bench_index bench_opencl bench_pub
+BENCHES := bench_hash bench_cache bench_evict bench_flight bench_index bench_opencl bench_pub bench_remote
 bench: check-deps $(addprefix $(B)/,$(BENCHES)) $(B)/kcache-top
 	@for b in $(BENCHES); do echo "== $$b"; $(B)/$$b || exit 1; done
 

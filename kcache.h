@@ -10,6 +10,10 @@
            #include "kcache.h"
        and include "kcache.h" without the define everywhere else. Link with -lpthread on POSIX.
        For the OpenCL part (kcache_cl_build) also define KCACHE_OPENCL and link -lOpenCL.
+       For the Redis remote tier (KCACHE_REMOTE) define KCACHE_REDIS and link -lhiredis; for zstd on
+       the wire (and KCACHE_COMPRESS) KCACHE_ZSTD and -lzstd; for signed remote entries
+       (KCACHE_REMOTE_SECRET) KCACHE_HMAC_OPENSSL and -lcrypto. Without them the header is as before,
+       and a remote of your own (kcache_config.remote_ops) still plugs in.
        Platforms: Linux and other POSIX systems; Windows (Vista or later, mingw-w64 or MSVC) without
        the OpenCL part for now. Every call that touches a file goes through one platform layer.
 
@@ -49,6 +53,19 @@
        KCACHE_STAMP        mtime | content | hybrid (default): how kcache_key_file dependencies are checked
        KCACHE_STATS        0: do not publish counters and events in DIR/stats (kcache-top does not
                            see this process); default 1
+       KCACHE_REMOTE       the remote tier, asked after a local miss and sent every put (KCACHE_REDIS):
+                           redis://HOST[:PORT][/DB] or unix:///PATH.sock; several, space-separated, are
+                           shards (a key's shard: rendezvous hashing). A hit is validated like a local
+                           entry and written into the store. Default: none
+       KCACHE_REMOTE_MODE  rw (default) | ro: never write the remote
+       KCACHE_REMOTE_TIMEOUT  milliseconds any remote operation may take (connects: 100 ms at most);
+                           default 500. A failure opens a circuit breaker: that shard is skipped for
+                           1 s, doubling up to 32 s while it keeps failing
+       KCACHE_REMOTE_SECRET   entries sent are signed with HMAC-SHA-256 under this secret, and remote
+                           entries not so signed are rejected (KCACHE_HMAC_OPENSSL); every client of a
+                           server must share it
+       KCACHE_REMOTE_MAX_ENTRY  larger entries (header + payload) stay local; suffixes K/M/G; default 4M
+       KCACHE_COMPRESS     1: zstd-compress the local store's entries too (KCACHE_ZSTD); default 0
 
    ON DISK (KCACHE_DIR)
        config.file         format version, accounted size and entry count (checksummed), a log of
@@ -85,6 +102,9 @@
        KCACHE_MALLOC, KCACHE_REALLOC, KCACHE_FREE    allocator (all three or none)
        KCACHE_ASSERT       assertion used for programming errors in debug builds (default assert)
        KCACHE_KEY_INLINE   fields a key holds without allocating (default 16)
+       KCACHE_REDIS        the built-in Redis remote tier (hiredis 0.14 or later; POSIX)
+       KCACHE_ZSTD         zstd-compressed entries on the remote, and KCACHE_COMPRESS (libzstd)
+       KCACHE_HMAC_OPENSSL HMAC-SHA-256 from OpenSSL's libcrypto for KCACHE_REMOTE_SECRET
 
    LIMITS
        A key holds up to 65535 fields; names are printable and shorter than KCACHE_FIELD_NAME_MAX,
@@ -158,7 +178,8 @@ extern "C" {
     X(ELOCK, "timed out waiting for the store lock")                                            \
     X(EBUILD, "the build function failed")                                                      \
     X(ENOSPC, "no space left in the store's filesystem")                                        \
-    X(EROFS, "the store is read-only or not writable")
+    X(EROFS, "the store is read-only or not writable")                                          \
+    X(ETIMEOUT, "the remote tier did not answer in time")
 
 typedef enum kcache_status {
 #define KCACHE__STATUS_ENUM(name, text) KCACHE_##name,
@@ -253,6 +274,43 @@ enum { KCACHE_STAMP_HYBRID = 0, KCACHE_STAMP_MTIME = 1, KCACHE_STAMP_CONTENT = 2
 /* Line sink for debug messages; NULL means stderr. Called with no kcache lock held. */
 typedef void (*kcache_log_fn)(void *user, const char *line);
 
+/* ---- the remote tier's backend: a table of callbacks ------------------------------------------
+   After a local miss kcache asks the remote tier, and it sends every put there too (KCACHE_REMOTE).
+   Redis is the built-in backend (KCACHE_REDIS); an HTTP, S3 or memcached one is a table of these
+   callbacks in kcache_config.remote_ops, with kcache_config.remote_user passed to each.
+   `name` names an entry: its key's digest, 32 lower-case hex digits. Values are opaque bytes that
+   kcache validates itself (checksums, the whole key, a signature with KCACHE_REMOTE_SECRET), so a
+   backend checks nothing. Every callback may be called from several threads at once and must
+   return in bounded time: KCACHE_ETIMEOUT for a timeout, KCACHE_EIO (or another error) for any
+   other failure; either opens kcache's circuit breaker (the backend is left alone for a back-off
+   period, then tried again by one call). */
+enum { KCACHE_CLAIM_TAKE = 1, KCACHE_CLAIM_RENEW, KCACHE_CLAIM_RELEASE, KCACHE_CLAIM_ABANDON, KCACHE_CLAIM_WAIT };
+typedef struct kcache_remote_ops {
+    /* KCACHE_OK with the value in *data, *size until release(user, *hold) (release may be NULL),
+       or KCACHE_MISS when there is none. */
+    kcache_status (*get)(void *user, const char *name, const void **data, size_t *size, void **hold);
+    void (*release)(void *user, void *hold);
+    /* Stores the value under name, replacing any. KCACHE_ENOSPC or KCACHE_EROFS (a full or read-only
+       backend): puts are skipped for a back-off period while lookups go on. */
+    kcache_status (*put)(void *user, const char *name, const void *data, size_t size);
+    /* KCACHE_OK, or KCACHE_MISS when there was nothing. */
+    kcache_status (*remove)(void *user, const char *name);
+    /* The cluster-wide build claim of kcache_get_or_build (NULL: no such claim; every machine that
+       misses builds). op is one of:
+         KCACHE_CLAIM_TAKE     take the claim on name for ms milliseconds, tagged with token, unless
+                               someone holds it: KCACHE_OK (taken) or KCACHE_EEXIST (held)
+         KCACHE_CLAIM_RENEW    make token's claim last ms from now: KCACHE_OK, or KCACHE_MISS (lost)
+         KCACHE_CLAIM_RELEASE  drop token's claim and wake the waiters: the value was stored
+         KCACHE_CLAIM_ABANDON  the same, but nothing was stored: the waiters build on their own
+         KCACHE_CLAIM_WAIT     block until the claim is released, abandoned or gone, ms at most:
+                               KCACHE_OK (released or gone: look again), KCACHE_MISS (abandoned),
+                               KCACHE_EEXIST (still held after ms)
+       A claim nobody renews must end by itself after its ms (a builder may die). */
+    kcache_status (*claim)(void *user, const char *name, int op, const char *token, uint32_t ms);
+} kcache_remote_ops;
+
+enum { KCACHE_REMOTE_RW = 0, KCACHE_REMOTE_RO = 1 };
+
 typedef struct kcache_config {
     const char *dir;          /* persistent store; NULL: the default location (see ENVIRONMENT)  */
     uint64_t max_size;        /* store limit in bytes; 0: no limit                                */
@@ -270,6 +328,20 @@ typedef struct kcache_config {
     kcache_log_fn log;        /* where debug lines go; NULL: stderr                               */
     int publish;              /* 1: counters and events go to DIR/stats for kcache-top (KCACHE_STATS) */
     void *log_user;
+    /* the remote tier (see ENVIRONMENT, and kcache_remote_ops) */
+    const char *remote;       /* KCACHE_REMOTE: URLs, space-separated shards; NULL: none. With
+                                 remote_ops: only the name kcache_explain and the log give it    */
+    int remote_mode;          /* KCACHE_REMOTE_RW or KCACHE_REMOTE_RO (KCACHE_REMOTE_MODE)        */
+    uint32_t remote_timeout_ms; /* bound on one remote operation; 0: 500 (KCACHE_REMOTE_TIMEOUT)  */
+    const char *remote_secret;  /* HMAC-SHA-256 key of remote entries; NULL: unsigned             */
+    uint64_t remote_max_entry;  /* larger entries stay local; 0: 4 MiB (KCACHE_REMOTE_MAX_ENTRY)  */
+    const kcache_remote_ops *remote_ops; /* a backend of your own; NULL: Redis at `remote`       */
+    void *remote_user;          /* passed to every remote_ops callback                           */
+    uint32_t remote_claim_ms;   /* lifetime of a cluster build claim, renewed while the build
+                                   runs (a dead builder's ends after it); 0: 10000              */
+    uint32_t remote_backoff_ms; /* the circuit breaker's first back-off (then doubling, to 32x);
+                                   0: 1000                                                      */
+    int compress;             /* 1: zstd for the local store's entries too (KCACHE_COMPRESS; KCACHE_ZSTD) */
 } kcache_config;
 
 /* Fills cfg with the defaults, then applies the environment variables. A bad value keeps the
@@ -486,6 +558,19 @@ typedef struct kcache_stats {
     uint64_t mem_entries, mem_bytes, mem_evictions; /* the memory LRU                           */
     uint64_t disk_entries, disk_bytes;              /* the store, as accounted (0 if none)       */
     uint64_t builds, build_waits, store_errors;
+    /* the tiers below the local store */
+    uint64_t hits_remote;       /* lookups answered by the remote tier (then written into the store) */
+    uint64_t hits_layer;        /* lookups answered by a read-only layer (KCACHE_LAYERS: to come; 0)  */
+    uint64_t remote_lookups;    /* local misses that asked the remote                               */
+    uint64_t remote_puts;       /* entries stored on the remote                                     */
+    uint64_t remote_errors;     /* remote calls that failed, timeouts included                      */
+    uint64_t remote_timeouts;   /* of those, the ones that ran out of time                          */
+    uint64_t remote_skipped;    /* calls not made: the shard's circuit breaker was open             */
+    uint64_t remote_calls;      /* calls made ...                                                   */
+    uint64_t remote_latency_ns; /* ... and their total time (mean: remote_latency_ns / remote_calls) */
+    uint64_t remote_rejects;    /* remote entries that failed validation (deleted there; in rejects) */
+    uint64_t remote_breaker_opens; /* times a shard's breaker opened                                */
+    uint64_t remote_open;       /* shards whose breaker is open now                                 */
 } kcache_stats;
 
 /* A consistent snapshot of this kcache's counters (this process only). */
@@ -572,6 +657,23 @@ KCACHE_API kcache_status kcache_verify(kcache *kc, int fix);
 #include <dirent.h>
 #include <signal.h>
 #include <unistd.h>
+#endif
+/* the optional parts (see OPTIONS) */
+#ifdef KCACHE_ZSTD
+#include <zstd.h>
+#endif
+#ifdef KCACHE_HMAC_OPENSSL
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+#endif
+#ifdef KCACHE_REDIS
+#if defined(_WIN32)
+#error "kcache: the Redis remote tier (KCACHE_REDIS) is POSIX only for now; a backend of your own (remote_ops) works everywhere"
+#endif
+#include <hiredis/hiredis.h>
+#include <poll.h>
+#include <sys/socket.h>
 #endif
 
 #if defined(__GNUC__) || defined(__clang__)
@@ -4238,8 +4340,15 @@ static void kcache__node_free(kcache__node *n) {
       56  i64 created (ns)    64  u32 record length R    68  u32 0
       72  key record (R bytes), then u64 header checksum (XXH3-128 lo of bytes 0 .. 72+R)
           zero padding up to H; the last 16 bytes before the payload are spare (see kcache__blob)
-       H  payload                                                           file size = H + payload */
+       H  payload                                                           file size = H + payload
+   Version 2 is the same with flags KCACHE__ENTRY_ZSTD: the payload bytes are one zstd frame that
+   records its content size, and the payload length and checksum are the frame's (the checksum is
+   checked before anything is decompressed). A reader without KCACHE_ZSTD takes such an entry as
+   absent; readers older than version 2 reject it, so they never hand out compressed bytes. The
+   remote tier stores the same entries (see >>remote). */
 #define KCACHE__ENTRY_VERSION 1
+#define KCACHE__ENTRY_VERSION_ZSTD 2
+#define KCACHE__ENTRY_ZSTD 1 /* flags: the payload is a zstd frame */
 #define KCACHE__ENTRY_FIXED 72
 
 /* H as kcache writes it for a key record of rec_len bytes: the record and its checksum, 16 spare
@@ -4247,6 +4356,41 @@ static void kcache__node_free(kcache__node *n) {
 static size_t kcache__entry_header_len(size_t rec_len) {
     return (KCACHE__ENTRY_FIXED + rec_len + 8 + 16 + KCACHE__PAYLOAD_ALIGN - 1) & ~(size_t)(KCACHE__PAYLOAD_ALIGN - 1);
 }
+
+/* Writes the header of k's entry (hlen = kcache__entry_header_len(rec_len) bytes) for the payload
+   bytes as stored: plain, or a zstd frame (zstd 1). */
+static void kcache__entry_header_into(unsigned char *hdr, size_t hlen, size_t rec_len, const kcache_key *k,
+                                      const void *stored, size_t stored_len, int zstd) {
+    kcache_hash128 sum = kcache_hash(stored, stored_len);
+    memset(hdr, 0, hlen);
+    memcpy(hdr, "KCENTRY", 8);
+    kcache__put_u16(hdr + 8, zstd ? KCACHE__ENTRY_VERSION_ZSTD : KCACHE__ENTRY_VERSION);
+    kcache__put_u16(hdr + 10, zstd ? KCACHE__ENTRY_ZSTD : 0);
+    kcache__put_u32(hdr + 12, (uint32_t)hlen);
+    kcache__put_u64(hdr + 16, stored_len);
+    kcache__put_u64(hdr + 24, k->digest.lo);
+    kcache__put_u64(hdr + 32, k->digest.hi);
+    kcache__put_u64(hdr + 40, sum.lo);
+    kcache__put_u64(hdr + 48, sum.hi);
+    kcache__put_u64(hdr + 56, (uint64_t)kcache__now_ns());
+    kcache__put_u32(hdr + 64, (uint32_t)rec_len);
+    kcache__record_into(k, hdr + KCACHE__ENTRY_FIXED, rec_len);
+    kcache__put_u64(hdr + KCACHE__ENTRY_FIXED + rec_len, kcache_hash(hdr, KCACHE__ENTRY_FIXED + rec_len).lo);
+}
+
+#ifdef KCACHE_ZSTD
+/* The payload as one zstd frame (level 1: the remote's bytes shrink ~8x for PTX and cubins at
+   hundreds of MB/s), in a new buffer (KCACHE_FREE it), or NULL when it would not be smaller. */
+static unsigned char *kcache__zstd_pack(const void *data, size_t size, size_t *out_len) {
+    size_t cap = ZSTD_compressBound(size), n;
+    unsigned char *p;
+    if (size < 64 || ZSTD_isError(cap) || !(p = (unsigned char *)KCACHE_MALLOC(cap))) return NULL;
+    n = ZSTD_compress(p, cap, data, size, 1);
+    if (ZSTD_isError(n) || n >= size) { KCACHE_FREE(p); return NULL; }
+    *out_len = n;
+    return p;
+}
+#endif
 
 /* config.file: a 4 KiB header page, then the use table.
        0  "KCACHECF"   8 u32 version   12 u32 header size (4096)   16 u32 log2(buckets)  20 u32 ways (4)
@@ -4310,6 +4454,7 @@ typedef struct kcache__store {
     uint64_t cf_ino;
     uint64_t limit;
     int fsync, no_openat2, debug;
+    int compress;              /* KCACHE_COMPRESS: entries written as zstd (version 2) */
     uint32_t lock_timeout_ms;
     uint32_t pid;              /* the process lockfd belongs to (see kcache__store_own_lock) */
     int growing;               /* inside kcache__cf_grow */
@@ -5445,30 +5590,23 @@ static kcache_status kcache__store_put(kcache__store *st, const kcache_key *k, c
                                        kcache__store_ev *ev) {
     size_t rec_len = kcache__record_size(k);
     size_t hlen = kcache__entry_header_len(rec_len);
-    unsigned char *hdr;
-    kcache_hash128 sum;
+    unsigned char *hdr, *packed = NULL;
+    const void *stored = data;
+    size_t stored_len = size;
     char tmp[64], rel[48], shard[8];
     kcache_status s;
-    uint64_t total = (uint64_t)hlen + size;
+    uint64_t total;
     uint64_t *old;
     int fd;
-    if (st->limit && total > st->limit) return KCACHE_ETOOBIG;
-    hdr = (unsigned char *)KCACHE_MALLOC(hlen);
-    if (!hdr) return KCACHE_ENOMEM;
-    memset(hdr, 0, hlen);
-    memcpy(hdr, "KCENTRY", 8);
-    kcache__put_u16(hdr + 8, KCACHE__ENTRY_VERSION);
-    kcache__put_u32(hdr + 12, (uint32_t)hlen);
-    kcache__put_u64(hdr + 16, size);
-    kcache__put_u64(hdr + 24, k->digest.lo);
-    kcache__put_u64(hdr + 32, k->digest.hi);
-    sum = kcache_hash(data, size);
-    kcache__put_u64(hdr + 40, sum.lo);
-    kcache__put_u64(hdr + 48, sum.hi);
-    kcache__put_u64(hdr + 56, (uint64_t)kcache__now_ns());
-    kcache__put_u32(hdr + 64, (uint32_t)rec_len);
-    kcache__record_into(k, hdr + KCACHE__ENTRY_FIXED, rec_len);
-    kcache__put_u64(hdr + KCACHE__ENTRY_FIXED + rec_len, kcache_hash(hdr, KCACHE__ENTRY_FIXED + rec_len).lo);
+#ifdef KCACHE_ZSTD
+    if (st->compress && (packed = kcache__zstd_pack(data, size, &stored_len)) != NULL) stored = packed;
+#endif
+    total = (uint64_t)hlen + stored_len;
+    if ((st->limit && total > st->limit) || !(hdr = (unsigned char *)KCACHE_MALLOC(hlen))) {
+        KCACHE_FREE(packed);
+        return st->limit && total > st->limit ? KCACHE_ETOOBIG : KCACHE_ENOMEM;
+    }
+    kcache__entry_header_into(hdr, hlen, rec_len, k, stored, stored_len, packed != NULL);
 
     kcache__mutex_lock(&st->mutex);
     st->temp_seq++;
@@ -5476,8 +5614,9 @@ static kcache_status kcache__store_put(kcache__store *st, const kcache_key *k, c
              (unsigned long long)(k->digest.lo ^ (uint64_t)kcache__now_ns()));
     kcache__mutex_unlock(&st->mutex);
     fd = kcache__io_openat(st->tmpfd, tmp + 4, KCACHE__WR | KCACHE__CREATE | KCACHE__EXCL);
-    if (fd < 0) { s = kcache__errno_status(errno); KCACHE_FREE(hdr); return s; }
-    s = kcache__write_all(fd, hdr, hlen, data, size);
+    if (fd < 0) { s = kcache__errno_status(errno); KCACHE_FREE(hdr); KCACHE_FREE(packed); return s; }
+    s = kcache__write_all(fd, hdr, hlen, stored, stored_len);
+    KCACHE_FREE(packed);
     if (s == KCACHE_OK && st->fsync && kcache__io_fsync(fd) != 0) s = kcache__errno_status(errno);
     if (kcache__io_close(fd) != 0 && s == KCACHE_OK) s = kcache__errno_status(errno);
     if (s != KCACHE_OK) { kcache__io_unlink(st->tmpfd, tmp + 4); KCACHE_FREE(hdr); return s; }
@@ -5607,17 +5746,17 @@ typedef struct kcache__read {
     uint64_t *slot;            /* the entry's use-table slot, when the read found one */
 } kcache__read;
 
+static void kcache__entry_check(kcache__blob *b, size_t have, size_t fsize, const kcache_key *k, int policy,
+                                int want_record, uint64_t max_raw, kcache__read *out);
+
 /* Reads and validates an entry without any lock: magic, version, lengths, digest, header checksum,
    the whole key record against the key, the file stamps, then the payload checksum. */
 static void kcache__store_read(kcache__store *st, const kcache_key *k, int policy, int want_record, kcache__read *out) {
     char rel[48];
     kcache__finfo s;
     kcache__blob *b = NULL;
-    const unsigned char *h;
-    size_t have = 0, fsize, hlen, rlen;
-    uint64_t plen;
-    kcache_hash128 sum;
-    int fd, m;
+    size_t have = 0, fsize;
+    int fd;
     memset(out, 0, sizeof *out);
     out->reason = KCACHE_REASON_COLD;
     kcache__entry_name(k->digest, rel);
@@ -5667,10 +5806,29 @@ static void kcache__store_read(kcache__store *st, const kcache_key *k, int polic
         }
     }
     kcache__io_close(fd);
-    h = kcache__blob_bytes(b);
+    kcache__entry_check(b, have, fsize, k, policy, want_record, (uint64_t)1 << 40, out);
+}
+
+/* Validates an entry read whole into b (have bytes of an fsize-byte file) for the key k: magic,
+   version, lengths, digest, header checksum, padding, the whole key record, the file stamps, then
+   the payload checksum; a zstd entry is then decompressed (content size at most max_raw). Takes b:
+   on a hit out->blob holds the payload, else b is freed and out says why. */
+static void kcache__entry_check(kcache__blob *b, size_t have, size_t fsize, const kcache_key *k, int policy,
+                                int want_record, uint64_t max_raw, kcache__read *out) {
+    const unsigned char *h = kcache__blob_bytes(b);
+    size_t hlen, rlen;
+    uint64_t plen;
+    kcache_hash128 sum;
+    int m, version, zstd;
     out->status = KCACHE_ECORRUPT;
     out->reason = KCACHE_REASON_REJECTED;
-    if (have != fsize || memcmp(h, "KCENTRY", 8) != 0 || kcache__get_u16(h + 8) != KCACHE__ENTRY_VERSION) goto bad;
+    if (have != fsize || fsize < KCACHE__ENTRY_FIXED + 16 + 8 || memcmp(h, "KCENTRY", 8) != 0) goto bad;
+    version = kcache__get_u16(h + 8);
+    zstd = version == KCACHE__ENTRY_VERSION_ZSTD;
+    if (version != KCACHE__ENTRY_VERSION && !(zstd && kcache__get_u16(h + 10) == KCACHE__ENTRY_ZSTD)) goto bad;
+#ifndef KCACHE_ZSTD
+    if (zstd) { out->status = KCACHE_ENOENT; out->reason = KCACHE_REASON_COLD; goto bad; } /* not ours to read, nor to judge */
+#endif
     hlen = kcache__get_u32(h + 12);
     plen = kcache__get_u64(h + 16);
     rlen = kcache__get_u32(h + 64);
@@ -5688,7 +5846,24 @@ static void kcache__store_read(kcache__store *st, const kcache_key *k, int polic
     if (m != KCACHE__MATCH) goto bad; /* same digest, other key: never hand out its payload */
     sum = kcache_hash(h + hlen, (size_t)plen);
     if (sum.lo != kcache__get_u64(h + 40) || sum.hi != kcache__get_u64(h + 48)) goto bad;
-    kcache__blob_set_data(b, hlen, (size_t)plen);
+#ifdef KCACHE_ZSTD
+    if (zstd) { /* the frame is what its writer made (checksummed): one frame, its size said and kept */
+        unsigned long long raw = ZSTD_getFrameContentSize(h + hlen, (size_t)plen);
+        kcache__blob *u;
+        size_t got;
+        if (raw == ZSTD_CONTENTSIZE_UNKNOWN || raw == ZSTD_CONTENTSIZE_ERROR || raw > max_raw ||
+            raw > (unsigned long long)((size_t)-1 / 2) || ZSTD_findFrameCompressedSize(h + hlen, (size_t)plen) != plen)
+            goto bad;
+        if (!(u = kcache__blob_alloc(16 + (size_t)raw, 16))) { out->status = KCACHE_ENOMEM; out->reason = KCACHE_REASON_UNWRITABLE; goto bad; }
+        got = ZSTD_decompress(kcache__blob_bytes(u) + 16, (size_t)raw, h + hlen, (size_t)plen);
+        if (ZSTD_isError(got) || got != (size_t)raw) { kcache__blob_unref(u); goto bad; }
+        kcache__blob_set_data(u, 16, (size_t)raw);
+        kcache__blob_unref(b);
+        b = u;
+    } else
+#endif
+        kcache__blob_set_data(b, hlen, (size_t)plen);
+    (void)max_raw;
     out->blob = b;
     out->status = KCACHE_OK;
     out->reason = KCACHE_REASON_HIT;
@@ -5778,6 +5953,7 @@ static kcache_status kcache__store_open(kcache__store **out, const char *dir, co
     st->limit = cfg->max_size;
     st->fsync = cfg->fsync;
     st->debug = cfg->debug;
+    st->compress = cfg->compress;
     st->lock_timeout_ms = cfg->lock_timeout_ms;
     st->pid = kcache__pid();
     /* A symlink as the store is followed only when it is ours (or root's): whoever else could plant
@@ -5847,6 +6023,1001 @@ static kcache_status kcache__store_open(kcache__store **out, const char *dir, co
 }
 
 /* ============================================================================================== */
+/* >>remote  the remote tier: backends, shards, the circuit breaker, signed and compressed values  */
+/* ============================================================================================== */
+
+/* The remote tier sits below the local store: a local miss asks it, a put goes to it too, and a
+   hit is validated exactly as a local entry (kcache__entry_check) before the cache layer writes it
+   into the store. It talks to one or more shards, each a backend (a kcache_remote_ops table: the
+   built-in Redis one, or the user's); a key's shard is chosen by rendezvous hashing (the highest
+   XXH3 of digest and shard), so adding a shard to N moves about 1/(N+1) of the keys. Each shard
+   has a circuit breaker: a failed call (a timeout, a refused or broken connection, garbage)
+   opens it, and the shard is skipped (a miss at local speed) for a back-off period that doubles,
+   up to 32x, while the one call let through after it keeps failing. Nothing here holds a lock
+   while a backend is called.
+
+   A value on the remote (every integer little-endian):
+       0  "KCREMOTE"    8  u16 version (1)    10  u16 flags (1: signed)    12  u32 entry length E
+      16  the entry, as a store entry on disk (version 1, or 2 with a zstd payload: see >>store)
+  16 + E  when signed: HMAC-SHA-256 of bytes 0 .. 16 + E under KCACHE_REMOTE_SECRET (32 bytes)
+   A value that fails any check is a reject: deleted on the remote (unless KCACHE_REMOTE_MODE=ro)
+   and counted. One that is merely not for this client (larger than its KCACHE_REMOTE_MAX_ENTRY, or
+   zstd without KCACHE_ZSTD) is a miss. */
+#define KCACHE__RV_HEADER 16
+#define KCACHE__RV_VERSION 1
+#define KCACHE__RV_SIGNED 1
+#define KCACHE__MAC_LEN 32
+#define KCACHE__REMOTE_SHARDS 64
+#define KCACHE__REMOTE_TIMEOUT_MS 500
+#define KCACHE__REMOTE_CONNECT_MS 100
+#define KCACHE__REMOTE_MAX_ENTRY ((uint64_t)4 << 20)
+#define KCACHE__REMOTE_CLAIM_MS 10000
+#define KCACHE__REMOTE_BACKOFF_MS 1000
+#define KCACHE__REMOTE_BACKOFF_MULT 32
+
+/* What remote calls did, for the stats (added under kc->lock) and the debug log. */
+typedef struct kcache__remote_ev {
+    uint64_t lookups, puts, calls, latency_ns, errors, timeouts, skipped, rejects, opened, closed;
+    char note[320]; /* the first thing worth a debug line */
+} kcache__remote_ev;
+
+#if defined(__GNUC__) || defined(__clang__)
+__attribute__((format(printf, 2, 3)))
+#endif
+static void kcache__rev_note(kcache__remote_ev *ev, const char *fmt, ...) {
+    va_list ap;
+    if (ev->note[0]) return;
+    va_start(ap, fmt);
+    vsnprintf(ev->note, sizeof ev->note, fmt, ap);
+    va_end(ap);
+}
+
+typedef struct kcache__shard {
+    char *url;                 /* as messages show it: canonical, without credentials */
+    uint64_t seed;             /* its rendezvous weight seed: XXH3 of url */
+    const kcache_remote_ops *ops;
+    void *user;
+    void (*close)(void *user); /* frees the built-in backend's state; NULL for the user's */
+    /* the breaker (remote->mutex) */
+    int64_t open_until;        /* monotonic ns; 0: closed */
+    int64_t writes_until;      /* a full or read-only backend: puts skipped until then */
+    uint32_t backoff_ms;       /* the next back-off */
+    int probing;               /* a call is finding out whether it is back */
+} kcache__shard;
+
+typedef struct kcache__remote {
+    kcache__mutex mutex;       /* guards the breakers */
+    kcache__shard *shard;
+    unsigned n;
+    char *names;               /* every shard's url, space-separated */
+    int ro;
+    uint32_t timeout_ms, claim_ms, backoff_ms;
+    uint64_t max_entry;
+    unsigned char *secret;     /* NULL: values are not signed, and signatures are not checked */
+    size_t secret_len;
+    char host[64];             /* in claim tokens, so that a debug line can say who builds */
+    uint64_t seq;              /* claim tokens (atomic) */
+} kcache__remote;
+
+/* ---- signatures and values ---- */
+
+#ifdef KCACHE_HMAC_OPENSSL
+static int kcache__hmac(const unsigned char *key, size_t klen, const unsigned char *p, size_t n, unsigned char out[KCACHE__MAC_LEN]) {
+    unsigned int len = KCACHE__MAC_LEN;
+    return klen <= 0x7fffffff && HMAC(EVP_sha256(), key, (int)klen, p, n, out, &len) != NULL && len == KCACHE__MAC_LEN;
+}
+#endif
+
+static void kcache__remote_name(kcache_hash128 d, char out[33]) { kcache_hash_hex(d, out); }
+
+static char *kcache__strndup(const char *s, size_t n) {
+    char *p = (char *)KCACHE_MALLOC(n + 1);
+    if (p) { memcpy(p, s, n); p[n] = 0; }
+    return p;
+}
+
+/* k's entry for a payload as a remote value (KCACHE_FREE it); NULL with *why: KCACHE_ETOOBIG (over
+   KCACHE_REMOTE_MAX_ENTRY), KCACHE_ENOMEM or KCACHE_EINVAL (no way to sign). */
+static unsigned char *kcache__remote_pack(const kcache__remote *r, const kcache_key *k, const void *data, size_t size,
+                                          size_t *len, kcache_status *why) {
+    size_t rec_len = kcache__record_size(k), hlen = kcache__entry_header_len(rec_len), cap, stored = size, e;
+    unsigned char *v, *payload;
+    int zstd = 0;
+    *why = KCACHE_ETOOBIG;
+    if ((uint64_t)hlen + size > r->max_entry) return NULL;
+    cap = size;
+#ifdef KCACHE_ZSTD
+    if (ZSTD_compressBound(size) > cap) cap = ZSTD_compressBound(size);
+#endif
+    *why = KCACHE_ENOMEM;
+    if (!(v = (unsigned char *)KCACHE_MALLOC(KCACHE__RV_HEADER + hlen + cap + KCACHE__MAC_LEN))) return NULL;
+    payload = v + KCACHE__RV_HEADER + hlen;
+#ifdef KCACHE_ZSTD
+    if (size >= 64) {
+        size_t n = ZSTD_compress(payload, cap, data, size, 1);
+        if (!ZSTD_isError(n) && n < size) { stored = n; zstd = 1; }
+    }
+#endif
+    if (!zstd && size) memcpy(payload, data, size);
+    e = hlen + stored;
+    memcpy(v, "KCREMOTE", 8);
+    kcache__put_u16(v + 8, KCACHE__RV_VERSION);
+    kcache__put_u16(v + 10, r->secret ? KCACHE__RV_SIGNED : 0);
+    kcache__put_u32(v + 12, (uint32_t)e);
+    kcache__entry_header_into(v + KCACHE__RV_HEADER, hlen, rec_len, k, payload, stored, zstd);
+    *len = KCACHE__RV_HEADER + e;
+    if (r->secret) {
+#ifdef KCACHE_HMAC_OPENSSL
+        if (!kcache__hmac(r->secret, r->secret_len, v, *len, v + *len)) { KCACHE_FREE(v); *why = KCACHE_EINVAL; return NULL; }
+        *len += KCACHE__MAC_LEN;
+#else
+        KCACHE_FREE(v); /* kcache__remote_open refuses a secret it cannot use: not reached */
+        *why = KCACHE_EINVAL;
+        return NULL;
+#endif
+    }
+    *why = KCACHE_OK;
+    return v;
+}
+
+/* Checks a remote value for k and turns it into a read, as kcache__store_read does for a file:
+   the envelope, the signature, then the entry (kcache__entry_check). out->status KCACHE_ECORRUPT is
+   a reject (why says which check), KCACHE_ENOENT a value that is not for this client. */
+static void kcache__remote_unpack(const kcache__remote *r, const kcache_key *k, int policy, int want_record,
+                                  const unsigned char *v, size_t n, kcache__read *out, const char **why) {
+    uint32_t flags, e;
+    kcache__blob *b;
+    memset(out, 0, sizeof *out);
+    out->status = KCACHE_ECORRUPT;
+    out->reason = KCACHE_REASON_REJECTED;
+    *why = "not a kcache value";
+    if (n < KCACHE__RV_HEADER || memcmp(v, "KCREMOTE", 8) != 0 || kcache__get_u16(v + 8) != KCACHE__RV_VERSION) return;
+    flags = kcache__get_u16(v + 10);
+    e = kcache__get_u32(v + 12);
+    *why = "wrong length";
+    if ((flags & ~(uint32_t)KCACHE__RV_SIGNED) || n != KCACHE__RV_HEADER + (size_t)e + (flags ? KCACHE__MAC_LEN : 0)) return;
+    if (r->secret) {
+#ifdef KCACHE_HMAC_OPENSSL
+        unsigned char mac[KCACHE__MAC_LEN];
+        *why = "not signed (KCACHE_REMOTE_SECRET is set)";
+        if (!flags) return;
+        *why = "wrong signature (another KCACHE_REMOTE_SECRET, or forged)";
+        if (!kcache__hmac(r->secret, r->secret_len, v, KCACHE__RV_HEADER + (size_t)e, mac) ||
+            CRYPTO_memcmp(mac, v + KCACHE__RV_HEADER + e, KCACHE__MAC_LEN) != 0)
+            return;
+#endif
+    }
+    if ((uint64_t)e > r->max_entry + r->max_entry / 128 + 4096) { /* larger than this client sends: not its to judge */
+        *why = "over KCACHE_REMOTE_MAX_ENTRY";
+        out->status = KCACHE_ENOENT;
+        out->reason = KCACHE_REASON_COLD;
+        return;
+    }
+    *why = "fails validation (format, checksum or key)";
+    if (!(b = kcache__blob_alloc(e, 0))) { out->status = KCACHE_ENOMEM; out->reason = KCACHE_REASON_UNWRITABLE; return; }
+    memcpy(kcache__blob_bytes(b), v + KCACHE__RV_HEADER, e); /* headers are padded to 64: the payload lands aligned */
+    kcache__entry_check(b, e, e, k, policy, want_record, r->max_entry, out);
+}
+
+/* ---- shards and the breaker ---- */
+
+static kcache__shard *kcache__remote_shard(const kcache__remote *r, kcache_hash128 d) {
+    unsigned char b[24];
+    unsigned i, best = 0;
+    uint64_t top = 0;
+    kcache__put_u64(b, d.lo);
+    kcache__put_u64(b + 8, d.hi);
+    for (i = 0; i < r->n; i++) {
+        uint64_t w;
+        kcache__put_u64(b + 16, r->shard[i].seed);
+        w = kcache_hash(b, sizeof b).lo;
+        if (i == 0 || w > top) { top = w; best = i; }
+    }
+    return &r->shard[best];
+}
+
+/* Whether a call may go to the shard now (write: a put). Counts a skipped call. */
+static int kcache__remote_allow(kcache__remote *r, kcache__shard *s, int write, kcache__remote_ev *ev) {
+    int64_t now = kcache__mono_ns();
+    int ok = 1;
+    kcache__mutex_lock(&r->mutex);
+    if (write && now < s->writes_until) ok = 0;
+    else if (s->open_until) {
+        if (now < s->open_until || s->probing) ok = 0;
+        else s->probing = 1; /* this call finds out whether it is back */
+    }
+    kcache__mutex_unlock(&r->mutex);
+    if (!ok) ev->skipped++;
+    return ok;
+}
+
+static int kcache__remote_failed(kcache_status st) {
+    return st != KCACHE_OK && st != KCACHE_MISS && st != KCACHE_EEXIST && st != KCACHE_ENOSPC && st != KCACHE_EROFS;
+}
+
+/* A failed call's status in the words of the remote (kcache_strerror speaks of the store). */
+static const char *kcache__remote_what(kcache_status st) {
+    switch (st) {
+    case KCACHE_ETIMEOUT: return "timed out";
+    case KCACHE_EIO: return "refused, dropped, or not answered in Redis's protocol";
+    case KCACHE_ENOSPC: return "full";
+    case KCACHE_EROFS: return "read-only";
+    default: return kcache_strerror(st);
+    }
+}
+
+/* After a call that kcache__remote_allow let through: its time, its errors, the breaker. */
+static void kcache__remote_done(kcache__remote *r, kcache__shard *s, kcache_status st, int64_t t0, const char *what,
+                                kcache__remote_ev *ev) {
+    int64_t now = kcache__mono_ns();
+    int failed = kcache__remote_failed(st);
+    uint32_t backoff = 0;
+    int was_open;
+    ev->calls++;
+    ev->latency_ns += (uint64_t)(now - t0);
+    if (failed || st == KCACHE_ENOSPC || st == KCACHE_EROFS) {
+        ev->errors++;
+        if (st == KCACHE_ETIMEOUT) ev->timeouts++;
+    }
+    kcache__mutex_lock(&r->mutex);
+    was_open = s->open_until != 0;
+    s->probing = 0;
+    if (failed) {
+        backoff = s->backoff_ms;
+        s->open_until = now + (int64_t)backoff * 1000000;
+        if (s->backoff_ms < r->backoff_ms * KCACHE__REMOTE_BACKOFF_MULT) s->backoff_ms *= 2;
+        if (!was_open) ev->opened++;
+    } else {
+        if (was_open) ev->closed++;
+        s->open_until = 0;
+        s->backoff_ms = r->backoff_ms;
+        if (st == KCACHE_ENOSPC || st == KCACHE_EROFS) s->writes_until = now + (int64_t)r->backoff_ms * 1000000;
+    }
+    kcache__mutex_unlock(&r->mutex);
+    if (failed)
+        kcache__rev_note(ev, "remote %s: %s failed (%s, after %.1f ms); %s skipped for %u ms", s->url, what, kcache__remote_what(st),
+                         (double)(now - t0) / 1e6, was_open ? "still down:" : "circuit breaker open:", (unsigned)backoff);
+    else if (st == KCACHE_ENOSPC || st == KCACHE_EROFS)
+        kcache__rev_note(ev, "remote %s: %s refused (%s); puts skipped for %u ms", s->url, what, kcache__remote_what(st),
+                         (unsigned)r->backoff_ms);
+    else if (was_open)
+        kcache__rev_note(ev, "remote %s: back (circuit breaker closed)", s->url);
+}
+
+/* Shards whose breaker is open now. */
+static uint64_t kcache__remote_open_count(kcache__remote *r) {
+    uint64_t n = 0;
+    unsigned i;
+    if (!r) return 0;
+    kcache__mutex_lock(&r->mutex);
+    for (i = 0; i < r->n; i++) n += r->shard[i].open_until != 0;
+    kcache__mutex_unlock(&r->mutex);
+    return n;
+}
+
+/* ---- the calls the cache layer makes ---- */
+
+/* Looks k up on its shard. out as kcache__store_read fills it (KCACHE_ENOENT: not there, or not
+   asked); *where names the shard. With fix, a value that fails validation is counted and deleted
+   there (in mode rw). */
+static void kcache__remote_get(kcache__remote *r, const kcache_key *k, int policy, int want_record, int fix, kcache__read *out,
+                               const char **where, kcache__remote_ev *ev) {
+    kcache__shard *s = kcache__remote_shard(r, k->digest);
+    char name[33];
+    const void *v = NULL;
+    const char *why = "";
+    size_t n = 0;
+    void *hold = NULL;
+    kcache_status st;
+    int64_t t0;
+    memset(out, 0, sizeof *out);
+    out->status = KCACHE_ENOENT;
+    out->reason = KCACHE_REASON_COLD;
+    *where = s->url;
+    ev->lookups++;
+    if (!kcache__remote_allow(r, s, 0, ev)) return;
+    kcache__remote_name(k->digest, name);
+    t0 = kcache__mono_ns();
+    st = s->ops->get(s->user, name, &v, &n, &hold);
+    kcache__remote_done(r, s, st, t0, "get", ev);
+    if (st != KCACHE_OK) return;
+    kcache__remote_unpack(r, k, policy, want_record, (const unsigned char *)v, n, out, &why);
+    if (s->ops->release) s->ops->release(s->user, hold);
+    if (out->status != KCACHE_ECORRUPT || !fix) return;
+    ev->rejects++;
+    if (r->ro) {
+        kcache__rev_note(ev, "reject %s: the remote value on %s %s (KCACHE_REMOTE_MODE=ro: left there)", k->unit, s->url, why);
+        return;
+    }
+    kcache__rev_note(ev, "reject %s: the remote value on %s %s; deleted there", k->unit, s->url, why);
+    if (s->ops->remove && kcache__remote_allow(r, s, 1, ev)) {
+        t0 = kcache__mono_ns();
+        kcache__remote_done(r, s, s->ops->remove(s->user, name), t0, "delete", ev);
+    }
+}
+
+/* Sends k's entry to its shard (mode rw). KCACHE_OK when stored; KCACHE_ETOOBIG: stays local. */
+static kcache_status kcache__remote_put(kcache__remote *r, const kcache_key *k, const void *data, size_t size, kcache__remote_ev *ev) {
+    kcache__shard *s = kcache__remote_shard(r, k->digest);
+    char name[33];
+    size_t len = 0;
+    kcache_status st;
+    unsigned char *v;
+    int64_t t0;
+    if (r->ro || !s->ops->put) return KCACHE_EROFS;
+    v = kcache__remote_pack(r, k, data, size, &len, &st);
+    if (!v) {
+        if (st == KCACHE_ETOOBIG)
+            kcache__rev_note(ev, "put %s: %llu bytes stay local (over KCACHE_REMOTE_MAX_ENTRY = %llu)", k->unit, (unsigned long long)size,
+                             (unsigned long long)r->max_entry);
+        return st;
+    }
+    if (!kcache__remote_allow(r, s, 1, ev)) { KCACHE_FREE(v); return KCACHE_EDISABLED; }
+    kcache__remote_name(k->digest, name);
+    t0 = kcache__mono_ns();
+    st = s->ops->put(s->user, name, v, len);
+    kcache__remote_done(r, s, st, t0, "put", ev);
+    KCACHE_FREE(v);
+    if (st == KCACHE_OK) ev->puts++;
+    return st;
+}
+
+/* Deletes k's entry on its shard (mode rw). */
+static void kcache__remote_remove(kcache__remote *r, const kcache_key *k, kcache__remote_ev *ev) {
+    kcache__shard *s = kcache__remote_shard(r, k->digest);
+    char name[33];
+    int64_t t0;
+    if (r->ro || !s->ops->remove || !kcache__remote_allow(r, s, 1, ev)) return;
+    kcache__remote_name(k->digest, name);
+    t0 = kcache__mono_ns();
+    kcache__remote_done(r, s, s->ops->remove(s->user, name), t0, "delete", ev);
+}
+
+/* ---- the cluster-wide build claim (kcache_get_or_build) ---- */
+
+#if !defined(_WIN32)
+typedef pthread_t kcache__thread;
+typedef void *(*kcache__thread_fn)(void *);
+#define KCACHE__THREAD_FN(name, arg) static void *name(void *arg)
+#define KCACHE__THREAD_END return NULL
+static int kcache__thread_start(kcache__thread *t, kcache__thread_fn fn, void *arg) { return pthread_create(t, NULL, fn, arg) == 0; }
+static void kcache__thread_join(kcache__thread t) { pthread_join(t, NULL); }
+#else
+typedef HANDLE kcache__thread;
+typedef LPTHREAD_START_ROUTINE kcache__thread_fn;
+#define KCACHE__THREAD_FN(name, arg) static DWORD WINAPI name(LPVOID arg)
+#define KCACHE__THREAD_END return 0
+static int kcache__thread_start(kcache__thread *t, kcache__thread_fn fn, void *arg) {
+    *t = CreateThread(NULL, 0, fn, arg, 0, NULL);
+    return *t != NULL;
+}
+static void kcache__thread_join(kcache__thread t) {
+    WaitForSingleObject(t, INFINITE);
+    CloseHandle(t);
+}
+#endif
+
+/* A claim this process holds, renewed by a thread of its own while the build runs (a build is the
+   caller's code: nothing else could renew meanwhile). */
+typedef struct kcache__rclaim {
+    kcache__remote *r;
+    kcache__shard *s;
+    char name[33];
+    char token[128];
+    int held, stop, started;
+    kcache__mutex m;           /* guards stop and ev, which the renewer writes */
+    kcache__cond c;
+    kcache__thread th;
+    kcache__remote_ev ev;      /* what the renewer's calls did */
+} kcache__rclaim;
+
+/* One claim call on the claim's shard, through the breaker (WAIT's time is not a call's latency). */
+static kcache_status kcache__rclaim_call(kcache__rclaim *cl, int op, uint32_t ms, kcache__remote_ev *ev) {
+    static const char *const what[] = {"", "claim", "renew claim", "release claim", "abandon claim", "wait for claim"};
+    kcache_status st;
+    int64_t t0;
+    if (!kcache__remote_allow(cl->r, cl->s, 0, ev)) return KCACHE_EDISABLED;
+    t0 = kcache__mono_ns();
+    st = cl->s->ops->claim(cl->s->user, cl->name, op, cl->token, ms);
+    if (op == KCACHE_CLAIM_WAIT && !kcache__remote_failed(st)) t0 = kcache__mono_ns();
+    kcache__remote_done(cl->r, cl->s, st, t0, what[op], ev);
+    return st;
+}
+
+KCACHE__THREAD_FN(kcache__rclaim_renewer, arg) {
+    kcache__rclaim *cl = (kcache__rclaim *)arg;
+    uint32_t every = cl->r->claim_ms / 3 ? cl->r->claim_ms / 3 : 1;
+    kcache__mutex_lock(&cl->m);
+    while (!cl->stop) {
+        kcache__remote_ev ev;
+        if (kcache__cond_wait_until(&cl->c, &cl->m, kcache__now_ns() + (int64_t)every * 1000000) || cl->stop) continue;
+        kcache__mutex_unlock(&cl->m);
+        memset(&ev, 0, sizeof ev);
+        if (kcache__rclaim_call(cl, KCACHE_CLAIM_RENEW, cl->r->claim_ms, &ev) == KCACHE_MISS)
+            kcache__rev_note(&ev, "remote %s: the build claim on %s was lost (expired): another machine may build too", cl->s->url, cl->name);
+        kcache__mutex_lock(&cl->m);
+        cl->ev.calls += ev.calls; cl->ev.latency_ns += ev.latency_ns; cl->ev.errors += ev.errors;
+        cl->ev.timeouts += ev.timeouts; cl->ev.skipped += ev.skipped; cl->ev.opened += ev.opened; cl->ev.closed += ev.closed;
+        if (!cl->ev.note[0]) memcpy(cl->ev.note, ev.note, sizeof ev.note);
+    }
+    kcache__mutex_unlock(&cl->m);
+    KCACHE__THREAD_END;
+}
+
+/* Sets up a claim on k's shard (nothing taken yet). 0 when the remote has no claims. */
+static int kcache__rclaim_init(kcache__rclaim *cl, kcache__remote *r, const kcache_key *k) {
+    memset(cl, 0, sizeof *cl);
+    cl->r = r;
+    cl->s = kcache__remote_shard(r, k->digest);
+    if (!cl->s->ops->claim) return 0;
+    kcache__remote_name(k->digest, cl->name);
+    snprintf(cl->token, sizeof cl->token, "%s:%u:%llx:%llx", r->host, (unsigned)kcache__pid(),
+             (unsigned long long)__atomic_add_fetch(&r->seq, 1, __ATOMIC_RELAXED), (unsigned long long)kcache__now_ns());
+    kcache__mutex_init(&cl->m);
+    kcache__cond_init(&cl->c);
+    return 1;
+}
+
+/* Takes the claim: KCACHE_OK (held, and renewed from now on), KCACHE_EEXIST (another holds it), or
+   a failure (build without one). */
+static kcache_status kcache__rclaim_take(kcache__rclaim *cl, kcache__remote_ev *ev) {
+    kcache_status st = kcache__rclaim_call(cl, KCACHE_CLAIM_TAKE, cl->r->claim_ms, ev);
+    if (st != KCACHE_OK) return st;
+    cl->held = 1;
+    cl->started = kcache__thread_start(&cl->th, kcache__rclaim_renewer, cl);
+    return KCACHE_OK;
+}
+
+/* Ends what the claim set up: the renewer stopped, the claim released (stored: the value is on the
+   remote for the waiters) or abandoned; the renewer's counts join ev. */
+static void kcache__rclaim_end(kcache__rclaim *cl, int stored, kcache__remote_ev *ev) {
+    if (!cl->r || !cl->s->ops->claim) return;
+    if (cl->started) {
+        kcache__mutex_lock(&cl->m);
+        cl->stop = 1;
+        kcache__cond_broadcast(&cl->c);
+        kcache__mutex_unlock(&cl->m);
+        kcache__thread_join(cl->th);
+    }
+    if (cl->held) kcache__rclaim_call(cl, stored ? KCACHE_CLAIM_RELEASE : KCACHE_CLAIM_ABANDON, cl->r->claim_ms, ev);
+    ev->calls += cl->ev.calls; ev->latency_ns += cl->ev.latency_ns; ev->errors += cl->ev.errors; ev->timeouts += cl->ev.timeouts;
+    ev->skipped += cl->ev.skipped; ev->opened += cl->ev.opened; ev->closed += cl->ev.closed;
+    if (!ev->note[0]) memcpy(ev->note, cl->ev.note, sizeof ev->note);
+    kcache__cond_destroy(&cl->c);
+    kcache__mutex_destroy(&cl->m);
+    cl->r = NULL;
+}
+
+/* ---- the built-in backend: Redis (hiredis) ---- */
+#ifdef KCACHE_REDIS
+
+/* Names on the server: kcache:1:<name> holds a value, kcache:1:<name>:claim a build claim (SET NX
+   PX; the value is the holder's token), and the end of a build is published on kcache:1:<name>:done
+   ("1": the value was stored, "0": abandoned). Every call runs on a non-blocking socket under
+   poll() with a deadline, so that a hung server costs one timeout, not the kernel's. Connections
+   are pooled per shard and never used by two threads at once; a forked child opens its own. */
+#define KCACHE__REDIS_IDLE 4
+#define KCACHE__REDIS_PREFIX "kcache:1:"
+
+typedef struct kcache__redis {
+    char *host, *path, *user, *pass; /* host and port, or a unix socket's path */
+    int port;
+    long db;
+    uint32_t connect_ms, op_ms;
+    size_t max_reply;               /* a reply larger than this is garbage, not a value */
+    kcache__mutex mutex;            /* guards the pool */
+    redisContext *idle[KCACHE__REDIS_IDLE];
+    unsigned nidle;
+    uint32_t pid;                   /* the process the pooled connections belong to */
+} kcache__redis;
+
+static void kcache__redis_free(void *user) {
+    kcache__redis *rb = (kcache__redis *)user;
+    unsigned i;
+    if (!rb) return;
+    for (i = 0; i < rb->nidle; i++) redisFree(rb->idle[i]);
+    kcache__mutex_destroy(&rb->mutex);
+    KCACHE_FREE(rb->host);
+    KCACHE_FREE(rb->path);
+    KCACHE_FREE(rb->user);
+    KCACHE_FREE(rb->pass);
+    KCACHE_FREE(rb);
+}
+
+/* Parses redis://[[USER]:PASSWORD@]HOST[:PORT][/DB] or unix:///PATH into a new backend (NULL and
+   *why when it is not one). shown gets the canonical form without credentials. */
+static kcache__redis *kcache__redis_parse(const char *url, size_t len, char *shown, size_t shown_cap, char *why, size_t cap) {
+    kcache__redis *rb = (kcache__redis *)KCACHE_MALLOC(sizeof *rb);
+    const char *p = url, *end = url + len, *at, *h, *he;
+    char num[16];
+    if (!rb) { kcache__say(why, cap, "out of memory"); return NULL; }
+    memset(rb, 0, sizeof *rb);
+    kcache__mutex_init(&rb->mutex);
+    rb->port = 6379;
+    if (len > 8 && memcmp(p, "unix:///", 8) == 0) {
+        if (len - 7 >= 108 || memchr(p + 7, '?', len - 7)) { kcache__say(why, cap, "%.*s: the socket path is too long or has a query", (int)len, url); goto bad; }
+        rb->path = kcache__strndup(p + 7, len - 7);
+        snprintf(shown, shown_cap, "unix://%s", rb->path ? rb->path : "");
+        if (!rb->path) goto oom;
+        return rb;
+    }
+    if (len <= 8 || memcmp(p, "redis://", 8) != 0) {
+        kcache__say(why, cap, "%.*s is not redis://HOST[:PORT][/DB] or unix:///PATH.sock", (int)(len > 200 ? 200 : len), url);
+        goto bad;
+    }
+    p += 8;
+    at = (const char *)memchr(p, '@', (size_t)(end - p));
+    if (at) { /* [USER]:PASSWORD@ */
+        const char *colon = (const char *)memchr(p, ':', (size_t)(at - p));
+        if (!colon) { kcache__say(why, cap, "redis URL: credentials must be [USER]:PASSWORD@"); goto bad; }
+        if (colon > p && !(rb->user = kcache__strndup(p, (size_t)(colon - p)))) goto oom;
+        if (!(rb->pass = kcache__strndup(colon + 1, (size_t)(at - colon - 1)))) goto oom;
+        p = at + 1;
+    }
+    if (p < end && *p == '[') { /* [IPv6] */
+        h = p + 1;
+        he = (const char *)memchr(h, ']', (size_t)(end - h));
+        if (!he) { kcache__say(why, cap, "redis URL: no ] after an IPv6 address"); goto bad; }
+        p = he + 1;
+    } else {
+        h = p;
+        while (p < end && *p != ':' && *p != '/') p++;
+        he = p;
+    }
+    if (he == h || he - h > 255) { kcache__say(why, cap, "redis URL %.*s: no host", (int)len, url); goto bad; }
+    for (at = h; at < he; at++)
+        if (!((*at >= 'a' && *at <= 'z') || (*at >= 'A' && *at <= 'Z') || (*at >= '0' && *at <= '9') || *at == '.' || *at == '-' ||
+              *at == '_' || *at == ':')) {
+            kcache__say(why, cap, "redis URL %.*s: a host has letters, digits, '.', '-' and ':' only", (int)len, url);
+            goto bad;
+        }
+    if (!(rb->host = kcache__strndup(h, (size_t)(he - h)))) goto oom;
+    if (p < end && *p == ':') {
+        const char *q = ++p;
+        long v = 0;
+        while (p < end && *p >= '0' && *p <= '9' && v <= 65535) v = v * 10 + (*p++ - '0');
+        if (p == q || v < 1 || v > 65535 || (p < end && *p != '/')) { kcache__say(why, cap, "redis URL %.*s: the port is 1 to 65535", (int)len, url); goto bad; }
+        rb->port = (int)v;
+    }
+    if (p < end && *p == '/') {
+        p++;
+        while (p < end && *p >= '0' && *p <= '9' && rb->db < 1000000) rb->db = rb->db * 10 + (*p++ - '0');
+        if (p != end || rb->db >= 1000000) { kcache__say(why, cap, "redis URL %.*s: the database is a number", (int)len, url); goto bad; }
+    }
+    if (p != end) { kcache__say(why, cap, "redis URL %.*s: unexpected text after the host", (int)len, url); goto bad; }
+    snprintf(num, sizeof num, "%d", rb->port);
+    snprintf(shown, shown_cap, "redis://%s%s%s:%s/%ld", strchr(rb->host, ':') ? "[" : "", rb->host, strchr(rb->host, ':') ? "]" : "", num, rb->db);
+    return rb;
+oom:
+    kcache__say(why, cap, "out of memory");
+bad:
+    kcache__redis_free(rb);
+    return NULL;
+}
+
+/* Waits until fd is ready for ev, or the deadline (monotonic ns). */
+static kcache_status kcache__redis_wait(int fd, short ev, int64_t deadline) {
+    for (;;) {
+        struct pollfd p;
+        int64_t left = deadline - kcache__mono_ns();
+        int r;
+        if (left <= 0) return KCACHE_ETIMEOUT;
+        p.fd = fd;
+        p.events = ev;
+        p.revents = 0;
+        r = poll(&p, 1, (int)((left + 999999) / 1000000));
+        if (r > 0) return KCACHE_OK; /* ready, or an error or hang-up the next read or write reports */
+        if (r < 0 && errno != EINTR) return KCACHE_EIO;
+    }
+}
+
+/* redisBufferWrite without SIGPIPE: a server that went away must not end the caller's process.
+   The signal is blocked in this thread for the write, and one it raised is taken before unblocking
+   (a SIGPIPE that was already pending stays for the program). */
+static int kcache__redis_write(redisContext *c, int *done) {
+    sigset_t pipe_set, old, pend;
+    int rc, had;
+    sigemptyset(&pipe_set);
+    sigaddset(&pipe_set, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &pipe_set, &old);
+    had = sigpending(&pend) == 0 && sigismember(&pend, SIGPIPE);
+    rc = redisBufferWrite(c, done);
+    if (!had && sigpending(&pend) == 0 && sigismember(&pend, SIGPIPE)) {
+        int sig; /* pending, so sigwait takes it at once (and it is POSIX everywhere, unlike sigtimedwait) */
+        sigwait(&pipe_set, &sig);
+    }
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    return rc;
+}
+
+/* Sends what is queued on c and reads one reply, by the deadline. */
+static kcache_status kcache__redis_io(kcache__redis *rb, redisContext *c, int64_t deadline, redisReply **out) {
+    void *reply = NULL;
+    int done = 0;
+    kcache_status st;
+    *out = NULL;
+    while (!done) {
+        if (kcache__redis_write(c, &done) != REDIS_OK) return KCACHE_EIO;
+        if (!done && (st = kcache__redis_wait(c->fd, POLLOUT, deadline)) != KCACHE_OK) return st;
+    }
+    for (;;) {
+        if (redisGetReplyFromReader(c, &reply) != REDIS_OK) return KCACHE_EIO; /* garbage */
+        if (reply) break;
+        if ((st = kcache__redis_wait(c->fd, POLLIN, deadline)) != KCACHE_OK) return st;
+        if (redisBufferRead(c) != REDIS_OK) return KCACHE_EIO; /* closed, or an error */
+        if (c->reader && c->reader->len > rb->max_reply) return KCACHE_EIO; /* bigger than any value: not a server of ours */
+    }
+    *out = (redisReply *)reply;
+    return KCACHE_OK;
+}
+
+static kcache_status kcache__redis_cmd(kcache__redis *rb, redisContext *c, int argc, const char **argv, const size_t *lens,
+                                       int64_t deadline, redisReply **out) {
+    *out = NULL;
+    if (redisAppendCommandArgv(c, argc, argv, lens) != REDIS_OK) return KCACHE_ENOMEM;
+    return kcache__redis_io(rb, c, deadline, out);
+}
+
+/* An error reply: a full server (maxmemory with noeviction) and a read-only replica refuse writes;
+   anything else (NOAUTH, LOADING, a disabled command...) is a failure. */
+static kcache_status kcache__redis_error(const redisReply *r) {
+    if (r->type != REDIS_REPLY_ERROR || !r->str) return KCACHE_EIO;
+    if (strncmp(r->str, "OOM", 3) == 0) return KCACHE_ENOSPC;
+    if (strncmp(r->str, "READONLY", 8) == 0) return KCACHE_EROFS;
+    return KCACHE_EIO;
+}
+
+/* A command that readies a new connection (AUTH [user] password, SELECT db): it must say OK. */
+static kcache_status kcache__redis_setup(kcache__redis *rb, redisContext *c, const char *verb, const char *a, const char *b, int64_t deadline) {
+    const char *argv[3];
+    size_t lens[3];
+    redisReply *r;
+    kcache_status st;
+    int n = 0;
+    argv[n] = verb, lens[n++] = strlen(verb);
+    if (a) argv[n] = a, lens[n++] = strlen(a);
+    argv[n] = b, lens[n++] = strlen(b);
+    st = kcache__redis_cmd(rb, c, n, argv, lens, deadline, &r);
+    if (st == KCACHE_OK && r->type != REDIS_REPLY_STATUS) st = KCACHE_EIO;
+    if (r) freeReplyObject(r);
+    return st;
+}
+
+/* A new connection, ready for commands (connected, authenticated, database selected). */
+static kcache_status kcache__redis_connect(kcache__redis *rb, int64_t deadline, redisContext **out) {
+    int64_t by = kcache__mono_ns() + (int64_t)rb->connect_ms * 1000000;
+    redisContext *c = rb->path ? redisConnectUnixNonBlock(rb->path) : redisConnectNonBlock(rb->host, rb->port);
+    kcache_status st;
+    int err = 0;
+    socklen_t elen = sizeof err;
+    *out = NULL;
+    if (!c) return KCACHE_ENOMEM;
+    if (c->err) { redisFree(c); return KCACHE_EIO; } /* refused, no such socket, no route... */
+    if (by > deadline) by = deadline;
+    st = kcache__redis_wait(c->fd, POLLOUT, by);
+    if (st == KCACHE_OK && (getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &err, &elen) != 0 || err != 0)) st = KCACHE_EIO;
+    if (st == KCACHE_OK && rb->pass) st = kcache__redis_setup(rb, c, "AUTH", rb->user, rb->pass, deadline);
+    if (st == KCACHE_OK && rb->db) {
+        char db[24];
+        snprintf(db, sizeof db, "%ld", rb->db);
+        st = kcache__redis_setup(rb, c, "SELECT", NULL, db, deadline);
+    }
+    if (st != KCACHE_OK) { redisFree(c); return st; }
+    *out = c;
+    return KCACHE_OK;
+}
+
+/* A pooled connection of this process that the server has not closed, or a new one. */
+static kcache_status kcache__redis_take(kcache__redis *rb, int64_t deadline, redisContext **out) {
+    redisContext *c = NULL, *stale[KCACHE__REDIS_IDLE];
+    unsigned nstale = 0, i;
+    uint32_t pid = kcache__pid();
+    kcache__mutex_lock(&rb->mutex);
+    if (rb->pid != pid) { /* forked: the parent's sockets are the parent's */
+        while (rb->nidle) stale[nstale++] = rb->idle[--rb->nidle];
+        rb->pid = pid;
+    }
+    while (!c && rb->nidle) {
+        struct pollfd p;
+        c = rb->idle[--rb->nidle];
+        p.fd = c->fd;
+        p.events = POLLIN;
+        p.revents = 0;
+        if (poll(&p, 1, 0) != 0) { stale[nstale++] = c; c = NULL; } /* closed by the server (or garbage): not reused */
+    }
+    kcache__mutex_unlock(&rb->mutex);
+    for (i = 0; i < nstale; i++) redisFree(stale[i]); /* sends nothing: only closes this process's descriptor */
+    if (c) { *out = c; return KCACHE_OK; }
+    return kcache__redis_connect(rb, deadline, out);
+}
+static void kcache__redis_give(kcache__redis *rb, redisContext *c) {
+    kcache__mutex_lock(&rb->mutex);
+    if (rb->pid == kcache__pid() && rb->nidle < KCACHE__REDIS_IDLE) { rb->idle[rb->nidle++] = c; c = NULL; }
+    kcache__mutex_unlock(&rb->mutex);
+    if (c) redisFree(c);
+}
+
+/* One command on a pooled connection, within the operation timeout; a connection that failed is
+   dropped (its protocol state is unknown). */
+static kcache_status kcache__redis_run(kcache__redis *rb, int argc, const char **argv, const size_t *lens, redisReply **out) {
+    int64_t deadline = kcache__mono_ns() + (int64_t)rb->op_ms * 1000000;
+    redisContext *c;
+    kcache_status st = kcache__redis_take(rb, deadline, &c);
+    *out = NULL;
+    if (st != KCACHE_OK) return st;
+    st = kcache__redis_cmd(rb, c, argc, argv, lens, deadline, out);
+    if (st == KCACHE_OK) kcache__redis_give(rb, c);
+    else redisFree(c);
+    return st;
+}
+
+/* kcache:1:<name><suffix> */
+static size_t kcache__redis_key(char *out, const char *name, const char *suffix) {
+    return (size_t)snprintf(out, 64, "%s%.32s%s", KCACHE__REDIS_PREFIX, name, suffix);
+}
+/* VERB kcache:1:<name><suffix> [value] on a pooled connection. */
+static kcache_status kcache__redis_on_key(kcache__redis *rb, const char *verb, const char *name, const char *suffix, const void *value,
+                                          size_t value_len, redisReply **out) {
+    char key[64];
+    const char *argv[3];
+    size_t lens[3];
+    argv[0] = verb, lens[0] = strlen(verb);
+    argv[1] = key, lens[1] = kcache__redis_key(key, name, suffix);
+    argv[2] = (const char *)value, lens[2] = value_len;
+    return kcache__redis_run(rb, value ? 3 : 2, argv, lens, out);
+}
+
+static kcache_status kcache__redis_get(void *user, const char *name, const void **data, size_t *size, void **hold) {
+    redisReply *r;
+    kcache_status st = kcache__redis_on_key((kcache__redis *)user, "GET", name, "", NULL, 0, &r);
+    if (st != KCACHE_OK) return st;
+    if (r->type == REDIS_REPLY_STRING) {
+        *data = r->str;
+        *size = r->len;
+        *hold = r;
+        return KCACHE_OK;
+    }
+    st = r->type == REDIS_REPLY_NIL ? KCACHE_MISS : kcache__redis_error(r);
+    freeReplyObject(r);
+    return st;
+}
+static void kcache__redis_release(void *user, void *hold) {
+    (void)user;
+    if (hold) freeReplyObject(hold);
+}
+static kcache_status kcache__redis_put(void *user, const char *name, const void *data, size_t size) {
+    redisReply *r;
+    kcache_status st = kcache__redis_on_key((kcache__redis *)user, "SET", name, "", data ? data : "", size, &r);
+    if (st != KCACHE_OK) return st;
+    st = r->type == REDIS_REPLY_STATUS ? KCACHE_OK : kcache__redis_error(r);
+    freeReplyObject(r);
+    return st;
+}
+static kcache_status kcache__redis_remove(void *user, const char *name) {
+    redisReply *r;
+    kcache_status st = kcache__redis_on_key((kcache__redis *)user, "DEL", name, "", NULL, 0, &r);
+    if (st != KCACHE_OK) return st;
+    st = r->type == REDIS_REPLY_INTEGER ? (r->integer > 0 ? KCACHE_OK : KCACHE_MISS) : kcache__redis_error(r);
+    freeReplyObject(r);
+    return st;
+}
+
+/* Renews a claim only while it is still the caller's; releases it the same way, then publishes. */
+static const char kcache__redis_renew_lua[] =
+    "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('pexpire', KEYS[1], ARGV[2]) end return 0";
+static const char kcache__redis_release_lua[] =
+    "if redis.call('get', KEYS[1]) == ARGV[1] then redis.call('del', KEYS[1]) end "
+    "redis.call('publish', ARGV[2], ARGV[3]) return 1";
+
+/* WAIT: subscribe to the claim's channel on a connection of its own, then look at the claim (a
+   release between the two is not missed); the claim's remaining lifetime bounds the wait, so a
+   dead builder's claim is noticed when it runs out. */
+static kcache_status kcache__redis_wait_claim(kcache__redis *rb, const char *name, uint32_t ms) {
+    int64_t start = kcache__mono_ns(), until = start + (int64_t)ms * 1000000, by = start + (int64_t)rb->op_ms * 1000000;
+    char chan[64];
+    const char *argv[2];
+    size_t lens[2];
+    redisContext *sub;
+    redisReply *r;
+    int gone = 0;
+    kcache_status st = kcache__redis_connect(rb, by, &sub);
+    if (st != KCACHE_OK) return st;
+    argv[0] = "SUBSCRIBE", lens[0] = 9;
+    argv[1] = chan, lens[1] = kcache__redis_key(chan, name, ":done");
+    st = kcache__redis_cmd(rb, sub, 2, argv, lens, by, &r);
+    if (st == KCACHE_OK && r->type != REDIS_REPLY_ARRAY) st = kcache__redis_error(r);
+    if (r) freeReplyObject(r);
+    if (st == KCACHE_OK) {
+        st = kcache__redis_on_key(rb, "PTTL", name, ":claim", NULL, 0, &r);
+        if (st == KCACHE_OK) {
+            long long left = r->type == REDIS_REPLY_INTEGER ? r->integer : -3;
+            if (r->type != REDIS_REPLY_INTEGER) st = kcache__redis_error(r);
+            else if (left == -2) gone = 1; /* no claim: look again */
+            else if (left >= 0 && start + (left + 50) * 1000000 < until) until = start + (left + 50) * 1000000;
+            freeReplyObject(r);
+        }
+    }
+    while (st == KCACHE_OK && !gone) {
+        st = kcache__redis_io(rb, sub, until, &r);
+        if (st == KCACHE_ETIMEOUT) { st = until < start + (int64_t)ms * 1000000 ? KCACHE_OK : KCACHE_EEXIST; break; }
+        if (st != KCACHE_OK) break;
+        if (r->type == REDIS_REPLY_ARRAY && r->elements == 3 && r->element[0]->type == REDIS_REPLY_STRING &&
+            strcmp(r->element[0]->str, "message") == 0 && r->element[2]->type == REDIS_REPLY_STRING) {
+            st = r->element[2]->len == 1 && r->element[2]->str[0] == '0' ? KCACHE_MISS : KCACHE_OK;
+            freeReplyObject(r);
+            break;
+        }
+        freeReplyObject(r);
+    }
+    redisFree(sub);
+    return st;
+}
+
+static kcache_status kcache__redis_claim(void *user, const char *name, int op, const char *token, uint32_t ms) {
+    kcache__redis *rb = (kcache__redis *)user;
+    char key[64], chan[64], msbuf[16];
+    const char *argv[7];
+    size_t lens[7];
+    redisReply *r;
+    kcache_status st;
+    int argc;
+    if (op == KCACHE_CLAIM_WAIT) return kcache__redis_wait_claim(rb, name, ms);
+    snprintf(msbuf, sizeof msbuf, "%u", (unsigned)(ms ? ms : 1));
+    kcache__redis_key(key, name, ":claim");
+    if (op == KCACHE_CLAIM_TAKE) {
+        argv[0] = "SET", lens[0] = 3;
+        argv[1] = key, lens[1] = strlen(key);
+        argv[2] = token, lens[2] = strlen(token);
+        argv[3] = "NX", lens[3] = 2;
+        argv[4] = "PX", lens[4] = 2;
+        argv[5] = msbuf, lens[5] = strlen(msbuf);
+        argc = 6;
+    } else if (op == KCACHE_CLAIM_RENEW) {
+        argv[0] = "EVAL", lens[0] = 4;
+        argv[1] = kcache__redis_renew_lua, lens[1] = sizeof kcache__redis_renew_lua - 1;
+        argv[2] = "1", lens[2] = 1;
+        argv[3] = key, lens[3] = strlen(key);
+        argv[4] = token, lens[4] = strlen(token);
+        argv[5] = msbuf, lens[5] = strlen(msbuf);
+        argc = 6;
+    } else if (op == KCACHE_CLAIM_RELEASE || op == KCACHE_CLAIM_ABANDON) {
+        argv[0] = "EVAL", lens[0] = 4;
+        argv[1] = kcache__redis_release_lua, lens[1] = sizeof kcache__redis_release_lua - 1;
+        argv[2] = "1", lens[2] = 1;
+        argv[3] = key, lens[3] = strlen(key);
+        argv[4] = token, lens[4] = strlen(token);
+        argv[5] = chan, lens[5] = kcache__redis_key(chan, name, ":done");
+        argv[6] = op == KCACHE_CLAIM_RELEASE ? "1" : "0", lens[6] = 1;
+        argc = 7;
+    } else {
+        return KCACHE_EINVAL;
+    }
+    if ((st = kcache__redis_run(rb, argc, argv, lens, &r)) != KCACHE_OK) return st;
+    if (r->type == REDIS_REPLY_ERROR) st = kcache__redis_error(r);
+    else if (op == KCACHE_CLAIM_TAKE) st = r->type == REDIS_REPLY_STATUS ? KCACHE_OK : r->type == REDIS_REPLY_NIL ? KCACHE_EEXIST : KCACHE_EIO;
+    else if (op == KCACHE_CLAIM_RENEW) st = r->type != REDIS_REPLY_INTEGER ? KCACHE_EIO : r->integer == 1 ? KCACHE_OK : KCACHE_MISS;
+    else st = r->type == REDIS_REPLY_INTEGER ? KCACHE_OK : KCACHE_EIO;
+    freeReplyObject(r);
+    return st;
+}
+
+static const kcache_remote_ops kcache__redis_ops = {kcache__redis_get, kcache__redis_release, kcache__redis_put,
+                                                    kcache__redis_remove, kcache__redis_claim};
+#endif /* KCACHE_REDIS */
+
+/* ---- opening and closing ---- */
+
+static void kcache__remote_close(kcache__remote *r) {
+    unsigned i;
+    if (!r) return;
+    for (i = 0; i < r->n; i++) {
+        if (r->shard[i].close) r->shard[i].close(r->shard[i].user);
+        KCACHE_FREE(r->shard[i].url);
+    }
+    KCACHE_FREE(r->shard);
+    KCACHE_FREE(r->names);
+    if (r->secret) { memset(r->secret, 0, r->secret_len); KCACHE_FREE(r->secret); }
+    kcache__mutex_destroy(&r->mutex);
+    KCACHE_FREE(r);
+}
+
+static int kcache__is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+
+/* Adds a shard (url as shown; its seed from it). 0 on failure, with *why. */
+static int kcache__remote_add(kcache__remote *r, const char *shown, const kcache_remote_ops *ops, void *user,
+                              void (*close_fn)(void *), char *why, size_t cap) {
+    kcache__shard *s = &r->shard[r->n];
+    unsigned i;
+    for (i = 0; i < r->n; i++)
+        if (strcmp(r->shard[i].url, shown) == 0) { kcache__say(why, cap, "%s is listed twice", shown); return 0; }
+    memset(s, 0, sizeof *s);
+    if (!(s->url = kcache__strndup(shown, strlen(shown)))) { kcache__say(why, cap, "out of memory"); return 0; }
+    s->seed = kcache_hash(shown, strlen(shown)).lo;
+    s->ops = ops;
+    s->user = user;
+    s->close = close_fn;
+    s->backoff_ms = r->backoff_ms;
+    r->n++;
+    return 1;
+}
+
+/* Sets up the remote tier cfg asks for. *out NULL: none asked for, or (with *why) one that cannot be
+   used; the cache then works without it. */
+static void kcache__remote_open(kcache__remote **out, const kcache_config *cfg, char *why, size_t cap) {
+    const char *urls = cfg->remote ? cfg->remote : "";
+    kcache__remote *r;
+    size_t names = 0;
+    unsigned i;
+    *out = NULL;
+    while (kcache__is_space(*urls)) urls++;
+    if (!cfg->remote_ops && !*urls) return;
+    if (cfg->remote_ops && (!cfg->remote_ops->get || !cfg->remote_ops->put)) { kcache__say(why, cap, "remote_ops needs get and put; no remote"); return; }
+#ifndef KCACHE_HMAC_OPENSSL
+    if (cfg->remote_secret && cfg->remote_secret[0]) {
+        kcache__say(why, cap, "KCACHE_REMOTE_SECRET is set but kcache was built without KCACHE_HMAC_OPENSSL: no remote (its values could not be checked)");
+        return;
+    }
+#endif
+#ifndef KCACHE_REDIS
+    if (!cfg->remote_ops) { kcache__say(why, cap, "KCACHE_REMOTE is set but kcache was built without KCACHE_REDIS: no remote"); return; }
+#endif
+    if (!(r = (kcache__remote *)KCACHE_MALLOC(sizeof *r))) { kcache__say(why, cap, "out of memory"); return; }
+    memset(r, 0, sizeof *r);
+    kcache__mutex_init(&r->mutex);
+    r->ro = cfg->remote_mode == KCACHE_REMOTE_RO;
+    r->timeout_ms = cfg->remote_timeout_ms ? cfg->remote_timeout_ms : KCACHE__REMOTE_TIMEOUT_MS;
+    r->claim_ms = cfg->remote_claim_ms ? cfg->remote_claim_ms : KCACHE__REMOTE_CLAIM_MS;
+    r->backoff_ms = cfg->remote_backoff_ms ? cfg->remote_backoff_ms : KCACHE__REMOTE_BACKOFF_MS;
+    r->max_entry = cfg->remote_max_entry ? cfg->remote_max_entry : KCACHE__REMOTE_MAX_ENTRY;
+#if !defined(_WIN32)
+    if (gethostname(r->host, sizeof r->host - 1) != 0) r->host[0] = 0;
+    r->host[sizeof r->host - 1] = 0;
+#endif
+    if (cfg->remote_secret && cfg->remote_secret[0]) {
+        r->secret_len = strlen(cfg->remote_secret);
+        if (!(r->secret = (unsigned char *)kcache__strndup(cfg->remote_secret, r->secret_len))) goto oom;
+    }
+    if (!(r->shard = (kcache__shard *)KCACHE_MALLOC(sizeof *r->shard * KCACHE__REMOTE_SHARDS))) goto oom;
+    if (cfg->remote_ops) {
+        if (!kcache__remote_add(r, *urls ? urls : "remote_ops", cfg->remote_ops, cfg->remote_user, NULL, why, cap)) goto bad;
+    } else {
+#ifdef KCACHE_REDIS
+        const char *p;
+        for (p = urls; *p;) {
+            const char *e = p;
+            char shown[400];
+            kcache__redis *rb;
+            while (*e && !kcache__is_space(*e)) e++;
+            if (r->n == KCACHE__REMOTE_SHARDS) { kcache__say(why, cap, "more than %d remote shards", KCACHE__REMOTE_SHARDS); goto bad; }
+            if (!(rb = kcache__redis_parse(p, (size_t)(e - p), shown, sizeof shown, why, cap))) goto bad;
+            rb->op_ms = r->timeout_ms;
+            rb->connect_ms = r->timeout_ms < KCACHE__REMOTE_CONNECT_MS ? r->timeout_ms : KCACHE__REMOTE_CONNECT_MS;
+            /* a larger value (a client with a larger KCACHE_REMOTE_MAX_ENTRY) is read, then a miss;
+               a reply past this bound (a server streaming garbage) is a failure */
+            rb->max_reply = (size_t)((r->max_entry * 2 > ((uint64_t)64 << 20) ? r->max_entry * 2 : ((uint64_t)64 << 20)) + 65536);
+            rb->pid = kcache__pid();
+            if (!kcache__remote_add(r, shown, &kcache__redis_ops, rb, kcache__redis_free, why, cap)) { kcache__redis_free(rb); goto bad; }
+            for (p = e; kcache__is_space(*p); p++) {
+            }
+        }
+#endif
+    }
+    for (i = 0; i < r->n; i++) names += strlen(r->shard[i].url) + 1;
+    if (!(r->names = (char *)KCACHE_MALLOC(names + 1))) goto oom;
+    r->names[0] = 0;
+    for (i = 0; i < r->n; i++) {
+        if (i) strcat(r->names, " ");
+        strcat(r->names, r->shard[i].url);
+    }
+    *out = r;
+    return;
+oom:
+    kcache__say(why, cap, "out of memory");
+bad:
+    kcache__remote_close(r);
+}
+
+/* ============================================================================================== */
 /* >>pub  publishing: every process's counters and recent events, for kcache-top                  */
 /* ============================================================================================== */
 
@@ -5877,7 +7048,8 @@ static kcache_status kcache__store_open(kcache__store **out, const char *dir, co
        24  u64 process start time (clock ticks after boot, /proc/PID/stat field 22; 0: unknown)
        32  i64 opened (ns)     40  i64 last event (ns)     48  u64 events written (the ring's head)
        64  char[16] process name (/proc/self/comm), NUL padded
-      128  48 x u64 counters (KCACHE__PUB_HITS_MEM ...; misses of reason r at 16 + r)
+      128  48 x u64 counters (KCACHE__PUB_HITS_MEM ...; misses of reason r at 16 + r; the remote
+           tier's from 32)
       512  64 units x 128 bytes: u64 unit hash (XXH3-128 lo of the unit's name, 0 = empty), u64 hits
            in memory, u64 hits from disk, u64 misses, u64 puts, i64 last event (ns), u64 info
            (bits 0-7: reason of the last miss, 8-23: the name's full length), u64 bytes put,
@@ -5923,11 +7095,17 @@ enum {
     KCACHE__PUB_HITS_MEM = 0, KCACHE__PUB_HITS_DISK, KCACHE__PUB_MISSES, KCACHE__PUB_PUTS, KCACHE__PUB_EVICTIONS,
     KCACHE__PUB_REJECTS, KCACHE__PUB_BYTES_READ, KCACHE__PUB_BYTES_WRITTEN, KCACHE__PUB_MEM_EVICTIONS,
     KCACHE__PUB_BUILDS, KCACHE__PUB_BUILD_WAITS, KCACHE__PUB_STORE_ERRORS,
-    KCACHE__PUB_MISS_REASON = 16 /* + a kcache_reason: misses of that reason, up to 32 */
+    KCACHE__PUB_MISS_REASON = 16, /* + a kcache_reason: misses of that reason, up to 32 */
+    /* the tiers below the store (>>remote): kcache_stats' fields of the same names; a process's
+       breakers open now = its opens - closes (a closing kcache closes its open ones) */
+    KCACHE__PUB_HITS_REMOTE = 32, KCACHE__PUB_HITS_LAYER, KCACHE__PUB_REMOTE_LOOKUPS, KCACHE__PUB_REMOTE_PUTS,
+    KCACHE__PUB_REMOTE_ERRORS, KCACHE__PUB_REMOTE_TIMEOUTS, KCACHE__PUB_REMOTE_SKIPPED, KCACHE__PUB_REMOTE_CALLS,
+    KCACHE__PUB_REMOTE_LATENCY_NS, KCACHE__PUB_REMOTE_REJECTS, KCACHE__PUB_REMOTE_OPENS, KCACHE__PUB_REMOTE_CLOSES
 };
 /* Event kinds. Memory hits are sampled: one event when a hit records the entry's use in the store
    (the first hit of an entry in memory, then at most one a second per entry). */
-enum { KCACHE__PUB_EV_HIT_MEM = 1, KCACHE__PUB_EV_HIT_DISK, KCACHE__PUB_EV_MISS, KCACHE__PUB_EV_PUT, KCACHE__PUB_EV_EVICT };
+enum { KCACHE__PUB_EV_HIT_MEM = 1, KCACHE__PUB_EV_HIT_DISK, KCACHE__PUB_EV_MISS, KCACHE__PUB_EV_PUT, KCACHE__PUB_EV_EVICT,
+       KCACHE__PUB_EV_HIT_REMOTE };
 /* unit table entry fields (u64 words) */
 enum { KCACHE__PUB_U_HASH, KCACHE__PUB_U_HITS_MEM, KCACHE__PUB_U_HITS_DISK, KCACHE__PUB_U_MISSES, KCACHE__PUB_U_PUTS,
        KCACHE__PUB_U_LAST, KCACHE__PUB_U_INFO, KCACHE__PUB_U_BYTES_PUT, KCACHE__PUB_U_NAME };
@@ -6552,7 +7730,10 @@ struct kcache {
     void *cl;                    /* the OpenCL layer's state (programs built in this process) */
     void (*cl_free)(void *cl);   /* frees it at close */
     long cl_loads;               /* OpenCL binaries loaded (names PoCL's unpack directories) */
+    kcache__remote *remote;      /* the remote tier (>>remote), NULL when none */
+    char remote_why[400];        /* why there is none although one was asked for */
 };
+static void kcache__lower_open(kcache *kc);
 
 static void kcache__log(const kcache_config *cfg, const char *fmt, ...) {
     char line[1024];
@@ -6602,6 +7783,36 @@ static int kcache__parse_bool(const char *s, int *out) {
 
 static void kcache__env_bad(int debug, const char *var, const char *val, const char *want) {
     if (debug) fprintf(stderr, "kcache: %s=\"%.64s\" is not %s; using the default\n", var, val, want);
+}
+
+/* The remote tier's variables (and KCACHE_COMPRESS), after the others. */
+static void kcache__config_remote_env(kcache_config *cfg) {
+    const char *v;
+    uint64_t n;
+    int b;
+    if ((v = getenv("KCACHE_REMOTE")) != NULL && *v) cfg->remote = v;
+    if ((v = getenv("KCACHE_REMOTE_SECRET")) != NULL && *v) cfg->remote_secret = v;
+    if ((v = getenv("KCACHE_REMOTE_MODE")) != NULL && *v) {
+        if (strcmp(v, "rw") == 0) cfg->remote_mode = KCACHE_REMOTE_RW;
+        else if (strcmp(v, "ro") == 0) cfg->remote_mode = KCACHE_REMOTE_RO;
+        else kcache__env_bad(cfg->debug, "KCACHE_REMOTE_MODE", v, "rw or ro");
+    }
+    if ((v = getenv("KCACHE_REMOTE_TIMEOUT")) != NULL && *v) { /* milliseconds; "ms" or "s" may follow */
+        char *end;
+        unsigned long long t = strtoull(v, &end, 10);
+        if (end != v && *v >= '0' && *v <= '9' && strcmp(end, "s") == 0 && t <= 600) t *= 1000;
+        else if (end == v || !(*v >= '0' && *v <= '9') || (*end && strcmp(end, "ms") != 0)) t = 0;
+        if (t >= 1 && t <= 600000) cfg->remote_timeout_ms = (uint32_t)t;
+        else kcache__env_bad(cfg->debug, "KCACHE_REMOTE_TIMEOUT", v, "milliseconds from 1 to 600000 (or 1s..600s)");
+    }
+    if ((v = getenv("KCACHE_REMOTE_MAX_ENTRY")) != NULL && *v) {
+        if (kcache__parse_size(v, &n) && n >= 1024 && n <= ((uint64_t)512 << 20)) cfg->remote_max_entry = n;
+        else kcache__env_bad(cfg->debug, "KCACHE_REMOTE_MAX_ENTRY", v, "a size from 1K to 512M");
+    }
+    if ((v = getenv("KCACHE_COMPRESS")) != NULL && *v) {
+        if (kcache__parse_bool(v, &b)) cfg->compress = b;
+        else kcache__env_bad(cfg->debug, "KCACHE_COMPRESS", v, "0 or 1");
+    }
 }
 
 KCACHE_API void kcache_config_init(kcache_config *cfg) {
@@ -6659,6 +7870,11 @@ KCACHE_API void kcache_config_init(kcache_config *cfg) {
         else if (strcmp(v, "content") == 0) cfg->stamp = KCACHE_STAMP_CONTENT;
         else kcache__env_bad(cfg->debug, "KCACHE_STAMP", v, "mtime, content or hybrid");
     }
+    cfg->remote_timeout_ms = KCACHE__REMOTE_TIMEOUT_MS;
+    cfg->remote_max_entry = KCACHE__REMOTE_MAX_ENTRY;
+    cfg->remote_claim_ms = KCACHE__REMOTE_CLAIM_MS;
+    cfg->remote_backoff_ms = KCACHE__REMOTE_BACKOFF_MS;
+    kcache__config_remote_env(cfg);
 }
 
 /* The default directory: $XDG_CACHE_HOME/kcache (an absolute path, as the XDG spec requires), else
@@ -6732,6 +7948,7 @@ KCACHE_API kcache_status kcache_open(kcache **out, const kcache_config *cfg) {
     }
     if (!kc->store) KCACHE__DEBUG(kc, "%s", kc->store_why);
     else KCACHE__DEBUG(kc, "store %s (limit %llu bytes)%s%s", kc->dir, (unsigned long long)kc->cfg.max_size, why[0] ? "; " : "", why);
+    if (kc->cfg.enable) kcache__lower_open(kc);
     *out = kc;
     return KCACHE_OK;
 }
@@ -6849,6 +8066,10 @@ KCACHE_API void kcache_close(kcache *kc) {
     kcache__mutex_unlock(&kc->lock);
     kcache__release_nodes(kc, all); /* flushes what KCACHE_WRITE=evict kept in memory only */
     if (kc->cl_free) kc->cl_free(kc->cl);
+    kcache__mutex_lock(&kc->lock);
+    kcache__pub_add(&kc->pub, KCACHE__PUB_REMOTE_CLOSES, kcache__remote_open_count(kc->remote)); /* none left open in the stats */
+    kcache__mutex_unlock(&kc->lock);
+    kcache__remote_close(kc->remote);
     kcache__pub_close(&kc->pub);
     kcache__store_close(kc->store);
     KCACHE_FREE(kc->lru.buckets);
@@ -7114,6 +8335,131 @@ static void kcache__incomplete_miss(kcache *kc, const kcache_key *k) {
     }
 }
 
+/* Lock held: keeps a payload just read (from the store or a lower tier) in memory as a new node,
+   unless the key was put or removed while it was read: the caller gets what it read, memory keeps
+   what the put left. Returns what must be released after unlocking. */
+static kcache__node *kcache__keep_read(kcache *kc, kcache__node *nn, kcache__blob *b, uint64_t gen, int64_t now) {
+    if (nn && (kcache__lru_find(&kc->lru, nn->digest) || kcache__changed_since(kc, nn->digest, gen))) {
+        nn->blob = NULL;
+        kcache__node_free(nn);
+        nn = NULL;
+    }
+    if (nn) {
+        nn->touched_ns = now;
+        return kcache__lru_add(kc, nn);
+    }
+    kcache__blob_unref(b); /* no room in memory: the caller's reference only */
+    return NULL;
+}
+
+/* ---- the tiers below the store: read-only layers (to come, searched first) and the remote ---- */
+
+#ifdef KCACHE_ZSTD
+#define KCACHE__REMOTE_ZSTD_NOTE ", zstd"
+#else
+#define KCACHE__REMOTE_ZSTD_NOTE ""
+#endif
+
+static void kcache__lower_open(kcache *kc) {
+    char why[400];
+    why[0] = 0;
+    kcache__remote_open(&kc->remote, &kc->cfg, why, sizeof why);
+    kc->cfg.remote = kc->remote ? kc->remote->names : NULL; /* the caller's string may go away */
+    kc->cfg.remote_secret = NULL;
+    if (why[0]) snprintf(kc->remote_why, sizeof kc->remote_why, "%s", why);
+#if defined(KCACHE_ZSTD)
+    if (kc->cfg.compress && !kc->store) KCACHE__DEBUG(kc, "KCACHE_COMPRESS=1 has no store to compress");
+#else
+    if (kc->cfg.compress) KCACHE__DEBUG(kc, "KCACHE_COMPRESS=1 needs kcache built with KCACHE_ZSTD; the store stays uncompressed");
+#endif
+    if (why[0]) KCACHE__DEBUG(kc, "remote: %s", why);
+    else if (kc->remote)
+        KCACHE__DEBUG(kc, "remote %s (%s, timeout %u ms, entries up to %llu bytes%s%s)", kc->remote->names, kc->remote->ro ? "read-only" : "read-write",
+                      (unsigned)kc->remote->timeout_ms, (unsigned long long)kc->remote->max_entry, kc->remote->secret ? ", signed" : "",
+                      KCACHE__REMOTE_ZSTD_NOTE);
+}
+
+/* The remote calls' counts into the stats and the stats file, their note into the debug log. */
+static void kcache__remote_stats(kcache *kc, const kcache__remote_ev *ev) {
+    kcache__mutex_lock(&kc->lock);
+#define KCACHE__REMOTE_COUNT(field, counter, v)                                                 \
+    do { kc->stats.field += (v); kcache__pub_add(&kc->pub, counter, (v)); } while (0)
+    KCACHE__REMOTE_COUNT(remote_lookups, KCACHE__PUB_REMOTE_LOOKUPS, ev->lookups);
+    KCACHE__REMOTE_COUNT(remote_puts, KCACHE__PUB_REMOTE_PUTS, ev->puts);
+    KCACHE__REMOTE_COUNT(remote_errors, KCACHE__PUB_REMOTE_ERRORS, ev->errors);
+    KCACHE__REMOTE_COUNT(remote_timeouts, KCACHE__PUB_REMOTE_TIMEOUTS, ev->timeouts);
+    KCACHE__REMOTE_COUNT(remote_skipped, KCACHE__PUB_REMOTE_SKIPPED, ev->skipped);
+    KCACHE__REMOTE_COUNT(remote_calls, KCACHE__PUB_REMOTE_CALLS, ev->calls);
+    KCACHE__REMOTE_COUNT(remote_latency_ns, KCACHE__PUB_REMOTE_LATENCY_NS, ev->latency_ns);
+    KCACHE__REMOTE_COUNT(remote_rejects, KCACHE__PUB_REMOTE_REJECTS, ev->rejects);
+    KCACHE__REMOTE_COUNT(rejects, KCACHE__PUB_REJECTS, ev->rejects);
+    KCACHE__REMOTE_COUNT(remote_breaker_opens, KCACHE__PUB_REMOTE_OPENS, ev->opened);
+#undef KCACHE__REMOTE_COUNT
+    kcache__pub_add(&kc->pub, KCACHE__PUB_REMOTE_CLOSES, ev->closed);
+    kcache__mutex_unlock(&kc->lock);
+    if (ev->note[0]) KCACHE__DEBUG(kc, "%s", ev->note);
+}
+
+/* After a local miss: the lower tiers, in order. A hit, validated as a local entry is, is written
+   into the store and kept in memory; the caller gets it as from a disk hit. */
+static kcache_status kcache__lower_get(kcache *kc, const kcache_key *k, uint64_t gen, const void **data, size_t *size) {
+    kcache__remote_ev ev;
+    kcache__read rd;
+    kcache__node *nn, *gone;
+    const char *where;
+    int64_t now;
+    memset(&ev, 0, sizeof ev);
+    kcache__remote_get(kc->remote, k, kc->cfg.stamp, 0, 1, &rd, &where, &ev);
+    kcache__remote_stats(kc, &ev);
+    KCACHE_FREE(rd.rec);
+    if (rd.status != KCACHE_OK) return KCACHE_MISS;
+    if (kc->store) { /* the next lookup here is a local one */
+        kcache__store_ev sev;
+        kcache_status s;
+        memset(&sev, 0, sizeof sev);
+        s = kcache__store_put(kc->store, k, rd.blob->data, rd.blob->size, &sev);
+        kcache__store_stats(kc, &sev, s);
+    }
+    nn = kcache__node_new(k, rd.blob);
+    now = kcache__now_ns();
+    kcache__blob_ref(rd.blob);
+    *data = rd.blob->data;
+    *size = rd.blob->size;
+    kcache__mutex_lock(&kc->lock);
+    kc->stats.hits_remote++;
+    kc->stats.bytes_read += rd.blob->size;
+    kcache__pub_event(&kc->pub, KCACHE__PUB_EV_HIT_REMOTE, k->unit, nn ? nn->unit_hash : 0, rd.blob->size, KCACHE_REASON_HIT, 0, now);
+    kcache__pub_add(&kc->pub, KCACHE__PUB_HITS_REMOTE, 1);
+    kcache__pub_add(&kc->pub, KCACHE__PUB_BYTES_READ, rd.blob->size);
+    gone = kcache__keep_read(kc, nn, rd.blob, gen, now);
+    kcache__mutex_unlock(&kc->lock);
+    kcache__release_nodes(kc, gone);
+    if (kc->cfg.debug) KCACHE__DEBUG(kc, "hit remote %s (%zu bytes) from %s", k->unit, *size, where);
+    return KCACHE_OK;
+}
+
+/* kcache_explain's look below the store: writes a hit ("hit: remote (URL) ...") or a remote reject
+   and returns 1, or writes nothing (0) and the local reason follows. Changes nothing anywhere. */
+static int kcache__lower_explain(kcache *kc, const kcache_key *k, kcache__sb *b) {
+    kcache__remote_ev ev;
+    kcache__read rd;
+    const char *where;
+    int said = 1;
+    if (!kc->remote) return 0;
+    memset(&ev, 0, sizeof ev);
+    kcache__remote_get(kc->remote, k, kc->cfg.stamp, 0, 0, &rd, &where, &ev);
+    ev.lookups = 0;
+    kcache__remote_stats(kc, &ev);
+    if (rd.status == KCACHE_OK) kcache__sb_add(b, "hit: remote (%s), unit \"%s\", %zu bytes", where, k->unit, rd.blob->size);
+    else if (rd.status == KCACHE_ECORRUPT)
+        kcache__sb_add(b, "miss: %s: the value for unit \"%s\" on the remote %s fails validation; the next get %s", kcache__reason_text[KCACHE_REASON_REJECTED],
+                       k->unit, where, kc->remote->ro ? "skips it (KCACHE_REMOTE_MODE=ro)" : "deletes it");
+    else said = 0;
+    if (rd.blob) kcache__blob_unref(rd.blob);
+    KCACHE_FREE(rd.rec);
+    return said;
+}
+
 static kcache_status kcache__get(kcache *kc, const kcache_key *k, const void **data, size_t *size, int count_miss);
 KCACHE_API kcache_status kcache_get(kcache *kc, const kcache_key *k, const void **data, size_t *size) {
     return kcache__get(kc, k, data, size, 1);
@@ -7197,20 +8543,7 @@ static kcache_status kcache__get(kcache *kc, const kcache_key *k, const void **d
             kc->stats.hits_disk++;
             kc->stats.bytes_read += rd.blob->size;
             kcache__pub_hit_disk(&kc->pub, k->unit, nn ? nn->unit_hash : 0, rd.blob->size, now); /* the node hashed the unit */
-            if (nn && (kcache__lru_find(&kc->lru, k->digest) || kcache__changed_since(kc, k->digest, gen))) {
-                /* put or removed while this get read the store: the caller gets what it read,
-                   memory keeps what the put left */
-                nn->blob = NULL;
-                kcache__node_free(nn);
-                nn = NULL;
-            }
-            if (nn) {
-                nn->touched_ns = now;
-                gone = kcache__lru_add(kc, nn);
-            } else {
-                gone = NULL;
-                kcache__blob_unref(rd.blob); /* no room in memory: the caller's reference only */
-            }
+            gone = kcache__keep_read(kc, nn, rd.blob, gen, now);
             kcache__mutex_unlock(&kc->lock);
             kcache__release_nodes(kc, gone);
             if (kc->cfg.debug) KCACHE__DEBUG(kc, "hit disk %s (%zu bytes)", k->unit, *size);
@@ -7232,6 +8565,7 @@ static kcache_status kcache__get(kcache *kc, const kcache_key *k, const void **d
             KCACHE_FREE(rd.rec);
         }
     }
+    if (kc->remote && reason != KCACHE_REASON_FIELD && kcache__lower_get(kc, k, gen, data, size) == KCACHE_OK) return KCACHE_OK;
     if (!count_miss) return KCACHE_MISS;
     if (reason == KCACHE_REASON_COUNT) reason = kcache__absent_reason(kc, k, &when);
     kcache__count_miss(kc, k, reason);
@@ -7244,10 +8578,11 @@ KCACHE_API void kcache_release(kcache *kc, const void *data) {
     if (data) kcache__blob_unref(kcache__blob_of(data));
 }
 
-/* Stores a blob (taken over) under a key: in the store first when writing through, then memory. */
-static kcache_status kcache__put_blob(kcache *kc, const kcache_key *k, kcache__blob *b, int through) {
+/* Stores a blob (taken over) under a key: in the store first when writing through, and on the
+   remote (*remote, when asked: how that went), then memory. */
+static kcache_status kcache__put_blob(kcache *kc, const kcache_key *k, kcache__blob *b, int through, kcache_status *remote) {
     kcache__node *n, *gone;
-    kcache_status s = KCACHE_OK;
+    kcache_status s = KCACHE_OK, rs = KCACHE_EDISABLED;
     through = through || kc->cfg.write_policy == KCACHE_WRITE_THROUGH;
     if (kc->store && through) {
         kcache__store_ev ev;
@@ -7260,6 +8595,13 @@ static kcache_status kcache__put_blob(kcache *kc, const kcache_key *k, kcache__b
         else if (s != KCACHE_OK)
             KCACHE__DEBUG(kc, "put %s: the store refused it (%s); kept in memory only", k->unit, kcache_strerror(s));
     }
+    if (kc->remote && !kc->remote->ro) {
+        kcache__remote_ev ev;
+        memset(&ev, 0, sizeof ev);
+        rs = kcache__remote_put(kc->remote, k, b->data, b->size, &ev);
+        kcache__remote_stats(kc, &ev);
+    }
+    if (remote) *remote = rs;
     n = kcache__node_new(k, b);
     if (!n) { kcache__blob_unref(b); return s == KCACHE_OK ? KCACHE_ENOMEM : s; }
     n->dirty = kc->store && !through;
@@ -7291,7 +8633,7 @@ KCACHE_API kcache_status kcache_put(kcache *kc, const kcache_key *k, const void 
     if (!kc->cfg.enable) return KCACHE_EDISABLED;
     b = kcache__blob_copy(data, size);
     if (!b) return KCACHE_ENOMEM;
-    return kcache__put_blob(kc, k, b, 0);
+    return kcache__put_blob(kc, k, b, 0, NULL);
 }
 
 KCACHE_API kcache_status kcache_remove(kcache *kc, const kcache_key *k) {
@@ -7305,6 +8647,12 @@ KCACHE_API kcache_status kcache_remove(kcache *kc, const kcache_key *k) {
         kcache__store_ev ev;
         memset(&ev, 0, sizeof ev);
         if (kcache__store_remove(kc->store, k, KCACHE_REASON_COUNT, NULL, 0, kc->cfg.stamp, &ev) == KCACHE_OK) s = KCACHE_OK;
+    }
+    if (kc->remote) { /* else the next lookup would bring it back */
+        kcache__remote_ev rev;
+        memset(&rev, 0, sizeof rev);
+        kcache__remote_remove(kc->remote, k, &rev);
+        kcache__remote_stats(kc, &rev);
     }
     kcache__mutex_lock(&kc->lock);
     n = kcache__lru_find(&kc->lru, k->digest);
@@ -7324,6 +8672,7 @@ KCACHE_API void kcache_get_stats(kcache *kc, kcache_stats *out) {
     out->mem_entries = kc->lru.count;
     out->mem_bytes = kc->lru.bytes;
     kcache__mutex_unlock(&kc->lock);
+    out->remote_open = kcache__remote_open_count(kc->remote);
     if (kc->store) {
         const kcache__table *t = kcache__tab(kc->store);
         if (t && t->map) {
@@ -7438,9 +8787,10 @@ KCACHE_API size_t kcache_explain(kcache *kc, const kcache_key *k, char *buf, siz
         }
         if (rd.status != KCACHE_ENOENT && b.len == 0) kcache__sb_add(&b, "miss: %s", kcache__reason_text[rd.reason]);
         KCACHE_FREE(rd.rec);
-        if (rd.status == KCACHE_ENOENT) kcache__ix_classify(kc, k, &when, &b);
+        if (rd.status == KCACHE_ENOENT && !kcache__lower_explain(kc, k, &b)) kcache__ix_classify(kc, k, &when, &b);
         return b.len;
     }
+    if (kcache__lower_explain(kc, k, &b)) return b.len;
     if (kc->store_refused) {
         kcache__sb_add(&b, "miss: %s: %s", kcache__reason_text[KCACHE_REASON_UNWRITABLE], kc->store_why);
         return b.len;
@@ -7471,6 +8821,15 @@ static uint64_t kcache__claim_offset(kcache_hash128 d) {
     return (uint64_t)(((uint64_t)1 << 40) + (d.lo & (((uint64_t)1 << 30) - 1)));
 }
 
+/* Counts a caller that waits for another's build (returns 1, for the caller's "waited"). */
+static int kcache__count_wait(kcache *kc) {
+    kcache__mutex_lock(&kc->lock);
+    kc->stats.build_waits++;
+    kcache__pub_add(&kc->pub, KCACHE__PUB_BUILD_WAITS, 1);
+    kcache__mutex_unlock(&kc->lock);
+    return 1;
+}
+
 /* Takes the cross-process build claim for a key, waiting at most build_wait_ms. The claim is an
    advisory lock, so a builder that dies releases it at once. Waiting sleeps (1 ms doubling to
    50 ms between tries): no CPU to speak of, no storm on the lock. Returns 1 when claimed. */
@@ -7487,13 +8846,7 @@ static int kcache__claim(kcache *kc, kcache_hash128 d) {
         if ((errno != EAGAIN && errno != EACCES && errno != EINTR) || kcache__mono_ns() > deadline) return 0;
         /* the builder's put shows in the use table at once: no need to queue on its claim */
         if (kcache__slot_find_in(kcache__tab(kc->store), d)) return 2;
-        if (!waited) {
-            waited = 1;
-            kcache__mutex_lock(&kc->lock);
-            kc->stats.build_waits++;
-            kcache__pub_add(&kc->pub, KCACHE__PUB_BUILD_WAITS, 1);
-            kcache__mutex_unlock(&kc->lock);
-        }
+        if (!waited) waited = kcache__count_wait(kc);
         kcache__sleep_ms(pause);
         if (pause < 50) pause = pause * 2 > 50 ? 50 : pause * 2;
     }
@@ -7524,6 +8877,35 @@ static kcache_status kcache__run_build(kcache *kc, kcache_build_fn build, void *
     return *out ? KCACHE_OK : KCACHE_ENOMEM;
 }
 
+/* One build per cluster: after this machine's claim, the remote's. KCACHE_OK with the payload when
+   another machine's build arrived meanwhile (waiting at most KCACHE_BUILD_WAIT, woken by its end);
+   else KCACHE_MISS, with *cl held when this process is the cluster's builder (and not when the
+   remote cannot say: then everyone builds, as without a remote). */
+static kcache_status kcache__cluster_claim(kcache *kc, const kcache_key *k, kcache__rclaim *cl, const void **data, size_t *size) {
+    int64_t deadline = kcache__mono_ns() + (int64_t)kc->cfg.build_wait_ms * 1000000;
+    kcache__remote_ev ev;
+    kcache_status s = KCACHE_MISS, st;
+    int waited = 0;
+    if (!kcache__rclaim_init(cl, kc->remote, k)) return KCACHE_MISS;
+    memset(&ev, 0, sizeof ev);
+    while ((st = kcache__rclaim_take(cl, &ev)) == KCACHE_EEXIST) {
+        int64_t left = (deadline - kcache__mono_ns()) / 1000000;
+        if (left <= 0) break; /* waited long enough: build here */
+        if (!waited) {
+            waited = kcache__count_wait(kc);
+            KCACHE__DEBUG(kc, "wait %s: another machine builds it (%s)", k->unit, cl->s->url);
+        }
+        st = kcache__rclaim_call(cl, KCACHE_CLAIM_WAIT, left < (int64_t)kc->remote->claim_ms ? (uint32_t)left : kc->remote->claim_ms, &ev);
+        if (st == KCACHE_EEXIST) continue; /* still building */
+        if (st != KCACHE_OK) break;        /* abandoned, or no answer: build here */
+        kcache__remote_stats(kc, &ev);
+        memset(&ev, 0, sizeof ev);
+        if ((s = kcache__get(kc, k, data, size, 0)) == KCACHE_OK) break; /* its result */
+    }
+    kcache__remote_stats(kc, &ev);
+    return s;
+}
+
 KCACHE_API kcache_status kcache_get_or_build(kcache *kc, const kcache_key *k, kcache_build_fn build, void *user,
                                              const void **data, size_t *size) {
     kcache_status s;
@@ -7534,6 +8916,8 @@ KCACHE_API kcache_status kcache_get_or_build(kcache *kc, const kcache_key *k, kc
     if (!kc || !build || !data || !size || !kcache__key_usable(k)) return KCACHE_EINVAL;
     for (;;) {
         kcache__flight *f;
+        kcache__rclaim cl;
+        kcache_status remote_put = KCACHE_EDISABLED;
         int claimed = 0, waited_out = 0;
         s = kcache__get(kc, k, data, size, !counted);
         counted = 1;
@@ -7569,14 +8953,22 @@ KCACHE_API kcache_status kcache_get_or_build(kcache *kc, const kcache_key *k, kc
             claimed = kcache__claim(kc, k->digest);
             if (claimed) s = kcache__get(kc, k, data, size, 0); /* built by the process we waited for? */
         }
+        cl.r = NULL;
+        if (s != KCACHE_OK && kc->remote) s = kcache__cluster_claim(kc, k, &cl, data, size);
         if (s != KCACHE_OK) {
             s = kcache__run_build(kc, build, user, &b);
             if (s == KCACHE_OK) {
                 kcache__blob_ref(b);
                 *data = b->data;
                 *size = b->size;
-                kcache__put_blob(kc, k, b, 1); /* to the store now: other processes wait for it there */
+                kcache__put_blob(kc, k, b, 1, &remote_put); /* to the store now: other processes wait for it there */
             }
+        }
+        if (cl.r) { /* the other machines read the result, or build on their own when there is none */
+            kcache__remote_ev ev;
+            memset(&ev, 0, sizeof ev);
+            kcache__rclaim_end(&cl, remote_put == KCACHE_OK, &ev);
+            kcache__remote_stats(kc, &ev);
         }
         if (claimed == 1) kcache__unclaim(kc, k->digest);
         kcache__mutex_lock(&kc->lock);

@@ -23,23 +23,12 @@
 #include <string.h>
 #include <time.h>
 
+#include "opencl_demo_kernel.h"
+
 enum { W = 512, H = 512 };
 
-static const char *source =
-    "/* escape-time count of one pixel of the Mandelbrot set */\n"
-    "kernel void mandel(global int *out, int w, int h) {\n"
-    "    int x = get_global_id(0), y = get_global_id(1);\n"
-    "    float cr = -2.0f + 2.5f * x / w, ci = -1.25f + 2.5f * y / h, zr = 0.0f, zi = 0.0f;\n"
-    "    int i = 0;\n"
-    "    while (i < 256 && zr * zr + zi * zi < 4.0f) {\n"
-    "        float t = zr * zr - zi * zi + cr;\n"
-    "        zi = 2.0f * zr * zi + ci;\n"
-    "        zr = t;\n"
-    "        i++;\n"
-    "    }\n"
-    "    out[y * w + x] = i;\n"
-    "}\n";
-static const char *options = "-cl-mad-enable";
+static const char *source = OPENCL_DEMO_SOURCE;
+static const char *options = OPENCL_DEMO_OPTIONS;
 
 static double now_ms(void) {
     struct timespec t;

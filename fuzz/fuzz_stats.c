@@ -291,7 +291,8 @@ static void snapshot_and_detail(const char *unit)
     interactive_formatters();
     for (i = 0; i < L.n; i++)
         if (sscanf(L.v[i], "totals     hits=%llu", &hits) == 1) { /* the same number the header shows */
-            CHECK(hits == K.tot[KCACHE__PUB_HITS_MEM] + K.tot[KCACHE__PUB_HITS_DISK]);
+            CHECK(hits == K.tot[KCACHE__PUB_HITS_MEM] + K.tot[KCACHE__PUB_HITS_DISK] + K.tot[KCACHE__PUB_HITS_REMOTE] +
+                              K.tot[KCACHE__PUB_HITS_LAYER]); /* every tier's */
             seen = 1;
         }
     CHECK(seen);

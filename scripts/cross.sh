@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # scripts/cross.sh ARCH [--build-only] [TEST...]
 #   TEST: a program of tests/ (default: test_hash test_key test_lru test_store test_index
-#   test_flight test_threads) or of tools/ (kcache-inspect, built by scripts/exchange.sh).
+#   test_flight test_threads test_backend) or of tools/ (kcache-inspect, built by scripts/exchange.sh).
 #
 # Builds the C test programs for ARCH (aarch64: little-endian, NEON hash path; s390x: big-endian,
 # scalar hash path) with Debian's cross gcc, statically linked, and runs each under
@@ -43,7 +43,7 @@ jobs=${JOBS:-$(nproc 2>/dev/null || echo 2)}
 cc=$arch-linux-gnu-gcc
 qemu=qemu-$arch-static
 tests=("$@")
-[ ${#tests[@]} -eq 0 ] && tests=(test_hash test_key test_lru test_store test_index test_flight test_threads)
+[ ${#tests[@]} -eq 0 ] && tests=(test_hash test_key test_lru test_store test_index test_flight test_threads test_backend)
 flags="-std=c99 -O2 -Wall -Wextra -Wpedantic -Werror -fsanitize=alignment -fsanitize-undefined-trap-on-error -static"
 
 missing=""

@@ -9,6 +9,10 @@
 #   ext4   as root, when the disk is not already ext4 (or TORTURE_LOOP=1): a 256 MiB image
 #          made with mkfs.ext4 and loop-mounted, removed on exit
 #   tmpfs  as root a fresh `mount -t tmpfs`, else /dev/shm
+#   remote the remote mode (build/torture_remote, next to BINARY): every process a machine with a
+#          store of its own on the disk, all sharing one redis-server started here on a unix socket
+#          (its own config: maxmemory, allkeys-lru, no persistence), which is SIGSTOPped for 300 ms
+#          now and then; the server is killed on exit. redis-server missing is a FAIL (deps.sh)
 # What cannot be had here (not root, no loop device, mount refused) is said on a "# " line and
 # skipped: it never counts as a pass or a failure. Prints tests/kt.h's protocol (one "ok
 # torture_<fs>" or "FAIL torture_<fs>: ..." per filesystem, from build/torture) and the summary
@@ -47,8 +51,10 @@ fstype() {
 
 work=$(mktemp -d "${TORTURE_DISK_DIR:-$root/build}/torture-work.XXXXXX") || { echo "FAIL torture: mktemp failed"; exit 1; }
 mounts=()
+rpid=
 cleanup() {
     local m
+    if [ -n "$rpid" ]; then kill -CONT "$rpid" 2>/dev/null; kill -KILL "$rpid" 2>/dev/null; wait "$rpid" 2>/dev/null; fi
     for m in "${mounts[@]}"; do umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null; done
     rm -rf "$work"
 }
@@ -113,6 +119,44 @@ if [ -z "$tdir" ]; then
 fi
 [ -n "$tdir" ] && run "$tdir" tmpfs
 
-echo "# torture: $ran filesystem(s), ${secs} s each"
+# ---- the remote tier ----
+rbin=${TORTURE_REMOTE_BIN:-$(dirname "$bin")/torture_remote}
+if [ -z "${TORTURE_REMOTE_BIN:-}" ] && [ -z "$given" ] &&
+   { [ ! -x "$rbin" ] || [ "$root/tests/torture.c" -nt "$rbin" ] || [ "$root/kcache.h" -nt "$rbin" ]; }; then
+    ${CC:-cc} -std=c99 -O2 -g -Wall -Wextra -Wpedantic -Werror -DKCACHE_REDIS -DKCACHE_ZSTD -DKCACHE_HMAC_OPENSSL -I"$root" \
+        -o "$rbin" "$root/tests/torture.c" -lhiredis -lzstd -lcrypto -lpthread || { echo "FAIL torture_remote: building $rbin failed"; failed=1; }
+fi
+if [ ! -x "$rbin" ]; then
+    echo "# torture: no $rbin (make build/torture_remote): no remote run"
+elif ! command -v redis-server >/dev/null; then
+    echo "FAIL torture_remote: redis-server is not installed (scripts/deps.sh installs it)"
+    failed=1
+else
+    rdir=$work/redis
+    mkdir -p "$rdir"
+    printf '%s\n' "port 0" "unixsocket $rdir/redis.sock" "unixsocketperm 700" 'save ""' "appendonly no" "dir $rdir" \
+        "logfile $rdir/redis.log" "maxmemory 256mb" "maxmemory-policy allkeys-lru" >"$rdir/redis.conf"
+    redis-server "$rdir/redis.conf" &
+    rpid=$!
+    for _ in $(seq 100); do
+        [ "$(redis-cli -s "$rdir/redis.sock" ping 2>/dev/null)" = PONG ] && break
+        sleep 0.05
+    done
+    if [ "$(redis-cli -s "$rdir/redis.sock" ping 2>/dev/null)" != PONG ]; then
+        echo "FAIL torture_remote: redis-server did not start: $(tail -3 "$rdir/redis.log" 2>/dev/null | tr '\n' ' ')"
+        failed=1
+    else
+        echo "# torture: remote: redis-server (pid $rpid) on $rdir/redis.sock, stores on $disk"
+        ran=$((ran + 1))
+        TORTURE_REMOTE=unix://$rdir/redis.sock TORTURE_REMOTE_PID=$rpid TORTURE_NAME=remote \
+            "$rbin" "$disk" "$secs" "$procs" "$limit" || failed=1
+    fi
+    kill -CONT "$rpid" 2>/dev/null
+    kill -KILL "$rpid" 2>/dev/null
+    wait "$rpid" 2>/dev/null
+    rpid=
+fi
+
+echo "# torture: $ran run(s) (filesystems, then the remote), ${secs} s each"
 [ "$ran" -gt 0 ] || { echo "FAIL torture: no filesystem to run on"; exit 1; }
 exit "$failed"

@@ -38,6 +38,15 @@ check() { # name, compiler, language flags
         echo "FAIL $name: $(echo "$out" | head -5 | tr '\n' ' ')"
     fi
 }
+check_remote() { # name, compiler, language flags: the remote tier's optional parts (Redis, zstd, HMAC)
+    local name=$1 cc=$2 lang=$3 out
+    if out=$($cc $lang $warn -DKCACHE_REDIS -DKCACHE_ZSTD -DKCACHE_HMAC_OPENSSL -I"$root" -o "$tmp/$name" "$tmp/impl.c" "$tmp/decl.c" \
+             -lhiredis -lzstd -lcrypto -lpthread 2>&1) && "$tmp/$name"; then
+        echo "ok $name"
+    else
+        echo "FAIL $name: $(echo "$out" | head -5 | tr '\n' ' ')"
+    fi
+}
 check_cl() { # name, compiler, language flags: the OpenCL part too
     local name=$1 cc=$2 lang=$3 out
     if out=$($cc $lang $warn -DKCACHE_OPENCL -I"$root" -o "$tmp/$name" "$tmp/impl.c" "$tmp/decl.c" -lOpenCL -lpthread 2>&1) && "$tmp/$name"; then
@@ -55,3 +64,7 @@ check_cl opencl-gcc-c99 gcc "-std=c99"
 check_cl opencl-clang-c99 clang "-std=c99"
 check_cl opencl-gxx-cxx11 g++ "-x c++ -std=c++11"
 check_cl opencl-clangxx-cxx17 clang++ "-x c++ -std=c++17"
+check_remote remote-gcc-c99 gcc "-std=c99"
+check_remote remote-clang-c99 clang "-std=c99"
+check_remote remote-gxx-cxx11 g++ "-x c++ -std=c++11"
+check_remote remote-clangxx-cxx17 clang++ "-x c++ -std=c++17"

@@ -29,9 +29,20 @@
  * TORTURE_NAME (the label after "torture_"; default the filesystem type), TORTURE_CF_DAMAGE=0
  * (leave config.file alone), TORTURE_KEEP=1 (keep the store).
  *
- * Build: cc -std=c99 -O2 -g -Wall -Wextra -Wpedantic -Werror -I. -o build/torture tests/torture.c -lpthread */
+ * The remote mode (built with KCACHE_REDIS, run with TORTURE_REMOTE=URL): every worker slot has a
+ * store of its own (DIR/.../wN: a machine) and all share the remote tier at URL, so payloads also
+ * travel worker -> server -> worker; with TORTURE_REMOTE_PID the parent also SIGSTOPs that server
+ * for 300 ms every second or so (timeouts, open breakers, mid-storm). The final check then runs on
+ * every worker's store and on a fresh one that can only hit the remote: every payload right, explain
+ * and get agree, nothing rejected (locally or remotely), each store's accounting exact.
+ *
+ * Build: cc -std=c99 -O2 -g -Wall -Wextra -Wpedantic -Werror -I. -o build/torture tests/torture.c -lpthread
+ * (remote mode: make build/torture_remote) */
 #define KCACHE_IMPLEMENTATION
 #include "kcache.h"
+#ifdef KCACHE_REDIS
+#include "kt_remote.h"
+#endif
 
 #include <dirent.h>
 #include <errno.h>
@@ -71,7 +82,8 @@ static const char *const ph_name[PH_COUNT] = {"start", "open", "get", "put", "re
 
 /* A worker's kcache_get_stats, published after every call: the parent adds it up once the worker
    is dead (so no race: the slot's only writer is gone). */
-enum { S_REJECTS, S_EVICTIONS, S_HITS_DISK, S_HITS_MEM, S_STORE_ERRORS, S_BUILD_WAITS, S_COUNT };
+enum { S_REJECTS, S_EVICTIONS, S_HITS_DISK, S_HITS_MEM, S_STORE_ERRORS, S_BUILD_WAITS, S_HITS_REMOTE, S_REMOTE_PUTS, S_REMOTE_ERRORS,
+       S_COUNT };
 
 typedef struct slot {
     int phase;
@@ -188,6 +200,26 @@ static void mkkey(kcache_key *k, uint32_t id) {
 
 static const char *g_store;
 static uint64_t g_limit;
+static const char *g_remote; /* TORTURE_REMOTE: every worker a machine of its own on this remote */
+
+/* A worker's (or the checker's) configuration: the shared store, or in remote mode a store of its own. */
+static void worker_config(kcache_config *cfg, char *dir, size_t cap, const char *name) {
+    kcache_config_init(cfg);
+    if (g_remote) {
+        snprintf(dir, cap, "%s/%s", g_store, name);
+        cfg->dir = dir;
+        cfg->remote = g_remote;
+        cfg->remote_timeout_ms = 200;
+        cfg->remote_backoff_ms = 100;
+        cfg->remote_claim_ms = 2000; /* a killed builder's claim runs out soon */
+    } else {
+        cfg->dir = g_store;
+    }
+    cfg->max_size = g_limit;
+    cfg->enable = 1;
+    cfg->persistent = 1;
+    cfg->debug = 0;
+}
 
 static void set_phase(int me, int ph) { __atomic_store_n(&g_sh->slots[me].phase, ph, __ATOMIC_RELAXED); }
 
@@ -233,6 +265,9 @@ static void publish_stats(kcache *kc, int me, int fold) {
     v[S_HITS_MEM] = st.hits_mem;
     v[S_STORE_ERRORS] = st.store_errors;
     v[S_BUILD_WAITS] = st.build_waits;
+    v[S_HITS_REMOTE] = st.hits_remote;
+    v[S_REMOTE_PUTS] = st.remote_puts;
+    v[S_REMOTE_ERRORS] = st.remote_errors;
     for (i = 0; i < S_COUNT; i++) {
         __atomic_store_n(&d[i], g_base[i] + v[i], __ATOMIC_RELAXED);
         if (fold) g_base[i] += v[i];
@@ -251,13 +286,10 @@ static void worker(int me, uint64_t seed) {
     kcache_config cfg;
     kcache *kc = NULL;
     unsigned char *buf = (unsigned char *)malloc(PMAX);
+    char dir[4200], name[16];
     set_phase(me, PH_OPEN);
-    kcache_config_init(&cfg);
-    cfg.dir = g_store;
-    cfg.max_size = g_limit;
-    cfg.enable = 1;
-    cfg.persistent = 1;
-    cfg.debug = 0;
+    snprintf(name, sizeof name, "w%d", me);
+    worker_config(&cfg, dir, sizeof dir, name);
     cfg.mem_entries = me % 3 == 0 ? 1 : me % 3 == 1 ? 8 : 64; /* mostly disk hits, some memory hits */
     cfg.trace = me % 4 == 1;                                   /* misses appended to the indexes too */
     if (me % 5 == 3) cfg.write_policy = KCACHE_WRITE_EVICT;    /* writes when leaving memory, and at close */
@@ -418,12 +450,12 @@ static void reaped(int me, int status, int killed) {
 /* Replaces config.file the ways a user or a crash could (never truncating it in place, which the
    header forbids): deleted; garbage renamed over it; a copy with one accounting byte changed. */
 static uint64_t g_cf_damage;
-static void damage_config(const char *parent, uint64_t r) {
-    char cf[4200], junk[4200];
+static void damage_config(const char *parent, const char *store, uint64_t r) {
+    char cf[4300], junk[4200];
     unsigned char *b;
     size_t n = 0;
     int fd;
-    snprintf(cf, sizeof cf, "%s/config.file", g_store);
+    snprintf(cf, sizeof cf, "%s/config.file", store);
     snprintf(junk, sizeof junk, "%s/torture-cf.tmp", parent);
     if (r % 3 == 0) {
         if (unlink(cf) == 0) g_cf_damage++;
@@ -472,14 +504,14 @@ static int count_files(const char *path) {
     return n;
 }
 /* Entry files in e/XX: our own walk, not kcache's. */
-static void real_scan(uint64_t *bytes, uint64_t *count) {
+static void real_scan(const char *store, uint64_t *bytes, uint64_t *count) {
     char p[4200];
     int shard;
     *bytes = *count = 0;
     for (shard = 0; shard < 256; shard++) {
         DIR *d;
         struct dirent *de;
-        snprintf(p, sizeof p, "%s/e/%02x", g_store, shard);
+        snprintf(p, sizeof p, "%s/e/%02x", store, shard);
         if (!(d = opendir(p))) continue;
         while ((de = readdir(d)) != NULL) {
             char f[4500];
@@ -495,28 +527,30 @@ static void real_scan(uint64_t *bytes, uint64_t *count) {
     }
 }
 
-static void check_store(void) {
+/* Checks one store (a worker's, by its name in remote mode; NULL: the shared one) as a local store,
+   or (remote_only) a fresh store whose every hit comes from the remote. */
+static void check_one(const char *name, int remote_only) {
     kcache_config cfg;
     kcache *kc = NULL;
     kcache_stats st;
     kcache_status v;
-    char tmp[4200], why[512];
+    char tmp[4300], why[512], dir[4200];
+    const char *store;
     uint64_t rb, rc, hits = 0;
     uint32_t id;
     int left, bad = 0;
-    kcache_config_init(&cfg);
-    cfg.dir = g_store;
-    cfg.max_size = g_limit;
+    worker_config(&cfg, dir, sizeof dir, name ? name : "");
+    if (!remote_only) cfg.remote = NULL; /* the store as it is, with nothing from elsewhere */
+    cfg.remote_timeout_ms = 5000;        /* a slow moment of the server is not a miss here */
     cfg.mem_entries = NKEYS * 2;
-    cfg.enable = cfg.persistent = 1;
-    cfg.debug = 0;
-    if (kcache_open(&kc, &cfg) != KCACHE_OK || !kc || !kcache_dir(kc)) { fail("check: kcache_open refused the store"); _exit(CHECK_FAILED); }
-    snprintf(tmp, sizeof tmp, "%s/tmp", g_store);
+    store = cfg.dir;
+    if (kcache_open(&kc, &cfg) != KCACHE_OK || !kc || !kcache_dir(kc)) { fail("check: kcache_open refused the store %s", store); _exit(CHECK_FAILED); }
+    snprintf(tmp, sizeof tmp, "%s/tmp", store);
     left = count_files(tmp);
-    if (left != 0) fail("check: %d temp files of dead writers left in tmp/ after a new kcache_open", left);
-    real_scan(&rb, &rc);
+    if (left != 0) fail("check: %d temp files of dead writers left in %s/tmp/ after a new kcache_open", left, store);
+    real_scan(store, &rb, &rc);
     kcache_get_stats(kc, &st);
-    g_sh->fin_pre_acc_bytes = st.disk_bytes;
+    g_sh->fin_pre_acc_bytes += st.disk_bytes;
     for (id = 0; id < NKEYS; id++) {
         kcache_key k;
         const void *d = NULL;
@@ -539,9 +573,12 @@ static void check_store(void) {
             fail("check: key %u: kcache_explain said \"%s\" but kcache_get returned %s", id, why, kcache_strerror(s));
         kcache_key_free(&k);
     }
-    g_sh->fin_hits = hits;
-    if (hits != rc) fail("check: %llu keys hit but %llu entries are on disk", (unsigned long long)hits, (unsigned long long)rc);
+    g_sh->fin_hits += hits;
     kcache_get_stats(kc, &st);
+    if (!remote_only && hits != rc) fail("check: %llu keys hit but %llu entries are on disk", (unsigned long long)hits, (unsigned long long)rc);
+    if (remote_only && (st.hits_remote != hits || !hits || st.remote_errors))
+        fail("check: a fresh store on the remote: %llu hits, %llu from the remote, %llu remote errors", (unsigned long long)hits,
+             (unsigned long long)st.hits_remote, (unsigned long long)st.remote_errors);
     if (st.rejects) fail("check: %llu entries rejected (a torn or corrupt entry was visible)", (unsigned long long)st.rejects);
     /* Before any repair: a writer that died mid-update left the busy mark, which the next locked
        update (this verify) repairs by a scan; otherwise the accounting must already be exact. */
@@ -553,20 +590,32 @@ static void check_store(void) {
     if (v != KCACHE_OK) fail("check: kcache_verify(kc, 1) = %s", kcache_strerror(v));
     v = kcache_verify(kc, 0);
     if (v != KCACHE_OK) fail("check: kcache_verify(kc, 0) after repair = %s", kcache_strerror(v));
-    real_scan(&rb, &rc);
+    real_scan(store, &rb, &rc);
     kcache_get_stats(kc, &st);
-    g_sh->fin_real_bytes = rb;
-    g_sh->fin_real_entries = rc;
-    g_sh->fin_acc_bytes = st.disk_bytes;
-    g_sh->fin_acc_entries = st.disk_entries;
+    g_sh->fin_real_bytes += rb;
+    g_sh->fin_real_entries += rc;
+    g_sh->fin_acc_bytes += st.disk_bytes;
+    g_sh->fin_acc_entries += st.disk_entries;
     if (st.disk_bytes != rb || st.disk_entries != rc)
         fail("check: accounted %llu bytes / %llu entries, real %llu / %llu", (unsigned long long)st.disk_bytes,
              (unsigned long long)st.disk_entries, (unsigned long long)rb, (unsigned long long)rc);
     if (st.disk_bytes > g_limit) fail("check: accounted %llu bytes, over the limit %llu", (unsigned long long)st.disk_bytes, (unsigned long long)g_limit);
     if (rb > g_limit) fail("check: entries take %llu bytes, over the limit %llu", (unsigned long long)rb, (unsigned long long)g_limit);
-    if (rc == 0) fail("check: the store is empty after the storm");
-    g_sh->fin_done = 1;
+    if (rc == 0) fail("check: the store %s is empty after the storm", store);
     kcache_close(kc);
+}
+
+static int g_nproc;
+static void check_store(void) {
+    int i;
+    if (!g_remote) check_one(NULL, 0);
+    for (i = 0; g_remote && i < g_nproc; i++) {
+        char name[16];
+        snprintf(name, sizeof name, "w%d", i);
+        check_one(name, 0);
+    }
+    if (g_remote) check_one("fresh", 1);
+    g_sh->fin_done = 1;
     fflush(stdout);
     _exit(g_failed ? CHECK_FAILED : 0);
 }
@@ -592,7 +641,9 @@ int main(int argc, char **argv) {
     const char *parent, *e;
     char store[4096];
     int nproc = 16, seconds, i, st, cf_on;
-    int64_t t0, end, cf_until, next_cf;
+    int64_t t0, end, cf_until, next_cf, next_stop = 0, stopped_until = 0;
+    pid_t server = 0;
+    uint64_t stops = 0;
     uint64_t rng, total = 0, drift;
     pid_t chk;
     if (argc < 3) {
@@ -615,6 +666,18 @@ int main(int argc, char **argv) {
     rng = g_seed;
     e = getenv("TORTURE_CF_DAMAGE");
     cf_on = !(e && strcmp(e, "0") == 0);
+    g_nproc = nproc;
+    e = getenv("TORTURE_REMOTE");
+    if (e && *e) {
+#ifdef KCACHE_REDIS
+        g_remote = e;
+        e = getenv("TORTURE_REMOTE_PID");
+        server = e && *e ? (pid_t)atol(e) : 0;
+#else
+        fail("TORTURE_REMOTE is set but this torture was built without KCACHE_REDIS (make build/torture_remote)");
+        return 1;
+#endif
+    }
     snprintf(store, sizeof store, "%s/kcache-torture.XXXXXX", parent);
     if (!mkdtemp(store)) { fail("mkdtemp in %s: %s", parent, strerror(errno)); return 1; }
     g_store = store;
@@ -647,8 +710,15 @@ int main(int argc, char **argv) {
             for (j = 0; j < nproc; j++)
                 if (g_pid[j] == p) { reaped(j, st, 0); g_pid[j] = spawn(j); }
         }
+        if (server > 0 && now_ns() >= stopped_until && stopped_until) { kill(server, SIGCONT); stopped_until = 0; }
+        if (server > 0 && now_ns() >= next_stop && now_ns() < cf_until) { /* a hung server, mid-storm */
+            if (next_stop && kill(server, SIGSTOP) == 0) { stops++; stopped_until = now_ns() + 300000000; }
+            next_stop = now_ns() + 700000000 + (int64_t)(sm64(&rng) % 800000000u);
+        }
         if (cf_on && now_ns() >= next_cf && now_ns() < cf_until) {
-            damage_config(parent, sm64(&rng));
+            char w[4200];
+            snprintf(w, sizeof w, "%s/w%d", store, (int)(sm64(&rng) % (uint64_t)nproc));
+            damage_config(parent, g_remote ? w : store, sm64(&rng));
             next_cf = now_ns() + 300000000 + (int64_t)(sm64(&rng) % 1200000000u);
         }
         if (g_pid[me] <= 0) { g_pid[me] = spawn(me); continue; }
@@ -662,6 +732,7 @@ int main(int argc, char **argv) {
         g_pid[me] = spawn(me);
     }
     /* the survivors finish the call they are in and close */
+    if (server > 0) kill(server, SIGCONT);
     __atomic_store_n(&g_sh->stop, 1, __ATOMIC_RELAXED);
     {
         int64_t limit = now_ns() + (int64_t)STOP_WAIT_S * 1000000000;
@@ -720,6 +791,9 @@ int main(int argc, char **argv) {
         fail("%llu calls failed:%s", (unsigned long long)get_c(C_ERRORS), b);
     }
     /* the run exercised what it is for */
+    if (g_remote && (!g_st[S_HITS_REMOTE] || !g_st[S_REMOTE_PUTS]))
+        fail("the storm did not exercise the remote: %llu remote hits, %llu remote puts", (unsigned long long)g_st[S_HITS_REMOTE],
+             (unsigned long long)g_st[S_REMOTE_PUTS]);
     if (!g_kills || !get_c(C_HITS) || !get_c(C_PUT_OK) || !get_c(C_REMOVED) || !get_c(C_GOB_OK) || !g_st[S_EVICTIONS] ||
         !g_st[S_HITS_DISK])
         fail("the storm did not exercise the store: %llu kills, %llu hits (%llu from disk), %llu puts, %llu removes, "
@@ -741,6 +815,9 @@ int main(int argc, char **argv) {
            (unsigned long long)g_st[S_REJECTS], (unsigned long long)get_c(C_ERRORS),
            (double)get_c(C_CHECKED_BYTES) / 1048576.0, (unsigned long long)g_cf_damage, (unsigned long long)g_crashes);
     for (i = 0; i < PH_COUNT; i++) printf(" %s %llu", ph_name[i], (unsigned long long)g_kill_phase[i]);
+    if (g_remote)
+        printf("; remote: %llu hits, %llu puts, %llu errors, server stopped %llu times", (unsigned long long)g_st[S_HITS_REMOTE],
+               (unsigned long long)g_st[S_REMOTE_PUTS], (unsigned long long)g_st[S_REMOTE_ERRORS], (unsigned long long)stops);
     printf("; final: %llu entries, %llu bytes (accounted %llu before repair), %llu hit\n",
            (unsigned long long)g_sh->fin_real_entries, (unsigned long long)g_sh->fin_real_bytes,
            (unsigned long long)g_sh->fin_pre_acc_bytes, (unsigned long long)g_sh->fin_hits);

@@ -2892,11 +2892,13 @@ static int ks_entry_decode(const unsigned char *h, size_t have, uint64_t file_si
         return -1;
     }
     e->version = kcache__get_u16(h + 8);
-    if (e->version != KCACHE__ENTRY_VERSION) {
-        ki_fmt(err, errcap, "entry format version %u; this tool reads version %d", e->version, KCACHE__ENTRY_VERSION);
+    e->flags = kcache__get_u16(h + 10);
+    /* version 2: a zstd payload (KCACHE_COMPRESS); its checksum is over the stored bytes, as here */
+    if (e->version != KCACHE__ENTRY_VERSION && !(e->version == KCACHE__ENTRY_VERSION_ZSTD && e->flags == KCACHE__ENTRY_ZSTD)) {
+        ki_fmt(err, errcap, "entry format version %u; this tool reads versions %d and %d (zstd payload)", e->version, KCACHE__ENTRY_VERSION,
+               KCACHE__ENTRY_VERSION_ZSTD);
         return -1;
     }
-    e->flags = kcache__get_u16(h + 10);
     e->hlen = kcache__get_u32(h + 12);
     e->plen = kcache__get_u64(h + 16);
     e->digest.lo = kcache__get_u64(h + 24);

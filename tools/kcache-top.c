@@ -8,7 +8,9 @@
  * dependency stamps, what left and why, traced misses). It never writes, locks or repairs
  * anything in DIR, so it is safe to point at any store, live or not.
  *
- * Interactive: a header (directory, size against the limit, entries, units, processes), rates per
+ * Interactive: a header (directory, size against the limit, entries, units, processes), the remote
+ * tier when one is in use (its hit ratio, puts, errors and timeouts, calls skipped, mean latency,
+ * and the circuit breakers open now), rates per
  * second with a short history, the event log (newest first), the top units (sortable); Enter on a
  * unit opens its detail (overloads and their fields, dependency stamps, what left, recent misses
  * with their reasons), Esc goes back. Keys: q quit, p pause, s sort, Tab switch list, ? help,
@@ -613,7 +615,8 @@ static void kt_sample(void) {
     if (K.samples && dt > 0) {
         double d[M_N];
 #define KT_DELTA(x) (K.tot[x] >= K.tot_prev[x] ? (double)(K.tot[x] - K.tot_prev[x]) : 0.0)
-        d[M_HITS] = KT_DELTA(KCACHE__PUB_HITS_MEM) + KT_DELTA(KCACHE__PUB_HITS_DISK);
+        d[M_HITS] = KT_DELTA(KCACHE__PUB_HITS_MEM) + KT_DELTA(KCACHE__PUB_HITS_DISK) + KT_DELTA(KCACHE__PUB_HITS_REMOTE) +
+                    KT_DELTA(KCACHE__PUB_HITS_LAYER);
         d[M_MISSES] = KT_DELTA(KCACHE__PUB_MISSES);
         d[M_PUTS] = KT_DELTA(KCACHE__PUB_PUTS);
         d[M_EVICTIONS] = KT_DELTA(KCACHE__PUB_EVICTIONS);
@@ -742,10 +745,40 @@ static const char *kt_ago(int64_t ns, char *buf, size_t cap) {
 }
 static const char *kt_reason_word(int r) { return r >= 0 && r < KCACHE_REASON_COUNT ? kcache_reason_name((kcache_reason)r) : "-"; }
 static const char *kt_reason_text(int r) { return r >= 0 && r < KCACHE_REASON_COUNT ? kcache__reason_text[r] : "unknown"; }
+/* Hits from every tier: memory, the store, and below it (read-only layers, the remote). */
+static uint64_t kt_all_hits(void) {
+    return K.tot[KCACHE__PUB_HITS_MEM] + K.tot[KCACHE__PUB_HITS_DISK] + K.tot[KCACHE__PUB_HITS_REMOTE] + K.tot[KCACHE__PUB_HITS_LAYER];
+}
+/* Circuit breakers open now: each live process's opens minus closes (a closing cache closes its
+   own; a dead process's are not open anywhere). */
+static uint64_t kt_breakers_open(void) {
+    uint64_t n = 0;
+    int i;
+    for (i = 0; i < KT_NSLOT; i++) {
+        const kt_slot *v = &K.slot[i];
+        if ((v->state == ST_LIVE || v->state == ST_OTHER) && v->ctr[KCACHE__PUB_REMOTE_OPENS] > v->ctr[KCACHE__PUB_REMOTE_CLOSES])
+            n += v->ctr[KCACHE__PUB_REMOTE_OPENS] - v->ctr[KCACHE__PUB_REMOTE_CLOSES];
+    }
+    return n;
+}
+static int kt_remote_used(void) {
+    return K.tot[KCACHE__PUB_REMOTE_LOOKUPS] || K.tot[KCACHE__PUB_REMOTE_PUTS] || K.tot[KCACHE__PUB_REMOTE_ERRORS] ||
+           K.tot[KCACHE__PUB_REMOTE_SKIPPED] || K.tot[KCACHE__PUB_HITS_LAYER];
+}
+static double kt_remote_ratio(void) {
+    uint64_t n = K.tot[KCACHE__PUB_REMOTE_LOOKUPS];
+    return n ? 100.0 * (double)K.tot[KCACHE__PUB_HITS_REMOTE] / (double)n : 0.0;
+}
+static double kt_remote_latency_ms(void) {
+    uint64_t n = K.tot[KCACHE__PUB_REMOTE_CALLS];
+    return n ? (double)K.tot[KCACHE__PUB_REMOTE_LATENCY_NS] / (double)n / 1e6 : 0.0;
+}
+
 static const char *kt_kind_name(int k) {
     switch (k) {
     case KCACHE__PUB_EV_HIT_MEM: return "hit-mem";
     case KCACHE__PUB_EV_HIT_DISK: return "hit-disk";
+    case KCACHE__PUB_EV_HIT_REMOTE: return "hit-remote";
     case KCACHE__PUB_EV_MISS: return "miss";
     case KCACHE__PUB_EV_PUT: return "put";
     case KCACHE__PUB_EV_EVICT: return "evict";
@@ -754,7 +787,7 @@ static const char *kt_kind_name(int k) {
 }
 static int kt_kind_color(int k, int reason) {
     switch (k) {
-    case KCACHE__PUB_EV_HIT_MEM: case KCACHE__PUB_EV_HIT_DISK: return C_GOOD;
+    case KCACHE__PUB_EV_HIT_MEM: case KCACHE__PUB_EV_HIT_DISK: case KCACHE__PUB_EV_HIT_REMOTE: return C_GOOD;
     case KCACHE__PUB_EV_MISS: return reason == KCACHE_REASON_REJECTED ? C_BAD : C_WARN;
     case KCACHE__PUB_EV_EVICT: return C_BAD;
     default: return C_NORM;
@@ -1175,9 +1208,18 @@ static void kt_snapshot(kt_lines *L, int index, int count) {
     else
         kt_line(L, 0, "stats      %s processes 0", K.stats_note[0] ? K.stats_note : "none");
     kt_lb_reset(&b);
-    kt_lb_add(&b, "totals     hits=%llu", (unsigned long long)(K.tot[KCACHE__PUB_HITS_MEM] + K.tot[KCACHE__PUB_HITS_DISK]));
+    kt_lb_add(&b, "totals     hits=%llu", (unsigned long long)kt_all_hits());
     for (c = 0; c <= KCACHE__PUB_STORE_ERRORS; c++) kt_lb_add(&b, " %s=%llu", cn[c], (unsigned long long)K.tot[c]);
     kt_push(L, &b);
+    kt_line(L, 0,
+            "remote     hits_remote=%llu hits_layer=%llu lookups=%llu ratio=%.1f%% puts=%llu errors=%llu timeouts=%llu skipped=%llu "
+            "rejects=%llu calls=%llu latency_ms=%.3f breaker_opens=%llu breakers_open=%llu",
+            (unsigned long long)K.tot[KCACHE__PUB_HITS_REMOTE], (unsigned long long)K.tot[KCACHE__PUB_HITS_LAYER],
+            (unsigned long long)K.tot[KCACHE__PUB_REMOTE_LOOKUPS], kt_remote_ratio(), (unsigned long long)K.tot[KCACHE__PUB_REMOTE_PUTS],
+            (unsigned long long)K.tot[KCACHE__PUB_REMOTE_ERRORS], (unsigned long long)K.tot[KCACHE__PUB_REMOTE_TIMEOUTS],
+            (unsigned long long)K.tot[KCACHE__PUB_REMOTE_SKIPPED], (unsigned long long)K.tot[KCACHE__PUB_REMOTE_REJECTS],
+            (unsigned long long)K.tot[KCACHE__PUB_REMOTE_CALLS], kt_remote_latency_ms(), (unsigned long long)K.tot[KCACHE__PUB_REMOTE_OPENS],
+            (unsigned long long)kt_breakers_open());
     kt_lb_reset(&b);
     kt_lb_add(&b, "misses     ");
     for (c = 1; c < KCACHE_REASON_COUNT; c++)
@@ -1328,7 +1370,7 @@ static void kt_draw_main(void) {
     int y = 1, c, h = LINES, w = COLS, rows_ev, rows_units, namew, i, compact;
     size_t n, k;
     kt_unit **us;
-    uint64_t hits = K.tot[KCACHE__PUB_HITS_MEM] + K.tot[KCACHE__PUB_HITS_DISK];
+    uint64_t hits = kt_all_hits();
     kt_draw_title(NULL);
     /* size against the limit */
     kt_lb_reset(&b);
@@ -1356,8 +1398,11 @@ static void kt_draw_main(void) {
     kt_lb_col(&b, C_HEAD);
     kt_lb_add(&b, "Total ");
     kt_lb_col(&b, 0);
-    kt_lb_add(&b, "hits %llu (mem %llu, disk %llu)  ratio %.1f%%  misses %llu  puts %llu  evictions %llu  rejects %llu",
-              (unsigned long long)hits, (unsigned long long)K.tot[KCACHE__PUB_HITS_MEM], (unsigned long long)K.tot[KCACHE__PUB_HITS_DISK],
+    kt_lb_add(&b, "hits %llu (mem %llu, disk %llu", (unsigned long long)hits, (unsigned long long)K.tot[KCACHE__PUB_HITS_MEM],
+              (unsigned long long)K.tot[KCACHE__PUB_HITS_DISK]);
+    if (hits > K.tot[KCACHE__PUB_HITS_MEM] + K.tot[KCACHE__PUB_HITS_DISK])
+        kt_lb_add(&b, ", remote %llu", (unsigned long long)(hits - K.tot[KCACHE__PUB_HITS_MEM] - K.tot[KCACHE__PUB_HITS_DISK]));
+    kt_lb_add(&b, ")  ratio %.1f%%  misses %llu  puts %llu  evictions %llu  rejects %llu",
               hits + K.tot[KCACHE__PUB_MISSES] ? 100.0 * (double)hits / (double)(hits + K.tot[KCACHE__PUB_MISSES]) : 0.0,
               (unsigned long long)K.tot[KCACHE__PUB_MISSES], (unsigned long long)K.tot[KCACHE__PUB_PUTS],
               (unsigned long long)K.tot[KCACHE__PUB_EVICTIONS], (unsigned long long)K.tot[KCACHE__PUB_REJECTS]);
@@ -1370,6 +1415,27 @@ static void kt_draw_main(void) {
         kt_lb_add(&b, "%s %llu  ", kt_reason_word(c), (unsigned long long)K.tot[KCACHE__PUB_MISS_REASON + c]);
     if (!K.map) kt_lb_add(&b, " [%s]", K.stats_note);
     kt_draw(y++, b.s, 0, 0);
+    if (kt_remote_used()) { /* the tiers below the store */
+        uint64_t open = kt_breakers_open();
+        kt_lb_reset(&b);
+        kt_lb_col(&b, C_HEAD);
+        kt_lb_add(&b, "Remote ");
+        kt_lb_col(&b, 0);
+        kt_lb_add(&b, "hits %llu of %llu lookups (%.1f%%)  puts %llu  ", (unsigned long long)K.tot[KCACHE__PUB_HITS_REMOTE],
+                  (unsigned long long)K.tot[KCACHE__PUB_REMOTE_LOOKUPS], kt_remote_ratio(), (unsigned long long)K.tot[KCACHE__PUB_REMOTE_PUTS]);
+        kt_lb_col(&b, K.tot[KCACHE__PUB_REMOTE_ERRORS] ? C_WARN : 0);
+        kt_lb_add(&b, "errors %llu (timeouts %llu)  skipped %llu  rejects %llu", (unsigned long long)K.tot[KCACHE__PUB_REMOTE_ERRORS],
+                  (unsigned long long)K.tot[KCACHE__PUB_REMOTE_TIMEOUTS], (unsigned long long)K.tot[KCACHE__PUB_REMOTE_SKIPPED],
+                  (unsigned long long)K.tot[KCACHE__PUB_REMOTE_REJECTS]);
+        kt_lb_col(&b, 0);
+        kt_lb_add(&b, "  latency %.2f ms  breaker ", kt_remote_latency_ms());
+        kt_lb_col(&b, open ? C_BAD : C_GOOD);
+        if (open) kt_lb_add(&b, "OPEN (%llu)", (unsigned long long)open);
+        else kt_lb_add(&b, "closed");
+        kt_lb_col(&b, 0);
+        if (K.tot[KCACHE__PUB_HITS_LAYER]) kt_lb_add(&b, "  layer hits %llu", (unsigned long long)K.tot[KCACHE__PUB_HITS_LAYER]);
+        kt_draw(y++, b.s, 0, 0);
+    }
     /* rates */
     if (h >= 24) {
         int sw = w - 26;

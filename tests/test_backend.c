@@ -1,0 +1,772 @@
+/* tests/test_backend.c - the remote tier through a backend of the caller's own (kcache_config's
+ * remote_ops table), built without KCACHE_REDIS: the interface every build has.
+ *
+ * The backend here keeps values in this process's memory and implements the claim calls with a
+ * mutex and a condition variable; each "machine" is a kcache of its own on a store of its own.
+ *
+ *   backend_roundtrip       a put reaches the backend under the key's digest; another machine hits it
+ *                           (counted as a remote hit, written into its store: a third kcache on that
+ *                           store hits the disk with the remote gone); explain says "hit: remote (NAME)"
+ *   backend_rejects         tampered, truncated, foreign and garbage values: a miss, a reject, deleted
+ *                           on the backend; explain names the remote; a zstd (v2) value this build
+ *                           cannot read is a miss and is left alone
+ *   backend_breaker         a failing backend costs one call: then it is skipped until the back-off
+ *                           ends, one call finds out, and the breaker closes when it answers again;
+ *                           timeouts counted apart; remote_open says how many are open
+ *   backend_full            a backend that refuses puts (ENOSPC) is left alone for puts only
+ *   backend_ro_max_entry    mode ro writes nothing and deletes nothing; entries over remote_max_entry
+ *                           stay local
+ *   backend_cluster_build   8 machines miss one key together: one build, every payload right, the
+ *                           claim released; a build that fails abandons the claim and the waiters
+ *                           build on their own; without a claim callback every machine builds
+ *   backend_remove          kcache_remove deletes the remote copy too (rw), not in ro
+ *   no_redis_build          KCACHE_REMOTE in a build without KCACHE_REDIS, and a secret without
+ *                           KCACHE_HMAC_OPENSSL: no remote, said why, caching as before
+ *   remote_env              KCACHE_REMOTE_* and KCACHE_COMPRESS parsed, bad values keep the default
+ *
+ * Build: make build/test_backend build/asan/test_backend (plain C99 + pthreads). */
+#define KCACHE_IMPLEMENTATION
+#include "kcache.h"
+#include "kt.h"
+#include "kt_remote.h"
+
+#include <pthread.h>
+
+/* ---- the backend: values in memory, claims with a mutex and a condition variable ---------------- */
+
+#define MB_VALUES 512
+typedef struct mb_value { char name[33]; unsigned char *data; size_t len; } mb_value;
+typedef struct mem_backend {
+    pthread_mutex_t m;
+    pthread_cond_t c;
+    mb_value v[MB_VALUES];
+    int n;
+    /* one claim at a time is enough here */
+    char claim_name[33], claim_token[128];
+    double claim_until;      /* kt_now() seconds; 0: none */
+    unsigned long ends;      /* releases and abandons so far */
+    int last_stored;         /* the latest end: 1 released, 0 abandoned */
+    /* what was called */
+    int gets, puts, removes, takes, waits, renews, releases, abandons;
+    kcache_status fail;      /* every call fails with this while set (KCACHE_OK: none) */
+    kcache_status put_fail;  /* puts fail with this while set */
+} mem_backend;
+
+static mem_backend *mb_new(void) {
+    mem_backend *b = (mem_backend *)calloc(1, sizeof *b);
+    pthread_mutex_init(&b->m, NULL);
+    pthread_cond_init(&b->c, NULL);
+    return b;
+}
+static void mb_free(mem_backend *b) {
+    int i;
+    for (i = 0; i < b->n; i++) free(b->v[i].data);
+    pthread_mutex_destroy(&b->m);
+    pthread_cond_destroy(&b->c);
+    free(b);
+}
+static mb_value *mb_find(mem_backend *b, const char *name) {
+    int i;
+    for (i = 0; i < b->n; i++)
+        if (strcmp(b->v[i].name, name) == 0) return &b->v[i];
+    return NULL;
+}
+/* Replaces (or adds) a value: what a tamperer or another client would do on the server. */
+static void mb_set(mem_backend *b, const char *name, const void *p, size_t n) {
+    mb_value *v;
+    pthread_mutex_lock(&b->m);
+    if (!(v = mb_find(b, name)) && b->n < MB_VALUES) { v = &b->v[b->n++]; snprintf(v->name, sizeof v->name, "%s", name); v->data = NULL; }
+    if (v) {
+        free(v->data);
+        v->data = (unsigned char *)malloc(n ? n : 1);
+        memcpy(v->data, p, n);
+        v->len = n;
+    }
+    pthread_mutex_unlock(&b->m);
+}
+/* A copy of a value (free it), or NULL. */
+static unsigned char *mb_copy(mem_backend *b, const char *name, size_t *n) {
+    unsigned char *p = NULL;
+    mb_value *v;
+    pthread_mutex_lock(&b->m);
+    if ((v = mb_find(b, name)) != NULL && (p = (unsigned char *)malloc(v->len ? v->len : 1)) != NULL) {
+        memcpy(p, v->data, v->len);
+        *n = v->len;
+    }
+    pthread_mutex_unlock(&b->m);
+    return p;
+}
+static int mb_has(mem_backend *b, const char *name) {
+    int has;
+    pthread_mutex_lock(&b->m);
+    has = mb_find(b, name) != NULL;
+    pthread_mutex_unlock(&b->m);
+    return has;
+}
+
+static kcache_status mb_get(void *user, const char *name, const void **data, size_t *size, void **hold) {
+    mem_backend *b = (mem_backend *)user;
+    mb_value *v;
+    kcache_status s = KCACHE_MISS;
+    pthread_mutex_lock(&b->m);
+    b->gets++;
+    if (b->fail != KCACHE_OK) s = b->fail;
+    else if ((v = mb_find(b, name)) != NULL) {
+        unsigned char *copy = (unsigned char *)malloc(v->len ? v->len : 1);
+        memcpy(copy, v->data, v->len);
+        *data = copy;
+        *size = v->len;
+        *hold = copy;
+        s = KCACHE_OK;
+    }
+    pthread_mutex_unlock(&b->m);
+    return s;
+}
+static void mb_release(void *user, void *hold) {
+    (void)user;
+    free(hold);
+}
+static kcache_status mb_put(void *user, const char *name, const void *data, size_t size) {
+    mem_backend *b = (mem_backend *)user;
+    kcache_status s;
+    pthread_mutex_lock(&b->m);
+    b->puts++;
+    s = b->fail != KCACHE_OK ? b->fail : b->put_fail;
+    pthread_mutex_unlock(&b->m);
+    if (s == KCACHE_OK) mb_set(b, name, data, size);
+    return s;
+}
+static kcache_status mb_remove(void *user, const char *name) {
+    mem_backend *b = (mem_backend *)user;
+    mb_value *v;
+    kcache_status s = KCACHE_MISS;
+    pthread_mutex_lock(&b->m);
+    b->removes++;
+    if (b->fail != KCACHE_OK) s = b->fail;
+    else if ((v = mb_find(b, name)) != NULL) {
+        free(v->data);
+        *v = b->v[--b->n];
+        s = KCACHE_OK;
+    }
+    pthread_mutex_unlock(&b->m);
+    return s;
+}
+static int mb_claimed(mem_backend *b, const char *name) {
+    if (b->claim_until && kt_now() >= b->claim_until) b->claim_until = 0; /* ran out */
+    return b->claim_until && strcmp(b->claim_name, name) == 0;
+}
+static kcache_status mb_claim(void *user, const char *name, int op, const char *token, uint32_t ms) {
+    mem_backend *b = (mem_backend *)user;
+    kcache_status s = KCACHE_OK;
+    pthread_mutex_lock(&b->m);
+    if (b->fail != KCACHE_OK) { pthread_mutex_unlock(&b->m); return b->fail; }
+    switch (op) {
+    case KCACHE_CLAIM_TAKE:
+        b->takes++;
+        if (mb_claimed(b, name) || (b->claim_until && strcmp(b->claim_name, name) != 0)) s = KCACHE_EEXIST;
+        else {
+            snprintf(b->claim_name, sizeof b->claim_name, "%s", name);
+            snprintf(b->claim_token, sizeof b->claim_token, "%s", token);
+            b->claim_until = kt_now() + ms / 1000.0;
+        }
+        break;
+    case KCACHE_CLAIM_RENEW:
+        b->renews++;
+        if (mb_claimed(b, name) && strcmp(b->claim_token, token) == 0) b->claim_until = kt_now() + ms / 1000.0;
+        else s = KCACHE_MISS;
+        break;
+    case KCACHE_CLAIM_RELEASE:
+    case KCACHE_CLAIM_ABANDON:
+        if (op == KCACHE_CLAIM_RELEASE) b->releases++; else b->abandons++;
+        if (mb_claimed(b, name) && strcmp(b->claim_token, token) == 0) b->claim_until = 0;
+        b->ends++;
+        b->last_stored = op == KCACHE_CLAIM_RELEASE;
+        pthread_cond_broadcast(&b->c);
+        break;
+    case KCACHE_CLAIM_WAIT: {
+        unsigned long seen = b->ends;
+        double until = kt_now() + ms / 1000.0;
+        b->waits++;
+        while (mb_claimed(b, name) && b->ends == seen && kt_now() < until) {
+            struct timespec ts;
+            clock_gettime(CLOCK_REALTIME, &ts);
+            ts.tv_nsec += 5000000; /* a claim may run out without a release: look again in 5 ms */
+            if (ts.tv_nsec >= 1000000000) { ts.tv_sec++; ts.tv_nsec -= 1000000000; }
+            pthread_cond_timedwait(&b->c, &b->m, &ts);
+        }
+        s = b->ends != seen ? (b->last_stored ? KCACHE_OK : KCACHE_MISS) : mb_claimed(b, name) ? KCACHE_EEXIST : KCACHE_OK;
+        break;
+    }
+    default: s = KCACHE_EINVAL; break;
+    }
+    pthread_mutex_unlock(&b->m);
+    return s;
+}
+
+static const kcache_remote_ops mb_ops = {mb_get, mb_release, mb_put, mb_remove, mb_claim};
+static const kcache_remote_ops mb_ops_no_claim = {mb_get, mb_release, mb_put, mb_remove, NULL};
+
+/* ---- machines ------------------------------------------------------------------------------------ */
+
+static char g_root[300];
+
+static void unset_env(void) {
+    static const char *const vars[] = {"KCACHE_DIR", "KCACHE_REMOTE", "KCACHE_REMOTE_MODE", "KCACHE_REMOTE_TIMEOUT",
+                                       "KCACHE_REMOTE_SECRET", "KCACHE_REMOTE_MAX_ENTRY", "KCACHE_COMPRESS", "KCACHE_DEBUG",
+                                       "KCACHE_ENABLE", "KCACHE_PERSISTENT", "KCACHE_BUILD_WAIT", NULL};
+    int i;
+    for (i = 0; vars[i]; i++) unsetenv(vars[i]);
+}
+
+/* A store of its own under the test's root (name: which machine), on the backend b. */
+static kcache *machine(const char *name, mem_backend *b, const kcache_remote_ops *ops, void (*tune)(kcache_config *)) {
+    char dir[400];
+    kcache_config cfg;
+    kcache *kc = NULL;
+    kt_config(&cfg, dir, sizeof dir, g_root, name);
+    cfg.remote = "mem://test";
+    cfg.remote_ops = ops;
+    cfg.remote_user = b;
+    cfg.remote_backoff_ms = 200;
+    cfg.build_wait_ms = 20000;
+    if (tune) tune(&cfg);
+    if (kcache_open(&kc, &cfg) != KCACHE_OK || !kc) { printf("FAIL setup: kcache_open %s\n", dir); exit(1); }
+    return kc;
+}
+
+static void name_of(const kcache_key *k, char out[33]) { kcache_hash_hex(kcache_key_digest(k), out); }
+
+static int get_ok(kcache *kc, unsigned id, size_t len) {
+    kcache_key k;
+    const void *d = NULL;
+    size_t n = 0;
+    int ok;
+    kt_key(&k, "backend", id);
+    ok = kcache_get(kc, &k, &d, &n) == KCACHE_OK && kt_payload_ok(d, n, len, id);
+    if (d) kcache_release(kc, d);
+    kcache_key_free(&k);
+    return ok;
+}
+static kcache_status put_id(kcache *kc, unsigned id, size_t len) {
+    unsigned char *p = (unsigned char *)malloc(len ? len : 1);
+    kcache_key k;
+    kcache_status s;
+    kt_payload(p, len, id);
+    kt_key(&k, "backend", id);
+    s = kcache_put(kc, &k, p, len);
+    kcache_key_free(&k);
+    free(p);
+    return s;
+}
+
+/* ---- the cases ------------------------------------------------------------------------------------ */
+
+static void backend_roundtrip(void) {
+    mem_backend *b = mb_new();
+    kcache *a = machine("rt-a", b, &mb_ops, NULL), *m = machine("rt-b", b, &mb_ops, NULL), *c;
+    kcache_stats st;
+    kcache_key k;
+    char name[33], why[512];
+    kt_key(&k, "backend", 1);
+    name_of(&k, name);
+    KT_CHECK(put_id(a, 1, 40000) == KCACHE_OK);
+    KT_CHECK_MSG(mb_has(b, name), "the put did not reach the backend under the key's digest %s", name);
+    kcache_get_stats(a, &st);
+    KT_CHECK_EQ_U64(st.remote_puts, 1);
+    kcache_explain(m, &k, why, sizeof why);
+    KT_CHECK_MSG(strncmp(why, "hit: remote (mem://test)", 24) == 0, "explain: %s", why);
+    KT_CHECK(get_ok(m, 1, 40000));
+    kcache_get_stats(m, &st);
+    KT_CHECK_EQ_U64(st.hits_remote, 1);
+    KT_CHECK_EQ_U64(st.hits_disk, 0);
+    KT_CHECK_EQ_U64(st.remote_lookups, 1);
+    KT_CHECK_EQ_U64(st.misses, 0);
+    KT_CHECK_EQ_U64(st.remote_puts, 0); /* a remote hit is not sent back */
+    KT_CHECK(get_ok(m, 1, 40000));
+    kcache_get_stats(m, &st);
+    KT_CHECK_EQ_U64(st.hits_mem, 1);
+    kcache_close(m);
+    /* the hit was written into b's store: without the backend, the disk has it */
+    {
+        char dir[400];
+        kcache_config cfg;
+        kt_config(&cfg, dir, sizeof dir, g_root, "rt-b");
+        KT_CHECK(kcache_open(&c, &cfg) == KCACHE_OK);
+        KT_CHECK(get_ok(c, 1, 40000));
+        kcache_get_stats(c, &st);
+        KT_CHECK_EQ_U64(st.hits_disk, 1);
+        kcache_close(c);
+    }
+    /* a key nobody put: one lookup, a cold miss */
+    {
+        const void *d;
+        size_t n;
+        kcache_key k2;
+        kt_key(&k2, "backend", 2);
+        KT_CHECK(kcache_get(a, &k2, &d, &n) == KCACHE_MISS);
+        kcache_get_stats(a, &st);
+        KT_CHECK_EQ_U64(st.remote_lookups, 1);
+        KT_CHECK_EQ_U64(st.misses, 1);
+        KT_CHECK_EQ_U64(st.misses_by_reason[KCACHE_REASON_FIELD], 1); /* the unit is there, with another id */
+        kcache_key_free(&k2);
+    }
+    kcache_key_free(&k);
+    kcache_close(a);
+    mb_free(b);
+}
+
+/* A v1 value turned into what a zstd build would send (version 2, the zstd flag), with every
+   checksum right: a build without KCACHE_ZSTD must miss it and leave it alone. */
+static void make_v2(unsigned char *v, size_t n) {
+    unsigned char *e = v + KCACHE__RV_HEADER;
+    uint32_t rlen = kcache__get_u32(e + 64);
+    (void)n;
+    kcache__put_u16(e + 8, KCACHE__ENTRY_VERSION_ZSTD);
+    kcache__put_u16(e + 10, KCACHE__ENTRY_ZSTD);
+    kcache__put_u64(e + KCACHE__ENTRY_FIXED + rlen, kcache_hash(e, KCACHE__ENTRY_FIXED + rlen).lo);
+}
+
+static void backend_rejects(void) {
+    mem_backend *b = mb_new();
+    kcache *a = machine("rj-a", b, &mb_ops, NULL);
+    unsigned char *good, *v;
+    size_t n = 0, n2 = 0;
+    char name[33], name2[33], why[512];
+    kcache_key k, k2;
+    kcache_stats st;
+    int round;
+    kt_key(&k, "backend", 10);
+    kt_key(&k2, "backend", 11);
+    name_of(&k, name);
+    name_of(&k2, name2);
+    KT_CHECK(put_id(a, 10, 5000) == KCACHE_OK);
+    KT_CHECK(put_id(a, 11, 5000) == KCACHE_OK);
+    good = mb_copy(b, name, &n);
+    KT_CHECK(good && n > 5000 + 16);
+    for (round = 0; good && round < 7; round++) {
+        kcache *m;
+        char store[32];
+        const void *d = NULL;
+        size_t dn = 0;
+        kcache_status s;
+        v = (unsigned char *)malloc(n + 64);
+        memcpy(v, good, n);
+        n2 = n;
+        switch (round) {
+        case 0: v[n - 100] ^= 1; break;                  /* a payload byte */
+        case 1: n2 = n - 7; break;                        /* truncated */
+        case 2: v[16 + 30] ^= 0x80; break;               /* the entry's digest */
+        case 3: memcpy(v, "KCREMOTX", 8); break;         /* not our magic */
+        case 4: { size_t i; for (i = 0; i < n; i++) v[i] = (unsigned char)(i * 7); } break; /* garbage */
+        case 5: { size_t fn = 0; unsigned char *f = mb_copy(b, name2, &fn); memcpy(v, f, fn); n2 = fn; free(f); } break; /* another key's */
+        default: make_v2(v, n); break;                    /* a format this build cannot read */
+        }
+        mb_set(b, name, v, n2);
+        snprintf(store, sizeof store, "rj-m%d", round);
+        m = machine(store, b, &mb_ops, NULL);
+        kcache_explain(m, &k, why, sizeof why);
+        if (round < 6) KT_CHECK_MSG(strstr(why, "rejected") && strstr(why, "mem://test"), "round %d: explain: %s", round, why);
+        else KT_CHECK_MSG(strncmp(why, "miss: cold", 10) == 0, "round %d: explain: %s", round, why);
+        KT_CHECK_MSG(mb_has(b, name), "round %d: explain deleted the value", round);
+        s = kcache_get(m, &k, &d, &dn);
+        KT_CHECK_MSG(s == KCACHE_MISS, "round %d: get %s", round, kcache_strerror(s));
+        if (d) kcache_release(m, d);
+        kcache_get_stats(m, &st);
+        if (round < 6) {
+            KT_CHECK_MSG(st.rejects == 1 && st.remote_rejects == 1, "round %d: rejects %llu remote %llu", round,
+                         (unsigned long long)st.rejects, (unsigned long long)st.remote_rejects);
+            KT_CHECK_MSG(!mb_has(b, name), "round %d: the bad value is still on the backend", round);
+        } else {
+            KT_CHECK_MSG(st.rejects == 0 && mb_has(b, name), "round %d: a value of a newer build was judged (rejects %llu)", round,
+                         (unsigned long long)st.rejects);
+        }
+        KT_CHECK_EQ_U64(st.hits_remote, 0);
+        kcache_close(m);
+        free(v);
+    }
+    /* the owner's next put repairs it */
+    KT_CHECK(put_id(a, 10, 5000) == KCACHE_OK);
+    {
+        kcache *m = machine("rj-after", b, &mb_ops, NULL);
+        KT_CHECK(get_ok(m, 10, 5000));
+        kcache_close(m);
+    }
+    free(good);
+    kcache_key_free(&k);
+    kcache_key_free(&k2);
+    kcache_close(a);
+    mb_free(b);
+}
+
+static void set_fail(mem_backend *b, kcache_status s) {
+    pthread_mutex_lock(&b->m);
+    b->fail = s;
+    pthread_mutex_unlock(&b->m);
+}
+static int calls_of(mem_backend *b) {
+    int n;
+    pthread_mutex_lock(&b->m);
+    n = b->gets + b->puts + b->removes + b->takes + b->waits;
+    pthread_mutex_unlock(&b->m);
+    return n;
+}
+
+static void backend_breaker(void) {
+    mem_backend *b = mb_new();
+    kcache *a = machine("br-a", b, &mb_ops, NULL);
+    kcache_stats st;
+    int i, before;
+    double t;
+    KT_CHECK(put_id(a, 20, 1000) == KCACHE_OK);
+    set_fail(b, KCACHE_ETIMEOUT);
+    before = calls_of(b);
+    for (i = 0; i < 50; i++) KT_CHECK(!get_ok(a, 100 + (unsigned)i, 10));
+    KT_CHECK_MSG(calls_of(b) - before == 1, "50 lookups on a failing backend made %d calls (want 1)", calls_of(b) - before);
+    kcache_get_stats(a, &st);
+    KT_CHECK_EQ_U64(st.remote_errors, 1);
+    KT_CHECK_EQ_U64(st.remote_timeouts, 1);
+    KT_CHECK_EQ_U64(st.remote_skipped, 49);
+    KT_CHECK_EQ_U64(st.remote_breaker_opens, 1);
+    KT_CHECK_EQ_U64(st.remote_open, 1);
+    KT_CHECK_EQ_U64(st.misses, 50);
+    /* a put while it is open: stored locally, not sent */
+    KT_CHECK(put_id(a, 21, 1000) == KCACHE_OK);
+    KT_CHECK(get_ok(a, 21, 1000));
+    /* after the back-off one call finds it still down: open again, for twice as long */
+    kt_sleep_ms(260);
+    before = calls_of(b);
+    for (i = 0; i < 20; i++) get_ok(a, 200 + (unsigned)i, 10);
+    KT_CHECK_MSG(calls_of(b) - before == 1, "after the back-off: %d calls (want 1)", calls_of(b) - before);
+    kcache_get_stats(a, &st);
+    KT_CHECK_EQ_U64(st.remote_errors, 2);
+    KT_CHECK_EQ_U64(st.remote_breaker_opens, 1); /* still the same opening */
+    kt_sleep_ms(260);                            /* 400 ms now: not over yet */
+    before = calls_of(b);
+    get_ok(a, 300, 10);
+    KT_CHECK_MSG(calls_of(b) == before, "the second back-off was not longer than the first");
+    /* back: the next call after the back-off closes it */
+    set_fail(b, KCACHE_OK);
+    for (t = kt_now(); kt_now() - t < 3.0; kt_sleep_ms(20)) {
+        kcache_get_stats(a, &st);
+        if (!st.remote_open) break;
+        get_ok(a, 301, 10);
+    }
+    kcache_get_stats(a, &st);
+    KT_CHECK_MSG(st.remote_open == 0, "the breaker did not close when the backend came back");
+    before = calls_of(b);
+    for (i = 0; i < 5; i++) get_ok(a, 400 + (unsigned)i, 10);
+    KT_CHECK_EQ_U64(calls_of(b) - before, 5);
+    /* an error that is not a timeout */
+    set_fail(b, KCACHE_EIO);
+    get_ok(a, 500, 10);
+    kcache_get_stats(a, &st);
+    KT_CHECK_EQ_U64(st.remote_open, 1);
+    KT_CHECK_MSG(st.remote_errors >= 3 && st.remote_timeouts == 2, "errors %llu timeouts %llu", (unsigned long long)st.remote_errors,
+                 (unsigned long long)st.remote_timeouts);
+    kcache_close(a);
+    mb_free(b);
+}
+
+static void backend_full(void) {
+    mem_backend *b = mb_new();
+    kcache *a = machine("full-a", b, &mb_ops, NULL), *m = machine("full-b", b, &mb_ops, NULL);
+    kcache_stats st;
+    int puts0, gets0;
+    KT_CHECK(put_id(a, 30, 3000) == KCACHE_OK);
+    pthread_mutex_lock(&b->m);
+    b->put_fail = KCACHE_ENOSPC;
+    pthread_mutex_unlock(&b->m);
+    KT_CHECK(put_id(a, 31, 3000) == KCACHE_OK); /* the local store has it: the caller never sees the remote */
+    pthread_mutex_lock(&b->m);
+    puts0 = b->puts;
+    gets0 = b->gets;
+    pthread_mutex_unlock(&b->m);
+    KT_CHECK(put_id(a, 32, 3000) == KCACHE_OK);
+    KT_CHECK(put_id(a, 33, 3000) == KCACHE_OK);
+    KT_CHECK(get_ok(m, 30, 3000)); /* lookups go on */
+    pthread_mutex_lock(&b->m);
+    KT_CHECK_MSG(b->puts == puts0, "puts to a full backend were not skipped (%d more)", b->puts - puts0);
+    KT_CHECK(b->gets == gets0 + 1);
+    pthread_mutex_unlock(&b->m);
+    kcache_get_stats(a, &st);
+    KT_CHECK_EQ_U64(st.remote_open, 0);
+    KT_CHECK_EQ_U64(st.remote_skipped, 2);
+    KT_CHECK_EQ_U64(st.remote_errors, 1);
+    KT_CHECK(get_ok(a, 31, 3000) && get_ok(a, 32, 3000));
+    kcache_close(a);
+    kcache_close(m);
+    mb_free(b);
+}
+
+static void ro_mode(kcache_config *cfg) { cfg->remote_mode = KCACHE_REMOTE_RO; }
+static void small_entries(kcache_config *cfg) { cfg->remote_max_entry = 8192; }
+
+static void backend_ro_max_entry(void) {
+    mem_backend *b = mb_new();
+    kcache *w = machine("ro-w", b, &mb_ops, NULL), *r = machine("ro-r", b, &mb_ops, ro_mode), *s = machine("ro-s", b, &mb_ops, small_entries);
+    kcache_stats st;
+    char name[33];
+    kcache_key k;
+    KT_CHECK(put_id(w, 40, 2000) == KCACHE_OK);
+    KT_CHECK(get_ok(r, 40, 2000)); /* reads */
+    KT_CHECK(put_id(r, 41, 2000) == KCACHE_OK);
+    kt_key(&k, "backend", 41);
+    name_of(&k, name);
+    KT_CHECK_MSG(!mb_has(b, name), "mode ro wrote the remote");
+    kcache_key_free(&k);
+    kcache_get_stats(r, &st);
+    KT_CHECK_EQ_U64(st.remote_puts, 0);
+    /* an entry over remote_max_entry stays local; a small one goes */
+    KT_CHECK(put_id(s, 42, 20000) == KCACHE_OK);
+    KT_CHECK(put_id(s, 43, 2000) == KCACHE_OK);
+    kcache_get_stats(s, &st);
+    KT_CHECK_EQ_U64(st.remote_puts, 1);
+    KT_CHECK(get_ok(s, 42, 20000));
+    KT_CHECK(!get_ok(w, 42, 20000) && get_ok(w, 43, 2000));
+    kcache_close(w);
+    kcache_close(r);
+    kcache_close(s);
+    mb_free(b);
+}
+
+static void backend_remove(void) {
+    mem_backend *b = mb_new();
+    kcache *w = machine("rm-w", b, &mb_ops, NULL), *r = machine("rm-r", b, &mb_ops, ro_mode);
+    kcache_key k;
+    char name[33];
+    kt_key(&k, "backend", 50);
+    name_of(&k, name);
+    KT_CHECK(put_id(w, 50, 100) == KCACHE_OK);
+    KT_CHECK(kcache_remove(r, &k) == KCACHE_MISS);
+    KT_CHECK_MSG(mb_has(b, name), "a remove in mode ro deleted the remote value");
+    KT_CHECK(kcache_remove(w, &k) == KCACHE_OK);
+    KT_CHECK_MSG(!mb_has(b, name), "kcache_remove left the remote value (the next lookup would bring it back)");
+    KT_CHECK(!get_ok(r, 50, 100));
+    kcache_key_free(&k);
+    kcache_close(w);
+    kcache_close(r);
+    mb_free(b);
+}
+
+/* ---- one build per cluster ---- */
+
+typedef struct cluster_run {
+    mem_backend *b;
+    const kcache_remote_ops *ops;
+    pthread_barrier_t start;
+    int builds, fail_first, ok[8], status[8], round;
+    pthread_mutex_t m;
+} cluster_run;
+typedef struct machine_arg { cluster_run *run; int me; } machine_arg;
+
+static int slow_build(void *user, void **out, size_t *out_size) {
+    cluster_run *run = (cluster_run *)user;
+    int nth;
+    pthread_mutex_lock(&run->m);
+    nth = ++run->builds;
+    pthread_mutex_unlock(&run->m);
+    kt_sleep_ms(300);
+    if (run->fail_first && nth == 1) return 1;
+    *out = KCACHE_MALLOC(30000);
+    kt_payload((unsigned char *)*out, 30000, 60);
+    *out_size = 30000;
+    return 0;
+}
+static void *machine_thread(void *p) {
+    machine_arg *a = (machine_arg *)p;
+    char name[32];
+    kcache *kc;
+    kcache_key k;
+    const void *d = NULL;
+    size_t n = 0;
+    snprintf(name, sizeof name, "cl-%d-%d", a->run->round, a->me); /* every round on empty stores */
+    kc = machine(name, a->run->b, a->run->ops, NULL);
+    kt_key(&k, "backend", 60);
+    pthread_barrier_wait(&a->run->start);
+    a->run->status[a->me] = kcache_get_or_build(kc, &k, slow_build, a->run, &d, &n);
+    a->run->ok[a->me] = a->run->status[a->me] == KCACHE_OK && kt_payload_ok(d, n, 30000, 60);
+    if (d) kcache_release(kc, d);
+    kcache_key_free(&k);
+    kcache_close(kc);
+    return NULL;
+}
+static void cluster(cluster_run *run) {
+    pthread_t th[8];
+    machine_arg args[8];
+    int i;
+    pthread_barrier_init(&run->start, NULL, 8);
+    pthread_mutex_init(&run->m, NULL);
+    for (i = 0; i < 8; i++) {
+        args[i].run = run;
+        args[i].me = i;
+        pthread_create(&th[i], NULL, machine_thread, &args[i]);
+    }
+    for (i = 0; i < 8; i++) pthread_join(th[i], NULL);
+    pthread_barrier_destroy(&run->start);
+    pthread_mutex_destroy(&run->m);
+}
+
+static void backend_cluster_build(void) {
+    cluster_run run;
+    int i, good = 0, failed = 0;
+    double t;
+    memset(&run, 0, sizeof run);
+    run.b = mb_new();
+    run.ops = &mb_ops;
+    t = kt_now();
+    cluster(&run);
+    t = kt_now() - t;
+    for (i = 0; i < 8; i++) good += run.ok[i];
+    KT_CHECK_EQ_U64(run.builds, 1);
+    KT_CHECK_EQ_U64(good, 8);
+    KT_CHECK_EQ_U64(run.b->releases, 1);
+    KT_CHECK_MSG(run.b->claim_until == 0, "the claim was left held");
+    KT_CHECK_MSG(t < 5.0, "8 machines and one 0.3 s build took %.1f s", t);
+    printf("# backend_cluster_build: 8 machines, 1 build of 0.3 s, %.2f s wall, %d waits\n", t, run.b->waits);
+    mb_free(run.b);
+
+    /* the first build fails: its claim is abandoned, the waiters build on their own */
+    memset(&run, 0, sizeof run);
+    run.b = mb_new();
+    run.ops = &mb_ops;
+    run.fail_first = 1;
+    run.round = 1;
+    cluster(&run);
+    for (i = 0; i < 8; i++) { good += run.ok[i]; failed += run.status[i] == KCACHE_EBUILD; }
+    KT_CHECK_EQ_U64(failed, 1);
+    KT_CHECK_EQ_U64(good, 8 + 7);
+    KT_CHECK_EQ_U64(run.b->abandons, 1);
+    KT_CHECK_MSG(run.builds >= 2, "builds %d", run.builds);
+    mb_free(run.b);
+
+    /* no claim callback: every machine builds, and each gets its payload */
+    memset(&run, 0, sizeof run);
+    run.b = mb_new();
+    run.ops = &mb_ops_no_claim;
+    run.round = 2;
+    cluster(&run);
+    for (i = 0, good = 0; i < 8; i++) good += run.ok[i];
+    KT_CHECK_EQ_U64(good, 8);
+    KT_CHECK_MSG(run.builds >= 2, "builds %d without claims", run.builds);
+    mb_free(run.b);
+}
+
+/* ---- builds without the optional parts ---- */
+
+static char g_logged[2048];
+static void log_line(void *user, const char *line) {
+    size_t n = strlen(g_logged);
+    (void)user;
+    snprintf(g_logged + n, sizeof g_logged - n, "%s\n", line);
+}
+
+static void no_redis_build(void) {
+    char dir[400];
+    kcache_config cfg;
+    kcache *kc;
+    kcache_stats st;
+    snprintf(dir, sizeof dir, "%s/plain", g_root);
+    setenv("KCACHE_REMOTE", "redis://127.0.0.1:6379", 1);
+    kcache_config_init(&cfg);
+    unsetenv("KCACHE_REMOTE");
+    KT_CHECK_STR(cfg.remote, "redis://127.0.0.1:6379");
+    cfg.dir = dir;
+    cfg.publish = 0;
+    cfg.debug = 1;
+    cfg.log = log_line;
+    g_logged[0] = 0;
+    KT_CHECK(kcache_open(&kc, &cfg) == KCACHE_OK);
+    KT_CHECK_MSG(strstr(g_logged, "without KCACHE_REDIS"), "the log does not say why there is no remote: %s", g_logged);
+    KT_CHECK(put_id(kc, 70, 100) == KCACHE_OK);
+    KT_CHECK(get_ok(kc, 70, 100));
+    kcache_get_stats(kc, &st);
+    KT_CHECK(st.remote_lookups == 0 && st.remote_puts == 0 && st.remote_calls == 0 && st.hits_mem == 1);
+    kcache_close(kc);
+    /* a secret without a way to check it: no remote at all, rather than unchecked values */
+    {
+        mem_backend *b = mb_new();
+        kcache_config_init(&cfg);
+        cfg.dir = dir;
+        cfg.publish = 0;
+        cfg.debug = 1;
+        cfg.log = log_line;
+        cfg.remote_ops = &mb_ops;
+        cfg.remote_user = b;
+        cfg.remote_secret = "s3cret";
+        g_logged[0] = 0;
+        KT_CHECK(kcache_open(&kc, &cfg) == KCACHE_OK);
+        KT_CHECK_MSG(strstr(g_logged, "KCACHE_HMAC_OPENSSL"), "log: %s", g_logged);
+        KT_CHECK(put_id(kc, 71, 100) == KCACHE_OK);
+        KT_CHECK_MSG(b->puts == 0 && b->gets == 0, "the unsigned remote was used");
+        kcache_close(kc);
+        mb_free(b);
+    }
+    /* a table without get or put is refused */
+    {
+        static const kcache_remote_ops half = {NULL, NULL, mb_put, NULL, NULL};
+        kcache_config_init(&cfg);
+        cfg.dir = dir;
+        cfg.publish = 0;
+        cfg.remote_ops = &half;
+        KT_CHECK(kcache_open(&kc, &cfg) == KCACHE_OK);
+        KT_CHECK(put_id(kc, 72, 100) == KCACHE_OK && get_ok(kc, 72, 100));
+        kcache_close(kc);
+    }
+}
+
+static void remote_env(void) {
+    kcache_config cfg;
+    kcache_config_init(&cfg);
+    KT_CHECK(cfg.remote == NULL && cfg.remote_mode == KCACHE_REMOTE_RW && cfg.remote_timeout_ms == 500 &&
+             cfg.remote_max_entry == ((uint64_t)4 << 20) && cfg.remote_secret == NULL && cfg.compress == 0);
+    setenv("KCACHE_REMOTE", "redis://a redis://b", 1);
+    setenv("KCACHE_REMOTE_MODE", "ro", 1);
+    setenv("KCACHE_REMOTE_TIMEOUT", "250", 1);
+    setenv("KCACHE_REMOTE_SECRET", "xyz", 1);
+    setenv("KCACHE_REMOTE_MAX_ENTRY", "1M", 1);
+    setenv("KCACHE_COMPRESS", "1", 1);
+    kcache_config_init(&cfg);
+    KT_CHECK_STR(cfg.remote, "redis://a redis://b");
+    KT_CHECK_STR(cfg.remote_secret, "xyz");
+    KT_CHECK(cfg.remote_mode == KCACHE_REMOTE_RO && cfg.remote_timeout_ms == 250 && cfg.remote_max_entry == (1u << 20) && cfg.compress == 1);
+    setenv("KCACHE_REMOTE_TIMEOUT", "2s", 1);
+    kcache_config_init(&cfg);
+    KT_CHECK_EQ_U64(cfg.remote_timeout_ms, 2000);
+    setenv("KCACHE_REMOTE_TIMEOUT", "40ms", 1);
+    kcache_config_init(&cfg);
+    KT_CHECK_EQ_U64(cfg.remote_timeout_ms, 40);
+    {
+        static const char *const bad_timeouts[] = {"abc", "0", "-5", "10x", "700s", "99999999999999999999", " 5", ""};
+        static const char *const bad_sizes[] = {"12Q", "0", "100", "1T"};
+        int i;
+        setenv("KCACHE_REMOTE_MODE", "readonly", 1);
+        setenv("KCACHE_COMPRESS", "maybe", 1);
+        for (i = 0; i < (int)(sizeof bad_timeouts / sizeof *bad_timeouts); i++) {
+            setenv("KCACHE_REMOTE_TIMEOUT", bad_timeouts[i], 1);
+            setenv("KCACHE_REMOTE_MAX_ENTRY", bad_sizes[i % 4], 1);
+            kcache_config_init(&cfg);
+            KT_CHECK_MSG(cfg.remote_timeout_ms == 500, "KCACHE_REMOTE_TIMEOUT=%s gave %u", bad_timeouts[i], (unsigned)cfg.remote_timeout_ms);
+            KT_CHECK_MSG(cfg.remote_max_entry == ((uint64_t)4 << 20), "KCACHE_REMOTE_MAX_ENTRY=%s gave %llu", bad_sizes[i % 4],
+                         (unsigned long long)cfg.remote_max_entry);
+            KT_CHECK(cfg.remote_mode == KCACHE_REMOTE_RW && cfg.compress == 0);
+        }
+    }
+    unset_env();
+}
+
+int main(void) {
+    unset_env();
+    if (!kt_mktemp(g_root, sizeof g_root, "test-backend")) { printf("FAIL setup: mkdtemp\n"); return 1; }
+    KT_RUN(backend_roundtrip);
+    KT_RUN(backend_rejects);
+    KT_RUN(backend_breaker);
+    KT_RUN(backend_full);
+    KT_RUN(backend_ro_max_entry);
+    KT_RUN(backend_remove);
+    KT_RUN(backend_cluster_build);
+    KT_RUN(no_redis_build);
+    KT_RUN(remote_env);
+    if (!kt_failures_total) kt_rm_tree(g_root);
+    else printf("# stores kept in %s\n", g_root);
+    KT_EXIT();
+}

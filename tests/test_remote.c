@@ -1,0 +1,1135 @@
+/* tests/test_remote.c - the Redis remote tier against real redis-server processes (issue 19).
+ *
+ * Every server is started here (tests/kt_remote.h: a free port on 127.0.0.1 or a unix socket, a
+ * config of its own with maxmemory and allkeys-lru, no persistence, in a temp directory) and
+ * stopped at the end, also when the test fails or is killed. Every "machine" is a process of its
+ * own on a store of its own; they count into a shared page. Every fault is caused for real.
+ *
+ *   remote_urls               URLs: the forms accepted and how they are shown (never a password),
+ *                             the ones refused with a reason; duplicate shards refused; 20000
+ *                             mutated URLs never crash the parser
+ *   remote_tcp / remote_unix  a put on one machine is a remote hit on another (validated, written
+ *                             into its store: the next process there hits the disk), explain says
+ *                             "hit: remote (URL)", the value on the server is signed-off zstd
+ *   remote_db_auth            /DB selects the database; a password in the URL; a wrong one fails
+ *                             cleanly
+ *   remote_rejects            a value changed on the server (a byte, garbage, another key's) is a
+ *                             miss, a reject, and deleted there
+ *   remote_signed             HMAC-SHA-256 (RFC 4231 vector); the same secret hits, another secret
+ *                             and unsigned values are rejected; no secret reads signed values
+ *   remote_ro_max_entry       mode ro never writes; entries over the limit stay local; a larger
+ *                             value (another client's limit) is a miss, not a reject
+ *   remote_shards             3 shards take a third of the keys each; a 4th moves about a quarter
+ *   remote_killed             the server SIGKILLed: lookups at local speed after one failure, puts
+ *                             go on locally, the process survives writes into the dead socket
+ *   remote_sigstop            the server SIGSTOPped: one timeout, then skipped; SIGCONT: back
+ *   remote_debug_sleep        DEBUG SLEEP: the call times out at the bound, then recovers
+ *   remote_full               maxmemory with noeviction: OOM errors skip puts, reads go on; with
+ *                             allkeys-lru the server evicts and puts keep landing
+ *   remote_restart            the server restarted under a running machine: it reconnects
+ *   remote_garbage            a server speaking garbage (text, hang-ups, silence, a 3 GB string,
+ *                             deep arrays, junk values, wrong types): misses, no crash, no SIGPIPE
+ *   remote_partition          an address nobody answers: one connect timeout
+ *   remote_cluster_build      8 machines miss one key together: 1 build, 8 right payloads
+ *   remote_builder_killed     the cluster's builder SIGKILLed: its claim runs out, one other builds
+ *   remote_claim_renewed      a build longer than the claim's lifetime keeps it (renewed): 1 build
+ *   remote_build_fails        a failed build abandons the claim: the waiters build themselves
+ *   compress_local            KCACHE_COMPRESS=1: version-2 entries, smaller, read back exact (also by
+ *                             a reader that does not compress), sound to kcache-inspect, a damaged
+ *                             one rejected; incompressible payloads stay version 1
+ *   top_remote                kcache-top -b shows the remote tier of a live process (hits,
+ *                             lookups, errors, its breaker open) and a hit-remote event; the
+ *                             breaker is no longer open once the process closed its cache
+ *
+ * No check asserts a speed; the bounds are generous ("under a second" for what takes a
+ * millisecond). Usage: test_remote [KCACHE_TOP] (default build/kcache-top). Build: make
+ * build/test_remote build/asan/test_remote (KCACHE_REDIS, KCACHE_ZSTD, KCACHE_HMAC_OPENSSL;
+ * -lhiredis -lzstd -lcrypto). */
+#define KCACHE_IMPLEMENTATION
+#define KCACHE_REDIS
+#define KCACHE_ZSTD
+#define KCACHE_HMAC_OPENSSL
+#include "kcache.h"
+#include "kt.h"
+#include "kt_remote.h"
+
+#include <sys/mman.h>
+
+/* ---- machines: processes of their own on stores of their own ------------------------------------- */
+
+typedef struct mconf {
+    const char *url, *secret;
+    int ro, compress;
+    uint32_t timeout_ms, backoff_ms, claim_ms;
+    uint64_t max_entry;
+} mconf;
+
+typedef struct result {
+    int status, ok;
+    double secs;
+    kcache_stats st;
+    char why[512];
+} result;
+
+typedef struct shared {
+    result r[16];
+    int builds, building;
+    double build_start, build_end;
+    int seq; /* store names: shared, so that names made in children never repeat either */
+} shared;
+static shared *S;
+static char g_root[300];
+static const char *g_top = "build/kcache-top"; /* kcache-inspect is beside it */
+
+static kcache *open_machine(const char *store, const mconf *mc) {
+    char dir[400];
+    kcache_config cfg;
+    kcache *kc = NULL;
+    kt_config(&cfg, dir, sizeof dir, g_root, store);
+    cfg.remote = mc->url;
+    cfg.remote_secret = mc->secret;
+    cfg.remote_mode = mc->ro ? KCACHE_REMOTE_RO : KCACHE_REMOTE_RW;
+    cfg.remote_timeout_ms = mc->timeout_ms ? mc->timeout_ms : 300;
+    cfg.remote_backoff_ms = mc->backoff_ms ? mc->backoff_ms : 300;
+    cfg.remote_claim_ms = mc->claim_ms;
+    cfg.remote_max_entry = mc->max_entry;
+    cfg.compress = mc->compress;
+    cfg.build_wait_ms = 20000;
+    if (kcache_open(&kc, &cfg) != KCACHE_OK || !kc) { printf("FAIL setup: kcache_open %s\n", dir); fflush(stdout); _exit(1); }
+    return kc;
+}
+
+enum { DO_PUT, DO_GET, DO_EXPLAIN, DO_PUT_RANDOM };
+
+/* Random bytes that zstd cannot shrink (seeded by id). */
+static void random_payload(unsigned char *p, size_t n, unsigned id) {
+    uint64_t x = 0x9e3779b97f4a7c15ull * (id + 1);
+    size_t i;
+    for (i = 0; i < n; i++) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        p[i] = (unsigned char)(x >> 24);
+    }
+}
+
+/* One call on a machine, in this process: what it returned goes to S->r[slot]. */
+static void act(kcache *kc, int slot, int what, unsigned id, size_t len) {
+    result *r = &S->r[slot];
+    kcache_key k;
+    double t = kt_now();
+    kt_key(&k, "remote", id);
+    if (what == DO_PUT || what == DO_PUT_RANDOM) {
+        unsigned char *p = (unsigned char *)malloc(len ? len : 1);
+        if (what == DO_PUT) kt_payload(p, len, id);
+        else random_payload(p, len, id);
+        r->status = kcache_put(kc, &k, p, len);
+        r->ok = r->status == KCACHE_OK;
+        free(p);
+    } else if (what == DO_GET) {
+        const void *d = NULL;
+        size_t n = 0;
+        r->status = kcache_get(kc, &k, &d, &n);
+        r->ok = r->status == KCACHE_OK && kt_payload_ok(d, n, len, id);
+        if (d) kcache_release(kc, d);
+    } else {
+        kcache_explain(kc, &k, r->why, sizeof r->why);
+        r->status = KCACHE_OK;
+    }
+    r->secs = kt_now() - t;
+    kcache_get_stats(kc, &r->st);
+    kcache_key_free(&k);
+}
+
+/* The same in a new process on the store `store` (a machine starting up): waits for it. */
+static void job(int slot, const char *store, const mconf *mc, int what, unsigned id, size_t len) {
+    pid_t p;
+    int st;
+    memset(&S->r[slot], 0, sizeof S->r[slot]);
+    S->r[slot].status = -1;
+    fflush(stdout);
+    p = fork();
+    if (p == 0) {
+        kcache *kc = open_machine(store, mc);
+        act(kc, slot, what, id, len);
+        kcache_close(kc);
+        fflush(stdout);
+        _exit(0);
+    }
+    while (waitpid(p, &st, 0) < 0 && errno == EINTR) {
+    }
+    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+        KT_FAILF("machine %s (%d) %s %d", store, (int)p, WIFSIGNALED(st) ? "died of signal" : "exited with", WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));
+}
+
+/* A machine stepped by the parent: it runs in a child up to a point, waits there while the parent
+   changes the world (kills or stops the server, runs kcache-top), then goes on. */
+typedef struct stepper { int up[2], down[2]; pid_t pid; } stepper;
+/* 1 in the child, 0 in the parent, -1 on failure (said). */
+static int step_fork(stepper *s) {
+    if (pipe(s->up) != 0 || pipe(s->down) != 0) { KT_FAILF("pipe"); return -1; }
+    fflush(stdout);
+    if ((s->pid = fork()) < 0) { KT_FAILF("fork"); return -1; }
+    close(s->pid == 0 ? s->up[0] : s->up[1]); /* a child that dies ends the parent's read */
+    close(s->pid == 0 ? s->down[1] : s->down[0]);
+    return s->pid == 0;
+}
+static void step_here(stepper *s) { /* child */
+    char c = 0;
+    if (write(s->up[1], "x", 1) != 1 || read(s->down[0], &c, 1) != 1) _exit(2);
+}
+static int step_reached(stepper *s) { /* parent: 1 when the child waits at its next step */
+    char c;
+    return read(s->up[0], &c, 1) == 1;
+}
+static void step_go(stepper *s) { /* parent */
+    if (write(s->down[1], "x", 1) != 1) KT_FAILF("the machine is gone");
+}
+static int step_end(stepper *s) { /* parent: the child's wait status */
+    int st = 0;
+    close(s->down[1]);
+    while (waitpid(s->pid, &st, 0) < 0 && errno == EINTR) {
+    }
+    close(s->up[0]);
+    return st;
+}
+
+static void name_of(unsigned id, char out[33]) {
+    kcache_key k;
+    kt_key(&k, "remote", id);
+    kcache_hash_hex(kcache_key_digest(&k), out);
+    kcache_key_free(&k);
+}
+
+static const char *fresh(const char *what) { /* a store name nobody used yet */
+    static char names[8][64];
+    static int at;
+    char *n = names[at++ % 8];
+    snprintf(n, 64, "%s-%d", what, __atomic_add_fetch(&S->seq, 1, __ATOMIC_SEQ_CST));
+    return n;
+}
+
+/* ---- URLs ---------------------------------------------------------------------------------------- */
+
+static void remote_urls(void) {
+    static const char *const good[][2] = {
+        {"redis://127.0.0.1", "redis://127.0.0.1:6379/0"},
+        {"redis://localhost:7000/2", "redis://localhost:7000/2"},
+        {"redis://:hunter2@cache-1.example.org:6380/3", "redis://cache-1.example.org:6380/3"},
+        {"redis://user:hunter2@h", "redis://h:6379/0"},
+        {"redis://[::1]:6380", "redis://[::1]:6380/0"},
+        {"redis://h/", "redis://h:6379/0"},
+        {"unix:///run/redis/redis.sock", "unix:///run/redis/redis.sock"},
+    };
+    static const char *const bad[] = {"", "redis://", "redis://:6379", "redis://h:0", "redis://h:65536", "redis://h:12x", "redis://h/abc",
+                                      "redis://h/1/2", "http://h", "unix://relative.sock", "redis://h\x01", "redis://[::1", "redis://pw@h",
+                                      "redis://h:99999999999999999999", "redis://h/99999999999", "unix:///tmp/x.sock?db=1", "redis://a b"};
+    char shown[400], why[400], url[512];
+    unsigned i, j;
+    uint64_t x = 12345;
+    for (i = 0; i < sizeof good / sizeof *good; i++) {
+        kcache__redis *rb = kcache__redis_parse(good[i][0], strlen(good[i][0]), shown, sizeof shown, why, sizeof why);
+        KT_CHECK_MSG(rb && strcmp(shown, good[i][1]) == 0, "%s: %s", good[i][0], rb ? shown : why);
+        KT_CHECK_MSG(!strstr(shown, "hunter2"), "a password shown: %s", shown);
+        kcache__redis_free(rb);
+    }
+    for (i = 0; i < sizeof bad / sizeof *bad; i++) {
+        kcache__redis *rb;
+        why[0] = 0;
+        rb = kcache__redis_parse(bad[i], strlen(bad[i]), shown, sizeof shown, why, sizeof why);
+        KT_CHECK_MSG(!rb && why[0], "\"%s\" was taken (%s)", bad[i], rb ? shown : "no reason given");
+        kcache__redis_free(rb);
+    }
+    { /* through kcache_open: a bad URL is no remote, said why; a shard twice is refused */
+        static const char *const lists[] = {"redis://a:1 redis://b:2 garbage", "redis://a:1 redis://a:1/0", "  \t "};
+        for (i = 0; i < 3; i++) {
+            kcache_config cfg;
+            kcache *kc;
+            kcache_stats st;
+            kcache_config_init(&cfg);
+            cfg.persistent = 0;
+            cfg.remote = lists[i];
+            KT_CHECK(kcache_open(&kc, &cfg) == KCACHE_OK);
+            KT_CHECK_MSG(kc->remote == NULL && (i == 2 || kc->remote_why[0]), "%s: remote %p, why \"%s\"", lists[i], (void *)kc->remote, kc->remote_why);
+            kcache_get_stats(kc, &st);
+            KT_CHECK(st.remote_open == 0);
+            kcache_close(kc);
+        }
+    }
+    for (i = 0; i < 20000; i++) { /* mutations of good URLs: taken or refused, never a crash */
+        const char *base = good[i % (sizeof good / sizeof *good)][0];
+        size_t n = strlen(base);
+        kcache__redis *rb;
+        memcpy(url, base, n + 1);
+        for (j = 0; j < 1 + i % 4; j++) {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            switch (x % 3) {
+            case 0: if (n) url[x % n] = (char)(x >> 8); break;                               /* a byte changed */
+            case 1: if (n) { n = (size_t)(x >> 16) % n; url[n] = 0; } break;                 /* cut */
+            default: if (n + 1 < sizeof url) { url[n] = "0123456789:/@[]%?.x"[(x >> 8) % 19]; url[++n] = 0; } /* grown */
+            }
+        }
+        rb = kcache__redis_parse(url, n, shown, sizeof shown, why, sizeof why);
+        kcache__redis_free(rb);
+    }
+}
+
+/* ---- round trips ---------------------------------------------------------------------------------- */
+
+static kt_redis T, U; /* a TCP server and a unix-socket server for the cases that do not hurt them */
+
+static void roundtrip(kt_redis *srv) {
+    mconf mc;
+    char name[33], url_shown[500];
+    const char *a = fresh("rt-a"), *b = fresh("rt-b"), *c = fresh("rt-c");
+    redisReply *v;
+    memset(&mc, 0, sizeof mc);
+    mc.url = srv->url;
+    name_of(1, name);
+    job(0, a, &mc, DO_PUT, 1, 60000);
+    KT_CHECK(S->r[0].ok);
+    KT_CHECK_EQ_U64(S->r[0].st.remote_puts, 1);
+    KT_CHECK_EQ_U64(kt_redis_int(srv, "EXISTS kcache:1:%s", name), 1);
+    v = kt_redis_cmd(srv, "GET kcache:1:%s", name);
+    KT_CHECK_MSG(v && v->type == REDIS_REPLY_STRING && v->len > 16 && memcmp(v->str, "KCREMOTE", 8) == 0,
+                 "the value on the server is not a kcache value");
+    KT_CHECK_MSG(v && v->len < 30000, "the value is not compressed: %zu bytes for a 60000-byte payload", v ? v->len : 0);
+    if (v) freeReplyObject(v);
+    if (srv->port) snprintf(url_shown, sizeof url_shown, "hit: remote (redis://127.0.0.1:%d/0)", srv->port);
+    else snprintf(url_shown, sizeof url_shown, "hit: remote (unix://%s)", srv->sock);
+    job(1, c, &mc, DO_EXPLAIN, 1, 0);
+    KT_CHECK_MSG(strncmp(S->r[1].why, url_shown, strlen(url_shown)) == 0, "explain: %s (want %s)", S->r[1].why, url_shown);
+    job(2, b, &mc, DO_GET, 1, 60000);
+    KT_CHECK(S->r[2].ok);
+    KT_CHECK_EQ_U64(S->r[2].st.hits_remote, 1);
+    KT_CHECK_EQ_U64(S->r[2].st.remote_lookups, 1);
+    KT_CHECK_EQ_U64(S->r[2].st.misses, 0);
+    job(3, b, &mc, DO_GET, 1, 60000); /* the next process on b: its store has it now */
+    KT_CHECK(S->r[3].ok);
+    KT_CHECK_EQ_U64(S->r[3].st.hits_disk, 1);
+    KT_CHECK_EQ_U64(S->r[3].st.remote_lookups, 0);
+    job(4, c, &mc, DO_GET, 2, 10); /* nothing there: one lookup, a miss */
+    KT_CHECK(S->r[4].status == KCACHE_MISS && S->r[4].st.remote_lookups == 1 && S->r[4].st.remote_errors == 0);
+}
+static void remote_tcp(void) { roundtrip(&T); }
+static void remote_unix(void) { roundtrip(&U); }
+
+static void remote_db_auth(void) {
+    kt_redis A;
+    mconf mc;
+    char url[400];
+    memset(&mc, 0, sizeof mc);
+    mc.url = url;
+    if (!kt_redis_start(&A, g_root, 1, "requirepass hunter2")) { KT_FAILF("redis-server with a password did not start"); return; }
+    snprintf(url, sizeof url, "redis://:hunter2@127.0.0.1:%d/3", A.port);
+    job(0, fresh("db-a"), &mc, DO_PUT, 3, 500);
+    KT_CHECK(S->r[0].ok && S->r[0].st.remote_puts == 1 && S->r[0].st.remote_errors == 0);
+    job(1, fresh("db-b"), &mc, DO_GET, 3, 500);
+    KT_CHECK(S->r[1].ok && S->r[1].st.hits_remote == 1);
+    snprintf(url, sizeof url, "redis://:hunter2@127.0.0.1:%d/0", A.port);
+    job(2, fresh("db-c"), &mc, DO_GET, 3, 500); /* database 0 does not have it */
+    KT_CHECK(S->r[2].status == KCACHE_MISS && S->r[2].st.remote_lookups == 1 && S->r[2].st.remote_errors == 0);
+    snprintf(url, sizeof url, "redis://:wrong@127.0.0.1:%d/3", A.port);
+    job(3, fresh("db-d"), &mc, DO_GET, 3, 500);
+    KT_CHECK(S->r[3].status == KCACHE_MISS && S->r[3].st.remote_errors == 1 && S->r[3].st.remote_open == 1);
+    snprintf(url, sizeof url, "redis://127.0.0.1:%d/3", A.port); /* no password */
+    job(4, fresh("db-e"), &mc, DO_PUT, 4, 500);
+    KT_CHECK(S->r[4].ok && S->r[4].st.remote_errors == 1 && S->r[4].st.remote_puts == 0);
+    kt_redis_stop(&A);
+}
+
+static void remote_rejects(void) {
+    mconf mc;
+    char name[33], other[33];
+    int round;
+    memset(&mc, 0, sizeof mc);
+    mc.url = T.url;
+    name_of(5, name);
+    name_of(6, other);
+    job(0, fresh("rj-w"), &mc, DO_PUT, 6, 3000);
+    for (round = 0; round < 3; round++) {
+        redisReply *x;
+        job(0, fresh("rj-w"), &mc, DO_PUT, 5, 3000);
+        KT_CHECK(kt_redis_int(&T, "EXISTS kcache:1:%s", name) == 1);
+        if (round == 0) x = kt_redis_cmd(&T, "SETRANGE kcache:1:%s 2000 Z", name); /* a byte of the payload */
+        else if (round == 1) x = kt_redis_cmd(&T, "SET kcache:1:%s %s", name, "not a value at all");
+        else x = kt_redis_cmd(&T, "COPY kcache:1:%s kcache:1:%s REPLACE", other, name); /* another key's */
+        if (x) freeReplyObject(x);
+        job(1, fresh("rj-r"), &mc, DO_GET, 5, 3000);
+        KT_CHECK_MSG(S->r[1].status == KCACHE_MISS && S->r[1].st.rejects == 1 && S->r[1].st.remote_rejects == 1,
+                     "round %d: %s, rejects %llu", round, kcache_strerror((kcache_status)S->r[1].status), (unsigned long long)S->r[1].st.rejects);
+        KT_CHECK_MSG(kt_redis_int(&T, "EXISTS kcache:1:%s", name) == 0, "round %d: the bad value was not deleted", round);
+    }
+    KT_CHECK_MSG(kt_redis_int(&T, "EXISTS kcache:1:%s", other) == 1, "a good value was deleted");
+}
+
+static void remote_signed(void) {
+    static const unsigned char want[32] = {0x5b, 0xdc, 0xc1, 0x46, 0xbf, 0x60, 0x75, 0x4e, 0x6a, 0x04, 0x24, 0x26, 0x08, 0x95, 0x75, 0xc7,
+                                           0x5a, 0x00, 0x3f, 0x08, 0x9d, 0x27, 0x39, 0x83, 0x9d, 0xec, 0x58, 0xb9, 0x64, 0xec, 0x38, 0x43};
+    unsigned char mac[32];
+    mconf s, t, none;
+    char name[33];
+    /* RFC 4231, test case 2 */
+    KT_CHECK(kcache__hmac((const unsigned char *)"Jefe", 4, (const unsigned char *)"what do ya want for nothing?", 28, mac));
+    KT_CHECK_MSG(memcmp(mac, want, 32) == 0, "HMAC-SHA-256 differs from RFC 4231's test vector");
+    memset(&s, 0, sizeof s);
+    s.url = T.url;
+    t = none = s;
+    s.secret = "cluster secret";
+    t.secret = "another secret";
+    name_of(7, name);
+    job(0, fresh("sg-a"), &s, DO_PUT, 7, 9000);
+    job(1, fresh("sg-b"), &s, DO_GET, 7, 9000);
+    KT_CHECK(S->r[1].ok && S->r[1].st.hits_remote == 1);
+    job(2, fresh("sg-c"), &none, DO_GET, 7, 9000); /* no secret: signed values read as any */
+    KT_CHECK(S->r[2].ok && S->r[2].st.hits_remote == 1);
+    job(3, fresh("sg-d"), &t, DO_GET, 7, 9000);
+    KT_CHECK(S->r[3].status == KCACHE_MISS && S->r[3].st.remote_rejects == 1);
+    KT_CHECK_MSG(kt_redis_int(&T, "EXISTS kcache:1:%s", name) == 0, "a value signed with another secret was kept");
+    job(4, fresh("sg-e"), &none, DO_PUT, 7, 9000); /* unsigned */
+    job(5, fresh("sg-f"), &s, DO_EXPLAIN, 7, 0);
+    KT_CHECK_MSG(strstr(S->r[5].why, "fails validation"), "explain: %s", S->r[5].why);
+    job(5, fresh("sg-f"), &s, DO_GET, 7, 9000);
+    KT_CHECK(S->r[5].status == KCACHE_MISS && S->r[5].st.remote_rejects == 1);
+    KT_CHECK_MSG(kt_redis_int(&T, "EXISTS kcache:1:%s", name) == 0, "an unsigned value was kept by a client with a secret");
+}
+
+static void remote_ro_max_entry(void) {
+    mconf mc, ro, small;
+    char name[33];
+    memset(&mc, 0, sizeof mc);
+    mc.url = T.url;
+    ro = small = mc;
+    ro.ro = 1;
+    small.max_entry = 16384;
+    job(0, fresh("ro-w"), &mc, DO_PUT, 8, 100);
+    job(1, fresh("ro-r"), &ro, DO_GET, 8, 100);
+    KT_CHECK(S->r[1].ok && S->r[1].st.hits_remote == 1);
+    name_of(9, name);
+    job(2, fresh("ro-p"), &ro, DO_PUT, 9, 100);
+    KT_CHECK(S->r[2].ok && S->r[2].st.remote_puts == 0 && kt_redis_int(&T, "EXISTS kcache:1:%s", name) == 0);
+    name_of(10, name);
+    job(3, fresh("me-a"), &small, DO_PUT_RANDOM, 10, 65536);
+    KT_CHECK(S->r[3].ok && S->r[3].st.remote_puts == 0 && kt_redis_int(&T, "EXISTS kcache:1:%s", name) == 0);
+    name_of(11, name);
+    job(4, fresh("me-b"), &small, DO_PUT_RANDOM, 11, 4096);
+    KT_CHECK(S->r[4].ok && S->r[4].st.remote_puts == 1 && kt_redis_int(&T, "EXISTS kcache:1:%s", name) == 1);
+    /* a value larger than this client's limit (another client's is larger): a miss, nothing judged */
+    name_of(12, name);
+    job(5, fresh("me-c"), &mc, DO_PUT_RANDOM, 12, 65536);
+    job(6, fresh("me-d"), &small, DO_GET, 12, 65536);
+    KT_CHECK_MSG(S->r[6].status == KCACHE_MISS && S->r[6].st.remote_errors == 0 && S->r[6].st.remote_rejects == 0 &&
+                     S->r[6].st.remote_open == 0 && kt_redis_int(&T, "EXISTS kcache:1:%s", name) == 1,
+                 "a value over this client's KCACHE_REMOTE_MAX_ENTRY: %s, %llu errors, %llu rejects", kcache_strerror((kcache_status)S->r[6].status),
+                 (unsigned long long)S->r[6].st.remote_errors, (unsigned long long)S->r[6].st.remote_rejects);
+}
+
+/* ---- shards --------------------------------------------------------------------------------------- */
+
+#define SHARD_KEYS 240
+static int gob_build(void *user, void **out, size_t *out_size) {
+    unsigned id = *(unsigned *)user;
+    *out = KCACHE_MALLOC(200);
+    kt_payload((unsigned char *)*out, 200, id);
+    *out_size = 200;
+    return 0;
+}
+/* In a new process on a new store: get_or_build of every key; S->r[slot].st: its stats. */
+static void all_keys(int slot, const mconf *mc) {
+    const char *store = fresh("sh");
+    pid_t p;
+    fflush(stdout);
+    p = fork();
+    if (p == 0) {
+        kcache *kc = open_machine(store, mc);
+        unsigned id;
+        int ok = 1;
+        for (id = 1000; id < 1000 + SHARD_KEYS; id++) {
+            kcache_key k;
+            const void *d = NULL;
+            size_t n = 0;
+            kt_key(&k, "remote", id);
+            ok &= kcache_get_or_build(kc, &k, gob_build, &id, &d, &n) == KCACHE_OK && kt_payload_ok(d, n, 200, id);
+            if (d) kcache_release(kc, d);
+            kcache_key_free(&k);
+        }
+        S->r[slot].ok = ok;
+        kcache_get_stats(kc, &S->r[slot].st);
+        kcache_close(kc);
+        _exit(0);
+    }
+    waitpid(p, NULL, 0);
+}
+
+static void remote_shards(void) {
+    kt_redis sv[4];
+    char urls[4][2000];
+    mconf mc;
+    long long n[4], sum = 0;
+    int i, up = 0;
+    for (i = 0; i < 4; i++) up += kt_redis_start(&sv[i], g_root, 1, NULL);
+    if (up != 4) { KT_FAILF("only %d of 4 servers started", up); for (i = 0; i < 4; i++) kt_redis_stop(&sv[i]); return; }
+    snprintf(urls[0], sizeof urls[0], "%s %s  %s", sv[0].url, sv[1].url, sv[2].url);
+    snprintf(urls[1], sizeof urls[1], "%s\t%s %s", sv[2].url, sv[0].url, sv[1].url); /* another order, the same shards */
+    snprintf(urls[2], sizeof urls[2], "%s %s %s %s", sv[0].url, sv[1].url, sv[2].url, sv[3].url);
+    memset(&mc, 0, sizeof mc);
+    mc.url = urls[0];
+    all_keys(0, &mc);
+    KT_CHECK(S->r[0].ok && S->r[0].st.builds == SHARD_KEYS && S->r[0].st.remote_puts == SHARD_KEYS);
+    for (i = 0; i < 3; i++) {
+        n[i] = kt_redis_int(&sv[i], "DBSIZE");
+        sum += n[i];
+        KT_CHECK_MSG(n[i] >= SHARD_KEYS / 3 / 2, "shard %d holds %lld of %d keys", i, n[i], SHARD_KEYS);
+    }
+    KT_CHECK_EQ_U64(sum, SHARD_KEYS);
+    mc.url = urls[1];
+    all_keys(1, &mc);
+    KT_CHECK_MSG(S->r[1].ok && S->r[1].st.hits_remote == SHARD_KEYS && S->r[1].st.builds == 0,
+                 "the same shards listed in another order: %llu remote hits", (unsigned long long)S->r[1].st.hits_remote);
+    mc.url = urls[2];
+    all_keys(2, &mc);
+    n[3] = kt_redis_int(&sv[3], "DBSIZE");
+    KT_CHECK(S->r[2].ok);
+    KT_CHECK_MSG(S->r[2].st.hits_remote + (uint64_t)n[3] == SHARD_KEYS && S->r[2].st.builds == (uint64_t)n[3],
+                 "a 4th shard: %llu remote hits, %llu builds, %lld keys on the new shard", (unsigned long long)S->r[2].st.hits_remote,
+                 (unsigned long long)S->r[2].st.builds, n[3]);
+    KT_CHECK_MSG(n[3] >= SHARD_KEYS / 8 && n[3] <= SHARD_KEYS * 3 / 8, "a 4th shard moved %lld of %d keys (about a quarter expected)", n[3], SHARD_KEYS);
+    for (i = 0; i < 3; i++) KT_CHECK_EQ_U64(kt_redis_int(&sv[i], "DBSIZE"), n[i]); /* nothing moved between the old ones */
+    printf("# remote_shards: 3 shards held %lld/%lld/%lld of %d keys; a 4th took %lld\n", n[0], n[1], n[2], SHARD_KEYS, n[3]);
+    for (i = 0; i < 4; i++) kt_redis_stop(&sv[i]);
+}
+
+/* ---- faults --------------------------------------------------------------------------------------- */
+
+/* A server of the case's own (TCP), the machines' settings for it, and key id put by a first
+   machine (0: none). 0 when the server did not start (said). */
+static int fault_setup(kt_redis *srv, mconf *mc, const char *extra, uint32_t timeout_ms, uint32_t backoff_ms, unsigned id) {
+    if (!kt_redis_start(srv, g_root, 1, extra)) { KT_FAILF("redis-server did not start"); return 0; }
+    memset(mc, 0, sizeof *mc);
+    mc->url = srv->url;
+    mc->timeout_ms = timeout_ms;
+    mc->backoff_ms = backoff_ms;
+    if (id) job(0, fresh("writer"), mc, DO_PUT, id, 1000);
+    return 1;
+}
+
+/* A machine that does `rounds` lookups of keys nobody has and `puts` puts, timing the first call
+   and the rest: what a dead or hung remote costs it. */
+static void lookups(kcache *kc, int slot, int rounds, int puts, double *first, double *rest) {
+    double t0 = kt_now(), t1 = 0;
+    int i;
+    for (i = 0; i < rounds; i++) {
+        act(kc, slot, DO_GET, 5000u + (unsigned)i, 10);
+        if (i == 0) t1 = kt_now();
+    }
+    for (i = 0; i < puts; i++) {
+        act(kc, slot, DO_PUT, 6000u + (unsigned)i, 2000);
+        if (!S->r[slot].ok) break;
+    }
+    *first = t1 - t0;
+    *rest = kt_now() - t1;
+}
+
+static void remote_killed(void) {
+    kt_redis K;
+    mconf mc;
+    stepper m;
+    int st, child;
+    if (!fault_setup(&K, &mc, NULL, 200, 5000, 12)) return;
+    if ((child = step_fork(&m)) < 0) { kt_redis_stop(&K); return; }
+    if (child) { /* a machine already talking to the server (a pooled connection) when it dies */
+        kcache *kc = open_machine(fresh("kl-b"), &mc);
+        double first, rest;
+        act(kc, 1, DO_GET, 12, 1000);
+        S->r[2].ok = S->r[1].ok && S->r[1].st.hits_remote == 1;
+        step_here(&m);
+        lookups(kc, 3, 50, 10, &first, &rest);
+        S->r[4].secs = first;
+        S->r[5].secs = rest;
+        act(kc, 6, DO_GET, 6005, 2000); /* what it put meanwhile is there, locally */
+        kcache_close(kc);
+        _exit(0);
+    }
+    if (step_reached(&m)) kt_redis_kill(&K);
+    step_go(&m);
+    st = step_end(&m);
+    KT_CHECK_MSG(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the machine died (status %d) when the server did", st);
+    KT_CHECK_MSG(S->r[2].ok, "no remote hit before the kill");
+    KT_CHECK_MSG(S->r[3].ok, "a put while the server is dead failed: %s", kcache_strerror((kcache_status)S->r[3].status));
+    KT_CHECK(S->r[6].ok);
+    KT_CHECK_MSG(S->r[3].st.remote_errors == 1 && S->r[3].st.remote_skipped >= 58, "errors %llu skipped %llu",
+                 (unsigned long long)S->r[3].st.remote_errors, (unsigned long long)S->r[3].st.remote_skipped);
+    KT_CHECK_MSG(S->r[4].secs < 1.0 && S->r[5].secs < 2.0, "first lookup %.3f s, then 49 lookups and 10 puts %.3f s", S->r[4].secs, S->r[5].secs);
+    printf("# remote_killed: first lookup after the kill %.2f ms, then 49 lookups + 10 puts in %.2f ms\n", S->r[4].secs * 1e3, S->r[5].secs * 1e3);
+    kt_redis_stop(&K);
+}
+
+static void remote_sigstop(void) {
+    kt_redis H;
+    mconf mc;
+    stepper m;
+    int child;
+    if (!fault_setup(&H, &mc, NULL, 200, 400, 13)) return;
+    if ((child = step_fork(&m)) < 0) { kt_redis_stop(&H); return; }
+    if (child) {
+        kcache *kc = open_machine(fresh("st-b"), &mc);
+        double first, rest, t;
+        act(kc, 1, DO_GET, 99, 10); /* connected and pooled */
+        step_here(&m);
+        lookups(kc, 2, 40, 5, &first, &rest);
+        S->r[3].secs = first;
+        S->r[4].secs = rest;
+        act(kc, 5, DO_EXPLAIN, 13, 0); /* explain with the breaker open: the local reason, at once */
+        step_here(&m);
+        for (t = kt_now(); kt_now() - t < 5.0; kt_sleep_ms(50)) { /* SIGCONT: back after the back-off */
+            act(kc, 6, DO_GET, 13, 1000);
+            if (S->r[6].ok) break;
+        }
+        kcache_close(kc);
+        _exit(0);
+    }
+    if (step_reached(&m)) kill(H.pid, SIGSTOP);
+    step_go(&m);
+    if (step_reached(&m)) kill(H.pid, SIGCONT);
+    step_go(&m);
+    step_end(&m);
+    KT_CHECK_MSG(S->r[2].st.remote_timeouts == 1, "%llu timeouts while stopped (want 1)", (unsigned long long)S->r[2].st.remote_timeouts);
+    KT_CHECK_MSG(S->r[3].secs >= 0.15 && S->r[3].secs < 1.0, "the first lookup took %.3f s (timeout 0.2 s)", S->r[3].secs);
+    KT_CHECK_MSG(S->r[4].secs < 0.5, "39 lookups and 5 puts with the breaker open took %.3f s", S->r[4].secs);
+    KT_CHECK_MSG(S->r[2].ok, "a put while the server was stopped failed");
+    KT_CHECK_MSG(strncmp(S->r[5].why, "miss: ", 6) == 0 && S->r[5].secs < 0.1, "explain: %s (%.3f s)", S->r[5].why, S->r[5].secs);
+    KT_CHECK_MSG(S->r[6].ok && S->r[6].st.hits_remote == 1 && S->r[6].st.remote_open == 0, "after SIGCONT: hit %d, remote hits %llu, open %llu",
+                 S->r[6].ok, (unsigned long long)S->r[6].st.hits_remote, (unsigned long long)S->r[6].st.remote_open);
+    printf("# remote_sigstop: one timeout %.0f ms, then 39 lookups + 5 puts in %.2f ms\n", S->r[3].secs * 1e3, S->r[4].secs * 1e3);
+    kill(H.pid, SIGCONT);
+    kt_redis_stop(&H);
+}
+
+static void remote_debug_sleep(void) {
+    kt_redis D;
+    mconf mc;
+    pid_t sleeper;
+    double t;
+    if (!fault_setup(&D, &mc, NULL, 200, 300, 14)) return;
+    fflush(stdout);
+    sleeper = fork();
+    if (sleeper == 0) {
+        redisReply *r = kt_redis_cmd(&D, "DEBUG SLEEP 1.5");
+        if (r) freeReplyObject(r);
+        _exit(0);
+    }
+    kt_sleep_ms(100);
+    job(1, fresh("ds-b"), &mc, DO_GET, 14, 1000);
+    KT_CHECK_MSG(S->r[1].status == KCACHE_MISS && S->r[1].st.remote_timeouts == 1, "during DEBUG SLEEP: %s, %llu timeouts",
+                 kcache_strerror((kcache_status)S->r[1].status), (unsigned long long)S->r[1].st.remote_timeouts);
+    KT_CHECK_MSG(S->r[1].secs < 1.0, "the lookup took %.3f s (timeout 0.2 s)", S->r[1].secs);
+    waitpid(sleeper, NULL, 0);
+    t = kt_now();
+    job(2, fresh("ds-c"), &mc, DO_GET, 14, 1000);
+    KT_CHECK(S->r[2].ok && S->r[2].st.hits_remote == 1);
+    (void)t;
+    kt_redis_stop(&D);
+}
+
+/* In a new process on a new store: n puts of `size` random (incompressible) bytes from key first;
+   S->r[slot]: the last put's result, S->r[slot + 1].ok: every put returned KCACHE_OK. */
+static void put_many(int slot, const mconf *mc, unsigned first, int n, size_t size) {
+    const char *store = fresh("many");
+    pid_t p;
+    fflush(stdout);
+    p = fork();
+    if (p == 0) {
+        kcache *kc = open_machine(store, mc);
+        int i, ok = 1;
+        for (i = 0; i < n; i++) {
+            act(kc, slot, DO_PUT_RANDOM, first + (unsigned)i, size);
+            ok &= S->r[slot].ok;
+        }
+        S->r[slot + 1].ok = ok;
+        kcache_close(kc);
+        _exit(0);
+    }
+    waitpid(p, NULL, 0);
+}
+
+static void remote_full(void) {
+    kt_redis F;
+    mconf mc;
+    long long keys;
+    if (!fault_setup(&F, &mc, "maxmemory-policy noeviction", 300, 200, 0)) return;
+    { redisReply *r = kt_redis_cmd(&F, "CONFIG SET maxmemory 3mb"); if (r) freeReplyObject(r); }
+    put_many(0, &mc, 7000, 60, 100000); /* 100 KiB that zstd cannot shrink, until the server is full */
+    KT_CHECK_MSG(S->r[1].ok, "a put failed for the caller when the remote was full");
+    KT_CHECK_MSG(S->r[0].st.remote_errors >= 1 && S->r[0].st.remote_skipped >= 1 && S->r[0].st.remote_open == 0,
+                 "full server: errors %llu skipped %llu open %llu", (unsigned long long)S->r[0].st.remote_errors,
+                 (unsigned long long)S->r[0].st.remote_skipped, (unsigned long long)S->r[0].st.remote_open);
+    keys = kt_redis_int(&F, "DBSIZE");
+    KT_CHECK_MSG(keys > 0 && keys < 60, "%lld keys on a 3 MB server after 60 puts of 100 KB", keys);
+    /* reads go on: the first key is there (random bytes, not kt_payload's: only the status counts) */
+    job(2, fresh("fu-b"), &mc, DO_GET, 7000, 100000);
+    KT_CHECK_MSG(S->r[2].status == KCACHE_OK && S->r[2].st.hits_remote == 1, "a read from the full server: %s",
+                 kcache_strerror((kcache_status)S->r[2].status));
+    /* allkeys-lru: the server evicts, the puts land */
+    { redisReply *r = kt_redis_cmd(&F, "CONFIG SET maxmemory-policy allkeys-lru"); if (r) freeReplyObject(r); }
+    put_many(3, &mc, 8000, 60, 100000);
+    KT_CHECK(S->r[4].ok);
+    KT_CHECK_MSG(S->r[3].st.remote_errors == 0 && S->r[3].st.remote_puts == 60, "with allkeys-lru: %llu errors, %llu puts",
+                 (unsigned long long)S->r[3].st.remote_errors, (unsigned long long)S->r[3].st.remote_puts);
+    {
+        char name[33];
+        name_of(8059, name);
+        KT_CHECK(kt_redis_int(&F, "EXISTS kcache:1:%s", name) == 1);
+        name_of(7000, name);
+        KT_CHECK_MSG(kt_redis_int(&F, "EXISTS kcache:1:%s", name) == 0, "the server did not evict the oldest");
+    }
+    kt_redis_stop(&F);
+}
+
+static void remote_restart(void) {
+    kt_redis R;
+    mconf mc;
+    pid_t p;
+    if (!fault_setup(&R, &mc, NULL, 200, 100, 0)) return;
+    S->building = 1; /* the machine runs while this is set */
+    fflush(stdout);
+    p = fork();
+    if (p == 0) { /* puts and gets for as long as the parent says, through the kill and the restart */
+        kcache *kc = open_machine(fresh("rs-a"), &mc);
+        unsigned id = 9000;
+        int ok = 1;
+        while (__atomic_load_n(&S->building, __ATOMIC_RELAXED)) {
+            act(kc, 0, DO_PUT, id, 3000);
+            ok &= S->r[0].ok;
+            act(kc, 0, DO_GET, id, 3000);
+            ok &= S->r[0].ok;
+            id++;
+            kt_sleep_ms(5);
+        }
+        S->r[1].ok = ok;
+        S->r[1].status = (int)id;
+        kcache_close(kc);
+        _exit(0);
+    }
+    kt_sleep_ms(300);
+    kt_redis_kill(&R);
+    kt_sleep_ms(300);
+    KT_CHECK_MSG(kt_redis_restart(&R), "redis-server did not start again");
+    kt_sleep_ms(600);
+    __atomic_store_n(&S->building, 0, __ATOMIC_RELAXED);
+    waitpid(p, NULL, 0);
+    KT_CHECK_MSG(S->r[1].ok, "a put or get failed for the caller through the restart");
+    KT_CHECK_MSG(S->r[0].st.remote_errors >= 1 && S->r[0].st.remote_open == 0, "errors %llu, open at the end %llu",
+                 (unsigned long long)S->r[0].st.remote_errors, (unsigned long long)S->r[0].st.remote_open);
+    KT_CHECK_MSG(kt_redis_int(&R, "DBSIZE") > 0, "nothing reached the restarted server");
+    kt_redis_stop(&R);
+}
+
+static int build_once(void *user, void **out, size_t *out_size) {
+    (void)user;
+    *out = KCACHE_MALLOC(500);
+    kt_payload((unsigned char *)*out, 500, 77);
+    *out_size = 500;
+    return 0;
+}
+
+static void remote_garbage(void) {
+    int mode;
+    for (mode = 0; mode < KT_GARBAGE_COUNT; mode++) {
+        mconf mc;
+        char url[100];
+        int port = 0, st;
+        pid_t g = kt_garbage_start(mode, &port), p;
+        if (!g) { KT_FAILF("%s: garbage server did not start", kt_garbage_name[mode]); continue; }
+        snprintf(url, sizeof url, "redis://127.0.0.1:%d", port);
+        memset(&mc, 0, sizeof mc);
+        mc.url = url;
+        mc.timeout_ms = 200;
+        mc.backoff_ms = 50; /* every call goes to it (one at a time): each is a fault */
+        mc.max_entry = 16 << 20;
+        memset(&S->r[0], 0, sizeof S->r[0]);
+        fflush(stdout);
+        p = fork();
+        if (p == 0) {
+            kcache *kc = open_machine(fresh("gb"), &mc);
+            kcache_key k;
+            const void *d = NULL;
+            size_t n = 0;
+            int ok = 1, i;
+            double t = kt_now();
+            for (i = 0; i < 3; i++) {
+                kt_sleep_ms(60);
+                act(kc, 1, DO_PUT_RANDOM, 100u + (unsigned)i, 6 << 20); /* more than a socket buffer: a write after the hang-up */
+                ok &= S->r[1].ok;
+                kt_sleep_ms(60);
+                act(kc, 1, DO_GET, 200u + (unsigned)i, 10);
+                ok &= S->r[1].status == KCACHE_MISS;
+            }
+            kt_sleep_ms(60);
+            kt_key(&k, "remote", 77);
+            ok &= kcache_get_or_build(kc, &k, build_once, NULL, &d, &n) == KCACHE_OK && kt_payload_ok(d, n, 500, 77);
+            if (d) kcache_release(kc, d);
+            kcache_key_free(&k);
+            act(kc, 1, DO_GET, 101, 6 << 20);
+            S->r[0].ok = ok && S->r[1].status == KCACHE_OK; /* the local store is intact */
+            S->r[0].secs = kt_now() - t;
+            kcache_get_stats(kc, &S->r[0].st);
+            kcache_close(kc);
+            _exit(0);
+        }
+        waitpid(p, &st, 0);
+        KT_CHECK_MSG(WIFEXITED(st) && WEXITSTATUS(st) == 0, "%s: the machine %s %d", kt_garbage_name[mode],
+                     WIFSIGNALED(st) ? "died of signal" : "exited with", WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));
+        KT_CHECK_MSG(S->r[0].ok, "%s: a call failed or a payload was wrong", kt_garbage_name[mode]);
+        KT_CHECK_MSG(S->r[0].st.remote_errors + S->r[0].st.remote_rejects >= 3 && S->r[0].st.hits_remote == 0,
+                     "%s: errors %llu rejects %llu remote hits %llu", kt_garbage_name[mode], (unsigned long long)S->r[0].st.remote_errors,
+                     (unsigned long long)S->r[0].st.remote_rejects, (unsigned long long)S->r[0].st.hits_remote);
+        KT_CHECK_MSG(S->r[0].secs < 8.0, "%s: the calls took %.1f s", kt_garbage_name[mode], S->r[0].secs);
+        printf("# remote_garbage %-6s %5.2f s for 3 puts, 3 gets and a get_or_build: %llu errors (%llu timeouts), %llu rejects\n",
+               kt_garbage_name[mode], S->r[0].secs, (unsigned long long)S->r[0].st.remote_errors,
+               (unsigned long long)S->r[0].st.remote_timeouts, (unsigned long long)S->r[0].st.remote_rejects);
+        kt_garbage_stop(g);
+    }
+}
+
+static void remote_partition(void) {
+    mconf mc;
+    memset(&mc, 0, sizeof mc);
+    mc.url = "redis://192.0.2.1:6379"; /* TEST-NET-1: nobody answers (or there is no route at all) */
+    mc.timeout_ms = 500;
+    job(0, fresh("pt"), &mc, DO_GET, 15, 10);
+    KT_CHECK(S->r[0].status == KCACHE_MISS && S->r[0].st.remote_errors == 1);
+    KT_CHECK_MSG(S->r[0].secs < 0.4, "an unreachable server cost %.3f s (connect timeout 0.1 s)", S->r[0].secs);
+    printf("# remote_partition: %.1f ms for a lookup on an address nobody answers\n", S->r[0].secs * 1e3);
+}
+
+/* ---- one build per cluster ------------------------------------------------------------------------ */
+
+typedef struct bplan { int ms, fail_first; } bplan; /* the first build takes ms, later ones 0.2 s */
+static int cluster_build(void *user, void **out, size_t *out_size) {
+    bplan *b = (bplan *)user;
+    int nth = __atomic_add_fetch(&S->builds, 1, __ATOMIC_SEQ_CST);
+    S->build_start = kt_now();
+    __atomic_store_n(&S->building, 1, __ATOMIC_SEQ_CST);
+    kt_sleep_ms(nth == 1 ? (unsigned)b->ms : 200u);
+    S->build_end = kt_now();
+    if (b->fail_first && nth == 1) return 1;
+    *out = KCACHE_MALLOC(30000);
+    kt_payload((unsigned char *)*out, 30000, 16);
+    *out_size = 30000;
+    return 0;
+}
+/* n machines (processes, stores of their own) call get_or_build of key 16 at once; the first
+   `early` start before the others. Returns the wall time; S->r[i]: each one's result. */
+static double cluster(int n, int early, const mconf *mc, bplan *bp, int kill_first_after_ms) {
+    pid_t p[16];
+    int gate[2], i;
+    double t0;
+    S->builds = S->building = 0;
+    if (pipe(gate) != 0) return -1;
+    for (i = 0; i < n; i++) {
+        memset(&S->r[i], 0, sizeof S->r[i]);
+        S->r[i].status = -1;
+        fflush(stdout);
+        p[i] = fork();
+        if (p[i] == 0) {
+            char store[32];
+            kcache *kc;
+            kcache_key k;
+            const void *d = NULL;
+            size_t len = 0;
+            char c;
+            double t;
+            snprintf(store, sizeof store, "cl%d-%d", S->seq, i);
+            kc = open_machine(store, mc);
+            close(gate[1]);
+            if (i >= early && read(gate[0], &c, 1) < 0) _exit(2); /* released together */
+            kt_key(&k, "remote", 16);
+            t = kt_now();
+            S->r[i].status = kcache_get_or_build(kc, &k, cluster_build, bp, &d, &len);
+            S->r[i].secs = kt_now() - t;
+            S->r[i].ok = S->r[i].status == KCACHE_OK && kt_payload_ok(d, len, 30000, 16);
+            if (d) kcache_release(kc, d);
+            kcache_get_stats(kc, &S->r[i].st);
+            kcache_key_free(&k);
+            kcache_close(kc);
+            _exit(0);
+        }
+    }
+    close(gate[0]);
+    if (early) { /* the early ones build before the others arrive */
+        double w = kt_now();
+        while (!__atomic_load_n(&S->building, __ATOMIC_SEQ_CST) && kt_now() - w < 5) kt_sleep_ms(2);
+        kt_sleep_ms(50);
+    } else {
+        kt_sleep_ms(150); /* everyone opened its store */
+    }
+    t0 = kt_now();
+    close(gate[1]);
+    if (kill_first_after_ms) {
+        kt_sleep_ms((unsigned)kill_first_after_ms);
+        kill(p[0], SIGKILL);
+    }
+    for (i = 0; i < n; i++) waitpid(p[i], NULL, 0);
+    S->seq++;
+    return kt_now() - t0;
+}
+
+static void remote_cluster_build(void) {
+    mconf mc;
+    bplan bp = {400, 0};
+    double wall;
+    int i, good = 0, waited = 0;
+    memset(&mc, 0, sizeof mc);
+    mc.url = T.url;
+    { redisReply *r = kt_redis_cmd(&T, "FLUSHALL"); if (r) freeReplyObject(r); }
+    wall = cluster(8, 0, &mc, &bp, 0);
+    for (i = 0; i < 8; i++) { good += S->r[i].ok; waited += S->r[i].st.build_waits > 0; }
+    KT_CHECK_EQ_U64(S->builds, 1);
+    KT_CHECK_EQ_U64(good, 8);
+    KT_CHECK_MSG(wall < 1.6, "8 machines and one 0.4 s build took %.2f s", wall);
+    KT_CHECK_MSG(waited == 7, "%d machines waited for the build (want 7)", waited);
+    {
+        char name[33];
+        name_of(16, name);
+        KT_CHECK_MSG(kt_redis_int(&T, "EXISTS kcache:1:%s:claim", name) == 0, "the claim was not released");
+    }
+    printf("# remote_cluster_build: 8 machines, %d build of 0.4 s, %.3f s wall (%.2fx one build)\n", S->builds, wall, wall / 0.4);
+}
+
+static void remote_builder_killed(void) {
+    mconf mc;
+    bplan bp = {3000, 0};
+    int i, good = 0;
+    double wall;
+    memset(&mc, 0, sizeof mc);
+    mc.url = T.url;
+    mc.claim_ms = 600;
+    { redisReply *r = kt_redis_cmd(&T, "FLUSHALL"); if (r) freeReplyObject(r); }
+    wall = cluster(5, 1, &mc, &bp, 200);
+    for (i = 1; i < 5; i++) good += S->r[i].ok;
+    KT_CHECK_EQ_U64(good, 4);
+    KT_CHECK_MSG(S->builds == 2, "%d builds (the killed one, then one other)", S->builds);
+    KT_CHECK_MSG(wall < 6.0, "took %.2f s", wall);
+    printf("# remote_builder_killed: the builder killed at 0.2 s, claim 0.6 s: survivors done in %.2f s, %d builds\n", wall, S->builds);
+}
+
+static void remote_claim_renewed(void) {
+    mconf mc;
+    bplan bp = {1200, 0};
+    int i, good = 0;
+    memset(&mc, 0, sizeof mc);
+    mc.url = T.url;
+    mc.claim_ms = 300;
+    { redisReply *r = kt_redis_cmd(&T, "FLUSHALL"); if (r) freeReplyObject(r); }
+    cluster(4, 1, &mc, &bp, 0);
+    for (i = 0; i < 4; i++) good += S->r[i].ok;
+    KT_CHECK_EQ_U64(good, 4);
+    KT_CHECK_MSG(S->builds == 1, "%d builds: the 0.3 s claim was not renewed during a 1.2 s build", S->builds);
+}
+
+static void remote_build_fails(void) {
+    mconf mc;
+    bplan bp = {300, 1};
+    int i, good = 0, failed = 0;
+    memset(&mc, 0, sizeof mc);
+    mc.url = T.url;
+    { redisReply *r = kt_redis_cmd(&T, "FLUSHALL"); if (r) freeReplyObject(r); }
+    cluster(4, 1, &mc, &bp, 0);
+    for (i = 0; i < 4; i++) { good += S->r[i].ok; failed += S->r[i].status == KCACHE_EBUILD; }
+    KT_CHECK_EQ_U64(failed, 1);
+    KT_CHECK_EQ_U64(good, 3);
+    KT_CHECK_MSG(S->builds >= 2 && S->builds <= 4, "%d builds", S->builds);
+}
+
+/* ---- KCACHE_COMPRESS ------------------------------------------------------------------------------ */
+
+static long entry_file(const char *store, unsigned id, unsigned char head[16]) {
+    char path[600], hex[33];
+    FILE *f;
+    long n;
+    name_of(id, hex);
+    snprintf(path, sizeof path, "%s/%s/e/%.2s/%s.kce", g_root, store, hex, hex);
+    if (!(f = fopen(path, "r+b"))) return -1;
+    if (fread(head, 1, 16, f) != 16) memset(head, 0, 16);
+    fseek(f, 0, SEEK_END);
+    n = ftell(f);
+    fclose(f);
+    return n;
+}
+static void damage_entry_tail(const char *store, unsigned id) {
+    char path[600], hex[33];
+    FILE *f;
+    name_of(id, hex);
+    snprintf(path, sizeof path, "%s/%s/e/%.2s/%s.kce", g_root, store, hex, hex);
+    if ((f = fopen(path, "r+b")) != NULL) {
+        int c;
+        fseek(f, -5, SEEK_END);
+        c = fgetc(f);
+        fseek(f, -5, SEEK_END);
+        fputc(c ^ 0x10, f);
+        fclose(f);
+    }
+}
+
+static void compress_local(void) {
+    mconf mc;
+    const char *s = fresh("cz");
+    unsigned char head[16];
+    long size;
+    memset(&mc, 0, sizeof mc);
+    mc.compress = 1;
+    job(0, s, &mc, DO_PUT, 20, 100000);
+    size = entry_file(s, 20, head);
+    KT_CHECK_MSG(size > 0 && size < 30000, "a compressible 100000-byte payload takes %ld bytes", size);
+    KT_CHECK(kcache__get_u16(head + 8) == KCACHE__ENTRY_VERSION_ZSTD && kcache__get_u16(head + 10) == KCACHE__ENTRY_ZSTD);
+    job(1, s, &mc, DO_GET, 20, 100000);
+    KT_CHECK(S->r[1].ok && S->r[1].st.hits_disk == 1);
+    mc.compress = 0; /* a reader that does not compress reads them too */
+    job(2, s, &mc, DO_GET, 20, 100000);
+    KT_CHECK(S->r[2].ok);
+    mc.compress = 1;
+    job(3, s, &mc, DO_PUT_RANDOM, 21, 50000);
+    size = entry_file(s, 21, head);
+    KT_CHECK_MSG(size > 50000 && kcache__get_u16(head + 8) == KCACHE__ENTRY_VERSION, "an incompressible payload: %ld bytes, version %u", size,
+                 kcache__get_u16(head + 8));
+    { /* kcache-inspect (beside kcache-top) reads such a store, and such an entry, as sound */
+        char cmd[1600], out[8192], hex[33];
+        const char *slash = strrchr(g_top, '/');
+        int round;
+        name_of(20, hex);
+        for (round = 0; round < 2; round++) {
+            FILE *f;
+            size_t n;
+            int rc;
+            if (round == 0) snprintf(cmd, sizeof cmd, "%.*skcache-inspect '%s/%s' 2>&1", slash ? (int)(slash - g_top + 1) : 0, g_top, g_root, s);
+            else snprintf(cmd, sizeof cmd, "%.*skcache-inspect '%s/%s/e/%.2s/%s.kce' 2>&1", slash ? (int)(slash - g_top + 1) : 0, g_top, g_root, s, hex, hex);
+            f = popen(cmd, "r");
+            n = f ? fread(out, 1, sizeof out - 1, f) : 0;
+            out[n] = 0;
+            rc = f ? pclose(f) : -1;
+            KT_CHECK_MSG(rc == 0 && strstr(out, round ? "verdict    sound" : "verdict    consistent"), "kcache-inspect on a compressed %s (%d): %.300s",
+                         round ? "entry" : "store", rc, out);
+        }
+    }
+    damage_entry_tail(s, 20);
+    job(4, s, &mc, DO_GET, 20, 100000);
+    KT_CHECK(S->r[4].status == KCACHE_MISS && S->r[4].st.rejects == 1);
+    KT_CHECK(entry_file(s, 20, head) < 0); /* removed */
+}
+
+/* ---- kcache-top ---------------------------------------------------------------------------------- */
+
+
+/* One batch snapshot of the store's view; the line starting with `what`, or "". */
+static void top_line(const char *store, const char *what, char *out, size_t cap, int *saw_event) {
+    char cmd[1200], line[2048];
+    FILE *f;
+    out[0] = 0;
+    snprintf(cmd, sizeof cmd, "%s -b -n 1 '%s/%s' 2>&1", g_top, g_root, store);
+    if (!(f = popen(cmd, "r"))) return;
+    while (fgets(line, sizeof line, f)) {
+        if (strncmp(line, what, strlen(what)) == 0 && !out[0]) snprintf(out, cap, "%s", line);
+        if (saw_event && strstr(line, "hit-remote")) *saw_event = 1;
+    }
+    pclose(f);
+}
+static long long top_value(const char *line, const char *key) {
+    char k[64];
+    const char *p;
+    snprintf(k, sizeof k, " %s=", key);
+    p = strstr(line, k);
+    return p ? atoll(p + strlen(k)) : -1;
+}
+
+static void top_remote(void) {
+    kt_redis K;
+    mconf mc;
+    stepper m;
+    int ev = 0, child;
+    char line[2048];
+    if (access(g_top, X_OK) != 0) { KT_FAILF("%s is not an executable (make build/kcache-top)", g_top); return; }
+    if (!fault_setup(&K, &mc, NULL, 200, 60000, 30)) return; /* a breaker that opens stays open for the rest */
+    if ((child = step_fork(&m)) < 0) { kt_redis_stop(&K); return; }
+    if (child) {
+        char dir[400];
+        kcache_config cfg;
+        kcache *kc;
+        kt_config(&cfg, dir, sizeof dir, g_root, "top");
+        cfg.publish = 1;
+        cfg.remote = mc.url;
+        cfg.remote_timeout_ms = mc.timeout_ms;
+        cfg.remote_backoff_ms = mc.backoff_ms;
+        if (kcache_open(&kc, &cfg) != KCACHE_OK) _exit(2);
+        act(kc, 1, DO_GET, 30, 1000); /* a remote hit */
+        act(kc, 1, DO_GET, 31, 10);   /* a remote miss */
+        step_here(&m);
+        act(kc, 1, DO_GET, 32, 10);   /* the server is gone: an error, the breaker opens */
+        step_here(&m);
+        kcache_close(kc);
+        _exit(0);
+    }
+    {
+        if (step_reached(&m)) kt_redis_kill(&K);
+        step_go(&m);
+        if (step_reached(&m)) {
+            top_line("top", "remote ", line, sizeof line, &ev);
+            KT_CHECK_MSG(top_value(line, "hits_remote") == 1 && top_value(line, "lookups") == 3 && top_value(line, "errors") == 1 &&
+                             top_value(line, "breakers_open") == 1 && top_value(line, "breaker_opens") == 1,
+                         "kcache-top's remote line: %s", line);
+            KT_CHECK_MSG(ev, "no hit-remote event in kcache-top's snapshot");
+            top_line("top", "totals ", line, sizeof line, NULL);
+            KT_CHECK_MSG(top_value(line, "hits") == 1, "totals: %s", line);
+        }
+        step_go(&m);
+        step_end(&m);
+    }
+    top_line("top", "remote ", line, sizeof line, NULL);
+    KT_CHECK_MSG(top_value(line, "breakers_open") == 0 && top_value(line, "hits_remote") == 1, "after the process closed its cache: %s", line);
+    kt_redis_stop(&K);
+}
+
+int main(int argc, char **argv) {
+    if (argc > 1) g_top = argv[1];
+    signal(SIGPIPE, SIG_DFL); /* a write into a dead socket must not kill a machine: kcache sees to it */
+    if (!kt_mktemp(g_root, sizeof g_root, "test-remote")) { printf("FAIL setup: mkdtemp\n"); return 1; }
+    S = (shared *)mmap(NULL, sizeof *S, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (S == MAP_FAILED) { printf("FAIL setup: mmap\n"); return 1; }
+    {
+        static const char *const vars[] = {"KCACHE_DIR", "KCACHE_REMOTE", "KCACHE_REMOTE_MODE", "KCACHE_REMOTE_TIMEOUT", "KCACHE_REMOTE_SECRET",
+                                           "KCACHE_REMOTE_MAX_ENTRY", "KCACHE_COMPRESS", "KCACHE_DEBUG", "KCACHE_ENABLE", "KCACHE_PERSISTENT", NULL};
+        int i;
+        for (i = 0; vars[i]; i++) unsetenv(vars[i]);
+    }
+    if (!kt_redis_start(&T, g_root, 1, NULL) || !kt_redis_start(&U, g_root, 0, NULL)) {
+        printf("FAIL setup: redis-server did not start (scripts/deps.sh installs it)\n");
+        return 1;
+    }
+    KT_RUN(remote_urls);
+    KT_RUN(remote_tcp);
+    KT_RUN(remote_unix);
+    KT_RUN(remote_db_auth);
+    KT_RUN(remote_rejects);
+    KT_RUN(remote_signed);
+    KT_RUN(remote_ro_max_entry);
+    KT_RUN(remote_shards);
+    KT_RUN(remote_killed);
+    KT_RUN(remote_sigstop);
+    KT_RUN(remote_debug_sleep);
+    KT_RUN(remote_full);
+    KT_RUN(remote_restart);
+    KT_RUN(remote_garbage);
+    KT_RUN(remote_partition);
+    KT_RUN(remote_cluster_build);
+    KT_RUN(remote_builder_killed);
+    KT_RUN(remote_claim_renewed);
+    KT_RUN(remote_build_fails);
+    KT_RUN(compress_local);
+    KT_RUN(top_remote);
+    kt_redis_stop(&T);
+    kt_redis_stop(&U);
+    if (!kt_failures_total) kt_rm_tree(g_root);
+    else printf("# stores kept in %s\n", g_root);
+    KT_EXIT();
+}
