@@ -2617,6 +2617,8 @@ KCACHE_API void kcache_hash_hex(kcache_hash128 h, char out[33])
 #define KCACHE__HOST_NAME_MAX 64       /* ... the CPU name */
 #define KCACHE__HOST_OS_ARCH_MAX 64    /* ... the OS/arch string */
 #define KCACHE__HOST_MAX_FEATS 160     /* more entries than any table below */
+#define KCACHE__LLVM_OLDEST 9          /* the LLVMs whose CPU names are known (x86): the oldest a */
+#define KCACHE__LLVM_NEWEST 22         /* numba release uses (0.50's), the newest (0.66-0.68's) */
 
 /* Copies s into out[cap], cut to fit, NUL-terminated when cap > 0. */
 static void kcache__host_copy(char *out, size_t cap, const char *s)
@@ -3084,9 +3086,6 @@ static int kcache__x86_has(const kcache__x86_info *x, const char *name)
  * (the same in the LLVM 17, 18 and 22 Host.cpp read).  kcache__host_cpu_name gives the newest
  * LLVM's names (KCACHE__LLVM_NEWEST); a CPU newer than that LLVM gets what it gives: "generic",
  * or the guess's name. */
-#define KCACHE__LLVM_OLDEST 9  /* the oldest LLVM a numba release uses: numba 0.50's llvmlite 0.33 */
-#define KCACHE__LLVM_NEWEST 22 /* numba 0.66-0.68's llvmlite 0.48-0.50 */
-
 typedef struct kcache__x86_model {
     unsigned char model;
     unsigned char since, until; /* the LLVM majors naming it so; until 0: still */
