@@ -186,9 +186,13 @@ pys=()
 if /usr/bin/python3 -c 'import numba' >/dev/null 2>&1; then pys+=(/usr/bin/python3)
 else fail debian_numba "/usr/bin/python3 cannot import numba (apt-get install python3-numba)"; fi
 [ "$venv_rc" = 0 ] && "$venv_py" -c 'import numba' >/dev/null 2>&1 && pys+=("$venv_py")
+# the corpus's numba 0.60 too, where its venv was made (not in CI: one more numba to fetch)
+v060=$root/build/venv-numba-0.60/bin/python
+if [ -x "$v060" ] && "$v060" -c 'import numba' >/dev/null 2>&1; then pys+=("$v060")
+else echo "# numba 0.60's corpus is replayed only (made again where scripts/numba-venv.sh --numba 'numba==0.60.*' build/venv-numba-0.60 ran)"; fi
 for py in "${pys[@]}"; do
     other=()
-    for o in "${pys[@]}"; do [ "$o" != "$py" ] && other=(--other "$o"); done
+    for o in "${pys[@]}"; do [ "$o" != "$py" ] && [ ${#other[@]} = 0 ] && other=(--other "$o"); done
     python3 "$root/tests/inspect_corpus.py" live "$tool" "$py" "$tmp" "${other[@]}" --corpus "$root/tests/data/numba-corpus" \
         >"$tmp/live.log" 2>&1
     cat "$tmp/live.log"
