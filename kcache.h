@@ -3132,7 +3132,7 @@ static const kcache__x86_model kcache__x86_intel6[] = {
     {0x8f, 13, 0, "sapphirerapids"},
     {0xcf, 16, 19, "sapphirerapids"}, {0xcf, 20, 0, "emeraldrapids"},
     {0xad, 16, 0, "graniterapids"},
-    {0xae, 16, 16, "graniterapids"}, {0xae, 19, 0, "graniterapids-d"},
+    {0xae, 16, 18, "graniterapids"}, {0xae, 19, 0, "graniterapids-d"},
     {0x1c, 9, 0, "bonnell"}, {0x26, 9, 0, "bonnell"}, {0x27, 9, 0, "bonnell"}, {0x35, 9, 0, "bonnell"},
     {0x36, 9, 0, "bonnell"},
     {0x37, 9, 0, "silvermont"}, {0x4a, 9, 0, "silvermont"}, {0x4d, 9, 0, "silvermont"}, {0x5a, 9, 0, "silvermont"},
