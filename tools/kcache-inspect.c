@@ -1735,8 +1735,12 @@ static void host_resolve(const ki_opts *op, const nb_index *ix, ki_host *h)
     h->cpu = h->cpu_buf;
     /* which LLVM reads the index: --llvm-version, else the numba's (--numba-version, else the
        index's own version) */
-    if (!ver) ver = (const char *)ix->version->s, vn = ix->version->n;
-    else vn = strlen(ver);
+    if (ver) {
+        vn = strlen(ver);
+    } else {
+        ver = (const char *)ix->version->s;
+        vn = ix->version->n;
+    }
     minor = numba_minor(ver, vn);
     if (minor >= 0) ki_fmt(h->numba, sizeof h->numba, "0.%d", minor);
     if (op->llvm_version > 0) {
@@ -2438,12 +2442,9 @@ static int cell_function(const unsigned char *t, const py_line *L, size_t nl, co
         base = L[s].indent;
         def = s;
         for (;;) {                     /* decorators (each may span lines), then the def */
-            if (L[def].code_end <= L[def].start || t[L[def].start + (size_t)0] == 0) break;
-            {
-                size_t p = L[def].start;
-                while (p < L[def].end && (t[p] == ' ' || t[p] == '\t')) p++;
-                if (p >= L[def].end || t[p] != '@') break;
-            }
+            size_t p = L[def].start;
+            while (p < L[def].end && (t[p] == ' ' || t[p] == '\t')) p++;
+            if (p >= L[def].end || t[p] != '@') break;
             while (def + 1 < nl && L[def].continues) def++;
             if (def + 1 >= nl) break;
             def++;
@@ -2987,8 +2988,8 @@ static void deps_stmt(void *user, char *s)
             char *x;
             size_t xn;
             while (*names == ' ' || *names == ',') names++;
-            if (!*names || *names == '*') { if (!*names) break; }
-            x = names;
+            if (!*names) break;
+            x = names;                 /* a name, or "*": the module alone */
             while (is_ident(*names)) names++;
             xn = (size_t)(names - x);
             if (dots) {
