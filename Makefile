@@ -182,7 +182,9 @@ $(B)/bench_remote: bench/bench_remote.c bench/bench_util.h tests/kt_remote.h exa
 $(B)/bench_%: bench/bench_%.c bench/bench_util.h kcache.h | $(B)
 	$(CC) $(STD) $(BENCH_CFLAGS) $(WARN) -I. -o $@ $< $(LDLIBS)
 
-BENCHES := bench_hash bench_cache bench_evict bench_flight bench_index bench_opencl bench_pub bench_remote
+$(B)/bench_inspect: tools/kcache-inspect.c   # it includes the tool (and reads bench/data/numba-200)
+
+BENCHES := bench_hash bench_cache bench_evict bench_flight bench_index bench_opencl bench_pub bench_remote bench_inspect
 bench: check-deps $(addprefix $(B)/,$(BENCHES)) $(B)/kcache-top
 	@for b in $(BENCHES); do echo "== $$b"; $(B)/$$b || exit 1; done
 

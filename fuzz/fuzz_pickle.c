@@ -6,8 +6,10 @@
  *
  * Each input goes through: the bare pickle reader (every pickle in it, rendered), then the
  * whole .nbi path (decode, assess, text report with a host CPU given, JSON report with none,
- * raw dump).  The JSON is checked for well-formedness here, so a malformed report aborts like
- * a crash does.  Nothing is written to the terminal. */
+ * raw dump), then the other readers a numba source goes through: the input as a zip archive
+ * (member lookup, inflate, CRC) and as raw deflate data, and as Python text (its lines, a
+ * notebook cell's function, its imports).  The JSON is checked for well-formedness here, so a
+ * malformed report aborts like a crash does.  Nothing is written to the terminal. */
 #include "../tools/kcache-inspect.c"
 
 #include "fuzz_json.h"
@@ -80,6 +82,43 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
         o.limit = 1 << 20;
         (void)ki_numba_report(data, size, "plain.nbi", &op, &o, err, sizeof err);
         ko_free(&o);
+    }
+
+    /* 3. the input as a zip archive, and as a raw deflate stream */
+    {
+        size_t len = 0;
+        unsigned char *m = zip_member_mem(data, size, "fuzz.zip", "mod.py", &len, err, sizeof err);
+        if (!m && !err[0]) __builtin_trap();
+        if (m && len > KI_MAX_MEMBER) __builtin_trap();
+        free(m);
+        m = zi_inflate(data, size, 1 << 20, &len);
+        if (m && len > (1u << 20)) __builtin_trap();
+        free(m);
+    }
+
+    /* 4. the input as Python text: lines, a notebook cell's function, the imports */
+    {
+        size_t nl = 0, first = 0, last = 0, k;
+        py_line *L = py_lines(data, size, &nl);
+        if (L) {
+            for (k = 0; k < nl; k++)
+                if (L[k].start > L[k].end || L[k].end > size || L[k].code_end > L[k].end || (k && L[k].start != L[k - 1].end))
+                    __builtin_trap();
+            if (cell_function(data, L, nl, "0000000000", &first, &last) && (first > last || last >= nl)) __builtin_trap();
+            free(L);
+        }
+        {
+            nb_deps D;
+            memset(&D, 0, sizeof D);
+            D.d = (nb_dep *)calloc(KI_MAX_DEPS, sizeof *D.d);
+            if (D.d) {
+                D.roots[D.nroots++] = "/nonexistent-kcache-fuzz";
+                D.from_dir = "/nonexistent-kcache-fuzz/pkg";
+                py_imports(data, size, deps_stmt, &D);
+                if (D.n != 0) __builtin_trap();   /* nothing resolves under a root that does not exist */
+                free(D.d);
+            }
+        }
     }
     return 0;
 }

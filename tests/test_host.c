@@ -1,9 +1,14 @@
 /* test_host.c - the host magic tuple (OS/arch, CPU name, CPU features) against LLVM's own view
  * of this machine, through llvmlite, plus the decoders on made-up inputs and truncation safety.
  *
+ * The CPU name is compared through the LLVM version llvmlite reports: kcache's "what LLVM N
+ * calls this CPU" must be what that LLVM says, so a CPU newer (or older) than the LLVM at hand
+ * fails nothing.  The per-version tables are checked on made-up CPUIDs (test_x86_names_by_llvm).
+ *
  * Build: cc -std=c99 -I<dir with kcache.h> tests/test_host.c   (POSIX: popen)
  * Needs /usr/bin/python3 with llvmlite (Debian: python3-numba or python3-llvmlite); without it
- * the comparison checks FAIL, they do not skip. */
+ * the comparison checks FAIL, they do not skip.  build/venv-numba/bin/python (PyPI's newest
+ * llvmlite, scripts/numba-venv.sh) is compared too when it exists. */
 #if !defined(_WIN32) && !defined(_POSIX_C_SOURCE)
 #define _POSIX_C_SOURCE 200809L /* popen, pclose */
 #endif
@@ -13,20 +18,27 @@
 #include "kt.h"
 
 #include <time.h>
+#if !defined(_WIN32)
+#include <unistd.h> /* access */
+#endif
 
 #ifndef LLVM_PY /* -DLLVM_PY=... points the test at another interpreter */
-#define LLVM_PY                                                                     \
-    "/usr/bin/python3 -c '\n"                                                       \
+#define LLVM_PY "/usr/bin/python3"
+#endif
+#define LLVM_VENV_PY "build/venv-numba/bin/python"
+/* prints the LLVM major version, the host CPU name and its features, one a line */
+#define LLVM_ASK                                                                    \
+    " -c '\n"                                                                       \
     "import llvmlite.binding as ll\n"                                               \
     "try:\n"                                                                        \
     "    ll.initialize()\n"                                                         \
     "except Exception:\n"                                                           \
     "    pass\n"                                                                    \
     "ll.initialize_native_target()\n"                                               \
+    "print(ll.llvm_version_info[0])\n"                                              \
     "print(ll.get_host_cpu_name())\n"                                               \
     "print(ll.get_host_cpu_features().flatten())\n"                                 \
     "' 2>&1"
-#endif
 
 /* ---- small helpers ---------------------------------------------------------------------- */
 
@@ -80,24 +92,34 @@ static int has_token(const char *list, const char *tok)
     return 0;
 }
 
-/* LLVM's answer, asked once. */
-static char llvm_name[128];
-static char llvm_features[8192];
-static int llvm_state; /* 0 not asked, 1 ok, -1 failed */
-static char llvm_error[1024];
+/* An LLVM's answer (through one interpreter's llvmlite), asked once. */
+typedef struct llvm_answer {
+    int state; /* 0 not asked, 1 ok, -1 failed */
+    unsigned major;
+    char name[128];
+    char features[8192];
+    char error[1024];
+} llvm_answer;
 
-static int ask_llvm(void)
+static llvm_answer debian_llvm, venv_llvm;
+/* Debian's llvmlite: the comparisons need it */
+#define llvm_name (debian_llvm.name)
+#define llvm_features (debian_llvm.features)
+#define llvm_error (debian_llvm.error)
+
+static int ask_llvm_py(const char *py, llvm_answer *a)
 {
     FILE *p;
-    char buf[16384];
+    char buf[16384], cmd[512];
     size_t n = 0, got;
     int status;
-    char *nl, *first, *last;
-    if (llvm_state) return llvm_state > 0;
-    llvm_state = -1;
-    p = popen(LLVM_PY, "r");
+    char *nl, *first, *last, *mid;
+    if (a->state) return a->state > 0;
+    a->state = -1;
+    snprintf(cmd, sizeof cmd, "%s%s", py, LLVM_ASK);
+    p = popen(cmd, "r");
     if (!p) {
-        snprintf(llvm_error, sizeof llvm_error, "popen failed");
+        snprintf(a->error, sizeof a->error, "popen failed");
         return 0;
     }
     while (n < sizeof buf - 1 && (got = fread(buf + n, 1, sizeof buf - 1 - n, p)) > 0) n += got;
@@ -108,25 +130,35 @@ static int ask_llvm(void)
     if (status != 0) {
         for (nl = buf; *nl; nl++)
             if (*nl == '\n') *nl = '|';
-        snprintf(llvm_error, sizeof llvm_error, "python/llvmlite failed (status %d): %.900s",
-                 status, buf);
+        snprintf(a->error, sizeof a->error, "%s/llvmlite failed (status %d): %.900s", py, status,
+                 buf);
         return 0;
     }
-    /* The answer is the last two lines (warnings on stderr may come first). */
+    /* The answer is the last three lines (warnings on stderr may come first). */
     while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == ' ')) buf[--n] = '\0';
     last = strrchr(buf, '\n');
     if (!last) {
-        snprintf(llvm_error, sizeof llvm_error, "unexpected output: %.900s", buf);
+        snprintf(a->error, sizeof a->error, "unexpected output: %.900s", buf);
         return 0;
     }
     *last = '\0';
+    mid = strrchr(buf, '\n');
+    if (!mid) {
+        snprintf(a->error, sizeof a->error, "unexpected output: %.900s", buf);
+        return 0;
+    }
+    *mid = '\0';
     first = strrchr(buf, '\n');
     first = first ? first + 1 : buf;
-    kcache__host_copy(llvm_name, sizeof llvm_name, first);
-    kcache__host_copy(llvm_features, sizeof llvm_features, last + 1);
-    llvm_state = 1;
-    return 1;
+    a->major = (unsigned)strtoul(first, NULL, 10);
+    kcache__host_copy(a->name, sizeof a->name, mid + 1);
+    kcache__host_copy(a->features, sizeof a->features, last + 1);
+    a->state = a->major > 0 ? 1 : -1;
+    if (a->state < 0) snprintf(a->error, sizeof a->error, "no LLVM version in: %.900s", first);
+    return a->state > 0;
 }
+
+static int ask_llvm(void) { return ask_llvm_py(LLVM_PY, &debian_llvm); }
 
 static double now_s(void)
 {
@@ -152,17 +184,36 @@ static void test_os_arch(void)
 #endif
 }
 
+/* kcache's name for this CPU as LLVM N names it, against LLVM N itself: Debian's llvmlite (it
+ * must be there) and, when scripts/numba-venv.sh made it, PyPI's newest. */
+static void compare_with_llvm(const char *py, const llvm_answer *a)
+{
+    char ours[KCACHE__HOST_NAME_MAX], stable[KCACHE__HOST_NAME_MAX];
+    int r = kcache__host_cpu_name_llvm(a->major, ours, sizeof ours);
+    kcache__host_cpu_name(stable, sizeof stable);
+    printf("# cpu name: LLVM %u (%s) \"%s\"; ours for LLVM %u \"%s\"%s; ours (LLVM %d's) \"%s\"\n",
+           a->major, py, a->name, a->major, ours, r == 1 ? "" : r == 0 ? " (outside our table)" : " (not per version)",
+           KCACHE__LLVM_NEWEST, stable);
+    KT_CHECK_MSG(r != 0, "LLVM %u is outside kcache's table (LLVM %d-%d): extend it", a->major,
+                 KCACHE__LLVM_OLDEST, KCACHE__LLVM_NEWEST);
+    KT_CHECK_MSG(strcmp(ours, a->name) == 0, "LLVM %u (%s) calls this CPU \"%s\", kcache says LLVM %u calls it \"%s\"",
+                 a->major, py, a->name, a->major, ours);
+    if (a->major == KCACHE__LLVM_NEWEST) KT_CHECK_STR(stable, a->name);
+}
+
 static void test_cpu_name_matches_llvm(void)
 {
-    char name[KCACHE__HOST_NAME_MAX];
-    kcache__host_cpu_name(name, sizeof name);
-    printf("# cpu name: ours \"%s\"\n", name);
     if (!ask_llvm()) {
         KT_FAILF("cannot ask LLVM (llvmlite): %s", llvm_error);
         return;
     }
-    printf("# cpu name: llvm \"%s\"\n", llvm_name);
-    KT_CHECK_STR(name, llvm_name);
+    compare_with_llvm(LLVM_PY, &debian_llvm);
+    if (access(LLVM_VENV_PY, X_OK) == 0) {
+        if (ask_llvm_py(LLVM_VENV_PY, &venv_llvm)) compare_with_llvm(LLVM_VENV_PY, &venv_llvm);
+        else KT_FAILF("%s exists but cannot answer: %s", LLVM_VENV_PY, venv_llvm.error);
+    } else {
+        printf("# cpu name: no %s (scripts/numba-venv.sh makes it): compared with Debian's LLVM only\n", LLVM_VENV_PY);
+    }
 }
 
 static void test_features_format(void)
@@ -326,8 +377,8 @@ static void x86_set(kcache__x86_info *x, const char *feat)
     KT_FAILF("test asks for unknown feature %s", feat);
 }
 
-/* feats: space-separated names. */
-static const char *x86_name_of(unsigned vendor, unsigned family, unsigned model, const char *feats)
+/* feats: space-separated names; v: the LLVM major version asked. */
+static const char *x86_name_llvm(unsigned vendor, unsigned family, unsigned model, const char *feats, unsigned v)
 {
     static kcache__x86_info x;
     char buf[512], *tok;
@@ -338,7 +389,13 @@ static const char *x86_name_of(unsigned vendor, unsigned family, unsigned model,
     x.avx_os = x.avx512_os = x.amx_os = 1;
     kcache__host_copy(buf, sizeof buf, feats);
     for (tok = strtok(buf, " "); tok; tok = strtok(NULL, " ")) x86_set(&x, tok);
-    return kcache__x86_name(&x);
+    return kcache__x86_name(&x, v);
+}
+
+/* the stable names: the newest LLVM's */
+static const char *x86_name_of(unsigned vendor, unsigned family, unsigned model, const char *feats)
+{
+    return x86_name_llvm(vendor, family, model, feats, KCACHE__LLVM_NEWEST);
 }
 
 static void test_x86_names(void)
@@ -364,6 +421,9 @@ static void test_x86_names(void)
     KT_CHECK_STR(x86_name_of(I, 6, 0x5c, ""), "goldmont");
     KT_CHECK_STR(x86_name_of(I, 6, 0x57, ""), "knl");
     KT_CHECK_STR(x86_name_of(I, 19, 0x01, ""), "diamondrapids");
+    KT_CHECK_STR(x86_name_of(I, 18, 0x01, ""), "novalake");
+    KT_CHECK_STR(x86_name_of(I, 6, 0xd5, ""), "wildcatlake");
+    KT_CHECK_STR(x86_name_of(I, 6, 0xb7, ""), "raptorlake");
     /* unlisted family-6 models: LLVM's feature-based guess */
     KT_CHECK_STR(x86_name_of(I, 6, 0xfe, "avx512f avx512vl avx512vbmi avx512vbmi2"),
                  "icelake-client");
@@ -399,6 +459,77 @@ static void test_x86_names(void)
     KT_CHECK_STR(x86_name_of(A, 26, 0x44, ""), "znver5");
     KT_CHECK_STR(x86_name_of(A, 27, 0x00, ""), "generic");
     KT_CHECK_STR(x86_name_of(KCACHE__X86_OTHER, 6, 0x8f, "avx"), "generic");
+}
+
+/* What each LLVM calls made-up CPUs, as LLVM 9, 10, 11, 13, 14, 15, 16, 19, 20 and 22 answered
+ * under qemu-x86_64 with these CPUIDs (scripts/llvm-host-names.sh): each row is one CPU and the
+ * names of those ten versions in that order.  Every change between two versions in the tables
+ * has a row here. */
+typedef struct llvm_row {
+    unsigned vendor, family, model;
+    const char *feats;
+    const char *names[10];
+} llvm_row;
+static const unsigned llvm_checked[10] = {9, 10, 11, 13, 14, 15, 16, 19, 20, 22};
+#define G "generic"
+static const llvm_row llvm_rows[] = {
+    /* AMD: Zen 5 is generic before LLVM 19; Zen 4 is znver3 before 16 and generic before 12/13 */
+    {KCACHE__X86_AMD, 26, 0x02, "", {G, G, G, G, G, G, G, "znver5", "znver5", "znver5"}},
+    {KCACHE__X86_AMD, 26, 0x44, "", {G, G, G, G, G, G, G, "znver5", "znver5", "znver5"}},
+    {KCACHE__X86_AMD, 25, 0x11, "", {G, G, G, "znver3", "znver3", "znver3", "znver4", "znver4", "znver4", "znver4"}},
+    {KCACHE__X86_AMD, 25, 0x61, "", {G, G, G, "znver3", "znver3", "znver3", "znver4", "znver4", "znver4", "znver4"}},
+    {KCACHE__X86_AMD, 25, 0x75, "", {G, G, G, "znver3", "znver3", "znver3", "znver3", "znver4", "znver4", "znver4"}},
+    {KCACHE__X86_AMD, 25, 0x7c, "", {G, G, G, "znver3", "znver3", "znver3", "znver3", "znver4", "znver4", "znver4"}},
+    {KCACHE__X86_AMD, 25, 0x21, "", {G, G, G, "znver3", "znver3", "znver3", "znver3", "znver3", "znver3", "znver3"}},
+    {KCACHE__X86_AMD, 25, 0x80, "", {G, G, G, "znver3", "znver3", "znver3", "znver3", "znver3", "znver3", "znver3"}},
+    {KCACHE__X86_AMD, 23, 0x31, "", {"znver2", "znver2", "znver2", "znver2", "znver2", "znver2", "znver2", "znver2", "znver2", "znver2"}},
+    {KCACHE__X86_AMD, 23, 0x71, "", {"znver1", "znver2", "znver2", "znver2", "znver2", "znver2", "znver2", "znver2", "znver2", "znver2"}},
+    {KCACHE__X86_AMD, 23, 0x60, "", {"znver1", "znver1", "znver1", "znver1", "znver1", "znver1", "znver1", "znver2", "znver2", "znver2"}},
+    {KCACHE__X86_AMD, 23, 0x01, "", {"znver1", "znver1", "znver1", "znver1", "znver1", "znver1", "znver1", "znver1", "znver1", "znver1"}},
+    {KCACHE__X86_AMD, 18, 0x01, "", {G, G, G, G, G, G, G, G, "amdfam10", "amdfam10"}},
+    /* Intel: models LLVM learnt, renamed, or forgot (the P6 line left for the guess in LLVM 11) */
+    {KCACHE__X86_INTEL, 6, 0x0e, "64bit sse3", {"yonah", "yonah", "core2", "core2", "core2", "core2", "core2", "core2", "core2", "core2"}},
+    {KCACHE__X86_INTEL, 6, 0xa5, "64bit", {"core2", "core2", "skylake", "skylake", "skylake", "skylake", "skylake", "skylake", "skylake", "skylake"}},
+    {KCACHE__X86_INTEL, 6, 0x8f, "64bit", {"core2", "core2", "core2", "sapphirerapids", "sapphirerapids", "sapphirerapids", "sapphirerapids", "sapphirerapids", "sapphirerapids", "sapphirerapids"}},
+    {KCACHE__X86_INTEL, 6, 0x97, "64bit", {"core2", "core2", "core2", "core2", "alderlake", "alderlake", "alderlake", "alderlake", "alderlake", "alderlake"}},
+    {KCACHE__X86_INTEL, 6, 0x8c, "64bit", {"core2", "core2", "core2", "core2", "tigerlake", "tigerlake", "tigerlake", "tigerlake", "tigerlake", "tigerlake"}},
+    {KCACHE__X86_INTEL, 6, 0xb7, "64bit", {"core2", "core2", "core2", "core2", "core2", "core2", "alderlake", "alderlake", "raptorlake", "raptorlake"}},
+    {KCACHE__X86_INTEL, 6, 0xba, "64bit", {"core2", "core2", "core2", "core2", "core2", "core2", "core2", "alderlake", "raptorlake", "raptorlake"}},
+    {KCACHE__X86_INTEL, 6, 0xcf, "64bit", {"core2", "core2", "core2", "core2", "core2", "core2", "sapphirerapids", "sapphirerapids", "emeraldrapids", "emeraldrapids"}},
+    {KCACHE__X86_INTEL, 6, 0xae, "64bit", {"core2", "core2", "core2", "core2", "core2", "core2", "graniterapids", "graniterapids-d", "graniterapids-d", "graniterapids-d"}},
+    {KCACHE__X86_INTEL, 6, 0xbd, "64bit", {"core2", "core2", "core2", "core2", "core2", "core2", "core2", "arrowlake-s", "lunarlake", "lunarlake"}},
+    {KCACHE__X86_INTEL, 6, 0xb5, "64bit", {"core2", "core2", "core2", "core2", "core2", "core2", "core2", "core2", "arrowlake", "arrowlake"}},
+    {KCACHE__X86_INTEL, 6, 0xd5, "64bit", {"core2", "core2", "core2", "core2", "core2", "core2", "core2", "core2", "core2", "wildcatlake"}},
+    {KCACHE__X86_INTEL, 6, 0x9c, "64bit", {"core2", "core2", "core2", "core2", "core2", "core2", "core2", "tremont", "tremont", "tremont"}},
+    {KCACHE__X86_INTEL, 19, 0x01, "64bit", {G, G, G, G, G, G, G, G, "diamondrapids", "diamondrapids"}},
+    {KCACHE__X86_INTEL, 18, 0x03, "64bit", {G, G, G, G, G, G, G, G, G, "novalake"}},
+    /* the guess for an unknown family-6 model, the same in every version */
+    {KCACHE__X86_INTEL, 6, 0xfe, "64bit sse3 ssse3 sse4.1 sse4.2 movbe", {"silvermont", "silvermont", "silvermont", "silvermont", "silvermont", "silvermont", "silvermont", "silvermont", "silvermont", "silvermont"}},
+    {KCACHE__X86_INTEL, 6, 0xfe, "64bit sse3 ssse3 sse4.1 sse4.2 avx avx2 adx", {"broadwell", "broadwell", "broadwell", "broadwell", "broadwell", "broadwell", "broadwell", "broadwell", "broadwell", "broadwell"}},
+    {KCACHE__X86_INTEL, 6, 0xfe, "64bit sse3 ssse3 sse4.1 sse4.2 avx avx2 adx clflushopt", {"skylake", "skylake", "skylake", "skylake", "skylake", "skylake", "skylake", "skylake", "skylake", "skylake"}},
+};
+#undef G
+
+static void test_x86_names_by_llvm(void)
+{
+    size_t i, k;
+    char row[64];
+    for (i = 0; i < sizeof llvm_rows / sizeof llvm_rows[0]; i++) {
+        const llvm_row *r = &llvm_rows[i];
+        for (k = 0; k < 10; k++) {
+            const char *got = x86_name_llvm(r->vendor, r->family, r->model, r->feats, llvm_checked[k]);
+            snprintf(row, sizeof row, "%s family %u model 0x%02x LLVM %u", r->vendor == KCACHE__X86_AMD ? "AMD" : "Intel",
+                     r->family, r->model, llvm_checked[k]);
+            KT_CHECK_MSG(strcmp(got, r->names[k]) == 0, "%s: \"%s\", LLVM says \"%s\"", row, got, r->names[k]);
+        }
+    }
+    /* outside the table: the nearest version's names; below LLVM 9 nothing is claimed */
+    {
+        char out[64];
+        KT_CHECK_EQ_U64(kcache__host_cpu_name_llvm(KCACHE__LLVM_NEWEST, out, sizeof out), 1);
+        KT_CHECK_EQ_U64(kcache__host_cpu_name_llvm(KCACHE__LLVM_NEWEST + 1, out, sizeof out), 0);
+        KT_CHECK_EQ_U64(kcache__host_cpu_name_llvm(KCACHE__LLVM_OLDEST - 1, out, sizeof out), 0);
+    }
 }
 
 /* AVX / AVX-512 / AMX features count only when the OS saves their registers. */
@@ -562,6 +693,7 @@ int main(void)
     KT_RUN(test_cost);
 #if defined(KCACHE__HOST_X86)
     KT_RUN(test_x86_names);
+    KT_RUN(test_x86_names_by_llvm);
     KT_RUN(test_x86_os_state);
 #if defined(__linux__)
     if (real_cpuid) KT_RUN(test_x86_family_model);

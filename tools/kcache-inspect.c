@@ -1413,6 +1413,8 @@ typedef struct nb_overload {
     long long data_size;
     int cpu_match;                 /* -1 unknown, 0 no, 1 yes */
     int usable;                    /* -1 unknown, 0, 1 */
+    int data_bad;                  /* the .nbc does not unpickle: numba raises loading it */
+    char *data_err;                /* why (arena) */
 } nb_overload;
 
 typedef struct nb_index {
@@ -1429,6 +1431,7 @@ typedef struct nb_index {
     pk_node *overloads;
     nb_overload *ov;
     size_t nov;
+    char body_err[240];            /* the body does not decode: what numba's pickle.loads meets */
 } nb_index;
 
 static void nb_index_free(nb_index *ix)
@@ -1445,7 +1448,10 @@ static int is_hex_str(const pk_node *n, size_t len)
     return 1;
 }
 
-/* Decodes buf as a numba index.  0 on success; -1 with a one-line message in err. */
+/* Decodes buf as a numba index.  0 when the version pickle decodes to a string: then either
+ * the body decoded too, or ix->body_err says why not (numba stops at the version when it is
+ * not its own, and raises from pickle.loads when it is, so both are verdicts, not errors).
+ * -1 with a one-line message in err when the file is not a numba index at all. */
 static int nb_decode(const unsigned char *buf, size_t len, nb_index *ix, char *err, size_t errcap)
 {
     pk_parser P;
@@ -1453,6 +1459,7 @@ static int nb_decode(const unsigned char *buf, size_t len, nb_index *ix, char *e
     size_t k;
     memset(ix, 0, sizeof *ix);
     ix->arena.limit = KI_MAX_MEM;
+    ix->stamp_kind = ST_OTHER;
     ix->buf = buf; ix->len = len;
     if (len == 0) { ki_fmt(err, errcap, "empty file"); return -1; }
     if (buf[0] != 0x80) {
@@ -1472,29 +1479,32 @@ static int nb_decode(const unsigned char *buf, size_t len, nb_index *ix, char *e
                  pk_kind_name(ix->version->kind));
         return -1;
     }
+    ix->body_end = len;
     if (ix->version_end >= len) {
-        ki_fmt(err, errcap, "truncated: no index body after the version pickle (file ends at byte %zu)", len);
-        return -1;
+        ki_fmt(ix->body_err, sizeof ix->body_err, "no index body after the version pickle (EOFError: the file ends at byte %zu)", len);
+        return 0;
     }
     pk_parser_init(&P, &ix->arena);   /* numba unpickles the body separately: a fresh memo */
     if (pk_load(&P, buf, len, ix->version_end, &ix->body_end, &body) != 0) {
-        ki_fmt(err, errcap, "cannot decode the index body: %s", P.err);
+        ki_fmt(ix->body_err, sizeof ix->body_err, "the index body does not unpickle: %s", P.err);
         pk_parser_free(&P);
-        return -1;
+        ix->body_end = len;
+        return 0;
     }
     ix->body_proto = P.proto;
     pk_parser_free(&P);
+    /* numba unpacks "stamp, overloads = pickle.loads(data)" and calls overloads.get(key) */
     if (body->kind != PK_TUPLE || body->nv != 2) {
-        ki_fmt(err, errcap, "not a numba index: the body is a %s%s, not the pair (stamp, overloads)",
+        ki_fmt(ix->body_err, sizeof ix->body_err, "the index body is a %s%s, not the pair (stamp, overloads)",
                  pk_kind_name(body->kind), body->kind == PK_TUPLE ? " of another length" : "");
-        return -1;
+        return 0;
+    }
+    if (body->v[1]->kind != PK_DICT) {
+        ki_fmt(ix->body_err, sizeof ix->body_err, "the index's overloads are a %s, not a dict", pk_kind_name(body->v[1]->kind));
+        return 0;
     }
     ix->stamp = body->v[0];
     ix->overloads = body->v[1];
-    if (ix->overloads->kind != PK_DICT) {
-        ki_fmt(err, errcap, "not a numba index: overloads is a %s, not a dict", pk_kind_name(ix->overloads->kind));
-        return -1;
-    }
     /* the stamp */
     ix->stamp_kind = ST_OTHER;
     if (ix->stamp->kind == PK_TUPLE && ix->stamp->nv == 2 && ix->stamp->v[1]->kind == PK_INT) {
@@ -1550,40 +1560,85 @@ static int nb_decode(const unsigned char *buf, size_t len, nb_index *ix, char *e
 /* ---------------------------------------------------------------------------------------- */
 /* Host CPU.                                                                                 */
 
-/* The one place that knows the host's CPU in numba's terms (LLVM's host CPU name and its
- * feature string "+a,-b,...").  kcache.h's detector gives both with LLVM's names, from CPUID
- * (or the platform's equivalent).  numba takes them from the LLVM inside its llvmlite, whose
- * tables are older or newer than the detector's: the two lists name different sets of features
- * (this machine's LLVM 14 knows 14 fewer than the detector, LLVM 22 15 more), so a detected
- * feature string is compared with an index's name by name: every feature both name must agree,
- * one named by only one side is not compared.  --features and NUMBA_CPU_FEATURES are compared
- * byte for byte, as numba does.  Returns 1 and fills name/feat when known, 0 when unknown. */
-static int inspect_host_cpu(char *name, size_t name_cap, char *feat, size_t feat_cap)
+/* numba -> llvmlite -> LLVM.  numba's magic tuple holds the CPU name that *its* LLVM's host
+ * detection returns, and LLVM learns CPUs release by release (a CPU newer than the LLVM is
+ * "generic", or an older family name), so the name an index must hold to be used depends on
+ * the LLVM of the numba that reads it.  Each numba release pins one llvmlite minor (its wheels'
+ * metadata: numba 0.50.0 "llvmlite<0.34,>=0.33.0.dev0", 0.57.0 "<0.41,>=0.40.0dev0", ...,
+ * 0.63.0 and 0.64.0 both "<0.47,>=0.46.0dev0", 0.68.0 "<0.51,>=0.50.0dev0"; the PyPI pages of
+ * 0.51 and 0.54 say "llvmlite 0.34.*" and "0.37.*"), and each llvmlite builds with the LLVM of
+ * llvmlite's "Historical compatibility table" (its README: 0.33 LLVM 9, 0.34-0.36 10,
+ * 0.37-0.39 11, 0.40 11 and 14, 0.41-0.43 14, 0.44 15 and 16, 0.45-0.47 20, 0.48+ 22).  The
+ * LLVM of each wheel was checked by loading it (llvm_version_info: 0.33.0 9.0.1, 0.36.0 10.0.1,
+ * 0.39.1 11.1.0, 0.40.1 and 0.43.0 14.0.6, 0.44.0 15.0.7, 0.47.0 20.1.8, 0.50.0 22.1.0).
+ * Distributions may build with another LLVM: Debian 12's llvmlite 0.39.1 reports LLVM 14.  The
+ * index tells the two apart: each overload holds the target triple of the LLVM that wrote it,
+ * "x86_64-unknown-linux-gnu" from every PyPI wheel above, "x86_64-pc-linux-gnu" from Debian's
+ * LLVM (both checked with llvmlite's get_process_triple). */
+typedef struct ki_numba_llvm {
+    unsigned char lo, hi;          /* numba 0.lo .. 0.hi */
+    unsigned char llvm[2];         /* [0] the LLVM of PyPI's wheels; [1] another build's, 0: none known */
+    const char *other;             /* who builds with llvm[1] */
+    const char *other_triple;      /* the end of the target triple that build writes, NULL: not known */
+} ki_numba_llvm;
+
+#define KI_PYPI_TRIPLE "-unknown-linux-gnu"   /* llvmlite's wheels, x86-64 Linux */
+
+static const ki_numba_llvm ki_numba_llvms[] = {
+    {50, 50, {9, 0}, NULL, NULL},
+    {51, 53, {10, 0}, NULL, NULL},
+    {54, 55, {11, 0}, NULL, NULL},
+    {56, 56, {11, 14}, "Debian 12's python3-numba", "-pc-linux-gnu"},
+    {57, 57, {14, 11}, "llvmlite 0.40 built with LLVM 11", NULL},
+    {58, 60, {14, 0}, NULL, NULL},
+    {61, 61, {15, 16}, "llvmlite 0.44 built with LLVM 16", NULL},
+    {62, 65, {20, 0}, NULL, NULL},
+    {66, 68, {22, 0}, NULL, NULL},
+};
+
+/* "0.56.4" -> 56; -1 when it is not 0.N[...]. */
+static int numba_minor(const char *v, size_t n)
 {
-    if (!name_cap || !feat_cap) return 0;
-    kcache__host_cpu_name(name, name_cap);
-    kcache__host_cpu_features(feat, feat_cap);
-    return name[0] != 0;
+    size_t i = 2;
+    int m = 0;
+    if (n < 3 || v[0] != '0' || v[1] != '.' || v[2] < '0' || v[2] > '9') return -1;
+    while (i < n && v[i] >= '0' && v[i] <= '9' && m < 10000) m = m * 10 + (v[i++] - '0');
+    return m;
 }
 
 typedef struct ki_opts {
     const char *path;
     const char *source;
     const char *cpu, *features, *triple, *numba_version;
+    int llvm_version;                 /* --llvm-version N; 0: from the numba version */
     int json, dump, force_numba;
+    const char *paths[16];            /* --path DIR: roots where imported modules are looked up */
+    int npaths;
+    /* --prune */
+    int prune, prune_yes, prune_other_cpu;
     /* kcache mode */
     const char *unit;                 /* DIR UNIT */
     int verify;                       /* --verify: every checksum in the store */
     int stamp;                        /* KCACHE_STAMP_*: how a dependency's stamp is judged */
     const char *stamp_from;
     int no_deps;                      /* do not look at dependency files (the fuzz target) */
+    int no_imports;                   /* numba: do not scan the source's imports (--prune) */
+    int host;                         /* --host: this machine's CPU names */
 } ki_opts;
 
 typedef struct ki_host {
-    const char *cpu, *features;       /* NULL: unknown */
+    const char *cpu, *features;       /* NULL: unknown; cpu is what the reading numba computes */
     const char *cpu_from, *features_from;
     int features_by_name;             /* detected: compare with an index name by name */
     char cpu_buf[128], feat_buf[KCACHE__HOST_FEATURES_MAX];
+    /* detected: kcache's own (newest LLVM's) name, and what the reading numba's LLVM calls it */
+    char detected[128];
+    char numba[16];                   /* "0.56", the numba whose LLVM was asked */
+    int nllvm;                        /* LLVM majors that numba builds with: 0..2 */
+    int llvm[2];
+    char llvm_name[2][128];
+    int llvm_used;                    /* index into llvm[] of the name taken, -1: none */
+    char llvm_note[400];              /* how the name was chosen, when worth saying */
 } ki_host;
 
 static int str_ieq(const char *a, const char *b)
@@ -1595,26 +1650,143 @@ static int str_ieq(const char *a, const char *b)
     return *a == *b;
 }
 
-static void host_resolve(const ki_opts *op, ki_host *h)
+/* The LLVM majors the numba of version v builds with ([0]: PyPI's).  0 when numba is older than
+ * the table (LLVM 8 or older); a numba newer than the table is taken to use the newest LLVM. */
+static int numba_llvms(int minor, int *llvm, const char **other, const char **other_triple, int *beyond)
+{
+    size_t k;
+    *other = *other_triple = NULL;
+    *beyond = 0;
+    for (k = 0; k < sizeof ki_numba_llvms / sizeof ki_numba_llvms[0]; k++) {
+        const ki_numba_llvm *e = &ki_numba_llvms[k];
+        if (minor >= e->lo && minor <= e->hi) {
+            llvm[0] = e->llvm[0];
+            llvm[1] = e->llvm[1];
+            *other = e->other;
+            *other_triple = e->other_triple;
+            return e->llvm[1] ? 2 : 1;
+        }
+    }
+    if (minor > ki_numba_llvms[sizeof ki_numba_llvms / sizeof ki_numba_llvms[0] - 1].hi) {
+        llvm[0] = KCACHE__LLVM_NEWEST;
+        *beyond = 1;
+        return 1;
+    }
+    return 0;
+}
+
+static int feat_match_by_name(const unsigned char *a, size_t an, const unsigned char *b, size_t bn);
+
+/* Whether an index holds an overload compiled on this machine by a numba that named it cpu: its
+ * CPU name and its features (by name: another LLVM's list) are this host's, so not an override
+ * such as NUMBA_CPU_NAME=generic (whose features are ""). */
+static int index_has_cpu(const nb_index *ix, const char *cpu, const char *feat)
+{
+    size_t k;
+    for (k = 0; k < ix->nov; k++)
+        if (ix->ov[k].shape_ok && ix->ov[k].cpu->n == strlen(cpu) && memcmp(ix->ov[k].cpu->s, cpu, ix->ov[k].cpu->n) == 0 &&
+            feat_match_by_name(ix->ov[k].features->s, ix->ov[k].features->n, (const unsigned char *)feat, strlen(feat)))
+            return 1;
+    return 0;
+}
+
+/* Whether an overload of ix has a target triple ending in tail. */
+static int index_has_triple(const nb_index *ix, const char *tail)
+{
+    size_t k, tl = strlen(tail);
+    for (k = 0; k < ix->nov; k++)
+        if (ix->ov[k].shape_ok && ix->ov[k].triple->n >= tl && memcmp(ix->ov[k].triple->s + ix->ov[k].triple->n - tl, tail, tl) == 0)
+            return 1;
+    return 0;
+}
+
+/* This machine's CPU as the numba that reads ix sees it.  --cpu, --features and numba's own
+ * NUMBA_CPU_NAME / NUMBA_CPU_FEATURES win.  Otherwise kcache.h's detector gives the name (its
+ * stable, newest-LLVM name, and what LLVM N calls this CPU) and the features: numba's LLVM
+ * names a different set of features than the detector (this machine's LLVM 14 knows 14 fewer,
+ * LLVM 22 15 more), so a detected feature string is compared with an index's name by name:
+ * every feature both name must agree, one named by only one side is not compared.  --features
+ * and NUMBA_CPU_FEATURES are compared byte for byte, as numba does. */
+static void host_resolve(const ki_opts *op, const nb_index *ix, ki_host *h)
 {
     const char *env_cpu = getenv("NUMBA_CPU_NAME"), *env_feat = getenv("NUMBA_CPU_FEATURES");
-    int det;
+    const char *ver = op->numba_version;
+    size_t vn;
+    int minor, k, beyond = 0, in_table = 1;
+    const char *other = NULL, *other_triple = NULL;
     memset(h, 0, sizeof *h);
+    h->llvm_used = -1;
     if (op->cpu) { h->cpu = op->cpu; h->cpu_from = "--cpu"; }
     else if (env_cpu) { h->cpu = env_cpu; h->cpu_from = "NUMBA_CPU_NAME"; }
     if (op->features) { h->features = op->features; h->features_from = "--features"; }
     else if (env_feat) { h->features = env_feat; h->features_from = "NUMBA_CPU_FEATURES"; }
     else if (h->cpu && str_ieq(h->cpu, "generic")) { h->features = ""; h->features_from = "numba's default for generic"; }
     if (h->cpu && h->features) return;
-    det = inspect_host_cpu(h->cpu_buf, sizeof h->cpu_buf, h->feat_buf, sizeof h->feat_buf);
-    if (det) {
-        if (!h->cpu) { h->cpu = h->cpu_buf; h->cpu_from = "detected"; }
-        if (!h->features) {
-            h->features = h->feat_buf;
-            h->features_from = "detected (compared by name)";
-            h->features_by_name = 1;
-        }
+    kcache__host_cpu_name(h->detected, sizeof h->detected);
+    kcache__host_cpu_features(h->feat_buf, sizeof h->feat_buf);
+    if (!h->features) {
+        h->features = h->feat_buf;
+        h->features_from = "detected (compared by name)";
+        h->features_by_name = 1;
     }
+    if (h->cpu || !h->detected[0]) return;
+    h->cpu_from = "detected";
+    ki_fmt(h->cpu_buf, sizeof h->cpu_buf, "%s", h->detected);
+    h->cpu = h->cpu_buf;
+    /* which LLVM reads the index: --llvm-version, else the numba's (--numba-version, else the
+       index's own version) */
+    if (ver) {
+        vn = strlen(ver);
+    } else {
+        ver = (const char *)ix->version->s;
+        vn = ix->version->n;
+    }
+    minor = numba_minor(ver, vn);
+    if (minor >= 0) ki_fmt(h->numba, sizeof h->numba, "0.%d", minor);
+    if (op->llvm_version > 0) {
+        h->llvm[0] = op->llvm_version;
+        h->nllvm = 1;
+        other = "--llvm-version";
+    } else if (minor >= 0) {
+        h->nllvm = numba_llvms(minor, h->llvm, &other, &other_triple, &beyond);
+    }
+    if (!h->nllvm) {
+        ki_fmt(h->llvm_note, sizeof h->llvm_note, "numba %.20s is older than kcache's table of numba's LLVMs (LLVM 8 or "
+               "older): taking the newest LLVM's name (pass --cpu or --llvm-version if numba names it otherwise)",
+               minor >= 0 ? h->numba : "of an unrecognized version");
+        return;
+    }
+    for (k = 0; k < h->nllvm; k++) {
+        int r = kcache__host_cpu_name_llvm((unsigned)h->llvm[k], h->llvm_name[k], sizeof h->llvm_name[k]);
+        if (r != 1) in_table = 0;
+        if (r == 2) ki_fmt(h->llvm_note, sizeof h->llvm_note, "kcache does not track this platform's CPU names per LLVM version");
+    }
+    h->llvm_used = 0;
+    if (h->nllvm == 2 && strcmp(h->llvm_name[0], h->llvm_name[1]) != 0) {
+        /* the two builds name this CPU differently: an index written here holds one of them */
+        int has0 = index_has_cpu(ix, h->llvm_name[0], h->feat_buf), has1 = index_has_cpu(ix, h->llvm_name[1], h->feat_buf);
+        int t0 = index_has_triple(ix, KI_PYPI_TRIPLE), t1 = other_triple && index_has_triple(ix, other_triple);
+        char pick[160];
+        if (t0 != t1) {   /* the triple says which build wrote the index */
+            h->llvm_used = t1;
+            ki_fmt(pick, sizeof pick, "the index's target triple (...%s) is that build's: taken as this numba's",
+                   t1 ? other_triple : KI_PYPI_TRIPLE);
+        } else if (has0 != has1) {
+            h->llvm_used = has1;
+            ki_fmt(pick, sizeof pick, "the index holds LLVM %d's name: taken as this numba's", h->llvm[h->llvm_used]);
+        } else {
+            ki_fmt(pick, sizeof pick, "taking PyPI's (pass --llvm-version N for the other)");
+        }
+        ki_fmt(h->llvm_note, sizeof h->llvm_note, "numba %s's LLVM %d (PyPI's wheels) calls it %s, LLVM %d (%s) %s; %s", h->numba,
+               h->llvm[0], h->llvm_name[0], h->llvm[1], other ? other : "another build", h->llvm_name[1], pick);
+    } else if (beyond) {
+        ki_fmt(h->llvm_note, sizeof h->llvm_note, "numba %s is newer than kcache's table of numba's LLVMs: taking LLVM %d's "
+               "name (pass --cpu or --llvm-version if its LLVM names this CPU otherwise)", h->numba, h->llvm[0]);
+    } else if (!in_table && !h->llvm_note[0]) {
+        ki_fmt(h->llvm_note, sizeof h->llvm_note, "LLVM %d is outside kcache's table of LLVM host names (LLVM %d-%d): "
+               "taking the nearest one's name", h->llvm[0], KCACHE__LLVM_OLDEST, KCACHE__LLVM_NEWEST);
+    }
+    if (h->llvm_name[h->llvm_used][0]) ki_fmt(h->cpu_buf, sizeof h->cpu_buf, "%s", h->llvm_name[h->llvm_used]);
 }
 
 /* Feature strings: "+name,-name,...". */
@@ -1791,22 +1963,47 @@ static int is_dir(const char *p)
     struct stat s;
     return stat(p, &s) == 0 && S_ISDIR(s.st_mode);
 }
+static int ends_with(const char *s, const char *suffix)
+{
+    size_t n = strlen(s), m = strlen(suffix);
+    return n > m && strcmp(s + n - m, suffix) == 0;
+}
 
-/* What the index file name says: FULLNAME-DISAMBIGUATOR.pyXY[abiflags].nbi */
+/* What the index file name says: [PREFIX-]FULLNAME-DISAMBIGUATOR.pyXY[abiflags].nbi.  FULLNAME
+ * is the source file's base name without .py, a dot, and the function's qualified name ('<' and
+ * '>' removed, so "make.<locals>.f" is "make.locals.f"); DISAMBIGUATOR is the function's first
+ * line, or for a notebook cell (IPython's locator) the first 10 hex digits of the sha256 of the
+ * function's first two lines.  PREFIX names a library cache: numba's one is "guf", the
+ * @guvectorize wrapper (numba/np/ufunc/wrappers.py: make_library_cache('guf')), which gives a
+ * function two indexes, "mod.f-4..." for the kernel and "guf-mod.f-4..." for its wrapper. */
 typedef struct nb_name {
     char fullname[1024];
+    char prefix[16];          /* "guf" or "" */
     char disamb[128];
     char pytag[32];
     long line;                /* -1 when the disambiguator is not a line number (IPython) */
     char module[512];         /* the module file's base name, as found or guessed */
     char qualname[1024];
     char func[512];
+    int notebook;             /* a notebook cell: "ipython-input-N-HASH" or ipykernel's "NNN" module */
     int ok;
 } nb_name;
 
+static void nb_split_module(nb_name *nm, size_t ml)
+{
+    const char *fn = nm->fullname, *last;
+    if (ml >= sizeof nm->module) ml = sizeof nm->module - 1;
+    memcpy(nm->module, fn, ml);
+    nm->module[ml] = 0;
+    ki_fmt(nm->qualname, sizeof nm->qualname, "%s", fn[ml] ? fn + ml + 1 : "");
+    last = strrchr(nm->qualname, '.');
+    ki_fmt(nm->func, sizeof nm->func, "%s", last ? last + 1 : nm->qualname);
+}
+
 static void nb_parse_name(const char *base, nb_name *nm)
 {
-    size_t n = strlen(base), i, dash;
+    size_t n = strlen(base), i, dash, k;
+    const char *dot;
     memset(nm, 0, sizeof *nm);
     nm->line = -1;
     if (n < 5 || strcmp(base + n - 4, ".nbi") != 0) return;
@@ -1823,6 +2020,11 @@ static void nb_parse_name(const char *base, nb_name *nm)
     if (dash == (size_t)-1 || dash == 0 || i - dash - 1 >= sizeof nm->disamb || dash >= sizeof nm->fullname) return;
     memcpy(nm->disamb, base + dash + 1, i - dash - 1);
     nm->disamb[i - dash - 1] = 0;
+    if (strncmp(base, "guf-", 4) == 0 && dash > 4) {
+        ki_fmt(nm->prefix, sizeof nm->prefix, "guf");
+        base += 4;
+        dash -= 4;
+    }
     memcpy(nm->fullname, base, dash);
     nm->fullname[dash] = 0;
     {
@@ -1831,17 +2033,15 @@ static void nb_parse_name(const char *base, nb_name *nm)
         if (nm->disamb[0] >= '0' && nm->disamb[0] <= '9' && !*end) nm->line = v;
     }
     /* first guess: the module is the part before the first dot */
-    {
-        const char *dot = strchr(nm->fullname, '.');
-        size_t ml = dot ? (size_t)(dot - nm->fullname) : strlen(nm->fullname);
-        if (ml >= sizeof nm->module) ml = sizeof nm->module - 1;
-        memcpy(nm->module, nm->fullname, ml);
-        nm->module[ml] = 0;
-        ki_fmt(nm->qualname, sizeof nm->qualname, "%s", dot ? dot + 1 : nm->fullname);
-    }
-    {
-        const char *last = strrchr(nm->qualname, '.');
-        ki_fmt(nm->func, sizeof nm->func, "%s", last ? last + 1 : nm->qualname);
+    dot = strchr(nm->fullname, '.');
+    nb_split_module(nm, dot ? (size_t)(dot - nm->fullname) : strlen(nm->fullname));
+    /* IPython's locator: the cell's pseudo file "<ipython-input-N-HASH>" (brackets removed), or
+       ipykernel's "/tmp/ipykernel_PID/NNN.py", and 10 hex digits for a disambiguator */
+    if (strlen(nm->disamb) == 10 && nm->line < 0) {
+        int hex = 1, digits = nm->module[0] != 0;
+        for (k = 0; k < 10; k++) if (hexval(nm->disamb[k]) < 0) hex = 0;
+        for (k = 0; nm->module[k]; k++) if (nm->module[k] < '0' || nm->module[k] > '9') digits = 0;
+        nm->notebook = hex && (strncmp(nm->module, "ipython-input-", 14) == 0 || digits);
     }
     nm->ok = 1;
 }
@@ -1857,165 +2057,700 @@ static int find_module_file(const char *dir, nb_name *nm, char *out, size_t cap)
         if (i >= sizeof nm->module) break;
         if ((size_t)ki_fmt(out, cap, "%s/%.*s.py", dir, (int)i, fn) >= cap) continue;
         if (is_file(out, NULL)) {
-            memcpy(nm->module, fn, i);
-            nm->module[i] = 0;
-            ki_fmt(nm->qualname, sizeof nm->qualname, "%s", i < n ? fn + i + 1 : "");
-            {
-                const char *last = strrchr(nm->qualname, '.');
-                ki_fmt(nm->func, sizeof nm->func, "%s", last ? last + 1 : nm->qualname);
-            }
+            nb_split_module(nm, i);
             return 1;
         }
     }
     return 0;
 }
 
+/* ---------------------------------------------------------------------------------------- */
+/* Zip members: numba 0.68's ZipCacheLocator stamps a function imported from a zip archive    */
+/* with the sha256 of the member's bytes.  Stored and deflated members (what zipimport reads);*/
+/* every length is checked, the output is bounded and its CRC-32 compared with the archive's.*/
+
+#define KI_MAX_MEMBER (64u << 20)
+
+static uint32_t zi_crc32(const unsigned char *p, size_t n)
+{
+    uint32_t table[256], c = 0xffffffffu;
+    size_t i;
+    int k;
+    for (i = 0; i < 256; i++) {
+        uint32_t v = (uint32_t)i;
+        for (k = 0; k < 8; k++) v = v & 1 ? 0xedb88320u ^ (v >> 1) : v >> 1;
+        table[i] = v;
+    }
+    for (i = 0; i < n; i++) c = table[(c ^ p[i]) & 0xff] ^ (c >> 8);
+    return c ^ 0xffffffffu;
+}
+
+/* Inflate (RFC 1951): canonical Huffman codes decoded bit by bit, which is slow and simple;
+ * a source file is small. */
+typedef struct zi_in {
+    const unsigned char *p;
+    size_t n, pos;
+    uint32_t bits;
+    int nbits;
+    unsigned char *out;
+    size_t len, cap, max;
+} zi_in;
+
+typedef struct zi_huff {
+    unsigned short count[16];   /* codes of each length */
+    unsigned short sym[320];    /* symbols in code order */
+} zi_huff;
+
+static int zi_need(zi_in *z, int n, unsigned *v)
+{
+    while (z->nbits < n) {
+        if (z->pos >= z->n) return -1;
+        z->bits |= (uint32_t)z->p[z->pos++] << z->nbits;
+        z->nbits += 8;
+    }
+    *v = z->bits & ((1u << n) - 1u);
+    z->bits >>= n;
+    z->nbits -= n;
+    return 0;
+}
+
+/* Builds the code from code lengths; -1 when the lengths over-subscribe the code. */
+static int zi_build(zi_huff *h, const unsigned char *lens, int n)
+{
+    unsigned short offs[16];
+    int i, left = 1;
+    memset(h->count, 0, sizeof h->count);
+    for (i = 0; i < n; i++) h->count[lens[i]]++;
+    h->count[0] = 0;
+    for (i = 1; i < 16; i++) {
+        left <<= 1;
+        left -= h->count[i];
+        if (left < 0) return -1;
+    }
+    offs[1] = 0;
+    for (i = 1; i < 15; i++) offs[i + 1] = (unsigned short)(offs[i] + h->count[i]);
+    for (i = 0; i < n; i++) if (lens[i]) h->sym[offs[lens[i]]++] = (unsigned short)i;
+    return 0;
+}
+
+static int zi_decode(zi_in *z, const zi_huff *h)
+{
+    int code = 0, first = 0, index = 0, len;
+    for (len = 1; len < 16; len++) {
+        unsigned b;
+        int count = h->count[len];
+        if (zi_need(z, 1, &b) != 0) return -1;
+        code |= (int)b;
+        if (code - count < first) return h->sym[index + (code - first)];
+        index += count;
+        first += count;
+        first <<= 1;
+        code <<= 1;
+    }
+    return -1;
+}
+
+static int zi_put(zi_in *z, unsigned char c)
+{
+    if (z->len == z->cap) {
+        size_t nc = z->cap ? z->cap * 2 : 4096;
+        unsigned char *nb;
+        if (z->len >= z->max) return -1;
+        if (nc > z->max) nc = z->max;
+        nb = (unsigned char *)realloc(z->out, nc);
+        if (!nb) return -1;
+        z->out = nb;
+        z->cap = nc;
+    }
+    z->out[z->len++] = c;
+    return 0;
+}
+
+static int zi_codes(zi_in *z, const zi_huff *lit, const zi_huff *dist)
+{
+    static const unsigned short lbase[29] = {3, 4, 5, 6, 7, 8, 9, 10, 11, 13, 15, 17, 19, 23, 27, 31,
+                                             35, 43, 51, 59, 67, 83, 99, 115, 131, 163, 195, 227, 258};
+    static const unsigned char lextra[29] = {0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2,
+                                             3, 3, 3, 3, 4, 4, 4, 4, 5, 5, 5, 5, 0};
+    static const unsigned short dbase[30] = {1, 2, 3, 4, 5, 7, 9, 13, 17, 25, 33, 49, 65, 97, 129, 193,
+                                             257, 385, 513, 769, 1025, 1537, 2049, 3073, 4097, 6145,
+                                             8193, 12289, 16385, 24577};
+    static const unsigned char dextra[30] = {0, 0, 0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6,
+                                             7, 7, 8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13};
+    for (;;) {
+        int sym = zi_decode(z, lit);
+        unsigned e, len, d;
+        if (sym < 0) return -1;
+        if (sym < 256) { if (zi_put(z, (unsigned char)sym) != 0) return -1; continue; }
+        if (sym == 256) return 0;
+        sym -= 257;
+        if (sym >= 29 || zi_need(z, lextra[sym], &e) != 0) return -1;
+        len = lbase[sym] + e;
+        sym = zi_decode(z, dist);
+        if (sym < 0 || sym >= 30 || zi_need(z, dextra[sym], &e) != 0) return -1;
+        d = dbase[sym] + e;
+        if (d > z->len) return -1;
+        while (len--) if (zi_put(z, z->out[z->len - d]) != 0) return -1;
+    }
+}
+
+static int zi_dynamic(zi_in *z, zi_huff *lit, zi_huff *dist)
+{
+    static const unsigned char order[19] = {16, 17, 18, 0, 8, 7, 9, 6, 10, 5, 11, 4, 12, 3, 13, 2, 14, 1, 15};
+    unsigned char lens[320];
+    unsigned hlit, hdist, hclen, v;
+    int i = 0;
+    zi_huff cl;
+    if (zi_need(z, 5, &hlit) || zi_need(z, 5, &hdist) || zi_need(z, 4, &hclen)) return -1;
+    hlit += 257; hdist += 1; hclen += 4;
+    if (hlit > 286 || hdist > 30) return -1;
+    memset(lens, 0, sizeof lens);
+    for (i = 0; i < (int)hclen; i++) { if (zi_need(z, 3, &v)) return -1; lens[order[i]] = (unsigned char)v; }
+    if (zi_build(&cl, lens, 19) != 0) return -1;
+    i = 0;
+    while (i < (int)(hlit + hdist)) {
+        int sym = zi_decode(z, &cl), rep = 0;
+        unsigned char val = 0;
+        if (sym < 0) return -1;
+        if (sym < 16) { lens[i++] = (unsigned char)sym; continue; }
+        if (sym == 16) { if (i == 0 || zi_need(z, 2, &v)) return -1; val = lens[i - 1]; rep = 3 + (int)v; }
+        else if (sym == 17) { if (zi_need(z, 3, &v)) return -1; rep = 3 + (int)v; }
+        else { if (zi_need(z, 7, &v)) return -1; rep = 11 + (int)v; }
+        if (i + rep > (int)(hlit + hdist)) return -1;
+        while (rep--) lens[i++] = val;
+    }
+    if (lens[256] == 0) return -1;
+    if (zi_build(lit, lens, (int)hlit) != 0 || zi_build(dist, lens + hlit, (int)hdist) != 0) return -1;
+    return 0;
+}
+
+/* Inflates p[0..n) into a malloc'd buffer of at most max bytes; NULL on any error. */
+static unsigned char *zi_inflate(const unsigned char *p, size_t n, size_t max, size_t *outlen)
+{
+    zi_in z;
+    unsigned last = 0, type;
+    memset(&z, 0, sizeof z);
+    z.p = p; z.n = n; z.max = max;
+    while (!last) {
+        if (zi_need(&z, 1, &last) || zi_need(&z, 2, &type)) goto fail;
+        if (type == 0) {             /* stored: byte aligned LEN, NLEN, then LEN bytes */
+            unsigned len;
+            z.bits = 0; z.nbits = 0;
+            if (z.n - z.pos < 4) goto fail;
+            len = p[z.pos] | (unsigned)p[z.pos + 1] << 8;
+            if ((len ^ 0xffffu) != (p[z.pos + 2] | (unsigned)p[z.pos + 3] << 8)) goto fail;
+            z.pos += 4;
+            if (z.n - z.pos < len) goto fail;
+            while (len--) if (zi_put(&z, p[z.pos++]) != 0) goto fail;
+        } else if (type == 1) {      /* fixed codes */
+            zi_huff lit, dist;
+            unsigned char lens[320];
+            int i;
+            for (i = 0; i < 144; i++) lens[i] = 8;
+            for (; i < 256; i++) lens[i] = 9;
+            for (; i < 280; i++) lens[i] = 7;
+            for (; i < 288; i++) lens[i] = 8;
+            zi_build(&lit, lens, 288);
+            for (i = 0; i < 30; i++) lens[i] = 5;
+            zi_build(&dist, lens, 30);
+            if (zi_codes(&z, &lit, &dist) != 0) goto fail;
+        } else if (type == 2) {
+            zi_huff lit, dist;
+            if (zi_dynamic(&z, &lit, &dist) != 0 || zi_codes(&z, &lit, &dist) != 0) goto fail;
+        } else goto fail;
+    }
+    *outlen = z.len;
+    if (!z.out) z.out = (unsigned char *)malloc(1);
+    return z.out;
+fail:
+    free(z.out);
+    return NULL;
+}
+
+static uint32_t rd_le32(const unsigned char *p) { return (uint32_t)rd_le(p, 4); }
+static unsigned rd_le16(const unsigned char *p) { return (unsigned)rd_le(p, 2); }
+
+/* Finds member name in the zip archive zip[0..n) (path names it in messages).  Returns a
+ * malloc'd copy of its bytes (*len of them) or NULL with a one-line reason in err. */
+static unsigned char *zip_member_mem(const unsigned char *zip, size_t n, const char *path, const char *name, size_t *len,
+                                     char *err, size_t errcap)
+{
+    unsigned char *out = NULL;
+    size_t eocd, cd, k, nl = strlen(name);
+    unsigned entries, e;
+    /* the end of central directory record: 22 bytes plus a comment of up to 64 KiB, at the end */
+    if (n < 22) { ki_fmt(err, errcap, "%s: not a zip archive (too short)", path); return NULL; }
+    for (eocd = n - 22;; eocd--) {
+        if (rd_le32(zip + eocd) == 0x06054b50u && eocd + 22 + rd_le16(zip + eocd + 20) == n) break;
+        if (eocd == 0 || n - eocd > 22 + 65535) { ki_fmt(err, errcap, "%s: not a zip archive (no end of central directory)", path); return NULL; }
+    }
+    entries = rd_le16(zip + eocd + 10);
+    cd = rd_le32(zip + eocd + 16);
+    if (cd > eocd) { ki_fmt(err, errcap, "%s: bad zip central directory offset", path); return NULL; }
+    for (e = 0, k = cd; e < entries; e++) {
+        unsigned method, fnl, xl, cl;
+        uint32_t crc, csize, usize, lho;
+        if (eocd - k < 46 || rd_le32(zip + k) != 0x02014b50u) { ki_fmt(err, errcap, "%s: bad zip central directory entry", path); return NULL; }
+        method = rd_le16(zip + k + 10);
+        crc = rd_le32(zip + k + 16);
+        csize = rd_le32(zip + k + 20);
+        usize = rd_le32(zip + k + 24);
+        fnl = rd_le16(zip + k + 28); xl = rd_le16(zip + k + 30); cl = rd_le16(zip + k + 32);
+        lho = rd_le32(zip + k + 42);
+        if (eocd - k - 46 < (size_t)fnl + xl + cl) { ki_fmt(err, errcap, "%s: bad zip central directory entry", path); return NULL; }
+        if (fnl == nl && memcmp(zip + k + 46, name, nl) == 0) {
+            size_t data;
+            if (csize == 0xffffffffu || usize == 0xffffffffu || lho == 0xffffffffu) { ki_fmt(err, errcap, "%s: %s is a zip64 member (not read here)", path, name); return NULL; }
+            if (usize > KI_MAX_MEMBER) { ki_fmt(err, errcap, "%s: %s is larger than %u MiB", path, name, KI_MAX_MEMBER >> 20); return NULL; }
+            if (n < 30 || lho > n - 30 || rd_le32(zip + lho) != 0x04034b50u) { ki_fmt(err, errcap, "%s: bad local header for %s", path, name); return NULL; }
+            data = (size_t)lho + 30 + rd_le16(zip + lho + 26) + rd_le16(zip + lho + 28);
+            if (data > n || n - data < csize) { ki_fmt(err, errcap, "%s: %s is truncated", path, name); return NULL; }
+            if (method == 0) {
+                if (csize != usize) { ki_fmt(err, errcap, "%s: %s: stored sizes differ", path, name); return NULL; }
+                out = (unsigned char *)malloc(usize ? usize : 1);
+                if (!out) { ki_fmt(err, errcap, "out of memory"); return NULL; }
+                memcpy(out, zip + data, usize);
+                *len = usize;
+            } else if (method == 8) {
+                out = zi_inflate(zip + data, csize, usize, len);
+                if (!out || *len != usize) { free(out); ki_fmt(err, errcap, "%s: %s does not inflate", path, name); return NULL; }
+            } else {
+                ki_fmt(err, errcap, "%s: %s uses compression method %u (zipimport reads stored and deflated only)", path, name, method);
+                return NULL;
+            }
+            if (zi_crc32(out, *len) != crc) { free(out); ki_fmt(err, errcap, "%s: %s fails its CRC-32", path, name); return NULL; }
+            return out;
+        }
+        k += 46 + (size_t)fnl + xl + cl;
+    }
+    ki_fmt(err, errcap, "%s has no member %s", path, name);
+    return NULL;
+}
+
+static unsigned char *slurp(const char *path, size_t max, size_t *len);
+
+/* Reads member name of the zip archive at path; as zip_member_mem. */
+static unsigned char *zip_member(const char *path, const char *name, size_t *len, char *err, size_t errcap)
+{
+    size_t n = 0;
+    unsigned char *zip = slurp(path, (size_t)KI_MAX_FILE * 4, &n), *out;
+    if (!zip) { ki_fmt(err, errcap, "cannot read %s (or larger than %u MiB)", path, (KI_MAX_FILE >> 20) * 4); return NULL; }
+    out = zip_member_mem(zip, n, path, name, len, err, errcap);
+    free(zip);
+    return out;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Python source text: physical lines, and which of them continue a logical line (an open    */
+/* bracket, an open triple-quoted string, a trailing backslash), for the notebook locator's  */
+/* function text and for the imports.                                                        */
+
+typedef struct py_line {
+    size_t start, end;        /* [start, end): the physical line, its '\n' included when present */
+    size_t code_end;          /* just past its last character before a comment and trailing blanks */
+    int indent;               /* columns before the first character (a tab: to the next multiple of 8) */
+    int blank;                /* starts no statement: only blanks and a comment, outside any string */
+    int continues;            /* the logical line goes on past this physical line */
+} py_line;
+
+#define KI_MAX_PY_LINES 200000
+
+/* Splits t into at most max physical lines (*nl of them, malloc'd); NULL when out of memory. */
+static py_line *py_lines(const unsigned char *t, size_t n, size_t *nl)
+{
+    size_t i = 0, cnt = 0, cap = 0;
+    int depth = 0;
+    unsigned char triple = 0;          /* the quote of an open triple-quoted string */
+    py_line *L = NULL;
+    *nl = 0;
+    while (i < n && cnt < KI_MAX_PY_LINES) {
+        py_line *l;
+        size_t j = i;
+        int col = 0, backslash = 0, comment = 0;
+        unsigned char q = 0;           /* an open single-quoted string */
+        if (cnt == cap) {
+            py_line *nlp;
+            cap = cap ? cap * 2 : 256;
+            nlp = (py_line *)realloc(L, cap * sizeof *L);
+            if (!nlp) { free(L); return NULL; }
+            L = nlp;
+        }
+        l = &L[cnt++];
+        l->start = i;
+        while (j < n && (t[j] == ' ' || t[j] == '\t' || t[j] == '\f')) { col = t[j] == '\t' ? (col / 8 + 1) * 8 : col + 1; j++; }
+        l->indent = col;
+        l->blank = !triple && !depth && (j >= n || t[j] == '\n' || t[j] == '\r' || t[j] == '#');
+        l->code_end = j;
+        while (j < n && t[j] != '\n') {
+            unsigned char c = t[j];
+            if (triple) {
+                if (c == '\\' && j + 1 < n && t[j + 1] != '\n') j++;
+                else if (c == triple && n - j > 2 && t[j + 1] == c && t[j + 2] == c) { triple = 0; j += 2; }
+            } else if (q) {
+                if (c == '\\' && j + 1 < n && t[j + 1] != '\n') j++;
+                else if (c == q) q = 0;
+            } else if (c == '#') {
+                comment = 1;
+                break;
+            } else if (c == '"' || c == '\'') {
+                if (n - j > 2 && t[j + 1] == c && t[j + 2] == c) { triple = c; j += 2; }
+                else q = c;
+            } else if (c == '(' || c == '[' || c == '{') depth++;
+            else if ((c == ')' || c == ']' || c == '}') && depth > 0) depth--;
+            if (c != ' ' && c != '\t' && c != '\r' && c != '\f') l->code_end = j + 1;
+            j++;
+        }
+        while (j < n && t[j] != '\n') j++;
+        {
+            size_t p = j;
+            if (p > l->start && t[p - 1] == '\r') p--;
+            backslash = !comment && p > l->start && t[p - 1] == '\\';
+        }
+        if (j < n) j++;                /* the '\n' */
+        l->end = j;
+        l->continues = triple || depth > 0 || backslash;
+        i = j;
+    }
+    *nl = cnt;
+    return L;
+}
+
+/* The text numba's IPython locator hashes: inspect.getsource(func), the function's lines from
+ * its first decorator to the end of its block (inspect.getblock: up to the last logical line
+ * before the first statement indented no deeper than the decorator), each ending in '\n'
+ * (IPython keeps a cell in linecache as lines ending in '\n').  The first line is the one
+ * whose pair with the next hashes (sha256, first 10 hex digits) to the disambiguator.
+ * Returns 1 with the line range [*first, *last], 0 when no two lines hash to it. */
+static int cell_function(const unsigned char *t, const py_line *L, size_t nl, const char *disamb,
+                         size_t *first, size_t *last)
+{
+    size_t s;
+    for (s = 0; s + 1 < nl; s++) {
+        ki_sha h;
+        unsigned char d[32];
+        char hx[65];
+        size_t e, k, def;
+        int base;
+        sha_init(&h, 1);
+        for (k = s; k <= s + 1; k++) {
+            sha_update(&h, t + L[k].start, L[k].end - L[k].start);
+            if (L[k].end == L[k].start || t[L[k].end - 1] != '\n') sha_update(&h, "\n", 1);
+        }
+        sha_final(&h, d);
+        hex_of(d, 32, hx);
+        if (strncmp(hx, disamb, 10) != 0) continue;
+        base = L[s].indent;
+        def = s;
+        for (;;) {                     /* decorators (each may span lines), then the def */
+            size_t p = L[def].start;
+            while (p < L[def].end && (t[p] == ' ' || t[p] == '\t')) p++;
+            if (p >= L[def].end || t[p] != '@') break;
+            while (def + 1 < nl && L[def].continues) def++;
+            if (def + 1 >= nl) break;
+            def++;
+        }
+        e = def;
+        while (e + 1 < nl && L[e].continues) e++;
+        /* a body on the def's own line ("def f(x): return x") ends the block there */
+        if (L[e].code_end > L[e].start && t[L[e].code_end - 1] == ':') {
+            size_t k2 = e + 1;
+            while (k2 < nl) {
+                if (L[k2].blank) { k2++; continue; }
+                if (L[k2].indent <= base) break;
+                e = k2;
+                while (e + 1 < nl && L[e].continues) e++;
+                k2 = e + 1;
+            }
+        }
+        *first = s;
+        *last = e;
+        return 1;
+    }
+    return 0;
+}
+
+/* Calls fn for each "import" or "from" statement of a Python text, with the statement's text
+ * (a logical line, its physical lines joined with blanks, comments dropped). */
+typedef void (*py_stmt_fn)(void *user, char *stmt);
+
+static void py_imports(const unsigned char *t, size_t n, py_stmt_fn fn, void *user)
+{
+    size_t nl, k = 0;
+    py_line *L = py_lines(t, n, &nl);
+    char stmt[4096];
+    if (!L) return;
+    while (k < nl) {
+        size_t e = k, o = 0, j;
+        while (e + 1 < nl && L[e].continues) e++;
+        for (j = k; j <= e; j++) {
+            size_t p = L[j].start, stop = L[j].continues ? L[j].end : L[j].code_end;
+            while (p < stop && o + 1 < sizeof stmt) {
+                unsigned char c = t[p++];
+                stmt[o++] = c == '\n' || c == '\r' || c == '\t' || c == '\\' || c == '(' || c == ')' ? ' ' : (char)c;
+            }
+        }
+        stmt[o] = 0;
+        if (!L[k].blank) {
+            char *s = stmt, *semi;
+            for (;;) {                 /* statements joined with ';' */
+                while (*s == ' ') s++;
+                semi = strchr(s, ';');
+                if (semi) *semi = 0;
+                if (strncmp(s, "import ", 7) == 0 || strncmp(s, "from ", 5) == 0) fn(user, s);
+                if (!semi) break;
+                s = semi + 1;
+            }
+        }
+        k = e + 1;
+    }
+    free(L);
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Where numba looks: its locators.                                                          */
+
+enum { SRC_FILE, SRC_ZIP, SRC_CELL };
+
 typedef struct nb_source {
-    char path[4096];
+    int kind;                 /* SRC_*: a .py file, a zip archive's member, a notebook cell's text */
+    char path[4096];          /* the source file; SRC_ZIP: the archive */
+    char member[1024];        /* SRC_ZIP: the member's path inside the archive */
     const char *how;          /* how it was found */
     char note[600];           /* about the cache layout, when worth saying */
-    int found;                /* 1: path is the source file */
+    int found;                /* 1: path exists (SRC_ZIP: the archive does) */
     struct stat st;
+    int reads;                /* 1 numba running this source looks up this index file, 0 never, -1 unknown */
+    char reads_why[900];      /* why it never does */
     int line_checked;         /* 1 ok, 0 not checked, -1 the line does not start the function */
     char line_text[200];
     long moved_to;            /* the function's first line now, when it moved; else -1 */
 } nb_source;
 
-static int sha1_dir_matches(const char *dir, const char *hash40)
+static void sha1_hex(const char *s, char out[41])
 {
-    ki_sha s;
+    ki_sha h;
     unsigned char d[20];
-    char hx[41];
-    sha_init(&s, 0);
-    sha_update(&s, dir, strlen(dir));
-    sha_final(&s, d);
-    hex_of(d, 20, hx);
-    return strcmp(hx, hash40) == 0;
+    sha_init(&h, 0);
+    sha_update(&h, s, strlen(s));
+    sha_final(&h, d);
+    hex_of(d, 20, out);
 }
 
-/* numba's locators: __pycache__ beside the source (in-tree), or NUMBA_CACHE_DIR (and the
- * user-wide cache) holding PARENTDIR_SHA1 where SHA1 is the sha1 of the source's directory
- * (os.path.abspath, utf-8).  The latter cannot be inverted, so candidate directories are
- * tried: the index's ancestors and the current directory's, and a PARENTDIR child of each. */
+/* The cache directory's layout, from its name: numba's in-tree __pycache__, or a
+ * PARENTDIR_SHA1 subdirectory of NUMBA_CACHE_DIR or of the user-wide cache (numba's
+ * get_suitable_cache_subpath: the sha1 of the source's directory, os.path.abspath, utf-8). */
+enum { LAYOUT_OTHER, LAYOUT_PYCACHE, LAYOUT_HASH };
+
+static int dir_layout(const char *dbase, char *parent, size_t pcap, char hash[41])
+{
+    size_t bl = strlen(dbase), k;
+    int hexok = bl > 41 && dbase[bl - 41] == '_';
+    if (strcmp(dbase, "__pycache__") == 0) return LAYOUT_PYCACHE;
+    for (k = bl > 40 ? bl - 40 : 0; hexok && k < bl; k++) if (hexval(dbase[k]) < 0 || (dbase[k] >= 'A' && dbase[k] <= 'F')) hexok = 0;
+    if (!hexok || bl - 41 >= pcap) return LAYOUT_OTHER;
+    memcpy(parent, dbase, bl - 41);
+    parent[bl - 41] = 0;
+    memcpy(hash, dbase + bl - 40, 40);
+    hash[40] = 0;
+    return LAYOUT_HASH;
+}
+
+/* A path naming a zip archive's member, "DIR/lib.zip/pkg/mod.py" as numba's ZipCacheLocator
+ * splits it: the first component ending in ".zip" is the archive (when it is a file). */
+static int split_zip_path(const char *p, char *zip, size_t zcap, char *member, size_t mcap)
+{
+    const char *s = p;
+    while ((s = strstr(s, ".zip/")) != NULL) {
+        size_t zl = (size_t)(s - p) + 4;
+        if (zl < zcap) {
+            memcpy(zip, p, zl);
+            zip[zl] = 0;
+            if (is_file(zip, NULL) && s[5]) { ki_fmt(member, mcap, "%s", s + 5); return 1; }
+        }
+        s += 4;
+    }
+    return 0;
+}
+
+/* Sets src->reads: whether numba, running the source found, looks up this very index file. */
+static void check_layout(const char *index_abs, const nb_name *nm, nb_source *src)
+{
+    char dir[4096], parent[1024], hash[41], py_file[8192], py_dir[8192], abs[8192], want[41];
+    const char *modbase;
+    int layout;
+    path_dirname(index_abs, dir, sizeof dir);
+    layout = dir_layout(path_base(dir), parent, sizeof parent, hash);
+    src->reads = -1;
+    if (src->kind == SRC_CELL || !src->path[0]) return;
+    /* numba's py_file: the source as imported; for a zip member, ARCHIVE/MEMBER */
+    if (src->kind == SRC_ZIP) ki_fmt(py_file, sizeof py_file, "%s/%s", src->path, src->member);
+    else ki_fmt(py_file, sizeof py_file, "%s", src->path);
+    if (ki_abspath(py_file, abs, sizeof abs) != 0) return;
+    path_dirname(abs, py_dir, sizeof py_dir);
+    /* the index is named after the source file's base name */
+    modbase = path_base(abs);
+    if (nm->ok && !nm->notebook && !(strlen(modbase) == strlen(nm->module) + 3 && strncmp(modbase, nm->module, strlen(nm->module)) == 0 &&
+                                      strcmp(modbase + strlen(nm->module), ".py") == 0)) {
+        src->reads = 0;
+        ki_fmt(src->reads_why, sizeof src->reads_why, "numba names %s's indexes after its file, %.200s, not %.200s.py",
+               nm->func, modbase, nm->module);
+        return;
+    }
+    if (layout == LAYOUT_PYCACHE) {
+        char want_dir[8200];
+        ki_fmt(want_dir, sizeof want_dir, "%s/__pycache__", py_dir);
+        src->reads = strcmp(want_dir, dir) == 0;
+        if (!src->reads)
+            ki_fmt(src->reads_why, sizeof src->reads_why, "numba caches %.300s's functions in %.400s (or in NUMBA_CACHE_DIR), "
+                   "not in this __pycache__", modbase, want_dir);
+    } else if (layout == LAYOUT_HASH) {
+        sha1_hex(py_dir, want);
+        src->reads = strcmp(want, hash) == 0 && strcmp(path_base(py_dir), parent) == 0;
+        if (!src->reads)
+            ki_fmt(src->reads_why, sizeof src->reads_why, "this cache subdirectory was made for a source in another directory "
+                   "(the tree was moved or copied): numba running %.400s looks in %.200s_%.12s..., never here",
+                   abs, path_base(py_dir), want);
+    }
+}
+
+/* The source is nm's module file in dir (its name when it is not there). */
+static void source_in_dir(nb_source *src, nb_name *nm, const char *dir, const char *how)
+{
+    char file[4096];
+    src->how = how;
+    if (find_module_file(dir, nm, file, sizeof file)) {
+        ki_fmt(src->path, sizeof src->path, "%s", file);
+        src->found = is_file(file, &src->st);
+    } else {
+        ki_fmt(src->path, sizeof src->path, "%s/%s.py", dir, nm->module);
+    }
+}
+
+/* Finds the source file numba would stamp, as its locators do: --source; a notebook cell's
+ * index needs the cell's text (--source); the __pycache__ parent; for a PARENTDIR_SHA1
+ * subdirectory (NUMBA_CACHE_DIR, the user-wide cache), which cannot be inverted, candidate
+ * directories are tried: the index's ancestors and the current directory's, and a PARENTDIR
+ * child of each, first for the directory whose sha1 matches, then by name alone (a tree that
+ * was moved or copied: numba never reads it there).  A PARENTDIR ending in ".zip" is a zip
+ * archive (numba 0.68's ZipCacheLocator, in the user-wide cache). */
 static void locate_source(const char *index_abs, nb_name *nm, const ki_opts *op, nb_source *src)
 {
-    char dir[4096], cand[4096], file[4096];
-    const char *dbase;
+    char dir[4096], cand[4096], file[4096], parent[1024], hash[41];
+    int layout;
     memset(src, 0, sizeof *src);
     src->moved_to = -1;
+    src->reads = -1;
+    path_dirname(index_abs, dir, sizeof dir);
+    layout = dir_layout(path_base(dir), parent, sizeof parent, hash);
     if (op->source) {
-        ki_fmt(src->path, sizeof src->path, "%s", op->source);
+        char zip[4096], member[1024];
         src->how = "--source";
+        if (nm->ok && nm->notebook) {
+            src->kind = SRC_CELL;
+            src->how = "--source (the notebook cell's text)";
+        } else if (split_zip_path(op->source, zip, sizeof zip, member, sizeof member)) {
+            src->kind = SRC_ZIP;
+            ki_fmt(src->member, sizeof src->member, "%s", member);
+            ki_fmt(src->path, sizeof src->path, "%s", zip);
+            src->how = "--source (a zip archive's member)";
+            src->found = is_file(zip, &src->st);
+            return;
+        }
+        ki_fmt(src->path, sizeof src->path, "%s", op->source);
         src->found = is_file(op->source, &src->st);
-        if (src->found && nm->ok) {
+        if (src->found && nm->ok && src->kind == SRC_FILE) {
             /* learn the module/qualname split from the file name given */
             const char *b = path_base(op->source);
             size_t bl = strlen(b);
             if (bl > 3 && strcmp(b + bl - 3, ".py") == 0 && strncmp(nm->fullname, b, bl - 3) == 0 &&
-                (nm->fullname[bl - 3] == '.' || nm->fullname[bl - 3] == 0) && bl - 3 < sizeof nm->module) {
-                memcpy(nm->module, b, bl - 3);
-                nm->module[bl - 3] = 0;
-                ki_fmt(nm->qualname, sizeof nm->qualname, "%s", nm->fullname[bl - 3] ? nm->fullname + bl - 2 : "");
-                {
-                    const char *last = strrchr(nm->qualname, '.');
-                    ki_fmt(nm->func, sizeof nm->func, "%s", last ? last + 1 : nm->qualname);
-                }
-            }
+                (nm->fullname[bl - 3] == '.' || nm->fullname[bl - 3] == 0) && bl - 3 < sizeof nm->module)
+                nb_split_module(nm, bl - 3);
         }
         return;
     }
     if (!nm->ok) { src->how = "none: the index file name is not numba's FUNC-LINE.pyXY.nbi"; return; }
-    path_dirname(index_abs, dir, sizeof dir);
-    dbase = path_base(dir);
-    if (strcmp(dbase, "__pycache__") == 0) {
+    if (nm->notebook) {
+        src->kind = SRC_CELL;
+        src->how = "none: a notebook cell's index (IPython's locator, stamped with the sha256 of the function's text): "
+                   "pass --source FILE holding the cell's text";
+        return;
+    }
+    if (layout == LAYOUT_PYCACHE) {
         path_dirname(dir, cand, sizeof cand);
-        src->how = "__pycache__ parent (numba's in-tree cache)";
-        if (find_module_file(cand, nm, file, sizeof file)) {
-            ki_fmt(src->path, sizeof src->path, "%s", file);
-            src->found = is_file(file, &src->st);
-        } else {
-            ki_fmt(src->path, sizeof src->path, "%s/%s.py", cand, nm->module);
-        }
+        source_in_dir(src, nm, cand, "__pycache__ parent (numba's in-tree cache)");
+        return;
+    }
+    if (layout != LAYOUT_HASH) {
+        src->how = "none: the index is neither in a __pycache__ nor in a NUMBA_CACHE_DIR subdirectory (pass --source)";
         return;
     }
     {
-        size_t bl = strlen(dbase), k;
-        char parent[1024], hash[41];
-        int hexok = bl > 41 && dbase[bl - 41] == '_';
-        for (k = bl > 40 ? bl - 40 : 0; hexok && k < bl; k++) if (hexval(dbase[k]) < 0 || (dbase[k] >= 'A' && dbase[k] <= 'F')) hexok = 0;
-        if (!hexok || bl - 41 >= sizeof parent) {
-            src->how = "none: the index is neither in a __pycache__ nor in a NUMBA_CACHE_DIR subdirectory (pass --source)";
-            return;
-        }
-        memcpy(parent, dbase, bl - 41);
-        parent[bl - 41] = 0;
-        memcpy(hash, dbase + bl - 40, 40);
-        hash[40] = 0;
-        {
-            /* candidates: ancestors of the cache dir, of the cwd, and a PARENTDIR child of each */
-            char roots[2][4096], cwd[4096];
-            int r, pass, have_name = 0;
-            char by_name[4096] = "";
-            ki_fmt(roots[0], sizeof roots[0], "%s", dir);
-            if (getcwd(cwd, sizeof cwd)) ki_fmt(roots[1], sizeof roots[1], "%s/.", cwd);
-            else roots[1][0] = 0;
-            for (pass = 0; pass < 2; pass++) {
-                for (r = 0; r < 2; r++) {
-                    char cur[4096];
-                    if (!roots[r][0]) continue;
-                    ki_fmt(cur, sizeof cur, "%s", roots[r]);
-                    for (;;) {
-                        char up[4096];
-                        path_dirname(cur, up, sizeof up);
-                        if (strcmp(up, cur) == 0) break;
-                        ki_fmt(cur, sizeof cur, "%s", up);
-                        /* cur itself, then cur/PARENTDIR */
-                        {
-                            int c;
-                            for (c = 0; c < 2; c++) {
-                                char abs[4096];
-                                if (c == 0) {
-                                    if (strcmp(path_base(cur), parent) != 0 && !(parent[0] == 0 && strcmp(cur, "/") == 0)) continue;
-                                    ki_fmt(cand, sizeof cand, "%s", cur);
-                                } else {
-                                    if (!parent[0]) continue;
-                                    if ((size_t)ki_fmt(cand, sizeof cand, "%s/%s", strcmp(cur, "/") ? cur : "", parent) >= sizeof cand) continue;
-                                }
-                                if (ki_abspath(cand, abs, sizeof abs) != 0 || !is_dir(abs)) continue;
-                                if (pass == 0 && sha1_dir_matches(abs, hash)) {
-                                    src->how = "NUMBA_CACHE_DIR layout: the directory hash matches";
-                                    if (find_module_file(abs, nm, file, sizeof file)) {
-                                        ki_fmt(src->path, sizeof src->path, "%s", file);
-                                        src->found = is_file(file, &src->st);
-                                    } else {
-                                        ki_fmt(src->path, sizeof src->path, "%s/%s.py", abs, nm->module);
-                                    }
-                                    return;
-                                }
-                                if (pass == 1 && !have_name && find_module_file(abs, nm, file, sizeof file)) {
-                                    have_name = 1;
-                                    ki_fmt(by_name, sizeof by_name, "%s", file);
-                                }
-                            }
+        /* candidates: ancestors of the cache dir, of the cwd, and a PARENTDIR child of each */
+        char roots[2][4096], cwd[4096];
+        int r, pass, have_name = 0;
+        char by_name[4096] = "";
+        ki_fmt(roots[0], sizeof roots[0], "%s", dir);
+        if (getcwd(cwd, sizeof cwd)) ki_fmt(roots[1], sizeof roots[1], "%s/.", cwd);
+        else roots[1][0] = 0;
+        for (pass = 0; pass < 2; pass++) {
+            for (r = 0; r < 2; r++) {
+                char cur[4096];
+                if (!roots[r][0]) continue;
+                ki_fmt(cur, sizeof cur, "%s", roots[r]);
+                for (;;) {
+                    char up[4096];
+                    int c;
+                    path_dirname(cur, up, sizeof up);
+                    if (strcmp(up, cur) == 0) break;
+                    ki_fmt(cur, sizeof cur, "%s", up);
+                    for (c = 0; c < 2; c++) {   /* cur itself, then cur/PARENTDIR */
+                        char abs[4096], want[41];
+                        if (c == 0) {
+                            if (strcmp(path_base(cur), parent) != 0 && !(parent[0] == 0 && strcmp(cur, "/") == 0)) continue;
+                            ki_fmt(cand, sizeof cand, "%s", cur);
+                        } else {
+                            if (!parent[0]) continue;
+                            if ((size_t)ki_fmt(cand, sizeof cand, "%s/%s", strcmp(cur, "/") ? cur : "", parent) >= sizeof cand) continue;
                         }
-                        if (strcmp(cur, "/") == 0) break;
+                        if (ki_abspath(cand, abs, sizeof abs) != 0) continue;
+                        if (ends_with(abs, ".zip") && is_file(abs, NULL)) {
+                            /* a zip archive's top-level member */
+                            sha1_hex(abs, want);
+                            if (pass == 0 && strcmp(want, hash) == 0) {
+                                src->kind = SRC_ZIP;
+                                ki_fmt(src->path, sizeof src->path, "%s", abs);
+                                ki_fmt(src->member, sizeof src->member, "%s.py", nm->module);
+                                src->found = is_file(abs, &src->st);
+                                src->how = "the user-wide cache's layout for a zip archive: the directory hash matches "
+                                           "(the member is taken as MODULE.py at the top; --source ARCHIVE.zip/MEMBER says otherwise)";
+                                return;
+                            }
+                            continue;
+                        }
+                        if (!is_dir(abs)) continue;
+                        if (pass == 0) {
+                            sha1_hex(abs, want);
+                            if (strcmp(want, hash) != 0) continue;
+                            source_in_dir(src, nm, abs, "NUMBA_CACHE_DIR layout: the directory hash matches");
+                            return;
+                        }
+                        if (!have_name && find_module_file(abs, nm, file, sizeof file)) {
+                            have_name = 1;
+                            ki_fmt(by_name, sizeof by_name, "%s", file);
+                        }
                     }
+                    if (strcmp(cur, "/") == 0) break;
                 }
             }
-            if (have_name) {
-                char sd[4096];
-                ki_fmt(src->path, sizeof src->path, "%s", by_name);
-                src->found = is_file(by_name, &src->st);
-                src->how = "NUMBA_CACHE_DIR layout, by directory name";
-                path_dirname(by_name, sd, sizeof sd);
-                ki_fmt(src->note, sizeof src->note,
-                         "cache subdirectory %.12s... was made for another path than %.400s (moved or copied);"
-                         " numba reading that source there looks in another subdirectory", hash, sd);
-                return;
-            }
-            src->how = "none: NUMBA_CACHE_DIR layout (PARENTDIR_SHA1-OF-SOURCE-DIR) and no candidate directory matches (pass --source)";
-            ki_fmt(src->path, sizeof src->path, "%s/%s.py", parent[0] ? parent : "", nm->module);
         }
+        if (have_name) {
+            ki_fmt(src->path, sizeof src->path, "%s", by_name);
+            src->found = is_file(by_name, &src->st);
+            src->how = "NUMBA_CACHE_DIR layout, by directory name (the directory hash does not match)";
+            return;
+        }
+        src->how = "none: NUMBA_CACHE_DIR layout (PARENTDIR_SHA1-OF-SOURCE-DIR) and no candidate directory matches (pass --source)";
+        ki_fmt(src->path, sizeof src->path, "%s/%s.py", parent[0] ? parent : "", nm->module);
     }
 }
 
@@ -2029,7 +2764,7 @@ static void check_source_line(nb_source *src, const nb_name *nm)
     ssize_t got;
     long ln = 0, def_at = -1, deco_start = -1;
     size_t fl = strlen(nm->func);
-    if (!src->found || nm->line <= 0 || !fl) return;
+    if (!src->found || src->kind != SRC_FILE || nm->line <= 0 || !fl) return;
     f = fopen(src->path, "r");
     if (!f) return;
     src->line_checked = -1;
@@ -2067,6 +2802,34 @@ static void check_source_line(nb_source *src, const nb_name *nm)
     else if (src->line_checked != 1 && def_at > 0) src->moved_to = def_at;
 }
 
+/* Reads a whole file of at most max bytes into a malloc'd buffer; NULL on failure. */
+static unsigned char *slurp(const char *path, size_t max, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    unsigned char *buf = NULL;
+    size_t n = 0, cap = 0, got;
+    if (!f) return NULL;
+    for (;;) {
+        if (n == cap) {
+            unsigned char *nb;
+            if (cap >= max) { fclose(f); free(buf); return NULL; }
+            cap = cap ? cap * 2 : 16384;
+            if (cap > max) cap = max;
+            nb = (unsigned char *)realloc(buf, cap + 1);
+            if (!nb) { fclose(f); free(buf); return NULL; }
+            buf = nb;
+        }
+        got = fread(buf + n, 1, cap - n, f);
+        n += got;
+        if (got == 0) break;
+    }
+    if (ferror(f)) { fclose(f); free(buf); return NULL; }
+    fclose(f);
+    if (!buf) buf = (unsigned char *)malloc(1);
+    *len = n;
+    return buf;
+}
+
 static int sha256_file(const char *path, unsigned char out[32])
 {
     FILE *f = fopen(path, "rb");
@@ -2094,99 +2857,411 @@ static double py_floor(double d)
     t = (double)(long long)d;
     return t > d ? t - 1.0 : t;
 }
+static int ts_after(const struct stat *a, const struct stat *b)
+{
+    return a->st_mtim.tv_sec > b->st_mtim.tv_sec || (a->st_mtim.tv_sec == b->st_mtim.tv_sec && a->st_mtim.tv_nsec > b->st_mtim.tv_nsec);
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Imported modules: numba stamps only the function's own file, so code compiled against a   */
+/* module it imports is reused after that module changes.  The modules a source imports that  */
+/* resolve to files (beside it, in the package root above it, under --path), and theirs in    */
+/* turn, are the dependencies; one changed after the index was written is warned about.       */
+
+#define KI_MAX_DEPS 256
+
+typedef struct nb_dep {
+    char path[4096];
+    struct stat st;
+    int stale;                /* changed after the index was written */
+    int level;                /* 1: imported by the source itself */
+} nb_dep;
+
+typedef struct nb_deps {
+    nb_dep *d;
+    size_t n;
+    size_t nstale;
+    const char *roots[20];    /* where absolute imports resolve */
+    size_t nroots;
+    char rootbuf[2][4096];
+    const char *from_dir;     /* the importing file's directory (relative imports) */
+    int level;
+} nb_deps;
+
+static void deps_add(nb_deps *D, const char *path)
+{
+    char abs[4096];
+    size_t k;
+    struct stat st;
+    if (D->n >= KI_MAX_DEPS || ki_abspath(path, abs, sizeof abs) != 0 || !is_file(abs, &st)) return;
+    for (k = 0; k < D->n; k++) if (strcmp(D->d[k].path, abs) == 0) return;
+    ki_fmt(D->d[D->n].path, sizeof D->d[D->n].path, "%s", abs);
+    D->d[D->n].st = st;
+    D->d[D->n].stale = 0;
+    D->d[D->n].level = D->level;
+    D->n++;
+}
+
+/* Resolves dotted module name mod (its length n) under dir: every package's __init__.py on the
+ * way and the module itself (mod.py or mod/__init__.py); with sub, also dir/mod/sub.py (a
+ * submodule imported by "from mod import sub").  Returns 1 when the module resolved. */
+static int deps_resolve(nb_deps *D, const char *dir, const char *mod, size_t n, const char *sub, size_t subn)
+{
+    char p[4096];
+    size_t i, o;
+    int ok = 0;
+    if ((o = (size_t)ki_fmt(p, sizeof p, "%s", dir)) >= sizeof p - 2) return 0;
+    for (i = 0; i <= n; i++) {
+        if (i < n && mod[i] != '.') {
+            if (o + 2 >= sizeof p) return 0;
+            if (i == 0 || mod[i - 1] == '.') p[o++] = '/';
+            p[o++] = mod[i];
+            continue;
+        }
+        p[o] = 0;
+        if (i < n) {                   /* a package on the way */
+            char q[4200];
+            ki_fmt(q, sizeof q, "%s/__init__.py", p);
+            if (!is_file(q, NULL)) return 0;
+            deps_add(D, q);
+            continue;
+        }
+        {
+            char q[4200];
+            ki_fmt(q, sizeof q, "%s.py", p);
+            if (n && is_file(q, NULL)) { deps_add(D, q); ok = 1; }
+            ki_fmt(q, sizeof q, "%s/__init__.py", p);
+            if (is_file(q, NULL)) {
+                deps_add(D, q);
+                ok = 1;
+                if (sub && subn && subn < 512) {
+                    ki_fmt(q, sizeof q, "%s/%.*s.py", p, (int)subn, sub);
+                    deps_add(D, q);
+                    ki_fmt(q, sizeof q, "%s/%.*s/__init__.py", p, (int)subn, sub);
+                    deps_add(D, q);
+                }
+            }
+            if (!n && sub && subn && subn < 512) {   /* "from . import sub" */
+                ki_fmt(q, sizeof q, "%s/%.*s.py", p, (int)subn, sub);
+                if (is_file(q, NULL)) { deps_add(D, q); ok = 1; }
+                ki_fmt(q, sizeof q, "%s/%.*s/__init__.py", p, (int)subn, sub);
+                if (is_file(q, NULL)) { deps_add(D, q); ok = 1; }
+            }
+        }
+    }
+    return ok;
+}
+
+static int is_ident(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || (unsigned char)c >= 0x80; }
+
+/* One "import a.b as c, d" or "from [.]*mod import x, y" statement. */
+static void deps_stmt(void *user, char *s)
+{
+    nb_deps *D = (nb_deps *)user;
+    size_t r;
+    if (strncmp(s, "import ", 7) == 0) {
+        char *p = s + 7;
+        for (;;) {
+            char *m;
+            size_t n;
+            while (*p == ' ') p++;
+            m = p;
+            while (is_ident(*p) || *p == '.') p++;
+            n = (size_t)(p - m);
+            if (n) for (r = 0; r < D->nroots; r++) if (deps_resolve(D, D->roots[r], m, n, NULL, 0)) break;
+            p = strchr(p, ',');
+            if (!p) break;
+            p++;
+        }
+    } else {
+        char *p = s + 5, *m, *names, base[4096];
+        size_t n, dots = 0;
+        while (*p == ' ') p++;
+        while (*p == '.') { dots++; p++; }
+        m = p;
+        while (is_ident(*p) || *p == '.') p++;
+        n = (size_t)(p - m);
+        names = strstr(p, " import ");
+        if (!names) return;
+        names += 8;
+        for (;;) {   /* each imported name may be a submodule */
+            char *x;
+            size_t xn;
+            while (*names == ' ' || *names == ',') names++;
+            if (!*names) break;
+            x = names;                 /* a name, or "*": the module alone */
+            while (is_ident(*names)) names++;
+            xn = (size_t)(names - x);
+            if (dots) {
+                size_t k;
+                ki_fmt(base, sizeof base, "%s", D->from_dir);
+                for (k = 1; k < dots; k++) { char up[4096]; path_dirname(base, up, sizeof up); ki_fmt(base, sizeof base, "%s", up); }
+                deps_resolve(D, base, m, n, xn ? x : NULL, xn);
+            } else if (n) {
+                for (r = 0; r < D->nroots; r++) if (deps_resolve(D, D->roots[r], m, n, xn ? x : NULL, xn)) break;
+            }
+            while (*names && *names != ',') names++;
+            if (!*names) break;
+        }
+    }
+}
+
+/* The dependencies of source file src (its imports, transitively), and which changed after
+ * the index (its stat in ix_st) was written. */
+static void deps_scan(const char *src, const struct stat *ix_st, const ki_opts *op, nb_deps *D)
+{
+    size_t done = 0, k;
+    char dir[4096], top[4096];
+    memset(D, 0, sizeof *D);
+    D->d = (nb_dep *)calloc(KI_MAX_DEPS, sizeof *D->d);
+    if (!D->d) return;
+    path_dirname(src, dir, sizeof dir);
+    /* roots: the source's directory (a script's sys.path[0]), the directory above its top
+       package (where "import pkg.mod" resolves), then --path */
+    ki_fmt(D->rootbuf[0], sizeof D->rootbuf[0], "%s", dir);
+    D->roots[D->nroots++] = D->rootbuf[0];
+    ki_fmt(top, sizeof top, "%s", dir);
+    for (;;) {
+        char init[4200], up[4096];
+        ki_fmt(init, sizeof init, "%s/__init__.py", top);
+        if (!is_file(init, NULL)) break;
+        path_dirname(top, up, sizeof up);
+        if (strcmp(up, top) == 0) break;
+        ki_fmt(top, sizeof top, "%s", up);
+    }
+    if (strcmp(top, dir) != 0) {
+        ki_fmt(D->rootbuf[1], sizeof D->rootbuf[1], "%s", top);
+        D->roots[D->nroots++] = D->rootbuf[1];
+    }
+    for (k = 0; k < (size_t)op->npaths && D->nroots < sizeof D->roots / sizeof D->roots[0]; k++) D->roots[D->nroots++] = op->paths[k];
+    /* the source first (it is the stamped file itself: not a dependency), then each found file */
+    {
+        char abs[4096];
+        if (ki_abspath(src, abs, sizeof abs) != 0) return;
+        ki_fmt(D->d[0].path, sizeof D->d[0].path, "%s", abs);
+        if (!is_file(abs, &D->d[0].st)) return;
+        D->n = 1;
+    }
+    while (done < D->n) {
+        size_t len;
+        unsigned char *text = slurp(D->d[done].path, 4u << 20, &len);
+        char fdir[4096];
+        if (text) {
+            path_dirname(D->d[done].path, fdir, sizeof fdir);
+            D->from_dir = fdir;
+            D->level = D->d[done].level + 1;
+            py_imports(text, len, deps_stmt, D);
+            free(text);
+        }
+        done++;
+    }
+    for (k = 1; k < D->n; k++) {
+        D->d[k].stale = ts_after(&D->d[k].st, ix_st);
+        D->nstale += (size_t)D->d[k].stale;
+    }
+}
 
 /* ---------------------------------------------------------------------------------------- */
 /* Assessment: what numba will do.                                                           */
 
 typedef struct nb_report {
     char index_abs[4096];
+    struct stat ix_st;         /* the index file's own stat: when it was written */
+    int have_ix_st;
     nb_name name;
     nb_source src;
     ki_host host;
     int stamp_state;           /* 1 match, 0 mismatch, -1 cannot check */
-    char stamp_why[420];       /* why it cannot be checked, or what differs */
+    char stamp_why[600];       /* why it cannot be checked, or what differs */
     double src_mtime;
     long long src_size;
     int have_src_digest;
     unsigned char src_digest[32];
+    char cell_hex[65];         /* SRC_CELL: the sha256 hex of the function's text now */
+    long cell_first, cell_last;  /* SRC_CELL: the function's lines in the cell (1-based) */
     int version_state;         /* 1 equal, 0 differs, -1 not given */
-    int ref;                   /* features reference: -1 host, else overload index */
     const char *verdict_code;
-    char verdict[1024];
-    size_t n_match, n_usable, n_unknown, n_missing;
+    char verdict[1400];
+    size_t n_match, n_usable, n_unknown, n_missing, n_bad;
     size_t n_sigs, n_sigs_covered;
+    nb_deps deps;              /* imported modules; deps.nstale of them changed after the index */
+    int deps_checked;
 } nb_report;
+
+static void nb_report_free(nb_report *R) { free(R->deps.d); R->deps.d = NULL; }
+
+/* Whether a .nbc data file unpickles as numba's _load_data needs: pickle.loads raises on a
+ * truncated or damaged one (UnpicklingError, EOFError), out of the user's call; only a missing
+ * one (OSError) makes numba recompile.  0 ok, -1 with the reason in err. */
+static int nbc_check(const char *path, char *err, size_t cap)
+{
+    size_t len = 0, end = 0;
+    unsigned char *buf = slurp(path, KI_MAX_FILE, &len);
+    ki_arena a;
+    pk_parser P;
+    pk_node *v = NULL;
+    int rc = 0;
+    if (!buf) { ki_fmt(err, cap, "cannot be read"); return -1; }
+    if (len == 0) { free(buf); ki_fmt(err, cap, "empty (pickle.loads raises EOFError)"); return -1; }
+    memset(&a, 0, sizeof a);
+    a.limit = KI_MAX_MEM;
+    pk_parser_init(&P, &a);
+    if (pk_load(&P, buf, len, 0, &end, &v) != 0) {
+        ki_fmt(err, cap, "does not unpickle (%s)", P.err);
+        rc = -1;
+    }
+    pk_parser_free(&P);
+    ka_free(&a);
+    free(buf);
+    return rc;
+}
+
+/* The stamp numba computes now, compared with the index's. */
+static void check_stamp(nb_index *ix, nb_report *R)
+{
+    nb_source *src = &R->src;
+    R->stamp_state = -1;
+    if (src->kind == SRC_CELL) {
+        size_t len = 0, nl = 0, first, last, k;
+        unsigned char *text;
+        py_line *L;
+        if (!src->found) { ki_fmt(R->stamp_why, sizeof R->stamp_why, "%s", src->path[0] ? "the cell's text file does not exist" : "the cell's text is needed (--source FILE)"); return; }
+        if (ix->stamp_kind != ST_HEXHASH) { ki_fmt(R->stamp_why, sizeof R->stamp_why, "a notebook index should hold a sha256 hex stamp: not checkable"); return; }
+        text = slurp(src->path, KI_MAX_FILE, &len);
+        if (!text) { ki_fmt(R->stamp_why, sizeof R->stamp_why, "cannot read the cell's text"); return; }
+        L = py_lines(text, len, &nl);
+        if (L && cell_function(text, L, nl, R->name.disamb, &first, &last)) {
+            ki_sha h;
+            unsigned char d[32];
+            sha_init(&h, 1);
+            for (k = first; k <= last; k++) {
+                sha_update(&h, text + L[k].start, L[k].end - L[k].start);
+                if (L[k].end == L[k].start || text[L[k].end - 1] != '\n') sha_update(&h, "\n", 1);
+            }
+            sha_final(&h, d);
+            hex_of(d, 32, R->cell_hex);
+            R->cell_first = (long)first + 1;
+            R->cell_last = (long)last + 1;
+            R->stamp_state = ix->stamp->n == 64 && memcmp(R->cell_hex, ix->stamp->s, 64) == 0;
+            if (!R->stamp_state)
+                ki_fmt(R->stamp_why, sizeof R->stamp_why, "%s's text (cell lines %ld-%ld) differs (sha256 %.16s... now)",
+                       R->name.func, R->cell_first, R->cell_last, R->cell_hex);
+        } else if (L) {
+            /* no two lines hash to the disambiguator: numba files this function under another name */
+            src->reads = 0;
+            ki_fmt(src->reads_why, sizeof src->reads_why, "no two lines of the cell hash to the disambiguator %s: %s's first "
+                   "two lines changed (or it is not in this cell), so numba files it under another index name",
+                   R->name.disamb, R->name.func);
+            ki_fmt(R->stamp_why, sizeof R->stamp_why, "%s's first two lines are not in the cell", R->name.func);
+        }
+        free(L);
+        free(text);
+        return;
+    }
+    if (!src->found) {
+        ki_fmt(R->stamp_why, sizeof R->stamp_why, "source not found (pass --source FILE)");
+        return;
+    }
+    R->src_mtime = py_st_mtime(&src->st);
+    R->src_size = (long long)src->st.st_size;
+    switch (ix->stamp_kind) {
+    case ST_MTIME_SIZE:
+    case ST_FLOOR_SIZE: {
+        double want = ix->stamp_kind == ST_FLOOR_SIZE ? py_floor(R->src_mtime) : R->src_mtime;
+        int mt = want == ix->stamp_mtime, sz = R->src_size == ix->stamp_size;
+        if (src->kind == SRC_ZIP) { ki_fmt(R->stamp_why, sizeof R->stamp_why, "an (mtime, size) stamp for a zip member: not numba's"); return; }
+        R->stamp_state = mt && sz;
+        if (!R->stamp_state) {
+            char d[240] = "", s[120] = "";
+            if (!mt) {
+                double diff = want - ix->stamp_mtime;
+                if (!dbl_is_finite(diff)) ki_fmt(d, sizeof d, "mtime differs");
+                else if (diff >= 0.001 || diff <= -0.001) ki_fmt(d, sizeof d, "mtime differs by %+.3f s", diff);
+                else ki_fmt(d, sizeof d, "mtime differs by %+.3g s", diff);
+                if (dbl_is_finite(diff) && py_floor(want) == py_floor(ix->stamp_mtime) && (want == py_floor(want) || ix->stamp_mtime == py_floor(ix->stamp_mtime)))
+                    ki_fmt(d + strlen(d), sizeof d - strlen(d), " (same second, one side has no fraction: a filesystem or copy keeping whole seconds)");
+            }
+            if (!sz) ki_fmt(s, sizeof s, "size differs (source %lld, index %lld)", R->src_size, ix->stamp_size);
+            else ki_fmt(s, sizeof s, "size same (%lld: touched, checked out or copied?)", R->src_size);
+            ki_fmt(R->stamp_why, sizeof R->stamp_why, "%s%s%s", d, d[0] ? ", " : "", s);
+        }
+        break;
+    }
+    case ST_SHA256: {
+        int ok;
+        if (src->kind == SRC_ZIP) {
+            char err[600];
+            size_t len = 0;
+            unsigned char *m = zip_member(src->path, src->member, &len, err, sizeof err);
+            ki_sha h;
+            if (!m) { ki_fmt(R->stamp_why, sizeof R->stamp_why, "%s", err); return; }
+            sha_init(&h, 1);
+            sha_update(&h, m, len);
+            sha_final(&h, R->src_digest);
+            R->src_size = (long long)len;
+            free(m);
+            ok = 0;
+        } else ok = sha256_file(src->path, R->src_digest);
+        if (ok == 0) {
+            R->have_src_digest = 1;
+            R->stamp_state = memcmp(R->src_digest, ix->stamp->s, 32) == 0;
+            if (!R->stamp_state) {
+                char a[65];
+                hex_of(R->src_digest, 32, a);
+                ki_fmt(R->stamp_why, sizeof R->stamp_why, "content differs (sha256 %.16s... now)", a);
+            }
+        } else {
+            ki_fmt(R->stamp_why, sizeof R->stamp_why, "cannot read the source to hash it");
+        }
+        break;
+    }
+    case ST_HEXHASH:
+        ki_fmt(R->stamp_why, sizeof R->stamp_why, "the stamp hashes a notebook cell's function (IPython's locator): "
+               "pass --source FILE holding the cell's text");
+        break;
+    default:
+        ki_fmt(R->stamp_why, sizeof R->stamp_why, "unrecognized stamp form: not checkable");
+    }
+}
+
+/* "mod.f" or "f" as the verdicts name the function. */
+static const char *fn_name(const nb_report *R) { return R->name.ok ? R->name.func : "the function"; }
 
 static void nb_assess(nb_index *ix, const char *path, const ki_opts *op, nb_report *R)
 {
     size_t k, j;
     char dir[4096];
+    const char *fn;
+    char ver[48];
+    const pk_node *feat_memo = NULL;
+    int feat_memo_match = 0;
     memset(R, 0, sizeof *R);
     if (ki_abspath(path, R->index_abs, sizeof R->index_abs) != 0) ki_fmt(R->index_abs, sizeof R->index_abs, "%s", path);
+    R->have_ix_st = stat(R->index_abs, &R->ix_st) == 0;
     nb_parse_name(path_base(R->index_abs), &R->name);
     locate_source(R->index_abs, &R->name, op, &R->src);
+    check_layout(R->index_abs, &R->name, &R->src);
     check_source_line(&R->src, &R->name);
-    host_resolve(op, &R->host);
+    if (R->src.reads != 0 && R->src.line_checked == -1 && R->src.moved_to > 0) {
+        R->src.reads = 0;
+        ki_fmt(R->src.reads_why, sizeof R->src.reads_why, "%s now starts at line %ld, not %ld: numba looks up %s%s%s-%ld.%s.nbi, "
+               "never this index", R->name.func, R->src.moved_to, R->name.line, R->name.prefix, R->name.prefix[0] ? "-" : "",
+               R->name.fullname, R->src.moved_to, R->name.pytag);
+    }
+    host_resolve(op, ix, &R->host);
+    fn = fn_name(R);
+    ki_fmt(ver, sizeof ver, "%.*s", (int)(ix->version->n < 40 ? ix->version->n : 40), (const char *)ix->version->s);
     R->version_state = -1;
     if (op->numba_version) R->version_state = bytes_eq(ix->version->s, ix->version->n, op->numba_version);
-
-    /* stamp */
-    R->stamp_state = -1;
-    if (!R->src.found) {
-        ki_fmt(R->stamp_why, sizeof R->stamp_why, "source not found (pass --source FILE)");
-    } else {
-        R->src_mtime = py_st_mtime(&R->src.st);
-        R->src_size = (long long)R->src.st.st_size;
-        switch (ix->stamp_kind) {
-        case ST_MTIME_SIZE:
-        case ST_FLOOR_SIZE: {
-            double want = ix->stamp_kind == ST_FLOOR_SIZE ? py_floor(R->src_mtime) : R->src_mtime;
-            int mt = want == ix->stamp_mtime, sz = R->src_size == ix->stamp_size;
-            R->stamp_state = mt && sz;
-            if (!R->stamp_state) {
-                char d[240] = "", s[120] = "";
-                if (!mt) {
-                    double diff = want - ix->stamp_mtime;
-                    if (!dbl_is_finite(diff)) ki_fmt(d, sizeof d, "mtime differs");
-                    else if (diff >= 0.001 || diff <= -0.001) ki_fmt(d, sizeof d, "mtime differs by %+.3f s", diff);
-                    else ki_fmt(d, sizeof d, "mtime differs by %+.3g s", diff);
-                    if (dbl_is_finite(diff) && py_floor(want) == py_floor(ix->stamp_mtime) && (want == py_floor(want) || ix->stamp_mtime == py_floor(ix->stamp_mtime)))
-                        ki_fmt(d + strlen(d), sizeof d - strlen(d), " (same second, one side has no fraction: a filesystem or copy keeping whole seconds)");
-                }
-                if (!sz) ki_fmt(s, sizeof s, "size differs (source %lld, index %lld)", R->src_size, ix->stamp_size);
-                else ki_fmt(s, sizeof s, "size same (%lld: touched, checked out or copied?)", R->src_size);
-                ki_fmt(R->stamp_why, sizeof R->stamp_why, "%s%s%s", d, d[0] ? ", " : "", s);
-            }
-            break;
-        }
-        case ST_SHA256:
-            if (sha256_file(R->src.path, R->src_digest) == 0) {
-                R->have_src_digest = 1;
-                R->stamp_state = memcmp(R->src_digest, ix->stamp->s, 32) == 0;
-                if (!R->stamp_state) {
-                    char a[65];
-                    hex_of(R->src_digest, 32, a);
-                    ki_fmt(R->stamp_why, sizeof R->stamp_why, "content differs (sha256 %.16s... now)%s", a,
-                             R->src_size == 0 ? "" : "");
-                }
-            } else {
-                ki_fmt(R->stamp_why, sizeof R->stamp_why, "cannot read the source to hash it");
-            }
-            break;
-        case ST_HEXHASH:
-            ki_fmt(R->stamp_why, sizeof R->stamp_why, "the stamp hashes a notebook cell's source (IPython locator): not checkable here");
-            break;
-        default:
-            ki_fmt(R->stamp_why, sizeof R->stamp_why, "unrecognized stamp form: not checkable");
-        }
-    }
+    if (!ix->body_err[0]) check_stamp(ix, R);
+    else ki_fmt(R->stamp_why, sizeof R->stamp_why, "the index body does not decode");
 
     /* overloads: data files and the CPU */
     path_dirname(R->index_abs, dir, sizeof dir);
     for (k = 0; k < ix->nov; k++) {
         nb_overload *o = &ix->ov[k];
+        char p[8192];
         if (o->data && o->data_name_ok) {
-            char p[8192];
             struct stat st;
             ki_fmt(p, sizeof p, "%s/%.*s", dir, (int)o->data->n, (const char *)o->data->s);
             o->data_exists = is_file(p, &st);
@@ -2199,20 +3274,35 @@ static void nb_assess(nb_index *ix, const char *path, const ki_opts *op, nb_repo
             int known = 1, match = 1;
             if (R->host.cpu) match &= node_eq_cstr(o->cpu, R->host.cpu); else known = 0;
             if (!R->host.features) known = 0;
-            else if (R->host.features_by_name)
-                match &= feat_match_by_name(o->features->s, o->features->n, (const unsigned char *)R->host.features,
-                                            strlen(R->host.features));
+            else if (R->host.features_by_name) {
+                /* an index holds one feature string many times: compared once */
+                if (!feat_memo || !node_str_eq(feat_memo, o->features)) {
+                    feat_memo = o->features;
+                    feat_memo_match = feat_match_by_name(o->features->s, o->features->n, (const unsigned char *)R->host.features,
+                                                         strlen(R->host.features));
+                }
+                match &= feat_memo_match;
+            }
             else match &= node_eq_cstr(o->features, R->host.features);
             if (op->triple) match &= node_eq_cstr(o->triple, op->triple);
             o->cpu_match = !match ? 0 : known ? 1 : -1;
         }
-        o->usable = o->cpu_match == 0 || o->data_exists == 0 ? 0 : o->cpu_match;
+        /* the data file numba loads for a matching key must unpickle */
+        if (o->cpu_match != 0 && o->data_exists == 1) {
+            char err[300];
+            if (nbc_check(p, err, sizeof err) != 0) {
+                o->data_bad = 1;
+                o->data_err = (char *)ka_alloc(&ix->arena, strlen(err) + 1);
+                if (o->data_err) memcpy(o->data_err, err, strlen(err) + 1);
+            }
+        }
+        o->usable = o->cpu_match == 0 || o->data_exists == 0 || o->data_bad ? 0 : o->cpu_match;
         if (o->cpu_match == 1) R->n_match++;
         if (o->usable == 1) R->n_usable++;
         if (o->cpu_match == -1) R->n_unknown++;
         if (o->data_exists == 0) R->n_missing++;
+        if (o->data_bad) R->n_bad++;
     }
-    R->ref = R->host.features ? -1 : 0;
 
     /* signatures covered (an index may hold one signature for several CPUs) */
     for (k = 0; k < ix->nov; k++) {
@@ -2226,13 +3316,12 @@ static void nb_assess(nb_index *ix, const char *path, const ki_opts *op, nb_repo
         R->n_sigs_covered += (size_t)covered;
     }
 
-    /* the verdict */
+    /* the verdict, in the order numba meets each condition: which index file it opens, the
+       version pickle, the body, the stamp, then each signature's key and data file */
     {
-        const char *fn = R->name.ok ? R->name.func : "the function";
         const char *srcbase = R->src.path[0] ? path_base(R->src.path) : "the source";
         char cpus[300] = "";
-        size_t used = 0;
-        size_t ncpu = 0;
+        size_t used = 0, ncpu = 0;
         for (k = 0; k < ix->nov && used + 40 < sizeof cpus; k++) {
             const pk_node *c = ix->ov[k].cpu;
             int seen = 0;
@@ -2244,23 +3333,46 @@ static void nb_assess(nb_index *ix, const char *path, const ki_opts *op, nb_repo
                                      (int)(c->n < 32 ? c->n : 32), (const char *)c->s);
         }
         if (!cpus[0]) ki_fmt(cpus, sizeof cpus, "?");
-        if (ix->nov == 0) {
-            R->verdict_code = "empty";
-            ki_fmt(R->verdict, sizeof R->verdict, "empty index: no overloads recorded, %s compiles on every first call", fn);
+        if (R->src.reads == 0) {
+            R->verdict_code = "never-read";
+            ki_fmt(R->verdict, sizeof R->verdict, "numba never reads this index: %s -> %s recompiles (and caches it elsewhere)",
+                   R->src.reads_why, fn);
         } else if (R->version_state == 0) {
             R->verdict_code = "version-mismatch";
-            /* ix->version->s is not NUL-terminated: print it bounded */
             ki_fmt(R->verdict, sizeof R->verdict,
-                     "numba version differs (index %.*s, running %.40s) -> the whole index is ignored, all %zu overloads recompile",
-                     (int)(ix->version->n < 40 ? ix->version->n : 40), (const char *)ix->version->s, op->numba_version, ix->nov);
+                   "numba version differs (index %s, running %.40s) -> numba reads no further than the version: the whole "
+                   "index is ignored, %s recompiles%s", ver, op->numba_version, fn,
+                   ix->body_err[0] ? " (the body does not decode either; numba never unpickles it)" : "");
+        } else if (ix->body_err[0]) {
+            R->verdict_code = "raises";
+            ki_fmt(R->verdict, sizeof R->verdict,
+                   "numba will raise: numba %s reads its own version, then pickle.loads of the body fails (%s): the first call "
+                   "of %s raises instead of compiling; remove the index (kcache-inspect --prune FILE --yes)",
+                   ver, ix->body_err, fn);
+        } else if (ix->nov == 0) {
+            R->verdict_code = "empty";
+            ki_fmt(R->verdict, sizeof R->verdict, "empty index: no overloads recorded, %s compiles on every first call", fn);
         } else if (R->stamp_state == 0) {
             R->verdict_code = "stale";
             ki_fmt(R->verdict, sizeof R->verdict, "stamp mismatch: %.100s %s -> all %zu overloads discarded, %s recompiles",
-                     srcbase, R->stamp_why, ix->nov, fn);
+                   srcbase, R->stamp_why, ix->nov, fn);
         } else if (R->stamp_state < 0) {
             R->verdict_code = "unchecked";
             ki_fmt(R->verdict, sizeof R->verdict, "cannot check the stamp: %s; %zu overloads recorded (CPU %s)",
-                     R->stamp_why, ix->nov, cpus);
+                   R->stamp_why, ix->nov, cpus);
+        } else if (R->n_bad) {
+            char list[300] = "";
+            size_t u = 0;
+            for (k = 0; k < ix->nov && u + 60 < sizeof list; k++)
+                if (ix->ov[k].data_bad)
+                    u += (size_t)ki_fmt(list + u, sizeof list - u, "%s[%zu] %.*s %s", u ? "; " : "", k + 1,
+                                        (int)(ix->ov[k].data->n < 80 ? ix->ov[k].data->n : 80), (const char *)ix->ov[k].data->s,
+                                        ix->ov[k].data_err ? ix->ov[k].data_err : "");
+            R->verdict_code = "raises";
+            ki_fmt(R->verdict, sizeof R->verdict,
+                   "numba will raise: %zu of %zu overloads for this CPU have a data file that does not unpickle (%s): the first "
+                   "call with that signature raises instead of compiling; %zu usable; remove it (kcache-inspect --prune FILE --yes)",
+                   R->n_bad, ix->nov, list, R->n_usable);
         } else if (R->n_unknown) {
             R->verdict_code = "stamp-ok";
             ki_fmt(R->verdict, sizeof R->verdict,
@@ -2299,10 +3411,15 @@ static void nb_assess(nb_index *ix, const char *path, const ki_opts *op, nb_repo
             }
         }
     }
-}
 
-/* ---------------------------------------------------------------------------------------- */
-/* Reports.                                                                                  */
+    /* numba reuses code from this index: is any module it imports newer than the index? */
+    if (!op->no_deps && !op->no_imports && R->have_ix_st && R->src.found && R->src.kind == SRC_FILE &&
+        (strcmp(R->verdict_code, "hit") == 0 || strcmp(R->verdict_code, "partial") == 0 ||
+         strcmp(R->verdict_code, "stamp-ok") == 0 || (strcmp(R->verdict_code, "raises") == 0 && R->n_usable))) {
+        deps_scan(R->src.path, &R->ix_st, op, &R->deps);
+        R->deps_checked = 1;
+    }
+}
 
 static void fmt_utc(char *out, size_t cap, double t)
 {
@@ -2328,7 +3445,7 @@ static const char *stamp_kind_text(int k)
     case ST_MTIME_SIZE: return "(st_mtime, st_size) as numba <= 0.67 writes";
     case ST_FLOOR_SIZE: return "(floor(st_mtime), st_size): numba 0.62+ InTreeCacheLocatorFsAgnostic";
     case ST_SHA256: return "sha256 of the source's content, as numba >= 0.68 writes";
-    case ST_HEXHASH: return "sha256 hex of a notebook cell (IPython locator)";
+    case ST_HEXHASH: return "sha256 (hex) of the function's text in a notebook cell (IPython's locator)";
     default: return "unrecognized";
     }
 }
@@ -2361,6 +3478,9 @@ static void report_text(ki_out *o, nb_index *ix, nb_report *R, const ki_opts *op
 {
     size_t k, j;
     char tmp[128], utc[64];
+    ki_out memo;                       /* the last overload's features line, and whose features */
+    const pk_node *memo_feat = NULL;
+    memset(&memo, 0, sizeof memo);
     ko_printf(o, "file       %s\n", R->index_abs);
     if (R->name.ok) {
         ko_printf(o, "function   %s", R->name.qualname[0] ? R->name.qualname : "?");
@@ -2379,19 +3499,20 @@ static void report_text(ki_out *o, nb_index *ix, nb_report *R, const ki_opts *op
     if (R->version_state == 1) ko_puts(o, " (the running numba, per --numba-version)\n");
     else if (R->version_state == 0) ko_printf(o, " (running numba is %s: numba ignores this index)\n", op->numba_version);
     else ko_puts(o, " (numba reads the index only when it is exactly this version)\n");
-    ko_printf(o, "source     %s\n", R->src.path[0] ? R->src.path : "not found");
+    if (R->src.kind == SRC_ZIP) ko_printf(o, "source     %s, member %s\n", R->src.path, R->src.member);
+    else ko_printf(o, "source     %s%s\n", R->src.path[0] ? R->src.path : "not found", R->src.kind == SRC_CELL && R->src.path[0] ? " (a notebook cell)" : "");
     ko_puts(o, "           found by: ");
     ko_wrap(o, R->src.how ? R->src.how : "?", 21, 21);
     if (R->src.path[0] && !R->src.found) ko_puts(o, "           the file does not exist\n");
     if (R->src.note[0]) { ko_puts(o, "           note: "); ko_wrap(o, R->src.note, 17, 17); }
+    if (R->name.prefix[0]) ko_printf(o, "           note: %s-... is @guvectorize's wrapper index; the kernel has its own (%s-%s.%s.nbi)\n",
+                                     R->name.prefix, R->name.fullname, R->name.disamb, R->name.pytag);
     if (R->src.line_checked == 1 && R->src.line_text[0]) ko_printf(o, "           line %ld: %.70s\n", R->name.line, R->src.line_text);
-    else if (R->src.line_checked == -1) {
-        if (R->src.moved_to > 0)
-            ko_printf(o, "           note: %s now starts at line %ld, not %ld: numba will use %s-%ld.%s.nbi, not this index\n",
-                      R->name.func, R->src.moved_to, R->name.line, R->name.fullname, R->src.moved_to, R->name.pytag);
-        else
-            ko_printf(o, "           note: line %ld does not start %s\n", R->name.line, R->name.func);
-    }
+    else if (R->src.line_checked == -1 && R->src.moved_to <= 0)
+        ko_printf(o, "           note: line %ld does not start %s\n", R->name.line, R->name.func);
+    if (R->src.reads == 0) { ko_puts(o, "           NEVER READ: "); ko_wrap(o, R->src.reads_why, 23, 11); }
+    if (R->src.kind == SRC_CELL && R->cell_first > 0)
+        ko_printf(o, "           %s is cell lines %ld-%ld\n", R->name.func, R->cell_first, R->cell_last);
     ko_printf(o, "stamp      %s\n", stamp_kind_text(ix->stamp_kind));
     if (ix->stamp_kind == ST_MTIME_SIZE || ix->stamp_kind == ST_FLOOR_SIZE) {
         fmt_double(tmp, sizeof tmp, ix->stamp_mtime);
@@ -2408,22 +3529,35 @@ static void report_text(ki_out *o, nb_index *ix, nb_report *R, const ki_opts *op
         hex_of(ix->stamp->s, 32, hx);
         ko_printf(o, "  index    sha256 %s\n", hx);
         if (R->have_src_digest) { hex_of(R->src_digest, 32, hx); ko_printf(o, "  source   sha256 %s\n", hx); }
+    } else if (ix->stamp_kind == ST_HEXHASH) {
+        ko_printf(o, "  index    sha256 %.64s (hex)\n", (const char *)ix->stamp->s);
+        if (R->cell_hex[0]) ko_printf(o, "  source   sha256 %s (%s's text in the cell)\n", R->cell_hex, R->name.func);
+    } else if (!ix->stamp) {
+        ko_puts(o, "  index    ? (the body does not decode)\n");
     } else {
         char *s = render_to(&ix->arena, ix->stamp, 0, 200);
         ko_printf(o, "  index    %s\n", s ? s : "?");
     }
     if (R->stamp_state == 1) ko_puts(o, "  check    match\n");
     else ko_printf(o, "  check    %s%s\n", R->stamp_state == 0 ? "MISMATCH: " : "", R->stamp_why);
+    if (ix->stamp_kind == ST_MTIME_SIZE && R->stamp_state == 1)
+        ko_puts(o, "  note     numba <= 0.67 compares (st_mtime, st_size) exactly and nothing else: an edit that keeps the\n"
+                   "           size, with the mtime put back, is reused as it is (stale code); numba >= 0.68 hashes the content\n");
     {
         char line[400];
         if (!R->host.cpu && !R->host.features)
             ki_fmt(line, sizeof line, "unknown (pass --cpu and --features, or set NUMBA_CPU_NAME and NUMBA_CPU_FEATURES)");
+        else if (R->host.cpu && R->host.detected[0] && strcmp(R->host.cpu_from, "detected") == 0 && strcmp(R->host.cpu, R->host.detected) != 0)
+            ki_fmt(line, sizeof line, "%.100s; numba %s's LLVM calls it %.100s (detected), features %s%s", R->host.detected,
+                   R->host.numba[0] ? R->host.numba : "?", R->host.cpu, R->host.features ? "from " : "unknown (pass --features)",
+                   R->host.features ? R->host.features_from : "");
         else
             ki_fmt(line, sizeof line, "%.100s (%s), features %s%s", R->host.cpu ? R->host.cpu : "name unknown",
                    R->host.cpu ? R->host.cpu_from : "pass --cpu", R->host.features ? "from " : "unknown (pass --features)",
                    R->host.features ? R->host.features_from : "");
         ko_puts(o, "host CPU   ");
         ko_wrap(o, line, 11, 11);
+        if (R->host.llvm_note[0]) { ko_puts(o, "           "); ko_wrap(o, R->host.llvm_note, 11, 11); }
     }
     ko_printf(o, "overloads  %zu\n", ix->nov);
     for (k = 0; k < ix->nov && !o->full; k++) {
@@ -2439,8 +3573,15 @@ static void report_text(ki_out *o, nb_index *ix, nb_report *R, const ki_opts *op
             else if (ov->cpu_match == 0 && R->host.cpu && !node_eq_cstr(ov->cpu, R->host.cpu)) ko_puts(o, "  (not this CPU)");
             ko_putc(o, '\n');
             ko_puts(o, "      features  ");
-            {
+            if (k > 1 && memo.buf && memo_feat && node_str_eq(memo_feat, ov->features)) {
+                ko_write(o, memo.buf, memo.len);   /* the same features as the overload before: the same line */
+            } else {
+                ki_out *final = o;
                 size_t en, nf = feat_count(ov->features, &en);
+                ko_free(&memo);
+                memo.limit = 1 << 16;
+                memo_feat = ov->features;
+                o = &memo;
                 const unsigned char *rs = NULL;
                 size_t rn = 0;
                 const char *rname = NULL;
@@ -2494,6 +3635,9 @@ static void report_text(ki_out *o, nb_index *ix, nb_report *R, const ki_opts *op
                 } else {
                     ko_puts(o, k == 0 && ix->nov > 1 ? " (the others are compared with this)\n" : "\n");
                 }
+                o = final;
+                if (memo.buf) ko_write(o, memo.buf, memo.len);
+                if (memo.full) ko_free(&memo);
             }
             ko_printf(o, "      code      %.*s...", (int)(ov->code->n < 16 ? ov->code->n : 16), (const char *)ov->code->s);
             if (ov->closure->n == 64 && memcmp(ov->closure->s, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855", 64) == 0)
@@ -2509,6 +3653,8 @@ static void report_text(ki_out *o, nb_index *ix, nb_report *R, const ki_opts *op
         else {
             put_node_text(o, ov->data, 200);
             if (!ov->data_name_ok) ko_puts(o, "  (NOT a plain file name)\n");
+            else if (ov->data_bad) ko_printf(o, "  (%lld bytes, BROKEN: %s; numba raises loading it)\n", ov->data_size,
+                                             ov->data_err ? ov->data_err : "?");
             else if (ov->data_exists == 1) ko_printf(o, "  (%lld bytes)\n", ov->data_size);
             else ko_puts(o, "  (MISSING: numba recompiles this overload)\n");
         }
@@ -2532,8 +3678,27 @@ static void report_text(ki_out *o, nb_index *ix, nb_report *R, const ki_opts *op
             }
         }
     }
-    if (ix->body_end < ix->len) ko_printf(o, "note       %zu bytes after the index body (numba ignores them)\n", ix->len - ix->body_end);
-    ko_printf(o, "verdict    %s\n", R->verdict);
+    ko_free(&memo);
+    if (ix->body_err[0]) { ko_puts(o, "body       DOES NOT DECODE: "); ko_wrap(o, ix->body_err, 29, 11); }
+    else if (ix->body_end < ix->len) ko_printf(o, "note       %zu bytes after the index body (numba ignores them)\n", ix->len - ix->body_end);
+    ko_printf(o, "verdict    %s\n", R->verdict);   /* one line: scripts grep it */
+    if (R->deps_checked) {
+        for (k = 1; k < R->deps.n && !o->full; k++) {
+            char a[64], b[64], line[5000];
+            const nb_dep *d = &R->deps.d[k];
+            if (!d->stale) continue;
+            fmt_utc(a, sizeof a, (double)d->st.st_mtim.tv_sec);
+            fmt_utc(b, sizeof b, (double)R->ix_st.st_mtim.tv_sec);
+            ki_fmt(line, sizeof line, "numba will reuse code compiled against the old %s: %s changed (%s) after this index was "
+                   "written (%s), and numba stamps only %s; remove the index to recompile", path_base(d->path), d->path, a, b,
+                   R->src.path[0] ? path_base(R->src.path) : "the source");
+            ko_puts(o, "warning    ");
+            ko_wrap(o, line, 11, 11);
+        }
+        if (!R->deps.nstale && R->deps.n > 1)
+            ko_printf(o, "imports    %zu imported module file%s, none changed since the index was written\n", R->deps.n - 1,
+                      R->deps.n == 2 ? "" : "s");
+    }
 }
 
 static void json_node_str(ki_out *o, const pk_node *n)
@@ -2553,6 +3718,9 @@ static void json_tri(ki_out *o, int v) { ko_puts(o, v < 0 ? "null" : v ? "true" 
 static void report_json(ki_out *o, nb_index *ix, nb_report *R, const ki_opts *op)
 {
     size_t k;
+    ki_out memo;                       /* the last overload's features_diff, and whose features */
+    const pk_node *memo_feat = NULL;
+    memset(&memo, 0, sizeof memo);
     ko_puts(o, "{\n  \"file\": "); ko_json_cstr(o, R->index_abs);
     ko_puts(o, ",\n  \"format\": \"numba-index\"");
     ko_puts(o, ",\n  \"numba_version\": "); json_node_str(o, ix->version);
@@ -2568,7 +3736,14 @@ static void report_json(ki_out *o, nb_index *ix, nb_report *R, const ki_opts *op
         ko_puts(o, ", \"python_tag\": "); ko_json_cstr(o, R->name.pytag);
         ko_puts(o, "}");
     } else ko_puts(o, "null");
-    ko_puts(o, ",\n  \"source\": {\"path\": "); if (R->src.path[0]) ko_json_cstr(o, R->src.path); else ko_puts(o, "null");
+    ko_puts(o, ",\n  \"library_prefix\": "); if (R->name.prefix[0]) ko_json_cstr(o, R->name.prefix); else ko_puts(o, "null");
+    ko_puts(o, ",\n  \"source\": {\"kind\": ");
+    ko_json_cstr(o, R->src.kind == SRC_ZIP ? "zip-member" : R->src.kind == SRC_CELL ? "notebook-cell" : "file");
+    ko_puts(o, ", \"path\": "); if (R->src.path[0]) ko_json_cstr(o, R->src.path); else ko_puts(o, "null");
+    ko_puts(o, ", \"member\": "); if (R->src.kind == SRC_ZIP) ko_json_cstr(o, R->src.member); else ko_puts(o, "null");
+    ko_puts(o, ", \"numba_reads_this_index\": "); json_tri(o, R->src.reads);
+    ko_puts(o, ", \"never_read_why\": "); if (R->src.reads == 0) ko_json_cstr(o, R->src.reads_why); else ko_puts(o, "null");
+    ko_puts(o, ", \"cell_lines\": "); if (R->cell_first > 0) ko_printf(o, "[%ld, %ld]", R->cell_first, R->cell_last); else ko_puts(o, "null");
     ko_puts(o, ", \"found\": "); ko_puts(o, R->src.found ? "true" : "false");
     ko_puts(o, ", \"found_by\": "); ko_json_cstr(o, R->src.how);
     ko_puts(o, ", \"note\": "); if (R->src.note[0]) ko_json_cstr(o, R->src.note); else ko_puts(o, "null");
@@ -2581,8 +3756,9 @@ static void report_json(ki_out *o, nb_index *ix, nb_report *R, const ki_opts *op
     ko_puts(o, ", \"line_starts_function\": "); json_tri(o, R->src.line_checked == 0 ? -1 : R->src.line_checked == 1);
     ko_puts(o, ", \"function_moved_to_line\": "); if (R->src.moved_to > 0) ko_printf(o, "%ld", R->src.moved_to); else ko_puts(o, "null");
     ko_puts(o, "}");
+    ko_puts(o, ",\n  \"body_error\": "); if (ix->body_err[0]) ko_json_cstr(o, ix->body_err); else ko_puts(o, "null");
     ko_puts(o, ",\n  \"stamp\": {\"kind\": ");
-    ko_json_cstr(o, ix->stamp_kind == ST_MTIME_SIZE ? "mtime-size" : ix->stamp_kind == ST_FLOOR_SIZE ? "floor-mtime-size" :
+    ko_json_cstr(o, !ix->stamp ? NULL : ix->stamp_kind == ST_MTIME_SIZE ? "mtime-size" : ix->stamp_kind == ST_FLOOR_SIZE ? "floor-mtime-size" :
                      ix->stamp_kind == ST_SHA256 ? "sha256" : ix->stamp_kind == ST_HEXHASH ? "ipython-sha256-hex" : "other");
     if (ix->stamp_kind == ST_MTIME_SIZE || ix->stamp_kind == ST_FLOOR_SIZE) {
         ko_puts(o, ", \"mtime\": "); json_double(o, ix->stamp_mtime);
@@ -2598,7 +3774,10 @@ static void report_json(ki_out *o, nb_index *ix, nb_report *R, const ki_opts *op
         hex_of(ix->stamp->s, 32, hx);
         ko_puts(o, ", \"sha256\": "); ko_json_cstr(o, hx);
         if (R->have_src_digest) { hex_of(R->src_digest, 32, hx); ko_puts(o, ", \"source_sha256\": "); ko_json_cstr(o, hx); }
-    } else {
+    } else if (ix->stamp_kind == ST_HEXHASH) {
+        ko_puts(o, ", \"sha256\": "); json_node_str(o, ix->stamp);
+        ko_puts(o, ", \"source_sha256\": "); if (R->cell_hex[0]) ko_json_cstr(o, R->cell_hex); else ko_puts(o, "null");
+    } else if (ix->stamp) {
         char *s = render_to(&ix->arena, ix->stamp, 0, 512);
         ko_puts(o, ", \"repr\": "); ko_json_cstr(o, s);
     }
@@ -2611,6 +3790,22 @@ static void report_json(ki_out *o, nb_index *ix, nb_report *R, const ki_opts *op
     ko_puts(o, ", \"features_from\": "); ko_json_cstr(o, R->host.features_from);
     ko_puts(o, ", \"features_compared\": "); ko_json_cstr(o, !R->host.features ? NULL : R->host.features_by_name ? "by-name" : "exact");
     ko_puts(o, ", \"triple\": "); ko_json_cstr(o, op->triple);
+    ko_puts(o, ", \"detected_cpu\": "); ko_json_cstr(o, R->host.detected[0] ? R->host.detected : NULL);
+    ko_puts(o, ", \"numba_llvm\": ");
+    if (R->host.nllvm) {
+        int q;
+        ko_puts(o, "{\"numba\": "); ko_json_cstr(o, R->host.numba[0] ? R->host.numba : NULL);
+        ko_puts(o, ", \"llvm\": [");
+        for (q = 0; q < R->host.nllvm; q++) ko_printf(o, "%s%d", q ? ", " : "", R->host.llvm[q]);
+        ko_puts(o, "], \"names\": [");
+        for (q = 0; q < R->host.nllvm; q++) { if (q) ko_puts(o, ", "); ko_json_cstr(o, R->host.llvm_name[q]); }
+        ko_puts(o, "], \"llvm_used\": ");
+        if (R->host.llvm_used >= 0) ko_printf(o, "%d", R->host.llvm[R->host.llvm_used]); else ko_puts(o, "null");
+        ko_puts(o, ", \"note\": "); ko_json_cstr(o, R->host.llvm_note[0] ? R->host.llvm_note : NULL);
+        ko_puts(o, "}");
+    } else {
+        ko_puts(o, "null");
+    }
     ko_puts(o, "}");
     ko_puts(o, ",\n  \"overloads\": [");
     for (k = 0; k < ix->nov && !o->full; k++) {
@@ -2628,11 +3823,18 @@ static void report_json(ki_out *o, nb_index *ix, nb_report *R, const ki_opts *op
             else if (ix->ov[0].shape_ok) { rs = ix->ov[0].features->s; rn = ix->ov[0].features->n; rname = "overload 1"; }
             ko_puts(o, ", \"features_reference\": "); ko_json_cstr(o, rname);
             ko_puts(o, ", \"features_diff\": [");
-            if (rname) {   /* by name: the features both name that disagree, else every difference */
+            if (rname && k > 0 && memo.buf && memo_feat && node_str_eq(memo_feat, ov->features)) {
+                ko_write(o, memo.buf, memo.len);   /* the same features as the overload before */
+            } else if (rname) {   /* by name: the features both name that disagree, else every difference */
                 int by_name = R->host.features && R->host.features_by_name &&
                               (feat_match_by_name(ov->features->s, ov->features->n, rs, rn) ||
                                feat_diff(NULL, ov->features->s, ov->features->n, rs, rn, 0, 0, 1) > 0);
-                feat_diff(o, ov->features->s, ov->features->n, rs, rn, 4096, 1, by_name);
+                ko_free(&memo);
+                memo.limit = 1 << 16;
+                memo_feat = ov->features;
+                feat_diff(&memo, ov->features->s, ov->features->n, rs, rn, 4096, 1, by_name);
+                if (memo.buf) ko_write(o, memo.buf, memo.len);
+                if (memo.full) ko_free(&memo);
             }
             ko_puts(o, "]");
             ko_puts(o, ", \"code_hash\": "); json_node_str(o, ov->code);
@@ -2644,18 +3846,43 @@ static void report_json(ki_out *o, nb_index *ix, nb_report *R, const ki_opts *op
         }
         ko_puts(o, ", \"data\": "); json_node_str(o, ov->data);
         ko_puts(o, ", \"data_exists\": "); json_tri(o, ov->data_exists);
+        ko_puts(o, ", \"data_error\": "); if (ov->data_bad) ko_json_cstr(o, ov->data_err); else ko_puts(o, "null");
         ko_puts(o, ", \"data_size\": "); if (ov->data_size >= 0) ko_printf(o, "%lld", ov->data_size); else ko_puts(o, "null");
         ko_puts(o, ", \"cpu_match\": "); json_tri(o, ov->cpu_match);
         ko_puts(o, ", \"usable\": "); json_tri(o, ov->usable);
         ko_puts(o, "}");
     }
+    ko_free(&memo);
     ko_puts(o, "\n  ]");
-    ko_printf(o, ",\n  \"trailing_bytes\": %zu", ix->len - ix->body_end);
+    ko_printf(o, ",\n  \"trailing_bytes\": %zu", ix->body_err[0] ? (size_t)0 : ix->len - ix->body_end);
+    ko_puts(o, ",\n  \"imports\": ");
+    if (R->deps_checked) {
+        size_t q, w = 0;
+        ko_printf(o, "{\"files\": %zu, \"changed_after_index\": [", R->deps.n ? R->deps.n - 1 : 0);
+        for (q = 1; q < R->deps.n; q++) {
+            if (!R->deps.d[q].stale) continue;
+            ko_printf(o, "%s{\"path\": ", w++ ? ", " : "");
+            ko_json_cstr(o, R->deps.d[q].path);
+            ko_printf(o, ", \"mtime_ns\": %lld%09ld}", (long long)R->deps.d[q].st.st_mtim.tv_sec, (long)R->deps.d[q].st.st_mtim.tv_nsec);
+        }
+        ko_puts(o, "]}");
+    } else ko_puts(o, "null");
+    ko_puts(o, ",\n  \"warnings\": [");
+    if (R->deps_checked) {
+        size_t q, w = 0;
+        for (q = 1; q < R->deps.n; q++) {
+            if (!R->deps.d[q].stale) continue;
+            ko_printf(o, "%s{\"kind\": \"stale-dependency\", \"path\": ", w++ ? ", " : "");
+            ko_json_cstr(o, R->deps.d[q].path);
+            ko_puts(o, "}");
+        }
+    }
+    ko_puts(o, "]");
     ko_puts(o, ",\n  \"verdict\": {\"code\": "); ko_json_cstr(o, R->verdict_code);
     ko_puts(o, ", \"text\": "); ko_json_cstr(o, R->verdict);
-    ko_printf(o, ", \"overloads\": %zu, \"usable\": %zu, \"cpu_unknown\": %zu, \"data_missing\": %zu, \"signatures\": %zu, "
-                 "\"signatures_covered\": %zu}\n}\n",
-              ix->nov, R->n_usable, R->n_unknown, R->n_missing, R->n_sigs, R->n_sigs_covered);
+    ko_printf(o, ", \"overloads\": %zu, \"usable\": %zu, \"cpu_unknown\": %zu, \"data_missing\": %zu, \"data_broken\": %zu, "
+                 "\"signatures\": %zu, \"signatures_covered\": %zu, \"stale_dependencies\": %zu}\n}\n",
+              ix->nov, R->n_usable, R->n_unknown, R->n_missing, R->n_bad, R->n_sigs, R->n_sigs_covered, R->deps.nstale);
 }
 
 /* The raw symbolic trees of both pickles (--dump). */
@@ -2663,6 +3890,7 @@ static void report_dump(ki_out *o, nb_index *ix)
 {
     ko_puts(o, "version pickle: ");
     pk_repr(o, ix->version, 0);
+    if (!ix->stamp) { ko_printf(o, "\nbody pickle:    does not decode: %s\n", ix->body_err); return; }
     ko_puts(o, "\nbody pickle:    (");
     pk_repr(o, ix->stamp, 0);
     ko_puts(o, ", ");
@@ -2670,6 +3898,7 @@ static void report_dump(ki_out *o, nb_index *ix)
     ko_puts(o, ")\n");
 }
 
+/* ---------------------------------------------------------------------------------------- */
 /* ---------------------------------------------------------------------------------------- */
 /* Entry points.                                                                             */
 
@@ -2687,9 +3916,340 @@ static KI_MAYBE_UNUSED int ki_numba_report(const unsigned char *buf, size_t len,
     if (op->dump) report_dump(o, &ix);
     if (op->json) report_json(o, &ix, R, op);
     else report_text(o, &ix, R, op);
+    nb_report_free(R);
     free(R);
     nb_index_free(&ix);
     return 0;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* --host: this machine's CPU as each LLVM, and so each numba release, names it.             */
+
+static KI_MAYBE_UNUSED void ki_host_report(const ki_opts *op, ki_out *o)
+{
+    char stable[128], name[128];
+    static char feat[KCACHE__HOST_FEATURES_MAX];
+    unsigned v;
+    size_t k;
+    int r;
+    kcache__host_cpu_name(stable, sizeof stable);
+    kcache__host_cpu_features(feat, sizeof feat);
+    r = kcache__host_cpu_name_llvm(KCACHE__LLVM_NEWEST, name, sizeof name);
+    if (op->json) {
+        ko_puts(o, "{\n  \"cpu\": "); ko_json_cstr(o, stable);
+        ko_puts(o, ",\n  \"features\": "); ko_json_cstr(o, feat);
+        ko_printf(o, ",\n  \"names_per_llvm\": %s", r == 2 ? "false" : "true");
+        ko_puts(o, ",\n  \"llvm\": {");
+        for (v = KCACHE__LLVM_OLDEST; v <= KCACHE__LLVM_NEWEST; v++) {
+            kcache__host_cpu_name_llvm(v, name, sizeof name);
+            ko_printf(o, "%s\"%u\": ", v == KCACHE__LLVM_OLDEST ? "" : ", ", v);
+            ko_json_cstr(o, name);
+        }
+        ko_puts(o, "},\n  \"numba\": [");
+        for (k = 0; k < sizeof ki_numba_llvms / sizeof ki_numba_llvms[0]; k++) {
+            const ki_numba_llvm *e = &ki_numba_llvms[k];
+            int q;
+            ko_printf(o, "%s\n    {\"numba\": [\"0.%d\", \"0.%d\"], \"llvm\": [", k ? "," : "", e->lo, e->hi);
+            for (q = 0; q < 2 && e->llvm[q]; q++) ko_printf(o, "%s%d", q ? ", " : "", e->llvm[q]);
+            ko_puts(o, "], \"names\": [");
+            for (q = 0; q < 2 && e->llvm[q]; q++) {
+                kcache__host_cpu_name_llvm(e->llvm[q], name, sizeof name);
+                if (q) ko_puts(o, ", ");
+                ko_json_cstr(o, name);
+            }
+            ko_puts(o, "], \"other_build\": "); ko_json_cstr(o, e->other);
+            ko_puts(o, "}");
+        }
+        ko_puts(o, "\n  ]\n}\n");
+        return;
+    }
+    ko_printf(o, "host CPU   %s (kcache's name: LLVM %d's)\n", stable, KCACHE__LLVM_NEWEST);
+    {
+        size_t en = 0, nf;
+        pk_node tmpn;
+        memset(&tmpn, 0, sizeof tmpn);
+        tmpn.s = (const unsigned char *)feat;
+        tmpn.n = strlen(feat);
+        nf = feat_count(&tmpn, &en);
+        ko_printf(o, "features   %zu listed, %zu enabled (as kcache names them; numba's LLVM lists its own set):\n  %s\n", nf, en, feat);
+    }
+    if (r == 2) ko_puts(o, "per LLVM   not tracked on this platform: every LLVM is taken to name it as above\n");
+    else {
+        char prev[128] = "";
+        ko_puts(o, "per LLVM  ");
+        for (v = KCACHE__LLVM_OLDEST; v <= KCACHE__LLVM_NEWEST; v++) {
+            kcache__host_cpu_name_llvm(v, name, sizeof name);
+            if (strcmp(name, prev) != 0) ko_printf(o, "%s %u+ %s", prev[0] ? "," : "", v, name);
+            ki_fmt(prev, sizeof prev, "%s", name);
+        }
+        ko_putc(o, '\n');
+    }
+    ko_puts(o, "numba's    (numba -> its LLVM -> what that LLVM calls this CPU)\n");
+    for (k = 0; k < sizeof ki_numba_llvms / sizeof ki_numba_llvms[0]; k++) {
+        const ki_numba_llvm *e = &ki_numba_llvms[k];
+        char n0[128], n1[128] = "";
+        kcache__host_cpu_name_llvm(e->llvm[0], n0, sizeof n0);
+        if (e->llvm[1]) kcache__host_cpu_name_llvm(e->llvm[1], n1, sizeof n1);
+        char label[32];
+        if (e->lo == e->hi) ki_fmt(label, sizeof label, "0.%d", e->lo);
+        else ki_fmt(label, sizeof label, "0.%d-0.%d", e->lo, e->hi);
+        ko_printf(o, "  %-10s LLVM %-2d %s", label, e->llvm[0], n0);
+        if (e->llvm[1]) ko_printf(o, "; LLVM %d (%s) %s", e->llvm[1], e->other, n1);
+        ko_putc(o, '\n');
+    }
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* --prune PATH...: removes the index and data files numba would crash on or can never use    */
+/* again, so the next run recompiles cleanly.  A dry run unless --yes.  Only inside a          */
+/* __pycache__, a PARENTDIR_SHA1 cache subdirectory (NUMBA_CACHE_DIR, the user-wide cache) or  */
+/* IPython's numba_cache; only regular files named as numba names them; nothing else, ever.   */
+
+typedef struct pr_ctx {
+    const ki_opts *op;
+    ki_out *o;
+    size_t n_files, n_done, n_failed, n_indexes, n_left;
+    int depth;
+} pr_ctx;
+
+static int pr_is_cache_dir(const char *dir)
+{
+    char parent[1024], hash[41];
+    const char *b = path_base(dir);
+    return dir_layout(b, parent, sizeof parent, hash) != LAYOUT_OTHER || strcmp(b, "numba_cache") == 0;
+}
+
+/* One file to remove: said, and removed with --yes (unlinkat on the directory's descriptor,
+ * after checking the name is a regular file there, not a link). */
+static void pr_remove(pr_ctx *C, int dfd, const char *dir, const char *name, const char *why)
+{
+    struct stat st;
+    int done = 0;
+    char err[200] = "";
+    if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode)) return;
+    C->n_files++;
+    if (C->op->prune_yes) {
+        if (unlinkat(dfd, name, 0) == 0) { done = 1; C->n_done++; }
+        else { ki_fmt(err, sizeof err, "%s", strerror(errno)); C->n_failed++; }
+    }
+    if (C->op->json) {
+        ko_printf(C->o, "%s\n    {\"path\": ", C->n_files > 1 ? "," : "");
+        {
+            char p[8192];
+            ki_fmt(p, sizeof p, "%s/%s", dir, name);
+            ko_json_cstr(C->o, p);
+        }
+        ko_puts(C->o, ", \"reason\": "); ko_json_cstr(C->o, why);
+        ko_printf(C->o, ", \"removed\": %s", done ? "true" : "false");
+        ko_puts(C->o, ", \"error\": "); ko_json_cstr(C->o, err[0] ? err : NULL);
+        ko_puts(C->o, "}");
+    } else {
+        ko_printf(C->o, "%s %s/%s\n           %s%s%s\n", C->op->prune_yes ? (done ? "removed   " : "FAILED    ") : "would remove", dir,
+                  name, why, err[0] ? ": " : "", err);
+    }
+}
+
+static int pr_name_cmp(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+/* BASE.N.nbc -> BASE (into base), 1; else 0. */
+static int pr_nbc_base(const char *name, char *base, size_t cap)
+{
+    size_t n = strlen(name), i;
+    if (n < 5 || strcmp(name + n - 4, ".nbc") != 0) return 0;
+    i = n - 4;
+    while (i > 0 && name[i - 1] >= '0' && name[i - 1] <= '9') i--;
+    if (i == n - 4 || i < 2 || name[i - 1] != '.' || i - 1 >= cap) return 0;
+    memcpy(base, name, i - 1);
+    base[i - 1] = 0;
+    return 1;
+}
+
+/* Assesses every index of one cache directory (only, when it is set, the one named only) and
+ * removes what numba would crash on or never use: an index that raises, is stale or of another
+ * numba version (--numba-version), or (--other-cpu) holds nothing for this CPU, with its data
+ * files; a data file that raises; a data file no index lists. */
+static void pr_dir(pr_ctx *C, const char *dir, const char *only)
+{
+    DIR *d;
+    struct dirent *de;
+    char **names = NULL;
+    size_t n = 0, cap = 0, k, j;
+    int dfd;
+    unsigned char *kept;
+    dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (dfd < 0) return;
+    d = fdopendir(dfd);
+    if (!d) { close(dfd); return; }
+    while ((de = readdir(d)) != NULL && n < 200000) {
+        size_t l = strlen(de->d_name);
+        if (!(ends_with(de->d_name, ".nbi") || ends_with(de->d_name, ".nbc"))) continue;
+        if (n == cap) {
+            char **nn = (char **)realloc(names, (cap = cap ? cap * 2 : 64) * sizeof *names);
+            if (!nn) break;
+            names = nn;
+        }
+        names[n] = (char *)malloc(l + 1);
+        if (!names[n]) break;
+        memcpy(names[n++], de->d_name, l + 1);
+    }
+    qsort(names, n, sizeof *names, pr_name_cmp);
+    kept = (unsigned char *)calloc(n ? n : 1, 1);    /* 1: a live index lists this .nbc */
+    for (k = 0; k < n && kept; k++) {
+        char path[8192], base[4096], err[600];
+        unsigned char *buf;
+        size_t len = 0;
+        nb_index ix;
+        nb_report *R;
+        const char *why = NULL;
+        char whybuf[1600];
+        int all = 0;
+        if (!ends_with(names[k], ".nbi")) continue;
+        if (only && strcmp(only, names[k]) != 0) {
+            /* not the one asked about: its data files are not orphans */
+            ki_fmt(base, sizeof base, "%.*s", (int)(strlen(names[k]) - 4), names[k]);
+            for (j = 0; j < n; j++) { char b2[4096]; if (pr_nbc_base(names[j], b2, sizeof b2) && strcmp(b2, base) == 0) kept[j] = 1; }
+            continue;
+        }
+        C->n_indexes++;
+        ki_fmt(path, sizeof path, "%s/%s", dir, names[k]);
+        ki_fmt(base, sizeof base, "%.*s", (int)(strlen(names[k]) - 4), names[k]);
+        buf = slurp(path, KI_MAX_FILE, &len);
+        if (!buf) continue;
+        if (nb_decode(buf, len, &ix, err, sizeof err) != 0) {
+            /* the version pickle does not decode: numba's pickle.load raises on it */
+            ki_fmt(whybuf, sizeof whybuf, "numba raises reading it: %s", err);
+            why = whybuf;
+            all = 1;
+        } else if ((R = (nb_report *)malloc(sizeof *R)) != NULL) {
+            nb_assess(&ix, path, C->op, R);
+            if (strcmp(R->verdict_code, "raises") == 0 && ix.body_err[0]) { ki_fmt(whybuf, sizeof whybuf, "%s", R->verdict); why = whybuf; all = 1; }
+            else if (strcmp(R->verdict_code, "stale") == 0 || strcmp(R->verdict_code, "version-mismatch") == 0) {
+                ki_fmt(whybuf, sizeof whybuf, "%s", R->verdict); why = whybuf; all = 1;
+            } else if (C->op->prune_other_cpu && strcmp(R->verdict_code, "cpu-mismatch") == 0 && !R->n_match) {
+                ki_fmt(whybuf, sizeof whybuf, "--other-cpu: %s", R->verdict); why = whybuf; all = 1;
+            }
+            if (!all) {
+                /* a live index: its listed data files stay, unless they raise or (--other-cpu) are another CPU's */
+                for (j = 0; j < ix.nov; j++) {
+                    nb_overload *ov = &ix.ov[j];
+                    size_t q;
+                    const char *dwhy = NULL;
+                    char dbuf[600];
+                    if (!ov->data || !ov->data_name_ok) continue;
+                    if (ov->data_bad) { ki_fmt(dbuf, sizeof dbuf, "numba raises loading it: %s", ov->data_err ? ov->data_err : "?"); dwhy = dbuf; }
+                    else if (C->op->prune_other_cpu && ov->cpu_match == 0 && ov->shape_ok) {
+                        ki_fmt(dbuf, sizeof dbuf, "--other-cpu: overload [%zu] is for CPU %.*s", j + 1, (int)(ov->cpu->n < 60 ? ov->cpu->n : 60),
+                               (const char *)ov->cpu->s);
+                        dwhy = dbuf;
+                    }
+                    for (q = 0; q < n; q++) {
+                        if (strlen(names[q]) != ov->data->n || memcmp(names[q], ov->data->s, ov->data->n) != 0) continue;
+                        if (dwhy) pr_remove(C, dfd, dir, names[q], dwhy);
+                        else kept[q] = 1;
+                    }
+                }
+            }
+            nb_report_free(R);
+            free(R);
+        }
+        nb_index_free(&ix);
+        free(buf);
+        if (all) {
+            pr_remove(C, dfd, dir, names[k], why);
+            for (j = 0; j < n; j++) {
+                char b2[4096];
+                if (pr_nbc_base(names[j], b2, sizeof b2) && strcmp(b2, base) == 0) {
+                    pr_remove(C, dfd, dir, names[j], "the data of that index");
+                    kept[j] = 2;
+                }
+            }
+        } else {
+            C->n_left++;
+            for (j = 0; j < n; j++) {   /* what it does not list is an orphan (below) */
+                char b2[4096];
+                if (pr_nbc_base(names[j], b2, sizeof b2) && strcmp(b2, base) == 0 && !kept[j]) kept[j] = 3;
+            }
+        }
+    }
+    /* data files no live index lists: numba never reads them (it numbers new ones past them) */
+    for (k = 0; k < n && kept; k++) {
+        char b2[4096], ix_name[4200];
+        if (!ends_with(names[k], ".nbc") || kept[k] == 1 || kept[k] == 2) continue;
+        if (!pr_nbc_base(names[k], b2, sizeof b2)) continue;
+        if (only && !(strlen(only) == strlen(b2) + 4 && strncmp(only, b2, strlen(b2)) == 0)) continue;
+        ki_fmt(ix_name, sizeof ix_name, "%s.nbi", b2);
+        pr_remove(C, dfd, dir, names[k], kept[k] == 3 ? "its index does not list it: numba never reads it" :
+                                          "no index of that name: numba never reads it");
+    }
+    for (k = 0; k < n; k++) free(names[k]);
+    free(names);
+    free(kept);
+    closedir(d);
+}
+
+static void pr_path(pr_ctx *C, const char *path)
+{
+    struct stat st;
+    char abs[4096], dir[4096];
+    if (ki_abspath(path, abs, sizeof abs) != 0 || lstat(abs, &st) != 0) {
+        if (C->op->json) return;
+        ko_printf(C->o, "left alone %s: %s\n", path, strerror(errno ? errno : ENOENT));
+        return;
+    }
+    if (S_ISDIR(st.st_mode)) {
+        DIR *d;
+        struct dirent *de;
+        if (pr_is_cache_dir(abs)) { pr_dir(C, abs, NULL); return; }
+        if (C->depth >= 32) return;
+        d = opendir(abs);
+        if (!d) return;
+        C->depth++;
+        while ((de = readdir(d)) != NULL) {
+            char sub[8192];
+            struct stat s2;
+            if (de->d_name[0] == '.' && (!de->d_name[1] || (de->d_name[1] == '.' && !de->d_name[2]))) continue;
+            ki_fmt(sub, sizeof sub, "%s/%s", abs, de->d_name);
+            if (lstat(sub, &s2) == 0 && S_ISDIR(s2.st_mode)) pr_path(C, sub);   /* never through a link */
+        }
+        C->depth--;
+        closedir(d);
+        return;
+    }
+    path_dirname(abs, dir, sizeof dir);
+    if (!S_ISREG(st.st_mode) || !(ends_with(abs, ".nbi") || ends_with(abs, ".nbc")) || !pr_is_cache_dir(dir)) {
+        if (!C->op->json)
+            ko_printf(C->o, "left alone %s: only .nbi and .nbc files in a __pycache__ or a numba cache directory are pruned\n", abs);
+        return;
+    }
+    if (ends_with(abs, ".nbi")) pr_dir(C, dir, path_base(abs));
+    else {
+        char b2[4096], ix_name[4200];
+        if (!pr_nbc_base(path_base(abs), b2, sizeof b2)) return;
+        ki_fmt(ix_name, sizeof ix_name, "%s.nbi", b2);
+        pr_dir(C, dir, ix_name);
+    }
+}
+
+static KI_MAYBE_UNUSED int ki_prune(const char *const *paths, int npaths, const ki_opts *op, ki_out *o)
+{
+    pr_ctx C;
+    ki_opts op2 = *op;
+    int i;
+    op2.no_imports = 1;
+    memset(&C, 0, sizeof C);
+    C.op = &op2;
+    C.o = o;
+    if (op->json) ko_printf(o, "{\n  \"mode\": \"%s\",\n  \"files\": [", op->prune_yes ? "remove" : "dry-run");
+    for (i = 0; i < npaths; i++) pr_path(&C, paths[i]);
+    if (op->json) {
+        ko_printf(o, "%s],\n  \"indexes_checked\": %zu, \"indexes_kept\": %zu, \"listed\": %zu, \"removed\": %zu, \"failed\": %zu\n}\n",
+                  C.n_files ? "\n  " : "", C.n_indexes, C.n_left, C.n_files, C.n_done, C.n_failed);
+    } else {
+        ko_printf(o, "%zu index%s checked, %zu kept; %zu file%s %s%s\n", C.n_indexes, C.n_indexes == 1 ? "" : "es", C.n_left, C.n_files,
+                  C.n_files == 1 ? "" : "s", op->prune_yes ? "removed" : "would be removed (a dry run: --yes removes them)",
+                  C.n_failed ? ", some FAILED" : "");
+    }
+    return C.n_failed ? 2 : 0;
 }
 
 /* ======================================================================================== */
@@ -4943,23 +6503,29 @@ static void usage(FILE *f)
           "  --features STR       numba: this machine's CPU features, \"+a,-b,...\"\n"
           "                       (default: NUMBA_CPU_FEATURES, else detected)\n"
           "  --triple TRIPLE      numba: also require this target triple\n"
-          "  --numba-version VER  numba: the numba that will run (an index of another version is ignored)\n"
+          "  --numba-version VER  numba: the numba that will run (an index of another version is ignored;\n"
+          "                       default: the index's version); also picks the LLVM that names the CPU\n"
+          "  --llvm-version N     numba: that numba's LLVM major version, where builds differ (Debian's\n"
+          "                       numba 0.56 uses LLVM 14, PyPI's 11)\n"
+          "  --path DIR           numba: also look up imported modules under DIR (repeatable), for the\n"
+          "                       warning that numba reuses code compiled against an older module\n"
+          "  --host               this machine's CPU: its name, and what each LLVM and numba calls it\n"
+          "  --prune PATH...      numba: remove the index and data files numba would raise on or never\n"
+          "                       use again (stale, another --numba-version, unlisted data), only inside\n"
+          "                       __pycache__ or a numba cache directory; a dry run unless --yes\n"
+          "  --yes                --prune: remove, not only list\n"
+          "  --other-cpu          --prune: also what is compiled for another CPU than this one\n"
           "  --numba              read FILE as a numba index whatever its name\n"
           "  --dump               numba: also print the decoded pickles\n"
           "  -h, --help           this text\n"
           "exit status: 0 when the file or store decodes (whatever the verdict), 2 otherwise\n", f);
 }
 
-static int ends_with(const char *s, const char *suffix)
-{
-    size_t n = strlen(s), m = strlen(suffix);
-    return n > m && strcmp(s + n - m, suffix) == 0;
-}
-
 int main(int argc, char **argv)
 {
     ki_opts op;
-    int i, rc, dashdash = 0;
+    int i, rc, dashdash = 0, nprune = 0;
+    const char **prune = (const char **)argv + 1;   /* the positional arguments, gathered in argv's own slots */
     struct stat st;
     unsigned char *buf;
     size_t len = 0;
@@ -4971,9 +6537,7 @@ int main(int argc, char **argv)
         const char *a = argv[i];
         const char **slot = NULL;
         if (dashdash || a[0] != '-' || !a[1]) {
-            if (!op.path) op.path = a;
-            else if (!op.unit) op.unit = a;
-            else { fprintf(stderr, "kcache-inspect: one FILE or DIR only, or DIR and UNIT (got a third: '%s')\n", a); return 2; }
+            prune[nprune++] = a;   /* FILE|DIR [UNIT], or --prune's PATHs */
             continue;
         }
         if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) { usage(stdout); return 0; }
@@ -4987,12 +6551,52 @@ int main(int argc, char **argv)
         else if (strcmp(a, "--features") == 0) slot = &op.features;
         else if (strcmp(a, "--triple") == 0) slot = &op.triple;
         else if (strcmp(a, "--numba-version") == 0) slot = &op.numba_version;
+        else if (strcmp(a, "--host") == 0) op.host = 1;
+        else if (strcmp(a, "--prune") == 0) op.prune = 1;
+        else if (strcmp(a, "--yes") == 0) op.prune_yes = 1;
+        else if (strcmp(a, "--other-cpu") == 0) op.prune_other_cpu = 1;
+        else if (strcmp(a, "--llvm-version") == 0 || strcmp(a, "--path") == 0) {
+            char *end;
+            long v;
+            if (i + 1 >= argc) { fprintf(stderr, "kcache-inspect: %s needs a value\n", a); return 2; }
+            if (a[2] == 'p') {
+                if (op.npaths == (int)(sizeof op.paths / sizeof op.paths[0])) { fprintf(stderr, "kcache-inspect: at most 16 --path\n"); return 2; }
+                op.paths[op.npaths++] = argv[++i];
+                continue;
+            }
+            v = strtol(argv[++i], &end, 10);
+            if (*end || v < 1 || v > 1000) { fprintf(stderr, "kcache-inspect: --llvm-version '%s' is not an LLVM major version\n", argv[i]); return 2; }
+            op.llvm_version = (int)v;
+            continue;
+        }
         else if (strcmp(a, "--") == 0) dashdash = 1;
         else { fprintf(stderr, "kcache-inspect: unknown option '%s' (try --help)\n", a); return 2; }
         if (slot) {
             if (i + 1 >= argc) { fprintf(stderr, "kcache-inspect: %s needs a value\n", a); return 2; }
             *slot = argv[++i];
         }
+    }
+    if (op.host) {
+        memset(&o, 0, sizeof o);
+        ki_host_report(&op, &o);
+        fwrite(o.buf ? o.buf : "", 1, o.len, stdout);
+        ko_free(&o);
+        return fflush(stdout) != 0 ? 2 : 0;
+    }
+    if (nprune > 2 && !op.prune) {
+        fprintf(stderr, "kcache-inspect: one FILE or DIR only, or DIR and UNIT (got a third: '%s')\n", prune[2]);
+        return 2;
+    }
+    op.path = nprune > 0 ? prune[0] : NULL;
+    op.unit = nprune > 1 ? prune[1] : NULL;
+    if ((op.prune_yes || op.prune_other_cpu) && !op.prune) { fprintf(stderr, "kcache-inspect: --yes and --other-cpu go with --prune\n"); return 2; }
+    if (op.prune) {
+        if (!nprune) { fprintf(stderr, "kcache-inspect: --prune needs a PATH (a cache directory, a tree, or .nbi/.nbc files)\n"); return 2; }
+        memset(&o, 0, sizeof o);
+        rc = ki_prune(prune, nprune, &op, &o);
+        fwrite(o.buf ? o.buf : "", 1, o.len, stdout);
+        ko_free(&o);
+        return fflush(stdout) != 0 ? 2 : rc;
     }
     if (!op.path) { usage(stderr); return 2; }
     /* how dependency stamps are judged: as the program using the store judges them */
