@@ -75,7 +75,10 @@ $(B)/asan/torture: tests/torture.c kcache.h | $(B)/asan
 torture: $(B)/torture
 	@bash scripts/torture.sh $(TORTURE_TIME) $(B)/torture
 
-TEST_BINS := $(addprefix $(B)/,$(CTESTS)) $(addprefix $(B)/asan/,$(CTESTS))
+# another local user against a store (issue 16): run by tests/test_attack.sh, which makes (useradd)
+# and removes the second user when root
+ATTACK := $(B)/test_attack $(B)/asan/test_attack
+TEST_BINS := $(addprefix $(B)/,$(CTESTS)) $(addprefix $(B)/asan/,$(CTESTS)) $(ATTACK)
 
 check-deps:
 	@bash scripts/deps.sh
@@ -104,6 +107,8 @@ test: check-deps
 	  opencl=$(B)/test_opencl asan/opencl=$(B)/asan/test_opencl \
 	  demo="tests/test_demo_opencl.sh $(B)/opencl_demo" \
 	  faults=$(FAULTS) \
+	  attack="bash tests/test_attack.sh $(B)/test_attack" \
+	  asan/attack="bash tests/test_attack.sh $(B)/asan/test_attack" \
 	  torture="bash scripts/torture.sh $(TORTURE_SHORT) $(B)/torture"
 
 # ---- other platforms: the suite under qemu-user (aarch64, s390x big-endian), and stores written on

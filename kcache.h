@@ -6085,8 +6085,15 @@ static int kcache__walk(kcache__store *st, const char *path, int create, kcache_
             }
             /* a symlink (or not a directory at all): the link's own owner, then its target */
             if (kcache__io_statat(fd, comp, &l) != 0 || (n = kcache__io_readlink(fd, comp, target, 4096)) < 0) {
-                e = errno == EINVAL ? ENOTDIR : errno;
-                if (e == ENOENT && tries++ < 3) continue; /* gone meanwhile: look again */
+                e = errno;
+                if ((e == ENOENT || e == EINVAL) && tries++ < 8) continue; /* changed meanwhile: look again */
+                if (e == EINVAL && !kcache__trusted(st, &l)) { /* still someone else's, whatever it is: refused */
+                    e = EPERM;
+                    kcache__say(why, cap, "%s/%s is owned by another user%s; refusing the store %s (memory only)", cur, comp,
+                                l.kind == KCACHE__KIND_DIR ? "" : " and not a directory", path);
+                    goto fail;
+                }
+                if (e == EINVAL) e = ENOTDIR; /* not a symlink: a FIFO, a file... */
                 kcache__say(why, cap, "cannot open %s/%s: %s", cur, comp, strerror(e));
                 goto fail;
             }
@@ -6432,7 +6439,10 @@ static kcache_status kcache__store_open(kcache__store **out, const char *dir, co
     if (st->readonly) {
         /* hits without a lock, a use table or a stats file: nothing is written */
         char was[300];
-        snprintf(was, sizeof was, "%s", why);
+        size_t n = why ? strlen(why) : 0;
+        if (n >= sizeof was) n = sizeof was - 1;
+        if (n) memcpy(was, why, n);
+        was[n] = 0;
         kcache__say(why, why_cap, "the store %s is read-only (%s): hits are served, puts stay in memory", dir,
                     was[0] ? was : s.uid != st->uid ? "root's, read by another user" : "not writable");
         *out = st;
