@@ -37,7 +37,8 @@
                            Windows %LocalAppData%\kcache; none resolvable -> memory only
        KCACHE_MAX_SIZE     store limit in bytes, suffixes K/M/G (powers of 1024); 0 = no limit; default 1G
        KCACHE_MEM_ENTRIES  memory LRU capacity in entries; default 1024
-       KCACHE_MEM_SIZE     memory LRU capacity in bytes, suffixes K/M/G; 0 = no limit; default 256M
+       KCACHE_MEM_SIZE     memory LRU capacity in bytes, suffixes K/M/G; 0 = no limit; default 256M; each
+                           entry counts what it holds: payload, key record and about 300 bytes more
        KCACHE_ENABLE       0: every get misses, put does nothing; default 1
        KCACHE_PERSISTENT   0: memory only; default 1
        KCACHE_DEBUG        1: one line to stderr per hit, miss (with its reason), put, eviction, reject
@@ -259,7 +260,8 @@ typedef struct kcache_config {
     int enable;               /* 0: every get misses, every put is dropped                        */
     int persistent;           /* 0: memory only                                                   */
     int debug;                /* 1: a line per hit, miss, put, eviction and reject                */
-    uint64_t mem_size;        /* memory LRU capacity in bytes; 0: no byte limit                   */
+    uint64_t mem_size;        /* memory LRU capacity in bytes (each entry's payload, key and
+                                 bookkeeping); 0: no byte limit                                     */
     int trace;                /* 1: keep every key's fields so misses can be explained later      */
     int fsync;                /* 1: fsync each entry before renaming it into place                */
     int write_policy;         /* KCACHE_WRITE_THROUGH or KCACHE_WRITE_EVICT                       */
@@ -484,7 +486,8 @@ typedef struct kcache_stats {
     uint64_t misses_by_reason[KCACHE_REASON_COUNT];
     uint64_t bytes_read;    /* payload bytes handed out by hits                                   */
     uint64_t bytes_written; /* payload bytes stored by puts                                       */
-    uint64_t mem_entries, mem_bytes, mem_evictions; /* the memory LRU                           */
+    uint64_t mem_entries, mem_bytes, mem_evictions; /* the memory LRU; mem_bytes: the memory its entries
+                                                       hold (payloads, keys, bookkeeping) */
     uint64_t disk_entries, disk_bytes;              /* the store, as accounted (0 if none)       */
     uint64_t builds, build_waits, store_errors;
 } kcache_stats;
@@ -4204,6 +4207,7 @@ typedef struct kcache__node {
     kcache__blob *blob;
     unsigned char *rec;              /* the key record (stored right after the node) */
     size_t rec_len;
+    size_t mem;                      /* the memory it holds (node, record, blob): what KCACHE_MEM_SIZE counts */
     int64_t touched_ns;              /* when the store's use record was last written for it */
     uint32_t hits;                   /* memory hits; every 64th looks at the clock (see kcache_get) */
     int dirty;                       /* KCACHE_WRITE_EVICT: not yet in the store */
@@ -4213,7 +4217,7 @@ typedef struct kcache__lru {
     kcache__node **buckets;
     size_t mask;                     /* buckets - 1, a power of two minus one */
     kcache__node head;               /* sentinel: head.next is the most recent */
-    uint64_t count, bytes;
+    uint64_t count, bytes;           /* bytes: the memory the nodes hold, not only their payloads */
 } kcache__lru;
 
 static kcache_status kcache__lru_init(kcache__lru *l, uint32_t entries) {
@@ -4256,7 +4260,7 @@ static void kcache__lru_detach(kcache__lru *l, kcache__node *n) {
     if (*p == n) *p = n->hnext;
     kcache__lru_unlink_list(n);
     l->count--;
-    l->bytes -= n->blob->size;
+    l->bytes -= n->mem;
 }
 /* Inserts a node that is not in the table (the caller detached any previous one). */
 static void kcache__lru_insert(kcache__lru *l, kcache__node *n) {
@@ -4265,7 +4269,7 @@ static void kcache__lru_insert(kcache__lru *l, kcache__node *n) {
     *p = n;
     kcache__lru_push_front(l, n);
     l->count++;
-    l->bytes += n->blob->size;
+    l->bytes += n->mem;
 }
 static void kcache__node_free(kcache__node *n) {
     if (!n) return;
@@ -7498,6 +7502,10 @@ static kcache__node *kcache__node_new(const kcache_key *k, kcache__blob *b) {
     n->digest = k->digest;
     n->unit_hash = kcache_hash(k->unit, strlen(k->unit)).lo;
     n->blob = b;
+    /* what the allocations hold: the node and its record, the blob's header, alignment slack and
+       bytes up to the payload's end (an entry read from disk keeps its header before the payload) */
+    n->mem = sizeof *n + rec_len + KCACHE__BLOB_HDR + KCACHE__PAYLOAD_ALIGN - 1 +
+             (size_t)(b->data + b->size - kcache__blob_bytes(b));
     return n;
 }
 
