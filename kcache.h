@@ -50,6 +50,8 @@
        KCACHE_STAMP        mtime | content | hybrid (default): how kcache_key_file dependencies are checked
        KCACHE_STATS        0: do not publish counters and events in DIR/stats (kcache-top does not
                            see this process); default 1
+       KCACHE_SHARED_GROUP a group whose members share the store (see SECURITY); default: none, the
+                           store is its user's alone
 
    ON DISK (KCACHE_DIR)
        config.file         format version, accounted size and entry count (checksummed), a log of
@@ -70,6 +72,31 @@
        Every integer is little-endian: a store written on any platform is read on any other.
        Readers take no lock. Writers write a temp file, then take the lock only to rename, account,
        evict and log. A process forked after kcache_open takes its own lock description.
+       Directories kcache makes are 0700 and its files 0600 (02770 / 0660 in a shared store): lock,
+       config.file and stats exactly, whatever the umask (which can only take bits away).
+       The store stays under its limit with the temp files of writes in flight counted, and leaves
+       its filesystem 5 % free (at most 1 GiB): a put evicts to keep both, and a put that meets a
+       full disk evicts and tries once more.
+
+   SECURITY
+       Another local user has no effect on a store but a refused store or a miss; the same user is
+       trusted. The path is resolved from / one directory at a time (openat O_NOFOLLOW from the
+       directory before; openat2 RESOLVE_NO_SYMLINKS inside the store), each checked with fstat on
+       the descriptor then used: a symlink is followed only when root or the caller owns it; a
+       directory on the way must be root's or the caller's and writable by no one else unless
+       sticky; the store and each level in it (e/, its shards, i/, tmp/) must be the caller's and
+       writable by no one else (never a sticky world-writable one). One of kcache's own levels
+       whose mode alone is wrong is made 0700 again unless another user put something in it. Only a
+       kcache store is written (empty, kcache's names only, or its config.file); nothing but
+       kcache's own files is ever deleted or replaced (the temp sweep removes only regular files of
+       the caller's with the names kcache's writers make), and files of another user are never
+       read as kcache's. A store that fails a check is refused with a message naming the component
+       (kcache_explain, KCACHE_DEBUG) and the cache runs from memory. A store the caller can only
+       read (a read-only filesystem, a lock file it may not open, a site-wide store of root's made
+       readable) serves hits without a lock; puts stay in memory. KCACHE_SHARED_GROUP=name opts in
+       to a group's store: group-owned, setgid, 02770 / 0660, every member trusted. The same user
+       (or root) can do anything to a store, e.g. truncate config.file or stats, which every
+       process maps: their next hit dies of SIGBUS. kcache itself never shrinks either file.
 
    THREAD SAFETY
        Every call on one kcache is thread-safe. A kcache_key is a plain value: build it in one thread;
@@ -89,8 +116,8 @@
    LIMITS
        A key holds up to 65535 fields; names are printable and shorter than KCACHE_FIELD_NAME_MAX,
        units shorter than KCACHE_UNIT_MAX. A build function passed to kcache_get_or_build must
-       return (no longjmp or C++ exception out of it). config.file must not be truncated in place
-       by anything else while the store is in use (it is mapped). On Windows files have no owner
+       return (no longjmp or C++ exception out of it). config.file and stats must not be truncated in
+       place by anything else while the store is in use (they are mapped). On Windows files have no owner
        or mode bits kcache can read, so the store's owner/permission check is the directory's ACL's
        business; links and junctions inside the store are refused as symlinks are elsewhere.
 
@@ -7167,7 +7194,7 @@ struct kcache {
     char *dir;                   /* the store's directory (owned), NULL when memory only */
     kcache__store *store;
     kcache__pub pub;             /* this kcache's slot in DIR/stats (kcache-top); zeroed: not publishing */
-    char store_why[512];         /* why there is no store, when there is none */
+    char store_why[512];         /* why there is no store (store_refused), or why it is read-only */
     int store_refused;           /* a store was asked for and could not be used */
     kcache__lru lru;
     kcache__tomb tombs[KCACHE__TOMBS];
