@@ -5987,7 +5987,8 @@ static const char *kcache__level_problem(const kcache__store *st, const kcache__
         return NULL;
     }
     if (s->uid != st->uid && !(st->readonly && s->uid == 0)) return "owned by another user";
-    if (s->perm & 022) return (s->perm & 002) ? "writable by others" : "writable by group or others (set KCACHE_SHARED_GROUP to share a store)";
+    if (s->perm & 022)
+        return (s->perm & 002) ? "writable by group or others" : "writable by group or others (KCACHE_SHARED_GROUP shares a store with a group)";
     return NULL;
 }
 
@@ -6023,13 +6024,13 @@ static int kcache__group_private(uint32_t gid) {
     KCACHE_FREE(buf);
     return ok;
 }
-/* KCACHE_SHARED_GROUP: a group name or number. 0 when there is no such group. */
+/* KCACHE_SHARED_GROUP: a group's name, or its number (1 to 9 digits). 0 when there is no such group. */
 static int kcache__group_id(const char *name, uint32_t *gid) {
     struct group gr, *grp = NULL;
-    char *buf, *end;
-    unsigned long v = strtoul(name, &end, 10);
+    char *buf;
+    size_t digits = strspn(name, "0123456789");
     int ok;
-    if (end != name && *end == 0) { *gid = (uint32_t)v; return 1; }
+    if (digits && digits <= 9 && name[digits] == 0) { *gid = (uint32_t)strtoul(name, NULL, 10); return 1; }
     if ((buf = (char *)KCACHE_MALLOC(16384)) == NULL) return 0;
     ok = getgrnam_r(name, &gr, buf, 16384, &grp) == 0 && grp;
     if (ok) *gid = (uint32_t)gr.gr_gid;
