@@ -1574,7 +1574,18 @@ typedef struct {
 static kcache__dir *kcache__os_dir_open(int dirfd, const char *name) {
     kcache__dir *d;
     WCHAR *w;
-    int fd = kcache__os_openat(dirfd, name, KCACHE__RD | KCACHE__DIRECTORY);
+    int fd;
+    if (name[0] == '.' && name[1] == 0) { /* the directory itself: its handle again (a \\?\ path keeps "." as it is) */
+        HANDLE h = kcache__win_h(dirfd), dup;
+        if (h == INVALID_HANDLE_VALUE) return NULL;
+        if (!DuplicateHandle(GetCurrentProcess(), h, GetCurrentProcess(), &dup, 0, FALSE, DUPLICATE_SAME_ACCESS)) {
+            kcache__win_fail();
+            return NULL;
+        }
+        if ((fd = _open_osfhandle((intptr_t)dup, 0)) < 0) { CloseHandle(dup); errno = EMFILE; return NULL; }
+    } else {
+        fd = kcache__os_openat(dirfd, name, KCACHE__RD | KCACHE__DIRECTORY);
+    }
     if (fd < 0) return NULL;
     d = (kcache__dir *)KCACHE_MALLOC(sizeof *d);
     w = d ? kcache__win_at(fd, "*") : NULL;
@@ -1629,14 +1640,10 @@ static int kcache__os_pid_gone(uint32_t pid) {
 /* No uids: files report 0 and so does the process, so the store's owner check passes; the
    directory's ACL (inherited from %LocalAppData%, the user's own) is what protects it. */
 static uint32_t kcache__os_euid(void) { return 0; }
-/* Modes, groups and symlinks of the POSIX store checks have no Win32 counterpart here (ACLs). */
+/* Modes and groups of the POSIX store checks have no Win32 counterpart here (ACLs); the store's
+   path is not walked by hand (kcache__walk's Win32 form), so there is no readlink. */
 static int kcache__os_chmod(int fd, unsigned mode) { (void)fd; (void)mode; return 0; }
 static int kcache__os_chgrp(int fd, uint32_t gid) { (void)fd; (void)gid; return 0; }
-static ptrdiff_t kcache__os_readlink(int dirfd, const char *name, char *buf, size_t cap) {
-    (void)dirfd; (void)name; (void)buf; (void)cap;
-    errno = ENOSYS;
-    return -1;
-}
 /* Free bytes for this user (quotas included) and the volume's size. */
 static int kcache__os_space(int fd, uint64_t *avail, uint64_t *total) {
     HANDLE h = kcache__win_h(fd);
@@ -4415,7 +4422,7 @@ static uint64_t kcache__reserve(uint64_t fs_bytes) {
 /* How far writing `need` more bytes would take the filesystem under the reserve: 0 when it would
    not (or when the free space cannot be asked; the write itself then tells). */
 static uint64_t kcache__shortfall(kcache__store *st, uint64_t need) {
-    uint64_t avail, total, reserve;
+    uint64_t avail = 0, total = 0, reserve;
     if (kcache__io_space(st->dirfd, &avail, &total) != 0) return 0;
     reserve = kcache__reserve(total);
     return avail >= need + reserve ? 0 : need + reserve - avail;
