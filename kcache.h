@@ -4401,6 +4401,10 @@ typedef struct kcache__store {
     int shared;                /* a group's store: its members are trusted, files 0660, dirs 02770 */
     int gmode;                 /* KCACHE__GROUPRW in a shared store, else 0: or'ed into creating opens */
     int readonly;              /* hits only: no lock, no use table, no stats, nothing written */
+    uint64_t shard_ok[2][4];   /* shards of e/ and i/ checked in this process (kcache__shard_trusted) */
+    uint64_t shard_bad[2][4];  /* ... and refused */
+    char shard_why[300];       /* why the first refused shard was refused */
+    kcache__mutex shard_mutex; /* one check of a shard at a time (not st->mutex: held by updates) */
     kcache__mutex mutex;       /* fcntl-style locks do not exclude threads of one process */
 } kcache__store;
 
@@ -4426,6 +4430,21 @@ static uint64_t kcache__shortfall(kcache__store *st, uint64_t need) {
     if (kcache__io_space(st->dirfd, &avail, &total) != 0) return 0;
     reserve = kcache__reserve(total);
     return avail >= need + reserve ? 0 : need + reserve - avail;
+}
+
+/* Whether the shard of rel ("e/XX/..." or "i/XX/...") may be used. Shards are checked as the other
+   levels are (kcache__level_problem), each once per process, the first time it is used (one
+   fstatat; checking all 512 at every open would cost a millisecond): a hit pays one load and a
+   bit test. 0: refused, never read, written or cleaned in (st->shard_why says why). */
+static int kcache__shard_check(kcache__store *st, const char *rel, int which, int b);
+static int kcache__shard_trusted(kcache__store *st, const char *rel) {
+    int which = rel[0] == 'i', hi = rel[2], lo = rel[3], b;
+    hi = hi >= '0' && hi <= '9' ? hi - '0' : hi >= 'a' && hi <= 'f' ? hi - 'a' + 10 : -1;
+    lo = lo >= '0' && lo <= '9' ? lo - '0' : lo >= 'a' && lo <= 'f' ? lo - 'a' + 10 : -1;
+    if (hi < 0 || lo < 0) return 1; /* not a shard's name: the callers' own checks apply */
+    b = hi << 4 | lo;
+    if (KCACHE__LIKELY(__atomic_load_n(&st->shard_ok[which][b >> 6], __ATOMIC_RELAXED) & ((uint64_t)1 << (b & 63)))) return 1;
+    return kcache__shard_check(st, rel, which, b);
 }
 
 /* A directory kcache made in a shared store: the group's, setgid, 02770 (mkdir made it 0700). */
@@ -4562,6 +4581,7 @@ static int kcache__clear_name(kcache__store *st, int dirfd, const char *name) {
 static int kcache__unlink_entry(kcache__store *st, const char rel[48]) {
     char shard[8];
     int fd, rc;
+    if (!kcache__shard_trusted(st, rel)) return -1; /* nothing is removed from a refused shard */
     memcpy(shard, rel, 4);
     shard[4] = 0;
     fd = kcache__open_in(st, shard, KCACHE__RD | KCACHE__DIRECTORY);
@@ -4780,7 +4800,7 @@ static void kcache__entry_unit(kcache__store *st, const char *rel, char *list, s
     unsigned char h[KCACHE__ENTRY_FIXED + 2 + KCACHE_UNIT_MAX];
     size_t have = strlen(list), ulen;
     ptrdiff_t n;
-    int fd = kcache__open_in(st, rel, KCACHE__RD | KCACHE__NONBLOCK);
+    int fd = kcache__shard_trusted(st, rel) ? kcache__open_in(st, rel, KCACHE__RD | KCACHE__NONBLOCK) : -1;
     if (fd < 0) return;
     n = kcache__io_pread(fd, h, sizeof h, 0);
     kcache__io_close(fd);
@@ -4919,8 +4939,9 @@ static void kcache__store_walk(kcache__store *st, kcache__walk_fn fn, void *ctx)
         int fd;
         kcache__dir *dp;
         const char *name;
-        snprintf(rel, sizeof rel, "%02x", shard);
-        dp = kcache__io_dir_open(efd, rel); /* never through a symlink */
+        snprintf(rel, sizeof rel, "e/%02x", shard);
+        if (!kcache__shard_trusted(st, rel)) continue;
+        dp = kcache__io_dir_open(efd, rel + 2); /* never through a symlink */
         if (!dp) continue;
         fd = kcache__os_dir_fd(dp);
         while ((name = kcache__io_dir_next(dp)) != NULL) {
@@ -5311,6 +5332,7 @@ static kcache_status kcache__ix_read(kcache__store *st, const char *unit, kcache
     int fd;
     memset(ix, 0, sizeof *ix);
     kcache__ix_name(unit, rel);
+    if (!kcache__shard_trusted(st, rel)) return KCACHE_ECORRUPT;
     fd = kcache__open_in(st, rel, KCACHE__RD | KCACHE__NONBLOCK);
     if (fd < 0) return errno == ENOENT ? KCACHE_ENOENT : KCACHE_ECORRUPT;
     if (kcache__io_fstat(fd, &sb) != 0 || sb.kind != KCACHE__KIND_FILE || !kcache__trusted(st, &sb) || (size_t)sb.size < hlen ||
@@ -5426,6 +5448,11 @@ static kcache_status kcache__ix_write(kcache__store *st, const char *unit, const
         return KCACHE_ENOSPC;
     }
     kcache__ix_name(unit, rel);
+    if (!kcache__shard_trusted(st, rel)) {
+        kcache__ev_note(ev, "%s", st->shard_why);
+        KCACHE_FREE(buf);
+        return KCACHE_EUNSAFE;
+    }
     memcpy(shard, rel, 4);
     shard[4] = 0;
     do { /* a name left by a dead process whose pid is ours now is taken: another one */
@@ -5481,6 +5508,7 @@ static void kcache__ix_log(kcache__store *st, const char *unit, int n, const int
         if (st->ix_last.fd >= 0) kcache__io_close(st->ix_last.fd);
         st->ix_last.fd = -1;
         st->ix_last.ino = 0;
+        if (!kcache__shard_trusted(st, rel)) return; /* a refused shard: no index there */
         fd = kcache__open_in(st, rel, KCACHE__RW | KCACHE__APPEND | KCACHE__NONBLOCK);
     }
     if (fd >= 0 && kcache__io_fstat(fd, &sb) == 0 && sb.kind == KCACHE__KIND_FILE && kcache__trusted(st, &sb) && sb.nlink > 0 &&
@@ -5638,6 +5666,11 @@ static kcache_status kcache__store_put(kcache__store *st, const kcache_key *k, c
     int fd, attempt;
     if (st->readonly) return KCACHE_EROFS;
     if (st->limit && total > st->limit) return KCACHE_ETOOBIG;
+    kcache__entry_name(k->digest, rel);
+    if (!kcache__shard_trusted(st, rel)) {
+        kcache__ev_note(ev, "%s", st->shard_why);
+        return KCACHE_EUNSAFE;
+    }
     hdr = (unsigned char *)KCACHE_MALLOC(hlen);
     if (!hdr) return KCACHE_ENOMEM;
     memset(hdr, 0, hlen);
@@ -5830,6 +5863,11 @@ static void kcache__store_read(kcache__store *st, const kcache_key *k, int polic
     memset(out, 0, sizeof *out);
     out->reason = KCACHE_REASON_COLD;
     kcache__entry_name(k->digest, rel);
+    if (!kcache__shard_trusted(st, rel)) { /* refused: a miss, nothing read */
+        out->status = KCACHE_EUNSAFE;
+        out->reason = KCACHE_REASON_UNWRITABLE;
+        return;
+    }
     /* O_NONBLOCK: a FIFO planted where an entry belongs must not block the reader */
     fd = kcache__open_in(st, rel, KCACHE__RD | KCACHE__NONBLOCK);
     if (fd < 0) {
@@ -5970,6 +6008,7 @@ static void kcache__store_close(kcache__store *st) {
     if (st->dirfd >= 0) kcache__io_close(st->dirfd);
     if (st->tmpfd >= 0) kcache__io_close(st->tmpfd);
     kcache__mutex_destroy(&st->mutex);
+    kcache__mutex_destroy(&st->shard_mutex);
     KCACHE_FREE(st->dir);
     KCACHE_FREE(st);
 }
@@ -6312,35 +6351,53 @@ static int kcache__level_open(kcache__store *st, int parent, const char *shown, 
     return fd;
 }
 
-/* e/ or i/ and every shard directory in it, checked (the shards' own entries are found by name
-   later; a shard that is not a directory is cleared when it is next used). 0, or -1 refused. */
+/* e/ or i/ checked as a level (its shards are checked when first used: kcache__shard_trusted).
+   0, or -1 refused. */
 static int kcache__levels_check(kcache__store *st, const char *name, int create, char *why, size_t cap) {
-    char shown[4200];
-    kcache__dir *dp;
-    const char *n;
-    int fd = kcache__level_open(st, st->dirfd, st->dir, name, create, why, cap), rc = 0;
+    int fd = kcache__level_open(st, st->dirfd, st->dir, name, create, why, cap);
     /* i/ may be missing, or something else kcache clears when it next writes an index there */
     if (fd < 0 && !create && (errno == ENOENT || (name[0] == 'i' && (errno == ENOTDIR || errno == ELOOP)))) return 0;
     if (fd < 0 && !create && (errno == ENOTDIR || errno == ELOOP))
         kcache__say(why, cap, "%s/%s is not a directory (or is a symlink); refusing the store (memory only)", st->dir, name);
     if (fd < 0) return -1;
-    snprintf(shown, sizeof shown, "%s/%s", st->dir, name);
-    if ((dp = kcache__io_dir_open(fd, ".")) == NULL) {
-        kcache__say(why, cap, "cannot list %s: %s; refusing the store (memory only)", shown, strerror(errno));
-        kcache__io_close(fd);
-        return -1;
-    }
-    while (rc == 0 && (n = kcache__io_dir_next(dp)) != NULL) {
-        kcache__finfo s;
-        int sfd;
-        if (kcache__io_statat(kcache__os_dir_fd(dp), n, &s) != 0 || s.kind != KCACHE__KIND_DIR) continue;
-        if (kcache__level_problem(st, &s) == NULL) continue;
-        if ((sfd = kcache__level_open(st, fd, shown, n, 0, why, cap)) < 0) rc = -1;
-        else kcache__io_close(sfd);
-    }
-    kcache__io_dir_close(dp);
     kcache__io_close(fd);
-    return rc;
+    return 0;
+}
+
+static int kcache__shard_check(kcache__store *st, const char *rel, int which, int b) {
+    uint64_t bit = (uint64_t)1 << (b & 63);
+    kcache__finfo s;
+    char shard[5], top[2], shown[4200], why[300];
+    int ok = 1, tfd, fd;
+    if (__atomic_load_n(&st->shard_bad[which][b >> 6], __ATOMIC_ACQUIRE) & bit) return 0; /* (shard_why is set) */
+    memcpy(shard, rel, 4);
+    shard[4] = 0;
+    /* none yet (kcache makes it 0700), or not a directory (cleared, never followed, where used) */
+    if (kcache__io_statat(st->dirfd, shard, &s) != 0 || s.kind != KCACHE__KIND_DIR) return 1;
+    if (kcache__level_problem(st, &s) == NULL) {
+        __atomic_fetch_or(&st->shard_ok[which][b >> 6], bit, __ATOMIC_RELAXED);
+        return 1;
+    }
+    /* loose: repaired when it is ours and nothing of anyone else's is in it, else refused */
+    kcache__mutex_lock(&st->shard_mutex);
+    top[0] = rel[0];
+    top[1] = 0;
+    snprintf(shown, sizeof shown, "%s/%s", st->dir, top);
+    tfd = kcache__open_in(st, top, KCACHE__RD | KCACHE__DIRECTORY);
+    why[0] = 0;
+    fd = tfd >= 0 && !st->readonly ? kcache__level_open(st, tfd, shown, shard + 2, 0, why, sizeof why) : -1;
+    if (fd >= 0) {
+        kcache__io_close(fd);
+        __atomic_fetch_or(&st->shard_ok[which][b >> 6], bit, __ATOMIC_RELAXED);
+    } else {
+        if (!why[0]) kcache__say(why, sizeof why, "%s/%s is %s; not used", st->dir, shard, kcache__level_problem(st, &s));
+        if (!st->shard_why[0]) memcpy(st->shard_why, why, sizeof why); /* the first one: readers see it once its bit is set */
+        __atomic_fetch_or(&st->shard_bad[which][b >> 6], bit, __ATOMIC_RELEASE);
+        ok = 0;
+    }
+    if (tfd >= 0) kcache__io_close(tfd);
+    kcache__mutex_unlock(&st->shard_mutex);
+    return ok;
 }
 
 /* Whether the directory is a kcache store that kcache may write in: empty, holding only kcache's
@@ -6415,6 +6472,7 @@ static kcache_status kcache__store_open(kcache__store **out, const char *dir, co
     memset(st, 0, sizeof *st);
     st->dirfd = st->tmpfd = st->lockfd = st->cffd = st->ix_last.fd = -1;
     kcache__mutex_init(&st->mutex);
+    kcache__mutex_init(&st->shard_mutex);
     st->dir = (char *)KCACHE_MALLOC(strlen(dir) + 1);
     if (!st->dir) { kcache__store_close(st); return KCACHE_ENOMEM; }
     strcpy(st->dir, dir);
@@ -7870,6 +7928,7 @@ static kcache_status kcache__get(kcache *kc, const kcache_key *k, const void **d
                 kc->stats.store_errors++;
                 kcache__pub_add(&kc->pub, KCACHE__PUB_STORE_ERRORS, 1);
                 kcache__mutex_unlock(&kc->lock);
+                if (rd.status == KCACHE_EUNSAFE) KCACHE__DEBUG(kc, "miss %s: %s", k->unit, kc->store->shard_why);
             }
             KCACHE_FREE(rd.rec);
         }
@@ -8069,6 +8128,8 @@ KCACHE_API size_t kcache_explain(kcache *kc, const kcache_key *k, char *buf, siz
         } else if (rd.status == KCACHE_ECORRUPT) {
             kcache__sb_add(&b, "miss: %s: the entry for unit \"%s\" in %s fails validation; the next get removes it",
                            kcache__reason_text[KCACHE_REASON_REJECTED], k->unit, kc->dir);
+        } else if (rd.status == KCACHE_EUNSAFE && rd.reason == KCACHE_REASON_UNWRITABLE) {
+            kcache__sb_add(&b, "miss: %s: %s", kcache__reason_text[KCACHE_REASON_UNWRITABLE], kc->store->shard_why);
         } else if (rd.status != KCACHE_ENOENT) {
             kcache__sb_add(&b, "miss: %s: reading %s failed (%s)", kcache__reason_text[KCACHE_REASON_UNWRITABLE], kc->dir,
                            kcache_strerror(rd.status));
