@@ -342,20 +342,23 @@ static void workload(const char *dir) {
             fclose(f);
         }
     }
-    snprintf(path, sizeof path, "%s/e/00/junk", dir); /* not an entry: the rebuild's scan removes it */
-    mkdir(path, 0700);
     snprintf(path, sizeof path, "%s/e/00", dir);
     mkdir(path, 0700);
-    snprintf(path, sizeof path, "%s/e/00/junk", dir);
+    snprintf(path, sizeof path, "%s/e/00/junk", dir); /* not kcache's name: left alone */
     write_file(path, "junk", 4);
-    { /* an entry cut short: its size no longer matches the use table's, so the read asks fstat */
+    /* a FIFO at an entry's name: the rebuild's scan removes it (never opened) */
+    snprintf(path, sizeof path, "%s/e/00/00112233445566778899aabbccddeeff.kce", dir);
+    mkfifo(path, 0600);
+    /* a file of the user's beside kcache's: the store is proven by its config.file (repaired below) */
+    snprintf(path, sizeof path, "%s/README", dir);
+    write_file(path, "mine", 4);
+    for (i = 7; i < NKEYS; i++) { /* an entry cut short: its size no longer matches the use table's, so the read asks fstat */
         char rel[48];
-        make_key(&k, 7, dep);
+        make_key(&k, i, dep);
         kcache__entry_name(kcache_key_digest(&k), rel);
         kcache_key_free(&k);
         snprintf(path, sizeof path, "%s/%s", dir, rel);
-        if (truncate(path, 100) != 0) { /* evicted already: nothing to cut */
-        }
+        if (truncate(path, 100) == 0) break; /* (evicted already: the next one) */
     }
     snprintf(path, sizeof path, "%s/stats", dir); /* damaged: replaced */
     write_file(path, "KCSTATS\0garbage", 15);
@@ -371,6 +374,8 @@ static void workload(const char *dir) {
         must_work(a, 3);
     }
     kcache_close(a);
+    snprintf(path, sizeof path, "%s/README", dir); /* (without a config.file it would not be a store) */
+    unlink(path);
     /* config.file gone: a new one is made, and gets before the first scan read entries by fstat */
     snprintf(path, sizeof path, "%s/config.file", dir);
     unlink(path);
@@ -392,6 +397,8 @@ static void workload(const char *dir) {
     snprintf(line, sizeof line, "%s/lock", dir);
     chmod(line, 0644);
     snprintf(line, sizeof line, "%s/config.file", dir);
+    chmod(line, 0644);
+    snprintf(line, sizeof line, "%s/stats", dir);
     chmod(line, 0644);
     a = open_cache(path, 1);
     if (a) {
