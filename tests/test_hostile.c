@@ -1214,18 +1214,8 @@ static void hostile_readonly_fs(void) {
 
 /* ---- main --------------------------------------------------------------------------------- */
 
-/* Like KT_RUN; a group none of whose cases ran (skipped, or filtered by KT_ONLY) prints no "ok". */
-#define RUN(fn)                                                                                \
-    do {                                                                                       \
-        kt_current = #fn;                                                                      \
-        kt_failures_here = 0;                                                                  \
-        g_ran = 0;                                                                             \
-        fn();                                                                                  \
-        if (kt_failures_here == 0 && g_ran > 0) printf("ok %s\n", #fn);                      \
-        kt_failures_total += kt_failures_here;                                                 \
-        fflush(stdout);                                                                        \
-        fflush(stderr);                                                                        \
-    } while (0)
+/* A group none of whose cases ran (skipped, or filtered by KT_ONLY) prints no "ok". */
+#define RUN(fn) KT_RUN_RAN(fn, g_ran)
 
 int main(void) {
     static const char *const env[] = {"KCACHE_DIR", "KCACHE_MAX_SIZE", "KCACHE_MEM_ENTRIES", "KCACHE_MEM_SIZE", "KCACHE_ENABLE",
