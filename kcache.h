@@ -5609,10 +5609,34 @@ static kcache_status kcache__store_room(kcache__store *st, uint64_t total, uint6
                                         kcache__store_ev *ev) {
     const kcache__table *t = kcache__tab(st);
     uint64_t need = total + KCACHE__SLACK, disk_short = kcache__shortfall(st, need);
+    int64_t deadline = kcache__mono_ns() + (int64_t)st->lock_timeout_ms * 1000000;
+    unsigned pause_ms = 1;
     kcache_status s;
-    int over = 0;
+    int over = 0, reaped = 0;
     if (disk_full && disk_short < need) disk_short = need;
-    if (!*cmap && t && t->map && kcache__flight_claim(t->map, token, total)) *cmap = t->map;
+    /* Other writers' temp files may fill the limit by themselves: wait (without a claim of ours,
+       so that waiters never hold each other up) until this one fits, as long as for the lock. */
+    while (!*cmap && t && t->map && kcache__flight_claim(t->map, token, total)) {
+        if (!st->limit || kcache__flight_sum(t->map, 0) <= st->limit) { *cmap = t->map; break; }
+        kcache__flight_release(t->map, token);
+        if (kcache__mono_ns() > deadline) {
+            kcache__ev_note(ev, "the store's limit (%llu bytes) stayed taken by other writes in flight", (unsigned long long)st->limit);
+            return KCACHE_ENOSPC;
+        }
+        if (!reaped && kcache__store_lock(st) == KCACHE_OK) { /* once: claims of writers that died */
+            if (kcache__store_begin(st, ev) == KCACHE_OK) {
+                kcache__flight_reap(st);
+                kcache__store_end(st);
+            }
+            kcache__store_unlock(st);
+            reaped = 1;
+            t = kcache__tab(st);
+            continue;
+        }
+        kcache__sleep_ms(pause_ms);
+        if (pause_ms < 50) pause_ms *= 2;
+        t = kcache__tab(st);
+    }
     if (st->limit && t && t->map) over = kcache__cf_at(t->map, 24) + kcache__flight_sum(t->map, 0) > st->limit;
     if (!disk_short && !over) return KCACHE_OK;
     s = kcache__store_lock(st);
