@@ -26,6 +26,8 @@
  *   shared_group     KCACHE_SHARED_GROUP: a member reads and writes the group's store (02770,
  *                    files 0660), the attacker (not a member) cannot, and without the variable the
  *                    store is refused.
+ *   temp_counted     8 writers of 1 MiB entries under a 4 MiB limit: entries and temp files on disk
+ *                    stay within the limit and one entry (the temp files of writes in flight count).
  *   modes            files 0600 and directories 0700 whatever the umask (no second user needed).
  * Without root (or without the users) the cases that need them print "skip NAME: why".
  *
@@ -758,6 +760,55 @@ static void shared_group(void) {
     setgroups(0, NULL);
 }
 
+/* ---- temp files count against the limit (no second user needed) ------------------------------------ */
+
+/* Bytes in the store's entries and temp files now. */
+static uint64_t g_du;
+static int du_one(const char *p, const struct stat *s, int flag, struct FTW *f) {
+    (void)f;
+    if (flag == FTW_F && S_ISREG(s->st_mode) && (strstr(p, "/inflight/e/") || strstr(p, "/inflight/tmp/"))) g_du += (uint64_t)s->st_size;
+    return 0;
+}
+#define TC_WRITERS 8
+#define TC_LIMIT (4u << 20)
+#define TC_PAYLOAD (1u << 20)
+static void temp_counted(void) {
+    char dir[400];
+    pid_t kids[TC_WRITERS];
+    uint64_t most = 0, samples = 0;
+    int i, live, st, bad = 0;
+    g_ran = 1;
+    snprintf(dir, sizeof dir, "%s/inflight", g_base);
+    fflush(stdout);
+    for (i = 0; i < TC_WRITERS; i++) {
+        if ((kids[i] = fork()) == 0) {
+            kcache *kc = open_at(dir, TC_LIMIT, NULL);
+            int j, fails = 0;
+            for (j = 0; j < 12 && kc; j++) fails += put_id(kc, (uint32_t)(i * 100 + j), 0, TC_PAYLOAD) != KCACHE_OK;
+            kcache_close(kc);
+            _exit(kc && !fails ? 0 : 1);
+        }
+    }
+    for (live = TC_WRITERS; live > 0;) { /* the real size of entries and temp files, sampled while they write */
+        g_du = 0;
+        nftw(dir, du_one, 16, FTW_PHYS);
+        if (g_du > most) most = g_du;
+        samples++;
+        for (i = 0; i < TC_WRITERS; i++)
+            if (kids[i] > 0 && waitpid(kids[i], &st, WNOHANG) == kids[i]) {
+                bad += !WIFEXITED(st) || WEXITSTATUS(st) != 0;
+                kids[i] = 0;
+                live--;
+            }
+    }
+    printf("# %d writers of 1 MiB entries under a 4 MiB limit: at most %.2f MiB of entries and temp files on disk (%llu samples)\n",
+           TC_WRITERS, (double)most / (1 << 20), (unsigned long long)samples);
+    KT_CHECK_MSG(bad == 0, "%d writers had puts fail", bad);
+    /* one entry over at most: the writer that renames its temp file in evicts under the same lock */
+    KT_CHECK_MSG(most <= TC_LIMIT + TC_PAYLOAD + (64u << 10), "the store took %llu bytes on disk under a limit of %u",
+                 (unsigned long long)most, TC_LIMIT);
+}
+
 /* ---- modes whatever the umask (no second user needed) ---------------------------------------------- */
 
 static void modes(void) {
@@ -815,6 +866,7 @@ int main(void) {
     chmod(g_base, 0755); /* the attacker reaches her directories in it */
     RUN(modes);
     RUN(sticky_tmp);
+    RUN(temp_counted);
     RUN(swap_race);
     RUN(read_lock);
     RUN(foreign_entry);
