@@ -315,8 +315,10 @@ KCACHE_API void kcache_config_init(kcache_config *cfg);
 typedef struct kcache kcache; /* an open cache; every call on it is thread-safe */
 
 /* Opens a cache. cfg NULL means kcache_config_init's. The configuration is copied.
-   A store that cannot be used (unsafe, unwritable, no directory) is not an error: the cache works
-   from memory and the reason is in kcache_explain and the debug log.
+   A store that cannot be used (unsafe, no directory) is not an error: the cache works from memory
+   and the reason, naming the component, is in kcache_explain and the debug log. A store that can
+   only be read (a read-only filesystem, a site-wide store of root's) is used read-only: hits are
+   served, puts stay in memory (KCACHE_EROFS).
    Returns KCACHE_OK, or KCACHE_EINVAL / KCACHE_ENOMEM with *out set to NULL. */
 KCACHE_API kcache_status kcache_open(kcache **out, const kcache_config *cfg);
 
@@ -5646,10 +5648,7 @@ static kcache_status kcache__store_room(kcache__store *st, uint64_t total, uint6
             uint64_t pending, have;
             kcache__flight_reap(st);
             pending = kcache__flight_sum(st->map, 0) + (*cmap && *cmap != st->map ? total : 0);
-            if (st->limit && pending > st->limit) {
-                s = KCACHE_ENOSPC;
-                kcache__ev_note(ev, "the store's limit (%llu bytes) is taken by writes in flight", (unsigned long long)st->limit);
-            } else if (st->limit && kcache__cf_get(st, 24) + pending > st->limit) {
+            if (st->limit && kcache__cf_get(st, 24) + pending > st->limit) { /* (writers that claimed together: all evict) */
                 kcache__store_evict_to(st, st->limit / 3 * 2 > pending ? st->limit / 3 * 2 - pending : 0, ev); /* as after a put */
             }
             have = kcache__cf_get(st, 24);
