@@ -85,7 +85,8 @@
        the descriptor then used: a symlink is followed only when root or the caller owns it; a
        directory on the way must be root's or the caller's and writable by no one else unless
        sticky; the store and each level in it (e/, its shards, i/, tmp/) must be the caller's and
-       writable by no one else (never a sticky world-writable one). One of kcache's own levels
+       writable by no one else (never a sticky world-writable one; a shard is checked when the
+       process first uses it, so a hit pays no system call for it). One of kcache's own levels
        whose mode alone is wrong is made 0700 again unless another user put something in it. Only a
        kcache store is written (empty, kcache's names only, or its config.file); nothing but
        kcache's own files is ever deleted or replaced (the temp sweep removes only regular files of
