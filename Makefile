@@ -92,7 +92,10 @@ $(B)/torture_remote: tests/torture.c tests/kt_remote.h kcache.h | $(B)
 torture: $(B)/torture $(B)/torture_remote
 	@bash scripts/torture.sh $(TORTURE_TIME) $(B)/torture
 
-TEST_BINS := $(addprefix $(B)/,$(CTESTS)) $(addprefix $(B)/asan/,$(CTESTS))
+# another local user against a store (issue 16): run by tests/test_attack.sh, which makes (useradd)
+# and removes the second user when root
+ATTACK := $(B)/test_attack $(B)/asan/test_attack
+TEST_BINS := $(addprefix $(B)/,$(CTESTS)) $(addprefix $(B)/asan/,$(CTESTS)) $(ATTACK)
 
 check-deps:
 	@bash scripts/deps.sh
@@ -123,6 +126,8 @@ test: check-deps
 	  demo="tests/test_demo_opencl.sh $(B)/opencl_demo" \
 	  faults=$(FAULTS) \
 	  remote="$(B)/test_remote $(B)/kcache-top" asan/remote="$(B)/asan/test_remote $(B)/kcache-top" \
+	  attack="bash tests/test_attack.sh $(B)/test_attack" \
+	  asan/attack="bash tests/test_attack.sh $(B)/asan/test_attack" \
 	  torture="bash scripts/torture.sh $(TORTURE_SHORT) $(B)/torture"
 
 # ---- other platforms: the suite under qemu-user (aarch64, s390x big-endian), and stores written on

@@ -41,7 +41,8 @@
                            Windows %LocalAppData%\kcache; none resolvable -> memory only
        KCACHE_MAX_SIZE     store limit in bytes, suffixes K/M/G (powers of 1024); 0 = no limit; default 1G
        KCACHE_MEM_ENTRIES  memory LRU capacity in entries; default 1024
-       KCACHE_MEM_SIZE     memory LRU capacity in bytes, suffixes K/M/G; 0 = no limit; default 256M
+       KCACHE_MEM_SIZE     memory LRU capacity in bytes, suffixes K/M/G; 0 = no limit; default 256M; each
+                           entry counts what it holds: payload, key record and about 300 bytes more
        KCACHE_ENABLE       0: every get misses, put does nothing; default 1
        KCACHE_PERSISTENT   0: memory only; default 1
        KCACHE_DEBUG        1: one line to stderr per hit, miss (with its reason), put, eviction, reject
@@ -66,6 +67,8 @@
                            server must share it
        KCACHE_REMOTE_MAX_ENTRY  larger entries (header + payload) stay local; suffixes K/M/G; default 4M
        KCACHE_COMPRESS     1: zstd-compress the local store's entries too (KCACHE_ZSTD); default 0
+       KCACHE_SHARED_GROUP a group whose members share the store (see SECURITY); default: none, the
+                           store is its user's alone
 
    ON DISK (KCACHE_DIR)
        config.file         format version, accounted size and entry count (checksummed), a log of
@@ -87,6 +90,32 @@
        Every integer is little-endian: a store written on any platform is read on any other.
        Readers take no lock. Writers write a temp file, then take the lock only to rename, account,
        evict and log. A process forked after kcache_open takes its own lock description.
+       Directories kcache makes are 0700 and its files 0600 (02770 / 0660 in a shared store): lock,
+       config.file and stats exactly, whatever the umask (which can only take bits away).
+       The store stays under its limit with the temp files of writes in flight counted, and leaves
+       its filesystem 5 % free (at most 1 GiB): a put evicts to keep both, and a put that meets a
+       full disk evicts and tries once more.
+
+   SECURITY
+       Another local user has no effect on a store but a refused store or a miss; the same user is
+       trusted. The path is resolved from / one directory at a time (openat O_NOFOLLOW from the
+       directory before; openat2 RESOLVE_NO_SYMLINKS inside the store), each checked with fstat on
+       the descriptor then used: a symlink is followed only when root or the caller owns it; a
+       directory on the way must be root's or the caller's and writable by no one else unless
+       sticky; the store and each level in it (e/, its shards, i/, tmp/) must be the caller's and
+       writable by no one else (never a sticky world-writable one; a shard is checked when the
+       process first uses it, so a hit pays no system call for it). One of kcache's own levels
+       whose mode alone is wrong is made 0700 again unless another user put something in it. Only a
+       kcache store is written (empty, kcache's names only, or its config.file); nothing but
+       kcache's own files is ever deleted or replaced (the temp sweep removes only regular files of
+       the caller's with the names kcache's writers make), and files of another user are never
+       read as kcache's. A store that fails a check is refused with a message naming the component
+       (kcache_explain, KCACHE_DEBUG) and the cache runs from memory. A store the caller can only
+       read (a read-only filesystem, a lock file it may not open, a site-wide store of root's made
+       readable) serves hits without a lock; puts stay in memory. KCACHE_SHARED_GROUP=name opts in
+       to a group's store: group-owned, setgid, 02770 / 0660, every member trusted. The same user
+       (or root) can do anything to a store, e.g. truncate config.file or stats, which every
+       process maps: their next hit dies of SIGBUS. kcache itself never shrinks either file.
 
    THREAD SAFETY
        Every call on one kcache is thread-safe. A kcache_key is a plain value: build it in one thread;
@@ -109,8 +138,8 @@
    LIMITS
        A key holds up to 65535 fields; names are printable and shorter than KCACHE_FIELD_NAME_MAX,
        units shorter than KCACHE_UNIT_MAX. A build function passed to kcache_get_or_build must
-       return (no longjmp or C++ exception out of it). config.file must not be truncated in place
-       by anything else while the store is in use (it is mapped). On Windows files have no owner
+       return (no longjmp or C++ exception out of it). config.file and stats must not be truncated in
+       place by anything else while the store is in use (they are mapped). On Windows files have no owner
        or mode bits kcache can read, so the store's owner/permission check is the directory's ACL's
        business; links and junctions inside the store are refused as symlinks are elsewhere.
 
@@ -318,7 +347,8 @@ typedef struct kcache_config {
     int enable;               /* 0: every get misses, every put is dropped                        */
     int persistent;           /* 0: memory only                                                   */
     int debug;                /* 1: a line per hit, miss, put, eviction and reject                */
-    uint64_t mem_size;        /* memory LRU capacity in bytes; 0: no byte limit                   */
+    uint64_t mem_size;        /* memory LRU capacity in bytes (each entry's payload, key and
+                                 bookkeeping); 0: no byte limit                                     */
     int trace;                /* 1: keep every key's fields so misses can be explained later      */
     int fsync;                /* 1: fsync each entry before renaming it into place                */
     int write_policy;         /* KCACHE_WRITE_THROUGH or KCACHE_WRITE_EVICT                       */
@@ -342,6 +372,8 @@ typedef struct kcache_config {
     uint32_t remote_backoff_ms; /* the circuit breaker's first back-off (then doubling, to 32x);
                                    0: 1000                                                      */
     int compress;             /* 1: zstd for the local store's entries too (KCACHE_COMPRESS; KCACHE_ZSTD) */
+    const char *shared_group; /* a group whose members share the store (KCACHE_SHARED_GROUP); NULL: the
+                                 store is the caller's alone                                        */
 } kcache_config;
 
 /* Fills cfg with the defaults, then applies the environment variables. A bad value keeps the
@@ -357,8 +389,10 @@ KCACHE_API void kcache_config_init(kcache_config *cfg);
 typedef struct kcache kcache; /* an open cache; every call on it is thread-safe */
 
 /* Opens a cache. cfg NULL means kcache_config_init's. The configuration is copied.
-   A store that cannot be used (unsafe, unwritable, no directory) is not an error: the cache works
-   from memory and the reason is in kcache_explain and the debug log.
+   A store that cannot be used (unsafe, no directory) is not an error: the cache works from memory
+   and the reason, naming the component, is in kcache_explain and the debug log. A store that can
+   only be read (a read-only filesystem, a site-wide store of root's) is used read-only: hits are
+   served, puts stay in memory (KCACHE_EROFS).
    Returns KCACHE_OK, or KCACHE_EINVAL / KCACHE_ENOMEM with *out set to NULL. */
 KCACHE_API kcache_status kcache_open(kcache **out, const kcache_config *cfg);
 
@@ -555,7 +589,8 @@ typedef struct kcache_stats {
     uint64_t misses_by_reason[KCACHE_REASON_COUNT];
     uint64_t bytes_read;    /* payload bytes handed out by hits                                   */
     uint64_t bytes_written; /* payload bytes stored by puts                                       */
-    uint64_t mem_entries, mem_bytes, mem_evictions; /* the memory LRU                           */
+    uint64_t mem_entries, mem_bytes, mem_evictions; /* the memory LRU; mem_bytes: the memory its entries
+                                                       hold (payloads, keys, bookkeeping) */
     uint64_t disk_entries, disk_bytes;              /* the store, as accounted (0 if none)       */
     uint64_t builds, build_waits, store_errors;
     /* the tiers below the local store */
@@ -652,6 +687,7 @@ KCACHE_API kcache_status kcache_verify(kcache *kc, int fix);
 #include <pthread.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/types.h>
 #include <sys/uio.h>
 #include <dirent.h>
@@ -822,8 +858,8 @@ static void kcache__pidwatch_free(kcache__pidwatch *w) {
 typedef struct {
     uint64_t size, dev, ino, nlink;
     int64_t mtime_ns, ctime_ns; /* ctime: the last change of the inode, which nobody can set back */
-    uint32_t uid;
-    unsigned perm; /* permission bits (0777) */
+    uint32_t uid, gid;
+    unsigned perm; /* permission bits with setuid, setgid and sticky (07777) */
     int kind;      /* KCACHE__KIND_* */
 } kcache__finfo;
 #define KCACHE__KIND_FILE 1
@@ -839,6 +875,9 @@ typedef struct {
 #define KCACHE__DIRECTORY 0x10 /* a directory, opened to work relative to it */
 #define KCACHE__APPEND 0x20
 #define KCACHE__NONBLOCK 0x40  /* a FIFO planted where a file belongs must not block the open */
+#define KCACHE__SEARCH 0x80    /* a directory opened only to look beneath it (O_PATH): needs search
+                                  permission alone, as a path walk does */
+#define KCACHE__GROUPRW 0x100  /* created 0660 (a group-shared store), not 0600 */
 
 #define KCACHE__LOCK_SHARED 1
 #define KCACHE__LOCK_EXCLUSIVE 2
@@ -875,13 +914,16 @@ static int kcache__fault_errno(int e) {
 #define kcache__io_fstat(fd, fi) (KCACHE__FAULT("stat") ? -1 : kcache__os_fstat(fd, fi))
 #define kcache__io_statat(dirfd, name, fi) (KCACHE__FAULT("stat") ? -1 : kcache__os_statat(dirfd, name, fi))
 #define kcache__io_stat(path, fi) (KCACHE__FAULT("stat") ? -1 : kcache__os_stat(path, fi))
-#define kcache__io_lstat(path, fi) (KCACHE__FAULT("stat") ? -1 : kcache__os_lstat(path, fi))
 #define kcache__io_allocate(fd, len) (KCACHE__FAULT("allocate") ? errno : kcache__os_allocate(fd, len))
 #define kcache__io_truncate(fd, len) (KCACHE__FAULT("truncate") ? -1 : kcache__os_truncate(fd, len))
 #define kcache__io_lock(fd, at, type, wait) (KCACHE__FAULT("lock") ? -1 : kcache__os_lock(fd, at, type, wait))
 #define kcache__io_map(fd, len) (KCACHE__FAULT("map") ? (unsigned char *)NULL : kcache__os_map(fd, len))
 #define kcache__io_unmap(p, len) kcache__os_unmap(p, len)
 #define kcache__io_dir_open(dirfd, name) (KCACHE__FAULT("opendir") ? (kcache__dir *)NULL : kcache__os_dir_open(dirfd, name))
+#define kcache__io_chmod(fd, mode) (KCACHE__FAULT("chmod") ? -1 : kcache__os_chmod(fd, mode))
+#define kcache__io_chgrp(fd, gid) (KCACHE__FAULT("chmod") ? -1 : kcache__os_chgrp(fd, gid))
+#define kcache__io_readlink(dirfd, name, buf, cap) (KCACHE__FAULT("readlink") ? (ptrdiff_t)-1 : kcache__os_readlink(dirfd, name, buf, cap))
+#define kcache__io_space(fd, avail, total) (KCACHE__FAULT("statfs") ? -1 : kcache__os_space(fd, avail, total))
 #define kcache__io_dir_next(d) kcache__os_dir_next(d)
 #define kcache__io_dir_close(d) kcache__os_dir_close(d)
 
@@ -904,7 +946,8 @@ static void kcache__finfo_from(const struct stat *s, kcache__finfo *fi) {
     fi->ctime_ns = (int64_t)s->st_ctim.tv_sec * 1000000000 + s->st_ctim.tv_nsec;
 #endif
     fi->uid = (uint32_t)s->st_uid;
-    fi->perm = (unsigned)(s->st_mode & 0777);
+    fi->gid = (uint32_t)s->st_gid;
+    fi->perm = (unsigned)(s->st_mode & 07777);
     fi->kind = S_ISREG(s->st_mode) ? KCACHE__KIND_FILE : S_ISDIR(s->st_mode) ? KCACHE__KIND_DIR : KCACHE__KIND_OTHER;
 }
 
@@ -916,16 +959,26 @@ static int kcache__os_flags(int how) {
     if (how & KCACHE__DIRECTORY) f |= O_DIRECTORY;
     if (how & KCACHE__APPEND) f |= O_APPEND;
     if (how & KCACHE__NONBLOCK) f |= O_NONBLOCK;
+    if (how & KCACHE__SEARCH) {
+#if defined(O_PATH)
+        f = (f & ~(O_RDWR | O_WRONLY)) | O_PATH; /* Linux: search permission is enough */
+#elif defined(O_SEARCH)
+        f = (f & ~(O_RDWR | O_WRONLY)) | O_SEARCH;
+#endif
+    }
     return f;
 }
+/* Files kcache creates: its user's alone (0600), or its group's too in a shared store; the umask
+   can only take bits away, and kcache sets exactly these on the files it reopens for writing. */
+static unsigned kcache__os_mode(int how) { return (how & KCACHE__GROUPRW) ? 0660 : 0600; }
 /* A path outside the store (a source file, a dependency, the store's own directory): followed. */
 static int kcache__os_open(const char *path, int how) {
-    return open(path, kcache__os_flags(how) & ~O_NOFOLLOW, 0644);
+    return open(path, kcache__os_flags(how) & ~O_NOFOLLOW, kcache__os_mode(how));
 }
-/* A name in a directory: a symlink there is not followed (ELOOP). Files are created 0644 less the
-   umask; directories made by kcache are 0700. */
+/* A name in a directory: a symlink there is not followed (ELOOP). Files are created 0600 (0660
+   shared) less the umask; directories made by kcache are 0700. */
 static int kcache__os_openat(int dirfd, const char *name, int how) {
-    return openat(dirfd, name, kcache__os_flags(how), 0644);
+    return openat(dirfd, name, kcache__os_flags(how), kcache__os_mode(how));
 }
 /* Opens a relative path beneath dirfd, refusing symlinks anywhere on it, in one call where the
    kernel has openat2 (Linux 5.6+). -1 with errno ENOSYS where it cannot: the caller walks. The
@@ -936,7 +989,7 @@ static int kcache__os_open_beneath(int dirfd, const char *rel, int how) {
     long r;
     memset(&h, 0, sizeof h);
     h.flags = (uint64_t)kcache__os_flags(how);
-    h.mode = (how & KCACHE__CREATE) ? 0644 : 0;
+    h.mode = (how & KCACHE__CREATE) ? kcache__os_mode(how) : 0;
     h.resolve = 0x04 | 0x08; /* RESOLVE_NO_SYMLINKS | RESOLVE_BENEATH */
     r = syscall(SYS_openat2, dirfd, rel, &h, sizeof h);
     if (r < 0 && errno == EPERM) errno = ENOSYS; /* a seccomp filter that refuses it: walk */
@@ -986,15 +1039,21 @@ static int kcache__os_stat(const char *path, kcache__finfo *fi) {
     kcache__finfo_from(&s, fi);
     return 0;
 }
-/* The path itself when it is a symlink (kind OTHER, its owner). */
-static int kcache__os_lstat(const char *path, kcache__finfo *fi) {
-    struct stat s;
-    if (lstat(path, &s) != 0) return -1;
-    kcache__finfo_from(&s, fi);
-    return 0;
-}
 /* Allocates a file's blocks up to len (never sparse: see config.file). 0, or an errno. */
 static int kcache__os_allocate(int fd, uint64_t len) { return posix_fallocate(fd, 0, (off_t)len); }
+static int kcache__os_chmod(int fd, unsigned mode) { return fchmod(fd, (mode_t)mode); }
+/* Gives a file kcache made to a group (a shared store's); the owner stays. */
+static int kcache__os_chgrp(int fd, uint32_t gid) { return fchown(fd, (uid_t)-1, (gid_t)gid); }
+/* A symlink's target (not NUL-terminated), its length, or -1. */
+static ptrdiff_t kcache__os_readlink(int dirfd, const char *name, char *buf, size_t cap) { return readlinkat(dirfd, name, buf, cap); }
+/* Bytes an unprivileged writer may still use on fd's filesystem, and the filesystem's size. */
+static int kcache__os_space(int fd, uint64_t *avail, uint64_t *total) {
+    struct statvfs v;
+    if (fstatvfs(fd, &v) != 0) return -1;
+    *avail = (uint64_t)v.f_bavail * (uint64_t)v.f_frsize;
+    *total = (uint64_t)v.f_blocks * (uint64_t)v.f_frsize;
+    return 0;
+}
 static int kcache__os_truncate(int fd, uint64_t len) { return ftruncate(fd, (off_t)len); }
 /* Locks (or unlocks) byte `at` of a file. Open-file-description locks (Linux) belong to the
    descriptor, not the process, so two kcache objects in one process exclude each other too; a
@@ -1196,7 +1255,7 @@ static void kcache__win_finfo(HANDLE h, const BY_HANDLE_FILE_INFORMATION *bi, kc
     /* ChangeTime: the last change of the file or its metadata (creation time is no such thing) */
     fi->ctime_ns = GetFileInformationByHandleEx(h, FileBasicInfo, &b, sizeof b) ? kcache__win_ft_ns((uint64_t)b.ChangeTime.QuadPart)
                                                                               : fi->mtime_ns;
-    fi->uid = 0;                                                        /* see kcache__os_euid */
+    fi->uid = fi->gid = 0;                                              /* see kcache__os_euid */
     fi->perm = (bi->dwFileAttributes & FILE_ATTRIBUTE_READONLY) ? 0500 : 0700; /* ACLs: the user's own */
     if (!kcache__win_attrs(h, &attrs, &tag)) {
         attrs = bi->dwFileAttributes;
@@ -1532,8 +1591,6 @@ static int kcache__win_stat(int dirfd, const char *name, kcache__finfo *fi, int 
 }
 static int kcache__os_statat(int dirfd, const char *name, kcache__finfo *fi) { return kcache__win_stat(dirfd, name, fi, 1); }
 static int kcache__os_stat(const char *path, kcache__finfo *fi) { return kcache__win_stat(-1, path, fi, 0); }
-/* The path itself when it is a symlink or junction (kind OTHER; uid 0, as every file here). */
-static int kcache__os_lstat(const char *path, kcache__finfo *fi) { return kcache__win_stat(-1, path, fi, 1); }
 /* Sets a file's size without moving its position (ftruncate); SetEndOfFile where the by-handle
    call is missing (wine). 0, or an errno. */
 static int kcache__win_set_size(HANDLE h, uint64_t len) {
@@ -1626,7 +1683,18 @@ typedef struct {
 static kcache__dir *kcache__os_dir_open(int dirfd, const char *name) {
     kcache__dir *d;
     WCHAR *w;
-    int fd = kcache__os_openat(dirfd, name, KCACHE__RD | KCACHE__DIRECTORY);
+    int fd;
+    if (name[0] == '.' && name[1] == 0) { /* the directory itself: its handle again (a \\?\ path keeps "." as it is) */
+        HANDLE h = kcache__win_h(dirfd), dup;
+        if (h == INVALID_HANDLE_VALUE) return NULL;
+        if (!DuplicateHandle(GetCurrentProcess(), h, GetCurrentProcess(), &dup, 0, FALSE, DUPLICATE_SAME_ACCESS)) {
+            kcache__win_fail();
+            return NULL;
+        }
+        if ((fd = _open_osfhandle((intptr_t)dup, 0)) < 0) { CloseHandle(dup); errno = EMFILE; return NULL; }
+    } else {
+        fd = kcache__os_openat(dirfd, name, KCACHE__RD | KCACHE__DIRECTORY);
+    }
     if (fd < 0) return NULL;
     d = (kcache__dir *)KCACHE_MALLOC(sizeof *d);
     w = d ? kcache__win_at(fd, "*") : NULL;
@@ -1681,6 +1749,28 @@ static int kcache__os_pid_gone(uint32_t pid) {
 /* No uids: files report 0 and so does the process, so the store's owner check passes; the
    directory's ACL (inherited from %LocalAppData%, the user's own) is what protects it. */
 static uint32_t kcache__os_euid(void) { return 0; }
+/* Modes and groups of the POSIX store checks have no Win32 counterpart here (ACLs); the store's
+   path is not walked by hand (kcache__walk's Win32 form), so there is no readlink. */
+static int kcache__os_chmod(int fd, unsigned mode) { (void)fd; (void)mode; return 0; }
+static int kcache__os_chgrp(int fd, uint32_t gid) { (void)fd; (void)gid; return 0; }
+/* Free bytes for this user (quotas included) and the volume's size. */
+static int kcache__os_space(int fd, uint64_t *avail, uint64_t *total) {
+    HANDLE h = kcache__win_h(fd);
+    ULARGE_INTEGER a, t;
+    size_t len;
+    WCHAR *w;
+    BOOL ok;
+    if (h == INVALID_HANDLE_VALUE) return -1;
+    if ((w = kcache__win_final(h, 1, &len)) == NULL) return -1;
+    if (len == 0 || w[len - 1] != L'\\') w[len++] = L'\\';
+    w[len] = 0;
+    ok = GetDiskFreeSpaceExW(w, &a, &t, NULL);
+    KCACHE_FREE(w);
+    if (!ok) return kcache__win_fail();
+    *avail = a.QuadPart;
+    *total = t.QuadPart;
+    return 0;
+}
 
 #endif /* !_WIN32 */
 
@@ -4331,6 +4421,7 @@ typedef struct kcache__node {
     kcache__blob *blob;
     unsigned char *rec;              /* the key record (stored right after the node) */
     size_t rec_len;
+    size_t mem;                      /* the memory it holds (node, record, blob): what KCACHE_MEM_SIZE counts */
     int64_t touched_ns;              /* when the store's use record was last written for it */
     uint32_t hits;                   /* memory hits; every 64th looks at the clock (see kcache_get) */
     int dirty;                       /* KCACHE_WRITE_EVICT: not yet in the store */
@@ -4340,7 +4431,7 @@ typedef struct kcache__lru {
     kcache__node **buckets;
     size_t mask;                     /* buckets - 1, a power of two minus one */
     kcache__node head;               /* sentinel: head.next is the most recent */
-    uint64_t count, bytes;
+    uint64_t count, bytes;           /* bytes: the memory the nodes hold, not only their payloads */
 } kcache__lru;
 
 static kcache_status kcache__lru_init(kcache__lru *l, uint32_t entries) {
@@ -4383,7 +4474,7 @@ static void kcache__lru_detach(kcache__lru *l, kcache__node *n) {
     if (*p == n) *p = n->hnext;
     kcache__lru_unlink_list(n);
     l->count--;
-    l->bytes -= n->blob->size;
+    l->bytes -= n->mem;
 }
 /* Inserts a node that is not in the table (the caller detached any previous one). */
 static void kcache__lru_insert(kcache__lru *l, kcache__node *n) {
@@ -4392,7 +4483,7 @@ static void kcache__lru_insert(kcache__lru *l, kcache__node *n) {
     *p = n;
     kcache__lru_push_front(l, n);
     l->count++;
-    l->bytes += n->blob->size;
+    l->bytes += n->mem;
 }
 static void kcache__node_free(kcache__node *n) {
     if (!n) return;
@@ -4470,6 +4561,8 @@ static unsigned char *kcache__zstd_pack(const void *data, size_t size, size_t *o
      112  u64 the eviction hand: the slot it looks at next (any value is sound: taken mod slots)
      120  u64 checksum: XXH3-128 lo of bytes 0 .. 120
      512  the eviction log: 64 slots of (digest lo, hi, i64 when ns, u64 size) and at 504 u64 next slot
+    2560  writes in flight: 32 slots of (u64 writer: pid << 32 | its sequence, 0 = free; u64 bytes;
+          i64 claimed at ns; u64 0): a temp file counts against the limit while it exists
     4096  use table: buckets x 4 ways of (digest lo, hi, i64 last use ns, u64 entry bytes); bit 0 of
           the last use is the mark "used since the hand last passed" (see kcache__store_evict_bytes)
    busy is set by a lock holder before it changes anything and cleared after: finding it set under
@@ -4533,8 +4626,63 @@ typedef struct kcache__store {
        no open or close, once fstat shows it is still that name's file (linked) at the size left */
     struct { uint64_t dev, ino, size, room; int fd; char rel[48]; } ix_last;
     uint64_t temp_seq;
+    uint32_t uid;              /* the caller (euid): whom the store belongs to */
+    uint32_t gid;              /* a shared store's group (KCACHE_SHARED_GROUP) */
+    int shared;                /* a group's store: its members are trusted, files 0660, dirs 02770 */
+    int gmode;                 /* KCACHE__GROUPRW in a shared store, else 0: or'ed into creating opens */
+    int readonly;              /* hits only: no lock, no use table, no stats, nothing written */
+    uint64_t shard_ok[2][4];   /* shards of e/ and i/ checked in this process (kcache__shard_trusted) */
+    uint64_t shard_bad[2][4];  /* ... and refused */
+    char shard_why[300];       /* why the first refused shard was refused */
+    kcache__mutex shard_mutex; /* one check of a shard at a time (not st->mutex: held by updates) */
     kcache__mutex mutex;       /* fcntl-style locks do not exclude threads of one process */
 } kcache__store;
+
+/* Whether something inside the store was made by someone the store trusts: the caller, root (who
+   may do anything anyway), or a member of a shared store's group (only members can give a file
+   that group). Anything else is never read as kcache's, and never deleted. */
+static int kcache__trusted(const kcache__store *st, const kcache__finfo *s) {
+    return s->uid == st->uid || s->uid == 0 || (st->shared && s->gid == st->gid);
+}
+#define KCACHE__SLACK ((uint64_t)8 << 10) /* beside an entry: an index record, a new shard's block */
+
+/* kcache leaves its filesystem this much free: 5 % of it, at most 1 GiB. A cache gives way before
+   the programs that share its disk (cachefilesd, the kernel's own cache of network files, stops
+   allocating at 3 % free by default): it evicts to stay above it, and stores nothing below it. */
+static uint64_t kcache__reserve(uint64_t fs_bytes) {
+    uint64_t r = fs_bytes / 20;
+    return r < ((uint64_t)1 << 30) ? r : ((uint64_t)1 << 30);
+}
+/* How far writing `need` more bytes would take the filesystem under the reserve: 0 when it would
+   not (or when the free space cannot be asked; the write itself then tells). */
+static uint64_t kcache__shortfall(kcache__store *st, uint64_t need) {
+    uint64_t avail = 0, total = 0, reserve;
+    if (kcache__io_space(st->dirfd, &avail, &total) != 0) return 0;
+    reserve = kcache__reserve(total);
+    return avail >= need + reserve ? 0 : need + reserve - avail;
+}
+
+/* Whether the shard of rel ("e/XX/..." or "i/XX/...") may be used. Shards are checked as the other
+   levels are (kcache__level_problem), each once per process, the first time it is used (one
+   fstatat; checking all 512 at every open would cost a millisecond): a hit pays one load and a
+   bit test. 0: refused, never read, written or cleaned in (st->shard_why says why). */
+static int kcache__shard_check(kcache__store *st, const char *rel, int which, int b);
+static int kcache__shard_trusted(kcache__store *st, const char *rel) {
+    int which = rel[0] == 'i', hi = rel[2], lo = rel[3], b;
+    hi = hi >= '0' && hi <= '9' ? hi - '0' : hi >= 'a' && hi <= 'f' ? hi - 'a' + 10 : -1;
+    lo = lo >= '0' && lo <= '9' ? lo - '0' : lo >= 'a' && lo <= 'f' ? lo - 'a' + 10 : -1;
+    if (hi < 0 || lo < 0) return 1; /* not a shard's name: the callers' own checks apply */
+    b = hi << 4 | lo;
+    if (KCACHE__LIKELY(__atomic_load_n(&st->shard_ok[which][b >> 6], __ATOMIC_RELAXED) & ((uint64_t)1 << (b & 63)))) return 1;
+    return kcache__shard_check(st, rel, which, b);
+}
+
+/* A directory kcache made in a shared store: the group's, setgid, 02770 (mkdir made it 0700). */
+static void kcache__share_dir(const kcache__store *st, int fd) {
+    if (!st->shared) return;
+    kcache__io_chgrp(fd, st->gid);
+    kcache__io_chmod(fd, 02770);
+}
 
 /* What a store operation did, for the stats and the debug log. */
 typedef struct kcache__store_ev {
@@ -4663,6 +4811,7 @@ static int kcache__clear_name(kcache__store *st, int dirfd, const char *name) {
 static int kcache__unlink_entry(kcache__store *st, const char rel[48]) {
     char shard[8];
     int fd, rc;
+    if (!kcache__shard_trusted(st, rel)) return -1; /* nothing is removed from a refused shard */
     memcpy(shard, rel, 4);
     shard[4] = 0;
     fd = kcache__open_in(st, shard, KCACHE__RD | KCACHE__DIRECTORY);
@@ -4699,7 +4848,15 @@ static int kcache__shard_open(kcache__store *st, const char *shard, char *note, 
         if (kcache__clear_name(st, topfd, shard + 2) == 0) kcache__io_mkdir(topfd, shard + 2);
     }
     kcache__io_close(topfd);
-    return kcache__open_in(st, shard, KCACHE__RD | KCACHE__DIRECTORY);
+    fd = kcache__open_in(st, shard, KCACHE__RD | KCACHE__DIRECTORY);
+    if (fd >= 0 && st->shared) { /* made just now by us (or by another member): the group's */
+        kcache__finfo s;
+        int tfd = kcache__open_in(st, top, KCACHE__RD | KCACHE__DIRECTORY);
+        if (tfd >= 0 && kcache__io_fstat(tfd, &s) == 0 && s.uid == st->uid && (s.perm & 02070) != 02070) kcache__share_dir(st, tfd);
+        if (tfd >= 0) kcache__io_close(tfd);
+        if (kcache__io_fstat(fd, &s) == 0 && s.uid == st->uid && (s.perm & 02070) != 02070) kcache__share_dir(st, fd);
+    }
+    return fd;
 }
 
 /* Takes the store lock: this process's mutex, then the advisory lock on byte 0 of "lock" (see
@@ -4761,6 +4918,7 @@ static kcache_status kcache__cf_create(kcache__store *st, uint64_t limit, int re
     int fd, rc;
     (void)limit;
     while (((uint64_t)KCACHE__WAYS << lg) < slots) lg++;
+    if (kcache__shortfall(st, KCACHE__CF_HEADER + ((uint64_t)KCACHE__WAYS << lg) * KCACHE__SLOT)) return KCACHE_ENOSPC; /* the reserve */
     memset(hdr, 0, sizeof hdr);
     memcpy(hdr, "KCACHECF", 8);
     kcache__put_u32(hdr + 8, KCACHE__CF_VERSION);
@@ -4772,8 +4930,9 @@ static kcache_status kcache__cf_create(kcache__store *st, uint64_t limit, int re
     kcache__put_u32(hdr + 48, 1); /* busy: the first locked update scans for entries already there */
     kcache__put_u64(hdr + KCACHE__CF_SUMMED, kcache_hash(hdr, KCACHE__CF_SUMMED).lo);
     snprintf(tmp, sizeof tmp, "tmp/%u-cf-%llx.tmp", (unsigned)kcache__pid(), (unsigned long long)kcache__now_ns());
-    fd = kcache__open_in(st, tmp, KCACHE__RW | KCACHE__CREATE | KCACHE__EXCL);
+    fd = kcache__open_in(st, tmp, KCACHE__RW | KCACHE__CREATE | KCACHE__EXCL | st->gmode);
     if (fd < 0) return errno == ENOSPC ? KCACHE_ENOSPC : (errno == EROFS || errno == EACCES) ? KCACHE_EROFS : KCACHE_EIO;
+    kcache__io_chmod(fd, st->shared ? 0660 : 0600); /* reopened for writing by every process: not the umask's */
     /* The table's blocks are allocated now: a sparse page first touched through the mapping when
        the disk is full would be SIGBUS, not an error. A filesystem without room for the table
        gets a smaller one (down to 4096 slots) rather than no store. */
@@ -4821,11 +4980,13 @@ static int kcache__cf_map(kcache__store *st, int *valid) {
     kcache__cf_unmap(st);
     st->cffd = kcache__open_in(st, "config.file", KCACHE__RW);
     if (st->cffd < 0) return -1;
-    if (kcache__io_fstat(st->cffd, &s) != 0 || s.kind != KCACHE__KIND_FILE || s.size < KCACHE__CF_HEADER ||
+    if (kcache__io_fstat(st->cffd, &s) != 0 || s.kind != KCACHE__KIND_FILE || !kcache__trusted(st, &s) || s.size < KCACHE__CF_HEADER ||
         kcache__io_pread(st->cffd, hdr, sizeof hdr, 0) != (ptrdiff_t)sizeof hdr || !kcache__cf_valid(hdr, s.size)) {
         kcache__cf_unmap(st);
         return 0; /* present but unusable: the caller replaces it */
     }
+    if ((s.perm & 0777) != (st->shared ? 0660u : 0600u) && s.uid == st->uid) /* others may not read it */
+        kcache__io_chmod(st->cffd, st->shared ? 0660 : 0600);
     len = (size_t)s.size;
     st->map = kcache__io_map(st->cffd, len);
     if (!st->map) { kcache__cf_unmap(st); return -1; }
@@ -4874,7 +5035,7 @@ static void kcache__entry_unit(kcache__store *st, const char *rel, char *list, s
     unsigned char h[KCACHE__ENTRY_FIXED + 2 + KCACHE_UNIT_MAX];
     size_t have = strlen(list), ulen;
     ptrdiff_t n;
-    int fd = kcache__open_in(st, rel, KCACHE__RD | KCACHE__NONBLOCK);
+    int fd = kcache__shard_trusted(st, rel) ? kcache__open_in(st, rel, KCACHE__RD | KCACHE__NONBLOCK) : -1;
     if (fd < 0) return;
     n = kcache__io_pread(fd, h, sizeof h, 0);
     kcache__io_close(fd);
@@ -4992,12 +5153,12 @@ static void kcache__store_evict_to(kcache__store *st, uint64_t target, kcache__s
     if (have > target) kcache__store_evict_bytes(st, have - target, ev);
 }
 
-/* Makes room for a new entry of `bytes` bytes, at most the limit (lock held): just enough goes for
+/* Makes room for `bytes` new bytes (an entry, and the writes in flight) (lock held): just enough goes for
    the store to hold it under the limit, and limit/1024 more, so that a store at its limit does not
    pay an eviction on every put of a slightly larger entry (the old rule, down to 2/3 of the limit
    at once, threw away a third of what was worth keeping). */
 static void kcache__store_make_room(kcache__store *st, uint64_t bytes, kcache__store_ev *ev) {
-    uint64_t room = st->limit - bytes, margin = st->limit >> 10;
+    uint64_t room = st->limit > bytes ? st->limit - bytes : 0, margin = st->limit >> 10;
     if (st->limit && kcache__cf_get(st, 24) > room) kcache__store_evict_to(st, room > margin ? room - margin : 0, ev);
 }
 
@@ -5055,8 +5216,8 @@ static void kcache__slot_insert(kcache__store *st, kcache_hash128 d, uint64_t si
     kcache__cf_set(st, 32, kcache__cf_get(st, 32) + 1);
 }
 
-/* Calls fn for every entry file in the shards (regular files with an entry's name; anything else
-   in a shard is removed: a store holds only what kcache wrote). */
+/* Calls fn for every entry file in the shards (regular files with an entry's name, made by someone
+   the store trusts). Something else at an entry's name is removed; other names are left alone. */
 typedef void (*kcache__walk_fn)(void *ctx, kcache_hash128 d, const kcache__finfo *s);
 static void kcache__store_walk(kcache__store *st, kcache__walk_fn fn, void *ctx) {
     int shard, efd = kcache__open_in(st, "e", KCACHE__RD | KCACHE__DIRECTORY);
@@ -5066,19 +5227,20 @@ static void kcache__store_walk(kcache__store *st, kcache__walk_fn fn, void *ctx)
         int fd;
         kcache__dir *dp;
         const char *name;
-        snprintf(rel, sizeof rel, "%02x", shard);
-        dp = kcache__io_dir_open(efd, rel); /* never through a symlink */
+        snprintf(rel, sizeof rel, "e/%02x", shard);
+        if (!kcache__shard_trusted(st, rel)) continue;
+        dp = kcache__io_dir_open(efd, rel + 2); /* never through a symlink */
         if (!dp) continue;
         fd = kcache__os_dir_fd(dp);
         while ((name = kcache__io_dir_next(dp)) != NULL) {
             kcache_hash128 d;
             kcache__finfo s;
-            if (kcache__io_statat(fd, name, &s) != 0) continue;
-            if (!kcache__parse_entry_name(name, &d) || s.kind != KCACHE__KIND_FILE) {
+            if (kcache__io_statat(fd, name, &s) != 0 || !kcache__parse_entry_name(name, &d)) continue; /* not kcache's */
+            if (s.kind != KCACHE__KIND_FILE) { /* a symlink or FIFO at an entry's name: cleared, never followed */
                 if (s.kind != KCACHE__KIND_DIR) kcache__io_unlink(fd, name);
                 continue;
             }
-            fn(ctx, d, &s);
+            if (kcache__trusted(st, &s)) fn(ctx, d, &s); /* someone else's file is never counted as an entry */
         }
         kcache__io_dir_close(dp);
     }
@@ -5138,11 +5300,12 @@ static void kcache__cf_grow(kcache__store *st, kcache__store_ev *ev) {
     int fd, old_fd = st->cffd;
     kcache__finfo sb;
     char tmp[64];
-    if (nslots > kcache__max_slots(st->limit)) return;
+    if (nslots > kcache__max_slots(st->limit) || kcache__shortfall(st, len)) return; /* (a full table evicts instead) */
     st->temp_seq++;
     snprintf(tmp, sizeof tmp, "%u-grow-%llx.tmp", (unsigned)kcache__pid(), (unsigned long long)st->temp_seq);
-    fd = kcache__io_openat(st->tmpfd, tmp, KCACHE__RW | KCACHE__CREATE | KCACHE__EXCL);
+    fd = kcache__io_openat(st->tmpfd, tmp, KCACHE__RW | KCACHE__CREATE | KCACHE__EXCL | st->gmode);
     if (fd < 0) return;
+    kcache__io_chmod(fd, st->shared ? 0660 : 0600);
     if (kcache__io_allocate(fd, (uint64_t)len) != 0 || kcache__io_fstat(fd, &sb) != 0 || (map = kcache__io_map(fd, len)) == NULL) {
         kcache__io_close(fd);
         kcache__io_unlink(st->tmpfd, tmp);
@@ -5260,6 +5423,63 @@ static kcache_status kcache__write_all(int fd, const void *a, size_t an, const v
         }
     }
     return KCACHE_OK;
+}
+
+/* ---- room: the filesystem's reserve, and writes in flight counted against the limit ---------- */
+
+#define KCACHE__FLIGHT_AT 2560
+#define KCACHE__FLIGHT_SLOTS 32
+static uint64_t *kcache__flight_word(const unsigned char *map, unsigned i, int f) {
+    return (uint64_t *)(void *)(uintptr_t)(map + KCACHE__FLIGHT_AT + (size_t)i * 32 + (size_t)f * 8);
+}
+/* Claims a slot of the in-flight table for a write of `bytes` (no lock: compare-and-swap). 0 when
+   all are taken: the write then goes uncounted, as it would with an older kcache. */
+static int kcache__flight_claim(unsigned char *map, uint64_t token, uint64_t bytes) {
+    unsigned i;
+    for (i = 0; i < KCACHE__FLIGHT_SLOTS; i++) {
+        uint64_t free_word = 0;
+        if (__atomic_compare_exchange_n(kcache__flight_word(map, i, 0), &free_word, kcache__le64(token), 0, __ATOMIC_ACQ_REL,
+                                        __ATOMIC_RELAXED)) {
+            kcache__atomic_store_u64(kcache__flight_word(map, i, 1), kcache__le64(bytes));
+            kcache__atomic_store_u64(kcache__flight_word(map, i, 2), kcache__le64((uint64_t)kcache__now_ns()));
+            return 1;
+        }
+    }
+    return 0;
+}
+static void kcache__flight_release(unsigned char *map, uint64_t token) {
+    unsigned i;
+    if (!map || !token) return;
+    for (i = 0; i < KCACHE__FLIGHT_SLOTS; i++) {
+        uint64_t t = kcache__le64(token);
+        if (kcache__atomic_load_u64(kcache__flight_word(map, i, 0)) != t) continue;
+        kcache__atomic_store_u64(kcache__flight_word(map, i, 1), 0);
+        __atomic_compare_exchange_n(kcache__flight_word(map, i, 0), &t, 0, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED);
+    }
+}
+/* Bytes in flight (but the writer `except`'s own). */
+static uint64_t kcache__flight_sum(const unsigned char *map, uint64_t except) {
+    uint64_t sum = 0, e = kcache__le64(except);
+    unsigned i;
+    for (i = 0; i < KCACHE__FLIGHT_SLOTS && map; i++) {
+        uint64_t w = kcache__atomic_load_u64(kcache__flight_word(map, i, 0));
+        if (w && w != e) sum += kcache__le64(kcache__atomic_load_u64(kcache__flight_word(map, i, 1)));
+    }
+    return sum;
+}
+/* Lock held: gives back the claims of writers that died (or claimed a day ago). */
+static void kcache__flight_reap(kcache__store *st) {
+    int64_t old = kcache__now_ns() - (int64_t)86400 * 1000000000;
+    unsigned i;
+    for (i = 0; i < KCACHE__FLIGHT_SLOTS; i++) {
+        uint64_t w = kcache__atomic_load_u64(kcache__flight_word(st->map, i, 0)), owner = kcache__le64(w);
+        if (!w) continue;
+        if (!kcache__os_pid_gone((uint32_t)(owner >> 32)) &&
+            (int64_t)kcache__le64(kcache__atomic_load_u64(kcache__flight_word(st->map, i, 2))) >= old)
+            continue;
+        kcache__atomic_store_u64(kcache__flight_word(st->map, i, 1), 0);
+        __atomic_compare_exchange_n(kcache__flight_word(st->map, i, 0), &w, 0, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED);
+    }
 }
 
 /* ---- >>index  per-unit index files: a unit's overloads, what left it and why, traced misses ----
@@ -5400,9 +5620,11 @@ static kcache_status kcache__ix_read(kcache__store *st, const char *unit, kcache
     int fd;
     memset(ix, 0, sizeof *ix);
     kcache__ix_name(unit, rel);
+    if (!kcache__shard_trusted(st, rel)) return KCACHE_ECORRUPT;
     fd = kcache__open_in(st, rel, KCACHE__RD | KCACHE__NONBLOCK);
     if (fd < 0) return errno == ENOENT ? KCACHE_ENOENT : KCACHE_ECORRUPT;
-    if (kcache__io_fstat(fd, &sb) != 0 || sb.kind != KCACHE__KIND_FILE || (size_t)sb.size < hlen || (uint64_t)sb.size > KCACHE__IX_MAX ||
+    if (kcache__io_fstat(fd, &sb) != 0 || sb.kind != KCACHE__KIND_FILE || !kcache__trusted(st, &sb) || (size_t)sb.size < hlen ||
+        (uint64_t)sb.size > KCACHE__IX_MAX ||
         !(ix->file = (unsigned char *)KCACHE_MALLOC((size_t)sb.size))) {
         kcache__io_close(fd);
         return KCACHE_ECORRUPT;
@@ -5508,14 +5730,24 @@ static kcache_status kcache__ix_write(kcache__store *st, const char *unit, const
     for (l = 0; l < KCACHE__IX_LISTS; l++)
         for (i = 0; i < ix->n[l]; i++) kcache__ix_encode(&w, l, &ix->items[l][i]);
     if (w.overflow || w.len != len) { KCACHE_FREE(buf); return KCACHE_EIO; }
+    if (kcache__shortfall(st, len)) { /* the filesystem's reserve: an index is worth less than the space */
+        kcache__ev_note(ev, "index of unit \"%s\" not written: %s (the filesystem is at kcache's reserve)", unit, strerror(ENOSPC));
+        KCACHE_FREE(buf);
+        return KCACHE_ENOSPC;
+    }
     kcache__ix_name(unit, rel);
+    if (!kcache__shard_trusted(st, rel)) {
+        kcache__ev_note(ev, "%s", st->shard_why);
+        KCACHE_FREE(buf);
+        return KCACHE_EUNSAFE;
+    }
     memcpy(shard, rel, 4);
     shard[4] = 0;
     do { /* a name left by a dead process whose pid is ours now is taken: another one */
         st->temp_seq++;
         snprintf(tmp, sizeof tmp, "%u-ix-%llx-%llx.tmp", (unsigned)kcache__pid(), (unsigned long long)st->temp_seq,
                  (unsigned long long)kcache__now_ns());
-        fd = kcache__io_openat(st->tmpfd, tmp, KCACHE__WR | KCACHE__CREATE | KCACHE__EXCL);
+        fd = kcache__io_openat(st->tmpfd, tmp, KCACHE__WR | KCACHE__CREATE | KCACHE__EXCL | st->gmode);
     } while (fd < 0 && errno == EEXIST && st->temp_seq % 4 != 0);
     if (fd < 0) {
         kcache__ev_note(ev, "index of unit \"%s\" not written: cannot create a temp file (%s)", unit, strerror(errno));
@@ -5564,9 +5796,11 @@ static void kcache__ix_log(kcache__store *st, const char *unit, int n, const int
         if (st->ix_last.fd >= 0) kcache__io_close(st->ix_last.fd);
         st->ix_last.fd = -1;
         st->ix_last.ino = 0;
+        if (!kcache__shard_trusted(st, rel)) return; /* a refused shard: no index there */
         fd = kcache__open_in(st, rel, KCACHE__RW | KCACHE__APPEND | KCACHE__NONBLOCK);
     }
-    if (fd >= 0 && kcache__io_fstat(fd, &sb) == 0 && sb.kind == KCACHE__KIND_FILE && sb.nlink > 0 && (size_t)sb.size >= hlen &&
+    if (fd >= 0 && kcache__io_fstat(fd, &sb) == 0 && sb.kind == KCACHE__KIND_FILE && kcache__trusted(st, &sb) && sb.nlink > 0 &&
+        (size_t)sb.size >= hlen &&
         (uint64_t)sb.size < KCACHE__IX_MAX) {
         int rfd = fd;
         /* The log this process appended to last, untouched since (same file, same size): known sound,
@@ -5655,6 +5889,75 @@ static void kcache__ix_update(kcache__store *st, const kcache_key *k, const unsi
     kcache__ix_log(st, k->unit, 1, &list, &it);
 }
 
+/* Before a put writes its temp file (or after the disk filled under it: disk_full): claims the
+   write's in-flight slot unless it has one (*cmap: the mapping it is in), then makes room when it
+   must, under the lock: the filesystem kept above its reserve, the store with what is in flight
+   under its limit, both by evicting. KCACHE_ENOSPC (the claim given back) when there is none. */
+static kcache_status kcache__store_room(kcache__store *st, uint64_t total, uint64_t token, unsigned char **cmap, int disk_full,
+                                        kcache__store_ev *ev) {
+    const kcache__table *t = kcache__tab(st);
+    uint64_t need = total + KCACHE__SLACK, disk_short = kcache__shortfall(st, need);
+    int64_t deadline = kcache__mono_ns() + (int64_t)st->lock_timeout_ms * 1000000;
+    unsigned pause_ms = 1;
+    kcache_status s;
+    int over = 0, reaped = 0;
+    if (disk_full && disk_short < need) disk_short = need;
+    /* Other writers' temp files may fill the limit by themselves: wait (without a claim of ours,
+       so that waiters never hold each other up) until this one fits, as long as for the lock. */
+    while (!*cmap && t && t->map && kcache__flight_claim(t->map, token, total)) {
+        if (!st->limit || kcache__flight_sum(t->map, 0) <= st->limit) { *cmap = t->map; break; }
+        kcache__flight_release(t->map, token);
+        if (kcache__mono_ns() > deadline) {
+            kcache__ev_note(ev, "the store's limit (%llu bytes) stayed taken by other writes in flight", (unsigned long long)st->limit);
+            return KCACHE_ENOSPC;
+        }
+        if (!reaped && kcache__store_lock(st) == KCACHE_OK) { /* once: claims of writers that died */
+            if (kcache__store_begin(st, ev) == KCACHE_OK) {
+                kcache__flight_reap(st);
+                kcache__store_end(st);
+            }
+            kcache__store_unlock(st);
+            reaped = 1;
+            t = kcache__tab(st);
+            continue;
+        }
+        kcache__sleep_ms(pause_ms);
+        if (pause_ms < 50) pause_ms *= 2;
+        t = kcache__tab(st);
+    }
+    if (st->limit && t && t->map) over = kcache__cf_at(t->map, 24) + kcache__flight_sum(t->map, 0) > st->limit;
+    if (!disk_short && !over) return KCACHE_OK;
+    s = kcache__store_lock(st);
+    if (s == KCACHE_OK) {
+        s = kcache__store_begin(st, ev);
+        if (s == KCACHE_OK) {
+            uint64_t pending, have;
+            kcache__flight_reap(st);
+            pending = kcache__flight_sum(st->map, 0) + (*cmap && *cmap != st->map ? total : 0);
+            /* writers that claimed together all make room, for every write in flight */
+            if (st->limit && kcache__cf_get(st, 24) + pending > st->limit) kcache__store_make_room(st, pending, ev);
+            have = kcache__cf_get(st, 24);
+            if (s == KCACHE_OK && disk_short) {
+                if (have < disk_short) {
+                    s = KCACHE_ENOSPC;
+                    kcache__ev_note(ev, "%s: the filesystem is at kcache's reserve (5 %% of it, at most 1 GiB, is left free)",
+                                    strerror(ENOSPC));
+                } else {
+                    kcache__store_evict_to(st, (have - disk_short) / 8 * 7, ev); /* a little more: not one eviction per put */
+                }
+            }
+            kcache__store_end(st);
+        }
+        kcache__store_unlock(st);
+    }
+    if (s == KCACHE_OK && disk_short && kcache__shortfall(st, need)) s = KCACHE_ENOSPC; /* the space did not come back */
+    if (s != KCACHE_OK) {
+        kcache__flight_release(*cmap, token);
+        *cmap = NULL;
+    }
+    return s;
+}
+
 /* Writes an entry: temp file, optional fsync, then under the lock rename into place, account and
    evict. The lock is never held while payload bytes move. */
 static kcache_status kcache__store_put(kcache__store *st, const kcache_key *k, const void *data, size_t size,
@@ -5666,9 +5969,16 @@ static kcache_status kcache__store_put(kcache__store *st, const kcache_key *k, c
     size_t stored_len = size;
     char tmp[64], rel[48], shard[8];
     kcache_status s;
-    uint64_t total;
+    uint64_t total, token;
     uint64_t *old;
-    int fd;
+    unsigned char *cmap = NULL; /* the config.file mapping this write's in-flight claim is in */
+    int fd, attempt;
+    if (st->readonly) return KCACHE_EROFS;
+    kcache__entry_name(k->digest, rel);
+    if (!kcache__shard_trusted(st, rel)) {
+        kcache__ev_note(ev, "%s", st->shard_why);
+        return KCACHE_EUNSAFE;
+    }
 #ifdef KCACHE_ZSTD
     if (st->compress && (packed = kcache__zstd_pack(data, size, &stored_len)) != NULL) stored = packed;
 #endif
@@ -5681,25 +5991,45 @@ static kcache_status kcache__store_put(kcache__store *st, const kcache_key *k, c
 
     kcache__mutex_lock(&st->mutex);
     st->temp_seq++;
+    token = ((uint64_t)kcache__pid() << 32) | (uint32_t)st->temp_seq;
     snprintf(tmp, sizeof tmp, "tmp/%u-%llx-%llx.tmp", (unsigned)kcache__pid(), (unsigned long long)st->temp_seq,
              (unsigned long long)(k->digest.lo ^ (uint64_t)kcache__now_ns()));
     kcache__mutex_unlock(&st->mutex);
-    fd = kcache__io_openat(st->tmpfd, tmp + 4, KCACHE__WR | KCACHE__CREATE | KCACHE__EXCL);
-    if (fd < 0) { s = kcache__errno_status(errno); KCACHE_FREE(hdr); KCACHE_FREE(packed); return s; }
-    s = kcache__write_all(fd, hdr, hlen, stored, stored_len);
+    for (attempt = 0;; attempt++) {
+        s = kcache__store_room(st, total, token, &cmap, attempt > 0, ev);
+        if (s != KCACHE_OK) { KCACHE_FREE(hdr); KCACHE_FREE(packed); return s; }
+        fd = kcache__io_openat(st->tmpfd, tmp + 4, KCACHE__WR | KCACHE__CREATE | KCACHE__EXCL | st->gmode);
+        if (fd < 0) s = kcache__errno_status(errno);
+        else {
+            s = kcache__write_all(fd, hdr, hlen, stored, stored_len);
+            if (s == KCACHE_OK && st->fsync && kcache__io_fsync(fd) != 0) s = kcache__errno_status(errno);
+            if (kcache__io_close(fd) != 0 && s == KCACHE_OK) s = kcache__errno_status(errno);
+            if (s != KCACHE_OK) kcache__io_unlink(st->tmpfd, tmp + 4);
+        }
+        if (s == KCACHE_OK) break;
+        if (s != KCACHE_ENOSPC || attempt > 0) { /* a full disk gets one eviction and one more try */
+            kcache__flight_release(cmap, token);
+            KCACHE_FREE(hdr);
+            KCACHE_FREE(packed);
+            return s;
+        }
+    }
     KCACHE_FREE(packed);
-    if (s == KCACHE_OK && st->fsync && kcache__io_fsync(fd) != 0) s = kcache__errno_status(errno);
-    if (kcache__io_close(fd) != 0 && s == KCACHE_OK) s = kcache__errno_status(errno);
-    if (s != KCACHE_OK) { kcache__io_unlink(st->tmpfd, tmp + 4); KCACHE_FREE(hdr); return s; }
 
     kcache__entry_name(k->digest, rel);
     memcpy(shard, rel, 4);
     shard[4] = 0;
     s = kcache__store_lock(st);
-    if (s != KCACHE_OK) { kcache__io_unlink(st->tmpfd, tmp + 4); KCACHE_FREE(hdr); return s; }
+    if (s != KCACHE_OK) { kcache__flight_release(cmap, token); kcache__io_unlink(st->tmpfd, tmp + 4); KCACHE_FREE(hdr); return s; }
     s = kcache__store_begin(st, ev);
+    if (s != KCACHE_OK) kcache__flight_release(cmap, token);
     if (s == KCACHE_OK) {
-        int shardfd = kcache__shard_open(st, shard, ev ? ev->note : NULL, ev ? sizeof ev->note : 0);
+        int shardfd;
+        uint64_t pending;
+        kcache__flight_release(cmap, token); /* the temp file becomes an entry (or goes) under this lock */
+        if (st->map != cmap) kcache__flight_release(st->map, token);
+        pending = kcache__flight_sum(st->map, 0);
+        shardfd = kcache__shard_open(st, shard, ev ? ev->note : NULL, ev ? sizeof ev->note : 0);
         if (shardfd >= 0 && (old = kcache__slot_find(st, k->digest)) != NULL)
             kcache__store_drop_in(st, old, 0, NULL, shardfd); /* first: no rename over it (ext4 would flush) */
         if (shardfd < 0) {
@@ -5713,7 +6043,7 @@ static kcache_status kcache__store_put(kcache__store *st, const kcache_key *k, c
             kcache__io_fsync(shardfd); /* the rename itself survives a power loss only once its directory is synced */
         if (shardfd >= 0) kcache__io_close(shardfd);
         if (s == KCACHE_OK) {
-            kcache__store_make_room(st, total, ev); /* before the insert: the new entry is no candidate */
+            kcache__store_make_room(st, total + pending, ev); /* before the insert: the new entry is no candidate */
             kcache__slot_insert(st, k->digest, total, kcache__now_ns() & ~(int64_t)KCACHE__USE_MARK, ev);
             if (kcache__cf_get(st, 32) * 4 > st->nslots * 3) kcache__cf_grow(st, ev); /* keep buckets from filling */
             kcache__ix_update(st, k, hdr + KCACHE__ENTRY_FIXED, rec_len, size, KCACHE__IX_LIVE, KCACHE_REASON_HIT);
@@ -5757,7 +6087,9 @@ static kcache_status kcache__store_remove(kcache__store *st, const kcache_key *k
     uint64_t *s;
     int had = 0;
     unsigned char *own = NULL;
-    kcache_status r = kcache__store_lock(st);
+    kcache_status r;
+    if (st->readonly) return KCACHE_EROFS;
+    r = kcache__store_lock(st);
     if (r != KCACHE_OK) return r;
     r = kcache__store_begin(st, ev);
     if (r == KCACHE_OK) {
@@ -5798,7 +6130,9 @@ static kcache_status kcache__store_remove(kcache__store *st, const kcache_key *k
 /* Lock held by nobody: records a miss in the unit's index (KCACHE_TRACE), with the key's fields. */
 static void kcache__store_trace_miss(kcache__store *st, const kcache_key *k, kcache_reason reason) {
     size_t rec_len;
-    unsigned char *rec = kcache__record_new(k, &rec_len);
+    unsigned char *rec;
+    if (st->readonly) return;
+    rec = kcache__record_new(k, &rec_len);
     if (!rec) return;
     if (kcache__store_lock(st) == KCACHE_OK) {
         kcache__ix_update(st, k, rec, rec_len, 0, KCACHE__IX_MISSED, reason);
@@ -5831,6 +6165,11 @@ static void kcache__store_read(kcache__store *st, const kcache_key *k, int polic
     memset(out, 0, sizeof *out);
     out->reason = KCACHE_REASON_COLD;
     kcache__entry_name(k->digest, rel);
+    if (!kcache__shard_trusted(st, rel)) { /* refused: a miss, nothing read */
+        out->status = KCACHE_EUNSAFE;
+        out->reason = KCACHE_REASON_UNWRITABLE;
+        return;
+    }
     /* O_NONBLOCK: a FIFO planted where an entry belongs must not block the reader */
     fd = kcache__open_in(st, rel, KCACHE__RD | KCACHE__NONBLOCK);
     if (fd < 0) {
@@ -5858,11 +6197,12 @@ static void kcache__store_read(kcache__store *st, const kcache_key *k, int polic
             if (have != fsize) { kcache__blob_unref(b); b = NULL; have = 0; }
         }
     }
-    if (!b) {
+    if (!b) { /* (an entry the use table does not know: who made it is asked too) */
         if (kcache__io_fstat(fd, &s) != 0 || s.kind != KCACHE__KIND_FILE || s.size < KCACHE__ENTRY_FIXED + 16 + 8 ||
-            (uint64_t)s.size > (uint64_t)((size_t)-1 / 2)) {
+            (uint64_t)s.size > (uint64_t)((size_t)-1 / 2) || !kcache__trusted(st, &s)) {
             kcache__io_close(fd);
-            out->status = KCACHE_ECORRUPT;
+            /* someone else's file is never read, nor removed: only a miss */
+            out->status = s.kind == KCACHE__KIND_FILE && !kcache__trusted(st, &s) ? KCACHE_EUNSAFE : KCACHE_ECORRUPT;
             out->reason = KCACHE_REASON_REJECTED;
             return;
         }
@@ -5943,7 +6283,37 @@ bad:
     kcache__blob_unref(b);
 }
 
-/* Removes temp files whose writer is gone (or that are over a day old: a writer on another host). */
+/* Whether a name in tmp/ is one kcache's writers make: <pid>-[ix-|grow-|cf-|stats-]<hex>[-<hex>].tmp,
+   or <pid>-junk-<hex> (a name kcache cleared and moved aside). *pid: the writer's. */
+static int kcache__temp_name(const char *name, unsigned long *pid) {
+    static const char *const kinds[] = {"ix-", "grow-", "cf-", "stats-"};
+    const char *p = name;
+    unsigned long v = 0;
+    int digits = 0, groups = 0, junk, i;
+    while (*p >= '0' && *p <= '9' && digits < 10) {
+        v = v * 10 + (unsigned long)(*p++ - '0');
+        digits++;
+    }
+    if (!digits || *p++ != '-') return 0;
+    *pid = v;
+    junk = strncmp(p, "junk-", 5) == 0;
+    if (junk) p += 5;
+    for (i = 0; i < 4 && !junk; i++)
+        if (strncmp(p, kinds[i], strlen(kinds[i])) == 0) { p += strlen(kinds[i]); break; }
+    for (;;) {
+        const char *start = p;
+        while ((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f')) p++;
+        if (p == start || p - start > 16) return 0;
+        groups++;
+        if (*p != '-' || groups == (junk ? 1 : 2)) break;
+        p++;
+    }
+    return junk ? *p == 0 : strcmp(p, ".tmp") == 0;
+}
+
+/* Removes the temp files of writers that are gone (or a day old: a writer on another host). Only
+   kcache's own: regular files with the names its writers make, made by someone the store trusts;
+   nothing else in tmp/ is touched (a directory kcache moved aside stays for the user). */
 static void kcache__store_sweep_temps(kcache__store *st) {
     kcache__dir *dp = kcache__io_dir_open(st->dirfd, "tmp");
     const char *name;
@@ -5954,15 +6324,10 @@ static void kcache__store_sweep_temps(kcache__store *st) {
     while ((name = kcache__io_dir_next(dp)) != NULL) {
         kcache__finfo s;
         unsigned long pid;
-        char *end;
-        if (name[0] == '.') continue;
-        pid = strtoul(name, &end, 10);
-        if (kcache__io_statat(fd, name, &s) != 0) continue;
-        if ((end != name && *end == '-' && pid > 0 && kcache__os_pid_gone((uint32_t)pid)) ||
-            s.mtime_ns < now - (int64_t)86400 * 1000000000 || s.kind != KCACHE__KIND_FILE) {
-            if (s.kind == KCACHE__KIND_DIR) kcache__io_rmdir(fd, name);
-            else kcache__io_unlink(fd, name);
-        }
+        if (!kcache__temp_name(name, &pid) || kcache__io_statat(fd, name, &s) != 0) continue;
+        if (s.kind != KCACHE__KIND_FILE || !kcache__trusted(st, &s)) continue;
+        if ((pid > 0 && kcache__os_pid_gone((uint32_t)pid)) || s.mtime_ns < now - (int64_t)86400 * 1000000000)
+            kcache__io_unlink(fd, name);
     }
     kcache__io_dir_close(dp);
 }
@@ -5981,43 +6346,471 @@ static void kcache__store_close(kcache__store *st) {
     if (st->dirfd >= 0) kcache__io_close(st->dirfd);
     if (st->tmpfd >= 0) kcache__io_close(st->tmpfd);
     kcache__mutex_destroy(&st->mutex);
+    kcache__mutex_destroy(&st->shard_mutex);
     KCACHE_FREE(st->dir);
     KCACHE_FREE(st);
 }
 
-/* mkdir -p with 0700 for what it creates. */
-static int kcache__mkdirs(const char *path) {
+/* ---- opening the store: the path walked one directory at a time, every level checked ----------
+   The threat is another local user: a store must be its owner's alone, or it is not used. The
+   path is resolved from "/" with openat(O_NOFOLLOW) relative to the descriptor of the directory
+   before, and each directory is checked by fstat on the descriptor that is then used, so nothing
+   can be swapped between a check and a use. A symlink on the way is followed by hand when root or
+   the caller owns it; where it leads is checked like the rest. Everything inside is reached from
+   the store's descriptor with *at calls (kcache__open_in). */
+
+/* Whether a directory of the store (the store itself, e, i, tmp, a shard) may be used, or what is
+   wrong with it: the caller's (root's for a read-only store; any member's in a shared store),
+   writable by no one else; a shared store's are its group's, setgid. */
+static const char *kcache__level_problem(const kcache__store *st, const kcache__finfo *s) {
+    if (s->kind != KCACHE__KIND_DIR) return "not a directory";
+    if (st->shared) {
+        if (s->gid != st->gid) return "not of the shared group (KCACHE_SHARED_GROUP)";
+        if (s->perm & 002) return "writable by others";
+        if (!(s->perm & 02000)) return "not setgid (new files would not get the shared group)";
+        return NULL;
+    }
+    if (s->uid != st->uid && !(st->readonly && s->uid == 0)) return "owned by another user";
+    if (s->perm & 022)
+        return (s->perm & 002) ? "writable by group or others" : "writable by group or others (KCACHE_SHARED_GROUP shares a store with a group)";
+    return NULL;
+}
+
+#if !defined(_WIN32)
+#include <grp.h>
+#include <pwd.h>
+
+/* Whether this process is a member of group gid. */
+static int kcache__in_group(uint32_t gid) {
+    gid_t *g;
+    int n, i, in = (uint32_t)getegid() == gid;
+    if (in || (n = getgroups(0, NULL)) <= 0) return in;
+    if ((g = (gid_t *)KCACHE_MALLOC(sizeof *g * (size_t)n)) == NULL) return 0;
+    n = getgroups(n, g);
+    for (i = 0; i < n && !in; i++) in = (uint32_t)g[i] == gid;
+    KCACHE_FREE(g);
+    return in;
+}
+/* A user private group: named as the caller, its primary group, no other member. Red Hat's umask
+   002 makes such directories group-writable, and that gives no one else a way in. */
+static int kcache__group_private(uint32_t gid) {
+    struct passwd pw, *pwp = NULL;
+    struct group gr, *grp = NULL;
+    size_t half = 8192;
+    char *buf = (char *)KCACHE_MALLOC(2 * half);
+    int ok = 0;
+    if (buf && getpwuid_r(geteuid(), &pw, buf, half, &pwp) == 0 && pwp && (uint32_t)pw.pw_gid == gid &&
+        getgrgid_r((gid_t)gid, &gr, buf + half, half, &grp) == 0 && grp && strcmp(gr.gr_name, pw.pw_name) == 0) {
+        char **m;
+        ok = 1;
+        for (m = gr.gr_mem; m && *m; m++) ok &= strcmp(*m, pw.pw_name) == 0;
+    }
+    KCACHE_FREE(buf);
+    return ok;
+}
+/* KCACHE_SHARED_GROUP: a group's name, or its number (1 to 9 digits). 0 when there is no such group. */
+static int kcache__group_id(const char *name, uint32_t *gid) {
+    struct group gr, *grp = NULL;
+    char *buf;
+    size_t digits = strspn(name, "0123456789");
+    int ok;
+    if (digits && digits <= 9 && name[digits] == 0) { *gid = (uint32_t)strtoul(name, NULL, 10); return 1; }
+    if ((buf = (char *)KCACHE_MALLOC(16384)) == NULL) return 0;
+    ok = getgrnam_r(name, &gr, buf, 16384, &grp) == 0 && grp;
+    if (ok) *gid = (uint32_t)gr.gr_gid;
+    KCACHE_FREE(buf);
+    return ok;
+}
+
+/* Whether a directory on the way to the store (not in it) lets no one else change where the path
+   leads: root's or the caller's (a member's of a shared store's group), and writable by no one
+   else unless sticky (as /tmp: there others cannot rename or remove what is not theirs). */
+static const char *kcache__ancestor_problem(const kcache__store *st, const kcache__finfo *s) {
+    int sticky = (s->perm & 01000) != 0, ours = st->shared && s->gid == st->gid;
+    if (s->uid != st->uid && s->uid != 0 && !ours) return "owned by another user";
+    if ((s->perm & 002) && !sticky) return "writable by others and not sticky";
+    if ((s->perm & 020) && !sticky && !ours && !kcache__group_private(s->gid)) return "writable by its group and not sticky";
+    return NULL;
+}
+
+#define KCACHE__MAX_LINKS 40 /* symlinks followed on the way, as the kernel's own limit */
+
+/* Resolves the store's path (see above), creating missing directories (0700; the group's 02770 in
+   a shared store) when create is set, except those a symlink names (as mkdir -p: a dangling link
+   is not made real). Returns the store directory's descriptor and its finfo; -1 with *why naming
+   the component and what is wrong (errno: the failure, EPERM for a refusal). A store of root's
+   that the caller (not root) reaches is marked read-only. */
+static int kcache__walk(kcache__store *st, const char *path, int create, kcache__finfo *top, char *why, size_t cap) {
+    size_t rem_cap = 3 * 4096 + 8, pos = 0, link_end = 0, curlen = 0;
+    char *rem = (char *)KCACHE_MALLOC(rem_cap), *cur = (char *)KCACHE_MALLOC(4096), *target = (char *)KCACHE_MALLOC(4096);
+    int fd = -1, links = 0, tries = 0, e = 0;
+    kcache__finfo s;
+    const char *bad;
+    if (!rem || !cur || !target) { e = ENOMEM; kcache__say(why, cap, "out of memory"); goto fail; }
+    cur[0] = 0;
+    rem[0] = 0;
+    if (path[0] != '/' && (!getcwd(rem, 4096) || strlen(rem) + 1 >= 4096)) {
+        e = errno ? errno : ENAMETOOLONG;
+        kcache__say(why, cap, "cannot resolve %s: the working directory: %s", path, strerror(e));
+        goto fail;
+    }
+    if (strlen(rem) + strlen(path) + 2 >= rem_cap) { e = ENAMETOOLONG; kcache__say(why, cap, "%s: %s", path, strerror(e)); goto fail; }
+    strcat(rem, "/");
+    strcat(rem, path);
+    for (;;) {
+        size_t len, next;
+        int is_last, how, nfd;
+        char comp[256];
+        if (fd < 0) { /* at the root: the path's start, or an absolute symlink's */
+            fd = kcache__io_open("/", KCACHE__SEARCH | KCACHE__DIRECTORY);
+            if (fd < 0 || kcache__io_fstat(fd, &s) != 0) { e = errno; kcache__say(why, cap, "cannot open /: %s", strerror(e)); goto fail; }
+            if ((bad = kcache__ancestor_problem(st, &s)) != NULL) { e = EPERM; kcache__say(why, cap, "/ is %s; refusing the store %s (memory only)", bad, path); goto fail; }
+            curlen = 0;
+            cur[0] = 0;
+        }
+        while (rem[pos] == '/') pos++;
+        if (!rem[pos]) break;
+        len = strcspn(rem + pos, "/");
+        next = pos + len;
+        while (rem[next] == '/') next++;
+        is_last = rem[next] == 0;
+        if (len >= sizeof comp) { e = ENAMETOOLONG; kcache__say(why, cap, "%s: %s", path, strerror(e)); goto fail; }
+        memcpy(comp, rem + pos, len);
+        comp[len] = 0;
+        how = (is_last ? KCACHE__RD : KCACHE__SEARCH) | KCACHE__DIRECTORY; /* the store itself is listed */
+        nfd = kcache__io_openat(fd, comp, how);
+        if (nfd < 0) {
+            ptrdiff_t n;
+            kcache__finfo l;
+            e = errno;
+            if (e == ENOENT && create && pos >= link_end && strcmp(comp, "..") != 0 && tries++ < 3) {
+                if (kcache__io_mkdir(fd, comp) != 0 && errno != EEXIST) {
+                    e = errno;
+                    kcache__say(why, cap, "cannot create %s/%s: %s", cur, comp, strerror(e));
+                    goto fail;
+                }
+                if ((nfd = kcache__io_openat(fd, comp, KCACHE__RD | KCACHE__DIRECTORY)) >= 0) { /* its group, before use */
+                    if (kcache__io_fstat(nfd, &s) == 0 && s.uid == st->uid) kcache__share_dir(st, nfd);
+                    kcache__io_close(nfd);
+                }
+                continue;
+            }
+            if (e != ELOOP && e != ENOTDIR) {
+                kcache__say(why, cap, "cannot open %s/%s: %s", cur, comp, strerror(e));
+                goto fail;
+            }
+            /* a symlink (or not a directory at all): the link's own owner, then its target */
+            if (kcache__io_statat(fd, comp, &l) != 0 || (n = kcache__io_readlink(fd, comp, target, 4096)) < 0) {
+                e = errno;
+                if ((e == ENOENT || e == EINVAL) && tries++ < 8) continue; /* changed meanwhile: look again */
+                if (e == EINVAL && !kcache__trusted(st, &l)) { /* still someone else's, whatever it is: refused */
+                    e = EPERM;
+                    kcache__say(why, cap, "%s/%s is owned by another user%s; refusing the store %s (memory only)", cur, comp,
+                                l.kind == KCACHE__KIND_DIR ? "" : " and not a directory", path);
+                    goto fail;
+                }
+                if (e == EINVAL) e = ENOTDIR; /* not a symlink: a FIFO, a file... */
+                kcache__say(why, cap, "cannot open %s/%s: %s", cur, comp, strerror(e));
+                goto fail;
+            }
+            if (l.uid != st->uid && l.uid != 0) {
+                e = EPERM;
+                kcache__say(why, cap, "%s/%s is a symlink owned by another user; refusing the store %s (memory only)", cur, comp, path);
+                goto fail;
+            }
+            if (++links > KCACHE__MAX_LINKS || n == 0 || (size_t)n >= 4096) {
+                e = links > KCACHE__MAX_LINKS ? ELOOP : ENOENT;
+                kcache__say(why, cap, "cannot open %s/%s: %s", cur, comp, strerror(e));
+                goto fail;
+            }
+            /* splice: the target's components come next (none of them created), then the rest */
+            {
+                size_t rest = strlen(rem + pos + len), keep = link_end > pos + len ? link_end - (pos + len) : 0;
+                if ((size_t)n + 1 + rest + 1 > rem_cap) { e = ENAMETOOLONG; kcache__say(why, cap, "%s: %s", path, strerror(e)); goto fail; }
+                memmove(rem + n + 1, rem + pos + len, rest + 1);
+                memcpy(rem, target, (size_t)n);
+                rem[n] = '/';
+                pos = 0;
+                link_end = (size_t)n + 1 + keep;
+            }
+            if (target[0] == '/') { kcache__io_close(fd); fd = -1; }
+            tries = 0;
+            continue;
+        }
+        tries = 0;
+        if (kcache__io_fstat(nfd, &s) != 0) {
+            e = errno;
+            kcache__io_close(nfd);
+            kcache__say(why, cap, "cannot open %s/%s: %s", cur, comp, strerror(e));
+            goto fail;
+        }
+        if (is_last && !st->shared && s.uid == 0 && st->uid != 0) st->readonly = 1; /* a site-wide store: read only */
+        if ((bad = is_last ? kcache__level_problem(st, &s) : kcache__ancestor_problem(st, &s)) != NULL) {
+            e = EPERM;
+            kcache__io_close(nfd);
+            if (is_last) kcache__say(why, cap, "%s/%s is %s; refusing it (memory only)", cur, comp, bad);
+            else kcache__say(why, cap, "%s/%s (on the way to the store %s) is %s; refusing the store (memory only)", cur, comp, path, bad);
+            goto fail;
+        }
+        kcache__io_close(fd);
+        fd = nfd;
+        if (strcmp(comp, "..") == 0) {
+            while (curlen > 0 && cur[curlen - 1] != '/') curlen--;
+            if (curlen > 0) curlen--;
+        } else if (strcmp(comp, ".") != 0 && curlen + len + 2 < 4096) {
+            cur[curlen++] = '/';
+            memcpy(cur + curlen, comp, len);
+            curlen += len;
+        }
+        cur[curlen] = 0;
+        pos += len;
+        if (is_last) { *top = s; break; }
+    }
+    if (curlen == 0) { /* "/" itself: no store there */
+        e = EPERM;
+        kcache__say(why, cap, "%s is the root directory; refusing it (memory only)", path);
+        goto fail;
+    }
+    KCACHE_FREE(rem);
+    KCACHE_FREE(cur);
+    KCACHE_FREE(target);
+    return fd;
+fail:
+    if (fd >= 0) kcache__io_close(fd);
+    KCACHE_FREE(rem);
+    KCACHE_FREE(cur);
+    KCACHE_FREE(target);
+    errno = e ? e : EIO;
+    return -1;
+}
+#else
+/* Win32: no owners or mode bits kcache can read (the directory's ACL, inherited from the user's
+   %LocalAppData%, protects it); the path is created and opened, links inside refused as before. */
+static int kcache__walk(kcache__store *st, const char *path, int create, kcache__finfo *top, char *why, size_t cap) {
     char buf[4096];
     size_t n = strlen(path), i;
-    if (n == 0 || n >= sizeof buf) return -1;
-    memcpy(buf, path, n + 1);
-    for (i = 1; i <= n; i++) {
-        if (buf[i] == '/' || buf[i] == 0) {
-            char c = buf[i];
-            buf[i] = 0;
-            if (kcache__io_mkdir_path(buf) != 0 && errno != EEXIST) return -1;
-            buf[i] = c;
+    int fd;
+    (void)st;
+    if (create && n > 0 && n < sizeof buf) {
+        memcpy(buf, path, n + 1);
+        for (i = 1; i <= n; i++)
+            if (buf[i] == '/' || buf[i] == '\\' || buf[i] == 0) {
+                char c = buf[i];
+                buf[i] = 0;
+                if (kcache__io_mkdir_path(buf) != 0 && errno != EEXIST && errno != EACCES) {
+                    kcache__say(why, cap, "cannot create %s: %s", buf, strerror(errno));
+                    return -1;
+                }
+                buf[i] = c;
+            }
+    }
+    fd = kcache__io_open(path, KCACHE__RD | KCACHE__DIRECTORY);
+    if (fd < 0 || kcache__io_fstat(fd, top) != 0) {
+        int e = errno;
+        kcache__say(why, cap, "cannot open %s: %s", path, strerror(e));
+        if (fd >= 0) kcache__io_close(fd);
+        errno = e;
+        return -1;
+    }
+    return fd;
+}
+static int kcache__in_group(uint32_t gid) { (void)gid; return 0; }
+static int kcache__group_id(const char *name, uint32_t *gid) { (void)name; (void)gid; return 0; }
+#endif
+
+/* The name of something in directory fd that the store does not trust (not the caller's, root's
+   or a shared store's member's), or NULL when there is none; "?" when fd cannot be listed. */
+static const char *kcache__foreign_in(kcache__store *st, int fd, char *name, size_t cap) {
+    kcache__dir *dp = kcache__io_dir_open(fd, ".");
+    const char *n, *found = NULL;
+    if (!dp) return "?";
+    while (!found && (n = kcache__io_dir_next(dp)) != NULL) {
+        kcache__finfo s;
+        if (kcache__io_statat(kcache__os_dir_fd(dp), n, &s) == 0 && !kcache__trusted(st, &s)) {
+            snprintf(name, cap, "%s", n);
+            found = name;
         }
     }
+    kcache__io_dir_close(dp);
+    return found;
+}
+
+/* Opens a directory of the store (name in parent: tmp, e, i, a shard) and checks it as a store
+   level (kcache__level_problem). Missing: created when create is set, else -1 with errno ENOENT
+   and no complaint. One of ours whose mode alone is wrong is repaired, unless someone else put
+   something in it meanwhile. -1 with *why when refused. */
+static int kcache__level_open(kcache__store *st, int parent, const char *shown, const char *name, int create, char *why, size_t cap) {
+    kcache__finfo s;
+    const char *bad;
+    char other[256];
+    int fd = kcache__io_openat(parent, name, KCACHE__RD | KCACHE__DIRECTORY), made = 0;
+    if (fd < 0 && errno == ENOENT && create) {
+        if (kcache__io_mkdir(parent, name) == 0) made = 1;
+        else if (errno != EEXIST) { kcache__say(why, cap, "cannot create %s/%s: %s", shown, name, strerror(errno)); return -1; }
+        fd = kcache__io_openat(parent, name, KCACHE__RD | KCACHE__DIRECTORY);
+    }
+    if (fd < 0) {
+        int e = errno;
+        if (create || (e != ENOENT && e != ENOTDIR && e != ELOOP)) /* (else the caller decides) */
+            kcache__say(why, cap, "%s/%s %s; refusing the store (memory only)", shown, name,
+                        e == ENOTDIR || e == ELOOP ? "is not a directory (or is a symlink)" : strerror(e));
+        errno = e;
+        return -1;
+    }
+    if (kcache__io_fstat(fd, &s) != 0) {
+        kcache__say(why, cap, "cannot open %s/%s: %s", shown, name, strerror(errno));
+        kcache__io_close(fd);
+        return -1;
+    }
+    if (made && st->shared) {
+        kcache__share_dir(st, fd);
+        if (kcache__io_fstat(fd, &s) != 0) s.perm = 0;
+    }
+    bad = kcache__level_problem(st, &s);
+    if (bad && !st->readonly && s.uid == st->uid && s.kind == KCACHE__KIND_DIR && (!st->shared || s.gid == st->gid)) {
+        /* ours, only the mode wrong: closed to others first, then nothing of theirs may be in it */
+        const char *foreign;
+        if (kcache__io_chmod(fd, st->shared ? 02770 : 0700) == 0 && kcache__io_fstat(fd, &s) == 0 &&
+            !kcache__level_problem(st, &s)) {
+            if ((foreign = kcache__foreign_in(st, fd, other, sizeof other)) == NULL) return fd;
+            kcache__say(why, cap, "%s/%s was %s and holds %s, which is not yours; refusing the store (memory only)", shown, name,
+                        bad, foreign);
+            kcache__io_close(fd);
+            errno = EPERM;
+            return -1;
+        }
+    }
+    if (bad) {
+        kcache__say(why, cap, "%s/%s is %s; refusing the store (memory only)", shown, name, bad);
+        kcache__io_close(fd);
+        errno = EPERM;
+        return -1;
+    }
+    return fd;
+}
+
+/* e/ or i/ checked as a level (its shards are checked when first used: kcache__shard_trusted).
+   0, or -1 refused. */
+static int kcache__levels_check(kcache__store *st, const char *name, int create, char *why, size_t cap) {
+    int fd = kcache__level_open(st, st->dirfd, st->dir, name, create, why, cap);
+    /* i/ may be missing, or something else kcache clears when it next writes an index there */
+    if (fd < 0 && !create && (errno == ENOENT || (name[0] == 'i' && (errno == ENOTDIR || errno == ELOOP)))) return 0;
+    if (fd < 0 && !create && (errno == ENOTDIR || errno == ELOOP))
+        kcache__say(why, cap, "%s/%s is not a directory (or is a symlink); refusing the store (memory only)", st->dir, name);
+    if (fd < 0) return -1;
+    kcache__io_close(fd);
     return 0;
 }
 
-/* Opens (creating when needed) the store in dir. On failure *why says what was wrong. */
+static int kcache__shard_check(kcache__store *st, const char *rel, int which, int b) {
+    uint64_t bit = (uint64_t)1 << (b & 63);
+    kcache__finfo s;
+    char shard[5], top[2], shown[4200], why[300];
+    int ok = 1, tfd, fd;
+    if (__atomic_load_n(&st->shard_bad[which][b >> 6], __ATOMIC_ACQUIRE) & bit) return 0; /* (shard_why is set) */
+    memcpy(shard, rel, 4);
+    shard[4] = 0;
+    /* none yet (kcache makes it 0700), or not a directory (cleared, never followed, where used) */
+    if (kcache__io_statat(st->dirfd, shard, &s) != 0 || s.kind != KCACHE__KIND_DIR) return 1;
+    if (kcache__level_problem(st, &s) == NULL) {
+        __atomic_fetch_or(&st->shard_ok[which][b >> 6], bit, __ATOMIC_RELAXED);
+        return 1;
+    }
+    /* loose: repaired when it is ours and nothing of anyone else's is in it, else refused */
+    kcache__mutex_lock(&st->shard_mutex);
+    top[0] = rel[0];
+    top[1] = 0;
+    snprintf(shown, sizeof shown, "%s/%s", st->dir, top);
+    tfd = kcache__open_in(st, top, KCACHE__RD | KCACHE__DIRECTORY);
+    why[0] = 0;
+    fd = tfd >= 0 && !st->readonly ? kcache__level_open(st, tfd, shown, shard + 2, 0, why, sizeof why) : -1;
+    if (fd >= 0) {
+        kcache__io_close(fd);
+        __atomic_fetch_or(&st->shard_ok[which][b >> 6], bit, __ATOMIC_RELAXED);
+    } else {
+        if (!why[0]) kcache__say(why, sizeof why, "%s/%s is %s; not used", st->dir, shard, kcache__level_problem(st, &s));
+        if (!st->shard_why[0]) memcpy(st->shard_why, why, sizeof why); /* the first one: readers see it once its bit is set */
+        __atomic_fetch_or(&st->shard_bad[which][b >> 6], bit, __ATOMIC_RELEASE);
+        ok = 0;
+    }
+    if (tfd >= 0) kcache__io_close(tfd);
+    kcache__mutex_unlock(&st->shard_mutex);
+    return ok;
+}
+
+/* Whether the directory is a kcache store that kcache may write in: empty, holding only kcache's
+   names, or with a config.file that is kcache's (its magic). Anything else is someone's directory:
+   refused, never "repaired". */
+static int kcache__store_proven(kcache__store *st, char *why, size_t cap) {
+    static const char *const ours[] = {"config.file", "lock", "stats", "e", "i", "tmp"};
+    kcache__dir *dp = kcache__io_dir_open(st->dirfd, ".");
+    const char *n;
+    char other[256];
+    unsigned char magic[8];
+    int fd, proven = 0;
+    size_t i;
+    other[0] = 0;
+    if (!dp) { kcache__say(why, cap, "cannot list %s: %s", st->dir, strerror(errno)); return 0; }
+    while (!other[0] && (n = kcache__io_dir_next(dp)) != NULL) {
+        for (i = 0; i < sizeof ours / sizeof ours[0] && strcmp(n, ours[i]) != 0; i++) {
+        }
+        if (i == sizeof ours / sizeof ours[0]) snprintf(other, sizeof other, "%s", n);
+    }
+    kcache__io_dir_close(dp);
+    if (!other[0]) return 1;
+    fd = kcache__open_in(st, "config.file", KCACHE__RD | KCACHE__NONBLOCK);
+    if (fd >= 0) {
+        kcache__finfo s;
+        proven = kcache__io_fstat(fd, &s) == 0 && s.kind == KCACHE__KIND_FILE && kcache__trusted(st, &s) &&
+                 kcache__io_pread(fd, magic, 8, 0) == 8 && memcmp(magic, "KCACHECF", 8) == 0;
+        kcache__io_close(fd);
+    }
+    if (!proven) kcache__say(why, cap, "%s is not a kcache store (it holds %s and no config.file of kcache's); refusing it (memory only)",
+                             st->dir, other);
+    return proven;
+}
+
+/* The lock file, 0600 (0660 shared) whatever the umask: a file others could open would let them
+   take a lock and stall every writer. EACCES, EROFS, EPERM: the store is read-only for us. */
+static int kcache__lock_open(kcache__store *st, char *why, size_t cap) {
+    kcache__finfo s;
+    unsigned want = st->shared ? 0660 : 0600;
+    int fd = kcache__open_in(st, "lock", KCACHE__RW | KCACHE__CREATE | st->gmode);
+    if (fd < 0) return -1;
+    if (kcache__io_fstat(fd, &s) != 0 || s.kind != KCACHE__KIND_FILE || !kcache__trusted(st, &s)) {
+        kcache__say(why, cap, "cannot use the lock file in %s: %s", st->dir,
+                    s.kind != KCACHE__KIND_FILE ? "not a regular file" : "not made by you");
+        kcache__io_close(fd);
+        errno = EPERM;
+        return -1;
+    }
+    if ((s.perm & 07777) != want && (s.uid != st->uid || kcache__io_chmod(fd, want) != 0)) {
+        kcache__say(why, cap, "the lock file in %s is mode %o and cannot be made %o; refusing the store (memory only)", st->dir,
+                    s.perm & 07777, want);
+        kcache__io_close(fd);
+        errno = EPERM;
+        return -1;
+    }
+    if (st->shared && s.gid != st->gid) kcache__io_chgrp(fd, st->gid);
+    return fd;
+}
+
+/* Opens (creating when needed) the store in dir. On failure *why says what was wrong; a store that
+   can only be read (a read-only filesystem, a site-wide store of root's, a lock file we may not
+   open) is opened read-only, and *why says so. */
 static kcache_status kcache__store_open(kcache__store **out, const char *dir, const kcache_config *cfg, char *why, size_t why_cap) {
     kcache__store *st;
     kcache__finfo s;
     int valid = 0;
     kcache_status r;
     *out = NULL;
-    if (kcache__mkdirs(dir) != 0) {
-        kcache__say(why, why_cap, "cannot create %s: %s", dir, strerror(errno));
-        return kcache__errno_status(errno);
-    }
+    memset(&s, 0, sizeof s);
     st = (kcache__store *)KCACHE_MALLOC(sizeof *st);
     if (!st) return KCACHE_ENOMEM;
     memset(st, 0, sizeof *st);
     st->dirfd = st->tmpfd = st->lockfd = st->cffd = st->ix_last.fd = -1;
     kcache__mutex_init(&st->mutex);
+    kcache__mutex_init(&st->shard_mutex);
     st->dir = (char *)KCACHE_MALLOC(strlen(dir) + 1);
     if (!st->dir) { kcache__store_close(st); return KCACHE_ENOMEM; }
     strcpy(st->dir, dir);
@@ -6027,49 +6820,67 @@ static kcache_status kcache__store_open(kcache__store **out, const char *dir, co
     st->compress = cfg->compress;
     st->lock_timeout_ms = cfg->lock_timeout_ms;
     st->pid = kcache__pid();
-    /* A symlink as the store is followed only when it is ours (or root's): whoever else could plant
-       it would choose which of our directories kcache writes into. */
-    if (kcache__io_lstat(dir, &s) == 0 && s.kind == KCACHE__KIND_OTHER && s.uid != kcache__os_euid() && s.uid != 0) {
-        kcache__say(why, why_cap, "%s is a symlink owned by another user; refusing it (memory only)", dir);
-        kcache__store_close(st);
-        return KCACHE_EUNSAFE;
+    st->uid = kcache__os_euid();
+    if (cfg->shared_group && cfg->shared_group[0]) {
+        if (!kcache__group_id(cfg->shared_group, &st->gid)) {
+            kcache__say(why, why_cap, "KCACHE_SHARED_GROUP=%s: no such group; refusing the store (memory only)", cfg->shared_group);
+            kcache__store_close(st);
+            return KCACHE_EUNSAFE;
+        }
+        if (!kcache__in_group(st->gid)) {
+            kcache__say(why, why_cap, "KCACHE_SHARED_GROUP=%s: this process is not a member; refusing the store (memory only)",
+                        cfg->shared_group);
+            kcache__store_close(st);
+            return KCACHE_EUNSAFE;
+        }
+        st->shared = 1;
+        st->gmode = KCACHE__GROUPRW;
     }
-    st->dirfd = kcache__io_open(dir, KCACHE__RD | KCACHE__DIRECTORY);
-    if (st->dirfd < 0 || kcache__io_fstat(st->dirfd, &s) != 0) {
-        kcache__say(why, why_cap, "cannot open %s: %s", dir, strerror(errno));
-        r = kcache__errno_status(errno);
+    st->dirfd = kcache__walk(st, dir, 1, &s, why, why_cap);
+    if (st->dirfd < 0) {
+        r = errno == EPERM ? KCACHE_EUNSAFE : kcache__errno_status(errno);
         kcache__store_close(st);
         return r;
     }
-    if (s.uid != kcache__os_euid() || (s.perm & 022) != 0) {
-        kcache__say(why, why_cap, "%s is %s; refusing it (memory only)", dir,
-                 s.uid != kcache__os_euid() ? "owned by another user" : "writable by group or others");
+    if (!st->readonly && !kcache__store_proven(st, why, why_cap)) {
         kcache__store_close(st);
         return KCACHE_EUNSAFE;
     }
-    if ((kcache__io_mkdir(st->dirfd, "tmp") != 0 && errno != EEXIST) || (kcache__io_mkdir(st->dirfd, "e") != 0 && errno != EEXIST)) {
-        kcache__say(why, why_cap, "cannot write in %s: %s", dir, strerror(errno));
-        r = kcache__errno_status(errno);
-        kcache__store_close(st);
-        return r;
+    if (!st->readonly) {
+        st->lockfd = kcache__lock_open(st, why, why_cap);
+        if (st->lockfd < 0 && (errno == EACCES || errno == EROFS)) {
+            st->readonly = 1; /* ours, but we may not write it (a read-only mount, a store made read-only) */
+            kcache__say(why, why_cap, "cannot open the lock file in %s: %s", dir, strerror(errno));
+        } else if (st->lockfd < 0) {
+            if (errno != EPERM) kcache__say(why, why_cap, "cannot open the lock file in %s: %s", dir, strerror(errno));
+            r = errno == EPERM ? KCACHE_EUNSAFE : kcache__errno_status(errno);
+            kcache__store_close(st);
+            return r;
+        }
     }
-    if (!kcache__is_dir_nofollow(st->dirfd, "tmp") || !kcache__is_dir_nofollow(st->dirfd, "e")) {
-        kcache__say(why, why_cap, "%s/tmp or %s/e is not a directory (or is a symlink); refusing the store", dir, dir);
+    if (!st->readonly) {
+        int fd = kcache__level_open(st, st->dirfd, dir, "tmp", 1, why, why_cap);
+        if (fd < 0 || kcache__levels_check(st, "e", 1, why, why_cap) != 0 || kcache__levels_check(st, "i", 0, why, why_cap) != 0) {
+            if (fd >= 0) kcache__io_close(fd);
+            kcache__store_close(st);
+            return KCACHE_EUNSAFE;
+        }
+        st->tmpfd = fd;
+    } else if (kcache__levels_check(st, "e", 0, why, why_cap) != 0 || kcache__levels_check(st, "i", 0, why, why_cap) != 0) {
         kcache__store_close(st);
         return KCACHE_EUNSAFE;
     }
-    st->tmpfd = kcache__open_in(st, "tmp", KCACHE__RD | KCACHE__DIRECTORY);
-    if (st->tmpfd < 0) {
-        kcache__say(why, why_cap, "cannot open %s/tmp: %s", dir, strerror(errno));
-        kcache__store_close(st);
-        return KCACHE_EUNSAFE;
-    }
-    st->lockfd = kcache__open_in(st, "lock", KCACHE__RW | KCACHE__CREATE);
-    if (st->lockfd < 0 || kcache__io_fstat(st->lockfd, &s) != 0 || s.kind != KCACHE__KIND_FILE) {
-        kcache__say(why, why_cap, "cannot open the lock file in %s: %s", dir, st->lockfd < 0 ? strerror(errno) : "not a regular file");
-        r = st->lockfd < 0 ? kcache__errno_status(errno) : KCACHE_EUNSAFE;
-        kcache__store_close(st);
-        return r;
+    if (st->readonly) {
+        /* hits without a lock, a use table or a stats file: nothing is written */
+        char was[300];
+        size_t n = why ? strlen(why) : 0;
+        if (n >= sizeof was) n = sizeof was - 1;
+        if (n) memcpy(was, why, n);
+        was[n] = 0;
+        kcache__say(why, why_cap, "the store %s is read-only (%s): hits are served, puts stay in memory", dir,
+                    was[0] ? was : s.uid != st->uid ? "root's, read by another user" : "not writable");
+        *out = st;
+        return KCACHE_OK;
     }
     if (kcache__cf_map(st, &valid) != 0 && errno == ENOENT) kcache__cf_create(st, st->limit, 0);
     if (!st->map) {
@@ -7446,9 +8257,11 @@ static int kcache__pub_create(kcache__store *st, int replace) {
     unsigned char hdr[KCACHE__PUB_HEADER];
     char tmp[64];
     int fd, e = 0;
+    if (kcache__shortfall(st, KCACHE__PUB_FILE_BYTES)) return ENOSPC; /* the filesystem's reserve */
     snprintf(tmp, sizeof tmp, "%u-stats-%llx.tmp", (unsigned)kcache__pid(), (unsigned long long)kcache__now_ns());
-    fd = kcache__io_openat(st->tmpfd, tmp, KCACHE__RW | KCACHE__CREATE | KCACHE__EXCL);
+    fd = kcache__io_openat(st->tmpfd, tmp, KCACHE__RW | KCACHE__CREATE | KCACHE__EXCL | st->gmode);
     if (fd < 0) return errno ? errno : EIO;
+    if (kcache__io_chmod(fd, st->shared ? 0660 : 0600) != 0) e = errno ? errno : EIO; /* not the umask's */
     kcache__pub_header(hdr);
     if (kcache__io_pwrite(fd, hdr, sizeof hdr, 0) != (ptrdiff_t)sizeof hdr) e = errno ? errno : EIO;
     /* every block allocated now: a page first touched through the mapping on a full disk would be
@@ -7566,7 +8379,8 @@ static KCACHE__UNUSED void kcache__pub_open(kcache__pub *p, kcache__store *st, c
             continue;
         }
         if (fd < 0) { kcache__pub_say(p, "stats: cannot open %s/stats (%s); not published", st->dir, strerror(errno)); return; }
-        if (kcache__io_fstat(fd, &sb) != 0 || sb.kind != KCACHE__KIND_FILE) v = 0;
+        if (kcache__io_fstat(fd, &sb) != 0 || sb.kind != KCACHE__KIND_FILE || !kcache__trusted(st, &sb)) v = 0;
+        else if ((sb.perm & 0777) != (st->shared ? 0660u : 0600u) && (sb.uid != st->uid || kcache__io_chmod(fd, st->shared ? 0660 : 0600) != 0)) v = 0;
         else if (sb.size < KCACHE__PUB_HEADER || kcache__io_pread(fd, hdr, sizeof hdr, 0) != (ptrdiff_t)sizeof hdr) v = 0;
         else v = kcache__pub_valid(hdr, (uint64_t)sb.size);
         if (v != 0) break;
@@ -7785,7 +8599,7 @@ struct kcache {
     char *dir;                   /* the store's directory (owned), NULL when memory only */
     kcache__store *store;
     kcache__pub pub;             /* this kcache's slot in DIR/stats (kcache-top); zeroed: not publishing */
-    char store_why[512];         /* why there is no store, when there is none */
+    char store_why[512];         /* why there is no store (store_refused), or why it is read-only */
     int store_refused;           /* a store was asked for and could not be used */
     kcache__lru lru;
     kcache__tomb tombs[KCACHE__TOMBS];
@@ -7914,6 +8728,7 @@ KCACHE_API void kcache_config_init(kcache_config *cfg) {
     KCACHE__ENV_BOOL("KCACHE_STATS", publish)
 #undef KCACHE__ENV_BOOL
     if ((v = getenv("KCACHE_DIR")) != NULL && *v) cfg->dir = v;
+    if ((v = getenv("KCACHE_SHARED_GROUP")) != NULL && *v) cfg->shared_group = v;
     if ((v = getenv("KCACHE_MAX_SIZE")) != NULL && *v) {
         if (kcache__parse_size(v, &n)) cfg->max_size = n;
         else kcache__env_bad(cfg->debug, "KCACHE_MAX_SIZE", v, "a size such as 512M or 2G");
@@ -7989,6 +8804,7 @@ KCACHE_API kcache_status kcache_open(kcache **out, const kcache_config *cfg) {
     memset(kc, 0, sizeof *kc);
     kc->cfg = *cfg;
     kc->cfg.dir = NULL;
+    kc->cfg.shared_group = NULL; /* (used while opening, below; it may point into the environment) */
     if (kc->cfg.mem_entries == 0) kc->cfg.mem_entries = 1;
     if (kcache__lru_init(&kc->lru, kc->cfg.mem_entries) != KCACHE_OK) { KCACHE_FREE(kc); return KCACHE_ENOMEM; }
     kcache__mutex_init(&kc->lock);
@@ -8007,10 +8823,11 @@ KCACHE_API kcache_status kcache_open(kcache **out, const kcache_config *cfg) {
     else {
         kcache_status s;
         if (cfg->dir && cfg->dir[0]) strcpy(dir, cfg->dir);
-        s = kcache__store_open(&kc->store, dir, &kc->cfg, why, sizeof why);
+        s = kcache__store_open(&kc->store, dir, cfg, why, sizeof why);
         if (s == KCACHE_OK) {
             kc->dir = kc->store->dir;
-            kcache__pub_open(&kc->pub, kc->store, &kc->cfg);
+            if (kc->store->readonly) snprintf(kc->store_why, sizeof kc->store_why, "%s", why);
+            else kcache__pub_open(&kc->pub, kc->store, &kc->cfg);
         } else {
             snprintf(kc->store_why, sizeof kc->store_why, "memory only: %s", why[0] ? why : kcache_strerror(s));
             kc->stats.store_errors++;
@@ -8160,6 +8977,10 @@ static kcache__node *kcache__node_new(const kcache_key *k, kcache__blob *b) {
     n->digest = k->digest;
     n->unit_hash = kcache_hash(k->unit, strlen(k->unit)).lo;
     n->blob = b;
+    /* what the allocations hold: the node and its record, the blob's header, alignment slack and
+       bytes up to the payload's end (an entry read from disk keeps its header before the payload) */
+    n->mem = sizeof *n + rec_len + KCACHE__BLOB_HDR + KCACHE__PAYLOAD_ALIGN - 1 +
+             (size_t)(b->data + b->size - kcache__blob_bytes(b));
     return n;
 }
 
@@ -8624,7 +9445,7 @@ static kcache_status kcache__get(kcache *kc, const kcache_key *k, const void **d
             kcache__store_ev ev;
             memset(&ev, 0, sizeof ev);
             reason = rd.reason;
-            if (rd.reason == KCACHE_REASON_REJECTED || rd.reason == KCACHE_REASON_STAMP) {
+            if ((rd.reason == KCACHE_REASON_REJECTED && rd.status != KCACHE_EUNSAFE) || rd.reason == KCACHE_REASON_STAMP) {
                 kcache__store_remove(kc->store, k, rd.reason, rd.rec, rd.rec_len, kc->cfg.stamp, &ev);
                 if (rd.reason == KCACHE_REASON_REJECTED) KCACHE__DEBUG(kc, "reject %s: the stored entry is corrupt; removed", k->unit);
             } else {
@@ -8632,6 +9453,7 @@ static kcache_status kcache__get(kcache *kc, const kcache_key *k, const void **d
                 kc->stats.store_errors++;
                 kcache__pub_add(&kc->pub, KCACHE__PUB_STORE_ERRORS, 1);
                 kcache__mutex_unlock(&kc->lock);
+                if (rd.status == KCACHE_EUNSAFE) KCACHE__DEBUG(kc, "miss %s: %s", k->unit, kc->store->shard_why);
             }
             KCACHE_FREE(rd.rec);
         }
@@ -8767,7 +9589,7 @@ KCACHE_API kcache_status kcache_verify(kcache *kc, int fix) {
     kcache_status s;
     int same;
     if (!kc) return KCACHE_EINVAL;
-    if (!kc->store) return KCACHE_OK;
+    if (!kc->store || kc->store->readonly) return KCACHE_OK; /* no accounting kept in a read-only store */
     memset(&ev, 0, sizeof ev);
     s = kcache__store_lock(kc->store);
     if (s != KCACHE_OK) return s;
@@ -8852,6 +9674,8 @@ KCACHE_API size_t kcache_explain(kcache *kc, const kcache_key *k, char *buf, siz
         } else if (rd.status == KCACHE_ECORRUPT) {
             kcache__sb_add(&b, "miss: %s: the entry for unit \"%s\" in %s fails validation; the next get removes it",
                            kcache__reason_text[KCACHE_REASON_REJECTED], k->unit, kc->dir);
+        } else if (rd.status == KCACHE_EUNSAFE && rd.reason == KCACHE_REASON_UNWRITABLE) {
+            kcache__sb_add(&b, "miss: %s: %s", kcache__reason_text[KCACHE_REASON_UNWRITABLE], kc->store->shard_why);
         } else if (rd.status != KCACHE_ENOENT) {
             kcache__sb_add(&b, "miss: %s: reading %s failed (%s)", kcache__reason_text[KCACHE_REASON_UNWRITABLE], kc->dir,
                            kcache_strerror(rd.status));
@@ -9020,7 +9844,7 @@ KCACHE_API kcache_status kcache_get_or_build(kcache *kc, const kcache_key *k, kc
 
         /* Built by a thread or process that finished between the miss and the flight? */
         s = kcache__get(kc, k, data, size, 0);
-        if (s != KCACHE_OK && kc->store) {
+        if (s != KCACHE_OK && kc->store && !kc->store->readonly) {
             claimed = kcache__claim(kc, k->digest);
             if (claimed) s = kcache__get(kc, k, data, size, 0); /* built by the process we waited for? */
         }

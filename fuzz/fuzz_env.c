@@ -1,5 +1,6 @@
 /* fuzz_env.c - libFuzzer target for kcache's environment: every variable kcache reads, set from
- * the input, then configuration, open, put, get, close and the host tuple.
+ * the input, then configuration, open, put, get, close and the host tuple (KCACHE_SHARED_GROUP
+ * too: a group this process is not in never gets a store).
  *
  *   clang -std=c99 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -I. \
  *         -o build/fuzz_env fuzz/fuzz_env.c -lpthread
@@ -43,6 +44,7 @@
 #define KCACHE_IMPLEMENTATION
 #include "kcache.h"
 
+#include <grp.h>
 #include <limits.h>
 #include "fuzz_tmp.h"
 
@@ -50,13 +52,13 @@
 
 enum {
     V_DEBUG, V_ENABLE, V_PERSISTENT, V_TRACE, V_FSYNC, V_STATS, V_DIR, V_MAX_SIZE, V_MEM_SIZE, V_MEM_ENTRIES,
-    V_BUILD_WAIT, V_WRITE, V_STAMP, V_XDG, V_HOME, V_CPU_NAME, V_CPU_FEATURES, V_N
+    V_BUILD_WAIT, V_WRITE, V_STAMP, V_XDG, V_HOME, V_CPU_NAME, V_CPU_FEATURES, V_SHARED, V_N
 };
 /* Every variable kcache.h reads (grep getenv; POCL_KERNEL_CACHE is read by the OpenCL layer only). */
 static const char *const env_names[V_N] = {
     "KCACHE_DEBUG", "KCACHE_ENABLE", "KCACHE_PERSISTENT", "KCACHE_TRACE", "KCACHE_FSYNC", "KCACHE_STATS",
     "KCACHE_DIR", "KCACHE_MAX_SIZE", "KCACHE_MEM_SIZE", "KCACHE_MEM_ENTRIES", "KCACHE_BUILD_WAIT", "KCACHE_WRITE",
-    "KCACHE_STAMP", "XDG_CACHE_HOME", "HOME", "KCACHE_CPU_NAME", "KCACHE_CPU_FEATURES"};
+    "KCACHE_STAMP", "XDG_CACHE_HOME", "HOME", "KCACHE_CPU_NAME", "KCACHE_CPU_FEATURES", "KCACHE_SHARED_GROUP"};
 
 static char g_root[512];      /* ROOT: private, so a listing of it sees only this process's files */
 static char g_tree[600];      /* ROOT/t: where every path points */
@@ -207,6 +209,7 @@ static void expect_config(const char *const *val, kcache_config *x, unsigned *ba
     if (SET(V_FSYNC)) { if (doc_bool(val[V_FSYNC], &b)) x->fsync = b; else bad++; }
     if (SET(V_STATS)) { if (doc_bool(val[V_STATS], &b)) x->publish = b; else bad++; }
     if (SET(V_DIR)) x->dir = val[V_DIR];
+    if (SET(V_SHARED)) x->shared_group = val[V_SHARED];
     if (SET(V_MAX_SIZE)) { if (doc_size(val[V_MAX_SIZE], &n)) x->max_size = n; else bad++; }
     if (SET(V_MEM_SIZE)) { if (doc_size(val[V_MEM_SIZE], &n)) x->mem_size = n; else bad++; }
     if (SET(V_MEM_ENTRIES)) {
@@ -237,6 +240,28 @@ static void check_config(const kcache_config *c, const kcache_config *x)
     CHECK(c->enable == x->enable && c->persistent == x->persistent && c->debug == x->debug && c->trace == x->trace);
     CHECK(c->fsync == x->fsync && c->publish == x->publish && c->write_policy == x->write_policy && c->stamp == x->stamp);
     CHECK(c->build_wait_ms == x->build_wait_ms);
+}
+
+/* Whether KCACHE_SHARED_GROUP (set) names a group this process is in, as the documentation has it:
+   a group's name, or its number (1 to 9 digits). Unset: the store is the caller's alone. */
+static int shared_ok(const char *g)
+{
+    size_t digits;
+    gid_t gid, list[256];
+    int n, i;
+    if (!g || !g[0]) return 1;
+    digits = strspn(g, "0123456789");
+    if (digits && digits <= 9 && g[digits] == 0) gid = (gid_t)strtoul(g, NULL, 10);
+    else {
+        struct group *gr = getgrnam(g);
+        if (!gr) return 0;
+        gid = gr->gr_gid;
+    }
+    if (gid == getegid()) return 1;
+    n = getgroups(256, list);
+    for (i = 0; i < n; i++)
+        if (list[i] == gid) return 1;
+    return 0;
 }
 
 /* The store directory the documentation names, or NULL for memory only. */
@@ -367,6 +392,7 @@ static kcache *open_checked(int null_cfg, kcache_config *x, unsigned bad_lines, 
         CHECK(capture_end() == bad_lines);
         check_config(&cfg, x);
         CHECK((cfg.dir == NULL) == (x->dir == NULL) && (!cfg.dir || strcmp(cfg.dir, x->dir) == 0));
+        CHECK((cfg.shared_group == NULL) == (x->shared_group == NULL) && (!cfg.shared_group || strcmp(cfg.shared_group, x->shared_group) == 0));
         CHECK(cfg.lock_timeout_ms > 0 && cfg.log == NULL);
         if (x->mem_entries > MEM_ENTRIES_OPEN) {
             CHECK(setenv(env_names[V_MEM_ENTRIES], "65536", 1) == 0);
@@ -470,8 +496,9 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
     expect_config(val, &x, &bad_lines);
     want_dir = expect_dir(val, &x, dirbuf, sizeof dirbuf);
 
-    plain = want_dir && plain_path(want_dir);
+    plain = want_dir && plain_path(want_dir) && shared_ok(x.shared_group);
     kc = open_checked((int)(flags & 1), &x, bad_lines, want_dir, plain);
+    if (!shared_ok(x.shared_group)) CHECK(kcache_dir(kc) == NULL); /* a group it is not in: never a store */
     check_host(val, kc);
 
     /* put, then get: the same bytes (a miss when caching is off) */

@@ -19,6 +19,9 @@
  *   - config.file's header: kcache__cf_valid and kcache-inspect's decoder, eviction log included.
  *   - environment values: kcache__parse_size and kcache__parse_bool, with properties (a plain
  *     number parses to itself, a suffix multiplies, "1"/"0" and friends are booleans).
+ *   - temp file names: kcache__temp_name (which names the temp sweep may remove), against the
+ *     grammar written out here: <pid>-[ix-|grow-|cf-|stats-]<hex>[-<hex>].tmp or <pid>-junk-<hex>,
+ *     pid 1 to 10 digits, hex groups 1 to 16 lower-case digits; anything else is never kcache's.
  * Nothing touches the filesystem (dependency checks are off) and nothing is written to the
  * terminal. */
 #define KCACHE_INSPECT_NO_MAIN
@@ -244,6 +247,54 @@ static void fuzz_env(const unsigned char *p, size_t n)
     if (strcmp(s, "0") == 0 || strcmp(s, "no") == 0 || strcmp(s, "false") == 0 || strcmp(s, "off") == 0) CHECK(b == 0);
 }
 
+/* The temp-name grammar, by hand: 1 when name is one of kcache's, *pid its writer's. */
+static size_t span_hex(const char *p)
+{
+    size_t n = 0;
+    while ((p[n] >= '0' && p[n] <= '9') || (p[n] >= 'a' && p[n] <= 'f')) n++;
+    return n;
+}
+static int temp_grammar(const char *name, unsigned long *pid)
+{
+    static const char *const kinds[] = {"", "ix-", "grow-", "cf-", "stats-"};
+    size_t d = strspn(name, "0123456789"), k;
+    const char *rest;
+    if (d < 1 || d > 10 || name[d] != '-') return 0;
+    *pid = strtoul(name, NULL, 10);
+    rest = name + d + 1;
+    if (strncmp(rest, "junk-", 5) == 0) {
+        size_t h = span_hex(rest + 5);
+        if (h >= 1 && h <= 16 && rest[5 + h] == 0) return 1;
+    }
+    for (k = 0; k < 5; k++) { /* longest prefix last: "" first, then the named kinds */
+        const char *p = rest;
+        size_t h1, h2;
+        if (strncmp(p, kinds[k], strlen(kinds[k])) != 0) continue;
+        p += strlen(kinds[k]);
+        h1 = span_hex(p);
+        if (h1 < 1 || h1 > 16) continue;
+        p += h1;
+        if (strcmp(p, ".tmp") == 0) return 1;
+        if (*p != '-') continue;
+        h2 = span_hex(p + 1);
+        if (h2 >= 1 && h2 <= 16 && strcmp(p + 1 + h2, ".tmp") == 0) return 1;
+    }
+    return 0;
+}
+static void fuzz_temp_name(const unsigned char *data, size_t size)
+{
+    char name[80];
+    unsigned long a = 0, b = 0;
+    int ka, kb;
+    if (size >= sizeof name) size = sizeof name - 1;
+    memcpy(name, data, size);
+    name[size] = 0;
+    ka = kcache__temp_name(name, &a);
+    kb = temp_grammar(name, &b);
+    CHECK(ka == kb);
+    CHECK(!ka || a == b);
+}
+
 int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size);
 int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
 {
@@ -275,5 +326,7 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
     fuzz_cf(data, size, 1);
     /* 5. environment values */
     fuzz_env(data, size);
+    /* 6. a temp file's name */
+    fuzz_temp_name(data, size);
     return 0;
 }

@@ -134,10 +134,13 @@ static void log_sink(void *user, const char *line) {
     (void)line;
 }
 
+static const char *g_shared_group; /* KCACHE_SHARED_GROUP of the caches opened now */
+
 static kcache *open_cache_with(const char *dir, uint32_t mem_entries, uint64_t max_size, int fsync_on) {
     kcache_config cfg;
     kcache *kc = NULL;
     kcache_config_init(&cfg);
+    cfg.shared_group = g_shared_group;
     cfg.dir = dir;
     cfg.max_size = max_size;
     cfg.mem_entries = mem_entries;
@@ -339,20 +342,23 @@ static void workload(const char *dir) {
             fclose(f);
         }
     }
-    snprintf(path, sizeof path, "%s/e/00/junk", dir); /* not an entry: the rebuild's scan removes it */
-    mkdir(path, 0700);
     snprintf(path, sizeof path, "%s/e/00", dir);
     mkdir(path, 0700);
-    snprintf(path, sizeof path, "%s/e/00/junk", dir);
+    snprintf(path, sizeof path, "%s/e/00/junk", dir); /* not kcache's name: left alone */
     write_file(path, "junk", 4);
-    { /* an entry cut short: its size no longer matches the use table's, so the read asks fstat */
+    /* a FIFO at an entry's name: the rebuild's scan removes it (never opened) */
+    snprintf(path, sizeof path, "%s/e/00/00112233445566778899aabbccddeeff.kce", dir);
+    mkfifo(path, 0600);
+    /* a file of the user's beside kcache's: the store is proven by its config.file (repaired below) */
+    snprintf(path, sizeof path, "%s/README", dir);
+    write_file(path, "mine", 4);
+    for (i = 7; i < NKEYS; i++) { /* an entry cut short: its size no longer matches the use table's, so the read asks fstat */
         char rel[48];
-        make_key(&k, 7, dep);
+        make_key(&k, i, dep);
         kcache__entry_name(kcache_key_digest(&k), rel);
         kcache_key_free(&k);
         snprintf(path, sizeof path, "%s/%s", dir, rel);
-        if (truncate(path, 100) != 0) { /* evicted already: nothing to cut */
-        }
+        if (truncate(path, 100) == 0) break; /* (evicted already: the next one) */
     }
     snprintf(path, sizeof path, "%s/stats", dir); /* damaged: replaced */
     write_file(path, "KCSTATS\0garbage", 15);
@@ -368,6 +374,8 @@ static void workload(const char *dir) {
         must_work(a, 3);
     }
     kcache_close(a);
+    snprintf(path, sizeof path, "%s/README", dir); /* (without a config.file it would not be a store) */
+    unlink(path);
     /* config.file gone: a new one is made, and gets before the first scan read entries by fstat */
     snprintf(path, sizeof path, "%s/config.file", dir);
     unlink(path);
@@ -377,6 +385,45 @@ static void workload(const char *dir) {
         must_work(a, 4);
     }
     kcache_close(a);
+    /* the store reached through a symlink of ours, its e/ and a shard left group-writable (made
+       0700 again once nothing of anyone else's is found in them), its lock and config.file
+       readable by others (made 0600) */
+    snprintf(path, sizeof path, "%s.link", dir);
+    if (symlink(dir, path) != 0) fprintf(stderr, "symlink failed\n");
+    snprintf(line, sizeof line, "%s/e", dir);
+    chmod(line, 0770);
+    snprintf(line, sizeof line, "%s/e/00", dir);
+    chmod(line, 0777);
+    snprintf(line, sizeof line, "%s/lock", dir);
+    chmod(line, 0644);
+    snprintf(line, sizeof line, "%s/config.file", dir);
+    chmod(line, 0644);
+    snprintf(line, sizeof line, "%s/stats", dir);
+    chmod(line, 0644);
+    a = open_cache(path, 1);
+    if (a) {
+        for (i = 0; i < NKEYS; i += 4) check_get(a, i, dep);
+        must_work(a, 5);
+    }
+    kcache_close(a);
+    unlink(path);
+    /* a group's store (KCACHE_SHARED_GROUP: this process's own group) */
+    snprintf(path, sizeof path, "%s.shared", dir);
+    snprintf(line, sizeof line, "%u", (unsigned)getegid());
+    g_shared_group = line;
+    a = open_cache(path, 1);
+    if (a) {
+        for (i = 0; i < 4; i++) {
+            fill(i, buf);
+            make_key(&k, i, NULL);
+            kcache_put(a, &k, buf, payload_size(i));
+            kcache_key_free(&k);
+        }
+        for (i = 0; i < 4; i++) check_get(a, i, NULL);
+        must_work(a, 6);
+    }
+    kcache_close(a);
+    g_shared_group = NULL;
     free(buf);
 }
 
@@ -411,6 +458,10 @@ static void rm_rf(const char *path) {
     nftw(path, rm_one, 16, FTW_DEPTH | FTW_PHYS);
     snprintf(dep, sizeof dep, "%s.dep.c", path);
     unlink(dep);
+    snprintf(dep, sizeof dep, "%s.link", path);
+    unlink(dep);
+    snprintf(dep, sizeof dep, "%s.shared", path);
+    nftw(dep, rm_one, 16, FTW_DEPTH | FTW_PHYS);
 }
 
 /* One injection in a child: 0 when everything held. */

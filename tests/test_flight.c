@@ -356,7 +356,7 @@ static int reap(const pid_t *pids, int n, int *status)
 static int exited_ok(int st) { return st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0; }
 
 /* A group of processes on one key: pipes, spawn, wait until all are ready, release. */
-typedef struct group {
+typedef struct proc_group {
     int nprocs;
     pid_t pids[MAXPROCS];
     int status[MAXPROCS];

@@ -867,9 +867,12 @@ static void run_case(const hcase *c) {
     {
         char p[400];
         int n;
+        /* the sweep removes only regular files with kcache's temp names: FIFOs and symlinks planted at
+           those names (3 x 40) are not kcache's, and stay */
+        int planted = c->obj == OBJ_TMPNAMES && c->sub != OBJ_DIR ? 120 : 0;
         snprintf(p, sizeof p, "%s/tmp", x->store);
         n = count_nondirs(p);
-        KT_CHECK_MSG(n == 0, "%s: %d files left in %s after the recovery", c->name, n, p);
+        KT_CHECK_MSG(n == planted, "%s: %d files left in %s after the recovery, not %d", c->name, n, p, planted);
     }
 done:
     if (c->obj == OBJ_OWNER || c->obj == OBJ_MODE) undo(x);
@@ -995,8 +998,10 @@ static void hostile_owner_mode(void) {
         {"store mode 0720", ".", OBJ_MODE, 0, NULL, 0720, F_SNAPSTORE, 0, 'd', "writable by"},
         {"store mode 1777", ".", OBJ_MODE, 0, NULL, 01777, F_SNAPSTORE, 0, 'd', "writable by"},
         {"store mode 0755 (readable by others)", ".", OBJ_MODE, 0, NULL, 0755, 0, 1, 'd', NULL},
+        /* root's store is used read-only by others (a site-wide store), but only its top is 0755 here:
+           its directories (0700) cannot be read, and it is refused (test_attack reads a whole one) */
         {"store of root, 0755, used by nobody", ".", OBJ_MODE, 0, NULL, 0755, F_ROOT | F_NOBODY | F_SNAPSTORE, 0, 'd',
-         "another user"},
+         "Permission denied"},
         {"store of root, 0700, used by nobody", ".", OBJ_MODE, 0, NULL, 0700, F_ROOT | F_NOBODY | F_SNAPSTORE, 0, 'd',
          "Permission denied"},
     };
@@ -1209,18 +1214,8 @@ static void hostile_readonly_fs(void) {
 
 /* ---- main --------------------------------------------------------------------------------- */
 
-/* Like KT_RUN; a group none of whose cases ran (skipped, or filtered by KT_ONLY) prints no "ok". */
-#define RUN(fn)                                                                                \
-    do {                                                                                       \
-        kt_current = #fn;                                                                      \
-        kt_failures_here = 0;                                                                  \
-        g_ran = 0;                                                                             \
-        fn();                                                                                  \
-        if (kt_failures_here == 0 && g_ran > 0) printf("ok %s\n", #fn);                      \
-        kt_failures_total += kt_failures_here;                                                 \
-        fflush(stdout);                                                                        \
-        fflush(stderr);                                                                        \
-    } while (0)
+/* A group none of whose cases ran (skipped, or filtered by KT_ONLY) prints no "ok". */
+#define RUN(fn) KT_RUN_RAN(fn, g_ran)
 
 int main(void) {
     static const char *const env[] = {"KCACHE_DIR", "KCACHE_MAX_SIZE", "KCACHE_MEM_ENTRIES", "KCACHE_MEM_SIZE", "KCACHE_ENABLE",

@@ -248,7 +248,7 @@ fi
 # orphaned temp files: a dead writer's, a day-old one; a live writer's is in progress
 pid_max=$(cat /proc/sys/kernel/pid_max 2>/dev/null || echo 4194304)
 printf 'half an entry' >"$S/tmp/$((pid_max + 1))-1-2.tmp"
-printf 'old' >"$S/tmp/stale.tmp" && touch -d '3 days ago' "$S/tmp/stale.tmp"
+printf 'old' >"$S/tmp/$$-5-6.tmp" && touch -d '3 days ago' "$S/tmp/$$-5-6.tmp"
 printf 'being written' >"$S/tmp/$$-7-9.tmp"
 if run orphans "$S"; then
     has orphans "temp files 3 in tmp/" && has orphans "2 orphaned (16 bytes;" && has orphans "1 in progress" &&

@@ -75,6 +75,18 @@ static int put_n(kcache *kc, const char *unit, int i, size_t len)
     return s == KCACHE_OK;
 }
 
+/* The memory an entry of key i holds beyond its payload (node, key record, blob header): what
+   KCACHE_MEM_SIZE and mem_bytes count besides the payload bytes. */
+static uint64_t ovh(const char *unit, int i)
+{
+    kcache *kc = open_mem(4, 0);
+    kcache_stats st;
+    put_n(kc, unit, i, 0);
+    kcache_get_stats(kc, &st);
+    kcache_close(kc);
+    return st.mem_bytes;
+}
+
 /* 1 when key i of the unit hits with the right payload, 0 when it misses, -1 when it is wrong. */
 static int has(kcache *kc, const char *unit, int i, size_t len)
 {
@@ -175,7 +187,7 @@ static void test_capacity_entries(void)
     for (i = 3; i <= 6; i++) KT_CHECK(has(kc, "cap", i, 100) == 1);
     kcache_get_stats(kc, &st);
     KT_CHECK_EQ_U64(st.mem_entries, 4);
-    KT_CHECK_EQ_U64(st.mem_bytes, 400);
+    KT_CHECK_EQ_U64(st.mem_bytes, 400 + ovh("cap", 3) + ovh("cap", 4) + ovh("cap", 5) + ovh("cap", 6));
     KT_CHECK_EQ_U64(st.mem_evictions, 3);
     /* a flood: exactly the last four survive */
     for (i = 100; i < 300; i++) KT_CHECK(put_n(kc, "cap", i, (size_t)i));
@@ -183,7 +195,7 @@ static void test_capacity_entries(void)
     for (i = 296; i < 300; i++) KT_CHECK(has(kc, "cap", i, (size_t)i) == 1);
     kcache_get_stats(kc, &st);
     KT_CHECK_EQ_U64(st.mem_entries, 4);
-    KT_CHECK_EQ_U64(st.mem_bytes, 296 + 297 + 298 + 299);
+    KT_CHECK_EQ_U64(st.mem_bytes, 296 + 297 + 298 + 299 + 4 * ovh("cap", 296));
     kcache_close(kc);
 
     /* mem_entries 0 is taken as 1 */
@@ -197,21 +209,25 @@ static void test_capacity_entries(void)
 
 static void test_capacity_bytes(void)
 {
-    kcache *kc = open_mem(100, 1000);
+    /* every key here has the same record: each entry holds its payload and o bytes more, and the
+       limit leaves room for three entries' o */
+    uint64_t o = ovh("bytes", 0);
+    kcache *kc = open_mem(100, 1000 + 3 * o);
     kcache_stats st;
     int i;
+    KT_CHECK(o > 0 && o < 1000);
     for (i = 0; i < 3; i++) KT_CHECK(put_n(kc, "bytes", i, 300));
     kcache_get_stats(kc, &st);
     KT_CHECK_EQ_U64(st.mem_entries, 3);
-    KT_CHECK_EQ_U64(st.mem_bytes, 900);
+    KT_CHECK_EQ_U64(st.mem_bytes, 900 + 3 * o);
     KT_CHECK(has(kc, "bytes", 0, 300) == 1); /* order 0 2 1 */
-    KT_CHECK(put_n(kc, "bytes", 3, 300));     /* 1200 > 1000: evicts 1 */
+    KT_CHECK(put_n(kc, "bytes", 3, 300));     /* 1200 + 4o > 1000 + 3o: evicts 1 */
     KT_CHECK(has(kc, "bytes", 1, 300) == 0);
     KT_CHECK(has(kc, "bytes", 0, 300) == 1);
     KT_CHECK(has(kc, "bytes", 2, 300) == 1);
     KT_CHECK(has(kc, "bytes", 3, 300) == 1);
     kcache_get_stats(kc, &st);
-    KT_CHECK_EQ_U64(st.mem_bytes, 900);
+    KT_CHECK_EQ_U64(st.mem_bytes, 900 + 3 * o);
     KT_CHECK_EQ_U64(st.mem_evictions, 1);
     /* order 3 2 0; a 700-byte entry must push out 0 and 2 (300+300+300+700 > 1000, 300+700 = 1000) */
     KT_CHECK(put_n(kc, "bytes", 4, 700));
@@ -220,14 +236,31 @@ static void test_capacity_bytes(void)
     KT_CHECK(has(kc, "bytes", 3, 300) == 1);
     KT_CHECK(has(kc, "bytes", 4, 700) == 1);
     kcache_get_stats(kc, &st);
-    KT_CHECK_EQ_U64(st.mem_bytes, 1000);
+    KT_CHECK_EQ_U64(st.mem_bytes, 1000 + 2 * o);
     KT_CHECK_EQ_U64(st.mem_entries, 2);
     /* one entry over the whole limit: the limit holds or it is the only entry */
     KT_CHECK(put_n(kc, "bytes", 5, 5000));
     kcache_get_stats(kc, &st);
-    KT_CHECK(st.mem_bytes <= 1000 || st.mem_entries <= 1);
+    KT_CHECK(st.mem_bytes <= 1000 + 3 * o || st.mem_entries <= 1);
     KT_CHECK(has(kc, "bytes", 3, 300) == 0);
     KT_CHECK(has(kc, "bytes", 4, 700) == 0);
+    kcache_close(kc);
+}
+
+/* Empty payloads still hold memory (issue 16 found 2 M of them taking 795 MB with mem_bytes 0):
+   KCACHE_MEM_SIZE bounds what the entries hold, not only their payloads. */
+static void test_capacity_empty_payloads(void)
+{
+    kcache *kc = open_mem(1u << 24, 1u << 20);
+    kcache_stats st;
+    int i;
+    for (i = 0; i < 20000; i++) KT_CHECK(put_n(kc, "empty", i, 0));
+    kcache_get_stats(kc, &st);
+    KT_CHECK_MSG(st.mem_bytes > 0 && st.mem_bytes <= (1u << 20), "20000 empty payloads: mem_bytes %llu", (unsigned long long)st.mem_bytes);
+    KT_CHECK_MSG(st.mem_entries < 20000 && st.mem_entries > 1000, "20000 empty payloads under 1 MiB: %llu entries kept",
+                 (unsigned long long)st.mem_entries);
+    KT_CHECK(has(kc, "empty", 19999, 0) == 1);
+    KT_CHECK(has(kc, "empty", 0, 0) == 0);
     kcache_close(kc);
 }
 
@@ -299,7 +332,7 @@ static void test_put_replace_remove(void)
     KT_CHECK(kcache_put(kc, &k, "bbbbbb", 6) == KCACHE_OK);
     kcache_get_stats(kc, &st);
     KT_CHECK_EQ_U64(st.mem_entries, 1);
-    KT_CHECK_EQ_U64(st.mem_bytes, 6);
+    KT_CHECK_EQ_U64(st.mem_bytes, 6 + ovh("rep", 1));
     KT_CHECK(kcache_get(kc, &k, &p, &n) == KCACHE_OK);
     KT_CHECK(n == 6 && memcmp(p, "bbbbbb", 6) == 0);
     kcache_release(kc, p);
@@ -390,7 +423,7 @@ static void test_stats_exact(void)
     KT_CHECK_EQ_U64(st.bytes_written, 10 + 20 + 30 + 40 + 15);
     KT_CHECK_EQ_U64(st.bytes_read, 10 + 30);
     KT_CHECK_EQ_U64(st.mem_entries, 2);
-    KT_CHECK_EQ_U64(st.mem_bytes, 15 + 30);
+    KT_CHECK_EQ_U64(st.mem_bytes, 15 + 30 + ovh("st", 0) + ovh("st", 2));
     KT_CHECK_EQ_U64(st.mem_evictions, 1);
     KT_CHECK_EQ_U64(st.evictions, 1);
     KT_CHECK_EQ_U64(st.rejects, 0);
@@ -1086,6 +1119,7 @@ int main(void)
     KT_RUN(test_roundtrip);
     KT_RUN(test_capacity_entries);
     KT_RUN(test_capacity_bytes);
+    KT_RUN(test_capacity_empty_payloads);
     KT_RUN(test_held_payloads);
     KT_RUN(test_put_replace_remove);
     KT_RUN(test_disabled);

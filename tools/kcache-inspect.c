@@ -5929,10 +5929,11 @@ static void ks_walk_tmp(ks_store *S)
         if (fstatat(fd, de->d_name, &sb, AT_SYMLINK_NOFOLLOW) != 0) continue;
         S->tmp_files++;
         S->tmp_bytes += (uint64_t)sb.st_size;
-        pid = strtoul(de->d_name, &end, 10);
-        /* what kcache__store_sweep_temps removes: a dead writer's, a day old, or not a file */
-        if ((end != de->d_name && *end == '-' && pid > 0 && kill((pid_t)pid, 0) != 0 && errno == ESRCH) ||
-            (int64_t)sb.st_mtime * 1000000000 < now - (int64_t)86400 * 1000000000 || !S_ISREG(sb.st_mode)) {
+        (void)end;
+        /* what kcache__store_sweep_temps removes: a regular file with a name kcache's writers make,
+           of a dead writer or a day old (anything else there is not kcache's, and stays) */
+        if (kcache__temp_name(de->d_name, &pid) && S_ISREG(sb.st_mode) &&
+            ((pid > 0 && kill((pid_t)pid, 0) != 0 && errno == ESRCH) || (int64_t)sb.st_mtime * 1000000000 < now - (int64_t)86400 * 1000000000)) {
             S->tmp_orphaned++;
             S->tmp_orphan_bytes += (uint64_t)sb.st_size;
         } else {

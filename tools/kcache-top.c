@@ -1773,6 +1773,9 @@ int main(int argc, char **argv) {
     K.fst.dirfd = open(K.dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     K.fst.tmpfd = K.fst.lockfd = K.fst.cffd = -1;
     K.fst.dir = K.dir;
+    K.fst.uid = (uint32_t)sb.st_uid; /* the store's owner is whom its files are trusted from */
+    K.fst.readonly = 1;
+    kcache__mutex_init(&K.fst.shard_mutex);
     if (K.fst.dirfd < 0) { fprintf(stderr, "kcache-top: %s: cannot open it: %s\n", K.dir, strerror(errno)); return 2; }
     {
         DIR *dp = opendir(K.dir);
