@@ -83,7 +83,6 @@
        KCACHE_STATIC       make every function static (two copies in one program)
        KCACHE_MALLOC, KCACHE_REALLOC, KCACHE_FREE    allocator (all three or none)
        KCACHE_ASSERT       assertion used for programming errors in debug builds (default assert)
-       KCACHE_KEY_INLINE   fields a key holds without allocating (default 16)
 
    LIMITS
        A key holds up to 65535 fields; names are printable and shorter than KCACHE_FIELD_NAME_MAX,
@@ -94,17 +93,22 @@
        business; links and junctions inside the store are refused as symlinks are elsewhere.
 
    REVISIONS
+       0.2  vendoring: one lock registry per process (locking independent of OFD locks and of the
+            include order), fork-safe handles, small stacks, dependency stamps remembered,
+            kcache_key_library, version macros, no-environment configuration, allocator callbacks
        0.1  keys, XXH3-128, memory LRU, configuration, persistent store, per-unit indexes,
             explained misses, single flight
 */
 #ifndef KCACHE_H
 #define KCACHE_H
 
-/* On POSIX the implementation needs POSIX 2008 and uses a few Linux extensions where they exist
-   (openat2, OFD locks, MADV_WIPEONFORK); the feature
-   macro must come before the first system header, so the implementation file should include
-   kcache.h first (or be compiled with -D_GNU_SOURCE). */
-#if defined(KCACHE_IMPLEMENTATION) && defined(__linux__) && !defined(_GNU_SOURCE)
+/* The implementation needs POSIX 2008 and uses a few Linux extensions where they exist (openat2,
+   open-file-description locks, MADV_WIPEONFORK, dladdr). Feature macros act only before the first
+   system header: kcache.h defines _GNU_SOURCE when it comes first in the implementation file. When
+   another header came first, what it left visible decides: POSIX 2008 (any -std=gnu*, C++, or
+   -D_POSIX_C_SOURCE=200809L) is enough, and the extensions are used where they are visible; a strict
+   -std=c99/c11 leaves POSIX hidden and the build stops with one message saying what to do. */
+#if defined(KCACHE_IMPLEMENTATION) && (defined(__linux__) || defined(__GNU__) || defined(__CYGWIN__)) && !defined(_GNU_SOURCE)
 #define _GNU_SOURCE
 #endif
 /* 64-bit file offsets on 32-bit systems too: build claims sit at byte 2^40 of the lock file, and
@@ -115,6 +119,13 @@
 
 #include <stddef.h>
 #include <stdint.h>
+
+/* This header's version: the macros for the preprocessor, kcache_version() for the library a
+   program actually runs with (the same unless two copies differ). */
+#define KCACHE_VERSION_MAJOR 0
+#define KCACHE_VERSION_MINOR 2
+#define KCACHE_VERSION_PATCH 0
+#define KCACHE_VERSION "0.2.0"
 
 #ifndef KCACHE_API
 #ifdef KCACHE_STATIC
@@ -128,9 +139,12 @@
 #endif
 #endif
 
-#ifndef KCACHE_KEY_INLINE
-#define KCACHE_KEY_INLINE 16
+/* A key's layout is the same in every file of a program: the number of fields it holds without
+   allocating is fixed (it was an option, which let two files disagree on sizeof(kcache_key)). */
+#ifdef KCACHE_KEY_INLINE
+#error "kcache: KCACHE_KEY_INLINE is no longer an option (a kcache_key must have one layout in every file); remove its definition"
 #endif
+#define KCACHE_KEY_INLINE 16
 
 #ifdef __cplusplus
 extern "C" {
@@ -508,9 +522,6 @@ KCACHE_API kcache_status kcache_verify(kcache *kc, int fix);
 #ifndef KCACHE__IMPLEMENTED
 #define KCACHE__IMPLEMENTED
 
-#if defined(__GLIBC__) && !defined(_GNU_SOURCE) && !defined(_DEFAULT_SOURCE) && !defined(_POSIX_C_SOURCE)
-#error "kcache: include kcache.h before any system header in the implementation file, or compile with -D_GNU_SOURCE"
-#endif
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -573,6 +584,23 @@ KCACHE_API kcache_status kcache_verify(kcache *kc, int fix);
 #include <unistd.h>
 #endif
 
+/* What a system header included before kcache.h left visible (see the top of this file). glibc
+   decides once, at its first header: __USE_XOPEN2K8 says whether POSIX 2008 is in; the constants
+   checked after it are those of the headers just included, for libcs that decide per header. On
+   32-bit glibc, off_t must be 64 bits (build claims sit at byte 2^40). One message, and nothing
+   else of the implementation is compiled after it. */
+#if !defined(_WIN32) &&                                                                               \
+    ((defined(__GLIBC__) && !defined(__USE_XOPEN2K8)) || !defined(CLOCK_REALTIME) || !defined(CLOCK_MONOTONIC) || \
+     !defined(O_CLOEXEC) || !defined(O_NOFOLLOW) || !defined(O_DIRECTORY) || !defined(AT_SYMLINK_NOFOLLOW) ||   \
+     !defined(AT_REMOVEDIR))
+#error "kcache: POSIX 2008 is hidden here (under a strict -std, a system header, or kcache.h without KCACHE_IMPLEMENTATION, was included first): in the file that defines KCACHE_IMPLEMENTATION, define it and include kcache.h before any other header, or compile that file with -D_GNU_SOURCE (or -std=gnu11)"
+#define KCACHE__UNUSABLE
+#elif defined(__GLIBC__) && defined(__WORDSIZE) && __WORDSIZE == 32 && !defined(__USE_FILE_OFFSET64)
+#error "kcache: off_t is 32 bits here (a system header was included before kcache.h): in the file that defines KCACHE_IMPLEMENTATION, define it and include kcache.h before any other header, or compile that file with -D_FILE_OFFSET_BITS=64"
+#define KCACHE__UNUSABLE
+#endif
+#ifndef KCACHE__UNUSABLE
+
 #if defined(__GNUC__) || defined(__clang__)
 #define KCACHE__UNUSED __attribute__((unused))
 #define KCACHE__LIKELY(x) __builtin_expect(!!(x), 1)
@@ -591,6 +619,7 @@ typedef pthread_cond_t kcache__cond;
 static void kcache__mutex_init(kcache__mutex *m) { pthread_mutex_init(m, NULL); }
 static void kcache__mutex_destroy(kcache__mutex *m) { pthread_mutex_destroy(m); }
 static void kcache__mutex_lock(kcache__mutex *m) { pthread_mutex_lock(m); }
+static int kcache__mutex_trylock(kcache__mutex *m) { return pthread_mutex_trylock(m) == 0; }
 static void kcache__mutex_unlock(kcache__mutex *m) { pthread_mutex_unlock(m); }
 static void kcache__cond_init(kcache__cond *c) { pthread_cond_init(c, NULL); }
 static void kcache__cond_destroy(kcache__cond *c) { pthread_cond_destroy(c); }
@@ -629,6 +658,7 @@ typedef CONDITION_VARIABLE kcache__cond;
 static void kcache__mutex_init(kcache__mutex *m) { InitializeSRWLock(m); }
 static void kcache__mutex_destroy(kcache__mutex *m) { (void)m; }
 static void kcache__mutex_lock(kcache__mutex *m) { AcquireSRWLockExclusive(m); }
+static int kcache__mutex_trylock(kcache__mutex *m) { return TryAcquireSRWLockExclusive(m) != 0; }
 static void kcache__mutex_unlock(kcache__mutex *m) { ReleaseSRWLockExclusive(m); }
 static void kcache__cond_init(kcache__cond *c) { InitializeConditionVariable(c); }
 static void kcache__cond_destroy(kcache__cond *c) { (void)c; }
@@ -666,45 +696,96 @@ static void kcache__sleep_ms(unsigned ms) { Sleep(ms); }
 static void kcache__sleep_us(unsigned us) { Sleep((us + 999) / 1000); } /* the timer's grain is coarser anyway */
 #endif
 
+/* ---- atomics: every atomic access of kcache.h goes through these ----------------------------
+   GCC and clang: the __atomic builtins. MSVC (and clang in MSVC mode): Interlocked intrinsics and
+   volatile accesses of aligned words, which x64 and ARM64 make single-copy atomic (32-bit x86 reads
+   and writes 64-bit words through a compare-exchange), with barriers for the ordered forms. */
+#if defined(_MSC_VER)
+#include <intrin.h>
+#if defined(_M_IX86) || defined(_M_X64)
+#define KCACHE__ACQ_REL_BARRIER() _ReadWriteBarrier() /* x86 keeps loads and stores in order itself */
+#else
+#define KCACHE__ACQ_REL_BARRIER() MemoryBarrier()
+#endif
+static long kcache__atomic_add(long *p, long v) { return _InterlockedExchangeAdd((volatile long *)p, v) + v; }
+static uint64_t kcache__atomic_load_u64(const uint64_t *p) {
+#if defined(_M_IX86)
+    return (uint64_t)_InterlockedCompareExchange64((volatile __int64 *)(uintptr_t)p, 0, 0);
+#else
+    return *(const volatile uint64_t *)p;
+#endif
+}
+static void kcache__atomic_store_u64(uint64_t *p, uint64_t v) {
+#if defined(_M_IX86)
+    _InterlockedExchange64((volatile __int64 *)p, (__int64)v);
+#else
+    *(volatile uint64_t *)p = v;
+#endif
+}
+static uint64_t kcache__atomic_load_u64_acq(const uint64_t *p) {
+    uint64_t v = kcache__atomic_load_u64(p);
+    KCACHE__ACQ_REL_BARRIER();
+    return v;
+}
+static void kcache__atomic_store_u64_rel(uint64_t *p, uint64_t v) {
+    KCACHE__ACQ_REL_BARRIER();
+    kcache__atomic_store_u64(p, v);
+}
+static int kcache__atomic_cas_u64(uint64_t *p, uint64_t expect, uint64_t want) {
+    return (uint64_t)_InterlockedCompareExchange64((volatile __int64 *)p, (__int64)want, (__int64)expect) == expect;
+}
+static void kcache__atomic_fetch_add_u64(uint64_t *p, uint64_t v) { _InterlockedExchangeAdd64((volatile __int64 *)p, (__int64)v); }
+static uint32_t kcache__atomic_load_u32(const uint32_t *p) {
+    uint32_t v = *(const volatile uint32_t *)p;
+    KCACHE__ACQ_REL_BARRIER();
+    return v;
+}
+static void kcache__atomic_store_u32(uint32_t *p, uint32_t v) {
+    KCACHE__ACQ_REL_BARRIER();
+    *(volatile uint32_t *)p = v;
+}
+/* On failure *expect becomes the value found (as __atomic_compare_exchange_n). */
+static int kcache__atomic_cas_u32(uint32_t *p, uint32_t *expect, uint32_t want) {
+    uint32_t found = (uint32_t)_InterlockedCompareExchange((volatile long *)p, (long)want, (long)*expect);
+    if (found == *expect) return 1;
+    *expect = found;
+    return 0;
+}
+static void *kcache__atomic_load_ptr(void *const *p) {
+    void *v = *(void *const volatile *)p;
+    KCACHE__ACQ_REL_BARRIER();
+    return v;
+}
+static void kcache__atomic_store_ptr(void **p, void *v) { _InterlockedExchangePointer((void *volatile *)p, v); }
+static void kcache__atomic_fence(void) { MemoryBarrier(); }
+static void kcache__atomic_fence_release(void) { KCACHE__ACQ_REL_BARRIER(); }
+#else
 static long kcache__atomic_add(long *p, long v) { return __atomic_add_fetch(p, v, __ATOMIC_ACQ_REL); }
 static uint64_t kcache__atomic_load_u64(const uint64_t *p) { return __atomic_load_n(p, __ATOMIC_RELAXED); }
 static void kcache__atomic_store_u64(uint64_t *p, uint64_t v) { __atomic_store_n(p, v, __ATOMIC_RELAXED); }
+static uint64_t kcache__atomic_load_u64_acq(const uint64_t *p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
+static void kcache__atomic_store_u64_rel(uint64_t *p, uint64_t v) { __atomic_store_n(p, v, __ATOMIC_RELEASE); }
+static int kcache__atomic_cas_u64(uint64_t *p, uint64_t expect, uint64_t want) {
+    return __atomic_compare_exchange_n(p, &expect, want, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+}
+static void kcache__atomic_fetch_add_u64(uint64_t *p, uint64_t v) { __atomic_fetch_add(p, v, __ATOMIC_RELAXED); }
+static uint32_t kcache__atomic_load_u32(const uint32_t *p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
+static void kcache__atomic_store_u32(uint32_t *p, uint32_t v) { __atomic_store_n(p, v, __ATOMIC_RELEASE); }
+/* On failure *expect becomes the value found. */
+static int kcache__atomic_cas_u32(uint32_t *p, uint32_t *expect, uint32_t want) {
+    return __atomic_compare_exchange_n(p, expect, want, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+}
+static void *kcache__atomic_load_ptr(void *const *p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
+static void kcache__atomic_store_ptr(void **p, void *v) { __atomic_store_n(p, v, __ATOMIC_RELEASE); }
+static void kcache__atomic_fence(void) { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
+static void kcache__atomic_fence_release(void) { __atomic_thread_fence(__ATOMIC_RELEASE); }
+#endif
 
 #if !defined(_WIN32)
 static uint32_t kcache__pid(void) { return (uint32_t)getpid(); }
 #else
 static uint32_t kcache__pid(void) { return (uint32_t)GetCurrentProcessId(); }
 #endif
-
-/* This process's pid without a system call per question (a disk hit asks, to publish its counts
-   in this process's own stats slot after a fork): a page that the kernel zeroes in a forked child
-   (MADV_WIPEONFORK, Linux 4.14+) keeps the pid it was read in. Without it, getpid. Only for
-   statistics: an emulator may accept the advice without honouring it (qemu-user does), so what
-   correctness rests on (the lock description, temp-file names) asks getpid itself. */
-typedef struct { uint32_t *page; } kcache__pidwatch;
-static void kcache__pidwatch_init(kcache__pidwatch *w) {
-    w->page = NULL;
-#if defined(__linux__) && defined(MADV_WIPEONFORK)
-    {
-        void *p = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-        if (p != MAP_FAILED && madvise(p, 4096, MADV_WIPEONFORK) == 0) w->page = (uint32_t *)p;
-        else if (p != MAP_FAILED) munmap(p, 4096);
-    }
-#endif
-}
-static uint32_t kcache__pidwatch_get(kcache__pidwatch *w) {
-    uint32_t pid;
-    if (w->page && (pid = __atomic_load_n(w->page, __ATOMIC_RELAXED)) != 0) return pid;
-    pid = kcache__pid();
-    if (w->page) __atomic_store_n(w->page, pid, __ATOMIC_RELAXED);
-    return pid;
-}
-static void kcache__pidwatch_free(kcache__pidwatch *w) {
-#if defined(__linux__) && defined(MADV_WIPEONFORK)
-    if (w->page) munmap((void *)w->page, 4096);
-#endif
-    w->page = NULL;
-}
 
 /* ---- files: every system call kcache makes on a file, a directory or a mapping ----------------
    The store, index and stats layers call only kcache__io_*: one list for the Win32 layer to
@@ -784,6 +865,10 @@ static int kcache__fault_errno(int e) {
 #if defined(__linux__)
 #include <sys/syscall.h>
 #endif
+/* syscall() is declared only with the BSD/GNU extensions visible (not under a bare _POSIX_C_SOURCE). */
+#if defined(__linux__) && defined(SYS_openat2) && (defined(__USE_MISC) || (!defined(__GLIBC__) && (defined(_GNU_SOURCE) || defined(_BSD_SOURCE))))
+#define KCACHE__HAVE_OPENAT2 1
+#endif
 
 static void kcache__finfo_from(const struct stat *s, kcache__finfo *fi) {
     fi->size = (uint64_t)s->st_size;
@@ -825,7 +910,7 @@ static int kcache__os_openat(int dirfd, const char *name, int how) {
    kernel has openat2 (Linux 5.6+). -1 with errno ENOSYS where it cannot: the caller walks. The
    argument structure is declared here: libcs without the kernel's headers (musl) lack it. */
 static int kcache__os_open_beneath(int dirfd, const char *rel, int how) {
-#if defined(__linux__) && defined(SYS_openat2)
+#if defined(KCACHE__HAVE_OPENAT2)
     struct { uint64_t flags, mode, resolve; } h;
     long r;
     memset(&h, 0, sizeof h);
@@ -890,9 +975,10 @@ static int kcache__os_lstat(const char *path, kcache__finfo *fi) {
 /* Allocates a file's blocks up to len (never sparse: see config.file). 0, or an errno. */
 static int kcache__os_allocate(int fd, uint64_t len) { return posix_fallocate(fd, 0, (off_t)len); }
 static int kcache__os_truncate(int fd, uint64_t len) { return ftruncate(fd, (off_t)len); }
-/* Locks (or unlocks) byte `at` of a file. Open-file-description locks (Linux) belong to the
-   descriptor, not the process, so two kcache objects in one process exclude each other too; a
-   dead holder's locks are gone with it. */
+/* Locks (or unlocks) byte `at` of a file; a dead holder's locks are gone with it. Open-file-
+   description locks where the system has them (Linux 3.15+), else process-associated ones: either
+   way the registry (>>registry) arbitrates between the threads and handles of one process.
+   KCACHE_TEST_NO_OFD (tests only) compiles the OFD locks out, to run everything on the fallback. */
 static int kcache__os_lock(int fd, uint64_t at, int type, int wait) {
     struct flock fl;
     memset(&fl, 0, sizeof fl);
@@ -900,7 +986,7 @@ static int kcache__os_lock(int fd, uint64_t at, int type, int wait) {
     fl.l_whence = SEEK_SET;
     fl.l_start = (off_t)at;
     fl.l_len = 1;
-#ifdef F_OFD_SETLK
+#if defined(F_OFD_SETLK) && !defined(KCACHE_TEST_NO_OFD)
     if (fcntl(fd, wait ? F_OFD_SETLKW : F_OFD_SETLK, &fl) == 0) return 0;
     if (errno != EINVAL) return -1;
 #endif
@@ -1585,6 +1671,333 @@ static int kcache__stat_path(const char *path, int64_t *mtime_ns, uint64_t *size
     *mtime_ns = fi.mtime_ns;
     *size = fi.size;
     return 0;
+}
+
+/* ============================================================================================== */
+/* >>registry  the one process-wide state: each store's lock file, remembered dependency stamps   */
+/* ============================================================================================== */
+
+/* POSIX record locks (fcntl F_SETLK) belong to a process, not to a descriptor: two kcache handles of
+   one process on one store do not exclude each other through them, and closing any descriptor of
+   the lock file drops every lock the process holds on it. So, as SQLite's unix VFS does, a process
+   keeps one entry per lock file (device, inode) that every handle on that store shares: one
+   descriptor, never closed while a handle uses it, and the in-process arbitration the kernel cannot
+   do: the store lock (byte 0: one holder in the process at a time) and the build claims (one holder
+   per byte). The kernel lock then only has to exclude other processes, which every kind of lock
+   does. Open-file-description locks (Linux 3.15+) are used where they exist, as an extra only: a
+   close() of another descriptor of the lock file elsewhere in the program does not drop them.
+   Windows locks belong to the handle; the same arbitration applies.
+
+   The registry is the one piece of state kcache keeps for the whole process: the list of lock
+   files, a table of dependency stamps (see kcache_key_file) and the page that tells a forked child
+   from its parent. Thread-safe: every access holds one lock word, which holds the pid of the
+   process whose thread took it (held briefly: no system call under it but opening a lock file).
+   Fork-safe without pthread_atfork handlers (which a library cannot remove again, and which would
+   stall every fork of the program while a kcache call finishes): a child finds the word held by
+   another process's thread, which does not exist in the child, and takes it over; the list it
+   finds is its parent's and is left alone (the child's handles open their own entries with their
+   own descriptors, so a child never takes over its parent's locks or build claims); the stamp
+   table, possibly caught mid-change, is cleared. Two copies of kcache in one program
+   (KCACHE_STATIC) have a registry each: their handles on one store exclude each other only where
+   OFD locks exist. */
+
+#if !defined(_WIN32)
+#include <sched.h>
+static void kcache__yield(void) { sched_yield(); }
+#else
+static void kcache__yield(void) { SwitchToThread(); }
+#endif
+
+/* A lock file as this process uses it (shared by every handle on the store). */
+typedef struct kcache__lockfile {
+    struct kcache__lockfile *next;
+    uint64_t dev, ino;
+    int fd;                    /* the one descriptor: closed with the entry, never before */
+    int spare;                 /* one opened in a race for the same file, closed with the entry */
+    uint32_t pid;              /* the process the entry belongs to */
+    long users;                /* open stores using it (registry lock) */
+    kcache__mutex m;           /* guards held and claims */
+    kcache__cond cv;           /* signalled when held drops */
+    int held;                  /* a thread of this process holds the store lock (byte 0) */
+    uint64_t *claims;          /* bytes claimed by this process's builds */
+    size_t nclaims, cap;
+} kcache__lockfile;
+
+/* A dependency's content digest under the file's full stat (see kcache_key_file). */
+typedef struct kcache__memo {
+    uint64_t dev, ino, size, used;
+    int64_t mtime_ns, ctime_ns;
+    kcache_hash128 content;
+} kcache__memo;
+#define KCACHE__MEMO_WAYS 4
+#define KCACHE__MEMO_SETS 128
+
+static struct kcache__registry {
+    uint32_t lock;             /* 0, or the pid of the process whose thread holds the registry */
+    uint32_t pid;              /* the process the list of lock files belongs to */
+    kcache__lockfile *files;
+    uint32_t *pidpage;         /* see kcache__cheap_pid */
+    uint64_t memo_clock;
+    kcache__memo memo[KCACHE__MEMO_SETS * KCACHE__MEMO_WAYS];
+} kcache__reg;
+
+static void kcache__reg_lock(void) {
+    uint32_t me = kcache__pid();
+    unsigned tries = 0;
+    for (;;) {
+        uint32_t cur = 0;
+        if (kcache__atomic_cas_u32(&kcache__reg.lock, &cur, me)) break;
+        if (cur != me && kcache__atomic_cas_u32(&kcache__reg.lock, &cur, me)) {
+            /* held when this process was forked, by a thread that does not exist here */
+            memset(kcache__reg.memo, 0, sizeof kcache__reg.memo);
+            break;
+        }
+        if (++tries < 64) kcache__yield();
+        else kcache__sleep_us(tries < 256 ? 20 : 500);
+    }
+    if (kcache__reg.pid != me) { /* the parent's lock files stay the parent's (see above) */
+        kcache__reg.files = NULL;
+        kcache__reg.pid = me;
+    }
+}
+static void kcache__reg_unlock(void) { kcache__atomic_store_u32(&kcache__reg.lock, 0); }
+
+/* This process's pid without a system call, for the checks on every call that a handle is used in
+   the process that opened it: a page the kernel zeroes in a forked child (MADV_WIPEONFORK, Linux
+   4.14+) keeps the pid it was read in; elsewhere, getpid. An emulator may accept the advice without
+   honouring it (qemu-user 7 does), so a wrong "same process" here must only ever delay noticing a
+   fork, never hang: every path that could wait on something of the parent's asks getpid itself. */
+static uint32_t kcache__cheap_pid(void) {
+    uint32_t *page = (uint32_t *)kcache__atomic_load_ptr((void *const *)&kcache__reg.pidpage), pid;
+    if (page && (pid = kcache__atomic_load_u32(page)) != 0) return pid;
+    pid = kcache__pid();
+    if (page) {
+        kcache__atomic_store_u32(page, pid);
+        return pid;
+    }
+#if defined(__linux__) && defined(MADV_WIPEONFORK) && defined(MAP_ANONYMOUS)
+    kcache__reg_lock();
+    if (!kcache__reg.pidpage) {
+        void *p = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (p != MAP_FAILED && madvise(p, 4096, MADV_WIPEONFORK) == 0) {
+            *(uint32_t *)p = pid;
+            kcache__atomic_store_ptr((void **)&kcache__reg.pidpage, p);
+        } else if (p != MAP_FAILED) {
+            munmap(p, 4096);
+        }
+    }
+    kcache__reg_unlock();
+#endif
+    return pid;
+}
+
+/* The entry of the lock file (dev, ino) with one more user, or NULL (registry lock held). */
+static kcache__lockfile *kcache__lockfile_find_locked(uint64_t dev, uint64_t ino) {
+    kcache__lockfile *lf;
+    for (lf = kcache__reg.files; lf; lf = lf->next)
+        if (lf->dev == dev && lf->ino == ino) {
+            lf->users++;
+            return lf;
+        }
+    return NULL;
+}
+static kcache__lockfile *kcache__lockfile_find(uint64_t dev, uint64_t ino) {
+    kcache__lockfile *lf;
+    kcache__reg_lock();
+    lf = kcache__lockfile_find_locked(dev, ino);
+    kcache__reg_unlock();
+    return lf;
+}
+/* Takes over fd, a descriptor of a lock file just opened: the file's entry (a new one, or the one
+   another handle made meanwhile), or NULL with fd closed and errno set. */
+static kcache__lockfile *kcache__lockfile_adopt(int fd) {
+    kcache__finfo fi;
+    kcache__lockfile *lf;
+    if (kcache__io_fstat(fd, &fi) != 0) {
+        int e = errno;
+        kcache__io_close(fd);
+        errno = e;
+        return NULL;
+    }
+    kcache__reg_lock();
+    if ((lf = kcache__lockfile_find_locked(fi.dev, fi.ino)) != NULL) {
+        /* opened twice at once: closing this descriptor would drop the locks the process holds
+           through the other, so it stays open as long as the entry does */
+        if (lf->spare < 0) lf->spare = fd;
+        else fd = -1;
+    } else if ((lf = (kcache__lockfile *)KCACHE_MALLOC(sizeof *lf)) != NULL) {
+        memset(lf, 0, sizeof *lf);
+        lf->dev = fi.dev;
+        lf->ino = fi.ino;
+        lf->fd = fd;
+        lf->spare = -1;
+        lf->pid = kcache__reg.pid;
+        lf->users = 1;
+        kcache__mutex_init(&lf->m);
+        kcache__cond_init(&lf->cv);
+        lf->next = kcache__reg.files;
+        kcache__reg.files = lf;
+        fd = -1;
+    }
+    kcache__reg_unlock();
+    if (fd >= 0) kcache__io_close(fd); /* no entry: nothing of this process is locked through it */
+    if (!lf) errno = ENOMEM;
+    return lf;
+}
+/* A store lets go of its lock file; the last one closes it. In a forked child the parent's entry is
+   not the child's to change: left alone. */
+static void kcache__lockfile_release(kcache__lockfile *lf) {
+    int last = 0;
+    kcache__lockfile **p;
+    if (!lf) return;
+    kcache__reg_lock();
+    if (lf->pid == kcache__reg.pid && --lf->users == 0) {
+        for (p = &kcache__reg.files; *p; p = &(*p)->next)
+            if (*p == lf) {
+                *p = lf->next;
+                break;
+            }
+        last = 1;
+    }
+    kcache__reg_unlock();
+    if (!last) return;
+    kcache__io_close(lf->fd);
+    if (lf->spare >= 0) kcache__io_close(lf->spare);
+    kcache__mutex_destroy(&lf->m);
+    kcache__cond_destroy(&lf->cv);
+    KCACHE_FREE(lf->claims);
+    KCACHE_FREE(lf);
+}
+
+/* Takes the store lock of this process's entry (byte 0): first among the process's threads and
+   handles (waiting until deadline_ns, wall clock), then against other processes (the kernel lock,
+   tried without blocking so that the wait is bounded too). 0, or -1 with errno (EAGAIN: timed out;
+   ECHILD: called in a process forked from the entry's). */
+static int kcache__lockfile_lock(kcache__lockfile *lf, int64_t deadline_ns) {
+    unsigned pause_us = 20; /* holders keep it for tens of microseconds: start short, back off */
+    if (kcache__pid() != lf->pid) { errno = ECHILD; return -1; }
+    kcache__mutex_lock(&lf->m);
+    while (lf->held) {
+        if (!kcache__cond_wait_until(&lf->cv, &lf->m, deadline_ns) && lf->held) {
+            kcache__mutex_unlock(&lf->m);
+            errno = EAGAIN;
+            return -1;
+        }
+    }
+    lf->held = 1;
+    kcache__mutex_unlock(&lf->m);
+    while (kcache__io_lock(lf->fd, 0, KCACHE__LOCK_EXCLUSIVE, 0) != 0) {
+        int e = errno;
+        if ((e != EAGAIN && e != EACCES && e != EINTR) || kcache__now_ns() > deadline_ns) {
+            kcache__mutex_lock(&lf->m);
+            lf->held = 0;
+            kcache__cond_broadcast(&lf->cv);
+            kcache__mutex_unlock(&lf->m);
+            errno = e == EACCES || e == EINTR ? EAGAIN : e;
+            return -1;
+        }
+        kcache__sleep_us(pause_us);
+        if (pause_us < 2000) pause_us *= 2;
+    }
+    return 0;
+}
+static void kcache__lockfile_unlock(kcache__lockfile *lf) {
+    if (kcache__pid() != lf->pid) return; /* a forked child back from a callback: its parent's lock */
+    kcache__io_lock(lf->fd, 0, KCACHE__LOCK_NONE, 0);
+    kcache__mutex_lock(&lf->m);
+    lf->held = 0;
+    kcache__cond_broadcast(&lf->cv);
+    kcache__mutex_unlock(&lf->m);
+}
+
+/* Claims byte `at` for a build, without waiting: 1 when claimed; 0 when a thread of this process or
+   another process holds it (errno EAGAIN); -1 on an error (errno; ECHILD in a forked child). */
+static int kcache__lockfile_claim(kcache__lockfile *lf, uint64_t at) {
+    size_t i;
+    int e;
+    if (kcache__pid() != lf->pid) { errno = ECHILD; return -1; }
+    kcache__mutex_lock(&lf->m);
+    for (i = 0; i < lf->nclaims; i++)
+        if (lf->claims[i] == at) {
+            kcache__mutex_unlock(&lf->m);
+            errno = EAGAIN;
+            return 0;
+        }
+    if (lf->nclaims == lf->cap) {
+        size_t ncap = lf->cap ? lf->cap * 2 : 8;
+        uint64_t *nc = (uint64_t *)KCACHE_MALLOC(ncap * sizeof *nc);
+        if (!nc) {
+            kcache__mutex_unlock(&lf->m);
+            errno = ENOMEM;
+            return -1;
+        }
+        if (lf->nclaims) memcpy(nc, lf->claims, lf->nclaims * sizeof *nc);
+        KCACHE_FREE(lf->claims);
+        lf->claims = nc;
+        lf->cap = ncap;
+    }
+    lf->claims[lf->nclaims++] = at;
+    kcache__mutex_unlock(&lf->m);
+    if (kcache__io_lock(lf->fd, at, KCACHE__LOCK_EXCLUSIVE, 0) == 0) return 1;
+    e = errno;
+    kcache__mutex_lock(&lf->m);
+    for (i = 0; i < lf->nclaims; i++)
+        if (lf->claims[i] == at) {
+            lf->claims[i] = lf->claims[--lf->nclaims];
+            break;
+        }
+    kcache__mutex_unlock(&lf->m);
+    errno = e == EACCES || e == EINTR ? EAGAIN : e;
+    return errno == EAGAIN ? 0 : -1;
+}
+static void kcache__lockfile_unclaim(kcache__lockfile *lf, uint64_t at) {
+    size_t i;
+    if (kcache__pid() != lf->pid) return; /* a forked child back from a build: its parent's claim */
+    kcache__io_lock(lf->fd, at, KCACHE__LOCK_NONE, 0);
+    kcache__mutex_lock(&lf->m);
+    for (i = 0; i < lf->nclaims; i++)
+        if (lf->claims[i] == at) {
+            lf->claims[i] = lf->claims[--lf->nclaims];
+            break;
+        }
+    kcache__mutex_unlock(&lf->m);
+}
+
+/* The remembered content digest of a file with exactly this stat, if any. */
+static KCACHE__UNUSED int kcache__memo_get(const kcache__finfo *fi, kcache_hash128 *content) {
+    kcache__memo *set = &kcache__reg.memo[(size_t)((fi->ino * 0x9E3779B97F4A7C15ull ^ fi->dev) >> 57) * KCACHE__MEMO_WAYS];
+    int i, found = 0;
+    kcache__reg_lock();
+    for (i = 0; i < KCACHE__MEMO_WAYS; i++) {
+        kcache__memo *m = &set[i];
+        if (m->used && m->dev == fi->dev && m->ino == fi->ino && m->size == fi->size && m->mtime_ns == fi->mtime_ns &&
+            m->ctime_ns == fi->ctime_ns) {
+            *content = m->content;
+            m->used = ++kcache__reg.memo_clock;
+            found = 1;
+            break;
+        }
+    }
+    kcache__reg_unlock();
+    return found;
+}
+static KCACHE__UNUSED void kcache__memo_put(const kcache__finfo *fi, kcache_hash128 content) {
+    kcache__memo *set = &kcache__reg.memo[(size_t)((fi->ino * 0x9E3779B97F4A7C15ull ^ fi->dev) >> 57) * KCACHE__MEMO_WAYS], *m;
+    int i;
+    kcache__reg_lock();
+    m = &set[0];
+    for (i = 0; i < KCACHE__MEMO_WAYS; i++) { /* the same file's older stamp, else the least recent */
+        if (set[i].used && set[i].dev == fi->dev && set[i].ino == fi->ino) { m = &set[i]; break; }
+        if (set[i].used < m->used) m = &set[i];
+    }
+    m->dev = fi->dev;
+    m->ino = fi->ino;
+    m->size = fi->size;
+    m->mtime_ns = fi->mtime_ns;
+    m->ctime_ns = fi->ctime_ns;
+    m->content = content;
+    m->used = ++kcache__reg.memo_clock;
+    kcache__reg_unlock();
 }
 
 /* ============================================================================================== */
@@ -4288,7 +4701,9 @@ typedef struct kcache__table {
 
 typedef struct kcache__store {
     char *dir;
-    int dirfd, tmpfd, lockfd, cffd; /* the store, its tmp/ (both checked: real directories) */
+    int dirfd, tmpfd, cffd;    /* the store, its tmp/ (both checked: real directories) */
+    kcache__lockfile *lf;      /* the lock file, shared with this process's other handles (>>registry) */
+    uint32_t forked;           /* set in a forked child that found this store its parent's */
     struct kcache__store_ev *cur_ev; /* the locked update's notes (kcache__store_begin .. _end) */
     unsigned char *map;        /* config.file, mapped shared: the lock holder's view */
     size_t map_len;
@@ -4300,13 +4715,13 @@ typedef struct kcache__store {
     int fsync, no_openat2, debug;
     uint32_t lock_timeout_ms;
     uint64_t rng;              /* eviction sampling; only used under mutex */
-    uint32_t pid;              /* the process lockfd belongs to (see kcache__store_own_lock) */
+    uint32_t pid;              /* the process that opened it */
     int growing;               /* inside kcache__cf_grow */
     /* the index log last appended to, kept open: the next put of the same unit appends to it with
        no open or close, once fstat shows it is still that name's file (linked) at the size left */
     struct { uint64_t dev, ino, size, room; int fd; char rel[48]; } ix_last;
     uint64_t temp_seq;
-    kcache__mutex mutex;       /* fcntl-style locks do not exclude threads of one process */
+    kcache__mutex mutex;       /* this handle's threads; the lock file's entry arbitrates between handles */
 } kcache__store;
 
 /* What a store operation did, for the stats and the debug log. */
@@ -4352,7 +4767,7 @@ static void kcache__cf_set(kcache__store *st, size_t off, uint64_t v) {
 
 /* The table readers without the lock use; NULL before the first mapping. */
 static const kcache__table *kcache__tab(const kcache__store *st) {
-    return (const kcache__table *)__atomic_load_n(&st->pub, __ATOMIC_ACQUIRE);
+    return (const kcache__table *)kcache__atomic_load_ptr((void *const *)&st->pub);
 }
 /* Lock held (or the store not yet shared): publishes the lock holder's mapping to readers. */
 static void kcache__publish(kcache__store *st) {
@@ -4362,7 +4777,7 @@ static void kcache__publish(kcache__store *st) {
     t->len = st->map_len;
     t->nslots = st->nslots;
     t->older = st->pub;
-    __atomic_store_n(&st->pub, t, __ATOMIC_RELEASE);
+    kcache__atomic_store_ptr((void **)&st->pub, t);
 }
 /* The slot holding digest d in a use table of nslots slots, or NULL. */
 static uint64_t *kcache__slot_lookup(const unsigned char *slots, uint64_t nslots, kcache_hash128 d) {
@@ -4475,40 +4890,51 @@ static int kcache__shard_open(kcache__store *st, const char *shard, char *note, 
     return kcache__open_in(st, shard, KCACHE__RD | KCACHE__DIRECTORY);
 }
 
-/* Takes the store lock: this process's mutex, then the advisory lock on byte 0 of "lock" (see
-   kcache__os_lock: it excludes other kcache objects of this process too). */
-/* Open-file-description locks are shared by a process forked after kcache_open: the child opens
-   "lock" again so that its locks and build claims exclude its parent and siblings (mutex held). */
-static void kcache__store_own_lock(kcache__store *st) {
-    uint32_t pid = kcache__pid(); /* getpid itself: correctness rests on it (see kcache__pidwatch) */
-    int fd;
-    if (pid == st->pid) return;
-    fd = kcache__open_in(st, "lock", KCACHE__RW);
-    if (fd >= 0) {
-        kcache__io_close(st->lockfd);
-        st->lockfd = fd;
-    }
-    st->pid = pid;
-}
-
+/* Takes the store lock: this handle's mutex, then the lock file's (>>registry: first among this
+   process's handles and threads, then against other processes), giving up after lock_timeout_ms.
+   In a process forked from the one that opened the store, nothing: KCACHE_ELOCK, and the store is
+   marked so that the handle's next call moves to one of the child's own (see kcache__live). */
 static kcache_status kcache__store_lock(kcache__store *st) {
-    int64_t deadline = kcache__mono_ns() + (int64_t)st->lock_timeout_ms * 1000000;
-    unsigned pause_us = 20; /* holders keep it for tens of microseconds: start short, back off */
+    int64_t deadline = kcache__now_ns() + (int64_t)st->lock_timeout_ms * 1000000;
+    if (kcache__pid() != st->pid) {
+        kcache__atomic_store_u32(&st->forked, 1);
+        return KCACHE_ELOCK;
+    }
     kcache__mutex_lock(&st->mutex);
-    kcache__store_own_lock(st);
-    while (kcache__io_lock(st->lockfd, 0, KCACHE__LOCK_EXCLUSIVE, 0) != 0) {
-        if ((errno != EAGAIN && errno != EACCES && errno != EINTR) || kcache__mono_ns() > deadline) {
-            kcache__mutex_unlock(&st->mutex);
-            return errno == EAGAIN || errno == EACCES || errno == EINTR ? KCACHE_ELOCK : KCACHE_EIO;
-        }
-        kcache__sleep_us(pause_us);
-        if (pause_us < 2000) pause_us *= 2;
+    if (kcache__lockfile_lock(st->lf, deadline) != 0) {
+        int e = errno;
+        kcache__mutex_unlock(&st->mutex);
+        return e == EAGAIN || e == ECHILD ? KCACHE_ELOCK : KCACHE_EIO;
     }
     return KCACHE_OK;
 }
 static void kcache__store_unlock(kcache__store *st) {
-    kcache__io_lock(st->lockfd, 0, KCACHE__LOCK_NONE, 0);
+    kcache__lockfile_unlock(st->lf);
     kcache__mutex_unlock(&st->mutex);
+}
+
+/* The store's lock file, through the registry: the entry another handle of this process opened, or
+   the file opened (created when missing) and registered. The file is found by name first and only
+   then opened: opening it again while another handle holds locks through the entry, then closing
+   it, would drop those locks (POSIX). 0; -1 with errno when it cannot be opened; -2 when something
+   else than a regular file has its name. */
+static int kcache__store_lockfile(kcache__store *st) {
+    kcache__finfo fi;
+    int fd;
+    if (kcache__io_statat(st->dirfd, "lock", &fi) == 0) {
+        if (fi.kind != KCACHE__KIND_FILE) return -2;
+        if ((st->lf = kcache__lockfile_find(fi.dev, fi.ino)) != NULL) return 0;
+    }
+    fd = kcache__open_in(st, "lock", KCACHE__RW | KCACHE__CREATE | KCACHE__NONBLOCK);
+    if (fd < 0) return -1;
+    if (kcache__io_fstat(fd, &fi) != 0 || fi.kind != KCACHE__KIND_FILE) {
+        int e = errno;
+        kcache__io_close(fd);
+        errno = e;
+        return fi.kind != KCACHE__KIND_FILE ? -2 : -1;
+    }
+    st->lf = kcache__lockfile_adopt(fd);
+    return st->lf ? 0 : -1;
 }
 
 static int kcache__cf_valid(const unsigned char *h, uint64_t file_size) {
@@ -5364,7 +5790,7 @@ static void kcache__ix_update(kcache__store *st, const kcache_key *k, const unsi
     it.when = kcache__now_ns();
     it.size = size;
     it.reason = (uint32_t)reason;
-    it.pid = st->pid; /* current: the lock holder checked it (kcache__store_own_lock) */
+    it.pid = st->pid; /* the opener's: a forked child never takes the lock (kcache__store_lock) */
     it.rec = rec;
     it.rec_len = rec ? (uint32_t)rec_len : 0;
     kcache__ix_log(st, k->unit, 1, &list, &it);
@@ -5384,6 +5810,10 @@ static kcache_status kcache__store_put(kcache__store *st, const kcache_key *k, c
     uint64_t *old;
     int fd;
     if (st->limit && total > st->limit) return KCACHE_ETOOBIG;
+    if (kcache__pid() != st->pid) { /* a forked child: st->mutex may be held by a thread it does not have */
+        kcache__atomic_store_u32(&st->forked, 1);
+        return KCACHE_ELOCK;
+    }
     hdr = (unsigned char *)KCACHE_MALLOC(hlen);
     if (!hdr) return KCACHE_ENOMEM;
     memset(hdr, 0, hlen);
@@ -5661,7 +6091,7 @@ static void kcache__store_close(kcache__store *st) {
         if (t->map) kcache__io_unmap(t->map, t->len); /* each mapping was published once */
         KCACHE_FREE(t);
     }
-    if (st->lockfd >= 0) kcache__io_close(st->lockfd);
+    kcache__lockfile_release(st->lf);
     if (st->ix_last.fd >= 0) kcache__io_close(st->ix_last.fd);
     if (st->dirfd >= 0) kcache__io_close(st->dirfd);
     if (st->tmpfd >= 0) kcache__io_close(st->tmpfd);
@@ -5691,7 +6121,7 @@ static int kcache__mkdirs(const char *path) {
 static kcache_status kcache__store_open(kcache__store **out, const char *dir, const kcache_config *cfg, char *why, size_t why_cap) {
     kcache__store *st;
     kcache__finfo s;
-    int valid = 0;
+    int valid = 0, lr;
     kcache_status r;
     *out = NULL;
     if (kcache__mkdirs(dir) != 0) {
@@ -5701,7 +6131,7 @@ static kcache_status kcache__store_open(kcache__store **out, const char *dir, co
     st = (kcache__store *)KCACHE_MALLOC(sizeof *st);
     if (!st) return KCACHE_ENOMEM;
     memset(st, 0, sizeof *st);
-    st->dirfd = st->tmpfd = st->lockfd = st->cffd = st->ix_last.fd = -1;
+    st->dirfd = st->tmpfd = st->cffd = st->ix_last.fd = -1;
     kcache__mutex_init(&st->mutex);
     st->dir = (char *)KCACHE_MALLOC(strlen(dir) + 1);
     if (!st->dir) { kcache__store_close(st); return KCACHE_ENOMEM; }
@@ -5750,10 +6180,9 @@ static kcache_status kcache__store_open(kcache__store **out, const char *dir, co
         kcache__store_close(st);
         return KCACHE_EUNSAFE;
     }
-    st->lockfd = kcache__open_in(st, "lock", KCACHE__RW | KCACHE__CREATE);
-    if (st->lockfd < 0 || kcache__io_fstat(st->lockfd, &s) != 0 || s.kind != KCACHE__KIND_FILE) {
-        kcache__say(why, why_cap, "cannot open the lock file in %s: %s", dir, st->lockfd < 0 ? strerror(errno) : "not a regular file");
-        r = st->lockfd < 0 ? kcache__errno_status(errno) : KCACHE_EUNSAFE;
+    if ((lr = kcache__store_lockfile(st)) != 0) {
+        kcache__say(why, why_cap, "cannot open the lock file in %s: %s", dir, lr == -1 ? strerror(errno) : "not a regular file");
+        r = lr == -1 ? kcache__errno_status(errno) : KCACHE_EUNSAFE;
         kcache__store_close(st);
         return r;
     }
@@ -5886,30 +6315,27 @@ typedef struct kcache__pub {
     uint64_t owner;            /* the owner word this kcache claimed its slot with */
     uint64_t domain;
     uint32_t pid;              /* the process that claimed the slot (a forked child claims its own) */
-    kcache__pidwatch pidw;     /* notices a fork without a system call (a disk hit asks) */
     int debug;
     kcache_log_fn log;
     void *log_user;
 } kcache__pub;
 
 /* ---- shared-memory words ---- */
-static uint64_t kcache__pub_ld(const uint64_t *w) { return kcache__le64(__atomic_load_n(w, __ATOMIC_RELAXED)); }
-static uint64_t kcache__pub_ld_acq(const uint64_t *w) { return kcache__le64(__atomic_load_n(w, __ATOMIC_ACQUIRE)); }
-static void kcache__pub_st(uint64_t *w, uint64_t v) { __atomic_store_n(w, kcache__le64(v), __ATOMIC_RELAXED); }
-static void kcache__pub_st_rel(uint64_t *w, uint64_t v) { __atomic_store_n(w, kcache__le64(v), __ATOMIC_RELEASE); }
+static uint64_t kcache__pub_ld(const uint64_t *w) { return kcache__le64(kcache__atomic_load_u64(w)); }
+static uint64_t kcache__pub_ld_acq(const uint64_t *w) { return kcache__le64(kcache__atomic_load_u64_acq(w)); }
+static void kcache__pub_st(uint64_t *w, uint64_t v) { kcache__atomic_store_u64(w, kcache__le64(v)); }
+static void kcache__pub_st_rel(uint64_t *w, uint64_t v) { kcache__atomic_store_u64_rel(w, kcache__le64(v)); }
 /* One writer per slot (its owner, under kc->lock): a plain load and store, no locked instruction. */
 static void kcache__pub_bump(uint64_t *w, uint64_t n) { kcache__pub_st(w, kcache__pub_ld(w) + n); }
 static int kcache__pub_cas(uint64_t *w, uint64_t expect, uint64_t want) {
-    uint64_t e = kcache__le64(expect);
-    return __atomic_compare_exchange_n(w, &e, kcache__le64(want), 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+    return kcache__atomic_cas_u64(w, kcache__le64(expect), kcache__le64(want));
 }
 static void kcache__pub_fetch_add(uint64_t *w, uint64_t n) {
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-    uint64_t o = __atomic_load_n(w, __ATOMIC_RELAXED);
-    while (!__atomic_compare_exchange_n(w, &o, kcache__le64(kcache__le64(o) + n), 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
-    }
+    uint64_t o = kcache__atomic_load_u64(w);
+    while (!kcache__atomic_cas_u64(w, o, kcache__le64(kcache__le64(o) + n))) o = kcache__atomic_load_u64(w);
 #else
-    __atomic_fetch_add(w, n, __ATOMIC_RELAXED);
+    kcache__atomic_fetch_add_u64(w, n);
 #endif
 }
 
@@ -5940,14 +6366,14 @@ static KCACHE__UNUSED void kcache__pub_put_name(uint64_t *w, size_t cap, const c
     for (i = 0; i < cap / 8; i++) {
         uint64_t v;
         memcpy(&v, buf + i * 8, 8);
-        __atomic_store_n(w + i, v, __ATOMIC_RELAXED);
+        kcache__atomic_store_u64(w + i, v);
     }
 }
 static KCACHE__UNUSED void kcache__pub_get_name(const uint64_t *w, size_t cap, char *out, size_t out_cap) {
     unsigned char buf[KCACHE__PUB_EVENT_NAME + 1];
     size_t i, n;
     for (i = 0; i < cap / 8 && i < KCACHE__PUB_EVENT_NAME / 8; i++) {
-        uint64_t v = __atomic_load_n(w + i, __ATOMIC_RELAXED);
+        uint64_t v = kcache__atomic_load_u64(w + i);
         memcpy(buf + i * 8, &v, 8);
     }
     buf[i * 8] = 0;
@@ -6197,7 +6623,7 @@ static int kcache__pub_claim(kcache__pub *p) {
         if (!kcache__pub_cas(kcache__pub_slot_word(pick, KCACHE__PUB_S_OWNER), o, owner | KCACHE__PUB_SETTING_UP)) continue;
         e = kcache__pub_ld(kcache__pub_slot_word(pick, KCACHE__PUB_S_EPOCH));
         kcache__pub_st(kcache__pub_slot_word(pick, KCACHE__PUB_S_EPOCH), e | 1); /* odd: readers wait for it */
-        __atomic_thread_fence(__ATOMIC_SEQ_CST);
+        kcache__atomic_fence();
         if (o) kcache__pub_fold(p->map, pick); /* a dead process's work still counts */
         /* everything but the owner, the epoch, the event ring and its head (history, kept) */
         for (w = 2; w < KCACHE__PUB_EVENTS_AT / 8; w++)
@@ -6212,7 +6638,7 @@ static int kcache__pub_claim(kcache__pub *p) {
         p->ctr = kcache__pub_slot_word(pick, KCACHE__PUB_CTR_AT / 8);
         p->units = kcache__pub_slot_word(pick, KCACHE__PUB_UNITS_AT / 8);
         p->owner = owner;
-        p->pid = kcache__pidwatch_get(&p->pidw);
+        p->pid = kcache__cheap_pid();
         if (o) kcache__pub_say(p, "stats: slot %u of process %u (gone) reclaimed", at, (unsigned)(o >> 32));
         return 1;
     }
@@ -6273,7 +6699,6 @@ static KCACHE__UNUSED void kcache__pub_open(kcache__pub *p, kcache__store *st, c
     p->map = (unsigned char *)m;
     p->len = (size_t)KCACHE__PUB_FILE_BYTES;
     p->domain = kcache__pub_domain();
-    kcache__pidwatch_init(&p->pidw);
     if (!kcache__pub_claim(p)) {
         kcache__io_unmap(p->map, p->len);
         p->map = NULL;
@@ -6288,14 +6713,13 @@ static KCACHE__UNUSED void kcache__pub_close(kcache__pub *p) {
         uint64_t e = kcache__pub_ld(ep);
         unsigned j;
         kcache__pub_st(ep, e | 1);
-        __atomic_thread_fence(__ATOMIC_SEQ_CST);
+        kcache__atomic_fence();
         kcache__pub_fold(p->map, p->slot);
         for (j = 0; j < KCACHE__PUB_UNITS; j++) kcache__pub_st(kcache__pub_unit_at(p->slot, j), 0);
         kcache__pub_st_rel(ep, (e | 1) + 1);
         kcache__pub_cas(kcache__pub_slot_word(p->slot, KCACHE__PUB_S_OWNER), p->owner, 0);
     }
     if (p->map) kcache__io_unmap(p->map, p->len);
-    kcache__pidwatch_free(&p->pidw);
     memset(p, 0, sizeof *p);
 }
 
@@ -6305,7 +6729,7 @@ static KCACHE__UNUSED void kcache__pub_close(kcache__pub *p) {
 static int kcache__pub_ready(kcache__pub *p) {
     uint32_t pid;
     if (!p->map) return 0;
-    if ((pid = kcache__pidwatch_get(&p->pidw)) != p->pid) {
+    if ((pid = kcache__cheap_pid()) != p->pid) {
         p->domain = kcache__pub_domain();
         kcache__pub_claim(p);
         p->pid = pid; /* one try per fork */
@@ -6341,7 +6765,7 @@ static uint64_t *kcache__pub_unit_get(kcache__pub *p, const char *unit, uint64_t
         if (!best || kcache__pub_ld(c + KCACHE__PUB_U_LAST) < kcache__pub_ld(best + KCACHE__PUB_U_LAST)) best = c;
     }
     kcache__pub_st(best + KCACHE__PUB_U_HASH, 0); /* readers drop what they read while it changes */
-    __atomic_thread_fence(__ATOMIC_RELEASE);
+    kcache__atomic_fence_release();
     for (w = 1; w < KCACHE__PUB_U_NAME; w++) kcache__pub_st(best + w, 0);
     n = strlen(unit);
     kcache__pub_st(best + KCACHE__PUB_U_INFO, (uint64_t)(n & 0xffff) << 8);
@@ -6390,7 +6814,7 @@ static KCACHE__UNUSED void kcache__pub_event(kcache__pub *p, int kind, const cha
     seq = kcache__pub_ld(hd) + 1;
     e = kcache__pub_event_at(p->slot, (unsigned)((seq - 1) % KCACHE__PUB_EVENTS));
     kcache__pub_st(e + KCACHE__PUB_E_SEQ, ~(uint64_t)0); /* being written */
-    __atomic_thread_fence(__ATOMIC_RELEASE);
+    kcache__atomic_fence_release();
     kcache__pub_st(e + KCACHE__PUB_E_TIME, (uint64_t)now);
     kcache__pub_st(e + KCACHE__PUB_E_UNIT, h);
     kcache__pub_st(e + KCACHE__PUB_E_SIZE, size);
@@ -6485,7 +6909,16 @@ struct kcache {
     void *cl;                    /* the OpenCL layer's state (programs built in this process) */
     void (*cl_free)(void *cl);   /* frees it at close */
     long cl_loads;               /* OpenCL binaries loaded (names PoCL's unpack directories) */
+    /* fork (see kcache__live): the process that opened it, and in a forked child the child's own */
+    uint32_t pid;
+    uint32_t forked;             /* set in a forked child that found kc->lock held by its parent's thread */
+    uint32_t fwd_maker, fwd_failed; /* the child process opening fwd / that could not */
+    kcache *fwd;
 };
+
+/* Internal result of a call that found it runs in a process forked from kc's: the public call
+   moves to the child's own handle and tries again (never returned to the caller). */
+#define KCACHE__FORKED KCACHE_STATUS_COUNT
 
 static void kcache__log(const kcache_config *cfg, const char *fmt, ...) {
     char line[1024];
@@ -6621,10 +7054,12 @@ static int kcache__default_dir(char *out, size_t cap) {
 }
 #endif
 
+typedef struct { char dir[4096], why[400]; } kcache__open_scratch; /* on the heap: calls fit small stacks */
 KCACHE_API kcache_status kcache_open(kcache **out, const kcache_config *cfg) {
     kcache *kc;
     kcache_config defaults;
-    char dir[4096], why[400];
+    kcache__open_scratch *t;
+    char *dir, *why;
     if (!out) return KCACHE_EINVAL;
     *out = NULL;
     if (!cfg) { kcache_config_init(&defaults); cfg = &defaults; }
@@ -6635,16 +7070,20 @@ KCACHE_API kcache_status kcache_open(kcache **out, const kcache_config *cfg) {
     memset(kc, 0, sizeof *kc);
     kc->cfg = *cfg;
     kc->cfg.dir = NULL;
+    kc->pid = kcache__pid();
     if (kc->cfg.mem_entries == 0) kc->cfg.mem_entries = 1;
-    if (kcache__lru_init(&kc->lru, kc->cfg.mem_entries) != KCACHE_OK) { KCACHE_FREE(kc); return KCACHE_ENOMEM; }
+    if ((t = (kcache__open_scratch *)KCACHE_MALLOC(sizeof *t)) == NULL) { KCACHE_FREE(kc); return KCACHE_ENOMEM; }
+    if (kcache__lru_init(&kc->lru, kc->cfg.mem_entries) != KCACHE_OK) { KCACHE_FREE(t); KCACHE_FREE(kc); return KCACHE_ENOMEM; }
+    dir = t->dir;
+    why = t->why;
     kcache__mutex_init(&kc->lock);
     kcache__host_detect(&kc->host);
     why[0] = 0; /* the store's complaint: why it is refused, or what was repaired when it was opened */
     if (!kc->cfg.enable) snprintf(kc->store_why, sizeof kc->store_why, "caching off (KCACHE_ENABLE=0)");
     else if (!kc->cfg.persistent) snprintf(kc->store_why, sizeof kc->store_why, "memory only (KCACHE_PERSISTENT=0)");
-    else if (cfg->dir && cfg->dir[0] && strlen(cfg->dir) >= sizeof dir)
+    else if (cfg->dir && cfg->dir[0] && strlen(cfg->dir) >= sizeof t->dir)
         snprintf(kc->store_why, sizeof kc->store_why, "memory only: the store path is too long");
-    else if (!(cfg->dir && cfg->dir[0]) && !kcache__default_dir(dir, sizeof dir))
+    else if (!(cfg->dir && cfg->dir[0]) && !kcache__default_dir(dir, sizeof t->dir))
 #if defined(_WIN32)
         snprintf(kc->store_why, sizeof kc->store_why, "memory only: no KCACHE_DIR or LOCALAPPDATA");
 #else
@@ -6653,7 +7092,7 @@ KCACHE_API kcache_status kcache_open(kcache **out, const kcache_config *cfg) {
     else {
         kcache_status s;
         if (cfg->dir && cfg->dir[0]) strcpy(dir, cfg->dir);
-        s = kcache__store_open(&kc->store, dir, &kc->cfg, why, sizeof why);
+        s = kcache__store_open(&kc->store, dir, &kc->cfg, why, sizeof t->why);
         if (s == KCACHE_OK) {
             kc->dir = kc->store->dir;
             kcache__pub_open(&kc->pub, kc->store, &kc->cfg);
@@ -6665,8 +7104,86 @@ KCACHE_API kcache_status kcache_open(kcache **out, const kcache_config *cfg) {
     }
     if (!kc->store) KCACHE__DEBUG(kc, "%s", kc->store_why);
     else KCACHE__DEBUG(kc, "store %s (limit %llu bytes)%s%s", kc->dir, (unsigned long long)kc->cfg.max_size, why[0] ? "; " : "", why);
+    KCACHE_FREE(t);
     *out = kc;
     return KCACHE_OK;
+}
+
+/* ---- fork ----
+   A handle used in a process forked from the one that opened it (a pre-fork worker pool, a fork
+   while other threads are inside kcache calls) must neither hang nor act for its parent. Its
+   memory is a copy taken at an arbitrary moment: a mutex may be held by a thread that does not
+   exist in the child, a list may be half changed, the lock file's descriptor is shared with the
+   parent (and with it, where locks belong to the description, the parent's locks and build
+   claims). So the child uses none of it: the first call that notices the fork opens the child's
+   own kcache with the same configuration (its memory cache starts empty; the store is shared, so
+   it reads from disk what the parent stored), and every later call on the handle goes to that
+   one. The parent's copy is left untouched and never freed in the child (it may be inconsistent;
+   fork shares its pages, so it costs nothing). No pthread_atfork handler: nothing is installed in
+   the process, and a fork never waits for a kcache call in another thread.
+
+   Noticing costs nothing on the hot path (kcache__cheap_pid: a page the kernel wipes in a child).
+   Where that page is not honoured (an emulator), every path that could wait on the parent asks
+   getpid instead: the first lock of a lookup when it is busy, the store lock, build claims, a
+   build in progress in another thread, and the return from the caller's build function (a fork
+   inside it: the child gets its payload and nothing of the parent's is touched). */
+static kcache *kcache__reopen(const kcache *kc) {
+    kcache_config cfg = kc->cfg;
+    kcache *f = NULL;
+    cfg.dir = kc->store ? kc->dir : NULL;
+    if (!kc->store) cfg.persistent = 0; /* a parent running from memory: so does its child */
+    if (kcache_open(&f, &cfg) != KCACHE_OK) return NULL;
+    if (!kc->store) {
+        memcpy(f->store_why, kc->store_why, sizeof f->store_why);
+        f->store_refused = kc->store_refused;
+    }
+    KCACHE__DEBUG(f, "process %u, forked from %u, uses a kcache of its own from here on", (unsigned)f->pid, (unsigned)kc->pid);
+    return f;
+}
+static kcache *kcache__forked(kcache *kc) {
+    kcache *f = (kcache *)kcache__atomic_load_ptr((void *const *)&kc->fwd);
+    uint32_t me;
+    if (f && f->pid == kcache__cheap_pid()) return f;
+    me = kcache__pid();
+    for (;;) {
+        uint32_t maker;
+        f = (kcache *)kcache__atomic_load_ptr((void *const *)&kc->fwd);
+        if (f && f->pid == me) return f;
+        if (me == kc->pid) return kc;
+        maker = kcache__atomic_load_u32(&kc->fwd_maker);
+        if (maker == me) { /* another thread of this process is opening it */
+            if (kcache__atomic_load_u32(&kc->fwd_failed) == me) return NULL;
+            kcache__sleep_us(100);
+            continue;
+        }
+        if (!kcache__atomic_cas_u32(&kc->fwd_maker, &maker, me)) continue;
+        if ((f = kcache__reopen(kc)) == NULL) {
+            kcache__atomic_store_u32(&kc->fwd_failed, me);
+            return NULL;
+        }
+        kcache__atomic_store_ptr((void **)&kc->fwd, f);
+        return f;
+    }
+}
+/* The handle a call on kc works with: kc in the process that opened it, the child's own in a
+   forked child (NULL when that could not be opened). strict: getpid, for calls that may wait. */
+static kcache *kcache__live(kcache *kc, int strict) {
+    if (!kc) return NULL;
+    if (KCACHE__LIKELY((strict ? kcache__pid() : kcache__cheap_pid()) == kc->pid) && !kcache__atomic_load_u32(&kc->forked) &&
+        !(kc->store && kcache__atomic_load_u32(&kc->store->forked)))
+        return kc;
+    return kcache__forked(kc);
+}
+/* kc->lock at the start of a lookup that noticed no fork: taken, or -1 when it is held and this
+   process is not kc's (held by a thread of the parent that does not exist here). */
+static int kcache__lock_live(kcache *kc) {
+    if (kcache__mutex_trylock(&kc->lock)) return 0;
+    if (kcache__pid() != kc->pid) {
+        kcache__atomic_store_u32(&kc->forked, 1);
+        return -1;
+    }
+    kcache__mutex_lock(&kc->lock);
+    return 0;
 }
 
 KCACHE_API const char *kcache_dir(const kcache *kc) { return kc ? kc->dir : NULL; }
@@ -6773,6 +7290,11 @@ static void kcache__release_nodes(kcache *kc, kcache__node *list) {
 KCACHE_API void kcache_close(kcache *kc) {
     kcache__node *n, *all = NULL;
     if (!kc) return;
+    if (kcache__pid() != kc->pid) { /* a forked child: closes its own kcache, leaves its parent's copy */
+        kcache *f = (kcache *)kcache__atomic_load_ptr((void *const *)&kc->fwd);
+        if (f && f->pid == kcache__pid()) kcache_close(f);
+        return;
+    }
     kcache__mutex_lock(&kc->lock);
     while ((n = kc->lru.head.next) != &kc->lru.head) {
         kcache__lru_detach(&kc->lru, n);
@@ -7021,7 +7543,14 @@ static void kcache__count_miss(kcache *kc, const kcache_key *k, kcache_reason r)
 
 static kcache_status kcache__get(kcache *kc, const kcache_key *k, const void **data, size_t *size, int count_miss);
 KCACHE_API kcache_status kcache_get(kcache *kc, const kcache_key *k, const void **data, size_t *size) {
-    return kcache__get(kc, k, data, size, 1);
+    kcache_status s;
+    int tries = 0;
+    do {
+        kcache *h = kcache__live(kc, 0);
+        if (kc && !h) return KCACHE_ENOMEM; /* a forked child that could not open its own */
+        s = kcache__get(h, k, data, size, 1);
+    } while (s == KCACHE__FORKED && ++tries < 3);
+    return s == KCACHE__FORKED ? KCACHE_ELOCK : s;
 }
 
 /* kcache_get; count_miss 0 for a re-check (single flight) whose miss was counted already. */
@@ -7035,9 +7564,12 @@ static kcache_status kcache__get(kcache *kc, const kcache_key *k, const void **d
     if (size) *size = 0;
     if (!kc || !data || !size || !kcache__key_usable(k)) return KCACHE_EINVAL;
     if (k->error != KCACHE_OK) return k->error;
-    if (!kc->cfg.enable) { if (count_miss) kcache__count_miss(kc, k, KCACHE_REASON_OFF); return KCACHE_MISS; }
-
-    kcache__mutex_lock(&kc->lock);
+    if (kcache__lock_live(kc) != 0) return KCACHE__FORKED;
+    if (!kc->cfg.enable) {
+        kcache__mutex_unlock(&kc->lock);
+        if (count_miss) kcache__count_miss(kc, k, KCACHE_REASON_OFF);
+        return KCACHE_MISS;
+    }
     gen = kc->gen;
     n = kcache__lru_find(&kc->lru, k->digest);
     if (n) {
@@ -7188,6 +7720,7 @@ static kcache__blob *kcache__blob_copy(const void *data, size_t size) {
 
 KCACHE_API kcache_status kcache_put(kcache *kc, const kcache_key *k, const void *data, size_t size) {
     kcache__blob *b;
+    if (kc && (kc = kcache__live(kc, 1)) == NULL) return KCACHE_ENOMEM;
     if (!kc || !kcache__key_usable(k) || (!data && size)) return KCACHE_EINVAL;
     if (k->error != KCACHE_OK) return k->error;
     if (!kc->cfg.enable) return KCACHE_EDISABLED;
@@ -7199,6 +7732,7 @@ KCACHE_API kcache_status kcache_put(kcache *kc, const kcache_key *k, const void 
 KCACHE_API kcache_status kcache_remove(kcache *kc, const kcache_key *k) {
     kcache__node *n;
     kcache_status s = KCACHE_MISS;
+    if (kc && (kc = kcache__live(kc, 1)) == NULL) return KCACHE_ENOMEM;
     if (!kc || !kcache__key_usable(k)) return KCACHE_EINVAL;
     if (k->error != KCACHE_OK) return k->error;
     /* The store first, then memory: a get that read the entry before it was unlinked sees the
@@ -7220,7 +7754,7 @@ KCACHE_API kcache_status kcache_remove(kcache *kc, const kcache_key *k) {
 KCACHE_API void kcache_get_stats(kcache *kc, kcache_stats *out) {
     if (!out) return;
     memset(out, 0, sizeof *out);
-    if (!kc) return;
+    if (!kc || (kc = kcache__live(kc, 1)) == NULL) return;
     kcache__mutex_lock(&kc->lock);
     *out = kc->stats;
     out->mem_entries = kc->lru.count;
@@ -7249,6 +7783,7 @@ KCACHE_API kcache_status kcache_verify(kcache *kc, int fix) {
     kcache_status s;
     int same;
     if (!kc) return KCACHE_EINVAL;
+    if ((kc = kcache__live(kc, 1)) == NULL) return KCACHE_ENOMEM;
     if (!kc->store) return KCACHE_OK;
     memset(&ev, 0, sizeof ev);
     s = kcache__store_lock(kc->store);
@@ -7292,6 +7827,7 @@ KCACHE_API size_t kcache_explain(kcache *kc, const kcache_key *k, char *buf, siz
     b.cap = buf ? cap : 0;
     b.len = 0;
     if (buf && cap) buf[0] = 0;
+    if (kc) kc = kcache__live(kc, 1);
     if (!kc || !k || k->magic != KCACHE__KEY_LIVE) { kcache__sb_add(&b, "miss: invalid key or cache"); return b.len; }
     if (k->error != KCACHE_OK) {
         kcache__sb_add(&b, "miss: the key of unit \"%s\" is incomplete (%s), so it never matches", k->unit, kcache_strerror(k->error));
@@ -7368,20 +7904,23 @@ static uint64_t kcache__claim_offset(kcache_hash128 d) {
     return (uint64_t)(((uint64_t)1 << 40) + (d.lo & (((uint64_t)1 << 30) - 1)));
 }
 
-/* Takes the cross-process build claim for a key, waiting at most build_wait_ms. The claim is an
-   advisory lock, so a builder that dies releases it at once. Waiting sleeps (1 ms doubling to
-   50 ms between tries): no CPU to speak of, no storm on the lock. Returns 1 when claimed. */
+/* Takes the build claim for a key, waiting at most build_wait_ms: among this process's handles
+   and against other processes (kcache__lockfile_claim). The claim is an advisory lock, so a builder
+   that dies releases it at once. Waiting sleeps (1 ms doubling to 50 ms between tries): no CPU to
+   speak of, no storm on the lock. Returns 1 when claimed, 2 when the entry appeared meanwhile, 0
+   otherwise (-1 in a process forked from the store's: see kcache__store_lock). */
 static int kcache__claim(kcache *kc, kcache_hash128 d) {
     int64_t deadline = kcache__mono_ns() + (int64_t)kc->cfg.build_wait_ms * 1000000;
     unsigned pause = 1;
     int waited = 0, got;
     for (;;) {
-        kcache__mutex_lock(&kc->store->mutex);
-        kcache__store_own_lock(kc->store);
-        got = kcache__io_lock(kc->store->lockfd, kcache__claim_offset(d), KCACHE__LOCK_EXCLUSIVE, 0) == 0;
-        kcache__mutex_unlock(&kc->store->mutex);
-        if (got) return 1;
-        if ((errno != EAGAIN && errno != EACCES && errno != EINTR) || kcache__mono_ns() > deadline) return 0;
+        got = kcache__lockfile_claim(kc->store->lf, kcache__claim_offset(d));
+        if (got == 1) return 1;
+        if (got < 0 && errno == ECHILD) {
+            kcache__atomic_store_u32(&kc->store->forked, 1);
+            return -1;
+        }
+        if (got < 0 || kcache__mono_ns() > deadline) return 0;
         /* the builder's put shows in the use table at once: no need to queue on its claim */
         if (kcache__slot_find_in(kcache__tab(kc->store), d)) return 2;
         if (!waited) {
@@ -7395,7 +7934,7 @@ static int kcache__claim(kcache *kc, kcache_hash128 d) {
         if (pause < 50) pause = pause * 2 > 50 ? 50 : pause * 2;
     }
 }
-static void kcache__unclaim(kcache *kc, kcache_hash128 d) { kcache__io_lock(kc->store->lockfd, kcache__claim_offset(d), KCACHE__LOCK_NONE, 0); }
+static void kcache__unclaim(kcache *kc, kcache_hash128 d) { kcache__lockfile_unclaim(kc->store->lf, kcache__claim_offset(d)); }
 
 static void kcache__flight_leave(kcache *kc, kcache__flight *f) { /* lock held */
     if (--f->refs == 0) {
@@ -7405,15 +7944,19 @@ static void kcache__flight_leave(kcache *kc, kcache__flight *f) { /* lock held *
     (void)kc;
 }
 
-/* Runs the caller's build and hands its result out as a blob (kcache takes the buffer). */
-static kcache_status kcache__run_build(kcache *kc, kcache_build_fn build, void *user, kcache__blob **out) {
+/* Runs the caller's build and hands its result out as a blob (kcache takes the buffer). *child:
+   the build forked and this is the child coming back (nothing of the parent's may be touched). */
+static kcache_status kcache__run_build(kcache *kc, kcache_build_fn build, void *user, kcache__blob **out, int *child) {
     void *p = NULL;
     size_t n = 0;
     int rc = build(user, &p, &n);
-    kcache__mutex_lock(&kc->lock);
-    kc->stats.builds++;
-    kcache__pub_add(&kc->pub, KCACHE__PUB_BUILDS, 1);
-    kcache__mutex_unlock(&kc->lock);
+    *child = kcache__pid() != kc->pid;
+    if (!*child) {
+        kcache__mutex_lock(&kc->lock);
+        kc->stats.builds++;
+        kcache__pub_add(&kc->pub, KCACHE__PUB_BUILDS, 1);
+        kcache__mutex_unlock(&kc->lock);
+    }
     *out = NULL;
     if (rc != 0) { KCACHE_FREE(p); return KCACHE_EBUILD; }
     *out = kcache__blob_copy(p, n);
@@ -7421,11 +7964,26 @@ static kcache_status kcache__run_build(kcache *kc, kcache_build_fn build, void *
     return *out ? KCACHE_OK : KCACHE_ENOMEM;
 }
 
-KCACHE_API kcache_status kcache_get_or_build(kcache *kc, const kcache_key *k, kcache_build_fn build, void *user,
-                                             const void **data, size_t *size) {
+/* Ends this thread's flight (kc->lock taken here): waiters look again. */
+static void kcache__flight_end(kcache *kc, kcache__flight *f) {
+    kcache__flight **p;
+    kcache__mutex_lock(&kc->lock);
+    for (p = &kc->flights; *p != f; p = &(*p)->next) {
+    }
+    *p = f->next;
+    f->done = 1;
+    kcache__cond_broadcast(&f->cond);
+    kcache__flight_leave(kc, f);
+    kcache__mutex_unlock(&kc->lock);
+}
+
+/* kcache_get_or_build on the handle kcache__live chose; KCACHE__FORKED when it finds the process is
+   a fork of kc's (the caller moves to the child's own handle). */
+static kcache_status kcache__get_or_build(kcache *kc, const kcache_key *k, kcache_build_fn build, void *user, const void **data,
+                                          size_t *size) {
     kcache_status s;
     kcache__blob *b;
-    int counted = 0;
+    int counted = 0, child = 0;
     if (data) *data = NULL;
     if (size) *size = 0;
     if (!kc || !build || !data || !size || !kcache__key_usable(k)) return KCACHE_EINVAL;
@@ -7434,13 +7992,18 @@ KCACHE_API kcache_status kcache_get_or_build(kcache *kc, const kcache_key *k, kc
         int claimed = 0, waited_out = 0;
         s = kcache__get(kc, k, data, size, !counted);
         counted = 1;
-        if (s == KCACHE_OK) return s;
+        if (s == KCACHE_OK || s == KCACHE__FORKED) return s;
         if (k->error != KCACHE_OK || !kc->cfg.enable) break; /* nothing to share: just build */
         kcache__mutex_lock(&kc->lock);
         for (f = kc->flights; f; f = f->next)
             if (f->digest.lo == k->digest.lo && f->digest.hi == k->digest.hi) break;
         if (f) { /* another thread builds it: wait (KCACHE_BUILD_WAIT at most), then look again */
             int64_t deadline = kcache__now_ns() + (int64_t)kc->cfg.build_wait_ms * 1000000;
+            if (kcache__pid() != kc->pid) { /* a build by a thread of the parent: it never ends here */
+                kcache__atomic_store_u32(&kc->forked, 1);
+                kcache__mutex_unlock(&kc->lock);
+                return KCACHE__FORKED;
+            }
             f->refs++;
             kc->stats.build_waits++;
             kcache__pub_add(&kc->pub, KCACHE__PUB_BUILD_WAITS, 1);
@@ -7464,10 +8027,12 @@ KCACHE_API kcache_status kcache_get_or_build(kcache *kc, const kcache_key *k, kc
         s = kcache__get(kc, k, data, size, 0);
         if (s != KCACHE_OK && kc->store) {
             claimed = kcache__claim(kc, k->digest);
-            if (claimed) s = kcache__get(kc, k, data, size, 0); /* built by the process we waited for? */
+            if (claimed < 0) s = KCACHE__FORKED;
+            else if (claimed) s = kcache__get(kc, k, data, size, 0); /* built by the process we waited for? */
         }
-        if (s != KCACHE_OK) {
-            s = kcache__run_build(kc, build, user, &b);
+        if (s != KCACHE_OK && s != KCACHE__FORKED) {
+            s = kcache__run_build(kc, build, user, &b, &child);
+            if (child) break; /* forked inside the build: the child takes its payload and goes */
             if (s == KCACHE_OK) {
                 kcache__blob_ref(b);
                 *data = b->data;
@@ -7476,23 +8041,26 @@ KCACHE_API kcache_status kcache_get_or_build(kcache *kc, const kcache_key *k, kc
             }
         }
         if (claimed == 1) kcache__unclaim(kc, k->digest);
-        kcache__mutex_lock(&kc->lock);
-        {
-            kcache__flight **p = &kc->flights;
-            while (*p != f) p = &(*p)->next;
-            *p = f->next;
-        }
-        f->done = 1;
-        kcache__cond_broadcast(&f->cond);
-        kcache__flight_leave(kc, f);
-        kcache__mutex_unlock(&kc->lock);
+        kcache__flight_end(kc, f);
         return s;
     }
-    s = kcache__run_build(kc, build, user, &b);
+    if (!child) s = kcache__run_build(kc, build, user, &b, &child);
     if (s != KCACHE_OK) return s;
     *data = b->data;
     *size = b->size;
     return KCACHE_OK;
+}
+
+KCACHE_API kcache_status kcache_get_or_build(kcache *kc, const kcache_key *k, kcache_build_fn build, void *user,
+                                             const void **data, size_t *size) {
+    kcache_status s;
+    int tries = 0;
+    do {
+        kcache *h = kcache__live(kc, 0);
+        if (kc && !h) return KCACHE_ENOMEM; /* a forked child that could not open its own */
+        s = kcache__get_or_build(h, k, build, user, data, size);
+    } while (s == KCACHE__FORKED && ++tries < 3);
+    return s == KCACHE__FORKED ? KCACHE_ELOCK : s;
 }
 
 /* ============================================================================================== */
@@ -7678,7 +8246,7 @@ KCACHE_API size_t kcache_cl_build_log(kcache *kc, char *buf, size_t cap) {
     kcache__cl_log *l;
     size_t n = 0;
     if (buf && cap) buf[0] = 0;
-    if (!kc) return 0;
+    if (!kc || (kc = kcache__live(kc, 1)) == NULL) return 0;
     kcache__mutex_lock(&kc->lock);
     st = (kcache__cl_state *)kc->cl;
     l = st && st->nlogs ? kcache__cl_log_slot(st, 0) : NULL;
@@ -8178,6 +8746,7 @@ KCACHE_API kcache_status kcache_cl_key(kcache *kc, kcache_key *k, cl_device_id d
     kcache_status s;
     cl_uint i;
     if (!k) return KCACHE_EINVAL;
+    if (kc) kc = kcache__live(kc, 1); /* NULL in a forked child that could not open its own: as no kc */
     if (!unit || !unit[0]) unit = "opencl";
     if (!options) options = "";
     if (!dev || !srcs || nsrc == 0) { kcache_key_init(k, unit); return kcache__key_fail(k, KCACHE_EINVAL); }
@@ -8715,7 +9284,7 @@ static void kcache__cl_mem_put(kcache *kc, kcache_hash128 id, cl_context ctx, cl
 KCACHE_API void kcache_cl_forget(kcache *kc, cl_context ctx) {
     kcache__cl_state *st;
     kcache__cl_prog *p, *next, *gone = NULL;
-    if (!kc) return;
+    if (!kc || (kc = kcache__live(kc, 1)) == NULL) return;
     kcache__mutex_lock(&kc->lock);
     st = (kcache__cl_state *)kc->cl;
     for (p = st ? st->lru.next : NULL; p && p != &st->lru; p = next) {
@@ -8825,6 +9394,7 @@ KCACHE_API cl_program kcache_cl_build(kcache *kc, cl_context ctx, cl_uint ndev, 
     char why[256];
 
     if (hit) *hit = 0;
+    if (kc) kc = kcache__live(kc, 1); /* NULL in a forked child that could not open its own: a plain build */
     memset(&j, 0, sizeof j);
     memset(&deps, 0, sizeof deps);
     if (!unit || !unit[0]) unit = "opencl";
@@ -9030,6 +9600,7 @@ fail_args:
 
 #endif /* KCACHE_OPENCL */
 
+#endif /* !KCACHE__UNUSABLE */
 #endif /* KCACHE__IMPLEMENTED */
 #endif /* KCACHE_IMPLEMENTATION */
 
