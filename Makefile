@@ -20,10 +20,10 @@ EXAMPLES:= $(B)/demo_cc $(B)/opencl_saxpy $(B)/opencl_many $(B)/opencl_demo $(B)
 CL_LIBS := -lOpenCL $(LDLIBS)
 
 .PHONY: all tools examples test check-deps bench demo demo-cc install uninstall clean fuzz fuzz-smoke \
-        test-aarch64 test-s390x test-exchange torture test-windows test-valgrind test-tsan
+        test-aarch64 test-s390x test-exchange torture test-windows test-valgrind test-tsan test-noofd
 all: tools examples
 
-$(B) $(B)/asan:
+$(B) $(B)/asan $(B)/noofd $(B)/asan-noofd:
 	mkdir -p $@
 
 # ---- tools and examples ----
@@ -51,6 +51,17 @@ $(B)/test_%: tests/test_%.c kcache.h tests/kt.h | $(B)
 $(B)/asan/test_%: tests/test_%.c kcache.h tests/kt.h | $(B)/asan
 	$(CC) $(STD) $(SAN) $(WARN) -I. -o $@ $< $(LDLIBS)
 
+# the same tests with open-file-description locks compiled out (KCACHE_TEST_NO_OFD): process-
+# associated locks only, as on macOS and the BSDs, where only kcache's lock registry keeps two
+# handles of one process from stepping on each other. `make test` runs the store, flight and
+# threads tests so (plain and ASan); `make test-noofd` runs every C test so.
+NOOFD   := -DKCACHE_TEST_NO_OFD
+NOOFD_TESTS := test_store test_flight test_threads
+$(B)/noofd/test_%: tests/test_%.c kcache.h tests/kt.h | $(B)/noofd
+	$(CC) $(STD) $(CFLAGS) $(NOOFD) $(WARN) -I. -o $@ $< $(LDLIBS)
+$(B)/asan-noofd/test_%: tests/test_%.c kcache.h tests/kt.h | $(B)/asan-noofd
+	$(CC) $(STD) $(SAN) $(NOOFD) $(WARN) -I. -o $@ $< $(LDLIBS)
+
 # the OpenCL layer's tests (PoCL) link the ICD loader
 $(B)/test_opencl: tests/test_opencl.c kcache.h tests/kt.h | $(B)
 	$(CC) $(STD) $(CFLAGS) $(WARN) -I. -Itests -o $@ $< $(CL_LIBS)
@@ -75,7 +86,8 @@ $(B)/asan/torture: tests/torture.c kcache.h | $(B)/asan
 torture: $(B)/torture
 	@bash scripts/torture.sh $(TORTURE_TIME) $(B)/torture
 
-TEST_BINS := $(addprefix $(B)/,$(CTESTS)) $(addprefix $(B)/asan/,$(CTESTS))
+TEST_BINS := $(addprefix $(B)/,$(CTESTS)) $(addprefix $(B)/asan/,$(CTESTS)) \
+             $(addprefix $(B)/noofd/,$(NOOFD_TESTS)) $(addprefix $(B)/asan-noofd/,$(NOOFD_TESTS))
 
 check-deps:
 	@bash scripts/deps.sh
@@ -87,6 +99,8 @@ test: check-deps
 	  compile=tests/compile_check.sh \
 	  $(foreach t,$(CTESTS),$(t)=$(B)/$(t)) \
 	  $(foreach t,$(CTESTS),asan/$(t)=$(B)/asan/$(t)) \
+	  $(foreach t,$(NOOFD_TESTS),noofd/$(t)=$(B)/noofd/$(t)) \
+	  $(foreach t,$(NOOFD_TESTS),asan-noofd/$(t)=$(B)/asan-noofd/$(t)) \
 	  tsan="bash scripts/memcheck.sh tsan" \
 	  valgrind="bash scripts/memcheck.sh valgrind" \
 	  inspect="tests/test_inspect.sh $(B)/kcache-inspect" \
@@ -105,6 +119,11 @@ test: check-deps
 	  demo="tests/test_demo_opencl.sh $(B)/opencl_demo" \
 	  faults=$(FAULTS) \
 	  torture="bash scripts/torture.sh $(TORTURE_SHORT) $(B)/torture"
+
+# every C test with OFD locks compiled out, plain and under ASan+UBSan
+test-noofd: check-deps
+	@$(MAKE) --no-print-directory -j2 $(addprefix $(B)/noofd/,$(CTESTS)) $(addprefix $(B)/asan-noofd/,$(CTESTS))
+	@bash tests/run.sh $(foreach t,$(CTESTS),noofd/$(t)=$(B)/noofd/$(t)) $(foreach t,$(CTESTS),asan-noofd/$(t)=$(B)/asan-noofd/$(t))
 
 # ---- other platforms: the suite under qemu-user (aarch64, s390x big-endian), and stores written on
 # one platform read on the others ----

@@ -327,7 +327,7 @@ typedef struct kcache_key_field {
     kcache_hash128 digest;            /* XXH3-128 of the value (of the path for file fields)        */
     uint64_t size;                    /* length of the value in bytes                               */
     uint32_t type;                    /* enum kcache_field_type                                     */
-    uint32_t reserved;
+    uint32_t reserved;                /* kcache's own flags (file fields: how content is known)    */
     int64_t mtime_ns;                 /* file fields: the stamp, checked on load, not digested      */
     uint64_t file_size;
     kcache_hash128 content;
@@ -341,6 +341,7 @@ typedef struct kcache_key {
     uint32_t cap;               /* fields room: KCACHE_KEY_INLINE or the heap array's            */
     kcache_status error;        /* first failure of an add: a key with an error never matches    */
     kcache_key_field *heap;     /* all fields once they outgrow the inline room, else NULL        */
+    void *files;                /* file fields' paths and full stats (kcache_key_file); owned      */
     kcache_hash128 digest;      /* canonical digest, kept current by every add                    */
     char unit[KCACHE_UNIT_MAX];
     kcache_key_field inline_fields[KCACHE_KEY_INLINE];
@@ -359,8 +360,22 @@ KCACHE_API kcache_status kcache_key_str(kcache_key *k, const char *name, const c
 KCACHE_API kcache_status kcache_key_u64(kcache_key *k, const char *name, uint64_t v);
 
 /* A dependency on a file: its name and path are digested; its stamp (mtime, size, content hash) is
-   recorded and checked when the entry is loaded (KCACHE_STAMP). KCACHE_ENOENT if it cannot be read. */
+   recorded and checked when the entry is loaded (KCACHE_STAMP). KCACHE_ENOENT if it does not exist.
+   An unchanged dependency costs a stat, not a read: the content hash is taken only when a lookup
+   needs it (a put; KCACHE_STAMP=content; hybrid when mtime or size differ from the stored ones) and
+   is then remembered under the file's full stat (device, inode, size, mtime, ctime: ctime cannot be
+   set back), in the process and, for files of 1 MiB or more, in the store, so that neither this
+   process nor the next hashes the same file again (KCACHE_STAMP=content hashes at every lookup). A
+   file that exists but cannot be read makes the lookups miss. */
 KCACHE_API kcache_status kcache_key_file(kcache_key *k, const char *name, const char *path);
+
+/* A dependency on the shared library (or executable) that holds `address` (a function of the
+   library, such as nvrtcCompileProgram): kcache_key_file of the file the process actually loaded,
+   found with dladdr (/proc/self/maps where dladdr is not declared; GetModuleHandleEx and
+   GetModuleFileNameW on Windows), its symlinks resolved. So a key names the library version it was
+   built with, and a driver or compiler upgrade is a miss, never a stale binary. KCACHE_ENOENT when
+   no loaded file holds address. */
+KCACHE_API kcache_status kcache_key_library(kcache_key *k, const char *name, const void *address);
 
 /* Adds the host's magic tuple: fields "host.os_arch", "host.cpu_name" and "host.cpu_features"
    (LLVM's names; KCACHE_CPU_NAME / KCACHE_CPU_FEATURES override the detected ones). */
@@ -1665,7 +1680,7 @@ static uint32_t kcache__os_euid(void) { return 0; }
 #endif /* !_WIN32 */
 
 /* A file's stamp; 0, or an errno. */
-static int kcache__stat_path(const char *path, int64_t *mtime_ns, uint64_t *size) {
+static KCACHE__UNUSED int kcache__stat_path(const char *path, int64_t *mtime_ns, uint64_t *size) {
     kcache__finfo fi;
     if (kcache__io_stat(path, &fi) != 0) return errno ? errno : EIO;
     *mtime_ns = fi.mtime_ns;
@@ -2093,7 +2108,9 @@ static void kcache__say(char *out, size_t cap, const char *fmt, ...) {
 #if (defined(__x86_64__) || defined(_M_X64)) && !defined(_M_ARM64EC)
 #  define KCACHE__HASH_HAVE_SSE2 1
 #  include <emmintrin.h>
-#  if defined(__clang__) || (defined(__GNUC__) && __GNUC__ >= 5) || defined(_MSC_VER)
+/* Unoptimised builds (-O0) keep SSE2: there every intrinsic of the wide paths gets a stack slot
+ * of its own (tens of KiB of frame), which a debug build on a small thread stack cannot afford. */
+#  if (defined(__clang__) || (defined(__GNUC__) && __GNUC__ >= 5) || defined(_MSC_VER)) && (defined(__OPTIMIZE__) || defined(_MSC_VER))
 #    define KCACHE__HASH_HAVE_AVX2 1
 #    include <immintrin.h>
 #    if defined(__clang__) || defined(__GNUC__)
@@ -2113,9 +2130,10 @@ static void kcache__say(char *out, size_t cap, const char *fmt, ...) {
 #  endif
 /* AVX-512 where the compiler can both target it per function and ask the CPU about AVX512-VBMI2
  * (GCC 8, clang 8 / Apple clang 12); MSVC keeps AVX2 (no start-up record to ask). */
-#  if !defined(_MSC_VER) && ((defined(__clang__) && !defined(__apple_build_version__) && __clang_major__ >= 8) ||  \
-                             (defined(__apple_build_version__) && __clang_major__ >= 12) ||                     \
-                             (!defined(__clang__) && defined(__GNUC__) && __GNUC__ >= 8))
+#  if !defined(_MSC_VER) && defined(__OPTIMIZE__) &&                                                             \
+      ((defined(__clang__) && !defined(__apple_build_version__) && __clang_major__ >= 8) ||                          \
+       (defined(__apple_build_version__) && __clang_major__ >= 12) ||                                               \
+       (!defined(__clang__) && defined(__GNUC__) && __GNUC__ >= 8))
 #    define KCACHE__HASH_HAVE_AVX512 1
 #    define KCACHE__HASH_TARGET_AVX512 __attribute__((target("avx512f")))
 #  endif
@@ -4225,39 +4243,67 @@ KCACHE_API kcache_status kcache_key_u64(kcache_key *k, const char *name, uint64_
     return kcache__key_added(k);
 }
 
-/* Streams a file through XXH3-128. 0, or an errno. */
-static int kcache__hash_file(const char *path, kcache_hash128 *out, uint64_t *size) {
-    unsigned char buf[65536];
+/* ---- file dependencies ------------------------------------------------------------------------
+   kcache_key_file records a file's full stat and, when this process already knows the file under
+   that stat (the stamp memo, >>registry), its content digest; otherwise the content is pending and
+   is taken only when a lookup needs it (kcache__key_resolve): a hit whose stored mtime and size are
+   the file's never reads it. The path and the stat stay beside the key (k->files) for that. */
+#define KCACHE__FF_PENDING 1u /* the content digest is not known yet */
+#define KCACHE__FF_MEMO 2u    /* known from a memo, not read now: KCACHE_STAMP=content reads it again */
+#define KCACHE__STAMP_STORE_MIN ((uint64_t)1 << 20) /* a file this big gets its digest kept in the store */
+#define KCACHE__HASH_BUF 65536
+
+typedef struct kcache__kfile {
+    struct kcache__kfile *next;
+    char name[KCACHE_FIELD_NAME_MAX]; /* the field's */
+    kcache__finfo fi;                 /* the stat kcache_key_file took */
+    char *path;                       /* stored right after the struct */
+} kcache__kfile;
+
+static const kcache__kfile *kcache__key_kfile(const kcache_key *k, const char *name) {
+    const kcache__kfile *kf;
+    for (kf = (const kcache__kfile *)k->files; kf; kf = kf->next)
+        if (strcmp(kf->name, name) == 0) return kf;
+    return NULL;
+}
+
+/* Streams a file through XXH3-128 (the buffer on the heap: calls fit small thread stacks). 0 with
+   *fi the file's stat after the read, or an errno; *changed when it changed while it was read (its
+   stamp must then not vouch for the content). */
+static int kcache__hash_file(const char *path, kcache_hash128 *out, kcache__finfo *fi, int *changed) {
+    unsigned char *buf;
     kcache_hash_state st;
+    kcache__finfo before;
     uint64_t total = 0;
-    int fd = kcache__io_open(path, KCACHE__RD);
-    if (fd < 0) return errno ? errno : EIO;
+    int fd, e = 0;
+    if ((buf = (unsigned char *)KCACHE_MALLOC(KCACHE__HASH_BUF)) == NULL) return ENOMEM;
+    fd = kcache__io_open(path, KCACHE__RD | KCACHE__NONBLOCK);
+    if (fd < 0 || kcache__io_fstat(fd, &before) != 0) e = errno ? errno : EIO;
+    else if (before.kind != KCACHE__KIND_FILE) e = EISDIR; /* a directory or FIFO is no dependency */
     kcache_hash_init(&st);
-    for (;;) {
-        ptrdiff_t r = kcache__io_read(fd, buf, sizeof buf);
-        if (r < 0) {
-            int e = errno;
-            if (e == EINTR) continue;
-            kcache__io_close(fd);
-            return e ? e : EIO;
-        }
-        if (r == 0) break;
+    while (!e) {
+        ptrdiff_t r = kcache__io_read(fd, buf, KCACHE__HASH_BUF);
+        if (r < 0 && errno == EINTR) continue;
+        if (r < 0) e = errno ? errno : EIO;
+        if (r <= 0) break;
         kcache_hash_update(&st, buf, (size_t)r);
         total += (uint64_t)r;
     }
-    kcache__io_close(fd);
+    if (!e && kcache__io_fstat(fd, fi) != 0) e = errno ? errno : EIO;
+    if (fd >= 0) kcache__io_close(fd);
+    KCACHE_FREE(buf);
+    if (e) return e;
     *out = kcache_hash_final(&st);
-    *size = total;
+    *changed = before.mtime_ns != fi->mtime_ns || before.ctime_ns != fi->ctime_ns || before.size != fi->size || total != fi->size;
     return 0;
 }
 
-KCACHE_API kcache_status kcache_key_file(kcache_key *k, const char *name, const char *path) {
+static kcache_status kcache__key_add_file(kcache_key *k, const char *name, const char *path) {
     kcache_key_field *f;
+    kcache__kfile *kf;
+    kcache__finfo fi;
     kcache_status s;
     size_t n, skip;
-    uint64_t hashed = 0;
-    int64_t mtime_before = 0;
-    uint64_t size_before = 0;
     if (!path || !path[0]) return k && kcache__key_usable(k) ? kcache__key_fail(k, KCACHE_EINVAL) : KCACHE_EINVAL;
     s = kcache__key_slot(k, name, KCACHE_FIELD_FILE, &f);
     if (s != KCACHE_OK) return s;
@@ -4272,15 +4318,142 @@ KCACHE_API kcache_status kcache_key_file(kcache_key *k, const char *name, const 
         kcache__preview_text(f->preview, sizeof f->preview, (const unsigned char *)path, n, 1);
     }
     kcache__key_added(k);
-    /* The stamp: stat, hash, stat again; a file that changed while it was read gets the later
-       stat so a recorded (mtime, size) never vouches for content it did not have. */
-    if (kcache__stat_path(path, &mtime_before, &size_before) != 0 ||
-        kcache__hash_file(path, &f->content, &hashed) != 0 ||
-        kcache__stat_path(path, &f->mtime_ns, &f->file_size) != 0)
-        return kcache__key_fail(k, KCACHE_ENOENT);
-    if (mtime_before != f->mtime_ns || hashed != f->file_size) f->mtime_ns = 0; /* changing: trust content only */
+    if (kcache__io_stat(path, &fi) != 0 || fi.kind != KCACHE__KIND_FILE) return kcache__key_fail(k, KCACHE_ENOENT);
+    if ((kf = (kcache__kfile *)KCACHE_MALLOC(sizeof *kf + n + 1)) == NULL) return kcache__key_fail(k, KCACHE_ENOMEM);
+    memcpy(kf->name, f->name, sizeof kf->name);
+    kf->fi = fi;
+    kf->path = (char *)(kf + 1);
+    memcpy(kf->path, path, n + 1);
+    kf->next = (kcache__kfile *)k->files;
+    k->files = kf;
+    f->mtime_ns = fi.mtime_ns;
+    f->file_size = fi.size;
+    f->reserved = kcache__memo_get(&fi, &f->content) ? KCACHE__FF_MEMO : KCACHE__FF_PENDING;
     return KCACHE_OK;
 }
+
+KCACHE_API kcache_status kcache_key_file(kcache_key *k, const char *name, const char *path) {
+    return kcache__key_add_file(k, name, path);
+}
+
+/* ---- the loaded file that holds an address (kcache_key_library) ----------------------------
+   dladdr where it is declared and needs no extra library (glibc 2.34+, musl, the BSDs, macOS);
+   on older glibc (dladdr in libdl) and where a system header hid it, /proc/self/maps, which names
+   the mapped file itself; Windows: GetModuleHandleExW and GetModuleFileNameW. */
+#if defined(_WIN32)
+#elif (defined(__GLIBC__) && defined(__USE_GNU) && (__GLIBC__ > 2 || __GLIBC_MINOR__ >= 34)) ||                      \
+    (!defined(__GLIBC__) && (!defined(__linux__) || defined(_GNU_SOURCE) || defined(_BSD_SOURCE)))
+#include <dlfcn.h>
+#define KCACHE__HAVE_DLADDR 1
+#endif
+#define KCACHE__PATH_MAX 4096
+
+#if defined(__linux__)
+/* The path /proc/self/maps gives the mapping that holds address; 0, or an errno. */
+static int kcache__maps_path(const void *address, char *out, size_t cap) {
+    uintptr_t a = (uintptr_t)address;
+    char *buf = (char *)KCACHE_MALLOC(2 * KCACHE__PATH_MAX);
+    size_t have = 0;
+    int fd = kcache__io_open("/proc/self/maps", KCACHE__RD), found = 0, eof = 0;
+    if (!buf || fd < 0) {
+        KCACHE_FREE(buf);
+        if (fd >= 0) kcache__io_close(fd);
+        return ENOENT;
+    }
+    while (!found && (!eof || have)) {
+        char *nl, *p, *e;
+        unsigned long long lo, hi;
+        if (!eof && have < 2 * KCACHE__PATH_MAX - 1) {
+            ptrdiff_t r = kcache__io_read(fd, buf + have, 2 * KCACHE__PATH_MAX - 1 - have);
+            if (r < 0 && errno == EINTR) continue;
+            if (r <= 0) eof = 1;
+            else have += (size_t)r;
+        }
+        buf[have] = 0;
+        if ((nl = strchr(buf, '\n')) == NULL) {
+            if (!eof && have < 2 * KCACHE__PATH_MAX - 1) continue;
+            nl = buf + have; /* the last line, or one longer than any path: taken as it is */
+        }
+        *nl = 0;
+        lo = strtoull(buf, &e, 16);
+        if (*e == '-') {
+            hi = strtoull(e + 1, &e, 16);
+            if ((unsigned long long)a >= lo && (unsigned long long)a < hi) { /* start-end perms offset dev inode path */
+                int field;
+                for (p = e, field = 0; field < 4 && *p; field++) {
+                    while (*p == ' ') p++;
+                    while (*p && *p != ' ') p++;
+                }
+                while (*p == ' ') p++;
+                if (*p == '/' && strlen(p) < cap) {
+                    strcpy(out, p);
+                    found = 1;
+                } else {
+                    break; /* anonymous memory, the stack, a path too long */
+                }
+            }
+        }
+        {
+            size_t used = (size_t)(nl - buf) + (nl < buf + have ? 1 : 0);
+            memmove(buf, buf + used, have - used);
+            have -= used;
+        }
+    }
+    kcache__io_close(fd);
+    KCACHE_FREE(buf);
+    return found ? 0 : ENOENT;
+}
+#endif
+
+/* The file of the module (shared object or executable) holding address, every symlink resolved;
+   0, or an errno. */
+static int kcache__module_path(const void *address, char *out, size_t cap) {
+#if defined(_WIN32)
+    HMODULE m;
+    DWORD n;
+    WCHAR *w;
+    int r;
+    if (!GetModuleHandleExW(GET_MODULE_HANDLE_EX_FLAG_FROM_ADDRESS | GET_MODULE_HANDLE_EX_FLAG_UNCHANGED_REFCOUNT,
+                            (LPCWSTR)address, &m))
+        return ENOENT;
+    if ((w = (WCHAR *)KCACHE_MALLOC(32768 * sizeof(WCHAR))) == NULL) return ENOMEM;
+    n = GetModuleFileNameW(m, w, 32768);
+    r = n > 0 && n < 32768 ? WideCharToMultiByte(CP_UTF8, 0, w, (int)n + 1, out, (int)(cap < 0x7fffffff ? cap : 0x7fffffff), NULL, NULL) : 0;
+    KCACHE_FREE(w);
+    return r > 0 ? 0 : ENOENT;
+#else
+#if defined(KCACHE__HAVE_DLADDR)
+    Dl_info di;
+    memset(&di, 0, sizeof di);
+    if (dladdr(address, &di) && di.dli_fname && di.dli_fname[0] == '/') { /* (the main program may be named as started) */
+        char *real = realpath(di.dli_fname, NULL);
+        int ok = real && strlen(real) < cap;
+        if (ok) strcpy(out, real);
+        free(real); /* realpath's own allocation */
+        if (ok) return 0;
+    }
+#endif
+#if defined(__linux__)
+    return kcache__maps_path(address, out, cap);
+#else
+    (void)address; (void)out; (void)cap;
+    return ENOENT;
+#endif
+#endif
+}
+
+KCACHE_API kcache_status kcache_key_library(kcache_key *k, const char *name, const void *address) {
+    char *path;
+    kcache_status s;
+    if (!kcache__key_usable(k)) return KCACHE_EINVAL;
+    if (!address) return kcache__key_fail(k, KCACHE_EINVAL);
+    if ((path = (char *)KCACHE_MALLOC(KCACHE__PATH_MAX)) == NULL) return kcache__key_fail(k, KCACHE_ENOMEM);
+    s = kcache__module_path(address, path, KCACHE__PATH_MAX) == 0 ? kcache__key_add_file(k, name, path)
+                                                                 : kcache__key_fail(k, KCACHE_ENOENT);
+    KCACHE_FREE(path);
+    return s;
+}
+
 
 /* The host tuple as kcache_key_host adds it, KCACHE_CPU_NAME / KCACHE_CPU_FEATURES applied. */
 typedef struct kcache__host {
@@ -4327,8 +4500,17 @@ KCACHE_API kcache_hash128 kcache_key_digest(const kcache_key *k) {
 
 KCACHE_API void kcache_key_free(kcache_key *k) {
     if (!k) return;
-    if (k->magic == KCACHE__KEY_LIVE) KCACHE_FREE(k->heap);
+    if (k->magic == KCACHE__KEY_LIVE) {
+        kcache__kfile *kf = (kcache__kfile *)k->files;
+        KCACHE_FREE(k->heap);
+        while (kf) {
+            kcache__kfile *next = kf->next;
+            KCACHE_FREE(kf);
+            kf = next;
+        }
+    }
     k->heap = NULL;
+    k->files = NULL;
     k->count = 0;
     k->magic = KCACHE__KEY_DEAD;
 }
@@ -4466,15 +4648,16 @@ static int kcache__stamp_stale(int diff, int policy) {
 
 /* How a stored key (its record) compares with a key now: the same identity (unit, names, types,
    sizes, digests) and, for each file field, a stamp that the policy accepts. Walks the record
-   without decoding it: this is on the hit path. */
-enum { KCACHE__MATCH = 0, KCACHE__MATCH_FIELDS = 1, KCACHE__MATCH_STAMP = 2 };
+   without decoding it: this is on the hit path. MATCH_NEED: the answer depends on a file's content
+   that the key does not have yet (kcache_key_file): take it (kcache__key_resolve) and ask again. */
+enum { KCACHE__MATCH = 0, KCACHE__MATCH_FIELDS = 1, KCACHE__MATCH_STAMP = 2, KCACHE__MATCH_NEED = 3 };
 static int kcache__record_match(const unsigned char *rec, size_t len, const kcache_key *k, int policy) {
     const kcache_key_field *f = kcache__key_fields(k);
     kcache__rbuf r;
     size_t ulen = strlen(k->unit);
     const unsigned char *s;
     uint32_t i;
-    int stale = 0;
+    int stale = 0, need = 0;
     r.p = rec; r.len = len; r.pos = 0; r.bad = 0;
     if (kcache__r_u16(&r) != ulen || !(s = kcache__r_take(&r, ulen)) || memcmp(s, k->unit, ulen) != 0 ||
         kcache__r_u16(&r) != k->count)
@@ -4497,10 +4680,19 @@ static int kcache__record_match(const unsigned char *rec, size_t len, const kcac
             stored.content.lo = kcache__r_u64(&r);
             stored.content.hi = kcache__r_u64(&r);
             if (r.bad) return KCACHE__MATCH_FIELDS;
-            if (kcache__stamp_stale(kcache__stamp_diff(&stored, &f[i]), policy)) stale = 1;
+            {
+                int d = kcache__stamp_diff(&stored, &f[i]);
+                uint32_t fl = f[i].reserved;
+                if (policy == KCACHE_STAMP_CONTENT ? (fl & (KCACHE__FF_PENDING | KCACHE__FF_MEMO)) != 0
+                                                   : (fl & KCACHE__FF_PENDING) && policy == KCACHE_STAMP_HYBRID &&
+                                                         (d & (KCACHE__STAMP_MTIME | KCACHE__STAMP_SIZE)))
+                    need = 1;
+                else if (kcache__stamp_stale((fl & KCACHE__FF_PENDING) ? d & ~KCACHE__STAMP_CONTENT : d, policy))
+                    stale = 1; /* (pending and not needed: mtime policy, or hybrid with mtime and size equal) */
+            }
         }
     }
-    return stale ? KCACHE__MATCH_STAMP : KCACHE__MATCH;
+    return need ? KCACHE__MATCH_NEED : stale ? KCACHE__MATCH_STAMP : KCACHE__MATCH;
 }
 
 /* ============================================================================================== */
@@ -5966,6 +6158,7 @@ typedef struct kcache__read {
     unsigned char *rec;        /* with want_record, or for a stale entry: its key record (free it) */
     size_t rec_len;
     uint64_t *slot;            /* the entry's use-table slot, when the read found one */
+    int need;                  /* the key matches but for a dependency whose content it lacks (MATCH_NEED) */
 } kcache__read;
 
 /* Reads and validates an entry without any lock: magic, version, lengths, digest, header checksum,
@@ -6046,6 +6239,7 @@ static void kcache__store_read(kcache__store *st, const kcache_key *k, int polic
         if (out->rec) { memcpy(out->rec, h + KCACHE__ENTRY_FIXED, rlen); out->rec_len = rlen; }
     }
     if (m == KCACHE__MATCH_STAMP) { out->status = KCACHE_MISS; out->reason = KCACHE_REASON_STAMP; goto bad; }
+    if (m == KCACHE__MATCH_NEED) { out->status = KCACHE_MISS; out->need = 1; goto bad; }
     if (m != KCACHE__MATCH) goto bad; /* same digest, other key: never hand out its payload */
     sum = kcache_hash(h + hlen, (size_t)plen);
     if (sum.lo != kcache__get_u64(h + 40) || sum.hi != kcache__get_u64(h + 48)) goto bad;
@@ -7311,20 +7505,24 @@ KCACHE_API void kcache_close(kcache *kc) {
     KCACHE_FREE(kc);
 }
 
-/* A new node for a key and a blob (which it takes over). */
-static kcache__node *kcache__node_new(const kcache_key *k, kcache__blob *b) {
-    size_t rec_len = kcache__record_size(k);
-    kcache__node *n = (kcache__node *)KCACHE_MALLOC(sizeof *n + rec_len); /* the record follows the node */
+/* A new node for a key and a blob (which it takes over); its record is rec (rec_len bytes) when
+   given, else the key's own. */
+static kcache__node *kcache__node_new_rec(const unsigned char *rec, size_t rec_len, const kcache_key *k, kcache__blob *b) {
+    kcache__node *n;
+    if (!rec) rec_len = kcache__record_size(k);
+    n = (kcache__node *)KCACHE_MALLOC(sizeof *n + rec_len); /* the record follows the node */
     if (!n) return NULL;
     memset(n, 0, sizeof *n);
     n->rec_len = rec_len;
     n->rec = (unsigned char *)(n + 1);
-    kcache__record_into(k, n->rec, rec_len);
+    if (rec) memcpy(n->rec, rec, rec_len);
+    else kcache__record_into(k, n->rec, rec_len);
     n->digest = k->digest;
     n->unit_hash = kcache_hash(k->unit, strlen(k->unit)).lo;
     n->blob = b;
     return n;
 }
+static kcache__node *kcache__node_new(const kcache_key *k, kcache__blob *b) { return kcache__node_new_rec(NULL, 0, k, b); }
 
 /* Puts a node in memory, replacing any node of the same digest; returns what must be freed. */
 static kcache__node *kcache__lru_add(kcache *kc, kcache__node *n) {
@@ -7541,6 +7739,128 @@ static void kcache__count_miss(kcache *kc, const kcache_key *k, kcache_reason r)
     KCACHE__DEBUG(kc, "miss %s: %s", k->unit, kcache__reason_text[r]);
 }
 
+/* ---- dependencies' content, when a lookup needs it -------------------------------------------
+   A file field's content digest is taken lazily (kcache_key_file): from the process's stamp memo,
+   then (files of KCACHE__STAMP_STORE_MIN or more) from the store, where an entry of unit
+   "kcache.stamp" keeps it under the file's path and full stat, else by reading the file, after
+   which both remember it. KCACHE_STAMP=content reads the file every time. */
+static kcache_key *kcache__stamp_key(const kcache__finfo *fi, kcache_hash128 path_digest) {
+    kcache_key *sk = (kcache_key *)KCACHE_MALLOC(sizeof *sk); /* on the heap: calls fit small stacks */
+    if (!sk) return NULL;
+    kcache_key_init(sk, "kcache.stamp");
+    kcache_key_u64(sk, "path.lo", path_digest.lo);
+    kcache_key_u64(sk, "path.hi", path_digest.hi);
+    kcache_key_u64(sk, "device", fi->dev);
+    kcache_key_u64(sk, "inode", fi->ino);
+    kcache_key_u64(sk, "size", fi->size);
+    kcache_key_u64(sk, "mtime_ns", (uint64_t)fi->mtime_ns);
+    kcache_key_u64(sk, "ctime_ns", (uint64_t)fi->ctime_ns);
+    return sk;
+}
+static void kcache__key_drop(kcache_key *k) {
+    if (!k) return;
+    kcache_key_free(k);
+    KCACHE_FREE(k);
+}
+static int kcache__stamp_load(kcache *kc, const kcache__finfo *fi, kcache_hash128 path_digest, kcache_hash128 *content) {
+    kcache_key *sk = kcache__stamp_key(fi, path_digest);
+    kcache__read rd;
+    int ok = 0;
+    if (!sk) return 0;
+    kcache__store_read(kc->store, sk, KCACHE_STAMP_HYBRID, 0, &rd);
+    if (rd.status == KCACHE_OK && rd.blob->size == 16) {
+        content->lo = kcache__get_u64(rd.blob->data);
+        content->hi = kcache__get_u64(rd.blob->data + 8);
+        ok = 1;
+    }
+    kcache__blob_unref(rd.blob);
+    KCACHE_FREE(rd.rec);
+    kcache__key_drop(sk);
+    return ok;
+}
+static void kcache__stamp_save(kcache *kc, const kcache__finfo *fi, kcache_hash128 path_digest, kcache_hash128 content) {
+    kcache_key *sk = kcache__stamp_key(fi, path_digest);
+    unsigned char v[16];
+    kcache__store_ev ev;
+    if (!sk) return;
+    kcache__put_u64(v, content.lo);
+    kcache__put_u64(v + 8, content.hi);
+    memset(&ev, 0, sizeof ev);
+    kcache__store_stats(kc, &ev, kcache__store_put(kc->store, sk, v, sizeof v, &ev));
+    kcache__key_drop(sk);
+}
+
+/* Fills a file field's content (kf: its path and the stat kcache_key_file took). A file read now
+   gets the stamp it had while it was read (mtime 0 when it changed meanwhile: content only). */
+static kcache_status kcache__field_content(kcache *kc, const kcache__kfile *kf, kcache_key_field *f, int policy) {
+    kcache__finfo now;
+    kcache_hash128 c;
+    int changed = 0, big = kc && kc->store && kf->fi.size >= KCACHE__STAMP_STORE_MIN;
+    if (policy != KCACHE_STAMP_CONTENT && (f->reserved & KCACHE__FF_PENDING)) {
+        if (kcache__memo_get(&kf->fi, &c) || (big && kcache__stamp_load(kc, &kf->fi, f->digest, &c))) {
+            kcache__memo_put(&kf->fi, c);
+            f->content = c;
+            f->reserved = KCACHE__FF_MEMO;
+            return KCACHE_OK;
+        }
+    }
+    if (kcache__hash_file(kf->path, &c, &now, &changed) != 0) return KCACHE_ENOENT;
+    f->content = c;
+    f->mtime_ns = changed ? 0 : now.mtime_ns;
+    f->file_size = now.size;
+    f->reserved = 0;
+    if (!changed) {
+        kcache__memo_put(&now, c);
+        if (kc && kc->store && now.size >= KCACHE__STAMP_STORE_MIN) kcache__stamp_save(kc, &now, f->digest, c);
+    }
+    return KCACHE_OK;
+}
+
+/* Whether a lookup under policy must take some file field's content first (all: any pending one,
+   as a put does: a record carries every content digest). */
+static int kcache__key_unresolved(const kcache_key *k, int policy, int all) {
+    const kcache_key_field *f = kcache__key_fields(k);
+    uint32_t i, want = all ? KCACHE__FF_PENDING : 0;
+    if (!k->files) return 0;
+    if (policy == KCACHE_STAMP_CONTENT) want |= KCACHE__FF_PENDING | KCACHE__FF_MEMO;
+    for (i = 0; i < k->count; i++)
+        if (f[i].type == KCACHE_FIELD_FILE && (f[i].reserved & want)) return 1;
+    return 0;
+}
+
+/* k with the content of its file fields taken (every pending one; under KCACHE_STAMP=content, those
+   known from a memo too): k itself when nothing is missing, else a copy (*copy, to free with
+   kcache__key_drop), NULL when out of memory. A dependency that cannot be read leaves the copy with
+   the error: it never matches and a put refuses it. */
+static const kcache_key *kcache__key_resolve(kcache *kc, const kcache_key *k, int policy, kcache_key **copy) {
+    kcache_key *c;
+    kcache_key_field *f;
+    uint32_t i, want = KCACHE__FF_PENDING | (policy == KCACHE_STAMP_CONTENT ? KCACHE__FF_MEMO : 0);
+    *copy = NULL;
+    if (!kcache__key_unresolved(k, policy, 1)) return k;
+    if ((c = (kcache_key *)KCACHE_MALLOC(sizeof *c)) == NULL) return NULL;
+    memcpy(c, k, offsetof(kcache_key, inline_fields));
+    c->files = NULL;
+    if (k->heap) {
+        if ((c->heap = (kcache_key_field *)KCACHE_MALLOC(sizeof(kcache_key_field) * k->cap)) == NULL) {
+            KCACHE_FREE(c);
+            return NULL;
+        }
+        memcpy(c->heap, k->heap, sizeof(kcache_key_field) * k->count);
+    } else {
+        memcpy(c->inline_fields, k->inline_fields, sizeof(kcache_key_field) * k->count);
+    }
+    f = kcache__key_fields(c);
+    for (i = 0; i < c->count; i++) {
+        const kcache__kfile *kf;
+        if (f[i].type != KCACHE_FIELD_FILE || !(f[i].reserved & want)) continue;
+        if ((kf = kcache__key_kfile(k, f[i].name)) == NULL || kcache__field_content(kc, kf, &f[i], policy) != KCACHE_OK)
+            kcache__key_fail(c, KCACHE_ENOENT);
+    }
+    *copy = c;
+    return c;
+}
+
 static kcache_status kcache__get(kcache *kc, const kcache_key *k, const void **data, size_t *size, int count_miss);
 KCACHE_API kcache_status kcache_get(kcache *kc, const kcache_key *k, const void **data, size_t *size) {
     kcache_status s;
@@ -7553,8 +7873,38 @@ KCACHE_API kcache_status kcache_get(kcache *kc, const kcache_key *k, const void 
     return s == KCACHE__FORKED ? KCACHE_ELOCK : s;
 }
 
-/* kcache_get; count_miss 0 for a re-check (single flight) whose miss was counted already. */
+/* Removes the entry of k, found stale (stored stamps the policy rejects), with the overloads of its
+   unit that depend on the same files as they were (kcache__store_remove). Under hybrid and content
+   that compares content digests: taken first where the key does not have them. */
+static void kcache__remove_stale(kcache *kc, const kcache_key *k, const unsigned char *rec, size_t rec_len) {
+    kcache__store_ev ev;
+    kcache_key *copy = NULL;
+    const kcache_key *rk = kc->cfg.stamp == KCACHE_STAMP_MTIME ? k : kcache__key_resolve(kc, k, kc->cfg.stamp, &copy);
+    memset(&ev, 0, sizeof ev);
+    if (rk) kcache__store_remove(kc->store, rk, KCACHE_REASON_STAMP, rec, rec_len, kc->cfg.stamp, &ev);
+    kcache__key_drop(copy);
+}
+
+static kcache_status kcache__get_once(kcache *kc, const kcache_key *k, const void **data, size_t *size, int count_miss,
+                                      int *need);
+/* kcache_get; count_miss 0 for a re-check (single flight) whose miss was counted already. A key
+   whose dependencies' content the answer depends on is asked again with that content taken. */
 static kcache_status kcache__get(kcache *kc, const kcache_key *k, const void **data, size_t *size, int count_miss) {
+    int need = 0;
+    kcache_status s = kcache__get_once(kc, k, data, size, count_miss, &need);
+    if (need) {
+        kcache_key *copy = NULL;
+        const kcache_key *rk = kcache__key_resolve(kc, k, kc->cfg.stamp, &copy);
+        if (!rk) return KCACHE_ENOMEM;
+        need = 0;
+        s = kcache__get_once(kc, rk, data, size, count_miss, &need);
+        kcache__key_drop(copy);
+    }
+    return s;
+}
+
+static kcache_status kcache__get_once(kcache *kc, const kcache_key *k, const void **data, size_t *size, int count_miss,
+                                      int *need) {
     kcache__node *n, *stale = NULL;
     kcache__read rd;
     kcache_reason reason = KCACHE_REASON_COUNT;
@@ -7597,6 +7947,11 @@ static kcache_status kcache__get(kcache *kc, const kcache_key *k, const void **d
             if (kc->cfg.debug) KCACHE__DEBUG(kc, "hit memory %s (%zu bytes)", k->unit, *size);
             return KCACHE_OK;
         }
+        if (m == KCACHE__MATCH_NEED) { /* a dependency's content decides: the caller takes it and asks again */
+            kcache__mutex_unlock(&kc->lock);
+            *need = 1;
+            return KCACHE_MISS;
+        }
         if (m == KCACHE__MATCH_STAMP) {
             kcache__lru_detach(&kc->lru, n);
             stale = n;
@@ -7609,17 +7964,19 @@ static kcache_status kcache__get(kcache *kc, const kcache_key *k, const void **d
     if (stale) {
         stale->hnext = NULL;
         stale->dirty = 0;
-        if (kc->store) {
-            kcache__store_ev ev;
-            memset(&ev, 0, sizeof ev);
-            kcache__store_remove(kc->store, k, KCACHE_REASON_STAMP, stale->rec, stale->rec_len, kc->cfg.stamp, &ev);
-        }
+        if (kc->store) kcache__remove_stale(kc, k, stale->rec, stale->rec_len);
         kcache__release_nodes(kc, stale);
     }
     if (kc->store && reason == KCACHE_REASON_COUNT) {
         kcache__store_read(kc->store, k, kc->cfg.stamp, 0, &rd);
+        if (rd.need) {
+            *need = 1;
+            return KCACHE_MISS;
+        }
         if (rd.status == KCACHE_OK) {
-            kcache__node *nn = kcache__node_new(k, rd.blob), *gone;
+            /* the memory node keeps the entry's own record: its stamps, with every content digest */
+            const unsigned char *h = kcache__blob_bytes(rd.blob);
+            kcache__node *nn = kcache__node_new_rec(h + KCACHE__ENTRY_FIXED, kcache__get_u32(h + 64), k, rd.blob), *gone;
             int64_t now = kcache__now_ns();
             kcache__blob_ref(rd.blob);
             *data = rd.blob->data;
@@ -7654,9 +8011,11 @@ static kcache_status kcache__get(kcache *kc, const kcache_key *k, const void **d
             kcache__store_ev ev;
             memset(&ev, 0, sizeof ev);
             reason = rd.reason;
-            if (rd.reason == KCACHE_REASON_REJECTED || rd.reason == KCACHE_REASON_STAMP) {
+            if (rd.reason == KCACHE_REASON_STAMP) {
+                kcache__remove_stale(kc, k, rd.rec, rd.rec_len);
+            } else if (rd.reason == KCACHE_REASON_REJECTED) {
                 kcache__store_remove(kc->store, k, rd.reason, rd.rec, rd.rec_len, kc->cfg.stamp, &ev);
-                if (rd.reason == KCACHE_REASON_REJECTED) KCACHE__DEBUG(kc, "reject %s: the stored entry is corrupt; removed", k->unit);
+                KCACHE__DEBUG(kc, "reject %s: the stored entry is corrupt; removed", k->unit);
             } else {
                 kcache__mutex_lock(&kc->lock);
                 kc->stats.store_errors++;
@@ -7669,7 +8028,12 @@ static kcache_status kcache__get(kcache *kc, const kcache_key *k, const void **d
     if (!count_miss) return KCACHE_MISS;
     if (reason == KCACHE_REASON_COUNT) reason = kcache__absent_reason(kc, k, &when);
     kcache__count_miss(kc, k, reason);
-    if (kc->cfg.trace && kc->store) kcache__store_trace_miss(kc->store, k, reason);
+    if (kc->cfg.trace && kc->store) { /* the record keeps every content digest */
+        kcache_key *copy = NULL;
+        const kcache_key *rk = kcache__key_resolve(kc, k, kc->cfg.stamp, &copy);
+        if (rk) kcache__store_trace_miss(kc->store, rk, reason);
+        kcache__key_drop(copy);
+    }
     return KCACHE_MISS;
 }
 
@@ -7679,7 +8043,17 @@ KCACHE_API void kcache_release(kcache *kc, const void *data) {
 }
 
 /* Stores a blob (taken over) under a key: in the store first when writing through, then memory. */
+static kcache_status kcache__put_blob_key(kcache *kc, const kcache_key *k, kcache__blob *b, int through);
 static kcache_status kcache__put_blob(kcache *kc, const kcache_key *k, kcache__blob *b, int through) {
+    kcache_key *copy = NULL;
+    const kcache_key *rk = kcache__key_resolve(kc, k, kc->cfg.stamp, &copy); /* a record has every content digest */
+    kcache_status s = !rk ? KCACHE_ENOMEM : rk->error;
+    if (s == KCACHE_OK) s = kcache__put_blob_key(kc, rk, b, through);
+    else kcache__blob_unref(b);
+    kcache__key_drop(copy);
+    return s;
+}
+static kcache_status kcache__put_blob_key(kcache *kc, const kcache_key *k, kcache__blob *b, int through) {
     kcache__node *n, *gone;
     kcache_status s = KCACHE_OK;
     through = through || kc->cfg.write_policy == KCACHE_WRITE_THROUGH;
@@ -7817,7 +8191,20 @@ static int kcache__closest_in_memory(kcache *kc, const kcache_key *k, kcache_key
     return best_eq >= 0;
 }
 
+static size_t kcache__explain(kcache *kc, const kcache_key *k, char *buf, size_t cap);
 KCACHE_API size_t kcache_explain(kcache *kc, const kcache_key *k, char *buf, size_t cap) {
+    kcache_key *copy = NULL;
+    size_t n;
+    if (kc) kc = kcache__live(kc, 1);
+    if (kc && k && k->magic == KCACHE__KEY_LIVE && k->error == KCACHE_OK && kc->cfg.enable) {
+        const kcache_key *rk = kcache__key_resolve(kc, k, kc->cfg.stamp, &copy); /* stamps are compared whole */
+        if (rk) k = rk;
+    }
+    n = kcache__explain(kc, k, buf, cap);
+    kcache__key_drop(copy);
+    return n;
+}
+static size_t kcache__explain(kcache *kc, const kcache_key *k, char *buf, size_t cap) {
     kcache__sb b;
     kcache__node *n;
     kcache_key stored;
@@ -7827,7 +8214,6 @@ KCACHE_API size_t kcache_explain(kcache *kc, const kcache_key *k, char *buf, siz
     b.cap = buf ? cap : 0;
     b.len = 0;
     if (buf && cap) buf[0] = 0;
-    if (kc) kc = kcache__live(kc, 1);
     if (!kc || !k || k->magic != KCACHE__KEY_LIVE) { kcache__sb_add(&b, "miss: invalid key or cache"); return b.len; }
     if (k->error != KCACHE_OK) {
         kcache__sb_add(&b, "miss: the key of unit \"%s\" is incomplete (%s), so it never matches", k->unit, kcache_strerror(k->error));
@@ -8068,14 +8454,6 @@ KCACHE_API kcache_status kcache_get_or_build(kcache *kc, const kcache_key *k, kc
 /* ============================================================================================== */
 #ifdef KCACHE_OPENCL
 
-/* dladdr names the driver library that holds a function: glibc declares it under _GNU_SOURCE
-   (which kcache.h defines when it comes first); elsewhere it is plain POSIX-ish. Without it the
-   key has no stamp of the driver library (the driver version string still changes on upgrades). */
-#if !defined(__GLIBC__) || defined(__USE_GNU)
-#include <dlfcn.h>
-#define KCACHE__CL_HAVE_DLADDR 1
-#endif
-
 #define KCACHE__CL_MAGIC "kcclbin1" /* payload: magic, binary size, build ns, reserved, binary */
 #define KCACHE__CL_HDR 32
 #define KCACHE__CL_LAYER 1          /* the "cl.layer" key field: bump when the key or payload changes */
@@ -8137,7 +8515,7 @@ typedef struct kcache__cl_prog {
 
 typedef struct kcache__cl_log { pthread_t tid; int used; unsigned age; char *text; size_t len; } kcache__cl_log;
 
-typedef struct kcache__cl_plat { cl_platform_id plat; kcache_key_field field; int have; } kcache__cl_plat;
+typedef struct kcache__cl_plat { cl_platform_id plat; char *path; int readable; } kcache__cl_plat;
 
 typedef struct kcache__cl_state {
     kcache__cl_prog **buckets;
@@ -8173,6 +8551,7 @@ static void kcache__cl_state_free(void *v) {
         kcache__cl_prog_free(p);
     }
     for (i = 0; i < KCACHE__CL_LOGS; i++) KCACHE_FREE(st->logs[i].text);
+    for (i = 0; i < st->nplats; i++) KCACHE_FREE(st->plats[i].path);
     KCACHE_FREE(st->buckets);
     KCACHE_FREE(st);
 }
@@ -8361,10 +8740,8 @@ static int kcache__cl_pocl_device_id(const char *version, uint64_t *out) {
 
 /* The file of the driver library (the ICD vendor library) that serves plat, as loaded. */
 static int kcache__cl_driver_path(cl_platform_id plat, char *out, size_t cap) {
-#if defined(KCACHE__CL_HAVE_DLADDR)
-    Dl_info di;
     void *fn;
-    char *exts, *real;
+    char *exts;
     /* Every ICD vendor library exports clIcdGetPlatformIDsKHR; asked through the platform, the
        loader hands back the vendor's own function, which lives in the vendor's library. */
     fn = clGetExtensionFunctionAddressForPlatform(plat, "clIcdGetPlatformIDsKHR");
@@ -8380,113 +8757,56 @@ static int kcache__cl_driver_path(cl_platform_id plat, char *out, size_t cap) {
         cl_int (*direct)(cl_uint, cl_platform_id *, cl_uint *) = clGetPlatformIDs;
         memcpy(&fn, &direct, sizeof fn < sizeof direct ? sizeof fn : sizeof direct);
     }
-    memset(&di, 0, sizeof di);
-    if (!fn || !dladdr(fn, &di) || !di.dli_fname || !di.dli_fname[0]) return 0;
-    real = realpath(di.dli_fname, NULL);
-    snprintf(out, cap, "%s", real ? real : di.dli_fname);
-    free(real); /* realpath's own allocation */
-    return out[0] == '/';
-#else
-    (void)plat; (void)out; (void)cap;
-    return 0;
-#endif
+    return fn && kcache__module_path(fn, out, cap) == 0;
 }
 
 #define KCACHE__CL_DRIVER_FIELD "cl.driver.library"
 
-/* The driver library's key field (a file dependency: path, mtime, size, content digest). Hashing a
-   library of a megabyte costs more than the rest of a hit, so the store keeps the field under the
-   file's full stat (device, inode, size, mtime, ctime; ctime cannot be set back) and a process
-   whose library stats the same takes it from there instead of hashing the file again. */
-static int kcache__cl_driver_field(kcache *kc, const char *path, kcache_key_field *out) {
-    kcache__finfo sb;
-    kcache_key sk, tmp;
-    const void *data;
-    size_t n = 0;
-    int64_t mtime = 0, ctime_ns;
-    uint64_t size = 0;
-    int ok = 0;
-    if (kcache__io_stat(path, &sb) != 0) return 0;
-    mtime = sb.mtime_ns;
-    size = sb.size;
-    ctime_ns = sb.ctime_ns;
-    kcache_key_init(&sk, "cl.driver.stamp");
-    kcache_key_str(&sk, "path", path);
-    kcache_key_u64(&sk, "device", (uint64_t)sb.dev);
-    kcache_key_u64(&sk, "inode", (uint64_t)sb.ino);
-    kcache_key_u64(&sk, "size", size);
-    kcache_key_u64(&sk, "mtime_ns", (uint64_t)mtime);
-    kcache_key_u64(&sk, "ctime_ns", (uint64_t)ctime_ns);
-    kcache_key_u64(&sk, "layout", (uint64_t)sizeof *out * 1000 + KCACHE__CL_LAYER);
-    if (kc && kcache_get(kc, &sk, &data, &n) == KCACHE_OK) {
-        if (n == sizeof *out) {
-            kcache_hash128 pd = kcache_hash(path, strlen(path));
-            memcpy(out, data, n);
-            ok = out->type == KCACHE_FIELD_FILE && strcmp(out->name, KCACHE__CL_DRIVER_FIELD) == 0 && out->file_size == size &&
-                 out->mtime_ns == mtime && kcache__same(out->digest, pd);
-        }
-        kcache_release(kc, data);
-    }
-    if (!ok) {
-        kcache_key_init(&tmp, "cl");
-        if (kcache_key_file(&tmp, KCACHE__CL_DRIVER_FIELD, path) == KCACHE_OK) {
-            *out = kcache__key_fields(&tmp)[0];
-            ok = 1;
-            if (kc && out->mtime_ns == mtime && out->file_size == size) kcache_put(kc, &sk, out, sizeof *out);
-        }
-        kcache_key_free(&tmp);
-    }
-    kcache_key_free(&sk);
-    return ok;
-}
-
-/* Adds "cl.driver.library": the driver library as a file dependency. Its stamp is taken once per
-   platform and process (a process keeps the library it loaded, whatever happens to the file). */
+/* Adds "cl.driver.library": the driver library as a file dependency (kcache_key_library's stamp: a
+   stat per key, the content digest remembered under the file's full stat). The library's path is
+   found once per platform and process; a library that cannot be read keys by its path alone. */
 static kcache_status kcache__cl_key_driver(kcache *kc, kcache_key *k, cl_platform_id plat) {
-    kcache_key_field got, *f;
-    kcache_status s;
-    char path[4096];
+    kcache__cl_state *st;
+    char *path = NULL;
+    int readable = 0;
     unsigned i;
+    kcache_status s;
     if (kc) {
-        kcache__cl_state *st;
         kcache__mutex_lock(&kc->lock);
         st = (kcache__cl_state *)kc->cl;
-        for (i = 0; st && i < st->nplats; i++) {
-            if (st->plats[i].plat == plat && st->plats[i].have) {
-                s = kcache__key_slot(k, KCACHE__CL_DRIVER_FIELD, KCACHE_FIELD_FILE, &f);
-                if (s == KCACHE_OK) {
-                    *f = st->plats[i].field;
-                    s = kcache__key_added(k);
-                }
-                kcache__mutex_unlock(&kc->lock);
-                return s;
+        for (i = 0; st && i < st->nplats; i++)
+            if (st->plats[i].plat == plat) {
+                if ((path = (char *)KCACHE_MALLOC(strlen(st->plats[i].path) + 1)) != NULL) strcpy(path, st->plats[i].path);
+                readable = st->plats[i].readable;
+                break;
             }
-        }
         kcache__mutex_unlock(&kc->lock);
     }
-    if (!kcache__cl_driver_path(plat, path, sizeof path)) return kcache_key_str(k, KCACHE__CL_DRIVER_FIELD, "unknown");
-    if (!kcache__cl_driver_field(kc, path, &got)) return kcache_key_str(k, KCACHE__CL_DRIVER_FIELD, path); /* unreadable */
-    s = kcache__key_slot(k, KCACHE__CL_DRIVER_FIELD, KCACHE_FIELD_FILE, &f);
-    if (s == KCACHE_OK) {
-        *f = got;
-        s = kcache__key_added(k);
-    }
-    if (kc) {
-        kcache__cl_state *st;
-        kcache__mutex_lock(&kc->lock);
-        st = kcache__cl_state_of(kc);
-        if (st && st->nplats < KCACHE__CL_PLATFORMS) {
-            for (i = 0; i < st->nplats && st->plats[i].plat != plat; i++) {
+    if (!path) {
+        int fd;
+        if ((path = (char *)KCACHE_MALLOC(KCACHE__PATH_MAX)) == NULL) return kcache_key_str(k, KCACHE__CL_DRIVER_FIELD, "unknown");
+        if (!kcache__cl_driver_path(plat, path, KCACHE__PATH_MAX)) strcpy(path, "unknown");
+        else if ((fd = kcache__io_open(path, KCACHE__RD | KCACHE__NONBLOCK)) >= 0) {
+            readable = 1;
+            kcache__io_close(fd);
+        }
+        if (kc) {
+            kcache__mutex_lock(&kc->lock);
+            st = kcache__cl_state_of(kc);
+            for (i = 0; st && i < st->nplats && st->plats[i].plat != plat; i++) {
             }
-            if (i == st->nplats) {
+            if (st && i == st->nplats && i < KCACHE__CL_PLATFORMS &&
+                (st->plats[i].path = (char *)KCACHE_MALLOC(strlen(path) + 1)) != NULL) {
+                strcpy(st->plats[i].path, path);
                 st->plats[i].plat = plat;
-                st->plats[i].field = got;
-                st->plats[i].have = 1;
+                st->plats[i].readable = readable;
                 st->nplats++;
             }
+            kcache__mutex_unlock(&kc->lock);
         }
-        kcache__mutex_unlock(&kc->lock);
     }
+    s = readable ? kcache__key_add_file(k, KCACHE__CL_DRIVER_FIELD, path) : kcache_key_str(k, KCACHE__CL_DRIVER_FIELD, path);
+    KCACHE_FREE(path);
     return s;
 }
 
