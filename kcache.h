@@ -263,8 +263,15 @@ KCACHE_API kcache_hash128 kcache_hash_final(const kcache_hash_state *st);
 enum { KCACHE_WRITE_THROUGH = 0, KCACHE_WRITE_EVICT = 1 };
 enum { KCACHE_STAMP_HYBRID = 0, KCACHE_STAMP_MTIME = 1, KCACHE_STAMP_CONTENT = 2 };
 
-/* Line sink for debug messages; NULL means stderr. Called with no kcache lock held. */
+/* Line sink for every message kcache writes (debug lines, complaints about the environment or the
+   store); NULL means stderr. Called with no kcache lock held. With it set, kcache never writes to
+   stderr itself. */
 typedef void (*kcache_log_fn)(void *user, const char *line);
+
+/* Allocator callbacks (both or neither): what a kcache allocates for itself goes through them, with
+   alloc_user (see kcache_config). alloc_fn returns memory aligned for any type, or NULL. */
+typedef void *(*kcache_alloc_fn)(void *user, size_t size);
+typedef void (*kcache_free_fn)(void *user, void *ptr);
 
 typedef struct kcache_config {
     const char *dir;          /* persistent store; NULL: the default location (see ENVIRONMENT)  */
@@ -283,13 +290,35 @@ typedef struct kcache_config {
     kcache_log_fn log;        /* where debug lines go; NULL: stderr                               */
     int publish;              /* 1: counters and events go to DIR/stats for kcache-top (KCACHE_STATS) */
     void *log_user;
+    /* 0.2: */
+    int no_env;               /* 1: kcache_open reads no KCACHE_* variable (kcache_config_defaults sets it) */
+    kcache_alloc_fn alloc_fn; /* allocator callbacks, both or neither; NULL: KCACHE_MALLOC / KCACHE_FREE */
+    kcache_free_fn free_fn;
+    void *alloc_user;         /* passed to both */
+    uint32_t env_bad;         /* kcache_config_init: the variables whose value was bad (for kcache_open
+                                 to say through the log, which is set only after kcache_config_init) */
 } kcache_config;
 
-/* Fills cfg with the defaults, then applies the environment variables. A bad value keeps the
-   default and, when debugging is on, says so on stderr. Thread safety: reads the environment.
-   cfg->dir may point into the environment (KCACHE_DIR): pass cfg to kcache_open, which copies it,
-   before changing that variable (Windows' C runtime frees the old string). */
+/* Fills cfg with the defaults, then applies the environment variables (KCACHE_*). A bad value keeps
+   the default and is noted in cfg->env_bad, which kcache_open says through cfg->log (or stderr)
+   when debugging is on, and in any case for a bad KCACHE_DEBUG (the user asked for messages);
+   kcache_config_init itself writes nothing. Thread safety: reads the environment. cfg->dir may
+   point into the environment (KCACHE_DIR): pass cfg to kcache_open, which copies it, before
+   changing that variable (Windows' C runtime frees the old string).
+
+   Which wins: the program's own assignments after kcache_config_init always win (they come last);
+   the environment wins over the defaults. A program whose configuration must be final (a user's
+   KCACHE_ENABLE=0 must not turn its cache off) uses kcache_config_defaults instead. */
 KCACHE_API void kcache_config_init(kcache_config *cfg);
+
+/* Fills cfg with the defaults alone, reading no environment, and sets cfg->no_env so that
+   kcache_open reads none either (KCACHE_CPU_NAME / KCACHE_CPU_FEATURES are then not applied to
+   kcache_key_host_from's tuple; kcache_key_host, which has no kcache, still reads them). The
+   default store directory (cfg->dir NULL) still follows XDG_CACHE_HOME / HOME (LocalAppData). */
+KCACHE_API void kcache_config_defaults(kcache_config *cfg);
+
+/* This library's version, "MAJOR.MINOR.PATCH" (KCACHE_VERSION of the copy that was compiled). */
+KCACHE_API const char *kcache_version(void);
 
 /* ============================================================================================== */
 /* >>api  opening, keys, lookups                                                                  */
@@ -309,6 +338,12 @@ KCACHE_API void kcache_close(kcache *kc);
 
 /* The directory of the persistent store in use, or NULL when the cache is memory only. */
 KCACHE_API const char *kcache_dir(const kcache *kc);
+
+/* Whether kc uses a persistent store: 1 when it does; 0 when it runs from memory only, with the
+   reason written into why (snprintf-style: cut to cap, NUL-terminated when cap > 0; why may be NULL)
+   such as "caching off (KCACHE_ENABLE=0)" or "memory only: /x is writable by group or others;
+   refusing it". kc NULL: 0. */
+KCACHE_API int kcache_store_in_use(const kcache *kc, char *why, size_t cap);
 
 enum kcache_field_type {
     KCACHE_FIELD_BYTES = 1,
@@ -4050,9 +4085,8 @@ KCACHE_API const char *kcache_reason_name(kcache_reason r) {
     return ((unsigned)r < KCACHE_REASON_COUNT) ? kcache__reason_word[r] : "unknown";
 }
 
-static kcache_key_field *kcache__key_fields(const kcache_key *k) {
-    return k->heap ? k->heap : (kcache_key_field *)k->inline_fields;
-}
+static const kcache_key_field *kcache__key_fields(const kcache_key *k) { return k->heap ? k->heap : k->inline_fields; }
+static kcache_key_field *kcache__key_fields_w(kcache_key *k) { return k->heap ? k->heap : k->inline_fields; }
 
 /* A key passed to the library must have been initialised and not freed; in debug builds a
    violation is an assertion (it is a programming error), otherwise the call fails cleanly. */
@@ -4176,7 +4210,7 @@ static kcache_status kcache__key_slot(kcache_key *k, const char *name, uint32_t 
         k->heap = nf;
         k->cap = ncap;
     }
-    f = kcache__key_fields(k);
+    f = kcache__key_fields_w(k);
     memmove(f + at + 1, f + at, sizeof(kcache_key_field) * (k->count - at));
     memset(&f[at], 0, sizeof f[at]);
     memcpy(f[at].name, name, nlen + 1);
@@ -4462,13 +4496,14 @@ typedef struct kcache__host {
     char cpu_features[KCACHE__HOST_FEATURES_MAX];
 } kcache__host;
 
-static void kcache__host_detect(kcache__host *h) {
+/* no_env: the detected tuple alone (kcache_config.no_env). */
+static void kcache__host_detect(kcache__host *h, int no_env) {
     const char *env;
     kcache__host_os_arch(h->os_arch, sizeof h->os_arch);
-    env = getenv("KCACHE_CPU_NAME");
+    env = no_env ? NULL : getenv("KCACHE_CPU_NAME");
     if (env && env[0]) snprintf(h->cpu_name, sizeof h->cpu_name, "%s", env);
     else kcache__host_cpu_name(h->cpu_name, sizeof h->cpu_name);
-    env = getenv("KCACHE_CPU_FEATURES");
+    env = no_env ? NULL : getenv("KCACHE_CPU_FEATURES");
     if (env) snprintf(h->cpu_features, sizeof h->cpu_features, "%s", env);
     else kcache__host_cpu_features(h->cpu_features, sizeof h->cpu_features);
 }
@@ -4486,7 +4521,7 @@ KCACHE_API kcache_status kcache_key_host(kcache_key *k) {
     if (!kcache__key_usable(k)) return KCACHE_EINVAL;
     h = (kcache__host *)KCACHE_MALLOC(sizeof *h);
     if (!h) return kcache__key_fail(k, KCACHE_ENOMEM);
-    kcache__host_detect(h);
+    kcache__host_detect(h, 0);
     s = kcache__key_add_host(k, h);
     KCACHE_FREE(h);
     return s;
@@ -4513,6 +4548,19 @@ KCACHE_API void kcache_key_free(kcache_key *k) {
     k->files = NULL;
     k->count = 0;
     k->magic = KCACHE__KEY_DEAD;
+}
+
+/* Keys kcache needs for a while inside a call live on the heap (a key is about 4 KiB: calls fit
+   small thread stacks). kcache__key_drop frees one (NULL is ignored). */
+static kcache_key *kcache__key_alloc(void) {
+    kcache_key *k = (kcache_key *)KCACHE_MALLOC(sizeof *k);
+    if (k) kcache_key_init(k, NULL); /* a freeable, never-matching key until parsed into */
+    return k;
+}
+static void kcache__key_drop(kcache_key *k) {
+    if (!k) return;
+    kcache_key_free(k);
+    KCACHE_FREE(k);
 }
 
 /* ---- the key record: a key's unit and fields (previews and stamps included) as bytes, the form
@@ -5145,14 +5193,15 @@ static void kcache__cf_seal(kcache__store *st) {
 /* Creates a fresh config.file under a temp name and puts it in place: with link() when none should
    exist (two first openers race; one wins, both use the winner), with rename() to replace a bad one. */
 static kcache_status kcache__cf_create(kcache__store *st, uint64_t limit, int replace) {
-    unsigned char hdr[KCACHE__CF_HEADER];
+    unsigned char *hdr = (unsigned char *)KCACHE_MALLOC(KCACHE__CF_HEADER); /* (not on the stack: small thread stacks) */
     char tmp[64];
     uint64_t slots = KCACHE__MIN_SLOTS; /* the table grows with the entries (kcache__cf_grow) */
     uint32_t lg = 0;
     int fd, rc;
     (void)limit;
+    if (!hdr) return KCACHE_ENOMEM;
     while (((uint64_t)KCACHE__WAYS << lg) < slots) lg++;
-    memset(hdr, 0, sizeof hdr);
+    memset(hdr, 0, KCACHE__CF_HEADER);
     memcpy(hdr, "KCACHECF", 8);
     kcache__put_u32(hdr + 8, KCACHE__CF_VERSION);
     kcache__put_u32(hdr + 12, KCACHE__CF_HEADER);
@@ -5164,12 +5213,15 @@ static kcache_status kcache__cf_create(kcache__store *st, uint64_t limit, int re
     kcache__put_u64(hdr + KCACHE__CF_SUMMED, kcache_hash(hdr, KCACHE__CF_SUMMED).lo);
     snprintf(tmp, sizeof tmp, "tmp/%u-cf-%llx.tmp", (unsigned)kcache__pid(), (unsigned long long)kcache__now_ns());
     fd = kcache__open_in(st, tmp, KCACHE__RW | KCACHE__CREATE | KCACHE__EXCL);
-    if (fd < 0) return errno == ENOSPC ? KCACHE_ENOSPC : (errno == EROFS || errno == EACCES) ? KCACHE_EROFS : KCACHE_EIO;
+    if (fd < 0) {
+        KCACHE_FREE(hdr);
+        return errno == ENOSPC ? KCACHE_ENOSPC : (errno == EROFS || errno == EACCES) ? KCACHE_EROFS : KCACHE_EIO;
+    }
     /* The table's blocks are allocated now: a sparse page first touched through the mapping when
        the disk is full would be SIGBUS, not an error. A filesystem without room for the table
        gets a smaller one (down to 4096 slots) rather than no store. */
     rc = -1;
-    if (kcache__io_pwrite(fd, hdr, sizeof hdr, 0) == (ptrdiff_t)sizeof hdr) {
+    if (kcache__io_pwrite(fd, hdr, KCACHE__CF_HEADER, 0) == (ptrdiff_t)KCACHE__CF_HEADER) {
         for (;;) {
             int e = kcache__io_allocate(fd, (uint64_t)(KCACHE__CF_HEADER + ((uint64_t)KCACHE__WAYS << lg) * KCACHE__SLOT));
             if (e == 0) { rc = 0; break; }
@@ -5177,9 +5229,12 @@ static kcache_status kcache__cf_create(kcache__store *st, uint64_t limit, int re
             lg--;
             kcache__put_u32(hdr + 16, lg);
             kcache__put_u64(hdr + KCACHE__CF_SUMMED, kcache_hash(hdr, KCACHE__CF_SUMMED).lo);
-            if (kcache__io_pwrite(fd, hdr, sizeof hdr, 0) != (ptrdiff_t)sizeof hdr || kcache__io_truncate(fd, KCACHE__CF_HEADER) != 0) break;
+            if (kcache__io_pwrite(fd, hdr, KCACHE__CF_HEADER, 0) != (ptrdiff_t)KCACHE__CF_HEADER ||
+                kcache__io_truncate(fd, KCACHE__CF_HEADER) != 0)
+                break;
         }
     }
+    KCACHE_FREE(hdr);
     kcache__io_close(fd);
     if (rc == 0) {
         if (replace) rc = kcache__io_rename(st->dirfd, tmp, st->dirfd, "config.file");
@@ -5206,7 +5261,7 @@ static void kcache__cf_unmap(kcache__store *st) {
 /* Maps config.file as it is now. 0 when mapped (valid or not: *valid says), else an errno-ish -1. */
 static int kcache__cf_map(kcache__store *st, int *valid) {
     kcache__finfo s;
-    unsigned char hdr[KCACHE__CF_HEADER];
+    unsigned char hdr[KCACHE__CF_SUMMED + 8]; /* what kcache__cf_valid reads */
     size_t len;
     *valid = 0;
     kcache__cf_unmap(st);
@@ -6072,21 +6127,21 @@ static kcache_status kcache__store_put(kcache__store *st, const kcache_key *k, c
 /* Lock held: whether a stored overload (its record) depends on one of the files in the key now
    whose stamp changed under the policy. */
 static int kcache__depends_on_stale(const unsigned char *rec, size_t len, const kcache_key *now, int policy) {
-    kcache_key stored;
+    kcache_key *stored = kcache__key_alloc();
     const kcache_key_field *f = kcache__key_fields(now), *g;
     uint32_t i;
     int stale = 0;
-    if (kcache__record_parse(rec, len, &stored) != KCACHE_OK) { kcache_key_free(&stored); return 0; }
-    g = kcache__key_fields(&stored);
+    if (!stored || kcache__record_parse(rec, len, stored) != KCACHE_OK) { kcache__key_drop(stored); return 0; }
+    g = kcache__key_fields(stored);
     for (i = 0; i < now->count && !stale; i++) {
         uint32_t j;
         if (f[i].type != KCACHE_FIELD_FILE) continue;
-        for (j = 0; j < stored.count && !stale; j++) /* the same file (path), whatever its field's name */
+        for (j = 0; j < stored->count && !stale; j++) /* the same file (path), whatever its field's name */
             if (g[j].type == KCACHE_FIELD_FILE && g[j].digest.lo == f[i].digest.lo && g[j].digest.hi == f[i].digest.hi &&
                 kcache__stamp_stale(kcache__stamp_diff(&g[j], &f[i]), policy))
                 stale = 1;
     }
-    kcache_key_free(&stored);
+    kcache__key_drop(stored);
     return stale;
 }
 
@@ -6296,18 +6351,24 @@ static void kcache__store_close(kcache__store *st) {
 
 /* mkdir -p with 0700 for what it creates. */
 static int kcache__mkdirs(const char *path) {
-    char buf[4096];
     size_t n = strlen(path), i;
-    if (n == 0 || n >= sizeof buf) return -1;
+    char *buf = (char *)KCACHE_MALLOC(n + 1); /* (not on the stack: small thread stacks) */
+    if (!buf) { errno = ENOMEM; return -1; }
     memcpy(buf, path, n + 1);
     for (i = 1; i <= n; i++) {
         if (buf[i] == '/' || buf[i] == 0) {
             char c = buf[i];
             buf[i] = 0;
-            if (kcache__io_mkdir_path(buf) != 0 && errno != EEXIST) return -1;
+            if (kcache__io_mkdir_path(buf) != 0 && errno != EEXIST) {
+                int e = errno;
+                KCACHE_FREE(buf);
+                errno = e;
+                return -1;
+            }
             buf[i] = c;
         }
     }
+    KCACHE_FREE(buf);
     return 0;
 }
 
@@ -6533,23 +6594,26 @@ static void kcache__pub_fetch_add(uint64_t *w, uint64_t n) {
 #endif
 }
 
+/* The stats file is shared memory that kcache writes and kcache-top only reads (mapped read-only
+   there): one accessor for both, taking the map as const (through uintptr_t, not a cast that drops
+   the qualifier behind the reader's back: every access is an atomic of kcache__pub_ld/_st). */
 static KCACHE__UNUSED uint64_t *kcache__pub_word(const unsigned char *map, size_t off) {
-    return (uint64_t *)(void *)(map + off);
+    return (uint64_t *)(uintptr_t)(map + off);
 }
 static KCACHE__UNUSED unsigned char *kcache__pub_slot_at(const unsigned char *map, unsigned i) {
-    return (unsigned char *)map + KCACHE__PUB_HEADER + (size_t)i * KCACHE__PUB_SLOT_BYTES;
+    return (unsigned char *)(uintptr_t)map + KCACHE__PUB_HEADER + (size_t)i * KCACHE__PUB_SLOT_BYTES;
 }
 static KCACHE__UNUSED uint64_t *kcache__pub_slot_word(const unsigned char *slot, int field) {
-    return (uint64_t *)(void *)(slot + (size_t)field * 8);
+    return (uint64_t *)(uintptr_t)(slot + (size_t)field * 8);
 }
 static KCACHE__UNUSED uint64_t *kcache__pub_retired(const unsigned char *map) {
-    return (uint64_t *)(void *)(map + KCACHE__PUB_CTR_AT);
+    return (uint64_t *)(uintptr_t)(map + KCACHE__PUB_CTR_AT);
 }
 static KCACHE__UNUSED uint64_t *kcache__pub_unit_at(const unsigned char *slot, unsigned j) {
-    return (uint64_t *)(void *)(slot + KCACHE__PUB_UNITS_AT + (size_t)j * KCACHE__PUB_UNIT_BYTES);
+    return (uint64_t *)(uintptr_t)(slot + KCACHE__PUB_UNITS_AT + (size_t)j * KCACHE__PUB_UNIT_BYTES);
 }
 static KCACHE__UNUSED uint64_t *kcache__pub_event_at(const unsigned char *slot, unsigned j) {
-    return (uint64_t *)(void *)(slot + KCACHE__PUB_EVENTS_AT + (size_t)j * KCACHE__PUB_EVENT_BYTES);
+    return (uint64_t *)(uintptr_t)(slot + KCACHE__PUB_EVENTS_AT + (size_t)j * KCACHE__PUB_EVENT_BYTES);
 }
 /* Copies a name into shared words (cut to cap bytes, NUL padded) / out of them (always terminated). */
 static KCACHE__UNUSED void kcache__pub_put_name(uint64_t *w, size_t cap, const char *s, size_t n) {
@@ -6747,14 +6811,20 @@ static void kcache__pub_say(const kcache__pub *p, const char *fmt, ...) {
 /* Creates a complete stats file under a temp name and links it into place (replace: renames it over
    a damaged one). 0, or an errno. */
 static int kcache__pub_create(kcache__store *st, int replace) {
-    unsigned char hdr[KCACHE__PUB_HEADER];
+    unsigned char *hdr = (unsigned char *)KCACHE_MALLOC(KCACHE__PUB_HEADER); /* (not on the stack: small thread stacks) */
     char tmp[64];
     int fd, e = 0;
+    if (!hdr) return ENOMEM;
     snprintf(tmp, sizeof tmp, "%u-stats-%llx.tmp", (unsigned)kcache__pid(), (unsigned long long)kcache__now_ns());
     fd = kcache__io_openat(st->tmpfd, tmp, KCACHE__RW | KCACHE__CREATE | KCACHE__EXCL);
-    if (fd < 0) return errno ? errno : EIO;
+    if (fd < 0) {
+        e = errno ? errno : EIO;
+        KCACHE_FREE(hdr);
+        return e;
+    }
     kcache__pub_header(hdr);
-    if (kcache__io_pwrite(fd, hdr, sizeof hdr, 0) != (ptrdiff_t)sizeof hdr) e = errno ? errno : EIO;
+    if (kcache__io_pwrite(fd, hdr, KCACHE__PUB_HEADER, 0) != (ptrdiff_t)KCACHE__PUB_HEADER) e = errno ? errno : EIO;
+    KCACHE_FREE(hdr);
     /* every block allocated now: a page first touched through the mapping on a full disk would be
        SIGBUS, not an error */
     if (!e) e = kcache__io_allocate(fd, (uint64_t)KCACHE__PUB_FILE_BYTES);
@@ -6844,7 +6914,7 @@ static int kcache__pub_claim(kcache__pub *p) {
    is wrong the kcache does not publish, and with debugging on a line says why. */
 static KCACHE__UNUSED void kcache__pub_open(kcache__pub *p, kcache__store *st, const kcache_config *cfg) {
     kcache__finfo sb;
-    unsigned char hdr[KCACHE__PUB_HEADER];
+    unsigned char hdr[64]; /* what kcache__pub_valid reads */
     int fd = -1, attempt, v = 0;
     void *m;
     memset(p, 0, sizeof *p);
@@ -7125,6 +7195,7 @@ static void kcache__log(const kcache_config *cfg, const char *fmt, ...) {
 }
 #define KCACHE__DEBUG(kc, ...) do { if ((kc)->cfg.debug) kcache__log(&(kc)->cfg, __VA_ARGS__); } while (0)
 
+
 /* A size: digits with an optional K, M, G or T (powers of 1024), optionally followed by B or iB. */
 static int kcache__parse_size(const char *s, uint64_t *out) {
     uint64_t v = 0, mul = 1;
@@ -7160,14 +7231,52 @@ static int kcache__parse_bool(const char *s, int *out) {
     return 0;
 }
 
-static void kcache__env_bad(int debug, const char *var, const char *val, const char *want) {
-    if (debug) fprintf(stderr, "kcache: %s=\"%.64s\" is not %s; using the default\n", var, val, want);
+/* The variables kcache_config_init reads, what each wants (cfg->env_bad's bit i is variable i). */
+#define KCACHE__ENV_VARS(X)                                                                     \
+    X(DEBUG, "KCACHE_DEBUG", "0 or 1")                                                          \
+    X(ENABLE, "KCACHE_ENABLE", "0 or 1")                                                        \
+    X(PERSISTENT, "KCACHE_PERSISTENT", "0 or 1")                                                \
+    X(TRACE, "KCACHE_TRACE", "0 or 1")                                                          \
+    X(FSYNC, "KCACHE_FSYNC", "0 or 1")                                                          \
+    X(STATS, "KCACHE_STATS", "0 or 1")                                                          \
+    X(MAX_SIZE, "KCACHE_MAX_SIZE", "a size such as 512M or 2G")                                 \
+    X(MEM_SIZE, "KCACHE_MEM_SIZE", "a size such as 64M")                                        \
+    X(MEM_ENTRIES, "KCACHE_MEM_ENTRIES", "a count from 1 to 16M")                               \
+    X(BUILD_WAIT, "KCACHE_BUILD_WAIT", "seconds from 0 to 86400")                               \
+    X(WRITE, "KCACHE_WRITE", "through or evict")                                                \
+    X(STAMP, "KCACHE_STAMP", "mtime, content or hybrid")
+enum {
+#define KCACHE__ENV_ENUM(id, var, want) KCACHE__ENV_##id,
+    KCACHE__ENV_VARS(KCACHE__ENV_ENUM)
+#undef KCACHE__ENV_ENUM
+    KCACHE__ENV_COUNT
+};
+static const char *const kcache__env_var[] = {
+#define KCACHE__ENV_NAME(id, var, want) var,
+    KCACHE__ENV_VARS(KCACHE__ENV_NAME)
+#undef KCACHE__ENV_NAME
+};
+static const char *const kcache__env_want[] = {
+#define KCACHE__ENV_WANT(id, var, want) want,
+    KCACHE__ENV_VARS(KCACHE__ENV_WANT)
+#undef KCACHE__ENV_WANT
+};
+#define kcache__env_bad(cfg, id) ((cfg)->env_bad |= 1u << KCACHE__ENV_##id)
+
+/* What kcache_config_init found bad in the environment, said now that the log is known: with
+   debugging on, or (a bad KCACHE_DEBUG itself: the user asked for messages) in any case. */
+static void kcache__say_env_bad(const kcache_config *cfg) {
+    int i;
+    for (i = 0; i < KCACHE__ENV_COUNT; i++) {
+        const char *v;
+        if (!(cfg->env_bad & (1u << i)) || (!cfg->debug && i != KCACHE__ENV_DEBUG)) continue;
+        v = cfg->no_env ? NULL : getenv(kcache__env_var[i]);
+        kcache__log(cfg, "%s=\"%.64s\" is not %s; using the default", kcache__env_var[i], v ? v : "", kcache__env_want[i]);
+    }
 }
 
-KCACHE_API void kcache_config_init(kcache_config *cfg) {
-    const char *v;
-    uint64_t n;
-    int b;
+
+KCACHE_API void kcache_config_defaults(kcache_config *cfg) {
     if (!cfg) return;
     memset(cfg, 0, sizeof *cfg);
     cfg->max_size = (uint64_t)1 << 30;
@@ -7178,46 +7287,57 @@ KCACHE_API void kcache_config_init(kcache_config *cfg) {
     cfg->publish = 1;
     cfg->build_wait_ms = 300000;
     cfg->lock_timeout_ms = 10000;
-    if ((v = getenv("KCACHE_DEBUG")) != NULL && *v && !kcache__parse_bool(v, &cfg->debug))
-        kcache__env_bad(1, "KCACHE_DEBUG", v, "0 or 1"); /* said even so: it is the switch for saying */
-#define KCACHE__ENV_BOOL(var, field)                                                    \
-    if ((v = getenv(var)) != NULL && *v) {                                              \
+    cfg->no_env = 1;
+}
+
+KCACHE_API const char *kcache_version(void) { return KCACHE_VERSION; }
+
+KCACHE_API void kcache_config_init(kcache_config *cfg) {
+    const char *v;
+    uint64_t n;
+    int b;
+    if (!cfg) return;
+    kcache_config_defaults(cfg);
+    cfg->no_env = 0;
+#define KCACHE__ENV_BOOL(id, field)                                                     \
+    if ((v = getenv(kcache__env_var[KCACHE__ENV_##id])) != NULL && *v) {                \
         if (kcache__parse_bool(v, &b)) cfg->field = b;                                  \
-        else kcache__env_bad(cfg->debug, var, v, "0 or 1");                             \
+        else kcache__env_bad(cfg, id);                                                  \
     }
-    KCACHE__ENV_BOOL("KCACHE_ENABLE", enable)
-    KCACHE__ENV_BOOL("KCACHE_PERSISTENT", persistent)
-    KCACHE__ENV_BOOL("KCACHE_TRACE", trace)
-    KCACHE__ENV_BOOL("KCACHE_FSYNC", fsync)
-    KCACHE__ENV_BOOL("KCACHE_STATS", publish)
+    KCACHE__ENV_BOOL(DEBUG, debug)
+    KCACHE__ENV_BOOL(ENABLE, enable)
+    KCACHE__ENV_BOOL(PERSISTENT, persistent)
+    KCACHE__ENV_BOOL(TRACE, trace)
+    KCACHE__ENV_BOOL(FSYNC, fsync)
+    KCACHE__ENV_BOOL(STATS, publish)
 #undef KCACHE__ENV_BOOL
     if ((v = getenv("KCACHE_DIR")) != NULL && *v) cfg->dir = v;
     if ((v = getenv("KCACHE_MAX_SIZE")) != NULL && *v) {
         if (kcache__parse_size(v, &n)) cfg->max_size = n;
-        else kcache__env_bad(cfg->debug, "KCACHE_MAX_SIZE", v, "a size such as 512M or 2G");
+        else kcache__env_bad(cfg, MAX_SIZE);
     }
     if ((v = getenv("KCACHE_MEM_SIZE")) != NULL && *v) {
         if (kcache__parse_size(v, &n)) cfg->mem_size = n;
-        else kcache__env_bad(cfg->debug, "KCACHE_MEM_SIZE", v, "a size such as 64M");
+        else kcache__env_bad(cfg, MEM_SIZE);
     }
     if ((v = getenv("KCACHE_MEM_ENTRIES")) != NULL && *v) {
         if (kcache__parse_size(v, &n) && n >= 1 && n <= 1u << 24) cfg->mem_entries = (uint32_t)n;
-        else kcache__env_bad(cfg->debug, "KCACHE_MEM_ENTRIES", v, "a count from 1 to 16M");
+        else kcache__env_bad(cfg, MEM_ENTRIES);
     }
     if ((v = getenv("KCACHE_BUILD_WAIT")) != NULL && *v) {
         if (kcache__parse_size(v, &n) && n <= 86400) cfg->build_wait_ms = (uint32_t)n * 1000;
-        else kcache__env_bad(cfg->debug, "KCACHE_BUILD_WAIT", v, "seconds from 0 to 86400");
+        else kcache__env_bad(cfg, BUILD_WAIT);
     }
     if ((v = getenv("KCACHE_WRITE")) != NULL && *v) {
         if (strcmp(v, "through") == 0) cfg->write_policy = KCACHE_WRITE_THROUGH;
         else if (strcmp(v, "evict") == 0) cfg->write_policy = KCACHE_WRITE_EVICT;
-        else kcache__env_bad(cfg->debug, "KCACHE_WRITE", v, "through or evict");
+        else kcache__env_bad(cfg, WRITE);
     }
     if ((v = getenv("KCACHE_STAMP")) != NULL && *v) {
         if (strcmp(v, "hybrid") == 0) cfg->stamp = KCACHE_STAMP_HYBRID;
         else if (strcmp(v, "mtime") == 0) cfg->stamp = KCACHE_STAMP_MTIME;
         else if (strcmp(v, "content") == 0) cfg->stamp = KCACHE_STAMP_CONTENT;
-        else kcache__env_bad(cfg->debug, "KCACHE_STAMP", v, "mtime, content or hybrid");
+        else kcache__env_bad(cfg, STAMP);
     }
 }
 
@@ -7271,7 +7391,8 @@ KCACHE_API kcache_status kcache_open(kcache **out, const kcache_config *cfg) {
     dir = t->dir;
     why = t->why;
     kcache__mutex_init(&kc->lock);
-    kcache__host_detect(&kc->host);
+    kcache__host_detect(&kc->host, kc->cfg.no_env);
+    kcache__say_env_bad(&kc->cfg);
     why[0] = 0; /* the store's complaint: why it is refused, or what was repaired when it was opened */
     if (!kc->cfg.enable) snprintf(kc->store_why, sizeof kc->store_why, "caching off (KCACHE_ENABLE=0)");
     else if (!kc->cfg.persistent) snprintf(kc->store_why, sizeof kc->store_why, "memory only (KCACHE_PERSISTENT=0)");
@@ -7382,6 +7503,14 @@ static int kcache__lock_live(kcache *kc) {
 
 KCACHE_API const char *kcache_dir(const kcache *kc) { return kc ? kc->dir : NULL; }
 
+KCACHE_API int kcache_store_in_use(const kcache *kc, char *why, size_t cap) {
+    if (why && cap) why[0] = 0;
+    if (!kc) return 0;
+    if (kc->store) return 1;
+    if (why && cap) snprintf(why, cap, "%s", kc->store_why);
+    return 0;
+}
+
 KCACHE_API kcache_status kcache_key_host_from(kcache_key *k, const kcache *kc) {
     if (!kc) return kcache_key_host(k);
     if (!kcache__key_usable(k)) return KCACHE_EINVAL;
@@ -7460,16 +7589,16 @@ static void kcache__store_stats(kcache *kc, const kcache__store_ev *ev, kcache_s
 
 /* Writes a node that only memory held (KCACHE_WRITE=evict) to the store. */
 static void kcache__write_back(kcache *kc, kcache__node *n) {
-    kcache_key k;
+    kcache_key *k = kcache__key_alloc();
     kcache__store_ev ev;
     kcache_status s;
-    if (kcache__record_parse(n->rec, n->rec_len, &k) == KCACHE_OK) {
+    if (k && kcache__record_parse(n->rec, n->rec_len, k) == KCACHE_OK) {
         memset(&ev, 0, sizeof ev);
-        s = kcache__store_put(kc->store, &k, n->blob->data, n->blob->size, &ev);
+        s = kcache__store_put(kc->store, k, n->blob->data, n->blob->size, &ev);
         kcache__store_stats(kc, &ev, s);
-        KCACHE__DEBUG(kc, "write-back %s (%zu bytes): %s", k.unit, n->blob->size, kcache_strerror(s));
+        KCACHE__DEBUG(kc, "write-back %s (%zu bytes): %s", k->unit, n->blob->size, kcache_strerror(s));
     }
-    kcache_key_free(&k);
+    kcache__key_drop(k);
 }
 
 static void kcache__release_nodes(kcache *kc, kcache__node *list) {
@@ -7679,27 +7808,30 @@ static kcache_reason kcache__ix_classify(kcache *kc, const kcache_key *k, int64_
             kcache__sb_time(b, *when);
             break;
         case KCACHE_REASON_STAMP: {
-            kcache_key stored;
+            kcache_key *stored = kcache__key_alloc();
             kcache__sb_add(b, " (entry removed at ");
             kcache__sb_time(b, *when);
             kcache__sb_add(b, ")");
-            if (kcache__record_parse(ix.items[KCACHE__IX_GONE][at].rec, ix.items[KCACHE__IX_GONE][at].rec_len, &stored) == KCACHE_OK) {
+            if (stored &&
+                kcache__record_parse(ix.items[KCACHE__IX_GONE][at].rec, ix.items[KCACHE__IX_GONE][at].rec_len, stored) == KCACHE_OK) {
                 kcache__sb_add(b, ": ");
-                kcache__sb_stamps(b, &stored, k, kc->cfg.stamp);
+                kcache__sb_stamps(b, stored, k, kc->cfg.stamp);
             }
-            kcache_key_free(&stored);
+            kcache__key_drop(stored);
             break;
         }
         case KCACHE_REASON_FIELD: {
-            kcache_key best, cand;
+            kcache_key *best = kcache__key_alloc(), *cand = kcache__key_alloc();
             int best_eq = -1;
             uint32_t i;
-            for (i = 0; i < ix.n[KCACHE__IX_LIVE]; i++) {
-                int eq = kcache__equal_fields(ix.items[KCACHE__IX_LIVE][i].rec, ix.items[KCACHE__IX_LIVE][i].rec_len, k, &cand);
-                if (eq >= 0) kcache__keep_closest(&best, &best_eq, &cand, eq);
+            for (i = 0; best && cand && i < ix.n[KCACHE__IX_LIVE]; i++) {
+                int eq = kcache__equal_fields(ix.items[KCACHE__IX_LIVE][i].rec, ix.items[KCACHE__IX_LIVE][i].rec_len, k, cand);
+                if (eq >= 0) kcache__keep_closest(best, &best_eq, cand, eq);
             }
             kcache__sb_add(b, ": closest of %u stored overload(s) of unit \"%s\": ", ix.n[KCACHE__IX_LIVE], k->unit);
-            if (best_eq >= 0) { kcache__sb_diff(b, &best, k); kcache_key_free(&best); }
+            if (best_eq >= 0) { kcache__sb_diff(b, best, k); kcache_key_free(best); }
+            KCACHE_FREE(best); /* (cand was freed or moved into best by the last keep_closest) */
+            KCACHE_FREE(cand);
             break;
         }
         default:
@@ -7756,11 +7888,6 @@ static kcache_key *kcache__stamp_key(const kcache__finfo *fi, kcache_hash128 pat
     kcache_key_u64(sk, "mtime_ns", (uint64_t)fi->mtime_ns);
     kcache_key_u64(sk, "ctime_ns", (uint64_t)fi->ctime_ns);
     return sk;
-}
-static void kcache__key_drop(kcache_key *k) {
-    if (!k) return;
-    kcache_key_free(k);
-    KCACHE_FREE(k);
 }
 static int kcache__stamp_load(kcache *kc, const kcache__finfo *fi, kcache_hash128 path_digest, kcache_hash128 *content) {
     kcache_key *sk = kcache__stamp_key(fi, path_digest);
@@ -7850,7 +7977,7 @@ static const kcache_key *kcache__key_resolve(kcache *kc, const kcache_key *k, in
     } else {
         memcpy(c->inline_fields, k->inline_fields, sizeof(kcache_key_field) * k->count);
     }
-    f = kcache__key_fields(c);
+    f = kcache__key_fields_w(c);
     for (i = 0; i < c->count; i++) {
         const kcache__kfile *kf;
         if (f[i].type != KCACHE_FIELD_FILE || !(f[i].reserved & want)) continue;
@@ -8180,34 +8307,36 @@ static int kcache__closest_in_memory(kcache *kc, const kcache_key *k, kcache_key
     uint64_t uh = kcache_hash(k->unit, strlen(k->unit)).lo;
     const kcache__node *n;
     int best_eq = -1;
+    kcache_key *cand = kcache__key_alloc();
     *overloads = 0;
-    for (n = kc->lru.head.next; n != &kc->lru.head; n = n->next) {
-        kcache_key cand;
+    for (n = kc->lru.head.next; cand && n != &kc->lru.head; n = n->next) {
         int eq;
-        if (n->unit_hash != uh || (eq = kcache__equal_fields(n->rec, n->rec_len, k, &cand)) < 0) continue;
+        if (n->unit_hash != uh || (eq = kcache__equal_fields(n->rec, n->rec_len, k, cand)) < 0) continue;
         (*overloads)++;
-        kcache__keep_closest(best, &best_eq, &cand, eq);
+        kcache__keep_closest(best, &best_eq, cand, eq);
     }
+    KCACHE_FREE(cand); /* (freed or moved into best already) */
     return best_eq >= 0;
 }
 
-static size_t kcache__explain(kcache *kc, const kcache_key *k, char *buf, size_t cap);
+static size_t kcache__explain(kcache *kc, const kcache_key *k, char *buf, size_t cap, kcache_key *stored);
 KCACHE_API size_t kcache_explain(kcache *kc, const kcache_key *k, char *buf, size_t cap) {
-    kcache_key *copy = NULL;
+    kcache_key *copy = NULL, *stored = kcache__key_alloc(); /* scratch for a stored overload */
     size_t n;
     if (kc) kc = kcache__live(kc, 1);
     if (kc && k && k->magic == KCACHE__KEY_LIVE && k->error == KCACHE_OK && kc->cfg.enable) {
         const kcache_key *rk = kcache__key_resolve(kc, k, kc->cfg.stamp, &copy); /* stamps are compared whole */
         if (rk) k = rk;
     }
-    n = kcache__explain(kc, k, buf, cap);
+    if (!stored) kc = NULL; /* "invalid": out of memory */
+    n = kcache__explain(kc, k, buf, cap, stored);
     kcache__key_drop(copy);
+    kcache__key_drop(stored);
     return n;
 }
-static size_t kcache__explain(kcache *kc, const kcache_key *k, char *buf, size_t cap) {
+static size_t kcache__explain(kcache *kc, const kcache_key *k, char *buf, size_t cap, kcache_key *stored) {
     kcache__sb b;
     kcache__node *n;
-    kcache_key stored;
     int64_t when = 0;
     uint32_t overloads = 0;
     b.p = buf;
@@ -8229,10 +8358,10 @@ static size_t kcache__explain(kcache *kc, const kcache_key *k, char *buf, size_t
             kcache__mutex_unlock(&kc->lock);
             return b.len;
         }
-        if (m == KCACHE__MATCH_STAMP && kcache__record_parse(n->rec, n->rec_len, &stored) == KCACHE_OK) {
+        if (m == KCACHE__MATCH_STAMP && kcache__record_parse(n->rec, n->rec_len, stored) == KCACHE_OK) {
             kcache__sb_add(&b, "miss: %s: ", kcache__reason_text[KCACHE_REASON_STAMP]);
-            kcache__sb_stamps(&b, &stored, k, kc->cfg.stamp);
-            kcache_key_free(&stored);
+            kcache__sb_stamps(&b, stored, k, kc->cfg.stamp);
+            kcache_key_free(stored);
             kcache__mutex_unlock(&kc->lock);
             return b.len;
         }
@@ -8244,10 +8373,10 @@ static size_t kcache__explain(kcache *kc, const kcache_key *k, char *buf, size_t
         if (rd.status == KCACHE_OK) {
             kcache__sb_add(&b, "hit: disk (unit \"%s\", %zu bytes, in %s)", k->unit, rd.blob->size, kc->dir);
             kcache__blob_unref(rd.blob);
-        } else if (rd.reason == KCACHE_REASON_STAMP && rd.rec && kcache__record_parse(rd.rec, rd.rec_len, &stored) == KCACHE_OK) {
+        } else if (rd.reason == KCACHE_REASON_STAMP && rd.rec && kcache__record_parse(rd.rec, rd.rec_len, stored) == KCACHE_OK) {
             kcache__sb_add(&b, "miss: %s: ", kcache__reason_text[KCACHE_REASON_STAMP]);
-            kcache__sb_stamps(&b, &stored, k, kc->cfg.stamp);
-            kcache_key_free(&stored);
+            kcache__sb_stamps(&b, stored, k, kc->cfg.stamp);
+            kcache_key_free(stored);
         } else if (rd.status == KCACHE_ECORRUPT) {
             kcache__sb_add(&b, "miss: %s: the entry for unit \"%s\" in %s fails validation; the next get removes it",
                            kcache__reason_text[KCACHE_REASON_REJECTED], k->unit, kc->dir);
@@ -8270,11 +8399,11 @@ static size_t kcache__explain(kcache *kc, const kcache_key *k, char *buf, size_t
         kcache__sb_time(&b, when);
         kcache__sb_add(&b, " (memory limit %u entries / %llu bytes; %s)", kc->cfg.mem_entries, (unsigned long long)kc->cfg.mem_size,
                        kc->store_why);
-    } else if (kcache__closest_in_memory(kc, k, &stored, &overloads)) {
+    } else if (kcache__closest_in_memory(kc, k, stored, &overloads)) {
         kcache__sb_add(&b, "miss: %s: closest of %u stored overload(s) of unit \"%s\": ", kcache__reason_text[KCACHE_REASON_FIELD],
                        overloads, k->unit);
-        kcache__sb_diff(&b, &stored, k);
-        kcache_key_free(&stored);
+        kcache__sb_diff(&b, stored, k);
+        kcache_key_free(stored);
     } else {
         kcache__sb_add(&b, "miss: cold: unit \"%s\" %s", k->unit, kcache__reason_text[KCACHE_REASON_COLD]);
         if (!kc->store) kcache__sb_add(&b, " (%s)", kc->store_why);
@@ -8823,8 +8952,10 @@ typedef struct kcache__cl_scan {
 static void kcache__cl_idirs(const char *opt, kcache__cl_scan *sc) {
     const char *p = opt;
     int want_dir = 0;
+    size_t cap = opt ? strlen(opt) + 1 : 1;
+    char *tok = (char *)KCACHE_MALLOC(cap); /* a token is never longer than the options */
+    if (!tok) { sc->deps->failed = 1; return; }
     while (p && *p) {
-        char tok[4096];
         size_t n = 0;
         char q = 0;
         while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r') p++;
@@ -8832,8 +8963,8 @@ static void kcache__cl_idirs(const char *opt, kcache__cl_scan *sc) {
         while (*p && (q || (*p != ' ' && *p != '\t' && *p != '\n' && *p != '\r'))) {
             if (!q && (*p == '"' || *p == '\'')) q = *p;
             else if (q && *p == q) q = 0;
-            else if (!q && *p == '\\' && p[1]) { p++; if (n < sizeof tok - 1) tok[n++] = *p; }
-            else if (n < sizeof tok - 1) tok[n++] = *p;
+            else if (!q && *p == '\\' && p[1]) { p++; if (n < cap - 1) tok[n++] = *p; }
+            else if (n < cap - 1) tok[n++] = *p;
             p++;
         }
         tok[n] = 0;
@@ -8842,14 +8973,15 @@ static void kcache__cl_idirs(const char *opt, kcache__cl_scan *sc) {
             char **nd = (char **)KCACHE_REALLOC(sc->idirs, sizeof(char *) * (sc->nidirs + 1));
             size_t dl = strlen(dir);
             want_dir = 0;
-            if (!nd) { sc->deps->failed = 1; return; }
+            if (!nd) { sc->deps->failed = 1; break; }
             sc->idirs = nd;
-            if ((nd[sc->nidirs] = (char *)KCACHE_MALLOC(dl + 1)) == NULL) { sc->deps->failed = 1; return; }
+            if ((nd[sc->nidirs] = (char *)KCACHE_MALLOC(dl + 1)) == NULL) { sc->deps->failed = 1; break; }
             memcpy(nd[sc->nidirs++], dir, dl + 1);
         } else if (strcmp(tok, "-I") == 0) {
             want_dir = 1;
         }
     }
+    KCACHE_FREE(tok);
 }
 
 static int kcache__cl_is_file(const char *path) {
@@ -9060,7 +9192,7 @@ static size_t *kcache__cl_lens(cl_uint nsrc, const char **srcs, const size_t *le
 
 KCACHE_API kcache_status kcache_cl_key(kcache *kc, kcache_key *k, cl_device_id dev, const char *unit, cl_uint nsrc,
                                        const char **srcs, const size_t *lens, const char *options) {
-    kcache__cl_dev dv;
+    kcache__cl_dev *dv;
     kcache__cl_deps deps;
     size_t *ln;
     kcache_status s;
@@ -9072,13 +9204,21 @@ KCACHE_API kcache_status kcache_cl_key(kcache *kc, kcache_key *k, cl_device_id d
     if (!dev || !srcs || nsrc == 0) { kcache_key_init(k, unit); return kcache__key_fail(k, KCACHE_EINVAL); }
     for (i = 0; i < nsrc; i++)
         if (!srcs[i]) { kcache_key_init(k, unit); return kcache__key_fail(k, KCACHE_EINVAL); }
-    if ((ln = kcache__cl_lens(nsrc, srcs, lens)) == NULL) { kcache_key_init(k, unit); return kcache__key_fail(k, KCACHE_ENOMEM); }
-    memset(&dv, 0, sizeof dv);
-    dv.id = dev;
+    ln = kcache__cl_lens(nsrc, srcs, lens);
+    dv = (kcache__cl_dev *)KCACHE_MALLOC(sizeof *dv); /* (holds a key: not on the stack) */
+    if (!ln || !dv) {
+        KCACHE_FREE(ln);
+        KCACHE_FREE(dv);
+        kcache_key_init(k, unit);
+        return kcache__key_fail(k, KCACHE_ENOMEM);
+    }
+    memset(dv, 0, sizeof *dv);
+    dv->id = dev;
     kcache__cl_find_deps(nsrc, srcs, ln, options, &deps);
-    s = kcache__cl_key_dev(kc, k, &dv, unit, nsrc, srcs, ln, options, &deps);
+    s = kcache__cl_key_dev(kc, k, dv, unit, nsrc, srcs, ln, options, &deps);
     kcache__cl_deps_free(deps.v, deps.n);
     KCACHE_FREE(ln);
+    KCACHE_FREE(dv);
     return s;
 }
 
@@ -9474,12 +9614,24 @@ static void kcache__cl_front(kcache__cl_state *st, kcache__cl_prog *p) {
     st->lru.next = p;
 }
 
+/* The working directory, in a new string (KCACHE_FREE it), or NULL. */
+static char *kcache__cl_cwd(void) {
+    char *now = (char *)KCACHE_MALLOC(KCACHE__PATH_MAX); /* (not on the stack: small thread stacks) */
+    if (now && !getcwd(now, KCACHE__PATH_MAX)) {
+        KCACHE_FREE(now);
+        now = NULL;
+    }
+    return now;
+}
+
 /* Whether a program's #included files are as they were when it was built. */
 static int kcache__cl_deps_same(const kcache__cl_prog *p) {
     uint32_t i;
     if (p->cwd) {
-        char now[4096];
-        if (!getcwd(now, sizeof now) || strcmp(now, p->cwd) != 0) return 0;
+        char *now = kcache__cl_cwd();
+        int same = now && strcmp(now, p->cwd) == 0;
+        KCACHE_FREE(now);
+        if (!same) return 0;
     }
     for (i = 0; i < p->ndeps; i++) {
         int64_t m = 0;
@@ -9585,14 +9737,9 @@ static void kcache__cl_mem_put(kcache *kc, kcache_hash128 id, cl_context ctx, cl
     p->ndeps = deps->n;
     deps->v = NULL;
     deps->n = deps->cap = 0;
-    if (deps->any) {
-        char now[4096];
-        size_t n;
-        if (!getcwd(now, sizeof now) || (p->cwd = (char *)KCACHE_MALLOC((n = strlen(now)) + 1)) == NULL) {
-            kcache__cl_prog_free(p);
-            return;
-        }
-        memcpy(p->cwd, now, n + 1);
+    if (deps->any && (p->cwd = kcache__cl_cwd()) == NULL) {
+        kcache__cl_prog_free(p);
+        return;
     }
     kcache__mutex_lock(&kc->lock);
     st = kcache__cl_state_of(kc);
@@ -9701,7 +9848,7 @@ KCACHE_API cl_program kcache_cl_build(kcache *kc, cl_context ctx, cl_uint ndev, 
                                       const char *unit, cl_uint nsrc, const char **srcs, const size_t *lens,
                                       const char *options, int *hit, cl_int *err) {
     kcache__cl_job j;
-    kcache__cl_dev dv_inline[4], *dv = NULL;
+    kcache__cl_dev *dv = NULL; /* (each holds a key: on the heap, not the stack) */
     kcache__cl_deps deps;
     cl_device_id *all = NULL;
     const cl_device_id *ids = devs;
@@ -9763,7 +9910,7 @@ KCACHE_API cl_program kcache_cl_build(kcache *kc, cl_context ctx, cl_uint ndev, 
 
     /* 2. one key per device; what the store has */
     kcache__cl_find_deps(nsrc, srcs, ln, options, &deps);
-    dv = ndev <= sizeof dv_inline / sizeof dv_inline[0] ? dv_inline : (kcache__cl_dev *)KCACHE_MALLOC(sizeof *dv * ndev);
+    dv = (kcache__cl_dev *)KCACHE_MALLOC(sizeof *dv * ndev);
     if (!dv) { prog = kcache__cl_plain(&j, ids, ndev, &e); built_here = 1; goto out; }
     memset(dv, 0, sizeof *dv * ndev);
     j.dv = dv;
@@ -9890,7 +10037,7 @@ out:
             if (dv[i].release) kcache_release(kc, dv[i].data);
             if (dv[i].key_live) kcache_key_free(&dv[i].key);
         }
-        if (dv != dv_inline) KCACHE_FREE(dv);
+        KCACHE_FREE(dv);
     }
     kcache__cl_deps_free(deps.v, deps.n);
     KCACHE_FREE(bad);

@@ -4,7 +4,8 @@
  * read-your-writes: a put that returned is never undone by a concurrent get that read the store;
  * two handles on one store (their updates exclude each other: the accounting stays exact); 500
  * forks while 4 threads are inside kcache calls (no child hangs, none takes over its parent's
- * build claim, a build function that forks gets its payload back in the child).
+ * build claim, a build function that forks gets its payload back in the child); every public call
+ * on a 32 KiB thread stack.
  *
  * Build: make build/test_threads build/asan/test_threads build/tsan/test_threads (clang TSan).
  * Each phase runs for a fixed wall-clock budget (no timing assertion). */
@@ -1105,6 +1106,142 @@ static void test_fork_keeps_parent_claims(void)
     kcache_close(kc);
 }
 
+/* ---- every public call on a 32 KiB thread stack ------------------------------------------------
+ * Job systems and fibers give work 16-64 KiB of stack. kcache keeps its own frames under 4 KiB
+ * (tests/compile_more.sh reads -fstack-usage) and everything bigger on the heap; this runs every
+ * public call, down its deep paths (a disk hit, a stamp miss explained, a verify that rebuilds),
+ * on a thread with 32 KiB of stack, below which lies 1 MiB of inaccessible memory: a frame that
+ * does not fit is a SIGSEGV here (a default guard page is one page: a big frame could jump it). */
+#define SMALL_STACK (32 * 1024)
+
+static int small_build(void *user, void **out, size_t *n)
+{
+    unsigned char *p = (unsigned char *)malloc(100);
+    (void)user;
+    if (!p) return 1;
+    memset(p, 7, 100);
+    *out = p;
+    *n = 100;
+    return 0;
+}
+
+typedef struct small_arg { const char *dir; int bad; char why[200]; } small_arg;
+
+static void *small_stack_calls(void *arg)
+{
+    small_arg *a = (small_arg *)arg;
+    kcache_config cfg;
+    kcache *kc = NULL;
+    kcache_key *k = (kcache_key *)calloc(1, sizeof *k), *k2 = (kcache_key *)calloc(1, sizeof *k2); /* zero: freeable */
+    kcache_hash_state *hs = (kcache_hash_state *)malloc(sizeof *hs);
+    char *buf = (char *)malloc(4096), path[700], hex[33];
+    unsigned char *big = (unsigned char *)malloc(300000);
+    const void *p;
+    size_t n;
+    kcache_stats st;
+    FILE *f;
+#define SMALL_CHECK(c) do { if (!(c) && !a->bad++) snprintf(a->why, sizeof a->why, "line %d: %s", __LINE__, #c); } while (0)
+    if (!k || !k2 || !hs || !buf || !big) { a->bad = 1; goto out; }
+    memset(big, 3, 300000);
+    snprintf(path, sizeof path, "%s/dep.h", a->dir);
+    SMALL_CHECK(kcache_version() != NULL && kcache_strerror(KCACHE_EIO)[0] && kcache_reason_name(KCACHE_REASON_STAMP)[0]);
+    kcache_hash_hex(kcache_hash(big, 300000), hex);
+    kcache_hash_init(hs);
+    kcache_hash_update(hs, big, 300000);
+    SMALL_CHECK(kcache_hash_final(hs).lo == kcache_hash(big, 300000).lo);
+    kcache_config_defaults(&cfg);
+    kcache_config_init(&cfg);
+    cfg.dir = a->dir;
+    SMALL_CHECK(kcache_open(&kc, &cfg) == KCACHE_OK && kcache_dir(kc) != NULL);
+    if (!kc) goto out;
+    SMALL_CHECK(kcache_store_in_use(kc, buf, 4096) == 1);
+    if ((f = fopen(path, "w")) != NULL) { fwrite(big, 1, 200000, f); fclose(f); }
+    kcache_key_init(k, "small");
+    kcache_key_str(k, "src", "__kernel void f(void) {}");
+    kcache_key_bytes(k, "bin", big, 1000);
+    kcache_key_u64(k, "n", 1);
+    SMALL_CHECK(kcache_key_file(k, "dep", path) == KCACHE_OK);
+    SMALL_CHECK(kcache_key_library(k, "libc", (const void *)stderr) == KCACHE_OK);
+    SMALL_CHECK(kcache_key_host(k) == KCACHE_OK);
+    kcache_key_digest(k);
+    SMALL_CHECK(kcache_put(kc, k, big, 5000) == KCACHE_OK);
+    SMALL_CHECK(kcache_get(kc, k, &p, &n) == KCACHE_OK && n == 5000);
+    if (n == 5000) kcache_release(kc, p);
+    SMALL_CHECK(kcache_explain(kc, k, buf, 4096) > 0 && strncmp(buf, "hit", 3) == 0);
+    kcache_close(kc); /* a disk hit next */
+    SMALL_CHECK(kcache_open(&kc, &cfg) == KCACHE_OK);
+    if (!kc) goto out;
+    SMALL_CHECK(kcache_get(kc, k, &p, &n) == KCACHE_OK && n == 5000);
+    if (n == 5000) kcache_release(kc, p);
+    kcache_key_init(k2, "small"); /* another overload: explained by the field that differs */
+    kcache_key_str(k2, "src", "__kernel void g(void) {}");
+    kcache_key_host_from(k2, kc);
+    SMALL_CHECK(kcache_get(kc, k2, &p, &n) == KCACHE_MISS);
+    SMALL_CHECK(kcache_explain(kc, k2, buf, 4096) > 0 && strstr(buf, "field") != NULL);
+    SMALL_CHECK(kcache_get_or_build(kc, k2, small_build, NULL, &p, &n) == KCACHE_OK && n == 100);
+    if (n == 100) kcache_release(kc, p);
+    if ((f = fopen(path, "w")) != NULL) { fwrite(big, 1, 100000, f); fclose(f); } /* the dependency changes */
+    kcache_key_free(k);
+    kcache_key_init(k, "small");
+    kcache_key_str(k, "src", "__kernel void f(void) {}");
+    kcache_key_bytes(k, "bin", big, 1000);
+    kcache_key_u64(k, "n", 1);
+    kcache_key_file(k, "dep", path);
+    kcache_key_library(k, "libc", (const void *)stderr);
+    kcache_key_host(k);
+    SMALL_CHECK(kcache_explain(kc, k, buf, 4096) > 0 && strstr(buf, "dependency") != NULL);
+    SMALL_CHECK(kcache_get(kc, k, &p, &n) == KCACHE_MISS);
+    SMALL_CHECK(kcache_explain(kc, k, buf, 4096) > 0);
+    SMALL_CHECK(kcache_remove(kc, k2) == KCACHE_OK);
+    kcache_get_stats(kc, &st);
+    SMALL_CHECK(st.puts >= 1);
+    SMALL_CHECK(kcache_verify(kc, 1) == KCACHE_OK);
+    kcache_close(kc);
+out:
+    if (k) kcache_key_free(k);
+    if (k2) kcache_key_free(k2);
+    free(k);
+    free(k2);
+    free(hs);
+    free(buf);
+    free(big);
+    return NULL;
+#undef SMALL_CHECK
+}
+
+static void test_small_stack(void)
+{
+    pthread_attr_t at;
+    pthread_t th;
+    small_arg a;
+    char dir[600];
+    size_t stack = SMALL_STACK, guard = (size_t)1 << 20;
+    unsigned char *mem;
+#if defined(__SANITIZE_ADDRESS__)
+    stack *= 4; /* ASan's redzones widen every frame: the instrumented build gets more room */
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+    stack *= 4;
+#endif
+#endif
+#if defined(__SANITIZE_THREAD__)
+    stack *= 4;
+#endif
+    snprintf(dir, sizeof dir, "%s/small", tmproot);
+    memset(&a, 0, sizeof a);
+    a.dir = dir;
+    mem = (unsigned char *)mmap(NULL, guard + stack, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (mem == MAP_FAILED) { KT_FAILF("mmap: %s", strerror(errno)); return; }
+    KT_CHECK(mprotect(mem + guard, stack, PROT_READ | PROT_WRITE) == 0);
+    pthread_attr_init(&at);
+    KT_CHECK(pthread_attr_setstack(&at, mem + guard, stack) == 0);
+    KT_CHECK(pthread_create(&th, &at, small_stack_calls, &a) == 0);
+    pthread_join(th, NULL);
+    pthread_attr_destroy(&at);
+    munmap(mem, guard + stack);
+    KT_CHECK_MSG(a.bad == 0, "on a %zu KiB stack: %d checks failed, first %s", stack / 1024, a.bad, a.why);
+}
+
 int main(void)
 {
     const char *t = getenv("TMPDIR");
@@ -1120,6 +1257,7 @@ int main(void)
     KT_RUN(test_read_your_writes_store);
     KT_RUN(test_store_read_vs_put_remove);
     KT_RUN(test_two_handles_accounting);
+    KT_RUN(test_small_stack);
     fork_builds = (long *)mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     if (fork_builds == MAP_FAILED) { printf("FAIL setup: mmap: %s\n", strerror(errno)); return 1; }
     KT_RUN(test_fork_under_load);
