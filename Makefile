@@ -16,7 +16,7 @@ SAN     := -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-om
 CTESTS  := test_hash test_host test_key test_lru test_threads test_store test_flight test_index test_exchange test_hostile
 TOOLS   := $(B)/kcache-inspect $(B)/kcache-top
 CURSES  := $(shell pkg-config --libs ncursesw 2>/dev/null || echo -lncursesw)
-EXAMPLES:= $(B)/demo_cc $(B)/opencl_saxpy $(B)/opencl_many $(B)/opencl_demo $(B)/kcache_load
+EXAMPLES = $(B)/demo_cc $(B)/opencl_saxpy $(B)/opencl_many $(B)/opencl_demo $(B)/kcache_load $(NVRTC_EX)
 CL_LIBS := -lOpenCL $(LDLIBS)
 
 .PHONY: all tools examples test check-deps bench demo demo-cc install uninstall clean fuzz fuzz-smoke \
@@ -40,8 +40,14 @@ $(B)/make_store: tests/make_store.c kcache.h | $(B)
 $(B)/kcache_load: examples/kcache_load.c kcache.h | $(B)
 	$(CC) $(STD) $(CFLAGS) $(WARN) -I. -o $@ $< $(LDLIBS)
 
-$(B)/demo_cc: examples/demo_cc.c kcache.h | $(B)
+$(B)/demo_cc: examples/demo_cc.c examples/jit_cache.h kcache.h | $(B)
 	$(CC) $(STD) $(CFLAGS) $(WARN) -I. -o $@ $< $(LDLIBS) -ldl
+# CUDA C to PTX with NVRTC (examples/nvrtc_ptx.c): built where a CUDA toolkit is (CUDA=/path to
+# choose one); NVRTC needs no GPU. Without a toolkit tests/test_demo.sh says it skipped it.
+CUDA    ?= $(firstword $(wildcard /usr/local/cuda /usr/local/cuda-*))
+NVRTC_EX := $(if $(wildcard $(CUDA)/include/nvrtc.h),$(B)/nvrtc_ptx)
+$(B)/nvrtc_ptx: examples/nvrtc_ptx.c examples/jit_cache.h kcache.h | $(B)
+	$(CC) $(STD) $(CFLAGS) $(WARN) -I. -I$(CUDA)/include -o $@ $< -L$(CUDA)/lib64 -Wl,-rpath,$(CUDA)/lib64 -lnvrtc $(LDLIBS)
 $(B)/opencl_%: examples/opencl_%.c kcache.h | $(B)
 	$(CC) $(STD) $(CFLAGS) $(WARN) -I. -o $@ $< $(CL_LIBS)
 
@@ -94,7 +100,7 @@ check-deps:
 
 # Runs everything; the last line is "N passed, N failed".
 test: check-deps
-	@$(MAKE) --no-print-directory -j2 $(TEST_BINS) $(CL_TESTS) $(TOOLS) $(FAULTS) $(B)/torture $(B)/demo_cc $(B)/kcache_load $(B)/make_store $(addprefix $(B)/,$(FUZZERS))
+	@$(MAKE) --no-print-directory -j2 $(TEST_BINS) $(CL_TESTS) $(TOOLS) $(FAULTS) $(B)/torture $(B)/demo_cc $(NVRTC_EX) $(B)/kcache_load $(B)/make_store $(addprefix $(B)/,$(FUZZERS))
 	@bash tests/run.sh \
 	  compile=tests/compile_check.sh \
 	  $(foreach t,$(CTESTS),$(t)=$(B)/$(t)) \
@@ -114,7 +120,7 @@ test: check-deps
 	  s390x="bash scripts/cross.sh s390x" \
 	  exchange="bash scripts/exchange.sh $(B)/test_exchange" \
 	  portable="bash tests/test_portable.sh $(B)/test_exchange" \
-	  demo-cc="tests/test_demo.sh $(B)/demo_cc" \
+	  demo-cc="tests/test_demo.sh $(B)/demo_cc $(B)/nvrtc_ptx $(B)/kcache-inspect" \
 	  opencl=$(B)/test_opencl asan/opencl=$(B)/asan/test_opencl \
 	  demo="tests/test_demo_opencl.sh $(B)/opencl_demo" \
 	  faults=$(FAULTS) \
