@@ -184,7 +184,7 @@ $(B)/bench_opencl: bench/bench_opencl.c kcache.h | $(B)
 $(B)/bench_%: bench/bench_%.c bench/bench_util.h kcache.h | $(B)
 	$(CC) $(STD) $(BENCH_CFLAGS) $(WARN) -I. -o $@ $< $(LDLIBS)
 
-BENCHES := bench_hash bench_cache bench_flight bench_index bench_opencl bench_pub
+BENCHES := bench_hash bench_cache bench_flight bench_index bench_opencl bench_pub bench_stamp
 bench: check-deps $(addprefix $(B)/,$(BENCHES)) $(B)/kcache-top
 	@for b in $(BENCHES); do echo "== $$b"; $(B)/$$b || exit 1; done
 
