@@ -831,6 +831,21 @@ static void kcache__atomic_fence(void) { __atomic_thread_fence(__ATOMIC_SEQ_CST)
 static void kcache__atomic_fence_release(void) { __atomic_thread_fence(__ATOMIC_RELEASE); }
 #endif
 
+/* ---- memory ----
+   What a kcache holds goes through its configuration's allocator callbacks when it has them
+   (kcache_config.alloc_fn / free_fn / alloc_user), else through KCACHE_MALLOC / KCACHE_FREE: the
+   kcache itself, its memory cache (tables, nodes and every payload), single-flight records, the
+   store's state. Buffers that live only within one call (headers, records, index files being
+   read or written, paths, directory listings), keys (which have no kcache), the OpenCL part and
+   the process-wide registry use KCACHE_MALLOC. */
+typedef struct kcache__mem { kcache_alloc_fn alloc; kcache_free_fn free; void *user; } kcache__mem;
+static void *kcache__mem_alloc(const kcache__mem *m, size_t n) { return m && m->alloc ? m->alloc(m->user, n ? n : 1) : KCACHE_MALLOC(n); }
+static void kcache__mem_free(const kcache__mem *m, void *p) {
+    if (!p) return;
+    if (m && m->free) m->free(m->user, p);
+    else KCACHE_FREE(p);
+}
+
 #if !defined(_WIN32)
 static uint32_t kcache__pid(void) { return (uint32_t)getpid(); }
 #else
@@ -4758,19 +4773,20 @@ typedef struct kcache__blob {
     long refs;            /* the LRU's reference plus one per caller holding it */
     size_t size;          /* payload bytes */
     const unsigned char *data;
-    void *mem;            /* what KCACHE_MALLOC returned */
+    void *mem;            /* what the allocator returned */
+    const kcache__mem *al; /* the allocator (its kcache's or store's: payloads are released before close) */
 } kcache__blob;
-#define KCACHE__BLOB_HDR 32 /* at least sizeof(kcache__blob), a multiple of 16 */
+#define KCACHE__BLOB_HDR 48 /* at least sizeof(kcache__blob), a multiple of 16 */
 #define KCACHE__PAYLOAD_ALIGN 64
 
 /* A blob with room for `bytes_after_header` bytes, placed so that the byte at `data_offset` among
    them is 64-byte aligned. */
-static kcache__blob *kcache__blob_alloc(size_t bytes_after_header, size_t data_offset) {
+static kcache__blob *kcache__blob_alloc(const kcache__mem *al, size_t bytes_after_header, size_t data_offset) {
     unsigned char *mem;
     kcache__blob *b;
     size_t slack = KCACHE__PAYLOAD_ALIGN - 1, skip;
     if (bytes_after_header > (size_t)-1 - KCACHE__BLOB_HDR - slack) return NULL;
-    mem = (unsigned char *)KCACHE_MALLOC(KCACHE__BLOB_HDR + slack + bytes_after_header);
+    mem = (unsigned char *)kcache__mem_alloc(al, KCACHE__BLOB_HDR + slack + bytes_after_header);
     if (!mem) return NULL;
     /* skip to the next boundary: a multiple of the allocator's alignment (HDR and the offsets
        kcache passes are multiples of 16), so the header stays as aligned as KCACHE_MALLOC made it */
@@ -4780,6 +4796,7 @@ static kcache__blob *kcache__blob_alloc(size_t bytes_after_header, size_t data_o
     b->size = 0;
     b->data = NULL;
     b->mem = mem;
+    b->al = al;
     return b;
 }
 static unsigned char *kcache__blob_bytes(kcache__blob *b) { return (unsigned char *)b + KCACHE__BLOB_HDR; }
@@ -4796,7 +4813,7 @@ static kcache__blob *kcache__blob_of(const void *data) {
 }
 static void kcache__blob_ref(kcache__blob *b) { kcache__atomic_add(&b->refs, 1); }
 static void kcache__blob_unref(kcache__blob *b) {
-    if (b && kcache__atomic_add(&b->refs, -1) == 0) KCACHE_FREE(b->mem);
+    if (b && kcache__atomic_add(&b->refs, -1) == 0) kcache__mem_free(b->al, b->mem);
 }
 
 typedef struct kcache__node {
@@ -4810,6 +4827,7 @@ typedef struct kcache__node {
     int64_t touched_ns;              /* when the store's use record was last written for it */
     uint32_t hits;                   /* memory hits; every 64th looks at the clock (see kcache_get) */
     int dirty;                       /* KCACHE_WRITE_EVICT: not yet in the store */
+    const kcache__mem *al;           /* what allocated it: its kcache's allocator */
 } kcache__node;
 
 typedef struct kcache__lru {
@@ -4819,10 +4837,10 @@ typedef struct kcache__lru {
     uint64_t count, bytes;
 } kcache__lru;
 
-static kcache_status kcache__lru_init(kcache__lru *l, uint32_t entries) {
+static kcache_status kcache__lru_init(kcache__lru *l, uint32_t entries, const kcache__mem *al) {
     size_t n = 16;
     while (n < (size_t)entries * 2 && n < ((size_t)1 << 26)) n <<= 1;
-    l->buckets = (kcache__node **)KCACHE_MALLOC(n * sizeof *l->buckets);
+    l->buckets = (kcache__node **)kcache__mem_alloc(al, n * sizeof *l->buckets);
     if (!l->buckets) return KCACHE_ENOMEM;
     memset(l->buckets, 0, n * sizeof *l->buckets);
     l->mask = n - 1;
@@ -4873,7 +4891,7 @@ static void kcache__lru_insert(kcache__lru *l, kcache__node *n) {
 static void kcache__node_free(kcache__node *n) {
     if (!n) return;
     kcache__blob_unref(n->blob);
-    KCACHE_FREE(n);
+    kcache__mem_free(n->al, n);
 }
 
 /* ============================================================================================== */
@@ -4962,6 +4980,7 @@ typedef struct kcache__store {
     struct { uint64_t dev, ino, size, room; int fd; char rel[48]; } ix_last;
     uint64_t temp_seq;
     kcache__mutex mutex;       /* this handle's threads; the lock file's entry arbitrates between handles */
+    kcache__mem mem;           /* its kcache's allocator (see kcache__mem) */
 } kcache__store;
 
 /* What a store operation did, for the stats and the debug log. */
@@ -5011,7 +5030,7 @@ static const kcache__table *kcache__tab(const kcache__store *st) {
 }
 /* Lock held (or the store not yet shared): publishes the lock holder's mapping to readers. */
 static void kcache__publish(kcache__store *st) {
-    kcache__table *t = (kcache__table *)KCACHE_MALLOC(sizeof *t);
+    kcache__table *t = (kcache__table *)kcache__mem_alloc(&st->mem, sizeof *t);
     if (!t) return; /* readers keep the previous table: still mapped, only older */
     t->map = st->map;
     t->len = st->map_len;
@@ -6245,7 +6264,7 @@ static void kcache__store_read(kcache__store *st, const kcache_key *k, int polic
         uint64_t *slot = out->slot = kcache__slot_find_in(kcache__tab(st), k->digest);
         uint64_t expect = slot ? kcache__sl_get(slot, KCACHE__SL_SIZE) : 0;
         if (expect >= KCACHE__ENTRY_FIXED + 16 + 8 && expect < ((uint64_t)1 << 40) && expect < (uint64_t)((size_t)-1 / 2) &&
-            (b = kcache__blob_alloc((size_t)expect + 1, 0)) != NULL) {
+            (b = kcache__blob_alloc(&st->mem, (size_t)expect + 1, 0)) != NULL) {
             fsize = (size_t)expect;
             while (have <= fsize) {
                 ptrdiff_t r = kcache__io_read(fd, kcache__blob_bytes(b) + have, fsize + 1 - have);
@@ -6266,7 +6285,7 @@ static void kcache__store_read(kcache__store *st, const kcache_key *k, int polic
             return;
         }
         fsize = (size_t)s.size;
-        b = kcache__blob_alloc(fsize, 0);
+        b = kcache__blob_alloc(&st->mem, fsize, 0);
         if (!b) { kcache__io_close(fd); out->status = KCACHE_ENOMEM; out->reason = KCACHE_REASON_UNWRITABLE; return; }
         while (have < fsize) {
             ptrdiff_t r = kcache__io_pread(fd, kcache__blob_bytes(b) + have, fsize - have, (uint64_t)have);
@@ -6338,15 +6357,15 @@ static void kcache__store_close(kcache__store *st) {
     while ((t = st->pub) != NULL) {
         st->pub = t->older;
         if (t->map) kcache__io_unmap(t->map, t->len); /* each mapping was published once */
-        KCACHE_FREE(t);
+        kcache__mem_free(&st->mem, t);
     }
     kcache__lockfile_release(st->lf);
     if (st->ix_last.fd >= 0) kcache__io_close(st->ix_last.fd);
     if (st->dirfd >= 0) kcache__io_close(st->dirfd);
     if (st->tmpfd >= 0) kcache__io_close(st->tmpfd);
     kcache__mutex_destroy(&st->mutex);
-    KCACHE_FREE(st->dir);
-    KCACHE_FREE(st);
+    kcache__mem_free(&st->mem, st->dir);
+    kcache__mem_free(&st->mem, st);
 }
 
 /* mkdir -p with 0700 for what it creates. */
@@ -6383,12 +6402,19 @@ static kcache_status kcache__store_open(kcache__store **out, const char *dir, co
         kcache__say(why, why_cap, "cannot create %s: %s", dir, strerror(errno));
         return kcache__errno_status(errno);
     }
-    st = (kcache__store *)KCACHE_MALLOC(sizeof *st);
-    if (!st) return KCACHE_ENOMEM;
-    memset(st, 0, sizeof *st);
+    {
+        kcache__mem al;
+        al.alloc = cfg->alloc_fn;
+        al.free = cfg->free_fn;
+        al.user = cfg->alloc_user;
+        st = (kcache__store *)kcache__mem_alloc(&al, sizeof *st);
+        if (!st) return KCACHE_ENOMEM;
+        memset(st, 0, sizeof *st);
+        st->mem = al;
+    }
     st->dirfd = st->tmpfd = st->cffd = st->ix_last.fd = -1;
     kcache__mutex_init(&st->mutex);
-    st->dir = (char *)KCACHE_MALLOC(strlen(dir) + 1);
+    st->dir = (char *)kcache__mem_alloc(&st->mem, strlen(dir) + 1);
     if (!st->dir) { kcache__store_close(st); return KCACHE_ENOMEM; }
     strcpy(st->dir, dir);
     st->limit = cfg->max_size;
@@ -7178,6 +7204,7 @@ struct kcache {
     uint32_t forked;             /* set in a forked child that found kc->lock held by its parent's thread */
     uint32_t fwd_maker, fwd_failed; /* the child process opening fwd / that could not */
     kcache *fwd;
+    kcache__mem mem;             /* the configuration's allocator (see kcache__mem) */
 };
 
 /* Internal result of a call that found it runs in a process forked from kc's: the public call
@@ -7373,21 +7400,31 @@ KCACHE_API kcache_status kcache_open(kcache **out, const kcache_config *cfg) {
     kcache *kc;
     kcache_config defaults;
     kcache__open_scratch *t;
+    kcache__mem al;
     char *dir, *why;
     if (!out) return KCACHE_EINVAL;
     *out = NULL;
     if (!cfg) { kcache_config_init(&defaults); cfg = &defaults; }
     if (cfg->write_policy != KCACHE_WRITE_THROUGH && cfg->write_policy != KCACHE_WRITE_EVICT) return KCACHE_EINVAL;
     if (cfg->stamp < KCACHE_STAMP_HYBRID || cfg->stamp > KCACHE_STAMP_CONTENT) return KCACHE_EINVAL;
-    kc = (kcache *)KCACHE_MALLOC(sizeof *kc);
+    if (!cfg->alloc_fn != !cfg->free_fn) return KCACHE_EINVAL; /* both allocator callbacks, or neither */
+    al.alloc = cfg->alloc_fn;
+    al.free = cfg->free_fn;
+    al.user = cfg->alloc_user;
+    kc = (kcache *)kcache__mem_alloc(&al, sizeof *kc);
     if (!kc) return KCACHE_ENOMEM;
     memset(kc, 0, sizeof *kc);
+    kc->mem = al;
     kc->cfg = *cfg;
     kc->cfg.dir = NULL;
     kc->pid = kcache__pid();
     if (kc->cfg.mem_entries == 0) kc->cfg.mem_entries = 1;
-    if ((t = (kcache__open_scratch *)KCACHE_MALLOC(sizeof *t)) == NULL) { KCACHE_FREE(kc); return KCACHE_ENOMEM; }
-    if (kcache__lru_init(&kc->lru, kc->cfg.mem_entries) != KCACHE_OK) { KCACHE_FREE(t); KCACHE_FREE(kc); return KCACHE_ENOMEM; }
+    if ((t = (kcache__open_scratch *)KCACHE_MALLOC(sizeof *t)) == NULL) { kcache__mem_free(&al, kc); return KCACHE_ENOMEM; }
+    if (kcache__lru_init(&kc->lru, kc->cfg.mem_entries, &kc->mem) != KCACHE_OK) {
+        KCACHE_FREE(t);
+        kcache__mem_free(&al, kc);
+        return KCACHE_ENOMEM;
+    }
     dir = t->dir;
     why = t->why;
     kcache__mutex_init(&kc->lock);
@@ -7629,19 +7666,23 @@ KCACHE_API void kcache_close(kcache *kc) {
     if (kc->cl_free) kc->cl_free(kc->cl);
     kcache__pub_close(&kc->pub);
     kcache__store_close(kc->store);
-    KCACHE_FREE(kc->lru.buckets);
-    kcache__mutex_destroy(&kc->lock);
-    KCACHE_FREE(kc);
+    {
+        kcache__mem al = kc->mem;
+        kcache__mem_free(&al, kc->lru.buckets);
+        kcache__mutex_destroy(&kc->lock);
+        kcache__mem_free(&al, kc);
+    }
 }
 
 /* A new node for a key and a blob (which it takes over); its record is rec (rec_len bytes) when
    given, else the key's own. */
-static kcache__node *kcache__node_new_rec(const unsigned char *rec, size_t rec_len, const kcache_key *k, kcache__blob *b) {
+static kcache__node *kcache__node_new_rec(kcache *kc, const unsigned char *rec, size_t rec_len, const kcache_key *k, kcache__blob *b) {
     kcache__node *n;
     if (!rec) rec_len = kcache__record_size(k);
-    n = (kcache__node *)KCACHE_MALLOC(sizeof *n + rec_len); /* the record follows the node */
+    n = (kcache__node *)kcache__mem_alloc(&kc->mem, sizeof *n + rec_len); /* the record follows the node */
     if (!n) return NULL;
     memset(n, 0, sizeof *n);
+    n->al = &kc->mem;
     n->rec_len = rec_len;
     n->rec = (unsigned char *)(n + 1);
     if (rec) memcpy(n->rec, rec, rec_len);
@@ -7651,7 +7692,7 @@ static kcache__node *kcache__node_new_rec(const unsigned char *rec, size_t rec_l
     n->blob = b;
     return n;
 }
-static kcache__node *kcache__node_new(const kcache_key *k, kcache__blob *b) { return kcache__node_new_rec(NULL, 0, k, b); }
+static kcache__node *kcache__node_new(kcache *kc, const kcache_key *k, kcache__blob *b) { return kcache__node_new_rec(kc, NULL, 0, k, b); }
 
 /* Puts a node in memory, replacing any node of the same digest; returns what must be freed. */
 static kcache__node *kcache__lru_add(kcache *kc, kcache__node *n) {
@@ -8103,7 +8144,7 @@ static kcache_status kcache__get_once(kcache *kc, const kcache_key *k, const voi
         if (rd.status == KCACHE_OK) {
             /* the memory node keeps the entry's own record: its stamps, with every content digest */
             const unsigned char *h = kcache__blob_bytes(rd.blob);
-            kcache__node *nn = kcache__node_new_rec(h + KCACHE__ENTRY_FIXED, kcache__get_u32(h + 64), k, rd.blob), *gone;
+            kcache__node *nn = kcache__node_new_rec(kc, h + KCACHE__ENTRY_FIXED, kcache__get_u32(h + 64), k, rd.blob), *gone;
             int64_t now = kcache__now_ns();
             kcache__blob_ref(rd.blob);
             *data = rd.blob->data;
@@ -8195,7 +8236,7 @@ static kcache_status kcache__put_blob_key(kcache *kc, const kcache_key *k, kcach
         else if (s != KCACHE_OK)
             KCACHE__DEBUG(kc, "put %s: the store refused it (%s); kept in memory only", k->unit, kcache_strerror(s));
     }
-    n = kcache__node_new(k, b);
+    n = kcache__node_new(kc, k, b);
     if (!n) { kcache__blob_unref(b); return s == KCACHE_OK ? KCACHE_ENOMEM : s; }
     n->dirty = kc->store && !through;
     n->touched_ns = kcache__now_ns();
@@ -8211,8 +8252,8 @@ static kcache_status kcache__put_blob_key(kcache *kc, const kcache_key *k, kcach
     return s;
 }
 
-static kcache__blob *kcache__blob_copy(const void *data, size_t size) {
-    kcache__blob *b = kcache__blob_alloc(16 + size, 16);
+static kcache__blob *kcache__blob_copy(kcache *kc, const void *data, size_t size) {
+    kcache__blob *b = kcache__blob_alloc(&kc->mem, 16 + size, 16);
     if (!b) return NULL;
     if (size) memcpy(kcache__blob_bytes(b) + 16, data, size);
     kcache__blob_set_data(b, 16, size);
@@ -8225,7 +8266,7 @@ KCACHE_API kcache_status kcache_put(kcache *kc, const kcache_key *k, const void 
     if (!kc || !kcache__key_usable(k) || (!data && size)) return KCACHE_EINVAL;
     if (k->error != KCACHE_OK) return k->error;
     if (!kc->cfg.enable) return KCACHE_EDISABLED;
-    b = kcache__blob_copy(data, size);
+    b = kcache__blob_copy(kc, data, size);
     if (!b) return KCACHE_ENOMEM;
     return kcache__put_blob(kc, k, b, 0);
 }
@@ -8454,9 +8495,8 @@ static void kcache__unclaim(kcache *kc, kcache_hash128 d) { kcache__lockfile_unc
 static void kcache__flight_leave(kcache *kc, kcache__flight *f) { /* lock held */
     if (--f->refs == 0) {
         kcache__cond_destroy(&f->cond);
-        KCACHE_FREE(f);
+        kcache__mem_free(&kc->mem, f);
     }
-    (void)kc;
 }
 
 /* Runs the caller's build and hands its result out as a blob (kcache takes the buffer). *child:
@@ -8474,7 +8514,7 @@ static kcache_status kcache__run_build(kcache *kc, kcache_build_fn build, void *
     }
     *out = NULL;
     if (rc != 0) { KCACHE_FREE(p); return KCACHE_EBUILD; }
-    *out = kcache__blob_copy(p, n);
+    *out = kcache__blob_copy(kc, p, n);
     KCACHE_FREE(p);
     return *out ? KCACHE_OK : KCACHE_ENOMEM;
 }
@@ -8528,7 +8568,7 @@ static kcache_status kcache__get_or_build(kcache *kc, const kcache_key *k, kcach
             if (!waited_out) continue;
             break; /* waited long enough: build here */
         }
-        f = (kcache__flight *)KCACHE_MALLOC(sizeof *f);
+        f = (kcache__flight *)kcache__mem_alloc(&kc->mem, sizeof *f);
         if (!f) { kcache__mutex_unlock(&kc->lock); break; }
         memset(f, 0, sizeof *f);
         f->digest = k->digest;
