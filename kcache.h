@@ -8,10 +8,12 @@
        In exactly ONE C or C++ file:
            #define KCACHE_IMPLEMENTATION
            #include "kcache.h"
-       and include "kcache.h" without the define everywhere else. Link with -lpthread on POSIX.
-       For the OpenCL part (kcache_cl_build) also define KCACHE_OPENCL and link -lOpenCL.
-       Platforms: Linux and other POSIX systems; Windows (Vista or later, mingw-w64 or MSVC) without
-       the OpenCL part for now. Every call that touches a file goes through one platform layer.
+       and include "kcache.h" without the define everywhere else, first in that file (before any
+       system header: it sets the feature macros; see the top of the declarations). Link with
+       -lpthread on POSIX. For the OpenCL part (kcache_cl_build) also define KCACHE_OPENCL and link
+       -lOpenCL. Platforms: Linux and other POSIX systems; Windows (Vista or later; mingw-w64 tested
+       under wine; MSVC's branches compiled with clang in MSVC mode, x64 and ARM64) without the
+       OpenCL part for now. Every call that touches a file goes through one platform layer.
 
        kcache *kc;
        kcache_open(&kc, NULL);                         // defaults, then the environment
@@ -68,11 +70,31 @@
        tmp/                temp files (same filesystem, renamed into place); a dead writer's are removed
        Every integer is little-endian: a store written on any platform is read on any other.
        Readers take no lock. Writers write a temp file, then take the lock only to rename, account,
-       evict and log. A process forked after kcache_open takes its own lock description.
+       evict and log. Every handle of a process on one store shares one descriptor of "lock" and
+       one in-process lock (>>registry): the handles exclude each other with OFD locks or without.
+       Nothing in the program may open and close DIR/lock itself (that would drop POSIX locks).
 
    THREAD SAFETY
        Every call on one kcache is thread-safe. A kcache_key is a plain value: build it in one thread;
-       once built, many threads may pass the same key to kcache_get at once.
+       once built, many threads may pass the same key to kcache_get at once. The one state kcache
+       keeps for the whole process is the registry of lock files and remembered file stamps
+       (>>registry), thread- and fork-safe.
+
+   FORK
+       A process forked at any moment (other threads inside kcache calls included) may use or close
+       a kcache it inherited: its first call opens the child's own kcache with the same
+       configuration (the memory cache starts empty; the store is shared), and nothing of the
+       parent's is waited on, taken over (locks, build claims) or freed. No pthread_atfork handler.
+
+   STACK
+       No function of this header takes more than 4 KiB of stack (-O0 and -O2, gcc and clang); every
+       call works on a 32 KiB thread stack (fibers, job systems). Keys are about 4 KiB: keep them
+       where you like; kcache's own are on the heap.
+
+   NEVER
+       kcache starts no thread, installs no signal handler, atexit or atfork handler, and writes
+       nothing to stdout; to stderr only the debug lines asked for (KCACHE_DEBUG, cfg.debug) when no
+       log callback is set (with one, everything goes to it).
 
    ERRORS
        Every call that can fail returns a kcache_status; kcache_strerror turns one into a sentence. A
@@ -83,6 +105,10 @@
        KCACHE_STATIC       make every function static (two copies in one program)
        KCACHE_MALLOC, KCACHE_REALLOC, KCACHE_FREE    allocator (all three or none)
        KCACHE_ASSERT       assertion used for programming errors in debug builds (default assert)
+       KCACHE_TEST_NO_OFD  tests only: compile the open-file-description locks out
+       At run time: kcache_config's alloc_fn / free_fn / alloc_user (allocator callbacks),
+       log / log_user (every message), kcache_config_defaults (no environment).
+       Version: KCACHE_VERSION_MAJOR / _MINOR / _PATCH, KCACHE_VERSION, kcache_version().
 
    LIMITS
        A key holds up to 65535 fields; names are printable and shorter than KCACHE_FIELD_NAME_MAX,
