@@ -810,7 +810,7 @@ static void kcache__atomic_store_u64_rel(uint64_t *p, uint64_t v) {
 static int kcache__atomic_cas_u64(uint64_t *p, uint64_t expect, uint64_t want) {
     return (uint64_t)_InterlockedCompareExchange64((volatile __int64 *)p, (__int64)want, (__int64)expect) == expect;
 }
-static void kcache__atomic_fetch_add_u64(uint64_t *p, uint64_t v) { _InterlockedExchangeAdd64((volatile __int64 *)p, (__int64)v); }
+static KCACHE__UNUSED void kcache__atomic_fetch_add_u64(uint64_t *p, uint64_t v) { _InterlockedExchangeAdd64((volatile __int64 *)p, (__int64)v); }
 static uint32_t kcache__atomic_load_u32(const uint32_t *p) {
     uint32_t v = *(const volatile uint32_t *)p;
     KCACHE__ACQ_REL_BARRIER();
@@ -844,7 +844,7 @@ static void kcache__atomic_store_u64_rel(uint64_t *p, uint64_t v) { __atomic_sto
 static int kcache__atomic_cas_u64(uint64_t *p, uint64_t expect, uint64_t want) {
     return __atomic_compare_exchange_n(p, &expect, want, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
 }
-static void kcache__atomic_fetch_add_u64(uint64_t *p, uint64_t v) { __atomic_fetch_add(p, v, __ATOMIC_RELAXED); }
+static KCACHE__UNUSED void kcache__atomic_fetch_add_u64(uint64_t *p, uint64_t v) { __atomic_fetch_add(p, v, __ATOMIC_RELAXED); }
 static uint32_t kcache__atomic_load_u32(const uint32_t *p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
 static void kcache__atomic_store_u32(uint32_t *p, uint32_t v) { __atomic_store_n(p, v, __ATOMIC_RELEASE); }
 /* On failure *expect becomes the value found. */
@@ -7523,11 +7523,12 @@ static kcache *kcache__forked(kcache *kc) {
     uint32_t me;
     if (f && f->pid == kcache__cheap_pid()) return f;
     me = kcache__pid();
+    if (me == kc->pid) return kc;
+    kcache__atomic_store_u32(&kc->forked, 1); /* (in the child's memory): later cheap checks come here too */
     for (;;) {
         uint32_t maker;
         f = (kcache *)kcache__atomic_load_ptr((void *const *)&kc->fwd);
         if (f && f->pid == me) return f;
-        if (me == kc->pid) return kc;
         maker = kcache__atomic_load_u32(&kc->fwd_maker);
         if (maker == me) { /* another thread of this process is opening it */
             if (kcache__atomic_load_u32(&kc->fwd_failed) == me) return NULL;

@@ -29,6 +29,7 @@ static void *hook_malloc(size_t n);
 #include <time.h>
 #include <unistd.h>
 #include <errno.h>
+#include <limits.h>
 #include <ftw.h>
 #include <signal.h>
 #include <sys/mman.h>
@@ -1217,15 +1218,20 @@ static void test_small_stack(void)
     char dir[600];
     size_t stack = SMALL_STACK, guard = (size_t)1 << 20;
     unsigned char *mem;
-#if defined(__SANITIZE_ADDRESS__)
-    stack *= 4; /* ASan's redzones widen every frame: the instrumented build gets more room */
+#ifdef PTHREAD_STACK_MIN
+    if (stack < (size_t)PTHREAD_STACK_MIN) { /* glibc on aarch64 (64 KiB pages) allows no less than 128 KiB */
+        printf("# small_stack: %zu KiB, the least this system's threads may have\n", (size_t)PTHREAD_STACK_MIN / 1024);
+        stack = (size_t)PTHREAD_STACK_MIN;
+    }
+#endif
+    /* sanitizers widen every frame (ASan's redzones) and want room of their own on each thread
+       (TSan): the instrumented builds get 512 KiB; the claim is the plain build's */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+    stack = (size_t)512 << 10;
 #elif defined(__has_feature)
 #if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-    stack *= 4;
+    stack = (size_t)512 << 10;
 #endif
-#endif
-#if defined(__SANITIZE_THREAD__)
-    stack *= 4;
 #endif
     snprintf(dir, sizeof dir, "%s/small", tmproot);
     memset(&a, 0, sizeof a);
