@@ -8011,13 +8011,12 @@ static kcache_status kcache__field_content(kcache *kc, const kcache__kfile *kf, 
     return KCACHE_OK;
 }
 
-/* Whether a lookup under policy must take some file field's content first (all: any pending one,
-   as a put does: a record carries every content digest). */
-static int kcache__key_unresolved(const kcache_key *k, int policy, int all) {
+/* Whether some file field's content must be taken before k is written or compared whole under
+   policy: a pending one; under KCACHE_STAMP=content, one known from a memo too. */
+static int kcache__key_unresolved(const kcache_key *k, int policy) {
     const kcache_key_field *f = kcache__key_fields(k);
-    uint32_t i, want = all ? KCACHE__FF_PENDING : 0;
+    uint32_t i, want = KCACHE__FF_PENDING | (policy == KCACHE_STAMP_CONTENT ? KCACHE__FF_MEMO : 0);
     if (!k->files) return 0;
-    if (policy == KCACHE_STAMP_CONTENT) want |= KCACHE__FF_PENDING | KCACHE__FF_MEMO;
     for (i = 0; i < k->count; i++)
         if (f[i].type == KCACHE_FIELD_FILE && (f[i].reserved & want)) return 1;
     return 0;
@@ -8032,7 +8031,7 @@ static const kcache_key *kcache__key_resolve(kcache *kc, const kcache_key *k, in
     kcache_key_field *f;
     uint32_t i, want = KCACHE__FF_PENDING | (policy == KCACHE_STAMP_CONTENT ? KCACHE__FF_MEMO : 0);
     *copy = NULL;
-    if (!kcache__key_unresolved(k, policy, 1)) return k;
+    if (!kcache__key_unresolved(k, policy)) return k;
     if ((c = (kcache_key *)KCACHE_MALLOC(sizeof *c)) == NULL) return NULL;
     memcpy(c, k, offsetof(kcache_key, inline_fields));
     c->files = NULL;

@@ -792,6 +792,11 @@ static void test_open_config(void)
     setenv("KCACHE_MEM_ENTRIES", "2", 1);
     KT_CHECK(kcache_open(&kc, NULL) == KCACHE_OK);
     KT_CHECK(kc != NULL && kcache_dir(kc) == NULL);
+    {
+        char why[200];
+        KT_CHECK(kc && kcache_store_in_use(kc, why, sizeof why) == 0 && strstr(why, "KCACHE_PERSISTENT=0") != NULL);
+        KT_CHECK(kcache_store_in_use(NULL, why, sizeof why) == 0 && why[0] == 0);
+    }
     clear_env();
     if (kc) {
         KT_CHECK(put_n(kc, "env", 1, 10) && put_n(kc, "env", 2, 10) && put_n(kc, "env", 3, 10));

@@ -1709,6 +1709,9 @@ static void unsafe_dirs(void) {
         memory_works(kc, what);
         explain_key(kc, "cold", 5, buf, sizeof buf);
         KT_CHECK_MSG(strstr(buf, variant == 2 ? "another user" : "writable by") != NULL, "%s: explain: \"%s\"", what, buf);
+        /* and asked directly: not in use, and why */
+        KT_CHECK_MSG(kcache_store_in_use(kc, buf, sizeof buf) == 0 && strstr(buf, variant == 2 ? "another user" : "writable by"),
+                     "%s: kcache_store_in_use: \"%s\"", what, buf);
         KT_CHECK_MSG(count_dir(dir) == 0, "%s: %d files created in a refused directory", what, count_dir(dir));
         kcache_close(kc);
         tdir_rm(dir);

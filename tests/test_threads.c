@@ -90,6 +90,14 @@ static void clear_env(void)
     for (i = 0; vars[i]; i++) unsetenv(vars[i]);
 }
 
+/* A configuration for a store in tmproot/name (dir: room for its path). */
+static void cfg_store(kcache_config *cfg, char *dir, size_t cap, const char *name)
+{
+    snprintf(dir, cap, "%s/%s", tmproot, name);
+    kcache_config_init(cfg);
+    cfg->dir = dir;
+}
+
 /* ---- the allocator hook: a thread that armed it stops in its next kcache allocation until
    released (mutex + condition variable, so TSan sees the hand-off) ---- */
 
@@ -161,6 +169,17 @@ static void free_keys(void)
 }
 
 static int payload_ok(int i, const void *p, size_t n) { return n == plen[i] && memcmp(p, payload[i], n) == 0; }
+
+/* What the build functions here hand kcache: payload idx in a new buffer (kcache takes it). */
+static int give_payload(int idx, void **out, size_t *n)
+{
+    unsigned char *p = (unsigned char *)malloc(plen[idx]);
+    if (!p) return 1;
+    memcpy(p, payload[idx], plen[idx]);
+    *out = p;
+    *n = plen[idx];
+    return 0;
+}
 
 /* ---- the hammer ---------------------------------------------------------------------------- */
 
@@ -379,16 +398,9 @@ static pthread_barrier_t sf_barrier;
 
 static int slow_build(void *user, void **out, size_t *n)
 {
-    int idx = *(const int *)user;
-    unsigned char *p;
     __atomic_fetch_add(&sf_calls, 1, __ATOMIC_SEQ_CST);
     sleep_ms(200);
-    p = (unsigned char *)malloc(plen[idx]);
-    if (!p) return 1;
-    memcpy(p, payload[idx], plen[idx]);
-    *out = p;
-    *n = plen[idx];
-    return 0;
+    return give_payload(*(const int *)user, out, n);
 }
 
 typedef struct sf_arg { kcache *kc; int idx; kcache_status s; int ok; } sf_arg;
@@ -458,9 +470,7 @@ static void test_single_flight_store(void)
     kcache_config cfg;
     kcache *kc;
     char dir[600];
-    snprintf(dir, sizeof dir, "%s/sf", tmproot);
-    kcache_config_init(&cfg);
-    cfg.dir = dir;
+    cfg_store(&cfg, dir, sizeof dir, "sf");
     KT_CHECK(kcache_open(&kc, &cfg) == KCACHE_OK);
     if (!kc) return;
     KT_CHECK(kcache_dir(kc) != NULL);
@@ -539,9 +549,7 @@ static void test_read_your_writes_store(void)
     pthread_t th[4];
     ryw r[4];
     int i;
-    snprintf(dir, sizeof dir, "%s/ryw", tmproot);
-    kcache_config_init(&cfg);
-    cfg.dir = dir;
+    cfg_store(&cfg, dir, sizeof dir, "ryw");
     cfg.mem_entries = 1;
     KT_CHECK(kcache_open(&kc, &cfg) == KCACHE_OK);
     if (!kc) return;
@@ -636,9 +644,7 @@ static void test_store_read_vs_put_remove(void)
     pthread_t th;
     paused_get g;
     int paused;
-    snprintf(dir, sizeof dir, "%s/paused", tmproot);
-    kcache_config_init(&cfg);
-    cfg.dir = dir;
+    cfg_store(&cfg, dir, sizeof dir, "paused");
     cfg.mem_entries = 1;
     KT_CHECK(kcache_open(&kc, &cfg) == KCACHE_OK);
     if (!kc) return;
@@ -700,13 +706,12 @@ static void test_two_handles_accounting(void)
 {
     kcache_config cfg;
     kcache *kc[2];
-    char dir[600];
+    char dir[600], name[16];
     worker w[4];
     int i, round;
     for (round = 0; round < 3; round++) {
-        snprintf(dir, sizeof dir, "%s/two%d", tmproot, round);
-        kcache_config_init(&cfg);
-        cfg.dir = dir;
+        snprintf(name, sizeof name, "two%d", round);
+        cfg_store(&cfg, dir, sizeof dir, name);
         cfg.mem_entries = 16;
         cfg.max_size = 256 * 1024; /* eviction all the time */
         KT_CHECK(kcache_open(&kc[0], &cfg) == KCACHE_OK && kcache_open(&kc[1], &cfg) == KCACHE_OK);
@@ -746,14 +751,8 @@ static long *fork_builds; /* shared with the children (MAP_SHARED) */
 
 static int fork_build(void *user, void **out, size_t *n)
 {
-    int idx = *(const int *)user;
-    unsigned char *p = (unsigned char *)malloc(plen[idx]);
     __atomic_fetch_add(fork_builds, 1, __ATOMIC_SEQ_CST);
-    if (!p) return 1;
-    memcpy(p, payload[idx], plen[idx]);
-    *out = p;
-    *n = plen[idx];
-    return 0;
+    return give_payload(*(const int *)user, out, n);
 }
 
 static void *fork_load(void *arg)
@@ -792,6 +791,23 @@ static void *fork_load(void *arg)
         }
     }
     return NULL;
+}
+
+/* The keys a parent stores before forking (its children must find them); 1 when every put worked. */
+static int fork_keys_put(kcache *kc)
+{
+    int i, ok = 1;
+    for (i = 0; i < FORK_KEYS; i++) {
+        kcache_key_init(&fork_keys[i], "forked");
+        kcache_key_u64(&fork_keys[i], "i", (uint64_t)i);
+        ok &= kcache_put(kc, &fork_keys[i], payload[i], plen[i]) == KCACHE_OK;
+    }
+    return ok;
+}
+static void fork_keys_free(void)
+{
+    int i;
+    for (i = 0; i < FORK_KEYS; i++) kcache_key_free(&fork_keys[i]);
 }
 
 /* What a child does with the handle it inherited; 0 when everything was right. put_status: what
@@ -859,19 +875,13 @@ static void test_fork_under_load(void)
         printf("# fork_under_load: not run under %s (its allocator hangs a child forked during a malloc)\n", sanitizer());
         return;
     }
-    snprintf(dir, sizeof dir, "%s/fork", tmproot);
-    kcache_config_init(&cfg);
-    cfg.dir = dir;
+    cfg_store(&cfg, dir, sizeof dir, "fork");
     cfg.mem_entries = 64;
     cfg.max_size = 4 << 20;
     cfg.build_wait_ms = 20000;
     KT_CHECK(kcache_open(&kc, &cfg) == KCACHE_OK && kcache_dir(kc) != NULL);
     if (!kc) return;
-    for (i = 0; i < FORK_KEYS; i++) {
-        kcache_key_init(&fork_keys[i], "forked");
-        kcache_key_u64(&fork_keys[i], "i", (uint64_t)i);
-        KT_CHECK(kcache_put(kc, &fork_keys[i], payload[i], plen[i]) == KCACHE_OK);
-    }
+    KT_CHECK(fork_keys_put(kc));
     fork_stop = 0;
     memset(w, 0, sizeof w);
     for (i = 0; i < 4; i++) {
@@ -905,7 +915,7 @@ static void test_fork_under_load(void)
     KT_CHECK_MSG(other == 0, "%d of %d children crashed", other, forks);
     KT_CHECK(kcache_verify(kc, 0) == KCACHE_OK);
     printf("# fork_under_load: %d forks in %lld ms, %d hung\n", forks, (long long)(now_ms() - t0), hung);
-    for (i = 0; i < FORK_KEYS; i++) kcache_key_free(&fork_keys[i]);
+    fork_keys_free();
     kcache_close(kc);
 }
 
@@ -955,26 +965,21 @@ static void test_fork_ghost_locks(void)
                                         "the registry (a lock file being registered)", "a lock file's claims"};
     kcache_config cfg;
     kcache *kc;
-    char dir[600], other[600];
+    char dir[600], other[600], name[32];
     int what;
     for (what = GHOST_KC_LOCK; what <= GHOST_CLAIMS; what++) {
         pthread_t th;
         ghost_arg g;
         pid_t pid;
         int r;
-        snprintf(dir, sizeof dir, "%s/ghost%d", tmproot, what);
+        snprintf(name, sizeof name, "ghost%d", what);
+        cfg_store(&cfg, dir, sizeof dir, name);
         snprintf(other, sizeof other, "%s/ghost-other%d", tmproot, what);
-        kcache_config_init(&cfg);
-        cfg.dir = dir;
         cfg.build_wait_ms = 20000;
         cfg.lock_timeout_ms = 500;
         KT_CHECK(kcache_open(&kc, &cfg) == KCACHE_OK && kcache_dir(kc) != NULL);
         if (!kc) return;
-        for (r = 0; r < FORK_KEYS; r++) {
-            kcache_key_init(&fork_keys[r], "forked");
-            kcache_key_u64(&fork_keys[r], "i", (uint64_t)r);
-            kcache_put(kc, &fork_keys[r], payload[r], plen[r]);
-        }
+        KT_CHECK(fork_keys_put(kc));
         memset(&g, 0, sizeof g);
         g.kc = kc;
         g.what = what;
@@ -1004,7 +1009,7 @@ static void test_fork_ghost_locks(void)
         hook_skip = 0;
         pthread_mutex_unlock(&hook_mu);
         KT_CHECK_MSG(g.s == KCACHE_OK, "%s: %s", names[what], kcache_strerror(g.s));
-        for (r = 0; r < FORK_KEYS; r++) kcache_key_free(&fork_keys[r]);
+        fork_keys_free();
         kcache_close(kc);
     }
 }
@@ -1018,9 +1023,7 @@ static int claim_in_build_fork;
 
 static int held_build(void *user, void **out, size_t *n)
 {
-    int idx = *(const int *)user;
     char c;
-    unsigned char *p;
     __atomic_fetch_add(fork_builds, 1, __ATOMIC_SEQ_CST);
     if (claim_in_build_fork) {
         pid_t pid = fork();
@@ -1029,12 +1032,7 @@ static int held_build(void *user, void **out, size_t *n)
     } else if (read(claim_pipe[0], &c, 1) < 0) {
         return 1;
     }
-    p = (unsigned char *)malloc(plen[idx]);
-    if (!p) return 1;
-    memcpy(p, payload[idx], plen[idx]);
-    *out = p;
-    *n = plen[idx];
-    return 0;
+    return give_payload(*(const int *)user, out, n);
 }
 
 typedef struct claim_arg { kcache *kc; int idx; kcache_status s; int ok; } claim_arg;
@@ -1059,9 +1057,7 @@ static void test_fork_keeps_parent_claims(void)
     claim_arg a;
     pid_t pid;
     int r;
-    snprintf(dir, sizeof dir, "%s/claims", tmproot);
-    kcache_config_init(&cfg);
-    cfg.dir = dir;
+    cfg_store(&cfg, dir, sizeof dir, "claims");
     cfg.build_wait_ms = 20000;
     KT_CHECK(kcache_open(&kc, &cfg) == KCACHE_OK && kcache_dir(kc) != NULL);
     if (!kc || pipe(claim_pipe) != 0) { kcache_close(kc); return; }
