@@ -16,17 +16,17 @@ SAN     := -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-om
 CTESTS  := test_hash test_host test_key test_lru test_threads test_store test_flight test_index test_exchange test_hostile test_backend
 TOOLS   := $(B)/kcache-inspect $(B)/kcache-top
 CURSES  := $(shell pkg-config --libs ncursesw 2>/dev/null || echo -lncursesw)
-EXAMPLES:= $(B)/demo_cc $(B)/opencl_saxpy $(B)/opencl_many $(B)/opencl_demo $(B)/kcache_load
+EXAMPLES = $(B)/demo_cc $(B)/opencl_saxpy $(B)/opencl_many $(B)/opencl_demo $(B)/kcache_load $(NVRTC_EX)
 CL_LIBS := -lOpenCL $(LDLIBS)
 # the remote tier's optional parts: Redis (hiredis), zstd, HMAC-SHA-256 from libcrypto
 REMOTE_DEFS := -DKCACHE_REDIS -DKCACHE_ZSTD -DKCACHE_HMAC_OPENSSL
 REMOTE_LIBS := -lhiredis -lzstd -lcrypto $(LDLIBS)
 
 .PHONY: all tools examples test check-deps bench demo demo-deps demo-cc install uninstall clean fuzz fuzz-smoke \
-        test-aarch64 test-s390x test-exchange torture test-windows test-valgrind test-tsan
+        test-aarch64 test-s390x test-exchange torture test-windows test-valgrind test-tsan test-noofd
 all: tools examples
 
-$(B) $(B)/asan:
+$(B) $(B)/asan $(B)/noofd $(B)/asan-noofd:
 	mkdir -p $@
 
 # ---- tools and examples ----
@@ -43,8 +43,14 @@ $(B)/make_store: tests/make_store.c kcache.h | $(B)
 $(B)/kcache_load: examples/kcache_load.c kcache.h | $(B)
 	$(CC) $(STD) $(CFLAGS) $(WARN) -I. -o $@ $< $(LDLIBS)
 
-$(B)/demo_cc: examples/demo_cc.c kcache.h | $(B)
+$(B)/demo_cc: examples/demo_cc.c examples/jit_cache.h kcache.h | $(B)
 	$(CC) $(STD) $(CFLAGS) $(WARN) -I. -o $@ $< $(LDLIBS) -ldl
+# CUDA C to PTX with NVRTC (examples/nvrtc_ptx.c): built where a CUDA toolkit is (CUDA=/path to
+# choose one); NVRTC needs no GPU. Without a toolkit tests/test_demo.sh says it skipped it.
+CUDA    ?= $(firstword $(wildcard /usr/local/cuda /usr/local/cuda-*))
+NVRTC_EX := $(if $(wildcard $(CUDA)/include/nvrtc.h),$(B)/nvrtc_ptx)
+$(B)/nvrtc_ptx: examples/nvrtc_ptx.c examples/jit_cache.h kcache.h | $(B)
+	$(CC) $(STD) $(CFLAGS) $(WARN) -I. -I$(CUDA)/include -o $@ $< -L$(CUDA)/lib64 -Wl,-rpath,$(CUDA)/lib64 -lnvrtc $(LDLIBS)
 $(B)/opencl_%: examples/opencl_%.c kcache.h | $(B)
 	$(CC) $(STD) $(CFLAGS) $(WARN) -I. -o $@ $< $(CL_LIBS)
 $(B)/opencl_demo: examples/opencl_demo_kernel.h
@@ -63,6 +69,17 @@ $(B)/test_remote: tests/test_remote.c kcache.h tests/kt.h tests/kt_remote.h | $(
 $(B)/asan/test_remote: tests/test_remote.c kcache.h tests/kt.h tests/kt_remote.h | $(B)/asan
 	$(CC) $(STD) $(SAN) $(WARN) -I. -o $@ $< $(REMOTE_LIBS)
 REMOTE_TESTS := $(B)/test_remote $(B)/asan/test_remote
+
+# the same tests with open-file-description locks compiled out (KCACHE_TEST_NO_OFD): process-
+# associated locks only, as on macOS and the BSDs, where only kcache's lock registry keeps two
+# handles of one process from stepping on each other. `make test` runs the store, flight and
+# threads tests so (plain and ASan); `make test-noofd` runs every C test so.
+NOOFD   := -DKCACHE_TEST_NO_OFD
+NOOFD_TESTS := test_store test_flight test_threads
+$(B)/noofd/test_%: tests/test_%.c kcache.h tests/kt.h | $(B)/noofd
+	$(CC) $(STD) $(CFLAGS) $(NOOFD) $(WARN) -I. -o $@ $< $(LDLIBS)
+$(B)/asan-noofd/test_%: tests/test_%.c kcache.h tests/kt.h | $(B)/asan-noofd
+	$(CC) $(STD) $(SAN) $(NOOFD) $(WARN) -I. -o $@ $< $(LDLIBS)
 
 # the OpenCL layer's tests (PoCL) link the ICD loader
 $(B)/test_opencl: tests/test_opencl.c kcache.h tests/kt.h | $(B)
@@ -95,19 +112,22 @@ torture: $(B)/torture $(B)/torture_remote
 # another local user against a store (issue 16): run by tests/test_attack.sh, which makes (useradd)
 # and removes the second user when root
 ATTACK := $(B)/test_attack $(B)/asan/test_attack
-TEST_BINS := $(addprefix $(B)/,$(CTESTS)) $(addprefix $(B)/asan/,$(CTESTS)) $(ATTACK)
+TEST_BINS := $(addprefix $(B)/,$(CTESTS)) $(addprefix $(B)/asan/,$(CTESTS)) $(ATTACK) \
+             $(addprefix $(B)/noofd/,$(NOOFD_TESTS)) $(addprefix $(B)/asan-noofd/,$(NOOFD_TESTS))
 
 check-deps:
 	@bash scripts/deps.sh
 
 # Runs everything; the last line is "N passed, N failed".
 test: check-deps
-	@$(MAKE) --no-print-directory -j2 $(TEST_BINS) $(CL_TESTS) $(REMOTE_TESTS) $(TOOLS) $(FAULTS) $(B)/torture $(B)/torture_remote $(B)/demo_cc $(B)/kcache_load $(B)/make_store $(addprefix $(B)/,$(FUZZERS))
+	@$(MAKE) --no-print-directory -j2 $(TEST_BINS) $(CL_TESTS) $(REMOTE_TESTS) $(TOOLS) $(FAULTS) $(B)/torture $(B)/torture_remote $(B)/demo_cc $(NVRTC_EX) $(B)/kcache_load $(B)/make_store $(addprefix $(B)/,$(FUZZERS))
 	@bash tests/run.sh \
 	  compile=tests/compile_check.sh \
 	  readme=tests/test_readme.sh \
 	  $(foreach t,$(CTESTS),$(t)=$(B)/$(t)) \
 	  $(foreach t,$(CTESTS),asan/$(t)=$(B)/asan/$(t)) \
+	  $(foreach t,$(NOOFD_TESTS),noofd/$(t)=$(B)/noofd/$(t)) \
+	  $(foreach t,$(NOOFD_TESTS),asan-noofd/$(t)=$(B)/asan-noofd/$(t)) \
 	  tsan="bash scripts/memcheck.sh tsan" \
 	  valgrind="bash scripts/memcheck.sh valgrind" \
 	  inspect="tests/test_inspect.sh $(B)/kcache-inspect" \
@@ -121,7 +141,7 @@ test: check-deps
 	  s390x="bash scripts/cross.sh s390x" \
 	  exchange="bash scripts/exchange.sh $(B)/test_exchange" \
 	  portable="bash tests/test_portable.sh $(B)/test_exchange" \
-	  demo-cc="tests/test_demo.sh $(B)/demo_cc" \
+	  demo-cc="tests/test_demo.sh $(B)/demo_cc $(B)/nvrtc_ptx $(B)/kcache-inspect" \
 	  opencl=$(B)/test_opencl asan/opencl=$(B)/asan/test_opencl \
 	  demo="tests/test_demo_opencl.sh $(B)/opencl_demo" \
 	  faults=$(FAULTS) \
@@ -129,6 +149,11 @@ test: check-deps
 	  attack="bash tests/test_attack.sh $(B)/test_attack" \
 	  asan/attack="bash tests/test_attack.sh $(B)/asan/test_attack" \
 	  torture="bash scripts/torture.sh $(TORTURE_SHORT) $(B)/torture"
+
+# every C test with OFD locks compiled out, plain and under ASan+UBSan
+test-noofd: check-deps
+	@$(MAKE) --no-print-directory -j2 $(addprefix $(B)/noofd/,$(CTESTS)) $(addprefix $(B)/asan-noofd/,$(CTESTS))
+	@bash tests/run.sh $(foreach t,$(CTESTS),noofd/$(t)=$(B)/noofd/$(t)) $(foreach t,$(CTESTS),asan-noofd/$(t)=$(B)/asan-noofd/$(t))
 
 # ---- other platforms: the suite under qemu-user (aarch64, s390x big-endian), and stores written on
 # one platform read on the others ----
@@ -189,7 +214,7 @@ $(B)/bench_%: bench/bench_%.c bench/bench_util.h kcache.h | $(B)
 
 $(B)/bench_inspect: tools/kcache-inspect.c   # it includes the tool (and reads bench/data/numba-200)
 
-BENCHES := bench_hash bench_cache bench_evict bench_flight bench_index bench_opencl bench_pub bench_remote bench_inspect
+BENCHES := bench_hash bench_cache bench_evict bench_flight bench_index bench_opencl bench_pub bench_remote bench_inspect bench_stamp
 bench: check-deps $(addprefix $(B)/,$(BENCHES)) $(B)/kcache-top
 	@for b in $(BENCHES); do echo "== $$b"; $(B)/$$b || exit 1; done
 

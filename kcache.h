@@ -8,14 +8,15 @@
        In exactly ONE C or C++ file:
            #define KCACHE_IMPLEMENTATION
            #include "kcache.h"
-       and include "kcache.h" without the define everywhere else. Link with -lpthread on POSIX.
-       For the OpenCL part (kcache_cl_build) also define KCACHE_OPENCL and link -lOpenCL.
-       For the Redis remote tier (KCACHE_REMOTE) define KCACHE_REDIS and link -lhiredis; for zstd on
-       the wire (and KCACHE_COMPRESS) KCACHE_ZSTD and -lzstd; for signed remote entries
-       (KCACHE_REMOTE_SECRET) KCACHE_HMAC_OPENSSL and -lcrypto. Without them the header is as before,
-       and a remote of your own (kcache_config.remote_ops) still plugs in.
-       Platforms: Linux and other POSIX systems; Windows (Vista or later, mingw-w64 or MSVC) without
-       the OpenCL part for now. Every call that touches a file goes through one platform layer.
+       and include "kcache.h" without the define everywhere else, first in that file (before any
+       system header: it sets the feature macros; see the top of the declarations). Link with
+       -lpthread on POSIX. For the OpenCL part (kcache_cl_build) also define KCACHE_OPENCL and link
+       -lOpenCL. For the Redis remote tier (KCACHE_REMOTE) define KCACHE_REDIS and link -lhiredis;
+       for zstd on the wire (and KCACHE_COMPRESS) KCACHE_ZSTD and -lzstd; for signed remote entries
+       (KCACHE_REMOTE_SECRET) KCACHE_HMAC_OPENSSL and -lcrypto. Without them a remote of your own
+       (kcache_config.remote_ops) still plugs in. Platforms: Linux and other POSIX systems; Windows (Vista or later; mingw-w64 tested
+       under wine; MSVC's branches compiled with clang in MSVC mode, x64 and ARM64) without the
+       OpenCL part for now. Every call that touches a file goes through one platform layer.
 
        kcache *kc;
        kcache_open(&kc, NULL);                         // defaults, then the environment
@@ -89,7 +90,9 @@
        tmp/                temp files (same filesystem, renamed into place); a dead writer's are removed
        Every integer is little-endian: a store written on any platform is read on any other.
        Readers take no lock. Writers write a temp file, then take the lock only to rename, account,
-       evict and log. A process forked after kcache_open takes its own lock description.
+       evict and log. Every handle of a process on one store shares one descriptor of "lock" and
+       one in-process lock (>>registry): the handles exclude each other with OFD locks or without.
+       Nothing in the program may open and close DIR/lock itself (that would drop POSIX locks).
        Directories kcache makes are 0700 and its files 0600 (02770 / 0660 in a shared store): lock,
        config.file and stats exactly, whatever the umask (which can only take bits away).
        The store stays under its limit with the temp files of writes in flight counted, and leaves
@@ -119,7 +122,25 @@
 
    THREAD SAFETY
        Every call on one kcache is thread-safe. A kcache_key is a plain value: build it in one thread;
-       once built, many threads may pass the same key to kcache_get at once.
+       once built, many threads may pass the same key to kcache_get at once. The one state kcache
+       keeps for the whole process is the registry of lock files and remembered file stamps
+       (>>registry), thread- and fork-safe.
+
+   FORK
+       A process forked at any moment (other threads inside kcache calls included) may use or close
+       a kcache it inherited: its first call opens the child's own kcache with the same
+       configuration (the memory cache starts empty; the store is shared), and nothing of the
+       parent's is waited on, taken over (locks, build claims) or freed. No pthread_atfork handler.
+
+   STACK
+       No function of this header takes more than 4 KiB of stack (-O0 and -O2, gcc and clang); every
+       call works on a 32 KiB thread stack (fibers, job systems). Keys are about 4 KiB: keep them
+       where you like; kcache's own are on the heap.
+
+   NEVER
+       kcache starts no thread, installs no signal handler, atexit or atfork handler, and writes
+       nothing to stdout; to stderr only the debug lines asked for (KCACHE_DEBUG, cfg.debug) when no
+       log callback is set (with one, everything goes to it).
 
    ERRORS
        Every call that can fail returns a kcache_status; kcache_strerror turns one into a sentence. A
@@ -130,10 +151,13 @@
        KCACHE_STATIC       make every function static (two copies in one program)
        KCACHE_MALLOC, KCACHE_REALLOC, KCACHE_FREE    allocator (all three or none)
        KCACHE_ASSERT       assertion used for programming errors in debug builds (default assert)
-       KCACHE_KEY_INLINE   fields a key holds without allocating (default 16)
        KCACHE_REDIS        the built-in Redis remote tier (hiredis 0.14 or later; POSIX)
        KCACHE_ZSTD         zstd-compressed entries on the remote, and KCACHE_COMPRESS (libzstd)
        KCACHE_HMAC_OPENSSL HMAC-SHA-256 from OpenSSL's libcrypto for KCACHE_REMOTE_SECRET
+       KCACHE_TEST_NO_OFD  tests only: compile the open-file-description locks out
+       At run time: kcache_config's alloc_fn / free_fn / alloc_user (allocator callbacks),
+       log / log_user (every message), kcache_config_defaults (no environment).
+       Version: KCACHE_VERSION_MAJOR / _MINOR / _PATCH, KCACHE_VERSION, kcache_version().
 
    LIMITS
        A key holds up to 65535 fields; names are printable and shorter than KCACHE_FIELD_NAME_MAX,
@@ -144,17 +168,22 @@
        business; links and junctions inside the store are refused as symlinks are elsewhere.
 
    REVISIONS
+       0.2  vendoring: one lock registry per process (locking independent of OFD locks and of the
+            include order), fork-safe handles, small stacks, dependency stamps remembered,
+            kcache_key_library, version macros, no-environment configuration, allocator callbacks
        0.1  keys, XXH3-128, memory LRU, configuration, persistent store, per-unit indexes,
             explained misses, single flight
 */
 #ifndef KCACHE_H
 #define KCACHE_H
 
-/* On POSIX the implementation needs POSIX 2008 and uses a few Linux extensions where they exist
-   (openat2, OFD locks, MADV_WIPEONFORK); the feature
-   macro must come before the first system header, so the implementation file should include
-   kcache.h first (or be compiled with -D_GNU_SOURCE). */
-#if defined(KCACHE_IMPLEMENTATION) && defined(__linux__) && !defined(_GNU_SOURCE)
+/* The implementation needs POSIX 2008 and uses a few Linux extensions where they exist (openat2,
+   open-file-description locks, MADV_WIPEONFORK, dladdr). Feature macros act only before the first
+   system header: kcache.h defines _GNU_SOURCE when it comes first in the implementation file. When
+   another header came first, what it left visible decides: POSIX 2008 (any -std=gnu*, C++, or
+   -D_POSIX_C_SOURCE=200809L) is enough, and the extensions are used where they are visible; a strict
+   -std=c99/c11 leaves POSIX hidden and the build stops with one message saying what to do. */
+#if defined(KCACHE_IMPLEMENTATION) && (defined(__linux__) || defined(__GNU__) || defined(__CYGWIN__)) && !defined(_GNU_SOURCE)
 #define _GNU_SOURCE
 #endif
 /* 64-bit file offsets on 32-bit systems too: build claims sit at byte 2^40 of the lock file, and
@@ -165,6 +194,13 @@
 
 #include <stddef.h>
 #include <stdint.h>
+
+/* This header's version: the macros for the preprocessor, kcache_version() for the library a
+   program actually runs with (the same unless two copies differ). */
+#define KCACHE_VERSION_MAJOR 0
+#define KCACHE_VERSION_MINOR 2
+#define KCACHE_VERSION_PATCH 0
+#define KCACHE_VERSION "0.2.0"
 
 #ifndef KCACHE_API
 #ifdef KCACHE_STATIC
@@ -178,9 +214,12 @@
 #endif
 #endif
 
-#ifndef KCACHE_KEY_INLINE
-#define KCACHE_KEY_INLINE 16
+/* A key's layout is the same in every file of a program: the number of fields it holds without
+   allocating is fixed (it was an option, which let two files disagree on sizeof(kcache_key)). */
+#ifdef KCACHE_KEY_INLINE
+#error "kcache: KCACHE_KEY_INLINE is no longer an option (a kcache_key must have one layout in every file); remove its definition"
 #endif
+#define KCACHE_KEY_INLINE 16
 
 #ifdef __cplusplus
 extern "C" {
@@ -300,7 +339,9 @@ KCACHE_API kcache_hash128 kcache_hash_final(const kcache_hash_state *st);
 enum { KCACHE_WRITE_THROUGH = 0, KCACHE_WRITE_EVICT = 1 };
 enum { KCACHE_STAMP_HYBRID = 0, KCACHE_STAMP_MTIME = 1, KCACHE_STAMP_CONTENT = 2 };
 
-/* Line sink for debug messages; NULL means stderr. Called with no kcache lock held. */
+/* Line sink for every message kcache writes (debug lines, complaints about the environment or the
+   store); NULL means stderr. Called with no kcache lock held. With it set, kcache never writes to
+   stderr itself. */
 typedef void (*kcache_log_fn)(void *user, const char *line);
 
 /* ---- the remote tier's backend: a table of callbacks ------------------------------------------
@@ -340,6 +381,11 @@ typedef struct kcache_remote_ops {
 
 enum { KCACHE_REMOTE_RW = 0, KCACHE_REMOTE_RO = 1 };
 
+/* Allocator callbacks (both or neither): what a kcache allocates for itself goes through them, with
+   alloc_user (see kcache_config). alloc_fn returns memory aligned for any type, or NULL. */
+typedef void *(*kcache_alloc_fn)(void *user, size_t size);
+typedef void (*kcache_free_fn)(void *user, void *ptr);
+
 typedef struct kcache_config {
     const char *dir;          /* persistent store; NULL: the default location (see ENVIRONMENT)  */
     uint64_t max_size;        /* store limit in bytes; 0: no limit                                */
@@ -374,13 +420,35 @@ typedef struct kcache_config {
     int compress;             /* 1: zstd for the local store's entries too (KCACHE_COMPRESS; KCACHE_ZSTD) */
     const char *shared_group; /* a group whose members share the store (KCACHE_SHARED_GROUP); NULL: the
                                  store is the caller's alone                                        */
+    /* 0.2: */
+    int no_env;               /* 1: kcache_open reads no KCACHE_* variable (kcache_config_defaults sets it) */
+    kcache_alloc_fn alloc_fn; /* allocator callbacks, both or neither; NULL: KCACHE_MALLOC / KCACHE_FREE */
+    kcache_free_fn free_fn;
+    void *alloc_user;         /* passed to both */
+    uint32_t env_bad;         /* kcache_config_init: the variables whose value was bad (for kcache_open
+                                 to say through the log, which is set only after kcache_config_init) */
 } kcache_config;
 
-/* Fills cfg with the defaults, then applies the environment variables. A bad value keeps the
-   default and, when debugging is on, says so on stderr. Thread safety: reads the environment.
-   cfg->dir may point into the environment (KCACHE_DIR): pass cfg to kcache_open, which copies it,
-   before changing that variable (Windows' C runtime frees the old string). */
+/* Fills cfg with the defaults, then applies the environment variables (KCACHE_*). A bad value keeps
+   the default and is noted in cfg->env_bad, which kcache_open says through cfg->log (or stderr)
+   when debugging is on, and in any case for a bad KCACHE_DEBUG (the user asked for messages);
+   kcache_config_init itself writes nothing. Thread safety: reads the environment. cfg->dir may
+   point into the environment (KCACHE_DIR): pass cfg to kcache_open, which copies it, before
+   changing that variable (Windows' C runtime frees the old string).
+
+   Which wins: the program's own assignments after kcache_config_init always win (they come last);
+   the environment wins over the defaults. A program whose configuration must be final (a user's
+   KCACHE_ENABLE=0 must not turn its cache off) uses kcache_config_defaults instead. */
 KCACHE_API void kcache_config_init(kcache_config *cfg);
+
+/* Fills cfg with the defaults alone, reading no environment, and sets cfg->no_env so that
+   kcache_open reads none either (KCACHE_CPU_NAME / KCACHE_CPU_FEATURES are then not applied to
+   kcache_key_host_from's tuple; kcache_key_host, which has no kcache, still reads them). The
+   default store directory (cfg->dir NULL) still follows XDG_CACHE_HOME / HOME (LocalAppData). */
+KCACHE_API void kcache_config_defaults(kcache_config *cfg);
+
+/* This library's version, "MAJOR.MINOR.PATCH" (KCACHE_VERSION of the copy that was compiled). */
+KCACHE_API const char *kcache_version(void);
 
 /* ============================================================================================== */
 /* >>api  opening, keys, lookups                                                                  */
@@ -403,6 +471,12 @@ KCACHE_API void kcache_close(kcache *kc);
 /* The directory of the persistent store in use, or NULL when the cache is memory only. */
 KCACHE_API const char *kcache_dir(const kcache *kc);
 
+/* Whether kc uses a persistent store: 1 when it does; 0 when it runs from memory only, with the
+   reason written into why (snprintf-style: cut to cap, NUL-terminated when cap > 0; why may be NULL)
+   such as "caching off (KCACHE_ENABLE=0)" or "memory only: /x is writable by group or others;
+   refusing it". kc NULL: 0. */
+KCACHE_API int kcache_store_in_use(const kcache *kc, char *why, size_t cap);
+
 enum kcache_field_type {
     KCACHE_FIELD_BYTES = 1,
     KCACHE_FIELD_STR = 2,
@@ -420,7 +494,7 @@ typedef struct kcache_key_field {
     kcache_hash128 digest;            /* XXH3-128 of the value (of the path for file fields)        */
     uint64_t size;                    /* length of the value in bytes                               */
     uint32_t type;                    /* enum kcache_field_type                                     */
-    uint32_t reserved;
+    uint32_t reserved;                /* kcache's own flags (file fields: how content is known)    */
     int64_t mtime_ns;                 /* file fields: the stamp, checked on load, not digested      */
     uint64_t file_size;
     kcache_hash128 content;
@@ -434,6 +508,7 @@ typedef struct kcache_key {
     uint32_t cap;               /* fields room: KCACHE_KEY_INLINE or the heap array's            */
     kcache_status error;        /* first failure of an add: a key with an error never matches    */
     kcache_key_field *heap;     /* all fields once they outgrow the inline room, else NULL        */
+    void *files;                /* file fields' paths and full stats (kcache_key_file); owned      */
     kcache_hash128 digest;      /* canonical digest, kept current by every add                    */
     char unit[KCACHE_UNIT_MAX];
     kcache_key_field inline_fields[KCACHE_KEY_INLINE];
@@ -452,8 +527,22 @@ KCACHE_API kcache_status kcache_key_str(kcache_key *k, const char *name, const c
 KCACHE_API kcache_status kcache_key_u64(kcache_key *k, const char *name, uint64_t v);
 
 /* A dependency on a file: its name and path are digested; its stamp (mtime, size, content hash) is
-   recorded and checked when the entry is loaded (KCACHE_STAMP). KCACHE_ENOENT if it cannot be read. */
+   recorded and checked when the entry is loaded (KCACHE_STAMP). KCACHE_ENOENT if it does not exist.
+   An unchanged dependency costs a stat, not a read: the content hash is taken only when a lookup
+   needs it (a put; KCACHE_STAMP=content; hybrid when mtime or size differ from the stored ones) and
+   is then remembered under the file's full stat (device, inode, size, mtime, ctime: ctime cannot be
+   set back), in the process and, for files of 1 MiB or more, in the store, so that neither this
+   process nor the next hashes the same file again (KCACHE_STAMP=content hashes at every lookup). A
+   file that exists but cannot be read makes the lookups miss. */
 KCACHE_API kcache_status kcache_key_file(kcache_key *k, const char *name, const char *path);
+
+/* A dependency on the shared library (or executable) that holds `address` (a function of the
+   library, such as nvrtcCompileProgram): kcache_key_file of the file the process actually loaded,
+   found with dladdr (/proc/self/maps where dladdr is not declared; GetModuleHandleEx and
+   GetModuleFileNameW on Windows), its symlinks resolved. So a key names the library version it was
+   built with, and a driver or compiler upgrade is a miss, never a stale binary. KCACHE_ENOENT when
+   no loaded file holds address. */
+KCACHE_API kcache_status kcache_key_library(kcache_key *k, const char *name, const void *address);
 
 /* Adds the host's magic tuple: fields "host.os_arch", "host.cpu_name" and "host.cpu_features"
    (LLVM's names; KCACHE_CPU_NAME / KCACHE_CPU_FEATURES override the detected ones). */
@@ -629,9 +718,6 @@ KCACHE_API kcache_status kcache_verify(kcache *kc, int fix);
 #ifndef KCACHE__IMPLEMENTED
 #define KCACHE__IMPLEMENTED
 
-#if defined(__GLIBC__) && !defined(_GNU_SOURCE) && !defined(_DEFAULT_SOURCE) && !defined(_POSIX_C_SOURCE)
-#error "kcache: include kcache.h before any system header in the implementation file, or compile with -D_GNU_SOURCE"
-#endif
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -712,6 +798,23 @@ KCACHE_API kcache_status kcache_verify(kcache *kc, int fix);
 #include <sys/socket.h>
 #endif
 
+/* What a system header included before kcache.h left visible (see the top of this file). glibc
+   decides once, at its first header: __USE_XOPEN2K8 says whether POSIX 2008 is in; the constants
+   checked after it are those of the headers just included, for libcs that decide per header. On
+   32-bit glibc, off_t must be 64 bits (build claims sit at byte 2^40). One message, and nothing
+   else of the implementation is compiled after it. */
+#if !defined(_WIN32) &&                                                                               \
+    ((defined(__GLIBC__) && !defined(__USE_XOPEN2K8)) || !defined(CLOCK_REALTIME) || !defined(CLOCK_MONOTONIC) || \
+     !defined(O_CLOEXEC) || !defined(O_NOFOLLOW) || !defined(O_DIRECTORY) || !defined(AT_SYMLINK_NOFOLLOW) ||   \
+     !defined(AT_REMOVEDIR))
+#error "kcache: POSIX 2008 is hidden here (under a strict -std, a system header, or kcache.h without KCACHE_IMPLEMENTATION, was included first): in the file that defines KCACHE_IMPLEMENTATION, define it and include kcache.h before any other header, or compile that file with -D_GNU_SOURCE (or -std=gnu11)"
+#define KCACHE__UNUSABLE
+#elif defined(__GLIBC__) && defined(__WORDSIZE) && __WORDSIZE == 32 && !defined(__USE_FILE_OFFSET64)
+#error "kcache: off_t is 32 bits here (a system header was included before kcache.h): in the file that defines KCACHE_IMPLEMENTATION, define it and include kcache.h before any other header, or compile that file with -D_FILE_OFFSET_BITS=64"
+#define KCACHE__UNUSABLE
+#endif
+#ifndef KCACHE__UNUSABLE
+
 #if defined(__GNUC__) || defined(__clang__)
 #define KCACHE__UNUSED __attribute__((unused))
 #define KCACHE__LIKELY(x) __builtin_expect(!!(x), 1)
@@ -730,6 +833,7 @@ typedef pthread_cond_t kcache__cond;
 static void kcache__mutex_init(kcache__mutex *m) { pthread_mutex_init(m, NULL); }
 static void kcache__mutex_destroy(kcache__mutex *m) { pthread_mutex_destroy(m); }
 static void kcache__mutex_lock(kcache__mutex *m) { pthread_mutex_lock(m); }
+static int kcache__mutex_trylock(kcache__mutex *m) { return pthread_mutex_trylock(m) == 0; }
 static void kcache__mutex_unlock(kcache__mutex *m) { pthread_mutex_unlock(m); }
 static void kcache__cond_init(kcache__cond *c) { pthread_cond_init(c, NULL); }
 static void kcache__cond_destroy(kcache__cond *c) { pthread_cond_destroy(c); }
@@ -768,6 +872,7 @@ typedef CONDITION_VARIABLE kcache__cond;
 static void kcache__mutex_init(kcache__mutex *m) { InitializeSRWLock(m); }
 static void kcache__mutex_destroy(kcache__mutex *m) { (void)m; }
 static void kcache__mutex_lock(kcache__mutex *m) { AcquireSRWLockExclusive(m); }
+static int kcache__mutex_trylock(kcache__mutex *m) { return TryAcquireSRWLockExclusive(m) != 0; }
 static void kcache__mutex_unlock(kcache__mutex *m) { ReleaseSRWLockExclusive(m); }
 static void kcache__cond_init(kcache__cond *c) { InitializeConditionVariable(c); }
 static void kcache__cond_destroy(kcache__cond *c) { (void)c; }
@@ -805,11 +910,104 @@ static void kcache__sleep_ms(unsigned ms) { Sleep(ms); }
 static void kcache__sleep_us(unsigned us) { Sleep((us + 999) / 1000); } /* the timer's grain is coarser anyway */
 #endif
 
+/* ---- atomics: every atomic access of kcache.h goes through these ----------------------------
+   GCC and clang: the __atomic builtins. MSVC (and clang in MSVC mode): Interlocked intrinsics and
+   volatile accesses of aligned words, which x64 and ARM64 make single-copy atomic (32-bit x86 reads
+   and writes 64-bit words through a compare-exchange), with barriers for the ordered forms. */
+#if defined(_MSC_VER)
+#include <intrin.h>
+#if defined(_M_IX86) || defined(_M_X64)
+#define KCACHE__ACQ_REL_BARRIER() _ReadWriteBarrier() /* x86 keeps loads and stores in order itself */
+#else
+#define KCACHE__ACQ_REL_BARRIER() MemoryBarrier()
+#endif
+static long kcache__atomic_add(long *p, long v) { return _InterlockedExchangeAdd((volatile long *)p, v) + v; }
+static uint64_t kcache__atomic_load_u64(const uint64_t *p) {
+#if defined(_M_IX86)
+    return (uint64_t)_InterlockedCompareExchange64((volatile __int64 *)(uintptr_t)p, 0, 0);
+#else
+    return *(const volatile uint64_t *)p;
+#endif
+}
+static void kcache__atomic_store_u64(uint64_t *p, uint64_t v) {
+#if defined(_M_IX86)
+    _InterlockedExchange64((volatile __int64 *)p, (__int64)v);
+#else
+    *(volatile uint64_t *)p = v;
+#endif
+}
+static uint64_t kcache__atomic_load_u64_acq(const uint64_t *p) {
+    uint64_t v = kcache__atomic_load_u64(p);
+    KCACHE__ACQ_REL_BARRIER();
+    return v;
+}
+static void kcache__atomic_store_u64_rel(uint64_t *p, uint64_t v) {
+    KCACHE__ACQ_REL_BARRIER();
+    kcache__atomic_store_u64(p, v);
+}
+static int kcache__atomic_cas_u64(uint64_t *p, uint64_t expect, uint64_t want) {
+    return (uint64_t)_InterlockedCompareExchange64((volatile __int64 *)p, (__int64)want, (__int64)expect) == expect;
+}
+static KCACHE__UNUSED void kcache__atomic_fetch_add_u64(uint64_t *p, uint64_t v) { _InterlockedExchangeAdd64((volatile __int64 *)p, (__int64)v); }
+static uint32_t kcache__atomic_load_u32(const uint32_t *p) {
+    uint32_t v = *(const volatile uint32_t *)p;
+    KCACHE__ACQ_REL_BARRIER();
+    return v;
+}
+static void kcache__atomic_store_u32(uint32_t *p, uint32_t v) {
+    KCACHE__ACQ_REL_BARRIER();
+    *(volatile uint32_t *)p = v;
+}
+/* On failure *expect becomes the value found (as __atomic_compare_exchange_n). */
+static int kcache__atomic_cas_u32(uint32_t *p, uint32_t *expect, uint32_t want) {
+    uint32_t found = (uint32_t)_InterlockedCompareExchange((volatile long *)p, (long)want, (long)*expect);
+    if (found == *expect) return 1;
+    *expect = found;
+    return 0;
+}
+static void *kcache__atomic_load_ptr(void *const *p) {
+    void *v = *(void *const volatile *)p;
+    KCACHE__ACQ_REL_BARRIER();
+    return v;
+}
+static void kcache__atomic_store_ptr(void **p, void *v) { _InterlockedExchangePointer((void *volatile *)p, v); }
+static void kcache__atomic_fence(void) { MemoryBarrier(); }
+static void kcache__atomic_fence_release(void) { KCACHE__ACQ_REL_BARRIER(); }
+#else
 static long kcache__atomic_add(long *p, long v) { return __atomic_add_fetch(p, v, __ATOMIC_ACQ_REL); }
 static uint64_t kcache__atomic_load_u64(const uint64_t *p) { return __atomic_load_n(p, __ATOMIC_RELAXED); }
 static void kcache__atomic_store_u64(uint64_t *p, uint64_t v) { __atomic_store_n(p, v, __ATOMIC_RELAXED); }
-static int kcache__atomic_cas_u64(uint64_t *p, uint64_t expect, uint64_t v) {
-    return __atomic_compare_exchange_n(p, &expect, v, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+static uint64_t kcache__atomic_load_u64_acq(const uint64_t *p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
+static void kcache__atomic_store_u64_rel(uint64_t *p, uint64_t v) { __atomic_store_n(p, v, __ATOMIC_RELEASE); }
+static int kcache__atomic_cas_u64(uint64_t *p, uint64_t expect, uint64_t want) {
+    return __atomic_compare_exchange_n(p, &expect, want, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+}
+static KCACHE__UNUSED void kcache__atomic_fetch_add_u64(uint64_t *p, uint64_t v) { __atomic_fetch_add(p, v, __ATOMIC_RELAXED); }
+static uint32_t kcache__atomic_load_u32(const uint32_t *p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
+static void kcache__atomic_store_u32(uint32_t *p, uint32_t v) { __atomic_store_n(p, v, __ATOMIC_RELEASE); }
+/* On failure *expect becomes the value found. */
+static int kcache__atomic_cas_u32(uint32_t *p, uint32_t *expect, uint32_t want) {
+    return __atomic_compare_exchange_n(p, expect, want, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+}
+static void *kcache__atomic_load_ptr(void *const *p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
+static void kcache__atomic_store_ptr(void **p, void *v) { __atomic_store_n(p, v, __ATOMIC_RELEASE); }
+static void kcache__atomic_fence(void) { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
+static void kcache__atomic_fence_release(void) { __atomic_thread_fence(__ATOMIC_RELEASE); }
+#endif
+
+/* ---- memory ----
+   What a kcache holds goes through its configuration's allocator callbacks when it has them
+   (kcache_config.alloc_fn / free_fn / alloc_user), else through KCACHE_MALLOC / KCACHE_FREE: the
+   kcache itself, its memory cache (tables, nodes and every payload), single-flight records, the
+   store's state. Buffers that live only within one call (headers, records, index files being
+   read or written, paths, directory listings), keys (which have no kcache), the OpenCL part and
+   the process-wide registry use KCACHE_MALLOC. */
+typedef struct kcache__mem { kcache_alloc_fn alloc; kcache_free_fn free; void *user; } kcache__mem;
+static void *kcache__mem_alloc(const kcache__mem *m, size_t n) { return m && m->alloc ? m->alloc(m->user, n ? n : 1) : KCACHE_MALLOC(n); }
+static void kcache__mem_free(const kcache__mem *m, void *p) {
+    if (!p) return;
+    if (m && m->free) m->free(m->user, p);
+    else KCACHE_FREE(p);
 }
 
 #if !defined(_WIN32)
@@ -817,36 +1015,6 @@ static uint32_t kcache__pid(void) { return (uint32_t)getpid(); }
 #else
 static uint32_t kcache__pid(void) { return (uint32_t)GetCurrentProcessId(); }
 #endif
-
-/* This process's pid without a system call per question (a disk hit asks, to publish its counts
-   in this process's own stats slot after a fork): a page that the kernel zeroes in a forked child
-   (MADV_WIPEONFORK, Linux 4.14+) keeps the pid it was read in. Without it, getpid. Only for
-   statistics: an emulator may accept the advice without honouring it (qemu-user does), so what
-   correctness rests on (the lock description, temp-file names) asks getpid itself. */
-typedef struct { uint32_t *page; } kcache__pidwatch;
-static void kcache__pidwatch_init(kcache__pidwatch *w) {
-    w->page = NULL;
-#if defined(__linux__) && defined(MADV_WIPEONFORK)
-    {
-        void *p = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-        if (p != MAP_FAILED && madvise(p, 4096, MADV_WIPEONFORK) == 0) w->page = (uint32_t *)p;
-        else if (p != MAP_FAILED) munmap(p, 4096);
-    }
-#endif
-}
-static uint32_t kcache__pidwatch_get(kcache__pidwatch *w) {
-    uint32_t pid;
-    if (w->page && (pid = __atomic_load_n(w->page, __ATOMIC_RELAXED)) != 0) return pid;
-    pid = kcache__pid();
-    if (w->page) __atomic_store_n(w->page, pid, __ATOMIC_RELAXED);
-    return pid;
-}
-static void kcache__pidwatch_free(kcache__pidwatch *w) {
-#if defined(__linux__) && defined(MADV_WIPEONFORK)
-    if (w->page) munmap((void *)w->page, 4096);
-#endif
-    w->page = NULL;
-}
 
 /* ---- files: every system call kcache makes on a file, a directory or a mapping ----------------
    The store, index and stats layers call only kcache__io_*: one list for the Win32 layer to
@@ -932,6 +1100,10 @@ static int kcache__fault_errno(int e) {
 #if defined(__linux__)
 #include <sys/syscall.h>
 #endif
+/* syscall() is declared only with the BSD/GNU extensions visible (not under a bare _POSIX_C_SOURCE). */
+#if defined(__linux__) && defined(SYS_openat2) && (defined(__USE_MISC) || (!defined(__GLIBC__) && (defined(_GNU_SOURCE) || defined(_BSD_SOURCE))))
+#define KCACHE__HAVE_OPENAT2 1
+#endif
 
 static void kcache__finfo_from(const struct stat *s, kcache__finfo *fi) {
     fi->size = (uint64_t)s->st_size;
@@ -984,7 +1156,7 @@ static int kcache__os_openat(int dirfd, const char *name, int how) {
    kernel has openat2 (Linux 5.6+). -1 with errno ENOSYS where it cannot: the caller walks. The
    argument structure is declared here: libcs without the kernel's headers (musl) lack it. */
 static int kcache__os_open_beneath(int dirfd, const char *rel, int how) {
-#if defined(__linux__) && defined(SYS_openat2)
+#if defined(KCACHE__HAVE_OPENAT2)
     struct { uint64_t flags, mode, resolve; } h;
     long r;
     memset(&h, 0, sizeof h);
@@ -1055,9 +1227,10 @@ static int kcache__os_space(int fd, uint64_t *avail, uint64_t *total) {
     return 0;
 }
 static int kcache__os_truncate(int fd, uint64_t len) { return ftruncate(fd, (off_t)len); }
-/* Locks (or unlocks) byte `at` of a file. Open-file-description locks (Linux) belong to the
-   descriptor, not the process, so two kcache objects in one process exclude each other too; a
-   dead holder's locks are gone with it. */
+/* Locks (or unlocks) byte `at` of a file; a dead holder's locks are gone with it. Open-file-
+   description locks where the system has them (Linux 3.15+), else process-associated ones: either
+   way the registry (>>registry) arbitrates between the threads and handles of one process.
+   KCACHE_TEST_NO_OFD (tests only) compiles the OFD locks out, to run everything on the fallback. */
 static int kcache__os_lock(int fd, uint64_t at, int type, int wait) {
     struct flock fl;
     memset(&fl, 0, sizeof fl);
@@ -1065,7 +1238,7 @@ static int kcache__os_lock(int fd, uint64_t at, int type, int wait) {
     fl.l_whence = SEEK_SET;
     fl.l_start = (off_t)at;
     fl.l_len = 1;
-#ifdef F_OFD_SETLK
+#if defined(F_OFD_SETLK) && !defined(KCACHE_TEST_NO_OFD)
     if (fcntl(fd, wait ? F_OFD_SETLKW : F_OFD_SETLK, &fl) == 0) return 0;
     if (errno != EINVAL) return -1;
 #endif
@@ -1775,12 +1948,339 @@ static int kcache__os_space(int fd, uint64_t *avail, uint64_t *total) {
 #endif /* !_WIN32 */
 
 /* A file's stamp; 0, or an errno. */
-static int kcache__stat_path(const char *path, int64_t *mtime_ns, uint64_t *size) {
+static KCACHE__UNUSED int kcache__stat_path(const char *path, int64_t *mtime_ns, uint64_t *size) {
     kcache__finfo fi;
     if (kcache__io_stat(path, &fi) != 0) return errno ? errno : EIO;
     *mtime_ns = fi.mtime_ns;
     *size = fi.size;
     return 0;
+}
+
+/* ============================================================================================== */
+/* >>registry  the one process-wide state: each store's lock file, remembered dependency stamps   */
+/* ============================================================================================== */
+
+/* POSIX record locks (fcntl F_SETLK) belong to a process, not to a descriptor: two kcache handles of
+   one process on one store do not exclude each other through them, and closing any descriptor of
+   the lock file drops every lock the process holds on it. So, as SQLite's unix VFS does, a process
+   keeps one entry per lock file (device, inode) that every handle on that store shares: one
+   descriptor, never closed while a handle uses it, and the in-process arbitration the kernel cannot
+   do: the store lock (byte 0: one holder in the process at a time) and the build claims (one holder
+   per byte). The kernel lock then only has to exclude other processes, which every kind of lock
+   does. Open-file-description locks (Linux 3.15+) are used where they exist, as an extra only: a
+   close() of another descriptor of the lock file elsewhere in the program does not drop them.
+   Windows locks belong to the handle; the same arbitration applies.
+
+   The registry is the one piece of state kcache keeps for the whole process: the list of lock
+   files, a table of dependency stamps (see kcache_key_file) and the page that tells a forked child
+   from its parent. Thread-safe: every access holds one lock word, which holds the pid of the
+   process whose thread took it (held briefly: no system call under it but opening a lock file).
+   Fork-safe without pthread_atfork handlers (which a library cannot remove again, and which would
+   stall every fork of the program while a kcache call finishes): a child finds the word held by
+   another process's thread, which does not exist in the child, and takes it over; the list it
+   finds is its parent's and is left alone (the child's handles open their own entries with their
+   own descriptors, so a child never takes over its parent's locks or build claims); the stamp
+   table, possibly caught mid-change, is cleared. Two copies of kcache in one program
+   (KCACHE_STATIC) have a registry each: their handles on one store exclude each other only where
+   OFD locks exist. */
+
+#if !defined(_WIN32)
+#include <sched.h>
+static void kcache__yield(void) { sched_yield(); }
+#else
+static void kcache__yield(void) { SwitchToThread(); }
+#endif
+
+/* A lock file as this process uses it (shared by every handle on the store). */
+typedef struct kcache__lockfile {
+    struct kcache__lockfile *next;
+    uint64_t dev, ino;
+    int fd;                    /* the one descriptor: closed with the entry, never before */
+    int spare;                 /* one opened in a race for the same file, closed with the entry */
+    uint32_t pid;              /* the process the entry belongs to */
+    long users;                /* open stores using it (registry lock) */
+    kcache__mutex m;           /* guards held and claims */
+    kcache__cond cv;           /* signalled when held drops */
+    int held;                  /* a thread of this process holds the store lock (byte 0) */
+    uint64_t *claims;          /* bytes claimed by this process's builds */
+    size_t nclaims, cap;
+} kcache__lockfile;
+
+/* A dependency's content digest under the file's full stat (see kcache_key_file). */
+typedef struct kcache__memo {
+    uint64_t dev, ino, size, used;
+    int64_t mtime_ns, ctime_ns;
+    kcache_hash128 content;
+} kcache__memo;
+#define KCACHE__MEMO_WAYS 4
+#define KCACHE__MEMO_SETS 128
+
+static struct kcache__registry {
+    uint32_t lock;             /* 0, or the pid of the process whose thread holds the registry */
+    uint32_t pid;              /* the process the list of lock files belongs to */
+    kcache__lockfile *files;
+    uint32_t *pidpage;         /* see kcache__cheap_pid */
+    uint64_t memo_clock;
+    kcache__memo memo[KCACHE__MEMO_SETS * KCACHE__MEMO_WAYS];
+} kcache__reg;
+
+static void kcache__reg_lock(void) {
+    uint32_t me = kcache__pid();
+    unsigned tries = 0;
+    for (;;) {
+        uint32_t cur = 0;
+        if (kcache__atomic_cas_u32(&kcache__reg.lock, &cur, me)) break;
+        if (cur != me && kcache__atomic_cas_u32(&kcache__reg.lock, &cur, me)) {
+            /* held when this process was forked, by a thread that does not exist here */
+            memset(kcache__reg.memo, 0, sizeof kcache__reg.memo);
+            break;
+        }
+        if (++tries < 64) kcache__yield();
+        else kcache__sleep_us(tries < 256 ? 20 : 500);
+    }
+    if (kcache__reg.pid != me) { /* the parent's lock files stay the parent's (see above) */
+        kcache__reg.files = NULL;
+        kcache__reg.pid = me;
+    }
+}
+static void kcache__reg_unlock(void) { kcache__atomic_store_u32(&kcache__reg.lock, 0); }
+
+/* This process's pid without a system call, for the checks on every call that a handle is used in
+   the process that opened it: a page the kernel zeroes in a forked child (MADV_WIPEONFORK, Linux
+   4.14+) keeps the pid it was read in; elsewhere, getpid. An emulator may accept the advice without
+   honouring it (qemu-user 7 does), so a wrong "same process" here must only ever delay noticing a
+   fork, never hang: every path that could wait on something of the parent's asks getpid itself. */
+static uint32_t kcache__cheap_pid(void) {
+    uint32_t *page = (uint32_t *)kcache__atomic_load_ptr((void *const *)&kcache__reg.pidpage), pid;
+    if (page && (pid = kcache__atomic_load_u32(page)) != 0) return pid;
+    pid = kcache__pid();
+    if (page) {
+        kcache__atomic_store_u32(page, pid);
+        return pid;
+    }
+#if defined(__linux__) && defined(MADV_WIPEONFORK) && defined(MAP_ANONYMOUS)
+    kcache__reg_lock();
+    if (!kcache__reg.pidpage) {
+        void *p = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (p != MAP_FAILED && madvise(p, 4096, MADV_WIPEONFORK) == 0) {
+            *(uint32_t *)p = pid;
+            kcache__atomic_store_ptr((void **)&kcache__reg.pidpage, p);
+        } else if (p != MAP_FAILED) {
+            munmap(p, 4096);
+        }
+    }
+    kcache__reg_unlock();
+#endif
+    return pid;
+}
+
+/* The entry of the lock file (dev, ino) with one more user, or NULL (registry lock held). */
+static kcache__lockfile *kcache__lockfile_find_locked(uint64_t dev, uint64_t ino) {
+    kcache__lockfile *lf;
+    for (lf = kcache__reg.files; lf; lf = lf->next)
+        if (lf->dev == dev && lf->ino == ino) {
+            lf->users++;
+            return lf;
+        }
+    return NULL;
+}
+static kcache__lockfile *kcache__lockfile_find(uint64_t dev, uint64_t ino) {
+    kcache__lockfile *lf;
+    kcache__reg_lock();
+    lf = kcache__lockfile_find_locked(dev, ino);
+    kcache__reg_unlock();
+    return lf;
+}
+/* Takes over fd, a descriptor of a lock file just opened: the file's entry (a new one, or the one
+   another handle made meanwhile), or NULL with fd closed and errno set. */
+static kcache__lockfile *kcache__lockfile_adopt(int fd) {
+    kcache__finfo fi;
+    kcache__lockfile *lf;
+    if (kcache__io_fstat(fd, &fi) != 0) {
+        int e = errno;
+        kcache__io_close(fd);
+        errno = e;
+        return NULL;
+    }
+    kcache__reg_lock();
+    if ((lf = kcache__lockfile_find_locked(fi.dev, fi.ino)) != NULL) {
+        /* opened twice at once: closing this descriptor would drop the locks the process holds
+           through the other, so it stays open as long as the entry does */
+        if (lf->spare < 0) lf->spare = fd;
+        else fd = -1;
+    } else if ((lf = (kcache__lockfile *)KCACHE_MALLOC(sizeof *lf)) != NULL) {
+        memset(lf, 0, sizeof *lf);
+        lf->dev = fi.dev;
+        lf->ino = fi.ino;
+        lf->fd = fd;
+        lf->spare = -1;
+        lf->pid = kcache__reg.pid;
+        lf->users = 1;
+        kcache__mutex_init(&lf->m);
+        kcache__cond_init(&lf->cv);
+        lf->next = kcache__reg.files;
+        kcache__reg.files = lf;
+        fd = -1;
+    }
+    kcache__reg_unlock();
+    if (fd >= 0) kcache__io_close(fd); /* no entry: nothing of this process is locked through it */
+    if (!lf) errno = ENOMEM;
+    return lf;
+}
+/* A store lets go of its lock file; the last one closes it. In a forked child the parent's entry is
+   not the child's to change: left alone. */
+static void kcache__lockfile_release(kcache__lockfile *lf) {
+    int last = 0;
+    kcache__lockfile **p;
+    if (!lf) return;
+    kcache__reg_lock();
+    if (lf->pid == kcache__reg.pid && --lf->users == 0) {
+        for (p = &kcache__reg.files; *p; p = &(*p)->next)
+            if (*p == lf) {
+                *p = lf->next;
+                break;
+            }
+        last = 1;
+    }
+    kcache__reg_unlock();
+    if (!last) return;
+    kcache__io_close(lf->fd);
+    if (lf->spare >= 0) kcache__io_close(lf->spare);
+    kcache__mutex_destroy(&lf->m);
+    kcache__cond_destroy(&lf->cv);
+    KCACHE_FREE(lf->claims);
+    KCACHE_FREE(lf);
+}
+
+/* Takes the store lock of this process's entry (byte 0): first among the process's threads and
+   handles (waiting until deadline_ns, wall clock), then against other processes (the kernel lock,
+   tried without blocking so that the wait is bounded too). 0, or -1 with errno (EAGAIN: timed out;
+   ECHILD: called in a process forked from the entry's). */
+static int kcache__lockfile_lock(kcache__lockfile *lf, int64_t deadline_ns) {
+    unsigned pause_us = 20; /* holders keep it for tens of microseconds: start short, back off */
+    if (kcache__pid() != lf->pid) { errno = ECHILD; return -1; }
+    kcache__mutex_lock(&lf->m);
+    while (lf->held) {
+        if (!kcache__cond_wait_until(&lf->cv, &lf->m, deadline_ns) && lf->held) {
+            kcache__mutex_unlock(&lf->m);
+            errno = EAGAIN;
+            return -1;
+        }
+    }
+    lf->held = 1;
+    kcache__mutex_unlock(&lf->m);
+    while (kcache__io_lock(lf->fd, 0, KCACHE__LOCK_EXCLUSIVE, 0) != 0) {
+        int e = errno;
+        if ((e != EAGAIN && e != EACCES && e != EINTR) || kcache__now_ns() > deadline_ns) {
+            kcache__mutex_lock(&lf->m);
+            lf->held = 0;
+            kcache__cond_broadcast(&lf->cv);
+            kcache__mutex_unlock(&lf->m);
+            errno = e == EACCES || e == EINTR ? EAGAIN : e;
+            return -1;
+        }
+        kcache__sleep_us(pause_us);
+        if (pause_us < 2000) pause_us *= 2;
+    }
+    return 0;
+}
+static void kcache__lockfile_unlock(kcache__lockfile *lf) {
+    if (kcache__pid() != lf->pid) return; /* a forked child back from a callback: its parent's lock */
+    kcache__io_lock(lf->fd, 0, KCACHE__LOCK_NONE, 0);
+    kcache__mutex_lock(&lf->m);
+    lf->held = 0;
+    kcache__cond_broadcast(&lf->cv);
+    kcache__mutex_unlock(&lf->m);
+}
+
+/* Claims byte `at` for a build, without waiting: 1 when claimed; 0 when a thread of this process or
+   another process holds it (errno EAGAIN); -1 on an error (errno; ECHILD in a forked child). */
+static int kcache__lockfile_claim(kcache__lockfile *lf, uint64_t at) {
+    size_t i;
+    int e;
+    if (kcache__pid() != lf->pid) { errno = ECHILD; return -1; }
+    kcache__mutex_lock(&lf->m);
+    for (i = 0; i < lf->nclaims; i++)
+        if (lf->claims[i] == at) {
+            kcache__mutex_unlock(&lf->m);
+            errno = EAGAIN;
+            return 0;
+        }
+    if (lf->nclaims == lf->cap) {
+        size_t ncap = lf->cap ? lf->cap * 2 : 8;
+        uint64_t *nc = (uint64_t *)KCACHE_MALLOC(ncap * sizeof *nc);
+        if (!nc) {
+            kcache__mutex_unlock(&lf->m);
+            errno = ENOMEM;
+            return -1;
+        }
+        if (lf->nclaims) memcpy(nc, lf->claims, lf->nclaims * sizeof *nc);
+        KCACHE_FREE(lf->claims);
+        lf->claims = nc;
+        lf->cap = ncap;
+    }
+    lf->claims[lf->nclaims++] = at;
+    kcache__mutex_unlock(&lf->m);
+    if (kcache__io_lock(lf->fd, at, KCACHE__LOCK_EXCLUSIVE, 0) == 0) return 1;
+    e = errno;
+    kcache__mutex_lock(&lf->m);
+    for (i = 0; i < lf->nclaims; i++)
+        if (lf->claims[i] == at) {
+            lf->claims[i] = lf->claims[--lf->nclaims];
+            break;
+        }
+    kcache__mutex_unlock(&lf->m);
+    errno = e == EACCES || e == EINTR ? EAGAIN : e;
+    return errno == EAGAIN ? 0 : -1;
+}
+static void kcache__lockfile_unclaim(kcache__lockfile *lf, uint64_t at) {
+    size_t i;
+    if (kcache__pid() != lf->pid) return; /* a forked child back from a build: its parent's claim */
+    kcache__io_lock(lf->fd, at, KCACHE__LOCK_NONE, 0);
+    kcache__mutex_lock(&lf->m);
+    for (i = 0; i < lf->nclaims; i++)
+        if (lf->claims[i] == at) {
+            lf->claims[i] = lf->claims[--lf->nclaims];
+            break;
+        }
+    kcache__mutex_unlock(&lf->m);
+}
+
+/* The remembered content digest of a file with exactly this stat, if any. */
+static KCACHE__UNUSED int kcache__memo_get(const kcache__finfo *fi, kcache_hash128 *content) {
+    kcache__memo *set = &kcache__reg.memo[(size_t)((fi->ino * 0x9E3779B97F4A7C15ull ^ fi->dev) >> 57) * KCACHE__MEMO_WAYS];
+    int i, found = 0;
+    kcache__reg_lock();
+    for (i = 0; i < KCACHE__MEMO_WAYS; i++) {
+        kcache__memo *m = &set[i];
+        if (m->used && m->dev == fi->dev && m->ino == fi->ino && m->size == fi->size && m->mtime_ns == fi->mtime_ns &&
+            m->ctime_ns == fi->ctime_ns) {
+            *content = m->content;
+            m->used = ++kcache__reg.memo_clock;
+            found = 1;
+            break;
+        }
+    }
+    kcache__reg_unlock();
+    return found;
+}
+static KCACHE__UNUSED void kcache__memo_put(const kcache__finfo *fi, kcache_hash128 content) {
+    kcache__memo *set = &kcache__reg.memo[(size_t)((fi->ino * 0x9E3779B97F4A7C15ull ^ fi->dev) >> 57) * KCACHE__MEMO_WAYS], *m;
+    int i;
+    kcache__reg_lock();
+    m = &set[0];
+    for (i = 0; i < KCACHE__MEMO_WAYS; i++) { /* the same file's older stamp, else the least recent */
+        if (set[i].used && set[i].dev == fi->dev && set[i].ino == fi->ino) { m = &set[i]; break; }
+        if (set[i].used < m->used) m = &set[i];
+    }
+    m->dev = fi->dev;
+    m->ino = fi->ino;
+    m->size = fi->size;
+    m->mtime_ns = fi->mtime_ns;
+    m->ctime_ns = fi->ctime_ns;
+    m->content = content;
+    m->used = ++kcache__reg.memo_clock;
+    kcache__reg_unlock();
 }
 
 /* ============================================================================================== */
@@ -1876,7 +2376,9 @@ static void kcache__say(char *out, size_t cap, const char *fmt, ...) {
 #if (defined(__x86_64__) || defined(_M_X64)) && !defined(_M_ARM64EC)
 #  define KCACHE__HASH_HAVE_SSE2 1
 #  include <emmintrin.h>
-#  if defined(__clang__) || (defined(__GNUC__) && __GNUC__ >= 5) || defined(_MSC_VER)
+/* Unoptimised builds (-O0) keep SSE2: there every intrinsic of the wide paths gets a stack slot
+ * of its own (tens of KiB of frame), which a debug build on a small thread stack cannot afford. */
+#  if (defined(__clang__) || (defined(__GNUC__) && __GNUC__ >= 5) || defined(_MSC_VER)) && (defined(__OPTIMIZE__) || defined(_MSC_VER))
 #    define KCACHE__HASH_HAVE_AVX2 1
 #    include <immintrin.h>
 #    if defined(__clang__) || defined(__GNUC__)
@@ -1896,9 +2398,10 @@ static void kcache__say(char *out, size_t cap, const char *fmt, ...) {
 #  endif
 /* AVX-512 where the compiler can both target it per function and ask the CPU about AVX512-VBMI2
  * (GCC 8, clang 8 / Apple clang 12); MSVC keeps AVX2 (no start-up record to ask). */
-#  if !defined(_MSC_VER) && ((defined(__clang__) && !defined(__apple_build_version__) && __clang_major__ >= 8) ||  \
-                             (defined(__apple_build_version__) && __clang_major__ >= 12) ||                     \
-                             (!defined(__clang__) && defined(__GNUC__) && __GNUC__ >= 8))
+#  if !defined(_MSC_VER) && defined(__OPTIMIZE__) &&                                                             \
+      ((defined(__clang__) && !defined(__apple_build_version__) && __clang_major__ >= 8) ||                          \
+       (defined(__apple_build_version__) && __clang_major__ >= 12) ||                                               \
+       (!defined(__clang__) && defined(__GNUC__) && __GNUC__ >= 8))
 #    define KCACHE__HASH_HAVE_AVX512 1
 #    define KCACHE__HASH_TARGET_AVX512 __attribute__((target("avx512f")))
 #  endif
@@ -3886,9 +4389,8 @@ KCACHE_API const char *kcache_reason_name(kcache_reason r) {
     return ((unsigned)r < KCACHE_REASON_COUNT) ? kcache__reason_word[r] : "unknown";
 }
 
-static kcache_key_field *kcache__key_fields(const kcache_key *k) {
-    return k->heap ? k->heap : (kcache_key_field *)k->inline_fields;
-}
+static const kcache_key_field *kcache__key_fields(const kcache_key *k) { return k->heap ? k->heap : k->inline_fields; }
+static kcache_key_field *kcache__key_fields_w(kcache_key *k) { return k->heap ? k->heap : k->inline_fields; }
 
 /* A key passed to the library must have been initialised and not freed; in debug builds a
    violation is an assertion (it is a programming error), otherwise the call fails cleanly. */
@@ -4012,7 +4514,7 @@ static kcache_status kcache__key_slot(kcache_key *k, const char *name, uint32_t 
         k->heap = nf;
         k->cap = ncap;
     }
-    f = kcache__key_fields(k);
+    f = kcache__key_fields_w(k);
     memmove(f + at + 1, f + at, sizeof(kcache_key_field) * (k->count - at));
     memset(&f[at], 0, sizeof f[at]);
     memcpy(f[at].name, name, nlen + 1);
@@ -4079,39 +4581,67 @@ KCACHE_API kcache_status kcache_key_u64(kcache_key *k, const char *name, uint64_
     return kcache__key_added(k);
 }
 
-/* Streams a file through XXH3-128. 0, or an errno. */
-static int kcache__hash_file(const char *path, kcache_hash128 *out, uint64_t *size) {
-    unsigned char buf[65536];
+/* ---- file dependencies ------------------------------------------------------------------------
+   kcache_key_file records a file's full stat and, when this process already knows the file under
+   that stat (the stamp memo, >>registry), its content digest; otherwise the content is pending and
+   is taken only when a lookup needs it (kcache__key_resolve): a hit whose stored mtime and size are
+   the file's never reads it. The path and the stat stay beside the key (k->files) for that. */
+#define KCACHE__FF_PENDING 1u /* the content digest is not known yet */
+#define KCACHE__FF_MEMO 2u    /* known from a memo, not read now: KCACHE_STAMP=content reads it again */
+#define KCACHE__STAMP_STORE_MIN ((uint64_t)1 << 20) /* a file this big gets its digest kept in the store */
+#define KCACHE__HASH_BUF 65536
+
+typedef struct kcache__kfile {
+    struct kcache__kfile *next;
+    char name[KCACHE_FIELD_NAME_MAX]; /* the field's */
+    kcache__finfo fi;                 /* the stat kcache_key_file took */
+    char *path;                       /* stored right after the struct */
+} kcache__kfile;
+
+static const kcache__kfile *kcache__key_kfile(const kcache_key *k, const char *name) {
+    const kcache__kfile *kf;
+    for (kf = (const kcache__kfile *)k->files; kf; kf = kf->next)
+        if (strcmp(kf->name, name) == 0) return kf;
+    return NULL;
+}
+
+/* Streams a file through XXH3-128 (the buffer on the heap: calls fit small thread stacks). 0 with
+   *fi the file's stat after the read, or an errno; *changed when it changed while it was read (its
+   stamp must then not vouch for the content). */
+static int kcache__hash_file(const char *path, kcache_hash128 *out, kcache__finfo *fi, int *changed) {
+    unsigned char *buf;
     kcache_hash_state st;
+    kcache__finfo before;
     uint64_t total = 0;
-    int fd = kcache__io_open(path, KCACHE__RD);
-    if (fd < 0) return errno ? errno : EIO;
+    int fd, e = 0;
+    if ((buf = (unsigned char *)KCACHE_MALLOC(KCACHE__HASH_BUF)) == NULL) return ENOMEM;
+    fd = kcache__io_open(path, KCACHE__RD | KCACHE__NONBLOCK);
+    if (fd < 0 || kcache__io_fstat(fd, &before) != 0) e = errno ? errno : EIO;
+    else if (before.kind != KCACHE__KIND_FILE) e = EISDIR; /* a directory or FIFO is no dependency */
     kcache_hash_init(&st);
-    for (;;) {
-        ptrdiff_t r = kcache__io_read(fd, buf, sizeof buf);
-        if (r < 0) {
-            int e = errno;
-            if (e == EINTR) continue;
-            kcache__io_close(fd);
-            return e ? e : EIO;
-        }
-        if (r == 0) break;
+    while (!e) {
+        ptrdiff_t r = kcache__io_read(fd, buf, KCACHE__HASH_BUF);
+        if (r < 0 && errno == EINTR) continue;
+        if (r < 0) e = errno ? errno : EIO;
+        if (r <= 0) break;
         kcache_hash_update(&st, buf, (size_t)r);
         total += (uint64_t)r;
     }
-    kcache__io_close(fd);
+    if (!e && kcache__io_fstat(fd, fi) != 0) e = errno ? errno : EIO;
+    if (fd >= 0) kcache__io_close(fd);
+    KCACHE_FREE(buf);
+    if (e) return e;
     *out = kcache_hash_final(&st);
-    *size = total;
+    *changed = before.mtime_ns != fi->mtime_ns || before.ctime_ns != fi->ctime_ns || before.size != fi->size || total != fi->size;
     return 0;
 }
 
-KCACHE_API kcache_status kcache_key_file(kcache_key *k, const char *name, const char *path) {
+static kcache_status kcache__key_add_file(kcache_key *k, const char *name, const char *path) {
     kcache_key_field *f;
+    kcache__kfile *kf;
+    kcache__finfo fi;
     kcache_status s;
     size_t n, skip;
-    uint64_t hashed = 0;
-    int64_t mtime_before = 0;
-    uint64_t size_before = 0;
     if (!path || !path[0]) return k && kcache__key_usable(k) ? kcache__key_fail(k, KCACHE_EINVAL) : KCACHE_EINVAL;
     s = kcache__key_slot(k, name, KCACHE_FIELD_FILE, &f);
     if (s != KCACHE_OK) return s;
@@ -4126,15 +4656,142 @@ KCACHE_API kcache_status kcache_key_file(kcache_key *k, const char *name, const 
         kcache__preview_text(f->preview, sizeof f->preview, (const unsigned char *)path, n, 1);
     }
     kcache__key_added(k);
-    /* The stamp: stat, hash, stat again; a file that changed while it was read gets the later
-       stat so a recorded (mtime, size) never vouches for content it did not have. */
-    if (kcache__stat_path(path, &mtime_before, &size_before) != 0 ||
-        kcache__hash_file(path, &f->content, &hashed) != 0 ||
-        kcache__stat_path(path, &f->mtime_ns, &f->file_size) != 0)
-        return kcache__key_fail(k, KCACHE_ENOENT);
-    if (mtime_before != f->mtime_ns || hashed != f->file_size) f->mtime_ns = 0; /* changing: trust content only */
+    if (kcache__io_stat(path, &fi) != 0 || fi.kind != KCACHE__KIND_FILE) return kcache__key_fail(k, KCACHE_ENOENT);
+    if ((kf = (kcache__kfile *)KCACHE_MALLOC(sizeof *kf + n + 1)) == NULL) return kcache__key_fail(k, KCACHE_ENOMEM);
+    memcpy(kf->name, f->name, sizeof kf->name);
+    kf->fi = fi;
+    kf->path = (char *)(kf + 1);
+    memcpy(kf->path, path, n + 1);
+    kf->next = (kcache__kfile *)k->files;
+    k->files = kf;
+    f->mtime_ns = fi.mtime_ns;
+    f->file_size = fi.size;
+    f->reserved = kcache__memo_get(&fi, &f->content) ? KCACHE__FF_MEMO : KCACHE__FF_PENDING;
     return KCACHE_OK;
 }
+
+KCACHE_API kcache_status kcache_key_file(kcache_key *k, const char *name, const char *path) {
+    return kcache__key_add_file(k, name, path);
+}
+
+/* ---- the loaded file that holds an address (kcache_key_library) ----------------------------
+   dladdr where it is declared and needs no extra library (glibc 2.34+, musl, the BSDs, macOS);
+   on older glibc (dladdr in libdl) and where a system header hid it, /proc/self/maps, which names
+   the mapped file itself; Windows: GetModuleHandleExW and GetModuleFileNameW. */
+#if defined(_WIN32)
+#elif (defined(__GLIBC__) && defined(__USE_GNU) && (__GLIBC__ > 2 || __GLIBC_MINOR__ >= 34)) ||                      \
+    (!defined(__GLIBC__) && (!defined(__linux__) || defined(_GNU_SOURCE) || defined(_BSD_SOURCE)))
+#include <dlfcn.h>
+#define KCACHE__HAVE_DLADDR 1
+#endif
+#define KCACHE__PATH_MAX 4096
+
+#if defined(__linux__)
+/* The path /proc/self/maps gives the mapping that holds address; 0, or an errno. */
+static int kcache__maps_path(const void *address, char *out, size_t cap) {
+    uintptr_t a = (uintptr_t)address;
+    char *buf = (char *)KCACHE_MALLOC(2 * KCACHE__PATH_MAX);
+    size_t have = 0;
+    int fd = kcache__io_open("/proc/self/maps", KCACHE__RD), found = 0, eof = 0;
+    if (!buf || fd < 0) {
+        KCACHE_FREE(buf);
+        if (fd >= 0) kcache__io_close(fd);
+        return ENOENT;
+    }
+    while (!found && (!eof || have)) {
+        char *nl, *p, *e;
+        unsigned long long lo, hi;
+        if (!eof && have < 2 * KCACHE__PATH_MAX - 1) {
+            ptrdiff_t r = kcache__io_read(fd, buf + have, 2 * KCACHE__PATH_MAX - 1 - have);
+            if (r < 0 && errno == EINTR) continue;
+            if (r <= 0) eof = 1;
+            else have += (size_t)r;
+        }
+        buf[have] = 0;
+        if ((nl = strchr(buf, '\n')) == NULL) {
+            if (!eof && have < 2 * KCACHE__PATH_MAX - 1) continue;
+            nl = buf + have; /* the last line, or one longer than any path: taken as it is */
+        }
+        *nl = 0;
+        lo = strtoull(buf, &e, 16);
+        if (*e == '-') {
+            hi = strtoull(e + 1, &e, 16);
+            if ((unsigned long long)a >= lo && (unsigned long long)a < hi) { /* start-end perms offset dev inode path */
+                int field;
+                for (p = e, field = 0; field < 4 && *p; field++) {
+                    while (*p == ' ') p++;
+                    while (*p && *p != ' ') p++;
+                }
+                while (*p == ' ') p++;
+                if (*p == '/' && strlen(p) < cap) {
+                    strcpy(out, p);
+                    found = 1;
+                } else {
+                    break; /* anonymous memory, the stack, a path too long */
+                }
+            }
+        }
+        {
+            size_t used = (size_t)(nl - buf) + (nl < buf + have ? 1 : 0);
+            memmove(buf, buf + used, have - used);
+            have -= used;
+        }
+    }
+    kcache__io_close(fd);
+    KCACHE_FREE(buf);
+    return found ? 0 : ENOENT;
+}
+#endif
+
+/* The file of the module (shared object or executable) holding address, every symlink resolved;
+   0, or an errno. */
+static int kcache__module_path(const void *address, char *out, size_t cap) {
+#if defined(_WIN32)
+    HMODULE m;
+    DWORD n;
+    WCHAR *w;
+    int r;
+    if (!GetModuleHandleExW(GET_MODULE_HANDLE_EX_FLAG_FROM_ADDRESS | GET_MODULE_HANDLE_EX_FLAG_UNCHANGED_REFCOUNT,
+                            (LPCWSTR)address, &m))
+        return ENOENT;
+    if ((w = (WCHAR *)KCACHE_MALLOC(32768 * sizeof(WCHAR))) == NULL) return ENOMEM;
+    n = GetModuleFileNameW(m, w, 32768);
+    r = n > 0 && n < 32768 ? WideCharToMultiByte(CP_UTF8, 0, w, (int)n + 1, out, (int)(cap < 0x7fffffff ? cap : 0x7fffffff), NULL, NULL) : 0;
+    KCACHE_FREE(w);
+    return r > 0 ? 0 : ENOENT;
+#else
+#if defined(KCACHE__HAVE_DLADDR)
+    Dl_info di;
+    memset(&di, 0, sizeof di);
+    if (dladdr(address, &di) && di.dli_fname && di.dli_fname[0] == '/') { /* (the main program may be named as started) */
+        char *real = realpath(di.dli_fname, NULL);
+        int ok = real && strlen(real) < cap;
+        if (ok) strcpy(out, real);
+        free(real); /* realpath's own allocation */
+        if (ok) return 0;
+    }
+#endif
+#if defined(__linux__)
+    return kcache__maps_path(address, out, cap);
+#else
+    (void)address; (void)out; (void)cap;
+    return ENOENT;
+#endif
+#endif
+}
+
+KCACHE_API kcache_status kcache_key_library(kcache_key *k, const char *name, const void *address) {
+    char *path;
+    kcache_status s;
+    if (!kcache__key_usable(k)) return KCACHE_EINVAL;
+    if (!address) return kcache__key_fail(k, KCACHE_EINVAL);
+    if ((path = (char *)KCACHE_MALLOC(KCACHE__PATH_MAX)) == NULL) return kcache__key_fail(k, KCACHE_ENOMEM);
+    s = kcache__module_path(address, path, KCACHE__PATH_MAX) == 0 ? kcache__key_add_file(k, name, path)
+                                                                 : kcache__key_fail(k, KCACHE_ENOENT);
+    KCACHE_FREE(path);
+    return s;
+}
+
 
 /* The host tuple as kcache_key_host adds it, KCACHE_CPU_NAME / KCACHE_CPU_FEATURES applied. */
 typedef struct kcache__host {
@@ -4143,13 +4800,14 @@ typedef struct kcache__host {
     char cpu_features[KCACHE__HOST_FEATURES_MAX];
 } kcache__host;
 
-static void kcache__host_detect(kcache__host *h) {
+/* no_env: the detected tuple alone (kcache_config.no_env). */
+static void kcache__host_detect(kcache__host *h, int no_env) {
     const char *env;
     kcache__host_os_arch(h->os_arch, sizeof h->os_arch);
-    env = getenv("KCACHE_CPU_NAME");
+    env = no_env ? NULL : getenv("KCACHE_CPU_NAME");
     if (env && env[0]) snprintf(h->cpu_name, sizeof h->cpu_name, "%s", env);
     else kcache__host_cpu_name(h->cpu_name, sizeof h->cpu_name);
-    env = getenv("KCACHE_CPU_FEATURES");
+    env = no_env ? NULL : getenv("KCACHE_CPU_FEATURES");
     if (env) snprintf(h->cpu_features, sizeof h->cpu_features, "%s", env);
     else kcache__host_cpu_features(h->cpu_features, sizeof h->cpu_features);
 }
@@ -4167,7 +4825,7 @@ KCACHE_API kcache_status kcache_key_host(kcache_key *k) {
     if (!kcache__key_usable(k)) return KCACHE_EINVAL;
     h = (kcache__host *)KCACHE_MALLOC(sizeof *h);
     if (!h) return kcache__key_fail(k, KCACHE_ENOMEM);
-    kcache__host_detect(h);
+    kcache__host_detect(h, 0);
     s = kcache__key_add_host(k, h);
     KCACHE_FREE(h);
     return s;
@@ -4181,10 +4839,32 @@ KCACHE_API kcache_hash128 kcache_key_digest(const kcache_key *k) {
 
 KCACHE_API void kcache_key_free(kcache_key *k) {
     if (!k) return;
-    if (k->magic == KCACHE__KEY_LIVE) KCACHE_FREE(k->heap);
+    if (k->magic == KCACHE__KEY_LIVE) {
+        kcache__kfile *kf = (kcache__kfile *)k->files;
+        KCACHE_FREE(k->heap);
+        while (kf) {
+            kcache__kfile *next = kf->next;
+            KCACHE_FREE(kf);
+            kf = next;
+        }
+    }
     k->heap = NULL;
+    k->files = NULL;
     k->count = 0;
     k->magic = KCACHE__KEY_DEAD;
+}
+
+/* Keys kcache needs for a while inside a call live on the heap (a key is about 4 KiB: calls fit
+   small thread stacks). kcache__key_drop frees one (NULL is ignored). */
+static kcache_key *kcache__key_alloc(void) {
+    kcache_key *k = (kcache_key *)KCACHE_MALLOC(sizeof *k);
+    if (k) kcache_key_init(k, NULL); /* a freeable, never-matching key until parsed into */
+    return k;
+}
+static void kcache__key_drop(kcache_key *k) {
+    if (!k) return;
+    kcache_key_free(k);
+    KCACHE_FREE(k);
 }
 
 /* ---- the key record: a key's unit and fields (previews and stamps included) as bytes, the form
@@ -4320,15 +5000,16 @@ static int kcache__stamp_stale(int diff, int policy) {
 
 /* How a stored key (its record) compares with a key now: the same identity (unit, names, types,
    sizes, digests) and, for each file field, a stamp that the policy accepts. Walks the record
-   without decoding it: this is on the hit path. */
-enum { KCACHE__MATCH = 0, KCACHE__MATCH_FIELDS = 1, KCACHE__MATCH_STAMP = 2 };
+   without decoding it: this is on the hit path. MATCH_NEED: the answer depends on a file's content
+   that the key does not have yet (kcache_key_file): take it (kcache__key_resolve) and ask again. */
+enum { KCACHE__MATCH = 0, KCACHE__MATCH_FIELDS = 1, KCACHE__MATCH_STAMP = 2, KCACHE__MATCH_NEED = 3 };
 static int kcache__record_match(const unsigned char *rec, size_t len, const kcache_key *k, int policy) {
     const kcache_key_field *f = kcache__key_fields(k);
     kcache__rbuf r;
     size_t ulen = strlen(k->unit);
     const unsigned char *s;
     uint32_t i;
-    int stale = 0;
+    int stale = 0, need = 0;
     r.p = rec; r.len = len; r.pos = 0; r.bad = 0;
     if (kcache__r_u16(&r) != ulen || !(s = kcache__r_take(&r, ulen)) || memcmp(s, k->unit, ulen) != 0 ||
         kcache__r_u16(&r) != k->count)
@@ -4351,10 +5032,19 @@ static int kcache__record_match(const unsigned char *rec, size_t len, const kcac
             stored.content.lo = kcache__r_u64(&r);
             stored.content.hi = kcache__r_u64(&r);
             if (r.bad) return KCACHE__MATCH_FIELDS;
-            if (kcache__stamp_stale(kcache__stamp_diff(&stored, &f[i]), policy)) stale = 1;
+            {
+                int d = kcache__stamp_diff(&stored, &f[i]);
+                uint32_t fl = f[i].reserved;
+                if (policy == KCACHE_STAMP_CONTENT ? (fl & (KCACHE__FF_PENDING | KCACHE__FF_MEMO)) != 0
+                                                   : (fl & KCACHE__FF_PENDING) && policy == KCACHE_STAMP_HYBRID &&
+                                                         (d & (KCACHE__STAMP_MTIME | KCACHE__STAMP_SIZE)))
+                    need = 1;
+                else if (kcache__stamp_stale((fl & KCACHE__FF_PENDING) ? d & ~KCACHE__STAMP_CONTENT : d, policy))
+                    stale = 1; /* (pending and not needed: mtime policy, or hybrid with mtime and size equal) */
+            }
         }
     }
-    return stale ? KCACHE__MATCH_STAMP : KCACHE__MATCH;
+    return need ? KCACHE__MATCH_NEED : stale ? KCACHE__MATCH_STAMP : KCACHE__MATCH;
 }
 
 /* ============================================================================================== */
@@ -4372,19 +5062,20 @@ typedef struct kcache__blob {
     long refs;            /* the LRU's reference plus one per caller holding it */
     size_t size;          /* payload bytes */
     const unsigned char *data;
-    void *mem;            /* what KCACHE_MALLOC returned */
+    void *mem;            /* what the allocator returned */
+    const kcache__mem *al; /* the allocator (its kcache's or store's: payloads are released before close) */
 } kcache__blob;
-#define KCACHE__BLOB_HDR 32 /* at least sizeof(kcache__blob), a multiple of 16 */
+#define KCACHE__BLOB_HDR 48 /* at least sizeof(kcache__blob), a multiple of 16 */
 #define KCACHE__PAYLOAD_ALIGN 64
 
 /* A blob with room for `bytes_after_header` bytes, placed so that the byte at `data_offset` among
    them is 64-byte aligned. */
-static kcache__blob *kcache__blob_alloc(size_t bytes_after_header, size_t data_offset) {
+static kcache__blob *kcache__blob_alloc(const kcache__mem *al, size_t bytes_after_header, size_t data_offset) {
     unsigned char *mem;
     kcache__blob *b;
     size_t slack = KCACHE__PAYLOAD_ALIGN - 1, skip;
     if (bytes_after_header > (size_t)-1 - KCACHE__BLOB_HDR - slack) return NULL;
-    mem = (unsigned char *)KCACHE_MALLOC(KCACHE__BLOB_HDR + slack + bytes_after_header);
+    mem = (unsigned char *)kcache__mem_alloc(al, KCACHE__BLOB_HDR + slack + bytes_after_header);
     if (!mem) return NULL;
     /* skip to the next boundary: a multiple of the allocator's alignment (HDR and the offsets
        kcache passes are multiples of 16), so the header stays as aligned as KCACHE_MALLOC made it */
@@ -4394,6 +5085,7 @@ static kcache__blob *kcache__blob_alloc(size_t bytes_after_header, size_t data_o
     b->size = 0;
     b->data = NULL;
     b->mem = mem;
+    b->al = al;
     return b;
 }
 static unsigned char *kcache__blob_bytes(kcache__blob *b) { return (unsigned char *)b + KCACHE__BLOB_HDR; }
@@ -4410,7 +5102,7 @@ static kcache__blob *kcache__blob_of(const void *data) {
 }
 static void kcache__blob_ref(kcache__blob *b) { kcache__atomic_add(&b->refs, 1); }
 static void kcache__blob_unref(kcache__blob *b) {
-    if (b && kcache__atomic_add(&b->refs, -1) == 0) KCACHE_FREE(b->mem);
+    if (b && kcache__atomic_add(&b->refs, -1) == 0) kcache__mem_free(b->al, b->mem);
 }
 
 typedef struct kcache__node {
@@ -4425,6 +5117,7 @@ typedef struct kcache__node {
     int64_t touched_ns;              /* when the store's use record was last written for it */
     uint32_t hits;                   /* memory hits; every 64th looks at the clock (see kcache_get) */
     int dirty;                       /* KCACHE_WRITE_EVICT: not yet in the store */
+    const kcache__mem *al;           /* what allocated it: its kcache's allocator */
 } kcache__node;
 
 typedef struct kcache__lru {
@@ -4434,10 +5127,10 @@ typedef struct kcache__lru {
     uint64_t count, bytes;           /* bytes: the memory the nodes hold, not only their payloads */
 } kcache__lru;
 
-static kcache_status kcache__lru_init(kcache__lru *l, uint32_t entries) {
+static kcache_status kcache__lru_init(kcache__lru *l, uint32_t entries, const kcache__mem *al) {
     size_t n = 16;
     while (n < (size_t)entries * 2 && n < ((size_t)1 << 26)) n <<= 1;
-    l->buckets = (kcache__node **)KCACHE_MALLOC(n * sizeof *l->buckets);
+    l->buckets = (kcache__node **)kcache__mem_alloc(al, n * sizeof *l->buckets);
     if (!l->buckets) return KCACHE_ENOMEM;
     memset(l->buckets, 0, n * sizeof *l->buckets);
     l->mask = n - 1;
@@ -4488,7 +5181,7 @@ static void kcache__lru_insert(kcache__lru *l, kcache__node *n) {
 static void kcache__node_free(kcache__node *n) {
     if (!n) return;
     kcache__blob_unref(n->blob);
-    KCACHE_FREE(n);
+    kcache__mem_free(n->al, n);
 }
 
 /* ============================================================================================== */
@@ -4608,7 +5301,9 @@ typedef struct kcache__table {
 
 typedef struct kcache__store {
     char *dir;
-    int dirfd, tmpfd, lockfd, cffd; /* the store, its tmp/ (both checked: real directories) */
+    int dirfd, tmpfd, cffd;    /* the store, its tmp/ (both checked: real directories) */
+    kcache__lockfile *lf;      /* the lock file, shared with this process's other handles (>>registry) */
+    uint32_t forked;           /* set in a forked child that found this store its parent's */
     struct kcache__store_ev *cur_ev; /* the locked update's notes (kcache__store_begin .. _end) */
     unsigned char *map;        /* config.file, mapped shared: the lock holder's view */
     size_t map_len;
@@ -4620,7 +5315,7 @@ typedef struct kcache__store {
     int fsync, no_openat2, debug;
     int compress;              /* KCACHE_COMPRESS: entries written as zstd (version 2) */
     uint32_t lock_timeout_ms;
-    uint32_t pid;              /* the process lockfd belongs to (see kcache__store_own_lock) */
+    uint32_t pid;              /* the process that opened it */
     int growing;               /* inside kcache__cf_grow */
     /* the index log last appended to, kept open: the next put of the same unit appends to it with
        no open or close, once fstat shows it is still that name's file (linked) at the size left */
@@ -4635,7 +5330,8 @@ typedef struct kcache__store {
     uint64_t shard_bad[2][4];  /* ... and refused */
     char shard_why[300];       /* why the first refused shard was refused */
     kcache__mutex shard_mutex; /* one check of a shard at a time (not st->mutex: held by updates) */
-    kcache__mutex mutex;       /* fcntl-style locks do not exclude threads of one process */
+    kcache__mutex mutex;       /* this handle's threads; the lock file's entry arbitrates between handles */
+    kcache__mem mem;           /* its kcache's allocator (see kcache__mem) */
 } kcache__store;
 
 /* Whether something inside the store was made by someone the store trusts: the caller, root (who
@@ -4727,17 +5423,17 @@ static void kcache__cf_set(kcache__store *st, size_t off, uint64_t v) {
 
 /* The table readers without the lock use; NULL before the first mapping. */
 static const kcache__table *kcache__tab(const kcache__store *st) {
-    return (const kcache__table *)__atomic_load_n(&st->pub, __ATOMIC_ACQUIRE);
+    return (const kcache__table *)kcache__atomic_load_ptr((void *const *)&st->pub);
 }
 /* Lock held (or the store not yet shared): publishes the lock holder's mapping to readers. */
 static void kcache__publish(kcache__store *st) {
-    kcache__table *t = (kcache__table *)KCACHE_MALLOC(sizeof *t);
+    kcache__table *t = (kcache__table *)kcache__mem_alloc(&st->mem, sizeof *t);
     if (!t) return; /* readers keep the previous table: still mapped, only older */
     t->map = st->map;
     t->len = st->map_len;
     t->nslots = st->nslots;
     t->older = st->pub;
-    __atomic_store_n(&st->pub, t, __ATOMIC_RELEASE);
+    kcache__atomic_store_ptr((void **)&st->pub, t);
 }
 /* The slot holding digest d in a use table of nslots slots, or NULL. */
 static uint64_t *kcache__slot_lookup(const unsigned char *slots, uint64_t nslots, kcache_hash128 d) {
@@ -4859,40 +5555,48 @@ static int kcache__shard_open(kcache__store *st, const char *shard, char *note, 
     return fd;
 }
 
-/* Takes the store lock: this process's mutex, then the advisory lock on byte 0 of "lock" (see
-   kcache__os_lock: it excludes other kcache objects of this process too). */
-/* Open-file-description locks are shared by a process forked after kcache_open: the child opens
-   "lock" again so that its locks and build claims exclude its parent and siblings (mutex held). */
-static void kcache__store_own_lock(kcache__store *st) {
-    uint32_t pid = kcache__pid(); /* getpid itself: correctness rests on it (see kcache__pidwatch) */
-    int fd;
-    if (pid == st->pid) return;
-    fd = kcache__open_in(st, "lock", KCACHE__RW);
-    if (fd >= 0) {
-        kcache__io_close(st->lockfd);
-        st->lockfd = fd;
-    }
-    st->pid = pid;
-}
-
+/* Takes the store lock: this handle's mutex, then the lock file's (>>registry: first among this
+   process's handles and threads, then against other processes), giving up after lock_timeout_ms.
+   In a process forked from the one that opened the store, nothing: KCACHE_ELOCK, and the store is
+   marked so that the handle's next call moves to one of the child's own (see kcache__live). */
 static kcache_status kcache__store_lock(kcache__store *st) {
-    int64_t deadline = kcache__mono_ns() + (int64_t)st->lock_timeout_ms * 1000000;
-    unsigned pause_us = 20; /* holders keep it for tens of microseconds: start short, back off */
+    int64_t deadline = kcache__now_ns() + (int64_t)st->lock_timeout_ms * 1000000;
+    if (kcache__pid() != st->pid) {
+        kcache__atomic_store_u32(&st->forked, 1);
+        return KCACHE_ELOCK;
+    }
     kcache__mutex_lock(&st->mutex);
-    kcache__store_own_lock(st);
-    while (kcache__io_lock(st->lockfd, 0, KCACHE__LOCK_EXCLUSIVE, 0) != 0) {
-        if ((errno != EAGAIN && errno != EACCES && errno != EINTR) || kcache__mono_ns() > deadline) {
-            kcache__mutex_unlock(&st->mutex);
-            return errno == EAGAIN || errno == EACCES || errno == EINTR ? KCACHE_ELOCK : KCACHE_EIO;
-        }
-        kcache__sleep_us(pause_us);
-        if (pause_us < 2000) pause_us *= 2;
+    if (kcache__lockfile_lock(st->lf, deadline) != 0) {
+        int e = errno;
+        kcache__mutex_unlock(&st->mutex);
+        return e == EAGAIN || e == ECHILD ? KCACHE_ELOCK : KCACHE_EIO;
     }
     return KCACHE_OK;
 }
 static void kcache__store_unlock(kcache__store *st) {
-    kcache__io_lock(st->lockfd, 0, KCACHE__LOCK_NONE, 0);
+    kcache__lockfile_unlock(st->lf);
     kcache__mutex_unlock(&st->mutex);
+}
+
+/* The store's lock file, through the registry: the entry another handle of this process opened, or
+   the file opened (created when missing) and registered. The file is found by name first and only
+   then opened: opening it again while another handle holds locks through the entry, then closing
+   it, would drop those locks (POSIX). 0; -1 with errno when it cannot be opened; -2 when something
+   else than a regular file has its name. */
+static int kcache__lock_open(kcache__store *st, char *why, size_t cap);
+/* The store's lock file, through the process's registry (>>registry): a handle of this process
+   that has it open already shares its descriptor (closing a second one would drop the locks the
+   process holds); otherwise it is opened and checked (kcache__lock_open). 0, or -1 with errno
+   (EPERM: refused, *why says why). */
+static int kcache__store_lockfile(kcache__store *st, char *why, size_t cap) {
+    kcache__finfo fi;
+    int fd;
+    if (kcache__io_statat(st->dirfd, "lock", &fi) == 0 && fi.kind == KCACHE__KIND_FILE && kcache__trusted(st, &fi) &&
+        (fi.perm & 07777) == (st->shared ? 0660u : 0600u) && (st->lf = kcache__lockfile_find(fi.dev, fi.ino)) != NULL)
+        return 0;
+    if ((fd = kcache__lock_open(st, why, cap)) < 0) return -1;
+    st->lf = kcache__lockfile_adopt(fd);
+    return st->lf ? 0 : -1;
 }
 
 static int kcache__cf_valid(const unsigned char *h, uint64_t file_size) {
@@ -4911,15 +5615,19 @@ static void kcache__cf_seal(kcache__store *st) {
 /* Creates a fresh config.file under a temp name and puts it in place: with link() when none should
    exist (two first openers race; one wins, both use the winner), with rename() to replace a bad one. */
 static kcache_status kcache__cf_create(kcache__store *st, uint64_t limit, int replace) {
-    unsigned char hdr[KCACHE__CF_HEADER];
+    unsigned char *hdr = (unsigned char *)KCACHE_MALLOC(KCACHE__CF_HEADER); /* (not on the stack: small thread stacks) */
     char tmp[64];
     uint64_t slots = KCACHE__MIN_SLOTS; /* the table grows with the entries (kcache__cf_grow) */
     uint32_t lg = 0;
     int fd, rc;
     (void)limit;
+    if (!hdr) return KCACHE_ENOMEM;
     while (((uint64_t)KCACHE__WAYS << lg) < slots) lg++;
-    if (kcache__shortfall(st, KCACHE__CF_HEADER + ((uint64_t)KCACHE__WAYS << lg) * KCACHE__SLOT)) return KCACHE_ENOSPC; /* the reserve */
-    memset(hdr, 0, sizeof hdr);
+    if (kcache__shortfall(st, KCACHE__CF_HEADER + ((uint64_t)KCACHE__WAYS << lg) * KCACHE__SLOT)) { /* the reserve */
+        KCACHE_FREE(hdr);
+        return KCACHE_ENOSPC;
+    }
+    memset(hdr, 0, KCACHE__CF_HEADER);
     memcpy(hdr, "KCACHECF", 8);
     kcache__put_u32(hdr + 8, KCACHE__CF_VERSION);
     kcache__put_u32(hdr + 12, KCACHE__CF_HEADER);
@@ -4931,13 +5639,16 @@ static kcache_status kcache__cf_create(kcache__store *st, uint64_t limit, int re
     kcache__put_u64(hdr + KCACHE__CF_SUMMED, kcache_hash(hdr, KCACHE__CF_SUMMED).lo);
     snprintf(tmp, sizeof tmp, "tmp/%u-cf-%llx.tmp", (unsigned)kcache__pid(), (unsigned long long)kcache__now_ns());
     fd = kcache__open_in(st, tmp, KCACHE__RW | KCACHE__CREATE | KCACHE__EXCL | st->gmode);
-    if (fd < 0) return errno == ENOSPC ? KCACHE_ENOSPC : (errno == EROFS || errno == EACCES) ? KCACHE_EROFS : KCACHE_EIO;
+    if (fd < 0) {
+        KCACHE_FREE(hdr);
+        return errno == ENOSPC ? KCACHE_ENOSPC : (errno == EROFS || errno == EACCES) ? KCACHE_EROFS : KCACHE_EIO;
+    }
     kcache__io_chmod(fd, st->shared ? 0660 : 0600); /* reopened for writing by every process: not the umask's */
     /* The table's blocks are allocated now: a sparse page first touched through the mapping when
        the disk is full would be SIGBUS, not an error. A filesystem without room for the table
        gets a smaller one (down to 4096 slots) rather than no store. */
     rc = -1;
-    if (kcache__io_pwrite(fd, hdr, sizeof hdr, 0) == (ptrdiff_t)sizeof hdr) {
+    if (kcache__io_pwrite(fd, hdr, KCACHE__CF_HEADER, 0) == (ptrdiff_t)KCACHE__CF_HEADER) {
         for (;;) {
             int e = kcache__io_allocate(fd, (uint64_t)(KCACHE__CF_HEADER + ((uint64_t)KCACHE__WAYS << lg) * KCACHE__SLOT));
             if (e == 0) { rc = 0; break; }
@@ -4945,9 +5656,12 @@ static kcache_status kcache__cf_create(kcache__store *st, uint64_t limit, int re
             lg--;
             kcache__put_u32(hdr + 16, lg);
             kcache__put_u64(hdr + KCACHE__CF_SUMMED, kcache_hash(hdr, KCACHE__CF_SUMMED).lo);
-            if (kcache__io_pwrite(fd, hdr, sizeof hdr, 0) != (ptrdiff_t)sizeof hdr || kcache__io_truncate(fd, KCACHE__CF_HEADER) != 0) break;
+            if (kcache__io_pwrite(fd, hdr, KCACHE__CF_HEADER, 0) != (ptrdiff_t)KCACHE__CF_HEADER ||
+                kcache__io_truncate(fd, KCACHE__CF_HEADER) != 0)
+                break;
         }
     }
+    KCACHE_FREE(hdr);
     kcache__io_close(fd);
     if (rc == 0) {
         if (replace) rc = kcache__io_rename(st->dirfd, tmp, st->dirfd, "config.file");
@@ -4974,7 +5688,7 @@ static void kcache__cf_unmap(kcache__store *st) {
 /* Maps config.file as it is now. 0 when mapped (valid or not: *valid says), else an errno-ish -1. */
 static int kcache__cf_map(kcache__store *st, int *valid) {
     kcache__finfo s;
-    unsigned char hdr[KCACHE__CF_HEADER];
+    unsigned char hdr[KCACHE__CF_SUMMED + 8]; /* what kcache__cf_valid reads */
     size_t len;
     *valid = 0;
     kcache__cf_unmap(st);
@@ -5883,7 +6597,7 @@ static void kcache__ix_update(kcache__store *st, const kcache_key *k, const unsi
     it.when = kcache__now_ns();
     it.size = size;
     it.reason = (uint32_t)reason;
-    it.pid = st->pid; /* current: the lock holder checked it (kcache__store_own_lock) */
+    it.pid = st->pid; /* the opener's: a forked child never takes the lock (kcache__store_lock) */
     it.rec = rec;
     it.rec_len = rec ? (uint32_t)rec_len : 0;
     kcache__ix_log(st, k->unit, 1, &list, &it);
@@ -5974,6 +6688,10 @@ static kcache_status kcache__store_put(kcache__store *st, const kcache_key *k, c
     unsigned char *cmap = NULL; /* the config.file mapping this write's in-flight claim is in */
     int fd, attempt;
     if (st->readonly) return KCACHE_EROFS;
+    if (kcache__pid() != st->pid) { /* a forked child: st->mutex may be held by a thread it does not have */
+        kcache__atomic_store_u32(&st->forked, 1);
+        return KCACHE_ELOCK;
+    }
     kcache__entry_name(k->digest, rel);
     if (!kcache__shard_trusted(st, rel)) {
         kcache__ev_note(ev, "%s", st->shard_why);
@@ -6059,21 +6777,21 @@ static kcache_status kcache__store_put(kcache__store *st, const kcache_key *k, c
 /* Lock held: whether a stored overload (its record) depends on one of the files in the key now
    whose stamp changed under the policy. */
 static int kcache__depends_on_stale(const unsigned char *rec, size_t len, const kcache_key *now, int policy) {
-    kcache_key stored;
+    kcache_key *stored = kcache__key_alloc();
     const kcache_key_field *f = kcache__key_fields(now), *g;
     uint32_t i;
     int stale = 0;
-    if (kcache__record_parse(rec, len, &stored) != KCACHE_OK) { kcache_key_free(&stored); return 0; }
-    g = kcache__key_fields(&stored);
+    if (!stored || kcache__record_parse(rec, len, stored) != KCACHE_OK) { kcache__key_drop(stored); return 0; }
+    g = kcache__key_fields(stored);
     for (i = 0; i < now->count && !stale; i++) {
         uint32_t j;
         if (f[i].type != KCACHE_FIELD_FILE) continue;
-        for (j = 0; j < stored.count && !stale; j++) /* the same file (path), whatever its field's name */
+        for (j = 0; j < stored->count && !stale; j++) /* the same file (path), whatever its field's name */
             if (g[j].type == KCACHE_FIELD_FILE && g[j].digest.lo == f[i].digest.lo && g[j].digest.hi == f[i].digest.hi &&
                 kcache__stamp_stale(kcache__stamp_diff(&g[j], &f[i]), policy))
                 stale = 1;
     }
-    kcache_key_free(&stored);
+    kcache__key_drop(stored);
     return stale;
 }
 
@@ -6149,6 +6867,7 @@ typedef struct kcache__read {
     unsigned char *rec;        /* with want_record, or for a stale entry: its key record (free it) */
     size_t rec_len;
     uint64_t *slot;            /* the entry's use-table slot, when the read found one */
+    int need;                  /* the key matches but for a dependency whose content it lacks (MATCH_NEED) */
 } kcache__read;
 
 static void kcache__entry_check(kcache__blob *b, size_t have, size_t fsize, const kcache_key *k, int policy,
@@ -6185,7 +6904,7 @@ static void kcache__store_read(kcache__store *st, const kcache_key *k, int polic
         uint64_t *slot = out->slot = kcache__slot_find_in(kcache__tab(st), k->digest);
         uint64_t expect = slot ? kcache__sl_get(slot, KCACHE__SL_SIZE) : 0;
         if (expect >= KCACHE__ENTRY_FIXED + 16 + 8 && expect < ((uint64_t)1 << 40) && expect < (uint64_t)((size_t)-1 / 2) &&
-            (b = kcache__blob_alloc((size_t)expect + 1, 0)) != NULL) {
+            (b = kcache__blob_alloc(&st->mem, (size_t)expect + 1, 0)) != NULL) {
             fsize = (size_t)expect;
             while (have <= fsize) {
                 ptrdiff_t r = kcache__io_read(fd, kcache__blob_bytes(b) + have, fsize + 1 - have);
@@ -6207,7 +6926,7 @@ static void kcache__store_read(kcache__store *st, const kcache_key *k, int polic
             return;
         }
         fsize = (size_t)s.size;
-        b = kcache__blob_alloc(fsize, 0);
+        b = kcache__blob_alloc(&st->mem, fsize, 0);
         if (!b) { kcache__io_close(fd); out->status = KCACHE_ENOMEM; out->reason = KCACHE_REASON_UNWRITABLE; return; }
         while (have < fsize) {
             ptrdiff_t r = kcache__io_pread(fd, kcache__blob_bytes(b) + have, fsize - have, (uint64_t)have);
@@ -6254,6 +6973,7 @@ static void kcache__entry_check(kcache__blob *b, size_t have, size_t fsize, cons
         if (out->rec) { memcpy(out->rec, h + KCACHE__ENTRY_FIXED, rlen); out->rec_len = rlen; }
     }
     if (m == KCACHE__MATCH_STAMP) { out->status = KCACHE_MISS; out->reason = KCACHE_REASON_STAMP; goto bad; }
+    if (m == KCACHE__MATCH_NEED) { out->status = KCACHE_MISS; out->need = 1; goto bad; }
     if (m != KCACHE__MATCH) goto bad; /* same digest, other key: never hand out its payload */
     sum = kcache_hash(h + hlen, (size_t)plen);
     if (sum.lo != kcache__get_u64(h + 40) || sum.hi != kcache__get_u64(h + 48)) goto bad;
@@ -6265,10 +6985,12 @@ static void kcache__entry_check(kcache__blob *b, size_t have, size_t fsize, cons
         if (raw == ZSTD_CONTENTSIZE_UNKNOWN || raw == ZSTD_CONTENTSIZE_ERROR || raw > max_raw ||
             raw > (unsigned long long)((size_t)-1 / 2) || ZSTD_findFrameCompressedSize(h + hlen, (size_t)plen) != plen)
             goto bad;
-        if (!(u = kcache__blob_alloc(16 + (size_t)raw, 16))) { out->status = KCACHE_ENOMEM; out->reason = KCACHE_REASON_UNWRITABLE; goto bad; }
-        got = ZSTD_decompress(kcache__blob_bytes(u) + 16, (size_t)raw, h + hlen, (size_t)plen);
+        /* the header comes along, as in a plain entry's blob: the memory node keeps its record */
+        if (!(u = kcache__blob_alloc(b->al, hlen + (size_t)raw, hlen))) { out->status = KCACHE_ENOMEM; out->reason = KCACHE_REASON_UNWRITABLE; goto bad; }
+        memcpy(kcache__blob_bytes(u), h, hlen);
+        got = ZSTD_decompress(kcache__blob_bytes(u) + hlen, (size_t)raw, h + hlen, (size_t)plen);
         if (ZSTD_isError(got) || got != (size_t)raw) { kcache__blob_unref(u); goto bad; }
-        kcache__blob_set_data(u, 16, (size_t)raw);
+        kcache__blob_set_data(u, hlen, (size_t)raw);
         kcache__blob_unref(b);
         b = u;
     } else
@@ -6339,16 +7061,16 @@ static void kcache__store_close(kcache__store *st) {
     while ((t = st->pub) != NULL) {
         st->pub = t->older;
         if (t->map) kcache__io_unmap(t->map, t->len); /* each mapping was published once */
-        KCACHE_FREE(t);
+        kcache__mem_free(&st->mem, t);
     }
-    if (st->lockfd >= 0) kcache__io_close(st->lockfd);
+    kcache__lockfile_release(st->lf);
     if (st->ix_last.fd >= 0) kcache__io_close(st->ix_last.fd);
     if (st->dirfd >= 0) kcache__io_close(st->dirfd);
     if (st->tmpfd >= 0) kcache__io_close(st->tmpfd);
     kcache__mutex_destroy(&st->mutex);
     kcache__mutex_destroy(&st->shard_mutex);
-    KCACHE_FREE(st->dir);
-    KCACHE_FREE(st);
+    kcache__mem_free(&st->mem, st->dir);
+    kcache__mem_free(&st->mem, st);
 }
 
 /* ---- opening the store: the path walked one directory at a time, every level checked ----------
@@ -6775,7 +7497,7 @@ static int kcache__store_proven(kcache__store *st, char *why, size_t cap) {
 static int kcache__lock_open(kcache__store *st, char *why, size_t cap) {
     kcache__finfo s;
     unsigned want = st->shared ? 0660 : 0600;
-    int fd = kcache__open_in(st, "lock", KCACHE__RW | KCACHE__CREATE | st->gmode);
+    int fd = kcache__open_in(st, "lock", KCACHE__RW | KCACHE__CREATE | KCACHE__NONBLOCK | st->gmode);
     if (fd < 0) return -1;
     if (kcache__io_fstat(fd, &s) != 0 || s.kind != KCACHE__KIND_FILE || !kcache__trusted(st, &s)) {
         kcache__say(why, cap, "cannot use the lock file in %s: %s", st->dir,
@@ -6805,13 +7527,20 @@ static kcache_status kcache__store_open(kcache__store **out, const char *dir, co
     kcache_status r;
     *out = NULL;
     memset(&s, 0, sizeof s);
-    st = (kcache__store *)KCACHE_MALLOC(sizeof *st);
-    if (!st) return KCACHE_ENOMEM;
-    memset(st, 0, sizeof *st);
-    st->dirfd = st->tmpfd = st->lockfd = st->cffd = st->ix_last.fd = -1;
+    {
+        kcache__mem al;
+        al.alloc = cfg->alloc_fn;
+        al.free = cfg->free_fn;
+        al.user = cfg->alloc_user;
+        st = (kcache__store *)kcache__mem_alloc(&al, sizeof *st);
+        if (!st) return KCACHE_ENOMEM;
+        memset(st, 0, sizeof *st);
+        st->mem = al;
+    }
+    st->dirfd = st->tmpfd = st->cffd = st->ix_last.fd = -1;
     kcache__mutex_init(&st->mutex);
     kcache__mutex_init(&st->shard_mutex);
-    st->dir = (char *)KCACHE_MALLOC(strlen(dir) + 1);
+    st->dir = (char *)kcache__mem_alloc(&st->mem, strlen(dir) + 1);
     if (!st->dir) { kcache__store_close(st); return KCACHE_ENOMEM; }
     strcpy(st->dir, dir);
     st->limit = cfg->max_size;
@@ -6846,12 +7575,11 @@ static kcache_status kcache__store_open(kcache__store **out, const char *dir, co
         kcache__store_close(st);
         return KCACHE_EUNSAFE;
     }
-    if (!st->readonly) {
-        st->lockfd = kcache__lock_open(st, why, why_cap);
-        if (st->lockfd < 0 && (errno == EACCES || errno == EROFS)) {
+    if (!st->readonly && kcache__store_lockfile(st, why, why_cap) != 0) {
+        if (errno == EACCES || errno == EROFS) {
             st->readonly = 1; /* ours, but we may not write it (a read-only mount, a store made read-only) */
             kcache__say(why, why_cap, "cannot open the lock file in %s: %s", dir, strerror(errno));
-        } else if (st->lockfd < 0) {
+        } else {
             if (errno != EPERM) kcache__say(why, why_cap, "cannot open the lock file in %s: %s", dir, strerror(errno));
             r = errno == EPERM ? KCACHE_EUNSAFE : kcache__errno_status(errno);
             kcache__store_close(st);
@@ -6979,6 +7707,7 @@ typedef struct kcache__remote {
     size_t secret_len;
     char host[64];             /* in claim tokens, so that a debug line can say who builds */
     uint64_t seq;              /* claim tokens (atomic) */
+    const kcache__mem *mem;    /* its kcache's allocator, for the payloads it hands over */
 } kcache__remote;
 
 /* ---- signatures and values ---- */
@@ -7076,7 +7805,7 @@ static void kcache__remote_unpack(const kcache__remote *r, const kcache_key *k, 
         return;
     }
     *why = "fails validation (format, checksum or key)";
-    if (!(b = kcache__blob_alloc(e, 0))) { out->status = KCACHE_ENOMEM; out->reason = KCACHE_REASON_UNWRITABLE; return; }
+    if (!(b = kcache__blob_alloc(r->mem, e, 0))) { out->status = KCACHE_ENOMEM; out->reason = KCACHE_REASON_UNWRITABLE; return; }
     memcpy(kcache__blob_bytes(b), v + KCACHE__RV_HEADER, e); /* headers are padded to 64: the payload lands aligned */
     kcache__entry_check(b, e, e, k, policy, want_record, r->max_entry, out);
 }
@@ -8013,50 +8742,50 @@ typedef struct kcache__pub {
     uint64_t owner;            /* the owner word this kcache claimed its slot with */
     uint64_t domain;
     uint32_t pid;              /* the process that claimed the slot (a forked child claims its own) */
-    kcache__pidwatch pidw;     /* notices a fork without a system call (a disk hit asks) */
     int debug;
     kcache_log_fn log;
     void *log_user;
 } kcache__pub;
 
 /* ---- shared-memory words ---- */
-static uint64_t kcache__pub_ld(const uint64_t *w) { return kcache__le64(__atomic_load_n(w, __ATOMIC_RELAXED)); }
-static uint64_t kcache__pub_ld_acq(const uint64_t *w) { return kcache__le64(__atomic_load_n(w, __ATOMIC_ACQUIRE)); }
-static void kcache__pub_st(uint64_t *w, uint64_t v) { __atomic_store_n(w, kcache__le64(v), __ATOMIC_RELAXED); }
-static void kcache__pub_st_rel(uint64_t *w, uint64_t v) { __atomic_store_n(w, kcache__le64(v), __ATOMIC_RELEASE); }
+static uint64_t kcache__pub_ld(const uint64_t *w) { return kcache__le64(kcache__atomic_load_u64(w)); }
+static uint64_t kcache__pub_ld_acq(const uint64_t *w) { return kcache__le64(kcache__atomic_load_u64_acq(w)); }
+static void kcache__pub_st(uint64_t *w, uint64_t v) { kcache__atomic_store_u64(w, kcache__le64(v)); }
+static void kcache__pub_st_rel(uint64_t *w, uint64_t v) { kcache__atomic_store_u64_rel(w, kcache__le64(v)); }
 /* One writer per slot (its owner, under kc->lock): a plain load and store, no locked instruction. */
 static void kcache__pub_bump(uint64_t *w, uint64_t n) { kcache__pub_st(w, kcache__pub_ld(w) + n); }
 static int kcache__pub_cas(uint64_t *w, uint64_t expect, uint64_t want) {
-    uint64_t e = kcache__le64(expect);
-    return __atomic_compare_exchange_n(w, &e, kcache__le64(want), 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+    return kcache__atomic_cas_u64(w, kcache__le64(expect), kcache__le64(want));
 }
 static void kcache__pub_fetch_add(uint64_t *w, uint64_t n) {
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-    uint64_t o = __atomic_load_n(w, __ATOMIC_RELAXED);
-    while (!__atomic_compare_exchange_n(w, &o, kcache__le64(kcache__le64(o) + n), 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
-    }
+    uint64_t o = kcache__atomic_load_u64(w);
+    while (!kcache__atomic_cas_u64(w, o, kcache__le64(kcache__le64(o) + n))) o = kcache__atomic_load_u64(w);
 #else
-    __atomic_fetch_add(w, n, __ATOMIC_RELAXED);
+    kcache__atomic_fetch_add_u64(w, n);
 #endif
 }
 
+/* The stats file is shared memory that kcache writes and kcache-top only reads (mapped read-only
+   there): one accessor for both, taking the map as const (through uintptr_t, not a cast that drops
+   the qualifier behind the reader's back: every access is an atomic of kcache__pub_ld/_st). */
 static KCACHE__UNUSED uint64_t *kcache__pub_word(const unsigned char *map, size_t off) {
-    return (uint64_t *)(void *)(map + off);
+    return (uint64_t *)(uintptr_t)(map + off);
 }
 static KCACHE__UNUSED unsigned char *kcache__pub_slot_at(const unsigned char *map, unsigned i) {
-    return (unsigned char *)map + KCACHE__PUB_HEADER + (size_t)i * KCACHE__PUB_SLOT_BYTES;
+    return (unsigned char *)(uintptr_t)map + KCACHE__PUB_HEADER + (size_t)i * KCACHE__PUB_SLOT_BYTES;
 }
 static KCACHE__UNUSED uint64_t *kcache__pub_slot_word(const unsigned char *slot, int field) {
-    return (uint64_t *)(void *)(slot + (size_t)field * 8);
+    return (uint64_t *)(uintptr_t)(slot + (size_t)field * 8);
 }
 static KCACHE__UNUSED uint64_t *kcache__pub_retired(const unsigned char *map) {
-    return (uint64_t *)(void *)(map + KCACHE__PUB_CTR_AT);
+    return (uint64_t *)(uintptr_t)(map + KCACHE__PUB_CTR_AT);
 }
 static KCACHE__UNUSED uint64_t *kcache__pub_unit_at(const unsigned char *slot, unsigned j) {
-    return (uint64_t *)(void *)(slot + KCACHE__PUB_UNITS_AT + (size_t)j * KCACHE__PUB_UNIT_BYTES);
+    return (uint64_t *)(uintptr_t)(slot + KCACHE__PUB_UNITS_AT + (size_t)j * KCACHE__PUB_UNIT_BYTES);
 }
 static KCACHE__UNUSED uint64_t *kcache__pub_event_at(const unsigned char *slot, unsigned j) {
-    return (uint64_t *)(void *)(slot + KCACHE__PUB_EVENTS_AT + (size_t)j * KCACHE__PUB_EVENT_BYTES);
+    return (uint64_t *)(uintptr_t)(slot + KCACHE__PUB_EVENTS_AT + (size_t)j * KCACHE__PUB_EVENT_BYTES);
 }
 /* Copies a name into shared words (cut to cap bytes, NUL padded) / out of them (always terminated). */
 static KCACHE__UNUSED void kcache__pub_put_name(uint64_t *w, size_t cap, const char *s, size_t n) {
@@ -8067,14 +8796,14 @@ static KCACHE__UNUSED void kcache__pub_put_name(uint64_t *w, size_t cap, const c
     for (i = 0; i < cap / 8; i++) {
         uint64_t v;
         memcpy(&v, buf + i * 8, 8);
-        __atomic_store_n(w + i, v, __ATOMIC_RELAXED);
+        kcache__atomic_store_u64(w + i, v);
     }
 }
 static KCACHE__UNUSED void kcache__pub_get_name(const uint64_t *w, size_t cap, char *out, size_t out_cap) {
     unsigned char buf[KCACHE__PUB_EVENT_NAME + 1];
     size_t i, n;
     for (i = 0; i < cap / 8 && i < KCACHE__PUB_EVENT_NAME / 8; i++) {
-        uint64_t v = __atomic_load_n(w + i, __ATOMIC_RELAXED);
+        uint64_t v = kcache__atomic_load_u64(w + i);
         memcpy(buf + i * 8, &v, 8);
     }
     buf[i * 8] = 0;
@@ -8254,16 +8983,22 @@ static void kcache__pub_say(const kcache__pub *p, const char *fmt, ...) {
 /* Creates a complete stats file under a temp name and links it into place (replace: renames it over
    a damaged one). 0, or an errno. */
 static int kcache__pub_create(kcache__store *st, int replace) {
-    unsigned char hdr[KCACHE__PUB_HEADER];
+    unsigned char *hdr = (unsigned char *)KCACHE_MALLOC(KCACHE__PUB_HEADER); /* (not on the stack: small thread stacks) */
     char tmp[64];
     int fd, e = 0;
-    if (kcache__shortfall(st, KCACHE__PUB_FILE_BYTES)) return ENOSPC; /* the filesystem's reserve */
+    if (!hdr) return ENOMEM;
+    if (kcache__shortfall(st, KCACHE__PUB_FILE_BYTES)) { KCACHE_FREE(hdr); return ENOSPC; } /* the filesystem's reserve */
     snprintf(tmp, sizeof tmp, "%u-stats-%llx.tmp", (unsigned)kcache__pid(), (unsigned long long)kcache__now_ns());
     fd = kcache__io_openat(st->tmpfd, tmp, KCACHE__RW | KCACHE__CREATE | KCACHE__EXCL | st->gmode);
-    if (fd < 0) return errno ? errno : EIO;
+    if (fd < 0) {
+        e = errno ? errno : EIO;
+        KCACHE_FREE(hdr);
+        return e;
+    }
     if (kcache__io_chmod(fd, st->shared ? 0660 : 0600) != 0) e = errno ? errno : EIO; /* not the umask's */
     kcache__pub_header(hdr);
-    if (kcache__io_pwrite(fd, hdr, sizeof hdr, 0) != (ptrdiff_t)sizeof hdr) e = errno ? errno : EIO;
+    if (kcache__io_pwrite(fd, hdr, KCACHE__PUB_HEADER, 0) != (ptrdiff_t)KCACHE__PUB_HEADER) e = errno ? errno : EIO;
+    KCACHE_FREE(hdr);
     /* every block allocated now: a page first touched through the mapping on a full disk would be
        SIGBUS, not an error */
     if (!e) e = kcache__io_allocate(fd, (uint64_t)KCACHE__PUB_FILE_BYTES);
@@ -8326,7 +9061,7 @@ static int kcache__pub_claim(kcache__pub *p) {
         if (!kcache__pub_cas(kcache__pub_slot_word(pick, KCACHE__PUB_S_OWNER), o, owner | KCACHE__PUB_SETTING_UP)) continue;
         e = kcache__pub_ld(kcache__pub_slot_word(pick, KCACHE__PUB_S_EPOCH));
         kcache__pub_st(kcache__pub_slot_word(pick, KCACHE__PUB_S_EPOCH), e | 1); /* odd: readers wait for it */
-        __atomic_thread_fence(__ATOMIC_SEQ_CST);
+        kcache__atomic_fence();
         if (o) kcache__pub_fold(p->map, pick); /* a dead process's work still counts */
         /* everything but the owner, the epoch, the event ring and its head (history, kept) */
         for (w = 2; w < KCACHE__PUB_EVENTS_AT / 8; w++)
@@ -8341,7 +9076,7 @@ static int kcache__pub_claim(kcache__pub *p) {
         p->ctr = kcache__pub_slot_word(pick, KCACHE__PUB_CTR_AT / 8);
         p->units = kcache__pub_slot_word(pick, KCACHE__PUB_UNITS_AT / 8);
         p->owner = owner;
-        p->pid = kcache__pidwatch_get(&p->pidw);
+        p->pid = kcache__cheap_pid();
         if (o) kcache__pub_say(p, "stats: slot %u of process %u (gone) reclaimed", at, (unsigned)(o >> 32));
         return 1;
     }
@@ -8353,7 +9088,7 @@ static int kcache__pub_claim(kcache__pub *p) {
    is wrong the kcache does not publish, and with debugging on a line says why. */
 static KCACHE__UNUSED void kcache__pub_open(kcache__pub *p, kcache__store *st, const kcache_config *cfg) {
     kcache__finfo sb;
-    unsigned char hdr[KCACHE__PUB_HEADER];
+    unsigned char hdr[64]; /* what kcache__pub_valid reads */
     int fd = -1, attempt, v = 0;
     void *m;
     memset(p, 0, sizeof *p);
@@ -8403,7 +9138,6 @@ static KCACHE__UNUSED void kcache__pub_open(kcache__pub *p, kcache__store *st, c
     p->map = (unsigned char *)m;
     p->len = (size_t)KCACHE__PUB_FILE_BYTES;
     p->domain = kcache__pub_domain();
-    kcache__pidwatch_init(&p->pidw);
     if (!kcache__pub_claim(p)) {
         kcache__io_unmap(p->map, p->len);
         p->map = NULL;
@@ -8418,14 +9152,13 @@ static KCACHE__UNUSED void kcache__pub_close(kcache__pub *p) {
         uint64_t e = kcache__pub_ld(ep);
         unsigned j;
         kcache__pub_st(ep, e | 1);
-        __atomic_thread_fence(__ATOMIC_SEQ_CST);
+        kcache__atomic_fence();
         kcache__pub_fold(p->map, p->slot);
         for (j = 0; j < KCACHE__PUB_UNITS; j++) kcache__pub_st(kcache__pub_unit_at(p->slot, j), 0);
         kcache__pub_st_rel(ep, (e | 1) + 1);
         kcache__pub_cas(kcache__pub_slot_word(p->slot, KCACHE__PUB_S_OWNER), p->owner, 0);
     }
     if (p->map) kcache__io_unmap(p->map, p->len);
-    kcache__pidwatch_free(&p->pidw);
     memset(p, 0, sizeof *p);
 }
 
@@ -8435,7 +9168,7 @@ static KCACHE__UNUSED void kcache__pub_close(kcache__pub *p) {
 static int kcache__pub_ready(kcache__pub *p) {
     uint32_t pid;
     if (!p->map) return 0;
-    if ((pid = kcache__pidwatch_get(&p->pidw)) != p->pid) {
+    if ((pid = kcache__cheap_pid()) != p->pid) {
         p->domain = kcache__pub_domain();
         kcache__pub_claim(p);
         p->pid = pid; /* one try per fork */
@@ -8471,7 +9204,7 @@ static uint64_t *kcache__pub_unit_get(kcache__pub *p, const char *unit, uint64_t
         if (!best || kcache__pub_ld(c + KCACHE__PUB_U_LAST) < kcache__pub_ld(best + KCACHE__PUB_U_LAST)) best = c;
     }
     kcache__pub_st(best + KCACHE__PUB_U_HASH, 0); /* readers drop what they read while it changes */
-    __atomic_thread_fence(__ATOMIC_RELEASE);
+    kcache__atomic_fence_release();
     for (w = 1; w < KCACHE__PUB_U_NAME; w++) kcache__pub_st(best + w, 0);
     n = strlen(unit);
     kcache__pub_st(best + KCACHE__PUB_U_INFO, (uint64_t)(n & 0xffff) << 8);
@@ -8520,7 +9253,7 @@ static KCACHE__UNUSED void kcache__pub_event(kcache__pub *p, int kind, const cha
     seq = kcache__pub_ld(hd) + 1;
     e = kcache__pub_event_at(p->slot, (unsigned)((seq - 1) % KCACHE__PUB_EVENTS));
     kcache__pub_st(e + KCACHE__PUB_E_SEQ, ~(uint64_t)0); /* being written */
-    __atomic_thread_fence(__ATOMIC_RELEASE);
+    kcache__atomic_fence_release();
     kcache__pub_st(e + KCACHE__PUB_E_TIME, (uint64_t)now);
     kcache__pub_st(e + KCACHE__PUB_E_UNIT, h);
     kcache__pub_st(e + KCACHE__PUB_E_SIZE, size);
@@ -8617,8 +9350,18 @@ struct kcache {
     long cl_loads;               /* OpenCL binaries loaded (names PoCL's unpack directories) */
     kcache__remote *remote;      /* the remote tier (>>remote), NULL when none */
     char remote_why[400];        /* why there is none although one was asked for */
+    /* fork (see kcache__live): the process that opened it, and in a forked child the child's own */
+    uint32_t pid;
+    uint32_t forked;             /* set in a forked child that found kc->lock held by its parent's thread */
+    uint32_t fwd_maker, fwd_failed; /* the child process opening fwd / that could not */
+    kcache *fwd;
+    kcache__mem mem;             /* the configuration's allocator (see kcache__mem) */
 };
 static void kcache__lower_open(kcache *kc);
+
+/* Internal result of a call that found it runs in a process forked from kc's: the public call
+   moves to the child's own handle and tries again (never returned to the caller). */
+#define KCACHE__FORKED KCACHE_STATUS_COUNT
 
 static void kcache__log(const kcache_config *cfg, const char *fmt, ...) {
     char line[1024];
@@ -8630,6 +9373,7 @@ static void kcache__log(const kcache_config *cfg, const char *fmt, ...) {
     else fprintf(stderr, "kcache: %s\n", line);
 }
 #define KCACHE__DEBUG(kc, ...) do { if ((kc)->cfg.debug) kcache__log(&(kc)->cfg, __VA_ARGS__); } while (0)
+
 
 /* A size: digits with an optional K, M, G or T (powers of 1024), optionally followed by B or iB. */
 static int kcache__parse_size(const char *s, uint64_t *out) {
@@ -8666,8 +9410,52 @@ static int kcache__parse_bool(const char *s, int *out) {
     return 0;
 }
 
-static void kcache__env_bad(int debug, const char *var, const char *val, const char *want) {
-    if (debug) fprintf(stderr, "kcache: %s=\"%.64s\" is not %s; using the default\n", var, val, want);
+/* The variables kcache_config_init reads, what each wants (cfg->env_bad's bit i is variable i). */
+#define KCACHE__ENV_VARS(X)                                                                     \
+    X(DEBUG, "KCACHE_DEBUG", "0 or 1")                                                          \
+    X(ENABLE, "KCACHE_ENABLE", "0 or 1")                                                        \
+    X(PERSISTENT, "KCACHE_PERSISTENT", "0 or 1")                                                \
+    X(TRACE, "KCACHE_TRACE", "0 or 1")                                                          \
+    X(FSYNC, "KCACHE_FSYNC", "0 or 1")                                                          \
+    X(STATS, "KCACHE_STATS", "0 or 1")                                                          \
+    X(MAX_SIZE, "KCACHE_MAX_SIZE", "a size such as 512M or 2G")                                 \
+    X(MEM_SIZE, "KCACHE_MEM_SIZE", "a size such as 64M")                                        \
+    X(MEM_ENTRIES, "KCACHE_MEM_ENTRIES", "a count from 1 to 16M")                               \
+    X(BUILD_WAIT, "KCACHE_BUILD_WAIT", "seconds from 0 to 86400")                               \
+    X(WRITE, "KCACHE_WRITE", "through or evict")                                                \
+    X(STAMP, "KCACHE_STAMP", "mtime, content or hybrid")                                      \
+    X(REMOTE_MODE, "KCACHE_REMOTE_MODE", "rw or ro")                                            \
+    X(REMOTE_TIMEOUT, "KCACHE_REMOTE_TIMEOUT", "milliseconds from 1 to 600000 (or 1s..600s)")   \
+    X(REMOTE_MAX_ENTRY, "KCACHE_REMOTE_MAX_ENTRY", "a size from 1K to 512M")                    \
+    X(COMPRESS, "KCACHE_COMPRESS", "0 or 1")
+enum {
+#define KCACHE__ENV_ENUM(id, var, want) KCACHE__ENV_##id,
+    KCACHE__ENV_VARS(KCACHE__ENV_ENUM)
+#undef KCACHE__ENV_ENUM
+    KCACHE__ENV_COUNT
+};
+static const char *const kcache__env_var[] = {
+#define KCACHE__ENV_NAME(id, var, want) var,
+    KCACHE__ENV_VARS(KCACHE__ENV_NAME)
+#undef KCACHE__ENV_NAME
+};
+static const char *const kcache__env_want[] = {
+#define KCACHE__ENV_WANT(id, var, want) want,
+    KCACHE__ENV_VARS(KCACHE__ENV_WANT)
+#undef KCACHE__ENV_WANT
+};
+#define kcache__env_bad(cfg, id) ((cfg)->env_bad |= 1u << KCACHE__ENV_##id)
+
+/* What kcache_config_init found bad in the environment, said now that the log is known: with
+   debugging on, or (a bad KCACHE_DEBUG itself: the user asked for messages) in any case. */
+static void kcache__say_env_bad(const kcache_config *cfg) {
+    int i;
+    for (i = 0; i < KCACHE__ENV_COUNT; i++) {
+        const char *v;
+        if (!(cfg->env_bad & (1u << i)) || (!cfg->debug && i != KCACHE__ENV_DEBUG)) continue;
+        v = cfg->no_env ? NULL : getenv(kcache__env_var[i]);
+        kcache__log(cfg, "%s=\"%.64s\" is not %s; using the default", kcache__env_var[i], v ? v : "", kcache__env_want[i]);
+    }
 }
 
 /* The remote tier's variables (and KCACHE_COMPRESS), after the others. */
@@ -8680,7 +9468,7 @@ static void kcache__config_remote_env(kcache_config *cfg) {
     if ((v = getenv("KCACHE_REMOTE_MODE")) != NULL && *v) {
         if (strcmp(v, "rw") == 0) cfg->remote_mode = KCACHE_REMOTE_RW;
         else if (strcmp(v, "ro") == 0) cfg->remote_mode = KCACHE_REMOTE_RO;
-        else kcache__env_bad(cfg->debug, "KCACHE_REMOTE_MODE", v, "rw or ro");
+        else kcache__env_bad(cfg, REMOTE_MODE);
     }
     if ((v = getenv("KCACHE_REMOTE_TIMEOUT")) != NULL && *v) { /* milliseconds; "ms" or "s" may follow */
         char *end;
@@ -8688,22 +9476,20 @@ static void kcache__config_remote_env(kcache_config *cfg) {
         if (end != v && *v >= '0' && *v <= '9' && strcmp(end, "s") == 0 && t <= 600) t *= 1000;
         else if (end == v || !(*v >= '0' && *v <= '9') || (*end && strcmp(end, "ms") != 0)) t = 0;
         if (t >= 1 && t <= 600000) cfg->remote_timeout_ms = (uint32_t)t;
-        else kcache__env_bad(cfg->debug, "KCACHE_REMOTE_TIMEOUT", v, "milliseconds from 1 to 600000 (or 1s..600s)");
+        else kcache__env_bad(cfg, REMOTE_TIMEOUT);
     }
     if ((v = getenv("KCACHE_REMOTE_MAX_ENTRY")) != NULL && *v) {
         if (kcache__parse_size(v, &n) && n >= 1024 && n <= ((uint64_t)512 << 20)) cfg->remote_max_entry = n;
-        else kcache__env_bad(cfg->debug, "KCACHE_REMOTE_MAX_ENTRY", v, "a size from 1K to 512M");
+        else kcache__env_bad(cfg, REMOTE_MAX_ENTRY);
     }
     if ((v = getenv("KCACHE_COMPRESS")) != NULL && *v) {
         if (kcache__parse_bool(v, &b)) cfg->compress = b;
-        else kcache__env_bad(cfg->debug, "KCACHE_COMPRESS", v, "0 or 1");
+        else kcache__env_bad(cfg, COMPRESS);
     }
 }
 
-KCACHE_API void kcache_config_init(kcache_config *cfg) {
-    const char *v;
-    uint64_t n;
-    int b;
+
+KCACHE_API void kcache_config_defaults(kcache_config *cfg) {
     if (!cfg) return;
     memset(cfg, 0, sizeof *cfg);
     cfg->max_size = (uint64_t)1 << 30;
@@ -8714,52 +9500,63 @@ KCACHE_API void kcache_config_init(kcache_config *cfg) {
     cfg->publish = 1;
     cfg->build_wait_ms = 300000;
     cfg->lock_timeout_ms = 10000;
-    if ((v = getenv("KCACHE_DEBUG")) != NULL && *v && !kcache__parse_bool(v, &cfg->debug))
-        kcache__env_bad(1, "KCACHE_DEBUG", v, "0 or 1"); /* said even so: it is the switch for saying */
-#define KCACHE__ENV_BOOL(var, field)                                                    \
-    if ((v = getenv(var)) != NULL && *v) {                                              \
+    cfg->remote_timeout_ms = KCACHE__REMOTE_TIMEOUT_MS;
+    cfg->remote_max_entry = KCACHE__REMOTE_MAX_ENTRY;
+    cfg->remote_claim_ms = KCACHE__REMOTE_CLAIM_MS;
+    cfg->remote_backoff_ms = KCACHE__REMOTE_BACKOFF_MS;
+    cfg->no_env = 1;
+}
+
+KCACHE_API const char *kcache_version(void) { return KCACHE_VERSION; }
+
+KCACHE_API void kcache_config_init(kcache_config *cfg) {
+    const char *v;
+    uint64_t n;
+    int b;
+    if (!cfg) return;
+    kcache_config_defaults(cfg);
+    cfg->no_env = 0;
+#define KCACHE__ENV_BOOL(id, field)                                                     \
+    if ((v = getenv(kcache__env_var[KCACHE__ENV_##id])) != NULL && *v) {                \
         if (kcache__parse_bool(v, &b)) cfg->field = b;                                  \
-        else kcache__env_bad(cfg->debug, var, v, "0 or 1");                             \
+        else kcache__env_bad(cfg, id);                                                  \
     }
-    KCACHE__ENV_BOOL("KCACHE_ENABLE", enable)
-    KCACHE__ENV_BOOL("KCACHE_PERSISTENT", persistent)
-    KCACHE__ENV_BOOL("KCACHE_TRACE", trace)
-    KCACHE__ENV_BOOL("KCACHE_FSYNC", fsync)
-    KCACHE__ENV_BOOL("KCACHE_STATS", publish)
+    KCACHE__ENV_BOOL(DEBUG, debug)
+    KCACHE__ENV_BOOL(ENABLE, enable)
+    KCACHE__ENV_BOOL(PERSISTENT, persistent)
+    KCACHE__ENV_BOOL(TRACE, trace)
+    KCACHE__ENV_BOOL(FSYNC, fsync)
+    KCACHE__ENV_BOOL(STATS, publish)
 #undef KCACHE__ENV_BOOL
     if ((v = getenv("KCACHE_DIR")) != NULL && *v) cfg->dir = v;
     if ((v = getenv("KCACHE_SHARED_GROUP")) != NULL && *v) cfg->shared_group = v;
     if ((v = getenv("KCACHE_MAX_SIZE")) != NULL && *v) {
         if (kcache__parse_size(v, &n)) cfg->max_size = n;
-        else kcache__env_bad(cfg->debug, "KCACHE_MAX_SIZE", v, "a size such as 512M or 2G");
+        else kcache__env_bad(cfg, MAX_SIZE);
     }
     if ((v = getenv("KCACHE_MEM_SIZE")) != NULL && *v) {
         if (kcache__parse_size(v, &n)) cfg->mem_size = n;
-        else kcache__env_bad(cfg->debug, "KCACHE_MEM_SIZE", v, "a size such as 64M");
+        else kcache__env_bad(cfg, MEM_SIZE);
     }
     if ((v = getenv("KCACHE_MEM_ENTRIES")) != NULL && *v) {
         if (kcache__parse_size(v, &n) && n >= 1 && n <= 1u << 24) cfg->mem_entries = (uint32_t)n;
-        else kcache__env_bad(cfg->debug, "KCACHE_MEM_ENTRIES", v, "a count from 1 to 16M");
+        else kcache__env_bad(cfg, MEM_ENTRIES);
     }
     if ((v = getenv("KCACHE_BUILD_WAIT")) != NULL && *v) {
         if (kcache__parse_size(v, &n) && n <= 86400) cfg->build_wait_ms = (uint32_t)n * 1000;
-        else kcache__env_bad(cfg->debug, "KCACHE_BUILD_WAIT", v, "seconds from 0 to 86400");
+        else kcache__env_bad(cfg, BUILD_WAIT);
     }
     if ((v = getenv("KCACHE_WRITE")) != NULL && *v) {
         if (strcmp(v, "through") == 0) cfg->write_policy = KCACHE_WRITE_THROUGH;
         else if (strcmp(v, "evict") == 0) cfg->write_policy = KCACHE_WRITE_EVICT;
-        else kcache__env_bad(cfg->debug, "KCACHE_WRITE", v, "through or evict");
+        else kcache__env_bad(cfg, WRITE);
     }
     if ((v = getenv("KCACHE_STAMP")) != NULL && *v) {
         if (strcmp(v, "hybrid") == 0) cfg->stamp = KCACHE_STAMP_HYBRID;
         else if (strcmp(v, "mtime") == 0) cfg->stamp = KCACHE_STAMP_MTIME;
         else if (strcmp(v, "content") == 0) cfg->stamp = KCACHE_STAMP_CONTENT;
-        else kcache__env_bad(cfg->debug, "KCACHE_STAMP", v, "mtime, content or hybrid");
+        else kcache__env_bad(cfg, STAMP);
     }
-    cfg->remote_timeout_ms = KCACHE__REMOTE_TIMEOUT_MS;
-    cfg->remote_max_entry = KCACHE__REMOTE_MAX_ENTRY;
-    cfg->remote_claim_ms = KCACHE__REMOTE_CLAIM_MS;
-    cfg->remote_backoff_ms = KCACHE__REMOTE_BACKOFF_MS;
     kcache__config_remote_env(cfg);
 }
 
@@ -8790,31 +9587,47 @@ static int kcache__default_dir(char *out, size_t cap) {
 }
 #endif
 
+typedef struct { char dir[4096], why[400]; } kcache__open_scratch; /* on the heap: calls fit small stacks */
 KCACHE_API kcache_status kcache_open(kcache **out, const kcache_config *cfg) {
     kcache *kc;
     kcache_config defaults;
-    char dir[4096], why[400];
+    kcache__open_scratch *t;
+    kcache__mem al;
+    char *dir, *why;
     if (!out) return KCACHE_EINVAL;
     *out = NULL;
     if (!cfg) { kcache_config_init(&defaults); cfg = &defaults; }
     if (cfg->write_policy != KCACHE_WRITE_THROUGH && cfg->write_policy != KCACHE_WRITE_EVICT) return KCACHE_EINVAL;
     if (cfg->stamp < KCACHE_STAMP_HYBRID || cfg->stamp > KCACHE_STAMP_CONTENT) return KCACHE_EINVAL;
-    kc = (kcache *)KCACHE_MALLOC(sizeof *kc);
+    if (!cfg->alloc_fn != !cfg->free_fn) return KCACHE_EINVAL; /* both allocator callbacks, or neither */
+    al.alloc = cfg->alloc_fn;
+    al.free = cfg->free_fn;
+    al.user = cfg->alloc_user;
+    kc = (kcache *)kcache__mem_alloc(&al, sizeof *kc);
     if (!kc) return KCACHE_ENOMEM;
     memset(kc, 0, sizeof *kc);
+    kc->mem = al;
     kc->cfg = *cfg;
     kc->cfg.dir = NULL;
-    kc->cfg.shared_group = NULL; /* (used while opening, below; it may point into the environment) */
+    kc->pid = kcache__pid();
     if (kc->cfg.mem_entries == 0) kc->cfg.mem_entries = 1;
-    if (kcache__lru_init(&kc->lru, kc->cfg.mem_entries) != KCACHE_OK) { KCACHE_FREE(kc); return KCACHE_ENOMEM; }
+    if ((t = (kcache__open_scratch *)KCACHE_MALLOC(sizeof *t)) == NULL) { kcache__mem_free(&al, kc); return KCACHE_ENOMEM; }
+    if (kcache__lru_init(&kc->lru, kc->cfg.mem_entries, &kc->mem) != KCACHE_OK) {
+        KCACHE_FREE(t);
+        kcache__mem_free(&al, kc);
+        return KCACHE_ENOMEM;
+    }
+    dir = t->dir;
+    why = t->why;
     kcache__mutex_init(&kc->lock);
-    kcache__host_detect(&kc->host);
+    kcache__host_detect(&kc->host, kc->cfg.no_env);
+    kcache__say_env_bad(&kc->cfg);
     why[0] = 0; /* the store's complaint: why it is refused, or what was repaired when it was opened */
     if (!kc->cfg.enable) snprintf(kc->store_why, sizeof kc->store_why, "caching off (KCACHE_ENABLE=0)");
     else if (!kc->cfg.persistent) snprintf(kc->store_why, sizeof kc->store_why, "memory only (KCACHE_PERSISTENT=0)");
-    else if (cfg->dir && cfg->dir[0] && strlen(cfg->dir) >= sizeof dir)
+    else if (cfg->dir && cfg->dir[0] && strlen(cfg->dir) >= sizeof t->dir)
         snprintf(kc->store_why, sizeof kc->store_why, "memory only: the store path is too long");
-    else if (!(cfg->dir && cfg->dir[0]) && !kcache__default_dir(dir, sizeof dir))
+    else if (!(cfg->dir && cfg->dir[0]) && !kcache__default_dir(dir, sizeof t->dir))
 #if defined(_WIN32)
         snprintf(kc->store_why, sizeof kc->store_why, "memory only: no KCACHE_DIR or LOCALAPPDATA");
 #else
@@ -8823,7 +9636,8 @@ KCACHE_API kcache_status kcache_open(kcache **out, const kcache_config *cfg) {
     else {
         kcache_status s;
         if (cfg->dir && cfg->dir[0]) strcpy(dir, cfg->dir);
-        s = kcache__store_open(&kc->store, dir, cfg, why, sizeof why);
+        s = kcache__store_open(&kc->store, dir, &kc->cfg, why, sizeof t->why);
+        kc->cfg.shared_group = NULL; /* it may point into the environment; the store keeps the group */
         if (s == KCACHE_OK) {
             kc->dir = kc->store->dir;
             if (kc->store->readonly) snprintf(kc->store_why, sizeof kc->store_why, "%s", why);
@@ -8837,11 +9651,104 @@ KCACHE_API kcache_status kcache_open(kcache **out, const kcache_config *cfg) {
     if (!kc->store) KCACHE__DEBUG(kc, "%s", kc->store_why);
     else KCACHE__DEBUG(kc, "store %s (limit %llu bytes)%s%s", kc->dir, (unsigned long long)kc->cfg.max_size, why[0] ? "; " : "", why);
     if (kc->cfg.enable) kcache__lower_open(kc);
+    KCACHE_FREE(t);
     *out = kc;
     return KCACHE_OK;
 }
 
+/* ---- fork ----
+   A handle used in a process forked from the one that opened it (a pre-fork worker pool, a fork
+   while other threads are inside kcache calls) must neither hang nor act for its parent. Its
+   memory is a copy taken at an arbitrary moment: a mutex may be held by a thread that does not
+   exist in the child, a list may be half changed, the lock file's descriptor is shared with the
+   parent (and with it, where locks belong to the description, the parent's locks and build
+   claims). So the child uses none of it: the first call that notices the fork opens the child's
+   own kcache with the same configuration (its memory cache starts empty; the store is shared, so
+   it reads from disk what the parent stored), and every later call on the handle goes to that
+   one. The parent's copy is left untouched and never freed in the child (it may be inconsistent;
+   fork shares its pages, so it costs nothing). No pthread_atfork handler: nothing is installed in
+   the process, and a fork never waits for a kcache call in another thread.
+
+   Noticing costs nothing on the hot path (kcache__cheap_pid: a page the kernel wipes in a child).
+   Where that page is not honoured (an emulator), every path that could wait on the parent asks
+   getpid instead: the first lock of a lookup when it is busy, the store lock, build claims, a
+   build in progress in another thread, and the return from the caller's build function (a fork
+   inside it: the child gets its payload and nothing of the parent's is touched). */
+static kcache *kcache__reopen(const kcache *kc) {
+    kcache_config cfg = kc->cfg;
+    kcache *f = NULL;
+    char group[16];
+    cfg.dir = kc->store ? kc->dir : NULL;
+    if (kc->store && kc->store->shared) { /* the group kc resolved, by number */
+        snprintf(group, sizeof group, "%u", (unsigned)kc->store->gid);
+        cfg.shared_group = group;
+    }
+    if (kc->remote && kc->remote->secret) cfg.remote_secret = (const char *)kc->remote->secret; /* kept NUL-terminated */
+    if (!kc->store) cfg.persistent = 0; /* a parent running from memory: so does its child */
+    if (kcache_open(&f, &cfg) != KCACHE_OK) return NULL;
+    if (!kc->store) {
+        memcpy(f->store_why, kc->store_why, sizeof f->store_why);
+        f->store_refused = kc->store_refused;
+    }
+    KCACHE__DEBUG(f, "process %u, forked from %u, uses a kcache of its own from here on", (unsigned)f->pid, (unsigned)kc->pid);
+    return f;
+}
+static kcache *kcache__forked(kcache *kc) {
+    kcache *f = (kcache *)kcache__atomic_load_ptr((void *const *)&kc->fwd);
+    uint32_t me;
+    if (f && f->pid == kcache__cheap_pid()) return f;
+    me = kcache__pid();
+    if (me == kc->pid) return kc;
+    kcache__atomic_store_u32(&kc->forked, 1); /* (in the child's memory): later cheap checks come here too */
+    for (;;) {
+        uint32_t maker;
+        f = (kcache *)kcache__atomic_load_ptr((void *const *)&kc->fwd);
+        if (f && f->pid == me) return f;
+        maker = kcache__atomic_load_u32(&kc->fwd_maker);
+        if (maker == me) { /* another thread of this process is opening it */
+            if (kcache__atomic_load_u32(&kc->fwd_failed) == me) return NULL;
+            kcache__sleep_us(100);
+            continue;
+        }
+        if (!kcache__atomic_cas_u32(&kc->fwd_maker, &maker, me)) continue;
+        if ((f = kcache__reopen(kc)) == NULL) {
+            kcache__atomic_store_u32(&kc->fwd_failed, me);
+            return NULL;
+        }
+        kcache__atomic_store_ptr((void **)&kc->fwd, f);
+        return f;
+    }
+}
+/* The handle a call on kc works with: kc in the process that opened it, the child's own in a
+   forked child (NULL when that could not be opened). strict: getpid, for calls that may wait. */
+static kcache *kcache__live(kcache *kc, int strict) {
+    if (!kc) return NULL;
+    if (KCACHE__LIKELY((strict ? kcache__pid() : kcache__cheap_pid()) == kc->pid) && !kcache__atomic_load_u32(&kc->forked) &&
+        !(kc->store && kcache__atomic_load_u32(&kc->store->forked)))
+        return kc;
+    return kcache__forked(kc);
+}
+/* kc->lock at the start of a lookup that noticed no fork: taken, or -1 when it is held and this
+   process is not kc's (held by a thread of the parent that does not exist here). */
+static int kcache__lock_live(kcache *kc) {
+    if (kcache__mutex_trylock(&kc->lock)) return 0;
+    if (kcache__pid() != kc->pid) {
+        kcache__atomic_store_u32(&kc->forked, 1);
+        return -1;
+    }
+    kcache__mutex_lock(&kc->lock);
+    return 0;
+}
+
 KCACHE_API const char *kcache_dir(const kcache *kc) { return kc ? kc->dir : NULL; }
+
+KCACHE_API int kcache_store_in_use(const kcache *kc, char *why, size_t cap) {
+    if (why && cap) why[0] = 0;
+    if (!kc) return 0;
+    if (kc->store) return 1;
+    if (why && cap) snprintf(why, cap, "%s", kc->store_why);
+    return 0;
+}
 
 KCACHE_API kcache_status kcache_key_host_from(kcache_key *k, const kcache *kc) {
     if (!kc) return kcache_key_host(k);
@@ -8921,16 +9828,16 @@ static void kcache__store_stats(kcache *kc, const kcache__store_ev *ev, kcache_s
 
 /* Writes a node that only memory held (KCACHE_WRITE=evict) to the store. */
 static void kcache__write_back(kcache *kc, kcache__node *n) {
-    kcache_key k;
+    kcache_key *k = kcache__key_alloc();
     kcache__store_ev ev;
     kcache_status s;
-    if (kcache__record_parse(n->rec, n->rec_len, &k) == KCACHE_OK) {
+    if (k && kcache__record_parse(n->rec, n->rec_len, k) == KCACHE_OK) {
         memset(&ev, 0, sizeof ev);
-        s = kcache__store_put(kc->store, &k, n->blob->data, n->blob->size, &ev);
+        s = kcache__store_put(kc->store, k, n->blob->data, n->blob->size, &ev);
         kcache__store_stats(kc, &ev, s);
-        KCACHE__DEBUG(kc, "write-back %s (%zu bytes): %s", k.unit, n->blob->size, kcache_strerror(s));
+        KCACHE__DEBUG(kc, "write-back %s (%zu bytes): %s", k->unit, n->blob->size, kcache_strerror(s));
     }
-    kcache_key_free(&k);
+    kcache__key_drop(k);
 }
 
 static void kcache__release_nodes(kcache *kc, kcache__node *list) {
@@ -8945,6 +9852,11 @@ static void kcache__release_nodes(kcache *kc, kcache__node *list) {
 KCACHE_API void kcache_close(kcache *kc) {
     kcache__node *n, *all = NULL;
     if (!kc) return;
+    if (kcache__pid() != kc->pid) { /* a forked child: closes its own kcache, leaves its parent's copy */
+        kcache *f = (kcache *)kcache__atomic_load_ptr((void *const *)&kc->fwd);
+        if (f && f->pid == kcache__pid()) kcache_close(f);
+        return;
+    }
     kcache__mutex_lock(&kc->lock);
     while ((n = kc->lru.head.next) != &kc->lru.head) {
         kcache__lru_detach(&kc->lru, n);
@@ -8960,20 +9872,27 @@ KCACHE_API void kcache_close(kcache *kc) {
     kcache__remote_close(kc->remote);
     kcache__pub_close(&kc->pub);
     kcache__store_close(kc->store);
-    KCACHE_FREE(kc->lru.buckets);
-    kcache__mutex_destroy(&kc->lock);
-    KCACHE_FREE(kc);
+    {
+        kcache__mem al = kc->mem;
+        kcache__mem_free(&al, kc->lru.buckets);
+        kcache__mutex_destroy(&kc->lock);
+        kcache__mem_free(&al, kc);
+    }
 }
 
-/* A new node for a key and a blob (which it takes over). */
-static kcache__node *kcache__node_new(const kcache_key *k, kcache__blob *b) {
-    size_t rec_len = kcache__record_size(k);
-    kcache__node *n = (kcache__node *)KCACHE_MALLOC(sizeof *n + rec_len); /* the record follows the node */
+/* A new node for a key and a blob (which it takes over); its record is rec (rec_len bytes) when
+   given, else the key's own. */
+static kcache__node *kcache__node_new_rec(kcache *kc, const unsigned char *rec, size_t rec_len, const kcache_key *k, kcache__blob *b) {
+    kcache__node *n;
+    if (!rec) rec_len = kcache__record_size(k);
+    n = (kcache__node *)kcache__mem_alloc(&kc->mem, sizeof *n + rec_len); /* the record follows the node */
     if (!n) return NULL;
     memset(n, 0, sizeof *n);
+    n->al = &kc->mem;
     n->rec_len = rec_len;
     n->rec = (unsigned char *)(n + 1);
-    kcache__record_into(k, n->rec, rec_len);
+    if (rec) memcpy(n->rec, rec, rec_len);
+    else kcache__record_into(k, n->rec, rec_len);
     n->digest = k->digest;
     n->unit_hash = kcache_hash(k->unit, strlen(k->unit)).lo;
     n->blob = b;
@@ -8983,6 +9902,7 @@ static kcache__node *kcache__node_new(const kcache_key *k, kcache__blob *b) {
              (size_t)(b->data + b->size - kcache__blob_bytes(b));
     return n;
 }
+static kcache__node *kcache__node_new(kcache *kc, const kcache_key *k, kcache__blob *b) { return kcache__node_new_rec(kc, NULL, 0, k, b); }
 
 /* Puts a node in memory, replacing any node of the same digest; returns what must be freed. */
 static kcache__node *kcache__lru_add(kcache *kc, kcache__node *n) {
@@ -9139,27 +10059,30 @@ static kcache_reason kcache__ix_classify(kcache *kc, const kcache_key *k, int64_
             kcache__sb_time(b, *when);
             break;
         case KCACHE_REASON_STAMP: {
-            kcache_key stored;
+            kcache_key *stored = kcache__key_alloc();
             kcache__sb_add(b, " (entry removed at ");
             kcache__sb_time(b, *when);
             kcache__sb_add(b, ")");
-            if (kcache__record_parse(ix.items[KCACHE__IX_GONE][at].rec, ix.items[KCACHE__IX_GONE][at].rec_len, &stored) == KCACHE_OK) {
+            if (stored &&
+                kcache__record_parse(ix.items[KCACHE__IX_GONE][at].rec, ix.items[KCACHE__IX_GONE][at].rec_len, stored) == KCACHE_OK) {
                 kcache__sb_add(b, ": ");
-                kcache__sb_stamps(b, &stored, k, kc->cfg.stamp);
+                kcache__sb_stamps(b, stored, k, kc->cfg.stamp);
             }
-            kcache_key_free(&stored);
+            kcache__key_drop(stored);
             break;
         }
         case KCACHE_REASON_FIELD: {
-            kcache_key best, cand;
+            kcache_key *best = kcache__key_alloc(), *cand = kcache__key_alloc();
             int best_eq = -1;
             uint32_t i;
-            for (i = 0; i < ix.n[KCACHE__IX_LIVE]; i++) {
-                int eq = kcache__equal_fields(ix.items[KCACHE__IX_LIVE][i].rec, ix.items[KCACHE__IX_LIVE][i].rec_len, k, &cand);
-                if (eq >= 0) kcache__keep_closest(&best, &best_eq, &cand, eq);
+            for (i = 0; best && cand && i < ix.n[KCACHE__IX_LIVE]; i++) {
+                int eq = kcache__equal_fields(ix.items[KCACHE__IX_LIVE][i].rec, ix.items[KCACHE__IX_LIVE][i].rec_len, k, cand);
+                if (eq >= 0) kcache__keep_closest(best, &best_eq, cand, eq);
             }
             kcache__sb_add(b, ": closest of %u stored overload(s) of unit \"%s\": ", ix.n[KCACHE__IX_LIVE], k->unit);
-            if (best_eq >= 0) { kcache__sb_diff(b, &best, k); kcache_key_free(&best); }
+            if (best_eq >= 0) { kcache__sb_diff(b, best, k); kcache_key_free(best); }
+            KCACHE_FREE(best); /* (cand was freed or moved into best by the last keep_closest) */
+            KCACHE_FREE(cand);
             break;
         }
         default:
@@ -9203,13 +10126,14 @@ static void kcache__count_miss(kcache *kc, const kcache_key *k, kcache_reason r)
     KCACHE__DEBUG(kc, "miss %s: %s", k->unit, kcache__reason_text[r]);
 }
 
-/* The dependency whose file could not be read when the key was built (kcache_key_file leaves its
-   content digest zero then), or NULL. */
+/* The dependency whose file could not be read when the key was built (kcache_key_file keeps no
+   stat beside the key for it, and its content digest is zero), or NULL. */
 static const kcache_key_field *kcache__unreadable_dep(const kcache_key *k) {
     const kcache_key_field *f = kcache__key_fields(k);
     uint32_t i;
     for (i = 0; i < k->count; i++)
-        if (f[i].type == KCACHE_FIELD_FILE && f[i].content.lo == 0 && f[i].content.hi == 0) return &f[i];
+        if (f[i].type == KCACHE_FIELD_FILE && f[i].content.lo == 0 && f[i].content.hi == 0 && !kcache__key_kfile(k, f[i].name))
+            return &f[i];
     return NULL;
 }
 
@@ -9256,6 +10180,7 @@ static void kcache__lower_open(kcache *kc) {
     char why[400];
     why[0] = 0;
     kcache__remote_open(&kc->remote, &kc->cfg, why, sizeof why);
+    if (kc->remote) kc->remote->mem = &kc->mem;
     kc->cfg.remote = kc->remote ? kc->remote->names : NULL; /* the caller's string may go away */
     kc->cfg.remote_secret = NULL;
     if (why[0]) snprintf(kc->remote_why, sizeof kc->remote_why, "%s", why);
@@ -9312,7 +10237,7 @@ static kcache_status kcache__lower_get(kcache *kc, const kcache_key *k, uint64_t
         s = kcache__store_put(kc->store, k, rd.blob->data, rd.blob->size, &sev);
         kcache__store_stats(kc, &sev, s);
     }
-    nn = kcache__node_new(k, rd.blob);
+    nn = kcache__node_new(kc, k, rd.blob);
     now = kcache__now_ns();
     kcache__blob_ref(rd.blob);
     *data = rd.blob->data;
@@ -9352,13 +10277,166 @@ static int kcache__lower_explain(kcache *kc, const kcache_key *k, kcache__sb *b)
     return said;
 }
 
-static kcache_status kcache__get(kcache *kc, const kcache_key *k, const void **data, size_t *size, int count_miss);
-KCACHE_API kcache_status kcache_get(kcache *kc, const kcache_key *k, const void **data, size_t *size) {
-    return kcache__get(kc, k, data, size, 1);
+/* ---- dependencies' content, when a lookup needs it -------------------------------------------
+   A file field's content digest is taken lazily (kcache_key_file): from the process's stamp memo,
+   then (files of KCACHE__STAMP_STORE_MIN or more) from the store, where an entry of unit
+   "kcache.stamp" keeps it under the file's path and full stat, else by reading the file, after
+   which both remember it. KCACHE_STAMP=content reads the file every time. */
+static kcache_key *kcache__stamp_key(const kcache__finfo *fi, kcache_hash128 path_digest) {
+    kcache_key *sk = (kcache_key *)KCACHE_MALLOC(sizeof *sk); /* on the heap: calls fit small stacks */
+    if (!sk) return NULL;
+    kcache_key_init(sk, "kcache.stamp");
+    kcache_key_u64(sk, "path.lo", path_digest.lo);
+    kcache_key_u64(sk, "path.hi", path_digest.hi);
+    kcache_key_u64(sk, "device", fi->dev);
+    kcache_key_u64(sk, "inode", fi->ino);
+    kcache_key_u64(sk, "size", fi->size);
+    kcache_key_u64(sk, "mtime_ns", (uint64_t)fi->mtime_ns);
+    kcache_key_u64(sk, "ctime_ns", (uint64_t)fi->ctime_ns);
+    return sk;
+}
+static int kcache__stamp_load(kcache *kc, const kcache__finfo *fi, kcache_hash128 path_digest, kcache_hash128 *content) {
+    kcache_key *sk = kcache__stamp_key(fi, path_digest);
+    kcache__read rd;
+    int ok = 0;
+    if (!sk) return 0;
+    kcache__store_read(kc->store, sk, KCACHE_STAMP_HYBRID, 0, &rd);
+    if (rd.status == KCACHE_OK && rd.blob->size == 16) {
+        content->lo = kcache__get_u64(rd.blob->data);
+        content->hi = kcache__get_u64(rd.blob->data + 8);
+        ok = 1;
+    }
+    kcache__blob_unref(rd.blob);
+    KCACHE_FREE(rd.rec);
+    kcache__key_drop(sk);
+    return ok;
+}
+static void kcache__stamp_save(kcache *kc, const kcache__finfo *fi, kcache_hash128 path_digest, kcache_hash128 content) {
+    kcache_key *sk = kcache__stamp_key(fi, path_digest);
+    unsigned char v[16];
+    kcache__store_ev ev;
+    if (!sk) return;
+    kcache__put_u64(v, content.lo);
+    kcache__put_u64(v + 8, content.hi);
+    memset(&ev, 0, sizeof ev);
+    kcache__store_stats(kc, &ev, kcache__store_put(kc->store, sk, v, sizeof v, &ev));
+    kcache__key_drop(sk);
 }
 
-/* kcache_get; count_miss 0 for a re-check (single flight) whose miss was counted already. */
+/* Fills a file field's content (kf: its path and the stat kcache_key_file took). A file read now
+   gets the stamp it had while it was read (mtime 0 when it changed meanwhile: content only). */
+static kcache_status kcache__field_content(kcache *kc, const kcache__kfile *kf, kcache_key_field *f, int policy) {
+    kcache__finfo now;
+    kcache_hash128 c;
+    int changed = 0, big = kc && kc->store && kf->fi.size >= KCACHE__STAMP_STORE_MIN;
+    if (policy != KCACHE_STAMP_CONTENT && (f->reserved & KCACHE__FF_PENDING)) {
+        if (kcache__memo_get(&kf->fi, &c) || (big && kcache__stamp_load(kc, &kf->fi, f->digest, &c))) {
+            kcache__memo_put(&kf->fi, c);
+            f->content = c;
+            f->reserved = KCACHE__FF_MEMO;
+            return KCACHE_OK;
+        }
+    }
+    if (kcache__hash_file(kf->path, &c, &now, &changed) != 0) return KCACHE_ENOENT;
+    f->content = c;
+    f->mtime_ns = changed ? 0 : now.mtime_ns;
+    f->file_size = now.size;
+    f->reserved = 0;
+    if (!changed) {
+        kcache__memo_put(&now, c);
+        if (kc && kc->store && now.size >= KCACHE__STAMP_STORE_MIN) kcache__stamp_save(kc, &now, f->digest, c);
+    }
+    return KCACHE_OK;
+}
+
+/* Whether some file field's content must be taken before k is written or compared whole under
+   policy: a pending one; under KCACHE_STAMP=content, one known from a memo too. */
+static int kcache__key_unresolved(const kcache_key *k, int policy) {
+    const kcache_key_field *f = kcache__key_fields(k);
+    uint32_t i, want = KCACHE__FF_PENDING | (policy == KCACHE_STAMP_CONTENT ? KCACHE__FF_MEMO : 0);
+    if (!k->files) return 0;
+    for (i = 0; i < k->count; i++)
+        if (f[i].type == KCACHE_FIELD_FILE && (f[i].reserved & want)) return 1;
+    return 0;
+}
+
+/* k with the content of its file fields taken (every pending one; under KCACHE_STAMP=content, those
+   known from a memo too): k itself when nothing is missing, else a copy (*copy, to free with
+   kcache__key_drop), NULL when out of memory. A dependency that cannot be read leaves the copy with
+   the error: it never matches and a put refuses it. */
+static const kcache_key *kcache__key_resolve(kcache *kc, const kcache_key *k, int policy, kcache_key **copy) {
+    kcache_key *c;
+    kcache_key_field *f;
+    uint32_t i, want = KCACHE__FF_PENDING | (policy == KCACHE_STAMP_CONTENT ? KCACHE__FF_MEMO : 0);
+    *copy = NULL;
+    if (!kcache__key_unresolved(k, policy)) return k;
+    if ((c = (kcache_key *)KCACHE_MALLOC(sizeof *c)) == NULL) return NULL;
+    memcpy(c, k, offsetof(kcache_key, inline_fields));
+    c->files = NULL;
+    if (k->heap) {
+        if ((c->heap = (kcache_key_field *)KCACHE_MALLOC(sizeof(kcache_key_field) * k->cap)) == NULL) {
+            KCACHE_FREE(c);
+            return NULL;
+        }
+        memcpy(c->heap, k->heap, sizeof(kcache_key_field) * k->count);
+    } else {
+        memcpy(c->inline_fields, k->inline_fields, sizeof(kcache_key_field) * k->count);
+    }
+    f = kcache__key_fields_w(c);
+    for (i = 0; i < c->count; i++) {
+        const kcache__kfile *kf;
+        if (f[i].type != KCACHE_FIELD_FILE || !(f[i].reserved & want)) continue;
+        if ((kf = kcache__key_kfile(k, f[i].name)) == NULL || kcache__field_content(kc, kf, &f[i], policy) != KCACHE_OK)
+            kcache__key_fail(c, KCACHE_ENOENT);
+    }
+    *copy = c;
+    return c;
+}
+
+static kcache_status kcache__get(kcache *kc, const kcache_key *k, const void **data, size_t *size, int count_miss);
+KCACHE_API kcache_status kcache_get(kcache *kc, const kcache_key *k, const void **data, size_t *size) {
+    kcache_status s;
+    int tries = 0;
+    do {
+        kcache *h = kcache__live(kc, 0);
+        if (kc && !h) return KCACHE_ENOMEM; /* a forked child that could not open its own */
+        s = kcache__get(h, k, data, size, 1);
+    } while (s == KCACHE__FORKED && ++tries < 3);
+    return s == KCACHE__FORKED ? KCACHE_ELOCK : s;
+}
+
+/* Removes the entry of k, found stale (stored stamps the policy rejects), with the overloads of its
+   unit that depend on the same files as they were (kcache__store_remove). Under hybrid and content
+   that compares content digests: taken first where the key does not have them. */
+static void kcache__remove_stale(kcache *kc, const kcache_key *k, const unsigned char *rec, size_t rec_len) {
+    kcache__store_ev ev;
+    kcache_key *copy = NULL;
+    const kcache_key *rk = kc->cfg.stamp == KCACHE_STAMP_MTIME ? k : kcache__key_resolve(kc, k, kc->cfg.stamp, &copy);
+    memset(&ev, 0, sizeof ev);
+    if (rk) kcache__store_remove(kc->store, rk, KCACHE_REASON_STAMP, rec, rec_len, kc->cfg.stamp, &ev);
+    kcache__key_drop(copy);
+}
+
+static kcache_status kcache__get_once(kcache *kc, const kcache_key *k, const void **data, size_t *size, int count_miss,
+                                      int *need);
+/* kcache_get; count_miss 0 for a re-check (single flight) whose miss was counted already. A key
+   whose dependencies' content the answer depends on is asked again with that content taken. */
 static kcache_status kcache__get(kcache *kc, const kcache_key *k, const void **data, size_t *size, int count_miss) {
+    int need = 0;
+    kcache_status s = kcache__get_once(kc, k, data, size, count_miss, &need);
+    if (need) {
+        kcache_key *copy = NULL;
+        const kcache_key *rk = kcache__key_resolve(kc, k, kc->cfg.stamp, &copy);
+        if (!rk) return KCACHE_ENOMEM;
+        need = 0;
+        s = kcache__get_once(kc, rk, data, size, count_miss, &need);
+        kcache__key_drop(copy);
+    }
+    return s;
+}
+
+static kcache_status kcache__get_once(kcache *kc, const kcache_key *k, const void **data, size_t *size, int count_miss,
+                                      int *need) {
     kcache__node *n, *stale = NULL;
     kcache__read rd;
     kcache_reason reason = KCACHE_REASON_COUNT;
@@ -9367,13 +10445,17 @@ static kcache_status kcache__get(kcache *kc, const kcache_key *k, const void **d
     if (data) *data = NULL;
     if (size) *size = 0;
     if (!kc || !data || !size || !kcache__key_usable(k)) return KCACHE_EINVAL;
+    if (kcache__lock_live(kc) != 0) return KCACHE__FORKED;
     if (k->error != KCACHE_OK) {
+        kcache__mutex_unlock(&kc->lock);
         if (count_miss) kcache__incomplete_miss(kc, k);
         return k->error;
     }
-    if (!kc->cfg.enable) { if (count_miss) kcache__count_miss(kc, k, KCACHE_REASON_OFF); return KCACHE_MISS; }
-
-    kcache__mutex_lock(&kc->lock);
+    if (!kc->cfg.enable) {
+        kcache__mutex_unlock(&kc->lock);
+        if (count_miss) kcache__count_miss(kc, k, KCACHE_REASON_OFF);
+        return KCACHE_MISS;
+    }
     gen = kc->gen;
     n = kcache__lru_find(&kc->lru, k->digest);
     if (n) {
@@ -9401,6 +10483,11 @@ static kcache_status kcache__get(kcache *kc, const kcache_key *k, const void **d
             if (kc->cfg.debug) KCACHE__DEBUG(kc, "hit memory %s (%zu bytes)", k->unit, *size);
             return KCACHE_OK;
         }
+        if (m == KCACHE__MATCH_NEED) { /* a dependency's content decides: the caller takes it and asks again */
+            kcache__mutex_unlock(&kc->lock);
+            *need = 1;
+            return KCACHE_MISS;
+        }
         if (m == KCACHE__MATCH_STAMP) {
             kcache__lru_detach(&kc->lru, n);
             stale = n;
@@ -9413,17 +10500,19 @@ static kcache_status kcache__get(kcache *kc, const kcache_key *k, const void **d
     if (stale) {
         stale->hnext = NULL;
         stale->dirty = 0;
-        if (kc->store) {
-            kcache__store_ev ev;
-            memset(&ev, 0, sizeof ev);
-            kcache__store_remove(kc->store, k, KCACHE_REASON_STAMP, stale->rec, stale->rec_len, kc->cfg.stamp, &ev);
-        }
+        if (kc->store) kcache__remove_stale(kc, k, stale->rec, stale->rec_len);
         kcache__release_nodes(kc, stale);
     }
     if (kc->store && reason == KCACHE_REASON_COUNT) {
         kcache__store_read(kc->store, k, kc->cfg.stamp, 0, &rd);
+        if (rd.need) {
+            *need = 1;
+            return KCACHE_MISS;
+        }
         if (rd.status == KCACHE_OK) {
-            kcache__node *nn = kcache__node_new(k, rd.blob), *gone;
+            /* the memory node keeps the entry's own record: its stamps, with every content digest */
+            const unsigned char *h = kcache__blob_bytes(rd.blob);
+            kcache__node *nn = kcache__node_new_rec(kc, h + KCACHE__ENTRY_FIXED, kcache__get_u32(h + 64), k, rd.blob), *gone;
             int64_t now = kcache__now_ns();
             kcache__blob_ref(rd.blob);
             *data = rd.blob->data;
@@ -9445,9 +10534,11 @@ static kcache_status kcache__get(kcache *kc, const kcache_key *k, const void **d
             kcache__store_ev ev;
             memset(&ev, 0, sizeof ev);
             reason = rd.reason;
-            if ((rd.reason == KCACHE_REASON_REJECTED && rd.status != KCACHE_EUNSAFE) || rd.reason == KCACHE_REASON_STAMP) {
+            if (rd.reason == KCACHE_REASON_STAMP) {
+                kcache__remove_stale(kc, k, rd.rec, rd.rec_len);
+            } else if (rd.reason == KCACHE_REASON_REJECTED && rd.status != KCACHE_EUNSAFE) {
                 kcache__store_remove(kc->store, k, rd.reason, rd.rec, rd.rec_len, kc->cfg.stamp, &ev);
-                if (rd.reason == KCACHE_REASON_REJECTED) KCACHE__DEBUG(kc, "reject %s: the stored entry is corrupt; removed", k->unit);
+                KCACHE__DEBUG(kc, "reject %s: the stored entry is corrupt; removed", k->unit);
             } else {
                 kcache__mutex_lock(&kc->lock);
                 kc->stats.store_errors++;
@@ -9462,7 +10553,12 @@ static kcache_status kcache__get(kcache *kc, const kcache_key *k, const void **d
     if (!count_miss) return KCACHE_MISS;
     if (reason == KCACHE_REASON_COUNT) reason = kcache__absent_reason(kc, k, &when);
     kcache__count_miss(kc, k, reason);
-    if (kc->cfg.trace && kc->store) kcache__store_trace_miss(kc->store, k, reason);
+    if (kc->cfg.trace && kc->store) { /* the record keeps every content digest */
+        kcache_key *copy = NULL;
+        const kcache_key *rk = kcache__key_resolve(kc, k, kc->cfg.stamp, &copy);
+        if (rk) kcache__store_trace_miss(kc->store, rk, reason);
+        kcache__key_drop(copy);
+    }
     return KCACHE_MISS;
 }
 
@@ -9473,7 +10569,18 @@ KCACHE_API void kcache_release(kcache *kc, const void *data) {
 
 /* Stores a blob (taken over) under a key: in the store first when writing through, and on the
    remote (*remote, when asked: how that went), then memory. */
+static kcache_status kcache__put_blob_key(kcache *kc, const kcache_key *k, kcache__blob *b, int through, kcache_status *remote);
 static kcache_status kcache__put_blob(kcache *kc, const kcache_key *k, kcache__blob *b, int through, kcache_status *remote) {
+    kcache_key *copy = NULL;
+    const kcache_key *rk = kcache__key_resolve(kc, k, kc->cfg.stamp, &copy); /* a record has every content digest */
+    kcache_status s = !rk ? KCACHE_ENOMEM : rk->error;
+    if (remote) *remote = KCACHE_EDISABLED;
+    if (s == KCACHE_OK) s = kcache__put_blob_key(kc, rk, b, through, remote);
+    else kcache__blob_unref(b);
+    kcache__key_drop(copy);
+    return s;
+}
+static kcache_status kcache__put_blob_key(kcache *kc, const kcache_key *k, kcache__blob *b, int through, kcache_status *remote) {
     kcache__node *n, *gone;
     kcache_status s = KCACHE_OK, rs = KCACHE_EDISABLED;
     through = through || kc->cfg.write_policy == KCACHE_WRITE_THROUGH;
@@ -9495,7 +10602,7 @@ static kcache_status kcache__put_blob(kcache *kc, const kcache_key *k, kcache__b
         kcache__remote_stats(kc, &ev);
     }
     if (remote) *remote = rs;
-    n = kcache__node_new(k, b);
+    n = kcache__node_new(kc, k, b);
     if (!n) { kcache__blob_unref(b); return s == KCACHE_OK ? KCACHE_ENOMEM : s; }
     n->dirty = kc->store && !through;
     n->touched_ns = kcache__now_ns();
@@ -9511,8 +10618,8 @@ static kcache_status kcache__put_blob(kcache *kc, const kcache_key *k, kcache__b
     return s;
 }
 
-static kcache__blob *kcache__blob_copy(const void *data, size_t size) {
-    kcache__blob *b = kcache__blob_alloc(16 + size, 16);
+static kcache__blob *kcache__blob_copy(kcache *kc, const void *data, size_t size) {
+    kcache__blob *b = kcache__blob_alloc(&kc->mem, 16 + size, 16);
     if (!b) return NULL;
     if (size) memcpy(kcache__blob_bytes(b) + 16, data, size);
     kcache__blob_set_data(b, 16, size);
@@ -9521,10 +10628,11 @@ static kcache__blob *kcache__blob_copy(const void *data, size_t size) {
 
 KCACHE_API kcache_status kcache_put(kcache *kc, const kcache_key *k, const void *data, size_t size) {
     kcache__blob *b;
+    if (kc && (kc = kcache__live(kc, 1)) == NULL) return KCACHE_ENOMEM;
     if (!kc || !kcache__key_usable(k) || (!data && size)) return KCACHE_EINVAL;
     if (k->error != KCACHE_OK) return k->error;
     if (!kc->cfg.enable) return KCACHE_EDISABLED;
-    b = kcache__blob_copy(data, size);
+    b = kcache__blob_copy(kc, data, size);
     if (!b) return KCACHE_ENOMEM;
     return kcache__put_blob(kc, k, b, 0, NULL);
 }
@@ -9532,6 +10640,7 @@ KCACHE_API kcache_status kcache_put(kcache *kc, const kcache_key *k, const void 
 KCACHE_API kcache_status kcache_remove(kcache *kc, const kcache_key *k) {
     kcache__node *n;
     kcache_status s = KCACHE_MISS;
+    if (kc && (kc = kcache__live(kc, 1)) == NULL) return KCACHE_ENOMEM;
     if (!kc || !kcache__key_usable(k)) return KCACHE_EINVAL;
     if (k->error != KCACHE_OK) return k->error;
     /* The store first, then memory: a get that read the entry before it was unlinked sees the
@@ -9559,7 +10668,7 @@ KCACHE_API kcache_status kcache_remove(kcache *kc, const kcache_key *k) {
 KCACHE_API void kcache_get_stats(kcache *kc, kcache_stats *out) {
     if (!out) return;
     memset(out, 0, sizeof *out);
-    if (!kc) return;
+    if (!kc || (kc = kcache__live(kc, 1)) == NULL) return;
     kcache__mutex_lock(&kc->lock);
     *out = kc->stats;
     out->mem_entries = kc->lru.count;
@@ -9589,6 +10698,7 @@ KCACHE_API kcache_status kcache_verify(kcache *kc, int fix) {
     kcache_status s;
     int same;
     if (!kc) return KCACHE_EINVAL;
+    if ((kc = kcache__live(kc, 1)) == NULL) return KCACHE_ENOMEM;
     if (!kc->store || kc->store->readonly) return KCACHE_OK; /* no accounting kept in a read-only store */
     memset(&ev, 0, sizeof ev);
     s = kcache__store_lock(kc->store);
@@ -9611,21 +10721,36 @@ static int kcache__closest_in_memory(kcache *kc, const kcache_key *k, kcache_key
     uint64_t uh = kcache_hash(k->unit, strlen(k->unit)).lo;
     const kcache__node *n;
     int best_eq = -1;
+    kcache_key *cand = kcache__key_alloc();
     *overloads = 0;
-    for (n = kc->lru.head.next; n != &kc->lru.head; n = n->next) {
-        kcache_key cand;
+    for (n = kc->lru.head.next; cand && n != &kc->lru.head; n = n->next) {
         int eq;
-        if (n->unit_hash != uh || (eq = kcache__equal_fields(n->rec, n->rec_len, k, &cand)) < 0) continue;
+        if (n->unit_hash != uh || (eq = kcache__equal_fields(n->rec, n->rec_len, k, cand)) < 0) continue;
         (*overloads)++;
-        kcache__keep_closest(best, &best_eq, &cand, eq);
+        kcache__keep_closest(best, &best_eq, cand, eq);
     }
+    KCACHE_FREE(cand); /* (freed or moved into best already) */
     return best_eq >= 0;
 }
 
+static size_t kcache__explain(kcache *kc, const kcache_key *k, char *buf, size_t cap, kcache_key *stored);
 KCACHE_API size_t kcache_explain(kcache *kc, const kcache_key *k, char *buf, size_t cap) {
+    kcache_key *copy = NULL, *stored = kcache__key_alloc(); /* scratch for a stored overload */
+    size_t n;
+    if (kc) kc = kcache__live(kc, 1);
+    if (kc && k && k->magic == KCACHE__KEY_LIVE && k->error == KCACHE_OK && kc->cfg.enable) {
+        const kcache_key *rk = kcache__key_resolve(kc, k, kc->cfg.stamp, &copy); /* stamps are compared whole */
+        if (rk) k = rk;
+    }
+    if (!stored) kc = NULL; /* "invalid": out of memory */
+    n = kcache__explain(kc, k, buf, cap, stored);
+    kcache__key_drop(copy);
+    kcache__key_drop(stored);
+    return n;
+}
+static size_t kcache__explain(kcache *kc, const kcache_key *k, char *buf, size_t cap, kcache_key *stored) {
     kcache__sb b;
     kcache__node *n;
-    kcache_key stored;
     int64_t when = 0;
     uint32_t overloads = 0;
     b.p = buf;
@@ -9652,10 +10777,10 @@ KCACHE_API size_t kcache_explain(kcache *kc, const kcache_key *k, char *buf, siz
             kcache__mutex_unlock(&kc->lock);
             return b.len;
         }
-        if (m == KCACHE__MATCH_STAMP && kcache__record_parse(n->rec, n->rec_len, &stored) == KCACHE_OK) {
+        if (m == KCACHE__MATCH_STAMP && kcache__record_parse(n->rec, n->rec_len, stored) == KCACHE_OK) {
             kcache__sb_add(&b, "miss: %s: ", kcache__reason_text[KCACHE_REASON_STAMP]);
-            kcache__sb_stamps(&b, &stored, k, kc->cfg.stamp);
-            kcache_key_free(&stored);
+            kcache__sb_stamps(&b, stored, k, kc->cfg.stamp);
+            kcache_key_free(stored);
             kcache__mutex_unlock(&kc->lock);
             return b.len;
         }
@@ -9667,10 +10792,10 @@ KCACHE_API size_t kcache_explain(kcache *kc, const kcache_key *k, char *buf, siz
         if (rd.status == KCACHE_OK) {
             kcache__sb_add(&b, "hit: disk (unit \"%s\", %zu bytes, in %s)", k->unit, rd.blob->size, kc->dir);
             kcache__blob_unref(rd.blob);
-        } else if (rd.reason == KCACHE_REASON_STAMP && rd.rec && kcache__record_parse(rd.rec, rd.rec_len, &stored) == KCACHE_OK) {
+        } else if (rd.reason == KCACHE_REASON_STAMP && rd.rec && kcache__record_parse(rd.rec, rd.rec_len, stored) == KCACHE_OK) {
             kcache__sb_add(&b, "miss: %s: ", kcache__reason_text[KCACHE_REASON_STAMP]);
-            kcache__sb_stamps(&b, &stored, k, kc->cfg.stamp);
-            kcache_key_free(&stored);
+            kcache__sb_stamps(&b, stored, k, kc->cfg.stamp);
+            kcache_key_free(stored);
         } else if (rd.status == KCACHE_ECORRUPT) {
             kcache__sb_add(&b, "miss: %s: the entry for unit \"%s\" in %s fails validation; the next get removes it",
                            kcache__reason_text[KCACHE_REASON_REJECTED], k->unit, kc->dir);
@@ -9696,11 +10821,11 @@ KCACHE_API size_t kcache_explain(kcache *kc, const kcache_key *k, char *buf, siz
         kcache__sb_time(&b, when);
         kcache__sb_add(&b, " (memory limit %u entries / %llu bytes; %s)", kc->cfg.mem_entries, (unsigned long long)kc->cfg.mem_size,
                        kc->store_why);
-    } else if (kcache__closest_in_memory(kc, k, &stored, &overloads)) {
+    } else if (kcache__closest_in_memory(kc, k, stored, &overloads)) {
         kcache__sb_add(&b, "miss: %s: closest of %u stored overload(s) of unit \"%s\": ", kcache__reason_text[KCACHE_REASON_FIELD],
                        overloads, k->unit);
-        kcache__sb_diff(&b, &stored, k);
-        kcache_key_free(&stored);
+        kcache__sb_diff(&b, stored, k);
+        kcache_key_free(stored);
     } else {
         kcache__sb_add(&b, "miss: cold: unit \"%s\" %s", k->unit, kcache__reason_text[KCACHE_REASON_COLD]);
         if (!kc->store) kcache__sb_add(&b, " (%s)", kc->store_why);
@@ -9725,20 +10850,23 @@ static int kcache__count_wait(kcache *kc) {
     return 1;
 }
 
-/* Takes the cross-process build claim for a key, waiting at most build_wait_ms. The claim is an
-   advisory lock, so a builder that dies releases it at once. Waiting sleeps (1 ms doubling to
-   50 ms between tries): no CPU to speak of, no storm on the lock. Returns 1 when claimed. */
+/* Takes the build claim for a key, waiting at most build_wait_ms: among this process's handles
+   and against other processes (kcache__lockfile_claim). The claim is an advisory lock, so a builder
+   that dies releases it at once. Waiting sleeps (1 ms doubling to 50 ms between tries): no CPU to
+   speak of, no storm on the lock. Returns 1 when claimed, 2 when the entry appeared meanwhile, 0
+   otherwise (-1 in a process forked from the store's: see kcache__store_lock). */
 static int kcache__claim(kcache *kc, kcache_hash128 d) {
     int64_t deadline = kcache__mono_ns() + (int64_t)kc->cfg.build_wait_ms * 1000000;
     unsigned pause = 1;
     int waited = 0, got;
     for (;;) {
-        kcache__mutex_lock(&kc->store->mutex);
-        kcache__store_own_lock(kc->store);
-        got = kcache__io_lock(kc->store->lockfd, kcache__claim_offset(d), KCACHE__LOCK_EXCLUSIVE, 0) == 0;
-        kcache__mutex_unlock(&kc->store->mutex);
-        if (got) return 1;
-        if ((errno != EAGAIN && errno != EACCES && errno != EINTR) || kcache__mono_ns() > deadline) return 0;
+        got = kcache__lockfile_claim(kc->store->lf, kcache__claim_offset(d));
+        if (got == 1) return 1;
+        if (got < 0 && errno == ECHILD) {
+            kcache__atomic_store_u32(&kc->store->forked, 1);
+            return -1;
+        }
+        if (got < 0 || kcache__mono_ns() > deadline) return 0;
         /* the builder's put shows in the use table at once: no need to queue on its claim */
         if (kcache__slot_find_in(kcache__tab(kc->store), d)) return 2;
         if (!waited) waited = kcache__count_wait(kc);
@@ -9746,28 +10874,31 @@ static int kcache__claim(kcache *kc, kcache_hash128 d) {
         if (pause < 50) pause = pause * 2 > 50 ? 50 : pause * 2;
     }
 }
-static void kcache__unclaim(kcache *kc, kcache_hash128 d) { kcache__io_lock(kc->store->lockfd, kcache__claim_offset(d), KCACHE__LOCK_NONE, 0); }
+static void kcache__unclaim(kcache *kc, kcache_hash128 d) { kcache__lockfile_unclaim(kc->store->lf, kcache__claim_offset(d)); }
 
 static void kcache__flight_leave(kcache *kc, kcache__flight *f) { /* lock held */
     if (--f->refs == 0) {
         kcache__cond_destroy(&f->cond);
-        KCACHE_FREE(f);
+        kcache__mem_free(&kc->mem, f);
     }
-    (void)kc;
 }
 
-/* Runs the caller's build and hands its result out as a blob (kcache takes the buffer). */
-static kcache_status kcache__run_build(kcache *kc, kcache_build_fn build, void *user, kcache__blob **out) {
+/* Runs the caller's build and hands its result out as a blob (kcache takes the buffer). *child:
+   the build forked and this is the child coming back (nothing of the parent's may be touched). */
+static kcache_status kcache__run_build(kcache *kc, kcache_build_fn build, void *user, kcache__blob **out, int *child) {
     void *p = NULL;
     size_t n = 0;
     int rc = build(user, &p, &n);
-    kcache__mutex_lock(&kc->lock);
-    kc->stats.builds++;
-    kcache__pub_add(&kc->pub, KCACHE__PUB_BUILDS, 1);
-    kcache__mutex_unlock(&kc->lock);
+    *child = kcache__pid() != kc->pid;
+    if (!*child) {
+        kcache__mutex_lock(&kc->lock);
+        kc->stats.builds++;
+        kcache__pub_add(&kc->pub, KCACHE__PUB_BUILDS, 1);
+        kcache__mutex_unlock(&kc->lock);
+    }
     *out = NULL;
     if (rc != 0) { KCACHE_FREE(p); return KCACHE_EBUILD; }
-    *out = kcache__blob_copy(p, n);
+    *out = kcache__blob_copy(kc, p, n);
     KCACHE_FREE(p);
     return *out ? KCACHE_OK : KCACHE_ENOMEM;
 }
@@ -9801,11 +10932,26 @@ static kcache_status kcache__cluster_claim(kcache *kc, const kcache_key *k, kcac
     return s;
 }
 
-KCACHE_API kcache_status kcache_get_or_build(kcache *kc, const kcache_key *k, kcache_build_fn build, void *user,
-                                             const void **data, size_t *size) {
+/* Ends this thread's flight (kc->lock taken here): waiters look again. */
+static void kcache__flight_end(kcache *kc, kcache__flight *f) {
+    kcache__flight **p;
+    kcache__mutex_lock(&kc->lock);
+    for (p = &kc->flights; *p != f; p = &(*p)->next) {
+    }
+    *p = f->next;
+    f->done = 1;
+    kcache__cond_broadcast(&f->cond);
+    kcache__flight_leave(kc, f);
+    kcache__mutex_unlock(&kc->lock);
+}
+
+/* kcache_get_or_build on the handle kcache__live chose; KCACHE__FORKED when it finds the process is
+   a fork of kc's (the caller moves to the child's own handle). */
+static kcache_status kcache__get_or_build(kcache *kc, const kcache_key *k, kcache_build_fn build, void *user, const void **data,
+                                          size_t *size) {
     kcache_status s;
     kcache__blob *b;
-    int counted = 0;
+    int counted = 0, child = 0;
     if (data) *data = NULL;
     if (size) *size = 0;
     if (!kc || !build || !data || !size || !kcache__key_usable(k)) return KCACHE_EINVAL;
@@ -9816,13 +10962,18 @@ KCACHE_API kcache_status kcache_get_or_build(kcache *kc, const kcache_key *k, kc
         int claimed = 0, waited_out = 0;
         s = kcache__get(kc, k, data, size, !counted);
         counted = 1;
-        if (s == KCACHE_OK) return s;
+        if (s == KCACHE_OK || s == KCACHE__FORKED) return s;
         if (k->error != KCACHE_OK || !kc->cfg.enable) break; /* nothing to share: just build */
         kcache__mutex_lock(&kc->lock);
         for (f = kc->flights; f; f = f->next)
             if (f->digest.lo == k->digest.lo && f->digest.hi == k->digest.hi) break;
         if (f) { /* another thread builds it: wait (KCACHE_BUILD_WAIT at most), then look again */
             int64_t deadline = kcache__now_ns() + (int64_t)kc->cfg.build_wait_ms * 1000000;
+            if (kcache__pid() != kc->pid) { /* a build by a thread of the parent: it never ends here */
+                kcache__atomic_store_u32(&kc->forked, 1);
+                kcache__mutex_unlock(&kc->lock);
+                return KCACHE__FORKED;
+            }
             f->refs++;
             kc->stats.build_waits++;
             kcache__pub_add(&kc->pub, KCACHE__PUB_BUILD_WAITS, 1);
@@ -9832,7 +10983,7 @@ KCACHE_API kcache_status kcache_get_or_build(kcache *kc, const kcache_key *k, kc
             if (!waited_out) continue;
             break; /* waited long enough: build here */
         }
-        f = (kcache__flight *)KCACHE_MALLOC(sizeof *f);
+        f = (kcache__flight *)kcache__mem_alloc(&kc->mem, sizeof *f);
         if (!f) { kcache__mutex_unlock(&kc->lock); break; }
         memset(f, 0, sizeof *f);
         f->digest = k->digest;
@@ -9846,12 +10997,14 @@ KCACHE_API kcache_status kcache_get_or_build(kcache *kc, const kcache_key *k, kc
         s = kcache__get(kc, k, data, size, 0);
         if (s != KCACHE_OK && kc->store && !kc->store->readonly) {
             claimed = kcache__claim(kc, k->digest);
-            if (claimed) s = kcache__get(kc, k, data, size, 0); /* built by the process we waited for? */
+            if (claimed < 0) s = KCACHE__FORKED;
+            else if (claimed) s = kcache__get(kc, k, data, size, 0); /* built by the process we waited for? */
         }
         cl.r = NULL;
-        if (s != KCACHE_OK && kc->remote) s = kcache__cluster_claim(kc, k, &cl, data, size);
-        if (s != KCACHE_OK) {
-            s = kcache__run_build(kc, build, user, &b);
+        if (s != KCACHE_OK && s != KCACHE__FORKED && kc->remote) s = kcache__cluster_claim(kc, k, &cl, data, size);
+        if (s != KCACHE_OK && s != KCACHE__FORKED) {
+            s = kcache__run_build(kc, build, user, &b, &child);
+            if (child) break; /* forked inside the build: the child takes its payload and goes */
             if (s == KCACHE_OK) {
                 kcache__blob_ref(b);
                 *data = b->data;
@@ -9866,37 +11019,32 @@ KCACHE_API kcache_status kcache_get_or_build(kcache *kc, const kcache_key *k, kc
             kcache__remote_stats(kc, &ev);
         }
         if (claimed == 1) kcache__unclaim(kc, k->digest);
-        kcache__mutex_lock(&kc->lock);
-        {
-            kcache__flight **p = &kc->flights;
-            while (*p != f) p = &(*p)->next;
-            *p = f->next;
-        }
-        f->done = 1;
-        kcache__cond_broadcast(&f->cond);
-        kcache__flight_leave(kc, f);
-        kcache__mutex_unlock(&kc->lock);
+        kcache__flight_end(kc, f);
         return s;
     }
-    s = kcache__run_build(kc, build, user, &b);
+    if (!child) s = kcache__run_build(kc, build, user, &b, &child);
     if (s != KCACHE_OK) return s;
     *data = b->data;
     *size = b->size;
     return KCACHE_OK;
 }
 
+KCACHE_API kcache_status kcache_get_or_build(kcache *kc, const kcache_key *k, kcache_build_fn build, void *user,
+                                             const void **data, size_t *size) {
+    kcache_status s;
+    int tries = 0;
+    do {
+        kcache *h = kcache__live(kc, 0);
+        if (kc && !h) return KCACHE_ENOMEM; /* a forked child that could not open its own */
+        s = kcache__get_or_build(h, k, build, user, data, size);
+    } while (s == KCACHE__FORKED && ++tries < 3);
+    return s == KCACHE__FORKED ? KCACHE_ELOCK : s;
+}
+
 /* ============================================================================================== */
 /* >>opencl  kcache_cl_build: a key per device, binary checks, the in-process program cache       */
 /* ============================================================================================== */
 #ifdef KCACHE_OPENCL
-
-/* dladdr names the driver library that holds a function: glibc declares it under _GNU_SOURCE
-   (which kcache.h defines when it comes first); elsewhere it is plain POSIX-ish. Without it the
-   key has no stamp of the driver library (the driver version string still changes on upgrades). */
-#if !defined(__GLIBC__) || defined(__USE_GNU)
-#include <dlfcn.h>
-#define KCACHE__CL_HAVE_DLADDR 1
-#endif
 
 #define KCACHE__CL_MAGIC "kcclbin1" /* payload: magic, binary size, build ns, reserved, binary */
 #define KCACHE__CL_HDR 32
@@ -9959,7 +11107,7 @@ typedef struct kcache__cl_prog {
 
 typedef struct kcache__cl_log { pthread_t tid; int used; unsigned age; char *text; size_t len; } kcache__cl_log;
 
-typedef struct kcache__cl_plat { cl_platform_id plat; kcache_key_field field; int have; } kcache__cl_plat;
+typedef struct kcache__cl_plat { cl_platform_id plat; char *path; int readable; } kcache__cl_plat;
 
 typedef struct kcache__cl_state {
     kcache__cl_prog **buckets;
@@ -9995,6 +11143,7 @@ static void kcache__cl_state_free(void *v) {
         kcache__cl_prog_free(p);
     }
     for (i = 0; i < KCACHE__CL_LOGS; i++) KCACHE_FREE(st->logs[i].text);
+    for (i = 0; i < st->nplats; i++) KCACHE_FREE(st->plats[i].path);
     KCACHE_FREE(st->buckets);
     KCACHE_FREE(st);
 }
@@ -10068,7 +11217,7 @@ KCACHE_API size_t kcache_cl_build_log(kcache *kc, char *buf, size_t cap) {
     kcache__cl_log *l;
     size_t n = 0;
     if (buf && cap) buf[0] = 0;
-    if (!kc) return 0;
+    if (!kc || (kc = kcache__live(kc, 1)) == NULL) return 0;
     kcache__mutex_lock(&kc->lock);
     st = (kcache__cl_state *)kc->cl;
     l = st && st->nlogs ? kcache__cl_log_slot(st, 0) : NULL;
@@ -10183,10 +11332,8 @@ static int kcache__cl_pocl_device_id(const char *version, uint64_t *out) {
 
 /* The file of the driver library (the ICD vendor library) that serves plat, as loaded. */
 static int kcache__cl_driver_path(cl_platform_id plat, char *out, size_t cap) {
-#if defined(KCACHE__CL_HAVE_DLADDR)
-    Dl_info di;
     void *fn;
-    char *exts, *real;
+    char *exts;
     /* Every ICD vendor library exports clIcdGetPlatformIDsKHR; asked through the platform, the
        loader hands back the vendor's own function, which lives in the vendor's library. */
     fn = clGetExtensionFunctionAddressForPlatform(plat, "clIcdGetPlatformIDsKHR");
@@ -10202,113 +11349,56 @@ static int kcache__cl_driver_path(cl_platform_id plat, char *out, size_t cap) {
         cl_int (*direct)(cl_uint, cl_platform_id *, cl_uint *) = clGetPlatformIDs;
         memcpy(&fn, &direct, sizeof fn < sizeof direct ? sizeof fn : sizeof direct);
     }
-    memset(&di, 0, sizeof di);
-    if (!fn || !dladdr(fn, &di) || !di.dli_fname || !di.dli_fname[0]) return 0;
-    real = realpath(di.dli_fname, NULL);
-    snprintf(out, cap, "%s", real ? real : di.dli_fname);
-    free(real); /* realpath's own allocation */
-    return out[0] == '/';
-#else
-    (void)plat; (void)out; (void)cap;
-    return 0;
-#endif
+    return fn && kcache__module_path(fn, out, cap) == 0;
 }
 
 #define KCACHE__CL_DRIVER_FIELD "cl.driver.library"
 
-/* The driver library's key field (a file dependency: path, mtime, size, content digest). Hashing a
-   library of a megabyte costs more than the rest of a hit, so the store keeps the field under the
-   file's full stat (device, inode, size, mtime, ctime; ctime cannot be set back) and a process
-   whose library stats the same takes it from there instead of hashing the file again. */
-static int kcache__cl_driver_field(kcache *kc, const char *path, kcache_key_field *out) {
-    kcache__finfo sb;
-    kcache_key sk, tmp;
-    const void *data;
-    size_t n = 0;
-    int64_t mtime = 0, ctime_ns;
-    uint64_t size = 0;
-    int ok = 0;
-    if (kcache__io_stat(path, &sb) != 0) return 0;
-    mtime = sb.mtime_ns;
-    size = sb.size;
-    ctime_ns = sb.ctime_ns;
-    kcache_key_init(&sk, "cl.driver.stamp");
-    kcache_key_str(&sk, "path", path);
-    kcache_key_u64(&sk, "device", (uint64_t)sb.dev);
-    kcache_key_u64(&sk, "inode", (uint64_t)sb.ino);
-    kcache_key_u64(&sk, "size", size);
-    kcache_key_u64(&sk, "mtime_ns", (uint64_t)mtime);
-    kcache_key_u64(&sk, "ctime_ns", (uint64_t)ctime_ns);
-    kcache_key_u64(&sk, "layout", (uint64_t)sizeof *out * 1000 + KCACHE__CL_LAYER);
-    if (kc && kcache_get(kc, &sk, &data, &n) == KCACHE_OK) {
-        if (n == sizeof *out) {
-            kcache_hash128 pd = kcache_hash(path, strlen(path));
-            memcpy(out, data, n);
-            ok = out->type == KCACHE_FIELD_FILE && strcmp(out->name, KCACHE__CL_DRIVER_FIELD) == 0 && out->file_size == size &&
-                 out->mtime_ns == mtime && kcache__same(out->digest, pd);
-        }
-        kcache_release(kc, data);
-    }
-    if (!ok) {
-        kcache_key_init(&tmp, "cl");
-        if (kcache_key_file(&tmp, KCACHE__CL_DRIVER_FIELD, path) == KCACHE_OK) {
-            *out = kcache__key_fields(&tmp)[0];
-            ok = 1;
-            if (kc && out->mtime_ns == mtime && out->file_size == size) kcache_put(kc, &sk, out, sizeof *out);
-        }
-        kcache_key_free(&tmp);
-    }
-    kcache_key_free(&sk);
-    return ok;
-}
-
-/* Adds "cl.driver.library": the driver library as a file dependency. Its stamp is taken once per
-   platform and process (a process keeps the library it loaded, whatever happens to the file). */
+/* Adds "cl.driver.library": the driver library as a file dependency (kcache_key_library's stamp: a
+   stat per key, the content digest remembered under the file's full stat). The library's path is
+   found once per platform and process; a library that cannot be read keys by its path alone. */
 static kcache_status kcache__cl_key_driver(kcache *kc, kcache_key *k, cl_platform_id plat) {
-    kcache_key_field got, *f;
-    kcache_status s;
-    char path[4096];
+    kcache__cl_state *st;
+    char *path = NULL;
+    int readable = 0;
     unsigned i;
+    kcache_status s;
     if (kc) {
-        kcache__cl_state *st;
         kcache__mutex_lock(&kc->lock);
         st = (kcache__cl_state *)kc->cl;
-        for (i = 0; st && i < st->nplats; i++) {
-            if (st->plats[i].plat == plat && st->plats[i].have) {
-                s = kcache__key_slot(k, KCACHE__CL_DRIVER_FIELD, KCACHE_FIELD_FILE, &f);
-                if (s == KCACHE_OK) {
-                    *f = st->plats[i].field;
-                    s = kcache__key_added(k);
-                }
-                kcache__mutex_unlock(&kc->lock);
-                return s;
+        for (i = 0; st && i < st->nplats; i++)
+            if (st->plats[i].plat == plat) {
+                if ((path = (char *)KCACHE_MALLOC(strlen(st->plats[i].path) + 1)) != NULL) strcpy(path, st->plats[i].path);
+                readable = st->plats[i].readable;
+                break;
             }
-        }
         kcache__mutex_unlock(&kc->lock);
     }
-    if (!kcache__cl_driver_path(plat, path, sizeof path)) return kcache_key_str(k, KCACHE__CL_DRIVER_FIELD, "unknown");
-    if (!kcache__cl_driver_field(kc, path, &got)) return kcache_key_str(k, KCACHE__CL_DRIVER_FIELD, path); /* unreadable */
-    s = kcache__key_slot(k, KCACHE__CL_DRIVER_FIELD, KCACHE_FIELD_FILE, &f);
-    if (s == KCACHE_OK) {
-        *f = got;
-        s = kcache__key_added(k);
-    }
-    if (kc) {
-        kcache__cl_state *st;
-        kcache__mutex_lock(&kc->lock);
-        st = kcache__cl_state_of(kc);
-        if (st && st->nplats < KCACHE__CL_PLATFORMS) {
-            for (i = 0; i < st->nplats && st->plats[i].plat != plat; i++) {
+    if (!path) {
+        int fd;
+        if ((path = (char *)KCACHE_MALLOC(KCACHE__PATH_MAX)) == NULL) return kcache_key_str(k, KCACHE__CL_DRIVER_FIELD, "unknown");
+        if (!kcache__cl_driver_path(plat, path, KCACHE__PATH_MAX)) strcpy(path, "unknown");
+        else if ((fd = kcache__io_open(path, KCACHE__RD | KCACHE__NONBLOCK)) >= 0) {
+            readable = 1;
+            kcache__io_close(fd);
+        }
+        if (kc) {
+            kcache__mutex_lock(&kc->lock);
+            st = kcache__cl_state_of(kc);
+            for (i = 0; st && i < st->nplats && st->plats[i].plat != plat; i++) {
             }
-            if (i == st->nplats) {
+            if (st && i == st->nplats && i < KCACHE__CL_PLATFORMS &&
+                (st->plats[i].path = (char *)KCACHE_MALLOC(strlen(path) + 1)) != NULL) {
+                strcpy(st->plats[i].path, path);
                 st->plats[i].plat = plat;
-                st->plats[i].field = got;
-                st->plats[i].have = 1;
+                st->plats[i].readable = readable;
                 st->nplats++;
             }
+            kcache__mutex_unlock(&kc->lock);
         }
-        kcache__mutex_unlock(&kc->lock);
     }
+    s = readable ? kcache__key_add_file(k, KCACHE__CL_DRIVER_FIELD, path) : kcache_key_str(k, KCACHE__CL_DRIVER_FIELD, path);
+    KCACHE_FREE(path);
     return s;
 }
 
@@ -10325,8 +11415,10 @@ typedef struct kcache__cl_scan {
 static void kcache__cl_idirs(const char *opt, kcache__cl_scan *sc) {
     const char *p = opt;
     int want_dir = 0;
+    size_t cap = opt ? strlen(opt) + 1 : 1;
+    char *tok = (char *)KCACHE_MALLOC(cap); /* a token is never longer than the options */
+    if (!tok) { sc->deps->failed = 1; return; }
     while (p && *p) {
-        char tok[4096];
         size_t n = 0;
         char q = 0;
         while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r') p++;
@@ -10334,8 +11426,8 @@ static void kcache__cl_idirs(const char *opt, kcache__cl_scan *sc) {
         while (*p && (q || (*p != ' ' && *p != '\t' && *p != '\n' && *p != '\r'))) {
             if (!q && (*p == '"' || *p == '\'')) q = *p;
             else if (q && *p == q) q = 0;
-            else if (!q && *p == '\\' && p[1]) { p++; if (n < sizeof tok - 1) tok[n++] = *p; }
-            else if (n < sizeof tok - 1) tok[n++] = *p;
+            else if (!q && *p == '\\' && p[1]) { p++; if (n < cap - 1) tok[n++] = *p; }
+            else if (n < cap - 1) tok[n++] = *p;
             p++;
         }
         tok[n] = 0;
@@ -10344,14 +11436,15 @@ static void kcache__cl_idirs(const char *opt, kcache__cl_scan *sc) {
             char **nd = (char **)KCACHE_REALLOC(sc->idirs, sizeof(char *) * (sc->nidirs + 1));
             size_t dl = strlen(dir);
             want_dir = 0;
-            if (!nd) { sc->deps->failed = 1; return; }
+            if (!nd) { sc->deps->failed = 1; break; }
             sc->idirs = nd;
-            if ((nd[sc->nidirs] = (char *)KCACHE_MALLOC(dl + 1)) == NULL) { sc->deps->failed = 1; return; }
+            if ((nd[sc->nidirs] = (char *)KCACHE_MALLOC(dl + 1)) == NULL) { sc->deps->failed = 1; break; }
             memcpy(nd[sc->nidirs++], dir, dl + 1);
         } else if (strcmp(tok, "-I") == 0) {
             want_dir = 1;
         }
     }
+    KCACHE_FREE(tok);
 }
 
 static int kcache__cl_is_file(const char *path) {
@@ -10562,24 +11655,33 @@ static size_t *kcache__cl_lens(cl_uint nsrc, const char **srcs, const size_t *le
 
 KCACHE_API kcache_status kcache_cl_key(kcache *kc, kcache_key *k, cl_device_id dev, const char *unit, cl_uint nsrc,
                                        const char **srcs, const size_t *lens, const char *options) {
-    kcache__cl_dev dv;
+    kcache__cl_dev *dv;
     kcache__cl_deps deps;
     size_t *ln;
     kcache_status s;
     cl_uint i;
     if (!k) return KCACHE_EINVAL;
+    if (kc) kc = kcache__live(kc, 1); /* NULL in a forked child that could not open its own: as no kc */
     if (!unit || !unit[0]) unit = "opencl";
     if (!options) options = "";
     if (!dev || !srcs || nsrc == 0) { kcache_key_init(k, unit); return kcache__key_fail(k, KCACHE_EINVAL); }
     for (i = 0; i < nsrc; i++)
         if (!srcs[i]) { kcache_key_init(k, unit); return kcache__key_fail(k, KCACHE_EINVAL); }
-    if ((ln = kcache__cl_lens(nsrc, srcs, lens)) == NULL) { kcache_key_init(k, unit); return kcache__key_fail(k, KCACHE_ENOMEM); }
-    memset(&dv, 0, sizeof dv);
-    dv.id = dev;
+    ln = kcache__cl_lens(nsrc, srcs, lens);
+    dv = (kcache__cl_dev *)KCACHE_MALLOC(sizeof *dv); /* (holds a key: not on the stack) */
+    if (!ln || !dv) {
+        KCACHE_FREE(ln);
+        KCACHE_FREE(dv);
+        kcache_key_init(k, unit);
+        return kcache__key_fail(k, KCACHE_ENOMEM);
+    }
+    memset(dv, 0, sizeof *dv);
+    dv->id = dev;
     kcache__cl_find_deps(nsrc, srcs, ln, options, &deps);
-    s = kcache__cl_key_dev(kc, k, &dv, unit, nsrc, srcs, ln, options, &deps);
+    s = kcache__cl_key_dev(kc, k, dv, unit, nsrc, srcs, ln, options, &deps);
     kcache__cl_deps_free(deps.v, deps.n);
     KCACHE_FREE(ln);
+    KCACHE_FREE(dv);
     return s;
 }
 
@@ -10975,12 +12077,24 @@ static void kcache__cl_front(kcache__cl_state *st, kcache__cl_prog *p) {
     st->lru.next = p;
 }
 
+/* The working directory, in a new string (KCACHE_FREE it), or NULL. */
+static char *kcache__cl_cwd(void) {
+    char *now = (char *)KCACHE_MALLOC(KCACHE__PATH_MAX); /* (not on the stack: small thread stacks) */
+    if (now && !getcwd(now, KCACHE__PATH_MAX)) {
+        KCACHE_FREE(now);
+        now = NULL;
+    }
+    return now;
+}
+
 /* Whether a program's #included files are as they were when it was built. */
 static int kcache__cl_deps_same(const kcache__cl_prog *p) {
     uint32_t i;
     if (p->cwd) {
-        char now[4096];
-        if (!getcwd(now, sizeof now) || strcmp(now, p->cwd) != 0) return 0;
+        char *now = kcache__cl_cwd();
+        int same = now && strcmp(now, p->cwd) == 0;
+        KCACHE_FREE(now);
+        if (!same) return 0;
     }
     for (i = 0; i < p->ndeps; i++) {
         int64_t m = 0;
@@ -11086,14 +12200,9 @@ static void kcache__cl_mem_put(kcache *kc, kcache_hash128 id, cl_context ctx, cl
     p->ndeps = deps->n;
     deps->v = NULL;
     deps->n = deps->cap = 0;
-    if (deps->any) {
-        char now[4096];
-        size_t n;
-        if (!getcwd(now, sizeof now) || (p->cwd = (char *)KCACHE_MALLOC((n = strlen(now)) + 1)) == NULL) {
-            kcache__cl_prog_free(p);
-            return;
-        }
-        memcpy(p->cwd, now, n + 1);
+    if (deps->any && (p->cwd = kcache__cl_cwd()) == NULL) {
+        kcache__cl_prog_free(p);
+        return;
     }
     kcache__mutex_lock(&kc->lock);
     st = kcache__cl_state_of(kc);
@@ -11105,7 +12214,7 @@ static void kcache__cl_mem_put(kcache *kc, kcache_hash128 id, cl_context ctx, cl
 KCACHE_API void kcache_cl_forget(kcache *kc, cl_context ctx) {
     kcache__cl_state *st;
     kcache__cl_prog *p, *next, *gone = NULL;
-    if (!kc) return;
+    if (!kc || (kc = kcache__live(kc, 1)) == NULL) return;
     kcache__mutex_lock(&kc->lock);
     st = (kcache__cl_state *)kc->cl;
     for (p = st ? st->lru.next : NULL; p && p != &st->lru; p = next) {
@@ -11202,7 +12311,7 @@ KCACHE_API cl_program kcache_cl_build(kcache *kc, cl_context ctx, cl_uint ndev, 
                                       const char *unit, cl_uint nsrc, const char **srcs, const size_t *lens,
                                       const char *options, int *hit, cl_int *err) {
     kcache__cl_job j;
-    kcache__cl_dev dv_inline[4], *dv = NULL;
+    kcache__cl_dev *dv = NULL; /* (each holds a key: on the heap, not the stack) */
     kcache__cl_deps deps;
     cl_device_id *all = NULL;
     const cl_device_id *ids = devs;
@@ -11215,6 +12324,7 @@ KCACHE_API cl_program kcache_cl_build(kcache *kc, cl_context ctx, cl_uint ndev, 
     char why[256];
 
     if (hit) *hit = 0;
+    if (kc) kc = kcache__live(kc, 1); /* NULL in a forked child that could not open its own: a plain build */
     memset(&j, 0, sizeof j);
     memset(&deps, 0, sizeof deps);
     if (!unit || !unit[0]) unit = "opencl";
@@ -11263,7 +12373,7 @@ KCACHE_API cl_program kcache_cl_build(kcache *kc, cl_context ctx, cl_uint ndev, 
 
     /* 2. one key per device; what the store has */
     kcache__cl_find_deps(nsrc, srcs, ln, options, &deps);
-    dv = ndev <= sizeof dv_inline / sizeof dv_inline[0] ? dv_inline : (kcache__cl_dev *)KCACHE_MALLOC(sizeof *dv * ndev);
+    dv = (kcache__cl_dev *)KCACHE_MALLOC(sizeof *dv * ndev);
     if (!dv) { prog = kcache__cl_plain(&j, ids, ndev, &e); built_here = 1; goto out; }
     memset(dv, 0, sizeof *dv * ndev);
     j.dv = dv;
@@ -11390,7 +12500,7 @@ out:
             if (dv[i].release) kcache_release(kc, dv[i].data);
             if (dv[i].key_live) kcache_key_free(&dv[i].key);
         }
-        if (dv != dv_inline) KCACHE_FREE(dv);
+        KCACHE_FREE(dv);
     }
     kcache__cl_deps_free(deps.v, deps.n);
     KCACHE_FREE(bad);
@@ -11420,6 +12530,7 @@ fail_args:
 
 #endif /* KCACHE_OPENCL */
 
+#endif /* !KCACHE__UNUSABLE */
 #endif /* KCACHE__IMPLEMENTED */
 #endif /* KCACHE_IMPLEMENTATION */
 

@@ -23,9 +23,10 @@
  * Properties, against kcache.h's documentation (the ENVIRONMENT block and kcache__parse_size's
  * grammar), checked by a parser written here:
  *   - kcache_config_init: each field is the variable's value when it is valid, else the
- *     documented default; one "using the default" line on stderr per bad value when debugging
- *     (KCACHE_DEBUG's own bad value always), none otherwise; a NULL-config open configures the
- *     same way.
+ *     documented default; it writes nothing and notes each bad value (cfg.env_bad); kcache_open
+ *     says one "using the default" line per bad value when debugging (KCACHE_DEBUG's own bad
+ *     value always), none otherwise: on stderr without a log callback, through it (and nothing
+ *     on stderr) with one; a NULL-config open configures the same way.
  *     (A capacity over 65536 entries is checked as configured but opened as 65536: see
  *     MEM_ENTRIES_OPEN.)
  *   - kcache_open never fails and, when it has a store, it is the directory the documentation
@@ -67,7 +68,7 @@ static char g_log[600];       /* ROOT/log: stderr while kcache runs */
 static int g_log_fd = -1;
 static char g_os_arch[64], g_cpu_name[64];
 static char *g_cpu_features;  /* the detected host, once */
-static unsigned long g_sink_lines;
+static unsigned long g_sink_lines, g_sink_bad;
 
 /* ---- the temp tree ---- */
 
@@ -142,6 +143,7 @@ static void log_sink(void *user, const char *line)
     (void)user;
     CHECK(line != NULL && strlen(line) < 1024);
     g_sink_lines++;
+    if (strlen(line) > 19 && strcmp(line + strlen(line) - 19, "; using the default") == 0) g_sink_bad++;
 }
 
 /* ---- the documented grammar, parsed here ---- */
@@ -186,7 +188,7 @@ static int doc_size(const char *s, uint64_t *out)
 }
 
 /* What kcache_config_init must make of the environment, and how many bad values it must report. */
-static void expect_config(const char *const *val, kcache_config *x, unsigned *bad_lines)
+static void expect_config(const char *const *val, kcache_config *x, unsigned *bad_lines, unsigned *all_bad)
 {
     unsigned bad = 0, debug_bad = 0;
     uint64_t n;
@@ -232,6 +234,7 @@ static void expect_config(const char *const *val, kcache_config *x, unsigned *ba
         else bad++;
     }
     *bad_lines = debug_bad + (x->debug ? bad : 0);
+    *all_bad = debug_bad + bad;
 }
 
 static void check_config(const kcache_config *c, const kcache_config *x)
@@ -381,7 +384,14 @@ static void check_nothing_outside(void)
    with this many at most. */
 #define MEM_ENTRIES_OPEN 65536u
 
-static kcache *open_checked(int null_cfg, kcache_config *x, unsigned bad_lines, const char *want_dir, int plain)
+static unsigned bits(uint32_t v)
+{
+    unsigned n = 0;
+    for (; v; v &= v - 1) n++;
+    return n;
+}
+
+static kcache *open_checked(int null_cfg, kcache_config *x, unsigned bad_lines, unsigned all_bad, const char *want_dir, int plain)
 {
     kcache_config cfg;
     kcache *kc = NULL;
@@ -389,7 +399,8 @@ static kcache *open_checked(int null_cfg, kcache_config *x, unsigned bad_lines, 
     if (!null_cfg || x->mem_entries > MEM_ENTRIES_OPEN) {
         capture_begin();
         kcache_config_init(&cfg);
-        CHECK(capture_end() == bad_lines);
+        CHECK(capture_end() == 0); /* said by kcache_open, through the log */
+        CHECK(bits(cfg.env_bad) == all_bad);
         check_config(&cfg, x);
         CHECK((cfg.dir == NULL) == (x->dir == NULL) && (!cfg.dir || strcmp(cfg.dir, x->dir) == 0));
         CHECK((cfg.shared_group == NULL) == (x->shared_group == NULL) && (!cfg.shared_group || strcmp(cfg.shared_group, x->shared_group) == 0));
@@ -405,7 +416,11 @@ static kcache *open_checked(int null_cfg, kcache_config *x, unsigned bad_lines, 
         CHECK(capture_end() == bad_lines); /* its debug lines never end that way */
     } else {
         cfg.log = log_sink;
+        g_sink_bad = 0;
+        capture_begin();
         s = kcache_open(&kc, &cfg);
+        CHECK(capture_end() == 0); /* with a log callback, nothing on stderr */
+        CHECK(g_sink_bad == bad_lines);
     }
     CHECK(s == KCACHE_OK && kc != NULL);
     check_config(&kc->cfg, x);
@@ -447,7 +462,7 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
     char dirbuf[4200];
     const char *want_dir;
     kcache_config x;
-    unsigned bad_lines, flags;
+    unsigned bad_lines, all_bad, flags;
     size_t pos = 1, i;
     int v, plain;
     kcache *kc;
@@ -493,11 +508,11 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
         else CHECK(unsetenv(env_names[v]) == 0);
     }
 
-    expect_config(val, &x, &bad_lines);
+    expect_config(val, &x, &bad_lines, &all_bad);
     want_dir = expect_dir(val, &x, dirbuf, sizeof dirbuf);
 
     plain = want_dir && plain_path(want_dir) && shared_ok(x.shared_group);
-    kc = open_checked((int)(flags & 1), &x, bad_lines, want_dir, plain);
+    kc = open_checked((int)(flags & 1), &x, bad_lines, all_bad, want_dir, plain);
     if (!shared_ok(x.shared_group)) CHECK(kcache_dir(kc) == NULL); /* a group it is not in: never a store */
     check_host(val, kc);
 
@@ -530,7 +545,7 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
     /* again: the entry comes back from the store */
     if (flags & 2) {
         int stored = want_dir && put_s == KCACHE_OK && (x.max_size == 0 || x.max_size >= ((uint64_t)1 << 20));
-        kc = open_checked((int)(flags & 1), &x, bad_lines, want_dir, want_dir != NULL);
+        kc = open_checked((int)(flags & 1), &x, bad_lines, all_bad, want_dir, want_dir != NULL);
         capture_begin();
         v = kcache_get(kc, &k, &got, &got_n) == KCACHE_OK;
         (void)capture_end();

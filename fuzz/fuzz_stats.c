@@ -228,7 +228,7 @@ static void top_reset(int sort, int ascii)
     if (dirfd <= 0) dirfd = open(g_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     CHECK(dirfd > 0);
     K.fst.dirfd = dirfd;
-    K.fst.tmpfd = K.fst.lockfd = K.fst.cffd = -1;
+    K.fst.tmpfd = K.fst.cffd = -1; /* (no lock file: it only reads) */
     K.fst.dir = K.dir;
     K.fst.uid = (uint32_t)geteuid(); /* the fuzzer made the store: its files are trusted */
     K.domain = g_domain;

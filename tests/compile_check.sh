@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # The header compiles warning-free as C99 and as C++ with gcc and clang, in every form a user
 # includes it: the implementation in one file plus declarations in another, linked together,
-# and KCACHE_STATIC. Prints "ok NAME" / "FAIL NAME: ..." lines (tests/kt.h's protocol).
+# and KCACHE_STATIC; with -Wcast-qual -Wshadow -Wconversion too; whatever system headers came
+# before it under every -std (or one clear error where that cannot work), OFD locks on and off;
+# and its MSVC branches with clang in MSVC mode. Prints "ok NAME" / "FAIL NAME: ..." lines
+# (tests/kt.h's protocol).
 set -u
 root=$(cd "$(dirname "$0")/.." && pwd)
 tmp=$(mktemp -d)
@@ -68,3 +71,94 @@ check_remote remote-gcc-c99 gcc "-std=c99"
 check_remote remote-clang-c99 clang "-std=c99"
 check_remote remote-gxx-cxx11 g++ "-x c++ -std=c++11"
 check_remote remote-clangxx-cxx17 clang++ "-x c++ -std=c++17"
+
+# ---- warnings vendors turn on: -Wcast-qual -Wshadow -Wconversion, C and C++, OpenCL part too ----
+strict="-Wcast-qual -Wshadow -Wconversion -Wsign-conversion"
+check_strict() { # name, compiler, language flags
+    local name=$1 cc=$2 lang=$3 out
+    if out=$($cc $lang $warn $strict -DKCACHE_OPENCL -I"$root" -c -o "$tmp/$name.o" "$tmp/impl.c" 2>&1); then
+        echo "ok $name"
+    else
+        echo "FAIL $name: $(echo "$out" | grep -m3 -E 'error|warning' | tr '\n' ' ')"
+    fi
+}
+check_strict strict-gcc-c99 gcc "-std=c99"
+check_strict strict-clang-c99 clang "-std=c99"
+check_strict strict-gxx-cxx17 g++ "-x c++ -std=c++17"
+check_strict strict-clangxx-cxx20 clang++ "-x c++ -std=c++20"
+
+# ---- the implementation whatever was included before it, under every -std, OFD locks on and off ----
+# A system header before kcache.h in the implementation file (a unity build; nvrtc.h pulls in
+# <stdlib.h>) fixes the feature macros before kcache.h can. Then kcache.h must work with what that
+# left visible, or stop the build with one error that names kcache and says how to include it:
+#   - nothing before it, any -std; or a GNU -std / C++ whatever came before: it compiles (-Werror)
+#   - a strict -std=c99/c11 with a system header first: exactly one error, naming kcache and include
+# (the runtime side: tests/compile_more.sh runs two handles of one store built each way).
+include_case() { # name, compiler, flags, expect (ok|error), lines before the implementation
+    local name=$1 cc=$2 flags=$3 expect=$4 pre=$5 out rc n
+    printf '%b\n#define KCACHE_IMPLEMENTATION\n#include "kcache.h"\nint main(void) { return kcache_version()[0] == 0; }\n' "$pre" >"$tmp/inc-$name.c"
+    out=$($cc $flags $warn -I"$root" -fsyntax-only "$tmp/inc-$name.c" 2>&1)
+    rc=$?
+    n=$(echo "$out" | grep -c 'error:')
+    if [ "$expect" = ok ]; then
+        if [ $rc -eq 0 ]; then echo "ok include/$name"; else echo "FAIL include/$name: does not compile: $(echo "$out" | grep -m3 -E 'error|warning' | tr '\n' ' ')"; fi
+    elif [ $rc -ne 0 ] && [ "$n" -eq 1 ] && echo "$out" | grep 'error:' | grep -q 'kcache' && echo "$out" | grep 'error:' | grep -q 'include'; then
+        echo "ok include/$name"
+    else
+        echo "FAIL include/$name: want one error naming kcache and the include, got rc $rc and $n: $(echo "$out" | grep -m3 'error' | tr '\n' ' ')"
+    fi
+}
+for cc in gcc clang; do
+    for std in c99 c11 gnu99 gnu11; do
+        for lock in ofd noofd; do
+            lf=""; [ $lock = noofd ] && lf="-DKCACHE_TEST_NO_OFD"
+            strict_std=0; case $std in c*) strict_std=1 ;; esac
+            include_case "$cc-$std-$lock-first" "$cc" "-std=$std $lf" ok ""
+            e=ok; [ $strict_std = 1 ] && e=error
+            include_case "$cc-$std-$lock-stdio" "$cc" "-std=$std $lf" $e "#include <stdio.h>"
+            include_case "$cc-$std-$lock-posix" "$cc" "-std=$std $lf" $e "#include <pthread.h>\n#include <unistd.h>\n#include <fcntl.h>\n#include <time.h>"
+            include_case "$cc-$std-$lock-posix2008" "$cc" "-std=$std -D_POSIX_C_SOURCE=200809L $lf" ok "#include <stdlib.h>"
+        done
+    done
+done
+for cxx in g++ clang++; do
+    for std in c++11 c++14 c++17 c++20; do
+        include_case "$cxx-$std-first" "$cxx" "-x c++ -std=$std" ok ""
+        include_case "$cxx-$std-cstdio" "$cxx" "-x c++ -std=$std" ok "#include <cstdio>\n#include <cstdlib>"
+    done
+done
+# the check this project's tooling runs before a session ends, as it is written there
+for std in c11 gnu11; do
+    printf '#include <stdio.h>\n#define KCACHE_IMPLEMENTATION\n#include "kcache.h"\nint main(void){return 0;}\n' >"$tmp/hook.c"
+    if out=$(cc -std=$std -I"$root" -c -o "$tmp/hook.o" "$tmp/hook.c" 2>&1) ||
+       { [ "$(echo "$out" | grep -c 'error:')" -eq 1 ] && echo "$out" | grep 'error:' | grep -q 'kcache.*include\|include.*kcache'; }; then
+        echo "ok include/hook-$std"
+    else
+        echo "FAIL include/hook-$std: $(echo "$out" | grep -m3 error | tr '\n' ' ')"
+    fi
+done
+
+# ---- MSVC: the _MSC_VER branches (Interlocked atomics, intrinsics) compiled here with clang in MSVC
+# mode against the mingw-w64 headers (no MSVC on this machine; -fsyntax-only: there is no MSVC C
+# runtime to link). -fgnuc-version and __declspec as a macro let the mingw headers take their GCC
+# paths; kcache.h still takes its _MSC_VER ones (checked in the preprocessed text). 32-bit x86 is
+# not covered (no i686 mingw headers here). ----
+msvc_case() { # name, target, language flags
+    local name=$1 target=$2 lang=$3 out
+    local flags="--target=$target -fms-compatibility -fms-extensions -fgnuc-version=4.2.1 -D__declspec(x)=__declspec(x) -isystem $mingw"
+    if ! out=$(clang $flags $lang $warn -I"$root" -fsyntax-only "$tmp/impl.c" 2>&1); then
+        echo "FAIL msvc/$name: $(echo "$out" | grep -m3 -E 'error|warning' | tr '\n' ' ')"
+    elif ! clang $flags $lang -I"$root" -E "$tmp/impl.c" 2>/dev/null | grep -q '_InterlockedCompareExchange64((volatile'; then
+        echo "FAIL msvc/$name: the _MSC_VER atomics were not the ones compiled"
+    else
+        echo "ok msvc/$name"
+    fi
+}
+mingw=/usr/x86_64-w64-mingw32/include
+if ! command -v clang >/dev/null || [ ! -d "$mingw" ]; then
+    echo "FAIL msvc: needs clang and the mingw-w64 headers ($mingw; Debian: mingw-w64)"
+else
+    msvc_case x64-c x86_64-pc-windows-msvc "-x c -std=c11"
+    msvc_case x64-cxx x86_64-pc-windows-msvc "-x c++ -std=c++17"
+    msvc_case arm64-c aarch64-pc-windows-msvc "-x c -std=c11"
+fi

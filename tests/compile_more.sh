@@ -15,6 +15,11 @@
 #       musl/test_*      with the kernel headers reachable (-idirafter a link farm: linux, asm,
 #                        asm-generic), as on Alpine with linux-headers installed
 #       Without musl-gcc this part is skipped, said on stderr, and prints no ok line.
+#   stack/CC-OPT[-opencl]  no function of kcache.h over 4 KiB of stack (-fstack-usage), gcc and
+#       clang, -O0 and -O2, with and without the OpenCL part.
+#   two-handles/...  two handles of one store in one process exclude each other (one build per key,
+#       exact accounting) however the implementation file was built: kcache.h first, <stdio.h>
+#       first under -std=gnu11, -std=c11 -D_POSIX_C_SOURCE=200809L; OFD locks on and off.
 # Prints "ok NAME" / "FAIL NAME: ..." lines (tests/kt.h's protocol).
 set -u
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -118,7 +123,9 @@ C
         echo "FAIL m32/large_file_offsets: gcc -m32 failed: $(echo "$out" | grep -m3 -E 'error|warning' | tr '\n' ' ')"
     fi
     for t in test_hash test_key test_lru test_index; do
-        if out=$(gcc $m32 -std=c99 -O2 -Wall -Wextra -Wpedantic -Werror -I"$root" -I"$root/tests" -o "$tmp/$t-32" \
+        # (these tests include system headers before kcache.h: 64-bit off_t is then the build's
+        # to ask for, as kcache.h's error says)
+        if out=$(gcc $m32 -std=c99 -O2 -D_FILE_OFFSET_BITS=64 -Wall -Wextra -Wpedantic -Werror -I"$root" -I"$root/tests" -o "$tmp/$t-32" \
                  "$root/tests/$t.c" -lpthread 2>&1); then
             run_prefixed "m32/$t" "${runner[@]}" "$tmp/$t-32"
         else
@@ -153,3 +160,121 @@ else
         fi
     done
 fi
+
+# ---- stack: no function of kcache.h uses more than 4 KiB of stack ----
+# Job systems and fibers run work on 16-64 KiB stacks. -fstack-usage for a file with the
+# implementation (and the OpenCL part), gcc and clang, -O0 (debug builds) and -O2; every function
+# over 4096 bytes is named. (tests/test_threads.c runs every public call on a 32 KiB stack.)
+printf '#define KCACHE_IMPLEMENTATION\n#include "kcache.h"\nint main(void) { return 0; }\n' >"$tmp/su.c"
+for cc in gcc clang; do
+    for opt in -O0 -O2; do
+        for cl in "" -DKCACHE_OPENCL; do
+            name="stack/$cc$opt${cl:+-opencl}"
+            rm -f "$tmp/su.su"
+            if ! out=$(cd "$tmp" && $cc -std=c99 $opt $cl -fstack-usage -I"$root" -c -o su.o su.c 2>&1) || [ ! -s "$tmp/su.su" ]; then
+                echo "FAIL $name: $cc -fstack-usage failed: $(echo "$out" | grep -m2 error | tr '\n' ' ')"
+                continue
+            fi
+            big=$(awk -F'\t' '$2 > 4096 { n = split($1, a, ":"); printf "%s (%d bytes) ", a[n], $2 }' "$tmp/su.su")
+            top=$(sort -t"$(printf '\t')" -k2,2nr "$tmp/su.su" | head -1 | awk -F'\t' '{ n = split($1, a, ":"); printf "%s %d", a[n], $2 }')
+            if [ -n "$big" ]; then echo "FAIL $name: over 4 KiB of stack: $big"; else echo "ok $name (largest: $top bytes)"; fi
+        done
+    done
+done
+
+# ---- two handles of one store in one process, whatever came before kcache.h ----
+# The defect this guards: a system header before the implementation turned the OFD locks off, and
+# the process-associated locks left did not keep two handles of one process apart (a key built
+# twice, the accounting wrong). Built every way: kcache.h first; <stdio.h> first under -std=gnu11;
+# under -std=c11 -D_POSIX_C_SOURCE=200809L (no GNU extensions at all); each with OFD locks and with
+# them compiled out. 2 handles x 2 threads, 3 rounds of a new key: 3 builds, accounting exact.
+cat >"$tmp/two.c" <<'C'
+#ifndef _POSIX_C_SOURCE
+#define _POSIX_C_SOURCE 200809L /* nanosleep under -std=c99 */
+#endif
+#include "kcache.h"
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+static long builds;
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static int slow_build(void *user, void **out, size_t *n) {
+    struct timespec ts = {0, 150000000};
+    (void)user;
+    pthread_mutex_lock(&mu);
+    builds++;
+    pthread_mutex_unlock(&mu);
+    nanosleep(&ts, NULL);
+    if ((*out = malloc(64)) == NULL) return 1;
+    memset(*out, 'b', 64);
+    *n = 64;
+    return 0;
+}
+typedef struct { kcache *kc; unsigned id; int ok; } arg;
+static void *caller(void *p) {
+    arg *a = (arg *)p;
+    kcache_key k;
+    const void *d = NULL;
+    size_t n = 0;
+    kcache_key_init(&k, "two");
+    kcache_key_u64(&k, "id", a->id);
+    a->ok = kcache_get_or_build(a->kc, &k, slow_build, NULL, &d, &n) == KCACHE_OK && n == 64;
+    if (d) kcache_release(a->kc, d);
+    kcache_key_free(&k);
+    return NULL;
+}
+int main(int argc, char **argv) {
+    kcache_config cfg;
+    kcache *kc[2];
+    pthread_t th[4];
+    arg a[4];
+    unsigned round;
+    int i, ok = 1;
+    kcache_config_defaults(&cfg);
+    cfg.dir = argc > 1 ? argv[1] : NULL;
+    if (kcache_open(&kc[0], &cfg) != KCACHE_OK || kcache_open(&kc[1], &cfg) != KCACHE_OK || !kcache_dir(kc[0])) {
+        printf("FAIL no store\n");
+        return 1;
+    }
+    for (round = 0; round < 3; round++) {
+        for (i = 0; i < 4; i++) {
+            a[i].kc = kc[i & 1];
+            a[i].id = round;
+            pthread_create(&th[i], NULL, caller, &a[i]);
+        }
+        for (i = 0; i < 4; i++) {
+            pthread_join(th[i], NULL);
+            ok &= a[i].ok;
+        }
+    }
+    if (!ok || builds != 3 || kcache_verify(kc[0], 0) != KCACHE_OK) {
+        printf("FAIL %ld builds for 3 keys (payloads %s)\n", builds, ok ? "right" : "wrong");
+        return 1;
+    }
+    kcache_close(kc[0]);
+    kcache_close(kc[1]);
+    printf("ok\n");
+    return 0;
+}
+C
+printf '#define KCACHE_IMPLEMENTATION\n#include "kcache.h"\n' >"$tmp/two-impl-first.c"
+printf '#include <stdio.h>\n#define KCACHE_IMPLEMENTATION\n#include "kcache.h"\n' >"$tmp/two-impl-late.c"
+two_case() { # name, flags, implementation file
+    local name=$1 flags=$2 impl=$3 out
+    rm -rf "$tmp/two-store"
+    if ! out=$(gcc $flags -Wall -Wextra -Werror -I"$root" -o "$tmp/two-$name" "$tmp/$impl" "$tmp/two.c" -lpthread 2>&1); then
+        echo "FAIL two-handles/$name: does not build: $(echo "$out" | grep -m3 -E 'error|warning' | tr '\n' ' ')"
+    elif out=$(timeout 60 "$tmp/two-$name" "$tmp/two-store" 2>&1) && [ "$out" = ok ]; then
+        echo "ok two-handles/$name"
+    else
+        echo "FAIL two-handles/$name: ${out:-no output}"
+    fi
+}
+for lock in ofd noofd; do
+    lf=""; [ $lock = noofd ] && lf="-DKCACHE_TEST_NO_OFD"
+    two_case "kcache-first-$lock" "-std=c99 $lf" two-impl-first.c
+    two_case "stdio-first-gnu11-$lock" "-std=gnu11 $lf" two-impl-late.c
+    two_case "posix2008-c11-$lock" "-std=c11 -D_POSIX_C_SOURCE=200809L $lf" two-impl-late.c
+done

@@ -1,8 +1,15 @@
 #!/usr/bin/env bash
-# make demo-cc's program, on its own store, run as make demo-cc runs it: the first run compiles and
-# says why (never stored), the next one hits and computes the same; --fresh says it cleared the entry.
+# tests/test_demo.sh DEMO_CC [NVRTC_PTX [KCACHE_INSPECT]] - the JIT examples, each on its own store.
+#   demo_cc (make demo-cc's program, run as make demo-cc runs it): the first run compiles and says
+#     why (never stored), the next one hits and computes the same; --fresh says it cleared the entry.
+#   nvrtc_ptx (CUDA C to PTX with NVRTC; built where a CUDA toolkit is, else one skip line): the
+#     first run compiles, the next hits with the same PTX; another architecture is another entry,
+#     explained by its field; the key holds the NVRTC library actually loaded: a copy of it loaded
+#     instead is a miss, and a change to that copy is a miss that names the library's stamp.
 set -u
 demo=${1:-build/demo_cc}
+nvrtc=${2:-build/nvrtc_ptx}
+inspect=${3:-build/kcache-inspect}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 export KCACHE_DIR=$tmp/store
@@ -18,3 +25,46 @@ third=$("$demo" --fresh 2>&1)
 if echo "$third" | grep -q "run    : MISS" && echo "$third" | grep -q 'before : removed on purpose (--fresh)' &&
    ! echo "$third" | grep -q 'never stored'; then
     echo "ok demo-fresh-recompiles"; else echo "FAIL demo-fresh-recompiles: $third"; fi
+
+# ---- NVRTC ----
+if [ ! -x "$nvrtc" ]; then
+    echo "skip nvrtc: no CUDA toolkit (nvrtc.h in /usr/local/cuda*, or make CUDA=/path), so no $nvrtc" >&2
+    exit 0
+fi
+export KCACHE_DIR=$tmp/nvstore
+first=$("$nvrtc" -o "$tmp/1.ptx" 2>&1); rc1=$?
+second=$("$nvrtc" -o "$tmp/2.ptx" 2>&1); rc2=$?
+if [ $rc1 -eq 0 ] && echo "$first" | grep -q "run    : MISS" && echo "$first" | grep -q 'before : miss: cold' &&
+   grep -q '^\.target sm_75' "$tmp/1.ptx"; then
+    echo "ok nvrtc-first-run-compiles"; else echo "FAIL nvrtc-first-run-compiles: $first"; fi
+if [ $rc2 -eq 0 ] && echo "$second" | grep -q "run    : HIT" && echo "$second" | grep -q 'before : hit: disk' &&
+   cmp -s "$tmp/1.ptx" "$tmp/2.ptx"; then
+    echo "ok nvrtc-second-run-hits"; else echo "FAIL nvrtc-second-run-hits (same PTX: $(cmp -s "$tmp/1.ptx" "$tmp/2.ptx" && echo yes || echo no)): $second"; fi
+out=$("$nvrtc" --arch compute_90 -o "$tmp/3.ptx" 2>&1)
+if echo "$out" | grep -q "run    : MISS" && echo "$out" | grep -q 'arch: "compute_75" (stored) vs "compute_90" (now)' &&
+   grep -q '^\.target sm_90' "$tmp/3.ptx"; then
+    echo "ok nvrtc-arch-in-key"; else echo "FAIL nvrtc-arch-in-key: $out"; fi
+if [ -x "$inspect" ]; then
+    fields=$(for f in "$KCACHE_DIR"/i/*/*.kci; do "$inspect" "$f"; done 2>&1)
+    if echo "$fields" | grep -q 'nvrtc.library' && echo "$fields" | grep -q 'libnvrtc'; then
+        echo "ok nvrtc-library-field"; else echo "FAIL nvrtc-library-field: no nvrtc.library field naming libnvrtc in the index"; fi
+fi
+# the library loaded is what the key names: a copy of it loaded instead (LD_LIBRARY_PATH over the
+# example's RUNPATH) is a miss; that copy changed is a miss naming its stamp
+lib=$(ldd "$nvrtc" 2>/dev/null | awk '/libnvrtc\.so/ { print $3; exit }')
+if [ -n "$lib" ] && [ -f "$lib" ]; then
+    mkdir -p "$tmp/lib"
+    cp "$lib" "$tmp/lib/$(basename "$lib")"
+    out=$(LD_LIBRARY_PATH=$tmp/lib "$nvrtc" 2>&1)
+    if echo "$out" | grep -q "run    : MISS" && echo "$out" | grep -q 'nvrtc.library'; then
+        echo "ok nvrtc-other-library-misses"; else echo "FAIL nvrtc-other-library-misses: $out"; fi
+    out=$(LD_LIBRARY_PATH=$tmp/lib "$nvrtc" 2>&1)
+    if echo "$out" | grep -q "run    : HIT"; then echo "ok nvrtc-other-library-hits"; else echo "FAIL nvrtc-other-library-hits: $out"; fi
+    printf 'x' >>"$tmp/lib/$(basename "$lib")" # a byte at the end of the ELF file: still loads
+    out=$(LD_LIBRARY_PATH=$tmp/lib "$nvrtc" 2>&1)
+    if echo "$out" | grep -q "run    : MISS" && echo "$out" | grep -q 'a dependency changed: file nvrtc.library' &&
+       echo "$out" | grep -q 'size'; then
+        echo "ok nvrtc-library-change-misses"; else echo "FAIL nvrtc-library-change-misses: $out"; fi
+else
+    echo "FAIL nvrtc-library: ldd does not name the libnvrtc $nvrtc loads"
+fi

@@ -20,6 +20,10 @@
  *   flight_late_arrival      a caller that missed just before the build ended (held at that point
  *                            by its debug-log callback) reads the result, not build again
  *   flight_hit_no_build      a hit (memory, disk) through kcache_get_or_build never calls build
+ *   flight_two_handles       two kcache handles on one store in one process, 2 threads each, 5
+ *                            rounds of one new key: 1 build per round (the handles share the lock
+ *                            file through the process's registry; with process-associated locks,
+ *                            KCACHE_TEST_NO_OFD, nothing else would make them exclude each other)
  *
  * The checks are behaviour checks (build counts, payloads, who finished before whom, CPU used
  * against wall time), with generous bounds; none asserts a speed. Measurements are printed on
@@ -795,8 +799,8 @@ static void *key_thread(void *p)
     return NULL;
 }
 
-/* n threads on kc; thread i asks for key first_id + (distinct ? i : 0). Returns callers with the payload. */
-static int run_threads(kcache *kc, int n, unsigned first_id, int distinct, unsigned build_ms)
+/* n threads; thread i asks kcs[i % nkc] for key first_id + (distinct ? i : 0). Returns callers with the payload. */
+static int run_threads_on(kcache **kcs, int nkc, int n, unsigned first_id, int distinct, unsigned build_ms)
 {
     pthread_t th[32];
     thread_arg a[32];
@@ -805,7 +809,7 @@ static int run_threads(kcache *kc, int n, unsigned first_id, int distinct, unsig
     int go = 0, i, ok = 0;
     for (i = 0; i < n; i++) {
         memset(&a[i], 0, sizeof a[i]);
-        a[i].kc = kc;
+        a[i].kc = kcs[i % nkc];
         a[i].key_id = first_id + (distinct ? (unsigned)i : 0);
         a[i].build.first_ms = a[i].build.later_ms = build_ms;
         a[i].build.key_id = a[i].key_id;
@@ -826,6 +830,10 @@ static int run_threads(kcache *kc, int n, unsigned first_id, int distinct, unsig
     pthread_mutex_destroy(&mu);
     pthread_cond_destroy(&cv);
     return ok;
+}
+static int run_threads(kcache *kc, int n, unsigned first_id, int distinct, unsigned build_ms)
+{
+    return run_threads_on(&kc, 1, n, first_id, distinct, build_ms);
 }
 
 static void flight_keys_threads(void)
@@ -1046,6 +1054,33 @@ static void flight_hit_no_build(void)
     free(want);
 }
 
+/* ---- two handles on one store in one process ---------------------------------------------- */
+
+static void flight_two_handles(void)
+{
+    char dir[600];
+    kcache *kcs[2];
+    kcache_stats st[2];
+    int round, once = 0;
+    kcs[0] = open_cache(new_store(dir, sizeof dir, "two"), 1, WAIT_LONG_MS, KCACHE_WRITE_THROUGH);
+    kcs[1] = open_cache(dir, 1, WAIT_LONG_MS, KCACHE_WRITE_THROUGH);
+    KT_CHECK(kcs[0] && kcs[1] && kcache_dir(kcs[0]) && kcache_dir(kcs[1]));
+    if (!kcs[0] || !kcs[1]) { kcache_close(kcs[0]); kcache_close(kcs[1]); return; }
+    for (round = 0; round < 5; round++) {
+        reset_shared();
+        KT_CHECK_EQ_U64(run_threads_on(kcs, 2, 4, 300 + (unsigned)round, 0, 200), 4);
+        if (S->builds != 1) once++;
+        KT_CHECK_MSG(S->builds == 1, "round %d: 4 threads on 2 handles of one store built %ld times", round, S->builds);
+    }
+    kcache_get_stats(kcs[0], &st[0]);
+    kcache_get_stats(kcs[1], &st[1]);
+    KT_CHECK_EQ_U64(st[0].builds + st[1].builds, 5);
+    printf("# flight_two_handles: %d of 5 rounds built more than once\n", once);
+    KT_CHECK(kcache_verify(kcs[0], 0) == KCACHE_OK);
+    kcache_close(kcs[0]);
+    kcache_close(kcs[1]);
+}
+
 /* ---- main ------------------------------------------------------------------------------------- */
 
 int main(void)
@@ -1075,6 +1110,7 @@ int main(void)
     KT_RUN(flight_memory_only);
     KT_RUN(flight_late_arrival);
     KT_RUN(flight_hit_no_build);
+    KT_RUN(flight_two_handles);
 
     nftw(tmproot, rm_one, 16, FTW_DEPTH | FTW_PHYS);
     munmap(S, sizeof *S);

@@ -19,6 +19,8 @@ static unsigned long kt_mallocs;
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <fcntl.h>
+#include <time.h>
 #include <sys/stat.h>
 #include <ftw.h>
 
@@ -481,6 +483,116 @@ static void test_file_preview_escaped_tail(void)
     kcache_key_free(&k);
 }
 
+/* The content digest a lookup (by kc, may be NULL, under policy) takes for a file field
+   (kcache_key_file leaves it pending); *read: whether the file itself was read for it (not a memo
+   of the process or of the store). */
+static kcache_hash128 content_in(kcache *kc, const kcache_key *k, const char *name, int policy, int *read)
+{
+    kcache_key *copy = NULL;
+    const kcache_key *rk = kcache__key_resolve(kc, k, policy, &copy);
+    const kcache_key_field *f = rk ? field_named(rk, name) : NULL;
+    kcache_hash128 h = {0, 0};
+    if (f && rk->error == KCACHE_OK) {
+        h = f->content;
+        if (read) *read = f->reserved == 0;
+    }
+    kcache__key_drop(copy);
+    return h;
+}
+static kcache_hash128 content_of(const kcache_key *k, const char *name, int *read)
+{
+    return content_in(NULL, k, name, KCACHE_STAMP_HYBRID, read);
+}
+
+/* Unchanged dependencies cost a stat, not a read: a file keyed again under the same stat takes its
+   content digest from the process's memo; an edited one is read again; KCACHE_STAMP=content reads
+   it every time; a big file's digest is kept in the store, so a process with an empty memo (the
+   memo wiped here) takes it from there, also after a touch that left the content as it was. */
+static void test_key_file_memo(void)
+{
+    kcache_key k, k2;
+    const kcache_key_field *f;
+    char path[600], dir[600], *big;
+    int read = -1;
+    size_t i, nbig = ((size_t)1 << 20) + 4096;
+    kcache_hash128 h;
+    kcache *kc;
+    kcache_config cfg;
+    const void *p;
+    size_t n;
+    struct timespec ts[2];
+
+    snprintf(path, sizeof path, "%s/memo.cl", tmpdir);
+    write_file(path, "kernel one", 10);
+    kcache_key_init(&k, "memo");
+    KT_CHECK(kcache_key_file(&k, "src", path) == KCACHE_OK);
+    f = field_named(&k, "src");
+    KT_CHECK(f && f->reserved == KCACHE__FF_PENDING); /* nothing read yet */
+    h = content_of(&k, "src", &read);
+    KT_CHECK(heq(h, kcache_hash("kernel one", 10)) && read == 1);
+    kcache_key_init(&k2, "memo");
+    KT_CHECK(kcache_key_file(&k2, "src", path) == KCACHE_OK);
+    f = field_named(&k2, "src");
+    KT_CHECK_MSG(f && f->reserved == KCACHE__FF_MEMO, "an unchanged file keyed again is not taken from the memo");
+    KT_CHECK(f && heq(f->content, h));
+    h = content_of(&k2, "src", &read);
+    KT_CHECK(heq(h, kcache_hash("kernel one", 10)) && read == 0);
+    read = -1; /* KCACHE_STAMP=content reads it all the same */
+    KT_CHECK(heq(content_in(NULL, &k2, "src", KCACHE_STAMP_CONTENT, &read), h) && read == 1);
+    kcache_key_free(&k);
+    kcache_key_free(&k2);
+    write_file(path, "kernel two", 10); /* same size, other content (and another ctime) */
+    kcache_key_init(&k, "memo");
+    KT_CHECK(kcache_key_file(&k, "src", path) == KCACHE_OK);
+    f = field_named(&k, "src");
+    KT_CHECK(f && f->reserved == KCACHE__FF_PENDING);
+    KT_CHECK(heq(content_of(&k, "src", &read), kcache_hash("kernel two", 10)) && read == 1);
+    kcache_key_free(&k);
+
+    /* a big file's digest in the store */
+    snprintf(path, sizeof path, "%s/big.so", tmpdir);
+    snprintf(dir, sizeof dir, "%s/memo-store", tmpdir);
+    big = (char *)malloc(nbig);
+    if (!big) { KT_FAILF("malloc"); return; }
+    for (i = 0; i < nbig; i++) big[i] = (char)(i * 7 + (i >> 12));
+    write_file(path, big, nbig);
+    kcache_config_init(&cfg);
+    cfg.dir = dir;
+    KT_CHECK(kcache_open(&kc, &cfg) == KCACHE_OK && kcache_dir(kc) != NULL);
+    if (!kc) { free(big); return; }
+    kcache_key_init(&k, "lib");
+    KT_CHECK(kcache_key_file(&k, "library", path) == KCACHE_OK);
+    KT_CHECK(kcache_put(kc, &k, "ptx", 3) == KCACHE_OK); /* reads the file once, keeps its digest */
+    kcache_key_free(&k);
+    memset(kcache__reg.memo, 0, sizeof kcache__reg.memo); /* as in a new process */
+    kcache_key_init(&k, "lib");
+    KT_CHECK(kcache_key_file(&k, "library", path) == KCACHE_OK);
+    read = -1;
+    KT_CHECK(heq(content_in(kc, &k, "library", KCACHE_STAMP_HYBRID, &read), kcache_hash(big, nbig)));
+    KT_CHECK_MSG(read == 0, "a big file's digest was not taken from the store");
+    KT_CHECK(kcache_get(kc, &k, &p, &n) == KCACHE_OK && n == 3);
+    if (n == 3) kcache_release(kc, p);
+    kcache_key_free(&k);
+    /* touched, content as it was: a hybrid hit; the next process takes the new stat's digest from the store */
+    ts[0].tv_sec = ts[1].tv_sec = time(NULL) + 100;
+    ts[0].tv_nsec = ts[1].tv_nsec = 0;
+    KT_CHECK(utimensat(AT_FDCWD, path, ts, 0) == 0);
+    kcache_key_init(&k, "lib");
+    KT_CHECK(kcache_key_file(&k, "library", path) == KCACHE_OK);
+    KT_CHECK_MSG(kcache_get(kc, &k, &p, &n) == KCACHE_OK && n == 3, "a touched, unchanged dependency misses under hybrid");
+    if (n == 3) kcache_release(kc, p);
+    kcache_key_free(&k);
+    memset(kcache__reg.memo, 0, sizeof kcache__reg.memo);
+    kcache_key_init(&k, "lib");
+    KT_CHECK(kcache_key_file(&k, "library", path) == KCACHE_OK);
+    read = -1;
+    KT_CHECK(heq(content_in(kc, &k, "library", KCACHE_STAMP_HYBRID, &read), kcache_hash(big, nbig)));
+    KT_CHECK_MSG(read == 0, "the touched file's digest was not kept in the store");
+    kcache_key_free(&k);
+    kcache_close(kc);
+    free(big);
+}
+
 static void test_key_file(void)
 {
     kcache_key k, k2;
@@ -507,7 +619,7 @@ static void test_key_file(void)
         KT_CHECK_EQ_U64(f->type, KCACHE_FIELD_FILE);
         KT_CHECK_EQ_U64((uint64_t)f->mtime_ns, (uint64_t)mt);
         KT_CHECK_EQ_U64(f->file_size, sizeof data);
-        KT_CHECK(heq(f->content, kcache_hash(data, sizeof data)));
+        KT_CHECK(heq(content_of(&k, "src", NULL), kcache_hash(data, sizeof data)));
         KT_CHECK(heq(f->digest, kcache_hash(path, strlen(path))));
         KT_CHECK_EQ_U64(f->size, strlen(path));
         if (strlen(path) <= 64) KT_CHECK_STR(f->preview, path);
@@ -519,8 +631,7 @@ static void test_key_file(void)
     KT_CHECK(kcache_key_init(&k2, "file") == KCACHE_OK);
     KT_CHECK(kcache_key_file(&k2, "src", path) == KCACHE_OK);
     KT_CHECK(heq(k.digest, k2.digest));
-    f = field_named(&k2, "src");
-    if (f) KT_CHECK(heq(f->content, kcache_hash(data, sizeof data)));
+    KT_CHECK(heq(content_of(&k2, "src", NULL), kcache_hash(data, sizeof data)));
     kcache_key_free(&k2);
 
     /* an empty file */
@@ -531,7 +642,7 @@ static void test_key_file(void)
     f = field_named(&k2, "e");
     if (f) {
         KT_CHECK_EQ_U64(f->file_size, 0);
-        KT_CHECK(heq(f->content, kcache_hash(NULL, 0)));
+        KT_CHECK(heq(content_of(&k2, "e", NULL), kcache_hash(NULL, 0)));
     }
     kcache_key_free(&k2);
     kcache_key_free(&k);
@@ -1004,6 +1115,7 @@ int main(void)
     KT_RUN(test_previews);
     KT_RUN(test_file_preview_escaped_tail);
     KT_RUN(test_key_file);
+    KT_RUN(test_key_file_memo);
     KT_RUN(test_bad_input);
     KT_RUN(test_big_field);
     KT_RUN(test_record_roundtrip);

@@ -778,38 +778,98 @@ static void test_config_env(void)
     clear_env();
 }
 
-/* A bad value says so on stderr when KCACHE_DEBUG=1, and not otherwise. */
-static void test_config_env_message(void)
+/* A bad value is said by kcache_open (kcache_config_init writes nothing: the log callback is set
+   after it) through the callback, or on stderr without one: when KCACHE_DEBUG=1, and for a bad
+   KCACHE_DEBUG itself always; with a callback, nothing on stderr. kcache_config_defaults reads no
+   environment, and a kcache opened with it ignores KCACHE_CPU_NAME too. */
+static char env_lines[4][200];
+static int env_nlines;
+static void env_log(void *user, const char *line)
 {
-    char path[] = "/tmp/kcache-test-lru-XXXXXX", text[2048];
+    (void)user;
+    if (env_nlines < 4) snprintf(env_lines[env_nlines], sizeof env_lines[0], "%s", line);
+    env_nlines++;
+}
+
+/* Runs kcache_config_init (and kcache_open with it when open, with log as the callback) with
+   stderr going to a file; that file's text. */
+static void env_run(int open, kcache_log_fn log, kcache_config *c, char *text, size_t cap)
+{
+    char path[] = "/tmp/kcache-test-lru-XXXXXX";
     int fd = mkstemp(path), saved;
     ssize_t r;
-    kcache_config c;
+    text[0] = 0;
     if (fd < 0) { KT_FAILF("mkstemp"); return; }
     fflush(stderr);
     saved = dup(2);
     dup2(fd, 2);
-    clear_env();
-    setenv("KCACHE_MAX_SIZE", "12Q", 1);
-    kcache_config_init(&c); /* quiet */
-    setenv("KCACHE_DEBUG", "1", 1);
-    setenv("KCACHE_WRITE", "sideways", 1);
-    kcache_config_init(&c); /* two messages */
+    kcache_config_init(c);
+    if (open) {
+        kcache *kc = NULL;
+        c->persistent = 0;
+        c->log = log;
+        if (kcache_open(&kc, c) == KCACHE_OK) kcache_close(kc);
+    }
     fflush(stderr);
     dup2(saved, 2);
     close(saved);
-    clear_env();
-    r = pread(fd, text, sizeof text - 1, 0);
+    r = pread(fd, text, cap - 1, 0);
     close(fd);
     unlink(path);
     text[r > 0 ? r : 0] = 0;
+}
+
+static void test_config_env_message(void)
+{
+    char text[2048];
+    kcache_config c;
+    kcache *kc = NULL;
+    kcache_key a, b;
+    clear_env();
+    setenv("KCACHE_MAX_SIZE", "12Q", 1);
+    env_run(0, NULL, &c, text, sizeof text);
+    KT_CHECK_MSG(text[0] == 0, "kcache_config_init wrote: %s", text);
+    KT_CHECK(c.env_bad != 0 && c.max_size == (uint64_t)1 << 30);
+    env_run(1, NULL, &c, text, sizeof text);
+    KT_CHECK_MSG(text[0] == 0, "a message without KCACHE_DEBUG: %s", text);
+    setenv("KCACHE_DEBUG", "1", 1);
+    setenv("KCACHE_WRITE", "sideways", 1);
+    env_run(0, NULL, &c, text, sizeof text);
+    KT_CHECK_MSG(text[0] == 0, "kcache_config_init wrote: %s", text);
+    env_run(1, NULL, &c, text, sizeof text); /* two messages, on stderr: no callback */
     KT_CHECK_MSG(strstr(text, "KCACHE_MAX_SIZE") && strstr(text, "12Q"), "stderr: %s", text);
     KT_CHECK_MSG(strstr(text, "KCACHE_WRITE") && strstr(text, "sideways"), "stderr: %s", text);
-    {
-        const char *first = strstr(text, "KCACHE_MAX_SIZE"), *second = first ? strstr(first + 1, "KCACHE_MAX_SIZE") : NULL;
-        KT_CHECK_MSG(second == NULL, "a message without KCACHE_DEBUG: %s", text);
-    }
     KT_CHECK(c.max_size == (uint64_t)1 << 30 && c.write_policy == KCACHE_WRITE_THROUGH && c.debug == 1);
+    env_nlines = 0;
+    env_run(1, env_log, &c, text, sizeof text); /* the same through the callback, nothing on stderr */
+    KT_CHECK_MSG(text[0] == 0, "stderr with a log callback: %s", text);
+    KT_CHECK(env_nlines >= 2 && strstr(env_lines[0], "KCACHE_MAX_SIZE") && strstr(env_lines[0], "12Q"));
+    setenv("KCACHE_DEBUG", "please", 1); /* a bad switch for messages: said anyway, and only it */
+    env_nlines = 0;
+    env_run(1, env_log, &c, text, sizeof text);
+    KT_CHECK_MSG(text[0] == 0, "stderr with a log callback: %s", text);
+    KT_CHECK_MSG(env_nlines == 1 && strstr(env_lines[0], "KCACHE_DEBUG") && strstr(env_lines[0], "please"),
+                 "%d lines, first: %s", env_nlines, env_lines[0]);
+    env_run(1, NULL, &c, text, sizeof text);
+    KT_CHECK_MSG(strstr(text, "KCACHE_DEBUG") && strstr(text, "please") && !strstr(text, "KCACHE_MAX_SIZE"), "stderr: %s", text);
+
+    /* the program's configuration alone */
+    setenv("KCACHE_ENABLE", "0", 1);
+    setenv("KCACHE_CPU_NAME", "not-this-cpu", 1);
+    kcache_config_defaults(&c);
+    KT_CHECK(c.no_env == 1 && c.env_bad == 0 && c.enable == 1 && c.max_size == (uint64_t)1 << 30 && c.debug == 0 &&
+             c.write_policy == KCACHE_WRITE_THROUGH);
+    c.persistent = 0;
+    KT_CHECK(kcache_open(&kc, &c) == KCACHE_OK);
+    kcache_key_init(&a, "u");
+    kcache_key_init(&b, "u");
+    KT_CHECK(kcache_key_host(&a) == KCACHE_OK && kcache_key_host_from(&b, kc) == KCACHE_OK);
+    KT_CHECK_MSG(kcache_key_digest(&a).lo != kcache_key_digest(&b).lo, "a kcache opened with no_env used KCACHE_CPU_NAME");
+    KT_CHECK(put_n(kc, "noenv", 1, 10) && has(kc, "noenv", 1, 10) == 1); /* KCACHE_ENABLE=0 did not turn it off */
+    kcache_key_free(&a);
+    kcache_key_free(&b);
+    kcache_close(kc);
+    clear_env();
 }
 
 static void test_open_config(void)
@@ -822,6 +882,11 @@ static void test_open_config(void)
     setenv("KCACHE_MEM_ENTRIES", "2", 1);
     KT_CHECK(kcache_open(&kc, NULL) == KCACHE_OK);
     KT_CHECK(kc != NULL && kcache_dir(kc) == NULL);
+    {
+        char why[200];
+        KT_CHECK(kc && kcache_store_in_use(kc, why, sizeof why) == 0 && strstr(why, "KCACHE_PERSISTENT=0") != NULL);
+        KT_CHECK(kcache_store_in_use(NULL, why, sizeof why) == 0 && why[0] == 0);
+    }
     clear_env();
     if (kc) {
         KT_CHECK(put_n(kc, "env", 1, 10) && put_n(kc, "env", 2, 10) && put_n(kc, "env", 3, 10));

@@ -2015,6 +2015,9 @@ static void unsafe_dirs(void) {
         memory_works(kc, what);
         explain_key(kc, "cold", 5, buf, sizeof buf);
         KT_CHECK_MSG(strstr(buf, variant == 2 ? "another user" : "writable by") != NULL, "%s: explain: \"%s\"", what, buf);
+        /* and asked directly: not in use, and why */
+        KT_CHECK_MSG(kcache_store_in_use(kc, buf, sizeof buf) == 0 && strstr(buf, variant == 2 ? "another user" : "writable by"),
+                     "%s: kcache_store_in_use: \"%s\"", what, buf);
         KT_CHECK_MSG(count_dir(dir) == 0, "%s: %d files created in a refused directory", what, count_dir(dir));
         kcache_close(kc);
         tdir_rm(dir);
@@ -2323,6 +2326,87 @@ static void *th_main(void *p) {
     return NULL;
 }
 
+/* Allocator callbacks: what a kcache holds (the kcache, its memory cache and every payload in it,
+   single-flight records, the store's state) goes through cfg.alloc_fn / free_fn with alloc_user,
+   all of it given back by kcache_close; one callback without the other is refused. */
+typedef struct counting { long allocs, frees, live; size_t bytes, biggest; int wrong_user; } counting;
+static counting g_alloc;
+static void *count_alloc(void *user, size_t n) {
+    counting *c = (counting *)user;
+    size_t *p = (size_t *)malloc(n + 16);
+    if (c != &g_alloc) g_alloc.wrong_user = 1;
+    if (!p) return NULL;
+    p[0] = n;
+    c->allocs++;
+    c->live++;
+    c->bytes += n;
+    if (n > c->biggest) c->biggest = n;
+    return (unsigned char *)p + 16;
+}
+static void count_free(void *user, void *ptr) {
+    counting *c = (counting *)user;
+    if (c != &g_alloc) g_alloc.wrong_user = 1;
+    if (!ptr) return;
+    c->frees++;
+    c->live--;
+    free((unsigned char *)ptr - 16);
+}
+static int alloc_build(void *user, void **out, size_t *n) {
+    (void)user;
+    if ((*out = malloc(70000)) == NULL) return 1; /* (a build's buffer: KCACHE_MALLOC, as documented) */
+    memset(*out, 9, 70000);
+    *n = 70000;
+    return 0;
+}
+static void allocator_callbacks(void) {
+    char dir[256];
+    kcache_config c;
+    kcache *kc = NULL;
+    kcache_key k;
+    const void *p;
+    size_t n;
+    unsigned char *big = (unsigned char *)malloc(200000);
+    tdir_new(dir, sizeof dir);
+    memset(&g_alloc, 0, sizeof g_alloc);
+    memset(big, 5, 200000);
+    cfg_for(&c, dir, 0, 8);
+    c.alloc_fn = count_alloc; /* one without the other */
+    KT_CHECK(kcache_open(&kc, &c) == KCACHE_EINVAL && kc == NULL);
+    c.free_fn = count_free;
+    c.alloc_user = &g_alloc;
+    KT_CHECK(kcache_open(&kc, &c) == KCACHE_OK && kc && kcache_dir(kc));
+    if (!kc) { free(big); return; }
+    mkkey(&k, "alloc", 1);
+    KT_CHECK(kcache_put(kc, &k, big, 200000) == KCACHE_OK);
+    KT_CHECK(kcache_get(kc, &k, &p, &n) == KCACHE_OK && n == 200000);
+    if (n == 200000) kcache_release(kc, p);
+    kcache_key_free(&k);
+    mkkey(&k, "alloc", 2);
+    KT_CHECK(kcache_get_or_build(kc, &k, alloc_build, NULL, &p, &n) == KCACHE_OK && n == 70000);
+    if (n == 70000) kcache_release(kc, p);
+    kcache_key_free(&k);
+    kcache_close(kc);
+    kc = NULL; /* a disk hit: the payload read from the store is the kcache's too */
+    KT_CHECK(kcache_open(&kc, &c) == KCACHE_OK && kc);
+    if (kc) {
+        size_t before = g_alloc.biggest;
+        mkkey(&k, "alloc", 1);
+        g_alloc.biggest = 0;
+        KT_CHECK(kcache_get(kc, &k, &p, &n) == KCACHE_OK && n == 200000);
+        if (n == 200000) kcache_release(kc, p);
+        KT_CHECK_MSG(g_alloc.biggest >= 200000, "a payload read from the store did not go through alloc_fn");
+        g_alloc.biggest = before;
+        kcache_key_free(&k);
+        kcache_close(kc);
+    }
+    KT_CHECK_MSG(g_alloc.allocs > 5 && g_alloc.biggest >= 200000, "%ld allocations through alloc_fn, the biggest %zu bytes",
+                 g_alloc.allocs, g_alloc.biggest);
+    KT_CHECK_MSG(g_alloc.live == 0 && g_alloc.allocs == g_alloc.frees, "%ld allocations, %ld freed", g_alloc.allocs, g_alloc.frees);
+    KT_CHECK(!g_alloc.wrong_user);
+    free(big);
+    tdir_rm(dir);
+}
+
 static void two_objects_threads(void) {
     char dir[256];
     kcache *kc[2], *kc3;
@@ -2411,5 +2495,6 @@ int main(void) {
     RUN(symlink_e);
     RUN(symlink_tmp);
     RUN(two_objects_threads);
+    RUN(allocator_callbacks);
     KT_EXIT();
 }

@@ -1771,7 +1771,7 @@ int main(int argc, char **argv) {
     }
     if (!S_ISDIR(sb.st_mode)) { fprintf(stderr, "kcache-top: %s: not a directory\n", K.dir); return 2; }
     K.fst.dirfd = open(K.dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    K.fst.tmpfd = K.fst.lockfd = K.fst.cffd = -1;
+    K.fst.tmpfd = K.fst.cffd = -1; /* (no lock file: it only reads) */
     K.fst.dir = K.dir;
     K.fst.uid = (uint32_t)sb.st_uid; /* the store's owner is whom its files are trusted from */
     K.fst.readonly = 1;
