@@ -949,6 +949,8 @@ static int kcache__atomic_cas_u64(uint64_t *p, uint64_t expect, uint64_t want) {
     return (uint64_t)_InterlockedCompareExchange64((volatile __int64 *)p, (__int64)want, (__int64)expect) == expect;
 }
 static KCACHE__UNUSED void kcache__atomic_fetch_add_u64(uint64_t *p, uint64_t v) { _InterlockedExchangeAdd64((volatile __int64 *)p, (__int64)v); }
+static void kcache__atomic_or_u64(uint64_t *p, uint64_t v) { _InterlockedOr64((volatile __int64 *)p, (__int64)v); }
+static uint64_t kcache__atomic_inc_u64(uint64_t *p) { return (uint64_t)_InterlockedIncrement64((volatile __int64 *)p); }
 static uint32_t kcache__atomic_load_u32(const uint32_t *p) {
     uint32_t v = *(const volatile uint32_t *)p;
     KCACHE__ACQ_REL_BARRIER();
@@ -983,6 +985,8 @@ static int kcache__atomic_cas_u64(uint64_t *p, uint64_t expect, uint64_t want) {
     return __atomic_compare_exchange_n(p, &expect, want, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
 }
 static KCACHE__UNUSED void kcache__atomic_fetch_add_u64(uint64_t *p, uint64_t v) { __atomic_fetch_add(p, v, __ATOMIC_RELAXED); }
+static void kcache__atomic_or_u64(uint64_t *p, uint64_t v) { __atomic_fetch_or(p, v, __ATOMIC_ACQ_REL); }
+static uint64_t kcache__atomic_inc_u64(uint64_t *p) { return __atomic_add_fetch(p, 1, __ATOMIC_RELAXED); }
 static uint32_t kcache__atomic_load_u32(const uint32_t *p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
 static void kcache__atomic_store_u32(uint32_t *p, uint32_t v) { __atomic_store_n(p, v, __ATOMIC_RELEASE); }
 /* On failure *expect becomes the value found. */
@@ -5369,7 +5373,7 @@ static int kcache__shard_trusted(kcache__store *st, const char *rel) {
     lo = lo >= '0' && lo <= '9' ? lo - '0' : lo >= 'a' && lo <= 'f' ? lo - 'a' + 10 : -1;
     if (hi < 0 || lo < 0) return 1; /* not a shard's name: the callers' own checks apply */
     b = hi << 4 | lo;
-    if (KCACHE__LIKELY(__atomic_load_n(&st->shard_ok[which][b >> 6], __ATOMIC_RELAXED) & ((uint64_t)1 << (b & 63)))) return 1;
+    if (KCACHE__LIKELY(kcache__atomic_load_u64(&st->shard_ok[which][b >> 6]) & ((uint64_t)1 << (b & 63)))) return 1;
     return kcache__shard_check(st, rel, which, b);
 }
 
@@ -6152,8 +6156,7 @@ static int kcache__flight_claim(unsigned char *map, uint64_t token, uint64_t byt
     unsigned i;
     for (i = 0; i < KCACHE__FLIGHT_SLOTS; i++) {
         uint64_t free_word = 0;
-        if (__atomic_compare_exchange_n(kcache__flight_word(map, i, 0), &free_word, kcache__le64(token), 0, __ATOMIC_ACQ_REL,
-                                        __ATOMIC_RELAXED)) {
+        if (kcache__atomic_cas_u64(kcache__flight_word(map, i, 0), free_word, kcache__le64(token))) {
             kcache__atomic_store_u64(kcache__flight_word(map, i, 1), kcache__le64(bytes));
             kcache__atomic_store_u64(kcache__flight_word(map, i, 2), kcache__le64((uint64_t)kcache__now_ns()));
             return 1;
@@ -6168,7 +6171,7 @@ static void kcache__flight_release(unsigned char *map, uint64_t token) {
         uint64_t t = kcache__le64(token);
         if (kcache__atomic_load_u64(kcache__flight_word(map, i, 0)) != t) continue;
         kcache__atomic_store_u64(kcache__flight_word(map, i, 1), 0);
-        __atomic_compare_exchange_n(kcache__flight_word(map, i, 0), &t, 0, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED);
+        kcache__atomic_cas_u64(kcache__flight_word(map, i, 0), t, 0);
     }
 }
 /* Bytes in flight (but the writer `except`'s own). */
@@ -6192,7 +6195,7 @@ static void kcache__flight_reap(kcache__store *st) {
             (int64_t)kcache__le64(kcache__atomic_load_u64(kcache__flight_word(st->map, i, 2))) >= old)
             continue;
         kcache__atomic_store_u64(kcache__flight_word(st->map, i, 1), 0);
-        __atomic_compare_exchange_n(kcache__flight_word(st->map, i, 0), &w, 0, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED);
+        kcache__atomic_cas_u64(kcache__flight_word(st->map, i, 0), w, 0);
     }
 }
 
@@ -6917,6 +6920,7 @@ static void kcache__store_read(kcache__store *st, const kcache_key *k, int polic
         }
     }
     if (!b) { /* (an entry the use table does not know: who made it is asked too) */
+        memset(&s, 0, sizeof s); /* (a failed fstat leaves it as it was) */
         if (kcache__io_fstat(fd, &s) != 0 || s.kind != KCACHE__KIND_FILE || s.size < KCACHE__ENTRY_FIXED + 16 + 8 ||
             (uint64_t)s.size > (uint64_t)((size_t)-1 / 2) || !kcache__trusted(st, &s)) {
             kcache__io_close(fd);
@@ -7222,6 +7226,7 @@ static int kcache__walk(kcache__store *st, const char *path, int create, kcache_
                 goto fail;
             }
             /* a symlink (or not a directory at all): the link's own owner, then its target */
+            memset(&l, 0, sizeof l); /* (a failed stat leaves it as it was) */
             if (kcache__io_statat(fd, comp, &l) != 0 || (n = kcache__io_readlink(fd, comp, target, 4096)) < 0) {
                 e = errno;
                 if ((e == ENOENT || e == EINVAL) && tries++ < 8) continue; /* changed meanwhile: look again */
@@ -7427,36 +7432,39 @@ static int kcache__levels_check(kcache__store *st, const char *name, int create,
 static int kcache__shard_check(kcache__store *st, const char *rel, int which, int b) {
     uint64_t bit = (uint64_t)1 << (b & 63);
     kcache__finfo s;
-    char shard[5], top[2], shown[4200], why[300];
+    char shard[5], top[2], *shown, *why;
     int ok = 1, tfd, fd;
-    if (__atomic_load_n(&st->shard_bad[which][b >> 6], __ATOMIC_ACQUIRE) & bit) return 0; /* (shard_why is set) */
+    if (kcache__atomic_load_u64_acq(&st->shard_bad[which][b >> 6]) & bit) return 0; /* (shard_why is set) */
     memcpy(shard, rel, 4);
     shard[4] = 0;
     /* none yet (kcache makes it 0700), or not a directory (cleared, never followed, where used) */
     if (kcache__io_statat(st->dirfd, shard, &s) != 0 || s.kind != KCACHE__KIND_DIR) return 1;
     if (kcache__level_problem(st, &s) == NULL) {
-        __atomic_fetch_or(&st->shard_ok[which][b >> 6], bit, __ATOMIC_RELAXED);
+        kcache__atomic_or_u64(&st->shard_ok[which][b >> 6], bit);
         return 1;
     }
     /* loose: repaired when it is ours and nothing of anyone else's is in it, else refused */
+    if ((shown = (char *)KCACHE_MALLOC(4200 + sizeof st->shard_why)) == NULL) return 0; /* (not on the stack: small thread stacks) */
+    why = shown + 4200;
     kcache__mutex_lock(&st->shard_mutex);
     top[0] = rel[0];
     top[1] = 0;
-    snprintf(shown, sizeof shown, "%s/%s", st->dir, top);
+    snprintf(shown, 4200, "%s/%s", st->dir, top);
     tfd = kcache__open_in(st, top, KCACHE__RD | KCACHE__DIRECTORY);
     why[0] = 0;
-    fd = tfd >= 0 && !st->readonly ? kcache__level_open(st, tfd, shown, shard + 2, 0, why, sizeof why) : -1;
+    fd = tfd >= 0 && !st->readonly ? kcache__level_open(st, tfd, shown, shard + 2, 0, why, sizeof st->shard_why) : -1;
     if (fd >= 0) {
         kcache__io_close(fd);
-        __atomic_fetch_or(&st->shard_ok[which][b >> 6], bit, __ATOMIC_RELAXED);
+        kcache__atomic_or_u64(&st->shard_ok[which][b >> 6], bit);
     } else {
-        if (!why[0]) kcache__say(why, sizeof why, "%s/%s is %s; not used", st->dir, shard, kcache__level_problem(st, &s));
-        if (!st->shard_why[0]) memcpy(st->shard_why, why, sizeof why); /* the first one: readers see it once its bit is set */
-        __atomic_fetch_or(&st->shard_bad[which][b >> 6], bit, __ATOMIC_RELEASE);
+        if (!why[0]) kcache__say(why, sizeof st->shard_why, "%s/%s is %s; not used", st->dir, shard, kcache__level_problem(st, &s));
+        if (!st->shard_why[0]) memcpy(st->shard_why, why, sizeof st->shard_why); /* the first one: readers see it once its bit is set */
+        kcache__atomic_or_u64(&st->shard_bad[which][b >> 6], bit);
         ok = 0;
     }
     if (tfd >= 0) kcache__io_close(tfd);
     kcache__mutex_unlock(&st->shard_mutex);
+    KCACHE_FREE(shown);
     return ok;
 }
 
@@ -8063,7 +8071,7 @@ static int kcache__rclaim_init(kcache__rclaim *cl, kcache__remote *r, const kcac
     if (!cl->s->ops->claim) return 0;
     kcache__remote_name(k->digest, cl->name);
     snprintf(cl->token, sizeof cl->token, "%s:%u:%llx:%llx", r->host, (unsigned)kcache__pid(),
-             (unsigned long long)__atomic_add_fetch(&r->seq, 1, __ATOMIC_RELAXED), (unsigned long long)kcache__now_ns());
+             (unsigned long long)kcache__atomic_inc_u64(&r->seq), (unsigned long long)kcache__now_ns());
     kcache__mutex_init(&cl->m);
     kcache__cond_init(&cl->c);
     return 1;
