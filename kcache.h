@@ -138,9 +138,13 @@
        where you like; kcache's own are on the heap.
 
    NEVER
-       kcache starts no thread, installs no signal handler, atexit or atfork handler, and writes
-       nothing to stdout; to stderr only the debug lines asked for (KCACHE_DEBUG, cfg.debug) when no
-       log callback is set (with one, everything goes to it).
+       kcache installs no signal handler, atexit or atfork handler, and writes nothing to stdout; to
+       stderr only the debug lines asked for (KCACHE_DEBUG, cfg.debug) when no log callback is set
+       (with one, everything goes to it). It starts no thread, with one exception: while
+       kcache_get_or_build holds a cluster-wide build claim on a remote tier (KCACHE_REMOTE, or a
+       remote_ops table with a claim callback), one thread renews the claim; it ends with the build.
+       The Redis backend blocks SIGPIPE in the calling thread around its writes and takes a SIGPIPE
+       its own write raised, so a dead server cannot end the process (no handler is involved).
 
    ERRORS
        Every call that can fail returns a kcache_status; kcache_strerror turns one into a sentence. A
