@@ -267,6 +267,14 @@ static int shared_ok(const char *g)
     return 0;
 }
 
+/* Whether a group's store (KCACHE_SHARED_GROUP) can be at p: a directory already there that is not
+   setgid is refused (kcache does not turn a private directory into a shared one); none is made. */
+static int shared_store_ok(const char *p)
+{
+    struct stat sb;
+    return stat(p, &sb) != 0 || (S_ISDIR(sb.st_mode) && (sb.st_mode & S_ISGID));
+}
+
 /* The store directory the documentation names, or NULL for memory only. */
 static const char *expect_dir(const char *const *val, const kcache_config *x, char *buf, size_t cap)
 {
@@ -511,7 +519,8 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
     expect_config(val, &x, &bad_lines, &all_bad);
     want_dir = expect_dir(val, &x, dirbuf, sizeof dirbuf);
 
-    plain = want_dir && plain_path(want_dir) && shared_ok(x.shared_group);
+    plain = want_dir && plain_path(want_dir) && shared_ok(x.shared_group) &&
+            (!x.shared_group || !x.shared_group[0] || shared_store_ok(want_dir));
     kc = open_checked((int)(flags & 1), &x, bad_lines, all_bad, want_dir, plain);
     if (!shared_ok(x.shared_group)) CHECK(kcache_dir(kc) == NULL); /* a group it is not in: never a store */
     check_host(val, kc);
