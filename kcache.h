@@ -6198,7 +6198,8 @@ static void kcache__store_read(kcache__store *st, const kcache_key *k, int polic
         }
     }
     if (!b) { /* (an entry the use table does not know: who made it is asked too) */
-        if (kcache__io_fstat(fd, &s) != 0 || s.kind != KCACHE__KIND_FILE || s.size < KCACHE__ENTRY_FIXED + 16 + 8 ||
+        if (kcache__io_fstat(fd, &s) != 0) s.kind = KCACHE__KIND_OTHER; /* (a failed fstat: s is not read below) */
+        if (s.kind != KCACHE__KIND_FILE || s.size < KCACHE__ENTRY_FIXED + 16 + 8 ||
             (uint64_t)s.size > (uint64_t)((size_t)-1 / 2) || !kcache__trusted(st, &s)) {
             kcache__io_close(fd);
             /* someone else's file is never read, nor removed: only a miss */
@@ -6482,6 +6483,7 @@ static int kcache__walk(kcache__store *st, const char *path, int create, kcache_
         if (nfd < 0) {
             ptrdiff_t n;
             kcache__finfo l;
+            memset(&l, 0, sizeof l); /* (read below only when statat filled it; gcc -O3 cannot tell) */
             e = errno;
             if (e == ENOENT && create && pos >= link_end && strcmp(comp, "..") != 0 && tries++ < 3) {
                 if (kcache__io_mkdir(fd, comp) != 0 && errno != EEXIST) {
