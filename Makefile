@@ -62,7 +62,13 @@ $(B)/test_remote: tests/test_remote.c kcache.h tests/kt.h tests/kt_remote.h | $(
 	$(CC) $(STD) $(CFLAGS) $(WARN) -I. -o $@ $< $(REMOTE_LIBS)
 $(B)/asan/test_remote: tests/test_remote.c kcache.h tests/kt.h tests/kt_remote.h | $(B)/asan
 	$(CC) $(STD) $(SAN) $(WARN) -I. -o $@ $< $(REMOTE_LIBS)
-REMOTE_TESTS := $(B)/test_remote $(B)/asan/test_remote
+# read-only layers (KCACHE_LAYERS) and kcache-inspect --make-layer; with a redis-server for the
+# order of layers and remote, and a second user (tests/test_layers.sh, as root) for the owners
+$(B)/test_layers: tests/test_layers.c kcache.h tests/kt.h tests/kt_remote.h | $(B)
+	$(CC) $(STD) $(CFLAGS) $(WARN) -I. -o $@ $< $(REMOTE_LIBS)
+$(B)/asan/test_layers: tests/test_layers.c kcache.h tests/kt.h tests/kt_remote.h | $(B)/asan
+	$(CC) $(STD) $(SAN) $(WARN) -I. -o $@ $< $(REMOTE_LIBS)
+REMOTE_TESTS := $(B)/test_remote $(B)/asan/test_remote $(B)/test_layers $(B)/asan/test_layers
 
 # the OpenCL layer's tests (PoCL) link the ICD loader
 $(B)/test_opencl: tests/test_opencl.c kcache.h tests/kt.h | $(B)
@@ -126,6 +132,8 @@ test: check-deps
 	  demo="tests/test_demo_opencl.sh $(B)/opencl_demo" \
 	  faults=$(FAULTS) \
 	  remote="$(B)/test_remote $(B)/kcache-top" asan/remote="$(B)/asan/test_remote $(B)/kcache-top" \
+	  layers="bash tests/test_layers.sh $(B)/test_layers $(B)/kcache-inspect $(B)/kcache-top" \
+	  asan/layers="bash tests/test_layers.sh $(B)/asan/test_layers $(B)/kcache-inspect $(B)/kcache-top" \
 	  attack="bash tests/test_attack.sh $(B)/test_attack" \
 	  asan/attack="bash tests/test_attack.sh $(B)/asan/test_attack" \
 	  torture="bash scripts/torture.sh $(TORTURE_SHORT) $(B)/torture"
