@@ -437,6 +437,22 @@ static void *hammer_run(void *arg) {
     }
     return NULL;
 }
+/* n threads (at most 8) each getting 300 random ids of unit "u" 1..20 (variant 1) from kc. */
+static void hammer_all(kcache *kc, int n, unsigned seed) {
+    hammer h[8];
+    pthread_t t[8];
+    int i;
+    for (i = 0; i < n; i++) {
+        h[i].kc = kc;
+        h[i].seed = seed + (unsigned)i;
+        h[i].bad = 0;
+        pthread_create(&t[i], NULL, hammer_run, &h[i]);
+    }
+    for (i = 0; i < n; i++) {
+        pthread_join(t[i], NULL);
+        KT_CHECK_MSG(h[i].bad == 0, "thread %d: %d wrong lookups", i, h[i].bad);
+    }
+}
 
 static void layer_never_written(void) {
     char src[400], line[1024];
@@ -487,21 +503,7 @@ static void layer_never_written(void) {
         explain_one(kc, "u", 300, line, sizeof line);
         explain_one(kc, "u", 12, line, sizeof line);
         KT_CHECK(kcache_verify(kc, 1) == KCACHE_OK);
-        {
-            hammer h[3];
-            pthread_t t[3];
-            int i;
-            for (i = 0; i < 3; i++) {
-                h[i].kc = kc;
-                h[i].seed = (unsigned)(i + 1);
-                h[i].bad = 0;
-                pthread_create(&t[i], NULL, hammer_run, &h[i]);
-            }
-            for (i = 0; i < 3; i++) {
-                pthread_join(t[i], NULL);
-                KT_CHECK_MSG(h[i].bad == 0, "thread %d: %d wrong lookups", i, h[i].bad);
-            }
-        }
+        hammer_all(kc, 3, 1);
         kcache_get_stats(kc, &st);
         KT_CHECK(st.evictions > 0 && st.hits_layer >= 20);
         kcache_close(kc);
@@ -901,9 +903,6 @@ static void layer_threads(void) {
     kcache_stats st;
     kcache *kc = NULL;
     char dir[400];
-    hammer h[4];
-    pthread_t t[4];
-    int i;
     path_of(a, sizeof a, "th_a");
     path_of(b, sizeof b, "th_b");
     KT_CHECK(fill("th_a", "u", 1, 10, 1, 4000) && fill("th_b", "u", 11, 20, 1, 4000));
@@ -913,16 +912,7 @@ static void layer_threads(void) {
     cfg.max_size = 24 << 10; /* copies evict each other */
     cfg.mem_entries = 2;
     KT_CHECK(kcache_open(&kc, &cfg) == KCACHE_OK);
-    for (i = 0; i < 4; i++) {
-        h[i].kc = kc;
-        h[i].seed = (unsigned)(100 + i);
-        h[i].bad = 0;
-        pthread_create(&t[i], NULL, hammer_run, &h[i]);
-    }
-    for (i = 0; i < 4; i++) {
-        pthread_join(t[i], NULL);
-        KT_CHECK_MSG(h[i].bad == 0, "thread %d: %d wrong lookups", i, h[i].bad);
-    }
+    hammer_all(kc, 4, 100);
     kcache_get_stats(kc, &st);
     KT_CHECK(st.hits_mem + st.hits_disk + st.hits_layer == 1200 && st.misses == 0 && st.hits_layer >= 20);
     kcache_close(kc);

@@ -5775,72 +5775,89 @@ static DIR *ks_opendir_in(int dirfd_, const char *sub, int *fd)
 
 static int ks_dot(const char *n) { return n[0] == '.' && (!n[1] || (n[1] == '.' && !n[2])); }
 
-static void ks_walk_entries(ks_store *S, const ki_opts *op)
+/* Calls fn for every name (but . and ..) in the shards top/00 .. top/ff of a store (top 'e' or
+   'i'), with the shard's descriptor and its name ("e/XX"); fn returns nonzero to stop. */
+typedef int (*ks_shard_fn)(void *ctx, int shardfd, const char *rel, const char *name);
+static void ks_each_in_shards(int dirfd_, char top, ks_shard_fn fn, void *ctx)
 {
-    int shard;
-    for (shard = 0; shard < 256; shard++) {
+    int shard, stop = 0;
+    for (shard = 0; shard < 256 && !stop; shard++) {
         char rel[8];
         int fd;
         DIR *dp;
         struct dirent *de;
-        snprintf(rel, sizeof rel, "e/%02x", shard);
-        if (!(dp = ks_opendir_in(S->ref.dirfd, rel, &fd))) continue;
-        while ((de = readdir(dp)) != NULL) {
-            kcache_hash128 d;
-            struct stat sb;
-            char ubuf[KCACHE_UNIT_MAX];
-            size_t ulen = 0;
-            int efd, got_unit = 0;
-            int64_t use;
-            uint64_t ssize;
-            if (ks_dot(de->d_name)) continue;
-            if (fstatat(fd, de->d_name, &sb, AT_SYMLINK_NOFOLLOW) != 0) continue;
-            if (!ks_digest_name(de->d_name, ".kce", &d) || !S_ISREG(sb.st_mode)) {
-                if (!S_ISDIR(sb.st_mode)) { S->stray++; S->stray_bytes += (uint64_t)sb.st_size; }
-                continue;
-            }
-            S->entries++; /* counted as kcache's scan counts it, even in the wrong shard */
-            S->bytes += (uint64_t)sb.st_size;
-            if (S->table_read) {
-                if (!ks_slot_lookup(S->ref.cffd, &S->ref.cf, d, &use, &ssize)) S->no_slot++;
-                else if (ssize != (uint64_t)sb.st_size) S->size_differs++;
-            }
-            if (strncmp(de->d_name, rel + 2, 2) != 0) { S->misplaced++; continue; } /* but a lookup never finds it */
-            efd = openat(fd, de->d_name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
-            if (efd < 0) { S->unreadable++; continue; }
-            if (op->verify) {
-                ks_entry e;
-                unsigned char *h = NULL;
-                char err[200];
-                int rc = ks_entry_read_fd(efd, 1, &e, &h, err, sizeof err);
-                S->verified++;
-                if (rc == 0) {
-                    e.name_digest = ks_same(e.digest, d);
-                    if (!e.name_digest) ks_problem(e.problem, sizeof e.problem, "the entry's digest is not its file name's");
-                    if (e.rec == 1) { ulen = strlen(e.key.unit); memcpy(ubuf, e.key.unit, ulen + 1); got_unit = 1; }
-                }
-                if (rc != 0 || e.problem[0]) {
-                    if (S->bad < KS_SHOW_BAD) {
-                        ks_bad *b = &S->badlist[S->bad];
-                        ki_fmt(b->file, sizeof b->file, "%s/%s", rel, de->d_name);
-                        ki_fmt(b->why, sizeof b->why, "%s", rc != 0 ? err : e.problem);
-                        b->unit[0] = 0;
-                        if (got_unit || ks_entry_unit_fd(efd, ubuf, &ulen)) { memcpy(b->unit, ubuf, ulen + 1); got_unit = 1; }
-                    }
-                    S->bad++;
-                }
-                if (rc == 0) ks_entry_free(&e);
-                free(h);
-            }
-            if (!got_unit) got_unit = ks_entry_unit_fd(efd, ubuf, &ulen);
-            close(efd);
-            if (got_unit) {
-                ks_unit *u = ks_unit_named(S, ubuf, ulen);
-                if (u) { u->entries++; u->bytes += (uint64_t)sb.st_size; }
-            }
-        }
+        snprintf(rel, sizeof rel, "%c/%02x", top, shard);
+        if (!(dp = ks_opendir_in(dirfd_, rel, &fd))) continue;
+        while (!stop && (de = readdir(dp)) != NULL)
+            if (!ks_dot(de->d_name)) stop = fn(ctx, fd, rel, de->d_name);
         closedir(dp);
     }
+}
+
+typedef struct ks_walk_ctx { ks_store *S; const ki_opts *op; } ks_walk_ctx;
+static int ks_walk_entry(void *ctx, int fd, const char *rel, const char *name)
+{
+    ks_store *S = ((ks_walk_ctx *)ctx)->S;
+    const ki_opts *op = ((ks_walk_ctx *)ctx)->op;
+    kcache_hash128 d;
+    struct stat sb;
+    char ubuf[KCACHE_UNIT_MAX];
+    size_t ulen = 0;
+    int efd, got_unit = 0;
+    int64_t use;
+    uint64_t ssize;
+    if (fstatat(fd, name, &sb, AT_SYMLINK_NOFOLLOW) != 0) return 0;
+    if (!ks_digest_name(name, ".kce", &d) || !S_ISREG(sb.st_mode)) {
+        if (!S_ISDIR(sb.st_mode)) { S->stray++; S->stray_bytes += (uint64_t)sb.st_size; }
+        return 0;
+    }
+    S->entries++; /* counted as kcache's scan counts it, even in the wrong shard */
+    S->bytes += (uint64_t)sb.st_size;
+    if (S->table_read) {
+        if (!ks_slot_lookup(S->ref.cffd, &S->ref.cf, d, &use, &ssize)) S->no_slot++;
+        else if (ssize != (uint64_t)sb.st_size) S->size_differs++;
+    }
+    if (strncmp(name, rel + 2, 2) != 0) { S->misplaced++; return 0; } /* but a lookup never finds it */
+    efd = openat(fd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+    if (efd < 0) { S->unreadable++; return 0; }
+    if (op->verify) {
+        ks_entry e;
+        unsigned char *h = NULL;
+        char err[200];
+        int rc = ks_entry_read_fd(efd, 1, &e, &h, err, sizeof err);
+        S->verified++;
+        if (rc == 0) {
+            e.name_digest = ks_same(e.digest, d);
+            if (!e.name_digest) ks_problem(e.problem, sizeof e.problem, "the entry's digest is not its file name's");
+            if (e.rec == 1) { ulen = strlen(e.key.unit); memcpy(ubuf, e.key.unit, ulen + 1); got_unit = 1; }
+        }
+        if (rc != 0 || e.problem[0]) {
+            if (S->bad < KS_SHOW_BAD) {
+                ks_bad *b = &S->badlist[S->bad];
+                ki_fmt(b->file, sizeof b->file, "%s/%s", rel, name);
+                ki_fmt(b->why, sizeof b->why, "%s", rc != 0 ? err : e.problem);
+                b->unit[0] = 0;
+                if (got_unit || ks_entry_unit_fd(efd, ubuf, &ulen)) { memcpy(b->unit, ubuf, ulen + 1); got_unit = 1; }
+            }
+            S->bad++;
+        }
+        if (rc == 0) ks_entry_free(&e);
+        free(h);
+    }
+    if (!got_unit) got_unit = ks_entry_unit_fd(efd, ubuf, &ulen);
+    close(efd);
+    if (got_unit) {
+        ks_unit *u = ks_unit_named(S, ubuf, ulen);
+        if (u) { u->entries++; u->bytes += (uint64_t)sb.st_size; }
+    }
+    return 0;
+}
+static void ks_walk_entries(ks_store *S, const ki_opts *op)
+{
+    ks_walk_ctx c;
+    c.S = S;
+    c.op = op;
+    ks_each_in_shards(S->ref.dirfd, 'e', ks_walk_entry, &c);
 }
 
 /* Streams the use table: slots in use, their bytes, oldest and newest use, slots without a file. */
@@ -6502,45 +6519,46 @@ static int ml_unit_index(const ml_run *R, const char *unit)
 }
 
 /* Pass 1: the entries to copy (their unit read from the header's first bytes). */
+typedef struct ml_scan_ctx { ml_run *R; uid_t owner; int failed; } ml_scan_ctx;
+static int ml_scan_one(void *ctx, int fd, const char *rel, const char *name)
+{
+    ml_scan_ctx *c = (ml_scan_ctx *)ctx;
+    ml_run *R = c->R;
+    kcache_hash128 d;
+    struct stat sb;
+    char unit[KCACHE_UNIT_MAX];
+    size_t ulen = 0;
+    int efd, got, which = -1;
+    if (!ks_digest_name(name, ".kce", &d) || strncmp(name, rel + 2, 2) != 0) return 0;
+    if (fstatat(fd, name, &sb, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(sb.st_mode)) return 0;
+    if (sb.st_uid != c->owner && sb.st_uid != 0) { R->foreign++; return 0; }
+    if ((efd = openat(fd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)) < 0) { R->corrupt++; return 0; }
+    got = ks_entry_unit_fd(efd, unit, &ulen);
+    close(efd);
+    if (!got) { R->corrupt++; return 0; }
+    if (R->units && (which = ml_unit_index(R, unit)) < 0) return 0;
+    if (which >= 0) R->unit_hits[which]++;
+    if (R->n == R->cap) {
+        size_t cap = R->cap ? R->cap * 2 : 256;
+        ml_item *p = (ml_item *)realloc(R->items, cap * sizeof *p);
+        if (!p) { c->failed = 1; return 1; }
+        R->items = p;
+        R->cap = cap;
+    }
+    R->items[R->n].d = d;
+    R->items[R->n].unit = kcache_hash(unit, ulen);
+    R->items[R->n].copied = 0;
+    R->n++;
+    return 0;
+}
 static int ml_scan(int sfd, uid_t owner, ml_run *R, char *err, size_t errcap)
 {
-    int shard;
-    for (shard = 0; shard < 256; shard++) {
-        char rel[8];
-        int fd;
-        DIR *dp;
-        struct dirent *de;
-        snprintf(rel, sizeof rel, "e/%02x", shard);
-        if (!(dp = ks_opendir_in(sfd, rel, &fd))) continue;
-        while ((de = readdir(dp)) != NULL) {
-            kcache_hash128 d;
-            struct stat sb;
-            char unit[KCACHE_UNIT_MAX];
-            size_t ulen = 0;
-            int efd, got, which = -1;
-            if (ks_dot(de->d_name) || !ks_digest_name(de->d_name, ".kce", &d) || strncmp(de->d_name, rel + 2, 2) != 0) continue;
-            if (fstatat(fd, de->d_name, &sb, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(sb.st_mode)) continue;
-            if (sb.st_uid != owner && sb.st_uid != 0) { R->foreign++; continue; }
-            if ((efd = openat(fd, de->d_name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)) < 0) { R->corrupt++; continue; }
-            got = ks_entry_unit_fd(efd, unit, &ulen);
-            close(efd);
-            if (!got) { R->corrupt++; continue; }
-            if (R->units && (which = ml_unit_index(R, unit)) < 0) continue;
-            if (which >= 0) R->unit_hits[which]++;
-            if (R->n == R->cap) {
-                size_t cap = R->cap ? R->cap * 2 : 256;
-                ml_item *p = (ml_item *)realloc(R->items, cap * sizeof *p);
-                if (!p) { closedir(dp); ki_fmt(err, errcap, "out of memory"); return -1; }
-                R->items = p;
-                R->cap = cap;
-            }
-            R->items[R->n].d = d;
-            R->items[R->n].unit = kcache_hash(unit, ulen);
-            R->items[R->n].copied = 0;
-            R->n++;
-        }
-        closedir(dp);
-    }
+    ml_scan_ctx c;
+    c.R = R;
+    c.owner = owner;
+    c.failed = 0;
+    ks_each_in_shards(sfd, 'e', ml_scan_one, &c);
+    if (c.failed) { ki_fmt(err, errcap, "out of memory"); return -1; }
     return 0;
 }
 
