@@ -499,7 +499,8 @@ KCACHE_API void kcache_release(kcache *kc, const void *data);
 /* Stores a payload (copied) under a key, replacing what the key held. */
 KCACHE_API kcache_status kcache_put(kcache *kc, const kcache_key *k, const void *data, size_t size);
 
-/* Removes a key from memory and from the store. KCACHE_MISS if it was not there. */
+/* Removes a key from memory and from the store (and the remote). KCACHE_MISS if it was not there.
+   A read-only layer's copy stays: the next lookup finds it there again. */
 KCACHE_API kcache_status kcache_remove(kcache *kc, const kcache_key *k);
 
 /* Writes one line into buf (snprintf-style: truncated to cap, always NUL-terminated when cap > 0)
