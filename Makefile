@@ -68,7 +68,10 @@ $(B)/test_layers: tests/test_layers.c kcache.h tests/kt.h tests/kt_remote.h | $(
 	$(CC) $(STD) $(CFLAGS) $(WARN) -I. -o $@ $< $(REMOTE_LIBS)
 $(B)/asan/test_layers: tests/test_layers.c kcache.h tests/kt.h tests/kt_remote.h | $(B)/asan
 	$(CC) $(STD) $(SAN) $(WARN) -I. -o $@ $< $(REMOTE_LIBS)
-REMOTE_TESTS := $(B)/test_remote $(B)/asan/test_remote $(B)/test_layers $(B)/asan/test_layers
+# the ASan run checks --make-layer with an ASan+UBSan kcache-inspect too
+$(B)/asan/kcache-inspect: tools/kcache-inspect.c kcache.h | $(B)/asan
+	$(CC) $(STD) $(SAN) $(WARN) -I. -o $@ $< $(LDLIBS)
+REMOTE_TESTS := $(B)/test_remote $(B)/asan/test_remote $(B)/test_layers $(B)/asan/test_layers $(B)/asan/kcache-inspect
 
 # the OpenCL layer's tests (PoCL) link the ICD loader
 $(B)/test_opencl: tests/test_opencl.c kcache.h tests/kt.h | $(B)
@@ -133,7 +136,7 @@ test: check-deps
 	  faults=$(FAULTS) \
 	  remote="$(B)/test_remote $(B)/kcache-top" asan/remote="$(B)/asan/test_remote $(B)/kcache-top" \
 	  layers="bash tests/test_layers.sh $(B)/test_layers $(B)/kcache-inspect $(B)/kcache-top" \
-	  asan/layers="bash tests/test_layers.sh $(B)/asan/test_layers $(B)/kcache-inspect $(B)/kcache-top" \
+	  asan/layers="bash tests/test_layers.sh $(B)/asan/test_layers $(B)/asan/kcache-inspect $(B)/kcache-top" \
 	  attack="bash tests/test_attack.sh $(B)/test_attack" \
 	  asan/attack="bash tests/test_attack.sh $(B)/asan/test_attack" \
 	  torture="bash scripts/torture.sh $(TORTURE_SHORT) $(B)/torture"

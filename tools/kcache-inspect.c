@@ -6825,6 +6825,7 @@ int main(int argc, char **argv)
     ki_opts op;
     int i, rc, dashdash = 0, nprune = 0;
     const char **prune = (const char **)argv + 1;   /* the positional arguments, gathered in argv's own slots */
+    static const char *layer_units[256];            /* --make-layer's --unit NAMEs */
     struct stat st;
     unsigned char *buf;
     size_t len = 0;
@@ -6858,7 +6859,8 @@ int main(int argc, char **argv)
         else if (strcmp(a, "--private") == 0) op.private_layer = 1;
         else if (strcmp(a, "--unit") == 0) {
             if (i + 1 >= argc) { fprintf(stderr, "kcache-inspect: %s needs a value\n", a); return 2; }
-            if (!op.layer_units && !(op.layer_units = (const char **)calloc((size_t)argc, sizeof *op.layer_units))) return 2;
+            if (op.nlayer_units == (int)(sizeof layer_units / sizeof layer_units[0])) { fprintf(stderr, "kcache-inspect: at most 256 --unit\n"); return 2; }
+            op.layer_units = layer_units;
             op.layer_units[op.nlayer_units++] = argv[++i];
             continue;
         }
@@ -6896,7 +6898,6 @@ int main(int argc, char **argv)
         memset(&o, 0, sizeof o);
         err[0] = 0;
         rc = ki_make_layer(prune[0], prune[1], op.layer_units, op.nlayer_units, op.private_layer, &o, err, sizeof err);
-        free(op.layer_units);
         if (rc != 0) { ko_free(&o); fprintf(stderr, "kcache-inspect: --make-layer: %s\n", err); return rc; }
         fwrite(o.buf ? o.buf : "", 1, o.len, stdout);
         ko_free(&o);
