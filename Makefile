@@ -68,7 +68,16 @@ $(B)/test_remote: tests/test_remote.c kcache.h tests/kt.h tests/kt_remote.h | $(
 	$(CC) $(STD) $(CFLAGS) $(WARN) -I. -o $@ $< $(REMOTE_LIBS)
 $(B)/asan/test_remote: tests/test_remote.c kcache.h tests/kt.h tests/kt_remote.h | $(B)/asan
 	$(CC) $(STD) $(SAN) $(WARN) -I. -o $@ $< $(REMOTE_LIBS)
-REMOTE_TESTS := $(B)/test_remote $(B)/asan/test_remote
+# read-only layers (KCACHE_LAYERS) and kcache-inspect --make-layer; with a redis-server for the
+# order of layers and remote, and a second user (tests/test_layers.sh, as root) for the owners
+$(B)/test_layers: tests/test_layers.c kcache.h tests/kt.h tests/kt_remote.h | $(B)
+	$(CC) $(STD) $(CFLAGS) $(WARN) -I. -o $@ $< $(REMOTE_LIBS)
+$(B)/asan/test_layers: tests/test_layers.c kcache.h tests/kt.h tests/kt_remote.h | $(B)/asan
+	$(CC) $(STD) $(SAN) $(WARN) -I. -o $@ $< $(REMOTE_LIBS)
+# the ASan run checks --make-layer with an ASan+UBSan kcache-inspect too
+$(B)/asan/kcache-inspect: tools/kcache-inspect.c kcache.h | $(B)/asan
+	$(CC) $(STD) $(SAN) $(WARN) -I. -o $@ $< $(LDLIBS)
+REMOTE_TESTS := $(B)/test_remote $(B)/asan/test_remote $(B)/test_layers $(B)/asan/test_layers $(B)/asan/kcache-inspect
 
 # the same tests with open-file-description locks compiled out (KCACHE_TEST_NO_OFD): process-
 # associated locks only, as on macOS and the BSDs, where only kcache's lock registry keeps two
@@ -146,6 +155,8 @@ test: check-deps
 	  demo="tests/test_demo_opencl.sh $(B)/opencl_demo" \
 	  faults=$(FAULTS) \
 	  remote="$(B)/test_remote $(B)/kcache-top" asan/remote="$(B)/asan/test_remote $(B)/kcache-top" \
+	  layers="bash tests/test_layers.sh $(B)/test_layers $(B)/kcache-inspect $(B)/kcache-top" \
+	  asan/layers="bash tests/test_layers.sh $(B)/asan/test_layers $(B)/asan/kcache-inspect $(B)/kcache-top" \
 	  attack="bash tests/test_attack.sh $(B)/test_attack" \
 	  asan/attack="bash tests/test_attack.sh $(B)/asan/test_attack" \
 	  torture="bash scripts/torture.sh $(TORTURE_SHORT) $(B)/torture"

@@ -70,6 +70,15 @@
        KCACHE_COMPRESS     1: zstd-compress the local store's entries too (KCACHE_ZSTD); default 0
        KCACHE_SHARED_GROUP a group whose members share the store (see SECURITY); default: none, the
                            store is its user's alone
+       KCACHE_LAYERS       read-only stores searched, in order, after the store and before the remote:
+                           DIR[:DIR...] (';' between them on Windows); a site-wide cache on a shared
+                           filesystem, one shipped in a program's install directory. Never written,
+                           locked or repaired; a hit is validated like a local entry (whole key,
+                           checksums, dependency stamps) and copied into the store; a corrupt entry
+                           there is a miss and a reject, left in place. Each must be root's or yours
+                           (see SECURITY); `kcache-inspect --make-layer SRC DEST` makes one.
+                           Default: none
+       KCACHE_LAYERS_COPY  0: a layer hit is not copied into the store (memory keeps it); default 1
 
    ON DISK (KCACHE_DIR)
        config.file         format version, accounted size and entry count (checksummed), a log of
@@ -119,6 +128,12 @@
        to a group's store: group-owned, setgid, 02770 / 0660, every member trusted. The same user
        (or root) can do anything to a store, e.g. truncate config.file or stats, which every
        process maps: their next hit dies of SIGBUS. kcache itself never shrinks either file.
+       A layer (KCACHE_LAYERS) is opened read-only whatever its permissions and checked as a
+       read-only store is: the path to it as a store's, the layer and its levels root's or yours
+       and writable by no one else (a world- or group-writable one is refused), its entries and
+       indexes root's or yours. Another user's layer is refused although you named it: checksums
+       find damage, not forgery, so the one who can write a layer chooses the binaries your
+       program loads; a layer is trusted as the store itself is (a site's is made root's).
 
    THREAD SAFETY
        Every call on one kcache is thread-safe. A kcache_key is a plain value: build it in one thread;
@@ -431,6 +446,10 @@ typedef struct kcache_config {
     void *alloc_user;         /* passed to both */
     uint32_t env_bad;         /* kcache_config_init: the variables whose value was bad (for kcache_open
                                  to say through the log, which is set only after kcache_config_init) */
+    /* read-only layers (see ENVIRONMENT and SECURITY) */
+    const char *layers;       /* KCACHE_LAYERS: directories searched after the store, before the remote,
+                                 separated by ':' (';' on Windows); NULL: none. Copied at open    */
+    int layers_copy;          /* 1 (the default): a layer hit is copied into the store (KCACHE_LAYERS_COPY) */
 } kcache_config;
 
 /* Fills cfg with the defaults, then applies the environment variables (KCACHE_*). A bad value keeps
@@ -573,7 +592,8 @@ KCACHE_API void kcache_release(kcache *kc, const void *data);
 /* Stores a payload (copied) under a key, replacing what the key held. */
 KCACHE_API kcache_status kcache_put(kcache *kc, const kcache_key *k, const void *data, size_t size);
 
-/* Removes a key from memory and from the store. KCACHE_MISS if it was not there. */
+/* Removes a key from memory and from the store (and the remote). KCACHE_MISS if it was not there.
+   A read-only layer's copy stays: the next lookup finds it there again. */
 KCACHE_API kcache_status kcache_remove(kcache *kc, const kcache_key *k);
 
 /* Writes one line into buf (snprintf-style: truncated to cap, always NUL-terminated when cap > 0)
@@ -688,7 +708,9 @@ typedef struct kcache_stats {
     uint64_t builds, build_waits, store_errors;
     /* the tiers below the local store */
     uint64_t hits_remote;       /* lookups answered by the remote tier (then written into the store) */
-    uint64_t hits_layer;        /* lookups answered by a read-only layer (KCACHE_LAYERS: to come; 0)  */
+    uint64_t hits_layer;        /* lookups answered by a read-only layer (KCACHE_LAYERS; then copied
+                                   into the store unless KCACHE_LAYERS_COPY=0); a corrupt layer
+                                   entry counts in rejects                                           */
     uint64_t remote_lookups;    /* local misses that asked the remote                               */
     uint64_t remote_puts;       /* entries stored on the remote                                     */
     uint64_t remote_errors;     /* remote calls that failed, timeouts included                      */
@@ -7212,6 +7234,7 @@ static int kcache__walk(kcache__store *st, const char *path, int create, kcache_
         if (nfd < 0) {
             ptrdiff_t n;
             kcache__finfo l;
+            memset(&l, 0, sizeof l); /* (read below only when statat filled it; gcc -O3 cannot tell) */
             e = errno;
             if (e == ENOENT && create && pos >= link_end && strcmp(comp, "..") != 0 && tries++ < 3) {
                 if (kcache__io_mkdir(fd, comp) != 0 && errno != EEXIST) {
@@ -7532,28 +7555,22 @@ static int kcache__lock_open(kcache__store *st, char *why, size_t cap) {
 /* Opens (creating when needed) the store in dir. On failure *why says what was wrong; a store that
    can only be read (a read-only filesystem, a site-wide store of root's, a lock file we may not
    open) is opened read-only, and *why says so. */
-static kcache_status kcache__store_open(kcache__store **out, const char *dir, const kcache_config *cfg, char *why, size_t why_cap) {
+/* A store not yet opened: nothing but its settings (NULL: out of memory). */
+static kcache__store *kcache__store_new(const char *dir, const kcache_config *cfg) {
+    kcache__mem al;
     kcache__store *st;
-    kcache__finfo s;
-    int valid = 0;
-    kcache_status r;
-    *out = NULL;
-    memset(&s, 0, sizeof s);
-    {
-        kcache__mem al;
-        al.alloc = cfg->alloc_fn;
-        al.free = cfg->free_fn;
-        al.user = cfg->alloc_user;
-        st = (kcache__store *)kcache__mem_alloc(&al, sizeof *st);
-        if (!st) return KCACHE_ENOMEM;
-        memset(st, 0, sizeof *st);
-        st->mem = al;
-    }
+    al.alloc = cfg->alloc_fn;
+    al.free = cfg->free_fn;
+    al.user = cfg->alloc_user;
+    st = (kcache__store *)kcache__mem_alloc(&al, sizeof *st);
+    if (!st) return NULL;
+    memset(st, 0, sizeof *st);
+    st->mem = al;
     st->dirfd = st->tmpfd = st->cffd = st->ix_last.fd = -1;
     kcache__mutex_init(&st->mutex);
     kcache__mutex_init(&st->shard_mutex);
     st->dir = (char *)kcache__mem_alloc(&st->mem, strlen(dir) + 1);
-    if (!st->dir) { kcache__store_close(st); return KCACHE_ENOMEM; }
+    if (!st->dir) { kcache__store_close(st); return NULL; }
     strcpy(st->dir, dir);
     st->limit = cfg->max_size;
     st->fsync = cfg->fsync;
@@ -7562,6 +7579,17 @@ static kcache_status kcache__store_open(kcache__store **out, const char *dir, co
     st->lock_timeout_ms = cfg->lock_timeout_ms;
     st->pid = kcache__pid();
     st->uid = kcache__os_euid();
+    return st;
+}
+
+static kcache_status kcache__store_open(kcache__store **out, const char *dir, const kcache_config *cfg, char *why, size_t why_cap) {
+    kcache__store *st;
+    kcache__finfo s;
+    int valid = 0;
+    kcache_status r;
+    *out = NULL;
+    memset(&s, 0, sizeof s);
+    if (!(st = kcache__store_new(dir, cfg))) return KCACHE_ENOMEM;
     if (cfg->shared_group && cfg->shared_group[0]) {
         if (!kcache__group_id(cfg->shared_group, &st->gid)) {
             kcache__say(why, why_cap, "KCACHE_SHARED_GROUP=%s: no such group; refusing the store (memory only)", cfg->shared_group);
@@ -7640,6 +7668,33 @@ static kcache_status kcache__store_open(kcache__store **out, const char *dir, co
         }
     }
     kcache__store_sweep_temps(st);
+    *out = st;
+    return KCACHE_OK;
+}
+
+/* Opens a read-only layer (KCACHE_LAYERS): a store that is only ever read, whatever its
+   permissions: no lock, no use table, no stats, nothing created, written or repaired. It is
+   checked as a read-only store is (kcache__walk, kcache__level_problem): the path as a store's,
+   the layer and each level in it root's or the caller's and writable by no one else; entries and
+   indexes of anyone else are never read. A group's store (KCACHE_SHARED_GROUP) is not a layer:
+   one member could then choose the binaries every other member loads. */
+static kcache_status kcache__layer_open(kcache__store **out, const char *dir, const kcache_config *cfg, char *why, size_t why_cap) {
+    kcache__store *st;
+    kcache__finfo s;
+    kcache_status r;
+    *out = NULL;
+    if (!(st = kcache__store_new(dir, cfg))) return KCACHE_ENOMEM;
+    st->readonly = 1; /* before the walk: a layer of root's is as good as the caller's */
+    st->dirfd = kcache__walk(st, dir, 0, &s, why, why_cap);
+    if (st->dirfd < 0) {
+        r = errno == EPERM ? KCACHE_EUNSAFE : kcache__errno_status(errno);
+        kcache__store_close(st);
+        return r;
+    }
+    if (kcache__levels_check(st, "e", 0, why, why_cap) != 0 || kcache__levels_check(st, "i", 0, why, why_cap) != 0) {
+        kcache__store_close(st);
+        return KCACHE_EUNSAFE;
+    }
     *out = st;
     return KCACHE_OK;
 }
@@ -8728,7 +8783,7 @@ enum {
 /* Event kinds. Memory hits are sampled: one event when a hit records the entry's use in the store
    (the first hit of an entry in memory, then at most one a second per entry). */
 enum { KCACHE__PUB_EV_HIT_MEM = 1, KCACHE__PUB_EV_HIT_DISK, KCACHE__PUB_EV_MISS, KCACHE__PUB_EV_PUT, KCACHE__PUB_EV_EVICT,
-       KCACHE__PUB_EV_HIT_REMOTE };
+       KCACHE__PUB_EV_HIT_REMOTE, KCACHE__PUB_EV_HIT_LAYER };
 /* unit table entry fields (u64 words) */
 enum { KCACHE__PUB_U_HASH, KCACHE__PUB_U_HITS_MEM, KCACHE__PUB_U_HITS_DISK, KCACHE__PUB_U_MISSES, KCACHE__PUB_U_PUTS,
        KCACHE__PUB_U_LAST, KCACHE__PUB_U_INFO, KCACHE__PUB_U_BYTES_PUT, KCACHE__PUB_U_NAME };
@@ -9326,6 +9381,12 @@ static KCACHE__UNUSED void kcache__pub_evict(kcache__pub *p, uint64_t entries, u
 /* ============================================================================================== */
 
 #define KCACHE__TOMBS 128  /* entries remembered after the memory LRU dropped them (memory only) */
+#if defined(_WIN32)
+#define KCACHE__LAYER_SEP ";" /* as PATH: "C:\..." has a colon */
+#else
+#define KCACHE__LAYER_SEP ":"
+#endif
+#define KCACHE__LAYERS_MAX 16 /* read-only layers searched (KCACHE_LAYERS); more are left out */
 #define KCACHE__CHANGED 16 /* recent puts and removes remembered for gets racing with them */
 
 typedef struct kcache__tomb { kcache_hash128 digest; int64_t when; } kcache__tomb;
@@ -9368,6 +9429,9 @@ struct kcache {
     uint32_t fwd_maker, fwd_failed; /* the child process opening fwd / that could not */
     kcache *fwd;
     kcache__mem mem;             /* the configuration's allocator (see kcache__mem) */
+    kcache__store *layers[KCACHE__LAYERS_MAX]; /* the read-only layers (KCACHE_LAYERS), in search order */
+    int nlayers;
+    char layers_why[400];        /* why the first layer left out was (missing, refused) */
 };
 static void kcache__lower_open(kcache *kc);
 
@@ -9439,7 +9503,8 @@ static int kcache__parse_bool(const char *s, int *out) {
     X(REMOTE_MODE, "KCACHE_REMOTE_MODE", "rw or ro")                                            \
     X(REMOTE_TIMEOUT, "KCACHE_REMOTE_TIMEOUT", "milliseconds from 1 to 600000 (or 1s..600s)")   \
     X(REMOTE_MAX_ENTRY, "KCACHE_REMOTE_MAX_ENTRY", "a size from 1K to 512M")                    \
-    X(COMPRESS, "KCACHE_COMPRESS", "0 or 1")
+    X(COMPRESS, "KCACHE_COMPRESS", "0 or 1")                                                    \
+    X(LAYERS_COPY, "KCACHE_LAYERS_COPY", "0 or 1")
 enum {
 #define KCACHE__ENV_ENUM(id, var, want) KCACHE__ENV_##id,
     KCACHE__ENV_VARS(KCACHE__ENV_ENUM)
@@ -9467,6 +9532,17 @@ static void kcache__say_env_bad(const kcache_config *cfg) {
         if (!(cfg->env_bad & (1u << i)) || (!cfg->debug && i != KCACHE__ENV_DEBUG)) continue;
         v = cfg->no_env ? NULL : getenv(kcache__env_var[i]);
         kcache__log(cfg, "%s=\"%.64s\" is not %s; using the default", kcache__env_var[i], v ? v : "", kcache__env_want[i]);
+    }
+}
+
+/* The read-only layers' variables. */
+static void kcache__config_layers_env(kcache_config *cfg) {
+    const char *v;
+    int b;
+    if ((v = getenv("KCACHE_LAYERS")) != NULL && *v) cfg->layers = v;
+    if ((v = getenv("KCACHE_LAYERS_COPY")) != NULL && *v) {
+        if (kcache__parse_bool(v, &b)) cfg->layers_copy = b;
+        else kcache__env_bad(cfg, LAYERS_COPY);
     }
 }
 
@@ -9516,6 +9592,7 @@ KCACHE_API void kcache_config_defaults(kcache_config *cfg) {
     cfg->remote_max_entry = KCACHE__REMOTE_MAX_ENTRY;
     cfg->remote_claim_ms = KCACHE__REMOTE_CLAIM_MS;
     cfg->remote_backoff_ms = KCACHE__REMOTE_BACKOFF_MS;
+    cfg->layers_copy = 1;
     cfg->no_env = 1;
 }
 
@@ -9570,6 +9647,7 @@ KCACHE_API void kcache_config_init(kcache_config *cfg) {
         else kcache__env_bad(cfg, STAMP);
     }
     kcache__config_remote_env(cfg);
+    kcache__config_layers_env(cfg);
 }
 
 /* The default directory: $XDG_CACHE_HOME/kcache (an absolute path, as the XDG spec requires), else
@@ -9689,7 +9767,7 @@ KCACHE_API kcache_status kcache_open(kcache **out, const kcache_config *cfg) {
 static kcache *kcache__reopen(const kcache *kc) {
     kcache_config cfg = kc->cfg;
     kcache *f = NULL;
-    char group[16];
+    char group[16], *layers = NULL;
     cfg.dir = kc->store ? kc->dir : NULL;
     if (kc->store && kc->store->shared) { /* the group kc resolved, by number */
         snprintf(group, sizeof group, "%u", (unsigned)kc->store->gid);
@@ -9697,7 +9775,22 @@ static kcache *kcache__reopen(const kcache *kc) {
     }
     if (kc->remote && kc->remote->secret) cfg.remote_secret = (const char *)kc->remote->secret; /* kept NUL-terminated */
     if (!kc->store) cfg.persistent = 0; /* a parent running from memory: so does its child */
-    if (kcache_open(&f, &cfg) != KCACHE_OK) return NULL;
+    if (kc->nlayers) { /* the layers kc uses, by the paths they were opened at */
+        size_t n = 0, at = 0;
+        int i;
+        for (i = 0; i < kc->nlayers; i++) n += strlen(kc->layers[i]->dir) + 1;
+        if ((layers = (char *)KCACHE_MALLOC(n)) == NULL) return NULL;
+        for (i = 0; i < kc->nlayers; i++) {
+            size_t l = strlen(kc->layers[i]->dir);
+            memcpy(layers + at, kc->layers[i]->dir, l);
+            at += l;
+            layers[at++] = i + 1 < kc->nlayers ? KCACHE__LAYER_SEP[0] : 0;
+        }
+        cfg.layers = layers;
+    }
+    if (kcache_open(&f, &cfg) != KCACHE_OK) f = NULL;
+    KCACHE_FREE(layers);
+    if (!f) return NULL;
     if (!kc->store) {
         memcpy(f->store_why, kc->store_why, sizeof f->store_why);
         f->store_refused = kc->store_refused;
@@ -9882,6 +9975,7 @@ KCACHE_API void kcache_close(kcache *kc) {
     kcache__pub_add(&kc->pub, KCACHE__PUB_REMOTE_CLOSES, kcache__remote_open_count(kc->remote)); /* none left open in the stats */
     kcache__mutex_unlock(&kc->lock);
     kcache__remote_close(kc->remote);
+    while (kc->nlayers > 0) kcache__store_close(kc->layers[--kc->nlayers]);
     kcache__pub_close(&kc->pub);
     kcache__store_close(kc->store);
     {
@@ -10180,7 +10274,7 @@ static kcache__node *kcache__keep_read(kcache *kc, kcache__node *nn, kcache__blo
     return NULL;
 }
 
-/* ---- the tiers below the store: read-only layers (to come, searched first) and the remote ---- */
+/* ---- the tiers below the store: read-only layers (searched first) and the remote ---- */
 
 #ifdef KCACHE_ZSTD
 #define KCACHE__REMOTE_ZSTD_NOTE ", zstd"
@@ -10188,8 +10282,79 @@ static kcache__node *kcache__keep_read(kcache *kc, kcache__node *nn, kcache__blo
 #define KCACHE__REMOTE_ZSTD_NOTE ""
 #endif
 
+
+/* A layer left out: the debug log says why, and the first reason stays for kcache_explain. */
+static void kcache__layer_refused(kcache *kc, const char *path, char *why) {
+    char *m = strstr(why, " (memory only)"); /* the store's words: a layer left out changes nothing else */
+    if (m) memmove(m, m + 14, strlen(m + 14) + 1);
+    if (!kc->layers_why[0]) kcache__say(kc->layers_why, sizeof kc->layers_why, "layer %s not used: %s", path, why);
+    KCACHE__DEBUG(kc, "layer %s not used: %s", path, why);
+}
+
+/* Whether directory fd is the store's or an earlier layer's (the same one named twice). */
+static int kcache__layer_known(const kcache *kc, int fd) {
+    kcache__finfo a, b;
+    int i;
+    if (kcache__io_fstat(fd, &a) != 0 || a.ino == 0) return 0; /* (no inode numbers: Windows' FAT) */
+    if (kc->store && kcache__io_fstat(kc->store->dirfd, &b) == 0 && a.dev == b.dev && a.ino == b.ino) return 1;
+    for (i = 0; i < kc->nlayers; i++)
+        if (kcache__io_fstat(kc->layers[i]->dirfd, &b) == 0 && a.dev == b.dev && a.ino == b.ino) return 1;
+    return 0;
+}
+
+/* Opens the layers spec names (KCACHE_LAYERS: directories separated by ':', ';' on Windows), in
+   order. One that is missing, refused, or the store itself is left out. */
+#define KCACHE__LAYER_PATH_MAX 4096
+static void kcache__layers_open(kcache *kc, const char *spec) {
+    char *path, why[400];
+    if (!spec || !*spec) return;
+    if ((path = (char *)KCACHE_MALLOC(KCACHE__LAYER_PATH_MAX)) == NULL) { /* (not on the stack: small thread stacks) */
+        kcache__layer_refused(kc, "(KCACHE_LAYERS)", "out of memory");
+        return;
+    }
+    while (*spec) {
+        size_t n = strcspn(spec, KCACHE__LAYER_SEP);
+        kcache__store *ly = NULL;
+        kcache_status s;
+        if (n == 0) { spec++; continue; }
+        if (kc->nlayers == KCACHE__LAYERS_MAX) {
+            KCACHE__DEBUG(kc, "KCACHE_LAYERS: only the first %d layers are used", KCACHE__LAYERS_MAX);
+            break;
+        }
+        why[0] = 0;
+        if (n >= KCACHE__LAYER_PATH_MAX) {
+            snprintf(why, sizeof why, "the path is too long");
+            snprintf(path, KCACHE__LAYER_PATH_MAX, "%.*s...", 60, spec);
+            spec += n;
+            kcache__layer_refused(kc, path, why);
+            continue;
+        }
+        memcpy(path, spec, n);
+        path[n] = 0;
+        spec += n;
+        s = kcache__layer_open(&ly, path, &kc->cfg, why, sizeof why);
+        if (s != KCACHE_OK) {
+            if (!why[0]) snprintf(why, sizeof why, "%s", kcache_strerror(s));
+            kcache__layer_refused(kc, path, why);
+            continue;
+        }
+        if (kcache__layer_known(kc, ly->dirfd)) {
+            KCACHE__DEBUG(kc, "layer %s not used: it is the store itself, or named before", path);
+            kcache__store_close(ly);
+            continue;
+        }
+        kc->layers[kc->nlayers++] = ly;
+        if (!kcache__is_dir_nofollow(ly->dirfd, "e")) KCACHE__DEBUG(kc, "layer %s (read-only) holds no entries (no e/)", path);
+        else KCACHE__DEBUG(kc, "layer %s (read-only)", path);
+    }
+    KCACHE_FREE(path);
+}
+
 static void kcache__lower_open(kcache *kc) {
     char why[400];
+    const char *layers = kc->cfg.layers;
+    kc->cfg.layers = NULL; /* the caller's string may go away; each layer keeps its path */
+    kcache__layers_open(kc, layers);
     why[0] = 0;
     kcache__remote_open(&kc->remote, &kc->cfg, why, sizeof why);
     if (kc->remote) kc->remote->mem = &kc->mem;
@@ -10229,64 +10394,205 @@ static void kcache__remote_stats(kcache *kc, const kcache__remote_ev *ev) {
     if (ev->note[0]) KCACHE__DEBUG(kc, "%s", ev->note);
 }
 
-/* After a local miss: the lower tiers, in order. A hit, validated as a local entry is, is written
-   into the store and kept in memory; the caller gets it as from a disk hit. */
-static kcache_status kcache__lower_get(kcache *kc, const kcache_key *k, uint64_t gen, const void **data, size_t *size) {
+/* A hit from below the store (a layer, or the remote at `where`), validated as a local entry is:
+   written into the store (for a layer, unless KCACHE_LAYERS_COPY=0) so that the next lookup here
+   is a local one, kept in memory, counted; the caller gets it as from a disk hit. Takes blob. */
+static kcache_status kcache__lower_hit(kcache *kc, const kcache_key *k, uint64_t gen, kcache__blob *blob, int layer, const char *where,
+                                       const void **data, size_t *size) {
+    kcache__node *nn, *gone;
+    int64_t now;
+    if (kc->store && !kc->store->readonly && (!layer || kc->cfg.layers_copy)) {
+        kcache__store_ev sev;
+        kcache_status s;
+        memset(&sev, 0, sizeof sev);
+        s = kcache__store_put(kc->store, k, blob->data, blob->size, &sev);
+        kcache__store_stats(kc, &sev, s);
+    }
+    nn = kcache__node_new(kc, k, blob);
+    now = kcache__now_ns();
+    kcache__blob_ref(blob);
+    *data = blob->data;
+    *size = blob->size;
+    kcache__mutex_lock(&kc->lock);
+    if (layer) kc->stats.hits_layer++;
+    else kc->stats.hits_remote++;
+    kc->stats.bytes_read += blob->size;
+    kcache__pub_event(&kc->pub, layer ? KCACHE__PUB_EV_HIT_LAYER : KCACHE__PUB_EV_HIT_REMOTE, k->unit, nn ? nn->unit_hash : 0, blob->size,
+                      KCACHE_REASON_HIT, 0, now);
+    kcache__pub_add(&kc->pub, layer ? KCACHE__PUB_HITS_LAYER : KCACHE__PUB_HITS_REMOTE, 1);
+    kcache__pub_add(&kc->pub, KCACHE__PUB_BYTES_READ, blob->size);
+    gone = kcache__keep_read(kc, nn, blob, gen, now);
+    kcache__mutex_unlock(&kc->lock);
+    kcache__release_nodes(kc, gone);
+    if (kc->cfg.debug) KCACHE__DEBUG(kc, "hit %s %s (%zu bytes) from %s", layer ? "layer" : "remote", k->unit, *size, where);
+    return KCACHE_OK;
+}
+
+/* The layers, in order, after a local miss (no lock anywhere: a layer is only read). The first
+   entry that validates is the hit. A corrupt one is a reject (counted once per lookup: count) and
+   stays where it is; a stale one (a dependency changed) makes the miss a stamp miss (*reason, when
+   the store had nothing to say); another user's file there is never read. */
+static kcache_status kcache__layers_get(kcache *kc, const kcache_key *k, uint64_t gen, const void **data, size_t *size,
+                                        kcache_reason *reason, int count) {
+    int i;
+    for (i = 0; i < kc->nlayers; i++) {
+        kcache__store *ly = kc->layers[i];
+        kcache__read rd;
+        kcache__store_read(ly, k, kc->cfg.stamp, 0, &rd);
+        KCACHE_FREE(rd.rec);
+        if (rd.status == KCACHE_OK) return kcache__lower_hit(kc, k, gen, rd.blob, 1, ly->dir, data, size);
+        if (rd.status == KCACHE_ENOENT) continue;
+        if (rd.reason == KCACHE_REASON_STAMP) {
+            if (*reason == KCACHE_REASON_COUNT) *reason = KCACHE_REASON_STAMP;
+            KCACHE__DEBUG(kc, "layer %s: %s: %s", ly->dir, k->unit, kcache__reason_text[KCACHE_REASON_STAMP]);
+        } else if (rd.status == KCACHE_ECORRUPT) {
+            if (count) {
+                kcache__mutex_lock(&kc->lock);
+                kc->stats.rejects++;
+                kcache__pub_add(&kc->pub, KCACHE__PUB_REJECTS, 1);
+                kcache__mutex_unlock(&kc->lock);
+            }
+            KCACHE__DEBUG(kc, "reject %s: the entry in layer %s is corrupt; left there (a layer is read-only)", k->unit, ly->dir);
+        } else {
+            KCACHE__DEBUG(kc, "layer %s: %s: %s", ly->dir, k->unit,
+                          rd.status != KCACHE_EUNSAFE ? kcache_strerror(rd.status)
+                          : rd.reason == KCACHE_REASON_UNWRITABLE ? ly->shard_why : "its entry is not yours or root's: not read");
+        }
+    }
+    return KCACHE_MISS;
+}
+
+/* After a local miss: the lower tiers, in order: the layers, then the remote. The key's pending
+   dependency digests are taken first (a lower tier's entry is judged, and copied into the store,
+   with every content digest: see kcache__key_resolve). */
+static kcache_status kcache__lower_get_resolved(kcache *kc, const kcache_key *k, uint64_t gen, const void **data, size_t *size,
+                                                kcache_reason *reason, int count);
+static const kcache_key *kcache__key_resolve(kcache *kc, const kcache_key *k, int policy, kcache_key **copy);
+static kcache_status kcache__lower_get(kcache *kc, const kcache_key *k, uint64_t gen, const void **data, size_t *size,
+                                       kcache_reason *reason, int count) {
+    kcache_key *copy = NULL;
+    const kcache_key *rk = kcache__key_resolve(kc, k, kc->cfg.stamp, &copy);
+    kcache_status s = KCACHE_MISS;
+    if (rk && rk->error == KCACHE_OK) s = kcache__lower_get_resolved(kc, rk, gen, data, size, reason, count);
+    kcache__key_drop(copy);
+    return s;
+}
+static kcache_status kcache__lower_get_resolved(kcache *kc, const kcache_key *k, uint64_t gen, const void **data, size_t *size,
+                                                kcache_reason *reason, int count) {
     kcache__remote_ev ev;
     kcache__read rd;
-    kcache__node *nn, *gone;
     const char *where;
-    int64_t now;
+    if (kc->nlayers && kcache__layers_get(kc, k, gen, data, size, reason, count) == KCACHE_OK) return KCACHE_OK;
+    if (!kc->remote) return KCACHE_MISS;
     memset(&ev, 0, sizeof ev);
     kcache__remote_get(kc->remote, k, kc->cfg.stamp, 0, 1, &rd, &where, &ev);
     kcache__remote_stats(kc, &ev);
     KCACHE_FREE(rd.rec);
     if (rd.status != KCACHE_OK) return KCACHE_MISS;
-    if (kc->store) { /* the next lookup here is a local one */
-        kcache__store_ev sev;
-        kcache_status s;
-        memset(&sev, 0, sizeof sev);
-        s = kcache__store_put(kc->store, k, rd.blob->data, rd.blob->size, &sev);
-        kcache__store_stats(kc, &sev, s);
-    }
-    nn = kcache__node_new(kc, k, rd.blob);
-    now = kcache__now_ns();
-    kcache__blob_ref(rd.blob);
-    *data = rd.blob->data;
-    *size = rd.blob->size;
-    kcache__mutex_lock(&kc->lock);
-    kc->stats.hits_remote++;
-    kc->stats.bytes_read += rd.blob->size;
-    kcache__pub_event(&kc->pub, KCACHE__PUB_EV_HIT_REMOTE, k->unit, nn ? nn->unit_hash : 0, rd.blob->size, KCACHE_REASON_HIT, 0, now);
-    kcache__pub_add(&kc->pub, KCACHE__PUB_HITS_REMOTE, 1);
-    kcache__pub_add(&kc->pub, KCACHE__PUB_BYTES_READ, rd.blob->size);
-    gone = kcache__keep_read(kc, nn, rd.blob, gen, now);
-    kcache__mutex_unlock(&kc->lock);
-    kcache__release_nodes(kc, gone);
-    if (kc->cfg.debug) KCACHE__DEBUG(kc, "hit remote %s (%zu bytes) from %s", k->unit, *size, where);
-    return KCACHE_OK;
+    return kcache__lower_hit(kc, k, gen, rd.blob, 0, where, data, size);
 }
 
-/* kcache_explain's look below the store: writes a hit ("hit: remote (URL) ...") or a remote reject
-   and returns 1, or writes nothing (0) and the local reason follows. Changes nothing anywhere. */
+/* kcache_explain's look below the store: writes a hit ("hit: layer DIR ...", "hit: remote (URL)
+   ...") or, when nothing below hits, the first layer's stale or corrupt entry, or a remote reject,
+   and returns 1; or writes nothing (0) and the local reason follows. Changes nothing anywhere. */
+static int kcache__lower_explain_resolved(kcache *kc, const kcache_key *k, kcache__sb *b);
 static int kcache__lower_explain(kcache *kc, const kcache_key *k, kcache__sb *b) {
+    kcache_key *copy = NULL;
+    const kcache_key *rk;
+    int said = 0;
+    if (!kc->nlayers && !kc->remote) return 0;
+    rk = kcache__key_resolve(kc, k, kc->cfg.stamp, &copy);
+    if (rk && rk->error == KCACHE_OK) said = kcache__lower_explain_resolved(kc, rk, b);
+    kcache__key_drop(copy);
+    return said;
+}
+static int kcache__lower_explain_resolved(kcache *kc, const kcache_key *k, kcache__sb *b) {
     kcache__remote_ev ev;
     kcache__read rd;
     const char *where;
-    int said = 1;
-    if (!kc->remote) return 0;
-    memset(&ev, 0, sizeof ev);
-    kcache__remote_get(kc->remote, k, kc->cfg.stamp, 0, 0, &rd, &where, &ev);
-    ev.lookups = 0;
-    kcache__remote_stats(kc, &ev);
-    if (rd.status == KCACHE_OK) kcache__sb_add(b, "hit: remote (%s), unit \"%s\", %zu bytes", where, k->unit, rd.blob->size);
-    else if (rd.status == KCACHE_ECORRUPT)
-        kcache__sb_add(b, "miss: %s: the value for unit \"%s\" on the remote %s fails validation; the next get %s", kcache__reason_text[KCACHE_REASON_REJECTED],
-                       k->unit, where, kc->remote->ro ? "skips it (KCACHE_REMOTE_MODE=ro)" : "deletes it");
-    else said = 0;
-    if (rd.blob) kcache__blob_unref(rd.blob);
-    KCACHE_FREE(rd.rec);
-    return said;
+    kcache_key stored;
+    kcache__store *bad = NULL;
+    unsigned char *bad_rec = NULL;
+    size_t bad_len = 0;
+    int said = 1, i;
+    for (i = 0; i < kc->nlayers; i++) {
+        kcache__store_read(kc->layers[i], k, kc->cfg.stamp, 1, &rd);
+        if (rd.status == KCACHE_OK) {
+            kcache__sb_add(b, "hit: layer %s (unit \"%s\", %zu bytes)", kc->layers[i]->dir, k->unit, rd.blob->size);
+            kcache__blob_unref(rd.blob);
+            KCACHE_FREE(rd.rec);
+            KCACHE_FREE(bad_rec);
+            return 1;
+        }
+        if (!bad && (rd.reason == KCACHE_REASON_STAMP || rd.status == KCACHE_ECORRUPT)) {
+            bad = kc->layers[i];
+            if (rd.reason == KCACHE_REASON_STAMP) { bad_rec = rd.rec; bad_len = rd.rec_len; rd.rec = NULL; }
+        }
+        KCACHE_FREE(rd.rec);
+    }
+    if (kc->remote) {
+        memset(&ev, 0, sizeof ev);
+        kcache__remote_get(kc->remote, k, kc->cfg.stamp, 0, 0, &rd, &where, &ev);
+        ev.lookups = 0;
+        kcache__remote_stats(kc, &ev);
+        if (rd.status == KCACHE_OK) kcache__sb_add(b, "hit: remote (%s), unit \"%s\", %zu bytes", where, k->unit, rd.blob->size);
+        else if (rd.status == KCACHE_ECORRUPT)
+            kcache__sb_add(b, "miss: %s: the value for unit \"%s\" on the remote %s fails validation; the next get %s", kcache__reason_text[KCACHE_REASON_REJECTED],
+                           k->unit, where, kc->remote->ro ? "skips it (KCACHE_REMOTE_MODE=ro)" : "deletes it");
+        else said = 0;
+        if (rd.blob) kcache__blob_unref(rd.blob);
+        KCACHE_FREE(rd.rec);
+        if (said) { KCACHE_FREE(bad_rec); return 1; }
+    }
+    if (!bad) return 0;
+    if (bad_rec && kcache__record_parse(bad_rec, bad_len, &stored) == KCACHE_OK) {
+        kcache__sb_add(b, "miss: %s: ", kcache__reason_text[KCACHE_REASON_STAMP]);
+        kcache__sb_stamps(b, &stored, k, kc->cfg.stamp);
+        kcache__sb_add(b, " (the entry in layer %s)", bad->dir);
+        kcache_key_free(&stored);
+    } else if (bad_rec) {
+        kcache__sb_add(b, "miss: %s (the entry in layer %s)", kcache__reason_text[KCACHE_REASON_STAMP], bad->dir);
+        kcache_key_free(&stored);
+    } else {
+        kcache__sb_add(b, "miss: %s: the entry for unit \"%s\" in layer %s fails validation; it stays there (a layer is read-only)",
+                       kcache__reason_text[KCACHE_REASON_REJECTED], k->unit, bad->dir);
+    }
+    KCACHE_FREE(bad_rec);
+    return 1;
+}
+
+/* Whether a layer holds other overloads of the key's unit: a cold miss here is then a field miss
+   there. With b, replaces what b holds by the fields that differ from the layer's closest one. */
+static int kcache__layers_closest(kcache *kc, const kcache_key *k, kcache__sb *b) {
+    int i;
+    for (i = 0; i < kc->nlayers; i++) {
+        kcache__ix ix;
+        kcache_key best, cand;
+        int best_eq = -1;
+        uint32_t j, n;
+        if (kcache__ix_read(kc->layers[i], k->unit, &ix) != KCACHE_OK) continue;
+        n = ix.n[KCACHE__IX_LIVE];
+        if (n && b) {
+            for (j = 0; j < n; j++) {
+                int eq = kcache__equal_fields(ix.items[KCACHE__IX_LIVE][j].rec, ix.items[KCACHE__IX_LIVE][j].rec_len, k, &cand);
+                if (eq >= 0) kcache__keep_closest(&best, &best_eq, &cand, eq);
+            }
+            b->len = 0;
+            if (b->cap) b->p[0] = 0;
+            kcache__sb_add(b, "miss: %s: closest of %u overload(s) of unit \"%s\" in layer %s: ", kcache__reason_text[KCACHE_REASON_FIELD], n,
+                           k->unit, kc->layers[i]->dir);
+            if (best_eq >= 0) { kcache__sb_diff(b, &best, k); kcache_key_free(&best); }
+        }
+        kcache__ix_free(&ix);
+        if (n) return 1;
+    }
+    return 0;
+}
+
+/* A layer that was left out (missing, refused): said after a miss's reason, as a local store's
+   refusal is. */
+static void kcache__layers_note(const kcache *kc, kcache__sb *b) {
+    if (kc->layers_why[0]) kcache__sb_add(b, " (%s)", kc->layers_why);
 }
 
 /* ---- dependencies' content, when a lookup needs it -------------------------------------------
@@ -10561,9 +10867,12 @@ static kcache_status kcache__get_once(kcache *kc, const kcache_key *k, const voi
             KCACHE_FREE(rd.rec);
         }
     }
-    if (kc->remote && reason != KCACHE_REASON_FIELD && kcache__lower_get(kc, k, gen, data, size) == KCACHE_OK) return KCACHE_OK;
+    if ((kc->nlayers || kc->remote) && reason != KCACHE_REASON_FIELD &&
+        kcache__lower_get(kc, k, gen, data, size, &reason, count_miss) == KCACHE_OK)
+        return KCACHE_OK;
     if (!count_miss) return KCACHE_MISS;
     if (reason == KCACHE_REASON_COUNT) reason = kcache__absent_reason(kc, k, &when);
+    if (reason == KCACHE_REASON_COLD && kc->nlayers && kcache__layers_closest(kc, k, NULL)) reason = KCACHE_REASON_FIELD;
     kcache__count_miss(kc, k, reason);
     if (kc->cfg.trace && kc->store) { /* the record keeps every content digest */
         kcache_key *copy = NULL;
@@ -10765,6 +11074,7 @@ static size_t kcache__explain(kcache *kc, const kcache_key *k, char *buf, size_t
     kcache__node *n;
     int64_t when = 0;
     uint32_t overloads = 0;
+    int cold = 0;
     b.p = buf;
     b.cap = buf ? cap : 0;
     b.len = 0;
@@ -10819,7 +11129,10 @@ static size_t kcache__explain(kcache *kc, const kcache_key *k, char *buf, size_t
         }
         if (rd.status != KCACHE_ENOENT && b.len == 0) kcache__sb_add(&b, "miss: %s", kcache__reason_text[rd.reason]);
         KCACHE_FREE(rd.rec);
-        if (rd.status == KCACHE_ENOENT && !kcache__lower_explain(kc, k, &b)) kcache__ix_classify(kc, k, &when, &b);
+        if (rd.status == KCACHE_ENOENT && !kcache__lower_explain(kc, k, &b)) {
+            if (kcache__ix_classify(kc, k, &when, &b) == KCACHE_REASON_COLD) kcache__layers_closest(kc, k, &b);
+            kcache__layers_note(kc, &b);
+        }
         return b.len;
     }
     if (kcache__lower_explain(kc, k, &b)) return b.len;
@@ -10841,8 +11154,11 @@ static size_t kcache__explain(kcache *kc, const kcache_key *k, char *buf, size_t
     } else {
         kcache__sb_add(&b, "miss: cold: unit \"%s\" %s", k->unit, kcache__reason_text[KCACHE_REASON_COLD]);
         if (!kc->store) kcache__sb_add(&b, " (%s)", kc->store_why);
+        cold = 1; /* here: a layer may know the unit */
     }
     kcache__mutex_unlock(&kc->lock);
+    if (cold) kcache__layers_closest(kc, k, &b);
+    kcache__layers_note(kc, &b);
     return b.len;
 }
 

@@ -4,6 +4,8 @@
  *   key build + digest (4 KiB source, 3 fields)      vs the same raw read (reported)
  *   disk hit, 64 KiB, checksum verified              vs open+fstat+read+close of 64 KiB files    goal <= 1.5x
  *                                                    and vs that read + one XXH3 pass (kcache's own work)
+ *   layer hit, 64 KiB (KCACHE_LAYERS, not copied)    vs a disk hit of the same entries (reported)
+ *   layer hit with its copy into the store           vs a disk hit, and vs a layer hit plus a put
  *   put, 64 KiB, no fsync                            vs temp file + write + rename               goal <= 1.3x
  *   put latency p50/p99/max, store full at 1k/10k/100k entries      goal p99(100k) <= 2x p99(1k)
  *     and again after a get of every entry (each victim then costs the most the hand may look at)
@@ -24,7 +26,7 @@
 
 static char root[4096];
 
-static kcache *open_store(const char *name, uint64_t limit, uint32_t mem_entries) {
+static kcache *open_layered(const char *name, uint64_t limit, uint32_t mem_entries, const char *layers, int copy) {
     kcache_config cfg;
     kcache *kc;
     char dir[4200];
@@ -35,9 +37,12 @@ static kcache *open_store(const char *name, uint64_t limit, uint32_t mem_entries
     cfg.mem_entries = mem_entries;
     cfg.mem_size = 0;
     cfg.debug = 0;
+    cfg.layers = layers;
+    cfg.layers_copy = copy;
     if (kcache_open(&kc, &cfg) != KCACHE_OK || !kcache_dir(kc)) { fprintf(stderr, "bench: no store\n"); exit(1); }
     return kc;
 }
+static kcache *open_store(const char *name, uint64_t limit, uint32_t mem_entries) { return open_layered(name, limit, mem_entries, NULL, 1); }
 
 /* A key of unit "<prefix>.<id / 8>": units of 8 overloads, like kernels built with a few options. */
 static void make_key(kcache_key *k, const char *prefix, unsigned id) {
@@ -251,6 +256,52 @@ int main(void) {
         if (st.hits_disk < 20000) printf("  (warning: only %llu disk hits)\n", (unsigned long long)st.hits_disk);
     }
 
+    /* layer hits: the store just measured, as a read-only layer of an empty store (1-entry LRU:
+       every get misses memory and the store, then reads and validates the layer's entry) */
+    {
+        double ratio[PAIRS], layer_t[PAIRS], copy_t[11], copy_ratio[11], disk_hit;
+        char layer[4300];
+        kcache *lk;
+        snprintf(layer, sizeof layer, "%s", kcache_dir(kc));
+        lk = open_layered("layered", 0, 1, layer, 0);
+        for (round = 0; round < PAIRS; round++) {
+            double k1 = kcache_batch(kc, keys, 100, 500), l1 = kcache_batch(lk, keys, 100, 500);
+            double l2 = kcache_batch(lk, keys, 100, 500), k2 = kcache_batch(kc, keys, 100, 500);
+            if (k1 < 0 || k2 < 0 || l1 < 0 || l2 < 0) return 1;
+            layer_t[round] = (l1 + l2) / 2;
+            ratio[round] = (l1 + l2) / (k1 + k2);
+        }
+        {
+            kcache_stats st;
+            kcache_get_stats(lk, &st);
+            if (st.hits_layer < (uint64_t)PAIRS * 1000) printf("  (warning: only %llu layer hits)\n", (unsigned long long)st.hits_layer);
+        }
+        kcache_close(lk);
+        disk_hit = median_of(layer_t, PAIRS) / median_of(ratio, PAIRS);
+        printf("layer hit 64 KiB (not copied)       : %8.3f us = %.3fx a disk hit (median of %d rounds: the store's miss, then the"
+               " layer's entry read, checked and validated)\n", median_of(layer_t, PAIRS) * 1e6, median_of(ratio, PAIRS), PAIRS);
+        /* the first hit of each key with KCACHE_LAYERS_COPY=1 (the layer's read, then a put into the
+           store) in a new store, against the same 100 puts into another new store (its shards and
+           indexes are made by the first puts too), alternating */
+        for (round = 0; round < 11; round++) {
+            char name[64];
+            double put_fresh;
+            snprintf(name, sizeof name, "layered-copy%d", round);
+            lk = open_layered(name, 0, 1, layer, 1);
+            copy_t[round] = kcache_batch(lk, keys, 100, 100);
+            kcache_close(lk);
+            snprintf(name, sizeof name, "layered-put%d", round);
+            lk = open_store(name, 0, 1);
+            put_fresh = kcache_put_batch(lk, keys, 100, payload, size, 100);
+            kcache_close(lk);
+            if (copy_t[round] < 0) return 1;
+            copy_ratio[round] = copy_t[round] / (put_fresh + median_of(layer_t, PAIRS));
+        }
+        printf("layer hit 64 KiB, copied            : %8.3f us = %.1fx a disk hit; %.2fx a layer hit plus a put into a new store"
+               " (median of 11 rounds of 100 first hits)\n", median_of(copy_t, 11) * 1e6, median_of(copy_t, 11) / disk_hit,
+               median_of(copy_ratio, 11));
+    }
+
     /* put vs raw temp + write + rename: rounds of floor-kcache-kcache-floor batches of 50, as for
        disk hits (writeback and dirty-page throttling hit whichever loop is running when they
        come: interleaving gives both the same weather) */
@@ -271,6 +322,7 @@ int main(void) {
         printf("floor: temp+write+unlink+rename 64 KiB: %8.3f us (median of %d rounds)\n", median_of(raw_t, PAIRS) * 1e6, PAIRS);
         printf("put 64 KiB (no fsync)               : %8.3f us = %.3fx the floor   (goal <= 1.3x; median of %d rounds)\n",
                median_of(put_t, PAIRS) * 1e6, median_of(ratio, PAIRS), PAIRS);
+
     }
     for (i = 0; i < 100; i++) kcache_key_free(&keys[i]);
     kcache_close(kc);

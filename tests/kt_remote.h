@@ -56,6 +56,32 @@ static int kt_rm_one(const char *p, const struct stat *s, int flag, struct FTW *
     return 0;
 }
 KT_UNUSED static void kt_rm_tree(const char *path) { nftw(path, kt_rm_one, 32, FTW_DEPTH | FTW_PHYS); }
+/* A tree's names, types, modes, owners, sizes, inodes, mtimes and contents as one digest, to show
+   that something was left exactly as it was (a read-only layer). Needs kcache.h's implementation. */
+static kcache_hash_state kt_tree_state;
+static int kt_tree_one(const char *p, const struct stat *s, int flag, struct FTW *f) {
+    uint64_t v[7];
+    (void)flag;
+    (void)f;
+    kcache_hash_update(&kt_tree_state, p, strlen(p) + 1);
+    v[0] = (uint64_t)s->st_mode; v[1] = (uint64_t)s->st_uid; v[2] = (uint64_t)s->st_size; v[3] = (uint64_t)s->st_ino;
+    v[4] = (uint64_t)s->st_mtim.tv_sec; v[5] = (uint64_t)s->st_mtim.tv_nsec; v[6] = (uint64_t)s->st_nlink;
+    kcache_hash_update(&kt_tree_state, v, sizeof v);
+    if (S_ISREG(s->st_mode)) {
+        char buf[65536];
+        ssize_t n;
+        int fd = open(p, O_RDONLY | O_NOFOLLOW | O_NONBLOCK);
+        while (fd >= 0 && (n = read(fd, buf, sizeof buf)) > 0) kcache_hash_update(&kt_tree_state, buf, (size_t)n);
+        if (fd >= 0) close(fd);
+    }
+    return 0;
+}
+KT_UNUSED static kcache_hash128 kt_tree_sig(const char *root) {
+    kcache_hash_init(&kt_tree_state);
+    nftw(root, kt_tree_one, 32, FTW_PHYS | FTW_MOUNT);
+    return kcache_hash_final(&kt_tree_state);
+}
+
 /* A fresh directory under $TMPDIR (or /tmp) named after what it is for. */
 KT_UNUSED static int kt_mktemp(char *out, size_t cap, const char *what) {
     const char *t = getenv("TMPDIR");

@@ -135,12 +135,14 @@ static void log_sink(void *user, const char *line) {
 }
 
 static const char *g_shared_group; /* KCACHE_SHARED_GROUP of the caches opened now */
+static const char *g_layers;       /* KCACHE_LAYERS of the caches opened now */
 
 static kcache *open_cache_with(const char *dir, uint32_t mem_entries, uint64_t max_size, int fsync_on) {
     kcache_config cfg;
     kcache *kc = NULL;
     kcache_config_init(&cfg);
     cfg.shared_group = g_shared_group;
+    cfg.layers = g_layers;
     cfg.dir = dir;
     cfg.max_size = max_size;
     cfg.mem_entries = mem_entries;
@@ -332,6 +334,19 @@ static void workload(const char *dir) {
     }
     kcache_close(a);
     kcache_close(b);
+    /* the store as a read-only layer of another (KCACHE_LAYERS): layer hits copied, misses explained */
+    snprintf(path, sizeof path, "%s.local", dir);
+    g_layers = dir;
+    a = open_cache(path, 1);
+    if (a) {
+        for (i = 0; i < NKEYS + 3; i++) check_get(a, i, dep);
+        make_key(&k, NKEYS + 7, dep);
+        kcache_explain(a, &k, line, sizeof line);
+        kcache_key_free(&k);
+        must_work(a, 7);
+    }
+    kcache_close(a);
+    g_layers = NULL;
     /* a damaged config.file and a damaged entry: repaired by the next opener */
     snprintf(path, sizeof path, "%s/config.file", dir);
     {
@@ -461,6 +476,8 @@ static void rm_rf(const char *path) {
     snprintf(dep, sizeof dep, "%s.link", path);
     unlink(dep);
     snprintf(dep, sizeof dep, "%s.shared", path);
+    nftw(dep, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+    snprintf(dep, sizeof dep, "%s.local", path);
     nftw(dep, rm_one, 16, FTW_DEPTH | FTW_PHYS);
 }
 

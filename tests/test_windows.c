@@ -280,6 +280,49 @@ static void disk_put_get(void) {
     KT_CHECK(find_entry(dir, e, 1024));
 }
 
+/* Read-only layers (KCACHE_LAYERS): ';' between them (paths have a colon), a hit from the second
+   one copied into the store, nothing made in either layer. */
+static void layers(void) {
+    char la[1024], lb[1024], local[1024], spec[2100];
+    WCHAR w[1024], e[1024];
+    kcache_config cfg;
+    kcache_stats st;
+    kcache *kc;
+    new_dir(la, sizeof la, "layer-a");
+    new_dir(lb, sizeof lb, "layer-b");
+    new_dir(local, sizeof local, "layer-local");
+    if (!(kc = open_at(la))) return;
+    KT_CHECK(put_named(kc, "lay", "one", 3000) == KCACHE_OK);
+    kcache_close(kc);
+    if (!(kc = open_at(lb))) return;
+    KT_CHECK(put_named(kc, "lay", "two", 4000) == KCACHE_OK);
+    kcache_close(kc);
+    to_wide(lb, w, 1024);
+    _snwprintf(e, 1024, L"%ls\\lock", w);
+    KT_CHECK(DeleteFileW(e)); /* a layer has none (kcache-inspect --make-layer removes it): none may appear */
+    snprintf(spec, sizeof spec, "%s;%s", la, lb);
+    cfg_for(&cfg, local);
+    cfg.layers = spec;
+    kc = NULL;
+    KT_CHECK(kcache_open(&kc, &cfg) == KCACHE_OK && kc);
+    if (!kc) return;
+    KT_CHECK(get_named(kc, "lay", "two", 4000) == KCACHE_OK);
+    KT_CHECK(get_named(kc, "lay", "one", 3000) == KCACHE_OK);
+    KT_CHECK(put_named(kc, "lay", "three", 100) == KCACHE_OK);
+    kcache_get_stats(kc, &st);
+    KT_CHECK_EQ_U64(st.hits_layer, 2);
+    kcache_close(kc);
+    KT_CHECK(!exists_w(e));
+    if (!(kc = open_at(local))) return; /* the copies */
+    KT_CHECK(get_named(kc, "lay", "two", 4000) == KCACHE_OK);
+    kcache_get_stats(kc, &st);
+    KT_CHECK_EQ_U64(st.hits_disk, 1);
+    kcache_close(kc);
+    if (!(kc = open_at(lb))) return; /* the layer got nothing */
+    KT_CHECK(get_named(kc, "lay", "three", 100) == KCACHE_MISS);
+    kcache_close(kc);
+}
+
 static void persistence(void) {
     char dir[1024];
     kcache *a, *b;
@@ -953,6 +996,7 @@ int main(void) {
     KT_RUN(memory_only);
     KT_RUN(disk_put_get);
     KT_RUN(persistence);
+    KT_RUN(layers);
     KT_RUN(second_process);
     KT_RUN(lock_held_elsewhere);
     KT_RUN(corrupt_entry);

@@ -54,6 +54,7 @@
 #include <sys/types.h>
 #include <time.h>
 #include <unistd.h>
+#include <ftw.h>
 
 #if defined(__GNUC__) || defined(__clang__)
 #define KI_PRINTF(a, b) __attribute__((format(printf, a, b)))
@@ -1624,6 +1625,10 @@ typedef struct ki_opts {
     int no_deps;                      /* do not look at dependency files (the fuzz target) */
     int no_imports;                   /* numba: do not scan the source's imports (--prune) */
     int host;                         /* --host: this machine's CPU names */
+    /* --make-layer SRC DEST */
+    int make_layer, private_layer;
+    const char **layer_units;         /* --unit NAME (repeatable) */
+    int nlayer_units;
 } ki_opts;
 
 typedef struct ki_host {
@@ -5609,6 +5614,7 @@ typedef struct ks_store {
     ks_store_ref ref;
     int have_cf, have_e, have_i, have_tmp;
     int dir_refused;             /* kcache refuses this directory: another owner, or writable by others */
+    int dir_root;                /* root's, read by another user: kcache uses it read-only */
     char dir_why[120];
     uint64_t entries, bytes, stray, stray_bytes, misplaced, unreadable;
     uint64_t no_slot, size_differs;
@@ -5769,72 +5775,89 @@ static DIR *ks_opendir_in(int dirfd_, const char *sub, int *fd)
 
 static int ks_dot(const char *n) { return n[0] == '.' && (!n[1] || (n[1] == '.' && !n[2])); }
 
-static void ks_walk_entries(ks_store *S, const ki_opts *op)
+/* Calls fn for every name (but . and ..) in the shards top/00 .. top/ff of a store (top 'e' or
+   'i'), with the shard's descriptor and its name ("e/XX"); fn returns nonzero to stop. */
+typedef int (*ks_shard_fn)(void *ctx, int shardfd, const char *rel, const char *name);
+static void ks_each_in_shards(int dirfd_, char top, ks_shard_fn fn, void *ctx)
 {
-    int shard;
-    for (shard = 0; shard < 256; shard++) {
+    int shard, stop = 0;
+    for (shard = 0; shard < 256 && !stop; shard++) {
         char rel[8];
         int fd;
         DIR *dp;
         struct dirent *de;
-        snprintf(rel, sizeof rel, "e/%02x", shard);
-        if (!(dp = ks_opendir_in(S->ref.dirfd, rel, &fd))) continue;
-        while ((de = readdir(dp)) != NULL) {
-            kcache_hash128 d;
-            struct stat sb;
-            char ubuf[KCACHE_UNIT_MAX];
-            size_t ulen = 0;
-            int efd, got_unit = 0;
-            int64_t use;
-            uint64_t ssize;
-            if (ks_dot(de->d_name)) continue;
-            if (fstatat(fd, de->d_name, &sb, AT_SYMLINK_NOFOLLOW) != 0) continue;
-            if (!ks_digest_name(de->d_name, ".kce", &d) || !S_ISREG(sb.st_mode)) {
-                if (!S_ISDIR(sb.st_mode)) { S->stray++; S->stray_bytes += (uint64_t)sb.st_size; }
-                continue;
-            }
-            S->entries++; /* counted as kcache's scan counts it, even in the wrong shard */
-            S->bytes += (uint64_t)sb.st_size;
-            if (S->table_read) {
-                if (!ks_slot_lookup(S->ref.cffd, &S->ref.cf, d, &use, &ssize)) S->no_slot++;
-                else if (ssize != (uint64_t)sb.st_size) S->size_differs++;
-            }
-            if (strncmp(de->d_name, rel + 2, 2) != 0) { S->misplaced++; continue; } /* but a lookup never finds it */
-            efd = openat(fd, de->d_name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
-            if (efd < 0) { S->unreadable++; continue; }
-            if (op->verify) {
-                ks_entry e;
-                unsigned char *h = NULL;
-                char err[200];
-                int rc = ks_entry_read_fd(efd, 1, &e, &h, err, sizeof err);
-                S->verified++;
-                if (rc == 0) {
-                    e.name_digest = ks_same(e.digest, d);
-                    if (!e.name_digest) ks_problem(e.problem, sizeof e.problem, "the entry's digest is not its file name's");
-                    if (e.rec == 1) { ulen = strlen(e.key.unit); memcpy(ubuf, e.key.unit, ulen + 1); got_unit = 1; }
-                }
-                if (rc != 0 || e.problem[0]) {
-                    if (S->bad < KS_SHOW_BAD) {
-                        ks_bad *b = &S->badlist[S->bad];
-                        ki_fmt(b->file, sizeof b->file, "%s/%s", rel, de->d_name);
-                        ki_fmt(b->why, sizeof b->why, "%s", rc != 0 ? err : e.problem);
-                        b->unit[0] = 0;
-                        if (got_unit || ks_entry_unit_fd(efd, ubuf, &ulen)) { memcpy(b->unit, ubuf, ulen + 1); got_unit = 1; }
-                    }
-                    S->bad++;
-                }
-                if (rc == 0) ks_entry_free(&e);
-                free(h);
-            }
-            if (!got_unit) got_unit = ks_entry_unit_fd(efd, ubuf, &ulen);
-            close(efd);
-            if (got_unit) {
-                ks_unit *u = ks_unit_named(S, ubuf, ulen);
-                if (u) { u->entries++; u->bytes += (uint64_t)sb.st_size; }
-            }
-        }
+        snprintf(rel, sizeof rel, "%c/%02x", top, shard);
+        if (!(dp = ks_opendir_in(dirfd_, rel, &fd))) continue;
+        while (!stop && (de = readdir(dp)) != NULL)
+            if (!ks_dot(de->d_name)) stop = fn(ctx, fd, rel, de->d_name);
         closedir(dp);
     }
+}
+
+typedef struct ks_walk_ctx { ks_store *S; const ki_opts *op; } ks_walk_ctx;
+static int ks_walk_entry(void *ctx, int fd, const char *rel, const char *name)
+{
+    ks_store *S = ((ks_walk_ctx *)ctx)->S;
+    const ki_opts *op = ((ks_walk_ctx *)ctx)->op;
+    kcache_hash128 d;
+    struct stat sb;
+    char ubuf[KCACHE_UNIT_MAX];
+    size_t ulen = 0;
+    int efd, got_unit = 0;
+    int64_t use;
+    uint64_t ssize;
+    if (fstatat(fd, name, &sb, AT_SYMLINK_NOFOLLOW) != 0) return 0;
+    if (!ks_digest_name(name, ".kce", &d) || !S_ISREG(sb.st_mode)) {
+        if (!S_ISDIR(sb.st_mode)) { S->stray++; S->stray_bytes += (uint64_t)sb.st_size; }
+        return 0;
+    }
+    S->entries++; /* counted as kcache's scan counts it, even in the wrong shard */
+    S->bytes += (uint64_t)sb.st_size;
+    if (S->table_read) {
+        if (!ks_slot_lookup(S->ref.cffd, &S->ref.cf, d, &use, &ssize)) S->no_slot++;
+        else if (ssize != (uint64_t)sb.st_size) S->size_differs++;
+    }
+    if (strncmp(name, rel + 2, 2) != 0) { S->misplaced++; return 0; } /* but a lookup never finds it */
+    efd = openat(fd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+    if (efd < 0) { S->unreadable++; return 0; }
+    if (op->verify) {
+        ks_entry e;
+        unsigned char *h = NULL;
+        char err[200];
+        int rc = ks_entry_read_fd(efd, 1, &e, &h, err, sizeof err);
+        S->verified++;
+        if (rc == 0) {
+            e.name_digest = ks_same(e.digest, d);
+            if (!e.name_digest) ks_problem(e.problem, sizeof e.problem, "the entry's digest is not its file name's");
+            if (e.rec == 1) { ulen = strlen(e.key.unit); memcpy(ubuf, e.key.unit, ulen + 1); got_unit = 1; }
+        }
+        if (rc != 0 || e.problem[0]) {
+            if (S->bad < KS_SHOW_BAD) {
+                ks_bad *b = &S->badlist[S->bad];
+                ki_fmt(b->file, sizeof b->file, "%s/%s", rel, name);
+                ki_fmt(b->why, sizeof b->why, "%s", rc != 0 ? err : e.problem);
+                b->unit[0] = 0;
+                if (got_unit || ks_entry_unit_fd(efd, ubuf, &ulen)) { memcpy(b->unit, ubuf, ulen + 1); got_unit = 1; }
+            }
+            S->bad++;
+        }
+        if (rc == 0) ks_entry_free(&e);
+        free(h);
+    }
+    if (!got_unit) got_unit = ks_entry_unit_fd(efd, ubuf, &ulen);
+    close(efd);
+    if (got_unit) {
+        ks_unit *u = ks_unit_named(S, ubuf, ulen);
+        if (u) { u->entries++; u->bytes += (uint64_t)sb.st_size; }
+    }
+    return 0;
+}
+static void ks_walk_entries(ks_store *S, const ki_opts *op)
+{
+    ks_walk_ctx c;
+    c.S = S;
+    c.op = op;
+    ks_each_in_shards(S->ref.dirfd, 'e', ks_walk_entry, &c);
 }
 
 /* Streams the use table: slots in use, their bytes, oldest and newest use, slots without a file. */
@@ -5987,6 +6010,7 @@ static void ks_store_assess(const ks_store *S, ks_list *P, ks_list *N)
     memset(P, 0, sizeof *P);
     memset(N, 0, sizeof *N);
     if (S->dir_refused) ks_add(P, "kcache refuses this directory (%s): memory only", S->dir_why);
+    if (S->dir_root) ks_add(N, "root's: kcache reads it for you and never writes it (a site-wide store, or a layer: KCACHE_LAYERS)");
     if (!c->present) ks_add(P, "config.file %s: the next writer rebuilds it by a scan", c->why[0] ? c->why : "missing");
     else if (!c->valid) ks_add(P, "config.file damaged (%s): the next writer rebuilds it by a scan", c->why);
     if (c->present && c->busy) ks_add(P, "config.file marked busy: a writer is updating it now, or died mid-update (the next one rebuilds it)");
@@ -6293,7 +6317,8 @@ static KI_MAYBE_UNUSED int ki_store_report(const char *path, const ki_opts *op, 
     struct stat sb;
     if (!S || !P || !N) { free(S); free(P); free(N); ki_fmt(err, errcap, "out of memory"); return 2; }
     if (ks_store_open(path, &S->ref, err, errcap) != 0) { free(S); free(P); free(N); return 2; }
-    if (fstat(S->ref.dirfd, &sb) == 0 && (sb.st_uid != geteuid() || (sb.st_mode & 022) != 0)) {
+    if (fstat(S->ref.dirfd, &sb) == 0 && (sb.st_mode & 022) == 0 && sb.st_uid == 0 && geteuid() != 0) S->dir_root = 1;
+    else if (fstat(S->ref.dirfd, &sb) == 0 && (sb.st_uid != geteuid() || (sb.st_mode & 022) != 0)) {
         S->dir_refused = 1;
         ki_fmt(S->dir_why, sizeof S->dir_why, "%s", sb.st_uid != geteuid() ? "owned by another user" : "writable by group or others");
     }
@@ -6457,6 +6482,273 @@ static KI_MAYBE_UNUSED int ki_entry_file_report(const char *path, const ki_opts 
 }
 
 #ifndef KCACHE_INSPECT_NO_MAIN
+/* ---------------------------------------------------------------------------------------- */
+/* --make-layer SRC DEST [--unit NAME]... [--private]: a read-only layer (KCACHE_LAYERS).      */
+/*
+ * The one command here that writes a store, and it writes only DEST, a directory it makes (or an
+ * empty one): SRC is read as the rest of this tool reads a store (no lock, nothing written).
+ * Every entry chosen (all, or those of the --unit units) is read whole and validated as kcache
+ * validates a hit: its key record against its file name and header, both checksums. A sound one
+ * is stored in DEST by kcache.h's own put, which writes the entry, the unit's index (its live
+ * overloads: what kcache_explain and `kcache-inspect DEST UNIT` read) and the accounting in
+ * config.file, so DEST is laid out as a store and found consistent. Entries get a new header
+ * around the same key record (dependency stamps included) and payload; a zstd entry
+ * (KCACHE_COMPRESS) would need zstd, which this tool is built without, so such entries are left
+ * out and counted. The lock file and tmp/ go at the end (nobody writes a layer) and the modes
+ * become 0755 / 0644 so that every user may read it (--private: 0700 / 0600). A layer is as
+ * trustworthy as SRC: only entries of SRC's owner (or root's) are taken, and kcache uses a layer
+ * only when it is root's or the user's own (kcache.h's SECURITY).
+ */
+
+typedef struct ml_item { kcache_hash128 d, unit; int copied; } ml_item;
+typedef struct ml_run {
+    const char *const *units;   /* --unit NAME..., NULL: every unit */
+    int nunits;
+    unsigned long *unit_hits;   /* entries found per --unit */
+    ml_item *items;
+    size_t n, cap;
+    uint64_t copied, bytes, corrupt, compressed, foreign, nunits_copied;
+} ml_run;
+
+static int ml_unit_index(const ml_run *R, const char *unit)
+{
+    int i;
+    for (i = 0; i < R->nunits; i++)
+        if (strcmp(R->units[i], unit) == 0) return i;
+    return -1;
+}
+
+/* Pass 1: the entries to copy (their unit read from the header's first bytes). */
+typedef struct ml_scan_ctx { ml_run *R; uid_t owner; int failed; } ml_scan_ctx;
+static int ml_scan_one(void *ctx, int fd, const char *rel, const char *name)
+{
+    ml_scan_ctx *c = (ml_scan_ctx *)ctx;
+    ml_run *R = c->R;
+    kcache_hash128 d;
+    struct stat sb;
+    char unit[KCACHE_UNIT_MAX];
+    size_t ulen = 0;
+    int efd, got, which = -1;
+    if (!ks_digest_name(name, ".kce", &d) || strncmp(name, rel + 2, 2) != 0) return 0;
+    if (fstatat(fd, name, &sb, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(sb.st_mode)) return 0;
+    if (sb.st_uid != c->owner && sb.st_uid != 0) { R->foreign++; return 0; }
+    if ((efd = openat(fd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)) < 0) { R->corrupt++; return 0; }
+    got = ks_entry_unit_fd(efd, unit, &ulen);
+    close(efd);
+    if (!got) { R->corrupt++; return 0; }
+    if (R->units && (which = ml_unit_index(R, unit)) < 0) return 0;
+    if (which >= 0) R->unit_hits[which]++;
+    if (R->n == R->cap) {
+        size_t cap = R->cap ? R->cap * 2 : 256;
+        ml_item *p = (ml_item *)realloc(R->items, cap * sizeof *p);
+        if (!p) { c->failed = 1; return 1; }
+        R->items = p;
+        R->cap = cap;
+    }
+    R->items[R->n].d = d;
+    R->items[R->n].unit = kcache_hash(unit, ulen);
+    R->items[R->n].copied = 0;
+    R->n++;
+    return 0;
+}
+static int ml_scan(int sfd, uid_t owner, ml_run *R, char *err, size_t errcap)
+{
+    ml_scan_ctx c;
+    c.R = R;
+    c.owner = owner;
+    c.failed = 0;
+    ks_each_in_shards(sfd, 'e', ml_scan_one, &c);
+    if (c.failed) { ki_fmt(err, errcap, "out of memory"); return -1; }
+    return 0;
+}
+
+/* Pass 2, one entry: read whole, validated, stored in dst. -1 (with err) when dst failed. */
+static int ml_copy_one(int sfd, kcache__store *dst, ml_item *it, ml_run *R, char *err, size_t errcap)
+{
+    char rel[48];
+    struct stat sb;
+    kcache__blob *b;
+    kcache__read rd;
+    kcache__store_ev ev;
+    kcache_key k;
+    kcache_status s;
+    const unsigned char *h;
+    size_t size, rlen;
+    long long have;
+    int fd;
+    kcache__entry_name(it->d, rel);
+    fd = ks_open_in(sfd, rel);
+    if (fd < 0 || fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode) || sb.st_size < KCACHE__ENTRY_FIXED + 24 ||
+        (uint64_t)sb.st_size > ((uint64_t)1 << 40) || (uint64_t)sb.st_size > (uint64_t)((size_t)-1 / 2) ||
+        !(b = kcache__blob_alloc(NULL, (size_t)sb.st_size, 0))) {
+        if (fd >= 0) close(fd);
+        R->corrupt++;
+        return 0;
+    }
+    size = (size_t)sb.st_size;
+    have = ks_pread(fd, kcache__blob_bytes(b), size, 0);
+    close(fd);
+    h = kcache__blob_bytes(b);
+    rlen = kcache__get_u32(h + 64);
+    memset(&k, 0, sizeof k);
+    if (have != (long long)size || memcmp(h, "KCENTRY", 8) != 0 || rlen > size - KCACHE__ENTRY_FIXED ||
+        kcache__record_parse(h + KCACHE__ENTRY_FIXED, rlen, &k) != KCACHE_OK || !ks_same(k.digest, it->d)) {
+        if (k.magic) kcache_key_free(&k);
+        kcache__blob_unref(b);
+        R->corrupt++;
+        return 0;
+    }
+    memset(&rd, 0, sizeof rd);
+    kcache__entry_check(b, (size_t)have, size, &k, KCACHE_STAMP_HYBRID, 0, (uint64_t)1 << 40, &rd); /* takes b */
+    KCACHE_FREE(rd.rec);
+    if (rd.status != KCACHE_OK) {
+        if (rd.status == KCACHE_ENOENT) R->compressed++; /* a zstd entry: not readable here */
+        else R->corrupt++;
+        kcache_key_free(&k);
+        return 0;
+    }
+    memset(&ev, 0, sizeof ev);
+    s = kcache__store_put(dst, &k, rd.blob->data, rd.blob->size, &ev);
+    kcache__blob_unref(rd.blob);
+    if (s == KCACHE_OK && ev.evicted) { /* the disk's reserve made kcache evict: the layer would lack entries */
+        s = KCACHE_ENOSPC;
+        ki_fmt(err, errcap, "the filesystem of the layer is nearly full (kcache keeps 5 %% of it free)");
+    } else if (s != KCACHE_OK) {
+        ki_fmt(err, errcap, "storing unit \"%s\": %s%s%s", k.unit, kcache_strerror(s), ev.note[0] ? ": " : "", ev.note);
+    }
+    kcache_key_free(&k);
+    if (s != KCACHE_OK) return -1;
+    it->copied = 1;
+    R->copied++;
+    R->bytes += size;
+    return 0;
+}
+
+static mode_t ml_dir_mode, ml_file_mode;
+static int ml_chmod_one(const char *p, const struct stat *s, int flag, struct FTW *f)
+{
+    (void)f;
+    if (flag == FTW_D || flag == FTW_DP) return chmod(p, ml_dir_mode) == 0 ? 0 : -1;
+    if (flag == FTW_F && S_ISREG(s->st_mode)) return chmod(p, ml_file_mode) == 0 ? 0 : -1;
+    return 0;
+}
+
+/* Whether the directory names something (other than . and ..); -1 when it cannot be read. */
+static int ml_dir_used(const char *path)
+{
+    DIR *dp = opendir(path);
+    struct dirent *de;
+    int used = 0;
+    if (!dp) return -1;
+    while (!used && (de = readdir(dp)) != NULL) used = !ks_dot(de->d_name);
+    closedir(dp);
+    return used;
+}
+
+static int ml_unit_count_cmp(const void *a, const void *b) { return memcmp(a, b, sizeof(kcache_hash128)); }
+
+static int ki_make_layer(const char *src, const char *dest, const char *const *units, int nunits, int private_modes, ki_out *o,
+                         char *err, size_t errcap)
+{
+    char src_abs[4096], dest_abs[4096], parent[4096], real_src[PATH_MAX], real_parent[PATH_MAX], why[600], a[48];
+    ml_run R;
+    struct stat sb;
+    kcache__store *dst = NULL;
+    kcache_config cfg;
+    kcache_hash128 *uh;
+    int sfd = -1, rc = 2, i;
+    size_t j;
+    memset(&R, 0, sizeof R);
+    R.units = nunits ? units : NULL;
+    R.nunits = nunits;
+    if (ki_abspath(src, src_abs, sizeof src_abs) != 0 || ki_abspath(dest, dest_abs, sizeof dest_abs) != 0) {
+        ki_fmt(err, errcap, "a path is too long");
+        return 2;
+    }
+    sfd = open(src_abs, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (sfd < 0 || fstat(sfd, &sb) != 0) { ki_fmt(err, errcap, "%s: cannot open the store: %s", src, strerror(errno)); goto out; }
+    if (!kcache__is_dir_nofollow(sfd, "e")) { ki_fmt(err, errcap, "%s: not a kcache store with entries (no e/)", src); goto out; }
+    if (nunits && !(R.unit_hits = (unsigned long *)calloc((size_t)nunits, sizeof *R.unit_hits))) { ki_fmt(err, errcap, "out of memory"); goto out; }
+    if (ml_scan(sfd, sb.st_uid, &R, err, errcap) != 0) goto out;
+    for (i = 0; i < nunits; i++)
+        if (!R.unit_hits[i]) { ki_fmt(err, errcap, "%s: no entry of unit \"%s\" (kcache-inspect %s lists the units); nothing made", src, units[i], src); goto out; }
+    if (!R.n) { ki_fmt(err, errcap, "%s: no entries to copy; nothing made", src); goto out; }
+    /* DEST: new (its parent exists: no directory is made on the way) or empty, and not in SRC */
+    path_dirname(dest_abs, parent, sizeof parent);
+    if (lstat(dest_abs, &sb) == 0 && (!S_ISDIR(sb.st_mode) || ml_dir_used(dest_abs) != 0)) {
+        ki_fmt(err, errcap, "%s exists and is not an empty directory: a layer is made in a new one", dest);
+        goto out;
+    }
+    if (!realpath(parent, real_parent) || stat(real_parent, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
+        ki_fmt(err, errcap, "%s: its directory %s does not exist: make it first", dest, parent);
+        goto out;
+    }
+    if (!realpath(src_abs, real_src)) { ki_fmt(err, errcap, "%s: %s", src, strerror(errno)); goto out; }
+    if (strcmp(real_parent, real_src) == 0 || (strncmp(real_parent, real_src, strlen(real_src)) == 0 && real_parent[strlen(real_src)] == '/')) {
+        ki_fmt(err, errcap, "%s is inside the store %s: a layer is made outside it", dest, src);
+        goto out;
+    }
+    memset(&cfg, 0, sizeof cfg); /* no limit, no environment: every entry chosen, as it is */
+    cfg.fsync = 1;               /* made once, read by many: on disk before it is announced */
+    cfg.lock_timeout_ms = 10000;
+    why[0] = 0;
+    if (kcache__store_open(&dst, dest_abs, &cfg, why, sizeof why) != KCACHE_OK || dst->readonly) {
+        ki_fmt(err, errcap, "cannot make the layer %s: %s", dest, why[0] ? why : "not writable");
+        goto out;
+    }
+    for (j = 0; j < R.n; j++)
+        if (ml_copy_one(sfd, dst, &R.items[j], &R, why, sizeof why) != 0) {
+            ki_fmt(err, errcap, "%s: %s; the layer is incomplete: remove it", dest, why);
+            goto out;
+        }
+    kcache__store_close(dst);
+    dst = NULL;
+    {   /* nobody writes a layer: no lock file, no tmp/ (kcache makes them again if it is ever used as a store) */
+        int dfd = open(dest_abs, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+        if (dfd >= 0) {
+            unlinkat(dfd, "lock", 0);
+            unlinkat(dfd, "tmp", AT_REMOVEDIR);
+            close(dfd);
+        }
+    }
+    ml_dir_mode = private_modes ? 0700 : 0755;
+    ml_file_mode = private_modes ? 0600 : 0644;
+    if (nftw(dest_abs, ml_chmod_one, 32, FTW_PHYS) != 0) { ki_fmt(err, errcap, "%s: cannot set the modes: %s", dest, strerror(errno)); goto out; }
+    if ((uh = (kcache_hash128 *)malloc(R.n * sizeof *uh)) != NULL) { /* the distinct units copied */
+        size_t n = 0;
+        for (j = 0; j < R.n; j++)
+            if (R.items[j].copied) uh[n++] = R.items[j].unit;
+        qsort(uh, n, sizeof *uh, ml_unit_count_cmp);
+        for (j = 0; j < n; j++) R.nunits_copied += j == 0 || !ks_same(uh[j], uh[j - 1]);
+        free(uh);
+    }
+    ks_size(a, sizeof a, R.bytes);
+    ko_puts(o, "layer      ");
+    ks_wrap(o, dest_abs, 11, 11);
+    ko_puts(o, "from       ");
+    ks_wrap(o, src_abs, 11, 11);
+    ko_printf(o, "copied     %llu entr%s of %llu unit%s (%s)\n", (unsigned long long)R.copied, R.copied == 1 ? "y" : "ies",
+              (unsigned long long)R.nunits_copied, R.nunits_copied == 1 ? "" : "s", a);
+    if (R.corrupt || R.compressed || R.foreign) {
+        char line[600];
+        ki_fmt(line, sizeof line, "%llu corrupt, %llu compressed (KCACHE_COMPRESS: this kcache-inspect has no zstd), %llu not made by the store's owner or root",
+               (unsigned long long)R.corrupt, (unsigned long long)R.compressed, (unsigned long long)R.foreign);
+        ko_puts(o, "left out   ");
+        ks_wrap(o, line, 11, 11);
+    }
+    ko_printf(o, "modes      directories %o, files %o: %s\n", (unsigned)ml_dir_mode, (unsigned)ml_file_mode,
+              private_modes ? "yours alone" : "every user may read it (kcache uses a layer that is root's or the user's own)");
+    ko_puts(o, "use        KCACHE_LAYERS=");
+    ks_wrap(o, dest_abs, 11, 11);
+    rc = 0;
+out:
+    if (dst) kcache__store_close(dst);
+    if (sfd >= 0) close(sfd);
+    free(R.items);
+    free(R.unit_hits);
+    return rc;
+}
+
 /* Reads a whole file, at most KI_MAX_FILE bytes. */
 static unsigned char *read_file(const char *path, size_t *len, char *err, size_t errcap)
 {
@@ -6489,6 +6781,7 @@ static unsigned char *read_file(const char *path, size_t *len, char *err, size_t
 static void usage(FILE *f)
 {
     fputs("usage: kcache-inspect [options] FILE.nbi    explain a numba cache index\n"
+          "       kcache-inspect --make-layer [--unit NAME]... SRC DEST   a read-only layer from a store\n"
           "       kcache-inspect [options] DIR         summary and consistency check of a kcache store\n"
           "       kcache-inspect [options] DIR UNIT    one unit of a store: overloads, fields, dependencies\n"
           "       kcache-inspect [options] FILE.kci    the same from a kcache index file\n"
@@ -6516,6 +6809,11 @@ static void usage(FILE *f)
           "                       __pycache__ or a numba cache directory; a dry run unless --yes\n"
           "  --yes                --prune: remove, not only list\n"
           "  --other-cpu          --prune: also what is compiled for another CPU than this one\n"
+          "  --make-layer SRC DEST  make DEST (new, or empty) a read-only layer for KCACHE_LAYERS from the\n"
+          "                       store SRC: its entries validated and copied, with their units' indexes;\n"
+          "                       directories 0755, files 0644 so that other users may read it\n"
+          "  --unit NAME          --make-layer: only this unit's entries (repeatable)\n"
+          "  --private            --make-layer: directories 0700, files 0600 (yours alone)\n"
           "  --numba              read FILE as a numba index whatever its name\n"
           "  --dump               numba: also print the decoded pickles\n"
           "  -h, --help           this text\n"
@@ -6527,6 +6825,7 @@ int main(int argc, char **argv)
     ki_opts op;
     int i, rc, dashdash = 0, nprune = 0;
     const char **prune = (const char **)argv + 1;   /* the positional arguments, gathered in argv's own slots */
+    static const char *layer_units[256];            /* --make-layer's --unit NAMEs */
     struct stat st;
     unsigned char *buf;
     size_t len = 0;
@@ -6556,6 +6855,15 @@ int main(int argc, char **argv)
         else if (strcmp(a, "--prune") == 0) op.prune = 1;
         else if (strcmp(a, "--yes") == 0) op.prune_yes = 1;
         else if (strcmp(a, "--other-cpu") == 0) op.prune_other_cpu = 1;
+        else if (strcmp(a, "--make-layer") == 0) op.make_layer = 1;
+        else if (strcmp(a, "--private") == 0) op.private_layer = 1;
+        else if (strcmp(a, "--unit") == 0) {
+            if (i + 1 >= argc) { fprintf(stderr, "kcache-inspect: %s needs a value\n", a); return 2; }
+            if (op.nlayer_units == (int)(sizeof layer_units / sizeof layer_units[0])) { fprintf(stderr, "kcache-inspect: at most 256 --unit\n"); return 2; }
+            op.layer_units = layer_units;
+            op.layer_units[op.nlayer_units++] = argv[++i];
+            continue;
+        }
         else if (strcmp(a, "--llvm-version") == 0 || strcmp(a, "--path") == 0) {
             char *end;
             long v;
@@ -6580,6 +6888,17 @@ int main(int argc, char **argv)
     if (op.host) {
         memset(&o, 0, sizeof o);
         ki_host_report(&op, &o);
+        fwrite(o.buf ? o.buf : "", 1, o.len, stdout);
+        ko_free(&o);
+        return fflush(stdout) != 0 ? 2 : 0;
+    }
+    if ((op.nlayer_units || op.private_layer) && !op.make_layer) { fprintf(stderr, "kcache-inspect: --unit and --private go with --make-layer\n"); return 2; }
+    if (op.make_layer) {
+        if (nprune != 2 || op.prune) { fprintf(stderr, "kcache-inspect: --make-layer takes a store SRC and a new directory DEST\n"); return 2; }
+        memset(&o, 0, sizeof o);
+        err[0] = 0;
+        rc = ki_make_layer(prune[0], prune[1], op.layer_units, op.nlayer_units, op.private_layer, &o, err, sizeof err);
+        if (rc != 0) { ko_free(&o); fprintf(stderr, "kcache-inspect: --make-layer: %s\n", err); return rc; }
         fwrite(o.buf ? o.buf : "", 1, o.len, stdout);
         ko_free(&o);
         return fflush(stdout) != 0 ? 2 : 0;

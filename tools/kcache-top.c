@@ -779,6 +779,7 @@ static const char *kt_kind_name(int k) {
     case KCACHE__PUB_EV_HIT_MEM: return "hit-mem";
     case KCACHE__PUB_EV_HIT_DISK: return "hit-disk";
     case KCACHE__PUB_EV_HIT_REMOTE: return "hit-remote";
+    case KCACHE__PUB_EV_HIT_LAYER: return "hit-layer";
     case KCACHE__PUB_EV_MISS: return "miss";
     case KCACHE__PUB_EV_PUT: return "put";
     case KCACHE__PUB_EV_EVICT: return "evict";
@@ -787,7 +788,7 @@ static const char *kt_kind_name(int k) {
 }
 static int kt_kind_color(int k, int reason) {
     switch (k) {
-    case KCACHE__PUB_EV_HIT_MEM: case KCACHE__PUB_EV_HIT_DISK: case KCACHE__PUB_EV_HIT_REMOTE: return C_GOOD;
+    case KCACHE__PUB_EV_HIT_MEM: case KCACHE__PUB_EV_HIT_DISK: case KCACHE__PUB_EV_HIT_REMOTE: case KCACHE__PUB_EV_HIT_LAYER: return C_GOOD;
     case KCACHE__PUB_EV_MISS: return reason == KCACHE_REASON_REJECTED ? C_BAD : C_WARN;
     case KCACHE__PUB_EV_EVICT: return C_BAD;
     default: return C_NORM;
