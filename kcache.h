@@ -2223,6 +2223,18 @@ static void kcache__lockfile_unlock(kcache__lockfile *lf) {
     kcache__mutex_unlock(&lf->m);
 }
 
+/* Drops `at` from the claims this process holds on lf (taken in here). */
+static void kcache__lockfile_forget_claim(kcache__lockfile *lf, uint64_t at) {
+    size_t i;
+    kcache__mutex_lock(&lf->m);
+    for (i = 0; i < lf->nclaims; i++)
+        if (lf->claims[i] == at) {
+            lf->claims[i] = lf->claims[--lf->nclaims];
+            break;
+        }
+    kcache__mutex_unlock(&lf->m);
+}
+
 /* Claims byte `at` for a build, without waiting: 1 when claimed; 0 when a thread of this process or
    another process holds it (errno EAGAIN); -1 on an error (errno; ECHILD in a forked child). */
 static int kcache__lockfile_claim(kcache__lockfile *lf, uint64_t at) {
@@ -2253,27 +2265,14 @@ static int kcache__lockfile_claim(kcache__lockfile *lf, uint64_t at) {
     kcache__mutex_unlock(&lf->m);
     if (kcache__io_lock(lf->fd, at, KCACHE__LOCK_EXCLUSIVE, 0) == 0) return 1;
     e = errno;
-    kcache__mutex_lock(&lf->m);
-    for (i = 0; i < lf->nclaims; i++)
-        if (lf->claims[i] == at) {
-            lf->claims[i] = lf->claims[--lf->nclaims];
-            break;
-        }
-    kcache__mutex_unlock(&lf->m);
+    kcache__lockfile_forget_claim(lf, at);
     errno = e == EACCES || e == EINTR ? EAGAIN : e;
     return errno == EAGAIN ? 0 : -1;
 }
 static void kcache__lockfile_unclaim(kcache__lockfile *lf, uint64_t at) {
-    size_t i;
     if (kcache__pid() != lf->pid) return; /* a forked child back from a build: its parent's claim */
     kcache__io_lock(lf->fd, at, KCACHE__LOCK_NONE, 0);
-    kcache__mutex_lock(&lf->m);
-    for (i = 0; i < lf->nclaims; i++)
-        if (lf->claims[i] == at) {
-            lf->claims[i] = lf->claims[--lf->nclaims];
-            break;
-        }
-    kcache__mutex_unlock(&lf->m);
+    kcache__lockfile_forget_claim(lf, at);
 }
 
 /* The remembered content digest of a file with exactly this stat, if any. */
