@@ -10308,7 +10308,8 @@ static void kcache__layers_open(kcache *kc, const char *spec) {
     char *path, why[400];
     if (!spec || !*spec) return;
     if ((path = (char *)KCACHE_MALLOC(KCACHE__LAYER_PATH_MAX)) == NULL) { /* (not on the stack: small thread stacks) */
-        kcache__layer_refused(kc, "(KCACHE_LAYERS)", "out of memory");
+        strcpy(why, "out of memory");
+        kcache__layer_refused(kc, spec, why);
         return;
     }
     while (*spec) {
