@@ -10510,7 +10510,7 @@ static int kcache__lower_explain_resolved(kcache *kc, const kcache_key *k, kcach
     kcache__remote_ev ev;
     kcache__read rd;
     const char *where;
-    kcache_key stored;
+    kcache_key *stored;
     kcache__store *bad = NULL;
     unsigned char *bad_rec = NULL;
     size_t bad_len = 0;
@@ -10545,14 +10545,16 @@ static int kcache__lower_explain_resolved(kcache *kc, const kcache_key *k, kcach
         if (said) { KCACHE_FREE(bad_rec); return 1; }
     }
     if (!bad) return 0;
-    if (bad_rec && kcache__record_parse(bad_rec, bad_len, &stored) == KCACHE_OK) {
-        kcache__sb_add(b, "miss: %s: ", kcache__reason_text[KCACHE_REASON_STAMP]);
-        kcache__sb_stamps(b, &stored, k, kc->cfg.stamp);
-        kcache__sb_add(b, " (the entry in layer %s)", bad->dir);
-        kcache_key_free(&stored);
-    } else if (bad_rec) {
-        kcache__sb_add(b, "miss: %s (the entry in layer %s)", kcache__reason_text[KCACHE_REASON_STAMP], bad->dir);
-        kcache_key_free(&stored);
+    if (bad_rec) {
+        stored = kcache__key_alloc();
+        if (stored && kcache__record_parse(bad_rec, bad_len, stored) == KCACHE_OK) {
+            kcache__sb_add(b, "miss: %s: ", kcache__reason_text[KCACHE_REASON_STAMP]);
+            kcache__sb_stamps(b, stored, k, kc->cfg.stamp);
+            kcache__sb_add(b, " (the entry in layer %s)", bad->dir);
+        } else {
+            kcache__sb_add(b, "miss: %s (the entry in layer %s)", kcache__reason_text[KCACHE_REASON_STAMP], bad->dir);
+        }
+        kcache__key_drop(stored);
     } else {
         kcache__sb_add(b, "miss: %s: the entry for unit \"%s\" in layer %s fails validation; it stays there (a layer is read-only)",
                        kcache__reason_text[KCACHE_REASON_REJECTED], k->unit, bad->dir);
@@ -10567,21 +10569,23 @@ static int kcache__layers_closest(kcache *kc, const kcache_key *k, kcache__sb *b
     int i;
     for (i = 0; i < kc->nlayers; i++) {
         kcache__ix ix;
-        kcache_key best, cand;
-        int best_eq = -1;
         uint32_t j, n;
         if (kcache__ix_read(kc->layers[i], k->unit, &ix) != KCACHE_OK) continue;
         n = ix.n[KCACHE__IX_LIVE];
         if (n && b) {
-            for (j = 0; j < n; j++) {
-                int eq = kcache__equal_fields(ix.items[KCACHE__IX_LIVE][j].rec, ix.items[KCACHE__IX_LIVE][j].rec_len, k, &cand);
-                if (eq >= 0) kcache__keep_closest(&best, &best_eq, &cand, eq);
+            kcache_key *best = kcache__key_alloc(), *cand = kcache__key_alloc();
+            int best_eq = -1;
+            for (j = 0; best && cand && j < n; j++) {
+                int eq = kcache__equal_fields(ix.items[KCACHE__IX_LIVE][j].rec, ix.items[KCACHE__IX_LIVE][j].rec_len, k, cand);
+                if (eq >= 0) kcache__keep_closest(best, &best_eq, cand, eq);
             }
             b->len = 0;
             if (b->cap) b->p[0] = 0;
             kcache__sb_add(b, "miss: %s: closest of %u overload(s) of unit \"%s\" in layer %s: ", kcache__reason_text[KCACHE_REASON_FIELD], n,
                            k->unit, kc->layers[i]->dir);
-            if (best_eq >= 0) { kcache__sb_diff(b, &best, k); kcache_key_free(&best); }
+            if (best_eq >= 0) { kcache__sb_diff(b, best, k); kcache_key_free(best); }
+            KCACHE_FREE(best); /* (cand was freed or moved into best by the last keep_closest) */
+            KCACHE_FREE(cand);
         }
         kcache__ix_free(&ix);
         if (n) return 1;
