@@ -10123,6 +10123,21 @@ static void kcache__keep_closest(kcache_key *best, int *best_eq, kcache_key *can
     }
 }
 
+/* Writes into b how k differs from the closest of an index's live overloads (nothing when none of
+   their records parses). The two keys compared live on the heap (about 4 KiB each: small stacks). */
+static void kcache__sb_closest(kcache__sb *b, const kcache__ix *ix, const kcache_key *k) {
+    kcache_key *best = kcache__key_alloc(), *cand = kcache__key_alloc();
+    int best_eq = -1;
+    uint32_t i;
+    for (i = 0; best && cand && i < ix->n[KCACHE__IX_LIVE]; i++) {
+        int eq = kcache__equal_fields(ix->items[KCACHE__IX_LIVE][i].rec, ix->items[KCACHE__IX_LIVE][i].rec_len, k, cand);
+        if (eq >= 0) kcache__keep_closest(best, &best_eq, cand, eq);
+    }
+    if (best_eq >= 0) { kcache__sb_diff(b, best, k); kcache_key_free(best); }
+    KCACHE_FREE(best); /* (cand was freed or moved into best by the last keep_closest) */
+    KCACHE_FREE(cand);
+}
+
 /* Why a key whose entry is not in the store misses, from its unit's index (no lock); with b, says
    so in words. */
 static kcache_reason kcache__ix_classify(kcache *kc, const kcache_key *k, int64_t *when, kcache__sb *b) {
@@ -10176,20 +10191,10 @@ static kcache_reason kcache__ix_classify(kcache *kc, const kcache_key *k, int64_
             kcache__key_drop(stored);
             break;
         }
-        case KCACHE_REASON_FIELD: {
-            kcache_key *best = kcache__key_alloc(), *cand = kcache__key_alloc();
-            int best_eq = -1;
-            uint32_t i;
-            for (i = 0; best && cand && i < ix.n[KCACHE__IX_LIVE]; i++) {
-                int eq = kcache__equal_fields(ix.items[KCACHE__IX_LIVE][i].rec, ix.items[KCACHE__IX_LIVE][i].rec_len, k, cand);
-                if (eq >= 0) kcache__keep_closest(best, &best_eq, cand, eq);
-            }
+        case KCACHE_REASON_FIELD:
             kcache__sb_add(b, ": closest of %u stored overload(s) of unit \"%s\": ", ix.n[KCACHE__IX_LIVE], k->unit);
-            if (best_eq >= 0) { kcache__sb_diff(b, best, k); kcache_key_free(best); }
-            KCACHE_FREE(best); /* (cand was freed or moved into best by the last keep_closest) */
-            KCACHE_FREE(cand);
+            kcache__sb_closest(b, &ix, k);
             break;
-        }
         default:
             b->len = 0; /* cold reads "miss: cold: unit ... never stored", as in memory-only mode */
             if (b->cap) b->p[0] = 0;
@@ -10509,7 +10514,7 @@ static int kcache__lower_explain_resolved(kcache *kc, const kcache_key *k, kcach
     kcache__remote_ev ev;
     kcache__read rd;
     const char *where;
-    kcache_key stored;
+    kcache_key *stored;
     kcache__store *bad = NULL;
     unsigned char *bad_rec = NULL;
     size_t bad_len = 0;
@@ -10544,18 +10549,18 @@ static int kcache__lower_explain_resolved(kcache *kc, const kcache_key *k, kcach
         if (said) { KCACHE_FREE(bad_rec); return 1; }
     }
     if (!bad) return 0;
-    if (bad_rec && kcache__record_parse(bad_rec, bad_len, &stored) == KCACHE_OK) {
+    stored = bad_rec ? kcache__key_alloc() : NULL; /* (on the heap: small stacks) */
+    if (stored && kcache__record_parse(bad_rec, bad_len, stored) == KCACHE_OK) {
         kcache__sb_add(b, "miss: %s: ", kcache__reason_text[KCACHE_REASON_STAMP]);
-        kcache__sb_stamps(b, &stored, k, kc->cfg.stamp);
+        kcache__sb_stamps(b, stored, k, kc->cfg.stamp);
         kcache__sb_add(b, " (the entry in layer %s)", bad->dir);
-        kcache_key_free(&stored);
     } else if (bad_rec) {
         kcache__sb_add(b, "miss: %s (the entry in layer %s)", kcache__reason_text[KCACHE_REASON_STAMP], bad->dir);
-        kcache_key_free(&stored);
     } else {
         kcache__sb_add(b, "miss: %s: the entry for unit \"%s\" in layer %s fails validation; it stays there (a layer is read-only)",
                        kcache__reason_text[KCACHE_REASON_REJECTED], k->unit, bad->dir);
     }
+    kcache__key_drop(stored);
     KCACHE_FREE(bad_rec);
     return 1;
 }
@@ -10566,21 +10571,15 @@ static int kcache__layers_closest(kcache *kc, const kcache_key *k, kcache__sb *b
     int i;
     for (i = 0; i < kc->nlayers; i++) {
         kcache__ix ix;
-        kcache_key best, cand;
-        int best_eq = -1;
-        uint32_t j, n;
+        uint32_t n;
         if (kcache__ix_read(kc->layers[i], k->unit, &ix) != KCACHE_OK) continue;
         n = ix.n[KCACHE__IX_LIVE];
         if (n && b) {
-            for (j = 0; j < n; j++) {
-                int eq = kcache__equal_fields(ix.items[KCACHE__IX_LIVE][j].rec, ix.items[KCACHE__IX_LIVE][j].rec_len, k, &cand);
-                if (eq >= 0) kcache__keep_closest(&best, &best_eq, &cand, eq);
-            }
             b->len = 0;
             if (b->cap) b->p[0] = 0;
             kcache__sb_add(b, "miss: %s: closest of %u overload(s) of unit \"%s\" in layer %s: ", kcache__reason_text[KCACHE_REASON_FIELD], n,
                            k->unit, kc->layers[i]->dir);
-            if (best_eq >= 0) { kcache__sb_diff(b, &best, k); kcache_key_free(&best); }
+            kcache__sb_closest(b, &ix, k);
         }
         kcache__ix_free(&ix);
         if (n) return 1;
