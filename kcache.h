@@ -9534,48 +9534,6 @@ static void kcache__say_env_bad(const kcache_config *cfg) {
     }
 }
 
-/* The read-only layers' variables. */
-static void kcache__config_layers_env(kcache_config *cfg) {
-    const char *v;
-    int b;
-    if ((v = getenv("KCACHE_LAYERS")) != NULL && *v) cfg->layers = v;
-    if ((v = getenv("KCACHE_LAYERS_COPY")) != NULL && *v) {
-        if (kcache__parse_bool(v, &b)) cfg->layers_copy = b;
-        else kcache__env_bad(cfg, LAYERS_COPY);
-    }
-}
-
-/* The remote tier's variables (and KCACHE_COMPRESS), after the others. */
-static void kcache__config_remote_env(kcache_config *cfg) {
-    const char *v;
-    uint64_t n;
-    int b;
-    if ((v = getenv("KCACHE_REMOTE")) != NULL && *v) cfg->remote = v;
-    if ((v = getenv("KCACHE_REMOTE_SECRET")) != NULL && *v) cfg->remote_secret = v;
-    if ((v = getenv("KCACHE_REMOTE_MODE")) != NULL && *v) {
-        if (strcmp(v, "rw") == 0) cfg->remote_mode = KCACHE_REMOTE_RW;
-        else if (strcmp(v, "ro") == 0) cfg->remote_mode = KCACHE_REMOTE_RO;
-        else kcache__env_bad(cfg, REMOTE_MODE);
-    }
-    if ((v = getenv("KCACHE_REMOTE_TIMEOUT")) != NULL && *v) { /* milliseconds; "ms" or "s" may follow */
-        char *end;
-        unsigned long long t = strtoull(v, &end, 10);
-        if (end != v && *v >= '0' && *v <= '9' && strcmp(end, "s") == 0 && t <= 600) t *= 1000;
-        else if (end == v || !(*v >= '0' && *v <= '9') || (*end && strcmp(end, "ms") != 0)) t = 0;
-        if (t >= 1 && t <= 600000) cfg->remote_timeout_ms = (uint32_t)t;
-        else kcache__env_bad(cfg, REMOTE_TIMEOUT);
-    }
-    if ((v = getenv("KCACHE_REMOTE_MAX_ENTRY")) != NULL && *v) {
-        if (kcache__parse_size(v, &n) && n >= 1024 && n <= ((uint64_t)512 << 20)) cfg->remote_max_entry = n;
-        else kcache__env_bad(cfg, REMOTE_MAX_ENTRY);
-    }
-    if ((v = getenv("KCACHE_COMPRESS")) != NULL && *v) {
-        if (kcache__parse_bool(v, &b)) cfg->compress = b;
-        else kcache__env_bad(cfg, COMPRESS);
-    }
-}
-
-
 KCACHE_API void kcache_config_defaults(kcache_config *cfg) {
     if (!cfg) return;
     memset(cfg, 0, sizeof *cfg);
@@ -9615,9 +9573,15 @@ KCACHE_API void kcache_config_init(kcache_config *cfg) {
     KCACHE__ENV_BOOL(TRACE, trace)
     KCACHE__ENV_BOOL(FSYNC, fsync)
     KCACHE__ENV_BOOL(STATS, publish)
+    KCACHE__ENV_BOOL(COMPRESS, compress)
+    KCACHE__ENV_BOOL(LAYERS_COPY, layers_copy)
 #undef KCACHE__ENV_BOOL
+    /* strings: cfg points into the environment (kcache_open copies what it keeps) */
     if ((v = getenv("KCACHE_DIR")) != NULL && *v) cfg->dir = v;
     if ((v = getenv("KCACHE_SHARED_GROUP")) != NULL && *v) cfg->shared_group = v;
+    if ((v = getenv("KCACHE_LAYERS")) != NULL && *v) cfg->layers = v;
+    if ((v = getenv("KCACHE_REMOTE")) != NULL && *v) cfg->remote = v;
+    if ((v = getenv("KCACHE_REMOTE_SECRET")) != NULL && *v) cfg->remote_secret = v;
     if ((v = getenv("KCACHE_MAX_SIZE")) != NULL && *v) {
         if (kcache__parse_size(v, &n)) cfg->max_size = n;
         else kcache__env_bad(cfg, MAX_SIZE);
@@ -9645,8 +9609,23 @@ KCACHE_API void kcache_config_init(kcache_config *cfg) {
         else if (strcmp(v, "content") == 0) cfg->stamp = KCACHE_STAMP_CONTENT;
         else kcache__env_bad(cfg, STAMP);
     }
-    kcache__config_remote_env(cfg);
-    kcache__config_layers_env(cfg);
+    if ((v = getenv("KCACHE_REMOTE_MODE")) != NULL && *v) {
+        if (strcmp(v, "rw") == 0) cfg->remote_mode = KCACHE_REMOTE_RW;
+        else if (strcmp(v, "ro") == 0) cfg->remote_mode = KCACHE_REMOTE_RO;
+        else kcache__env_bad(cfg, REMOTE_MODE);
+    }
+    if ((v = getenv("KCACHE_REMOTE_TIMEOUT")) != NULL && *v) { /* milliseconds; "ms" or "s" may follow */
+        char *end;
+        unsigned long long t = strtoull(v, &end, 10);
+        if (end != v && *v >= '0' && *v <= '9' && strcmp(end, "s") == 0 && t <= 600) t *= 1000;
+        else if (end == v || !(*v >= '0' && *v <= '9') || (*end && strcmp(end, "ms") != 0)) t = 0;
+        if (t >= 1 && t <= 600000) cfg->remote_timeout_ms = (uint32_t)t;
+        else kcache__env_bad(cfg, REMOTE_TIMEOUT);
+    }
+    if ((v = getenv("KCACHE_REMOTE_MAX_ENTRY")) != NULL && *v) {
+        if (kcache__parse_size(v, &n) && n >= 1024 && n <= ((uint64_t)512 << 20)) cfg->remote_max_entry = n;
+        else kcache__env_bad(cfg, REMOTE_MAX_ENTRY);
+    }
 }
 
 /* The default directory: $XDG_CACHE_HOME/kcache (an absolute path, as the XDG spec requires), else
