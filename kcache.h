@@ -5369,6 +5369,9 @@ typedef struct kcache__store {
 static int kcache__trusted(const kcache__store *st, const kcache__finfo *s) {
     return s->uid == st->uid || s->uid == 0 || (st->shared && s->gid == st->gid);
 }
+/* The mode of the files kcache makes in the store (lock, config.file, stats, temp files): its
+   user's alone, or its group's too in a shared store. */
+static unsigned kcache__file_mode(const kcache__store *st) { return st->shared ? 0660u : 0600u; }
 #define KCACHE__SLACK ((uint64_t)8 << 10) /* beside an entry: an index record, a new shard's block */
 
 /* kcache leaves its filesystem this much free: 5 % of it, at most 1 GiB. A cache gives way before
@@ -5621,7 +5624,7 @@ static int kcache__store_lockfile(kcache__store *st, char *why, size_t cap) {
     kcache__finfo fi;
     int fd;
     if (kcache__io_statat(st->dirfd, "lock", &fi) == 0 && fi.kind == KCACHE__KIND_FILE && kcache__trusted(st, &fi) &&
-        (fi.perm & 07777) == (st->shared ? 0660u : 0600u) && (st->lf = kcache__lockfile_find(fi.dev, fi.ino)) != NULL)
+        (fi.perm & 07777) == kcache__file_mode(st) && (st->lf = kcache__lockfile_find(fi.dev, fi.ino)) != NULL)
         return 0;
     if ((fd = kcache__lock_open(st, why, cap)) < 0) return -1;
     st->lf = kcache__lockfile_adopt(fd);
@@ -5672,7 +5675,7 @@ static kcache_status kcache__cf_create(kcache__store *st, uint64_t limit, int re
         KCACHE_FREE(hdr);
         return errno == ENOSPC ? KCACHE_ENOSPC : (errno == EROFS || errno == EACCES) ? KCACHE_EROFS : KCACHE_EIO;
     }
-    kcache__io_chmod(fd, st->shared ? 0660 : 0600); /* reopened for writing by every process: not the umask's */
+    kcache__io_chmod(fd, kcache__file_mode(st)); /* reopened for writing by every process: not the umask's */
     /* The table's blocks are allocated now: a sparse page first touched through the mapping when
        the disk is full would be SIGBUS, not an error. A filesystem without room for the table
        gets a smaller one (down to 4096 slots) rather than no store. */
@@ -5728,8 +5731,8 @@ static int kcache__cf_map(kcache__store *st, int *valid) {
         kcache__cf_unmap(st);
         return 0; /* present but unusable: the caller replaces it */
     }
-    if ((s.perm & 0777) != (st->shared ? 0660u : 0600u) && s.uid == st->uid) /* others may not read it */
-        kcache__io_chmod(st->cffd, st->shared ? 0660 : 0600);
+    if ((s.perm & 0777) != kcache__file_mode(st) && s.uid == st->uid) /* others may not read it */
+        kcache__io_chmod(st->cffd, kcache__file_mode(st));
     len = (size_t)s.size;
     st->map = kcache__io_map(st->cffd, len);
     if (!st->map) { kcache__cf_unmap(st); return -1; }
@@ -6048,7 +6051,7 @@ static void kcache__cf_grow(kcache__store *st, kcache__store_ev *ev) {
     snprintf(tmp, sizeof tmp, "%u-grow-%llx.tmp", (unsigned)kcache__pid(), (unsigned long long)st->temp_seq);
     fd = kcache__io_openat(st->tmpfd, tmp, KCACHE__RW | KCACHE__CREATE | KCACHE__EXCL | st->gmode);
     if (fd < 0) return;
-    kcache__io_chmod(fd, st->shared ? 0660 : 0600);
+    kcache__io_chmod(fd, kcache__file_mode(st));
     if (kcache__io_allocate(fd, (uint64_t)len) != 0 || kcache__io_fstat(fd, &sb) != 0 || (map = kcache__io_map(fd, len)) == NULL) {
         kcache__io_close(fd);
         kcache__io_unlink(st->tmpfd, tmp);
@@ -7530,7 +7533,7 @@ static int kcache__store_proven(kcache__store *st, char *why, size_t cap) {
    take a lock and stall every writer. EACCES, EROFS, EPERM: the store is read-only for us. */
 static int kcache__lock_open(kcache__store *st, char *why, size_t cap) {
     kcache__finfo s;
-    unsigned want = st->shared ? 0660 : 0600;
+    unsigned want = kcache__file_mode(st);
     int fd = kcache__open_in(st, "lock", KCACHE__RW | KCACHE__CREATE | KCACHE__NONBLOCK | st->gmode);
     if (fd < 0) return -1;
     if (kcache__io_fstat(fd, &s) != 0 || s.kind != KCACHE__KIND_FILE || !kcache__trusted(st, &s)) {
@@ -9061,7 +9064,7 @@ static int kcache__pub_create(kcache__store *st, int replace) {
         KCACHE_FREE(hdr);
         return e;
     }
-    if (kcache__io_chmod(fd, st->shared ? 0660 : 0600) != 0) e = errno ? errno : EIO; /* not the umask's */
+    if (kcache__io_chmod(fd, kcache__file_mode(st)) != 0) e = errno ? errno : EIO; /* not the umask's */
     kcache__pub_header(hdr);
     if (kcache__io_pwrite(fd, hdr, KCACHE__PUB_HEADER, 0) != (ptrdiff_t)KCACHE__PUB_HEADER) e = errno ? errno : EIO;
     KCACHE_FREE(hdr);
@@ -9181,7 +9184,7 @@ static KCACHE__UNUSED void kcache__pub_open(kcache__pub *p, kcache__store *st, c
         }
         if (fd < 0) { kcache__pub_say(p, "stats: cannot open %s/stats (%s); not published", st->dir, strerror(errno)); return; }
         if (kcache__io_fstat(fd, &sb) != 0 || sb.kind != KCACHE__KIND_FILE || !kcache__trusted(st, &sb)) v = 0;
-        else if ((sb.perm & 0777) != (st->shared ? 0660u : 0600u) && (sb.uid != st->uid || kcache__io_chmod(fd, st->shared ? 0660 : 0600) != 0)) v = 0;
+        else if ((sb.perm & 0777) != kcache__file_mode(st) && (sb.uid != st->uid || kcache__io_chmod(fd, kcache__file_mode(st)) != 0)) v = 0;
         else if (sb.size < KCACHE__PUB_HEADER || kcache__io_pread(fd, hdr, sizeof hdr, 0) != (ptrdiff_t)sizeof hdr) v = 0;
         else v = kcache__pub_valid(hdr, (uint64_t)sb.size);
         if (v != 0) break;
