@@ -5395,10 +5395,11 @@ static uint64_t kcache__shortfall(kcache__store *st, uint64_t need) {
    fstatat; checking all 512 at every open would cost a millisecond): a hit pays one load and a
    bit test. 0: refused, never read, written or cleaned in (st->shard_why says why). */
 static int kcache__shard_check(kcache__store *st, const char *rel, int which, int b);
+static int kcache__hexval(int c) { /* a lower-case hex digit's value, else -1 (kcache writes lower case) */
+    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+}
 static int kcache__shard_trusted(kcache__store *st, const char *rel) {
-    int which = rel[0] == 'i', hi = rel[2], lo = rel[3], b;
-    hi = hi >= '0' && hi <= '9' ? hi - '0' : hi >= 'a' && hi <= 'f' ? hi - 'a' + 10 : -1;
-    lo = lo >= '0' && lo <= '9' ? lo - '0' : lo >= 'a' && lo <= 'f' ? lo - 'a' + 10 : -1;
+    int which = rel[0] == 'i', hi = kcache__hexval((unsigned char)rel[2]), lo = kcache__hexval((unsigned char)rel[3]), b;
     if (hi < 0 || lo < 0) return 1; /* not a shard's name: the callers' own checks apply */
     b = hi << 4 | lo;
     if (KCACHE__LIKELY(kcache__atomic_load_u64(&st->shard_ok[which][b >> 6]) & ((uint64_t)1 << (b & 63)))) return 1;
@@ -5913,9 +5914,6 @@ static int kcache__use_before(uint64_t a, uint64_t b) {
     return (a & KCACHE__USE_MARK) != (b & KCACHE__USE_MARK) ? !(a & KCACHE__USE_MARK) : a < b;
 }
 
-static int kcache__hexval(int c) {
-    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
-}
 static int kcache__parse_entry_name(const char *name, kcache_hash128 *d) {
     int i;
     uint64_t hi = 0, lo = 0;
@@ -7056,7 +7054,7 @@ static int kcache__temp_name(const char *name, unsigned long *pid) {
         if (strncmp(p, kinds[i], strlen(kinds[i])) == 0) { p += strlen(kinds[i]); break; }
     for (;;) {
         const char *start = p;
-        while ((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f')) p++;
+        while (kcache__hexval((unsigned char)*p) >= 0) p++;
         if (p == start || p - start > 16) return 0;
         groups++;
         if (*p != '-' || groups == (junk ? 1 : 2)) break;
