@@ -5263,14 +5263,21 @@ static void kcache__entry_header_into(unsigned char *hdr, size_t hlen, size_t re
 }
 
 #ifdef KCACHE_ZSTD
-/* The payload as one zstd frame (level 1: the remote's bytes shrink ~8x for PTX and cubins at
-   hundreds of MB/s), in a new buffer (KCACHE_FREE it), or NULL when it would not be smaller. */
+/* The payload as one zstd frame into dst (cap bytes, ZSTD_compressBound(size) to be sure of room):
+   its length, or 0 when it would not be smaller (then it is stored as it is). Level 1: the remote's
+   bytes shrink ~8x for PTX and cubins at hundreds of MB/s. */
+static size_t kcache__zstd_into(void *dst, size_t cap, const void *data, size_t size) {
+    size_t n;
+    if (size < 64) return 0;
+    n = ZSTD_compress(dst, cap, data, size, 1);
+    return ZSTD_isError(n) || n >= size ? 0 : n;
+}
+/* The same in a new buffer (KCACHE_FREE it), or NULL (*out_len untouched: stored as it is). */
 static unsigned char *kcache__zstd_pack(const void *data, size_t size, size_t *out_len) {
     size_t cap = ZSTD_compressBound(size), n;
     unsigned char *p;
     if (size < 64 || ZSTD_isError(cap) || !(p = (unsigned char *)KCACHE_MALLOC(cap))) return NULL;
-    n = ZSTD_compress(p, cap, data, size, 1);
-    if (ZSTD_isError(n) || n >= size) { KCACHE_FREE(p); return NULL; }
+    if ((n = kcache__zstd_into(p, cap, data, size)) == 0) { KCACHE_FREE(p); return NULL; }
     *out_len = n;
     return p;
 }
@@ -7749,6 +7756,14 @@ static void kcache__rev_note(kcache__remote_ev *ev, const char *fmt, ...) {
     va_end(ap);
 }
 
+/* Adds what src counted to dst; src's note when dst has none. */
+static void kcache__rev_add(kcache__remote_ev *dst, const kcache__remote_ev *src) {
+    dst->lookups += src->lookups; dst->puts += src->puts; dst->calls += src->calls; dst->latency_ns += src->latency_ns;
+    dst->errors += src->errors; dst->timeouts += src->timeouts; dst->skipped += src->skipped; dst->rejects += src->rejects;
+    dst->opened += src->opened; dst->closed += src->closed;
+    if (!dst->note[0]) memcpy(dst->note, src->note, sizeof dst->note);
+}
+
 typedef struct kcache__shard {
     char *url;                 /* as messages show it: canonical, without credentials */
     uint64_t seed;             /* its rendezvous weight seed: XXH3 of url */
@@ -7811,10 +7826,8 @@ static unsigned char *kcache__remote_pack(const kcache__remote *r, const kcache_
     if (!(v = (unsigned char *)KCACHE_MALLOC(KCACHE__RV_HEADER + hlen + cap + KCACHE__MAC_LEN))) return NULL;
     payload = v + KCACHE__RV_HEADER + hlen;
 #ifdef KCACHE_ZSTD
-    if (size >= 64) {
-        size_t n = ZSTD_compress(payload, cap, data, size, 1);
-        if (!ZSTD_isError(n) && n < size) { stored = n; zstd = 1; }
-    }
+    if ((stored = kcache__zstd_into(payload, cap, data, size)) != 0) zstd = 1;
+    else stored = size;
 #endif
     if (!zstd && size) memcpy(payload, data, size);
     e = hlen + stored;
@@ -8114,9 +8127,7 @@ KCACHE__THREAD_FN(kcache__rclaim_renewer, arg) {
         if (kcache__rclaim_call(cl, KCACHE_CLAIM_RENEW, cl->r->claim_ms, &ev) == KCACHE_MISS)
             kcache__rev_note(&ev, "remote %s: the build claim on %s was lost (expired): another machine may build too", cl->s->url, cl->name);
         kcache__mutex_lock(&cl->m);
-        cl->ev.calls += ev.calls; cl->ev.latency_ns += ev.latency_ns; cl->ev.errors += ev.errors;
-        cl->ev.timeouts += ev.timeouts; cl->ev.skipped += ev.skipped; cl->ev.opened += ev.opened; cl->ev.closed += ev.closed;
-        if (!cl->ev.note[0]) memcpy(cl->ev.note, ev.note, sizeof ev.note);
+        kcache__rev_add(&cl->ev, &ev);
     }
     kcache__mutex_unlock(&cl->m);
     KCACHE__THREAD_END;
@@ -8158,9 +8169,7 @@ static void kcache__rclaim_end(kcache__rclaim *cl, int stored, kcache__remote_ev
         kcache__thread_join(cl->th);
     }
     if (cl->held) kcache__rclaim_call(cl, stored ? KCACHE_CLAIM_RELEASE : KCACHE_CLAIM_ABANDON, cl->r->claim_ms, ev);
-    ev->calls += cl->ev.calls; ev->latency_ns += cl->ev.latency_ns; ev->errors += cl->ev.errors; ev->timeouts += cl->ev.timeouts;
-    ev->skipped += cl->ev.skipped; ev->opened += cl->ev.opened; ev->closed += cl->ev.closed;
-    if (!ev->note[0]) memcpy(ev->note, cl->ev.note, sizeof ev->note);
+    kcache__rev_add(ev, &cl->ev);
     kcache__cond_destroy(&cl->c);
     kcache__mutex_destroy(&cl->m);
     cl->r = NULL;
