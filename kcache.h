@@ -2275,9 +2275,13 @@ static void kcache__lockfile_unclaim(kcache__lockfile *lf, uint64_t at) {
     kcache__lockfile_forget_claim(lf, at);
 }
 
+/* The ways of the memo's set that a file (device, inode) maps to. */
+static KCACHE__UNUSED kcache__memo *kcache__memo_set(const kcache__finfo *fi) {
+    return &kcache__reg.memo[(size_t)((fi->ino * 0x9E3779B97F4A7C15ull ^ fi->dev) >> 57) * KCACHE__MEMO_WAYS];
+}
 /* The remembered content digest of a file with exactly this stat, if any. */
 static KCACHE__UNUSED int kcache__memo_get(const kcache__finfo *fi, kcache_hash128 *content) {
-    kcache__memo *set = &kcache__reg.memo[(size_t)((fi->ino * 0x9E3779B97F4A7C15ull ^ fi->dev) >> 57) * KCACHE__MEMO_WAYS];
+    kcache__memo *set = kcache__memo_set(fi);
     int i, found = 0;
     kcache__reg_lock();
     for (i = 0; i < KCACHE__MEMO_WAYS; i++) {
@@ -2294,7 +2298,7 @@ static KCACHE__UNUSED int kcache__memo_get(const kcache__finfo *fi, kcache_hash1
     return found;
 }
 static KCACHE__UNUSED void kcache__memo_put(const kcache__finfo *fi, kcache_hash128 content) {
-    kcache__memo *set = &kcache__reg.memo[(size_t)((fi->ino * 0x9E3779B97F4A7C15ull ^ fi->dev) >> 57) * KCACHE__MEMO_WAYS], *m;
+    kcache__memo *set = kcache__memo_set(fi), *m;
     int i;
     kcache__reg_lock();
     m = &set[0];
@@ -4665,7 +4669,7 @@ static int kcache__hash_file(const char *path, kcache_hash128 *out, kcache__finf
     return 0;
 }
 
-static kcache_status kcache__key_add_file(kcache_key *k, const char *name, const char *path) {
+KCACHE_API kcache_status kcache_key_file(kcache_key *k, const char *name, const char *path) {
     kcache_key_field *f;
     kcache__kfile *kf;
     kcache__finfo fi;
@@ -4697,10 +4701,6 @@ static kcache_status kcache__key_add_file(kcache_key *k, const char *name, const
     f->file_size = fi.size;
     f->reserved = kcache__memo_get(&fi, &f->content) ? KCACHE__FF_MEMO : KCACHE__FF_PENDING;
     return KCACHE_OK;
-}
-
-KCACHE_API kcache_status kcache_key_file(kcache_key *k, const char *name, const char *path) {
-    return kcache__key_add_file(k, name, path);
 }
 
 /* ---- the loaded file that holds an address (kcache_key_library) ----------------------------
@@ -4815,12 +4815,11 @@ KCACHE_API kcache_status kcache_key_library(kcache_key *k, const char *name, con
     if (!kcache__key_usable(k)) return KCACHE_EINVAL;
     if (!address) return kcache__key_fail(k, KCACHE_EINVAL);
     if ((path = (char *)KCACHE_MALLOC(KCACHE__PATH_MAX)) == NULL) return kcache__key_fail(k, KCACHE_ENOMEM);
-    s = kcache__module_path(address, path, KCACHE__PATH_MAX) == 0 ? kcache__key_add_file(k, name, path)
+    s = kcache__module_path(address, path, KCACHE__PATH_MAX) == 0 ? kcache_key_file(k, name, path)
                                                                  : kcache__key_fail(k, KCACHE_ENOENT);
     KCACHE_FREE(path);
     return s;
 }
-
 
 /* The host tuple as kcache_key_host adds it, KCACHE_CPU_NAME / KCACHE_CPU_FEATURES applied. */
 typedef struct kcache__host {
@@ -5595,16 +5594,21 @@ static int kcache__shard_open(kcache__store *st, const char *shard, char *note, 
     return fd;
 }
 
+/* Whether this process is a fork of the store's opener (getpid: the callers could wait on the
+   parent); if so, marks the store for kcache__live. */
+static int kcache__store_in_fork(kcache__store *st) {
+    if (kcache__pid() == st->pid) return 0;
+    kcache__atomic_store_u32(&st->forked, 1);
+    return 1;
+}
+
 /* Takes the store lock: this handle's mutex, then the lock file's (>>registry: first among this
    process's handles and threads, then against other processes), giving up after lock_timeout_ms.
    In a process forked from the one that opened the store, nothing: KCACHE_ELOCK, and the store is
    marked so that the handle's next call moves to one of the child's own (see kcache__live). */
 static kcache_status kcache__store_lock(kcache__store *st) {
     int64_t deadline = kcache__now_ns() + (int64_t)st->lock_timeout_ms * 1000000;
-    if (kcache__pid() != st->pid) {
-        kcache__atomic_store_u32(&st->forked, 1);
-        return KCACHE_ELOCK;
-    }
+    if (kcache__store_in_fork(st)) return KCACHE_ELOCK;
     kcache__mutex_lock(&st->mutex);
     if (kcache__lockfile_lock(st->lf, deadline) != 0) {
         int e = errno;
@@ -5618,16 +5622,12 @@ static void kcache__store_unlock(kcache__store *st) {
     kcache__mutex_unlock(&st->mutex);
 }
 
-/* The store's lock file, through the registry: the entry another handle of this process opened, or
-   the file opened (created when missing) and registered. The file is found by name first and only
-   then opened: opening it again while another handle holds locks through the entry, then closing
-   it, would drop those locks (POSIX). 0; -1 with errno when it cannot be opened; -2 when something
-   else than a regular file has its name. */
 static int kcache__lock_open(kcache__store *st, char *why, size_t cap);
-/* The store's lock file, through the process's registry (>>registry): a handle of this process
-   that has it open already shares its descriptor (closing a second one would drop the locks the
-   process holds); otherwise it is opened and checked (kcache__lock_open). 0, or -1 with errno
-   (EPERM: refused, *why says why). */
+/* The store's lock file, through the process's registry (>>registry): found by name first, and a
+   handle of this process that has it open already shares its descriptor (opening and closing a
+   second one would drop the locks the process holds, POSIX); otherwise it is opened (created when
+   missing), checked (kcache__lock_open) and registered. 0, or -1 with errno (EPERM: refused, *why
+   says why). */
 static int kcache__store_lockfile(kcache__store *st, char *why, size_t cap) {
     kcache__finfo fi;
     int fd;
@@ -6687,7 +6687,7 @@ static kcache_status kcache__store_room(kcache__store *st, uint64_t total, uint6
             /* writers that claimed together all make room, for every write in flight */
             if (st->limit && kcache__cf_get(st, 24) + pending > st->limit) kcache__store_make_room(st, pending, ev);
             have = kcache__cf_get(st, 24);
-            if (s == KCACHE_OK && disk_short) {
+            if (disk_short) {
                 if (have < disk_short) {
                     s = KCACHE_ENOSPC;
                     kcache__ev_note(ev, "%s: the filesystem is at kcache's reserve (5 %% of it, at most 1 GiB, is left free)",
@@ -6724,10 +6724,7 @@ static kcache_status kcache__store_put(kcache__store *st, const kcache_key *k, c
     unsigned char *cmap = NULL; /* the config.file mapping this write's in-flight claim is in */
     int fd, attempt;
     if (st->readonly) return KCACHE_EROFS;
-    if (kcache__pid() != st->pid) { /* a forked child: st->mutex may be held by a thread it does not have */
-        kcache__atomic_store_u32(&st->forked, 1);
-        return KCACHE_ELOCK;
-    }
+    if (kcache__store_in_fork(st)) return KCACHE_ELOCK; /* st->mutex may be held by a thread the child does not have */
     kcache__entry_name(k->digest, rel);
     if (!kcache__shard_trusted(st, rel)) {
         kcache__ev_note(ev, "%s", st->shard_why);
@@ -7559,9 +7556,6 @@ static int kcache__lock_open(kcache__store *st, char *why, size_t cap) {
     return fd;
 }
 
-/* Opens (creating when needed) the store in dir. On failure *why says what was wrong; a store that
-   can only be read (a read-only filesystem, a site-wide store of root's, a lock file we may not
-   open) is opened read-only, and *why says so. */
 /* A store not yet opened: nothing but its settings (NULL: out of memory). */
 static kcache__store *kcache__store_new(const char *dir, const kcache_config *cfg) {
     kcache__mem al;
@@ -7589,6 +7583,9 @@ static kcache__store *kcache__store_new(const char *dir, const kcache_config *cf
     return st;
 }
 
+/* Opens (creating when needed) the store in dir. On failure *why says what was wrong; a store that
+   can only be read (a read-only filesystem, a site-wide store of root's, a lock file we may not
+   open) is opened read-only, and *why says so. */
 static kcache_status kcache__store_open(kcache__store **out, const char *dir, const kcache_config *cfg, char *why, size_t why_cap) {
     kcache__store *st;
     kcache__finfo s;
@@ -9459,7 +9456,6 @@ static void kcache__log(const kcache_config *cfg, const char *fmt, ...) {
 }
 #define KCACHE__DEBUG(kc, ...) do { if ((kc)->cfg.debug) kcache__log(&(kc)->cfg, __VA_ARGS__); } while (0)
 
-
 /* A size: digits with an optional K, M, G or T (powers of 1024), optionally followed by B or iB. */
 static int kcache__parse_size(const char *s, uint64_t *out) {
     uint64_t v = 0, mul = 1;
@@ -10275,7 +10271,6 @@ static kcache__node *kcache__keep_read(kcache *kc, kcache__node *nn, kcache__blo
 #define KCACHE__REMOTE_ZSTD_NOTE ""
 #endif
 
-
 /* A layer left out: the debug log says why, and the first reason stays for kcache_explain. */
 static void kcache__layer_refused(kcache *kc, const char *path, char *why) {
     char *m = strstr(why, " (memory only)"); /* the store's words: a layer left out changes nothing else */
@@ -10458,48 +10453,35 @@ static kcache_status kcache__layers_get(kcache *kc, const kcache_key *k, uint64_
 /* After a local miss: the lower tiers, in order: the layers, then the remote. The key's pending
    dependency digests are taken first (a lower tier's entry is judged, and copied into the store,
    with every content digest: see kcache__key_resolve). */
-static kcache_status kcache__lower_get_resolved(kcache *kc, const kcache_key *k, uint64_t gen, const void **data, size_t *size,
-                                                kcache_reason *reason, int count);
 static const kcache_key *kcache__key_resolve(kcache *kc, const kcache_key *k, int policy, kcache_key **copy);
 static kcache_status kcache__lower_get(kcache *kc, const kcache_key *k, uint64_t gen, const void **data, size_t *size,
                                        kcache_reason *reason, int count) {
     kcache_key *copy = NULL;
     const kcache_key *rk = kcache__key_resolve(kc, k, kc->cfg.stamp, &copy);
     kcache_status s = KCACHE_MISS;
-    if (rk && rk->error == KCACHE_OK) s = kcache__lower_get_resolved(kc, rk, gen, data, size, reason, count);
-    kcache__key_drop(copy);
-    return s;
-}
-static kcache_status kcache__lower_get_resolved(kcache *kc, const kcache_key *k, uint64_t gen, const void **data, size_t *size,
-                                                kcache_reason *reason, int count) {
     kcache__remote_ev ev;
     kcache__read rd;
     const char *where;
-    if (kc->nlayers && kcache__layers_get(kc, k, gen, data, size, reason, count) == KCACHE_OK) return KCACHE_OK;
-    if (!kc->remote) return KCACHE_MISS;
-    memset(&ev, 0, sizeof ev);
-    kcache__remote_get(kc->remote, k, kc->cfg.stamp, 0, 1, &rd, &where, &ev);
-    kcache__remote_stats(kc, &ev);
-    KCACHE_FREE(rd.rec);
-    if (rd.status != KCACHE_OK) return KCACHE_MISS;
-    return kcache__lower_hit(kc, k, gen, rd.blob, 0, where, data, size);
+    if (!rk || rk->error != KCACHE_OK) /* out of memory, or a dependency that cannot be read */
+        s = KCACHE_MISS;
+    else if (kc->nlayers && kcache__layers_get(kc, rk, gen, data, size, reason, count) == KCACHE_OK)
+        s = KCACHE_OK;
+    else if (kc->remote) {
+        memset(&ev, 0, sizeof ev);
+        kcache__remote_get(kc->remote, rk, kc->cfg.stamp, 0, 1, &rd, &where, &ev);
+        kcache__remote_stats(kc, &ev);
+        KCACHE_FREE(rd.rec);
+        if (rd.status == KCACHE_OK) s = kcache__lower_hit(kc, rk, gen, rd.blob, 0, where, data, size);
+    }
+    kcache__key_drop(copy);
+    return s;
 }
 
 /* kcache_explain's look below the store: writes a hit ("hit: layer DIR ...", "hit: remote (URL)
    ...") or, when nothing below hits, the first layer's stale or corrupt entry, or a remote reject,
-   and returns 1; or writes nothing (0) and the local reason follows. Changes nothing anywhere. */
-static int kcache__lower_explain_resolved(kcache *kc, const kcache_key *k, kcache__sb *b);
+   and returns 1; or writes nothing (0) and the local reason follows. Changes nothing anywhere. k has
+   every content digest already (kcache_explain resolves it: stamps are compared whole). */
 static int kcache__lower_explain(kcache *kc, const kcache_key *k, kcache__sb *b) {
-    kcache_key *copy = NULL;
-    const kcache_key *rk;
-    int said = 0;
-    if (!kc->nlayers && !kc->remote) return 0;
-    rk = kcache__key_resolve(kc, k, kc->cfg.stamp, &copy);
-    if (rk && rk->error == KCACHE_OK) said = kcache__lower_explain_resolved(kc, rk, b);
-    kcache__key_drop(copy);
-    return said;
-}
-static int kcache__lower_explain_resolved(kcache *kc, const kcache_key *k, kcache__sb *b) {
     kcache__remote_ev ev;
     kcache__read rd;
     const char *where;
@@ -11712,7 +11694,7 @@ static kcache_status kcache__cl_key_driver(kcache *kc, kcache_key *k, cl_platfor
             kcache__mutex_unlock(&kc->lock);
         }
     }
-    s = readable ? kcache__key_add_file(k, KCACHE__CL_DRIVER_FIELD, path) : kcache_key_str(k, KCACHE__CL_DRIVER_FIELD, path);
+    s = readable ? kcache_key_file(k, KCACHE__CL_DRIVER_FIELD, path) : kcache_key_str(k, KCACHE__CL_DRIVER_FIELD, path);
     KCACHE_FREE(path);
     return s;
 }
