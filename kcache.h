@@ -14,9 +14,10 @@
        -lOpenCL. For the Redis remote tier (KCACHE_REMOTE) define KCACHE_REDIS and link -lhiredis;
        for zstd on the wire (and KCACHE_COMPRESS) KCACHE_ZSTD and -lzstd; for signed remote entries
        (KCACHE_REMOTE_SECRET) KCACHE_HMAC_OPENSSL and -lcrypto. Without them a remote of your own
-       (kcache_config.remote_ops) still plugs in. Platforms: Linux and other POSIX systems; Windows (Vista or later; mingw-w64 tested
-       under wine; MSVC's branches compiled with clang in MSVC mode, x64 and ARM64) without the
-       OpenCL part for now. Every call that touches a file goes through one platform layer.
+       (kcache_config.remote_ops) still plugs in. Platforms: Linux and other POSIX systems; Windows
+       (Vista or later; mingw-w64 tested under wine; MSVC's branches compiled with clang in MSVC
+       mode, x64 and ARM64) without the OpenCL part for now. Every call that touches a file goes
+       through one platform layer.
 
        kcache *kc;
        kcache_open(&kc, NULL);                         // defaults, then the environment
@@ -41,6 +42,8 @@
        KCACHE_DIR          persistent store; default $XDG_CACHE_HOME/kcache, else $HOME/.cache/kcache,
                            Windows %LocalAppData%\kcache; none resolvable -> memory only
        KCACHE_MAX_SIZE     store limit in bytes, suffixes K/M/G (powers of 1024); 0 = no limit; default 1G
+       KCACHE_SHARED_GROUP a group whose members share the store (see SECURITY); default: none, the
+                           store is its user's alone
        KCACHE_MEM_ENTRIES  memory LRU capacity in entries; default 1024
        KCACHE_MEM_SIZE     memory LRU capacity in bytes, suffixes K/M/G; 0 = no limit; default 256M; each
                            entry counts what it holds: payload, key record and about 300 bytes more
@@ -48,13 +51,24 @@
        KCACHE_PERSISTENT   0: memory only; default 1
        KCACHE_DEBUG        1: one line to stderr per hit, miss (with its reason), put, eviction, reject
        KCACHE_TRACE        1: keep every key's field list so misses can be explained from another process
-       KCACHE_CPU_NAME, KCACHE_CPU_FEATURES   override the detected CPU in kcache_key_host (portable caches)
+       KCACHE_STATS        0: do not publish counters and events in DIR/stats (kcache-top does not
+                           see this process); default 1
+       KCACHE_CPU_NAME, KCACHE_CPU_FEATURES   override the detected CPU in kcache_key_host (portable
+                           caches); read by the key calls, no kcache_config field
        KCACHE_FSYNC        1: fsync each entry before it is renamed into place; default 0
+       KCACHE_COMPRESS     1: zstd-compress the local store's entries too (KCACHE_ZSTD); default 0
        KCACHE_WRITE        through (default): write on put; evict: write when it leaves memory, and at close
        KCACHE_BUILD_WAIT   seconds to wait for another process's build of the same key; default 300
        KCACHE_STAMP        mtime | content | hybrid (default): how kcache_key_file dependencies are checked
-       KCACHE_STATS        0: do not publish counters and events in DIR/stats (kcache-top does not
-                           see this process); default 1
+       KCACHE_LAYERS       read-only stores searched, in order, after the store and before the remote:
+                           DIR[:DIR...] (';' between them on Windows); a site-wide cache on a shared
+                           filesystem, one shipped in a program's install directory. Never written,
+                           locked or repaired; a hit is validated like a local entry (whole key,
+                           checksums, dependency stamps) and copied into the store; a corrupt entry
+                           there is a miss and a reject, left in place. Each must be root's or yours
+                           (see SECURITY); `kcache-inspect --make-layer SRC DEST` makes one.
+                           Default: none
+       KCACHE_LAYERS_COPY  0: a layer hit is not copied into the store (memory keeps it); default 1
        KCACHE_REMOTE       the remote tier, asked after a local miss and sent every put (KCACHE_REDIS):
                            redis://HOST[:PORT][/DB] or unix:///PATH.sock; several, space-separated, are
                            shards (a key's shard: rendezvous hashing). A hit is validated like a local
@@ -67,18 +81,6 @@
                            entries not so signed are rejected (KCACHE_HMAC_OPENSSL); every client of a
                            server must share it
        KCACHE_REMOTE_MAX_ENTRY  larger entries (header + payload) stay local; suffixes K/M/G; default 4M
-       KCACHE_COMPRESS     1: zstd-compress the local store's entries too (KCACHE_ZSTD); default 0
-       KCACHE_SHARED_GROUP a group whose members share the store (see SECURITY); default: none, the
-                           store is its user's alone
-       KCACHE_LAYERS       read-only stores searched, in order, after the store and before the remote:
-                           DIR[:DIR...] (';' between them on Windows); a site-wide cache on a shared
-                           filesystem, one shipped in a program's install directory. Never written,
-                           locked or repaired; a hit is validated like a local entry (whole key,
-                           checksums, dependency stamps) and copied into the store; a corrupt entry
-                           there is a miss and a reject, left in place. Each must be root's or yours
-                           (see SECURITY); `kcache-inspect --make-layer SRC DEST` makes one.
-                           Default: none
-       KCACHE_LAYERS_COPY  0: a layer hit is not copied into the store (memory keeps it); default 1
 
    ON DISK (KCACHE_DIR)
        config.file         format version, accounted size and entry count (checksummed), a log of
@@ -170,6 +172,7 @@
        KCACHE_STATIC       make every function static (two copies in one program)
        KCACHE_MALLOC, KCACHE_REALLOC, KCACHE_FREE    allocator (all three or none)
        KCACHE_ASSERT       assertion used for programming errors in debug builds (default assert)
+       KCACHE_OPENCL       the OpenCL part: kcache_cl_build, kcache_cl_key (-lOpenCL)
        KCACHE_REDIS        the built-in Redis remote tier (hiredis 0.14 or later; POSIX)
        KCACHE_ZSTD         zstd-compressed entries on the remote, and KCACHE_COMPRESS (libzstd)
        KCACHE_HMAC_OPENSSL HMAC-SHA-256 from OpenSSL's libcrypto for KCACHE_REMOTE_SECRET
@@ -181,15 +184,23 @@
    LIMITS
        A key holds up to 65535 fields; names are printable and shorter than KCACHE_FIELD_NAME_MAX,
        units shorter than KCACHE_UNIT_MAX. A build function passed to kcache_get_or_build must
-       return (no longjmp or C++ exception out of it). config.file and stats must not be truncated in
-       place by anything else while the store is in use (they are mapped). On Windows files have no owner
-       or mode bits kcache can read, so the store's owner/permission check is the directory's ACL's
-       business; links and junctions inside the store are refused as symlinks are elsewhere.
+       return (no longjmp or C++ exception out of it). config.file and stats must not be truncated
+       in place by anything else while the store is in use (they are mapped). On Windows files have
+       no owner or mode bits kcache can read, so the store's owner/permission check is the
+       directory's ACL's business; links and junctions inside the store are refused as symlinks are
+       elsewhere.
 
    REVISIONS
-       0.2  vendoring: one lock registry per process (locking independent of OFD locks and of the
-            include order), fork-safe handles, small stacks, dependency stamps remembered,
-            kcache_key_library, version macros, no-environment configuration, allocator callbacks
+       0.2  the store is its owner's alone (the path walked and checked level by level, a group's
+            store with KCACHE_SHARED_GROUP, read-only stores served without a lock) and leaves its
+            filesystem a reserve; CLOCK eviction (scan-resistant, writes in flight counted); a
+            remote tier (Redis or remote_ops, signed and zstd entries, circuit breakers, cluster
+            build claims) and read-only layers (KCACHE_LAYERS); x86 CPU names as each LLVM from 9
+            to 22 gives them (numba's magic tuple); vendoring: one lock registry per process
+            (locking independent of OFD locks and of the include order), fork-safe handles, 4 KiB
+            stacks, dependency content digests taken only when needed and remembered,
+            kcache_key_library, version macros, no-environment configuration, allocator callbacks,
+            every message through the log
        0.1  keys, XXH3-128, memory LRU, configuration, persistent store, per-unit indexes,
             explained misses, single flight
 */
@@ -420,7 +431,7 @@ typedef struct kcache_config {
     int stamp;                /* KCACHE_STAMP_HYBRID, _MTIME or _CONTENT                          */
     uint32_t build_wait_ms;   /* longest wait for another process's build of the same key         */
     uint32_t lock_timeout_ms; /* longest wait for the store lock before giving up on an update    */
-    kcache_log_fn log;        /* where debug lines go; NULL: stderr                               */
+    kcache_log_fn log;        /* where every message goes (see kcache_log_fn); NULL: stderr      */
     int publish;              /* 1: counters and events go to DIR/stats for kcache-top (KCACHE_STATS) */
     void *log_user;
     /* the remote tier (see ENVIRONMENT, and kcache_remote_ops) */
@@ -439,7 +450,7 @@ typedef struct kcache_config {
     int compress;             /* 1: zstd for the local store's entries too (KCACHE_COMPRESS; KCACHE_ZSTD) */
     const char *shared_group; /* a group whose members share the store (KCACHE_SHARED_GROUP); NULL: the
                                  store is the caller's alone                                        */
-    /* 0.2: */
+    /* for vendors: no environment, an allocator, what the environment got wrong */
     int no_env;               /* 1: kcache_open reads no KCACHE_* variable (kcache_config_defaults sets it) */
     kcache_alloc_fn alloc_fn; /* allocator callbacks, both or neither; NULL: KCACHE_MALLOC / KCACHE_FREE */
     kcache_free_fn free_fn;
