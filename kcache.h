@@ -10283,11 +10283,12 @@ static kcache__node *kcache__keep_read(kcache *kc, kcache__node *nn, kcache__blo
 #endif
 
 /* A layer left out: the debug log says why, and the first reason stays for kcache_explain. */
-static void kcache__layer_refused(kcache *kc, const char *path, char *why) {
-    char *m = strstr(why, " (memory only)"); /* the store's words: a layer left out changes nothing else */
-    if (m) memmove(m, m + 14, strlen(m + 14) + 1);
-    if (!kc->layers_why[0]) kcache__say(kc->layers_why, sizeof kc->layers_why, "layer %s not used: %s", path, why);
-    KCACHE__DEBUG(kc, "layer %s not used: %s", path, why);
+static void kcache__layer_refused(kcache *kc, const char *path, const char *why) {
+    const char *m = strstr(why, " (memory only)"); /* the store's words: a layer left out changes nothing else */
+    int n = m ? (int)(m - why) : (int)strlen(why);
+    const char *rest = m ? m + 14 : "";
+    if (!kc->layers_why[0]) kcache__say(kc->layers_why, sizeof kc->layers_why, "layer %s not used: %.*s%s", path, n, why, rest);
+    KCACHE__DEBUG(kc, "layer %s not used: %.*s%s", path, n, why, rest);
 }
 
 /* Whether directory fd is the store's or an earlier layer's (the same one named twice). */
