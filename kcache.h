@@ -7356,11 +7356,11 @@ fail:
 /* Win32: no owners or mode bits kcache can read (the directory's ACL, inherited from the user's
    %LocalAppData%, protects it); the path is created and opened, links inside refused as before. */
 static int kcache__walk(kcache__store *st, const char *path, int create, kcache__finfo *top, char *why, size_t cap) {
-    char buf[4096];
     size_t n = strlen(path), i;
+    char *buf = create && n > 0 && n < 4096 ? (char *)KCACHE_MALLOC(n + 1) : NULL; /* (not on the stack: small thread stacks) */
     int fd;
     (void)st;
-    if (create && n > 0 && n < sizeof buf) {
+    if (buf) {
         memcpy(buf, path, n + 1);
         for (i = 1; i <= n; i++)
             if (buf[i] == '/' || buf[i] == '\\' || buf[i] == 0) {
@@ -7368,10 +7368,12 @@ static int kcache__walk(kcache__store *st, const char *path, int create, kcache_
                 buf[i] = 0;
                 if (kcache__io_mkdir_path(buf) != 0 && errno != EEXIST && errno != EACCES) {
                     kcache__say(why, cap, "cannot create %s: %s", buf, strerror(errno));
+                    KCACHE_FREE(buf);
                     return -1;
                 }
                 buf[i] = c;
             }
+        KCACHE_FREE(buf);
     }
     fd = kcache__io_open(path, KCACHE__RD | KCACHE__DIRECTORY);
     if (fd < 0 || kcache__io_fstat(fd, top) != 0) {
@@ -7549,6 +7551,7 @@ static int kcache__lock_open(kcache__store *st, char *why, size_t cap) {
     unsigned want = kcache__file_mode(st);
     int fd = kcache__open_in(st, "lock", KCACHE__RW | KCACHE__CREATE | KCACHE__NONBLOCK | st->gmode);
     if (fd < 0) return -1;
+    memset(&s, 0, sizeof s); /* (a failed fstat leaves it as it was: read below for the message) */
     if (kcache__io_fstat(fd, &s) != 0 || s.kind != KCACHE__KIND_FILE || !kcache__trusted(st, &s)) {
         kcache__say(why, cap, "cannot use the lock file in %s: %s", st->dir,
                     s.kind != KCACHE__KIND_FILE ? "not a regular file" : "not made by you");
@@ -8851,11 +8854,8 @@ static void kcache__pub_fetch_add(uint64_t *w, uint64_t n) {
 }
 
 /* The stats file is shared memory that kcache writes and kcache-top only reads (mapped read-only
-   there): one accessor for both, taking the map as const (through uintptr_t, not a cast that drops
-   the qualifier behind the reader's back: every access is an atomic of kcache__pub_ld/_st). */
-static KCACHE__UNUSED uint64_t *kcache__pub_word(const unsigned char *map, size_t off) {
-    return (uint64_t *)(uintptr_t)(map + off);
-}
+   there): the same accessors for both, taking the map as const (through uintptr_t, not a cast that
+   drops the qualifier behind the reader's back: every access is an atomic of kcache__pub_ld/_st). */
 static KCACHE__UNUSED unsigned char *kcache__pub_slot_at(const unsigned char *map, unsigned i) {
     return (unsigned char *)(uintptr_t)map + KCACHE__PUB_HEADER + (size_t)i * KCACHE__PUB_SLOT_BYTES;
 }
