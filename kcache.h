@@ -7792,7 +7792,9 @@ typedef struct kcache__remote {
     kcache__mutex mutex;       /* guards the breakers */
     kcache__shard *shard;
     unsigned n;
-    char *names;               /* every shard's url, space-separated */
+    char *names;               /* every shard's url as shown (no credentials), space-separated */
+    char *spec;                /* the URLs as configured, credentials included: a forked child's
+                                  handle opens the same remote (kcache__reopen) */
     int ro;
     uint32_t timeout_ms, claim_ms, backoff_ms;
     uint64_t max_entry;
@@ -8615,6 +8617,7 @@ static void kcache__remote_close(kcache__remote *r) {
     KCACHE_FREE(r->shard);
     KCACHE_FREE(r->names);
     if (r->secret) { memset(r->secret, 0, r->secret_len); KCACHE_FREE(r->secret); }
+    if (r->spec) { memset(r->spec, 0, strlen(r->spec)); KCACHE_FREE(r->spec); }
     kcache__mutex_destroy(&r->mutex);
     KCACHE_FREE(r);
 }
@@ -8675,6 +8678,7 @@ static void kcache__remote_open(kcache__remote **out, const kcache_config *cfg, 
         r->secret_len = strlen(cfg->remote_secret);
         if (!(r->secret = (unsigned char *)kcache__strndup(cfg->remote_secret, r->secret_len))) goto oom;
     }
+    if (!(r->spec = kcache__strndup(urls, strlen(urls)))) goto oom;
     if (!(r->shard = (kcache__shard *)KCACHE_MALLOC(sizeof *r->shard * KCACHE__REMOTE_SHARDS))) goto oom;
     if (cfg->remote_ops) {
         if (!kcache__remote_add(r, *urls ? urls : "remote_ops", cfg->remote_ops, cfg->remote_user, NULL, why, cap)) goto bad;
@@ -9768,6 +9772,7 @@ static kcache *kcache__reopen(const kcache *kc) {
         snprintf(group, sizeof group, "%u", (unsigned)kc->store->gid);
         cfg.shared_group = group;
     }
+    if (kc->remote) cfg.remote = kc->remote->spec; /* with its credentials (kc->cfg.remote: as shown) */
     if (kc->remote && kc->remote->secret) cfg.remote_secret = (const char *)kc->remote->secret; /* kept NUL-terminated */
     if (!kc->store) cfg.persistent = 0; /* a parent running from memory: so does its child */
     if (kc->nlayers) { /* the layers kc uses, by the paths they were opened at */
