@@ -11682,7 +11682,7 @@ static kcache_status kcache__cl_key_driver(kcache *kc, kcache_key *k, cl_platfor
         st = (kcache__cl_state *)kc->cl;
         for (i = 0; st && i < st->nplats; i++)
             if (st->plats[i].plat == plat) {
-                if ((path = (char *)KCACHE_MALLOC(strlen(st->plats[i].path) + 1)) != NULL) strcpy(path, st->plats[i].path);
+                path = kcache__strndup(st->plats[i].path, strlen(st->plats[i].path));
                 readable = st->plats[i].readable;
                 break;
             }
@@ -11702,8 +11702,7 @@ static kcache_status kcache__cl_key_driver(kcache *kc, kcache_key *k, cl_platfor
             for (i = 0; st && i < st->nplats && st->plats[i].plat != plat; i++) {
             }
             if (st && i == st->nplats && i < KCACHE__CL_PLATFORMS &&
-                (st->plats[i].path = (char *)KCACHE_MALLOC(strlen(path) + 1)) != NULL) {
-                strcpy(st->plats[i].path, path);
+                (st->plats[i].path = kcache__strndup(path, strlen(path))) != NULL) {
                 st->plats[i].plat = plat;
                 st->plats[i].readable = readable;
                 st->nplats++;
