@@ -14,9 +14,10 @@
        -lOpenCL. For the Redis remote tier (KCACHE_REMOTE) define KCACHE_REDIS and link -lhiredis;
        for zstd on the wire (and KCACHE_COMPRESS) KCACHE_ZSTD and -lzstd; for signed remote entries
        (KCACHE_REMOTE_SECRET) KCACHE_HMAC_OPENSSL and -lcrypto. Without them a remote of your own
-       (kcache_config.remote_ops) still plugs in. Platforms: Linux and other POSIX systems; Windows (Vista or later; mingw-w64 tested
-       under wine; MSVC's branches compiled with clang in MSVC mode, x64 and ARM64) without the
-       OpenCL part for now. Every call that touches a file goes through one platform layer.
+       (kcache_config.remote_ops) still plugs in. Platforms: Linux and other POSIX systems; Windows
+       (Vista or later; mingw-w64 tested under wine; MSVC's branches compiled with clang in MSVC
+       mode, x64 and ARM64) without the OpenCL part for now. Every call that touches a file goes
+       through one platform layer.
 
        kcache *kc;
        kcache_open(&kc, NULL);                         // defaults, then the environment
@@ -41,6 +42,8 @@
        KCACHE_DIR          persistent store; default $XDG_CACHE_HOME/kcache, else $HOME/.cache/kcache,
                            Windows %LocalAppData%\kcache; none resolvable -> memory only
        KCACHE_MAX_SIZE     store limit in bytes, suffixes K/M/G (powers of 1024); 0 = no limit; default 1G
+       KCACHE_SHARED_GROUP a group whose members share the store (see SECURITY); default: none, the
+                           store is its user's alone
        KCACHE_MEM_ENTRIES  memory LRU capacity in entries; default 1024
        KCACHE_MEM_SIZE     memory LRU capacity in bytes, suffixes K/M/G; 0 = no limit; default 256M; each
                            entry counts what it holds: payload, key record and about 300 bytes more
@@ -48,13 +51,24 @@
        KCACHE_PERSISTENT   0: memory only; default 1
        KCACHE_DEBUG        1: one line to stderr per hit, miss (with its reason), put, eviction, reject
        KCACHE_TRACE        1: keep every key's field list so misses can be explained from another process
-       KCACHE_CPU_NAME, KCACHE_CPU_FEATURES   override the detected CPU in kcache_key_host (portable caches)
+       KCACHE_STATS        0: do not publish counters and events in DIR/stats (kcache-top does not
+                           see this process); default 1
+       KCACHE_CPU_NAME, KCACHE_CPU_FEATURES   override the detected CPU in kcache_key_host (portable
+                           caches); read by the key calls, no kcache_config field
        KCACHE_FSYNC        1: fsync each entry before it is renamed into place; default 0
+       KCACHE_COMPRESS     1: zstd-compress the local store's entries too (KCACHE_ZSTD); default 0
        KCACHE_WRITE        through (default): write on put; evict: write when it leaves memory, and at close
        KCACHE_BUILD_WAIT   seconds to wait for another process's build of the same key; default 300
        KCACHE_STAMP        mtime | content | hybrid (default): how kcache_key_file dependencies are checked
-       KCACHE_STATS        0: do not publish counters and events in DIR/stats (kcache-top does not
-                           see this process); default 1
+       KCACHE_LAYERS       read-only stores searched, in order, after the store and before the remote:
+                           DIR[:DIR...] (';' between them on Windows); a site-wide cache on a shared
+                           filesystem, one shipped in a program's install directory. Never written,
+                           locked or repaired; a hit is validated like a local entry (whole key,
+                           checksums, dependency stamps) and copied into the store; a corrupt entry
+                           there is a miss and a reject, left in place. Each must be root's or yours
+                           (see SECURITY); `kcache-inspect --make-layer SRC DEST` makes one.
+                           Default: none
+       KCACHE_LAYERS_COPY  0: a layer hit is not copied into the store (memory keeps it); default 1
        KCACHE_REMOTE       the remote tier, asked after a local miss and sent every put (KCACHE_REDIS):
                            redis://HOST[:PORT][/DB] or unix:///PATH.sock; several, space-separated, are
                            shards (a key's shard: rendezvous hashing). A hit is validated like a local
@@ -67,18 +81,6 @@
                            entries not so signed are rejected (KCACHE_HMAC_OPENSSL); every client of a
                            server must share it
        KCACHE_REMOTE_MAX_ENTRY  larger entries (header + payload) stay local; suffixes K/M/G; default 4M
-       KCACHE_COMPRESS     1: zstd-compress the local store's entries too (KCACHE_ZSTD); default 0
-       KCACHE_SHARED_GROUP a group whose members share the store (see SECURITY); default: none, the
-                           store is its user's alone
-       KCACHE_LAYERS       read-only stores searched, in order, after the store and before the remote:
-                           DIR[:DIR...] (';' between them on Windows); a site-wide cache on a shared
-                           filesystem, one shipped in a program's install directory. Never written,
-                           locked or repaired; a hit is validated like a local entry (whole key,
-                           checksums, dependency stamps) and copied into the store; a corrupt entry
-                           there is a miss and a reject, left in place. Each must be root's or yours
-                           (see SECURITY); `kcache-inspect --make-layer SRC DEST` makes one.
-                           Default: none
-       KCACHE_LAYERS_COPY  0: a layer hit is not copied into the store (memory keeps it); default 1
 
    ON DISK (KCACHE_DIR)
        config.file         format version, accounted size and entry count (checksummed), a log of
@@ -170,6 +172,7 @@
        KCACHE_STATIC       make every function static (two copies in one program)
        KCACHE_MALLOC, KCACHE_REALLOC, KCACHE_FREE    allocator (all three or none)
        KCACHE_ASSERT       assertion used for programming errors in debug builds (default assert)
+       KCACHE_OPENCL       the OpenCL part: kcache_cl_build, kcache_cl_key (-lOpenCL)
        KCACHE_REDIS        the built-in Redis remote tier (hiredis 0.14 or later; POSIX)
        KCACHE_ZSTD         zstd-compressed entries on the remote, and KCACHE_COMPRESS (libzstd)
        KCACHE_HMAC_OPENSSL HMAC-SHA-256 from OpenSSL's libcrypto for KCACHE_REMOTE_SECRET
@@ -181,15 +184,23 @@
    LIMITS
        A key holds up to 65535 fields; names are printable and shorter than KCACHE_FIELD_NAME_MAX,
        units shorter than KCACHE_UNIT_MAX. A build function passed to kcache_get_or_build must
-       return (no longjmp or C++ exception out of it). config.file and stats must not be truncated in
-       place by anything else while the store is in use (they are mapped). On Windows files have no owner
-       or mode bits kcache can read, so the store's owner/permission check is the directory's ACL's
-       business; links and junctions inside the store are refused as symlinks are elsewhere.
+       return (no longjmp or C++ exception out of it). config.file and stats must not be truncated
+       in place by anything else while the store is in use (they are mapped). On Windows files have
+       no owner or mode bits kcache can read, so the store's owner/permission check is the
+       directory's ACL's business; links and junctions inside the store are refused as symlinks are
+       elsewhere.
 
    REVISIONS
-       0.2  vendoring: one lock registry per process (locking independent of OFD locks and of the
-            include order), fork-safe handles, small stacks, dependency stamps remembered,
-            kcache_key_library, version macros, no-environment configuration, allocator callbacks
+       0.2  the store is its owner's alone (the path walked and checked level by level, a group's
+            store with KCACHE_SHARED_GROUP, read-only stores served without a lock) and leaves its
+            filesystem a reserve; CLOCK eviction (scan-resistant, writes in flight counted); a
+            remote tier (Redis or remote_ops, signed and zstd entries, circuit breakers, cluster
+            build claims) and read-only layers (KCACHE_LAYERS); x86 CPU names as each LLVM from 9
+            to 22 gives them (numba's magic tuple); vendoring: one lock registry per process
+            (locking independent of OFD locks and of the include order), fork-safe handles, 4 KiB
+            stacks, dependency content digests taken only when needed and remembered,
+            kcache_key_library, version macros, no-environment configuration, allocator callbacks,
+            every message through the log
        0.1  keys, XXH3-128, memory LRU, configuration, persistent store, per-unit indexes,
             explained misses, single flight
 */
@@ -420,7 +431,7 @@ typedef struct kcache_config {
     int stamp;                /* KCACHE_STAMP_HYBRID, _MTIME or _CONTENT                          */
     uint32_t build_wait_ms;   /* longest wait for another process's build of the same key         */
     uint32_t lock_timeout_ms; /* longest wait for the store lock before giving up on an update    */
-    kcache_log_fn log;        /* where debug lines go; NULL: stderr                               */
+    kcache_log_fn log;        /* where every message goes (see kcache_log_fn); NULL: stderr      */
     int publish;              /* 1: counters and events go to DIR/stats for kcache-top (KCACHE_STATS) */
     void *log_user;
     /* the remote tier (see ENVIRONMENT, and kcache_remote_ops) */
@@ -439,7 +450,7 @@ typedef struct kcache_config {
     int compress;             /* 1: zstd for the local store's entries too (KCACHE_COMPRESS; KCACHE_ZSTD) */
     const char *shared_group; /* a group whose members share the store (KCACHE_SHARED_GROUP); NULL: the
                                  store is the caller's alone                                        */
-    /* 0.2: */
+    /* for vendors: no environment, an allocator, what the environment got wrong */
     int no_env;               /* 1: kcache_open reads no KCACHE_* variable (kcache_config_defaults sets it) */
     kcache_alloc_fn alloc_fn; /* allocator callbacks, both or neither; NULL: KCACHE_MALLOC / KCACHE_FREE */
     kcache_free_fn free_fn;
@@ -2275,9 +2286,13 @@ static void kcache__lockfile_unclaim(kcache__lockfile *lf, uint64_t at) {
     kcache__lockfile_forget_claim(lf, at);
 }
 
+/* The ways of the memo's set that a file (device, inode) maps to. */
+static KCACHE__UNUSED kcache__memo *kcache__memo_set(const kcache__finfo *fi) {
+    return &kcache__reg.memo[(size_t)((fi->ino * 0x9E3779B97F4A7C15ull ^ fi->dev) >> 57) * KCACHE__MEMO_WAYS];
+}
 /* The remembered content digest of a file with exactly this stat, if any. */
 static KCACHE__UNUSED int kcache__memo_get(const kcache__finfo *fi, kcache_hash128 *content) {
-    kcache__memo *set = &kcache__reg.memo[(size_t)((fi->ino * 0x9E3779B97F4A7C15ull ^ fi->dev) >> 57) * KCACHE__MEMO_WAYS];
+    kcache__memo *set = kcache__memo_set(fi);
     int i, found = 0;
     kcache__reg_lock();
     for (i = 0; i < KCACHE__MEMO_WAYS; i++) {
@@ -2294,7 +2309,7 @@ static KCACHE__UNUSED int kcache__memo_get(const kcache__finfo *fi, kcache_hash1
     return found;
 }
 static KCACHE__UNUSED void kcache__memo_put(const kcache__finfo *fi, kcache_hash128 content) {
-    kcache__memo *set = &kcache__reg.memo[(size_t)((fi->ino * 0x9E3779B97F4A7C15ull ^ fi->dev) >> 57) * KCACHE__MEMO_WAYS], *m;
+    kcache__memo *set = kcache__memo_set(fi), *m;
     int i;
     kcache__reg_lock();
     m = &set[0];
@@ -4665,7 +4680,7 @@ static int kcache__hash_file(const char *path, kcache_hash128 *out, kcache__finf
     return 0;
 }
 
-static kcache_status kcache__key_add_file(kcache_key *k, const char *name, const char *path) {
+KCACHE_API kcache_status kcache_key_file(kcache_key *k, const char *name, const char *path) {
     kcache_key_field *f;
     kcache__kfile *kf;
     kcache__finfo fi;
@@ -4697,10 +4712,6 @@ static kcache_status kcache__key_add_file(kcache_key *k, const char *name, const
     f->file_size = fi.size;
     f->reserved = kcache__memo_get(&fi, &f->content) ? KCACHE__FF_MEMO : KCACHE__FF_PENDING;
     return KCACHE_OK;
-}
-
-KCACHE_API kcache_status kcache_key_file(kcache_key *k, const char *name, const char *path) {
-    return kcache__key_add_file(k, name, path);
 }
 
 /* ---- the loaded file that holds an address (kcache_key_library) ----------------------------
@@ -4815,12 +4826,11 @@ KCACHE_API kcache_status kcache_key_library(kcache_key *k, const char *name, con
     if (!kcache__key_usable(k)) return KCACHE_EINVAL;
     if (!address) return kcache__key_fail(k, KCACHE_EINVAL);
     if ((path = (char *)KCACHE_MALLOC(KCACHE__PATH_MAX)) == NULL) return kcache__key_fail(k, KCACHE_ENOMEM);
-    s = kcache__module_path(address, path, KCACHE__PATH_MAX) == 0 ? kcache__key_add_file(k, name, path)
+    s = kcache__module_path(address, path, KCACHE__PATH_MAX) == 0 ? kcache_key_file(k, name, path)
                                                                  : kcache__key_fail(k, KCACHE_ENOENT);
     KCACHE_FREE(path);
     return s;
 }
-
 
 /* The host tuple as kcache_key_host adds it, KCACHE_CPU_NAME / KCACHE_CPU_FEATURES applied. */
 typedef struct kcache__host {
@@ -5263,14 +5273,21 @@ static void kcache__entry_header_into(unsigned char *hdr, size_t hlen, size_t re
 }
 
 #ifdef KCACHE_ZSTD
-/* The payload as one zstd frame (level 1: the remote's bytes shrink ~8x for PTX and cubins at
-   hundreds of MB/s), in a new buffer (KCACHE_FREE it), or NULL when it would not be smaller. */
+/* The payload as one zstd frame into dst (cap bytes, ZSTD_compressBound(size) to be sure of room):
+   its length, or 0 when it would not be smaller (then it is stored as it is). Level 1: the remote's
+   bytes shrink ~8x for PTX and cubins at hundreds of MB/s. */
+static size_t kcache__zstd_into(void *dst, size_t cap, const void *data, size_t size) {
+    size_t n;
+    if (size < 64) return 0;
+    n = ZSTD_compress(dst, cap, data, size, 1);
+    return ZSTD_isError(n) || n >= size ? 0 : n;
+}
+/* The same in a new buffer (KCACHE_FREE it), or NULL (*out_len untouched: stored as it is). */
 static unsigned char *kcache__zstd_pack(const void *data, size_t size, size_t *out_len) {
     size_t cap = ZSTD_compressBound(size), n;
     unsigned char *p;
     if (size < 64 || ZSTD_isError(cap) || !(p = (unsigned char *)KCACHE_MALLOC(cap))) return NULL;
-    n = ZSTD_compress(p, cap, data, size, 1);
-    if (ZSTD_isError(n) || n >= size) { KCACHE_FREE(p); return NULL; }
+    if ((n = kcache__zstd_into(p, cap, data, size)) == 0) { KCACHE_FREE(p); return NULL; }
     *out_len = n;
     return p;
 }
@@ -5369,6 +5386,9 @@ typedef struct kcache__store {
 static int kcache__trusted(const kcache__store *st, const kcache__finfo *s) {
     return s->uid == st->uid || s->uid == 0 || (st->shared && s->gid == st->gid);
 }
+/* The mode of the files kcache makes in the store (lock, config.file, stats, temp files): its
+   user's alone, or its group's too in a shared store. */
+static unsigned kcache__file_mode(const kcache__store *st) { return st->shared ? 0660u : 0600u; }
 #define KCACHE__SLACK ((uint64_t)8 << 10) /* beside an entry: an index record, a new shard's block */
 
 /* kcache leaves its filesystem this much free: 5 % of it, at most 1 GiB. A cache gives way before
@@ -5392,10 +5412,11 @@ static uint64_t kcache__shortfall(kcache__store *st, uint64_t need) {
    fstatat; checking all 512 at every open would cost a millisecond): a hit pays one load and a
    bit test. 0: refused, never read, written or cleaned in (st->shard_why says why). */
 static int kcache__shard_check(kcache__store *st, const char *rel, int which, int b);
+static int kcache__hexval(int c) { /* a lower-case hex digit's value, else -1 (kcache writes lower case) */
+    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+}
 static int kcache__shard_trusted(kcache__store *st, const char *rel) {
-    int which = rel[0] == 'i', hi = rel[2], lo = rel[3], b;
-    hi = hi >= '0' && hi <= '9' ? hi - '0' : hi >= 'a' && hi <= 'f' ? hi - 'a' + 10 : -1;
-    lo = lo >= '0' && lo <= '9' ? lo - '0' : lo >= 'a' && lo <= 'f' ? lo - 'a' + 10 : -1;
+    int which = rel[0] == 'i', hi = kcache__hexval((unsigned char)rel[2]), lo = kcache__hexval((unsigned char)rel[3]), b;
     if (hi < 0 || lo < 0) return 1; /* not a shard's name: the callers' own checks apply */
     b = hi << 4 | lo;
     if (KCACHE__LIKELY(kcache__atomic_load_u64(&st->shard_ok[which][b >> 6]) & ((uint64_t)1 << (b & 63)))) return 1;
@@ -5584,16 +5605,21 @@ static int kcache__shard_open(kcache__store *st, const char *shard, char *note, 
     return fd;
 }
 
+/* Whether this process is a fork of the store's opener (getpid: the callers could wait on the
+   parent); if so, marks the store for kcache__live. */
+static int kcache__store_in_fork(kcache__store *st) {
+    if (kcache__pid() == st->pid) return 0;
+    kcache__atomic_store_u32(&st->forked, 1);
+    return 1;
+}
+
 /* Takes the store lock: this handle's mutex, then the lock file's (>>registry: first among this
    process's handles and threads, then against other processes), giving up after lock_timeout_ms.
    In a process forked from the one that opened the store, nothing: KCACHE_ELOCK, and the store is
    marked so that the handle's next call moves to one of the child's own (see kcache__live). */
 static kcache_status kcache__store_lock(kcache__store *st) {
     int64_t deadline = kcache__now_ns() + (int64_t)st->lock_timeout_ms * 1000000;
-    if (kcache__pid() != st->pid) {
-        kcache__atomic_store_u32(&st->forked, 1);
-        return KCACHE_ELOCK;
-    }
+    if (kcache__store_in_fork(st)) return KCACHE_ELOCK;
     kcache__mutex_lock(&st->mutex);
     if (kcache__lockfile_lock(st->lf, deadline) != 0) {
         int e = errno;
@@ -5607,21 +5633,17 @@ static void kcache__store_unlock(kcache__store *st) {
     kcache__mutex_unlock(&st->mutex);
 }
 
-/* The store's lock file, through the registry: the entry another handle of this process opened, or
-   the file opened (created when missing) and registered. The file is found by name first and only
-   then opened: opening it again while another handle holds locks through the entry, then closing
-   it, would drop those locks (POSIX). 0; -1 with errno when it cannot be opened; -2 when something
-   else than a regular file has its name. */
 static int kcache__lock_open(kcache__store *st, char *why, size_t cap);
-/* The store's lock file, through the process's registry (>>registry): a handle of this process
-   that has it open already shares its descriptor (closing a second one would drop the locks the
-   process holds); otherwise it is opened and checked (kcache__lock_open). 0, or -1 with errno
-   (EPERM: refused, *why says why). */
+/* The store's lock file, through the process's registry (>>registry): found by name first, and a
+   handle of this process that has it open already shares its descriptor (opening and closing a
+   second one would drop the locks the process holds, POSIX); otherwise it is opened (created when
+   missing), checked (kcache__lock_open) and registered. 0, or -1 with errno (EPERM: refused, *why
+   says why). */
 static int kcache__store_lockfile(kcache__store *st, char *why, size_t cap) {
     kcache__finfo fi;
     int fd;
     if (kcache__io_statat(st->dirfd, "lock", &fi) == 0 && fi.kind == KCACHE__KIND_FILE && kcache__trusted(st, &fi) &&
-        (fi.perm & 07777) == (st->shared ? 0660u : 0600u) && (st->lf = kcache__lockfile_find(fi.dev, fi.ino)) != NULL)
+        (fi.perm & 07777) == kcache__file_mode(st) && (st->lf = kcache__lockfile_find(fi.dev, fi.ino)) != NULL)
         return 0;
     if ((fd = kcache__lock_open(st, why, cap)) < 0) return -1;
     st->lf = kcache__lockfile_adopt(fd);
@@ -5672,7 +5694,7 @@ static kcache_status kcache__cf_create(kcache__store *st, uint64_t limit, int re
         KCACHE_FREE(hdr);
         return errno == ENOSPC ? KCACHE_ENOSPC : (errno == EROFS || errno == EACCES) ? KCACHE_EROFS : KCACHE_EIO;
     }
-    kcache__io_chmod(fd, st->shared ? 0660 : 0600); /* reopened for writing by every process: not the umask's */
+    kcache__io_chmod(fd, kcache__file_mode(st)); /* reopened for writing by every process: not the umask's */
     /* The table's blocks are allocated now: a sparse page first touched through the mapping when
        the disk is full would be SIGBUS, not an error. A filesystem without room for the table
        gets a smaller one (down to 4096 slots) rather than no store. */
@@ -5728,8 +5750,8 @@ static int kcache__cf_map(kcache__store *st, int *valid) {
         kcache__cf_unmap(st);
         return 0; /* present but unusable: the caller replaces it */
     }
-    if ((s.perm & 0777) != (st->shared ? 0660u : 0600u) && s.uid == st->uid) /* others may not read it */
-        kcache__io_chmod(st->cffd, st->shared ? 0660 : 0600);
+    if ((s.perm & 0777) != kcache__file_mode(st) && s.uid == st->uid) /* others may not read it */
+        kcache__io_chmod(st->cffd, kcache__file_mode(st));
     len = (size_t)s.size;
     st->map = kcache__io_map(st->cffd, len);
     if (!st->map) { kcache__cf_unmap(st); return -1; }
@@ -5910,9 +5932,6 @@ static int kcache__use_before(uint64_t a, uint64_t b) {
     return (a & KCACHE__USE_MARK) != (b & KCACHE__USE_MARK) ? !(a & KCACHE__USE_MARK) : a < b;
 }
 
-static int kcache__hexval(int c) {
-    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
-}
 static int kcache__parse_entry_name(const char *name, kcache_hash128 *d) {
     int i;
     uint64_t hi = 0, lo = 0;
@@ -6048,7 +6067,7 @@ static void kcache__cf_grow(kcache__store *st, kcache__store_ev *ev) {
     snprintf(tmp, sizeof tmp, "%u-grow-%llx.tmp", (unsigned)kcache__pid(), (unsigned long long)st->temp_seq);
     fd = kcache__io_openat(st->tmpfd, tmp, KCACHE__RW | KCACHE__CREATE | KCACHE__EXCL | st->gmode);
     if (fd < 0) return;
-    kcache__io_chmod(fd, st->shared ? 0660 : 0600);
+    kcache__io_chmod(fd, kcache__file_mode(st));
     if (kcache__io_allocate(fd, (uint64_t)len) != 0 || kcache__io_fstat(fd, &sb) != 0 || (map = kcache__io_map(fd, len)) == NULL) {
         kcache__io_close(fd);
         kcache__io_unlink(st->tmpfd, tmp);
@@ -6679,7 +6698,7 @@ static kcache_status kcache__store_room(kcache__store *st, uint64_t total, uint6
             /* writers that claimed together all make room, for every write in flight */
             if (st->limit && kcache__cf_get(st, 24) + pending > st->limit) kcache__store_make_room(st, pending, ev);
             have = kcache__cf_get(st, 24);
-            if (s == KCACHE_OK && disk_short) {
+            if (disk_short) {
                 if (have < disk_short) {
                     s = KCACHE_ENOSPC;
                     kcache__ev_note(ev, "%s: the filesystem is at kcache's reserve (5 %% of it, at most 1 GiB, is left free)",
@@ -6716,10 +6735,7 @@ static kcache_status kcache__store_put(kcache__store *st, const kcache_key *k, c
     unsigned char *cmap = NULL; /* the config.file mapping this write's in-flight claim is in */
     int fd, attempt;
     if (st->readonly) return KCACHE_EROFS;
-    if (kcache__pid() != st->pid) { /* a forked child: st->mutex may be held by a thread it does not have */
-        kcache__atomic_store_u32(&st->forked, 1);
-        return KCACHE_ELOCK;
-    }
+    if (kcache__store_in_fork(st)) return KCACHE_ELOCK; /* st->mutex may be held by a thread the child does not have */
     kcache__entry_name(k->digest, rel);
     if (!kcache__shard_trusted(st, rel)) {
         kcache__ev_note(ev, "%s", st->shard_why);
@@ -7053,7 +7069,7 @@ static int kcache__temp_name(const char *name, unsigned long *pid) {
         if (strncmp(p, kinds[i], strlen(kinds[i])) == 0) { p += strlen(kinds[i]); break; }
     for (;;) {
         const char *start = p;
-        while ((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f')) p++;
+        while (kcache__hexval((unsigned char)*p) >= 0) p++;
         if (p == start || p - start > 16) return 0;
         groups++;
         if (*p != '-' || groups == (junk ? 1 : 2)) break;
@@ -7340,11 +7356,11 @@ fail:
 /* Win32: no owners or mode bits kcache can read (the directory's ACL, inherited from the user's
    %LocalAppData%, protects it); the path is created and opened, links inside refused as before. */
 static int kcache__walk(kcache__store *st, const char *path, int create, kcache__finfo *top, char *why, size_t cap) {
-    char buf[4096];
     size_t n = strlen(path), i;
+    char *buf = create && n > 0 && n < 4096 ? (char *)KCACHE_MALLOC(n + 1) : NULL; /* (not on the stack: small thread stacks) */
     int fd;
     (void)st;
-    if (create && n > 0 && n < sizeof buf) {
+    if (buf) {
         memcpy(buf, path, n + 1);
         for (i = 1; i <= n; i++)
             if (buf[i] == '/' || buf[i] == '\\' || buf[i] == 0) {
@@ -7352,10 +7368,12 @@ static int kcache__walk(kcache__store *st, const char *path, int create, kcache_
                 buf[i] = 0;
                 if (kcache__io_mkdir_path(buf) != 0 && errno != EEXIST && errno != EACCES) {
                     kcache__say(why, cap, "cannot create %s: %s", buf, strerror(errno));
+                    KCACHE_FREE(buf);
                     return -1;
                 }
                 buf[i] = c;
             }
+        KCACHE_FREE(buf);
     }
     fd = kcache__io_open(path, KCACHE__RD | KCACHE__DIRECTORY);
     if (fd < 0 || kcache__io_fstat(fd, top) != 0) {
@@ -7530,9 +7548,10 @@ static int kcache__store_proven(kcache__store *st, char *why, size_t cap) {
    take a lock and stall every writer. EACCES, EROFS, EPERM: the store is read-only for us. */
 static int kcache__lock_open(kcache__store *st, char *why, size_t cap) {
     kcache__finfo s;
-    unsigned want = st->shared ? 0660 : 0600;
+    unsigned want = kcache__file_mode(st);
     int fd = kcache__open_in(st, "lock", KCACHE__RW | KCACHE__CREATE | KCACHE__NONBLOCK | st->gmode);
     if (fd < 0) return -1;
+    memset(&s, 0, sizeof s); /* (a failed fstat leaves it as it was: read below for the message) */
     if (kcache__io_fstat(fd, &s) != 0 || s.kind != KCACHE__KIND_FILE || !kcache__trusted(st, &s)) {
         kcache__say(why, cap, "cannot use the lock file in %s: %s", st->dir,
                     s.kind != KCACHE__KIND_FILE ? "not a regular file" : "not made by you");
@@ -7551,9 +7570,6 @@ static int kcache__lock_open(kcache__store *st, char *why, size_t cap) {
     return fd;
 }
 
-/* Opens (creating when needed) the store in dir. On failure *why says what was wrong; a store that
-   can only be read (a read-only filesystem, a site-wide store of root's, a lock file we may not
-   open) is opened read-only, and *why says so. */
 /* A store not yet opened: nothing but its settings (NULL: out of memory). */
 static kcache__store *kcache__store_new(const char *dir, const kcache_config *cfg) {
     kcache__mem al;
@@ -7581,6 +7597,9 @@ static kcache__store *kcache__store_new(const char *dir, const kcache_config *cf
     return st;
 }
 
+/* Opens (creating when needed) the store in dir. On failure *why says what was wrong; a store that
+   can only be read (a read-only filesystem, a site-wide store of root's, a lock file we may not
+   open) is opened read-only, and *why says so. */
 static kcache_status kcache__store_open(kcache__store **out, const char *dir, const kcache_config *cfg, char *why, size_t why_cap) {
     kcache__store *st;
     kcache__finfo s;
@@ -7748,6 +7767,14 @@ static void kcache__rev_note(kcache__remote_ev *ev, const char *fmt, ...) {
     va_end(ap);
 }
 
+/* Adds what src counted to dst; src's note when dst has none. */
+static void kcache__rev_add(kcache__remote_ev *dst, const kcache__remote_ev *src) {
+    dst->lookups += src->lookups; dst->puts += src->puts; dst->calls += src->calls; dst->latency_ns += src->latency_ns;
+    dst->errors += src->errors; dst->timeouts += src->timeouts; dst->skipped += src->skipped; dst->rejects += src->rejects;
+    dst->opened += src->opened; dst->closed += src->closed;
+    if (!dst->note[0]) memcpy(dst->note, src->note, sizeof dst->note);
+}
+
 typedef struct kcache__shard {
     char *url;                 /* as messages show it: canonical, without credentials */
     uint64_t seed;             /* its rendezvous weight seed: XXH3 of url */
@@ -7765,7 +7792,9 @@ typedef struct kcache__remote {
     kcache__mutex mutex;       /* guards the breakers */
     kcache__shard *shard;
     unsigned n;
-    char *names;               /* every shard's url, space-separated */
+    char *names;               /* every shard's url as shown (no credentials), space-separated */
+    char *spec;                /* the URLs as configured, credentials included: a forked child's
+                                  handle opens the same remote (kcache__reopen) */
     int ro;
     uint32_t timeout_ms, claim_ms, backoff_ms;
     uint64_t max_entry;
@@ -7810,10 +7839,8 @@ static unsigned char *kcache__remote_pack(const kcache__remote *r, const kcache_
     if (!(v = (unsigned char *)KCACHE_MALLOC(KCACHE__RV_HEADER + hlen + cap + KCACHE__MAC_LEN))) return NULL;
     payload = v + KCACHE__RV_HEADER + hlen;
 #ifdef KCACHE_ZSTD
-    if (size >= 64) {
-        size_t n = ZSTD_compress(payload, cap, data, size, 1);
-        if (!ZSTD_isError(n) && n < size) { stored = n; zstd = 1; }
-    }
+    if ((stored = kcache__zstd_into(payload, cap, data, size)) != 0) zstd = 1;
+    else stored = size;
 #endif
     if (!zstd && size) memcpy(payload, data, size);
     e = hlen + stored;
@@ -8113,9 +8140,7 @@ KCACHE__THREAD_FN(kcache__rclaim_renewer, arg) {
         if (kcache__rclaim_call(cl, KCACHE_CLAIM_RENEW, cl->r->claim_ms, &ev) == KCACHE_MISS)
             kcache__rev_note(&ev, "remote %s: the build claim on %s was lost (expired): another machine may build too", cl->s->url, cl->name);
         kcache__mutex_lock(&cl->m);
-        cl->ev.calls += ev.calls; cl->ev.latency_ns += ev.latency_ns; cl->ev.errors += ev.errors;
-        cl->ev.timeouts += ev.timeouts; cl->ev.skipped += ev.skipped; cl->ev.opened += ev.opened; cl->ev.closed += ev.closed;
-        if (!cl->ev.note[0]) memcpy(cl->ev.note, ev.note, sizeof ev.note);
+        kcache__rev_add(&cl->ev, &ev);
     }
     kcache__mutex_unlock(&cl->m);
     KCACHE__THREAD_END;
@@ -8157,9 +8182,7 @@ static void kcache__rclaim_end(kcache__rclaim *cl, int stored, kcache__remote_ev
         kcache__thread_join(cl->th);
     }
     if (cl->held) kcache__rclaim_call(cl, stored ? KCACHE_CLAIM_RELEASE : KCACHE_CLAIM_ABANDON, cl->r->claim_ms, ev);
-    ev->calls += cl->ev.calls; ev->latency_ns += cl->ev.latency_ns; ev->errors += cl->ev.errors; ev->timeouts += cl->ev.timeouts;
-    ev->skipped += cl->ev.skipped; ev->opened += cl->ev.opened; ev->closed += cl->ev.closed;
-    if (!ev->note[0]) memcpy(ev->note, cl->ev.note, sizeof ev->note);
+    kcache__rev_add(ev, &cl->ev);
     kcache__cond_destroy(&cl->c);
     kcache__mutex_destroy(&cl->m);
     cl->r = NULL;
@@ -8594,6 +8617,7 @@ static void kcache__remote_close(kcache__remote *r) {
     KCACHE_FREE(r->shard);
     KCACHE_FREE(r->names);
     if (r->secret) { memset(r->secret, 0, r->secret_len); KCACHE_FREE(r->secret); }
+    if (r->spec) { memset(r->spec, 0, strlen(r->spec)); KCACHE_FREE(r->spec); }
     kcache__mutex_destroy(&r->mutex);
     KCACHE_FREE(r);
 }
@@ -8654,6 +8678,7 @@ static void kcache__remote_open(kcache__remote **out, const kcache_config *cfg, 
         r->secret_len = strlen(cfg->remote_secret);
         if (!(r->secret = (unsigned char *)kcache__strndup(cfg->remote_secret, r->secret_len))) goto oom;
     }
+    if (!(r->spec = kcache__strndup(urls, strlen(urls)))) goto oom;
     if (!(r->shard = (kcache__shard *)KCACHE_MALLOC(sizeof *r->shard * KCACHE__REMOTE_SHARDS))) goto oom;
     if (cfg->remote_ops) {
         if (!kcache__remote_add(r, *urls ? urls : "remote_ops", cfg->remote_ops, cfg->remote_user, NULL, why, cap)) goto bad;
@@ -8833,11 +8858,8 @@ static void kcache__pub_fetch_add(uint64_t *w, uint64_t n) {
 }
 
 /* The stats file is shared memory that kcache writes and kcache-top only reads (mapped read-only
-   there): one accessor for both, taking the map as const (through uintptr_t, not a cast that drops
-   the qualifier behind the reader's back: every access is an atomic of kcache__pub_ld/_st). */
-static KCACHE__UNUSED uint64_t *kcache__pub_word(const unsigned char *map, size_t off) {
-    return (uint64_t *)(uintptr_t)(map + off);
-}
+   there): the same accessors for both, taking the map as const (through uintptr_t, not a cast that
+   drops the qualifier behind the reader's back: every access is an atomic of kcache__pub_ld/_st). */
 static KCACHE__UNUSED unsigned char *kcache__pub_slot_at(const unsigned char *map, unsigned i) {
     return (unsigned char *)(uintptr_t)map + KCACHE__PUB_HEADER + (size_t)i * KCACHE__PUB_SLOT_BYTES;
 }
@@ -9061,7 +9083,7 @@ static int kcache__pub_create(kcache__store *st, int replace) {
         KCACHE_FREE(hdr);
         return e;
     }
-    if (kcache__io_chmod(fd, st->shared ? 0660 : 0600) != 0) e = errno ? errno : EIO; /* not the umask's */
+    if (kcache__io_chmod(fd, kcache__file_mode(st)) != 0) e = errno ? errno : EIO; /* not the umask's */
     kcache__pub_header(hdr);
     if (kcache__io_pwrite(fd, hdr, KCACHE__PUB_HEADER, 0) != (ptrdiff_t)KCACHE__PUB_HEADER) e = errno ? errno : EIO;
     KCACHE_FREE(hdr);
@@ -9181,7 +9203,7 @@ static KCACHE__UNUSED void kcache__pub_open(kcache__pub *p, kcache__store *st, c
         }
         if (fd < 0) { kcache__pub_say(p, "stats: cannot open %s/stats (%s); not published", st->dir, strerror(errno)); return; }
         if (kcache__io_fstat(fd, &sb) != 0 || sb.kind != KCACHE__KIND_FILE || !kcache__trusted(st, &sb)) v = 0;
-        else if ((sb.perm & 0777) != (st->shared ? 0660u : 0600u) && (sb.uid != st->uid || kcache__io_chmod(fd, st->shared ? 0660 : 0600) != 0)) v = 0;
+        else if ((sb.perm & 0777) != kcache__file_mode(st) && (sb.uid != st->uid || kcache__io_chmod(fd, kcache__file_mode(st)) != 0)) v = 0;
         else if (sb.size < KCACHE__PUB_HEADER || kcache__io_pread(fd, hdr, sizeof hdr, 0) != (ptrdiff_t)sizeof hdr) v = 0;
         else v = kcache__pub_valid(hdr, (uint64_t)sb.size);
         if (v != 0) break;
@@ -9449,7 +9471,6 @@ static void kcache__log(const kcache_config *cfg, const char *fmt, ...) {
 }
 #define KCACHE__DEBUG(kc, ...) do { if ((kc)->cfg.debug) kcache__log(&(kc)->cfg, __VA_ARGS__); } while (0)
 
-
 /* A size: digits with an optional K, M, G or T (powers of 1024), optionally followed by B or iB. */
 static int kcache__parse_size(const char *s, uint64_t *out) {
     uint64_t v = 0, mul = 1;
@@ -9534,48 +9555,6 @@ static void kcache__say_env_bad(const kcache_config *cfg) {
     }
 }
 
-/* The read-only layers' variables. */
-static void kcache__config_layers_env(kcache_config *cfg) {
-    const char *v;
-    int b;
-    if ((v = getenv("KCACHE_LAYERS")) != NULL && *v) cfg->layers = v;
-    if ((v = getenv("KCACHE_LAYERS_COPY")) != NULL && *v) {
-        if (kcache__parse_bool(v, &b)) cfg->layers_copy = b;
-        else kcache__env_bad(cfg, LAYERS_COPY);
-    }
-}
-
-/* The remote tier's variables (and KCACHE_COMPRESS), after the others. */
-static void kcache__config_remote_env(kcache_config *cfg) {
-    const char *v;
-    uint64_t n;
-    int b;
-    if ((v = getenv("KCACHE_REMOTE")) != NULL && *v) cfg->remote = v;
-    if ((v = getenv("KCACHE_REMOTE_SECRET")) != NULL && *v) cfg->remote_secret = v;
-    if ((v = getenv("KCACHE_REMOTE_MODE")) != NULL && *v) {
-        if (strcmp(v, "rw") == 0) cfg->remote_mode = KCACHE_REMOTE_RW;
-        else if (strcmp(v, "ro") == 0) cfg->remote_mode = KCACHE_REMOTE_RO;
-        else kcache__env_bad(cfg, REMOTE_MODE);
-    }
-    if ((v = getenv("KCACHE_REMOTE_TIMEOUT")) != NULL && *v) { /* milliseconds; "ms" or "s" may follow */
-        char *end;
-        unsigned long long t = strtoull(v, &end, 10);
-        if (end != v && *v >= '0' && *v <= '9' && strcmp(end, "s") == 0 && t <= 600) t *= 1000;
-        else if (end == v || !(*v >= '0' && *v <= '9') || (*end && strcmp(end, "ms") != 0)) t = 0;
-        if (t >= 1 && t <= 600000) cfg->remote_timeout_ms = (uint32_t)t;
-        else kcache__env_bad(cfg, REMOTE_TIMEOUT);
-    }
-    if ((v = getenv("KCACHE_REMOTE_MAX_ENTRY")) != NULL && *v) {
-        if (kcache__parse_size(v, &n) && n >= 1024 && n <= ((uint64_t)512 << 20)) cfg->remote_max_entry = n;
-        else kcache__env_bad(cfg, REMOTE_MAX_ENTRY);
-    }
-    if ((v = getenv("KCACHE_COMPRESS")) != NULL && *v) {
-        if (kcache__parse_bool(v, &b)) cfg->compress = b;
-        else kcache__env_bad(cfg, COMPRESS);
-    }
-}
-
-
 KCACHE_API void kcache_config_defaults(kcache_config *cfg) {
     if (!cfg) return;
     memset(cfg, 0, sizeof *cfg);
@@ -9615,9 +9594,15 @@ KCACHE_API void kcache_config_init(kcache_config *cfg) {
     KCACHE__ENV_BOOL(TRACE, trace)
     KCACHE__ENV_BOOL(FSYNC, fsync)
     KCACHE__ENV_BOOL(STATS, publish)
+    KCACHE__ENV_BOOL(COMPRESS, compress)
+    KCACHE__ENV_BOOL(LAYERS_COPY, layers_copy)
 #undef KCACHE__ENV_BOOL
+    /* strings: cfg points into the environment (kcache_open copies what it keeps) */
     if ((v = getenv("KCACHE_DIR")) != NULL && *v) cfg->dir = v;
     if ((v = getenv("KCACHE_SHARED_GROUP")) != NULL && *v) cfg->shared_group = v;
+    if ((v = getenv("KCACHE_LAYERS")) != NULL && *v) cfg->layers = v;
+    if ((v = getenv("KCACHE_REMOTE")) != NULL && *v) cfg->remote = v;
+    if ((v = getenv("KCACHE_REMOTE_SECRET")) != NULL && *v) cfg->remote_secret = v;
     if ((v = getenv("KCACHE_MAX_SIZE")) != NULL && *v) {
         if (kcache__parse_size(v, &n)) cfg->max_size = n;
         else kcache__env_bad(cfg, MAX_SIZE);
@@ -9645,8 +9630,23 @@ KCACHE_API void kcache_config_init(kcache_config *cfg) {
         else if (strcmp(v, "content") == 0) cfg->stamp = KCACHE_STAMP_CONTENT;
         else kcache__env_bad(cfg, STAMP);
     }
-    kcache__config_remote_env(cfg);
-    kcache__config_layers_env(cfg);
+    if ((v = getenv("KCACHE_REMOTE_MODE")) != NULL && *v) {
+        if (strcmp(v, "rw") == 0) cfg->remote_mode = KCACHE_REMOTE_RW;
+        else if (strcmp(v, "ro") == 0) cfg->remote_mode = KCACHE_REMOTE_RO;
+        else kcache__env_bad(cfg, REMOTE_MODE);
+    }
+    if ((v = getenv("KCACHE_REMOTE_TIMEOUT")) != NULL && *v) { /* milliseconds; "ms" or "s" may follow */
+        char *end;
+        unsigned long long t = strtoull(v, &end, 10);
+        if (end != v && *v >= '0' && *v <= '9' && strcmp(end, "s") == 0 && t <= 600) t *= 1000;
+        else if (end == v || !(*v >= '0' && *v <= '9') || (*end && strcmp(end, "ms") != 0)) t = 0;
+        if (t >= 1 && t <= 600000) cfg->remote_timeout_ms = (uint32_t)t;
+        else kcache__env_bad(cfg, REMOTE_TIMEOUT);
+    }
+    if ((v = getenv("KCACHE_REMOTE_MAX_ENTRY")) != NULL && *v) {
+        if (kcache__parse_size(v, &n) && n >= 1024 && n <= ((uint64_t)512 << 20)) cfg->remote_max_entry = n;
+        else kcache__env_bad(cfg, REMOTE_MAX_ENTRY);
+    }
 }
 
 /* The default directory: $XDG_CACHE_HOME/kcache (an absolute path, as the XDG spec requires), else
@@ -9772,6 +9772,7 @@ static kcache *kcache__reopen(const kcache *kc) {
         snprintf(group, sizeof group, "%u", (unsigned)kc->store->gid);
         cfg.shared_group = group;
     }
+    if (kc->remote) cfg.remote = kc->remote->spec; /* with its credentials (kc->cfg.remote: as shown) */
     if (kc->remote && kc->remote->secret) cfg.remote_secret = (const char *)kc->remote->secret; /* kept NUL-terminated */
     if (!kc->store) cfg.persistent = 0; /* a parent running from memory: so does its child */
     if (kc->nlayers) { /* the layers kc uses, by the paths they were opened at */
@@ -10123,6 +10124,21 @@ static void kcache__keep_closest(kcache_key *best, int *best_eq, kcache_key *can
     }
 }
 
+/* Writes into b how k differs from the closest of an index's live overloads (nothing when none of
+   their records parses). The two keys compared live on the heap (about 4 KiB each: small stacks). */
+static void kcache__sb_closest(kcache__sb *b, const kcache__ix *ix, const kcache_key *k) {
+    kcache_key *best = kcache__key_alloc(), *cand = kcache__key_alloc();
+    int best_eq = -1;
+    uint32_t i;
+    for (i = 0; best && cand && i < ix->n[KCACHE__IX_LIVE]; i++) {
+        int eq = kcache__equal_fields(ix->items[KCACHE__IX_LIVE][i].rec, ix->items[KCACHE__IX_LIVE][i].rec_len, k, cand);
+        if (eq >= 0) kcache__keep_closest(best, &best_eq, cand, eq);
+    }
+    if (best_eq >= 0) { kcache__sb_diff(b, best, k); kcache_key_free(best); }
+    KCACHE_FREE(best); /* (cand was freed or moved into best by the last keep_closest) */
+    KCACHE_FREE(cand);
+}
+
 /* Why a key whose entry is not in the store misses, from its unit's index (no lock); with b, says
    so in words. */
 static kcache_reason kcache__ix_classify(kcache *kc, const kcache_key *k, int64_t *when, kcache__sb *b) {
@@ -10176,20 +10192,10 @@ static kcache_reason kcache__ix_classify(kcache *kc, const kcache_key *k, int64_
             kcache__key_drop(stored);
             break;
         }
-        case KCACHE_REASON_FIELD: {
-            kcache_key *best = kcache__key_alloc(), *cand = kcache__key_alloc();
-            int best_eq = -1;
-            uint32_t i;
-            for (i = 0; best && cand && i < ix.n[KCACHE__IX_LIVE]; i++) {
-                int eq = kcache__equal_fields(ix.items[KCACHE__IX_LIVE][i].rec, ix.items[KCACHE__IX_LIVE][i].rec_len, k, cand);
-                if (eq >= 0) kcache__keep_closest(best, &best_eq, cand, eq);
-            }
+        case KCACHE_REASON_FIELD:
             kcache__sb_add(b, ": closest of %u stored overload(s) of unit \"%s\": ", ix.n[KCACHE__IX_LIVE], k->unit);
-            if (best_eq >= 0) { kcache__sb_diff(b, best, k); kcache_key_free(best); }
-            KCACHE_FREE(best); /* (cand was freed or moved into best by the last keep_closest) */
-            KCACHE_FREE(cand);
+            kcache__sb_closest(b, &ix, k);
             break;
-        }
         default:
             b->len = 0; /* cold reads "miss: cold: unit ... never stored", as in memory-only mode */
             if (b->cap) b->p[0] = 0;
@@ -10281,13 +10287,13 @@ static kcache__node *kcache__keep_read(kcache *kc, kcache__node *nn, kcache__blo
 #define KCACHE__REMOTE_ZSTD_NOTE ""
 #endif
 
-
 /* A layer left out: the debug log says why, and the first reason stays for kcache_explain. */
-static void kcache__layer_refused(kcache *kc, const char *path, char *why) {
-    char *m = strstr(why, " (memory only)"); /* the store's words: a layer left out changes nothing else */
-    if (m) memmove(m, m + 14, strlen(m + 14) + 1);
-    if (!kc->layers_why[0]) kcache__say(kc->layers_why, sizeof kc->layers_why, "layer %s not used: %s", path, why);
-    KCACHE__DEBUG(kc, "layer %s not used: %s", path, why);
+static void kcache__layer_refused(kcache *kc, const char *path, const char *why) {
+    const char *m = strstr(why, " (memory only)"); /* the store's words: a layer left out changes nothing else */
+    int n = m ? (int)(m - why) : (int)strlen(why);
+    const char *rest = m ? m + 14 : "";
+    if (!kc->layers_why[0]) kcache__say(kc->layers_why, sizeof kc->layers_why, "layer %s not used: %.*s%s", path, n, why, rest);
+    KCACHE__DEBUG(kc, "layer %s not used: %.*s%s", path, n, why, rest);
 }
 
 /* Whether directory fd is the store's or an earlier layer's (the same one named twice). */
@@ -10465,48 +10471,35 @@ static kcache_status kcache__layers_get(kcache *kc, const kcache_key *k, uint64_
 /* After a local miss: the lower tiers, in order: the layers, then the remote. The key's pending
    dependency digests are taken first (a lower tier's entry is judged, and copied into the store,
    with every content digest: see kcache__key_resolve). */
-static kcache_status kcache__lower_get_resolved(kcache *kc, const kcache_key *k, uint64_t gen, const void **data, size_t *size,
-                                                kcache_reason *reason, int count);
 static const kcache_key *kcache__key_resolve(kcache *kc, const kcache_key *k, int policy, kcache_key **copy);
 static kcache_status kcache__lower_get(kcache *kc, const kcache_key *k, uint64_t gen, const void **data, size_t *size,
                                        kcache_reason *reason, int count) {
     kcache_key *copy = NULL;
     const kcache_key *rk = kcache__key_resolve(kc, k, kc->cfg.stamp, &copy);
     kcache_status s = KCACHE_MISS;
-    if (rk && rk->error == KCACHE_OK) s = kcache__lower_get_resolved(kc, rk, gen, data, size, reason, count);
-    kcache__key_drop(copy);
-    return s;
-}
-static kcache_status kcache__lower_get_resolved(kcache *kc, const kcache_key *k, uint64_t gen, const void **data, size_t *size,
-                                                kcache_reason *reason, int count) {
     kcache__remote_ev ev;
     kcache__read rd;
     const char *where;
-    if (kc->nlayers && kcache__layers_get(kc, k, gen, data, size, reason, count) == KCACHE_OK) return KCACHE_OK;
-    if (!kc->remote) return KCACHE_MISS;
-    memset(&ev, 0, sizeof ev);
-    kcache__remote_get(kc->remote, k, kc->cfg.stamp, 0, 1, &rd, &where, &ev);
-    kcache__remote_stats(kc, &ev);
-    KCACHE_FREE(rd.rec);
-    if (rd.status != KCACHE_OK) return KCACHE_MISS;
-    return kcache__lower_hit(kc, k, gen, rd.blob, 0, where, data, size);
+    if (!rk || rk->error != KCACHE_OK) /* out of memory, or a dependency that cannot be read */
+        s = KCACHE_MISS;
+    else if (kc->nlayers && kcache__layers_get(kc, rk, gen, data, size, reason, count) == KCACHE_OK)
+        s = KCACHE_OK;
+    else if (kc->remote) {
+        memset(&ev, 0, sizeof ev);
+        kcache__remote_get(kc->remote, rk, kc->cfg.stamp, 0, 1, &rd, &where, &ev);
+        kcache__remote_stats(kc, &ev);
+        KCACHE_FREE(rd.rec);
+        if (rd.status == KCACHE_OK) s = kcache__lower_hit(kc, rk, gen, rd.blob, 0, where, data, size);
+    }
+    kcache__key_drop(copy);
+    return s;
 }
 
 /* kcache_explain's look below the store: writes a hit ("hit: layer DIR ...", "hit: remote (URL)
    ...") or, when nothing below hits, the first layer's stale or corrupt entry, or a remote reject,
-   and returns 1; or writes nothing (0) and the local reason follows. Changes nothing anywhere. */
-static int kcache__lower_explain_resolved(kcache *kc, const kcache_key *k, kcache__sb *b);
+   and returns 1; or writes nothing (0) and the local reason follows. Changes nothing anywhere. k has
+   every content digest already (kcache_explain resolves it: stamps are compared whole). */
 static int kcache__lower_explain(kcache *kc, const kcache_key *k, kcache__sb *b) {
-    kcache_key *copy = NULL;
-    const kcache_key *rk;
-    int said = 0;
-    if (!kc->nlayers && !kc->remote) return 0;
-    rk = kcache__key_resolve(kc, k, kc->cfg.stamp, &copy);
-    if (rk && rk->error == KCACHE_OK) said = kcache__lower_explain_resolved(kc, rk, b);
-    kcache__key_drop(copy);
-    return said;
-}
-static int kcache__lower_explain_resolved(kcache *kc, const kcache_key *k, kcache__sb *b) {
     kcache__remote_ev ev;
     kcache__read rd;
     const char *where;
@@ -10545,20 +10538,18 @@ static int kcache__lower_explain_resolved(kcache *kc, const kcache_key *k, kcach
         if (said) { KCACHE_FREE(bad_rec); return 1; }
     }
     if (!bad) return 0;
-    if (bad_rec) {
-        stored = kcache__key_alloc();
-        if (stored && kcache__record_parse(bad_rec, bad_len, stored) == KCACHE_OK) {
-            kcache__sb_add(b, "miss: %s: ", kcache__reason_text[KCACHE_REASON_STAMP]);
-            kcache__sb_stamps(b, stored, k, kc->cfg.stamp);
-            kcache__sb_add(b, " (the entry in layer %s)", bad->dir);
-        } else {
-            kcache__sb_add(b, "miss: %s (the entry in layer %s)", kcache__reason_text[KCACHE_REASON_STAMP], bad->dir);
-        }
-        kcache__key_drop(stored);
+    stored = bad_rec ? kcache__key_alloc() : NULL; /* (on the heap: small stacks) */
+    if (stored && kcache__record_parse(bad_rec, bad_len, stored) == KCACHE_OK) {
+        kcache__sb_add(b, "miss: %s: ", kcache__reason_text[KCACHE_REASON_STAMP]);
+        kcache__sb_stamps(b, stored, k, kc->cfg.stamp);
+        kcache__sb_add(b, " (the entry in layer %s)", bad->dir);
+    } else if (bad_rec) {
+        kcache__sb_add(b, "miss: %s (the entry in layer %s)", kcache__reason_text[KCACHE_REASON_STAMP], bad->dir);
     } else {
         kcache__sb_add(b, "miss: %s: the entry for unit \"%s\" in layer %s fails validation; it stays there (a layer is read-only)",
                        kcache__reason_text[KCACHE_REASON_REJECTED], k->unit, bad->dir);
     }
+    kcache__key_drop(stored);
     KCACHE_FREE(bad_rec);
     return 1;
 }
@@ -10569,23 +10560,15 @@ static int kcache__layers_closest(kcache *kc, const kcache_key *k, kcache__sb *b
     int i;
     for (i = 0; i < kc->nlayers; i++) {
         kcache__ix ix;
-        uint32_t j, n;
+        uint32_t n;
         if (kcache__ix_read(kc->layers[i], k->unit, &ix) != KCACHE_OK) continue;
         n = ix.n[KCACHE__IX_LIVE];
         if (n && b) {
-            kcache_key *best = kcache__key_alloc(), *cand = kcache__key_alloc();
-            int best_eq = -1;
-            for (j = 0; best && cand && j < n; j++) {
-                int eq = kcache__equal_fields(ix.items[KCACHE__IX_LIVE][j].rec, ix.items[KCACHE__IX_LIVE][j].rec_len, k, cand);
-                if (eq >= 0) kcache__keep_closest(best, &best_eq, cand, eq);
-            }
             b->len = 0;
             if (b->cap) b->p[0] = 0;
             kcache__sb_add(b, "miss: %s: closest of %u overload(s) of unit \"%s\" in layer %s: ", kcache__reason_text[KCACHE_REASON_FIELD], n,
                            k->unit, kc->layers[i]->dir);
-            if (best_eq >= 0) { kcache__sb_diff(b, best, k); kcache_key_free(best); }
-            KCACHE_FREE(best); /* (cand was freed or moved into best by the last keep_closest) */
-            KCACHE_FREE(cand);
+            kcache__sb_closest(b, &ix, k);
         }
         kcache__ix_free(&ix);
         if (n) return 1;
@@ -11700,7 +11683,7 @@ static kcache_status kcache__cl_key_driver(kcache *kc, kcache_key *k, cl_platfor
         st = (kcache__cl_state *)kc->cl;
         for (i = 0; st && i < st->nplats; i++)
             if (st->plats[i].plat == plat) {
-                if ((path = (char *)KCACHE_MALLOC(strlen(st->plats[i].path) + 1)) != NULL) strcpy(path, st->plats[i].path);
+                path = kcache__strndup(st->plats[i].path, strlen(st->plats[i].path));
                 readable = st->plats[i].readable;
                 break;
             }
@@ -11720,8 +11703,7 @@ static kcache_status kcache__cl_key_driver(kcache *kc, kcache_key *k, cl_platfor
             for (i = 0; st && i < st->nplats && st->plats[i].plat != plat; i++) {
             }
             if (st && i == st->nplats && i < KCACHE__CL_PLATFORMS &&
-                (st->plats[i].path = (char *)KCACHE_MALLOC(strlen(path) + 1)) != NULL) {
-                strcpy(st->plats[i].path, path);
+                (st->plats[i].path = kcache__strndup(path, strlen(path))) != NULL) {
                 st->plats[i].plat = plat;
                 st->plats[i].readable = readable;
                 st->nplats++;
@@ -11729,7 +11711,7 @@ static kcache_status kcache__cl_key_driver(kcache *kc, kcache_key *k, cl_platfor
             kcache__mutex_unlock(&kc->lock);
         }
     }
-    s = readable ? kcache__key_add_file(k, KCACHE__CL_DRIVER_FIELD, path) : kcache_key_str(k, KCACHE__CL_DRIVER_FIELD, path);
+    s = readable ? kcache_key_file(k, KCACHE__CL_DRIVER_FIELD, path) : kcache_key_str(k, KCACHE__CL_DRIVER_FIELD, path);
     KCACHE_FREE(path);
     return s;
 }

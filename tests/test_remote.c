@@ -12,7 +12,7 @@
  *                             into its store: the next process there hits the disk), explain says
  *                             "hit: remote (URL)", the value on the server is signed-off zstd
  *   remote_db_auth            /DB selects the database; a password in the URL; a wrong one fails
- *                             cleanly
+ *                             cleanly; a handle used in a forked child keeps both
  *   remote_rejects            a value changed on the server (a byte, garbage, another key's) is a
  *                             miss, a reject, and deleted there
  *   remote_signed             HMAC-SHA-256 (RFC 4231 vector); the same secret hits, another secret
@@ -328,6 +328,30 @@ static void remote_db_auth(void) {
     KT_CHECK(S->r[0].ok && S->r[0].st.remote_puts == 1 && S->r[0].st.remote_errors == 0);
     job(1, fresh("db-b"), &mc, DO_GET, 3, 500);
     KT_CHECK(S->r[1].ok && S->r[1].st.hits_remote == 1);
+    { /* a handle used in a process forked from its opener: the child's own keeps password and database */
+        pid_t p;
+        int st = 0;
+        memset(&S->r[5], 0, sizeof S->r[5]);
+        fflush(stdout);
+        if ((p = fork()) == 0) {
+            kcache *kc = open_machine(fresh("db-f"), &mc);
+            pid_t q;
+            fflush(stdout);
+            if ((q = fork()) == 0) {
+                act(kc, 5, DO_GET, 3, 500);
+                _exit(0);
+            }
+            while (q > 0 && waitpid(q, NULL, 0) < 0 && errno == EINTR) {
+            }
+            kcache_close(kc);
+            _exit(0);
+        }
+        while (waitpid(p, &st, 0) < 0 && errno == EINTR) {
+        }
+        KT_CHECK_MSG(S->r[5].ok && S->r[5].st.hits_remote == 1 && S->r[5].st.remote_errors == 0,
+                     "a forked child's handle: status %d, %llu remote hits, %llu remote errors", S->r[5].status,
+                     (unsigned long long)S->r[5].st.hits_remote, (unsigned long long)S->r[5].st.remote_errors);
+    }
     snprintf(url, sizeof url, "redis://:hunter2@127.0.0.1:%d/0", A.port);
     job(2, fresh("db-c"), &mc, DO_GET, 3, 500); /* database 0 does not have it */
     KT_CHECK(S->r[2].status == KCACHE_MISS && S->r[2].st.remote_lookups == 1 && S->r[2].st.remote_errors == 0);
