@@ -50,7 +50,7 @@ $(B)/demo_cc: examples/demo_cc.c examples/jit_cache.h kcache.h | $(B)
 CUDA    ?= $(firstword $(wildcard /usr/local/cuda /usr/local/cuda-*))
 NVRTC_EX := $(if $(wildcard $(CUDA)/include/nvrtc.h),$(B)/nvrtc_ptx)
 $(B)/nvrtc_ptx: examples/nvrtc_ptx.c examples/jit_cache.h kcache.h | $(B)
-	$(CC) $(STD) $(CFLAGS) $(WARN) -I. -I$(CUDA)/include -o $@ $< -L$(CUDA)/lib64 -Wl,-rpath,$(CUDA)/lib64 -lnvrtc $(LDLIBS)
+	$(CC) $(STD) $(CFLAGS) $(WARN) -I. -I$(CUDA)/include -o $@ $< -L$(CUDA)/lib64 -Wl,-rpath,$(CUDA)/lib64 -lnvrtc $(LDLIBS) -ldl
 $(B)/opencl_%: examples/opencl_%.c kcache.h | $(B)
 	$(CC) $(STD) $(CFLAGS) $(WARN) -I. -o $@ $< $(CL_LIBS)
 $(B)/opencl_demo: examples/opencl_demo_kernel.h

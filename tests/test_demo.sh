@@ -3,7 +3,8 @@
 #   demo_cc (make demo-cc's program, run as make demo-cc runs it): the first run compiles and says
 #     why (never stored), the next one hits and computes the same; --fresh says it cleared the entry.
 #   nvrtc_ptx (CUDA C to PTX with NVRTC; built where a CUDA toolkit is, else one skip line): the
-#     first run compiles, the next hits with the same PTX; another architecture is another entry,
+#     first run compiles, the next hits with the same PTX, which the CUDA driver loads and runs
+#     correctly where there is a GPU (else one skip line); another architecture is another entry,
 #     explained by its field; the key holds the NVRTC library actually loaded: a copy of it loaded
 #     instead is a miss, and a change to that copy is a miss that names the library's stamp.
 set -u
@@ -40,14 +41,21 @@ if [ $rc1 -eq 0 ] && echo "$first" | grep -q "run    : MISS" && echo "$first" | 
 if [ $rc2 -eq 0 ] && echo "$second" | grep -q "run    : HIT" && echo "$second" | grep -q 'before : hit: disk' &&
    cmp -s "$tmp/1.ptx" "$tmp/2.ptx"; then
     echo "ok nvrtc-second-run-hits"; else echo "FAIL nvrtc-second-run-hits (same PTX: $(cmp -s "$tmp/1.ptx" "$tmp/2.ptx" && echo yes || echo no)): $second"; fi
+# the cached PTX is what the GPU runs: loaded by the CUDA driver, saxpy's every result checked
+out=$("$nvrtc" --run 2>&1); rc=$?
+if [ $rc -eq 3 ] && echo "$out" | grep -q 'no CUDA driver'; then
+    echo "skip nvrtc-cached-ptx-runs: no CUDA driver (libcuda.so.1) here, so the cached PTX is not loaded on a GPU" >&2
+elif [ $rc -eq 0 ] && echo "$out" | grep -q "run    : HIT" && echo "$out" | grep -Eq 'gpu    : .*: ([0-9]+) of \1 results correct'; then
+    echo "ok nvrtc-cached-ptx-runs"; else echo "FAIL nvrtc-cached-ptx-runs (exit $rc): $out"; fi
 out=$("$nvrtc" --arch compute_90 -o "$tmp/3.ptx" 2>&1)
 if echo "$out" | grep -q "run    : MISS" && echo "$out" | grep -q 'arch: "compute_75" (stored) vs "compute_90" (now)' &&
    grep -q '^\.target sm_90' "$tmp/3.ptx"; then
     echo "ok nvrtc-arch-in-key"; else echo "FAIL nvrtc-arch-in-key: $out"; fi
 if [ -x "$inspect" ]; then
-    fields=$(for f in "$KCACHE_DIR"/i/*/*.kci; do "$inspect" "$f"; done 2>&1)
-    if echo "$fields" | grep -q 'nvrtc.library' && echo "$fields" | grep -q 'libnvrtc'; then
-        echo "ok nvrtc-library-field"; else echo "FAIL nvrtc-library-field: no nvrtc.library field naming libnvrtc in the index"; fi
+    # (--json: the text output wraps a long path, libnvrtc's included, across lines)
+    fields=$(for f in "$KCACHE_DIR"/i/*/*.kci; do "$inspect" --json "$f"; done 2>&1)
+    if echo "$fields" | grep -q '"name": "nvrtc.library", "type": "file"' && echo "$fields" | grep -q 'libnvrtc'; then
+        echo "ok nvrtc-library-field"; else echo "FAIL nvrtc-library-field: no nvrtc.library field naming libnvrtc in the index: $(echo "$fields" | head -c 1500)"; fi
 fi
 # the library loaded is what the key names: a copy of it loaded instead (LD_LIBRARY_PATH over the
 # example's RUNPATH) is a miss; that copy changed is a miss naming its stamp
@@ -55,6 +63,8 @@ lib=$(ldd "$nvrtc" 2>/dev/null | awk '/libnvrtc\.so/ { print $3; exit }')
 if [ -n "$lib" ] && [ -f "$lib" ]; then
     mkdir -p "$tmp/lib"
     cp "$lib" "$tmp/lib/$(basename "$lib")"
+    # NVRTC dlopens its builtins library by name: beside the copy, so the copy is the whole NVRTC
+    for b in "$(dirname "$lib")"/libnvrtc-builtins*.so*; do [ -f "$b" ] && cp "$b" "$tmp/lib/"; done
     out=$(LD_LIBRARY_PATH=$tmp/lib "$nvrtc" 2>&1)
     if echo "$out" | grep -q "run    : MISS" && echo "$out" | grep -q 'nvrtc.library'; then
         echo "ok nvrtc-other-library-misses"; else echo "FAIL nvrtc-other-library-misses: $out"; fi

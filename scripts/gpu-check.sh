@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# scripts/gpu-check.sh OUT - the checks that need an NVIDIA GPU machine, which CI never has: run by
+# hand where one is lent (x86-64, a CUDA toolkit in /usr/local/cuda*, NVIDIA's driver, a python3
+# with numba). It prints what it saw and writes the logs, and a tar of the numba caches it made,
+# under OUT.
+#   1. NVRTC: tests/test_demo.sh on examples/nvrtc_ptx.c, then nvrtc_ptx --run: the PTX, compiled
+#      and then read back from the store, loaded by the CUDA driver and saxpy checked on the GPU.
+#   2. OpenCL on NVIDIA's driver (not PoCL): opencl_demo and opencl_saxpy twice each on one store,
+#      the second run loading the stored binary (PTX) with clCreateProgramWithBinary.
+#   3. numba: tests/inspect_corpus.py live (kcache-inspect's verdicts against what this numba
+#      does on this CPU) and build/test_host (kcache's CPU name against this llvmlite's LLVM).
+# Binaries that need what the GPU machine may lack (an OpenCL ICD loader, its headers) are built
+# beforehand where they are and carried in GPU_BIN (default dev/bin), with libOpenCL.so.1 there.
+set -u
+out=${1:-/tmp/gpu-check}
+bin=${GPU_BIN:-dev/bin}
+mkdir -p "$out"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+section() { printf '\n==== %s\n' "$*"; }
+
+section machine
+nvidia-smi -L 2>&1
+grep -m1 'model name' /proc/cpuinfo
+python3 -c 'import numba, llvmlite, sys; print("numba", numba.__version__, "llvmlite", llvmlite.__version__, "python", sys.version.split()[0])' 2>&1
+
+section NVRTC
+cuda=$(ls -d /usr/local/cuda /usr/local/cuda-* 2>/dev/null | head -n 1)
+echo "toolkit: ${cuda:-none}"
+make --no-print-directory CUDA="$cuda" build/demo_cc build/nvrtc_ptx build/kcache-inspect >"$out/build.log" 2>&1 ||
+    { echo "build failed:"; tail -n 20 "$out/build.log"; }
+bash tests/test_demo.sh build/demo_cc build/nvrtc_ptx build/kcache-inspect 2>&1
+export KCACHE_DIR=$tmp/nvrtc
+for args in "--run" "--run" "--arch compute_90 --run" "--arch compute_90 --run"; do
+    # shellcheck disable=SC2086
+    build/nvrtc_ptx $args 2>&1; echo "(nvrtc_ptx $args: exit $?)"
+done
+
+section OpenCL on NVIDIA
+icd=$(ls /usr/local/nvidia/lib64/libnvidia-opencl.so.1 /usr/lib/x86_64-linux-gnu/libnvidia-opencl.so.1 2>/dev/null | head -n 1)
+if [ -z "$icd" ]; then icd=$(find / -xdev -name 'libnvidia-opencl.so.1' 2>/dev/null | head -n 1); fi
+echo "NVIDIA's OpenCL driver: ${icd:-not found}"
+if [ -n "$icd" ]; then
+    mkdir -p "$tmp/vendors"
+    echo "$icd" >"$tmp/vendors/nvidia.icd"
+    export OCL_ICD_VENDORS=$tmp/vendors LD_LIBRARY_PATH=$PWD/$bin${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+    for prog in opencl_demo opencl_saxpy; do
+        export KCACHE_DIR=$tmp/cl-$prog
+        for run in first second; do
+            echo "-- $prog, $run run"
+            "$bin/$prog" 2>&1; echo "($prog: exit $?)"
+        done
+    done
+    export KCACHE_DIR=$tmp/cl-bench
+    [ -x "$bin/bench_opencl" ] && { echo "-- bench_opencl"; "$bin/bench_opencl" 2>&1 | tail -n 30; }
+fi
+
+section numba
+mkdir -p build/venv-numba/bin
+ln -sf "$(command -v python3)" build/venv-numba/bin/python # test_host compares with the LLVM of this python's llvmlite
+"$bin/test_host" 2>&1 | grep -E '^(# cpu name|FAIL|ok)'
+python3 tests/inspect_corpus.py live "$bin/kcache-inspect" python3 "$tmp/live" --corpus tests/data/numba-corpus >"$out/numba-live.log" 2>&1
+echo "inspect_corpus.py live: exit $?, $(grep -c '^ok' "$out/numba-live.log") ok, $(grep -c '^FAIL' "$out/numba-live.log") FAIL"
+grep -E '^FAIL' "$out/numba-live.log" | head -n 20
+python3 tests/numba_cases.py python3 "$tmp/corpus" >"$out/numba-cases.log" 2>&1
+echo "numba_cases.py: exit $?"
+tar -C "$tmp" -czf "$out/numba-corpus.tgz" corpus 2>/dev/null && ls -l "$out/numba-corpus.tgz"
