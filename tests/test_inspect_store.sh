@@ -27,7 +27,7 @@ texts=$tmp/texts
 : >"$texts"
 run() {
     local name=$1; shift
-    "$tool" "$@" >"$tmp/out" 2>"$tmp/err"
+    (cd "${RUN_IN:-.}" && exec "$tool" "$@") >"$tmp/out" 2>"$tmp/err" # RUN_IN=DIR: run from DIR
     rc=$?
     out=$(cat "$tmp/out"); err=$(cat "$tmp/err")
     if [ "$rc" -ge 128 ] || grep -q -E 'AddressSanitizer|LeakSanitizer|runtime error:|UndefinedBehaviorSanitizer' "$tmp/err"; then
@@ -172,13 +172,35 @@ rm "$tmp/inc.h"
 if run dep_missing "$S" blur; then
     has dep_missing "now:    missing now (No such file or directory)" && has dep_missing "verdict: stale: dep inc ($tmp/inc.h) missing" && ok dep_missing
 fi
-# a path longer than the preview keeps: cut, cannot be checked
+# a path longer than the preview keeps (its last 64 bytes): found again on this machine by its end,
+# length and digest, then checked like any other; run from elsewhere (/), so the walk from "/" is
+# what finds it
 long=$tmp/a-directory-name-that-is-long-enough/and-another-one-to-pass-sixty-four-bytes
 mkdir -p "$long" && printf 'x\n' >"$long/dep.h"
 "$mk" put "$S" longpath 100 s:source=x "f:dep=$long/dep.h" || fail longpath_put "make_store failed"
-if run dep_path_cut "$S" longpath; then
-    has dep_path_cut 'dep     file  "...' && has dep_path_cut "now:    path cut, cannot check" &&
-    has dep_path_cut "verdict: present (1 dependency not checked: path cut, cannot check)" && ok dep_path_cut
+if RUN_IN=/ run dep_path_cut "$S" longpath; then
+    # (the text wraps the long path inside words: the JSON below checks it whole)
+    has dep_path_cut 'dep     file  "...' && has dep_path_cut "path:   $tmp/a-directory" && has dep_path_cut "(found by the end, length and digest kept)" &&
+    has dep_path_cut "now:    mtime same, size same, content same" && has dep_path_cut "verdict    1 overload: 1 present" && ok dep_path_cut
+fi
+if run dep_path_cut_json --json "$S" longpath; then
+    v=$(json '[(f["now"]["path"], f["now"]["path_found"], f["now"]["stale"]) for o in d["overloads"] for f in o["fields"] if f["type"] == "file"]')
+    [ "$v" = "[('$long/dep.h', True, False)]" ] && ok dep_path_cut_json || fail dep_path_cut_json "got $v"
+fi
+printf 'xy\n' >"$long/dep.h"
+if run dep_path_cut_edited "$S" longpath; then
+    has dep_path_cut_edited "now:    mtime differs, size differs, content differs" &&
+    has dep_path_cut_edited "verdict: stale: dep dep ($tmp/a-directory" && ok dep_path_cut_edited
+fi
+if run dep_path_cut_edited_json --json "$S" longpath; then
+    v=$(json '[(o["verdict"]["code"], [f["now"]["path"] for f in o["fields"] if f["type"] == "file"]) for o in d["overloads"]]')
+    [ "$v" = "[('stale', ['$long/dep.h'])]" ] && ok dep_path_cut_edited_json || fail dep_path_cut_edited_json "got $v"
+fi
+# the directory that held it renamed: no path here has that end, length and digest
+mv "$tmp/a-directory-name-that-is-long-enough" "$tmp/b-directory-name-that-is-long-enough"
+if run dep_path_cut_gone "$S" longpath; then
+    has dep_path_cut_gone "now:    path cut, and not found here by its end, length and digest: cannot check" &&
+    has dep_path_cut_gone "1 dependency not checked" && ok dep_path_cut_gone
 fi
 
 # the miss of the edited dependency, traced: the index explains it

@@ -55,6 +55,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <ftw.h>
+#include <dirent.h>
 
 #if defined(__GNUC__) || defined(__clang__)
 #define KI_PRINTF(a, b) __attribute__((format(printf, a, b)))
@@ -4609,8 +4610,9 @@ static int ks_digest_name(const char *name, const char *ext, kcache_hash128 *d)
 
 typedef struct ks_dep {
     const kcache_key_field *f;
-    char path[KCACHE_PREVIEW_MAX];
+    char path[PATH_MAX];
     int checkable;           /* the path is known exactly */
+    int found;               /* the preview kept only the path's end: the path was found (ks_dep_find) */
     const char *why_not;     /* when not */
     int exists;              /* stat succeeded */
     int regular;
@@ -4622,11 +4624,10 @@ typedef struct ks_dep {
     int stale;               /* under the policy */
 } ks_dep;
 
-/* The path a file field names, from its preview, when the preview holds all of it: the digest and
-   length of what it unescapes to must be the field's. */
-static int ks_dep_path(const kcache_key_field *f, char *out, size_t cap)
+/* A preview's text unescaped into out (NUL-terminated): its length, or (size_t)-1 when it does not
+   fit or holds a NUL. */
+static size_t ks_unescape(const char *p, char *out, size_t cap)
 {
-    const char *p = f->preview;
     size_t o = 0;
     while (*p && o + 1 < cap) {
         char c = *p++;
@@ -4642,8 +4643,138 @@ static int ks_dep_path(const kcache_key_field *f, char *out, size_t cap)
         out[o++] = c;
     }
     out[o] = 0;
-    if (*p || o != f->size || memchr(out, 0, o)) return 0;
-    return ks_same(kcache_hash(out, o), f->digest);
+    return *p || memchr(out, 0, o) ? (size_t)-1 : o;
+}
+
+/* The path a file field names, from its preview, when the preview holds all of it: the digest and
+   length of what it unescapes to must be the field's. */
+static int ks_dep_path(const kcache_key_field *f, char *out, size_t cap)
+{
+    size_t n = ks_unescape(f->preview, out, cap);
+    return n == f->size && ks_same(kcache_hash(out, n), f->digest);
+}
+
+/* ---- a path longer than the preview keeps -------------------------------------------------
+   kcache keeps a path's last 64 bytes ("...tail") and the digest and length of all of it. The
+   missing start is looked for on this machine, breadth first (short paths first: system and home
+   directories before deep trees), from the working directory's nearest ancestors and then from
+   "/": a directory entry whose path runs to where the tail begins is a candidate, taken only when
+   the whole path's length and XXH3-128 are the field's, so a wrong path is never reported. At
+   most KS_FIND_DIRS directories are read: a path whose missing start is long and far from here
+   may stay unknown (the verdict then says it was not checked). */
+#define KS_FIND_DIRS 4000
+#define KS_FIND_QUEUE 65536
+typedef struct ks_find {
+    const kcache_key_field *f;
+    const char *tail;
+    size_t tail_len, missing; /* the path is missing bytes, then the tail */
+    unsigned dirs_left;
+    char **queue;             /* directories to read, each ending in '/' and shorter than missing */
+    size_t head, count;
+    char *out;
+    size_t cap;
+    int found;
+} ks_find;
+
+/* p[0..missing) then the tail: the path when its digest is the field's. */
+static void ks_find_try(ks_find *s, const char *p)
+{
+    if (s->missing + s->tail_len + 1 > s->cap) return;
+    memcpy(s->out, p, s->missing);
+    memcpy(s->out + s->missing, s->tail, s->tail_len + 1);
+    s->found = ks_same(kcache_hash(s->out, s->missing + s->tail_len), s->f->digest);
+}
+
+static void ks_find_push(ks_find *s, const char *dir, size_t len)
+{
+    char *c;
+    if (s->count >= KS_FIND_QUEUE || (c = (char *)malloc(len + 1)) == NULL) return;
+    memcpy(c, dir, len + 1);
+    s->queue[(s->head + s->count++) % KS_FIND_QUEUE] = c;
+}
+
+/* The entries of one directory (a path ending in '/', shorter than the missing start). */
+static void ks_find_read(ks_find *s, const char *dir)
+{
+    static char buf[PATH_MAX];
+    size_t len = strlen(dir);
+    DIR *d;
+    struct dirent *e;
+    if (len >= s->missing || (d = opendir(dir)) == NULL) return;
+    s->dirs_left--;
+    memcpy(buf, dir, len);
+    while (!s->found && (e = readdir(d)) != NULL) {
+        size_t n = strlen(e->d_name), full = len + n;
+        int is_dir;
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0 || full + 2 > sizeof buf) continue;
+        memcpy(buf + len, e->d_name, n + 1);
+        if (full >= s->missing) { /* the missing start ends inside this name: the rest of it must begin the tail */
+            size_t over = full - s->missing;
+            if (over <= s->tail_len && memcmp(buf + s->missing, s->tail, over) == 0) ks_find_try(s, buf);
+            continue;
+        }
+        buf[full] = '/';
+        buf[full + 1] = 0;
+        if (full + 1 == s->missing) { ks_find_try(s, buf); continue; } /* ... or with its '/' */
+#ifdef DT_DIR
+        if (e->d_type == DT_DIR) is_dir = 1;
+        else if (e->d_type != DT_LNK && e->d_type != DT_UNKNOWN) is_dir = 0;
+        else
+#endif
+        {
+            struct stat sb;
+            is_dir = stat(buf, &sb) == 0 && S_ISDIR(sb.st_mode);
+        }
+        if (is_dir) ks_find_push(s, buf, full + 1);
+    }
+    closedir(d);
+}
+
+/* A cut path found again (see above): 1 with the path in out. */
+static int ks_dep_find(const kcache_key_field *f, char *out, size_t cap)
+{
+    static char tail[KCACHE_PREVIEW_MAX], cwd[PATH_MAX];
+    ks_find s;
+    size_t n, tl, seeds = 0;
+    if (strncmp(f->preview, "...", 3) != 0 || f->size >= PATH_MAX || (tl = ks_unescape(f->preview + 3, tail, sizeof tail)) == (size_t)-1 ||
+        tl == 0 || tl >= f->size)
+        return 0;
+    memset(&s, 0, sizeof s);
+    s.f = f;
+    s.tail = tail;
+    s.tail_len = tl;
+    s.missing = (size_t)f->size - tl;
+    s.dirs_left = KS_FIND_DIRS;
+    s.out = out;
+    s.cap = cap;
+    if ((s.queue = (char **)malloc(KS_FIND_QUEUE * sizeof *s.queue)) == NULL) return 0;
+    if (s.missing == 1) ks_find_try(&s, "/");
+    /* the working directory's two nearest ancestors that fit (the program that made the key often
+       ran nearby), then the root */
+    if (getcwd(cwd, sizeof cwd) && cwd[0] == '/')
+        for (n = strlen(cwd); n > 1 && seeds < 2; n--)
+            if ((cwd[n] == '/' || cwd[n] == 0) && n + 1 < s.missing) {
+                char c0 = cwd[n], c1 = cwd[n + 1];
+                cwd[n] = '/', cwd[n + 1] = 0;
+                ks_find_push(&s, cwd, n + 1);
+                cwd[n] = c0, cwd[n + 1] = c1;
+                seeds++;
+            }
+    ks_find_push(&s, "/", 1);
+    while (!s.found && s.count && s.dirs_left) {
+        char *dir = s.queue[s.head];
+        s.head = (s.head + 1) % KS_FIND_QUEUE;
+        s.count--;
+        ks_find_read(&s, dir);
+        free(dir);
+    }
+    while (s.count) {
+        free(s.queue[s.head]);
+        s.head = (s.head + 1) % KS_FIND_QUEUE;
+        s.count--;
+    }
+    free(s.queue);
+    return s.found;
 }
 
 /* Hashes a regular file, at most the size it had when opened (never blocks on a FIFO, never reads
@@ -4678,12 +4809,15 @@ static void ks_dep_check(const kcache_key_field *f, const ki_opts *op, ks_dep *d
     kcache_key_field now;
     memset(d, 0, sizeof *d);
     d->f = f;
-    if (!ks_dep_path(f, d->path, sizeof d->path)) {
-        d->why_not = (strncmp(f->preview, "...", 3) == 0 || f->size > KCACHE__PREVIEW_BYTES) ? "path cut, cannot check"
-                                                                                            : "the preview is not the path, cannot check";
-        return;
-    }
     if (op->no_deps) { d->why_not = "not checked"; return; }
+    if (!ks_dep_path(f, d->path, sizeof d->path)) {
+        int cut = strncmp(f->preview, "...", 3) == 0 || f->size > KCACHE__PREVIEW_BYTES;
+        if (!cut || !(d->found = ks_dep_find(f, d->path, sizeof d->path))) {
+            d->why_not = cut ? "path cut, and not found here by its end, length and digest: cannot check"
+                             : "the preview is not the path, cannot check";
+            return;
+        }
+    }
     d->checkable = 1;
     if (stat(d->path, &sb) != 0) {
         d->err = errno;
@@ -4828,6 +4962,11 @@ static void ks_fields_text(ki_out *o, const kcache_key *k, const ks_dep *deps, s
         if (f[i].type == KCACHE_FIELD_FILE && deps) {
             char now[200], t[64];
             const ks_dep *dp = &deps[d++];
+            if (dp->found) { /* the preview shows only the path's end */
+                for (j = 0; j < indent + 2; j++) ko_putc(o, ' ');
+                ki_fmt(line, sizeof line, "path:   %s (found by the end, length and digest kept)", dp->path);
+                ks_wrap(o, line, indent + 2, indent + 10);
+            }
             for (j = 0; j < indent + 2; j++) ko_putc(o, ' ');
             ks_time(t, sizeof t, f[i].mtime_ns);
             ki_fmt(line, sizeof line, "stored: mtime %s, size %llu", f[i].mtime_ns ? t : "not recorded", (unsigned long long)f[i].file_size);
@@ -4864,7 +5003,7 @@ static void ks_fields_json(ki_out *o, const kcache_key *k, const ks_dep *deps)
                 else {
                     ko_puts(o, ", \"path\": ");
                     ko_json_cstr(o, dp->path);
-                    ko_printf(o, ", \"exists\": %s", dp->exists ? "true" : "false");
+                    ko_printf(o, ", \"path_found\": %s, \"exists\": %s", dp->found ? "true" : "false", dp->exists ? "true" : "false");
                     if (dp->exists)
                         ko_printf(o, ", \"mtime_ns\": %lld, \"size\": %llu, \"regular\": %s, \"hashed\": %s", (long long)dp->mtime,
                                   (unsigned long long)dp->size, dp->regular ? "true" : "false", dp->hashed ? "true" : "false");
