@@ -8001,10 +8001,22 @@ static uint64_t kcache__remote_open_count(kcache__remote *r) {
 
 /* ---- the calls the cache layer makes ---- */
 
+/* Whether kcache_explain may look at shard s now: its breaker closed, or its backoff over with no
+   probe under way. Reads the breaker, never moves it (kcache__remote_allow does, for lookups). */
+static int kcache__remote_peekable(kcache__remote *r, kcache__shard *s) {
+    int ok;
+    kcache__mutex_lock(&r->mutex);
+    ok = !s->open_until || (kcache__mono_ns() >= s->open_until && !s->probing);
+    kcache__mutex_unlock(&r->mutex);
+    return ok;
+}
+
 /* Looks k up on its shard. out as kcache__store_read fills it (KCACHE_ENOENT: not there, or not
-   asked); *where names the shard. With fix, a value that fails validation is counted and deleted
-   there (in mode rw). */
-static void kcache__remote_get(kcache__remote *r, const kcache_key *k, int policy, int want_record, int fix, kcache__read *out,
+   asked); *where names the shard. A lookup (peek 0) is counted in ev, goes through the breaker, and
+   a value that fails validation is counted and deleted there (in mode rw). A peek (kcache_explain,
+   a diagnostic) changes nothing: ev stays as it was, the breaker is obeyed but neither probed nor
+   moved, a bad value is left where it is. */
+static void kcache__remote_get(kcache__remote *r, const kcache_key *k, int policy, int want_record, int peek, kcache__read *out,
                                const char **where, kcache__remote_ev *ev) {
     kcache__shard *s = kcache__remote_shard(r, k->digest);
     char name[33];
@@ -8018,16 +8030,16 @@ static void kcache__remote_get(kcache__remote *r, const kcache_key *k, int polic
     out->status = KCACHE_ENOENT;
     out->reason = KCACHE_REASON_COLD;
     *where = s->url;
-    ev->lookups++;
-    if (!kcache__remote_allow(r, s, 0, ev)) return;
+    if (!peek) ev->lookups++;
+    if (peek ? !kcache__remote_peekable(r, s) : !kcache__remote_allow(r, s, 0, ev)) return;
     kcache__remote_name(k->digest, name);
     t0 = kcache__mono_ns();
     st = s->ops->get(s->user, name, &v, &n, &hold);
-    kcache__remote_done(r, s, st, t0, "get", ev);
+    if (!peek) kcache__remote_done(r, s, st, t0, "get", ev);
     if (st != KCACHE_OK) return;
     kcache__remote_unpack(r, k, policy, want_record, (const unsigned char *)v, n, out, &why);
     if (s->ops->release) s->ops->release(s->user, hold);
-    if (out->status != KCACHE_ECORRUPT || !fix) return;
+    if (out->status != KCACHE_ECORRUPT || peek) return;
     ev->rejects++;
     if (r->ro) {
         kcache__rev_note(ev, "reject %s: the remote value on %s %s (KCACHE_REMOTE_MODE=ro: left there)", k->unit, s->url, why);
@@ -10486,7 +10498,7 @@ static kcache_status kcache__lower_get(kcache *kc, const kcache_key *k, uint64_t
         s = KCACHE_OK;
     else if (kc->remote) {
         memset(&ev, 0, sizeof ev);
-        kcache__remote_get(kc->remote, rk, kc->cfg.stamp, 0, 1, &rd, &where, &ev);
+        kcache__remote_get(kc->remote, rk, kc->cfg.stamp, 0, 0, &rd, &where, &ev);
         kcache__remote_stats(kc, &ev);
         KCACHE_FREE(rd.rec);
         if (rd.status == KCACHE_OK) s = kcache__lower_hit(kc, rk, gen, rd.blob, 0, where, data, size);
@@ -10523,11 +10535,9 @@ static int kcache__lower_explain(kcache *kc, const kcache_key *k, kcache__sb *b)
         }
         KCACHE_FREE(rd.rec);
     }
-    if (kc->remote) {
+    if (kc->remote) { /* a peek: counted nowhere, the breaker as it was (ev stays empty) */
         memset(&ev, 0, sizeof ev);
-        kcache__remote_get(kc->remote, k, kc->cfg.stamp, 0, 0, &rd, &where, &ev);
-        ev.lookups = 0;
-        kcache__remote_stats(kc, &ev);
+        kcache__remote_get(kc->remote, k, kc->cfg.stamp, 0, 1, &rd, &where, &ev);
         if (rd.status == KCACHE_OK) kcache__sb_add(b, "hit: remote (%s), unit \"%s\", %zu bytes", where, k->unit, rd.blob->size);
         else if (rd.status == KCACHE_ECORRUPT)
             kcache__sb_add(b, "miss: %s: the value for unit \"%s\" on the remote %s fails validation; the next get %s", kcache__reason_text[KCACHE_REASON_REJECTED],
