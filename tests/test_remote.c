@@ -34,6 +34,10 @@
  *   remote_builder_killed     the cluster's builder SIGKILLed: its claim runs out, one other builds
  *   remote_claim_renewed      a build longer than the claim's lifetime keeps it (renewed): 1 build
  *   remote_build_fails        a failed build abandons the claim: the waiters build themselves
+ *   remote_lookups            GETs sent to the server (counted under the backend): a cold get and
+ *                             a cold get_or_build send one; a caller that waits for another
+ *                             thread's or another kcache's build on its store sends one, for
+ *                             another machine's (the cluster claim) two
  *   remote_explain_stats      kcache_explain of a remote hit, miss, reject, a remote down, a breaker
  *                             open: kcache_stats and the stats file unchanged, no breaker moved
  *   compress_local            KCACHE_COMPRESS=1: version-2 entries, smaller, read back exact (also by
@@ -55,6 +59,7 @@
 #include "kt.h"
 #include "kt_remote.h"
 
+#include <pthread.h>
 #include <sys/mman.h>
 
 /* ---- machines: processes of their own on stores of their own ------------------------------------- */
@@ -1003,6 +1008,115 @@ static int gets_since(int *mark) {
     return n;
 }
 
+/* A build that holds on until told to go, so that another caller surely arrives while it runs. */
+typedef struct held { int in, go, builds; unsigned id; } held;
+static int held_build(void *user, void **out, size_t *out_size) {
+    held *h = (held *)user;
+    double t = kt_now();
+    __atomic_add_fetch(&h->builds, 1, __ATOMIC_SEQ_CST);
+    __atomic_store_n(&h->in, 1, __ATOMIC_SEQ_CST);
+    while (!__atomic_load_n(&h->go, __ATOMIC_SEQ_CST) && kt_now() - t < 20) kt_sleep_ms(1);
+    *out = KCACHE_MALLOC(300);
+    kt_payload((unsigned char *)*out, 300, h->id);
+    *out_size = 300;
+    return 0;
+}
+typedef struct caller { kcache *kc; held *h; int ok; pthread_t th; } caller;
+static void *caller_run(void *arg) {
+    caller *c = (caller *)arg;
+    kcache_key k;
+    const void *d = NULL;
+    size_t n = 0;
+    kt_key(&k, "lookups", c->h->id);
+    c->ok = kcache_get_or_build(c->kc, &k, held_build, c->h, &d, &n) == KCACHE_OK && kt_payload_ok(d, n, 300, c->h->id);
+    if (d) kcache_release(c->kc, d);
+    kcache_key_free(&k);
+    return NULL;
+}
+/* a on kcache a builds key id (held); b on kcache b asks for it meanwhile and waits (its
+   build_waits), then a's build ends. 1 when both got the payload from one build. */
+static int build_while_waiting(kcache *a, kcache *b, unsigned id) {
+    held h;
+    caller ca, cb;
+    kcache_stats st;
+    double t;
+    int waiting = 0;
+    memset(&h, 0, sizeof h);
+    h.id = id;
+    ca.kc = a, ca.h = &h, ca.ok = 0;
+    cb.kc = b, cb.h = &h, cb.ok = 0;
+    if (pthread_create(&ca.th, NULL, caller_run, &ca) != 0) return 0;
+    for (t = kt_now(); !__atomic_load_n(&h.in, __ATOMIC_SEQ_CST) && kt_now() - t < 10;) kt_sleep_ms(1);
+    if (pthread_create(&cb.th, NULL, caller_run, &cb) != 0) { h.go = 1; pthread_join(ca.th, NULL); return 0; }
+    for (t = kt_now(); !waiting && kt_now() - t < 10; kt_sleep_ms(1)) {
+        kcache_get_stats(b, &st);
+        waiting = st.build_waits == 1;
+    }
+    KT_CHECK_MSG(waiting, "key %u: the second caller never waited for the build", id);
+    __atomic_store_n(&h.go, 1, __ATOMIC_SEQ_CST);
+    pthread_join(ca.th, NULL);
+    pthread_join(cb.th, NULL);
+    KT_CHECK_MSG(ca.ok && cb.ok && h.builds == 1, "key %u: payloads %d %d, %d builds", id, ca.ok, cb.ok, h.builds);
+    return ca.ok && cb.ok && h.builds == 1;
+}
+
+static void remote_lookups(void) {
+    kcache *a, *b;
+    kcache_key k;
+    kcache_stats st;
+    held h;
+    const void *d = NULL;
+    size_t n = 0;
+    int mark = 0, got;
+    const char *sa = fresh("lk-a"), *sb = fresh("lk-b");
+    if (!(a = open_counted(sa, T.url, 0))) return;
+    gets_since(&mark);
+    /* a cold kcache_get: one GET */
+    kt_key(&k, "lookups", 1);
+    KT_CHECK(kcache_get(a, &k, &d, &n) == KCACHE_MISS);
+    kcache_key_free(&k);
+    KT_CHECK_MSG((got = gets_since(&mark)) == 1, "a cold kcache_get sent %d GETs to the remote (want 1)", got);
+    /* a cold kcache_get_or_build: one GET, then the build (the stats as before: one miss, one lookup) */
+    memset(&h, 0, sizeof h);
+    h.id = 2;
+    h.go = 1;
+    kt_key(&k, "lookups", 2);
+    KT_CHECK(kcache_get_or_build(a, &k, held_build, &h, &d, &n) == KCACHE_OK && kt_payload_ok(d, n, 300, 2) && h.builds == 1);
+    if (d) kcache_release(a, d);
+    kcache_key_free(&k);
+    KT_CHECK_MSG((got = gets_since(&mark)) == 1, "a cold kcache_get_or_build sent %d GETs to the remote (want 1)", got);
+    kcache_get_stats(a, &st);
+    KT_CHECK(st.misses == 2 && st.remote_lookups == 2 && st.builds == 1 && st.remote_puts == 1 && st.hits_remote == 0);
+    /* another thread builds the key meanwhile: the waiter asked once, before it knew; after the
+       wait, memory has it */
+    KT_CHECK(build_while_waiting(a, a, 3));
+    KT_CHECK_MSG((got = gets_since(&mark)) == 2, "a build and a thread waiting for it sent %d GETs to the remote (want 2: one each)", got);
+    kcache_close(a);
+    /* another kcache on the same store builds it: after waiting for its claim, the store has it */
+    a = open_counted(sa, T.url, 0);
+    b = open_counted(sa, T.url, 0);
+    if (a && b) {
+        gets_since(&mark);
+        KT_CHECK(build_while_waiting(a, b, 4));
+        KT_CHECK_MSG((got = gets_since(&mark)) == 2, "a build and a process waiting for its store claim sent %d GETs (want 2: one each)", got);
+        kcache_get_stats(b, &st);
+        KT_CHECK(st.remote_lookups == 1 && st.hits_disk == 1 && st.builds == 0);
+    }
+    if (b) kcache_close(b);
+    /* another machine (another store) builds it: after waiting for its cluster claim, only the
+       remote has it; that is the waiter's second GET */
+    b = open_counted(sb, T.url, 0);
+    if (a && b) {
+        gets_since(&mark);
+        KT_CHECK(build_while_waiting(a, b, 5));
+        KT_CHECK_MSG((got = gets_since(&mark)) == 3, "a build and a machine waiting for its cluster claim sent %d GETs (want 3)", got);
+        kcache_get_stats(b, &st);
+        KT_CHECK(st.remote_lookups == 2 && st.hits_remote == 1 && st.builds == 0);
+    }
+    if (a) kcache_close(a);
+    if (b) kcache_close(b);
+}
+
 /* kcache_explain is a diagnostic: its look at the remote changes no counter (kcache_stats, the
    stats file kcache-top reads) and no breaker. */
 static int same_counters(kcache *kc, const kcache_stats *st, const uint64_t *ctr, const char *what) {
@@ -1281,6 +1395,7 @@ int main(int argc, char **argv) {
     KT_RUN(remote_builder_killed);
     KT_RUN(remote_claim_renewed);
     KT_RUN(remote_build_fails);
+    KT_RUN(remote_lookups);
     KT_RUN(remote_explain_stats);
     KT_RUN(compress_local);
     KT_RUN(top_remote);
