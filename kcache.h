@@ -10487,7 +10487,7 @@ static kcache_status kcache__layers_get(kcache *kc, const kcache_key *k, uint64_
 #define KCACHE__ASK_REMOTE 2u
 #define KCACHE__ASK_LOWER (KCACHE__ASK_LAYERS | KCACHE__ASK_REMOTE)
 
-/* After a local miss: the lower tiers that ask names, in order: the layers, then the remote. The
+/* After a local miss: the lower tiers named in ask, in order: the layers, then the remote. The
    key's pending dependency digests are taken first (a lower tier's entry is judged, and copied into
    the store, with every content digest: see kcache__key_resolve). */
 static const kcache_key *kcache__key_resolve(kcache *kc, const kcache_key *k, int policy, kcache_key **copy);
