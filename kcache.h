@@ -8001,10 +8001,22 @@ static uint64_t kcache__remote_open_count(kcache__remote *r) {
 
 /* ---- the calls the cache layer makes ---- */
 
+/* Whether kcache_explain may look at shard s now: its breaker closed, or its backoff over with no
+   probe under way. Reads the breaker, never moves it (kcache__remote_allow does, for lookups). */
+static int kcache__remote_peekable(kcache__remote *r, kcache__shard *s) {
+    int ok;
+    kcache__mutex_lock(&r->mutex);
+    ok = !s->open_until || (kcache__mono_ns() >= s->open_until && !s->probing);
+    kcache__mutex_unlock(&r->mutex);
+    return ok;
+}
+
 /* Looks k up on its shard. out as kcache__store_read fills it (KCACHE_ENOENT: not there, or not
-   asked); *where names the shard. With fix, a value that fails validation is counted and deleted
-   there (in mode rw). */
-static void kcache__remote_get(kcache__remote *r, const kcache_key *k, int policy, int want_record, int fix, kcache__read *out,
+   asked); *where names the shard. A lookup (peek 0) is counted in ev, goes through the breaker, and
+   a value that fails validation is counted and deleted there (in mode rw). A peek (kcache_explain,
+   a diagnostic) changes nothing: ev stays as it was, the breaker is obeyed but neither probed nor
+   moved, a bad value is left where it is. */
+static void kcache__remote_get(kcache__remote *r, const kcache_key *k, int policy, int want_record, int peek, kcache__read *out,
                                const char **where, kcache__remote_ev *ev) {
     kcache__shard *s = kcache__remote_shard(r, k->digest);
     char name[33];
@@ -8018,16 +8030,16 @@ static void kcache__remote_get(kcache__remote *r, const kcache_key *k, int polic
     out->status = KCACHE_ENOENT;
     out->reason = KCACHE_REASON_COLD;
     *where = s->url;
-    ev->lookups++;
-    if (!kcache__remote_allow(r, s, 0, ev)) return;
+    if (!peek) ev->lookups++;
+    if (peek ? !kcache__remote_peekable(r, s) : !kcache__remote_allow(r, s, 0, ev)) return;
     kcache__remote_name(k->digest, name);
     t0 = kcache__mono_ns();
     st = s->ops->get(s->user, name, &v, &n, &hold);
-    kcache__remote_done(r, s, st, t0, "get", ev);
+    if (!peek) kcache__remote_done(r, s, st, t0, "get", ev);
     if (st != KCACHE_OK) return;
     kcache__remote_unpack(r, k, policy, want_record, (const unsigned char *)v, n, out, &why);
     if (s->ops->release) s->ops->release(s->user, hold);
-    if (out->status != KCACHE_ECORRUPT || !fix) return;
+    if (out->status != KCACHE_ECORRUPT || peek) return;
     ev->rejects++;
     if (r->ro) {
         kcache__rev_note(ev, "reject %s: the remote value on %s %s (KCACHE_REMOTE_MODE=ro: left there)", k->unit, s->url, why);
@@ -10468,12 +10480,19 @@ static kcache_status kcache__layers_get(kcache *kc, const kcache_key *k, uint64_
     return KCACHE_MISS;
 }
 
-/* After a local miss: the lower tiers, in order: the layers, then the remote. The key's pending
-   dependency digests are taken first (a lower tier's entry is judged, and copied into the store,
-   with every content digest: see kcache__key_resolve). */
+/* Which tiers below the store a lookup asks (kcache__get's ask): kcache_get asks both; a re-check
+   inside kcache_get_or_build asks only one that could have received something since its first look
+   (each remote ask is a network round trip). */
+#define KCACHE__ASK_LAYERS 1u
+#define KCACHE__ASK_REMOTE 2u
+#define KCACHE__ASK_LOWER (KCACHE__ASK_LAYERS | KCACHE__ASK_REMOTE)
+
+/* After a local miss: the lower tiers named in ask, in order: the layers, then the remote. The
+   key's pending dependency digests are taken first (a lower tier's entry is judged, and copied into
+   the store, with every content digest: see kcache__key_resolve). */
 static const kcache_key *kcache__key_resolve(kcache *kc, const kcache_key *k, int policy, kcache_key **copy);
 static kcache_status kcache__lower_get(kcache *kc, const kcache_key *k, uint64_t gen, const void **data, size_t *size,
-                                       kcache_reason *reason, int count) {
+                                       kcache_reason *reason, int count, unsigned ask) {
     kcache_key *copy = NULL;
     const kcache_key *rk = kcache__key_resolve(kc, k, kc->cfg.stamp, &copy);
     kcache_status s = KCACHE_MISS;
@@ -10482,11 +10501,11 @@ static kcache_status kcache__lower_get(kcache *kc, const kcache_key *k, uint64_t
     const char *where;
     if (!rk || rk->error != KCACHE_OK) /* out of memory, or a dependency that cannot be read */
         s = KCACHE_MISS;
-    else if (kc->nlayers && kcache__layers_get(kc, rk, gen, data, size, reason, count) == KCACHE_OK)
+    else if (kc->nlayers && (ask & KCACHE__ASK_LAYERS) && kcache__layers_get(kc, rk, gen, data, size, reason, count) == KCACHE_OK)
         s = KCACHE_OK;
-    else if (kc->remote) {
+    else if (kc->remote && (ask & KCACHE__ASK_REMOTE)) {
         memset(&ev, 0, sizeof ev);
-        kcache__remote_get(kc->remote, rk, kc->cfg.stamp, 0, 1, &rd, &where, &ev);
+        kcache__remote_get(kc->remote, rk, kc->cfg.stamp, 0, 0, &rd, &where, &ev);
         kcache__remote_stats(kc, &ev);
         KCACHE_FREE(rd.rec);
         if (rd.status == KCACHE_OK) s = kcache__lower_hit(kc, rk, gen, rd.blob, 0, where, data, size);
@@ -10523,11 +10542,9 @@ static int kcache__lower_explain(kcache *kc, const kcache_key *k, kcache__sb *b)
         }
         KCACHE_FREE(rd.rec);
     }
-    if (kc->remote) {
+    if (kc->remote) { /* a peek: counted nowhere, the breaker as it was (ev stays empty) */
         memset(&ev, 0, sizeof ev);
-        kcache__remote_get(kc->remote, k, kc->cfg.stamp, 0, 0, &rd, &where, &ev);
-        ev.lookups = 0;
-        kcache__remote_stats(kc, &ev);
+        kcache__remote_get(kc->remote, k, kc->cfg.stamp, 0, 1, &rd, &where, &ev);
         if (rd.status == KCACHE_OK) kcache__sb_add(b, "hit: remote (%s), unit \"%s\", %zu bytes", where, k->unit, rd.blob->size);
         else if (rd.status == KCACHE_ECORRUPT)
             kcache__sb_add(b, "miss: %s: the value for unit \"%s\" on the remote %s fails validation; the next get %s", kcache__reason_text[KCACHE_REASON_REJECTED],
@@ -10698,14 +10715,14 @@ static const kcache_key *kcache__key_resolve(kcache *kc, const kcache_key *k, in
     return c;
 }
 
-static kcache_status kcache__get(kcache *kc, const kcache_key *k, const void **data, size_t *size, int count_miss);
+static kcache_status kcache__get(kcache *kc, const kcache_key *k, const void **data, size_t *size, int count_miss, unsigned ask);
 KCACHE_API kcache_status kcache_get(kcache *kc, const kcache_key *k, const void **data, size_t *size) {
     kcache_status s;
     int tries = 0;
     do {
         kcache *h = kcache__live(kc, 0);
         if (kc && !h) return KCACHE_ENOMEM; /* a forked child that could not open its own */
-        s = kcache__get(h, k, data, size, 1);
+        s = kcache__get(h, k, data, size, 1, KCACHE__ASK_LOWER);
     } while (s == KCACHE__FORKED && ++tries < 3);
     return s == KCACHE__FORKED ? KCACHE_ELOCK : s;
 }
@@ -10723,25 +10740,27 @@ static void kcache__remove_stale(kcache *kc, const kcache_key *k, const unsigned
 }
 
 static kcache_status kcache__get_once(kcache *kc, const kcache_key *k, const void **data, size_t *size, int count_miss,
-                                      int *need);
-/* kcache_get; count_miss 0 for a re-check (single flight) whose miss was counted already. A key
-   whose dependencies' content the answer depends on is asked again with that content taken. */
-static kcache_status kcache__get(kcache *kc, const kcache_key *k, const void **data, size_t *size, int count_miss) {
+                                      unsigned ask, int *need);
+/* kcache_get; count_miss 0 for a re-check (single flight) whose miss was counted already; ask: the
+   tiers below the store to ask after a local miss (KCACHE__ASK_*; a counted lookup asks all). A
+   key whose dependencies' content the answer depends on is asked again with that content taken (the
+   first try returns before any lower tier is asked). */
+static kcache_status kcache__get(kcache *kc, const kcache_key *k, const void **data, size_t *size, int count_miss, unsigned ask) {
     int need = 0;
-    kcache_status s = kcache__get_once(kc, k, data, size, count_miss, &need);
+    kcache_status s = kcache__get_once(kc, k, data, size, count_miss, ask, &need);
     if (need) {
         kcache_key *copy = NULL;
         const kcache_key *rk = kcache__key_resolve(kc, k, kc->cfg.stamp, &copy);
         if (!rk) return KCACHE_ENOMEM;
         need = 0;
-        s = kcache__get_once(kc, rk, data, size, count_miss, &need);
+        s = kcache__get_once(kc, rk, data, size, count_miss, ask, &need);
         kcache__key_drop(copy);
     }
     return s;
 }
 
 static kcache_status kcache__get_once(kcache *kc, const kcache_key *k, const void **data, size_t *size, int count_miss,
-                                      int *need) {
+                                      unsigned ask, int *need) {
     kcache__node *n, *stale = NULL;
     kcache__read rd;
     kcache_reason reason = KCACHE_REASON_COUNT;
@@ -10854,8 +10873,8 @@ static kcache_status kcache__get_once(kcache *kc, const kcache_key *k, const voi
             KCACHE_FREE(rd.rec);
         }
     }
-    if ((kc->nlayers || kc->remote) && reason != KCACHE_REASON_FIELD &&
-        kcache__lower_get(kc, k, gen, data, size, &reason, count_miss) == KCACHE_OK)
+    if ((kc->nlayers || kc->remote) && ask && reason != KCACHE_REASON_FIELD &&
+        kcache__lower_get(kc, k, gen, data, size, &reason, count_miss, ask) == KCACHE_OK)
         return KCACHE_OK;
     if (!count_miss) return KCACHE_MISS;
     if (reason == KCACHE_REASON_COUNT) reason = kcache__absent_reason(kc, k, &when);
@@ -11169,11 +11188,13 @@ static int kcache__count_wait(kcache *kc) {
    and against other processes (kcache__lockfile_claim). The claim is an advisory lock, so a builder
    that dies releases it at once. Waiting sleeps (1 ms doubling to 50 ms between tries): no CPU to
    speak of, no storm on the lock. Returns 1 when claimed, 2 when the entry appeared meanwhile, 0
-   otherwise (-1 in a process forked from the store's: see kcache__store_lock). */
-static int kcache__claim(kcache *kc, kcache_hash128 d) {
+   otherwise (-1 in a process forked from the store's: see kcache__store_lock); *waited: 1 when
+   another held the claim first (a build ran meanwhile). */
+static int kcache__claim(kcache *kc, kcache_hash128 d, int *waited) {
     int64_t deadline = kcache__mono_ns() + (int64_t)kc->cfg.build_wait_ms * 1000000;
     unsigned pause = 1;
-    int waited = 0, got;
+    int got;
+    *waited = 0;
     for (;;) {
         got = kcache__lockfile_claim(kc->store->lf, kcache__claim_offset(d));
         if (got == 1) return 1;
@@ -11184,7 +11205,7 @@ static int kcache__claim(kcache *kc, kcache_hash128 d) {
         if (got < 0 || kcache__mono_ns() > deadline) return 0;
         /* the builder's put shows in the use table at once: no need to queue on its claim */
         if (kcache__slot_find_in(kcache__tab(kc->store), d)) return 2;
-        if (!waited) waited = kcache__count_wait(kc);
+        if (!*waited) *waited = kcache__count_wait(kc);
         kcache__sleep_ms(pause);
         if (pause < 50) pause = pause * 2 > 50 ? 50 : pause * 2;
     }
@@ -11241,7 +11262,9 @@ static kcache_status kcache__cluster_claim(kcache *kc, const kcache_key *k, kcac
         if (st != KCACHE_OK) break;        /* abandoned, or no answer: build here */
         kcache__remote_stats(kc, &ev);
         memset(&ev, 0, sizeof ev);
-        if ((s = kcache__get(kc, k, data, size, 0)) == KCACHE_OK) break; /* its result */
+        /* its result: another machine's build lands on the remote (and in this store only where the
+           store is shared with it), never in a layer (read-only to everyone): ask the remote again */
+        if ((s = kcache__get(kc, k, data, size, 0, KCACHE__ASK_REMOTE)) == KCACHE_OK) break;
     }
     kcache__remote_stats(kc, &ev);
     return s;
@@ -11270,12 +11293,18 @@ static kcache_status kcache__get_or_build(kcache *kc, const kcache_key *k, kcach
     if (data) *data = NULL;
     if (size) *size = 0;
     if (!kc || !build || !data || !size || !kcache__key_usable(k)) return KCACHE_EINVAL;
+    /* The tiers below the store (layers, remote: a round trip each) are asked once, by the first
+       look, which counts the miss. Every re-check after it looks at memory and the store, and at
+       the remote only after a wait that let a builder put the entry there alone (see each
+       re-check); a layer is read-only to everyone, so nothing new ever appears in one. */
     for (;;) {
         kcache__flight *f;
         kcache__rclaim cl;
         kcache_status remote_put = KCACHE_EDISABLED;
-        int claimed = 0, waited_out = 0;
-        s = kcache__get(kc, k, data, size, !counted);
+        int claimed = 0, waited_out = 0, claim_waited = 0;
+        /* after another thread's flight (continue below): it put its result into memory (and the
+           store) before it ended the flight, so memory and the store are enough */
+        s = kcache__get(kc, k, data, size, !counted, counted ? 0 : KCACHE__ASK_LOWER);
         counted = 1;
         if (s == KCACHE_OK || s == KCACHE__FORKED) return s;
         if (k->error != KCACHE_OK || !kc->cfg.enable) break; /* nothing to share: just build */
@@ -11308,12 +11337,19 @@ static kcache_status kcache__get_or_build(kcache *kc, const kcache_key *k, kcach
         kc->flights = f;
         kcache__mutex_unlock(&kc->lock);
 
-        /* Built by a thread or process that finished between the miss and the flight? */
-        s = kcache__get(kc, k, data, size, 0);
+        /* Built by a thread or process that finished between the miss and the flight? A thread of
+           this process put it into memory, a process on this store into the store: both local. (A
+           machine that finished within this instant is not looked for on the remote: no more than
+           it would be an instant later; the cluster claim below waits for one still building.) */
+        s = kcache__get(kc, k, data, size, 0, 0);
         if (s != KCACHE_OK && kc->store && !kc->store->readonly) {
-            claimed = kcache__claim(kc, k->digest);
+            claimed = kcache__claim(kc, k->digest, &claim_waited);
             if (claimed < 0) s = KCACHE__FORKED;
-            else if (claimed) s = kcache__get(kc, k, data, size, 0); /* built by the process we waited for? */
+            /* Built by the process we waited for? It held this store's claim and writes through to
+               this store before the remote, so the store has it (2: seen there already) unless the
+               store refused it (over its size limit, a write error), when only the remote has it:
+               the remote is asked again only after such a wait, and only when the store misses. */
+            else if (claimed) s = kcache__get(kc, k, data, size, 0, claimed == 1 && claim_waited ? KCACHE__ASK_REMOTE : 0);
         }
         cl.r = NULL;
         if (s != KCACHE_OK && s != KCACHE__FORKED && kc->remote) s = kcache__cluster_claim(kc, k, &cl, data, size);

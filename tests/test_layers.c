@@ -30,6 +30,9 @@
  *                        nothing; the source store untouched
  *   layer_top            kcache-top -b shows a live process's layer hits and a hit-layer event
  *   layer_threads        threads hitting layers while copies evict each other: right payloads
+ *   layer_lookups        a cold get and a cold get_or_build look at a layer once (counted by its
+ *                        corrupt entry's debug line); explain of a layer hit or a corrupt layer
+ *                        entry changes no counter (kcache_stats, the stats file)
  *
  * Usage: test_layers [KCACHE_INSPECT [KCACHE_TOP]] (default build/kcache-inspect, build/kcache-top).
  * Build: make build/test_layers build/asan/test_layers. Run as root through tests/test_layers.sh,
@@ -895,6 +898,86 @@ static void layer_top(void) {
     kcache_close(kc);
 }
 
+/* ---- layer_lookups ---------------------------------------------------------------------------- */
+
+/* How often the layers were asked: each look at a corrupt layer entry says so in the debug log. */
+static int log_count(const char *needle) {
+    const char *p = g_log;
+    int n = 0;
+    pthread_mutex_lock(&g_log_mu);
+    while ((p = strstr(p, needle)) != NULL) { n++; p += strlen(needle); }
+    pthread_mutex_unlock(&g_log_mu);
+    return n;
+}
+static int lk_build(void *user, void **out, size_t *out_size) {
+    unsigned id = *(unsigned *)user;
+    *out = KCACHE_MALLOC(900);
+    kt_payload((unsigned char *)*out, 900, pid_of(id, 2));
+    *out_size = 900;
+    return 0;
+}
+/* kcache_explain of (unit, id) starts with want and leaves every counter as it was: kcache_stats
+   and the stats file kcache-top reads. */
+static void explain_unchanged(kcache *kc, const char *unit, unsigned id, const char *want) {
+    kcache_stats a, b;
+    uint64_t ctr[KCACHE__PUB_COUNTERS];
+    char why[1024];
+    int i;
+    kcache_get_stats(kc, &a);
+    for (i = 0; i < KCACHE__PUB_COUNTERS; i++) ctr[i] = kc->pub.ctr ? kcache__pub_ld(&kc->pub.ctr[i]) : 0;
+    explain_one(kc, unit, id, why, sizeof why);
+    kcache_get_stats(kc, &b);
+    KT_CHECK_MSG(strncmp(why, want, strlen(want)) == 0, "explain of %s %u: %s (want %s...)", unit, id, why, want);
+    KT_CHECK_MSG(memcmp(&a, &b, sizeof a) == 0, "explain of %s %u changed kcache_stats", unit, id);
+    for (i = 0; kc->pub.ctr && i < KCACHE__PUB_COUNTERS; i++)
+        KT_CHECK_MSG(kcache__pub_ld(&kc->pub.ctr[i]) == ctr[i], "explain of %s %u changed counter %d of the stats file", unit, id, i);
+}
+
+static void layer_lookups(void) {
+    char layer[400], p[500], dir[400];
+    const char *corrupt = "is corrupt; left there";
+    kcache_config cfg;
+    kcache_stats st;
+    kcache_key k;
+    kcache *kc = NULL;
+    const void *d = NULL;
+    size_t n = 0;
+    unsigned id = 3;
+    int asks;
+    path_of(layer, sizeof layer, "lk_layer");
+    KT_CHECK(fill("lk_layer", "lk", 1, 3, 1, 900)); /* ids 2 and 3 damaged there */
+    entry_path("lk_layer", "lk", 2, p, sizeof p);
+    KT_CHECK(flip_byte(p, -1));
+    entry_path("lk_layer", "lk", 3, p, sizeof p);
+    KT_CHECK(flip_byte(p, -1));
+    kt_config(&cfg, dir, sizeof dir, g_root, "lk_local");
+    cfg.layers = layer;
+    cfg.publish = 1; /* the stats file too */
+    cfg.debug = 1;
+    cfg.log = log_cb;
+    KT_CHECK(kcache_open(&kc, &cfg) == KCACHE_OK);
+    if (!kc) return;
+    KT_CHECK_MSG(kc->pub.ctr != NULL, "no stats file to compare");
+    /* explain changes no counter: a layer hit, a corrupt layer entry */
+    explain_unchanged(kc, "lk", 1, "hit: layer ");
+    explain_unchanged(kc, "lk", 2, "miss: rejected");
+    /* a cold kcache_get asks the layer once */
+    log_clear();
+    KT_CHECK(get_one(kc, "lk", 2, 1, 900) == 0);
+    KT_CHECK_MSG((asks = log_count(corrupt)) == 1, "a cold kcache_get looked at the layer %d times (want 1)", asks);
+    /* so does a cold kcache_get_or_build, before it builds */
+    log_clear();
+    kt_key(&k, "lk", id);
+    KT_CHECK(kcache_get_or_build(kc, &k, lk_build, &id, &d, &n) == KCACHE_OK && kt_payload_ok(d, n, 900, pid_of(id, 2)));
+    if (d) kcache_release(kc, d);
+    kcache_key_free(&k);
+    KT_CHECK_MSG((asks = log_count(corrupt)) == 1, "a cold kcache_get_or_build looked at the layer %d times (want 1)", asks);
+    kcache_get_stats(kc, &st);
+    KT_CHECK(st.rejects == 2 && st.misses == 2 && st.builds == 1 && st.hits_layer == 0);
+    KT_CHECK(get_one(kc, "lk", 1, 1, 900) == 1); /* the hit explain saw */
+    kcache_close(kc);
+}
+
 /* ---- layer_threads ---------------------------------------------------------------------------- */
 
 static void layer_threads(void) {
@@ -945,6 +1028,7 @@ int main(int argc, char **argv) {
     KT_RUN(make_layer_cmd);
     KT_RUN(layer_top);
     KT_RUN(layer_threads);
+    KT_RUN(layer_lookups);
     if (!kt_failures_total) kt_rm_tree(g_root);
     else printf("# stores kept in %s\n", g_root);
     KT_EXIT();

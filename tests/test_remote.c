@@ -34,6 +34,12 @@
  *   remote_builder_killed     the cluster's builder SIGKILLed: its claim runs out, one other builds
  *   remote_claim_renewed      a build longer than the claim's lifetime keeps it (renewed): 1 build
  *   remote_build_fails        a failed build abandons the claim: the waiters build themselves
+ *   remote_lookups            GETs sent to the server (counted under the backend): a cold get and
+ *                             a cold get_or_build send one; a caller that waits for another
+ *                             thread's or another kcache's build on its store sends one, for
+ *                             another machine's (the cluster claim) two
+ *   remote_explain_stats      kcache_explain of a remote hit, miss, reject, a remote down, a breaker
+ *                             open: kcache_stats and the stats file unchanged, no breaker moved
  *   compress_local            KCACHE_COMPRESS=1: version-2 entries, smaller, read back exact (also by
  *                             a reader that does not compress), sound to kcache-inspect, a damaged
  *                             one rejected; incompressible payloads stay version 1
@@ -53,6 +59,7 @@
 #include "kt.h"
 #include "kt_remote.h"
 
+#include <pthread.h>
 #include <sys/mman.h>
 
 /* ---- machines: processes of their own on stores of their own ------------------------------------- */
@@ -967,6 +974,245 @@ static void remote_build_fails(void) {
     KT_CHECK_MSG(S->builds >= 2 && S->builds <= 4, "%d builds", S->builds);
 }
 
+/* ---- how often one call asks the remote ---------------------------------------------------------- */
+
+/* The built-in Redis backend with its GETs counted: a handle's shard is switched to this table
+   after kcache_open (this file has the implementation), so every count is a real round trip. */
+static int g_gets;
+static kcache_status counting_get(void *user, const char *name, const void **data, size_t *size, void **hold) {
+    __atomic_add_fetch(&g_gets, 1, __ATOMIC_SEQ_CST);
+    return kcache__redis_ops.get(user, name, data, size, hold);
+}
+static const kcache_remote_ops counting_ops = {counting_get, kcache__redis_release, kcache__redis_put, kcache__redis_remove,
+                                               kcache__redis_claim};
+static kcache *open_counted(const char *store, const char *url, int publish) {
+    char dir[400];
+    kcache_config cfg;
+    kcache *kc = NULL;
+    kt_config(&cfg, dir, sizeof dir, g_root, store);
+    cfg.remote = url;
+    cfg.remote_timeout_ms = 2000;
+    cfg.build_wait_ms = 20000;
+    cfg.publish = publish;
+    if (kcache_open(&kc, &cfg) != KCACHE_OK || !kc || !kc->remote || kc->remote->n != 1) {
+        KT_FAILF("kcache_open %s with a remote", dir);
+        if (kc) kcache_close(kc);
+        return NULL;
+    }
+    kc->remote->shard[0].ops = &counting_ops;
+    return kc;
+}
+static int gets_since(int *mark) {
+    int now = __atomic_load_n(&g_gets, __ATOMIC_SEQ_CST), n = now - *mark;
+    *mark = now;
+    return n;
+}
+
+/* A build that holds on until told to go, so that another caller surely arrives while it runs. */
+typedef struct held { int in, go, builds; unsigned id; } held;
+static int held_build(void *user, void **out, size_t *out_size) {
+    held *h = (held *)user;
+    double t = kt_now();
+    __atomic_add_fetch(&h->builds, 1, __ATOMIC_SEQ_CST);
+    __atomic_store_n(&h->in, 1, __ATOMIC_SEQ_CST);
+    while (!__atomic_load_n(&h->go, __ATOMIC_SEQ_CST) && kt_now() - t < 20) kt_sleep_ms(1);
+    *out = KCACHE_MALLOC(300);
+    kt_payload((unsigned char *)*out, 300, h->id);
+    *out_size = 300;
+    return 0;
+}
+typedef struct caller { kcache *kc; held *h; int ok; pthread_t th; } caller;
+static void *caller_run(void *arg) {
+    caller *c = (caller *)arg;
+    kcache_key k;
+    const void *d = NULL;
+    size_t n = 0;
+    kt_key(&k, "lookups", c->h->id);
+    c->ok = kcache_get_or_build(c->kc, &k, held_build, c->h, &d, &n) == KCACHE_OK && kt_payload_ok(d, n, 300, c->h->id);
+    if (d) kcache_release(c->kc, d);
+    kcache_key_free(&k);
+    return NULL;
+}
+/* a on kcache a builds key id (held); b on kcache b asks for it meanwhile and waits (its
+   build_waits), then a's build ends. 1 when both got the payload from one build. */
+static int build_while_waiting(kcache *a, kcache *b, unsigned id) {
+    held h;
+    caller ca, cb;
+    kcache_stats st;
+    double t;
+    int waiting = 0;
+    memset(&h, 0, sizeof h);
+    h.id = id;
+    ca.kc = a, ca.h = &h, ca.ok = 0;
+    cb.kc = b, cb.h = &h, cb.ok = 0;
+    if (pthread_create(&ca.th, NULL, caller_run, &ca) != 0) return 0;
+    for (t = kt_now(); !__atomic_load_n(&h.in, __ATOMIC_SEQ_CST) && kt_now() - t < 10;) kt_sleep_ms(1);
+    if (pthread_create(&cb.th, NULL, caller_run, &cb) != 0) { h.go = 1; pthread_join(ca.th, NULL); return 0; }
+    for (t = kt_now(); !waiting && kt_now() - t < 10; kt_sleep_ms(1)) {
+        kcache_get_stats(b, &st);
+        waiting = st.build_waits == 1;
+    }
+    KT_CHECK_MSG(waiting, "key %u: the second caller never waited for the build", id);
+    __atomic_store_n(&h.go, 1, __ATOMIC_SEQ_CST);
+    pthread_join(ca.th, NULL);
+    pthread_join(cb.th, NULL);
+    KT_CHECK_MSG(ca.ok && cb.ok && h.builds == 1, "key %u: payloads %d %d, %d builds", id, ca.ok, cb.ok, h.builds);
+    return ca.ok && cb.ok && h.builds == 1;
+}
+
+static void remote_lookups(void) {
+    kcache *a, *b;
+    kcache_key k;
+    kcache_stats st;
+    held h;
+    const void *d = NULL;
+    size_t n = 0;
+    int mark = 0, got;
+    const char *sa = fresh("lk-a"), *sb = fresh("lk-b");
+    if (!(a = open_counted(sa, T.url, 0))) return;
+    gets_since(&mark);
+    /* a cold kcache_get: one GET */
+    kt_key(&k, "lookups", 1);
+    KT_CHECK(kcache_get(a, &k, &d, &n) == KCACHE_MISS);
+    kcache_key_free(&k);
+    KT_CHECK_MSG((got = gets_since(&mark)) == 1, "a cold kcache_get sent %d GETs to the remote (want 1)", got);
+    /* a cold kcache_get_or_build: one GET, then the build (the stats as before: one miss, one lookup) */
+    memset(&h, 0, sizeof h);
+    h.id = 2;
+    h.go = 1;
+    kt_key(&k, "lookups", 2);
+    KT_CHECK(kcache_get_or_build(a, &k, held_build, &h, &d, &n) == KCACHE_OK && kt_payload_ok(d, n, 300, 2) && h.builds == 1);
+    if (d) kcache_release(a, d);
+    kcache_key_free(&k);
+    KT_CHECK_MSG((got = gets_since(&mark)) == 1, "a cold kcache_get_or_build sent %d GETs to the remote (want 1)", got);
+    kcache_get_stats(a, &st);
+    KT_CHECK(st.misses == 2 && st.remote_lookups == 2 && st.builds == 1 && st.remote_puts == 1 && st.hits_remote == 0);
+    /* another thread builds the key meanwhile: the waiter asked once, before it knew; after the
+       wait, memory has it */
+    KT_CHECK(build_while_waiting(a, a, 3));
+    KT_CHECK_MSG((got = gets_since(&mark)) == 2, "a build and a thread waiting for it sent %d GETs to the remote (want 2: one each)", got);
+    kcache_close(a);
+    /* another kcache on the same store builds it: after waiting for its claim, the store has it */
+    a = open_counted(sa, T.url, 0);
+    b = open_counted(sa, T.url, 0);
+    if (a && b) {
+        gets_since(&mark);
+        KT_CHECK(build_while_waiting(a, b, 4));
+        KT_CHECK_MSG((got = gets_since(&mark)) == 2, "a build and a process waiting for its store claim sent %d GETs (want 2: one each)", got);
+        kcache_get_stats(b, &st);
+        KT_CHECK(st.remote_lookups == 1 && st.hits_disk == 1 && st.builds == 0);
+    }
+    if (b) kcache_close(b);
+    /* another machine (another store) builds it: after waiting for its cluster claim, only the
+       remote has it; that is the waiter's second GET */
+    b = open_counted(sb, T.url, 0);
+    if (a && b) {
+        gets_since(&mark);
+        KT_CHECK(build_while_waiting(a, b, 5));
+        KT_CHECK_MSG((got = gets_since(&mark)) == 3, "a build and a machine waiting for its cluster claim sent %d GETs (want 3)", got);
+        kcache_get_stats(b, &st);
+        KT_CHECK(st.remote_lookups == 2 && st.hits_remote == 1 && st.builds == 0);
+    }
+    if (a) kcache_close(a);
+    if (b) kcache_close(b);
+}
+
+/* kcache_explain is a diagnostic: its look at the remote changes no counter (kcache_stats, the
+   stats file kcache-top reads) and no breaker. */
+static int same_counters(kcache *kc, const kcache_stats *st, const uint64_t *ctr, const char *what) {
+    kcache_stats now;
+    int i, same = 1;
+    kcache_get_stats(kc, &now);
+    KT_CHECK_MSG(memcmp(st, &now, sizeof now) == 0, "%s changed kcache_stats (remote lookups %llu -> %llu, calls %llu -> %llu, errors %llu -> %llu)",
+                 what, (unsigned long long)st->remote_lookups, (unsigned long long)now.remote_lookups, (unsigned long long)st->remote_calls,
+                 (unsigned long long)now.remote_calls, (unsigned long long)st->remote_errors, (unsigned long long)now.remote_errors);
+    same = memcmp(st, &now, sizeof now) == 0;
+    for (i = 0; kc->pub.ctr && i < KCACHE__PUB_COUNTERS; i++)
+        if (kcache__pub_ld(&kc->pub.ctr[i]) != ctr[i]) {
+            KT_FAILF("%s changed counter %d of the stats file: %llu -> %llu", what, i, (unsigned long long)ctr[i],
+                     (unsigned long long)kcache__pub_ld(&kc->pub.ctr[i]));
+            same = 0;
+        }
+    return same;
+}
+static void snap(kcache *kc, kcache_stats *st, uint64_t *ctr) {
+    int i;
+    kcache_get_stats(kc, st);
+    for (i = 0; i < KCACHE__PUB_COUNTERS; i++) ctr[i] = kc->pub.ctr ? kcache__pub_ld(&kc->pub.ctr[i]) : 0;
+}
+static void explain_counted(kcache *kc, unsigned id, const char *want, const char *what) {
+    kcache_stats st;
+    uint64_t ctr[KCACHE__PUB_COUNTERS];
+    kcache_key k;
+    char why[512];
+    snap(kc, &st, ctr);
+    kt_key(&k, "lookups", id);
+    kcache_explain(kc, &k, why, sizeof why);
+    kcache_key_free(&k);
+    KT_CHECK_MSG(strncmp(why, want, strlen(want)) == 0, "%s: explain says \"%s\" (want \"%s...\")", what, why, want);
+    same_counters(kc, &st, ctr, what);
+}
+static void remote_explain_stats(void) {
+    kcache *w, *kc;
+    kcache_key k;
+    kcache_stats st;
+    const void *d = NULL;
+    size_t n = 0;
+    unsigned char p[700];
+    char url[100], name[33];
+    int mark = 0;
+    redisReply *x;
+    if (!(w = open_counted(fresh("xs-w"), T.url, 0))) return;
+    kt_payload(p, sizeof p, 10);
+    kt_key(&k, "lookups", 10);
+    KT_CHECK(kcache_put(w, &k, p, sizeof p) == KCACHE_OK); /* on the remote */
+    kcache_hash_hex(kcache_key_digest(&k), name);
+    kcache_key_free(&k);
+    kt_key(&k, "lookups", 12);
+    KT_CHECK(kcache_put(w, &k, p, sizeof p) == KCACHE_OK);
+    kcache_key_free(&k);
+    kcache_close(w);
+    { /* key 12's value on the server: another key's bytes */
+        char other[33];
+        kt_key(&k, "lookups", 12);
+        kcache_hash_hex(kcache_key_digest(&k), other);
+        kcache_key_free(&k);
+        if ((x = kt_redis_cmd(&T, "COPY kcache:1:%s kcache:1:%s REPLACE", name, other))) freeReplyObject(x);
+    }
+    if (!(kc = open_counted(fresh("xs-r"), T.url, 1))) return;
+    KT_CHECK_MSG(kc->pub.ctr != NULL, "no stats file to compare");
+    explain_counted(kc, 10, "hit: remote (", "explain of a remote hit");
+    explain_counted(kc, 11, "miss: ", "explain of a remote miss");
+    explain_counted(kc, 12, "miss: rejected", "explain of a value that fails validation on the remote");
+    kt_key(&k, "lookups", 12);
+    KT_CHECK(kcache_get(kc, &k, &d, &n) == KCACHE_MISS); /* the get judges it: a reject, deleted */
+    kcache_key_free(&k);
+    kcache_get_stats(kc, &st);
+    KT_CHECK(st.remote_rejects == 1 && st.remote_lookups == 1);
+    kt_key(&k, "lookups", 10);
+    KT_CHECK(kcache_get(kc, &k, &d, &n) == KCACHE_OK && kt_payload_ok(d, n, sizeof p, 10)); /* the hit explain saw */
+    if (d) kcache_release(kc, d);
+    kcache_key_free(&k);
+    kcache_close(kc);
+    /* a remote nobody answers: explain's failed look neither counts nor opens the breaker; once a
+       get has opened it, explain does not call at all */
+    snprintf(url, sizeof url, "redis://127.0.0.1:%d", kt_free_port());
+    if (!(kc = open_counted(fresh("xs-d"), url, 1))) return;
+    gets_since(&mark);
+    explain_counted(kc, 11, "miss: ", "explain with the remote down");
+    kcache_get_stats(kc, &st);
+    KT_CHECK_MSG(st.remote_open == 0, "explain opened the breaker");
+    kt_key(&k, "lookups", 11);
+    KT_CHECK(kcache_get(kc, &k, &d, &n) == KCACHE_MISS);
+    kcache_key_free(&k);
+    kcache_get_stats(kc, &st);
+    KT_CHECK(st.remote_errors == 1 && st.remote_open == 1);
+    gets_since(&mark);
+    explain_counted(kc, 11, "miss: ", "explain with the breaker open");
+    KT_CHECK_MSG(gets_since(&mark) == 0, "explain called a remote whose breaker is open");
+    kcache_close(kc);
+}
+
 /* ---- KCACHE_COMPRESS ------------------------------------------------------------------------------ */
 
 static long entry_file(const char *store, unsigned id, unsigned char head[16]) {
@@ -1149,6 +1395,8 @@ int main(int argc, char **argv) {
     KT_RUN(remote_builder_killed);
     KT_RUN(remote_claim_renewed);
     KT_RUN(remote_build_fails);
+    KT_RUN(remote_lookups);
+    KT_RUN(remote_explain_stats);
     KT_RUN(compress_local);
     KT_RUN(top_remote);
     kt_redis_stop(&T);
