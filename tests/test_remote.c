@@ -592,7 +592,8 @@ static void remote_killed(void) {
     KT_CHECK(S->r[6].ok);
     KT_CHECK_MSG(S->r[3].st.remote_errors == 1 && S->r[3].st.remote_skipped >= 58, "errors %llu skipped %llu",
                  (unsigned long long)S->r[3].st.remote_errors, (unsigned long long)S->r[3].st.remote_skipped);
-    KT_CHECK_MSG(S->r[4].secs < 1.0 && S->r[5].secs < 2.0, "first lookup %.3f s, then 49 lookups and 10 puts %.3f s", S->r[4].secs, S->r[5].secs);
+    /* bounds that catch a hang on the dead server, not a slow machine (CI: 2 loaded cores) */
+    KT_CHECK_MSG(S->r[4].secs < 5.0 && S->r[5].secs < 10.0, "first lookup %.3f s, then 49 lookups and 10 puts %.3f s", S->r[4].secs, S->r[5].secs);
     printf("# remote_killed: first lookup after the kill %.2f ms, then 49 lookups + 10 puts in %.2f ms\n", S->r[4].secs * 1e3, S->r[5].secs * 1e3);
     kt_redis_stop(&K);
 }
@@ -627,10 +628,13 @@ static void remote_sigstop(void) {
     step_go(&m);
     step_end(&m);
     KT_CHECK_MSG(S->r[2].st.remote_timeouts == 1, "%llu timeouts while stopped (want 1)", (unsigned long long)S->r[2].st.remote_timeouts);
-    KT_CHECK_MSG(S->r[3].secs >= 0.15 && S->r[3].secs < 1.0, "the first lookup took %.3f s (timeout 0.2 s)", S->r[3].secs);
-    KT_CHECK_MSG(S->r[4].secs < 0.5, "39 lookups and 5 puts with the breaker open took %.3f s", S->r[4].secs);
+    /* the timeout is waited, and then given up (a stopped server never answers): not a speed check */
+    KT_CHECK_MSG(S->r[3].secs >= 0.15 && S->r[3].secs < 3.0, "the first lookup took %.3f s (timeout 0.2 s)", S->r[3].secs);
+    /* the breaker open: 44 calls waiting out the timeout would take 8.8 s */
+    KT_CHECK_MSG(S->r[4].secs < 4.0, "39 lookups and 5 puts with the breaker open took %.3f s", S->r[4].secs);
     KT_CHECK_MSG(S->r[2].ok, "a put while the server was stopped failed");
-    KT_CHECK_MSG(strncmp(S->r[5].why, "miss: ", 6) == 0 && S->r[5].secs < 0.1, "explain: %s (%.3f s)", S->r[5].why, S->r[5].secs);
+    /* (that explain makes no call while the breaker is open is counted in remote_explain_stats) */
+    KT_CHECK_MSG(strncmp(S->r[5].why, "miss: ", 6) == 0, "explain: %s (%.3f s)", S->r[5].why, S->r[5].secs);
     KT_CHECK_MSG(S->r[6].ok && S->r[6].st.hits_remote == 1 && S->r[6].st.remote_open == 0, "after SIGCONT: hit %d, remote hits %llu, open %llu",
                  S->r[6].ok, (unsigned long long)S->r[6].st.hits_remote, (unsigned long long)S->r[6].st.remote_open);
     printf("# remote_sigstop: one timeout %.0f ms, then 39 lookups + 5 puts in %.2f ms\n", S->r[3].secs * 1e3, S->r[4].secs * 1e3);
@@ -655,7 +659,7 @@ static void remote_debug_sleep(void) {
     job(1, fresh("ds-b"), &mc, DO_GET, 14, 1000);
     KT_CHECK_MSG(S->r[1].status == KCACHE_MISS && S->r[1].st.remote_timeouts == 1, "during DEBUG SLEEP: %s, %llu timeouts",
                  kcache_strerror((kcache_status)S->r[1].status), (unsigned long long)S->r[1].st.remote_timeouts);
-    KT_CHECK_MSG(S->r[1].secs < 1.0, "the lookup took %.3f s (timeout 0.2 s)", S->r[1].secs);
+    KT_CHECK_MSG(S->r[1].secs < 1.4, "the lookup took %.3f s (timeout 0.2 s, the server asleep 1.5 s)", S->r[1].secs);
     waitpid(sleeper, NULL, 0);
     t = kt_now();
     job(2, fresh("ds-c"), &mc, DO_GET, 14, 1000);
@@ -831,7 +835,8 @@ static void remote_partition(void) {
     mc.timeout_ms = 500;
     job(0, fresh("pt"), &mc, DO_GET, 15, 10);
     KT_CHECK(S->r[0].status == KCACHE_MISS && S->r[0].st.remote_errors == 1);
-    KT_CHECK_MSG(S->r[0].secs < 0.4, "an unreachable server cost %.3f s (connect timeout 0.1 s)", S->r[0].secs);
+    /* a connect without kcache's timeout waits out the kernel's (minutes) */
+    KT_CHECK_MSG(S->r[0].secs < 3.0, "an unreachable server cost %.3f s (connect timeout 0.1 s)", S->r[0].secs);
     printf("# remote_partition: %.1f ms for a lookup on an address nobody answers\n", S->r[0].secs * 1e3);
 }
 
@@ -919,7 +924,8 @@ static void remote_cluster_build(void) {
     for (i = 0; i < 8; i++) { good += S->r[i].ok; waited += S->r[i].st.build_waits > 0; }
     KT_CHECK_EQ_U64(S->builds, 1);
     KT_CHECK_EQ_U64(good, 8);
-    KT_CHECK_MSG(wall < 1.6, "8 machines and one 0.4 s build took %.2f s", wall);
+    /* how long it took is bench_remote's figure, not a check: one build and seven waiters is */
+    printf("# remote_cluster_build: 8 machines and one 0.4 s build: %.2f s\n", wall);
     KT_CHECK_MSG(waited == 7, "%d machines waited for the build (want 7)", waited);
     {
         char name[33];
