@@ -495,7 +495,13 @@ def readme(corpus):
              "index was saved over it), never-read (numba cached elsewhere), raises (the call raised).",
              "tests/test_inspect.sh checks kcache-inspect's verdict (`expect`) on every case against that, and",
              "makes the cases again with the numbas installed to check that numba still does the same.",
-             "git keeps no mtimes: each case lists its files' mtimes, which the test puts back first.", "",
+             "git keeps no mtimes: each case lists its files' mtimes, which the test puts back first.", ""]
+    for v in versions:
+        h = ms[v].get("host", {})
+        lines.append("- numba %s (LLVM %s): recorded on %s%s." % (
+            v, ".".join(str(x) for x in ms[v].get("llvm", [])), h.get("cpu", "?"),
+            "" if ms[v].get("other_numba") else ", with no other numba there (no version_mismatch cases)"))
+    lines += ["",
              "| case | what was done | " + " | ".join("numba %s" % v for v in versions) + " |",
              "|---|---|" + "---|" * len(versions)]
     names = []

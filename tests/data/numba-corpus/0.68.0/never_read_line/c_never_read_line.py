@@ -1,0 +1,7 @@
+# a line inserted above
+from numba import njit
+
+
+@njit(cache=True)
+def f(x):
+    return x + 1

@@ -1,0 +1,9 @@
+from numba import njit
+
+
+@njit(cache=True)
+def f(x):
+    y = x * 2
+    return y + 7
+
+print("a cell can hold more")

@@ -1,0 +1,7 @@
+from numba import njit
+
+
+@njit(cache=True)
+def f(x):
+    return x + 1
+# edited after caching
