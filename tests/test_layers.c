@@ -871,6 +871,39 @@ static void make_layer_cmd(void) {
 
 /* ---- layer_top -------------------------------------------------------------------------------- */
 
+/* kcache-top's interactive header (in tmux: it needs a terminal) on a store whose live process
+   hit a layer twice: the layer hits are the layers', not the remote's (there is none). */
+static void top_header(const char *dir) {
+    char sock[64], out[16384], pane[16384];
+    const char *total = NULL, *eol;
+    int i;
+    if (run(out, sizeof out, "command -v tmux") != 0) {
+        KT_FAILF("tmux is not installed (scripts/deps.sh installs it)");
+        return;
+    }
+    snprintf(sock, sizeof sock, "kclt-%ld", (long)getpid()); /* a private tmux server */
+    if (run(out, sizeof out, "tmux -L %s -f /dev/null new-session -d -s kt -x 160 -y 40 \"'%s' -d 0.2 '%s'; sleep 30\"", sock, g_top,
+            dir) != 0) {
+        KT_FAILF("tmux would not start kcache-top: %s", out);
+        return;
+    }
+    pane[0] = 0;
+    for (i = 0; i < 100 && !total; i++) { /* the first frame with the totals in it */
+        kt_sleep_ms(100);
+        run(pane, sizeof pane, "tmux -L %s capture-pane -p -t kt", sock);
+        total = strstr(pane, "Total ");
+        if (total && !strstr(total, "ratio")) total = NULL; /* drawn halfway */
+    }
+    run(out, sizeof out, "tmux -L %s kill-server", sock);
+    KT_CHECK_MSG(total != NULL, "kcache-top showed no totals: %s", pane);
+    if (!total) return;
+    eol = strchr(total, '\n');
+    snprintf(out, sizeof out, "%.*s", eol ? (int)(eol - total) : 300, total);
+    KT_CHECK_MSG(strncmp(out, "Total hits 2 (mem 0, disk 0, layer 2)  ", 39) == 0 && !strstr(out, "remote"),
+                 "kcache-top's header, 2 layer hits and no remote: %s", out);
+    KT_CHECK_MSG(!strstr(pane, "\nRemote "), "kcache-top shows a Remote line with no remote tier: %s", pane);
+}
+
 static void layer_top(void) {
     char src[400], out[16384];
     kcache_config cfg;
@@ -892,6 +925,7 @@ static void layer_top(void) {
     KT_CHECK_MSG(strstr(out, "hit-layer") != NULL, "no hit-layer event in kcache-top's snapshot: %s", out);
     line = strstr(out, "\ntotals ");
     KT_CHECK_MSG(line && strncmp(line, "\ntotals     hits=2 ", 19) == 0, "totals: %s", out);
+    top_header(dir);
     kcache_close(kc);
 }
 
