@@ -7318,7 +7318,7 @@ static int kcache__walk(kcache__store *st, const char *path, int create, kcache_
             e = EPERM;
             kcache__io_close(nfd);
             if (is_last) kcache__say(why, cap, "%s/%s is %s; refusing it (memory only)", cur, comp, bad);
-            else kcache__say(why, cap, "%s/%s (on the way to the store %s) is %s; refusing the store (memory only)", cur, comp, path, bad);
+            else kcache__say(why, cap, "%s/%s (on the way to %s) is %s; refusing the store (memory only)", cur, comp, path, bad);
             goto fail;
         }
         kcache__io_close(fd);
@@ -10288,12 +10288,16 @@ static kcache__node *kcache__keep_read(kcache *kc, kcache__node *nn, kcache__blo
 #endif
 
 /* A layer left out: the debug log says why, and the first reason stays for kcache_explain. */
+/* A layer left out, and why. The walk and the level checks word a refusal for the store: the reason,
+   then what it means for the store ("; refusing the store P (memory only)", "; refusing it (memory
+   only)"). For a layer that clause is false (the store is still used), so the reason ends before it. */
 static void kcache__layer_refused(kcache *kc, const char *path, const char *why) {
-    const char *m = strstr(why, " (memory only)"); /* the store's words: a layer left out changes nothing else */
-    int n = m ? (int)(m - why) : (int)strlen(why);
-    const char *rest = m ? m + 14 : "";
-    if (!kc->layers_why[0]) kcache__say(kc->layers_why, sizeof kc->layers_why, "layer %s not used: %.*s%s", path, n, why, rest);
-    KCACHE__DEBUG(kc, "layer %s not used: %.*s%s", path, n, why, rest);
+    const char *cut = NULL, *p = why;
+    int n;
+    while ((p = strstr(p, "; refusing ")) != NULL) cut = p++;
+    n = cut ? (int)(cut - why) : (int)strlen(why);
+    if (!kc->layers_why[0]) kcache__say(kc->layers_why, sizeof kc->layers_why, "layer %s not used: %.*s", path, n, why);
+    KCACHE__DEBUG(kc, "layer %s not used: %.*s", path, n, why);
 }
 
 /* Whether directory fd is the store's or an earlier layer's (the same one named twice). */

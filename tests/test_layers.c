@@ -534,7 +534,7 @@ static int hits_with(const char *layers, unsigned id) {
 }
 
 static void layer_refusals(void) {
-    char src[400], e[500], shard[500], link[400], file[400], spec[8192], line[2048], p[500];
+    char src[400], e[500], shard[500], link[600], file[400], spec[8192], line[2048], p[500], want[2000];
     kcache *kc;
     int i;
     path_of(src, sizeof src, "r_src");
@@ -546,12 +546,27 @@ static void layer_refusals(void) {
     kc = open_cache(NULL, src, 1);
     explain_one(kc, "r", 1, line, sizeof line);
     KT_CHECK_MSG(strstr(line, "miss: cold") && strstr(line, "not used") && strstr(line, "writable"), "explain names the refused layer: %s", line);
-    KT_CHECK_MSG(!strstr(line, "refusing it (memory only)"), "a refused layer is not the store: %s", line);
+    /* the reason only, nothing of what it would mean for a store (refusing it, memory only) */
+    snprintf(want, sizeof want, "(layer %s not used: %s is writable by group or others)", src, src);
+    KT_CHECK_MSG(strstr(line, want) != NULL, "a refused layer's reason, want \"%s\": %s", want, line);
     kcache_close(kc);
     chmod(src, 0770);
     KT_CHECK(hits_with(src, 1) == 0);
     chmod(src, 0755); /* readable by others, writable by no one else: fine */
     KT_CHECK(hits_with(src, 1) == 1);
+    /* a directory on the way to the layer writable by others: that directory named, not "the store" */
+    path_of(p, sizeof p, "r_way");
+    mkdir(p, 0700);
+    KT_CHECK(fill("r_way/l", "r", 1, 1, 1, 1000));
+    chmod(p, 0777);
+    snprintf(link, sizeof link, "%s/l", p);
+    kc = open_cache("r_way_store", link, 1);
+    KT_CHECK(kc && kcache_dir(kc)); /* the store itself is used */
+    explain_one(kc, "r", 1, line, sizeof line);
+    kcache_close(kc);
+    chmod(p, 0700);
+    snprintf(want, sizeof want, "(layer %s not used: %s (on the way to %s) is writable by others and not sticky)", link, p, link);
+    KT_CHECK_MSG(strstr(line, want) != NULL, "a layer under a loose directory, want \"%s\": %s", want, line);
     snprintf(e, sizeof e, "%s/e", src);
     chmod(e, 0777);
     KT_CHECK(hits_with(src, 1) == 0);
@@ -670,10 +685,11 @@ static void layer_owners(void) {
     KT_CHECK(run(out, sizeof out, "chown -R %u:%u '%s'", (unsigned)g_other, (unsigned)g_other_gid, l2) == 0);
     {
         kcache *kc = open_cache("o_root2", l2, 1);
-        char line[1024];
+        char line[1024], want[1000];
         KT_CHECK(get_one(kc, "o", 1, 1, 2000) == 0);
         explain_one(kc, "o", 1, line, sizeof line);
-        KT_CHECK_MSG(strstr(line, "not used") && strstr(line, "owned by another user"), "root on the user's layer: %s", line);
+        snprintf(want, sizeof want, "(layer %s not used: %s is owned by another user)", l2, l2);
+        KT_CHECK_MSG(strstr(line, want) != NULL, "root on the user's layer, want \"%s\": %s", want, line);
         kcache_close(kc);
     }
     c.layers = l2; c.store = "o_user/s3"; c.id = 3; c.want = 1;
