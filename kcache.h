@@ -6686,7 +6686,11 @@ static kcache_status kcache__store_room(kcache__store *st, uint64_t total, uint6
         if (pause_ms < 50) pause_ms *= 2;
         t = kcache__tab(st);
     }
-    if (st->limit && t && t->map) over = kcache__cf_at(t->map, 24) + kcache__flight_sum(t->map, 0) > st->limit;
+    if (st->limit && t && t->map) { /* in flight first: a write that ends meanwhile is then in the stored bytes read after */
+        uint64_t flying = kcache__flight_sum(t->map, 0);
+        kcache__atomic_fence();
+        over = kcache__cf_at(t->map, 24) + flying > st->limit;
+    }
     if (!disk_short && !over) return KCACHE_OK;
     s = kcache__store_lock(st);
     if (s == KCACHE_OK) {
@@ -6787,10 +6791,7 @@ static kcache_status kcache__store_put(kcache__store *st, const kcache_key *k, c
     if (s != KCACHE_OK) kcache__flight_release(cmap, token);
     if (s == KCACHE_OK) {
         int shardfd;
-        uint64_t pending;
-        kcache__flight_release(cmap, token); /* the temp file becomes an entry (or goes) under this lock */
-        if (st->map != cmap) kcache__flight_release(st->map, token);
-        pending = kcache__flight_sum(st->map, 0);
+        uint64_t pending = kcache__flight_sum(st->map, token); /* the others' writes in flight */
         shardfd = kcache__shard_open(st, shard, ev ? ev->note : NULL, ev ? sizeof ev->note : 0);
         if (shardfd >= 0 && (old = kcache__slot_find(st, k->digest)) != NULL)
             kcache__store_drop_in(st, old, 0, NULL, shardfd); /* first: no rename over it (ext4 would flush) */
@@ -6810,6 +6811,12 @@ static kcache_status kcache__store_put(kcache__store *st, const kcache_key *k, c
             if (kcache__cf_get(st, 32) * 4 > st->nslots * 3) kcache__cf_grow(st, ev); /* keep buckets from filling */
             kcache__ix_update(st, k, hdr + KCACHE__ENTRY_FIXED, rec_len, size, KCACHE__IX_LIVE, KCACHE_REASON_HIT);
         }
+        /* The claim goes only now that the entry is accounted (or gone): a writer making room without
+           the lock (kcache__store_room) sees these bytes in flight or stored, never in neither; given
+           back before the insert, a claim made in between could take the store over its limit. */
+        kcache__atomic_fence();
+        kcache__flight_release(cmap, token);
+        if (st->map != cmap) kcache__flight_release(st->map, token);
         kcache__store_end(st);
     }
     kcache__store_unlock(st);
