@@ -6686,7 +6686,11 @@ static kcache_status kcache__store_room(kcache__store *st, uint64_t total, uint6
         if (pause_ms < 50) pause_ms *= 2;
         t = kcache__tab(st);
     }
-    if (st->limit && t && t->map) over = kcache__cf_at(t->map, 24) + kcache__flight_sum(t->map, 0) > st->limit;
+    if (st->limit && t && t->map) { /* in flight first: a write that ends meanwhile is then in the stored bytes read after */
+        uint64_t flying = kcache__flight_sum(t->map, 0);
+        kcache__atomic_fence();
+        over = kcache__cf_at(t->map, 24) + flying > st->limit;
+    }
     if (!disk_short && !over) return KCACHE_OK;
     s = kcache__store_lock(st);
     if (s == KCACHE_OK) {
@@ -6787,10 +6791,7 @@ static kcache_status kcache__store_put(kcache__store *st, const kcache_key *k, c
     if (s != KCACHE_OK) kcache__flight_release(cmap, token);
     if (s == KCACHE_OK) {
         int shardfd;
-        uint64_t pending;
-        kcache__flight_release(cmap, token); /* the temp file becomes an entry (or goes) under this lock */
-        if (st->map != cmap) kcache__flight_release(st->map, token);
-        pending = kcache__flight_sum(st->map, 0);
+        uint64_t pending = kcache__flight_sum(st->map, token); /* the others' writes in flight */
         shardfd = kcache__shard_open(st, shard, ev ? ev->note : NULL, ev ? sizeof ev->note : 0);
         if (shardfd >= 0 && (old = kcache__slot_find(st, k->digest)) != NULL)
             kcache__store_drop_in(st, old, 0, NULL, shardfd); /* first: no rename over it (ext4 would flush) */
@@ -6810,6 +6811,12 @@ static kcache_status kcache__store_put(kcache__store *st, const kcache_key *k, c
             if (kcache__cf_get(st, 32) * 4 > st->nslots * 3) kcache__cf_grow(st, ev); /* keep buckets from filling */
             kcache__ix_update(st, k, hdr + KCACHE__ENTRY_FIXED, rec_len, size, KCACHE__IX_LIVE, KCACHE_REASON_HIT);
         }
+        /* The claim goes only now that the entry is accounted (or gone): a writer making room without
+           the lock (kcache__store_room) sees these bytes in flight or stored, never in neither; given
+           back before the insert, a claim made in between could take the store over its limit. */
+        kcache__atomic_fence();
+        kcache__flight_release(cmap, token);
+        if (st->map != cmap) kcache__flight_release(st->map, token);
         kcache__store_end(st);
     }
     kcache__store_unlock(st);
@@ -7318,7 +7325,7 @@ static int kcache__walk(kcache__store *st, const char *path, int create, kcache_
             e = EPERM;
             kcache__io_close(nfd);
             if (is_last) kcache__say(why, cap, "%s/%s is %s; refusing it (memory only)", cur, comp, bad);
-            else kcache__say(why, cap, "%s/%s (on the way to the store %s) is %s; refusing the store (memory only)", cur, comp, path, bad);
+            else kcache__say(why, cap, "%s/%s (on the way to %s) is %s; refusing the store (memory only)", cur, comp, path, bad);
             goto fail;
         }
         kcache__io_close(fd);
@@ -10300,12 +10307,16 @@ static kcache__node *kcache__keep_read(kcache *kc, kcache__node *nn, kcache__blo
 #endif
 
 /* A layer left out: the debug log says why, and the first reason stays for kcache_explain. */
+/* A layer left out, and why. The walk and the level checks word a refusal for the store: the reason,
+   then what it means for the store ("; refusing the store P (memory only)", "; refusing it (memory
+   only)"). For a layer that clause is false (the store is still used), so the reason ends before it. */
 static void kcache__layer_refused(kcache *kc, const char *path, const char *why) {
-    const char *m = strstr(why, " (memory only)"); /* the store's words: a layer left out changes nothing else */
-    int n = m ? (int)(m - why) : (int)strlen(why);
-    const char *rest = m ? m + 14 : "";
-    if (!kc->layers_why[0]) kcache__say(kc->layers_why, sizeof kc->layers_why, "layer %s not used: %.*s%s", path, n, why, rest);
-    KCACHE__DEBUG(kc, "layer %s not used: %.*s%s", path, n, why, rest);
+    const char *cut = NULL, *p = why;
+    int n;
+    while ((p = strstr(p, "; refusing ")) != NULL) cut = p++;
+    n = cut ? (int)(cut - why) : (int)strlen(why);
+    if (!kc->layers_why[0]) kcache__say(kc->layers_why, sizeof kc->layers_why, "layer %s not used: %.*s", path, n, why);
+    KCACHE__DEBUG(kc, "layer %s not used: %.*s", path, n, why);
 }
 
 /* Whether directory fd is the store's or an earlier layer's (the same one named twice). */

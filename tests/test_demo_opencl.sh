@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # make demo's OpenCL program, on its own store and PoCL cache, run as make demo runs it: the first
 # run on an empty store compiles and says why (never stored), the next one loads the binary,
-# computes the same and prints the factor; --fresh says it cleared the entry and compiles again.
+# computes the same and prints the factor; --fresh says it cleared the entry and compiles again; the
+# note on PoCL's kernel cache appears on PoCL only.
 set -u
 demo=${1:-build/opencl_demo}
 tmp=$(mktemp -d)
@@ -20,3 +21,18 @@ third=$("$demo" --fresh 2>&1)
 if echo "$third" | grep -q "run    : MISS" && echo "$third" | grep -q 'before : removed on purpose (--fresh)' &&
    ! echo "$third" | grep -q 'never stored'; then
     echo "ok demo-opencl-fresh-recompiles"; else echo "FAIL demo-opencl-fresh-recompiles: $third"; fi
+# the note on PoCL's own kernel cache: on PoCL (with its cache off, as the demo sets it), and on no
+# other platform (NVIDIA's OpenCL has no POCL_KERNEL_CACHE); with PoCL's cache on, no note either
+plat=$(sed -n 's/^kcache OpenCL demo  (store: .*; platform: \(.*\); device: .*)$/\1/p' <<<"$first")
+note="note   : PoCL's own kernel cache is off (POCL_KERNEL_CACHE=0)"
+cache_on=$(POCL_KERNEL_CACHE=1 "$demo" 2>&1)
+case "$plat" in
+"") echo "FAIL demo-opencl-pocl-note: the demo names no platform: $first" ;;
+"Portable Computing Language")
+    if grep -qF "$note" <<<"$first" && grep -qF "$note" <<<"$second" && ! grep -q "note   :" <<<"$cache_on"; then
+        echo "ok demo-opencl-pocl-note"
+    else echo "FAIL demo-opencl-pocl-note: on PoCL, the note with its cache off and none with it on: $first / $cache_on"; fi ;;
+*)
+    if ! grep -q "PoCL" <<<"$first$second$cache_on"; then echo "ok demo-opencl-pocl-note (platform $plat: no PoCL note)"
+    else echo "FAIL demo-opencl-pocl-note: platform $plat is not PoCL, yet: $first"; fi ;;
+esac

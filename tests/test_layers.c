@@ -537,7 +537,7 @@ static int hits_with(const char *layers, unsigned id) {
 }
 
 static void layer_refusals(void) {
-    char src[400], e[500], shard[500], link[400], file[400], spec[8192], line[2048], p[500];
+    char src[400], e[500], shard[500], link[600], file[400], spec[8192], line[2048], p[500], want[2000];
     kcache *kc;
     int i;
     path_of(src, sizeof src, "r_src");
@@ -549,12 +549,27 @@ static void layer_refusals(void) {
     kc = open_cache(NULL, src, 1);
     explain_one(kc, "r", 1, line, sizeof line);
     KT_CHECK_MSG(strstr(line, "miss: cold") && strstr(line, "not used") && strstr(line, "writable"), "explain names the refused layer: %s", line);
-    KT_CHECK_MSG(!strstr(line, "refusing it (memory only)"), "a refused layer is not the store: %s", line);
+    /* the reason only, nothing of what it would mean for a store (refusing it, memory only) */
+    snprintf(want, sizeof want, "(layer %s not used: %s is writable by group or others)", src, src);
+    KT_CHECK_MSG(strstr(line, want) != NULL, "a refused layer's reason, want \"%s\": %s", want, line);
     kcache_close(kc);
     chmod(src, 0770);
     KT_CHECK(hits_with(src, 1) == 0);
     chmod(src, 0755); /* readable by others, writable by no one else: fine */
     KT_CHECK(hits_with(src, 1) == 1);
+    /* a directory on the way to the layer writable by others: that directory named, not "the store" */
+    path_of(p, sizeof p, "r_way");
+    mkdir(p, 0700);
+    KT_CHECK(fill("r_way/l", "r", 1, 1, 1, 1000));
+    chmod(p, 0777);
+    snprintf(link, sizeof link, "%s/l", p);
+    kc = open_cache("r_way_store", link, 1);
+    KT_CHECK(kc && kcache_dir(kc)); /* the store itself is used */
+    explain_one(kc, "r", 1, line, sizeof line);
+    kcache_close(kc);
+    chmod(p, 0700);
+    snprintf(want, sizeof want, "(layer %s not used: %s (on the way to %s) is writable by others and not sticky)", link, p, link);
+    KT_CHECK_MSG(strstr(line, want) != NULL, "a layer under a loose directory, want \"%s\": %s", want, line);
     snprintf(e, sizeof e, "%s/e", src);
     chmod(e, 0777);
     KT_CHECK(hits_with(src, 1) == 0);
@@ -673,10 +688,11 @@ static void layer_owners(void) {
     KT_CHECK(run(out, sizeof out, "chown -R %u:%u '%s'", (unsigned)g_other, (unsigned)g_other_gid, l2) == 0);
     {
         kcache *kc = open_cache("o_root2", l2, 1);
-        char line[1024];
+        char line[1024], want[1000];
         KT_CHECK(get_one(kc, "o", 1, 1, 2000) == 0);
         explain_one(kc, "o", 1, line, sizeof line);
-        KT_CHECK_MSG(strstr(line, "not used") && strstr(line, "owned by another user"), "root on the user's layer: %s", line);
+        snprintf(want, sizeof want, "(layer %s not used: %s is owned by another user)", l2, l2);
+        KT_CHECK_MSG(strstr(line, want) != NULL, "root on the user's layer, want \"%s\": %s", want, line);
         kcache_close(kc);
     }
     c.layers = l2; c.store = "o_user/s3"; c.id = 3; c.want = 1;
@@ -874,6 +890,39 @@ static void make_layer_cmd(void) {
 
 /* ---- layer_top -------------------------------------------------------------------------------- */
 
+/* kcache-top's interactive header (in tmux: it needs a terminal) on a store whose live process
+   hit a layer twice: the layer hits are the layers', not the remote's (there is none). */
+static void top_header(const char *dir) {
+    char sock[64], out[16384], pane[16384];
+    const char *total = NULL, *eol;
+    int i;
+    if (run(out, sizeof out, "command -v tmux") != 0) {
+        KT_FAILF("tmux is not installed (scripts/deps.sh installs it)");
+        return;
+    }
+    snprintf(sock, sizeof sock, "kclt-%ld", (long)getpid()); /* a private tmux server */
+    if (run(out, sizeof out, "tmux -L %s -f /dev/null new-session -d -s kt -x 160 -y 40 \"'%s' -d 0.2 '%s'; sleep 30\"", sock, g_top,
+            dir) != 0) {
+        KT_FAILF("tmux would not start kcache-top: %s", out);
+        return;
+    }
+    pane[0] = 0;
+    for (i = 0; i < 100 && !total; i++) { /* the first frame with the totals in it */
+        kt_sleep_ms(100);
+        run(pane, sizeof pane, "tmux -L %s capture-pane -p -t kt", sock);
+        total = strstr(pane, "Total ");
+        if (total && !strstr(total, "ratio")) total = NULL; /* drawn halfway */
+    }
+    run(out, sizeof out, "tmux -L %s kill-server", sock);
+    KT_CHECK_MSG(total != NULL, "kcache-top showed no totals: %s", pane);
+    if (!total) return;
+    eol = strchr(total, '\n');
+    snprintf(out, sizeof out, "%.*s", eol ? (int)(eol - total) : 300, total);
+    KT_CHECK_MSG(strncmp(out, "Total hits 2 (mem 0, disk 0, layer 2)  ", 39) == 0 && !strstr(out, "remote"),
+                 "kcache-top's header, 2 layer hits and no remote: %s", out);
+    KT_CHECK_MSG(!strstr(pane, "\nRemote "), "kcache-top shows a Remote line with no remote tier: %s", pane);
+}
+
 static void layer_top(void) {
     char src[400], out[16384];
     kcache_config cfg;
@@ -895,6 +944,7 @@ static void layer_top(void) {
     KT_CHECK_MSG(strstr(out, "hit-layer") != NULL, "no hit-layer event in kcache-top's snapshot: %s", out);
     line = strstr(out, "\ntotals ");
     KT_CHECK_MSG(line && strncmp(line, "\ntotals     hits=2 ", 19) == 0, "totals: %s", out);
+    top_header(dir);
     kcache_close(kc);
 }
 

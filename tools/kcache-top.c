@@ -761,9 +761,9 @@ static uint64_t kt_breakers_open(void) {
     }
     return n;
 }
-static int kt_remote_used(void) {
+static int kt_remote_used(void) { /* (layer hits are the layers', shown in the totals) */
     return K.tot[KCACHE__PUB_REMOTE_LOOKUPS] || K.tot[KCACHE__PUB_REMOTE_PUTS] || K.tot[KCACHE__PUB_REMOTE_ERRORS] ||
-           K.tot[KCACHE__PUB_REMOTE_SKIPPED] || K.tot[KCACHE__PUB_HITS_LAYER];
+           K.tot[KCACHE__PUB_REMOTE_SKIPPED];
 }
 static double kt_remote_ratio(void) {
     uint64_t n = K.tot[KCACHE__PUB_REMOTE_LOOKUPS];
@@ -1401,8 +1401,9 @@ static void kt_draw_main(void) {
     kt_lb_col(&b, 0);
     kt_lb_add(&b, "hits %llu (mem %llu, disk %llu", (unsigned long long)hits, (unsigned long long)K.tot[KCACHE__PUB_HITS_MEM],
               (unsigned long long)K.tot[KCACHE__PUB_HITS_DISK]);
-    if (hits > K.tot[KCACHE__PUB_HITS_MEM] + K.tot[KCACHE__PUB_HITS_DISK])
-        kt_lb_add(&b, ", remote %llu", (unsigned long long)(hits - K.tot[KCACHE__PUB_HITS_MEM] - K.tot[KCACHE__PUB_HITS_DISK]));
+    /* the tiers below the store, each its own counter: a layer hit is no remote hit */
+    if (K.tot[KCACHE__PUB_HITS_LAYER]) kt_lb_add(&b, ", layer %llu", (unsigned long long)K.tot[KCACHE__PUB_HITS_LAYER]);
+    if (K.tot[KCACHE__PUB_HITS_REMOTE]) kt_lb_add(&b, ", remote %llu", (unsigned long long)K.tot[KCACHE__PUB_HITS_REMOTE]);
     kt_lb_add(&b, ")  ratio %.1f%%  misses %llu  puts %llu  evictions %llu  rejects %llu",
               hits + K.tot[KCACHE__PUB_MISSES] ? 100.0 * (double)hits / (double)(hits + K.tot[KCACHE__PUB_MISSES]) : 0.0,
               (unsigned long long)K.tot[KCACHE__PUB_MISSES], (unsigned long long)K.tot[KCACHE__PUB_PUTS],
@@ -1434,7 +1435,6 @@ static void kt_draw_main(void) {
         if (open) kt_lb_add(&b, "OPEN (%llu)", (unsigned long long)open);
         else kt_lb_add(&b, "closed");
         kt_lb_col(&b, 0);
-        if (K.tot[KCACHE__PUB_HITS_LAYER]) kt_lb_add(&b, "  layer hits %llu", (unsigned long long)K.tot[KCACHE__PUB_HITS_LAYER]);
         kt_draw(y++, b.s, 0, 0);
     }
     /* rates */
