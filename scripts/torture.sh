@@ -33,12 +33,19 @@ failed=0 ran=0
 
 case "$secs" in ''|*[!0-9]*) echo "usage: scripts/torture.sh SECONDS [BINARY]" >&2; exit 2 ;; esac
 
-if [ -z "$given" ] && { [ ! -x "$bin" ] || [ "$root/tests/torture.c" -nt "$bin" ] || [ "$root/kcache.h" -nt "$bin" ]; }; then
-    mkdir -p "$root/build"
-    if ! ${CC:-cc} -std=c99 -O2 -g -Wall -Wextra -Wpedantic -Werror -I"$root" -o "$bin" "$root/tests/torture.c" -lpthread; then
-        echo "FAIL torture: building $bin failed"
-        exit 1
-    fi
+# stale BIN: missing, or older than what it is built from
+stale() { [ ! -x "$1" ] || [ "$root/tests/torture.c" -nt "$1" ] || [ "$root/tests/kt_remote.h" -nt "$1" ] || [ "$root/kcache.h" -nt "$1" ]; }
+# build BIN FLAGS... : tests/torture.c into BIN (FLAGS: defines, then libraries)
+build() {
+    local out=$1
+    shift
+    mkdir -p "$(dirname "$out")"
+    ${CC:-cc} -std=c99 -O2 -g -Wall -Wextra -Wpedantic -Werror -I"$root" -o "$out" "$root/tests/torture.c" "$@" -lpthread
+}
+
+if [ -z "$given" ] && stale "$bin" && ! build "$bin"; then
+    echo "FAIL torture: building $bin failed"
+    exit 1
 fi
 [ -x "$bin" ] || { echo "FAIL torture: no $bin"; exit 1; }
 
@@ -121,10 +128,10 @@ fi
 
 # ---- the remote tier ----
 rbin=${TORTURE_REMOTE_BIN:-$(dirname "$bin")/torture_remote}
-if [ -z "${TORTURE_REMOTE_BIN:-}" ] && [ -z "$given" ] &&
-   { [ ! -x "$rbin" ] || [ "$root/tests/torture.c" -nt "$rbin" ] || [ "$root/kcache.h" -nt "$rbin" ]; }; then
-    ${CC:-cc} -std=c99 -O2 -g -Wall -Wextra -Wpedantic -Werror -DKCACHE_REDIS -DKCACHE_ZSTD -DKCACHE_HMAC_OPENSSL -I"$root" \
-        -o "$rbin" "$root/tests/torture.c" -lhiredis -lzstd -lcrypto -lpthread || { echo "FAIL torture_remote: building $rbin failed"; failed=1; }
+if [ -z "${TORTURE_REMOTE_BIN:-}" ] && [ -z "$given" ] && stale "$rbin" &&
+   ! build "$rbin" -DKCACHE_REDIS -DKCACHE_ZSTD -DKCACHE_HMAC_OPENSSL -lhiredis -lzstd -lcrypto; then
+    echo "FAIL torture_remote: building $rbin failed"
+    failed=1
 fi
 if [ ! -x "$rbin" ]; then
     echo "# torture: no $rbin (make build/torture_remote): no remote run"
