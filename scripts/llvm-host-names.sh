@@ -46,38 +46,7 @@ for v in 0.33.0 0.36.0 0.39.1 0.43.0 0.44.0 0.47.0 0.50.0; do libs+=("$work/$v/l
 for f in debs/usr/lib/x86_64-linux-gnu/libLLVM-13.so.1 debs/usr/lib/x86_64-linux-gnu/libLLVM-16.so.1 \
          debs/usr/lib/x86_64-linux-gnu/libLLVM.so.19.1; do libs+=("$work/$f"); done
 
-cat >ask.c <<'EOF'
-/* prints "MAJOR:NAME " for each LLVM library given: what its host detection calls this CPU */
-#include <dlfcn.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-int main(int argc, char **argv)
-{
-    int i;
-    for (i = 1; i < argc; i++) {
-        void *h = dlopen(argv[i], RTLD_NOW | RTLD_LOCAL);
-        void (*py)(const char **);
-        unsigned (*pyver)(void);
-        const char *(*c)(void);
-        const char *name = "?", *p;
-        if (!h) { printf("?:load-failed "); continue; }
-        *(void **)&py = dlsym(h, "LLVMPY_GetHostCPUName");
-        if (py) {
-            *(void **)&pyver = dlsym(h, "LLVMPY_GetVersionInfo");
-            py(&name);
-            printf("%u:%s ", pyver ? (pyver() >> 16) & 0xff : 0, name);
-        } else {
-            *(void **)&c = dlsym(h, "LLVMGetHostCPUName");
-            p = strstr(argv[i], "LLVM-") ? strstr(argv[i], "LLVM-") + 5 : strstr(argv[i], ".so.") + 4;
-            printf("%d:%s ", atoi(p), c ? c() : "?");
-        }
-    }
-    printf("\n");
-    return 0;
-}
-EOF
-cc -O1 -o ask ask.c -ldl || exit 1
+cc -O1 -o ask "$root/tests/llvm_host_name.c" -ldl || exit 1
 
 specs=()
 I=qemu64,vendor=GenuineIntel

@@ -265,27 +265,7 @@ elif grep -q -a __asan_init "$tool"; then
 elif [ ${#libs[@]} = 0 ] || ! command -v cc >/dev/null; then
     fail qemu_cpu_names "no llvmlite library (apt-get install python3-numba) or no C compiler"
 else
-    cat >"$tmp/ask.c" <<'ASK'
-#include <dlfcn.h>
-#include <stdio.h>
-int main(int argc, char **argv)   /* "MAJOR:NAME " per llvmlite library: its LLVM's host CPU name */
-{
-    int i;
-    for (i = 1; i < argc; i++) {
-        void *h = dlopen(argv[i], RTLD_NOW | RTLD_LOCAL);
-        void (*get)(const char **);
-        unsigned (*ver)(void);
-        const char *name = "?";
-        if (!h) { printf("?:load-failed "); continue; }
-        *(void **)&get = dlsym(h, "LLVMPY_GetHostCPUName");
-        *(void **)&ver = dlsym(h, "LLVMPY_GetVersionInfo");
-        if (get && ver) { get(&name); printf("%u:%s ", (ver() >> 16) & 0xff, name); }
-    }
-    printf("\n");
-    return 0;
-}
-ASK
-    cc -O1 -o "$tmp/ask" "$tmp/ask.c" -ldl 2>"$tmp/cc.err" || fail qemu_cpu_names "cc: $(head -c 300 "$tmp/cc.err")"
+    cc -O1 -o "$tmp/ask" "$root/tests/llvm_host_name.c" -ldl 2>"$tmp/cc.err" || fail qemu_cpu_names "cc: $(head -c 300 "$tmp/cc.err")"
     I=qemu64,vendor=GenuineIntel A=qemu64,vendor=AuthenticAMD
     specs=("$A,family=26,model=2" "$A,family=25,model=17" "$A,family=25,model=97" "$A,family=25,model=33" "$A,family=23,model=96"
            "$A,family=23,model=113" "$A,family=18,model=1" "$I,family=6,model=183" "$I,family=6,model=207" "$I,family=6,model=143"
