@@ -76,7 +76,6 @@ def check_case(tool, name, entry, root, extra, did):
             fail(label, "; ".join(why))
         else:
             ok(label)
-    return True
 
 
 def replay(tool, corpus, tmp):
@@ -105,8 +104,7 @@ def replay(tool, corpus, tmp):
                                                                   hashlib.sha1(arch.encode()).hexdigest()))
                 if os.path.isdir(d) and d != new:
                     os.rename(d, new)
-                    for key in ("indexes",):
-                        e[key] = [os.path.relpath(os.path.join(new, os.path.basename(x)), root) for x in e[key]]
+                    e["indexes"] = [os.path.relpath(os.path.join(new, os.path.basename(x)), root) for x in e["indexes"]]
                     for rel in list(e["mtimes"]):   # the renamed files keep their mtimes
                         if rel.startswith(e["rehome"]["dir"] + os.sep):
                             p = os.path.join(new, os.path.basename(rel))
