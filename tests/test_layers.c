@@ -95,31 +95,11 @@ static kcache *open_cache(const char *name, const char *layers, int copy) {
 static unsigned pid_of(unsigned id, unsigned v) { return id + 1000 * v; }
 
 static kcache_status put_one(kcache *kc, const char *unit, unsigned id, unsigned v, size_t n) {
-    unsigned char *p = (unsigned char *)malloc(n);
-    kcache_key k;
-    kcache_status s;
-    kt_payload(p, n, pid_of(id, v));
-    kt_key(&k, unit, id);
-    s = kcache_put(kc, &k, p, n);
-    kcache_key_free(&k);
-    free(p);
-    return s;
+    return kt_put(kc, unit, id, pid_of(id, v), n);
 }
 /* 1: the variant-v payload; 0: a miss; -1: anything else (other bytes, an error). */
 static int get_one(kcache *kc, const char *unit, unsigned id, unsigned v, size_t n) {
-    kcache_key k;
-    const void *d;
-    size_t got;
-    kcache_status s;
-    int r;
-    kt_key(&k, unit, id);
-    s = kcache_get(kc, &k, &d, &got);
-    kcache_key_free(&k);
-    if (s == KCACHE_MISS) return 0;
-    if (s != KCACHE_OK) return -1;
-    r = kt_payload_ok(d, got, n, pid_of(id, v)) ? 1 : -1;
-    kcache_release(kc, d);
-    return r;
+    return kt_get(kc, unit, id, pid_of(id, v), n);
 }
 static void explain_one(kcache *kc, const char *unit, unsigned id, char *out, size_t cap) {
     kcache_key k;
