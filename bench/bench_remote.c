@@ -133,6 +133,22 @@ static void put_id(kcache *kc, unsigned id) {
     kcache_put(kc, &k, S->bin, S->bin_len);
     kcache_key_free(&k);
 }
+/* Median of n lookups of keys never stored (w holds n): seconds. */
+static double median_misses(kcache *kc, double *w, int n) {
+    kcache_key k;
+    const void *d;
+    size_t len;
+    int i;
+    for (i = 0; i < n; i++) {
+        double t;
+        key_of(&k, 800000u + (unsigned)i);
+        t = now_s();
+        kcache_get(kc, &k, &d, &len);
+        w[i] = now_s() - t;
+        kcache_key_free(&k);
+    }
+    return median(w, n);
+}
 /* Median of n disk hits: two keys alternating in a one-entry memory LRU. */
 static double disk_hits(kcache *kc, int n) {
     double *v = (double *)malloc(sizeof *v * (size_t)n), m;
@@ -308,24 +324,8 @@ int main(void) {
         kcache_get(r, &k, &d, &len);
         first = now_s() - first;
         kcache_key_free(&k);
-        for (i = 0; i < 2000; i++) {
-            double t;
-            key_of(&k, 800000u + (unsigned)i);
-            t = now_s();
-            kcache_get(r, &k, &d, &len);
-            w[i] = now_s() - t;
-            kcache_key_free(&k);
-        }
-        stopped = median(w, 2000);
-        for (i = 0; i < 2000; i++) {
-            double t;
-            key_of(&k, 800000u + (unsigned)i);
-            t = now_s();
-            kcache_get(plain, &k, &d, &len);
-            w[i] = now_s() - t;
-            kcache_key_free(&k);
-        }
-        miss = median(w, 2000);
+        stopped = median_misses(r, w, 2000);
+        miss = median_misses(plain, w, 2000);
         kill(R.pid, SIGCONT);
         {
             kcache_stats st;
