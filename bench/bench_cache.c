@@ -126,10 +126,6 @@ static double raw_reads(char **paths, int n, size_t size, int iters) {
    both sides of a pair alike, so the median of the pairs' ratios is steadier than the ratio of
    two minima taken at different moments. */
 #define PAIRS 41
-static double median_of(double *v, int n) {
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return v[n / 2];
-}
 
 int main(void) {
     const size_t size = 64 * 1024;

@@ -109,10 +109,6 @@ static void warm_shards(kcache *kc) {
         kcache_key_free(&k);
     }
 }
-static double median(double *v, int n) {
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return v[n / 2];
-}
 /* One kcache_get of key id: seconds; exits when it does not hit. */
 static double timed_get(kcache *kc, unsigned id) {
     kcache_key k;
@@ -133,6 +129,22 @@ static void put_id(kcache *kc, unsigned id) {
     kcache_put(kc, &k, S->bin, S->bin_len);
     kcache_key_free(&k);
 }
+/* Median of n lookups of keys never stored (w holds n): seconds. */
+static double median_misses(kcache *kc, double *w, int n) {
+    kcache_key k;
+    const void *d;
+    size_t len;
+    int i;
+    for (i = 0; i < n; i++) {
+        double t;
+        key_of(&k, 800000u + (unsigned)i);
+        t = now_s();
+        kcache_get(kc, &k, &d, &len);
+        w[i] = now_s() - t;
+        kcache_key_free(&k);
+    }
+    return median_of(w, n);
+}
 /* Median of n disk hits: two keys alternating in a one-entry memory LRU. */
 static double disk_hits(kcache *kc, int n) {
     double *v = (double *)malloc(sizeof *v * (size_t)n), m;
@@ -141,7 +153,7 @@ static double disk_hits(kcache *kc, int n) {
     put_id(kc, 900001);
     for (i = 0; i < 50; i++) timed_get(kc, 900000u + (unsigned)(i & 1)); /* warm */
     for (i = 0; i < n; i++) v[i] = timed_get(kc, 900000u + (unsigned)(i & 1));
-    m = median(v, n);
+    m = median_of(v, n);
     free(v);
     return m;
 }
@@ -218,7 +230,7 @@ int main(void) {
             if (!WIFEXITED(n) || WEXITSTATUS(n) != 0) { fprintf(stderr, "bench: no OpenCL device to compile the demo on (PoCL: scripts/deps.sh)\n"); return 1; }
             c[i] = S->compile_s;
         }
-        S->compile_s = median(c, 3);
+        S->compile_s = median_of(c, 3);
     }
     printf("the demo's kernel: cold compile %.1f ms (median of 3 fresh processes, PoCL's cache off), binary %zu bytes\n", S->compile_s * 1e3,
            S->bin_len);
@@ -244,10 +256,10 @@ int main(void) {
     v = (double *)malloc(sizeof *v * (size_t)n);
     for (i = 0; i < 10; i++) timed_get(remote_store, (unsigned)(2 * n + i)); /* connect, warm */
     for (i = 0; i < n; i++) v[i] = timed_get(remote_store, (unsigned)i);
-    rhit = median(v, n);
+    rhit = median_of(v, n);
     for (i = 0; i < 10; i++) timed_get(remote_mem, (unsigned)(2 * n + 10 + i));
     for (i = 0; i < n; i++) v[i] = timed_get(remote_mem, (unsigned)(n + i));
-    rfetch = median(v, n);
+    rfetch = median_of(v, n);
     { /* what writing it into the store costs on its own: a local put of the same entry */
         kcache *pk = open_cache("puts", NULL, 1, 1, 0);
         warm_shards(pk);
@@ -256,7 +268,7 @@ int main(void) {
             put_id(pk, (unsigned)i);
             v[i] = now_s() - t;
         }
-        put = median(v, n);
+        put = median_of(v, n);
         kcache_close(pk);
     }
     printf("1. per lookup (medians): disk hit %.1f us | remote hit (fetched, validated, written into the store) %.1f us | "
@@ -308,24 +320,8 @@ int main(void) {
         kcache_get(r, &k, &d, &len);
         first = now_s() - first;
         kcache_key_free(&k);
-        for (i = 0; i < 2000; i++) {
-            double t;
-            key_of(&k, 800000u + (unsigned)i);
-            t = now_s();
-            kcache_get(r, &k, &d, &len);
-            w[i] = now_s() - t;
-            kcache_key_free(&k);
-        }
-        stopped = median(w, 2000);
-        for (i = 0; i < 2000; i++) {
-            double t;
-            key_of(&k, 800000u + (unsigned)i);
-            t = now_s();
-            kcache_get(plain, &k, &d, &len);
-            w[i] = now_s() - t;
-            kcache_key_free(&k);
-        }
-        miss = median(w, 2000);
+        stopped = median_misses(r, w, 2000);
+        miss = median_misses(plain, w, 2000);
         kill(R.pid, SIGCONT);
         {
             kcache_stats st;

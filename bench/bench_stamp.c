@@ -21,11 +21,6 @@
 #define FILE_MB 100
 #define ROUNDS 201
 
-static double median(double *v, int n) {
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return v[n / 2];
-}
-
 static void key_of(kcache_key *k, const char *path) {
     kcache_key_init(k, "stamp");
     kcache_key_str(k, "source", "__kernel void f(void) {}");
@@ -54,7 +49,7 @@ static double lookups(kcache *kc, const char *path, const kcache_key *other, int
         t[i] = now_s() - t0;
         kcache_key_free(&k);
     }
-    return median(t, ROUNDS);
+    return median_of(t, ROUNDS);
 }
 
 int main(void) {
@@ -85,7 +80,7 @@ int main(void) {
         kcache__hash_file(path, &h, &fi, &changed);
         hash[i] = now_s() - t0;
     }
-    floor_s = median(hash, 5);
+    floor_s = median_of(hash, 5);
     printf("floor: hashing a %d MiB file once (XXH3-128, page cache): %.2f ms\n", FILE_MB, floor_s * 1e3);
 
     kcache_config_defaults(&cfg);
@@ -104,7 +99,7 @@ int main(void) {
         keying[i] = now_s() - t0;
         kcache_key_free(&k);
     }
-    r1 = median(keying, ROUNDS);
+    r1 = median_of(keying, ROUNDS);
     printf("keying it again, unchanged (this process)  : %8.2f us = %.5fx hashing it once   (goal <= 0.01x)\n", r1 * 1e6,
            r1 / floor_s);
     r2 = lookups(kc, path, &other, &hits);

@@ -1,5 +1,5 @@
-/* bench_util.h - helpers the benchmarks share: a monotonic clock, removing a temp tree, and
-   a comparison for qsort. Included after kcache.h (which brings the system headers). */
+/* bench_util.h - helpers the benchmarks share: a monotonic clock, removing a temp tree, a
+   comparison for qsort and a median. Included after kcache.h (which brings the system headers). */
 #ifndef BENCH_UTIL_H
 #define BENCH_UTIL_H
 #include <stdio.h>
@@ -27,5 +27,11 @@ BENCH_UNUSED static void rm_rf(const char *path) {
 BENCH_UNUSED static int cmp_double(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
     return x < y ? -1 : x > y;
+}
+
+/* The median of v[0..n) (sorts v). */
+BENCH_UNUSED static double median_of(double *v, int n) {
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return v[n / 2];
 }
 #endif

@@ -65,4 +65,17 @@ static const char *kt_current;
 
 #define KT_EXIT() return kt_failures_total ? 1 : 0
 
+/* Appends line and a newline to a log the test reads back with strstr (buf holds cap bytes, *len
+   of them used, NUL-terminated): kcache's debug lines collected through cfg.log. A line that does
+   not fit is dropped. The caller holds its own lock when several threads log. */
+static inline void kt_log_append(char *buf, size_t cap, size_t *len, const char *line) {
+    size_t n = strlen(line);
+    if (*len + n + 2 < cap) {
+        memcpy(buf + *len, line, n);
+        *len += n;
+        buf[(*len)++] = '\n';
+        buf[*len] = 0;
+    }
+}
+
 #endif

@@ -117,6 +117,36 @@ KT_UNUSED static void kt_key(kcache_key *k, const char *unit, unsigned id) {
     kcache_key_str(k, "source", "__kernel void f(__global float *x) { x[get_global_id(0)] *= 2.0f; }");
     kcache_key_u64(k, "id", id);
 }
+/* Puts key (unit, id) with the n-byte payload that names pid. */
+KT_UNUSED static kcache_status kt_put(kcache *kc, const char *unit, unsigned id, unsigned pid, size_t n) {
+    unsigned char *p = (unsigned char *)malloc(n ? n : 1);
+    kcache_key k;
+    kcache_status s;
+    if (!p) return KCACHE_ENOMEM;
+    kt_payload(p, n, pid);
+    kt_key(&k, unit, id);
+    s = kcache_put(kc, &k, p, n);
+    kcache_key_free(&k);
+    free(p);
+    return s;
+}
+/* Gets key (unit, id): 1 the n-byte payload that names pid; 0 a miss; -1 anything else (other
+   bytes, an error). */
+KT_UNUSED static int kt_get(kcache *kc, const char *unit, unsigned id, unsigned pid, size_t n) {
+    kcache_key k;
+    const void *d;
+    size_t got;
+    kcache_status s;
+    int r;
+    kt_key(&k, unit, id);
+    s = kcache_get(kc, &k, &d, &got);
+    kcache_key_free(&k);
+    if (s == KCACHE_MISS) return 0;
+    if (s != KCACHE_OK) return -1;
+    r = kt_payload_ok(d, got, n, pid) ? 1 : -1;
+    kcache_release(kc, d);
+    return r;
+}
 
 #ifdef KCACHE_REDIS
 /* ---- real redis-server processes ---- */

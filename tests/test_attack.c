@@ -142,14 +142,8 @@ static int same(kcache_hash128 a, kcache_hash128 b) { return a.lo == b.lo && a.h
 static char g_log[16384];
 static size_t g_log_len;
 static void log_cb(void *user, const char *line) {
-    size_t n = strlen(line);
     (void)user;
-    if (g_log_len + n + 2 < sizeof g_log) {
-        memcpy(g_log + g_log_len, line, n);
-        g_log_len += n;
-        g_log[g_log_len++] = '\n';
-        g_log[g_log_len] = 0;
-    }
+    kt_log_append(g_log, sizeof g_log, &g_log_len, line);
 }
 static kcache *open_at(const char *dir, uint64_t limit, const char *group) {
     kcache_config c;

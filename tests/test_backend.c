@@ -236,28 +236,8 @@ static kcache *machine(const char *name, mem_backend *b, const kcache_remote_ops
 
 static void name_of(const kcache_key *k, char out[33]) { kcache_hash_hex(kcache_key_digest(k), out); }
 
-static int get_ok(kcache *kc, unsigned id, size_t len) {
-    kcache_key k;
-    const void *d = NULL;
-    size_t n = 0;
-    int ok;
-    kt_key(&k, "backend", id);
-    ok = kcache_get(kc, &k, &d, &n) == KCACHE_OK && kt_payload_ok(d, n, len, id);
-    if (d) kcache_release(kc, d);
-    kcache_key_free(&k);
-    return ok;
-}
-static kcache_status put_id(kcache *kc, unsigned id, size_t len) {
-    unsigned char *p = (unsigned char *)malloc(len ? len : 1);
-    kcache_key k;
-    kcache_status s;
-    kt_payload(p, len, id);
-    kt_key(&k, "backend", id);
-    s = kcache_put(kc, &k, p, len);
-    kcache_key_free(&k);
-    free(p);
-    return s;
-}
+static int get_ok(kcache *kc, unsigned id, size_t len) { return kt_get(kc, "backend", id, id, len) == 1; }
+static kcache_status put_id(kcache *kc, unsigned id, size_t len) { return kt_put(kc, "backend", id, id, len); }
 
 /* ---- the cases ------------------------------------------------------------------------------------ */
 

@@ -64,14 +64,8 @@ static shared *g_sh;
 static char g_index_rel[64], g_entry3_rel[64], g_cold_rel[64]; /* store-relative names (see main) */
 
 static void log_cb(void *user, const char *line) {
-    size_t n = strlen(line);
     (void)user;
-    if (g_sh->len + n + 2 < sizeof g_sh->log) {
-        memcpy(g_sh->log + g_sh->len, line, n);
-        g_sh->len += n;
-        g_sh->log[g_sh->len++] = '\n';
-        g_sh->log[g_sh->len] = 0;
-    }
+    kt_log_append(g_sh->log, sizeof g_sh->log, &g_sh->len, line);
 }
 /* Whether the log holds one of the '|'-separated needles. */
 static int log_has(const char *needles) {

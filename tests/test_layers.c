@@ -63,15 +63,9 @@ static char g_log[65536];
 static size_t g_log_len;
 static pthread_mutex_t g_log_mu = PTHREAD_MUTEX_INITIALIZER;
 static void log_cb(void *user, const char *line) {
-    size_t n = strlen(line);
     (void)user;
     pthread_mutex_lock(&g_log_mu);
-    if (g_log_len + n + 2 < sizeof g_log) {
-        memcpy(g_log + g_log_len, line, n);
-        g_log_len += n;
-        g_log[g_log_len++] = '\n';
-        g_log[g_log_len] = 0;
-    }
+    kt_log_append(g_log, sizeof g_log, &g_log_len, line);
     pthread_mutex_unlock(&g_log_mu);
 }
 static void log_clear(void) {
@@ -101,31 +95,11 @@ static kcache *open_cache(const char *name, const char *layers, int copy) {
 static unsigned pid_of(unsigned id, unsigned v) { return id + 1000 * v; }
 
 static kcache_status put_one(kcache *kc, const char *unit, unsigned id, unsigned v, size_t n) {
-    unsigned char *p = (unsigned char *)malloc(n);
-    kcache_key k;
-    kcache_status s;
-    kt_payload(p, n, pid_of(id, v));
-    kt_key(&k, unit, id);
-    s = kcache_put(kc, &k, p, n);
-    kcache_key_free(&k);
-    free(p);
-    return s;
+    return kt_put(kc, unit, id, pid_of(id, v), n);
 }
 /* 1: the variant-v payload; 0: a miss; -1: anything else (other bytes, an error). */
 static int get_one(kcache *kc, const char *unit, unsigned id, unsigned v, size_t n) {
-    kcache_key k;
-    const void *d;
-    size_t got;
-    kcache_status s;
-    int r;
-    kt_key(&k, unit, id);
-    s = kcache_get(kc, &k, &d, &got);
-    kcache_key_free(&k);
-    if (s == KCACHE_MISS) return 0;
-    if (s != KCACHE_OK) return -1;
-    r = kt_payload_ok(d, got, n, pid_of(id, v)) ? 1 : -1;
-    kcache_release(kc, d);
-    return r;
+    return kt_get(kc, unit, id, pid_of(id, v), n);
 }
 static void explain_one(kcache *kc, const char *unit, unsigned id, char *out, size_t cap) {
     kcache_key k;

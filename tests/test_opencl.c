@@ -148,15 +148,9 @@ static char g_log[1 << 16]; /* the debug lines of this child's kcache */
 static size_t g_log_len;
 
 static void collect(void *user, const char *line) {
-    size_t n = strlen(line);
     (void)user;
     pthread_mutex_lock(&g_log_lock);
-    if (g_log_len + n + 2 < sizeof g_log) {
-        memcpy(g_log + g_log_len, line, n);
-        g_log_len += n;
-        g_log[g_log_len++] = '\n';
-        g_log[g_log_len] = 0;
-    }
+    kt_log_append(g_log, sizeof g_log, &g_log_len, line);
     pthread_mutex_unlock(&g_log_lock);
 }
 

@@ -393,14 +393,8 @@ static kcache *open_store(const char *dir, uint64_t limit, uint32_t mem_entries)
 typedef struct logcap { pthread_mutex_t mu; char buf[32768]; size_t len; } logcap;
 static void log_cb(void *user, const char *line) {
     logcap *l = (logcap *)user;
-    size_t n = strlen(line);
     pthread_mutex_lock(&l->mu);
-    if (l->len + n + 2 < sizeof l->buf) {
-        memcpy(l->buf + l->len, line, n);
-        l->len += n;
-        l->buf[l->len++] = '\n';
-        l->buf[l->len] = 0;
-    }
+    kt_log_append(l->buf, sizeof l->buf, &l->len, line);
     pthread_mutex_unlock(&l->mu);
 }
 static void logcap_init(logcap *l) {

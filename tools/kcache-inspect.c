@@ -4731,7 +4731,7 @@ static void ks_find_read(ks_find *s, const char *dir)
 }
 
 /* A cut path found again (see above): 1 with the path in out. */
-static int ks_dep_find(const kcache_key_field *f, char *out, size_t cap)
+static int ks_dep_search(const kcache_key_field *f, char *out, size_t cap)
 {
     static char tail[KCACHE_PREVIEW_MAX], cwd[PATH_MAX];
     ks_find s;
@@ -4775,6 +4775,32 @@ static int ks_dep_find(const kcache_key_field *f, char *out, size_t cap)
     }
     free(s.queue);
     return s.found;
+}
+
+/* ks_dep_search once per path: a unit's overloads mostly name the same dependencies, and a search
+   that finds nothing reads KS_FIND_DIRS directories each time (a quarter second). The digest and
+   length name the path; the last KS_FIND_MEMO answers are kept. */
+#define KS_FIND_MEMO 16
+static int ks_dep_find(const kcache_key_field *f, char *out, size_t cap)
+{
+    static struct { kcache_hash128 digest; uint64_t size; char *path; int found; } memo[KS_FIND_MEMO];
+    static size_t used, next;
+    size_t i;
+    for (i = 0; i < used; i++)
+        if (memo[i].size == f->size && ks_same(memo[i].digest, f->digest)) {
+            if (!memo[i].found || strlen(memo[i].path) >= cap) return 0;
+            memcpy(out, memo[i].path, strlen(memo[i].path) + 1);
+            return 1;
+        }
+    i = used < KS_FIND_MEMO ? used++ : next++ % KS_FIND_MEMO;
+    free(memo[i].path);
+    memo[i].path = NULL;
+    memo[i].digest = f->digest;
+    memo[i].size = f->size;
+    memo[i].found = ks_dep_search(f, out, cap);
+    if (memo[i].found && (memo[i].path = (char *)malloc(strlen(out) + 1)) != NULL) memcpy(memo[i].path, out, strlen(out) + 1);
+    else if (memo[i].found) memo[i].size = UINT64_MAX; /* no memory: not kept (no field is that long) */
+    return memo[i].found;
 }
 
 /* Hashes a regular file, at most the size it had when opened (never blocks on a FIFO, never reads
