@@ -5303,7 +5303,7 @@ static unsigned char *kcache__zstd_pack(const void *data, size_t size, size_t *o
     2560  writes in flight: 32 slots of (u64 writer: pid << 32 | its sequence, 0 = free; u64 bytes;
           i64 claimed at ns; u64 0): a temp file counts against the limit while it exists
     4096  use table: buckets x 4 ways of (digest lo, hi, i64 last use ns, u64 entry bytes); bit 0 of
-          the last use is the mark "used since the hand last passed" (see kcache__store_evict_bytes)
+          the last use is the mark "used since the hand last passed" (see kcache__evict_victim)
    busy is set by a lock holder before it changes anything and cleared after: finding it set under
    the lock means a holder died mid-update, and the accounting is rebuilt by a scan.
    The file is never shrunk while mapped (that is SIGBUS for every process mapping it); a damaged
@@ -5782,7 +5782,7 @@ static kcache_hash128 kcache__slot_digest(const uint64_t *s) {
 }
 
 /* Records a hit without a system call and without the lock: a relaxed store into the mapped use
-   table of the time with the mark set (see kcache__store_evict_bytes). It stores only when the mark
+   table of the time with the mark set (see kcache__evict_victim). It stores only when the mark
    is clear or the time over a second old, so that readers on many cores do not fight over the
    line: once after each pass of the eviction hand, and once a second at most otherwise. */
 static void kcache__slot_touch(uint64_t *s, int64_t now) {
@@ -5899,23 +5899,14 @@ static uint64_t *kcache__evict_victim(kcache__store *st) {
 }
 
 /* The eviction entry point (lock held, between kcache__store_begin and _end): evicts entries in the
-   policy's order until at least `bytes` bytes are freed or the store is empty, and returns the bytes
-   freed. Each victim is logged as evicted by the size limit. */
-static uint64_t kcache__store_evict_bytes(kcache__store *st, uint64_t bytes, kcache__store_ev *ev) {
-    uint64_t freed = 0;
-    while (freed < bytes && kcache__cf_get(st, 32) > 0) {
-        uint64_t *victim = kcache__evict_victim(st), before = kcache__cf_get(st, 24);
+   policy's order until the store accounts at most target bytes or is empty. Each victim is logged
+   as evicted by the size limit. */
+static void kcache__store_evict_to(kcache__store *st, uint64_t target, kcache__store_ev *ev) {
+    while (kcache__cf_get(st, 24) > target && kcache__cf_get(st, 32) > 0) {
+        uint64_t *victim = kcache__evict_victim(st);
         if (!victim) { kcache__cf_set(st, 24, 0); kcache__cf_set(st, 32, 0); break; } /* accounting said more */
         kcache__store_drop(st, victim, 1, ev);
-        freed += before - kcache__cf_get(st, 24);
     }
-    return freed;
-}
-
-/* Evicts until the store accounts at most target bytes (lock held). */
-static void kcache__store_evict_to(kcache__store *st, uint64_t target, kcache__store_ev *ev) {
-    uint64_t have = kcache__cf_get(st, 24);
-    if (have > target) kcache__store_evict_bytes(st, have - target, ev);
 }
 
 /* Makes room for `bytes` new bytes (an entry, and the writes in flight) (lock held): just enough goes for
