@@ -6691,7 +6691,7 @@ static kcache_status kcache__store_room(kcache__store *st, uint64_t total, uint6
             kcache__flight_reap(st);
             pending = kcache__flight_sum(st->map, 0) + (*cmap && *cmap != st->map ? total : 0);
             /* writers that claimed together all make room, for every write in flight */
-            if (st->limit && kcache__cf_get(st, 24) + pending > st->limit) kcache__store_make_room(st, pending, ev);
+            kcache__store_make_room(st, pending, ev);
             have = kcache__cf_get(st, 24);
             if (disk_short) {
                 if (have < disk_short) {
