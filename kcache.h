@@ -5370,7 +5370,6 @@ typedef struct kcache__store {
     uint32_t uid;              /* the caller (euid): whom the store belongs to */
     uint32_t gid;              /* a shared store's group (KCACHE_SHARED_GROUP) */
     int shared;                /* a group's store: its members are trusted, files 0660, dirs 02770 */
-    int gmode;                 /* KCACHE__GROUPRW in a shared store, else 0: or'ed into creating opens */
     int readonly;              /* hits only: no lock, no use table, no stats, nothing written */
     uint64_t shard_ok[2][4];   /* shards of e/ and i/ checked in this process (kcache__shard_trusted) */
     uint64_t shard_bad[2][4];  /* ... and refused */
@@ -5389,6 +5388,8 @@ static int kcache__trusted(const kcache__store *st, const kcache__finfo *s) {
 /* The mode of the files kcache makes in the store (lock, config.file, stats, temp files): its
    user's alone, or its group's too in a shared store. */
 static unsigned kcache__file_mode(const kcache__store *st) { return st->shared ? 0660u : 0600u; }
+/* The same, as the flag or'ed into the opens that create them. */
+static int kcache__gmode(const kcache__store *st) { return st->shared ? KCACHE__GROUPRW : 0; }
 #define KCACHE__SLACK ((uint64_t)8 << 10) /* beside an entry: an index record, a new shard's block */
 
 /* kcache leaves its filesystem this much free: 5 % of it, at most 1 GiB. A cache gives way before
@@ -5689,7 +5690,7 @@ static kcache_status kcache__cf_create(kcache__store *st, uint64_t limit, int re
     kcache__put_u32(hdr + 48, 1); /* busy: the first locked update scans for entries already there */
     kcache__put_u64(hdr + KCACHE__CF_SUMMED, kcache_hash(hdr, KCACHE__CF_SUMMED).lo);
     snprintf(tmp, sizeof tmp, "tmp/%u-cf-%llx.tmp", (unsigned)kcache__pid(), (unsigned long long)kcache__now_ns());
-    fd = kcache__open_in(st, tmp, KCACHE__RW | KCACHE__CREATE | KCACHE__EXCL | st->gmode);
+    fd = kcache__open_in(st, tmp, KCACHE__RW | KCACHE__CREATE | KCACHE__EXCL | kcache__gmode(st));
     if (fd < 0) {
         KCACHE_FREE(hdr);
         return errno == ENOSPC ? KCACHE_ENOSPC : (errno == EROFS || errno == EACCES) ? KCACHE_EROFS : KCACHE_EIO;
@@ -6056,7 +6057,7 @@ static void kcache__cf_grow(kcache__store *st, kcache__store_ev *ev) {
     if (nslots > kcache__max_slots(st->limit) || kcache__shortfall(st, len)) return; /* (a full table evicts instead) */
     st->temp_seq++;
     snprintf(tmp, sizeof tmp, "%u-grow-%llx.tmp", (unsigned)kcache__pid(), (unsigned long long)st->temp_seq);
-    fd = kcache__io_openat(st->tmpfd, tmp, KCACHE__RW | KCACHE__CREATE | KCACHE__EXCL | st->gmode);
+    fd = kcache__io_openat(st->tmpfd, tmp, KCACHE__RW | KCACHE__CREATE | KCACHE__EXCL | kcache__gmode(st));
     if (fd < 0) return;
     kcache__io_chmod(fd, kcache__file_mode(st));
     if (kcache__io_allocate(fd, (uint64_t)len) != 0 || kcache__io_fstat(fd, &sb) != 0 || (map = kcache__io_map(fd, len)) == NULL) {
@@ -6499,7 +6500,7 @@ static kcache_status kcache__ix_write(kcache__store *st, const char *unit, const
         st->temp_seq++;
         snprintf(tmp, sizeof tmp, "%u-ix-%llx-%llx.tmp", (unsigned)kcache__pid(), (unsigned long long)st->temp_seq,
                  (unsigned long long)kcache__now_ns());
-        fd = kcache__io_openat(st->tmpfd, tmp, KCACHE__WR | KCACHE__CREATE | KCACHE__EXCL | st->gmode);
+        fd = kcache__io_openat(st->tmpfd, tmp, KCACHE__WR | KCACHE__CREATE | KCACHE__EXCL | kcache__gmode(st));
     } while (fd < 0 && errno == EEXIST && st->temp_seq % 4 != 0);
     if (fd < 0) {
         kcache__ev_note(ev, "index of unit \"%s\" not written: cannot create a temp file (%s)", unit, strerror(errno));
@@ -6755,7 +6756,7 @@ static kcache_status kcache__store_put(kcache__store *st, const kcache_key *k, c
     for (attempt = 0;; attempt++) {
         s = kcache__store_room(st, total, token, &cmap, attempt > 0, ev);
         if (s != KCACHE_OK) { KCACHE_FREE(hdr); KCACHE_FREE(packed); return s; }
-        fd = kcache__io_openat(st->tmpfd, tmp + 4, KCACHE__WR | KCACHE__CREATE | KCACHE__EXCL | st->gmode);
+        fd = kcache__io_openat(st->tmpfd, tmp + 4, KCACHE__WR | KCACHE__CREATE | KCACHE__EXCL | kcache__gmode(st));
         if (fd < 0) s = kcache__errno_status(errno);
         else {
             s = kcache__write_all(fd, hdr, hlen, stored, stored_len);
@@ -7547,7 +7548,7 @@ static int kcache__store_proven(kcache__store *st, char *why, size_t cap) {
 static int kcache__lock_open(kcache__store *st, char *why, size_t cap) {
     kcache__finfo s;
     unsigned want = kcache__file_mode(st);
-    int fd = kcache__open_in(st, "lock", KCACHE__RW | KCACHE__CREATE | KCACHE__NONBLOCK | st->gmode);
+    int fd = kcache__open_in(st, "lock", KCACHE__RW | KCACHE__CREATE | KCACHE__NONBLOCK | kcache__gmode(st));
     if (fd < 0) return -1;
     memset(&s, 0, sizeof s); /* (a failed fstat leaves it as it was: read below for the message) */
     if (kcache__io_fstat(fd, &s) != 0 || s.kind != KCACHE__KIND_FILE || !kcache__trusted(st, &s)) {
@@ -7619,7 +7620,6 @@ static kcache_status kcache__store_open(kcache__store **out, const char *dir, co
             return KCACHE_EUNSAFE;
         }
         st->shared = 1;
-        st->gmode = KCACHE__GROUPRW;
     }
     st->dirfd = kcache__walk(st, dir, 1, &s, why, why_cap);
     if (st->dirfd < 0) {
@@ -9087,7 +9087,7 @@ static int kcache__pub_create(kcache__store *st, int replace) {
     if (!hdr) return ENOMEM;
     if (kcache__shortfall(st, KCACHE__PUB_FILE_BYTES)) { KCACHE_FREE(hdr); return ENOSPC; } /* the filesystem's reserve */
     snprintf(tmp, sizeof tmp, "%u-stats-%llx.tmp", (unsigned)kcache__pid(), (unsigned long long)kcache__now_ns());
-    fd = kcache__io_openat(st->tmpfd, tmp, KCACHE__RW | KCACHE__CREATE | KCACHE__EXCL | st->gmode);
+    fd = kcache__io_openat(st->tmpfd, tmp, KCACHE__RW | KCACHE__CREATE | KCACHE__EXCL | kcache__gmode(st));
     if (fd < 0) {
         e = errno ? errno : EIO;
         KCACHE_FREE(hdr);
