@@ -8009,6 +8009,17 @@ static int kcache__remote_peekable(kcache__remote *r, kcache__shard *s) {
     return ok;
 }
 
+/* Deletes k's entry on its shard (mode rw). */
+static void kcache__remote_remove(kcache__remote *r, const kcache_key *k, kcache__remote_ev *ev) {
+    kcache__shard *s = kcache__remote_shard(r, k->digest);
+    char name[33];
+    int64_t t0;
+    if (r->ro || !s->ops->remove || !kcache__remote_allow(r, s, 1, ev)) return;
+    kcache__remote_name(k->digest, name);
+    t0 = kcache__mono_ns();
+    kcache__remote_done(r, s, s->ops->remove(s->user, name), t0, "delete", ev);
+}
+
 /* Looks k up on its shard. out as kcache__store_read fills it (KCACHE_ENOENT: not there, or not
    asked); *where names the shard. A lookup (peek 0) is counted in ev, goes through the breaker, and
    a value that fails validation is counted and deleted there (in mode rw). A peek (kcache_explain,
@@ -8044,10 +8055,7 @@ static void kcache__remote_get(kcache__remote *r, const kcache_key *k, int polic
         return;
     }
     kcache__rev_note(ev, "reject %s: the remote value on %s %s; deleted there", k->unit, s->url, why);
-    if (s->ops->remove && kcache__remote_allow(r, s, 1, ev)) {
-        t0 = kcache__mono_ns();
-        kcache__remote_done(r, s, s->ops->remove(s->user, name), t0, "delete", ev);
-    }
+    kcache__remote_remove(r, k, ev);
 }
 
 /* Sends k's entry to its shard (mode rw). KCACHE_OK when stored; KCACHE_ETOOBIG: stays local. */
@@ -8074,17 +8082,6 @@ static kcache_status kcache__remote_put(kcache__remote *r, const kcache_key *k, 
     KCACHE_FREE(v);
     if (st == KCACHE_OK) ev->puts++;
     return st;
-}
-
-/* Deletes k's entry on its shard (mode rw). */
-static void kcache__remote_remove(kcache__remote *r, const kcache_key *k, kcache__remote_ev *ev) {
-    kcache__shard *s = kcache__remote_shard(r, k->digest);
-    char name[33];
-    int64_t t0;
-    if (r->ro || !s->ops->remove || !kcache__remote_allow(r, s, 1, ev)) return;
-    kcache__remote_name(k->digest, name);
-    t0 = kcache__mono_ns();
-    kcache__remote_done(r, s, s->ops->remove(s->user, name), t0, "delete", ev);
 }
 
 /* ---- the cluster-wide build claim (kcache_get_or_build) ---- */
