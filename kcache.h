@@ -5303,7 +5303,7 @@ static unsigned char *kcache__zstd_pack(const void *data, size_t size, size_t *o
     2560  writes in flight: 32 slots of (u64 writer: pid << 32 | its sequence, 0 = free; u64 bytes;
           i64 claimed at ns; u64 0): a temp file counts against the limit while it exists
     4096  use table: buckets x 4 ways of (digest lo, hi, i64 last use ns, u64 entry bytes); bit 0 of
-          the last use is the mark "used since the hand last passed" (see kcache__store_evict_bytes)
+          the last use is the mark "used since the hand last passed" (see kcache__evict_victim)
    busy is set by a lock holder before it changes anything and cleared after: finding it set under
    the lock means a holder died mid-update, and the accounting is rebuilt by a scan.
    The file is never shrunk while mapped (that is SIGBUS for every process mapping it); a damaged
@@ -5370,7 +5370,6 @@ typedef struct kcache__store {
     uint32_t uid;              /* the caller (euid): whom the store belongs to */
     uint32_t gid;              /* a shared store's group (KCACHE_SHARED_GROUP) */
     int shared;                /* a group's store: its members are trusted, files 0660, dirs 02770 */
-    int gmode;                 /* KCACHE__GROUPRW in a shared store, else 0: or'ed into creating opens */
     int readonly;              /* hits only: no lock, no use table, no stats, nothing written */
     uint64_t shard_ok[2][4];   /* shards of e/ and i/ checked in this process (kcache__shard_trusted) */
     uint64_t shard_bad[2][4];  /* ... and refused */
@@ -5389,6 +5388,8 @@ static int kcache__trusted(const kcache__store *st, const kcache__finfo *s) {
 /* The mode of the files kcache makes in the store (lock, config.file, stats, temp files): its
    user's alone, or its group's too in a shared store. */
 static unsigned kcache__file_mode(const kcache__store *st) { return st->shared ? 0660u : 0600u; }
+/* The same, as the flag or'ed into the opens that create them. */
+static int kcache__gmode(const kcache__store *st) { return st->shared ? KCACHE__GROUPRW : 0; }
 #define KCACHE__SLACK ((uint64_t)8 << 10) /* beside an entry: an index record, a new shard's block */
 
 /* kcache leaves its filesystem this much free: 5 % of it, at most 1 GiB. A cache gives way before
@@ -5689,7 +5690,7 @@ static kcache_status kcache__cf_create(kcache__store *st, uint64_t limit, int re
     kcache__put_u32(hdr + 48, 1); /* busy: the first locked update scans for entries already there */
     kcache__put_u64(hdr + KCACHE__CF_SUMMED, kcache_hash(hdr, KCACHE__CF_SUMMED).lo);
     snprintf(tmp, sizeof tmp, "tmp/%u-cf-%llx.tmp", (unsigned)kcache__pid(), (unsigned long long)kcache__now_ns());
-    fd = kcache__open_in(st, tmp, KCACHE__RW | KCACHE__CREATE | KCACHE__EXCL | st->gmode);
+    fd = kcache__open_in(st, tmp, KCACHE__RW | KCACHE__CREATE | KCACHE__EXCL | kcache__gmode(st));
     if (fd < 0) {
         KCACHE_FREE(hdr);
         return errno == ENOSPC ? KCACHE_ENOSPC : (errno == EROFS || errno == EACCES) ? KCACHE_EROFS : KCACHE_EIO;
@@ -5782,7 +5783,7 @@ static kcache_hash128 kcache__slot_digest(const uint64_t *s) {
 }
 
 /* Records a hit without a system call and without the lock: a relaxed store into the mapped use
-   table of the time with the mark set (see kcache__store_evict_bytes). It stores only when the mark
+   table of the time with the mark set (see kcache__evict_victim). It stores only when the mark
    is clear or the time over a second old, so that readers on many cores do not fight over the
    line: once after each pass of the eviction hand, and once a second at most otherwise. */
 static void kcache__slot_touch(uint64_t *s, int64_t now) {
@@ -5899,23 +5900,14 @@ static uint64_t *kcache__evict_victim(kcache__store *st) {
 }
 
 /* The eviction entry point (lock held, between kcache__store_begin and _end): evicts entries in the
-   policy's order until at least `bytes` bytes are freed or the store is empty, and returns the bytes
-   freed. Each victim is logged as evicted by the size limit. */
-static uint64_t kcache__store_evict_bytes(kcache__store *st, uint64_t bytes, kcache__store_ev *ev) {
-    uint64_t freed = 0;
-    while (freed < bytes && kcache__cf_get(st, 32) > 0) {
-        uint64_t *victim = kcache__evict_victim(st), before = kcache__cf_get(st, 24);
+   policy's order until the store accounts at most target bytes or is empty. Each victim is logged
+   as evicted by the size limit. */
+static void kcache__store_evict_to(kcache__store *st, uint64_t target, kcache__store_ev *ev) {
+    while (kcache__cf_get(st, 24) > target && kcache__cf_get(st, 32) > 0) {
+        uint64_t *victim = kcache__evict_victim(st);
         if (!victim) { kcache__cf_set(st, 24, 0); kcache__cf_set(st, 32, 0); break; } /* accounting said more */
         kcache__store_drop(st, victim, 1, ev);
-        freed += before - kcache__cf_get(st, 24);
     }
-    return freed;
-}
-
-/* Evicts until the store accounts at most target bytes (lock held). */
-static void kcache__store_evict_to(kcache__store *st, uint64_t target, kcache__store_ev *ev) {
-    uint64_t have = kcache__cf_get(st, 24);
-    if (have > target) kcache__store_evict_bytes(st, have - target, ev);
 }
 
 /* Makes room for `bytes` new bytes (an entry, and the writes in flight) (lock held): just enough goes for
@@ -6065,7 +6057,7 @@ static void kcache__cf_grow(kcache__store *st, kcache__store_ev *ev) {
     if (nslots > kcache__max_slots(st->limit) || kcache__shortfall(st, len)) return; /* (a full table evicts instead) */
     st->temp_seq++;
     snprintf(tmp, sizeof tmp, "%u-grow-%llx.tmp", (unsigned)kcache__pid(), (unsigned long long)st->temp_seq);
-    fd = kcache__io_openat(st->tmpfd, tmp, KCACHE__RW | KCACHE__CREATE | KCACHE__EXCL | st->gmode);
+    fd = kcache__io_openat(st->tmpfd, tmp, KCACHE__RW | KCACHE__CREATE | KCACHE__EXCL | kcache__gmode(st));
     if (fd < 0) return;
     kcache__io_chmod(fd, kcache__file_mode(st));
     if (kcache__io_allocate(fd, (uint64_t)len) != 0 || kcache__io_fstat(fd, &sb) != 0 || (map = kcache__io_map(fd, len)) == NULL) {
@@ -6508,7 +6500,7 @@ static kcache_status kcache__ix_write(kcache__store *st, const char *unit, const
         st->temp_seq++;
         snprintf(tmp, sizeof tmp, "%u-ix-%llx-%llx.tmp", (unsigned)kcache__pid(), (unsigned long long)st->temp_seq,
                  (unsigned long long)kcache__now_ns());
-        fd = kcache__io_openat(st->tmpfd, tmp, KCACHE__WR | KCACHE__CREATE | KCACHE__EXCL | st->gmode);
+        fd = kcache__io_openat(st->tmpfd, tmp, KCACHE__WR | KCACHE__CREATE | KCACHE__EXCL | kcache__gmode(st));
     } while (fd < 0 && errno == EEXIST && st->temp_seq % 4 != 0);
     if (fd < 0) {
         kcache__ev_note(ev, "index of unit \"%s\" not written: cannot create a temp file (%s)", unit, strerror(errno));
@@ -6700,7 +6692,7 @@ static kcache_status kcache__store_room(kcache__store *st, uint64_t total, uint6
             kcache__flight_reap(st);
             pending = kcache__flight_sum(st->map, 0) + (*cmap && *cmap != st->map ? total : 0);
             /* writers that claimed together all make room, for every write in flight */
-            if (st->limit && kcache__cf_get(st, 24) + pending > st->limit) kcache__store_make_room(st, pending, ev);
+            kcache__store_make_room(st, pending, ev);
             have = kcache__cf_get(st, 24);
             if (disk_short) {
                 if (have < disk_short) {
@@ -6764,7 +6756,7 @@ static kcache_status kcache__store_put(kcache__store *st, const kcache_key *k, c
     for (attempt = 0;; attempt++) {
         s = kcache__store_room(st, total, token, &cmap, attempt > 0, ev);
         if (s != KCACHE_OK) { KCACHE_FREE(hdr); KCACHE_FREE(packed); return s; }
-        fd = kcache__io_openat(st->tmpfd, tmp + 4, KCACHE__WR | KCACHE__CREATE | KCACHE__EXCL | st->gmode);
+        fd = kcache__io_openat(st->tmpfd, tmp + 4, KCACHE__WR | KCACHE__CREATE | KCACHE__EXCL | kcache__gmode(st));
         if (fd < 0) s = kcache__errno_status(errno);
         else {
             s = kcache__write_all(fd, hdr, hlen, stored, stored_len);
@@ -7556,7 +7548,7 @@ static int kcache__store_proven(kcache__store *st, char *why, size_t cap) {
 static int kcache__lock_open(kcache__store *st, char *why, size_t cap) {
     kcache__finfo s;
     unsigned want = kcache__file_mode(st);
-    int fd = kcache__open_in(st, "lock", KCACHE__RW | KCACHE__CREATE | KCACHE__NONBLOCK | st->gmode);
+    int fd = kcache__open_in(st, "lock", KCACHE__RW | KCACHE__CREATE | KCACHE__NONBLOCK | kcache__gmode(st));
     if (fd < 0) return -1;
     memset(&s, 0, sizeof s); /* (a failed fstat leaves it as it was: read below for the message) */
     if (kcache__io_fstat(fd, &s) != 0 || s.kind != KCACHE__KIND_FILE || !kcache__trusted(st, &s)) {
@@ -7628,7 +7620,6 @@ static kcache_status kcache__store_open(kcache__store **out, const char *dir, co
             return KCACHE_EUNSAFE;
         }
         st->shared = 1;
-        st->gmode = KCACHE__GROUPRW;
     }
     st->dirfd = kcache__walk(st, dir, 1, &s, why, why_cap);
     if (st->dirfd < 0) {
@@ -8018,6 +8009,17 @@ static int kcache__remote_peekable(kcache__remote *r, kcache__shard *s) {
     return ok;
 }
 
+/* Deletes k's entry on its shard (mode rw). */
+static void kcache__remote_remove(kcache__remote *r, const kcache_key *k, kcache__remote_ev *ev) {
+    kcache__shard *s = kcache__remote_shard(r, k->digest);
+    char name[33];
+    int64_t t0;
+    if (r->ro || !s->ops->remove || !kcache__remote_allow(r, s, 1, ev)) return;
+    kcache__remote_name(k->digest, name);
+    t0 = kcache__mono_ns();
+    kcache__remote_done(r, s, s->ops->remove(s->user, name), t0, "delete", ev);
+}
+
 /* Looks k up on its shard. out as kcache__store_read fills it (KCACHE_ENOENT: not there, or not
    asked); *where names the shard. A lookup (peek 0) is counted in ev, goes through the breaker, and
    a value that fails validation is counted and deleted there (in mode rw). A peek (kcache_explain,
@@ -8053,10 +8055,7 @@ static void kcache__remote_get(kcache__remote *r, const kcache_key *k, int polic
         return;
     }
     kcache__rev_note(ev, "reject %s: the remote value on %s %s; deleted there", k->unit, s->url, why);
-    if (s->ops->remove && kcache__remote_allow(r, s, 1, ev)) {
-        t0 = kcache__mono_ns();
-        kcache__remote_done(r, s, s->ops->remove(s->user, name), t0, "delete", ev);
-    }
+    kcache__remote_remove(r, k, ev);
 }
 
 /* Sends k's entry to its shard (mode rw). KCACHE_OK when stored; KCACHE_ETOOBIG: stays local. */
@@ -8083,17 +8082,6 @@ static kcache_status kcache__remote_put(kcache__remote *r, const kcache_key *k, 
     KCACHE_FREE(v);
     if (st == KCACHE_OK) ev->puts++;
     return st;
-}
-
-/* Deletes k's entry on its shard (mode rw). */
-static void kcache__remote_remove(kcache__remote *r, const kcache_key *k, kcache__remote_ev *ev) {
-    kcache__shard *s = kcache__remote_shard(r, k->digest);
-    char name[33];
-    int64_t t0;
-    if (r->ro || !s->ops->remove || !kcache__remote_allow(r, s, 1, ev)) return;
-    kcache__remote_name(k->digest, name);
-    t0 = kcache__mono_ns();
-    kcache__remote_done(r, s, s->ops->remove(s->user, name), t0, "delete", ev);
 }
 
 /* ---- the cluster-wide build claim (kcache_get_or_build) ---- */
@@ -9096,7 +9084,7 @@ static int kcache__pub_create(kcache__store *st, int replace) {
     if (!hdr) return ENOMEM;
     if (kcache__shortfall(st, KCACHE__PUB_FILE_BYTES)) { KCACHE_FREE(hdr); return ENOSPC; } /* the filesystem's reserve */
     snprintf(tmp, sizeof tmp, "%u-stats-%llx.tmp", (unsigned)kcache__pid(), (unsigned long long)kcache__now_ns());
-    fd = kcache__io_openat(st->tmpfd, tmp, KCACHE__RW | KCACHE__CREATE | KCACHE__EXCL | st->gmode);
+    fd = kcache__io_openat(st->tmpfd, tmp, KCACHE__RW | KCACHE__CREATE | KCACHE__EXCL | kcache__gmode(st));
     if (fd < 0) {
         e = errno ? errno : EIO;
         KCACHE_FREE(hdr);

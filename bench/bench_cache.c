@@ -360,7 +360,7 @@ int main(void) {
                    full, lat[measured / 2] * 1e6, lat[measured * 99 / 100] * 1e6, lat[measured - 1] * 1e6,
                    lat[measured * 99 / 100] / p99_first, (unsigned long long)st.disk_entries);
             /* eviction's worst case: every entry used since the hand passed, so each victim costs
-               the most marked entries the hand may pass (kcache__store_evict_bytes) */
+               the most marked entries the hand may pass (kcache__evict_victim) */
             for (i = 0; i < full + measured; i++) {
                 make_key(&k, "bench.full", (unsigned)i);
                 if (kcache_get(kc, &k, &d, &n) == KCACHE_OK) kcache_release(kc, d);
