@@ -2146,9 +2146,9 @@ static kcache__lockfile *kcache__lockfile_adopt(int fd) {
     kcache__reg_lock();
     if ((lf = kcache__lockfile_find_locked(fi.dev, fi.ino)) != NULL) {
         /* opened twice at once: closing this descriptor would drop the locks the process holds
-           through the other, so it stays open as long as the entry does */
+           through the other, so it stays open as long as the entry does (a third one at once: for good) */
         if (lf->spare < 0) lf->spare = fd;
-        else fd = -1;
+        fd = -1;
     } else if ((lf = (kcache__lockfile *)KCACHE_MALLOC(sizeof *lf)) != NULL) {
         memset(lf, 0, sizeof *lf);
         lf->dev = fi.dev;
