@@ -2146,9 +2146,9 @@ static kcache__lockfile *kcache__lockfile_adopt(int fd) {
     kcache__reg_lock();
     if ((lf = kcache__lockfile_find_locked(fi.dev, fi.ino)) != NULL) {
         /* opened twice at once: closing this descriptor would drop the locks the process holds
-           through the other, so it stays open as long as the entry does */
+           through the other, so it stays open as long as the entry does (a third one at once: for good) */
         if (lf->spare < 0) lf->spare = fd;
-        else fd = -1;
+        fd = -1;
     } else if ((lf = (kcache__lockfile *)KCACHE_MALLOC(sizeof *lf)) != NULL) {
         memset(lf, 0, sizeof *lf);
         lf->dev = fi.dev;
@@ -4729,56 +4729,32 @@ KCACHE_API kcache_status kcache_key_file(kcache_key *k, const char *name, const 
 #if defined(__linux__)
 /* The path /proc/self/maps gives the mapping that holds address; 0, or an errno. */
 static int kcache__maps_path(const void *address, char *out, size_t cap) {
-    uintptr_t a = (uintptr_t)address;
-    char *buf = (char *)KCACHE_MALLOC(2 * KCACHE__PATH_MAX);
-    size_t have = 0;
-    int fd = kcache__io_open("/proc/self/maps", KCACHE__RD), found = 0, eof = 0;
-    if (!buf || fd < 0) {
-        KCACHE_FREE(buf);
-        if (fd >= 0) kcache__io_close(fd);
-        return ENOENT;
+    unsigned long long a = (uintptr_t)address;
+    char *line = (char *)KCACHE_MALLOC(2 * KCACHE__PATH_MAX);
+    int fd = line ? kcache__io_open("/proc/self/maps", KCACHE__RD) : -1, found = 0;
+    FILE *f = fd >= 0 ? fdopen(fd, "r") : NULL;
+    if (!f && fd >= 0) kcache__io_close(fd);
+    while (f && fgets(line, 2 * KCACHE__PATH_MAX, f)) { /* start-end perms offset dev inode path */
+        char *p, *e;
+        int field;
+        unsigned long long lo = strtoull(line, &e, 16), hi;
+        if (*e != '-') continue;
+        hi = strtoull(e + 1, &e, 16);
+        if (a < lo || a >= hi) continue;
+        for (p = e, field = 0; field < 4 && *p; field++) {
+            while (*p == ' ') p++;
+            while (*p && *p != ' ') p++;
+        }
+        while (*p == ' ') p++;
+        p[strcspn(p, "\n")] = 0;
+        if (*p == '/' && strlen(p) < cap) { /* not anonymous memory, the stack, a path too long */
+            strcpy(out, p);
+            found = 1;
+        }
+        break;
     }
-    while (!found && (!eof || have)) {
-        char *nl, *p, *e;
-        unsigned long long lo, hi;
-        if (!eof && have < 2 * KCACHE__PATH_MAX - 1) {
-            ptrdiff_t r = kcache__io_read(fd, buf + have, 2 * KCACHE__PATH_MAX - 1 - have);
-            if (r < 0 && errno == EINTR) continue;
-            if (r <= 0) eof = 1;
-            else have += (size_t)r;
-        }
-        buf[have] = 0;
-        if ((nl = strchr(buf, '\n')) == NULL) {
-            if (!eof && have < 2 * KCACHE__PATH_MAX - 1) continue;
-            nl = buf + have; /* the last line, or one longer than any path: taken as it is */
-        }
-        *nl = 0;
-        lo = strtoull(buf, &e, 16);
-        if (*e == '-') {
-            hi = strtoull(e + 1, &e, 16);
-            if ((unsigned long long)a >= lo && (unsigned long long)a < hi) { /* start-end perms offset dev inode path */
-                int field;
-                for (p = e, field = 0; field < 4 && *p; field++) {
-                    while (*p == ' ') p++;
-                    while (*p && *p != ' ') p++;
-                }
-                while (*p == ' ') p++;
-                if (*p == '/' && strlen(p) < cap) {
-                    strcpy(out, p);
-                    found = 1;
-                } else {
-                    break; /* anonymous memory, the stack, a path too long */
-                }
-            }
-        }
-        {
-            size_t used = (size_t)(nl - buf) + (nl < buf + have ? 1 : 0);
-            memmove(buf, buf + used, have - used);
-            have -= used;
-        }
-    }
-    kcache__io_close(fd);
-    KCACHE_FREE(buf);
+    if (f) fclose(f);
+    KCACHE_FREE(line);
     return found ? 0 : ENOENT;
 }
 #endif
