@@ -12176,12 +12176,7 @@ static int kcache__cl_payload_ok(const void *data, size_t size, const kcache__cl
 /* Counts a stored binary that failed a check or that the driver refused, and removes it. */
 static void kcache__cl_reject(kcache *kc, kcache__cl_dev *dv, const char *why) {
     kcache_remove(kc, &dv->key);
-    kcache__mutex_lock(&kc->lock);
-    kc->stats.rejects++;
-    kc->stats.misses++;
-    kc->stats.misses_by_reason[KCACHE_REASON_REJECTED]++;
-    kcache__pub_miss(&kc->pub, dv->key.unit, KCACHE_REASON_REJECTED);
-    kcache__mutex_unlock(&kc->lock);
+    kcache__count_miss_quiet(kc, &dv->key, KCACHE_REASON_REJECTED);
     KCACHE__DEBUG(kc, "reject %s on %s: %s; removed, rebuilding from source", dv->key.unit, dv->name, why);
 }
 
