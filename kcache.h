@@ -9656,9 +9656,12 @@ KCACHE_API void kcache_config_init(kcache_config *cfg) {
     }
     if ((v = getenv("KCACHE_REMOTE_TIMEOUT")) != NULL && *v) { /* milliseconds; "ms" or "s" may follow */
         char *end;
-        unsigned long long t = strtoull(v, &end, 10);
-        if (end != v && *v >= '0' && *v <= '9' && strcmp(end, "s") == 0 && t <= 600) t *= 1000;
-        else if (end == v || !(*v >= '0' && *v <= '9') || (*end && strcmp(end, "ms") != 0)) t = 0;
+        unsigned long long t = 0;
+        if (*v >= '0' && *v <= '9') { /* (strtoull alone would take a sign or leading spaces) */
+            t = strtoull(v, &end, 10);
+            if (strcmp(end, "s") == 0) t = t <= 600 ? t * 1000 : 0;
+            else if (*end && strcmp(end, "ms") != 0) t = 0;
+        }
         if (t >= 1 && t <= 600000) cfg->remote_timeout_ms = (uint32_t)t;
         else kcache__env_bad(cfg, REMOTE_TIMEOUT);
     }
