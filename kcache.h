@@ -10309,10 +10309,10 @@ static kcache__node *kcache__keep_read(kcache *kc, kcache__node *nn, kcache__blo
 #define KCACHE__REMOTE_ZSTD_NOTE ""
 #endif
 
-/* A layer left out: the debug log says why, and the first reason stays for kcache_explain. */
-/* A layer left out, and why. The walk and the level checks word a refusal for the store: the reason,
-   then what it means for the store ("; refusing the store P (memory only)", "; refusing it (memory
-   only)"). For a layer that clause is false (the store is still used), so the reason ends before it. */
+/* A layer left out, and why: the debug log says it, and the first reason stays for kcache_explain.
+   The walk and the level checks word a refusal for the store: the reason, then what it means for
+   the store ("; refusing the store P (memory only)", "; refusing it (memory only)"). For a layer
+   that clause is false (the store is still used), so the reason ends before it. */
 static void kcache__layer_refused(kcache *kc, const char *path, const char *why) {
     const char *cut = NULL, *p = why;
     int n;
