@@ -10685,11 +10685,14 @@ static kcache_status kcache__field_content(kcache *kc, const kcache__kfile *kf, 
     return KCACHE_OK;
 }
 
-/* Whether some file field's content must be taken before k is written or compared whole under
-   policy: a pending one; under KCACHE_STAMP=content, one known from a memo too. */
+/* The file fields whose content must be taken before a key is written or compared whole under
+   policy (by their flags): a pending one; under KCACHE_STAMP=content, one known from a memo too. */
+static uint32_t kcache__ff_unresolved(int policy) { return KCACHE__FF_PENDING | (policy == KCACHE_STAMP_CONTENT ? KCACHE__FF_MEMO : 0); }
+
+/* Whether some file field of k is one of those. */
 static int kcache__key_unresolved(const kcache_key *k, int policy) {
     const kcache_key_field *f = kcache__key_fields(k);
-    uint32_t i, want = KCACHE__FF_PENDING | (policy == KCACHE_STAMP_CONTENT ? KCACHE__FF_MEMO : 0);
+    uint32_t i, want = kcache__ff_unresolved(policy);
     if (!k->files) return 0;
     for (i = 0; i < k->count; i++)
         if (f[i].type == KCACHE_FIELD_FILE && (f[i].reserved & want)) return 1;
@@ -10703,7 +10706,7 @@ static int kcache__key_unresolved(const kcache_key *k, int policy) {
 static const kcache_key *kcache__key_resolve(kcache *kc, const kcache_key *k, int policy, kcache_key **copy) {
     kcache_key *c;
     kcache_key_field *f;
-    uint32_t i, want = KCACHE__FF_PENDING | (policy == KCACHE_STAMP_CONTENT ? KCACHE__FF_MEMO : 0);
+    uint32_t i, want = kcache__ff_unresolved(policy);
     *copy = NULL;
     if (!kcache__key_unresolved(k, policy)) return k;
     if ((c = (kcache_key *)KCACHE_MALLOC(sizeof *c)) == NULL) return NULL;
