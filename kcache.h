@@ -10259,12 +10259,13 @@ static void kcache__count_miss(kcache *kc, const kcache_key *k, kcache_reason r)
     KCACHE__DEBUG(kc, "miss %s: %s", k->unit, kcache__reason_text[r]);
 }
 
-/* The dependency whose file could not be read when the key was built (kcache_key_file keeps no
-   stat beside the key for it, and its content digest is zero), or NULL. */
+/* The dependency whose file could not be read when the key was built (the key failed with
+   KCACHE_ENOENT; kcache_key_file keeps no stat beside the key for it, and its content digest is
+   zero), or NULL. */
 static const kcache_key_field *kcache__unreadable_dep(const kcache_key *k) {
     const kcache_key_field *f = kcache__key_fields(k);
     uint32_t i;
-    for (i = 0; i < k->count; i++)
+    for (i = 0; k->error == KCACHE_ENOENT && i < k->count; i++)
         if (f[i].type == KCACHE_FIELD_FILE && f[i].content.lo == 0 && f[i].content.hi == 0 && !kcache__key_kfile(k, f[i].name))
             return &f[i];
     return NULL;
@@ -10274,7 +10275,7 @@ static const kcache_key_field *kcache__unreadable_dep(const kcache_key *k) {
    miss like any other: counted and logged. An unreadable dependency is a dependency that changed;
    any other failure is the caller's error, logged with the status the lookup returns. */
 static void kcache__incomplete_miss(kcache *kc, const kcache_key *k) {
-    const kcache_key_field *dep = k->error == KCACHE_ENOENT ? kcache__unreadable_dep(k) : NULL;
+    const kcache_key_field *dep = kcache__unreadable_dep(k);
     if (dep) {
         kcache__count_miss_quiet(kc, k, KCACHE_REASON_STAMP);
         KCACHE__DEBUG(kc, "miss %s: %s: file %s (%s) cannot be read, so the key never matches", k->unit,
@@ -11104,7 +11105,7 @@ static size_t kcache__explain(kcache *kc, const kcache_key *k, char *buf, size_t
     if (buf && cap) buf[0] = 0;
     if (!kc || !k || k->magic != KCACHE__KEY_LIVE) { kcache__sb_add(&b, "miss: invalid key or cache"); return b.len; }
     if (k->error != KCACHE_OK) {
-        const kcache_key_field *dep = k->error == KCACHE_ENOENT ? kcache__unreadable_dep(k) : NULL;
+        const kcache_key_field *dep = kcache__unreadable_dep(k);
         if (dep)
             kcache__sb_add(&b, "miss: %s: file %s (%s) cannot be read, so the key of unit \"%s\" never matches",
                            kcache__reason_text[KCACHE_REASON_STAMP], dep->name, dep->preview, k->unit);
