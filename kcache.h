@@ -9620,9 +9620,12 @@ KCACHE_API void kcache_config_init(kcache_config *cfg) {
     }
     if ((v = getenv("KCACHE_REMOTE_TIMEOUT")) != NULL && *v) { /* milliseconds; "ms" or "s" may follow */
         char *end;
-        unsigned long long t = strtoull(v, &end, 10);
-        if (end != v && *v >= '0' && *v <= '9' && strcmp(end, "s") == 0 && t <= 600) t *= 1000;
-        else if (end == v || !(*v >= '0' && *v <= '9') || (*end && strcmp(end, "ms") != 0)) t = 0;
+        unsigned long long t = 0;
+        if (*v >= '0' && *v <= '9') { /* (strtoull alone would take a sign or leading spaces) */
+            t = strtoull(v, &end, 10);
+            if (strcmp(end, "s") == 0) t = t <= 600 ? t * 1000 : 0;
+            else if (*end && strcmp(end, "ms") != 0) t = 0;
+        }
         if (t >= 1 && t <= 600000) cfg->remote_timeout_ms = (uint32_t)t;
         else kcache__env_bad(cfg, REMOTE_TIMEOUT);
     }
@@ -10220,12 +10223,13 @@ static void kcache__count_miss(kcache *kc, const kcache_key *k, kcache_reason r)
     KCACHE__DEBUG(kc, "miss %s: %s", k->unit, kcache__reason_text[r]);
 }
 
-/* The dependency whose file could not be read when the key was built (kcache_key_file keeps no
-   stat beside the key for it, and its content digest is zero), or NULL. */
+/* The dependency whose file could not be read when the key was built (the key failed with
+   KCACHE_ENOENT; kcache_key_file keeps no stat beside the key for it, and its content digest is
+   zero), or NULL. */
 static const kcache_key_field *kcache__unreadable_dep(const kcache_key *k) {
     const kcache_key_field *f = kcache__key_fields(k);
     uint32_t i;
-    for (i = 0; i < k->count; i++)
+    for (i = 0; k->error == KCACHE_ENOENT && i < k->count; i++)
         if (f[i].type == KCACHE_FIELD_FILE && f[i].content.lo == 0 && f[i].content.hi == 0 && !kcache__key_kfile(k, f[i].name))
             return &f[i];
     return NULL;
@@ -10235,7 +10239,7 @@ static const kcache_key_field *kcache__unreadable_dep(const kcache_key *k) {
    miss like any other: counted and logged. An unreadable dependency is a dependency that changed;
    any other failure is the caller's error, logged with the status the lookup returns. */
 static void kcache__incomplete_miss(kcache *kc, const kcache_key *k) {
-    const kcache_key_field *dep = k->error == KCACHE_ENOENT ? kcache__unreadable_dep(k) : NULL;
+    const kcache_key_field *dep = kcache__unreadable_dep(k);
     if (dep) {
         kcache__count_miss_quiet(kc, k, KCACHE_REASON_STAMP);
         KCACHE__DEBUG(kc, "miss %s: %s: file %s (%s) cannot be read, so the key never matches", k->unit,
@@ -10270,10 +10274,10 @@ static kcache__node *kcache__keep_read(kcache *kc, kcache__node *nn, kcache__blo
 #define KCACHE__REMOTE_ZSTD_NOTE ""
 #endif
 
-/* A layer left out: the debug log says why, and the first reason stays for kcache_explain. */
-/* A layer left out, and why. The walk and the level checks word a refusal for the store: the reason,
-   then what it means for the store ("; refusing the store P (memory only)", "; refusing it (memory
-   only)"). For a layer that clause is false (the store is still used), so the reason ends before it. */
+/* A layer left out, and why: the debug log says it, and the first reason stays for kcache_explain.
+   The walk and the level checks word a refusal for the store: the reason, then what it means for
+   the store ("; refusing the store P (memory only)", "; refusing it (memory only)"). For a layer
+   that clause is false (the store is still used), so the reason ends before it. */
 static void kcache__layer_refused(kcache *kc, const char *path, const char *why) {
     const char *cut = NULL, *p = why;
     int n;
@@ -10646,11 +10650,14 @@ static kcache_status kcache__field_content(kcache *kc, const kcache__kfile *kf, 
     return KCACHE_OK;
 }
 
-/* Whether some file field's content must be taken before k is written or compared whole under
-   policy: a pending one; under KCACHE_STAMP=content, one known from a memo too. */
+/* The file fields whose content must be taken before a key is written or compared whole under
+   policy (by their flags): a pending one; under KCACHE_STAMP=content, one known from a memo too. */
+static uint32_t kcache__ff_unresolved(int policy) { return KCACHE__FF_PENDING | (policy == KCACHE_STAMP_CONTENT ? KCACHE__FF_MEMO : 0); }
+
+/* Whether some file field of k is one of those. */
 static int kcache__key_unresolved(const kcache_key *k, int policy) {
     const kcache_key_field *f = kcache__key_fields(k);
-    uint32_t i, want = KCACHE__FF_PENDING | (policy == KCACHE_STAMP_CONTENT ? KCACHE__FF_MEMO : 0);
+    uint32_t i, want = kcache__ff_unresolved(policy);
     if (!k->files) return 0;
     for (i = 0; i < k->count; i++)
         if (f[i].type == KCACHE_FIELD_FILE && (f[i].reserved & want)) return 1;
@@ -10664,7 +10671,7 @@ static int kcache__key_unresolved(const kcache_key *k, int policy) {
 static const kcache_key *kcache__key_resolve(kcache *kc, const kcache_key *k, int policy, kcache_key **copy) {
     kcache_key *c;
     kcache_key_field *f;
-    uint32_t i, want = KCACHE__FF_PENDING | (policy == KCACHE_STAMP_CONTENT ? KCACHE__FF_MEMO : 0);
+    uint32_t i, want = kcache__ff_unresolved(policy);
     *copy = NULL;
     if (!kcache__key_unresolved(k, policy)) return k;
     if ((c = (kcache_key *)KCACHE_MALLOC(sizeof *c)) == NULL) return NULL;
@@ -11062,7 +11069,7 @@ static size_t kcache__explain(kcache *kc, const kcache_key *k, char *buf, size_t
     if (buf && cap) buf[0] = 0;
     if (!kc || !k || k->magic != KCACHE__KEY_LIVE) { kcache__sb_add(&b, "miss: invalid key or cache"); return b.len; }
     if (k->error != KCACHE_OK) {
-        const kcache_key_field *dep = k->error == KCACHE_ENOENT ? kcache__unreadable_dep(k) : NULL;
+        const kcache_key_field *dep = kcache__unreadable_dep(k);
         if (dep)
             kcache__sb_add(&b, "miss: %s: file %s (%s) cannot be read, so the key of unit \"%s\" never matches",
                            kcache__reason_text[KCACHE_REASON_STAMP], dep->name, dep->preview, k->unit);
@@ -12140,12 +12147,7 @@ static int kcache__cl_payload_ok(const void *data, size_t size, const kcache__cl
 /* Counts a stored binary that failed a check or that the driver refused, and removes it. */
 static void kcache__cl_reject(kcache *kc, kcache__cl_dev *dv, const char *why) {
     kcache_remove(kc, &dv->key);
-    kcache__mutex_lock(&kc->lock);
-    kc->stats.rejects++;
-    kc->stats.misses++;
-    kc->stats.misses_by_reason[KCACHE_REASON_REJECTED]++;
-    kcache__pub_miss(&kc->pub, dv->key.unit, KCACHE_REASON_REJECTED);
-    kcache__mutex_unlock(&kc->lock);
+    kcache__count_miss_quiet(kc, &dv->key, KCACHE_REASON_REJECTED);
     KCACHE__DEBUG(kc, "reject %s on %s: %s; removed, rebuilding from source", dv->key.unit, dv->name, why);
 }
 
