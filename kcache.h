@@ -2387,6 +2387,143 @@ static void kcache__say(char *out, size_t cap, const char *fmt, ...) {
     va_end(ap);
 }
 
+
+/* ---- printing text that came from outside ---------------------------------------------------- */
+/* One rule for the library and the tools (DESIGN, "Escaping"): a unit or field name, a file name
+   found on disk, a CPU string from an index or a server's reply is printed through these. Valid,
+   printable UTF-8 stays as it is (non-ASCII paths are legitimate); bytes below 0x20, 0x7f and bytes
+   that are not valid UTF-8 become \xHH; the C1 controls U+0080-U+009F and the bidi controls
+   U+202A-U+202E and U+2066-U+2069 (they reorder or hide what follows) become \u{XXXX}. Nothing an
+   outsider wrote can then start a line, move the cursor or disguise the text around it. */
+
+/* The length of the valid UTF-8 sequence at s (1-4), and its code point; 0 when s does not start
+   one (overlong forms, surrogates and values past U+10FFFF are not valid). */
+static size_t kcache__utf8_seq(const unsigned char *s, size_t n, uint32_t *cp) {
+    uint32_t c, min;
+    size_t len, i;
+    if (!n) return 0;
+    c = s[0];
+    if (c < 0x80) { *cp = c; return 1; }
+    if (c >= 0xc2 && c <= 0xdf) { len = 2; c &= 0x1f; min = 0x80; }
+    else if (c >= 0xe0 && c <= 0xef) { len = 3; c &= 0x0f; min = 0x800; }
+    else if (c >= 0xf0 && c <= 0xf4) { len = 4; c &= 0x07; min = 0x10000; }
+    else return 0;
+    if (len > n) return 0;
+    for (i = 1; i < len; i++) {
+        if ((s[i] & 0xc0) != 0x80) return 0;
+        c = (c << 6) | (uint32_t)(s[i] & 0x3f);
+    }
+    if (c < min || c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff)) return 0;
+    *cp = c;
+    return len;
+}
+
+/* The printed form of the character at s (NUL-terminated in out, at most 10 bytes and the NUL):
+   its length; *used is how many bytes of s it stands for (at least 1 when n > 0). */
+static size_t kcache__esc_char(const unsigned char *s, size_t n, char out[11], size_t *used) {
+    static const char hexd[] = "0123456789abcdef";
+    uint32_t cp = 0;
+    size_t len = kcache__utf8_seq(s, n, &cp), i;
+    *used = len ? len : 1;
+    if (!n) { out[0] = 0; *used = 0; return 0; }
+    if (!len || cp < 0x20 || cp == 0x7f) {
+        out[0] = '\\'; out[1] = 'x'; out[2] = hexd[s[0] >> 4]; out[3] = hexd[s[0] & 15]; out[4] = 0;
+        return 4;
+    }
+    if ((cp >= 0x80 && cp <= 0x9f) || (cp >= 0x202a && cp <= 0x202e) || (cp >= 0x2066 && cp <= 0x2069)) {
+        out[0] = '\\'; out[1] = 'u'; out[2] = '{';
+        for (i = 0; i < 4; i++) out[3 + i] = hexd[(cp >> (12 - 4 * i)) & 15];
+        out[7] = '}'; out[8] = 0;
+        return 8;
+    }
+    for (i = 0; i < len; i++) out[i] = (char)s[i];
+    out[len] = 0;
+    return len;
+}
+
+/* n bytes of s, escaped, into out (always NUL-terminated when cap > 0; cut at a whole character,
+   with "..." when cut). Returns out, so that it can stand as a printf argument. */
+static char *kcache__esc(char *out, size_t cap, const void *s, size_t n) {
+    const unsigned char *p = (const unsigned char *)s;
+    size_t o = 0, i = 0;
+    if (!out || !cap) return out;
+    if (!p) n = 0;
+    while (i < n) {
+        char one[11];
+        size_t used, l = kcache__esc_char(p + i, n - i, one, &used);
+        if (o + l + 1 > cap) {
+            while (o > 0 && o + 4 > cap) o--; /* room for "..." */
+            if (o + 4 <= cap) { memcpy(out + o, "...", 3); o += 3; }
+            break;
+        }
+        memcpy(out + o, one, l);
+        o += l;
+        i += used;
+    }
+    out[o] = 0;
+    return out;
+}
+
+/* A NUL-terminated string, escaped (NULL prints as "(null)"). */
+KCACHE__UNUSED static char *kcache__escs(char *out, size_t cap, const char *s) {
+    return s ? kcache__esc(out, cap, s, strlen(s)) : kcache__esc(out, cap, "(null)", 6);
+}
+
+/* s quoted for a POSIX shell, so that a suggested command can be pasted: as it is when it holds
+   only characters no shell treats specially, '...' when it is printable, $'...' (bash, zsh, ksh,
+   POSIX 2024's sh) with \xHH for every byte the rule above would escape, so the path is exact.
+   Returns out; a quoted form that does not fit is cut at a character and closed. */
+KCACHE__UNUSED static char *kcache__shell_quote(char *out, size_t cap, const char *s) {
+    static const char hexd[] = "0123456789abcdef";
+    const unsigned char *p = (const unsigned char *)(s ? s : "");
+    size_t n = strlen((const char *)p), i, o = 0;
+    int plain = n > 0, dollar = 0;
+    if (!out || !cap) return out;
+    for (i = 0; i < n;) {
+        char one[11];
+        size_t used, l = kcache__esc_char(p + i, n - i, one, &used);
+        unsigned char c = p[i];
+        if (l != used || memcmp(one, p + i, used) != 0) dollar = 1;
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || (c && strchr("_@%+=:,./-", c) != NULL))) plain = 0;
+        i += used;
+    }
+    if (plain) {
+        if (n + 1 > cap) n = cap - 1;
+        memcpy(out, p, n);
+        out[n] = 0;
+        return out;
+    }
+#define KCACHE__QPUT(str, len)                                                                    \
+    do {                                                                                          \
+        if (o + (len) + 2 > cap) goto full;                                                       \
+        memcpy(out + o, (str), (len));                                                            \
+        o += (len);                                                                               \
+    } while (0)
+    if (dollar) KCACHE__QPUT("$'", 2); else KCACHE__QPUT("'", 1);
+    for (i = 0; i < n;) {
+        char one[11];
+        size_t used, l = kcache__esc_char(p + i, n - i, one, &used), j;
+        if (!dollar) {
+            if (p[i] == '\'') KCACHE__QPUT("'\\''", 4);
+            else KCACHE__QPUT((const char *)p + i, used);
+        } else if (l == used && memcmp(one, p + i, used) == 0) {
+            if (p[i] == '\'' || p[i] == '\\') { char e[2]; e[0] = '\\'; e[1] = (char)p[i]; KCACHE__QPUT(e, 2); }
+            else KCACHE__QPUT((const char *)p + i, used);
+        } else {
+            for (j = 0; j < used; j++) {
+                char e[4];
+                e[0] = '\\'; e[1] = 'x'; e[2] = hexd[p[i + j] >> 4]; e[3] = hexd[p[i + j] & 15];
+                KCACHE__QPUT(e, 4);
+            }
+        }
+        i += used;
+    }
+full:
+    out[o++] = '\'';
+    out[o] = 0;
+    return out;
+#undef KCACHE__QPUT
+}
 /* ============================================================================================== */
 /* >>hash  XXH3-128 (scalar, SSE2, AVX2/AVX-512 chosen at run time, NEON)                         */
 /* ============================================================================================== */

@@ -1105,6 +1105,58 @@ static void test_golden(void)
     kcache_key_free(&k);
 }
 
+
+/* The one escaping rule (DESIGN "Escaping"): printable UTF-8 kept, controls, invalid bytes, C1
+   and bidi controls escaped; the shell quoting reads back through bash as the same bytes. */
+static void test_escape_rule(void)
+{
+    char out[128];
+    KT_CHECK_STR(kcache__escs(out, sizeof out, "blur"), "blur");
+    KT_CHECK_STR(kcache__escs(out, sizeof out, "a\nb\x1b[2Jc\xff"), "a\\x0ab\\x1b[2Jc\\xff");
+    KT_CHECK_STR(kcache__escs(out, sizeof out, "caf\xc3\xa9/\xe6\x97\xa5"), "caf\xc3\xa9/\xe6\x97\xa5");
+    KT_CHECK_STR(kcache__escs(out, sizeof out, "x\xc2\x9by"), "x\\u{009b}y");            /* C1 CSI */
+    KT_CHECK_STR(kcache__escs(out, sizeof out, "x\xe2\x80\xaey"), "x\\u{202e}y");        /* RLO */
+    KT_CHECK_STR(kcache__escs(out, sizeof out, "x\xe2\x81\xa6y"), "x\\u{2066}y");        /* LRI */
+    KT_CHECK_STR(kcache__escs(out, sizeof out, "\xc0\xaf"), "\\xc0\\xaf");               /* overlong */
+    KT_CHECK_STR(kcache__escs(out, sizeof out, "\xed\xa0\x80"), "\\xed\\xa0\\x80");      /* surrogate */
+    KT_CHECK_STR(kcache__escs(out, sizeof out, "\xe6\x97"), "\\xe6\\x97");               /* cut */
+    KT_CHECK_STR(kcache__escs(out, sizeof out, "\x7f"), "\\x7f");
+    KT_CHECK_STR(kcache__esc(out, sizeof out, "a\0b", 3), "a\\x00b");
+    KT_CHECK_STR(kcache__escs(out, 8, "abcdefghij"), "abcd...");
+    KT_CHECK_STR(kcache__escs(out, 8, "\x1b\x1b\x1b"), "\\x1b...");
+    KT_CHECK_STR(kcache__escs(out, sizeof out, NULL), "(null)");
+    KT_CHECK_STR(kcache__shell_quote(out, sizeof out, "/tmp/kc-1/e"), "/tmp/kc-1/e");
+    KT_CHECK_STR(kcache__shell_quote(out, sizeof out, "/tmp/a b"), "'/tmp/a b'");
+    KT_CHECK_STR(kcache__shell_quote(out, sizeof out, "it's"), "'it'\\''s'");
+    KT_CHECK_STR(kcache__shell_quote(out, sizeof out, ""), "''");
+    KT_CHECK_STR(kcache__shell_quote(out, sizeof out, "a\nb'c\\"), "$'a\\x0ab\\'c\\\\'");
+    KT_CHECK_STR(kcache__shell_quote(out, sizeof out, "caf\xc3\xa9"), "'caf\xc3\xa9'");
+    KT_CHECK_STR(kcache__shell_quote(out, sizeof out, "x\xe2\x80\xae"), "$'x\\xe2\\x80\\xae'");
+    {
+        static const char *const paths[] = { "/tmp/a b", "it's", "a\nb'c\\", "x\xe2\x80\xae\x1b$(id)`id`", "caf\xc3\xa9 *" };
+        size_t i;
+        for (i = 0; i < sizeof paths / sizeof paths[0]; i++) {
+            char cmd[256], back[64];
+            FILE *f;
+            size_t n = 0;
+            /* bash: dash (Debian's sh) has no $'...' yet */
+            char script[64];
+            snprintf(script, sizeof script, "/tmp/kt-quote-%ld.sh", (long)getpid());
+            f = fopen(script, "w");
+            if (!f) { KT_FAILF("fopen"); continue; }
+            fprintf(f, "printf %%s %s", kcache__shell_quote(out, sizeof out, paths[i]));
+            fclose(f);
+            snprintf(cmd, sizeof cmd, "bash %s", script);
+            f = popen(cmd, "r");
+            if (!f) { KT_FAILF("popen"); remove(script); continue; }
+            n = fread(back, 1, sizeof back - 1, f);
+            back[n] = 0;
+            pclose(f);
+            remove(script);
+            KT_CHECK_MSG(strcmp(back, paths[i]) == 0, "path %zu read back through the shell as %s", i, back);
+        }
+    }
+}
 int main(void)
 {
     make_tmpdir();
@@ -1122,6 +1174,7 @@ int main(void)
     KT_RUN(test_record_mutations);
     KT_RUN(test_host);
     KT_RUN(test_golden);
+    KT_RUN(test_escape_rule);
     rm_tmpdir();
     KT_EXIT();
 }
