@@ -2808,13 +2808,16 @@ static void check_source_line(nb_source *src, const nb_name *nm)
     else if (src->line_checked != 1 && def_at > 0) src->moved_to = def_at;
 }
 
-/* Reads a whole file of at most max bytes into a malloc'd buffer; NULL on failure. */
-static unsigned char *slurp(const char *path, size_t max, size_t *len)
+/* Reads a whole regular file of at most max bytes, open as fd (taken), into a malloc'd buffer;
+   NULL on failure.  Anything else (a FIFO, a device) is not read: it could block forever. */
+static unsigned char *slurp_fd(int fd, size_t max, size_t *len)
 {
-    FILE *f = fopen(path, "rb");
+    struct stat sb;
+    FILE *f;
     unsigned char *buf = NULL;
     size_t n = 0, cap = 0, got;
-    if (!f) return NULL;
+    if (fd < 0) return NULL;
+    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode) || !(f = fdopen(fd, "rb"))) { close(fd); return NULL; }
     for (;;) {
         if (n == cap) {
             unsigned char *nb;
@@ -2834,6 +2837,15 @@ static unsigned char *slurp(const char *path, size_t max, size_t *len)
     if (!buf) buf = (unsigned char *)malloc(1);
     *len = n;
     return buf;
+}
+/* The same by path (opened without blocking on a FIFO), and by name in a directory (no link). */
+static unsigned char *slurp(const char *path, size_t max, size_t *len)
+{
+    return slurp_fd(open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK), max, len);
+}
+static unsigned char *slurp_at(int dfd, const char *name, size_t max, size_t *len)
+{
+    return slurp_fd(openat(dfd, name, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW), max, len);
 }
 
 static int sha256_file(const char *path, unsigned char out[32])
@@ -4074,16 +4086,13 @@ static int pr_nbc_base(const char *name, char *base, size_t cap)
  * removes what numba would crash on or never use: an index that raises, is stale or of another
  * numba version (--numba-version), or (--other-cpu) holds nothing for this CPU, with its data
  * files; a data file that raises; a data file no index lists. */
-static void pr_dir(pr_ctx *C, const char *dir, const char *only)
+static void pr_dir(pr_ctx *C, int dfd, const char *dir, const char *only)
 {
     DIR *d;
     struct dirent *de;
     char **names = NULL;
     size_t n = 0, cap = 0, k, j;
-    int dfd;
     unsigned char *kept;
-    dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (dfd < 0) return;
     d = fdopendir(dfd);
     if (!d) { close(dfd); return; }
     while ((de = readdir(d)) != NULL && n < 200000) {
@@ -4119,7 +4128,7 @@ static void pr_dir(pr_ctx *C, const char *dir, const char *only)
         C->n_indexes++;
         ki_fmt(path, sizeof path, "%s/%s", dir, names[k]);
         ki_fmt(base, sizeof base, "%.*s", (int)(strlen(names[k]) - 4), names[k]);
-        buf = slurp(path, KI_MAX_FILE, &len);
+        buf = slurp_at(dfd, names[k], KI_MAX_FILE, &len);   /* the index in this directory: no link, no FIFO */
         if (!buf) continue;
         if (nb_decode(buf, len, &ix, err, sizeof err) != 0) {
             /* the version pickle does not decode: numba's pickle.load raises on it */
@@ -4193,32 +4202,43 @@ static void pr_dir(pr_ctx *C, const char *dir, const char *only)
     closedir(d);
 }
 
+/* Walks the directory open as dfd (its path abs, for what is printed and for pr_is_cache_dir):
+ * every level below is opened relative to its parent's descriptor, never through a link, so a
+ * directory someone swaps for a symlink during the walk cannot take it (and its removals, made
+ * through these descriptors) outside the tree it was given.  Takes dfd. */
+static void pr_walk(pr_ctx *C, int dfd, const char *abs)
+{
+    DIR *d;
+    struct dirent *de;
+    if (pr_is_cache_dir(abs)) { pr_dir(C, dfd, abs, NULL); return; }
+    if (C->depth >= 32 || !(d = fdopendir(dfd))) { close(dfd); return; }
+    C->depth++;
+    while ((de = readdir(d)) != NULL) {
+        char sub[8192];
+        int fd;
+        if (de->d_name[0] == '.' && (!de->d_name[1] || (de->d_name[1] == '.' && !de->d_name[2]))) continue;
+        if (de->d_type != DT_DIR && de->d_type != DT_UNKNOWN) continue;
+        fd = openat(dirfd(d), de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+        if (fd < 0) continue;   /* not a directory, or a link to one: never followed */
+        ki_fmt(sub, sizeof sub, "%s/%s", abs, de->d_name);
+        pr_walk(C, fd, sub);
+    }
+    C->depth--;
+    closedir(d);
+}
+
 static void pr_path(pr_ctx *C, const char *path)
 {
     struct stat st;
     char abs[4096], dir[4096];
+    int fd;
     if (ki_abspath(path, abs, sizeof abs) != 0 || lstat(abs, &st) != 0) {
         if (C->op->json) return;
         ko_printf(C->o, "left alone %s: %s\n", path, strerror(errno ? errno : ENOENT));
         return;
     }
     if (S_ISDIR(st.st_mode)) {
-        DIR *d;
-        struct dirent *de;
-        if (pr_is_cache_dir(abs)) { pr_dir(C, abs, NULL); return; }
-        if (C->depth >= 32) return;
-        d = opendir(abs);
-        if (!d) return;
-        C->depth++;
-        while ((de = readdir(d)) != NULL) {
-            char sub[8192];
-            struct stat s2;
-            if (de->d_name[0] == '.' && (!de->d_name[1] || (de->d_name[1] == '.' && !de->d_name[2]))) continue;
-            ki_fmt(sub, sizeof sub, "%s/%s", abs, de->d_name);
-            if (lstat(sub, &s2) == 0 && S_ISDIR(s2.st_mode)) pr_path(C, sub);   /* never through a link */
-        }
-        C->depth--;
-        closedir(d);
+        if ((fd = open(abs, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) >= 0) pr_walk(C, fd, abs);
         return;
     }
     path_dirname(abs, dir, sizeof dir);
@@ -4227,12 +4247,13 @@ static void pr_path(pr_ctx *C, const char *path)
             ko_printf(C->o, "left alone %s: only .nbi and .nbc files in a __pycache__ or a numba cache directory are pruned\n", abs);
         return;
     }
-    if (ends_with(abs, ".nbi")) pr_dir(C, dir, path_base(abs));
+    if ((fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0) return;
+    if (ends_with(abs, ".nbi")) pr_dir(C, fd, dir, path_base(abs));
     else {
         char b2[4096], ix_name[4200];
-        if (!pr_nbc_base(path_base(abs), b2, sizeof b2)) return;
+        if (!pr_nbc_base(path_base(abs), b2, sizeof b2)) { close(fd); return; }
         ki_fmt(ix_name, sizeof ix_name, "%s.nbi", b2);
-        pr_dir(C, dir, ix_name);
+        pr_dir(C, fd, dir, ix_name);
     }
 }
 
@@ -6661,8 +6682,9 @@ static KI_MAYBE_UNUSED int ki_entry_file_report(const char *path, const ki_opts 
  * (KCACHE_COMPRESS) would need zstd, which this tool is built without, so such entries are left
  * out and counted. The lock file and tmp/ go at the end (nobody writes a layer) and the modes
  * become 0755 / 0644 so that every user may read it (--private: 0700 / 0600). A layer is as
- * trustworthy as SRC: only entries of SRC's owner (or root's) are taken, and kcache uses a layer
- * only when it is root's or the user's own (kcache.h's SECURITY).
+ * trustworthy as SRC: only entries of SRC's owner (or root's) that nobody else may write are taken,
+ * each judged on the file it copies from, and kcache uses a layer only when it is root's or the
+ * user's own (kcache.h's SECURITY).
  */
 
 typedef struct ml_item { kcache_hash128 d, unit; int copied; } ml_item;
@@ -6696,7 +6718,7 @@ static int ml_scan_one(void *ctx, int fd, const char *rel, const char *name)
     int efd, got, which = -1;
     if (!ks_digest_name(name, ".kce", &d) || strncmp(name, rel + 2, 2) != 0) return 0;
     if (fstatat(fd, name, &sb, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(sb.st_mode)) return 0;
-    if (sb.st_uid != c->owner && sb.st_uid != 0) { R->foreign++; return 0; }
+    if ((sb.st_uid != c->owner && sb.st_uid != 0) || (sb.st_mode & 022)) { R->foreign++; return 0; }
     if ((efd = openat(fd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)) < 0) { R->corrupt++; return 0; }
     got = ks_entry_unit_fd(efd, unit, &ulen);
     close(efd);
@@ -6727,10 +6749,16 @@ static int ml_scan(int sfd, uid_t owner, ml_run *R, char *err, size_t errcap)
     return 0;
 }
 
-/* Pass 2, one entry: read whole, validated, stored in dst. -1 (with err) when dst failed. */
-static int ml_copy_one(int sfd, kcache__store *dst, ml_item *it, ml_run *R, char *err, size_t errcap)
+/* Pass 2, one entry: opened once, relative to its shard's directory (neither of them a link), and
+   judged by the open file, not by what pass 1 saw under that name (another member of a shared-group
+   store may have renamed her own file over it since): a regular file of the store's owner or root
+   that nobody else may write. Its header and the size it says come first, so a sparse or huge file
+   is not read; then the entry is read whole, validated and stored in dst. -1 (with err) when dst
+   failed. */
+static int ml_copy_one(int efd, uid_t owner, kcache__store *dst, ml_item *it, ml_run *R, char *err, size_t errcap)
 {
-    char rel[48];
+    char rel[48], shard[3];
+    unsigned char fixed[KCACHE__ENTRY_FIXED];
     struct stat sb;
     kcache__blob *b;
     kcache__read rd;
@@ -6739,14 +6767,29 @@ static int ml_copy_one(int sfd, kcache__store *dst, ml_item *it, ml_run *R, char
     kcache_status s;
     const unsigned char *h;
     size_t size, rlen;
+    uint64_t hlen, plen;
     long long have;
-    int fd;
-    kcache__entry_name(it->d, rel);
-    fd = ks_open_in(sfd, rel);
-    if (fd < 0 || fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode) || sb.st_size < KCACHE__ENTRY_FIXED + 24 ||
-        (uint64_t)sb.st_size > ((uint64_t)1 << 40) || (uint64_t)sb.st_size > (uint64_t)((size_t)-1 / 2) ||
-        !(b = kcache__blob_alloc(NULL, (size_t)sb.st_size, 0))) {
+    int fd, sfd;
+    kcache__entry_name(it->d, rel); /* "e/XX/<digest>.kce" */
+    memcpy(shard, rel + 2, 2);
+    shard[2] = 0;
+    sfd = openat(efd, shard, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    fd = sfd < 0 ? -1 : openat(sfd, rel + 5, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+    if (sfd >= 0) close(sfd);
+    if (fd < 0 || fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
         if (fd >= 0) close(fd);
+        R->corrupt++;
+        return 0;
+    }
+    if ((sb.st_uid != owner && sb.st_uid != 0) || (sb.st_mode & 022)) { close(fd); R->foreign++; return 0; }
+    have = ks_pread(fd, fixed, sizeof fixed, 0);
+    hlen = have == (long long)sizeof fixed ? kcache__get_u32(fixed + 12) : 0;
+    plen = have == (long long)sizeof fixed ? kcache__get_u64(fixed + 16) : 0;
+    if (have != (long long)sizeof fixed || memcmp(fixed, "KCENTRY", 8) != 0 || kcache__get_u64(fixed + 24) != it->d.lo ||
+        kcache__get_u64(fixed + 32) != it->d.hi || hlen < KCACHE__ENTRY_FIXED + 24 || plen > ((uint64_t)1 << 40) ||
+        hlen + plen != (uint64_t)sb.st_size || (uint64_t)sb.st_size > (uint64_t)((size_t)-1 / 2) ||
+        !(b = kcache__blob_alloc(NULL, (size_t)sb.st_size, 0))) {
+        close(fd);
         R->corrupt++;
         return 0;
     }
@@ -6821,7 +6864,8 @@ static int ki_make_layer(const char *src, const char *dest, const char *const *u
     kcache__store *dst = NULL;
     kcache_config cfg;
     kcache_hash128 *uh;
-    int sfd = -1, rc = 2, i;
+    uid_t owner;
+    int sfd = -1, efd = -1, rc = 2, i;
     size_t j;
     memset(&R, 0, sizeof R);
     R.units = nunits ? units : NULL;
@@ -6832,9 +6876,11 @@ static int ki_make_layer(const char *src, const char *dest, const char *const *u
     }
     sfd = open(src_abs, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (sfd < 0 || fstat(sfd, &sb) != 0) { ki_fmt(err, errcap, "%s: cannot open the store: %s", src, strerror(errno)); goto out; }
-    if (!kcache__is_dir_nofollow(sfd, "e")) { ki_fmt(err, errcap, "%s: not a kcache store with entries (no e/)", src); goto out; }
+    owner = sb.st_uid;
+    efd = openat(sfd, "e", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (efd < 0) { ki_fmt(err, errcap, "%s: not a kcache store with entries (no e/)", src); goto out; }
     if (nunits && !(R.unit_hits = (unsigned long *)calloc((size_t)nunits, sizeof *R.unit_hits))) { ki_fmt(err, errcap, "out of memory"); goto out; }
-    if (ml_scan(sfd, sb.st_uid, &R, err, errcap) != 0) goto out;
+    if (ml_scan(sfd, owner, &R, err, errcap) != 0) goto out;
     for (i = 0; i < nunits; i++)
         if (!R.unit_hits[i]) { ki_fmt(err, errcap, "%s: no entry of unit \"%s\" (kcache-inspect %s lists the units); nothing made", src, units[i], src); goto out; }
     if (!R.n) { ki_fmt(err, errcap, "%s: no entries to copy; nothing made", src); goto out; }
@@ -6862,7 +6908,7 @@ static int ki_make_layer(const char *src, const char *dest, const char *const *u
         goto out;
     }
     for (j = 0; j < R.n; j++)
-        if (ml_copy_one(sfd, dst, &R.items[j], &R, why, sizeof why) != 0) {
+        if (ml_copy_one(efd, owner, dst, &R.items[j], &R, why, sizeof why) != 0) {
             ki_fmt(err, errcap, "%s: %s; the layer is incomplete: remove it", dest, why);
             goto out;
         }
@@ -6896,7 +6942,7 @@ static int ki_make_layer(const char *src, const char *dest, const char *const *u
               (unsigned long long)R.nunits_copied, R.nunits_copied == 1 ? "" : "s", a);
     if (R.corrupt || R.compressed || R.foreign) {
         char line[600];
-        ki_fmt(line, sizeof line, "%llu corrupt, %llu compressed (KCACHE_COMPRESS: this kcache-inspect has no zstd), %llu not made by the store's owner or root",
+        ki_fmt(line, sizeof line, "%llu corrupt, %llu compressed (KCACHE_COMPRESS: this kcache-inspect has no zstd), %llu not the store's owner's or root's alone (made or writable by another user)",
                (unsigned long long)R.corrupt, (unsigned long long)R.compressed, (unsigned long long)R.foreign);
         ko_puts(o, "left out   ");
         ks_wrap(o, line, 11, 11);
@@ -6908,6 +6954,7 @@ static int ki_make_layer(const char *src, const char *dest, const char *const *u
     rc = 0;
 out:
     if (dst) kcache__store_close(dst);
+    if (efd >= 0) close(efd);
     if (sfd >= 0) close(sfd);
     free(R.items);
     free(R.unit_hits);
