@@ -56,6 +56,7 @@
 #include <unistd.h>
 #include <ftw.h>
 #include <dirent.h>
+#include "ktext.h"   /* ko_printf: every %s and %c argument through kcache.h's escaping rule */
 
 #if defined(__GNUC__) || defined(__clang__)
 #define KI_PRINTF(a, b) __attribute__((format(printf, a, b)))
@@ -125,24 +126,30 @@ static void ko_write(ki_out *o, const char *s, size_t n)
 static void ko_puts(ki_out *o, const char *s) { ko_write(o, s, strlen(s)); }
 static void ko_putc(ki_out *o, char c) { ko_write(o, &c, 1); }
 static void ko_printf(ki_out *o, const char *fmt, ...) KI_PRINTF(2, 3);
+/* printf whose %s and %c arguments are escaped (ktext.h): a name from outside cannot reach the
+   terminal raw, whichever message prints it; newlines and layout belong in fmt. */
 static void ko_printf(ki_out *o, const char *fmt, ...)
 {
-    char tmp[512];
+    ktext t;
     va_list ap;
-    int n;
+    ktext_init(&t);
     va_start(ap, fmt);
-    n = vsnprintf(tmp, sizeof tmp, fmt, ap);
+    ktext_vfmt(&t, fmt, ap);
     va_end(ap);
-    if (n < 0) return;
-    if ((size_t)n < sizeof tmp) { ko_write(o, tmp, (size_t)n); return; }
-    {
-        char *big = (char *)malloc((size_t)n + 1);
-        if (!big) { o->full = 1; return; }
-        va_start(ap, fmt);
-        vsnprintf(big, (size_t)n + 1, fmt, ap);
-        va_end(ap);
-        ko_write(o, big, (size_t)n);
-        free(big);
+    if (t.failed) o->full = 1;
+    else ko_write(o, t.p, t.len);
+    ktext_free(&t);
+}
+/* n bytes of outside text, escaped by the rule. */
+static void ko_esc(ki_out *o, const char *s, size_t n)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    size_t i = 0;
+    while (i < n && !o->full) {
+        char one[11];
+        size_t used, l = kcache__esc_char(p + i, n - i, one, &used);
+        ko_write(o, one, l);
+        i += used;
     }
 }
 static void ko_free(ki_out *o) { free(o->buf); o->buf = NULL; o->len = o->cap = 0; }
@@ -1004,58 +1011,34 @@ static int bytes_eq(const unsigned char *a, size_t an, const char *s)
     return an == l && memcmp(a, s, l) == 0;
 }
 
-/* Length of the valid UTF-8 sequence at s (1-4), or 0 when it is not one. */
-static size_t utf8_len(const unsigned char *s, size_t n)
-{
-    uint32_t cp;
-    size_t k, need;
-    if (s[0] < 0x80) return 1;
-    if (s[0] >= 0xC2 && s[0] <= 0xDF) { need = 2; cp = s[0] & 0x1F; }
-    else if (s[0] >= 0xE0 && s[0] <= 0xEF) { need = 3; cp = s[0] & 0x0F; }
-    else if (s[0] >= 0xF0 && s[0] <= 0xF4) { need = 4; cp = s[0] & 0x07; }
-    else return 0;
-    if (n < need) return 0;
-    for (k = 1; k < need; k++) {
-        if ((s[k] & 0xC0) != 0x80) return 0;
-        cp = (cp << 6) | (s[k] & 0x3F);
-    }
-    if ((need == 3 && (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF))) || (need == 4 && (cp < 0x10000 || cp > 0x10FFFF)))
-        return 0;
-    return need;
-}
-
-/* Text-safe string: printable ASCII and valid UTF-8 as is, everything else \xNN. */
+/* Text-safe string: kcache.h's rule (valid printable UTF-8 as is; controls, invalid bytes, C1 and
+   bidi controls escaped), with a backslash doubled so that a rendered value reads back. */
 static void ko_text(ki_out *o, const unsigned char *s, size_t n, size_t max)
 {
-    size_t i = 0;
+    size_t i = 0, j;
     if (max && n > max) n = max;
     while (i < n && !o->full) {
-        size_t l = utf8_len(s + i, n - i);
-        if (l == 1 && s[i] >= 0x20 && s[i] < 0x7F && s[i] != '\\') { ko_putc(o, (char)s[i]); i++; continue; }
-        if (l > 1) { ko_write(o, (const char *)s + i, l); i += l; continue; }
-        if (s[i] == '\\') ko_puts(o, "\\\\");
-        else if (s[i] == '\n') ko_puts(o, "\\n");
-        else if (s[i] == '\t') ko_puts(o, "\\t");
-        else ko_printf(o, "\\x%02x", s[i]);
-        i++;
+        for (j = i; j < n && s[j] != '\\'; j++) {}
+        ko_esc(o, (const char *)s + i, j - i);
+        if (j < n) ko_puts(o, "\\\\");
+        i = j + 1;
     }
 }
 
-/* JSON string body: valid UTF-8 passes, invalid bytes become U+FFFD, controls are escaped. */
+/* A JSON string whose value is the text mode's: s escaped by kcache.h's rule (so a control byte,
+   invalid UTF-8, a C1 or bidi control arrives as the same \xHH or \u{XXXX} text), then quoted. */
 static void ko_json_str(ki_out *o, const unsigned char *s, size_t n)
 {
-    size_t i = 0;
+    size_t i = 0, k;
     ko_putc(o, '"');
     while (i < n && !o->full) {
-        size_t l = utf8_len(s + i, n - i);
-        if (l == 0) { ko_puts(o, "\\ufffd"); i++; continue; }
-        if (l > 1) { ko_write(o, (const char *)s + i, l); i += l; continue; }
-        if (s[i] == '"') ko_puts(o, "\\\"");
-        else if (s[i] == '\\') ko_puts(o, "\\\\");
-        else if (s[i] == '\n') ko_puts(o, "\\n");
-        else if (s[i] < 0x20 || s[i] == 0x7F) ko_printf(o, "\\u%04x", s[i]);
-        else ko_putc(o, (char)s[i]);
-        i++;
+        char one[11];
+        size_t used, l = kcache__esc_char(s + i, n - i, one, &used);
+        for (k = 0; k < l; k++) {
+            if (one[k] == '"' || one[k] == '\\') ko_putc(o, '\\');
+            ko_putc(o, one[k]);
+        }
+        i += used;
     }
     ko_putc(o, '"');
 }
@@ -3485,7 +3468,7 @@ static void ko_wrap(ki_out *o, const char *text, size_t col, size_t indent)
             col = indent;
             while (*p == ' ') { p++; w--; }
         }
-        ko_write(o, p, w);
+        ko_esc(o, p, w);
         col += w;
         p = q;
     }
@@ -4269,8 +4252,9 @@ static KI_MAYBE_UNUSED int ki_prune(const char *const *paths, int npaths, const 
     if (op->json) ko_printf(o, "{\n  \"mode\": \"%s\",\n  \"files\": [", op->prune_yes ? "remove" : "dry-run");
     for (i = 0; i < npaths; i++) pr_path(&C, paths[i]);
     if (op->json) {
-        ko_printf(o, "%s],\n  \"indexes_checked\": %zu, \"indexes_kept\": %zu, \"listed\": %zu, \"removed\": %zu, \"failed\": %zu\n}\n",
-                  C.n_files ? "\n  " : "", C.n_indexes, C.n_left, C.n_files, C.n_done, C.n_failed);
+        if (C.n_files) ko_puts(o, "\n  ");
+        ko_printf(o, "],\n  \"indexes_checked\": %zu, \"indexes_kept\": %zu, \"listed\": %zu, \"removed\": %zu, \"failed\": %zu\n}\n",
+                  C.n_indexes, C.n_left, C.n_files, C.n_done, C.n_failed);
     } else {
         ko_printf(o, "%zu index%s checked, %zu kept; %zu file%s %s%s\n", C.n_indexes, C.n_indexes == 1 ? "" : "es", C.n_left, C.n_files,
                   C.n_files == 1 ? "" : "s", op->prune_yes ? "removed" : "would be removed (a dry run: --yes removes them)",
@@ -4334,17 +4318,9 @@ static const char *ks_policy_name(int p)
     return p == KCACHE_STAMP_MTIME ? "mtime" : p == KCACHE_STAMP_CONTENT ? "content" : "hybrid";
 }
 
-/* Bytes as text, printable ASCII as is, the rest \xNN (previews are already escaped by kcache:
-   their backslashes are kept as they are). */
-static void ks_text(ki_out *o, const char *s, size_t n)
-{
-    size_t i;
-    for (i = 0; i < n && !o->full; i++) {
-        unsigned char c = (unsigned char)s[i];
-        if (c >= 0x20 && c < 0x7f) ko_putc(o, (char)c);
-        else ko_printf(o, "\\x%02x", c);
-    }
-}
+/* Bytes as text by kcache.h's rule (previews are already escaped by kcache: their backslashes
+   are kept as they are, and escaping them again changes nothing). */
+static void ks_text(ki_out *o, const char *s, size_t n) { ko_esc(o, s, n); }
 
 /* Writes s starting at column col, breaking lines at spaces before column 78 (a word longer
    than a line is cut); continuation lines start with indent spaces.  Ends with a newline. */
@@ -5639,7 +5615,8 @@ static void ks_index_json(ki_out *o, const ks_index *ix, const char *file, const
         }
         ks_over_free(&ov);
     }
-    ko_printf(o, "%s],\n  \"overloads_total\": %u", ix->n[KCACHE__IX_LIVE] ? "\n  " : "", ix->n[KCACHE__IX_LIVE]);
+    if (ix->n[KCACHE__IX_LIVE]) ko_puts(o, "\n  ");
+    ko_printf(o, "],\n  \"overloads_total\": %u", ix->n[KCACHE__IX_LIVE]);
     ko_puts(o, ",\n  \"gone\": [");
     for (i = 0; i < ix->n[KCACHE__IX_GONE] && !o->full; i++) {
         const kcache__ix_item *it = &ix->list[KCACHE__IX_GONE][i];
@@ -5654,7 +5631,8 @@ static void ks_index_json(ki_out *o, const ks_index *ix, const char *file, const
         kcache_key_free(&k);
         ko_puts(o, "}");
     }
-    ko_printf(o, "%s],\n  \"gone_forgotten\": %zu", ix->n[KCACHE__IX_GONE] ? "\n  " : "", ix->dropped[KCACHE__IX_GONE]);
+    if (ix->n[KCACHE__IX_GONE]) ko_puts(o, "\n  ");
+    ko_printf(o, "],\n  \"gone_forgotten\": %zu", ix->dropped[KCACHE__IX_GONE]);
     ko_puts(o, ",\n  \"misses\": [");
     for (i = ix->n[KCACHE__IX_MISSED]; i-- > 0 && !o->full;) {
         const kcache__ix_item *it = &ix->list[KCACHE__IX_MISSED][i];
@@ -5671,7 +5649,8 @@ static void ks_index_json(ki_out *o, const ks_index *ix, const char *file, const
         kcache_key_free(&k);
         ko_puts(o, "}");
     }
-    ko_printf(o, "%s],\n  \"misses_forgotten\": %zu", ix->n[KCACHE__IX_MISSED] ? "\n  " : "", ix->dropped[KCACHE__IX_MISSED]);
+    if (ix->n[KCACHE__IX_MISSED]) ko_puts(o, "\n  ");
+    ko_printf(o, "],\n  \"misses_forgotten\": %zu", ix->dropped[KCACHE__IX_MISSED]);
     ko_puts(o, ",\n  \"verdict\": {");
     for (c = 0; c < KS_NCODES; c++) ko_printf(o, "%s\"%s\": %zu", c ? ", " : "", ks_code_name[c], counts[c]);
     ko_puts(o, "}\n}\n");
@@ -6454,7 +6433,8 @@ static void ks_store_json(ki_out *o, ks_store *S, const ki_opts *op, const ks_li
                   (unsigned long long)u->entries, (unsigned long long)u->bytes, u->has_index ? "true" : "false",
                   u->has_index && !u->index_bad ? "true" : "false", u->live, u->gone, u->missed, u->live_missing);
     }
-    ko_printf(o, "%s],\n  \"indexes\": {\"count\": %llu, \"damaged\": %llu, \"with_damaged_records\": %llu, \"misnamed\": %llu}", S->nunits ? "\n  " : "",
+    if (S->nunits) ko_puts(o, "\n  ");
+    ko_printf(o, "],\n  \"indexes\": {\"count\": %llu, \"damaged\": %llu, \"with_damaged_records\": %llu, \"misnamed\": %llu}",
               (unsigned long long)S->indexes, (unsigned long long)S->bad_indexes, (unsigned long long)S->torn_indexes,
               (unsigned long long)S->misplaced_indexes);
     ko_printf(o, ",\n  \"temp_files\": {\"count\": %llu, \"bytes\": %llu, \"orphaned\": %llu, \"orphaned_bytes\": %llu, \"in_progress\": %llu}",
@@ -6471,7 +6451,8 @@ static void ks_store_json(ki_out *o, ks_store *S, const ki_opts *op, const ks_li
         ko_json_cstr(o, m->why);
         ko_puts(o, "}");
     }
-    ko_printf(o, "%s]}", S->nmisses ? "\n  " : "");
+    if (S->nmisses) ko_puts(o, "\n  ");
+    ko_printf(o, "]}");
     ko_puts(o, ",\n  \"verify\": ");
     if (!op->verify) ko_puts(o, "null");
     else {
@@ -6882,7 +6863,12 @@ static int ki_make_layer(const char *src, const char *dest, const char *const *u
     if (nunits && !(R.unit_hits = (unsigned long *)calloc((size_t)nunits, sizeof *R.unit_hits))) { ki_fmt(err, errcap, "out of memory"); goto out; }
     if (ml_scan(sfd, owner, &R, err, errcap) != 0) goto out;
     for (i = 0; i < nunits; i++)
-        if (!R.unit_hits[i]) { ki_fmt(err, errcap, "%s: no entry of unit \"%s\" (kcache-inspect %s lists the units); nothing made", src, units[i], src); goto out; }
+        if (!R.unit_hits[i]) {
+            char q[4096 + 16];
+            ki_fmt(err, errcap, "%s: no entry of unit \"%s\" (kcache-inspect %s lists the units); nothing made", src, units[i],
+                   kcache__shell_quote(q, sizeof q, src));
+            goto out;
+        }
     if (!R.n) { ki_fmt(err, errcap, "%s: no entries to copy; nothing made", src); goto out; }
     /* DEST: new (its parent exists: no directory is made on the way) or empty, and not in SRC */
     path_dirname(dest_abs, parent, sizeof parent);
@@ -6949,8 +6935,10 @@ static int ki_make_layer(const char *src, const char *dest, const char *const *u
     }
     ko_printf(o, "modes      directories %o, files %o: %s\n", (unsigned)ml_dir_mode, (unsigned)ml_file_mode,
               private_modes ? "yours alone" : "every user may read it (kcache uses a layer that is root's or the user's own)");
-    ko_puts(o, "use        KCACHE_LAYERS=");
-    ks_wrap(o, dest_abs, 11, 11);
+    {   /* a line to paste into a shell: quoted, not wrapped */
+        char q[4096 * 4 + 16];
+        ko_printf(o, "use        KCACHE_LAYERS=%s\n", kcache__shell_quote(q, sizeof q, dest_abs));
+    }
     rc = 0;
 out:
     if (dst) kcache__store_close(dst);
@@ -6988,6 +6976,20 @@ static unsigned char *read_file(const char *path, size_t *len, char *err, size_t
     *len = n;
     if (!buf) buf = (unsigned char *)malloc(1);
     return buf;
+}
+
+/* A message on stderr, its %s and %c arguments escaped as ko_printf's (a path or unit name). */
+static void ki_eprintf(const char *fmt, ...) KI_PRINTF(1, 2);
+static void ki_eprintf(const char *fmt, ...)
+{
+    ktext t;
+    va_list ap;
+    ktext_init(&t);
+    va_start(ap, fmt);
+    ktext_vfmt(&t, fmt, ap);
+    va_end(ap);
+    fputs(t.p, stderr);
+    ktext_free(&t);
 }
 
 static void usage(FILE *f)
@@ -7070,7 +7072,7 @@ int main(int argc, char **argv)
         else if (strcmp(a, "--make-layer") == 0) op.make_layer = 1;
         else if (strcmp(a, "--private") == 0) op.private_layer = 1;
         else if (strcmp(a, "--unit") == 0) {
-            if (i + 1 >= argc) { fprintf(stderr, "kcache-inspect: %s needs a value\n", a); return 2; }
+            if (i + 1 >= argc) { ki_eprintf("kcache-inspect: %s needs a value\n", a); return 2; }
             if (op.nlayer_units == (int)(sizeof layer_units / sizeof layer_units[0])) { fprintf(stderr, "kcache-inspect: at most 256 --unit\n"); return 2; }
             op.layer_units = layer_units;
             op.layer_units[op.nlayer_units++] = argv[++i];
@@ -7079,21 +7081,21 @@ int main(int argc, char **argv)
         else if (strcmp(a, "--llvm-version") == 0 || strcmp(a, "--path") == 0) {
             char *end;
             long v;
-            if (i + 1 >= argc) { fprintf(stderr, "kcache-inspect: %s needs a value\n", a); return 2; }
+            if (i + 1 >= argc) { ki_eprintf("kcache-inspect: %s needs a value\n", a); return 2; }
             if (a[2] == 'p') {
                 if (op.npaths == (int)(sizeof op.paths / sizeof op.paths[0])) { fprintf(stderr, "kcache-inspect: at most 16 --path\n"); return 2; }
                 op.paths[op.npaths++] = argv[++i];
                 continue;
             }
             v = strtol(argv[++i], &end, 10);
-            if (*end || v < 1 || v > 1000) { fprintf(stderr, "kcache-inspect: --llvm-version '%s' is not an LLVM major version\n", argv[i]); return 2; }
+            if (*end || v < 1 || v > 1000) { ki_eprintf("kcache-inspect: --llvm-version '%s' is not an LLVM major version\n", argv[i]); return 2; }
             op.llvm_version = (int)v;
             continue;
         }
         else if (strcmp(a, "--") == 0) dashdash = 1;
-        else { fprintf(stderr, "kcache-inspect: unknown option '%s' (try --help)\n", a); return 2; }
+        else { ki_eprintf("kcache-inspect: unknown option '%s' (try --help)\n", a); return 2; }
         if (slot) {
-            if (i + 1 >= argc) { fprintf(stderr, "kcache-inspect: %s needs a value\n", a); return 2; }
+            if (i + 1 >= argc) { ki_eprintf("kcache-inspect: %s needs a value\n", a); return 2; }
             *slot = argv[++i];
         }
     }
@@ -7110,13 +7112,13 @@ int main(int argc, char **argv)
         memset(&o, 0, sizeof o);
         err[0] = 0;
         rc = ki_make_layer(prune[0], prune[1], op.layer_units, op.nlayer_units, op.private_layer, &o, err, sizeof err);
-        if (rc != 0) { ko_free(&o); fprintf(stderr, "kcache-inspect: --make-layer: %s\n", err); return rc; }
+        if (rc != 0) { ko_free(&o); ki_eprintf("kcache-inspect: --make-layer: %s\n", err); return rc; }
         fwrite(o.buf ? o.buf : "", 1, o.len, stdout);
         ko_free(&o);
         return fflush(stdout) != 0 ? 2 : 0;
     }
     if (nprune > 2 && !op.prune) {
-        fprintf(stderr, "kcache-inspect: one FILE or DIR only, or DIR and UNIT (got a third: '%s')\n", prune[2]);
+        ki_eprintf("kcache-inspect: one FILE or DIR only, or DIR and UNIT (got a third: '%s')\n", prune[2]);
         return 2;
     }
     op.path = nprune > 0 ? prune[0] : NULL;
@@ -7140,11 +7142,11 @@ int main(int argc, char **argv)
         if (strcmp(stamp, "hybrid") == 0) op.stamp = KCACHE_STAMP_HYBRID;
         else if (strcmp(stamp, "mtime") == 0) op.stamp = KCACHE_STAMP_MTIME;
         else if (strcmp(stamp, "content") == 0) op.stamp = KCACHE_STAMP_CONTENT;
-        else { fprintf(stderr, "kcache-inspect: %s '%s' is not mtime, content or hybrid\n", op.stamp_from, stamp); return 2; }
+        else { ki_eprintf("kcache-inspect: %s '%s' is not mtime, content or hybrid\n", op.stamp_from, stamp); return 2; }
     }
-    if (stat(op.path, &st) != 0) { fprintf(stderr, "kcache-inspect: %s: %s\n", op.path, strerror(errno)); return 2; }
+    if (stat(op.path, &st) != 0) { ki_eprintf("kcache-inspect: %s: %s\n", op.path, strerror(errno)); return 2; }
     if (op.unit && !S_ISDIR(st.st_mode)) {
-        fprintf(stderr, "kcache-inspect: one FILE or DIR only (got '%s' and '%s'; a UNIT follows a store DIR)\n", op.path, op.unit);
+        ki_eprintf("kcache-inspect: one FILE or DIR only (got '%s' and '%s'; a UNIT follows a store DIR)\n", op.path, op.unit);
         return 2;
     }
     memset(&o, 0, sizeof o);
@@ -7152,7 +7154,7 @@ int main(int argc, char **argv)
     if (S_ISDIR(st.st_mode)) {
         rc = op.unit ? ki_unit_report(op.path, op.unit, &op, &o, err, sizeof err) : ki_store_report(op.path, &op, &o, err, sizeof err);
     } else if (!S_ISREG(st.st_mode)) {
-        fprintf(stderr, "kcache-inspect: %s: not a regular file or a directory\n", op.path);
+        ki_eprintf("kcache-inspect: %s: not a regular file or a directory\n", op.path);
         return 2;
     } else {
         int kind = 0; /* 1 numba, 2 kcache index, 3 kcache entry, 4 config.file */
@@ -7163,7 +7165,7 @@ int main(int argc, char **argv)
             unsigned char head[8];
             int fd = open(op.path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
             long long got;
-            if (fd < 0) { fprintf(stderr, "kcache-inspect: %s: cannot open: %s\n", op.path, strerror(errno)); return 2; }
+            if (fd < 0) { ki_eprintf("kcache-inspect: %s: cannot open: %s\n", op.path, strerror(errno)); return 2; }
             got = ks_pread(fd, head, sizeof head, 0);
             close(fd);
             if (got == 8 && memcmp(head, "KCENTRY", 8) == 0) kind = 3;
@@ -7171,14 +7173,14 @@ int main(int argc, char **argv)
             else if (got == 8 && memcmp(head, "KCACHECF", 8) == 0) kind = 4;
             else if (got > 0 && head[0] == 0x80) kind = 1;
             else {
-                fprintf(stderr, "kcache-inspect: %s: not a numba index (.nbi), a kcache index (.kci), entry (.kce) or "
+                ki_eprintf("kcache-inspect: %s: not a numba index (.nbi), a kcache index (.kci), entry (.kce) or "
                                 "config.file, nor a store directory\n", op.path);
                 return 2;
             }
         }
         if (kind == 1) {
             buf = read_file(op.path, &len, err, sizeof err);
-            if (!buf) { fprintf(stderr, "kcache-inspect: %s: %s\n", op.path, err); return 2; }
+            if (!buf) { ki_eprintf("kcache-inspect: %s: %s\n", op.path, err); return 2; }
             rc = ki_numba_report(buf, len, op.path, &op, &o, err, sizeof err);
             free(buf);
         } else if (kind == 2) {
@@ -7198,7 +7200,7 @@ int main(int argc, char **argv)
     }
     if (rc != 0) {
         ko_free(&o);
-        fprintf(stderr, "kcache-inspect: %s: %s\n", op.path, err[0] ? err : "cannot be decoded");
+        ki_eprintf("kcache-inspect: %s: %s\n", op.path, err[0] ? err : "cannot be decoded");
         return 2;
     }
     fwrite(o.buf ? o.buf : "", 1, o.len, stdout);

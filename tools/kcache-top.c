@@ -41,6 +41,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "ktext.h" /* kt_line, kt_lb_add: every %s and %c argument through kcache.h's escaping rule */
+
 #if defined(__GNUC__) || defined(__clang__)
 #define KT_PRINTF(a, b) __attribute__((format(printf, a, b)))
 #else
@@ -648,14 +650,25 @@ static void kt_lb_col(kt_lb *b, int color) {
     }
 }
 static void kt_lb_add(kt_lb *b, const char *fmt, ...) KT_PRINTF(2, 3);
+/* Appends fmt to the line, its %s and %c arguments escaped (ktext.h): a unit name or a file name
+   cannot reach the terminal raw, nor forge a colour mark or a line. Cut at the line's end. */
+static void kt_lb_vadd(kt_lb *b, const char *fmt, va_list ap) {
+    ktext t;
+    size_t n;
+    if (b->n + 1 >= sizeof b->s) return;
+    ktext_init(&t);
+    ktext_vfmt(&t, fmt, ap);
+    n = t.len < sizeof b->s - 1 - b->n ? t.len : sizeof b->s - 1 - b->n;
+    memcpy(b->s + b->n, t.p, n);
+    b->n += n;
+    b->s[b->n] = 0;
+    ktext_free(&t);
+}
 static void kt_lb_add(kt_lb *b, const char *fmt, ...) {
     va_list ap;
-    int n;
-    if (b->n + 1 >= sizeof b->s) return;
     va_start(ap, fmt);
-    n = vsnprintf(b->s + b->n, sizeof b->s - b->n, fmt, ap);
+    kt_lb_vadd(b, fmt, ap);
     va_end(ap);
-    if (n > 0) b->n = b->n + (size_t)n < sizeof b->s ? b->n + (size_t)n : sizeof b->s - 1;
 }
 static void kt_push(kt_lines *L, const kt_lb *b) {
     char *s;
@@ -675,13 +688,11 @@ static void kt_line(kt_lines *L, int color, const char *fmt, ...) KT_PRINTF(3, 4
 static void kt_line(kt_lines *L, int color, const char *fmt, ...) {
     kt_lb b;
     va_list ap;
-    int n;
     kt_lb_reset(&b);
     if (color) kt_lb_col(&b, color);
     va_start(ap, fmt);
-    n = vsnprintf(b.s + b.n, sizeof b.s - b.n, fmt, ap);
+    kt_lb_vadd(&b, fmt, ap);
     va_end(ap);
-    if (n > 0) b.n = b.n + (size_t)n < sizeof b.s ? b.n + (size_t)n : sizeof b.s - 1;
     kt_push(L, &b);
 }
 static void kt_lines_free(kt_lines *L) {
@@ -1355,7 +1366,8 @@ static void kt_draw(int y, const char *s, attr_t base, int fill) {
 
 static void kt_draw_title(const char *what) {
     char t1[48], line[600];
-    snprintf(line, sizeof line, " kcache-top  %.500s%s%.60s", K.dir, what ? "  " : "", what ? what : "");
+    char dir[sizeof line];
+    snprintf(line, sizeof line, " kcache-top  %.500s%s%.60s", kcache__escs(dir, sizeof dir, K.dir), what ? "  " : "", what ? what : "");
     kt_draw(0, line, kt_attr[C_TITLE], 1);
     snprintf(line, sizeof line, "%s  every %gs%s ", kt_time(K.wall, 0, t1, sizeof t1), K.interval, V.paused ? "  PAUSED" : "");
     if ((int)strlen(line) < COLS) {
