@@ -62,11 +62,11 @@ as_her() { setpriv --reuid "$user" --regid "$grp" --init-groups "$@"; }
 # unit_of UNIT FILE...: the first entry file of that unit (its name at byte 72: u16 length, bytes)
 unit_of() {
     python3 -c '
-import struct, sys
+import os, struct, sys
 for f in sys.argv[2:]:
     h = open(f, "rb").read(72 + 2 + 64)
     n = struct.unpack_from("<H", h, 72)[0] if len(h) >= 74 else 0
-    if h[74:74 + n] == sys.argv[1].encode():
+    if h[74:74 + n] == os.fsencode(sys.argv[1]):
         print(f)
         break' "$@"
 }
@@ -171,5 +171,132 @@ for args in "--prune $tmp/fifo" "--prune --yes $tmp/fifo" "--prune $F/a.f-1.py31
 done
 [ -p "$F/a.f-1.py311.nbi" ] && [ -p "$tmp/fifo/elsewhere" ] && [ -L "$F/b.f-1.py311.nbi" ] && ok prune_fifo_kept ||
     fail prune_fifo_kept "a FIFO or the link was removed"
+
+# ---- escape_* (25.5) ------------------------------------------------------------------------------
+# a name from outside holds ESC[2J (clears a screen), a newline then FORGED (a line of its own), an
+# invalid byte, U+009B (a C1 control, CSI, as UTF-8) and U+202E (right-to-left override)
+H=$(printf 'ev\033[2J\nFORGED\377\302\233\342\200\256Z')
+# clean NAME FILE: FILE is valid UTF-8 with no control but newline, no C1 or bidi control, no line
+# starting FORGED, and it shows the escaped form (so the name was printed at all)
+clean() {
+    local why
+    why=$(python3 -c '
+import sys
+b = open(sys.argv[1], "rb").read()
+try:
+    t = b.decode("utf-8")
+except UnicodeDecodeError as e:
+    sys.exit("invalid UTF-8 at byte %d: %r" % (e.start, b[max(0, e.start - 20):e.start + 20]))
+for i, c in enumerate(t):
+    o = ord(c)
+    if (o < 0x20 and c != "\n") or o == 0x7f or 0x80 <= o <= 0x9f or 0x202a <= o <= 0x202e or 0x2066 <= o <= 0x2069:
+        sys.exit("raw U+%04X at %d: %r" % (o, i, t[max(0, i - 30):i + 10]))
+if any(l.lstrip().startswith("FORGED") for l in t.split("\n")):
+    sys.exit("a line starts FORGED: the newline went out raw")
+if "\\x1b[2J" not in t:
+    sys.exit("the escaped name (\\x1b[2J) is not in the output")' "$2" 2>&1)
+    if [ -z "$why" ]; then ok "$1"; else fail "$1" "$why: $(head -c 300 "$2" | cat -v)"; fi
+}
+# clean_json NAME FILE: FILE parses as JSON, every string in it is clean as above, and one holds the
+# name's escaped form (the text mode's escapes)
+clean_json() {
+    local why
+    why=$(python3 -c '
+import json, sys
+try:
+    d = json.load(open(sys.argv[1], encoding="utf-8"))
+except Exception as e:
+    sys.exit("not JSON: %s" % e)
+seen = []
+def walk(v):
+    if isinstance(v, dict):
+        for k, x in v.items():
+            walk(k)
+            walk(x)
+    elif isinstance(v, list):
+        for x in v:
+            walk(x)
+    elif isinstance(v, str):
+        for c in v:
+            o = ord(c)
+            if o < 0x20 and c != "\n" or o == 0x7f or 0x80 <= o <= 0x9f or 0x202a <= o <= 0x202e or 0x2066 <= o <= 0x2069 or 0xdc80 <= o <= 0xdcff:
+                sys.exit("raw U+%04X in the string %r" % (o, v[:80]))
+        if "\n" in v and "FORGED" in v:
+            sys.exit("a raw newline in %r" % v[:80])
+        if "\\x1b[2J" in v:
+            seen.append(v)
+walk(d)
+if not seen:
+    sys.exit("no string holds the escaped name (\\x1b[2J)")' "$2" 2>&1)
+    if [ -z "$why" ]; then ok "$1"; else fail "$1" "$why"; fi
+}
+E=$tmp/esc
+"$mk" put "$E" "$H" 100 "s:f=$H" >/dev/null && "$mk" put "$E" plain 100 s:a=1 >/dev/null
+KCACHE_TRACE=1 "$mk" get "$E" "$H" "s:f=other" >/dev/null
+for mode in "" --json --verify; do
+    "$tool" $mode "$E" >"$tmp/o" 2>"$tmp/e"
+    if [ "$mode" = --json ]; then clean_json "escape_inspect_store_json" "$tmp/o"; else clean "escape_inspect_store${mode:+_}${mode#--}" "$tmp/o"; fi
+    "$tool" $mode "$E" "$H" >"$tmp/o" 2>"$tmp/e"
+    if [ "$mode" = --json ]; then clean_json "escape_inspect_unit_json" "$tmp/o"; else clean "escape_inspect_unit${mode:+_}${mode#--}" "$tmp/o"; fi
+done
+ent=$(cd "$E" && unit_of "$H" e/*/*.kce)
+"$tool" "$E/$ent" >"$tmp/o" 2>&1 && clean escape_inspect_entry "$tmp/o" || fail escape_inspect_entry "status $?"
+"$tool" --json "$E/$ent" >"$tmp/o" 2>&1 && clean_json escape_inspect_entry_json "$tmp/o" || fail escape_inspect_entry_json "status $?"
+"$tool" "$E" "$H-not-there" >"$tmp/o" 2>"$tmp/e"
+clean escape_inspect_stderr "$tmp/e"
+if [ -x "$top" ]; then
+    "$top" -b -n 1 "$E" >"$tmp/o" 2>&1
+    clean escape_top_batch "$tmp/o"
+    "$top" -b -n 1 -U "$H" "$E" >"$tmp/o" 2>&1
+    clean escape_top_batch_unit "$tmp/o"
+else skip escape_top_batch "no kcache-top given"; fi
+
+# a numba cache: an index whose CPU name, features and data file name are hostile, a hostile data
+# file name beside it (an orphan for --prune to list)
+N=$tmp/nb
+mkdir -p "$N/__pycache__"
+printf 'def f(x):\n    return x\n' >"$N/mod.py"
+python3 -c '
+import os, pickle, sys
+h = "ev\x1b[2J\nFORGED\u009b\u202eZZ"
+st = os.stat(sys.argv[2])   # the stamp numba <= 0.67 writes: the source is unchanged, the CPU decides
+key = (("int64",), ("x86_64-unknown-linux-gnu", h, "+avx," + h), ("ab" * 32, ""))
+body = pickle.dumps(((st.st_mtime, st.st_size), {key: "mod.f-1.py311.1" + h + ".nbc"}), protocol=2)
+data = pickle.dumps("0.60.0", protocol=2) + body
+data = data.replace(b"ZZ", b"\xff\xfe")      # invalid UTF-8 inside the strings: same lengths
+open(sys.argv[1], "wb").write(data)' "$N/__pycache__/mod.f-1.py311.nbi" "$N/mod.py"
+printf 'x' >"$N/__pycache__/o$H.f-1.py311.1.nbc"
+"$tool" "$N/__pycache__/mod.f-1.py311.nbi" >"$tmp/o" 2>&1
+clean escape_numba_text "$tmp/o"
+# the verdict line (one line: scripts grep it) names the index's CPUs, escaped
+grep -a '^verdict ' "$tmp/o" | grep -q -F 'ev\x1b[2J\x0aFORGED\u{009b}\u{202e}\xff\xfe' && ok escape_numba_verdict_line ||
+    fail escape_numba_verdict_line "$(grep -a -A2 '^verdict' "$tmp/o" | cat -v)"
+"$tool" --json "$N/__pycache__/mod.f-1.py311.nbi" >"$tmp/o" 2>&1
+clean_json escape_numba_json "$tmp/o"
+"$tool" --dump "$N/__pycache__/mod.f-1.py311.nbi" >"$tmp/o" 2>&1
+clean escape_numba_dump "$tmp/o"
+"$tool" --prune "$N" >"$tmp/o" 2>&1
+clean escape_prune_text "$tmp/o"
+"$tool" --prune --json "$N" >"$tmp/o" 2>&1
+clean_json escape_prune_json "$tmp/o"
+
+# kcache-top's interactive view, on a terminal (tmux): the screen shows the escaped name, and none
+# of the name's own characters took effect
+if ! command -v tmux >/dev/null; then skip escape_top_tui "tmux is not installed"
+elif [ ! -x "$top" ]; then skip escape_top_tui "no kcache-top given"
+else
+    sock=kttoolsec-$$
+    tmux -L "$sock" -f /dev/null new-session -d -s kt -x 160 -y 40 "LANG=C.UTF-8 LC_ALL=C.UTF-8 '$top' -d 1 '$E'; sleep 30"
+    got=
+    for _ in $(seq 50); do
+        got=$(tmux -L "$sock" capture-pane -p -t kt 2>/dev/null)
+        grep -q -F 'plain' <<<"$got" && break
+        sleep 0.1
+    done
+    tmux -L "$sock" send-keys -t kt q
+    tmux -L "$sock" kill-server 2>/dev/null
+    printf '%s\n' "$got" >"$tmp/o"
+    clean escape_top_tui "$tmp/o"
+fi
 
 [ "$failures" = 0 ]
