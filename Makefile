@@ -225,6 +225,8 @@ $(B)/bench_%: bench/bench_%.c bench/bench_util.h kcache.h | $(B)
 	$(CC) $(STD) $(BENCH_CFLAGS) $(WARN) -I. -o $@ $< $(LDLIBS)
 
 $(B)/bench_inspect: tools/kcache-inspect.c   # it includes the tool (and reads bench/data/numba-200)
+# every build of a tool, or of a program that includes one, prints through tools/ktext.h
+$(TOOLS) $(B)/asan/kcache-inspect $(B)/fuzz_pickle $(B)/fuzz_store $(B)/fuzz_stats $(B)/bench_inspect: tools/ktext.h
 
 BENCHES := bench_hash bench_cache bench_evict bench_flight bench_index bench_opencl bench_pub bench_remote bench_inspect bench_stamp
 bench: check-deps $(addprefix $(B)/,$(BENCHES)) $(B)/kcache-top

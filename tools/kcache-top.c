@@ -1706,6 +1706,19 @@ static int kt_interactive(void) {
 
 /* ---------------------------------------------------------------------------------------------- */
 
+/* A message on stderr, its %s and %c arguments escaped as kt_line's (a path from the command line). */
+static void kt_eprintf(const char *fmt, ...) KT_PRINTF(1, 2);
+static void kt_eprintf(const char *fmt, ...) {
+    ktext t;
+    va_list ap;
+    ktext_init(&t);
+    va_start(ap, fmt);
+    ktext_vfmt(&t, fmt, ap);
+    va_end(ap);
+    fputs(t.p, stderr);
+    ktext_free(&t);
+}
+
 static void kt_usage(FILE *f) {
     size_t i;
     fprintf(f, "usage: kcache-top [-b] [-n N] [-d SECONDS] [-s hits|misses|size|last] [-U UNIT] [-a] [DIR]\n"
@@ -1743,7 +1756,7 @@ int main(int argc, char **argv) {
         if (a[0] == '-' && a[1] && strchr("ndsU", a[1]) && !a[2]) {
             const char *v = i + 1 < argc ? argv[++i] : NULL;
             char *end;
-            if (!v) { fprintf(stderr, "kcache-top: %s needs a value\n", a); kt_usage(stderr); return 2; }
+            if (!v) { kt_eprintf("kcache-top: %s needs a value\n", a); kt_usage(stderr); return 2; }
             if (a[1] == 'n') {
                 K.iterations = strtol(v, &end, 10);
                 if (end == v || *end || K.iterations < 1) { fprintf(stderr, "kcache-top: -n wants a count of 1 or more\n"); return 2; }
@@ -1763,7 +1776,7 @@ int main(int argc, char **argv) {
             }
             continue;
         }
-        if (a[0] == '-' && a[1]) { fprintf(stderr, "kcache-top: unknown option %s\n", a); kt_usage(stderr); return 2; }
+        if (a[0] == '-' && a[1]) { kt_eprintf("kcache-top: unknown option %s\n", a); kt_usage(stderr); return 2; }
         if (dir) { fprintf(stderr, "kcache-top: one directory only\n"); return 2; }
         dir = a;
     }
@@ -1779,20 +1792,20 @@ int main(int argc, char **argv) {
         strcpy(K.dir, dir);
     }
     if (stat(K.dir, &sb) != 0) {
-        fprintf(stderr, "kcache-top: %s: %s\n", K.dir, errno == ENOENT ? "no such directory" : strerror(errno));
+        kt_eprintf("kcache-top: %s: %s\n", K.dir, errno == ENOENT ? "no such directory" : strerror(errno));
         return 2;
     }
-    if (!S_ISDIR(sb.st_mode)) { fprintf(stderr, "kcache-top: %s: not a directory\n", K.dir); return 2; }
+    if (!S_ISDIR(sb.st_mode)) { kt_eprintf("kcache-top: %s: not a directory\n", K.dir); return 2; }
     K.fst.dirfd = open(K.dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     K.fst.tmpfd = K.fst.cffd = -1; /* (no lock file: it only reads) */
     K.fst.dir = K.dir;
     K.fst.uid = (uint32_t)sb.st_uid; /* the store's owner is whom its files are trusted from */
     K.fst.readonly = 1;
     kcache__mutex_init(&K.fst.shard_mutex);
-    if (K.fst.dirfd < 0) { fprintf(stderr, "kcache-top: %s: cannot open it: %s\n", K.dir, strerror(errno)); return 2; }
+    if (K.fst.dirfd < 0) { kt_eprintf("kcache-top: %s: cannot open it: %s\n", K.dir, strerror(errno)); return 2; }
     {
         DIR *dp = opendir(K.dir);
-        if (!dp) { fprintf(stderr, "kcache-top: %s: cannot read it: %s\n", K.dir, strerror(errno)); return 2; }
+        if (!dp) { kt_eprintf("kcache-top: %s: cannot read it: %s\n", K.dir, strerror(errno)); return 2; }
         closedir(dp);
     }
     if (K.detail_unit && !K.batch) { fprintf(stderr, "kcache-top: -U is for batch mode (-b); interactively, press Enter on a unit\n"); return 2; }
