@@ -144,13 +144,17 @@ static void ko_printf(ki_out *o, const char *fmt, ...)
 static void ko_esc(ki_out *o, const char *s, size_t n)
 {
     const unsigned char *p = (const unsigned char *)s;
-    size_t i = 0;
+    size_t i = 0, k = 0;
+    char buf[256];
     while (i < n && !o->full) {
-        char one[11];
-        size_t used, l = kcache__esc_char(p + i, n - i, one, &used);
-        ko_write(o, one, l);
+        size_t used, l;
+        if (p[i] >= 0x20 && p[i] < 0x7f) { used = l = 1; buf[k] = (char)p[i]; } /* (most of it) */
+        else l = kcache__esc_char(p + i, n - i, buf + k, &used);
+        k += l;
         i += used;
+        if (k > sizeof buf - 12) { ko_write(o, buf, k); k = 0; }
     }
+    ko_write(o, buf, k);
 }
 static void ko_free(ki_out *o) { free(o->buf); o->buf = NULL; o->len = o->cap = 0; }
 
@@ -1029,18 +1033,27 @@ static void ko_text(ki_out *o, const unsigned char *s, size_t n, size_t max)
    invalid UTF-8, a C1 or bidi control arrives as the same \xHH or \u{XXXX} text), then quoted. */
 static void ko_json_str(ki_out *o, const unsigned char *s, size_t n)
 {
-    size_t i = 0, k;
-    ko_putc(o, '"');
+    size_t i = 0, k = 1, j;
+    char buf[256];
+    buf[0] = '"';
     while (i < n && !o->full) {
         char one[11];
-        size_t used, l = kcache__esc_char(s + i, n - i, one, &used);
-        for (k = 0; k < l; k++) {
-            if (one[k] == '"' || one[k] == '\\') ko_putc(o, '\\');
-            ko_putc(o, one[k]);
+        size_t used, l;
+        if (s[i] >= 0x20 && s[i] < 0x7f && s[i] != '"' && s[i] != '\\') { /* (most of it) */
+            buf[k++] = (char)s[i++];
+            if (k > sizeof buf - 24) { ko_write(o, buf, k); k = 0; }
+            continue;
+        }
+        l = kcache__esc_char(s + i, n - i, one, &used);
+        for (j = 0; j < l; j++) {
+            if (one[j] == '"' || one[j] == '\\') buf[k++] = '\\';
+            buf[k++] = one[j];
         }
         i += used;
+        if (k > sizeof buf - 24) { ko_write(o, buf, k); k = 0; }
     }
-    ko_putc(o, '"');
+    buf[k++] = '"';
+    ko_write(o, buf, k);
 }
 static void ko_json_cstr(ki_out *o, const char *s)
 {
