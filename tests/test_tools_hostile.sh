@@ -242,6 +242,9 @@ done
 ent=$(cd "$E" && unit_of "$H" e/*/*.kce)
 "$tool" "$E/$ent" >"$tmp/o" 2>&1 && clean escape_inspect_entry "$tmp/o" || fail escape_inspect_entry "status $?"
 "$tool" --json "$E/$ent" >"$tmp/o" 2>&1 && clean_json escape_inspect_entry_json "$tmp/o" || fail escape_inspect_entry_json "status $?"
+kci=$(cd "$E" && grep -l -a -F "FORGED" i/*/*.kci | head -1)
+"$tool" "$E/$kci" >"$tmp/o" 2>&1 && clean escape_inspect_index "$tmp/o" || fail escape_inspect_index "status $? ($kci)"
+"$tool" --json "$E/$kci" >"$tmp/o" 2>&1 && clean_json escape_inspect_index_json "$tmp/o" || fail escape_inspect_index_json "status $?"
 "$tool" "$E" "$H-not-there" >"$tmp/o" 2>"$tmp/e"
 clean escape_inspect_stderr "$tmp/e"
 if [ -x "$top" ]; then

@@ -125,9 +125,9 @@ static void ko_write(ki_out *o, const char *s, size_t n)
 }
 static void ko_puts(ki_out *o, const char *s) { ko_write(o, s, strlen(s)); }
 static void ko_putc(ki_out *o, char c) { ko_write(o, &c, 1); }
-static void ko_printf(ki_out *o, const char *fmt, ...) KI_PRINTF(2, 3);
 /* printf whose %s and %c arguments are escaped (ktext.h): a name from outside cannot reach the
    terminal raw, whichever message prints it; newlines and layout belong in fmt. */
+static void ko_printf(ki_out *o, const char *fmt, ...) KI_PRINTF(2, 3);
 static void ko_printf(ki_out *o, const char *fmt, ...)
 {
     ktext t;
