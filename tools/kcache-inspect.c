@@ -1954,6 +1954,18 @@ static const char *path_base(const char *p)
     const char *sl = strrchr(p, '/');
     return sl ? sl + 1 : p;
 }
+/* fopen for reading a regular file only: a FIFO or device someone put in its place is neither
+   waited on (opened O_NONBLOCK) nor read. */
+static FILE *fopen_regular(const char *path, const char *mode)
+{
+    struct stat sb;
+    FILE *f;
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0) return NULL;
+    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode) || !(f = fdopen(fd, mode))) { close(fd); return NULL; }
+    return f;
+}
+
 static int is_file(const char *p, struct stat *st)
 {
     struct stat s;
@@ -2767,7 +2779,7 @@ static void check_source_line(nb_source *src, const nb_name *nm)
     long ln = 0, def_at = -1, deco_start = -1;
     size_t fl = strlen(nm->func);
     if (!src->found || src->kind != SRC_FILE || nm->line <= 0 || !fl) return;
-    f = fopen(src->path, "r");
+    f = fopen_regular(src->path, "r");
     if (!f) return;
     src->line_checked = -1;
     while ((got = getline(&line, &cap, f)) > 0 && ln < 10000000) {
@@ -2846,7 +2858,7 @@ static unsigned char *slurp_at(int dfd, const char *name, size_t max, size_t *le
 
 static int sha256_file(const char *path, unsigned char out[32])
 {
-    FILE *f = fopen(path, "rb");
+    FILE *f = fopen_regular(path, "rb");
     unsigned char b[65536];
     size_t n;
     ki_sha s;
@@ -6965,7 +6977,7 @@ out:
 /* Reads a whole file, at most KI_MAX_FILE bytes. */
 static unsigned char *read_file(const char *path, size_t *len, char *err, size_t errcap)
 {
-    FILE *f = fopen(path, "rb");
+    FILE *f = fopen_regular(path, "rb");
     unsigned char *buf = NULL;
     size_t n = 0, cap = 0;
     if (!f) { ki_fmt(err, errcap, "cannot open: %s", strerror(errno)); return NULL; }
