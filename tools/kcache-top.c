@@ -649,7 +649,6 @@ static void kt_lb_col(kt_lb *b, int color) {
         b->s[b->n] = 0;
     }
 }
-static void kt_lb_add(kt_lb *b, const char *fmt, ...) KT_PRINTF(2, 3);
 /* Appends fmt to the line, its %s and %c arguments escaped (ktext.h): a unit name or a file name
    cannot reach the terminal raw, nor forge a colour mark or a line. Cut at the line's end. */
 static void kt_lb_vadd(kt_lb *b, const char *fmt, va_list ap) {
@@ -664,6 +663,7 @@ static void kt_lb_vadd(kt_lb *b, const char *fmt, va_list ap) {
     b->s[b->n] = 0;
     ktext_free(&t);
 }
+static void kt_lb_add(kt_lb *b, const char *fmt, ...) KT_PRINTF(2, 3);
 static void kt_lb_add(kt_lb *b, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
