@@ -291,7 +291,7 @@ else
     sock=kttoolsec-$$
     tmux -L "$sock" -f /dev/null new-session -d -s kt -x 160 -y 40 "LANG=C.UTF-8 LC_ALL=C.UTF-8 '$top' -d 1 '$E'; sleep 30"
     got=
-    for _ in $(seq 50); do
+    for _ in $(seq 100); do
         got=$(tmux -L "$sock" capture-pane -p -t kt 2>/dev/null)
         grep -q -F 'plain' <<<"$got" && break
         sleep 0.1
