@@ -159,6 +159,7 @@ test: check-deps
 	  inspect-store="tests/test_inspect_store.sh $(B)/kcache-inspect $(B)/make_store" \
 	  install=tests/test_install.sh \
 	  top="tests/test_top.sh $(B)/kcache-top $(B)/kcache_load" \
+	  tools-hostile="bash tests/test_tools_hostile.sh $(B)/kcache-inspect $(B)/make_store $(B)/kcache-top" \
 	  fuzz-smoke="tests/fuzz_smoke.sh $(FUZZ_SMOKE) $(FUZZERS)" \
 	  compile-more="bash tests/compile_more.sh" \
 	  windows="bash scripts/windows.sh" \
@@ -244,6 +245,8 @@ $(B)/bench_%: bench/bench_%.c bench/bench_util.h kcache.h | $(B)
 	$(CC) $(STD) $(BENCH_CFLAGS) $(WARN) -I. -o $@ $< $(LDLIBS)
 
 $(B)/bench_inspect: tools/kcache-inspect.c   # it includes the tool (and reads bench/data/numba-200)
+# every build of a tool, or of a program that includes one, prints through tools/ktext.h
+$(TOOLS) $(B)/asan/kcache-inspect $(B)/fuzz_pickle $(B)/fuzz_store $(B)/fuzz_stats $(B)/bench_inspect: tools/ktext.h
 
 BENCHES := bench_hash bench_cache bench_evict bench_flight bench_index bench_opencl bench_pub bench_remote bench_inspect bench_stamp bench_vulkan
 bench: check-deps $(addprefix $(B)/,$(BENCHES)) $(B)/kcache-top
