@@ -78,6 +78,13 @@ $(B)/asan/test_layers: tests/test_layers.c kcache.h tests/kt.h tests/kt_remote.h
 $(B)/asan/kcache-inspect: tools/kcache-inspect.c kcache.h | $(B)/asan
 	$(CC) $(STD) $(SAN) $(WARN) -I. -o $@ $< $(LDLIBS)
 REMOTE_TESTS := $(B)/test_remote $(B)/asan/test_remote $(B)/test_layers $(B)/asan/test_layers $(B)/asan/kcache-inspect
+# the batch call (kcache_get_or_build_many): processes and threads on one store, and stores of their
+# own sharing a redis-server
+$(B)/test_many: tests/test_many.c kcache.h tests/kt.h tests/kt_remote.h | $(B)
+	$(CC) $(STD) $(CFLAGS) $(WARN) -I. -o $@ $< $(REMOTE_LIBS)
+$(B)/asan/test_many: tests/test_many.c kcache.h tests/kt.h tests/kt_remote.h | $(B)/asan
+	$(CC) $(STD) $(SAN) $(WARN) -I. -o $@ $< $(REMOTE_LIBS)
+REMOTE_TESTS += $(B)/test_many $(B)/asan/test_many
 
 # the same tests with open-file-description locks compiled out (KCACHE_TEST_NO_OFD): process-
 # associated locks only, as on macOS and the BSDs, where only kcache's lock registry keeps two
@@ -155,6 +162,7 @@ test: check-deps
 	  demo="tests/test_demo_opencl.sh $(B)/opencl_demo" \
 	  faults=$(FAULTS) \
 	  remote="$(B)/test_remote $(B)/kcache-top" asan/remote="$(B)/asan/test_remote $(B)/kcache-top" \
+	  many=$(B)/test_many asan/many=$(B)/asan/test_many \
 	  layers="bash tests/test_layers.sh $(B)/test_layers $(B)/kcache-inspect $(B)/kcache-top" \
 	  asan/layers="bash tests/test_layers.sh $(B)/asan/test_layers $(B)/asan/kcache-inspect $(B)/kcache-top" \
 	  attack="bash tests/test_attack.sh $(B)/test_attack" \
