@@ -11540,11 +11540,12 @@ KCACHE_API kcache_status kcache_get_or_build(kcache *kc, const kcache_key *k, kc
 
 /* One try at a key, waiting for nobody: KCACHE_OK (the payload in *data) or an error: the key is
    done; KCACHE_EEXIST: another thread, process or machine builds it now (nothing held: try later);
-   KCACHE__FORKED. Once the claims are ours the remote is asked too: since the batch's first look,
-   another machine may have built it (its claim given back: the value is there). alone: waited past
+   KCACHE__FORKED. waited: seen busy before, so the first look asks the remote too (another
+   machine's build lands there, not in this store); and once the claims are ours it is asked
+   anyway: another machine may have built it since the batch's first look. alone: waited past
    KCACHE_BUILD_WAIT, so build without claims, as kcache_get_or_build does. *child: as
    kcache__run_build's (the child takes its payload and touches nothing else). */
-static kcache_status kcache__try_build(kcache *kc, const kcache_key *k, kcache_build_fn build, void *user, int alone,
+static kcache_status kcache__try_build(kcache *kc, const kcache_key *k, kcache_build_fn build, void *user, int waited, int alone,
                                        const void **data, size_t *size, int *child) {
     kcache__flight *f = NULL;
     kcache__rclaim cl;
@@ -11576,7 +11577,7 @@ static kcache_status kcache__try_build(kcache *kc, const kcache_key *k, kcache_b
         kcache__mutex_unlock(&kc->lock);
     }
     if (f) {
-        s = kcache__get(kc, k, data, size, 0, 0); /* put meanwhile by a thread or a process on this store? */
+        s = kcache__get(kc, k, data, size, 0, waited ? KCACHE__ASK_REMOTE : 0); /* put meanwhile? */
         if (s != KCACHE_OK && s != KCACHE__FORKED && kc->store && !kc->store->readonly) {
             int got = kcache__lockfile_claim(kc->store->lf, kcache__claim_offset(k->digest));
             if (got < 0 && errno == ECHILD) {
@@ -11668,7 +11669,7 @@ static void kcache__batch_work(kcache__batch *bt) {
             bt->state[i] = KCACHE__JOB_TAKEN;
             alone = bt->busy_since[i] && kcache__mono_ns() - bt->busy_since[i] > (int64_t)bt->kc->cfg.build_wait_ms * 1000000;
             kcache__mutex_unlock(&bt->m);
-            s = kcache__try_build(bt->kc, j->key, j->build, j->user, alone, &d, &n, &child);
+            s = kcache__try_build(bt->kc, j->key, j->build, j->user, bt->busy_since[i] != 0, alone, &d, &n, &child);
             if (child) { /* this thread alone in a forked child: no lock of the parent's is touched */
                 j->data = d;
                 j->size = n;
