@@ -157,9 +157,11 @@
    NEVER
        kcache installs no signal handler, atexit or atfork handler, and writes nothing to stdout; to
        stderr only the debug lines asked for (KCACHE_DEBUG, cfg.debug) when no log callback is set
-       (with one, everything goes to it). It starts no thread, with one exception: while
+       (with one, everything goes to it). It starts no thread, with two exceptions: while
        kcache_get_or_build holds a cluster-wide build claim on a remote tier (KCACHE_REMOTE, or a
        remote_ops table with a claim callback), one thread renews the claim; it ends with the build.
+       kcache_get_or_build_many with threads > 1 starts threads - 1 builders for the call (the
+       caller is one more) and joins them before it returns.
        The Redis backend blocks SIGPIPE in the calling thread around its writes and takes a SIGPIPE
        its own write raised, so a dead server cannot end the process (no handler is involved).
 

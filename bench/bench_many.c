@@ -5,10 +5,13 @@
      1. one store, 8 processes x 64 keys of 30 ms: the batch call, and the same keys one
         kcache_get_or_build at a time (before the batch call: one builds, the others wait, key
         after key)
-     2. 8 stores of their own sharing a redis-server (the remote tier's claims), 8 x 64 x 30 ms
+     2. 8 stores of their own sharing a redis-server (the remote tier's claims), 8 x 64 x 30 ms;
+        here the 8 "machines" share one machine's cores, so the reads of the values the others
+        built (a warm start of 8 new stores, measured too) weigh on it as they would not on 8
      3. threads: 2 processes x 4 threads, 64 keys of 30 ms (builds that wait on something else: a
-        remote compiler, a driver); and builds that use the CPU, 16 keys of 40 ms of CPU over
-        min(P x T, cores) workers
+        remote compiler, a driver); and builds that use the CPU, 16 keys of 40 ms of CPU: the floor
+        is over min(P x T, cores) workers, and the peer the same builds shared out by hand (no
+        cache) on the same processes and threads, under whatever else runs here
      4. the warm start: everything in the store, a new process's batch call of 64 keys against 64
         kcache_get_or_build hits (goal: at most 1.2x)
    The machine is shared and noisy: read the ratios. Build: make build/bench_many. */
@@ -20,6 +23,7 @@
 #include "bench_util.h"
 #include "tests/kt_remote.h"
 
+#include <pthread.h>
 #include <sys/mman.h>
 
 #define PMAX 8
@@ -108,7 +112,8 @@ static int run_jobs(kcache *kc, const char *unit, int k, unsigned threads, int s
 
 /* P processes (each its own store when own_stores) x T threads start together on K keys of B ms:
    the wall time from the start to the last process's end, in seconds. Exits on a wrong result. */
-static double cold_start(const char *name, int p, unsigned t, int k, unsigned b, int cpu, int own_stores, const char *remote, int serial) {
+static double cold_start(const char *name, const char *unit, int p, unsigned t, int k, unsigned b, int cpu, int own_stores, const char *remote,
+                         int serial) {
     pid_t pid[PMAX];
     int gate[2], i, total = 0;
     double start, last = 0;
@@ -126,7 +131,7 @@ static double cold_start(const char *name, int p, unsigned t, int k, unsigned b,
             kc = open_store(store, remote);
             close(gate[1]);
             if (!kc || read(gate[0], &c, 1) < 0) _exit(2);
-            S->ok[i] = run_jobs(kc, name, k, t, serial); /* each case keys of its own (the remote keeps them) */
+            S->ok[i] = run_jobs(kc, unit ? unit : name, k, t, serial); /* each case keys of its own (the remote keeps them) */
             S->end[i] = now_s();
             kcache_close(kc);
             _exit(0);
@@ -149,14 +154,69 @@ static double cold_start(const char *name, int p, unsigned t, int k, unsigned b,
         for (i = 0; i < p; i++) printf(" %.0f", (S->end[i] - start) * 1e3);
         printf("\n");
     }
-    if (total != k) printf("   (%s: %d builds of %d keys: each key should be built once)\n", name, total, k);
+    if (total != k && !(unit && total == 0)) printf("   (%s: %d builds of %d keys: each key should be built once)\n", name, total, k);
     return last - start;
 }
 
-static void report(const char *what, double wall, int p, unsigned t, int k, unsigned b, int cores) {
+/* The peer of CPU builds: P processes x T threads, no cache, worker w building keys w, w + P x T, ...
+   (a perfect share-out on the same cores, under the same load): the wall time in seconds. */
+typedef struct share { int first, step, k; } share;
+static void *share_thread(void *arg) {
+    const share *sh = (const share *)arg;
+    int i;
+    for (i = sh->first; i < sh->k; i += sh->step) {
+        unsigned id = (unsigned)i;
+        void *out;
+        size_t n;
+        if (bench_build(&id, &out, &n) == 0) free(out);
+    }
+    return NULL;
+}
+static double shared_out(int p, unsigned t, int k, unsigned b) {
+    pid_t pid[PMAX];
+    int gate[2], i;
+    double start, last = 0;
+    memset(S, 0, sizeof *S);
+    S->build_ms = b;
+    S->cpu = 1;
+    if (pipe(gate) != 0) exit(1);
+    for (i = 0; i < p; i++) {
+        fflush(stdout);
+        if ((pid[i] = fork()) == 0) {
+            pthread_t th[16];
+            share sh[16];
+            unsigned j;
+            char c;
+            close(gate[1]);
+            if (read(gate[0], &c, 1) < 0) _exit(2);
+            for (j = 0; j < t && j < 16; j++) {
+                sh[j].first = i * (int)t + (int)j;
+                sh[j].step = p * (int)t;
+                sh[j].k = k;
+                pthread_create(&th[j], NULL, share_thread, &sh[j]);
+            }
+            for (j = 0; j < t && j < 16; j++) pthread_join(th[j], NULL);
+            S->end[i] = now_s();
+            _exit(0);
+        }
+    }
+    close(gate[0]);
+    kt_sleep_ms(100);
+    start = now_s();
+    close(gate[1]);
+    for (i = 0; i < p; i++) waitpid(pid[i], NULL, 0);
+    for (i = 0; i < p; i++)
+        if (S->end[i] > last) last = S->end[i];
+    return last - start;
+}
+
+/* The floor: ceil(K / workers) builds of b ms each, over min(P x T, cores) workers when cores. */
+static double floor_of(int p, unsigned t, int k, unsigned b, int cores) {
     int workers = (int)((unsigned)p * t), w = cores && cores < workers ? cores : workers;
-    double floor_s = (double)((k + w - 1) / w) * b / 1e3;
-    printf("   %-58s %7.0f ms = %5.2fx the floor of %.0f ms (goal <= 1.5x)\n", what, wall * 1e3, wall / floor_s, floor_s * 1e3);
+    return (double)((k + w - 1) / w) * b / 1e3;
+}
+static void report(const char *what, double wall, double floor_s) {
+    printf("   %-62s %6.0f ms = %5.2fx the floor of %.0f ms (goal <= 1.5x)\n", what, wall * 1e3, wall / floor_s, floor_s * 1e3);
 }
 
 /* 4: a new process's hits on a full store, the batch call against single calls (medians). */
@@ -199,30 +259,40 @@ int main(void) {
     setvbuf(stdout, NULL, _IOLBF, 0);
 
     printf("1. one store, 8 processes x 64 keys of 30 ms\n");
-    w = cold_start("one", 8, 1, 64, 30, 0, 0, NULL, 0);
-    report("kcache_get_or_build_many", w, 8, 1, 64, 30, 0);
-    w = cold_start("one-serial", 8, 1, 64, 30, 0, 0, NULL, 1);
-    report("one kcache_get_or_build at a time (before it)", w, 8, 1, 64, 30, 0);
+    w = cold_start("one", NULL, 8, 1, 64, 30, 0, 0, NULL, 0);
+    report("kcache_get_or_build_many", w, floor_of(8, 1, 64, 30, 0));
+    w = cold_start("one-serial", NULL, 8, 1, 64, 30, 0, 0, NULL, 1);
+    report("one kcache_get_or_build at a time (before it)", w, floor_of(8, 1, 64, 30, 0));
 
     if (kt_redis_start(&R, g_root, 0, NULL)) {
+        double fetch;
         printf("2. 8 stores of their own sharing a redis-server, 8 processes x 64 keys of 30 ms\n");
-        w = cold_start("remote", 8, 1, 64, 30, 0, 1, R.url, 0);
-        report("kcache_get_or_build_many", w, 8, 1, 64, 30, 0);
-        w = cold_start("remote-serial", 8, 1, 64, 30, 0, 1, R.url, 1);
-        report("one kcache_get_or_build at a time (before it)", w, 8, 1, 64, 30, 0);
+        w = cold_start("remote", NULL, 8, 1, 64, 30, 0, 1, R.url, 0);
+        report("kcache_get_or_build_many", w, floor_of(8, 1, 64, 30, 0));
+        /* the 8 "machines" share this machine's cores: each must still read the 56 or so values the
+           others built, so the same reads into 8 new stores are measured too, as a peer */
+        fetch = cold_start("remote-read", "remote", 8, 1, 64, 30, 0, 1, R.url, 0);
+        printf("   %-62s %6.0f ms: with it, %.2fx the floor\n", "(8 new stores reading the 64 values: a warm start of 8 here)",
+               fetch * 1e3, w / (floor_of(8, 1, 64, 30, 0) + fetch));
+        w = cold_start("remote-serial", NULL, 8, 1, 64, 30, 0, 1, R.url, 1);
+        report("one kcache_get_or_build at a time (before it)", w, floor_of(8, 1, 64, 30, 0));
         kt_redis_stop(&R);
     } else {
         printf("2. skipped: redis-server did not start (scripts/deps.sh installs it)\n");
     }
 
     printf("3. threads: 2 processes x 4 threads (one store)\n");
-    w = cold_start("threads", 2, 4, 64, 30, 0, 0, NULL, 0);
-    report("64 keys of 30 ms that wait (sleep)", w, 2, 4, 64, 30, 0);
-    w = cold_start("cpu", 2, 4, 16, 40, 1, 0, NULL, 0);
+    w = cold_start("threads", NULL, 2, 4, 64, 30, 0, 0, NULL, 0);
+    report("64 keys of 30 ms that wait (sleep)", w, floor_of(2, 4, 64, 30, 0));
     {
-        char what[96];
-        snprintf(what, sizeof what, "16 keys of 40 ms of CPU (floor over %ld cores)", cores);
-        report(what, w, 2, 4, 16, 40, (int)cores);
+        /* builds on the CPU: the floor is over min(P x T, cores), and the cores are shared with
+           whatever else runs here, so the peer is the same builds shared out perfectly (no cache)
+           on as many processes and threads, measured here */
+        double peer = shared_out(2, 4, 16, 40);
+        w = cold_start("cpu", NULL, 2, 4, 16, 40, 1, 0, NULL, 0);
+        report("16 keys of 40 ms of CPU", w, floor_of(2, 4, 16, 40, (int)cores));
+        printf("   %-62s %6.0f ms: %.2fx that (goal <= 1.5x)\n", "(the same builds shared out by hand, no cache, on this machine now)", peer * 1e3,
+               w / peer);
     }
     warm_start();
     kt_rm_tree(g_root);
