@@ -17,8 +17,12 @@
  *   many_threads       1 process x 4 threads, then 2 processes x 2 threads, rounds of 4
  *   many_killed        the builder of one key SIGKILLed mid-build: the others build the rest, then
  *                      take its key over; every survivor gets every payload
+ *   many_build_forks   a build that forks (threads 1): the child returns from it and gets every
+ *                      payload by itself; the parent too
  *   many_remote        3 processes on stores of their own sharing a redis-server (its claims):
  *                      each key built once over the cluster, rounds of 3 (skipped without redis)
+ *   many_remote_killed many_killed on stores of their own sharing the server: the key is taken
+ *                      over when the dead builder's claim ends (a 1 s lifetime here)
  *
  * KT_MANY_SERIAL=1 in the environment runs the processes' jobs one kcache_get_or_build at a time
  * (what a caller did before the batch call): many_procs, many_threads, many_remote fail so.
@@ -52,11 +56,14 @@ typedef struct shared {
     int notify_fd;
     int hung_pid;
     int64_t kill_us, takeover_us;
+    int fork_in_build;          /* the build of key 0 in this process forks (the child returns from it) */
+    int fork_parent, fork_child;
     int ok[PMAX];               /* jobs with the right payload, per process */
     int status[PMAX];           /* each process's return */
 } shared;
 static shared *S;
 static char g_root[300];
+static uint32_t g_claim_ms; /* the remote's claim lifetime, when not the default */
 
 static int64_t now_us(void) {
     struct timespec ts;
@@ -78,6 +85,11 @@ static int many_build(void *user, void **out, size_t *out_size) {
         kt_sleep_ms(30000); /* killed meanwhile */
     }
     if (S->hang_first && nth == 1) S->takeover_us = now_us();
+    if (S->fork_in_build && sp->id == 0 && getpid() == (pid_t)S->fork_parent) {
+        pid_t pid = fork();
+        if (pid == 0) alarm(30); /* the child returns from here into kcache_get_or_build_many */
+        else S->fork_child = (int)pid;
+    }
     if (S->workers) { /* rounds: wait for this build's round to fill */
         int w = S->workers, want = (b / w + 1) * w;
         int64_t until = now_us() + (int64_t)GATE_MS * 1000;
@@ -102,6 +114,7 @@ static kcache *open_store(const char *name, const char *remote) {
     kt_config(&cfg, dir, sizeof dir, g_root, name);
     cfg.build_wait_ms = 120000;
     cfg.remote = remote;
+    if (g_claim_ms) cfg.remote_claim_ms = g_claim_ms;
     if (kcache_open(&kc, &cfg) != KCACHE_OK) return NULL;
     return kc;
 }
@@ -138,9 +151,9 @@ static kcache_status run_jobs(kcache *kc, kcache_job *jobs, size_t n, unsigned t
 
 typedef struct pgroup { int nprocs; pid_t pids[PMAX]; int status[PMAX]; int gate[2]; } pgroup;
 
-/* Process proc: opens its store, waits for the gate, runs K jobs on `threads` threads, checks
-   and releases every payload, reports in S. */
-static void child(int proc, const char *store, const char *remote, int k, unsigned threads, int gate_fd) {
+/* Process proc: opens its store, waits for the gate, runs K jobs (keys 0..K-1 of unit) on `threads`
+   threads, checks and releases every payload, reports in S. */
+static void child(int proc, const char *store, const char *unit, const char *remote, int k, unsigned threads, int gate_fd) {
     kcache_job jobs[KMAX];
     kcache_key keys[KMAX];
     spec specs[KMAX];
@@ -149,7 +162,7 @@ static void child(int proc, const char *store, const char *remote, int k, unsign
     int i, ok = 0;
     kcache_status s;
     if (!kc) _exit(3);
-    make_jobs(jobs, keys, specs, k, "many", proc);
+    make_jobs(jobs, keys, specs, k, unit, proc);
     if (read(gate_fd, &c, 1) < 0) _exit(4);
     s = run_jobs(kc, jobs, (size_t)k, threads);
     for (i = 0; i < k; i++) {
@@ -177,7 +190,7 @@ static void group_run(pgroup *g, int nprocs, const char *store_prefix, int own_s
         g->pids[i] = fork();
         if (g->pids[i] == 0) {
             close(g->gate[1]);
-            child(i, store, remote, k, threads, g->gate[0]);
+            child(i, store, store_prefix, remote, k, threads, g->gate[0]); /* keys of the case's own */
         }
     }
     close(g->gate[0]);
@@ -353,16 +366,18 @@ static void many_threads(void) {
     check_cooperation(&g, 12, "2 processes x 2 threads x 12 keys");
 }
 
-static void many_killed(void) {
+/* The builder of the first key SIGKILLed mid-build: the other processes build the rest, then take
+   its key over (the store's claim dies with it; the remote's ends with its lifetime). */
+static void killed_case(const char *store, int own_stores, const char *remote, const char *what) {
     pgroup g;
-    int notify[2], i, victim = -1, survivors_ok = 1, total = 0;
+    int notify[2], i, victim = -1, total = 0;
     char c;
     struct pollfd pf;
     reset(0, 0);
     if (pipe(notify) != 0) { KT_FAILF("pipe"); return; }
     S->hang_first = 1;
     S->notify_fd = notify[1];
-    group_run(&g, 3, "killed", 0, NULL, 6, 1);
+    group_run(&g, 3, store, own_stores, remote, 6, 1);
     kt_sleep_ms(100);
     group_go(&g);
     pf.fd = notify[0];
@@ -385,7 +400,6 @@ static void many_killed(void) {
             KT_CHECK_MSG(WIFSIGNALED(g.status[i]) && WTERMSIG(g.status[i]) == SIGKILL, "the builder did not die of SIGKILL");
             continue;
         }
-        survivors_ok &= exited_ok(g.status[i]) && S->status[i] == KCACHE_OK && S->ok[i] == 6;
         KT_CHECK_MSG(exited_ok(g.status[i]) && S->status[i] == KCACHE_OK && S->ok[i] == 6, "survivor %d: status %d, %s, %d of 6 payloads",
                      i, g.status[i], kcache_strerror((kcache_status)S->status[i]), S->ok[i]);
     }
@@ -396,13 +410,50 @@ static void many_killed(void) {
         if (S->builds[i] == 2) {
             KT_CHECK_MSG(S->built_by[i][1] != S->built_by[i][0], "the killed builder's key was built again by the same process");
             KT_CHECK_MSG(S->takeover_us > S->kill_us, "the hung key was built again before its builder was killed");
-            printf("# many_killed: the killed builder's key taken over %.1f ms after SIGKILL\n", (S->takeover_us - S->kill_us) / 1e3);
+            printf("# %s: the killed builder's key taken over %.1f ms after SIGKILL\n", what, (S->takeover_us - S->kill_us) / 1e3);
         }
-    (void)survivors_ok;
+}
+
+static void many_killed(void) { killed_case("killed", 0, NULL, "many_killed"); }
+
+/* A build that forks, the child returning from it (threads 1): the child gets every payload, by
+   itself (nothing of the parent's batch is waited on), and so does the parent. */
+static void many_build_forks(void) {
+    kcache_job jobs[4];
+    kcache_key keys[4];
+    spec specs[4];
+    kcache *kc = open_store("forks", NULL);
+    int i, ok = 0, st = -1;
+    kcache_status s;
+    int64_t until;
+    if (!kc) { KT_FAILF("open"); return; }
+    reset(0, 0);
+    S->fork_in_build = 1;
+    S->fork_parent = (int)getpid();
+    make_jobs(jobs, keys, specs, 4, "forks", 0);
+    s = kcache_get_or_build_many(kc, jobs, 4, 1);
+    for (i = 0; i < 4; i++) ok += jobs[i].status == KCACHE_OK && kt_payload_ok(jobs[i].data, jobs[i].size, PAYLOAD(i), (unsigned)i);
+    if (getpid() != (pid_t)S->fork_parent) _exit(s == KCACHE_OK && ok == 4 ? 0 : 1); /* the child */
+    KT_CHECK_EQ_U64(s, KCACHE_OK);
+    KT_CHECK_EQ_U64(ok, 4);
+    for (i = 0; i < 4; i++) {
+        if (jobs[i].status == KCACHE_OK) kcache_release(kc, jobs[i].data);
+        kcache_key_free(&keys[i]);
+    }
+    until = now_us() + (int64_t)REAP_MS * 1000;
+    while (S->fork_child > 0 && waitpid((pid_t)S->fork_child, &st, WNOHANG) == 0 && now_us() < until) kt_sleep_ms(5);
+    KT_CHECK_MSG(S->fork_child > 0 && exited_ok(st), "the child of the build that forked: status %d", st);
+    kcache_close(kc);
 }
 
 static kt_redis R;
 static int have_redis;
+
+static void many_remote_killed(void) {
+    g_claim_ms = 1000; /* a dead builder's claim ends within a second */
+    killed_case("remote-killed", 1, R.url, "many_remote_killed");
+    g_claim_ms = 0;
+}
 
 static void many_remote(void) {
     pgroup g;
@@ -422,9 +473,11 @@ int main(void) {
     KT_RUN(many_procs);
     KT_RUN(many_threads);
     KT_RUN(many_killed);
+    KT_RUN(many_build_forks);
     have_redis = kt_redis_start(&R, g_root, 0, NULL);
     if (have_redis) {
         KT_RUN(many_remote);
+        KT_RUN(many_remote_killed);
         kt_redis_stop(&R);
     } else {
         printf("skip many_remote: redis-server did not start (scripts/deps.sh installs it)\n");
