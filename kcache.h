@@ -185,7 +185,7 @@
 
    LIMITS
        A key holds up to 65535 fields; names are printable and shorter than KCACHE_FIELD_NAME_MAX,
-       units shorter than KCACHE_UNIT_MAX. A build function passed to kcache_get_or_build must
+       units shorter than KCACHE_UNIT_MAX. A build function passed to kcache_get_or_build(_many) must
        return (no longjmp or C++ exception out of it). config.file and stats must not be truncated
        in place by anything else while the store is in use (they are mapped). On Windows files have
        no owner or mode bits kcache can read, so the store's owner/permission check is the
