@@ -11540,6 +11540,24 @@ KCACHE_API kcache_status kcache_get_or_build(kcache *kc, const kcache_key *k, kc
    remote's claims), each only tried: a key someone else builds is left for later, so every caller
    builds a key nobody builds while there is one, and waits only when none is left. */
 
+/* The cluster's claim, tried: KCACHE_EEXIST when another machine holds it (nothing held here);
+   else the remote asked (another machine may have built it since the batch's first look): the
+   payload, or a miss with *cl held when this process is to build (not held when the remote has no
+   claims or did not answer: then everyone builds, as without a remote). */
+static kcache_status kcache__cluster_try(kcache *kc, const kcache_key *k, kcache__rclaim *cl, const void **data, size_t *size) {
+    kcache__remote_ev ev;
+    kcache_status s;
+    memset(&ev, 0, sizeof ev);
+    if (kcache__rclaim_init(cl, kc->remote, k) && kcache__rclaim_take(cl, &ev) == KCACHE_EEXIST) {
+        s = KCACHE_EEXIST;
+        kcache__rclaim_end(cl, 0, &ev); /* (not held: nothing to give back) */
+    } else {
+        s = kcache__get(kc, k, data, size, 0, KCACHE__ASK_REMOTE);
+    }
+    kcache__remote_stats(kc, &ev);
+    return s;
+}
+
 /* One try at a key, waiting for nobody: KCACHE_OK (the payload in *data) or an error: the key is
    done; KCACHE_EEXIST: another thread, process or machine builds it now (nothing held: try later);
    KCACHE__FORKED. waited: seen busy before, so the first look asks the remote too (another
@@ -11592,17 +11610,7 @@ static kcache_status kcache__try_build(kcache *kc, const kcache_key *k, kcache_b
                 s = kcache__get(kc, k, data, size, 0, 0); /* its builder ended between the look and the claim */
             }
         }
-        if (s != KCACHE_OK && s != KCACHE__FORKED && s != KCACHE_EEXIST && kc->remote) {
-            kcache__remote_ev ev;
-            memset(&ev, 0, sizeof ev);
-            if (kcache__rclaim_init(&cl, kc->remote, k) && kcache__rclaim_take(&cl, &ev) == KCACHE_EEXIST) {
-                s = KCACHE_EEXIST;
-                kcache__rclaim_end(&cl, 0, &ev); /* (not held: nothing to give back) */
-            } else {
-                s = kcache__get(kc, k, data, size, 0, KCACHE__ASK_REMOTE);
-            }
-            kcache__remote_stats(kc, &ev);
-        }
+        if (s != KCACHE_OK && s != KCACHE__FORKED && s != KCACHE_EEXIST && kc->remote) s = kcache__cluster_try(kc, k, &cl, data, size);
     }
     if (s != KCACHE_OK && s != KCACHE__FORKED && s != KCACHE_EEXIST) {
         s = kcache__run_build(kc, build, user, &b, child);
