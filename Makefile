@@ -87,6 +87,13 @@ $(B)/asan/test_layers: tests/test_layers.c kcache.h tests/kt.h tests/kt_remote.h
 $(B)/asan/kcache-inspect: tools/kcache-inspect.c kcache.h | $(B)/asan
 	$(CC) $(STD) $(SAN) $(WARN) -I. -o $@ $< $(LDLIBS)
 REMOTE_TESTS := $(B)/test_remote $(B)/asan/test_remote $(B)/test_layers $(B)/asan/test_layers $(B)/asan/kcache-inspect
+# the batch call (kcache_get_or_build_many): processes and threads on one store, and stores of their
+# own sharing a redis-server
+$(B)/test_many: tests/test_many.c kcache.h tests/kt.h tests/kt_remote.h | $(B)
+	$(CC) $(STD) $(CFLAGS) $(WARN) -I. -o $@ $< $(REMOTE_LIBS)
+$(B)/asan/test_many: tests/test_many.c kcache.h tests/kt.h tests/kt_remote.h | $(B)/asan
+	$(CC) $(STD) $(SAN) $(WARN) -I. -o $@ $< $(REMOTE_LIBS)
+REMOTE_TESTS += $(B)/test_many $(B)/asan/test_many
 
 # the same tests with open-file-description locks compiled out (KCACHE_TEST_NO_OFD): process-
 # associated locks only, as on macOS and the BSDs, where only kcache's lock registry keeps two
@@ -174,6 +181,7 @@ test: check-deps
 	  demo-vulkan="tests/test_demo_vulkan.sh $(B)/vk_pipeline" \
 	  faults=$(FAULTS) \
 	  remote="$(B)/test_remote $(B)/kcache-top" asan/remote="$(B)/asan/test_remote $(B)/kcache-top" \
+	  many=$(B)/test_many asan/many=$(B)/asan/test_many \
 	  layers="bash tests/test_layers.sh $(B)/test_layers $(B)/kcache-inspect $(B)/kcache-top" \
 	  asan/layers="bash tests/test_layers.sh $(B)/asan/test_layers $(B)/asan/kcache-inspect $(B)/kcache-top" \
 	  attack="bash tests/test_attack.sh $(B)/test_attack" \
@@ -241,6 +249,8 @@ $(B)/bench_vulkan: bench/bench_vulkan.c bench/bench_util.h examples/vk_compute.h
 	$(CC) $(STD) $(BENCH_CFLAGS) $(WARN) -I. -o $@ $< $(VK_LIBS)
 $(B)/bench_remote: bench/bench_remote.c bench/bench_util.h tests/kt_remote.h examples/opencl_demo_kernel.h kcache.h | $(B)
 	$(CC) $(STD) $(BENCH_CFLAGS) $(WARN) -I. -o $@ $< -lOpenCL $(REMOTE_LIBS)
+$(B)/bench_many: bench/bench_many.c bench/bench_util.h tests/kt_remote.h kcache.h | $(B)
+	$(CC) $(STD) $(BENCH_CFLAGS) $(WARN) -I. -o $@ $< $(REMOTE_LIBS)
 $(B)/bench_%: bench/bench_%.c bench/bench_util.h kcache.h | $(B)
 	$(CC) $(STD) $(BENCH_CFLAGS) $(WARN) -I. -o $@ $< $(LDLIBS)
 
@@ -249,6 +259,7 @@ $(B)/bench_inspect: tools/kcache-inspect.c   # it includes the tool (and reads b
 $(TOOLS) $(B)/asan/kcache-inspect $(B)/fuzz_pickle $(B)/fuzz_store $(B)/fuzz_stats $(B)/bench_inspect: tools/ktext.h
 
 BENCHES := bench_hash bench_cache bench_evict bench_flight bench_index bench_opencl bench_pub bench_remote bench_inspect bench_stamp bench_vulkan
+BENCHES += bench_many
 bench: check-deps $(addprefix $(B)/,$(BENCHES)) $(B)/kcache-top
 	@for b in $(BENCHES); do echo "== $$b"; $(B)/$$b || exit 1; done
 

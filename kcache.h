@@ -157,9 +157,11 @@
    NEVER
        kcache installs no signal handler, atexit or atfork handler, and writes nothing to stdout; to
        stderr only the debug lines asked for (KCACHE_DEBUG, cfg.debug) when no log callback is set
-       (with one, everything goes to it). It starts no thread, with one exception: while
+       (with one, everything goes to it). It starts no thread, with two exceptions: while
        kcache_get_or_build holds a cluster-wide build claim on a remote tier (KCACHE_REMOTE, or a
        remote_ops table with a claim callback), one thread renews the claim; it ends with the build.
+       kcache_get_or_build_many with threads > 1 starts threads - 1 builders for the call (the
+       caller is one more) and joins them before it returns.
        The Redis backend blocks SIGPIPE in the calling thread around its writes and takes a SIGPIPE
        its own write raised, so a dead server cannot end the process (no handler is involved).
 
@@ -183,7 +185,7 @@
 
    LIMITS
        A key holds up to 65535 fields; names are printable and shorter than KCACHE_FIELD_NAME_MAX,
-       units shorter than KCACHE_UNIT_MAX. A build function passed to kcache_get_or_build must
+       units shorter than KCACHE_UNIT_MAX. A build function passed to kcache_get_or_build(_many) must
        return (no longjmp or C++ exception out of it). config.file and stats must not be truncated
        in place by anything else while the store is in use (they are mapped). On Windows files have
        no owner or mode bits kcache can read, so the store's owner/permission check is the
@@ -616,6 +618,28 @@ KCACHE_API size_t kcache_explain(kcache *kc, const kcache_key *k, char *buf, siz
 typedef int (*kcache_build_fn)(void *user, void **out, size_t *out_size);
 KCACHE_API kcache_status kcache_get_or_build(kcache *kc, const kcache_key *k, kcache_build_fn build,
                                              void *user, const void **data, size_t *size);
+
+/* Cooperative cold start: many keys at once. Every job's key is looked up first (hits cost what
+   kcache_get costs); the missing keys are then built on up to `threads` threads of the caller (0 or
+   1: the calling thread alone; started for the call and joined before it returns), each taking
+   first a key nobody else (no other thread, process, or machine through the remote's claims) is
+   building, and waiting on others' builds only when nothing is left to build; a builder that dies
+   hands its keys to the waiters, as for kcache_get_or_build. So P processes x T threads that need
+   the same K keys build each once, about K / (P x T) each. Jobs with the same key are built once
+   and share the payload. Returns when every job has its payload or its error: KCACHE_OK when all
+   succeeded, else the status of the lowest-numbered failed job; every job whose status is
+   KCACHE_OK holds a payload to release with kcache_release, whatever the return. One failed build
+   fails its own job only. The builds may run on several threads at once (threads > 1): a build
+   that forks returns in the child only when threads is 0 or 1. */
+typedef struct kcache_job {
+    const kcache_key *key;      /* in */
+    kcache_build_fn build;      /* in: as for kcache_get_or_build */
+    void *user;                 /* in */
+    const void *data;           /* out: the payload, released with kcache_release */
+    size_t size;                /* out */
+    kcache_status status;       /* out: this job's own status */
+} kcache_job;
+KCACHE_API kcache_status kcache_get_or_build_many(kcache *kc, kcache_job *jobs, size_t n, unsigned threads);
 
 /* ============================================================================================== */
 /* >>opencl  kcache_cl_build: OpenCL programs built once, loaded from the cache after that        */
@@ -11556,6 +11580,302 @@ KCACHE_API kcache_status kcache_get_or_build(kcache *kc, const kcache_key *k, kc
     } while (s == KCACHE__FORKED && ++tries < 3);
     return s == KCACHE__FORKED ? KCACHE_ELOCK : s;
 }
+
+/* ---- the batch: kcache_get_or_build_many ----
+   The same claims as kcache_get_or_build (this process's flights, the store's claim bytes, the
+   remote's claims), each only tried: a key someone else builds is left for later, so every caller
+   builds a key nobody builds while there is one, and waits only when none is left. */
+
+/* The cluster's claim, tried: KCACHE_EEXIST when another machine holds it (nothing held here);
+   else the remote asked (another machine may have built it since the batch's first look): the
+   payload, or a miss with *cl held when this process is to build (not held when the remote has no
+   claims or did not answer: then everyone builds, as without a remote). */
+static kcache_status kcache__cluster_try(kcache *kc, const kcache_key *k, kcache__rclaim *cl, const void **data, size_t *size) {
+    kcache__remote_ev ev;
+    kcache_status s;
+    memset(&ev, 0, sizeof ev);
+    if (kcache__rclaim_init(cl, kc->remote, k) && kcache__rclaim_take(cl, &ev) == KCACHE_EEXIST) {
+        s = KCACHE_EEXIST;
+        kcache__rclaim_end(cl, 0, &ev); /* (not held: nothing to give back) */
+    } else {
+        s = kcache__get(kc, k, data, size, 0, KCACHE__ASK_REMOTE);
+    }
+    kcache__remote_stats(kc, &ev);
+    return s;
+}
+
+/* One try at a key, waiting for nobody: KCACHE_OK (the payload in *data) or an error: the key is
+   done; KCACHE_EEXIST: another thread, process or machine builds it now (nothing held: try later);
+   KCACHE__FORKED. waited: seen busy before, so the first look asks the remote too (another
+   machine's build lands there, not in this store); and once the claims are ours it is asked
+   anyway: another machine may have built it since the batch's first look. alone: waited past
+   KCACHE_BUILD_WAIT, so build without claims, as kcache_get_or_build does. *child: as
+   kcache__run_build's (the child takes its payload and touches nothing else). */
+static kcache_status kcache__try_build(kcache *kc, const kcache_key *k, kcache_build_fn build, void *user, int waited, int alone,
+                                       const void **data, size_t *size, int *child) {
+    kcache__flight *f = NULL;
+    kcache__rclaim cl;
+    kcache__blob *b;
+    kcache_status s = KCACHE_MISS, remote_put = KCACHE_EDISABLED;
+    int claimed = 0, built = 0;
+    *child = 0;
+    *data = NULL;
+    *size = 0;
+    cl.r = NULL;
+    if (!alone && k->error == KCACHE_OK && kc->cfg.enable) {
+        kcache__mutex_lock(&kc->lock);
+        for (f = kc->flights; f; f = f->next)
+            if (kcache__same(f->digest, k->digest)) break;
+        if (f) { /* a thread of this process builds it */
+            int forked = kcache__pid() != kc->pid; /* (a thread of the parent: it never ends here) */
+            if (forked) kcache__atomic_store_u32(&kc->forked, 1);
+            kcache__mutex_unlock(&kc->lock);
+            return forked ? KCACHE__FORKED : KCACHE_EEXIST;
+        }
+        if ((f = (kcache__flight *)kcache__mem_alloc(&kc->mem, sizeof *f)) != NULL) {
+            memset(f, 0, sizeof *f);
+            f->digest = k->digest;
+            f->refs = 1;
+            kcache__cond_init(&f->cond);
+            f->next = kc->flights;
+            kc->flights = f;
+        }
+        kcache__mutex_unlock(&kc->lock);
+    }
+    if (f) {
+        s = kcache__get(kc, k, data, size, 0, waited ? KCACHE__ASK_REMOTE : 0); /* put meanwhile? */
+        if (s != KCACHE_OK && s != KCACHE__FORKED && kc->store && !kc->store->readonly) {
+            int got = kcache__lockfile_claim(kc->store->lf, kcache__claim_offset(k->digest));
+            if (got < 0 && errno == ECHILD) {
+                kcache__atomic_store_u32(&kc->store->forked, 1);
+                s = KCACHE__FORKED;
+            } else if (got == 0) {
+                s = KCACHE_EEXIST;
+            } else if (got == 1) {
+                claimed = 1;
+                s = kcache__get(kc, k, data, size, 0, 0); /* its builder ended between the look and the claim */
+            }
+        }
+        if (s != KCACHE_OK && s != KCACHE__FORKED && s != KCACHE_EEXIST && kc->remote) s = kcache__cluster_try(kc, k, &cl, data, size);
+    }
+    if (s != KCACHE_OK && s != KCACHE__FORKED && s != KCACHE_EEXIST) {
+        s = kcache__run_build(kc, build, user, &b, child);
+        if (*child) { /* forked inside the build: the child takes its payload and goes */
+            if (s == KCACHE_OK) {
+                *data = b->data;
+                *size = b->size;
+            }
+            return s;
+        }
+        built = 1;
+        if (s == KCACHE_OK) {
+            *data = b->data;
+            *size = b->size;
+            if (f) { /* (alone: as kcache_get_or_build after its wait, the result is not stored) */
+                kcache__blob_ref(b);
+                kcache__put_blob(kc, k, b, 1, &remote_put); /* to the store now: other processes look there */
+            }
+        }
+    }
+    if (cl.r) { /* the other machines read the result (ours, or the one we found), or build on their own */
+        kcache__remote_ev ev;
+        memset(&ev, 0, sizeof ev);
+        kcache__rclaim_end(&cl, s == KCACHE_OK && (!built || remote_put == KCACHE_OK), &ev);
+        kcache__remote_stats(kc, &ev);
+    }
+    if (claimed) kcache__unclaim(kc, k->digest);
+    if (f) kcache__flight_end(kc, f);
+    return s;
+}
+
+enum { KCACHE__JOB_OPEN, KCACHE__JOB_TAKEN, KCACHE__JOB_DONE };
+
+/* What the workers of one batch share (m guards it all). */
+typedef struct kcache__batch {
+    kcache *kc;                /* the handle the workers use */
+    kcache_job *jobs;
+    size_t *todo, ntodo;       /* the jobs to build: one per distinct missing key, in the caller's order */
+    unsigned char *state;      /* per todo: KCACHE__JOB_* (taken: a worker is trying it now) */
+    int64_t *busy_since;       /* per todo: when first seen built by someone else (0: not yet) */
+    size_t left;               /* todo not done */
+    uint64_t ends;             /* todo done so far: a waiting worker wakes when it moves */
+    int forked, child;         /* the process is a fork of kc's: stop (the caller goes on) */
+    kcache__mutex m;
+    kcache__cond c;
+} kcache__batch;
+
+/* A worker: passes over the keys left, trying each that no worker of the batch holds; when a pass
+   built nothing because others build every key left, it waits (woken by this batch's workers, else
+   looking again after 1 ms doubling to 20 ms: another process's or machine's end is seen in the
+   store, or as its claim given back, and a dead builder's claim as free). */
+static void kcache__batch_work(kcache__batch *bt) {
+    unsigned pause_ms = 1;
+    kcache__mutex_lock(&bt->m);
+    while (bt->left && !bt->forked && !bt->child) {
+        uint64_t seen = bt->ends;
+        int progress = 0;
+        size_t i;
+        for (i = 0; i < bt->ntodo && !bt->forked && !bt->child; i++) {
+            kcache_job *j = &bt->jobs[bt->todo[i]];
+            const void *d;
+            size_t n;
+            kcache_status s;
+            int child, alone;
+            if (bt->state[i] != KCACHE__JOB_OPEN) continue;
+            bt->state[i] = KCACHE__JOB_TAKEN;
+            alone = bt->busy_since[i] && kcache__mono_ns() - bt->busy_since[i] > (int64_t)bt->kc->cfg.build_wait_ms * 1000000;
+            kcache__mutex_unlock(&bt->m);
+            s = kcache__try_build(bt->kc, j->key, j->build, j->user, bt->busy_since[i] != 0, alone, &d, &n, &child);
+            if (child) { /* this thread alone in a forked child: no lock of the parent's is touched */
+                j->data = d;
+                j->size = n;
+                j->status = s;
+                bt->state[i] = KCACHE__JOB_DONE;
+                bt->child = 1;
+                return;
+            }
+            if (s == KCACHE_EEXIST && !bt->busy_since[i]) kcache__count_wait(bt->kc);
+            kcache__mutex_lock(&bt->m);
+            if (s == KCACHE_EEXIST || s == KCACHE__FORKED) {
+                if (!bt->busy_since[i]) bt->busy_since[i] = kcache__mono_ns();
+                bt->forked |= s == KCACHE__FORKED;
+                bt->state[i] = KCACHE__JOB_OPEN;
+                continue;
+            }
+            j->data = d;
+            j->size = n;
+            j->status = s;
+            bt->state[i] = KCACHE__JOB_DONE;
+            bt->left--;
+            bt->ends++;
+            progress = 1;
+            kcache__cond_broadcast(&bt->c);
+        }
+        if (progress) {
+            pause_ms = 1;
+            continue;
+        }
+        if (!bt->left || bt->forked || bt->child || bt->ends != seen) continue;
+        kcache__cond_wait_until(&bt->c, &bt->m, kcache__now_ns() + (int64_t)pause_ms * 1000000);
+        if (pause_ms < 20) pause_ms = pause_ms * 2 > 20 ? 20 : pause_ms * 2;
+    }
+    kcache__mutex_unlock(&bt->m);
+}
+
+KCACHE__THREAD_FN(kcache__batch_worker, arg) {
+    kcache__batch_work((kcache__batch *)arg);
+    KCACHE__THREAD_END;
+}
+
+/* Orders the distinct-key sort: by digest, then by job number (the lowest job of a key leads it). */
+typedef struct kcache__batch_ord { kcache_hash128 d; size_t i; } kcache__batch_ord;
+static int kcache__batch_cmp(const void *a, const void *b) {
+    const kcache__batch_ord *x = (const kcache__batch_ord *)a, *y = (const kcache__batch_ord *)b;
+    if (x->d.hi != y->d.hi) return x->d.hi < y->d.hi ? -1 : 1;
+    if (x->d.lo != y->d.lo) return x->d.lo < y->d.lo ? -1 : 1;
+    return x->i < y->i ? -1 : x->i > y->i;
+}
+
+KCACHE_API kcache_status kcache_get_or_build_many(kcache *kc, kcache_job *jobs, size_t n, unsigned threads) {
+    kcache__batch bt;
+    kcache__batch_ord *ord = NULL;
+    kcache__thread *th = NULL;
+    size_t *lead = NULL, i, nmiss = 0, nth = 0, started = 0;
+    kcache *h = NULL;
+    int tries = 0;
+    if (n && !jobs) return KCACHE_EINVAL;
+    for (i = 0; i < n; i++) {
+        jobs[i].data = NULL;
+        jobs[i].size = 0;
+        jobs[i].status = !kc || !jobs[i].build || !kcache__key_usable(jobs[i].key) ? KCACHE_EINVAL : KCACHE_MISS;
+    }
+    if (kc && (h = kcache__live(kc, 0)) == NULL)
+        for (i = 0; i < n; i++) jobs[i].status = jobs[i].status == KCACHE_MISS ? KCACHE_ENOMEM : jobs[i].status;
+    /* what is there already: each a lookup as kcache_get's (memory, the store, then the lower tiers) */
+    for (i = 0; h && i < n; i++) {
+        kcache_status s;
+        if (jobs[i].status != KCACHE_MISS) continue;
+        s = kcache__get(h, jobs[i].key, &jobs[i].data, &jobs[i].size, 1, KCACHE__ASK_LOWER);
+        while (s == KCACHE__FORKED && ++tries < 3 && (h = kcache__live(kc, 0)) != NULL)
+            s = kcache__get(h, jobs[i].key, &jobs[i].data, &jobs[i].size, 1, KCACHE__ASK_LOWER);
+        if (s == KCACHE__FORKED || !h) break; /* the rest goes through kcache_get_or_build below */
+        if (s == KCACHE_OK) jobs[i].status = KCACHE_OK;
+        else nmiss++;
+    }
+    memset(&bt, 0, sizeof bt);
+    if (nmiss && h && i == n) {
+        /* the distinct keys missing, in the caller's order: every process goes through them alike, so
+           they meet on the first ones and spread over the next */
+        ord = (kcache__batch_ord *)KCACHE_MALLOC(nmiss * sizeof *ord);
+        lead = (size_t *)KCACHE_MALLOC(n * sizeof *lead);
+        bt.todo = (size_t *)KCACHE_MALLOC(nmiss * sizeof *bt.todo);
+        bt.state = (unsigned char *)KCACHE_MALLOC(nmiss);
+        bt.busy_since = (int64_t *)KCACHE_MALLOC(nmiss * sizeof *bt.busy_since);
+    }
+    if (bt.busy_since && ord && lead && bt.todo && bt.state) {
+        size_t m = 0;
+        for (i = 0; i < n; i++) {
+            lead[i] = i;
+            /* a key that cannot be stored (incomplete, caching off) is built by its own job */
+            if (jobs[i].status == KCACHE_MISS && jobs[i].key->error == KCACHE_OK && h->cfg.enable) {
+                ord[m].d = jobs[i].key->digest;
+                ord[m++].i = i;
+            }
+        }
+        qsort(ord, m, sizeof *ord, kcache__batch_cmp);
+        for (i = 1; i < m; i++)
+            if (kcache__same(ord[i].d, ord[i - 1].d)) lead[ord[i].i] = lead[ord[i - 1].i];
+        for (i = 0; i < n; i++)
+            if (jobs[i].status == KCACHE_MISS && lead[i] == i) {
+                bt.state[bt.ntodo] = KCACHE__JOB_OPEN;
+                bt.busy_since[bt.ntodo] = 0;
+                bt.todo[bt.ntodo++] = i;
+            }
+        bt.kc = h;
+        bt.jobs = jobs;
+        bt.left = bt.ntodo;
+        kcache__mutex_init(&bt.m);
+        kcache__cond_init(&bt.c);
+        nth = threads > 1 ? threads - 1 : 0; /* the caller is a worker too */
+        if (nth > bt.ntodo - 1) nth = bt.ntodo - 1;
+        if (nth) th = (kcache__thread *)KCACHE_MALLOC(nth * sizeof *th);
+        if (!th) nth = 0;
+        KCACHE__DEBUG(h, "build many: %zu jobs, %zu hits, %zu keys to build on %zu thread(s)", n, n - nmiss, bt.ntodo, nth + 1);
+        for (started = 0; started < nth && kcache__thread_start(&th[started], kcache__batch_worker, &bt); started++) {
+        }
+        kcache__batch_work(&bt);
+        if (!bt.child) {
+            for (i = 0; i < started; i++) kcache__thread_join(th[i]);
+            kcache__cond_destroy(&bt.c);
+            kcache__mutex_destroy(&bt.m);
+        }
+        for (i = 0; i < bt.ntodo; i++) /* left by a fork: the rest goes through kcache_get_or_build */
+            if (bt.state[i] != KCACHE__JOB_DONE) jobs[bt.todo[i]].status = KCACHE_MISS;
+        for (i = 0; i < n; i++) /* the same key's other jobs share its payload */
+            if (lead[i] != i && jobs[lead[i]].status != KCACHE_MISS) {
+                jobs[i].status = jobs[lead[i]].status;
+                if (jobs[i].status == KCACHE_OK) {
+                    kcache__blob_ref(kcache__blob_of(jobs[lead[i]].data));
+                    jobs[i].data = jobs[lead[i]].data;
+                    jobs[i].size = jobs[lead[i]].size;
+                }
+            }
+    }
+    KCACHE_FREE(th);
+    KCACHE_FREE(ord);
+    KCACHE_FREE(lead);
+    KCACHE_FREE(bt.todo);
+    KCACHE_FREE(bt.state);
+    KCACHE_FREE(bt.busy_since);
+    /* anything left (out of memory, a fork): one key at a time */
+    for (i = 0; i < n; i++)
+        if (jobs[i].status == KCACHE_MISS)
+            jobs[i].status = kcache_get_or_build(kc, jobs[i].key, jobs[i].build, jobs[i].user, &jobs[i].data, &jobs[i].size);
+    for (i = 0; i < n; i++)
+        if (jobs[i].status != KCACHE_OK) return jobs[i].status;
+    return KCACHE_OK;
+}
+
 
 /* ============================================================================================== */
 /* >>opencl  kcache_cl_build: a key per device, binary checks, the in-process program cache       */

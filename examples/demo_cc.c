@@ -8,6 +8,9 @@
        ./demo_cc             # the first run of all compiles
        ./demo_cc             # loads from the cache and says how much time that saved
        ./demo_cc --fresh     # drops this kernel's entry first, so it compiles again
+       ./demo_cc --ranks 4 --kernels 12 [--threads 2] [--fresh]
+                             # a start-up: 4 processes at once, each needing 12 variants of the
+                             # kernel (kcache_get_or_build_many): each compiled once, shared out
 
    The cache is the default one ($KCACHE_DIR, else $XDG_CACHE_HOME/kcache or ~/.cache/kcache).
    examples/jit_cache.h holds what this and nvrtc_ptx.c do the same way. */
@@ -37,17 +40,18 @@ static const char kernel_source[] =
     "}\n";
 static const char compile_options[] = "-O2 -shared -fPIC";
 
-/* jit_compile_fn: cc into a temp directory, the shared object's bytes back. */
+/* jit_compile_fn: cc into a temp directory, the shared object's bytes back. user: NULL, or (from
+   jit_ranks) the jit_kernel whose index names the variant (VARIANT, defined before the source). */
 static int compile_kernel(void *user, unsigned char **out, size_t *size) {
     char dir[] = "/tmp/kcache-demo-XXXXXX", src[64], obj[64], cmd[256];
     FILE *f;
     long n;
     int rc = 1;
-    (void)user;
     if (!mkdtemp(dir)) return 1;
     snprintf(src, sizeof src, "%s/kernel.c", dir);
     snprintf(obj, sizeof obj, "%s/kernel.so", dir);
     if ((f = fopen(src, "w")) != NULL) {
+        if (user) fprintf(f, "#define VARIANT %u\n", ((const jit_kernel *)user)->index);
         fputs(kernel_source, f);
         fclose(f);
         snprintf(cmd, sizeof cmd, "cc %s -o %s %s", compile_options, obj, src);
@@ -88,6 +92,16 @@ static void *load_kernel(const void *bytes, size_t size, void **handle) {
     return fn;
 }
 
+/* jit_key_fn: variant i of the kernel (user: the compiler's path). */
+static void variant_key(kcache *kc, unsigned i, void *user, kcache_key *key) {
+    kcache_key_init(key, "demo.mandelbrot");
+    kcache_key_str(key, "source", kernel_source);
+    kcache_key_str(key, "options", compile_options);
+    kcache_key_u64(key, "variant", i);
+    kcache_key_file(key, "compiler", (const char *)user);
+    kcache_key_host_from(key, kc);
+}
+
 int main(int argc, char **argv) {
     kcache *kc;
     kcache_key key;
@@ -95,12 +109,25 @@ int main(int argc, char **argv) {
     jit_result r;
     void *handle, *fn;
     long (*kernel)(int);
-    int fresh = argc > 1 && strcmp(argv[1], "--fresh") == 0;
+    int fresh = 0, i;
+    unsigned ranks = 0, kernels = 12, threads = 1;
 
-    if (kcache_open(&kc, NULL) != KCACHE_OK) return 1;
+    for (i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--fresh") == 0) fresh = 1;
+        else if (strcmp(argv[i], "--ranks") == 0 && i + 1 < argc) ranks = (unsigned)atoi(argv[++i]);
+        else if (strcmp(argv[i], "--kernels") == 0 && i + 1 < argc) kernels = (unsigned)atoi(argv[++i]);
+        else if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc) threads = (unsigned)atoi(argv[++i]);
+        else {
+            fprintf(stderr, "usage: %s [--fresh] [--ranks P [--kernels K] [--threads T]]\n", argv[0]);
+            return 2;
+        }
+    }
     /* the compiler binary that `cc` runs is a file dependency: an upgraded compiler is a miss that
        kcache_explain names ("a dependency changed") */
     if (jit_find_program("cc", cc, sizeof cc) != 0) { fprintf(stderr, "demo: no cc on PATH\n"); return 1; }
+    if (ranks > 0 && kernels > 0 && ranks <= 256 && kernels <= 4096)
+        return jit_ranks("kcache demo ranks", ranks, threads, kernels, fresh, variant_key, compile_kernel, cc);
+    if (kcache_open(&kc, NULL) != KCACHE_OK) return 1;
     kcache_key_init(&key, "demo.mandelbrot");
     kcache_key_str(&key, "source", kernel_source);
     kcache_key_str(&key, "options", compile_options);

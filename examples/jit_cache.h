@@ -3,7 +3,9 @@
 
    A compiled artifact is stored with the time its compile took (8 bytes before it), so that a hit
    can say what it saved. The build runs through kcache_get_or_build: threads and processes that
-   miss the same key together compile it once. Include after kcache.h (declarations only). */
+   miss the same key together compile it once; jit_ranks starts many processes that need the same
+   set of kernels (kcache_get_or_build_many: they share the compiles out). Include after kcache.h
+   (declarations only). */
 #ifndef JIT_CACHE_H
 #define JIT_CACHE_H
 
@@ -104,6 +106,105 @@ static void jit_report_run(const jit_result *r, const char *compiler) {
         printf("  run    : MISS - compiled with %s and cached: ready in %.1f ms (compile %.1f ms)\n", compiler, r->ready_ms,
                r->compile_ms);
 }
+
+/* ---- a start-up of many processes at once (MPI ranks, a job array), each needing the same kernels ---- */
+#if !defined(_WIN32)
+#include <sys/mman.h>
+#include <sys/wait.h>
+
+typedef void (*jit_key_fn)(kcache *kc, unsigned kernel, void *user, kcache_key *key); /* kernel's key */
+typedef struct jit_kernel { unsigned index; void *user; } jit_kernel; /* jit_ranks' compile gets one as user */
+typedef struct jit_rank { int ok, compiles; double compile_ms, end_ms; } jit_rank;
+
+/* `ranks` processes forked here start together, each opening the default store and asking for the
+   same `kernels` kernels with one kcache_get_or_build_many on `threads` threads: every kernel is
+   compiled once, the compiles shared out among the ranks (and their threads). fresh: the kernels'
+   entries are removed first. Prints who compiled what and the wall time; 0 when every rank got
+   every kernel. */
+static JIT_UNUSED int jit_ranks(const char *title, unsigned ranks, unsigned threads, unsigned kernels, int fresh, jit_key_fn key_of,
+                                jit_compile_fn compile, void *user) {
+    jit_rank *rep = (jit_rank *)mmap(NULL, sizeof *rep * ranks, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    int gate[2], ready[2], bad = 0;
+    unsigned r, i, compiles = 0, workers = ranks * (threads ? threads : 1);
+    double start, end = 0, compile_ms = 0;
+    kcache *kc;
+    kcache_key key;
+    if (rep == MAP_FAILED || pipe(gate) != 0 || pipe(ready) != 0 || kcache_open(&kc, NULL) != KCACHE_OK) return 1;
+    for (i = 0; fresh && i < kernels; i++) {
+        key_of(kc, i, user, &key);
+        kcache_remove(kc, &key);
+        kcache_key_free(&key);
+    }
+    kcache_close(kc);
+    memset(rep, 0, sizeof *rep * ranks);
+    for (r = 0; r < ranks; r++) {
+        fflush(stdout);
+        if (fork() == 0) { /* rank r */
+            kcache_key *keys = (kcache_key *)calloc(kernels, sizeof *keys);
+            kcache_job *jobs = (kcache_job *)calloc(kernels, sizeof *jobs);
+            jit_build *builds = (jit_build *)calloc(kernels, sizeof *builds);
+            jit_kernel *ks = (jit_kernel *)calloc(kernels, sizeof *ks);
+            char c = 1;
+            if (!keys || !jobs || !builds || !ks || kcache_open(&kc, NULL) != KCACHE_OK) _exit(1);
+            for (i = 0; i < kernels; i++) {
+                key_of(kc, i, user, &keys[i]);
+                ks[i].index = i;
+                ks[i].user = user;
+                builds[i].compile = compile;
+                builds[i].user = &ks[i];
+                jobs[i].key = &keys[i];
+                jobs[i].build = jit_build_cb;
+                jobs[i].user = &builds[i];
+            }
+            close(gate[1]);
+            if (write(ready[1], &c, 1) != 1 || read(gate[0], &c, 1) < 0) _exit(1);
+            kcache_get_or_build_many(kc, jobs, kernels, threads);
+            rep[r].end_ms = jit_now_ms();
+            for (i = 0; i < kernels; i++) {
+                if (jobs[i].status == KCACHE_OK && jobs[i].size >= 8) {
+                    double ms;
+                    memcpy(&ms, jobs[i].data, 8);
+                    rep[r].ok++;
+                    if (builds[i].called) { rep[r].compiles++; rep[r].compile_ms += ms; }
+                    kcache_release(kc, jobs[i].data);
+                }
+                kcache_key_free(&keys[i]);
+            }
+            kcache_close(kc);
+            _exit(0);
+        }
+    }
+    close(gate[0]);
+    close(ready[1]);
+    for (r = 0; r < ranks; r++) { /* every rank has opened its kcache and made its keys */
+        char c;
+        if (read(ready[0], &c, 1) != 1) break;
+    }
+    start = jit_now_ms();
+    close(gate[1]); /* go */
+    while (wait(NULL) > 0) {
+    }
+    close(ready[0]);
+    printf("%s: %u processes x %u thread(s) start together, each needing the same %u kernels\n", title, ranks, threads ? threads : 1, kernels);
+    printf("  compiled : per process");
+    for (r = 0; r < ranks; r++) {
+        printf(" %d", rep[r].compiles);
+        compiles += (unsigned)rep[r].compiles;
+        compile_ms += rep[r].compile_ms;
+        bad += rep[r].ok != (int)kernels;
+        if (rep[r].end_ms > end) end = rep[r].end_ms;
+    }
+    printf(" = %u compiles of %u kernels%s\n", compiles, kernels, compiles == 0 ? " (all from the cache)" : compiles == kernels ? " (each once)" : "");
+    if (compiles)
+        printf("  wall     : %.0f ms from the start to the last process ready; the compiles took %.0f ms in all: %.2fx that over %u workers\n",
+               end - start, compile_ms, (end - start) / (compile_ms / workers), workers);
+    else
+        printf("  wall     : %.1f ms from the start to the last process ready\n", end - start);
+    if (bad) printf("  FAILED   : %d process(es) did not get every kernel\n", bad);
+    munmap(rep, sizeof *rep * ranks);
+    return bad != 0;
+}
+#endif
 
 /* A function's address as kcache_key_library takes it (ISO C has no cast from a function pointer
    to void *; POSIX makes the bytes the same). */

@@ -13,6 +13,9 @@
        ./nvrtc_ptx --arch compute_90    # another architecture: another entry
        ./nvrtc_ptx --fresh -o saxpy.ptx # drops the entry first; writes the PTX to a file
        ./nvrtc_ptx --run                # and runs the kernel on the GPU (exit 3: no CUDA driver)
+       ./nvrtc_ptx --ranks 16 --kernels 24 [--threads T] [--fresh]
+                                        # a start-up: 16 processes (ranks) at once, each needing 24
+                                        # variants (-DVARIANT=k): each compiled once, shared out
 
    Build (the Makefile does, when a CUDA toolkit is in /usr/local/cuda*):
        cc -std=c99 -I. -I/usr/local/cuda/include examples/nvrtc_ptx.c -L/usr/local/cuda/lib64 \
@@ -67,6 +70,47 @@ static int compile_ptx(void *user, unsigned char **out, size_t *size) {
     *size = n;
     nvrtcDestroyProgram(&prog);
     return 0;
+}
+
+/* ---- --ranks: many processes needing the same variants of the kernel ---- */
+
+typedef struct ranks_ctx { ptx_job job; const char *joined, *arch; int major, minor; } ranks_ctx;
+
+/* What names a PTX: the source, the options, the architecture, NVRTC's version and library. */
+static void ptx_key(kcache_key *key, const char *joined, const char *arch, int major, int minor) {
+    const void *nvrtc_fn;
+    nvrtcResult (*compile_fn)(nvrtcProgram, int, const char *const *) = nvrtcCompileProgram;
+    kcache_key_init(key, "nvrtc.saxpy");
+    kcache_key_str(key, "source", saxpy_source);
+    kcache_key_str(key, "options", joined);
+    kcache_key_str(key, "arch", arch);
+    kcache_key_u64(key, "nvrtc.version", (uint64_t)major * 1000 + (uint64_t)minor);
+    JIT_FN_ADDRESS(compile_fn, nvrtc_fn);
+    if (kcache_key_library(key, "nvrtc.library", nvrtc_fn) != KCACHE_OK)
+        fprintf(stderr, "nvrtc: the loaded NVRTC library was not found; the key has no stamp of it\n");
+}
+
+/* jit_key_fn: variant i (user: the ranks_ctx). */
+static void variant_key(kcache *kc, unsigned i, void *user, kcache_key *key) {
+    const ranks_ctx *c = (const ranks_ctx *)user;
+    (void)kc;
+    ptx_key(key, c->joined, c->arch, c->major, c->minor);
+    kcache_key_u64(key, "variant", i);
+}
+
+/* jit_compile_fn for jit_ranks: variant k, compiled with -DVARIANT=k (user: the jit_kernel). */
+static int compile_variant(void *user, unsigned char **out, size_t *size) {
+    const jit_kernel *k = (const jit_kernel *)user;
+    ptx_job j = ((const ranks_ctx *)k->user)->job;
+    const char *opts[8];
+    char define[32];
+    int i, n = 0;
+    for (i = 0; i < j.noptions && n < 6; i++) opts[n++] = j.options[i];
+    snprintf(define, sizeof define, "-DVARIANT=%u", k->index);
+    opts[n++] = define;
+    j.options = opts;
+    j.noptions = n;
+    return compile_ptx(&j, out, size);
 }
 
 /* ---- the CUDA driver, for --run ------------------------------------------------------------
@@ -181,18 +225,20 @@ int main(int argc, char **argv) {
     kcache_key key;
     jit_result r;
     ptx_job job;
-    const void *nvrtc_fn;
     const char *target;
     int major = 0, minor = 0, i, fresh = 0, run = 0, rc = 0;
-    nvrtcResult (*compile_fn)(nvrtcProgram, int, const char *const *) = nvrtcCompileProgram;
+    unsigned ranks = 0, kernels = 24, threads = 1;
 
     for (i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--fresh") == 0) fresh = 1;
         else if (strcmp(argv[i], "--arch") == 0 && i + 1 < argc) arch = argv[++i];
         else if (strcmp(argv[i], "-o") == 0 && i + 1 < argc) out_path = argv[++i];
         else if (strcmp(argv[i], "--run") == 0) run = 1;
+        else if (strcmp(argv[i], "--ranks") == 0 && i + 1 < argc) ranks = (unsigned)atoi(argv[++i]);
+        else if (strcmp(argv[i], "--kernels") == 0 && i + 1 < argc) kernels = (unsigned)atoi(argv[++i]);
+        else if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc) threads = (unsigned)atoi(argv[++i]);
         else {
-            fprintf(stderr, "usage: %s [--fresh] [--arch compute_XX] [-o file.ptx] [--run]\n", argv[0]);
+            fprintf(stderr, "usage: %s [--fresh] [--arch compute_XX] [-o file.ptx] [--run] [--ranks P [--kernels K] [--threads T]]\n", argv[0]);
             return 2;
         }
     }
@@ -202,16 +248,18 @@ int main(int argc, char **argv) {
     job.options = options;
     job.noptions = 2;
     if (nvrtcVersion(&major, &minor) != NVRTC_SUCCESS) { fprintf(stderr, "nvrtc: nvrtcVersion failed\n"); return 1; }
+    if (ranks > 0 && kernels > 0 && ranks <= 256 && kernels <= 4096) {
+        ranks_ctx c;
+        c.job = job;
+        c.joined = joined;
+        c.arch = arch;
+        c.major = major;
+        c.minor = minor;
+        return jit_ranks("kcache nvrtc ranks", ranks, threads, kernels, fresh, variant_key, compile_variant, &c);
+    }
 
     if (kcache_open(&kc, NULL) != KCACHE_OK) return 1;
-    kcache_key_init(&key, "nvrtc.saxpy");
-    kcache_key_str(&key, "source", saxpy_source);
-    kcache_key_str(&key, "options", joined);
-    kcache_key_str(&key, "arch", arch);
-    kcache_key_u64(&key, "nvrtc.version", (uint64_t)major * 1000 + (uint64_t)minor);
-    JIT_FN_ADDRESS(compile_fn, nvrtc_fn);
-    if (kcache_key_library(&key, "nvrtc.library", nvrtc_fn) != KCACHE_OK)
-        fprintf(stderr, "nvrtc: the loaded NVRTC library was not found; the key has no stamp of it\n");
+    ptx_key(&key, joined, arch, major, minor);
     if (jit_get(kc, &key, fresh, compile_ptx, &job, &r) != 0) return 1;
 
     jit_report_head(kc, "kcache nvrtc", &r);

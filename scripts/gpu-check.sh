@@ -4,7 +4,8 @@
 # with numba). It prints what it saw and writes the logs, and a tar of the numba caches it made,
 # under OUT.
 #   1. NVRTC: tests/test_demo.sh on examples/nvrtc_ptx.c, then nvrtc_ptx --run: the PTX, compiled
-#      and then read back from the store, loaded by the CUDA driver and saxpy checked on the GPU.
+#      and then read back from the store, loaded by the CUDA driver and saxpy checked on the GPU;
+#      then 16 ranks needing 24 kernels at once (nvrtc_ptx --ranks: kcache_get_or_build_many).
 #   2. OpenCL on NVIDIA's driver (not PoCL): opencl_demo and opencl_saxpy twice each on one store,
 #      the second run loading the stored binary (PTX) with clCreateProgramWithBinary.
 #   3. Vulkan on NVIDIA's driver: bench_vulkan (cold, NVIDIA's own disk cache, a raw blob, kcache's
@@ -37,6 +38,13 @@ export KCACHE_DIR=$tmp/nvrtc
 for args in "--run" "--run" "--arch compute_90 --run" "--arch compute_90 --run"; do
     # shellcheck disable=SC2086
     build/nvrtc_ptx $args 2>&1; echo "(nvrtc_ptx $args: exit $?)"
+done
+# a start-up of 16 ranks needing 24 NVRTC kernels (the measurement, kcache_get_or_build_many):
+# each compiled once and shared out, then a warm start
+export KCACHE_DIR=$tmp/nvrtc-ranks
+for run in cold warm; do
+    echo "-- nvrtc ranks, $run"
+    build/nvrtc_ptx --ranks 16 --kernels 24 2>&1; echo "(nvrtc_ptx --ranks 16 --kernels 24: exit $?)"
 done
 
 section OpenCL on NVIDIA

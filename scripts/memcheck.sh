@@ -23,7 +23,7 @@ quick=${KT_QUICK:-1}
 limit=${KT_TIMEOUT:-900}
 CC=${CC:-cc}
 WARN="-Wall -Wextra -Wpedantic -Werror"
-TESTS="test_hash test_host test_key test_lru test_threads test_store test_flight test_index test_exchange test_hostile test_backend test_opencl test_remote test_layers"
+TESTS="test_hash test_host test_key test_lru test_threads test_store test_flight test_index test_exchange test_hostile test_backend test_opencl test_remote test_layers test_many"
 [ $# -gt 0 ] && TESTS="$*"
 # the groups of test_opencl kept in a quick run: under valgrind the paths through kcache's OpenCL
 # layer (miss, store, disk hit and explain in a new process, the in-process repeat;
@@ -95,7 +95,7 @@ run_one() { # label, binary, environment...
 for t in $TESTS; do
     libs=
     [ "$t" = test_opencl ] && libs=-lOpenCL
-    [ "$t" = test_remote ] || [ "$t" = test_layers ] && libs="-lhiredis -lzstd -lcrypto"
+    [ "$t" = test_remote ] || [ "$t" = test_layers ] || [ "$t" = test_many ] && libs="-lhiredis -lzstd -lcrypto"
     if [ ! -x "$out/$t" ] || [ "tests/$t.c" -nt "$out/$t" ] || [ kcache.h -nt "$out/$t" ] || [ tests/kt.h -nt "$out/$t" ] ||
        [ tests/kt_remote.h -nt "$out/$t" ]; then
         compile "$t" "$libs" || { echo "FAIL $tool/$t: does not build"; bad=1; continue; }

@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # tests/test_demo.sh DEMO_CC [NVRTC_PTX [KCACHE_INSPECT]] - the JIT examples, each on its own store.
 #   demo_cc (make demo-cc's program, run as make demo-cc runs it): the first run compiles and says
-#     why (never stored), the next one hits and computes the same; --fresh says it cleared the entry.
+#     why (never stored), the next one hits and computes the same; --fresh says it cleared the entry;
+#     --ranks 3 --kernels 6: 3 processes at once compile each kernel once, then none on a second run.
 #   nvrtc_ptx (CUDA C to PTX with NVRTC; built where a CUDA toolkit is, else one skip line): the
 #     first run compiles, the next hits with the same PTX, which the CUDA driver loads and runs
 #     correctly where there is a GPU (else one skip line); another architecture is another entry,
 #     explained by its field; the key holds the NVRTC library actually loaded: a copy of it loaded
-#     instead is a miss, and a change to that copy is a miss that names the library's stamp.
+#     instead is a miss, and a change to that copy is a miss that names the library's stamp;
+#     --ranks 3 --kernels 4 compiles each variant once, then none.
 set -u
 demo=${1:-build/demo_cc}
 nvrtc=${2:-build/nvrtc_ptx}
@@ -26,6 +28,16 @@ third=$("$demo" --fresh 2>&1)
 if echo "$third" | grep -q "run    : MISS" && echo "$third" | grep -q 'before : removed on purpose (--fresh)' &&
    ! echo "$third" | grep -q 'never stored'; then
     echo "ok demo-fresh-recompiles"; else echo "FAIL demo-fresh-recompiles: $third"; fi
+# a start-up of 3 processes needing 6 variants (kcache_get_or_build_many): each compiled once (how
+# they are shared out is tests/test_many.c's); run again: none compiled, every process has them all
+export KCACHE_DIR=$tmp/ranks
+ranks=$("$demo" --ranks 3 --kernels 6 2>&1); rc1=$?
+again=$("$demo" --ranks 3 --kernels 6 2>&1); rc2=$?
+if [ $rc1 -eq 0 ] && echo "$ranks" | grep -q "= 6 compiles of 6 kernels (each once)"; then
+    echo "ok demo-ranks-share-compiles"; else echo "FAIL demo-ranks-share-compiles: $ranks"; fi
+if [ $rc2 -eq 0 ] && echo "$again" | grep -q "= 0 compiles of 6 kernels (all from the cache)"; then
+    echo "ok demo-ranks-warm"; else echo "FAIL demo-ranks-warm: $again"; fi
+export KCACHE_DIR=$tmp/store
 
 # ---- NVRTC ----
 if [ ! -x "$nvrtc" ]; then
@@ -47,6 +59,14 @@ if [ $rc -eq 3 ] && echo "$out" | grep -q 'no CUDA driver'; then
     echo "skip nvrtc-cached-ptx-runs: no CUDA driver (libcuda.so.1) here, so the cached PTX is not loaded on a GPU" >&2
 elif [ $rc -eq 0 ] && echo "$out" | grep -q "run    : HIT" && echo "$out" | grep -Eq 'gpu    : .*: ([0-9]+) of \1 results correct'; then
     echo "ok nvrtc-cached-ptx-runs"; else echo "FAIL nvrtc-cached-ptx-runs (exit $rc): $out"; fi
+# 3 ranks needing 4 variants at once (kcache_get_or_build_many): each compiled once, none the next time
+export KCACHE_DIR=$tmp/nvranks
+ranks=$("$nvrtc" --ranks 3 --kernels 4 2>&1); rc1=$?
+again=$("$nvrtc" --ranks 3 --kernels 4 2>&1); rc2=$?
+if [ $rc1 -eq 0 ] && echo "$ranks" | grep -q "= 4 compiles of 4 kernels (each once)" &&
+   [ $rc2 -eq 0 ] && echo "$again" | grep -q "= 0 compiles of 4 kernels (all from the cache)"; then
+    echo "ok nvrtc-ranks"; else echo "FAIL nvrtc-ranks: $ranks / $again"; fi
+export KCACHE_DIR=$tmp/nvstore
 out=$("$nvrtc" --arch compute_90 -o "$tmp/3.ptx" 2>&1)
 if echo "$out" | grep -q "run    : MISS" && echo "$out" | grep -q 'arch: "compute_75" (stored) vs "compute_90" (now)' &&
    grep -q '^\.target sm_90' "$tmp/3.ptx"; then
