@@ -9074,6 +9074,10 @@ static void kcache__remote_open(kcache__remote **out, const kcache_config *cfg, 
     *out = NULL;
     while (kcache__is_space(*urls)) urls++;
     if (!cfg->remote_ops && !*urls) return;
+    if (cfg->remote_secret && !cfg->remote_secret[0]) { /* a typo must not turn signing off without a word */
+        kcache__say(why, cap, "KCACHE_REMOTE_SECRET is set but empty: no remote (unset it for an unsigned remote)");
+        return;
+    }
     if (cfg->remote_ops && (!cfg->remote_ops->get || !cfg->remote_ops->put)) { kcache__say(why, cap, "remote_ops needs get and put; no remote"); return; }
 #ifndef KCACHE_HMAC_OPENSSL
     if (cfg->remote_secret && cfg->remote_secret[0]) {
@@ -10025,7 +10029,7 @@ KCACHE_API void kcache_config_init(kcache_config *cfg) {
     if ((v = getenv("KCACHE_SHARED_GROUP")) != NULL && *v) cfg->shared_group = v;
     if ((v = getenv("KCACHE_LAYERS")) != NULL && *v) cfg->layers = v;
     if ((v = getenv("KCACHE_REMOTE")) != NULL && *v) cfg->remote = v;
-    if ((v = getenv("KCACHE_REMOTE_SECRET")) != NULL && *v) cfg->remote_secret = v;
+    if ((v = getenv("KCACHE_REMOTE_SECRET")) != NULL) cfg->remote_secret = v; /* empty: refused at open, not unsigned */
     if ((v = getenv("KCACHE_MAX_SIZE")) != NULL && *v) {
         if (kcache__parse_size(v, &n)) cfg->max_size = n;
         else kcache__env_bad(cfg, MAX_SIZE);
@@ -10102,6 +10106,34 @@ static int kcache__default_dir(char *out, size_t cap) {
 }
 #endif
 
+/* Says in the debug log what a relative path does: KCACHE_DIR and each of KCACHE_LAYERS is taken
+   against the working directory of kcache_open (as every relative path is); a relative
+   XDG_CACHE_HOME is ignored, as the XDG spec says, for $HOME/.cache. */
+static void kcache__say_relative(kcache *kc, const char *dir, const char *layers) {
+#if !defined(_WIN32)
+    char e[300];
+    const char *x = getenv("XDG_CACHE_HOME");
+    if (!kc->cfg.debug) return;
+    if (dir && dir[0] && dir[0] != '/')
+        KCACHE__DEBUG(kc, "KCACHE_DIR %s is relative: taken against the working directory", kcache__escs(e, sizeof e, dir));
+    if (!(dir && dir[0]) && x && x[0] && x[0] != '/')
+        KCACHE__DEBUG(kc, "XDG_CACHE_HOME %s is relative: ignored (the XDG spec wants an absolute path); the default is under $HOME/.cache",
+                      kcache__escs(e, sizeof e, x));
+    while (layers && *layers) {
+        size_t n = strcspn(layers, ":");
+        if (n && layers[0] != '/' && n < 256) {
+            char one[256];
+            memcpy(one, layers, n);
+            one[n] = 0;
+            KCACHE__DEBUG(kc, "KCACHE_LAYERS: %s is relative: taken against the working directory", kcache__escs(e, sizeof e, one));
+        }
+        layers += n + (layers[n] != 0);
+    }
+#else
+    (void)kc; (void)dir; (void)layers;
+#endif
+}
+
 typedef struct { char dir[4096], why[400]; } kcache__open_scratch; /* on the heap: calls fit small stacks */
 KCACHE_API kcache_status kcache_open(kcache **out, const kcache_config *cfg) {
     kcache *kc;
@@ -10165,6 +10197,7 @@ KCACHE_API kcache_status kcache_open(kcache **out, const kcache_config *cfg) {
     }
     if (!kc->store) KCACHE__DEBUG(kc, "%s", kc->store_why);
     else KCACHE__DEBUG(kc, "store %s (limit %llu bytes)%s%s", kc->dir, (unsigned long long)kc->cfg.max_size, why[0] ? "; " : "", why);
+    kcache__say_relative(kc, cfg->dir, kc->cfg.layers);
     if (kc->cfg.enable) kcache__lower_open(kc);
     KCACHE_FREE(t);
     *out = kc;
