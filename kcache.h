@@ -73,13 +73,17 @@
                            redis://HOST[:PORT][/DB] or unix:///PATH.sock; several, space-separated, are
                            shards (a key's shard: rendezvous hashing). A hit is validated like a local
                            entry and written into the store. Default: none
-       KCACHE_REMOTE_MODE  rw (default) | ro: never write the remote
-       KCACHE_REMOTE_TIMEOUT  milliseconds any remote operation may take (connects: 100 ms at most);
-                           default 500. A failure opens a circuit breaker: that shard is skipped for
-                           1 s, doubling up to 32 s while it keeps failing
-       KCACHE_REMOTE_SECRET   entries sent are signed with HMAC-SHA-256 under this secret, and remote
-                           entries not so signed are rejected (KCACHE_HMAC_OPENSSL); every client of a
-                           server must share it
+       KCACHE_REMOTE_MODE  rw (default) | ro: never write the remote (no value, claim, delete, publish)
+       KCACHE_REMOTE_TIMEOUT  milliseconds any remote operation may wait with nothing arriving (a
+                           value arriving at 1 MiB/s or more may take longer; connects, name
+                           resolution included: 100 ms at most); default 500. A failure opens a
+                           circuit breaker: that shard is skipped for 1 s, doubling up to 32 s while
+                           it keeps failing. A refused write (NOPERM, READONLY, MISCONF, OOM) only
+                           skips writes for that time
+       KCACHE_REMOTE_SECRET   entries sent, and build claims, are signed with HMAC-SHA-256 under this
+                           secret, and remote entries and claims not so signed are ignored
+                           (KCACHE_HMAC_OPENSSL); every client of a server must share it. Set but
+                           empty: no remote
        KCACHE_REMOTE_MAX_ENTRY  larger entries (header + payload) stay local; suffixes K/M/G; default 4M
 
    ON DISK (KCACHE_DIR)
@@ -157,9 +161,12 @@
    NEVER
        kcache installs no signal handler, atexit or atfork handler, and writes nothing to stdout; to
        stderr only the debug lines asked for (KCACHE_DEBUG, cfg.debug) when no log callback is set
-       (with one, everything goes to it). It starts no thread, with one exception: while
+       (with one, everything goes to it). It starts threads in two cases only: while
        kcache_get_or_build holds a cluster-wide build claim on a remote tier (KCACHE_REMOTE, or a
-       remote_ops table with a claim callback), one thread renews the claim; it ends with the build.
+       remote_ops table with a claim callback), one thread renews the claim every second; it is
+       joined when the build ends. And the Redis backend resolves a server's host name (not an
+       address) on a detached thread, one per shard at a time, so that the connect timeout bounds
+       the resolution; it ends when the resolver answers.
        The Redis backend blocks SIGPIPE in the calling thread around its writes and takes a SIGPIPE
        its own write raised, so a dead server cannot end the process (no handler is involved).
 

@@ -34,6 +34,22 @@
  *   remote_builder_killed     the cluster's builder SIGKILLed: its claim runs out, one other builds
  *   remote_claim_renewed      a build longer than the claim's lifetime keeps it (renewed): 1 build
  *   remote_build_fails        a failed build abandons the claim: the waiters build themselves
+ *   remote_claim_planted      a claim planted by a client without the secret (or unsigned, for 10^8
+ *                             ms), or by a fake server that says every claim is held: the machine
+ *                             builds at once instead of waiting KCACHE_BUILD_WAIT; a short unsigned
+ *                             claim is still waited for (what an unsigned fleet cannot tell)
+ *   remote_signed_cluster     signed claims are honoured (1 build of 4); a claim lives 3 s by
+ *                             default and a builder killed with -9 is taken over after it
+ *   remote_endless_reply      an array of 10^8 elements streamed without end, for a GET and on the
+ *                             claim's channel: one failed call, a few hundred KiB of memory
+ *   remote_read_only_user     a redis ACL user who may only read: mode ro sends nothing the ACL
+ *                             refuses and keeps 10 of 10 hits; mode rw has its writes refused and
+ *                             keeps its reads (the breaker stays closed)
+ *   remote_dns_silent         redis://localhost works; a name whose DNS server never answers (as
+ *                             root: resolv.conf bind-mounted in a private mount namespace) costs
+ *                             each lookup and breaker probe the connect timeout, not 20 s
+ *   remote_slow_link          a 1 MiB value through a 2 MiB/s proxy with a 200 ms timeout is a hit;
+ *                             a server dripping a byte per 20 ms is a timeout soon after 200 ms
  *   remote_lookups            GETs sent to the server (counted under the backend): a cold get and
  *                             a cold get_or_build send one; a caller that waits for another
  *                             thread's or another kcache's build on its store sends one, for
