@@ -11710,6 +11710,7 @@ static kcache_status kcache__cluster_claim(kcache *kc, const kcache_key *k, kcac
     kcache__remote_ev ev;
     kcache_status s = KCACHE_MISS, st;
     int waited = 0, rounds = 0;
+    int64_t t0;
     if (!kcache__rclaim_init(cl, kc->remote, k)) return KCACHE_MISS;
     memset(&ev, 0, sizeof ev);
     while ((st = kcache__rclaim_take(cl, &ev)) == KCACHE_EEXIST) {
@@ -11719,6 +11720,7 @@ static kcache_status kcache__cluster_claim(kcache *kc, const kcache_key *k, kcac
             waited = kcache__count_wait(kc);
             KCACHE__DEBUG(kc, "wait %s: another machine builds it (%s)", k->unit, cl->s->url);
         }
+        t0 = kcache__mono_ns();
         st = kcache__rclaim_call(cl, KCACHE_CLAIM_WAIT, left < (int64_t)kc->remote->claim_ms ? (uint32_t)left : kc->remote->claim_ms, &ev);
         if (st == KCACHE_EEXIST) continue; /* still building */
         if (st != KCACHE_OK) break;        /* abandoned, or no answer: build here */
@@ -11727,9 +11729,10 @@ static kcache_status kcache__cluster_claim(kcache *kc, const kcache_key *k, kcac
         /* its result: another machine's build lands on the remote (and in this store only where the
            store is shared with it), never in a layer (read-only to everyone): ask the remote again */
         if ((s = kcache__get(kc, k, data, size, 0, KCACHE__ASK_REMOTE)) == KCACHE_OK) break;
-        /* a claim that keeps ending without a value (builders dying one after another, or a server
-           that says each claim is held and gone at once): after a few, build here */
-        if (++rounds == 4) break;
+        /* a claim held when taken yet gone when waited for, again and again, without a value (a
+           server that says so, or builders dying at once): after a few, build here. A wait that
+           lasted (a claim that ran out while its build goes on: the builder renews) is no such round. */
+        if (kcache__mono_ns() - t0 < (int64_t)50 * 1000000 && ++rounds == 4) break;
     }
     kcache__remote_stats(kc, &ev);
     return s;
