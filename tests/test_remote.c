@@ -1191,9 +1191,10 @@ static int plain_build(void *user, void **out, size_t *out_size) {
     *out_size = 3000;
     return 0;
 }
-/* get_or_build of key 16 in a new process: S->r[slot] (secs, ok, stats; why: the debug log). The
-   child ends itself after `watchdog` seconds (then status stays -1). */
-static void gob_job(int slot, const mconf *mc, unsigned watchdog) {
+/* get_or_build of key 16 in a new process: S->r[slot] (secs, ok, stats; why: its explain). The
+   child ends itself after `watchdog` seconds (then status stays -1). plant_ms: first, set a claim
+   "x" on key 16 that lives this long (0: none), from the child once its kcache is open. */
+static void gob_job(int slot, const mconf *mc, unsigned watchdog, int plant_ms) {
     pid_t p;
     memset(&S->r[slot], 0, sizeof S->r[slot]);
     S->r[slot].status = -1;
@@ -1208,6 +1209,13 @@ static void gob_job(int slot, const mconf *mc, unsigned watchdog) {
         alarm(watchdog);
         kc = open_machine(fresh("gob"), mc);
         kt_key(&k, "remote", 16);
+        if (plant_ms) {
+            char name[33];
+            redisReply *r;
+            name_of(16, name);
+            r = kt_redis_cmd(&T, "SET kcache:1:%s:claim x PX %d", name, plant_ms);
+            if (r) freeReplyObject(r);
+        }
         t = kt_now();
         st = kcache_get_or_build(kc, &k, plain_build, NULL, &d, &n);
         S->r[slot].secs = kt_now() - t;
@@ -1238,17 +1246,16 @@ static void remote_claim_planted(void) {
     mc.url = T.url;
     for (i = 0; i < 3; i++) {
         /* signed, with claims of a minute (so that only the signature can tell: a planted claim of
-           50 s is no longer than its own); unsigned; unsigned with a claim as short as kcache's own */
+           50 s is no longer than its own); unsigned; unsigned with a claim as short as kcache's own (set once
+           the machine is open: a slow start, under valgrind, must not outlive it) */
         redisReply *r = kt_redis_cmd(&T, "FLUSHALL");
         if (r) freeReplyObject(r);
         mc.secret = i == 0 ? secret : NULL;
         mc.claim_ms = i == 0 ? 60000 : 0;
         r = kt_redis_cmd(&T, "SET kcache:1:%s junk-from-someone-without-the-secret", name);
         if (r) freeReplyObject(r);
-        r = kt_redis_cmd(&T, "SET kcache:1:%s:claim x PX %d", name, i == 2 ? 1000 : i == 0 ? 50000 : 100000000);
-        if (r) freeReplyObject(r);
         S->builds = 0;
-        gob_job(0, &mc, 19);
+        gob_job(0, &mc, 19, i == 2 ? 1500 : i == 0 ? 50000 : 100000000);
         if (i < 2) {
             KT_CHECK_MSG(S->r[0].ok && S->r[0].secs < 10.0 && S->builds == 1,
                          "%s: %s after %.1f s, %d builds", i ? "unsigned, a planted claim of 10^8 ms" : "signed, an unsigned claim of 50 s",
@@ -1266,7 +1273,7 @@ static void remote_claim_planted(void) {
         mc.secret = NULL;
         mc.claim_ms = 0;
         S->builds = 0;
-        gob_job(0, &mc, 19);
+        gob_job(0, &mc, 19, 0);
         KT_CHECK_MSG(S->r[0].ok && S->r[0].secs < 10.0 && S->builds == 1 && S->r[0].st.remote_open == 0,
                      "a server whose claims are %s: %s after %.1f s, %d builds, breaker %s", i ? "held and gone" : "all held",
                      S->r[0].status < 0 ? "still waiting (killed)" : kcache_strerror((kcache_status)S->r[0].status), S->r[0].secs, S->builds,
@@ -1321,7 +1328,7 @@ static void remote_signed_cluster(void) {
         if (r) freeReplyObject(r);
         kill(p, SIGKILL);
         waitpid(p, NULL, 0);
-        gob_job(0, &mc, 19);
+        gob_job(0, &mc, 19, 0);
         KT_CHECK_MSG(S->r[0].ok && S->r[0].secs < 8.0, "after the builder's kill -9: %s after %.1f s (its claim should end within 3 s)",
                      kcache_strerror((kcache_status)S->r[0].status), S->r[0].secs);
         printf("# remote_signed_cluster: a builder killed with -9, taken over after %.2f s\n", S->r[0].secs);
@@ -1445,11 +1452,24 @@ static void remote_dns_silent(void) {
     pid_t p;
     struct sockaddr_in a;
     memset(&mc, 0, sizeof mc);
+    mc.url = T.url;
+    job(0, fresh("dns-put"), &mc, DO_PUT, 40, 500);
     snprintf(url, sizeof url, "redis://localhost:%d", T.port);
     mc.url = url;
-    job(0, fresh("dns-ok"), &mc, DO_PUT, 40, 500);
-    job(1, fresh("dns-ok2"), &mc, DO_GET, 40, 500);
-    KT_CHECK_MSG(S->r[1].ok && S->r[1].st.hits_remote == 1, "redis://localhost: %s", kcache_strerror((kcache_status)S->r[1].status));
+    memset(&S->r[1], 0, sizeof S->r[1]);
+    fflush(stdout);
+    if ((p = fork()) == 0) { /* a first resolution slower than the connect timeout (valgrind) is a miss: the next try has it */
+        kcache *kc = open_machine(fresh("dns-ok"), &mc);
+        int i;
+        for (i = 0; i < 10 && !S->r[1].ok; i++) {
+            if (i) kt_sleep_ms(350);
+            S->r[1].ok = kt_get(kc, "remote", 40, 40, 500) == 1;
+        }
+        kcache_close(kc);
+        _exit(0);
+    }
+    waitpid(p, NULL, 0);
+    KT_CHECK_MSG(S->r[1].ok, "redis://localhost: no hit");
     if (geteuid() != 0) { printf("skip remote_dns_silent: not root (a private mount namespace for resolv.conf needs it)\n"); return; }
     memset(&a, 0, sizeof a);
     a.sin_family = AF_INET;
