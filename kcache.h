@@ -11056,6 +11056,7 @@ static int kcache__layers_closest(kcache *kc, const kcache_key *k, kcache__sb *b
    refusal is. */
 static void kcache__layers_note(const kcache *kc, kcache__sb *b) {
     if (kc->layers_why[0]) kcache__sb_add(b, " (%s)", kc->layers_why);
+    if (!kc->remote && kc->remote_why[0]) kcache__sb_add(b, " (no remote: %s)", kc->remote_why); /* the remote asked for and refused too */
 }
 
 /* ---- dependencies' content, when a lookup needs it -------------------------------------------

@@ -755,6 +755,14 @@ static void remote_env(void) {
         g_logged[0] = 0;
         KT_CHECK(kcache_open(&kc, &cfg) == KCACHE_OK);
         KT_CHECK_MSG(strstr(g_logged, "KCACHE_REMOTE_SECRET is set but empty"), "log: %s", g_logged);
+        {
+            char why[600];
+            kcache_key k;
+            kt_key(&k, "backend", 74);
+            kcache_explain(kc, &k, why, sizeof why);
+            KT_CHECK_MSG(strstr(why, "no remote: KCACHE_REMOTE_SECRET is set but empty"), "explain: %s", why);
+            kcache_key_free(&k);
+        }
         KT_CHECK(put_id(kc, 73, 100) == KCACHE_OK && get_ok(kc, 73, 100));
         KT_CHECK_MSG(b->puts == 0 && b->gets == 0, "a remote with an empty secret was used");
         kcache_close(kc);
