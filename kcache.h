@@ -8294,8 +8294,10 @@ static int kcache__rclaim_honoured(const kcache__remote *r, const char *name, co
 #endif
 
 /* One claim call on the claim's shard, through the breaker (WAIT's time is not a call's latency).
-   Taking a claim is a write (skipped while the shard refuses writes); a claim WAIT finds not worth
-   waiting for (KCACHE_ECORRUPT, kcache__rclaim_honoured) is said, and is no failure of the shard. */
+   Taking a claim is a write (skipped while the shard refuses writes). Two answers of the Redis
+   backend's WAIT are no failure of the shard: KCACHE_ECORRUPT, a claim not worth waiting for
+   (kcache__rclaim_honoured), which is said; KCACHE_ENOENT, the claim was gone when looked at
+   (look again, as KCACHE_OK says, but the caller counts these). */
 static kcache_status kcache__rclaim_call(kcache__rclaim *cl, int op, uint32_t ms, kcache__remote_ev *ev) {
     static const char *const what[] = {"", "claim", "renew claim", "release claim", "abandon claim", "wait for claim"};
     kcache_status st;
@@ -8304,6 +8306,10 @@ static kcache_status kcache__rclaim_call(kcache__rclaim *cl, int op, uint32_t ms
     t0 = kcache__mono_ns();
     st = cl->s->ops->claim(cl->s->user, cl->name, op, cl->token, ms);
     if (op == KCACHE_CLAIM_WAIT && !kcache__remote_failed(st)) t0 = kcache__mono_ns();
+    if (op == KCACHE_CLAIM_WAIT && st == KCACHE_ENOENT) {
+        kcache__remote_done(cl->r, cl->s, KCACHE_OK, t0, what[op], ev);
+        return st;
+    }
     if (op == KCACHE_CLAIM_WAIT && st == KCACHE_ECORRUPT) {
         kcache__remote_done(cl->r, cl->s, KCACHE_MISS, t0, what[op], ev);
         kcache__rev_note(ev, "remote %s: the build claim on %s is %s: not honoured, built here", cl->s->url, cl->name,
@@ -8634,6 +8640,22 @@ static void kcache__redis_counting(kcache__redis *rb, redisContext *c) {
 #define KCACHE__REDIS_UNSENT(c) ((c)->obuf ? sdslen((c)->obuf) : 0)
 #endif
 
+/* The length the bulk string being read announced (hiredis leaves its reader at the digits until
+   the whole string is in), or 0: a value announced longer than any this client reads is garbage
+   before its bytes arrive, however fast they come. */
+static uint64_t kcache__redis_announced(const redisReader *r) {
+#if defined(HIREDIS_MAJOR) && HIREDIS_MAJOR >= 1
+    const redisReadTask *t = r->ridx >= 0 && r->task ? r->task[r->ridx] : NULL;
+#else
+    const redisReadTask *t = r->ridx >= 0 && r->ridx < 9 ? &r->rstack[r->ridx] : NULL;
+#endif
+    uint64_t v = 0;
+    size_t i;
+    if (!t || t->type != REDIS_REPLY_STRING || !r->buf) return 0;
+    for (i = r->pos; i < r->len && i < r->pos + 19 && r->buf[i] >= '0' && r->buf[i] <= '9'; i++) v = v * 10 + (uint64_t)(r->buf[i] - '0');
+    return v;
+}
+
 /* Until when a transfer that began at start may wait for its next bytes, having moved `moved`
    bytes, the last at `last`: its deadline while nothing moved; past it, while bytes keep moving,
    no wait longer than the timeout (deadline - start) itself and no slower than
@@ -8671,6 +8693,7 @@ static kcache_status kcache__redis_io_max(kcache__redis *rb, redisContext *c, in
         size_t had;
         if (redisGetReplyFromReader(c, &reply) != REDIS_OK) { st = KCACHE_EIO; break; } /* garbage, or past the bounds */
         if (reply) break;
+        if (kcache__redis_announced(c->reader) > max_reply) { st = KCACHE_EIO; break; }
         if ((st = kcache__redis_wait(c->fd, POLLIN, kcache__redis_limit(start, deadline, last, moved))) != KCACHE_OK) break;
         had = c->reader->len;
         if (redisBufferRead(c) != REDIS_OK) { st = KCACHE_EIO; break; } /* closed, or an error */
@@ -8979,7 +9002,7 @@ static kcache_status kcache__redis_wait_claim(kcache__redis *rb, const char *nam
         freeReplyObject(r);
     }
     redisFree(sub);
-    return st;
+    return st == KCACHE_OK && gone ? KCACHE_ENOENT : st; /* gone when looked at: look again (kcache__rclaim_call) */
 }
 
 static kcache_status kcache__redis_claim(void *user, const char *name, int op, const char *token, uint32_t ms) {
@@ -11711,7 +11734,6 @@ static kcache_status kcache__cluster_claim(kcache *kc, const kcache_key *k, kcac
     kcache__remote_ev ev;
     kcache_status s = KCACHE_MISS, st;
     int waited = 0, rounds = 0;
-    int64_t t0;
     if (!kcache__rclaim_init(cl, kc->remote, k)) return KCACHE_MISS;
     memset(&ev, 0, sizeof ev);
     while ((st = kcache__rclaim_take(cl, &ev)) == KCACHE_EEXIST) {
@@ -11721,19 +11743,18 @@ static kcache_status kcache__cluster_claim(kcache *kc, const kcache_key *k, kcac
             waited = kcache__count_wait(kc);
             KCACHE__DEBUG(kc, "wait %s: another machine builds it (%s)", k->unit, cl->s->url);
         }
-        t0 = kcache__mono_ns();
         st = kcache__rclaim_call(cl, KCACHE_CLAIM_WAIT, left < (int64_t)kc->remote->claim_ms ? (uint32_t)left : kc->remote->claim_ms, &ev);
-        if (st == KCACHE_EEXIST) continue; /* still building */
-        if (st != KCACHE_OK) break;        /* abandoned, or no answer: build here */
+        if (st == KCACHE_EEXIST) continue;                      /* still building */
+        if (st != KCACHE_OK && st != KCACHE_ENOENT) break;      /* abandoned, not honoured, or no answer: build here */
         kcache__remote_stats(kc, &ev);
         memset(&ev, 0, sizeof ev);
         /* its result: another machine's build lands on the remote (and in this store only where the
            store is shared with it), never in a layer (read-only to everyone): ask the remote again */
         if ((s = kcache__get(kc, k, data, size, 0, KCACHE__ASK_REMOTE)) == KCACHE_OK) break;
-        /* a claim held when taken yet gone when waited for, again and again, without a value (a
-           server that says so, or builders dying at once): after a few, build here. A wait that
-           lasted (a claim that ran out while its build goes on: the builder renews) is no such round. */
-        if (kcache__mono_ns() - t0 < (int64_t)50 * 1000000 && ++rounds == 4) break;
+        /* a claim held when taken yet gone when looked at (ENOENT), again and again, without a value
+           (a server that says so): after a few, build here. A wait that ran out the claim's life
+           while its builder renews it is no such round. */
+        if (st == KCACHE_ENOENT && ++rounds == 4) break;
     }
     kcache__remote_stats(kc, &ev);
     return s;
