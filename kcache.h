@@ -8551,18 +8551,19 @@ bad:
     return NULL;
 }
 
-/* Waits until fd is ready for ev, or the deadline (monotonic ns). */
+/* Waits until fd is ready for ev, or the deadline (monotonic ns). Past the deadline it still
+   looks once: a caller that was not scheduled until then (a loaded machine) finds what arrived. */
 static kcache_status kcache__redis_wait(int fd, short ev, int64_t deadline) {
     for (;;) {
         struct pollfd p;
         int64_t left = deadline - kcache__mono_ns();
         int r;
-        if (left <= 0) return KCACHE_ETIMEOUT;
         p.fd = fd;
         p.events = ev;
         p.revents = 0;
-        r = poll(&p, 1, (int)((left + 999999) / 1000000));
+        r = poll(&p, 1, left > 0 ? (int)((left + 999999) / 1000000) : 0);
         if (r > 0) return KCACHE_OK; /* ready, or an error or hang-up the next read or write reports */
+        if (r == 0 && left <= 0) return KCACHE_ETIMEOUT;
         if (r < 0 && errno != EINTR) return KCACHE_EIO;
     }
 }
