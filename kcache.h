@@ -73,13 +73,17 @@
                            redis://HOST[:PORT][/DB] or unix:///PATH.sock; several, space-separated, are
                            shards (a key's shard: rendezvous hashing). A hit is validated like a local
                            entry and written into the store. Default: none
-       KCACHE_REMOTE_MODE  rw (default) | ro: never write the remote
-       KCACHE_REMOTE_TIMEOUT  milliseconds any remote operation may take (connects: 100 ms at most);
-                           default 500. A failure opens a circuit breaker: that shard is skipped for
-                           1 s, doubling up to 32 s while it keeps failing
-       KCACHE_REMOTE_SECRET   entries sent are signed with HMAC-SHA-256 under this secret, and remote
-                           entries not so signed are rejected (KCACHE_HMAC_OPENSSL); every client of a
-                           server must share it
+       KCACHE_REMOTE_MODE  rw (default) | ro: never write the remote (no value, claim, delete, publish)
+       KCACHE_REMOTE_TIMEOUT  milliseconds any remote operation may wait with nothing arriving (a
+                           value arriving at 1 MiB/s or more may take longer; connects, name
+                           resolution included: 100 ms at most); default 500. A failure opens a
+                           circuit breaker: that shard is skipped for 1 s, doubling up to 32 s while
+                           it keeps failing. A refused write (NOPERM, READONLY, MISCONF, OOM) only
+                           skips writes for that time
+       KCACHE_REMOTE_SECRET   entries sent, and build claims, are signed with HMAC-SHA-256 under this
+                           secret, and remote entries and claims not so signed are ignored
+                           (KCACHE_HMAC_OPENSSL); every client of a server must share it. Set but
+                           empty: no remote
        KCACHE_REMOTE_MAX_ENTRY  larger entries (header + payload) stay local; suffixes K/M/G; default 4M
 
    ON DISK (KCACHE_DIR)
@@ -157,11 +161,14 @@
    NEVER
        kcache installs no signal handler, atexit or atfork handler, and writes nothing to stdout; to
        stderr only the debug lines asked for (KCACHE_DEBUG, cfg.debug) when no log callback is set
-       (with one, everything goes to it). It starts no thread, with two exceptions: while
+       (with one, everything goes to it). It starts threads in three cases only: while
        kcache_get_or_build holds a cluster-wide build claim on a remote tier (KCACHE_REMOTE, or a
-       remote_ops table with a claim callback), one thread renews the claim; it ends with the build.
-       kcache_get_or_build_many with threads > 1 starts threads - 1 builders for the call (the
-       caller is one more) and joins them before it returns.
+       remote_ops table with a claim callback), one thread renews the claim every second; it is
+       joined when the build ends. The Redis backend resolves a server's host name (not an
+       address) on a detached thread, one per shard at a time, so that the connect timeout bounds
+       the resolution; it ends when the resolver answers. kcache_get_or_build_many with threads > 1
+       starts threads - 1 builders for the call (the caller is one more) and joins them before it
+       returns.
        The Redis backend blocks SIGPIPE in the calling thread around its writes and takes a SIGPIPE
        its own write raised, so a dead server cannot end the process (no handler is involved).
 
@@ -446,7 +453,7 @@ typedef struct kcache_config {
     const kcache_remote_ops *remote_ops; /* a backend of your own; NULL: Redis at `remote`       */
     void *remote_user;          /* passed to every remote_ops callback                           */
     uint32_t remote_claim_ms;   /* lifetime of a cluster build claim, renewed while the build
-                                   runs (a dead builder's ends after it); 0: 10000              */
+                                   runs (a dead builder's ends after it); 0: 3000               */
     uint32_t remote_backoff_ms; /* the circuit breaker's first back-off (then doubling, to 32x);
                                    0: 1000                                                      */
     int compress;             /* 1: zstd for the local store's entries too (KCACHE_COMPRESS; KCACHE_ZSTD) */
@@ -900,6 +907,8 @@ KCACHE_API kcache_status kcache_verify(kcache *kc, int fix);
 #include <hiredis/hiredis.h>
 #include <poll.h>
 #include <sys/socket.h>
+#include <arpa/inet.h>
+#include <netdb.h>
 #endif
 
 /* What a system header included before kcache.h left visible (see the top of this file). glibc
@@ -7924,7 +7933,7 @@ static kcache_status kcache__layer_open(kcache__store **out, const char *dir, co
 #define KCACHE__REMOTE_TIMEOUT_MS 500
 #define KCACHE__REMOTE_CONNECT_MS 100
 #define KCACHE__REMOTE_MAX_ENTRY ((uint64_t)4 << 20)
-#define KCACHE__REMOTE_CLAIM_MS 10000
+#define KCACHE__REMOTE_CLAIM_MS 3000 /* renewed every third of it: a dead builder's claim ends within 3 s */
 #define KCACHE__REMOTE_BACKOFF_MS 1000
 #define KCACHE__REMOTE_BACKOFF_MULT 32
 
@@ -8294,7 +8303,7 @@ typedef struct kcache__rclaim {
     kcache__remote *r;
     kcache__shard *s;
     char name[33];
-    char token[128];
+    char token[200];           /* host:pid:seq:ns, then with a secret .HMAC (kcache__rclaim_sign) */
     int held, stop, started;
     kcache__mutex m;           /* guards stop and ev, which the renewer writes */
     kcache__cond c;
@@ -8302,15 +8311,79 @@ typedef struct kcache__rclaim {
     kcache__remote_ev ev;      /* what the renewer's calls did */
 } kcache__rclaim;
 
-/* One claim call on the claim's shard, through the breaker (WAIT's time is not a call's latency). */
+/* A claim's signature: HMAC-SHA-256 under the secret of "kcache claim", the entry's name and the
+   claim's id (host:pid:seq:ns), as 64 hex digits after a '.'. Another secret, a client without
+   one, or a claim moved to another name cannot make one. 0 when it cannot be made (no secret, or
+   no HMAC). */
+static int kcache__rclaim_sign(const kcache__remote *r, const char *name, const char *id, size_t id_len, char out[66]) {
+#ifdef KCACHE_HMAC_OPENSSL
+    unsigned char msg[256], mac[KCACHE__MAC_LEN];
+    size_t n = 13 + 32 + 1 + id_len, i;
+    if (!r->secret || n > sizeof msg) return 0;
+    memcpy(msg, "kcache claim\n", 13);
+    memcpy(msg + 13, name, 32);
+    msg[45] = '\n';
+    memcpy(msg + 46, id, id_len);
+    if (!kcache__hmac(r->secret, r->secret_len, msg, n, mac)) return 0;
+    out[0] = '.';
+    for (i = 0; i < KCACHE__MAC_LEN; i++) {
+        out[1 + 2 * i] = "0123456789abcdef"[mac[i] >> 4];
+        out[2 + 2 * i] = "0123456789abcdef"[mac[i] & 15];
+    }
+    out[65] = 0;
+    return 1;
+#else
+    (void)r; (void)name; (void)id; (void)id_len; (void)out;
+    return 0;
+#endif
+}
+
+/* Whether another's claim on name (its token, and what remains of its life) is one to wait for.
+   With a secret only a signed claim is; without one, any claim that lives no longer than the
+   claims this kcache sets. A claim planted by a client without the secret, or for longer than a
+   builder's, or by a server that says every claim is held, then costs its waiters nothing: they
+   build (see the README for what an unsigned fleet cannot prevent). Asked by the Redis backend's
+   WAIT (a backend of the user's keeps its own claims). */
+#ifdef KCACHE_REDIS
+static int kcache__rclaim_honoured(const kcache__remote *r, const char *name, const char *token, size_t len, long long left_ms) {
+    char mac[66];
+    const char *dot;
+    if (left_ms < 0 || left_ms > (long long)r->claim_ms) return 0; /* -1: no expiry at all */
+    if (!r->secret) return 1;
+    dot = len > 65 ? token + len - 65 : NULL;
+#ifdef KCACHE_HMAC_OPENSSL
+    return dot && *dot == '.' && kcache__rclaim_sign(r, name, token, (size_t)(dot - token), mac) && CRYPTO_memcmp(mac, dot, 65) == 0;
+#else
+    (void)name; (void)mac; (void)dot;
+    return 0; /* a secret without HMAC: kcache__remote_open refused it */
+#endif
+}
+#endif
+
+/* One claim call on the claim's shard, through the breaker (WAIT's time is not a call's latency).
+   Taking a claim is a write (skipped while the shard refuses writes). Two answers of the Redis
+   backend's WAIT are no failure of the shard: KCACHE_ECORRUPT, a claim not worth waiting for
+   (kcache__rclaim_honoured), which is said; KCACHE_ENOENT, the claim was gone when looked at
+   (look again, as KCACHE_OK says, but the caller counts these). */
 static kcache_status kcache__rclaim_call(kcache__rclaim *cl, int op, uint32_t ms, kcache__remote_ev *ev) {
     static const char *const what[] = {"", "claim", "renew claim", "release claim", "abandon claim", "wait for claim"};
     kcache_status st;
     int64_t t0;
-    if (!kcache__remote_allow(cl->r, cl->s, 0, ev)) return KCACHE_EDISABLED;
+    if (!kcache__remote_allow(cl->r, cl->s, op == KCACHE_CLAIM_TAKE, ev)) return KCACHE_EDISABLED;
     t0 = kcache__mono_ns();
     st = cl->s->ops->claim(cl->s->user, cl->name, op, cl->token, ms);
     if (op == KCACHE_CLAIM_WAIT && !kcache__remote_failed(st)) t0 = kcache__mono_ns();
+    if (op == KCACHE_CLAIM_WAIT && st == KCACHE_ENOENT) {
+        kcache__remote_done(cl->r, cl->s, KCACHE_OK, t0, what[op], ev);
+        return st;
+    }
+    if (op == KCACHE_CLAIM_WAIT && st == KCACHE_ECORRUPT) {
+        kcache__remote_done(cl->r, cl->s, KCACHE_MISS, t0, what[op], ev);
+        kcache__rev_note(ev, "remote %s: the build claim on %s is %s: not honoured, built here", cl->s->url, cl->name,
+                         cl->r->secret ? "not signed with KCACHE_REMOTE_SECRET, or lives longer than kcache's claims"
+                                       : "longer-lived than kcache's claims");
+        return st;
+    }
     kcache__remote_done(cl->r, cl->s, st, t0, what[op], ev);
     return st;
 }
@@ -8333,15 +8406,21 @@ KCACHE__THREAD_FN(kcache__rclaim_renewer, arg) {
     KCACHE__THREAD_END;
 }
 
-/* Sets up a claim on k's shard (nothing taken yet). 0 when the remote has no claims. */
+/* Sets up a claim on k's shard (nothing taken yet). 0 when the remote has no claims, or may not
+   write (KCACHE_REMOTE_MODE=ro: a claim is a write; such a client builds what it misses). */
 static int kcache__rclaim_init(kcache__rclaim *cl, kcache__remote *r, const kcache_key *k) {
+    char mac[66];
+    int n;
     memset(cl, 0, sizeof *cl);
+    if (r->ro) return 0;
     cl->r = r;
     cl->s = kcache__remote_shard(r, k->digest);
     if (!cl->s->ops->claim) return 0;
     kcache__remote_name(k->digest, cl->name);
-    snprintf(cl->token, sizeof cl->token, "%s:%u:%llx:%llx", r->host, (unsigned)kcache__pid(),
-             (unsigned long long)kcache__atomic_inc_u64(&r->seq), (unsigned long long)kcache__now_ns());
+    n = snprintf(cl->token, sizeof cl->token - 65, "%s:%u:%llx:%llx", r->host, (unsigned)kcache__pid(),
+                 (unsigned long long)kcache__atomic_inc_u64(&r->seq), (unsigned long long)kcache__now_ns());
+    if (n > 0 && (size_t)n < sizeof cl->token - 65 && kcache__rclaim_sign(r, cl->name, cl->token, (size_t)n, mac))
+        memcpy(cl->token + n, mac, sizeof mac);
     kcache__mutex_init(&cl->m);
     kcache__cond_init(&cl->c);
     return 1;
@@ -8385,6 +8464,57 @@ static void kcache__rclaim_end(kcache__rclaim *cl, int stored, kcache__remote_ev
    are pooled per shard and never used by two threads at once; a forked child opens its own. */
 #define KCACHE__REDIS_IDLE 4
 #define KCACHE__REDIS_PREFIX "kcache:1:"
+#define KCACHE__REDIS_MAX_ELEMENTS 65536 /* in one reply (kcache's own have a few): more is garbage */
+#define KCACHE__REDIS_MIN_RATE 1048576   /* bytes/s a transfer past its timeout keeps up, or it ends */
+#define KCACHE__RESOLVE_KEEP_NS ((int64_t)60 * 1000000000) /* a resolved address is used this long */
+
+/* A host name being resolved. getaddrinfo cannot be given a deadline, so it runs on a detached
+   thread of its own while connects wait for it no longer than their connect timeout; the thread
+   and everyone waiting share this (refs), and the last one out frees it. A name whose server never
+   answers then costs each connect its timeout, and at most one thread per shard at a time. */
+typedef struct kcache__resolve {
+    kcache__mutex m;
+    kcache__cond c;
+    unsigned refs;
+    int done, ok;
+    int64_t done_at;        /* monotonic ns */
+    char host[256];
+    char addr[64];          /* numeric, when ok */
+} kcache__resolve;
+
+static void kcache__resolve_unref(kcache__resolve *q) {
+    int last;
+    kcache__mutex_lock(&q->m);
+    last = --q->refs == 0;
+    kcache__mutex_unlock(&q->m);
+    if (!last) return;
+    kcache__cond_destroy(&q->c);
+    kcache__mutex_destroy(&q->m);
+    KCACHE_FREE(q);
+}
+
+static void *kcache__resolver(void *arg) {
+    kcache__resolve *q = (kcache__resolve *)arg;
+    struct addrinfo hints, *ai = NULL;
+    char addr[64];
+    int ok;
+    memset(&hints, 0, sizeof hints);
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    addr[0] = 0;
+    ok = getaddrinfo(q->host, NULL, &hints, &ai) == 0 && ai &&
+         getnameinfo(ai->ai_addr, ai->ai_addrlen, addr, sizeof addr, NULL, 0, NI_NUMERICHOST) == 0;
+    if (ai) freeaddrinfo(ai);
+    kcache__mutex_lock(&q->m);
+    q->ok = ok;
+    memcpy(q->addr, addr, sizeof addr);
+    q->done_at = kcache__mono_ns();
+    q->done = 1;
+    kcache__cond_broadcast(&q->c);
+    kcache__mutex_unlock(&q->m);
+    kcache__resolve_unref(q);
+    return NULL;
+}
 
 typedef struct kcache__redis {
     char *host, *path, *user, *pass; /* host and port, or a unix socket's path */
@@ -8392,6 +8522,11 @@ typedef struct kcache__redis {
     long db;
     uint32_t connect_ms, op_ms;
     size_t max_reply;               /* a reply larger than this is garbage, not a value */
+    const kcache__remote *remote;   /* its remote: the claims it would wait for (kcache__rclaim_honoured) */
+    struct kcache__resolve *resolving; /* the host's latest name resolution (rb->mutex; see kcache__redis_resolve) */
+    uint32_t resolving_pid;            /* the process it belongs to (a forked child leaves its parent's alone) */
+    redisReplyObjectFunctions *base;   /* hiredis's own reply functions; NULL until the first connect */
+    redisReplyObjectFunctions fns;     /* the same, counting what a reply costs (kcache__redis_budget) */
     kcache__mutex mutex;            /* guards the pool */
     redisContext *idle[KCACHE__REDIS_IDLE];
     unsigned nidle;
@@ -8403,6 +8538,7 @@ static void kcache__redis_free(void *user) {
     unsigned i;
     if (!rb) return;
     for (i = 0; i < rb->nidle; i++) redisFree(rb->idle[i]);
+    if (rb->resolving && rb->resolving_pid == kcache__pid()) kcache__resolve_unref(rb->resolving);
     kcache__mutex_destroy(&rb->mutex);
     KCACHE_FREE(rb->host);
     KCACHE_FREE(rb->path);
@@ -8482,18 +8618,19 @@ bad:
     return NULL;
 }
 
-/* Waits until fd is ready for ev, or the deadline (monotonic ns). */
+/* Waits until fd is ready for ev, or the deadline (monotonic ns). Past the deadline it still
+   looks once: a caller that was not scheduled until then (a loaded machine) finds what arrived. */
 static kcache_status kcache__redis_wait(int fd, short ev, int64_t deadline) {
     for (;;) {
         struct pollfd p;
         int64_t left = deadline - kcache__mono_ns();
         int r;
-        if (left <= 0) return KCACHE_ETIMEOUT;
         p.fd = fd;
         p.events = ev;
         p.revents = 0;
-        r = poll(&p, 1, (int)((left + 999999) / 1000000));
+        r = poll(&p, 1, left > 0 ? (int)((left + 999999) / 1000000) : 0);
         if (r > 0) return KCACHE_OK; /* ready, or an error or hang-up the next read or write reports */
+        if (r == 0 && left <= 0) return KCACHE_ETIMEOUT;
         if (r < 0 && errno != EINTR) return KCACHE_EIO;
     }
 }
@@ -8517,25 +8654,134 @@ static int kcache__redis_write(redisContext *c, int *done) {
     return rc;
 }
 
-/* Sends what is queued on c and reads one reply, by the deadline. */
-static kcache_status kcache__redis_io(kcache__redis *rb, redisContext *c, int64_t deadline, redisReply **out) {
+/* What one reply has cost so far: the reader's privdata while kcache__redis_io reads it, so that
+   the object functions (rb->fns) can refuse a reply past KCACHE__REDIS_MAX_ELEMENTS (an array
+   announced that large, or elements without end: hiredis would keep each one). */
+typedef struct kcache__redis_budget {
+    const kcache__redis *rb;
+    size_t elements;
+} kcache__redis_budget;
+
+static const redisReplyObjectFunctions *kcache__redis_count(const redisReadTask *t, size_t n) {
+    kcache__redis_budget *b = (kcache__redis_budget *)t->privdata;
+    if (!b || b->elements > KCACHE__REDIS_MAX_ELEMENTS || n > KCACHE__REDIS_MAX_ELEMENTS - b->elements) return NULL;
+    b->elements += n;
+    return b->rb->base;
+}
+static void *kcache__redis_new_string(const redisReadTask *t, char *str, size_t len) {
+    const redisReplyObjectFunctions *f = kcache__redis_count(t, 1);
+    return f ? f->createString(t, str, len) : NULL; /* NULL: the reader fails the reply */
+}
+static void *kcache__redis_new_array(const redisReadTask *t, int n) {
+    const redisReplyObjectFunctions *f = n >= 0 ? kcache__redis_count(t, 1 + (size_t)n) : NULL;
+    return f ? f->createArray(t, n) : NULL;
+}
+static void *kcache__redis_new_int(const redisReadTask *t, long long v) {
+    const redisReplyObjectFunctions *f = kcache__redis_count(t, 1);
+    return f ? f->createInteger(t, v) : NULL;
+}
+static void *kcache__redis_new_nil(const redisReadTask *t) {
+    const redisReplyObjectFunctions *f = kcache__redis_count(t, 1);
+    return f ? f->createNil(t) : NULL;
+}
+
+/* Gives a new connection's reader the counting object functions (made from hiredis's own at the
+   first connect). */
+static void kcache__redis_counting(kcache__redis *rb, redisContext *c) {
+    if (!c->reader) return;
+    kcache__mutex_lock(&rb->mutex);
+    if (!rb->base) {
+        rb->base = c->reader->fn;
+        rb->fns = *rb->base;
+        rb->fns.createString = kcache__redis_new_string;
+        rb->fns.createArray = kcache__redis_new_array;
+        rb->fns.createInteger = kcache__redis_new_int;
+        rb->fns.createNil = kcache__redis_new_nil;
+    }
+    kcache__mutex_unlock(&rb->mutex);
+    if (c->reader->fn == rb->base) c->reader->fn = &rb->fns;
+}
+
+#if defined(HIREDIS_MAJOR) && HIREDIS_MAJOR >= 1
+#define KCACHE__REDIS_UNSENT(c) ((c)->obuf ? hisdslen((c)->obuf) : 0)
+#else
+#define KCACHE__REDIS_UNSENT(c) ((c)->obuf ? sdslen((c)->obuf) : 0)
+#endif
+
+/* The length the bulk string being read announced (hiredis leaves its reader at the digits until
+   the whole string is in), or 0: a value announced longer than any this client reads is garbage
+   before its bytes arrive, however fast they come. */
+static uint64_t kcache__redis_announced(const redisReader *r) {
+#if defined(HIREDIS_MAJOR) && HIREDIS_MAJOR >= 1
+    const redisReadTask *t = r->ridx >= 0 && r->task ? r->task[r->ridx] : NULL;
+#else
+    const redisReadTask *t = r->ridx >= 0 && r->ridx < 9 ? &r->rstack[r->ridx] : NULL;
+#endif
+    uint64_t v = 0;
+    size_t i;
+    if (!t || t->type != REDIS_REPLY_STRING || !r->buf) return 0;
+    for (i = r->pos; i < r->len && i < r->pos + 19 && r->buf[i] >= '0' && r->buf[i] <= '9'; i++) v = v * 10 + (uint64_t)(r->buf[i] - '0');
+    return v;
+}
+
+/* Until when a transfer that began at start may wait for its next bytes, having moved `moved`
+   bytes, the last at `last`: its deadline while nothing moved; past it, while bytes keep moving,
+   no wait longer than the timeout (deadline - start) itself and no slower than
+   KCACHE__REDIS_MIN_RATE on average: each byte moved buys 1/rate s, so a one-byte drip is a dead
+   server while a hot value on a busy link arrives. */
+static int64_t kcache__redis_limit(int64_t start, int64_t deadline, int64_t last, uint64_t moved) {
+    int64_t idle = deadline - start, paid;
+    if (idle <= 0 || !moved) return deadline;
+    if (moved > ((uint64_t)1 << 40)) moved = (uint64_t)1 << 40;
+    paid = deadline + (int64_t)(moved * 1000000000u / KCACHE__REDIS_MIN_RATE);
+    return last + idle < paid ? last + idle : paid;
+}
+
+/* Sends what is queued on c and reads one reply of at most max_reply bytes and
+   KCACHE__REDIS_MAX_ELEMENTS elements, by the deadline (stretched for a transfer that is making
+   progress: kcache__redis_limit). */
+static kcache_status kcache__redis_io_max(kcache__redis *rb, redisContext *c, int64_t deadline, size_t max_reply, redisReply **out) {
+    kcache__redis_budget budget;
     void *reply = NULL;
+    int64_t start = kcache__mono_ns(), last = start;
+    uint64_t moved = 0, got = 0;
     int done = 0;
-    kcache_status st;
+    kcache_status st = KCACHE_OK;
     *out = NULL;
     while (!done) {
+        size_t unsent = KCACHE__REDIS_UNSENT(c), left;
         if (kcache__redis_write(c, &done) != REDIS_OK) return KCACHE_EIO;
-        if (!done && (st = kcache__redis_wait(c->fd, POLLOUT, deadline)) != KCACHE_OK) return st;
+        if ((left = KCACHE__REDIS_UNSENT(c)) < unsent) { moved += unsent - left; last = kcache__mono_ns(); }
+        if (!done && (st = kcache__redis_wait(c->fd, POLLOUT, kcache__redis_limit(start, deadline, last, moved))) != KCACHE_OK) return st;
     }
+    budget.rb = rb;
+    budget.elements = 0;
+    if (c->reader) c->reader->privdata = &budget;
     for (;;) {
-        if (redisGetReplyFromReader(c, &reply) != REDIS_OK) return KCACHE_EIO; /* garbage */
+        size_t had;
+        if (redisGetReplyFromReader(c, &reply) != REDIS_OK) { st = KCACHE_EIO; break; } /* garbage, or past the bounds */
         if (reply) break;
-        if ((st = kcache__redis_wait(c->fd, POLLIN, deadline)) != KCACHE_OK) return st;
-        if (redisBufferRead(c) != REDIS_OK) return KCACHE_EIO; /* closed, or an error */
-        if (c->reader && c->reader->len > rb->max_reply) return KCACHE_EIO; /* bigger than any value: not a server of ours */
+        if (kcache__redis_announced(c->reader) > max_reply) { st = KCACHE_EIO; break; }
+        if ((st = kcache__redis_wait(c->fd, POLLIN, kcache__redis_limit(start, deadline, last, moved))) != KCACHE_OK) break;
+        had = c->reader->len;
+        if (redisBufferRead(c) != REDIS_OK) { st = KCACHE_EIO; break; } /* closed, or an error */
+        if (c->reader->len > had) {
+            moved += c->reader->len - had;
+            got += c->reader->len - had;
+            last = kcache__mono_ns();
+        }
+        if (got > max_reply) { st = KCACHE_EIO; break; } /* bigger than any value: not a server of ours */
+    }
+    if (c->reader) c->reader->privdata = NULL;
+    if (st != KCACHE_OK) {
+        if (reply) freeReplyObject(reply);
+        return st;
     }
     *out = (redisReply *)reply;
     return KCACHE_OK;
+}
+static kcache_status kcache__redis_io(kcache__redis *rb, redisContext *c, int64_t deadline, redisReply **out) {
+    return kcache__redis_io_max(rb, c, deadline, rb->max_reply, out);
 }
 
 static kcache_status kcache__redis_cmd(kcache__redis *rb, redisContext *c, int argc, const char **argv, const size_t *lens,
@@ -8554,6 +8800,15 @@ static kcache_status kcache__redis_error(const redisReply *r) {
     return KCACHE_EIO;
 }
 
+/* An error reply to a write (a value, a delete, a claim). A user the server's ACL lets read but
+   not write (NOPERM), a replica (READONLY), a server that cannot save (MISCONF) or a full one (OOM)
+   refuses writes, not reads: kcache skips writes for a while and reads go on. */
+static kcache_status kcache__redis_write_error(const redisReply *r) {
+    if (r->type == REDIS_REPLY_ERROR && r->str && (strncmp(r->str, "NOPERM", 6) == 0 || strncmp(r->str, "MISCONF", 7) == 0))
+        return KCACHE_EROFS;
+    return kcache__redis_error(r);
+}
+
 /* A command that readies a new connection (AUTH [user] password, SELECT db): it must say OK. */
 static kcache_status kcache__redis_setup(kcache__redis *rb, redisContext *c, const char *verb, const char *a, const char *b, int64_t deadline) {
     const char *argv[3];
@@ -8570,17 +8825,87 @@ static kcache_status kcache__redis_setup(kcache__redis *rb, redisContext *c, con
     return st;
 }
 
-/* A new connection, ready for commands (connected, authenticated, database selected). */
+/* rb's host as a numeric address to connect to, by `by` (monotonic ns): an address at once; a
+   name through the latest resolution when it ended less than a minute ago, else the one under way
+   or a new one (kcache__resolve). The name itself stays rb->host. */
+static kcache_status kcache__redis_resolve(kcache__redis *rb, int64_t by, char addr[64]) {
+    unsigned char bin[16];
+    kcache__resolve *q, *old = NULL;
+    pthread_t th;
+    pthread_attr_t attr;
+    uint32_t pid = kcache__pid();
+    kcache_status st;
+    if (inet_pton(AF_INET, rb->host, bin) == 1 || inet_pton(AF_INET6, rb->host, bin) == 1) {
+        snprintf(addr, 64, "%s", rb->host);
+        return KCACHE_OK;
+    }
+    kcache__mutex_lock(&rb->mutex);
+    if (rb->resolving_pid != pid) rb->resolving = NULL; /* a forked child: its parent's, with its parent's thread */
+    rb->resolving_pid = pid;
+    if ((q = rb->resolving) != NULL) {
+        int stale;
+        kcache__mutex_lock(&q->m);
+        stale = q->done && (!q->ok || kcache__mono_ns() - q->done_at > KCACHE__RESOLVE_KEEP_NS);
+        kcache__mutex_unlock(&q->m);
+        if (stale) { old = q; q = rb->resolving = NULL; }
+    }
+    if (!q) {
+        int started = 0;
+        if ((q = (kcache__resolve *)KCACHE_MALLOC(sizeof *q)) != NULL) {
+            memset(q, 0, sizeof *q);
+            kcache__mutex_init(&q->m);
+            kcache__cond_init(&q->c);
+            q->refs = 2; /* rb's and the thread's */
+            snprintf(q->host, sizeof q->host, "%s", rb->host);
+            if (pthread_attr_init(&attr) == 0) {
+                started = pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED) == 0 && pthread_create(&th, &attr, kcache__resolver, q) == 0;
+                pthread_attr_destroy(&attr);
+            }
+            if (!started) {
+                kcache__cond_destroy(&q->c);
+                kcache__mutex_destroy(&q->m);
+                KCACHE_FREE(q);
+                q = NULL;
+            }
+        }
+        if (!q) {
+            kcache__mutex_unlock(&rb->mutex);
+            if (old) kcache__resolve_unref(old);
+            return KCACHE_ENOMEM;
+        }
+        rb->resolving = q;
+    }
+    kcache__mutex_lock(&q->m);
+    q->refs++; /* this caller's */
+    kcache__mutex_unlock(&q->m);
+    kcache__mutex_unlock(&rb->mutex);
+    if (old) kcache__resolve_unref(old);
+    kcache__mutex_lock(&q->m);
+    while (!q->done && kcache__mono_ns() < by)
+        kcache__cond_wait_until(&q->c, &q->m, kcache__now_ns() + (by - kcache__mono_ns()));
+    st = !q->done ? KCACHE_ETIMEOUT : q->ok ? KCACHE_OK : KCACHE_EIO;
+    if (st == KCACHE_OK) memcpy(addr, q->addr, 64);
+    kcache__mutex_unlock(&q->m);
+    kcache__resolve_unref(q);
+    return st;
+}
+
+/* A new connection, ready for commands (connected, authenticated, database selected). The name
+   resolution and the connect share the connect timeout. */
 static kcache_status kcache__redis_connect(kcache__redis *rb, int64_t deadline, redisContext **out) {
     int64_t by = kcache__mono_ns() + (int64_t)rb->connect_ms * 1000000;
-    redisContext *c = rb->path ? redisConnectUnixNonBlock(rb->path) : redisConnectNonBlock(rb->host, rb->port);
+    char addr[64];
+    redisContext *c;
     kcache_status st;
     int err = 0;
     socklen_t elen = sizeof err;
     *out = NULL;
+    if (by > deadline) by = deadline;
+    if (!rb->path && (st = kcache__redis_resolve(rb, by, addr)) != KCACHE_OK) return st;
+    c = rb->path ? redisConnectUnixNonBlock(rb->path) : redisConnectNonBlock(addr, rb->port);
     if (!c) return KCACHE_ENOMEM;
     if (c->err) { redisFree(c); return KCACHE_EIO; } /* refused, no such socket, no route... */
-    if (by > deadline) by = deadline;
+    kcache__redis_counting(rb, c);
     st = kcache__redis_wait(c->fd, POLLOUT, by);
     if (st == KCACHE_OK && (getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &err, &elen) != 0 || err != 0)) st = KCACHE_EIO;
     if (st == KCACHE_OK && rb->pass) st = kcache__redis_setup(rb, c, "AUTH", rb->user, rb->pass, deadline);
@@ -8676,7 +9001,7 @@ static kcache_status kcache__redis_put(void *user, const char *name, const void 
     redisReply *r;
     kcache_status st = kcache__redis_on_key((kcache__redis *)user, "SET", name, "", data ? data : "", size, &r);
     if (st != KCACHE_OK) return st;
-    st = r->type == REDIS_REPLY_STATUS ? KCACHE_OK : kcache__redis_error(r);
+    st = r->type == REDIS_REPLY_STATUS ? KCACHE_OK : kcache__redis_write_error(r);
     freeReplyObject(r);
     return st;
 }
@@ -8684,7 +9009,7 @@ static kcache_status kcache__redis_remove(void *user, const char *name) {
     redisReply *r;
     kcache_status st = kcache__redis_on_key((kcache__redis *)user, "DEL", name, "", NULL, 0, &r);
     if (st != KCACHE_OK) return st;
-    st = r->type == REDIS_REPLY_INTEGER ? (r->integer > 0 ? KCACHE_OK : KCACHE_MISS) : kcache__redis_error(r);
+    st = r->type == REDIS_REPLY_INTEGER ? (r->integer > 0 ? KCACHE_OK : KCACHE_MISS) : kcache__redis_write_error(r);
     freeReplyObject(r);
     return st;
 }
@@ -8714,18 +9039,26 @@ static kcache_status kcache__redis_wait_claim(kcache__redis *rb, const char *nam
     st = kcache__redis_cmd(rb, sub, 2, argv, lens, by, &r);
     if (st == KCACHE_OK && r->type != REDIS_REPLY_ARRAY) st = kcache__redis_error(r);
     if (r) freeReplyObject(r);
-    if (st == KCACHE_OK) {
+    if (st == KCACHE_OK) { /* its life, then its holder's token: one kcache would wait for? */
+        long long left = -3;
         st = kcache__redis_on_key(rb, "PTTL", name, ":claim", NULL, 0, &r);
         if (st == KCACHE_OK) {
-            long long left = r->type == REDIS_REPLY_INTEGER ? r->integer : -3;
+            left = r->type == REDIS_REPLY_INTEGER ? r->integer : -3;
             if (r->type != REDIS_REPLY_INTEGER) st = kcache__redis_error(r);
             else if (left == -2) gone = 1; /* no claim: look again */
-            else if (left >= 0 && start + (left + 50) * 1000000 < until) until = start + (left + 50) * 1000000;
+            else if (!rb->remote || left < 0 || left > (long long)rb->remote->claim_ms) st = KCACHE_ECORRUPT;
+            else if (start + (left + 50) * 1000000 < until) until = start + (left + 50) * 1000000;
+            freeReplyObject(r);
+        }
+        if (st == KCACHE_OK && !gone && rb->remote->secret && (st = kcache__redis_on_key(rb, "GET", name, ":claim", NULL, 0, &r)) == KCACHE_OK) {
+            if (r->type == REDIS_REPLY_NIL) gone = 1;
+            else if (r->type != REDIS_REPLY_STRING) st = kcache__redis_error(r);
+            else if (!kcache__rclaim_honoured(rb->remote, name, r->str, r->len, left)) st = KCACHE_ECORRUPT;
             freeReplyObject(r);
         }
     }
     while (st == KCACHE_OK && !gone) {
-        st = kcache__redis_io(rb, sub, until, &r);
+        st = kcache__redis_io_max(rb, sub, until, 65536, &r); /* small messages: a server streaming bytes cannot stretch the wait */
         if (st == KCACHE_ETIMEOUT) { st = until < start + (int64_t)ms * 1000000 ? KCACHE_OK : KCACHE_EEXIST; break; }
         if (st != KCACHE_OK) break;
         if (r->type == REDIS_REPLY_ARRAY && r->elements == 3 && r->element[0]->type == REDIS_REPLY_STRING &&
@@ -8737,7 +9070,7 @@ static kcache_status kcache__redis_wait_claim(kcache__redis *rb, const char *nam
         freeReplyObject(r);
     }
     redisFree(sub);
-    return st;
+    return st == KCACHE_OK && gone ? KCACHE_ENOENT : st; /* gone when looked at: look again (kcache__rclaim_call) */
 }
 
 static kcache_status kcache__redis_claim(void *user, const char *name, int op, const char *token, uint32_t ms) {
@@ -8780,7 +9113,7 @@ static kcache_status kcache__redis_claim(void *user, const char *name, int op, c
         return KCACHE_EINVAL;
     }
     if ((st = kcache__redis_run(rb, argc, argv, lens, &r)) != KCACHE_OK) return st;
-    if (r->type == REDIS_REPLY_ERROR) st = kcache__redis_error(r);
+    if (r->type == REDIS_REPLY_ERROR) st = kcache__redis_write_error(r);
     else if (op == KCACHE_CLAIM_TAKE) st = r->type == REDIS_REPLY_STATUS ? KCACHE_OK : r->type == REDIS_REPLY_NIL ? KCACHE_EEXIST : KCACHE_EIO;
     else if (op == KCACHE_CLAIM_RENEW) st = r->type != REDIS_REPLY_INTEGER ? KCACHE_EIO : r->integer == 1 ? KCACHE_OK : KCACHE_MISS;
     else st = r->type == REDIS_REPLY_INTEGER ? KCACHE_OK : KCACHE_EIO;
@@ -8839,6 +9172,10 @@ static void kcache__remote_open(kcache__remote **out, const kcache_config *cfg, 
     *out = NULL;
     while (kcache__is_space(*urls)) urls++;
     if (!cfg->remote_ops && !*urls) return;
+    if (cfg->remote_secret && !cfg->remote_secret[0]) { /* a typo must not turn signing off without a word */
+        kcache__say(why, cap, "KCACHE_REMOTE_SECRET is set but empty: no remote (unset it for an unsigned remote)");
+        return;
+    }
     if (cfg->remote_ops && (!cfg->remote_ops->get || !cfg->remote_ops->put)) { kcache__say(why, cap, "remote_ops needs get and put; no remote"); return; }
 #ifndef KCACHE_HMAC_OPENSSL
     if (cfg->remote_secret && cfg->remote_secret[0]) {
@@ -8885,6 +9222,7 @@ static void kcache__remote_open(kcache__remote **out, const kcache_config *cfg, 
                a reply past this bound (a server streaming garbage) is a failure */
             rb->max_reply = (size_t)((r->max_entry * 2 > ((uint64_t)64 << 20) ? r->max_entry * 2 : ((uint64_t)64 << 20)) + 65536);
             rb->pid = kcache__pid();
+            rb->remote = r;
             if (!kcache__remote_add(r, shown, &kcache__redis_ops, rb, kcache__redis_free, why, cap)) { kcache__redis_free(rb); goto bad; }
             for (p = e; kcache__is_space(*p); p++) {
             }
@@ -9791,7 +10129,7 @@ KCACHE_API void kcache_config_init(kcache_config *cfg) {
     if ((v = getenv("KCACHE_SHARED_GROUP")) != NULL && *v) cfg->shared_group = v;
     if ((v = getenv("KCACHE_LAYERS")) != NULL && *v) cfg->layers = v;
     if ((v = getenv("KCACHE_REMOTE")) != NULL && *v) cfg->remote = v;
-    if ((v = getenv("KCACHE_REMOTE_SECRET")) != NULL && *v) cfg->remote_secret = v;
+    if ((v = getenv("KCACHE_REMOTE_SECRET")) != NULL) cfg->remote_secret = v; /* empty: refused at open, not unsigned */
     if ((v = getenv("KCACHE_MAX_SIZE")) != NULL && *v) {
         if (kcache__parse_size(v, &n)) cfg->max_size = n;
         else kcache__env_bad(cfg, MAX_SIZE);
@@ -9868,6 +10206,34 @@ static int kcache__default_dir(char *out, size_t cap) {
 }
 #endif
 
+/* Says in the debug log what a relative path does: KCACHE_DIR and each of KCACHE_LAYERS is taken
+   against the working directory of kcache_open (as every relative path is); a relative
+   XDG_CACHE_HOME is ignored, as the XDG spec says, for $HOME/.cache. */
+static void kcache__say_relative(kcache *kc, const char *dir, const char *layers) {
+#if !defined(_WIN32)
+    char e[300];
+    const char *x = getenv("XDG_CACHE_HOME");
+    if (!kc->cfg.debug) return;
+    if (dir && dir[0] && dir[0] != '/')
+        KCACHE__DEBUG(kc, "KCACHE_DIR %s is relative: taken against the working directory", kcache__escs(e, sizeof e, dir));
+    if (!(dir && dir[0]) && x && x[0] && x[0] != '/')
+        KCACHE__DEBUG(kc, "XDG_CACHE_HOME %s is relative: ignored (the XDG spec wants an absolute path); the default is under $HOME/.cache",
+                      kcache__escs(e, sizeof e, x));
+    while (layers && *layers) {
+        size_t n = strcspn(layers, ":");
+        if (n && layers[0] != '/' && n < 256) {
+            char one[256];
+            memcpy(one, layers, n);
+            one[n] = 0;
+            KCACHE__DEBUG(kc, "KCACHE_LAYERS: %s is relative: taken against the working directory", kcache__escs(e, sizeof e, one));
+        }
+        layers += n + (layers[n] != 0);
+    }
+#else
+    (void)kc; (void)dir; (void)layers;
+#endif
+}
+
 typedef struct { char dir[4096], why[400]; } kcache__open_scratch; /* on the heap: calls fit small stacks */
 KCACHE_API kcache_status kcache_open(kcache **out, const kcache_config *cfg) {
     kcache *kc;
@@ -9931,6 +10297,7 @@ KCACHE_API kcache_status kcache_open(kcache **out, const kcache_config *cfg) {
     }
     if (!kc->store) KCACHE__DEBUG(kc, "%s", kc->store_why);
     else KCACHE__DEBUG(kc, "store %s (limit %llu bytes)%s%s", kc->dir, (unsigned long long)kc->cfg.max_size, why[0] ? "; " : "", why);
+    kcache__say_relative(kc, cfg->dir, kc->cfg.layers);
     if (kc->cfg.enable) kcache__lower_open(kc);
     KCACHE_FREE(t);
     *out = kc;
@@ -10783,6 +11150,7 @@ static int kcache__layers_closest(kcache *kc, const kcache_key *k, kcache__sb *b
    refusal is. */
 static void kcache__layers_note(const kcache *kc, kcache__sb *b) {
     if (kc->layers_why[0]) kcache__sb_add(b, " (%s)", kc->layers_why);
+    if (!kc->remote && kc->remote_why[0]) kcache__sb_add(b, " (no remote: %s)", kc->remote_why); /* the remote asked for and refused too */
 }
 
 /* ---- dependencies' content, when a lookup needs it -------------------------------------------
@@ -11436,7 +11804,7 @@ static kcache_status kcache__cluster_claim(kcache *kc, const kcache_key *k, kcac
     int64_t deadline = kcache__mono_ns() + (int64_t)kc->cfg.build_wait_ms * 1000000;
     kcache__remote_ev ev;
     kcache_status s = KCACHE_MISS, st;
-    int waited = 0;
+    int waited = 0, rounds = 0;
     if (!kcache__rclaim_init(cl, kc->remote, k)) return KCACHE_MISS;
     memset(&ev, 0, sizeof ev);
     while ((st = kcache__rclaim_take(cl, &ev)) == KCACHE_EEXIST) {
@@ -11447,13 +11815,17 @@ static kcache_status kcache__cluster_claim(kcache *kc, const kcache_key *k, kcac
             KCACHE__DEBUG(kc, "wait %s: another machine builds it (%s)", k->unit, cl->s->url);
         }
         st = kcache__rclaim_call(cl, KCACHE_CLAIM_WAIT, left < (int64_t)kc->remote->claim_ms ? (uint32_t)left : kc->remote->claim_ms, &ev);
-        if (st == KCACHE_EEXIST) continue; /* still building */
-        if (st != KCACHE_OK) break;        /* abandoned, or no answer: build here */
+        if (st == KCACHE_EEXIST) continue;                      /* still building */
+        if (st != KCACHE_OK && st != KCACHE_ENOENT) break;      /* abandoned, not honoured, or no answer: build here */
         kcache__remote_stats(kc, &ev);
         memset(&ev, 0, sizeof ev);
         /* its result: another machine's build lands on the remote (and in this store only where the
            store is shared with it), never in a layer (read-only to everyone): ask the remote again */
         if ((s = kcache__get(kc, k, data, size, 0, KCACHE__ASK_REMOTE)) == KCACHE_OK) break;
+        /* a claim held when taken yet gone when looked at (ENOENT), again and again, without a value
+           (a server that says so): after a few, build here. A wait that ran out the claim's life
+           while its builder renews it is no such round. */
+        if (st == KCACHE_ENOENT && ++rounds == 4) break;
     }
     kcache__remote_stats(kc, &ev);
     return s;

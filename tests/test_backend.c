@@ -22,7 +22,13 @@
  *   backend_remove          kcache_remove deletes the remote copy too (rw), not in ro
  *   no_redis_build          KCACHE_REMOTE in a build without KCACHE_REDIS, and a secret without
  *                           KCACHE_HMAC_OPENSSL: no remote, said why, caching as before
- *   remote_env              KCACHE_REMOTE_* and KCACHE_COMPRESS parsed, bad values keep the default
+ *   remote_env              KCACHE_REMOTE_* and KCACHE_COMPRESS parsed, bad values keep the default;
+ *                           an empty KCACHE_REMOTE_SECRET is no remote (said why), never unsigned
+ *   backend_no_writes       mode ro takes no claim (get_or_build of a cold key calls no claim op) and
+ *                           deletes no rejected value (counted); a backend that refuses writes
+ *                           (EROFS) has claims skipped with the puts while lookups go on
+ *   relative_paths          the debug log says that a relative KCACHE_DIR and KCACHE_LAYERS are taken
+ *                           against the working directory and a relative XDG_CACHE_HOME is ignored
  *
  * Build: make build/test_backend build/asan/test_backend (plain C99 + pthreads). */
 #define KCACHE_IMPLEMENTATION
@@ -731,7 +737,134 @@ static void remote_env(void) {
             KT_CHECK(cfg.remote_mode == KCACHE_REMOTE_RW && cfg.compress == 0);
         }
     }
+    setenv("KCACHE_REMOTE_SECRET", "", 1); /* a typo in a deployment script: refused, not unsigned */
+    kcache_config_init(&cfg);
+    KT_CHECK_MSG(cfg.remote_secret && !cfg.remote_secret[0], "an empty KCACHE_REMOTE_SECRET was dropped");
+    KT_CHECK_EQ_U64(cfg.remote_claim_ms, 3000);
+    {
+        mem_backend *b = mb_new();
+        char dir[400];
+        kcache *kc;
+        snprintf(dir, sizeof dir, "%s/empty-secret", g_root);
+        cfg.dir = dir;
+        cfg.publish = 0;
+        cfg.debug = 1;
+        cfg.log = log_line;
+        cfg.remote_ops = &mb_ops;
+        cfg.remote_user = b;
+        g_logged[0] = 0;
+        KT_CHECK(kcache_open(&kc, &cfg) == KCACHE_OK);
+        KT_CHECK_MSG(strstr(g_logged, "KCACHE_REMOTE_SECRET is set but empty"), "log: %s", g_logged);
+        {
+            char why[600];
+            kcache_key k;
+            kt_key(&k, "backend", 74);
+            kcache_explain(kc, &k, why, sizeof why);
+            KT_CHECK_MSG(strstr(why, "no remote: KCACHE_REMOTE_SECRET is set but empty"), "explain: %s", why);
+            kcache_key_free(&k);
+        }
+        KT_CHECK(put_id(kc, 73, 100) == KCACHE_OK && get_ok(kc, 73, 100));
+        KT_CHECK_MSG(b->puts == 0 && b->gets == 0, "a remote with an empty secret was used");
+        kcache_close(kc);
+        mb_free(b);
+    }
     unset_env();
+}
+
+/* 25.7: mode ro writes nothing, claims included; 26.2: a refused write is not a broken backend. */
+static int one_build(void *user, void **out, size_t *out_size) {
+    (void)user;
+    *out = KCACHE_MALLOC(100);
+    kt_payload((unsigned char *)*out, 100, 80);
+    *out_size = 100;
+    return 0;
+}
+static void backend_no_writes(void) {
+    mem_backend *b = mb_new();
+    kcache *r = machine("nw-r", b, &mb_ops, ro_mode), *w = machine("nw-w", b, &mb_ops, NULL);
+    kcache_stats st;
+    kcache_key k;
+    const void *d = NULL;
+    size_t n = 0;
+    char name[33];
+    kt_key(&k, "backend", 80);
+    KT_CHECK(kcache_get_or_build(r, &k, one_build, NULL, &d, &n) == KCACHE_OK && kt_payload_ok(d, n, 100, 80));
+    if (d) kcache_release(r, d);
+    pthread_mutex_lock(&b->m);
+    KT_CHECK_MSG(b->takes + b->renews + b->releases + b->abandons + b->puts + b->removes == 0,
+                 "mode ro: %d claims taken, %d renewed, %d released, %d abandoned, %d puts, %d removes", b->takes, b->renews, b->releases,
+                 b->abandons, b->puts, b->removes);
+    pthread_mutex_unlock(&b->m);
+    kcache_key_free(&k);
+    /* a value that fails validation: counted, left where it is */
+    kt_key(&k, "backend", 81);
+    name_of(&k, name);
+    mb_set(b, name, "not a kcache value", 18);
+    KT_CHECK(!get_ok(r, 81, 100));
+    kcache_get_stats(r, &st);
+    KT_CHECK_EQ_U64(st.remote_rejects, 1);
+    KT_CHECK_MSG(mb_has(b, name) && b->removes == 0, "mode ro deleted a rejected value");
+    kcache_key_free(&k);
+    /* a backend that refuses writes: the put's EROFS skips the next claim too, and lookups go on */
+    KT_CHECK(put_id(w, 82, 100) == KCACHE_OK);
+    pthread_mutex_lock(&b->m);
+    b->put_fail = KCACHE_EROFS;
+    pthread_mutex_unlock(&b->m);
+    KT_CHECK(put_id(w, 83, 100) == KCACHE_OK);
+    kt_key(&k, "backend", 84);
+    KT_CHECK(kcache_get_or_build(w, &k, one_build, NULL, &d, &n) == KCACHE_OK);
+    if (d) kcache_release(w, d);
+    kcache_key_free(&k);
+    pthread_mutex_lock(&b->m);
+    KT_CHECK_MSG(b->takes == 0, "%d claims taken on a backend that refuses writes", b->takes);
+    b->put_fail = KCACHE_OK;
+    pthread_mutex_unlock(&b->m);
+    KT_CHECK(get_ok(r, 82, 100));
+    kcache_get_stats(w, &st);
+    KT_CHECK(st.remote_open == 0);
+    kcache_close(r);
+    kcache_close(w);
+    mb_free(b);
+}
+
+/* "Also seen" of issue 25: what relative paths do, said in the debug log. */
+static void relative_paths(void) {
+    char cwd[1024], home[400], old_home[1024];
+    const char *h = getenv("HOME");
+    kcache_config cfg;
+    kcache *kc;
+    snprintf(old_home, sizeof old_home, "%s", h ? h : "");
+    if (!getcwd(cwd, sizeof cwd) || chdir(g_root) != 0) { KT_FAILF("chdir %s", g_root); return; }
+    kcache_config_init(&cfg);
+    cfg.dir = "rel-store";
+    cfg.layers = "/nonexistent-layer:rel-layer";
+    cfg.publish = 0;
+    cfg.debug = 1;
+    cfg.log = log_line;
+    g_logged[0] = 0;
+    KT_CHECK(kcache_open(&kc, &cfg) == KCACHE_OK);
+    KT_CHECK_MSG(strstr(g_logged, "KCACHE_DIR rel-store is relative: taken against the working directory") &&
+                     strstr(g_logged, "KCACHE_LAYERS: rel-layer is relative") && !strstr(g_logged, "nonexistent-layer is relative"),
+                 "log: %s", g_logged);
+    kcache_close(kc);
+    snprintf(home, sizeof home, "%s/home", g_root);
+    mkdir(home, 0700);
+    setenv("HOME", home, 1);
+    setenv("XDG_CACHE_HOME", "relative-xdg", 1);
+    kcache_config_init(&cfg);
+    cfg.dir = NULL;
+    cfg.publish = 0;
+    cfg.debug = 1;
+    cfg.log = log_line;
+    g_logged[0] = 0;
+    KT_CHECK(kcache_open(&kc, &cfg) == KCACHE_OK);
+    KT_CHECK_MSG(strstr(g_logged, "XDG_CACHE_HOME relative-xdg is relative: ignored") && kcache_dir(kc) && strstr(kcache_dir(kc), "/home/.cache/kcache"),
+                 "log: %s; store %s", g_logged, kcache_dir(kc) ? kcache_dir(kc) : "none");
+    kcache_close(kc);
+    unsetenv("XDG_CACHE_HOME");
+    if (h) setenv("HOME", old_home, 1);
+    else unsetenv("HOME");
+    if (chdir(cwd) != 0) KT_FAILF("chdir back");
 }
 
 int main(void) {
@@ -746,6 +879,8 @@ int main(void) {
     KT_RUN(backend_cluster_build);
     KT_RUN(no_redis_build);
     KT_RUN(remote_env);
+    KT_RUN(backend_no_writes);
+    KT_RUN(relative_paths);
     if (!kt_failures_total) kt_rm_tree(g_root);
     else printf("# stores kept in %s\n", g_root);
     KT_EXIT();

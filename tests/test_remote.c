@@ -34,6 +34,23 @@
  *   remote_builder_killed     the cluster's builder SIGKILLed: its claim runs out, one other builds
  *   remote_claim_renewed      a build longer than the claim's lifetime keeps it (renewed): 1 build
  *   remote_build_fails        a failed build abandons the claim: the waiters build themselves
+ *   remote_claim_planted      a claim planted by a client without the secret (or unsigned, for 10^8
+ *                             ms), or by a fake server that says every claim is held: the machine
+ *                             builds at once instead of waiting KCACHE_BUILD_WAIT; a short unsigned
+ *                             claim is still waited for (what an unsigned fleet cannot tell)
+ *   remote_signed_cluster     signed claims are honoured (1 build of 4); a claim lives 3 s by
+ *                             default and a builder killed with -9 is taken over after it
+ *   remote_endless_reply      an array of 10^8 elements streamed without end, for a GET and on the
+ *                             claim's channel: one failed call, a few hundred KiB of memory
+ *   remote_read_only_user     a redis ACL user who may only read: mode ro sends nothing the ACL
+ *                             refuses and keeps 10 of 10 hits; mode rw has its writes refused and
+ *                             keeps its reads (the breaker stays closed)
+ *   remote_dns_silent         redis://localhost works; a name whose DNS server never answers (as
+ *                             root: resolv.conf bind-mounted in a private mount namespace) costs
+ *                             each lookup and breaker probe the connect timeout, not 20 s
+ *   remote_slow_link          a 1 MiB value through a 2 MiB/s proxy with a 350 ms timeout is a hit;
+ *                             a server dripping a byte per 20 ms is a timeout soon after 350 ms; 16
+ *                             processes fetch one hot 1 MiB value over one 20 MB/s link: 16 hits
  *   remote_lookups            GETs sent to the server (counted under the backend): a cold get and
  *                             a cold get_or_build send one; a caller that waits for another
  *                             thread's or another kcache's build on its store sends one, for
@@ -60,7 +77,11 @@
 #include "kt_remote.h"
 
 #include <pthread.h>
+#include <sched.h>
+#include <strings.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
+#include <sys/resource.h>
 
 /* ---- machines: processes of their own on stores of their own ------------------------------------- */
 
@@ -980,6 +1001,657 @@ static void remote_build_fails(void) {
     KT_CHECK_MSG(S->builds >= 2 && S->builds <= 4, "%d builds", S->builds);
 }
 
+/* ---- planted claims, hostile replies, refused writes, names, slow links (issues 25 and 26) --------- */
+
+/* A fake server: speaks enough RESP to pass for Redis, and lies as its mode says. */
+enum {
+    FAKE_ENDLESS,     /* every command: an array of 10^8 elements, then ":1" elements without end */
+    FAKE_HELD,        /* every claim is held (SET NX: nil) and lives 10^8 ms; no value anywhere */
+    FAKE_GONE,        /* every claim is held, yet gone when looked at (PTTL -2, GET nil) */
+    FAKE_SUB_ENDLESS, /* claims held for a second; the claim's channel then streams an endless array */
+    FAKE_DRIP         /* GET: a 1 MiB string, one byte every 20 ms */
+};
+
+static int fake_write(int c, const char *p, size_t n) {
+    while (n) {
+        ssize_t w = write(c, p, n);
+        if (w <= 0) return 0;
+        p += w;
+        n -= (size_t)w;
+    }
+    return 1;
+}
+static void fake_endless(int c) {
+    static char buf[65536];
+    size_t i;
+    for (i = 0; i + 4 <= sizeof buf; i += 4) memcpy(buf + i, ":1\r\n", 4);
+    if (!fake_write(c, "*100000000\r\n", 12)) return;
+    while (fake_write(c, buf, sizeof buf)) {
+    }
+}
+/* Parses one command (an array of bulk strings) at b: its arguments into arg/len (8 at most); the
+   bytes it took, 0 when incomplete, -1 when it is not one. */
+static long fake_parse(const char *b, size_t n, const char **arg, size_t *len, int *argc) {
+    const char *p = b, *e = b + n;
+    long count, i;
+    char *q;
+    if (n < 4 || *p != '*' || !memchr(p, '\n', n)) return n < 4 || !memchr(p, '\n', n) ? 0 : -1;
+    count = strtol(p + 1, &q, 10);
+    if (count < 1 || count > 8) return -1;
+    p = (const char *)memchr(p, '\n', n) + 1;
+    for (i = 0; i < count; i++) {
+        long l;
+        const char *nl;
+        if (p >= e) return 0;
+        if (*p != '$') return -1;
+        if (!(nl = (const char *)memchr(p, '\n', (size_t)(e - p)))) return 0;
+        l = strtol(p + 1, &q, 10);
+        if (l < 0) return -1;
+        p = nl + 1;
+        if (e - p < l + 2) return 0;
+        arg[i] = p;
+        len[i] = (size_t)l;
+        p += l + 2;
+    }
+    *argc = (int)count;
+    return (long)(p - b);
+}
+static int fake_is(const char *a, size_t n, const char *word) { return n == strlen(word) && strncasecmp(a, word, n) == 0; }
+static void fake_serve(int c, int mode) {
+    size_t cap = 16 << 20, have = 0;
+    char *buf = (char *)malloc(cap);
+    signal(SIGPIPE, SIG_IGN);
+    while (buf) {
+        const char *arg[8];
+        size_t len[8];
+        int argc = 0;
+        long used;
+        ssize_t n = read(c, buf + have, cap - have);
+        if (n <= 0) break;
+        have += (size_t)n;
+        while ((used = fake_parse(buf, have, arg, len, &argc)) > 0) {
+            char out[256];
+            const char *rep = out;
+            int sub_endless = 0;
+            if (mode == FAKE_ENDLESS) { fake_endless(c); free(buf); return; }
+            if (fake_is(arg[0], len[0], "SET")) rep = argc > 3 ? "$-1\r\n" : "+OK\r\n";
+            else if (fake_is(arg[0], len[0], "GET")) {
+                if (mode == FAKE_DRIP && len[1] < 50) { /* the value, a byte at a time */
+                    int i;
+                    if (!fake_write(c, "$1048576\r\n", 10)) break;
+                    for (i = 0; i < 1048576; i++) {
+                        if (!fake_write(c, "k", 1)) break;
+                        kt_sleep_ms(20);
+                    }
+                    free(buf);
+                    return;
+                }
+                rep = "$-1\r\n";
+            } else if (fake_is(arg[0], len[0], "PTTL")) rep = mode == FAKE_HELD ? ":100000000\r\n" : mode == FAKE_GONE ? ":-2\r\n" : ":1000\r\n";
+            else if (fake_is(arg[0], len[0], "SUBSCRIBE") && argc == 2 && len[1] < 100) {
+                snprintf(out, sizeof out, "*3\r\n$9\r\nsubscribe\r\n$%zu\r\n%.*s\r\n:1\r\n", len[1], (int)len[1], arg[1]);
+                sub_endless = mode == FAKE_SUB_ENDLESS;
+            } else if (fake_is(arg[0], len[0], "EVAL") || fake_is(arg[0], len[0], "DEL")) rep = ":1\r\n";
+            else if (fake_is(arg[0], len[0], "PING")) rep = "+PONG\r\n";
+            else rep = "-ERR unknown command\r\n";
+            if (!fake_write(c, rep, strlen(rep))) { free(buf); return; }
+            if (sub_endless) { /* the message never ends */
+                kt_sleep_ms(100);
+                fake_endless(c);
+                free(buf);
+                return;
+            }
+            memmove(buf, buf + used, have - (size_t)used);
+            have -= (size_t)used;
+        }
+        if (used < 0 || have == cap) break;
+    }
+    free(buf);
+}
+
+/* Starts a listener on a free port whose every connection is served by serve(c, arg) in a child
+   of its own (a process group: stop it with kt_garbage_stop). Its pid, or 0. */
+static pid_t fake_start(void (*serve)(int, int), int arg, int *port) {
+    struct sockaddr_in a;
+    int fd = socket(AF_INET, SOCK_STREAM, 0), one = 1;
+    socklen_t len = sizeof a;
+    pid_t p;
+    if (fd < 0) return 0;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    memset(&a, 0, sizeof a);
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (bind(fd, (struct sockaddr *)&a, sizeof a) != 0 || listen(fd, 64) != 0 || getsockname(fd, (struct sockaddr *)&a, &len) != 0) {
+        close(fd);
+        return 0;
+    }
+    *port = ntohs(a.sin_port);
+    fflush(stdout);
+    if ((p = fork()) < 0) { close(fd); return 0; }
+    if (p == 0) {
+        setpgid(0, 0);
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        signal(SIGCHLD, SIG_IGN);
+        for (;;) {
+            int c = accept(fd, NULL, NULL);
+            if (c < 0) continue;
+            if (fork() == 0) {
+                prctl(PR_SET_PDEATHSIG, SIGKILL);
+                close(fd);
+                serve(c, arg);
+                _exit(0);
+            }
+            close(c);
+        }
+    }
+    close(fd);
+    setpgid(p, p);
+    kt_track(p);
+    return p;
+}
+
+/* The link every connection of a throttling proxy shares when set (an mmap shared with its
+   children): the monotonic ns at which it is free again, and its bytes per second. */
+typedef struct shared_link { int64_t free_at; int64_t rate; } shared_link;
+static shared_link *g_link;
+
+/* Waits for n bytes' turn on the shared link. */
+static void link_take(size_t n) {
+    int64_t want, at, now;
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    now = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+    at = __atomic_load_n(&g_link->free_at, __ATOMIC_SEQ_CST);
+    do {
+        want = (at > now ? at : now) + (int64_t)n * 1000000000 / g_link->rate;
+    } while (!__atomic_compare_exchange_n(&g_link->free_at, &at, want, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST));
+    if (want - now > 0) kt_sleep_ms((unsigned)((want - now) / 1000000));
+}
+
+/* A TCP proxy to 127.0.0.1:arg that passes the server's bytes on at 2 MiB/s per connection (a busy
+   link), or, with g_link set, at g_link->rate for all its connections together. */
+static void throttle_serve(int c, int to_port) {
+    struct sockaddr_in a;
+    char buf[65536];
+    int u = socket(AF_INET, SOCK_STREAM, 0);
+    signal(SIGPIPE, SIG_IGN);
+    memset(&a, 0, sizeof a);
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a.sin_port = htons((uint16_t)to_port);
+    if (u < 0 || connect(u, (struct sockaddr *)&a, sizeof a) != 0) return;
+    for (;;) {
+        struct pollfd p[2];
+        ssize_t n;
+        p[0].fd = c, p[0].events = POLLIN, p[0].revents = 0;
+        p[1].fd = u, p[1].events = POLLIN, p[1].revents = 0;
+        if (poll(p, 2, -1) < 0) return;
+        if (p[0].revents) {
+            if ((n = read(c, buf, sizeof buf)) <= 0 || !fake_write(u, buf, (size_t)n)) return;
+        }
+        if (p[1].revents) {
+            if ((n = read(u, buf, 4096)) <= 0) return;
+            if (g_link) link_take((size_t)n);
+            if (!fake_write(c, buf, (size_t)n)) return;
+            if (!g_link) kt_sleep_ms(2); /* 4 KiB per 2 ms */
+        }
+    }
+}
+
+/* In a child: the peak memory (KiB) this process reached. */
+static long peak_kib(void) {
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return ru.ru_maxrss;
+}
+
+static int plain_build(void *user, void **out, size_t *out_size) {
+    (void)user;
+    __atomic_add_fetch(&S->builds, 1, __ATOMIC_SEQ_CST);
+    *out = KCACHE_MALLOC(3000);
+    kt_payload((unsigned char *)*out, 3000, 16);
+    *out_size = 3000;
+    return 0;
+}
+/* get_or_build of key 16 in a new process: S->r[slot] (secs, ok, stats; why: its explain). The
+   child ends itself after `watchdog` seconds (then status stays -1). plant_ms: first, set a claim
+   "x" on key 16 that lives this long (0: none), from the child once its kcache is open. */
+static void gob_job(int slot, const mconf *mc, unsigned watchdog, int plant_ms) {
+    pid_t p;
+    memset(&S->r[slot], 0, sizeof S->r[slot]);
+    S->r[slot].status = -1;
+    fflush(stdout);
+    if ((p = fork()) == 0) {
+        kcache *kc;
+        kcache_key k;
+        const void *d = NULL;
+        size_t n = 0;
+        double t;
+        int st;
+        alarm(watchdog);
+        kc = open_machine(fresh("gob"), mc);
+        kt_key(&k, "remote", 16);
+        if (plant_ms) {
+            char name[33];
+            redisReply *r;
+            name_of(16, name);
+            r = kt_redis_cmd(&T, "SET kcache:1:%s:claim x PX %d", name, plant_ms);
+            if (r) freeReplyObject(r);
+        }
+        t = kt_now();
+        st = kcache_get_or_build(kc, &k, plain_build, NULL, &d, &n);
+        S->r[slot].secs = kt_now() - t;
+        S->r[slot].ok = st == KCACHE_OK && kt_payload_ok(d, n, 3000, 16);
+        if (d) kcache_release(kc, d);
+        kcache_get_stats(kc, &S->r[slot].st);
+        kcache_explain(kc, &k, S->r[slot].why, sizeof S->r[slot].why);
+        kcache_key_free(&k);
+        kcache_close(kc);
+        S->r[slot].status = st;
+        _exit(0);
+    }
+    while (waitpid(p, NULL, 0) < 0 && errno == EINTR) {
+    }
+}
+
+/* 25.1: a claim planted by a client without the secret (junk value, a claim for 10^8 ms), or by a
+   server that says every claim is held, costs nothing: the machine builds at once instead of
+   waiting its whole build wait (20 s here). A signed claim of a real builder is still waited for
+   (remote_signed_cluster). */
+static void remote_claim_planted(void) {
+    static const char secret[] = "planted-claims-test-secret";
+    char name[33];
+    mconf mc;
+    int i, port = 0;
+    name_of(16, name);
+    memset(&mc, 0, sizeof mc);
+    mc.url = T.url;
+    for (i = 0; i < 3; i++) {
+        /* signed, with claims of a minute (so that only the signature can tell: a planted claim of
+           50 s is no longer than its own); unsigned; unsigned with a claim as short as kcache's own (set once
+           the machine is open: a slow start, under valgrind, must not outlive it) */
+        redisReply *r = kt_redis_cmd(&T, "FLUSHALL");
+        if (r) freeReplyObject(r);
+        mc.secret = i == 0 ? secret : NULL;
+        mc.claim_ms = i == 0 ? 60000 : 0;
+        r = kt_redis_cmd(&T, "SET kcache:1:%s junk-from-someone-without-the-secret", name);
+        if (r) freeReplyObject(r);
+        S->builds = 0;
+        gob_job(0, &mc, 19, i == 2 ? 1500 : i == 0 ? 50000 : 100000000);
+        if (i < 2) {
+            KT_CHECK_MSG(S->r[0].ok && S->r[0].secs < 10.0 && S->builds == 1,
+                         "%s: %s after %.1f s, %d builds", i ? "unsigned, a planted claim of 10^8 ms" : "signed, an unsigned claim of 50 s",
+                         S->r[0].status < 0 ? "still waiting (killed)" : kcache_strerror((kcache_status)S->r[0].status), S->r[0].secs, S->builds);
+        } else { /* a claim no longer than kcache's own is waited for: an unsigned fleet cannot tell it from a builder's */
+            KT_CHECK_MSG(S->r[0].ok && S->builds == 1 && S->r[0].st.build_waits == 1, "unsigned, a 1 s claim: %s, %d builds, %llu waits",
+                         kcache_strerror((kcache_status)S->r[0].status), S->builds, (unsigned long long)S->r[0].st.build_waits);
+        }
+    }
+    for (i = 0; i < 2; i++) { /* a fake server: every claim held for 10^8 ms; or held, and gone whenever looked at */
+        pid_t g = fake_start(fake_serve, i ? FAKE_GONE : FAKE_HELD, &port);
+        char url[64];
+        snprintf(url, sizeof url, "redis://127.0.0.1:%d", port);
+        mc.url = url;
+        mc.secret = NULL;
+        mc.claim_ms = 0;
+        S->builds = 0;
+        gob_job(0, &mc, 19, 0);
+        KT_CHECK_MSG(S->r[0].ok && S->r[0].secs < 10.0 && S->builds == 1 && S->r[0].st.remote_open == 0,
+                     "a server whose claims are %s: %s after %.1f s, %d builds, breaker %s", i ? "held and gone" : "all held",
+                     S->r[0].status < 0 ? "still waiting (killed)" : kcache_strerror((kcache_status)S->r[0].status), S->r[0].secs, S->builds,
+                     S->r[0].st.remote_open ? "open" : "closed");
+        kt_garbage_stop(g);
+    }
+}
+
+/* Claims of kcache's own, signed, are waited for (1 build among 4 machines); the claim's value on
+   the server carries the signature; a claim lives 3 s by default and a builder killed with -9 is
+   taken over after it. */
+static void remote_signed_cluster(void) {
+    mconf mc;
+    bplan bp = {400, 0};
+    char name[33];
+    int i, good = 0;
+    pid_t p;
+    memset(&mc, 0, sizeof mc);
+    mc.url = T.url;
+    mc.secret = "signed-cluster-secret";
+    { redisReply *r = kt_redis_cmd(&T, "FLUSHALL"); if (r) freeReplyObject(r); }
+    cluster(4, 1, &mc, &bp, 0);
+    for (i = 0; i < 4; i++) good += S->r[i].ok;
+    KT_CHECK_EQ_U64(good, 4);
+    KT_CHECK_MSG(S->builds == 1, "%d builds: signed claims were not honoured", S->builds);
+    /* the default lifetime: a builder that never ends, then killed */
+    { redisReply *r = kt_redis_cmd(&T, "FLUSHALL"); if (r) freeReplyObject(r); }
+    mc.secret = NULL;
+    S->building = 0;
+    S->builds = 0;
+    name_of(16, name);
+    fflush(stdout);
+    if ((p = fork()) == 0) {
+        bplan forever = {60000, 0};
+        kcache *kc = open_machine(fresh("killed"), &mc);
+        kcache_key k;
+        const void *d;
+        size_t n;
+        kt_key(&k, "remote", 16);
+        kcache_get_or_build(kc, &k, cluster_build, &forever, &d, &n);
+        _exit(0);
+    }
+    {
+        double w = kt_now();
+        long long left = -3;
+        redisReply *r;
+        while (!__atomic_load_n(&S->building, __ATOMIC_SEQ_CST) && kt_now() - w < 10) kt_sleep_ms(5);
+        left = kt_redis_int(&T, "PTTL kcache:1:%s:claim", name);
+        r = kt_redis_cmd(&T, "GET kcache:1:%s:claim", name);
+        KT_CHECK_MSG(left > 0 && left <= 3000, "a builder's claim lives %lld ms (want at most 3000)", left);
+        KT_CHECK_MSG(r && r->type == REDIS_REPLY_STRING && !strchr(r->str, '.'), "an unsigned claim's token: %s", r && r->str ? r->str : "none");
+        if (r) freeReplyObject(r);
+        kill(p, SIGKILL);
+        waitpid(p, NULL, 0);
+        gob_job(0, &mc, 19, 0);
+        KT_CHECK_MSG(S->r[0].ok && S->r[0].secs < 8.0, "after the builder's kill -9: %s after %.1f s (its claim should end within 3 s)",
+                     kcache_strerror((kcache_status)S->r[0].status), S->r[0].secs);
+        printf("# remote_signed_cluster: a builder killed with -9, taken over after %.2f s\n", S->r[0].secs);
+    }
+}
+
+/* 25.2: a server answering an array of 10^8 elements, then elements without end, for a lookup and
+   on the claim's channel: a failure, at no more memory than a small reply's. */
+static void remote_endless_reply(void) {
+    int i;
+    for (i = 0; i < 2; i++) {
+        int port = 0, st = 0;
+        pid_t g = fake_start(fake_serve, i ? FAKE_SUB_ENDLESS : FAKE_ENDLESS, &port), p;
+        char url[64];
+        snprintf(url, sizeof url, "redis://127.0.0.1:%d", port);
+        memset(&S->r[0], 0, sizeof S->r[0]);
+        S->r[0].status = -1;
+        fflush(stdout);
+        if ((p = fork()) == 0) {
+            mconf mc;
+            kcache *kc;
+            kcache_key k;
+            const void *d = NULL;
+            size_t n = 0;
+            long before;
+            memset(&mc, 0, sizeof mc);
+            mc.url = url;
+            mc.timeout_ms = 3000; /* time enough for the old reader to keep 100s of MB */
+            alarm(30);
+            kc = open_machine(fresh("endless"), &mc);
+            kt_key(&k, "remote", 16);
+            before = peak_kib();
+            S->r[0].status = i ? kcache_get_or_build(kc, &k, plain_build, NULL, &d, &n) : kcache_get(kc, &k, &d, &n);
+            snprintf(S->r[0].why, sizeof S->r[0].why, "%ld", peak_kib() - before);
+            if (d) kcache_release(kc, d);
+            kcache_get_stats(kc, &S->r[0].st);
+            kcache_key_free(&k);
+            kcache_close(kc);
+            _exit(0);
+        }
+        while (waitpid(p, &st, 0) < 0 && errno == EINTR) {
+        }
+        KT_CHECK_MSG(WIFEXITED(st) && S->r[0].status == (i ? KCACHE_OK : KCACHE_MISS) && S->r[0].st.remote_errors >= 1 && atol(S->r[0].why) < 16384,
+                     "an endless array (%s): %s, %s, %llu errors, %s KiB more memory", i ? "on the claim's channel" : "for a GET",
+                     WIFEXITED(st) ? "exited" : "killed", kcache_strerror((kcache_status)S->r[0].status), (unsigned long long)S->r[0].st.remote_errors,
+                     S->r[0].why);
+        printf("# remote_endless_reply %s: %s KiB more memory\n", i ? "claim wait" : "get", S->r[0].why);
+        kt_garbage_stop(g);
+    }
+}
+
+/* 25.7 and 26.2: a user the server's ACL lets read but not write. Mode ro writes nothing (no claim,
+   no delete, no publish: the ACL log stays empty) and keeps its reads; mode rw has its writes
+   refused, skips writes, and keeps its reads too (the breaker stays closed). */
+static void remote_read_only_user(void) {
+    kt_redis A;
+    mconf admin, reader;
+    char url[200];
+    int mode;
+    if (!kt_redis_start(&A, g_root, 1, "user reader on >rpw ~* &* -@all +@read +@connection")) { KT_FAILF("redis-server with an ACL user did not start"); return; }
+    memset(&admin, 0, sizeof admin);
+    admin.url = A.url;
+    snprintf(url, sizeof url, "redis://reader:rpw@127.0.0.1:%d", A.port);
+    reader = admin;
+    reader.url = url;
+    {
+        const char *store = fresh("admin");
+        unsigned i;
+        for (i = 0; i < 10; i++) {
+            job(0, store, &admin, DO_PUT, 300 + i, 2000);
+            KT_CHECK(S->r[0].ok && S->r[0].st.remote_puts == 1);
+        }
+    }
+    for (mode = 0; mode < 2; mode++) {
+        pid_t p;
+        int st = 0;
+        long long denied;
+        redisReply *r = kt_redis_cmd(&A, "ACL LOG RESET");
+        if (r) freeReplyObject(r);
+        reader.ro = mode == 0;
+        memset(&S->r[0], 0, sizeof S->r[0]);
+        fflush(stdout);
+        if ((p = fork()) == 0) {
+            kcache *kc = open_machine(fresh("reader"), &reader);
+            kcache_key k;
+            const void *d = NULL;
+            size_t n = 0;
+            unsigned i;
+            alarm(20);
+            kt_key(&k, "remote", 16); /* cold: rw would claim it (refused), ro must not */
+            kcache_get_or_build(kc, &k, plain_build, NULL, &d, &n);
+            if (d) kcache_release(kc, d);
+            kcache_key_free(&k);
+            if (mode) kt_put(kc, "remote", 399, 399, 2000); /* refused */
+            for (i = 0; i < 10; i++) S->r[0].ok += kt_get(kc, "remote", 300 + i, 300 + i, 2000) == 1;
+            kcache_get_stats(kc, &S->r[0].st);
+            kcache_close(kc);
+            _exit(0);
+        }
+        while (waitpid(p, &st, 0) < 0 && errno == EINTR) {
+        }
+        r = kt_redis_cmd(&A, "ACL LOG");
+        denied = r && r->type == REDIS_REPLY_ARRAY ? (long long)r->elements : -1;
+        if (r) freeReplyObject(r);
+        KT_CHECK_MSG(S->r[0].ok == 10 && S->r[0].st.remote_open == 0, "mode %s, a user who may only read: %d of 10 remote hits, breaker %s",
+                     mode ? "rw" : "ro", S->r[0].ok, S->r[0].st.remote_open ? "open" : "closed");
+        if (mode == 0) KT_CHECK_MSG(denied == 0, "mode ro sent %lld commands the ACL refused (a write)", denied);
+        else KT_CHECK_MSG(denied >= 1 && S->r[0].st.remote_errors >= 1, "mode rw: %lld refused, %llu errors", denied, (unsigned long long)S->r[0].st.remote_errors);
+    }
+    kt_redis_stop(&A);
+}
+
+/* 26.1: a host name whose DNS server never answers (a UDP socket that reads nothing, named in a
+   resolv.conf bind-mounted in a private mount namespace): a lookup gives up within its deadline,
+   a breaker probe after the back-off too. Without the namespace (not root): a name that resolves
+   (localhost) works through the same path. */
+static void remote_dns_silent(void) {
+    mconf mc;
+    char url[100];
+    int st = 0, fd = -1, tries;
+    pid_t p;
+    struct sockaddr_in a;
+    memset(&mc, 0, sizeof mc);
+    mc.url = T.url;
+    job(0, fresh("dns-put"), &mc, DO_PUT, 40, 500);
+    snprintf(url, sizeof url, "redis://localhost:%d", T.port);
+    mc.url = url;
+    memset(&S->r[1], 0, sizeof S->r[1]);
+    fflush(stdout);
+    if ((p = fork()) == 0) { /* a first resolution slower than the connect timeout (valgrind) is a miss: the next try has it */
+        kcache *kc = open_machine(fresh("dns-ok"), &mc);
+        int i;
+        for (i = 0; i < 10 && !S->r[1].ok; i++) {
+            if (i) kt_sleep_ms(350);
+            S->r[1].ok = kt_get(kc, "remote", 40, 40, 500) == 1;
+        }
+        kcache_close(kc);
+        _exit(0);
+    }
+    waitpid(p, NULL, 0);
+    KT_CHECK_MSG(S->r[1].ok, "redis://localhost: no hit");
+    if (geteuid() != 0) { printf("skip remote_dns_silent: not root (a private mount namespace for resolv.conf needs it)\n"); return; }
+    memset(&a, 0, sizeof a);
+    a.sin_family = AF_INET;
+    a.sin_port = htons(53);
+    for (tries = 0; tries < 20 && fd < 0; tries++) { /* 127.x.y.z:53, chosen so that parallel runs do not meet */
+        uint32_t r = (uint32_t)getpid() * 2654435761u + (uint32_t)tries * 40503u;
+        a.sin_addr.s_addr = htonl(0x7f000000u | (((r >> 8) % 250 + 2) << 16) | (((r >> 16) % 250 + 2) << 8) | ((r % 250) + 2));
+        fd = socket(AF_INET, SOCK_DGRAM, 0);
+        if (fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof a) != 0) { close(fd); fd = -1; }
+    }
+    if (fd < 0) { printf("skip remote_dns_silent: no UDP port 53 on 127/8 to bind\n"); return; }
+    memset(&S->r[0], 0, sizeof S->r[0]);
+    fflush(stdout);
+    if ((p = fork()) == 0) {
+        char conf[400], ip[32];
+        FILE *f;
+        double t, worst = 0;
+        int i;
+        kcache *kc;
+        if (unshare(CLONE_NEWNS) != 0 || mount("none", "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0) _exit(77);
+        snprintf(conf, sizeof conf, "%s/resolv.conf", g_root);
+        inet_ntop(AF_INET, &a.sin_addr, ip, sizeof ip);
+        if (!(f = fopen(conf, "w"))) _exit(78);
+        fprintf(f, "nameserver %s\noptions timeout:4 attempts:3\n", ip);
+        fclose(f);
+        if (mount(conf, "/etc/resolv.conf", NULL, MS_BIND, NULL) != 0) _exit(77);
+        alarm(10); /* the watchdog: a lookup bound by 500 ms that takes 10 s is a hang */
+        mc.url = "redis://kt-remsec-never-answers.example:6379";
+        mc.timeout_ms = 500; /* the default op timeout; connects 100 ms */
+        mc.backoff_ms = 100;
+        kc = open_machine(fresh("dns"), &mc);
+        for (i = 0; i < 3; i++) { /* the first lookup, then breaker probes */
+            if (i) kt_sleep_ms(450);
+            t = kt_now();
+            if (kt_get(kc, "remote", 41, 41, 10) != 0) _exit(79);
+            if (kt_now() - t > worst) worst = kt_now() - t;
+        }
+        kcache_get_stats(kc, &S->r[0].st);
+        S->r[0].secs = worst;
+        kcache_close(kc);
+        _exit(0);
+    }
+    while (waitpid(p, &st, 0) < 0 && errno == EINTR) {
+    }
+    close(fd);
+    if (WIFEXITED(st) && WEXITSTATUS(st) == 77) { printf("skip remote_dns_silent: no private mount namespace (unshare, mount --bind)\n"); return; }
+    KT_CHECK_MSG(WIFEXITED(st) && WEXITSTATUS(st) == 0 && S->r[0].secs < 5.0 && S->r[0].st.remote_errors >= 2,
+                 "a name whose DNS never answers: %s %d, the slowest lookup %.2f s, %llu errors", WIFEXITED(st) ? "exit" : "killed by signal",
+                 WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st), S->r[0].secs, (unsigned long long)S->r[0].st.remote_errors);
+    printf("# remote_dns_silent: the slowest of 3 lookups on a name never resolved: %.0f ms\n", S->r[0].secs * 1e3);
+}
+
+/* 26.7: a 1 MiB value over a link of 2 MiB/s (0.5 s) with a 350 ms timeout is a hit (the transfer
+   makes progress); a server dripping it a byte per 20 ms is a timeout, soon after the 350 ms. */
+static void remote_slow_link(void) {
+    static unsigned char val[1 << 20];
+    mconf mc;
+    char url[64];
+    int port = 0, i;
+    pid_t proxy = fake_start(throttle_serve, T.port, &port);
+    random_payload(val, sizeof val, 42);
+    memset(&mc, 0, sizeof mc);
+    mc.url = T.url;
+    job(0, fresh("slow-put"), &mc, DO_PUT_RANDOM, 42, sizeof val);
+    KT_CHECK(S->r[0].ok && S->r[0].st.remote_puts == 1);
+    snprintf(url, sizeof url, "redis://127.0.0.1:%d", port);
+    for (i = 0; i < 2; i++) {
+        pid_t p, drip = 0;
+        int st = 0;
+        if (i) {
+            drip = fake_start(fake_serve, FAKE_DRIP, &port);
+            snprintf(url, sizeof url, "redis://127.0.0.1:%d", port);
+        }
+        memset(&S->r[0], 0, sizeof S->r[0]);
+        fflush(stdout);
+        if ((p = fork()) == 0) {
+            kcache *kc;
+            kcache_key k;
+            const void *d = NULL;
+            size_t n = 0;
+            double t;
+            mc.url = url;
+            mc.timeout_ms = 350; /* under the 0.5 s the value takes: the old single deadline missed it */
+            alarm(10);
+            kc = open_machine(fresh("slow-get"), &mc);
+            kt_key(&k, "remote", 42);
+            t = kt_now();
+            S->r[0].status = kcache_get(kc, &k, &d, &n);
+            S->r[0].secs = kt_now() - t;
+            S->r[0].ok = S->r[0].status == KCACHE_OK && n == sizeof val && memcmp(d, val, n) == 0;
+            if (d) kcache_release(kc, d);
+            kcache_get_stats(kc, &S->r[0].st);
+            kcache_key_free(&k);
+            kcache_close(kc);
+            _exit(0);
+        }
+        while (waitpid(p, &st, 0) < 0 && errno == EINTR) {
+        }
+        if (!i) KT_CHECK_MSG(S->r[0].ok && S->r[0].st.hits_remote == 1, "1 MiB at 2 MiB/s, 350 ms timeout: %s after %.2f s, %llu timeouts",
+                             kcache_strerror((kcache_status)S->r[0].status), S->r[0].secs, (unsigned long long)S->r[0].st.remote_timeouts);
+        else KT_CHECK_MSG(WIFEXITED(st) && S->r[0].status == KCACHE_MISS && S->r[0].st.remote_timeouts == 1 && S->r[0].secs < 3.5,
+                          "a byte per 20 ms: %s after %.2f s (want a timeout soon after 350 ms)", kcache_strerror((kcache_status)S->r[0].status), S->r[0].secs);
+        printf("# remote_slow_link %s: %.2f s\n", i ? "drip" : "1 MiB at 2 MiB/s", S->r[0].secs);
+        kt_garbage_stop(drip);
+    }
+    kt_garbage_stop(proxy);
+    /* the issue's hot key: 16 processes fetch the same 1 MiB value over one 20 MB/s link, with the
+       default 500 ms timeout (each gets 1.25 MB/s: 0.84 s for its value); before, all 16 timed out */
+    g_link = (shared_link *)mmap(NULL, sizeof *g_link, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (g_link == MAP_FAILED) { g_link = NULL; KT_FAILF("mmap"); return; }
+    g_link->free_at = 0;
+    g_link->rate = 20000000;
+    proxy = fake_start(throttle_serve, T.port, &port);
+    g_link = NULL; /* the proxy's children have it */
+    snprintf(url, sizeof url, "redis://127.0.0.1:%d", port);
+    {
+        pid_t p[16];
+        int hits = 0;
+        double t0 = kt_now();
+        for (i = 0; i < 16; i++) {
+            memset(&S->r[i], 0, sizeof S->r[i]);
+            fflush(stdout);
+            if ((p[i] = fork()) == 0) {
+                kcache *kc;
+                kcache_key k;
+                const void *d = NULL;
+                size_t n = 0;
+                mc.url = url;
+                mc.timeout_ms = 500;
+                mc.backoff_ms = 0;
+                alarm(20);
+                kc = open_machine(fresh("hot"), &mc);
+                kt_key(&k, "remote", 42);
+                {
+                    double t = kt_now();
+                    S->r[i].status = kcache_get(kc, &k, &d, &n);
+                    S->r[i].secs = kt_now() - t;
+                    S->r[i].ok = S->r[i].status == KCACHE_OK && n == sizeof val && memcmp(d, val, n) == 0;
+                    S->r[i].why[0] = 0;
+                    kcache_get_stats(kc, &S->r[i].st);
+                }
+                if (d) kcache_release(kc, d);
+                kcache_key_free(&k);
+                kcache_close(kc);
+                _exit(0);
+            }
+        }
+        for (i = 0; i < 16; i++) {
+            waitpid(p[i], NULL, 0);
+            hits += S->r[i].ok;
+        }
+        printf("# remote_slow_link hot key: %d of 16 processes got the 1 MiB value over one 20 MB/s link in %.2f s\n", hits, kt_now() - t0);
+        for (i = 0; i < 16 && !getenv("KT_VALGRIND"); i++)
+            KT_CHECK_MSG(S->r[i].ok, "process %d of 16, a hot 1 MiB value over a shared 20 MB/s link: %s after %.2f s (%llu errors, %llu timeouts)", i,
+                         kcache_strerror((kcache_status)S->r[i].status), S->r[i].secs, (unsigned long long)S->r[i].st.remote_errors,
+                         (unsigned long long)S->r[i].st.remote_timeouts);
+    }
+    kt_garbage_stop(proxy);
+}
+
 /* ---- how often one call asks the remote ---------------------------------------------------------- */
 
 /* The built-in Redis backend with its GETs counted: a handle's shard is switched to this table
@@ -1401,6 +2073,12 @@ int main(int argc, char **argv) {
     KT_RUN(remote_builder_killed);
     KT_RUN(remote_claim_renewed);
     KT_RUN(remote_build_fails);
+    KT_RUN(remote_claim_planted);
+    KT_RUN(remote_signed_cluster);
+    KT_RUN(remote_endless_reply);
+    KT_RUN(remote_read_only_user);
+    KT_RUN(remote_dns_silent);
+    KT_RUN(remote_slow_link);
     KT_RUN(remote_lookups);
     KT_RUN(remote_explain_stats);
     KT_RUN(compress_local);
