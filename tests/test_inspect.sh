@@ -83,6 +83,12 @@ for c in simple twocpu stale; do
     mv "${f%/*}" "$(rehome "$f")"
 done
 simple=$(ls "$tmp"/corpus/simple/cache/*/*.nbi); twocpu=$(ls "$tmp"/corpus/twocpu/cache/*/*.nbi); stale=$(ls "$tmp"/corpus/stale/cache/*/*.nbi)
+# numba made them with NUMBA_CACHE_DIR set to each case's cache/: without it, numba opens the in-tree index
+if run corpus_no_cache_dir --json "$simple"; then
+    v=$(json_get '(d["verdict"]["code"], d["source"]["locator"], d["source"]["numba_opens"].endswith("/simple/__pycache__/" + d["file"].rsplit("/", 1)[1]))')
+    [ "$v" = "('never-read', 'InTreeCacheLocator', True)" ] && ok corpus_no_cache_dir || fail corpus_no_cache_dir "got $v"
+fi
+export NUMBA_CACHE_DIR=$tmp/corpus/simple/cache
 
 # the first overload's CPU and features: the machine that made the corpus (a znver3)
 run corpus_features --json "$simple" && zfeat=$(json_get 'd["overloads"][0]["features"]')
@@ -119,6 +125,7 @@ if run corpus_simple_json --json --cpu znver3 --features "$zfeat" "$simple"; the
 fi
 
 # twocpu: two overloads differing only in CPU name and features; the default CPU uses the first
+export NUMBA_CACHE_DIR=$tmp/corpus/twocpu/cache
 if run corpus_twocpu --cpu znver3 --features "$zfeat" "$twocpu"; then
     has corpus_twocpu "same signature as [1]; differs only in: CPU name, CPU features" &&
     has corpus_twocpu "cpu       znver3  (matches this CPU)" && has corpus_twocpu "cpu       generic  (not this CPU)" &&
@@ -135,6 +142,7 @@ if NUMBA_CPU_NAME=generic run corpus_twocpu_generic "$twocpu"; then   # numba's 
 fi
 
 # stale: stamp mismatch, size and mtime both differ, recompiles
+export NUMBA_CACHE_DIR=$tmp/corpus/stale/cache
 if run corpus_stale "$stale"; then
     has corpus_stale "MISMATCH: mtime differs by +0.425 s, size differs (source 117, index 94)" &&
     has corpus_stale "verdict    stamp mismatch: mod.py mtime differs by +0.425 s, size differs (source 117," &&
@@ -159,9 +167,10 @@ if run corpus_source_other_dir --json --source "$tmp/mod.py" "$simple"; then
     [ "$v" = "('never-read', True)" ] && ok corpus_source_other_dir || fail corpus_source_other_dir "got $v"
 fi
 # another numba version ignores the index
-if run corpus_version --numba-version 0.60.0 "$simple"; then
+if run corpus_version --cache-dir "$tmp/corpus/simple/cache" --numba-version 0.60.0 "$simple"; then
     has corpus_version "numba version differs (index 0.56.4, running 0.60.0)" && ok corpus_version
 fi
+unset NUMBA_CACHE_DIR
 
 # ----------------------------------------------------------------------------------------------
 # tests/data/numba-corpus: every case of numba 0.56.4, 0.60.0 and 0.68.1 against what that numba did
@@ -169,6 +178,13 @@ python3 "$root/tests/inspect_corpus.py" replay "$tool" "$root/tests/data/numba-c
 cat "$tmp/replay.log"
 failures=$((failures + $(grep -c '^FAIL ' "$tmp/replay.log")))
 grep -q '^ok corpus_present' "$tmp/replay.log" || fail corpus_replay "inspect_corpus.py replay ran no check"
+# tests/data/numba-env-corpus: what numba reads from the run's environment (numba_cases.py --env;
+# numba 0.56.4, 0.61.2, 0.64.0, 0.68.1), each case's variables given to the tool as numba had them
+mkdir -p "$tmp/env"
+python3 "$root/tests/inspect_corpus.py" replay "$tool" "$root/tests/data/numba-env-corpus" "$tmp/env" >"$tmp/replay.log" 2>&1
+cat "$tmp/replay.log"
+failures=$((failures + $(grep -c '^FAIL ' "$tmp/replay.log")))
+grep -q '^ok corpus_present' "$tmp/replay.log" || fail corpus_env_replay "inspect_corpus.py replay ran no check"
 
 # ----------------------------------------------------------------------------------------------
 # numba here: Debian's (/usr/bin/python3) and PyPI's newest (build/venv-numba); each makes every
@@ -197,11 +213,16 @@ for py in "${pys[@]}"; do
         >"$tmp/live.log" 2>&1
     cat "$tmp/live.log"
     failures=$((failures + $(grep -c '^FAIL ' "$tmp/live.log")))
+    # the environment cases, on this machine's own CPU (detected: the feature string's order counts)
+    python3 "$root/tests/inspect_corpus.py" live "$tool" "$py" "$tmp" --env >"$tmp/live.log" 2>&1
+    cat "$tmp/live.log"
+    failures=$((failures + $(grep -c '^FAIL ' "$tmp/live.log")))
 done
 
 # what only the text report shows, on the live caches
 for d in "$tmp"/live-*; do
     [ -f "$d/cases.json" ] || continue
+    case $d in */live-env-*) continue ;; esac
     ver=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["numba"])' "$d/cases.json")
     n="live_${ver}_text"
     lix() { python3 -c 'import json,sys; print(sys.argv[2] + "/" + json.load(open(sys.argv[1]))["cases"][sys.argv[3]]["indexes"][int(sys.argv[4])])' "$d/cases.json" "$d" "$1" "${2:-0}"; }
@@ -357,7 +378,7 @@ if run prune_yes --prune --yes "${P[@]}" "$pr"; then
     fi
     if run prune_after_data --json "${P[@]}" "$pr/raises_data/__pycache__/c_raises_data.f-4.py311.nbi"; then
         v=$(json_get 'd["verdict"]["code"]')
-        [ "$v" = cpu-mismatch ] && ok prune_after_data || fail prune_after_data "got $v"
+        [ "$v" = data-missing ] && ok prune_after_data || fail prune_after_data "got $v"
     fi
 fi
 check_args2() { if run "$1" "${@:3}"; then [ "$rc" = 2 ] && grep -q -F -- "$2" <<<"$err" && ok "$1" || fail "$1" "status $rc: $err"; fi; }
@@ -462,8 +483,15 @@ check_exit2() { # NAME PATTERN ARGS...
         if [ "$rc" = 2 ] && grep -q -F -- "$pat" <<<"$err"; then ok "$name"; else fail "$name" "status $rc, stderr '$err'"; fi
     fi
 }
-check_exit2 bad_empty_file "empty file" "$tmp/empty.nbi"
-check_exit2 bad_not_pickle "not a numba index" "$tmp/text.nbi"
+# what numba's pickle.load raises on (EOFError, UnpicklingError) is a verdict: exit 0
+raises0() { # NAME PATTERN FILE
+    if run "$1" --json "$3"; then
+        v=$(json_get '(d["verdict"]["code"], d["version_error"])')
+        [ "$rc" = 0 ] && grep -q -F -- "$2" <<<"$v" && [ "${v#(\'raises\'}" != "$v" ] && ok "$1" || fail "$1" "status $rc, $v"
+    fi
+}
+raises0 bad_empty_file "EOFError: Ran out of input" "$tmp/empty.nbi"
+raises0 bad_not_pickle "UnpicklingError" "$tmp/text.nbi"
 # the version pickle alone: numba of that version raises (EOFError) reading the body; another ignores it
 if run bad_no_body --json "$tmp/nobody.nbi"; then
     v=$(json_get '(d["verdict"]["code"], d["body_error"].startswith("no index body"))')
@@ -473,9 +501,11 @@ if run bad_no_body_other_version --json --numba-version 0.68.1 "$tmp/nobody.nbi"
     v=$(json_get 'd["verdict"]["code"]')
     [ "$rc" = 0 ] && [ "$v" = version-mismatch ] && ok bad_no_body_other_version || fail bad_no_body_other_version "status $rc, $v"
 fi
-check_exit2 bad_opcode "unknown pickle opcode 0xff at byte 2" "$tmp/badop.nbi"
-check_exit2 bad_huge_frame "FRAME at byte 2 announces" "$tmp/hugeframe.nbi"
-check_exit2 bad_huge_string "truncated string" "$tmp/hugestr.nbi"
+raises0 bad_opcode "unknown pickle opcode 0xff at byte 2" "$tmp/badop.nbi"
+raises0 bad_huge_frame "FRAME at byte 2 announces" "$tmp/hugeframe.nbi"
+raises0 bad_huge_string "truncated string" "$tmp/hugestr.nbi"
+printf 'x' >"$tmp/notnb.bin"
+check_exit2 bad_not_numba "not a numba index (.nbi)" "$tmp/notnb.bin"
 check_exit2 args_none "usage:"
 check_exit2 args_unknown_option "unknown option '--frobnicate'" --frobnicate "$tmp/empty.nbi"
 check_exit2 args_missing_value "--cpu needs a value" "$tmp/empty.nbi" --cpu

@@ -56,6 +56,7 @@
 #include <unistd.h>
 #include <ftw.h>
 #include <dirent.h>
+#include <sys/wait.h>
 
 #if defined(__GNUC__) || defined(__clang__)
 #define KI_PRINTF(a, b) __attribute__((format(printf, a, b)))
@@ -1416,6 +1417,7 @@ typedef struct nb_overload {
     int cpu_match;                 /* -1 unknown, 0 no, 1 yes */
     int usable;                    /* -1 unknown, 0, 1 */
     int data_bad;                  /* the .nbc does not unpickle: numba raises loading it */
+    int code_match;                /* its bytecode hash is the function's now: -1 unknown, 0, 1 */
     char *data_err;                /* why (arena) */
 } nb_overload;
 
@@ -1434,6 +1436,7 @@ typedef struct nb_index {
     nb_overload *ov;
     size_t nov;
     char body_err[240];            /* the body does not decode: what numba's pickle.loads meets */
+    char version_err[200];         /* the version pickle does not load: numba's pickle.load raises */
 } nb_index;
 
 static void nb_index_free(nb_index *ix)
@@ -1450,6 +1453,22 @@ static int is_hex_str(const pk_node *n, size_t len)
     return 1;
 }
 
+/* The version pickle does not load: numba raises from pickle.load before it compares anything.
+ * The index then holds no version (an empty string stands in) and the body is not read. */
+static int nb_version_bad(nb_index *ix)
+{
+    static const unsigned char none[1] = {0};
+    ix->version = (pk_node *)ka_alloc(&ix->arena, sizeof *ix->version);
+    if (!ix->version) return -1;
+    memset(ix->version, 0, sizeof *ix->version);
+    ix->version->kind = PK_STR;
+    ix->version->s = none;
+    ix->version->n = 0;
+    ix->version_end = ix->body_end = ix->len;
+    ki_fmt(ix->body_err, sizeof ix->body_err, "not read: %s", ix->version_err);
+    return 0;
+}
+
 /* Decodes buf as a numba index.  0 when the version pickle decodes to a string: then either
  * the body decoded too, or ix->body_err says why not (numba stops at the version when it is
  * not its own, and raises from pickle.loads when it is, so both are verdicts, not errors).
@@ -1463,16 +1482,21 @@ static int nb_decode(const unsigned char *buf, size_t len, nb_index *ix, char *e
     ix->arena.limit = KI_MAX_MEM;
     ix->stamp_kind = ST_OTHER;
     ix->buf = buf; ix->len = len;
-    if (len == 0) { ki_fmt(err, errcap, "empty file"); return -1; }
-    if (buf[0] != 0x80) {
-        ki_fmt(err, errcap, "not a numba index: does not start with a pickle PROTO opcode (first byte 0x%02x)", buf[0]);
-        return -1;
+    (void)err; (void)errcap;
+    /* numba's _load_index runs pickle.load(f) on whatever the file holds: an empty or garbage
+       .nbi is not skipped, the load raises (EOFError, UnpicklingError) out of every first call */
+    if (len == 0 || buf[0] != 0x80) {
+        if (len == 0) ki_fmt(ix->version_err, sizeof ix->version_err, "the file is empty (EOFError: Ran out of input)");
+        else ki_fmt(ix->version_err, sizeof ix->version_err, "the file does not start with a pickle PROTO opcode "
+                    "(first byte 0x%02x: UnpicklingError: invalid load key)", buf[0]);
+        return nb_version_bad(ix);
     }
     pk_parser_init(&P, &ix->arena);
     if (pk_load(&P, buf, len, 0, &ix->version_end, &ix->version) != 0) {
-        ki_fmt(err, errcap, "cannot decode the version pickle: %s", P.err);
+        ki_fmt(ix->version_err, sizeof ix->version_err, "the version pickle does not unpickle: %s (%s)", P.err,
+               ix->version_end >= len || strstr(P.err, "truncated") ? "EOFError or UnpicklingError" : "UnpicklingError");
         pk_parser_free(&P);
-        return -1;
+        return nb_version_bad(ix);
     }
     ix->version_proto = P.proto;
     pk_parser_free(&P);
@@ -1534,6 +1558,7 @@ static int nb_decode(const unsigned char *buf, size_t len, nb_index *ix, char *e
         o->key = key;
         o->value = ix->overloads->v[2 * k + 1];
         o->data_exists = -1;
+        o->code_match = -1;
         o->cpu_match = -1;
         o->usable = -1;
         o->data_size = -1;
@@ -1616,6 +1641,10 @@ typedef struct ki_opts {
     int json, dump, force_numba;
     const char *paths[16];            /* --path DIR: roots where imported modules are looked up */
     int npaths;
+    const char *cache_dir;            /* --cache-dir DIR: NUMBA_CACHE_DIR of the run ("": unset) */
+    const char *locator_classes;      /* --locator-classes LIST: NUMBA_CACHE_LOCATOR_CLASSES of the run */
+    const char *python;               /* --python PATH: the interpreter that compiles the source */
+    int no_bytecode;                  /* --no-bytecode: do not compile the source */
     /* --prune */
     int prune, prune_yes, prune_other_cpu;
     /* kcache mode */
@@ -1882,6 +1911,23 @@ static int feat_match_by_name(const unsigned char *a, size_t an, const unsigned 
         }
     }
     return common * 5 >= na * 4 && common * 5 >= nb * 4;
+}
+
+/* Whether a feature string is in the form numba computes for the host: llvmlite's
+ * FeatureMap.flatten(), "+name" or "-name" for each feature, sorted by name, joined by ",".  A
+ * string in another order can only come from NUMBA_CPU_FEATURES, and numba compares the strings
+ * byte for byte: the same features in another order are another key. */
+static int feat_in_flatten_order(const unsigned char *s, size_t n)
+{
+    static feat fs[KI_MAX_FEATS];
+    size_t nf = feat_parse(s, n, fs, KI_MAX_FEATS), k;
+    if (nf >= KI_MAX_FEATS) return 0;
+    for (k = 0; k < n; k++) if (s[k] == ' ') return 0;
+    for (k = 0; k < nf; k++) {
+        if (fs[k].name == (const char *)s || (fs[k].name[-1] != '+' && fs[k].name[-1] != '-')) return 0;
+        if (k && feat_cmp(&fs[k - 1], &fs[k]) >= 0) return 0;
+    }
+    return 1;
 }
 
 static size_t feat_count(const pk_node *f, size_t *enabled)
@@ -2530,6 +2576,12 @@ typedef struct nb_source {
     int line_checked;         /* 1 ok, 0 not checked, -1 the line does not start the function */
     char line_text[200];
     long moved_to;            /* the function's first line now, when it moved; else -1 */
+    /* the locator numba picks for this source in the run's environment (nb_locate) */
+    const char *locator;      /* its class name; NULL: not worked out */
+    char locator_why[300];    /* what made numba pick it (or why it cannot be said) */
+    char numba_index[4200];   /* the index file numba opens for this function */
+    int locator_floor;        /* InTreeCacheLocatorFsAgnostic: the stamp is (floor(st_mtime), st_size) */
+    int locator_raises;       /* numba raises picking a locator (no locator, an unknown class) */
 } nb_source;
 
 static void sha1_hex(const char *s, char out[41])
@@ -2890,6 +2942,7 @@ typedef struct nb_deps {
     const char *roots[20];    /* where absolute imports resolve */
     size_t nroots;
     char rootbuf[2][4096];
+    char pythonpath[4096];    /* the run's PYTHONPATH, split at ':' into roots */
     const char *from_dir;     /* the importing file's directory (relative imports) */
     int level;
 } nb_deps;
@@ -3040,6 +3093,14 @@ static void deps_scan(const char *src, const struct stat *ix_st, const ki_opts *
         D->roots[D->nroots++] = D->rootbuf[1];
     }
     for (k = 0; k < (size_t)op->npaths && D->nroots < sizeof D->roots / sizeof D->roots[0]; k++) D->roots[D->nroots++] = op->paths[k];
+    /* the run's PYTHONPATH: numba's process imports through it as well */
+    {
+        const char *pp = getenv("PYTHONPATH");
+        char *t, *save = NULL;
+        ki_fmt(D->pythonpath, sizeof D->pythonpath, "%s", pp ? pp : "");
+        for (t = strtok_r(D->pythonpath, ":", &save); t && D->nroots < sizeof D->roots / sizeof D->roots[0]; t = strtok_r(NULL, ":", &save))
+            if (*t) D->roots[D->nroots++] = t;
+    }
     /* the source first (it is the stamped file itself: not a dependency), then each found file */
     {
         char abs[4096];
@@ -3092,6 +3153,13 @@ typedef struct nb_report {
     size_t n_sigs, n_sigs_covered;
     nb_deps deps;              /* imported modules; deps.nstale of them changed after the index */
     int deps_checked;
+    /* the function's bytecode now, compiled by a Python of the index's version (nb_bytecode) */
+    int code_checked;          /* 1: code_hex is the sha256 of its co_code now */
+    char code_hex[65];
+    int code_freevars;         /* it is a closure: its cells' hash cannot be known without running it */
+    char code_why[400];        /* why the bytecode was not checked */
+    char python[300];          /* the Python that compiled it */
+    size_t n_code_match;       /* overloads whose bytecode hash is the function's now */
 } nb_report;
 
 static void nb_report_free(nb_report *R) { free(R->deps.d); R->deps.d = NULL; }
@@ -3120,6 +3188,14 @@ static int nbc_check(const char *path, char *err, size_t cap)
     ka_free(&a);
     free(buf);
     return rc;
+}
+
+/* Whether numba computes an (int, int) stamp: its locator, when known, says; else the index's own form. */
+static int nb_floor_stamp(const nb_index *ix, const nb_source *src)
+{
+    if (src->locator && src->kind == SRC_FILE && strcmp(src->locator, "unknown") != 0 && strcmp(src->locator, "none") != 0)
+        return src->locator_floor;
+    return ix->stamp_kind == ST_FLOOR_SIZE;
 }
 
 /* The stamp numba computes now, compared with the index's. */
@@ -3173,9 +3249,11 @@ static void check_stamp(nb_index *ix, nb_report *R)
     switch (ix->stamp_kind) {
     case ST_MTIME_SIZE:
     case ST_FLOOR_SIZE: {
-        double want = ix->stamp_kind == ST_FLOOR_SIZE ? py_floor(R->src_mtime) : R->src_mtime;
+        /* the stamp numba computes is its locator's: floor(st_mtime) for the fs-agnostic in-tree one,
+           the float otherwise (Python compares an int and a float by value); a zip member's is
+           the archive's own (st_mtime, st_size) (numba 0.61-0.67's ZipCacheLocator) */
+        double want = nb_floor_stamp(ix, src) ? py_floor(R->src_mtime) : R->src_mtime;
         int mt = want == ix->stamp_mtime, sz = R->src_size == ix->stamp_size;
-        if (src->kind == SRC_ZIP) { ki_fmt(R->stamp_why, sizeof R->stamp_why, "an (mtime, size) stamp for a zip member: not numba's"); return; }
         R->stamp_state = mt && sz;
         if (!R->stamp_state) {
             char d[240] = "", s[120] = "";
@@ -3230,6 +3308,278 @@ static void check_stamp(nb_index *ix, nb_report *R)
     }
 }
 
+/* ---------------------------------------------------------------------------------------- */
+/* Which index numba opens: its locators, tried in order, in the run's environment.         */
+
+/* Whether numba's ensure_cache_path (os.makedirs(path, exist_ok=True), then a temporary file
+ * in it) succeeds for dir, as the user running the tool: the deepest part of dir that exists
+ * must be a directory this user may write to. */
+static int nb_dir_ensurable(const char *dir)
+{
+    char cur[4096], up[4096];
+    struct stat st;
+    if (ki_abspath(dir, cur, sizeof cur) != 0) return 0;
+    for (;;) {
+        if (stat(cur, &st) == 0) return S_ISDIR(st.st_mode) && access(cur, W_OK | X_OK) == 0;
+        if (errno != ENOENT) return 0;
+        path_dirname(cur, up, sizeof up);
+        if (strcmp(up, cur) == 0) return 0;
+        ki_fmt(cur, sizeof cur, "%s", up);
+    }
+}
+
+/* numba's user-wide cache directory (appdirs' user_cache_dir on Linux): $XDG_CACHE_HOME/numba,
+ * else ~/.cache/numba. */
+static void nb_user_cache_dir(char *out, size_t cap)
+{
+    const char *x = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+    if (x) ki_fmt(out, cap, "%s/numba", x);
+    else ki_fmt(out, cap, "%s/.cache/numba", home && *home ? home : "");
+}
+
+/* The locator numba picks for src's function, as CacheImpl.__init__ does: each class's
+ * from_function in turn, the first that returns one wins.  NUMBA_CACHE_DIR (or --cache-dir)
+ * selects _UserProvidedCacheLocator; the in-tree __pycache__ needs to be creatable and
+ * writable; the user-wide cache (and, from numba 0.61 on, a zip archive's member, whose
+ * locator checks nothing) lies under $XDG_CACHE_HOME/numba.  numba 0.62+ reads the list from
+ * NUMBA_CACHE_LOCATOR_CLASSES when it is set (or --locator-classes): an unknown bare name
+ * raises, a dotted name of another module is a class the tool cannot know.  Sets
+ * src->numba_index to the index file numba opens, and src->reads to whether it is this one. */
+static void nb_locate(const char *index_abs, const nb_name *nm, const nb_index *ix, const ki_opts *op, nb_source *src)
+{
+    static const char *const deflt[] = {"UserProvidedCacheLocator", "InTreeCacheLocator", "UserWideCacheLocator",
+                                        "IPythonCacheLocator", "ZipCacheLocator"};
+    const char *ncd = op->cache_dir ? op->cache_dir : getenv("NUMBA_CACHE_DIR");
+    const char *ncd_from = op->cache_dir ? "--cache-dir" : "NUMBA_CACHE_DIR";
+    const char *classes = NULL, *classes_from = NULL;
+    char py_file[8192], abs[8192], py_dir[8192], sub[8192], dir[8192], ucd[4096], list[1024], ixdir[4096];
+    const char *names[32], *ver = op->numba_version;
+    size_t nnames = 0, k, vn;
+    int minor, exists;
+    char *save = NULL, *t;
+    if (src->kind == SRC_CELL || !src->found || !nm->ok || nm->notebook || src->reads == 0) return;
+    vn = ver ? strlen(ver) : ix->version->n;
+    minor = numba_minor(ver ? ver : (const char *)ix->version->s, vn);
+    if (src->kind == SRC_ZIP) ki_fmt(py_file, sizeof py_file, "%s/%s", src->path, src->member);
+    else ki_fmt(py_file, sizeof py_file, "%s", src->path);
+    if (ki_abspath(py_file, abs, sizeof abs) != 0) return;
+    path_dirname(abs, py_dir, sizeof py_dir);
+    /* get_suitable_cache_subpath: the source directory's name, '_', the sha1 of its path */
+    {
+        char h[41];
+        sha1_hex(py_dir, h);
+        ki_fmt(sub, sizeof sub, "%s_%s", path_base(py_dir), h);
+    }
+    exists = src->kind == SRC_FILE;   /* os.path.exists(py_file): a zip member's path is not a file */
+    nb_user_cache_dir(ucd, sizeof ucd);
+    if (minor >= 62) {
+        classes = op->locator_classes ? op->locator_classes : getenv("NUMBA_CACHE_LOCATOR_CLASSES");
+        classes_from = op->locator_classes ? "--locator-classes" : "NUMBA_CACHE_LOCATOR_CLASSES";
+        if (classes && !*classes) classes = NULL;
+    }
+    if (classes) {
+        ki_fmt(list, sizeof list, "%s", classes);
+        for (t = strtok_r(list, ",", &save); t && nnames < sizeof names / sizeof names[0]; t = strtok_r(NULL, ",", &save)) {
+            size_t l;
+            while (*t == ' ' || *t == '\t') t++;
+            l = strlen(t);
+            while (l && (t[l - 1] == ' ' || t[l - 1] == '\t')) t[--l] = 0;
+            if (strncmp(t, "numba.core.caching.", 19) == 0) t += 19;
+            names[nnames++] = t;
+        }
+    } else {
+        for (k = 0; k < sizeof deflt / sizeof deflt[0]; k++) names[nnames++] = deflt[k];
+    }
+    dir[0] = 0;
+    for (k = 0; k < nnames && !dir[0]; k++) {
+        const char *c = names[k];
+        if (c[0] == '_') c++;   /* numba < 0.62 names them _UserProvidedCacheLocator, ... */
+        if (strcmp(c, "UserProvidedCacheLocator") == 0) {
+            char d[8192];
+            if (!ncd || !*ncd || !exists) continue;
+            ki_fmt(d, sizeof d, "%s/%s", ncd, sub);
+            if (!nb_dir_ensurable(d)) continue;
+            ki_fmt(dir, sizeof dir, "%s", d);
+            src->locator = "UserProvidedCacheLocator";
+            ki_fmt(src->locator_why, sizeof src->locator_why, "%s is %.200s", ncd_from, ncd);
+        } else if (strcmp(c, "InTreeCacheLocator") == 0 || strcmp(c, "InTreeCacheLocatorFsAgnostic") == 0) {
+            char d[8192];
+            if (!exists) continue;
+            ki_fmt(d, sizeof d, "%s/__pycache__", py_dir);
+            if (!nb_dir_ensurable(d)) continue;
+            ki_fmt(dir, sizeof dir, "%s", d);
+            src->locator = c[18] ? "InTreeCacheLocatorFsAgnostic" : "InTreeCacheLocator";
+            src->locator_floor = c[18] != 0;
+            ki_fmt(src->locator_why, sizeof src->locator_why, "%s%s, and the source's __pycache__ can be written",
+                   ncd && *ncd ? "" : "NUMBA_CACHE_DIR is not set", ncd && *ncd ? "NUMBA_CACHE_DIR's directory cannot be written" : "");
+        } else if (strcmp(c, "UserWideCacheLocator") == 0) {
+            char d[8192];
+            if (!exists) continue;
+            ki_fmt(d, sizeof d, "%s/%s", ucd, sub);
+            if (!nb_dir_ensurable(d)) continue;
+            ki_fmt(dir, sizeof dir, "%s", d);
+            src->locator = "UserWideCacheLocator";
+            ki_fmt(src->locator_why, sizeof src->locator_why, "the source's __pycache__ cannot be created or written%s",
+                   ncd && *ncd ? "" : " and NUMBA_CACHE_DIR is not set");
+        } else if (strcmp(c, "IPythonCacheLocator") == 0) {
+            if (strncmp(path_base(py_dir), "ipykernel_", 10) == 0) {
+                src->reads = -1;
+                ki_fmt(src->locator_why, sizeof src->locator_why, "a file in an ipykernel_ directory: IPython's locator, "
+                       "whose cache directory the tool does not know");
+                return;
+            }
+        } else if (strcmp(c, "ZipCacheLocator") == 0) {
+            if (minor >= 0 && minor < 61 && !classes) continue;   /* numba < 0.61 has no zip locator */
+            if (!strstr(abs, ".zip")) continue;
+            ki_fmt(dir, sizeof dir, "%s/%s", ucd, sub);
+            src->locator = "ZipCacheLocator";
+            ki_fmt(src->locator_why, sizeof src->locator_why, "the source is a zip archive's member");
+        } else if (strchr(c, '.')) {
+            src->reads = -1;
+            ki_fmt(src->locator_why, sizeof src->locator_why, "%s names the class %.200s, which the tool does not know: "
+                   "cannot say which index numba opens", classes_from, c);
+            src->locator = "unknown";
+            return;
+        } else {
+            src->locator = "none";
+            src->locator_raises = 1;
+            ki_fmt(src->locator_why, sizeof src->locator_why, "%s names %.200s, which is no numba locator class: "
+                   "numba raises RuntimeError (Unknown cache locator class) when the function is decorated", classes_from, c);
+            return;
+        }
+    }
+    if (!dir[0]) {
+        src->locator = "none";
+        src->locator_raises = 1;
+        ki_fmt(src->locator_why, sizeof src->locator_why, "no locator takes the source (no cache directory can be written%s): "
+               "numba raises RuntimeError (cannot cache function: no locator available) when the function is decorated",
+               classes ? ", or the listed classes do not apply" : "");
+        return;
+    }
+    {
+        char want[8192], have[4096], rw[PATH_MAX], rh[PATH_MAX];
+        path_dirname(index_abs, ixdir, sizeof ixdir);
+        if (ki_abspath(dir, want, sizeof want) != 0) return;
+        ki_fmt(have, sizeof have, "%s", ixdir);
+        if (realpath(want, rw) && realpath(have, rh)) { ki_fmt(want, sizeof want, "%s", rw); ki_fmt(have, sizeof have, "%s", rh); }
+        ki_fmt(src->numba_index, sizeof src->numba_index, "%s/%s", dir, path_base(index_abs));
+        if (strcmp(want, have) == 0) { src->reads = 1; return; }
+        src->reads = 0;
+        ki_fmt(src->reads_why, sizeof src->reads_why, "numba's %s is used (%s): it opens %.1500s, not this index",
+               src->locator, src->locator_why, src->numba_index);
+        if (!(ncd && *ncd) && !op->cache_dir && dir_layout(path_base(ixdir), sub, sizeof sub, want) == LAYOUT_HASH)
+            ki_fmt(src->reads_why + strlen(src->reads_why), sizeof src->reads_why - strlen(src->reads_why),
+                   " (if the run sets NUMBA_CACHE_DIR, pass it: --cache-dir DIR)");
+    }
+}
+
+/* The function's bytecode as numba hashes it for the index key (sha256 of __code__.co_code):
+ * the source is compiled, never run, by a Python of the index's version in isolated mode (-I:
+ * no site, no PYTHON* variables, no script directory), at the optimization level the run's
+ * PYTHONOPTIMIZE gives, and the code object with the function's name and first line is found
+ * by walking the module's constants.  The child is bounded by an alarm. */
+static const char nb_compile_py[] =
+    "import sys, hashlib\n"
+    "path, name, line, opt, member = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]\n"
+    "if member:\n"
+    "    import zipfile\n"
+    "    src = zipfile.ZipFile(path).read(member)\n"
+    "else:\n"
+    "    src = open(path, 'rb').read()\n"
+    "code = compile(src, path, 'exec', dont_inherit=True, optimize=opt)\n"
+    "print('%d.%d' % sys.version_info[:2])\n"
+    "todo = [code]\n"
+    "while todo:\n"
+    "    c = todo.pop()\n"
+    "    for k in c.co_consts:\n"
+    "        if hasattr(k, 'co_code'):\n"
+    "            todo.append(k)\n"
+    "            if k.co_name.replace('<', '').replace('>', '') == name and k.co_firstlineno == line:\n"
+    "                print(hashlib.sha256(k.co_code).hexdigest(), len(k.co_freevars))\n";
+
+static void nb_bytecode(const ki_opts *op, nb_report *R)
+{
+    const nb_name *nm = &R->name;
+    char py[64], want[16], line[32], opt[8], out[2048];
+    const char *env_opt = getenv("PYTHONOPTIMIZE"), *exe;
+    int pfd[2], status = 0, level = 0;
+    pid_t pid;
+    size_t n = 0, k;
+    long maj, mnr;
+    char *end, *nl;
+    if (op->no_bytecode) { ki_fmt(R->code_why, sizeof R->code_why, "not checked (--no-bytecode)"); return; }
+    if (!nm->ok || nm->line <= 0 || !R->src.found || (R->src.kind != SRC_FILE && R->src.kind != SRC_ZIP)) {
+        ki_fmt(R->code_why, sizeof R->code_why, "not checked: %s", !R->src.found ? "the source was not found" : "not a function in a .py file");
+        return;
+    }
+    /* "py311", "py311d": Python 3.11 */
+    maj = nm->pytag[2] - '0';
+    mnr = strtol(nm->pytag + 3, &end, 10);
+    if (strncmp(nm->pytag, "py", 2) != 0 || maj < 2 || maj > 9 || end == nm->pytag + 3 || mnr < 0 || mnr > 99) {
+        ki_fmt(R->code_why, sizeof R->code_why, "not checked: the Python tag %s is not pyXY", nm->pytag);
+        return;
+    }
+    ki_fmt(want, sizeof want, "%ld.%ld", maj, mnr);
+    ki_fmt(py, sizeof py, "python%s", want);
+    exe = op->python ? op->python : py;
+    /* PYTHONOPTIMIZE as Python reads it: a number, or any other non-empty string meaning 1 */
+    if (env_opt && *env_opt) { long v = strtol(env_opt, &end, 10); level = *end ? 1 : v < 0 ? 0 : v > 2 ? 2 : (int)v; }
+    ki_fmt(line, sizeof line, "%ld", nm->line);
+    ki_fmt(opt, sizeof opt, "%d", level);
+    if (pipe(pfd) != 0) { ki_fmt(R->code_why, sizeof R->code_why, "not checked: pipe: %s", strerror(errno)); return; }
+    fflush(stdout);
+    pid = fork();
+    if (pid < 0) { close(pfd[0]); close(pfd[1]); ki_fmt(R->code_why, sizeof R->code_why, "not checked: fork: %s", strerror(errno)); return; }
+    if (pid == 0) {
+        int dn = open("/dev/null", O_RDWR);
+        dup2(pfd[1], 1);
+        if (dn >= 0) { dup2(dn, 0); dup2(dn, 2); }
+        close(pfd[0]);
+        alarm(30);   /* survives exec: a compile that hangs is killed */
+        execlp(exe, exe, "-I", "-c", nb_compile_py, R->src.path, nm->func, line, opt, R->src.kind == SRC_ZIP ? R->src.member : "",
+               (char *)NULL);
+        _exit(127);
+    }
+    close(pfd[1]);
+    for (;;) {
+        ssize_t got = read(pfd[0], out + n, sizeof out - 1 - n);
+        if (got < 0 && errno == EINTR) continue;
+        if (got <= 0) break;
+        n += (size_t)got;
+        if (n == sizeof out - 1) break;
+    }
+    out[n] = 0;
+    close(pfd[0]);
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
+    ki_fmt(R->python, sizeof R->python, "%.200s", exe);
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+        if (WIFEXITED(status) && WEXITSTATUS(status) == 127)
+            ki_fmt(R->code_why, sizeof R->code_why, "not checked: no %.200s here to compile the source with (Python %s wrote this "
+                   "index; --python PATH names one)", exe, want);
+        else
+            ki_fmt(R->code_why, sizeof R->code_why, "not checked: %.200s could not compile the source (a syntax error for Python %s?)",
+                   exe, want);
+        return;
+    }
+    nl = strchr(out, '\n');
+    if (!nl || (size_t)(nl - out) != strlen(want) || strncmp(out, want, strlen(want)) != 0) {
+        ki_fmt(R->code_why, sizeof R->code_why, "not checked: %.200s is Python %.*s, the index was written by Python %s", exe,
+               nl ? (int)(nl - out) < 16 ? (int)(nl - out) : 16 : 0, out, want);
+        return;
+    }
+    /* the first code object with that name and first line (numba's disambiguator) */
+    if (strlen(nl + 1) < 66) {
+        ki_fmt(R->code_why, sizeof R->code_why, "not checked: no function %.200s starting at line %ld in the source", nm->func, nm->line);
+        return;
+    }
+    for (k = 0; k < 64; k++) if (hexval(nl[1 + k]) < 0) return;
+    memcpy(R->code_hex, nl + 1, 64);
+    R->code_hex[64] = 0;
+    R->code_freevars = atoi(nl + 66) > 0;
+    R->code_checked = 1;
+    ki_fmt(R->code_why, sizeof R->code_why, "compiled by %.200s -I at optimization level %d (PYTHONOPTIMIZE)", exe, level);
+}
+
 /* "mod.f" or "f" as the verdicts name the function. */
 static const char *fn_name(const nb_report *R) { return R->name.ok ? R->name.func : "the function"; }
 
@@ -3254,13 +3604,19 @@ static void nb_assess(nb_index *ix, const char *path, const ki_opts *op, nb_repo
                "never this index", R->name.func, R->src.moved_to, R->name.line, R->name.prefix, R->name.prefix[0] ? "-" : "",
                R->name.fullname, R->src.moved_to, R->name.pytag);
     }
+    nb_locate(R->index_abs, &R->name, ix, op, &R->src);
     host_resolve(op, ix, &R->host);
     fn = fn_name(R);
     ki_fmt(ver, sizeof ver, "%.*s", (int)(ix->version->n < 40 ? ix->version->n : 40), (const char *)ix->version->s);
     R->version_state = -1;
-    if (op->numba_version) R->version_state = bytes_eq(ix->version->s, ix->version->n, op->numba_version);
+    if (op->numba_version && !ix->version_err[0]) R->version_state = bytes_eq(ix->version->s, ix->version->n, op->numba_version);
     if (!ix->body_err[0]) check_stamp(ix, R);
     else ki_fmt(R->stamp_why, sizeof R->stamp_why, "the index body does not decode");
+    /* the key holds the bytecode's hash: only worth a compile when the stamp lets numba that far */
+    if (R->stamp_state == 1 && ix->nov && R->src.reads != 0 && !op->no_deps && !op->no_imports) nb_bytecode(op, R);
+    else if (op->no_deps || op->no_imports) ki_fmt(R->code_why, sizeof R->code_why, "not checked");
+    else ki_fmt(R->code_why, sizeof R->code_why, "not checked (numba gets no further than the %s)",
+                R->src.reads == 0 ? "index it opens" : "stamp");
 
     /* overloads: data files and the CPU */
     path_dirname(R->index_abs, dir, sizeof dir);
@@ -3276,6 +3632,8 @@ static void nb_assess(nb_index *ix, const char *path, const ki_opts *op, nb_repo
             o->data_exists = 0;
         }
         if (!o->shape_ok) { o->cpu_match = 0; o->usable = 0; continue; }
+        o->code_match = R->code_checked ? node_eq_cstr(o->code, R->code_hex) : -1;
+        if (o->code_match == 1) R->n_code_match++;
         {
             int known = 1, match = 1;
             if (R->host.cpu) match &= node_eq_cstr(o->cpu, R->host.cpu); else known = 0;
@@ -3285,7 +3643,8 @@ static void nb_assess(nb_index *ix, const char *path, const ki_opts *op, nb_repo
                 if (!feat_memo || !node_str_eq(feat_memo, o->features)) {
                     feat_memo = o->features;
                     feat_memo_match = feat_match_by_name(o->features->s, o->features->n, (const unsigned char *)R->host.features,
-                                                         strlen(R->host.features));
+                                                         strlen(R->host.features)) &&
+                                      (o->features->n == 0 || feat_in_flatten_order(o->features->s, o->features->n));
                 }
                 match &= feat_memo_match;
             }
@@ -3294,7 +3653,7 @@ static void nb_assess(nb_index *ix, const char *path, const ki_opts *op, nb_repo
             o->cpu_match = !match ? 0 : known ? 1 : -1;
         }
         /* the data file numba loads for a matching key must unpickle */
-        if (o->cpu_match != 0 && o->data_exists == 1) {
+        if (o->cpu_match != 0 && o->code_match != 0 && o->data_exists == 1) {
             char err[300];
             if (nbc_check(p, err, sizeof err) != 0) {
                 o->data_bad = 1;
@@ -3302,8 +3661,8 @@ static void nb_assess(nb_index *ix, const char *path, const ki_opts *op, nb_repo
                 if (o->data_err) memcpy(o->data_err, err, strlen(err) + 1);
             }
         }
-        o->usable = o->cpu_match == 0 || o->data_exists == 0 || o->data_bad ? 0 : o->cpu_match;
-        if (o->cpu_match == 1) R->n_match++;
+        o->usable = o->cpu_match == 0 || o->code_match == 0 || o->data_exists == 0 || o->data_bad ? 0 : o->cpu_match;
+        if (o->cpu_match == 1 && o->code_match != 0) R->n_match++;
         if (o->usable == 1) R->n_usable++;
         if (o->cpu_match == -1) R->n_unknown++;
         if (o->data_exists == 0) R->n_missing++;
@@ -3339,10 +3698,19 @@ static void nb_assess(nb_index *ix, const char *path, const ki_opts *op, nb_repo
                                      (int)(c->n < 32 ? c->n : 32), (const char *)c->s);
         }
         if (!cpus[0]) ki_fmt(cpus, sizeof cpus, "?");
-        if (R->src.reads == 0) {
+        if (R->src.locator_raises) {
+            R->verdict_code = "raises";
+            ki_fmt(R->verdict, sizeof R->verdict, "numba will raise: %s; it never reads this index", R->src.locator_why);
+        } else if (R->src.reads == 0) {
             R->verdict_code = "never-read";
             ki_fmt(R->verdict, sizeof R->verdict, "numba never reads this index: %s -> %s recompiles (and caches it elsewhere)",
                    R->src.reads_why, fn);
+        } else if (ix->version_err[0]) {
+            R->verdict_code = "raises";
+            ki_fmt(R->verdict, sizeof R->verdict,
+                   "numba will raise: %s: numba's pickle.load of the index's version fails before anything is compared, so every "
+                   "call of %s that compiles raises instead (whatever numba version runs); remove the index "
+                   "(kcache-inspect --prune FILE --yes)", ix->version_err, fn);
         } else if (R->version_state == 0) {
             R->verdict_code = "version-mismatch";
             ki_fmt(R->verdict, sizeof R->verdict,
@@ -3362,6 +3730,11 @@ static void nb_assess(nb_index *ix, const char *path, const ki_opts *op, nb_repo
             R->verdict_code = "stale";
             ki_fmt(R->verdict, sizeof R->verdict, "stamp mismatch: %.100s %s -> all %zu overloads discarded, %s recompiles",
                    srcbase, R->stamp_why, ix->nov, fn);
+        } else if (R->stamp_state > 0 && R->code_checked && !R->n_code_match) {
+            R->verdict_code = "stale";
+            ki_fmt(R->verdict, sizeof R->verdict, "bytecode differs: the stamp matches, but %s's bytecode now (sha256 %.16s...) is in no "
+                   "overload's key (an edit that kept the size and the mtime) -> numba reads the index, uses none of its %zu "
+                   "overloads, %s recompiles", fn, R->code_hex, ix->nov, fn);
         } else if (R->stamp_state < 0) {
             R->verdict_code = "unchecked";
             ki_fmt(R->verdict, sizeof R->verdict, "cannot check the stamp: %s; %zu overloads recorded (CPU %s)",
@@ -3406,9 +3779,11 @@ static void nb_assess(nb_index *ix, const char *path, const ki_opts *op, nb_repo
                      R->n_missing ? " (some .nbc files are missing)" : "");
         } else {
             R->verdict_code = "cpu-mismatch";
-            if (R->n_match && R->n_missing)
+            if (R->n_match && R->n_missing) {
+                /* numba's _load_overload: a missing data file (OSError) is a miss, not a raise */
+                R->verdict_code = "data-missing";
                 ki_fmt(R->verdict, sizeof R->verdict, "miss: the overloads for this CPU have no .nbc data file -> %s recompiles", fn);
-            else {
+            } else {
                 int same_name = 0;
                 for (k = 0; k < ix->nov; k++) if (ix->ov[k].shape_ok && node_eq_cstr(ix->ov[k].cpu, R->host.cpu)) same_name = 1;
                 ki_fmt(R->verdict, sizeof R->verdict,
@@ -3517,6 +3892,11 @@ static void report_text(ki_out *o, nb_index *ix, nb_report *R, const ki_opts *op
     else if (R->src.line_checked == -1 && R->src.moved_to <= 0)
         ko_printf(o, "           note: line %ld does not start %s\n", R->name.line, R->name.func);
     if (R->src.reads == 0) { ko_puts(o, "           NEVER READ: "); ko_wrap(o, R->src.reads_why, 23, 11); }
+    else if (R->src.locator && R->src.locator_why[0]) {
+        char l[800];
+        ki_fmt(l, sizeof l, "numba's %s (%s)%s", R->src.locator, R->src.locator_why, R->src.reads == 1 ? ": it opens this index" : "");
+        ko_puts(o, "           locator: "); ko_wrap(o, l, 20, 20);
+    }
     if (R->src.kind == SRC_CELL && R->cell_first > 0)
         ko_printf(o, "           %s is cell lines %ld-%ld\n", R->name.func, R->cell_first, R->cell_last);
     ko_printf(o, "stamp      %s\n", stamp_kind_text(ix->stamp_kind));
@@ -3525,7 +3905,7 @@ static void report_text(ki_out *o, nb_index *ix, nb_report *R, const ki_opts *op
         fmt_utc(utc, sizeof utc, ix->stamp_mtime);
         ko_printf(o, "  index    mtime %s%s%s%s, size %lld\n", tmp, utc[0] ? " (" : "", utc, utc[0] ? ")" : "", ix->stamp_size);
         if (R->src.found) {
-            double m = ix->stamp_kind == ST_FLOOR_SIZE ? py_floor(R->src_mtime) : R->src_mtime;
+            double m = nb_floor_stamp(ix, &R->src) ? py_floor(R->src_mtime) : R->src_mtime;
             fmt_double(tmp, sizeof tmp, m);
             fmt_utc(utc, sizeof utc, m);
             ko_printf(o, "  source   mtime %s%s%s%s, size %lld\n", tmp, utc[0] ? " (" : "", utc, utc[0] ? ")" : "", R->src_size);
@@ -3546,9 +3926,20 @@ static void report_text(ki_out *o, nb_index *ix, nb_report *R, const ki_opts *op
     }
     if (R->stamp_state == 1) ko_puts(o, "  check    match\n");
     else ko_printf(o, "  check    %s%s\n", R->stamp_state == 0 ? "MISMATCH: " : "", R->stamp_why);
+    {
+        char l[800];
+        if (R->code_checked)
+            ki_fmt(l, sizeof l, "sha256 %s (%s)%s; %zu of %zu overloads hold it", R->code_hex, R->code_why,
+                   R->code_freevars ? "; a closure: its captured values are hashed too and cannot be known without running "
+                                      "the code, so they are not checked" : "", R->n_code_match, ix->nov);
+        else ki_fmt(l, sizeof l, "%s", R->code_why);
+        ko_puts(o, "bytecode   "); ko_wrap(o, l, 11, 11);
+    }
     if (ix->stamp_kind == ST_MTIME_SIZE && R->stamp_state == 1)
-        ko_puts(o, "  note     numba <= 0.67 compares (st_mtime, st_size) exactly and nothing else: an edit that keeps the\n"
-                   "           size, with the mtime put back, is reused as it is (stale code); numba >= 0.68 hashes the content\n");
+        ko_puts(o, "  note     numba <= 0.67 compares (st_mtime, st_size), then looks up the key, which holds the sha256 of\n"
+                   "           the function's bytecode: an edit that keeps the size, with the mtime put back, is reused as it\n"
+                   "           is (stale code) only when the bytecode stays the same (a changed constant, x + 1 to x + 2);\n"
+                   "           a changed operation (a + b to a - b) recompiles.  numba >= 0.68 hashes the content\n");
     {
         char line[400];
         if (!R->host.cpu && !R->host.features)
@@ -3604,6 +3995,9 @@ static void report_text(ki_out *o, nb_index *ix, nb_report *R, const ki_opts *op
                     if (!(ov->features->n == rn && (rn == 0 || memcmp(ov->features->s, rs, rn) == 0)))
                         ko_printf(o, " name by name\n                (%zu named by one side only)",
                                   feat_diff(NULL, ov->features->s, ov->features->n, rs, rn, 0, 0, 0));
+                    if (ov->features->n && !feat_in_flatten_order(ov->features->s, ov->features->n))
+                        ko_puts(o, "\n                but NOT in numba's order (sorted by name): NUMBA_CPU_FEATURES wrote it, and numba\n"
+                                   "                compares the strings byte for byte: not this host's key");
                     ko_putc(o, '\n');
                 } else if (rname) {
                     if (ov->features->n == rn && (rn == 0 || memcmp(ov->features->s, rs, rn) == 0)) ko_printf(o, "; same as %s\n", rname);
@@ -3749,6 +4143,9 @@ static void report_json(ki_out *o, nb_index *ix, nb_report *R, const ki_opts *op
     ko_puts(o, ", \"member\": "); if (R->src.kind == SRC_ZIP) ko_json_cstr(o, R->src.member); else ko_puts(o, "null");
     ko_puts(o, ", \"numba_reads_this_index\": "); json_tri(o, R->src.reads);
     ko_puts(o, ", \"never_read_why\": "); if (R->src.reads == 0) ko_json_cstr(o, R->src.reads_why); else ko_puts(o, "null");
+    ko_puts(o, ", \"locator\": "); ko_json_cstr(o, R->src.locator);
+    ko_puts(o, ", \"locator_why\": "); if (R->src.locator_why[0]) ko_json_cstr(o, R->src.locator_why); else ko_puts(o, "null");
+    ko_puts(o, ", \"numba_opens\": "); if (R->src.numba_index[0]) ko_json_cstr(o, R->src.numba_index); else ko_puts(o, "null");
     ko_puts(o, ", \"cell_lines\": "); if (R->cell_first > 0) ko_printf(o, "[%ld, %ld]", R->cell_first, R->cell_last); else ko_puts(o, "null");
     ko_puts(o, ", \"found\": "); ko_puts(o, R->src.found ? "true" : "false");
     ko_puts(o, ", \"found_by\": "); ko_json_cstr(o, R->src.how);
@@ -3763,6 +4160,13 @@ static void report_json(ki_out *o, nb_index *ix, nb_report *R, const ki_opts *op
     ko_puts(o, ", \"function_moved_to_line\": "); if (R->src.moved_to > 0) ko_printf(o, "%ld", R->src.moved_to); else ko_puts(o, "null");
     ko_puts(o, "}");
     ko_puts(o, ",\n  \"body_error\": "); if (ix->body_err[0]) ko_json_cstr(o, ix->body_err); else ko_puts(o, "null");
+    ko_puts(o, ",\n  \"version_error\": "); if (ix->version_err[0]) ko_json_cstr(o, ix->version_err); else ko_puts(o, "null");
+    ko_puts(o, ",\n  \"bytecode\": {\"checked\": "); ko_puts(o, R->code_checked ? "true" : "false");
+    ko_puts(o, ", \"sha256\": "); if (R->code_checked) ko_json_cstr(o, R->code_hex); else ko_puts(o, "null");
+    ko_puts(o, ", \"closure_checked\": "); ko_puts(o, R->code_checked && !R->code_freevars ? "true" : "false");
+    ko_puts(o, ", \"python\": "); if (R->python[0]) ko_json_cstr(o, R->python); else ko_puts(o, "null");
+    ko_puts(o, ", \"why\": "); ko_json_cstr(o, R->code_why);
+    ko_puts(o, "}");
     ko_puts(o, ",\n  \"stamp\": {\"kind\": ");
     ko_json_cstr(o, !ix->stamp ? NULL : ix->stamp_kind == ST_MTIME_SIZE ? "mtime-size" : ix->stamp_kind == ST_FLOOR_SIZE ? "floor-mtime-size" :
                      ix->stamp_kind == ST_SHA256 ? "sha256" : ix->stamp_kind == ST_HEXHASH ? "ipython-sha256-hex" : "other");
@@ -3770,7 +4174,7 @@ static void report_json(ki_out *o, nb_index *ix, nb_report *R, const ki_opts *op
         ko_puts(o, ", \"mtime\": "); json_double(o, ix->stamp_mtime);
         ko_printf(o, ", \"size\": %lld", ix->stamp_size);
         if (R->src.found) {
-            double m = ix->stamp_kind == ST_FLOOR_SIZE ? py_floor(R->src_mtime) : R->src_mtime;
+            double m = nb_floor_stamp(ix, &R->src) ? py_floor(R->src_mtime) : R->src_mtime;
             ko_puts(o, ", \"source_mtime\": "); json_double(o, m);
             ko_puts(o, ", \"mtime_diff_s\": "); json_double(o, m - ix->stamp_mtime);
             ko_printf(o, ", \"source_size\": %lld", R->src_size);
@@ -3856,6 +4260,7 @@ static void report_json(ki_out *o, nb_index *ix, nb_report *R, const ki_opts *op
         ko_puts(o, ", \"data_size\": "); if (ov->data_size >= 0) ko_printf(o, "%lld", ov->data_size); else ko_puts(o, "null");
         ko_puts(o, ", \"cpu_match\": "); json_tri(o, ov->cpu_match);
         ko_puts(o, ", \"usable\": "); json_tri(o, ov->usable);
+        ko_puts(o, ", \"bytecode_matches\": "); json_tri(o, ov->code_match);
         ko_puts(o, "}");
     }
     ko_free(&memo);
@@ -6966,6 +7371,11 @@ static void usage(FILE *f)
           "                       default: the index's version); also picks the LLVM that names the CPU\n"
           "  --llvm-version N     numba: that numba's LLVM major version, where builds differ (Debian's\n"
           "                       numba 0.56 uses LLVM 14, PyPI's 11)\n"
+          "  --cache-dir DIR      numba: the run's NUMBA_CACHE_DIR ('' for unset; default: this environment's)\n"
+          "  --locator-classes L  numba >= 0.62: the run's NUMBA_CACHE_LOCATOR_CLASSES (default: this environment's)\n"
+          "  --python PATH        numba: the Python that compiles the source to compare its bytecode with the\n"
+          "                       index's (default: pythonX.Y on PATH, X.Y from the index's name)\n"
+          "  --no-bytecode        numba: do not compile the source (the bytecode is then not checked)\n"
           "  --path DIR           numba: also look up imported modules under DIR (repeatable), for the\n"
           "                       warning that numba reuses code compiled against an older module\n"
           "  --host               this machine's CPU: its name, and what each LLVM and numba calls it\n"
@@ -7016,6 +7426,10 @@ int main(int argc, char **argv)
         else if (strcmp(a, "--features") == 0) slot = &op.features;
         else if (strcmp(a, "--triple") == 0) slot = &op.triple;
         else if (strcmp(a, "--numba-version") == 0) slot = &op.numba_version;
+        else if (strcmp(a, "--cache-dir") == 0) slot = &op.cache_dir;
+        else if (strcmp(a, "--locator-classes") == 0) slot = &op.locator_classes;
+        else if (strcmp(a, "--python") == 0) slot = &op.python;
+        else if (strcmp(a, "--no-bytecode") == 0) op.no_bytecode = 1;
         else if (strcmp(a, "--host") == 0) op.host = 1;
         else if (strcmp(a, "--prune") == 0) op.prune = 1;
         else if (strcmp(a, "--yes") == 0) op.prune_yes = 1;
