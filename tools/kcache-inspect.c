@@ -1482,21 +1482,22 @@ static int nb_decode(const unsigned char *buf, size_t len, nb_index *ix, char *e
     ix->arena.limit = KI_MAX_MEM;
     ix->stamp_kind = ST_OTHER;
     ix->buf = buf; ix->len = len;
-    (void)err; (void)errcap;
     /* numba's _load_index runs pickle.load(f) on whatever the file holds: an empty or garbage
        .nbi is not skipped, the load raises (EOFError, UnpicklingError) out of every first call */
     if (len == 0 || buf[0] != 0x80) {
         if (len == 0) ki_fmt(ix->version_err, sizeof ix->version_err, "the file is empty (EOFError: Ran out of input)");
         else ki_fmt(ix->version_err, sizeof ix->version_err, "the file does not start with a pickle PROTO opcode "
                     "(first byte 0x%02x: UnpicklingError: invalid load key)", buf[0]);
-        return nb_version_bad(ix);
+        if (nb_version_bad(ix) != 0) { ki_fmt(err, errcap, "out of memory"); return -1; }
+        return 0;
     }
     pk_parser_init(&P, &ix->arena);
     if (pk_load(&P, buf, len, 0, &ix->version_end, &ix->version) != 0) {
         ki_fmt(ix->version_err, sizeof ix->version_err, "the version pickle does not unpickle: %s (%s)", P.err,
                ix->version_end >= len || strstr(P.err, "truncated") ? "EOFError or UnpicklingError" : "UnpicklingError");
         pk_parser_free(&P);
-        return nb_version_bad(ix);
+        if (nb_version_bad(ix) != 0) { ki_fmt(err, errcap, "out of memory"); return -1; }
+        return 0;
     }
     ix->version_proto = P.proto;
     pk_parser_free(&P);
