@@ -84,6 +84,9 @@ def check_case(tool, name, entry, root, extra, did):
             why.append("verdict %s (%s), the case expects %s" % (code, j["verdict"]["text"][:200], entry["expect"]))
         if any(code not in numba_cases.COMPATIBLE[o] for o in outcomes):
             why.append("numba did %s, kcache-inspect says %s" % (outcomes, code))
+        at = [o.get("raised_at") for o in did if o.get("raised_at")]
+        if at and code == "raises" and j["verdict"].get("raises_at") not in at:
+            why.append("numba raised at %s, kcache-inspect says at %s" % (at, j["verdict"].get("raises_at")))
         if want_warn and want_warn not in warns:
             why.append("no %s warning (warnings: %s)" % (want_warn, warns))
         if not want_warn and warns:

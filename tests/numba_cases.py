@@ -229,6 +229,14 @@ def use(x):
     return scale(x)
 """
 
+CFUNC = """from numba import cfunc
+
+
+@cfunc("int64(int64)", cache=True)
+def f(x):
+    return x + 1
+"""
+
 # --env: what numba reads from the run's environment besides the source (issue 27): which cache
 # directory its locators pick, the bytecode in the key, the exact CPU feature string, zip imports
 # before 0.68, damaged indexes and data files.  run_env: the variables of numba's second run (and
@@ -274,6 +282,8 @@ ENV_CASES = [
     dict(name="locator_unknown", files={"": SIMPLE}, calls=CALL1, change=None,
          run_env={"NUMBA_CACHE_LOCATOR_CLASSES": "NoSuchLocator"}, expect="raises", min_numba=(0, 62),
          note="NUMBA_CACHE_LOCATOR_CLASSES names no class: numba raises when the function is decorated"),
+    dict(name="eager_cfunc_damaged", files={"": CFUNC}, calls=["mod.f.ctypes(1)"], change="truncate_index_body",
+         expect="raises", note="@cfunc(SIG, cache=True) compiles at import: a damaged index raises when the module is imported"),
     dict(name="stale_dep_pythonpath", files={"": PP_MOD, "lib/c_pp_helper.py": PP_HELPER}, calls=["mod.use(5)"],
          change="edit_pp_helper", run_env={"PYTHONPATH": "{case}/lib"}, build_env={"PYTHONPATH": "{case}/lib"},
          expect="hit", warning="stale-dependency", fresh="mod.use.py_func(5)",
@@ -314,6 +324,7 @@ import numpy as np
 for c in jobs["cases"]:
     buf = io.StringIO()
     rec = {"results": [], "exception": None}
+    stage = "import"
     try:
         with contextlib.redirect_stdout(buf):
             if c["layout"] == "notebook":
@@ -329,6 +340,7 @@ for c in jobs["cases"]:
             else:
                 sys.path.insert(0, c["dir"])
                 env = {"mod": importlib.import_module(c["module"]), "np": np}
+            stage = "call"
             for call in c["calls"]:
                 r = eval(call, env)
                 rec["results"].append(repr(r.tolist() if hasattr(r, "tolist") else r))
@@ -336,6 +348,7 @@ for c in jobs["cases"]:
                 rec["fresh"] = repr(eval(c["fresh"], env))
     except BaseException as e:
         rec["exception"] = "%s: %s" % (type(e).__name__, str(e)[:300])
+        rec["stage"] = stage
     rec["log"] = buf.getvalue().splitlines()
     out[c["name"]] = rec
 try:
@@ -614,7 +627,8 @@ def outcome(rec, index):
         what = "ignored"
     return {"outcome": what, "data_loaded": loaded, "data_saved": saved, "index_loaded": ix_loaded,
             "index_saved_over": ix_saved_here, "exception": rec["exception"].split(":")[0] if rec["exception"] else None,
-            "results": rec["results"], "fresh_result": rec.get("fresh")}
+            "results": rec["results"], "fresh_result": rec.get("fresh"),
+            "raised_at": rec.get("stage") if rec["exception"] else None}
 
 
 # which kcache-inspect verdicts are consistent with what numba did
@@ -666,8 +680,9 @@ def readme(corpus):
                 what += ", returned %s where the source now gives %s" % (did["results"][0], did["fresh_result"])
             cells.append("%s; kcache-inspect: %s%s" % (what, e["expect"], " + " + e["warning"] if e.get("warning") else ""))
         lines.append("| %s | %s | %s |" % (n, note, " | ".join(cells)))
-    lines += ["", "numba < 0.68 has no locator for a function imported from a zip archive: caching one raises",
-              "(\"cannot cache function ...: no locator available\"), so the zip cases exist for 0.68 only.",
+    lines += ["", "numba 0.56 and 0.60 have no locator for a function imported from a zip archive: caching one raises",
+              "(\"cannot cache function ...: no locator available\"); 0.61-0.67 cache it stamped with the archive's",
+              "(st_mtime, st_size) (tests/data/numba-env-corpus: zip_old, zip_rewritten). The zip cases here are 0.68's.",
               "The version-mismatch cases hold an index written by the other numba named in cases.json.", ""]
     with open(os.path.join(corpus, "README.md"), "w") as f:
         f.write("\n".join(lines))

@@ -243,7 +243,7 @@ for d in "$tmp"/live-*; do
         has "${n}_two_cpus_env" "hit: 1 of 2 overloads usable on this CPU (generic): [2];" && ok "${n}_two_cpus_env"
     fi
     text_case "${n}_closure" closure 0 "function   make.locals.addk (module c_closure, first line 5)" \
-        "(captured values are part of the key)" "verdict    hit:"
+        "(captured values are part of the key)" "verdict    hit:" "a closure: its captured values are hashed too, and cannot be known without"
     text_case "${n}_parallel" parallel 0 "[1] (array(float64, 1d, C))" "verdict    hit: 1 of 1"
     text_case "${n}_vectorize" vectorize 0 "[1] (float64, float64) -> float64" "[2] (int64, int64) -> int64" "verdict    hit: 2 of 2"
     text_case "${n}_guvectorize" guvectorize 1 "note: guf-... is @guvectorize's wrapper index; the kernel has its own (c_guvectorize.gsum-5." \
@@ -406,6 +406,59 @@ for i in 1 2 3; do
 done
 
 # ----------------------------------------------------------------------------------------------
+# the run's environment, on copies of tests/data/numba-env-corpus/0.68.1 (sha256 stamps: no mtimes to
+# put back): the bytecode needs a Python of the index's version; another module's locator class
+# cannot be known; a numba cache directory given as DIR is every index in it
+e68=$root/tests/data/numba-env-corpus/0.68.1
+ecpu=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["host"]["cpu"])' "$e68/cases.json")
+efeat=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["host"]["features"])' "$e68/cases.json")
+cp -R "$e68/pythonoptimize" "$tmp/po"
+po=$tmp/po/__pycache__/c_pythonoptimize.f-4.py311.nbi
+if run env_bytecode_checked --cpu "$ecpu" --features "$efeat" "$po"; then
+    has env_bytecode_checked "bytecode   sha256 " && has env_bytecode_checked "1 of 1 overloads hold it" &&
+        has env_bytecode_checked "verdict    hit: 1 of 1" && ok env_bytecode_checked
+fi
+if PYTHONOPTIMIZE=1 run env_bytecode_optimize --cpu "$ecpu" --features "$efeat" "$po"; then
+    has env_bytecode_optimize "at optimization level 1" && has env_bytecode_optimize "verdict    bytecode differs: the stamp matches" &&
+        ok env_bytecode_optimize
+fi
+mv "$po" "${po%.py311.nbi}.py399.nbi"
+if run env_bytecode_no_python --json --cpu "$ecpu" --features "$efeat" "${po%.py311.nbi}.py399.nbi"; then
+    v=$(json_get '(d["bytecode"]["checked"], "no python3.99 here" in d["bytecode"]["why"], d["verdict"]["code"])')
+    [ "$v" = "(False, True, 'hit')" ] && ok env_bytecode_no_python || fail env_bytecode_no_python "got $v"
+fi
+mv "${po%.py311.nbi}.py399.nbi" "$po"
+if run env_locator_unknown --json --locator-classes mypkg.caching.MyLocator --cpu "$ecpu" --features "$efeat" "$po"; then
+    v=$(json_get '(d["verdict"]["code"], d["source"]["locator"], d["verdict"]["text"].startswith("cannot say"))')
+    [ "$v" = "('unknown-locator', 'unknown', True)" ] && [ "$rc" = 0 ] && ok env_locator_unknown || fail env_locator_unknown "status $rc, $v"
+fi
+if run env_locator_intree --json --locator-classes numba.core.caching.InTreeCacheLocator --cpu "$ecpu" --features "$efeat" "$po"; then
+    v=$(json_get '(d["verdict"]["code"], d["source"]["locator"])')
+    [ "$v" = "('hit', 'InTreeCacheLocator')" ] && ok env_locator_intree || fail env_locator_intree "got $v"
+fi
+if run env_cache_dir_option --json --cache-dir "$tmp/po/ncd" --cpu "$ecpu" --features "$efeat" "$po"; then
+    v=$(json_get '(d["verdict"]["code"], d["source"]["locator"], d["source"]["numba_opens"].startswith("'"$tmp"'/po/ncd/po_"))')
+    [ "$v" = "('never-read', 'UserProvidedCacheLocator', True)" ] && ok env_cache_dir_option || fail env_cache_dir_option "got $v"
+fi
+# a user-wide index whose source is gone (the tree moved): no source is named, nothing is guessed
+mkdir -p "$tmp/uw" && cp -R "$e68/xdg" "$tmp/uw/"
+uw=$(ls "$tmp"/uw/xdg/numba/userwide_hit_*/*.nbi)
+if run env_source_not_found "$uw"; then
+    has env_source_not_found "source     not found (looked for c_userwide_hit.py)" &&
+        has env_source_not_found "verdict    cannot check the stamp: source not found" && ok env_source_not_found
+fi
+if run env_source_not_found_json --json "$uw"; then
+    v=$(json_get '(d["source"]["path"], d["source"]["looked_for"].endswith("c_userwide_hit.py"), d["verdict"]["code"])')
+    [ "$v" = "(None, True, 'unchecked')" ] && ok env_source_not_found_json || fail env_source_not_found_json "got $v"
+fi
+cp -R "$e68/guf_nbc_gone" "$tmp/gg"
+if run env_numba_dir --json --cpu "$ecpu" --features "$efeat" "$tmp/gg/__pycache__"; then
+    v=$(json_get '(d["format"], [(x["file"].rsplit("/", 1)[1], x["verdict"]["code"]) for x in d["indexes"]])')
+    [ "$v" = "('numba-index-dir', [('c_guf_nbc_gone.gsum-5.py311.nbi', 'data-missing'), ('guf-c_guf_nbc_gone.gsum-5.py311.nbi', 'data-missing')])" ] &&
+        [ "$rc" = 0 ] && ok env_numba_dir || fail env_numba_dir "status $rc, $v"
+fi
+
+# ----------------------------------------------------------------------------------------------
 # robustness: truncations, byte flips and the regression inputs never crash (exit 0 or 2)
 seeds=("$simple" "$twocpu" "$stale" "$nbi")
 for v in 0.56.4 0.68.1; do
@@ -511,7 +564,8 @@ check_exit2 args_unknown_option "unknown option '--frobnicate'" --frobnicate "$t
 check_exit2 args_missing_value "--cpu needs a value" "$tmp/empty.nbi" --cpu
 check_exit2 args_two_files "one FILE or DIR only" "$tmp/empty.nbi" "$tmp/text.nbi"
 check_exit2 args_missing_file "No such file" "$tmp/does-not-exist.nbi"
-check_exit2 args_directory "not a kcache store (no config.file, e/ or i/)" "$tmp"
+mkdir -p "$tmp/emptydir"
+check_exit2 args_directory "not a kcache store (no config.file, e/ or i/)" "$tmp/emptydir"
 if run args_help --help; then
     [ "$rc" = 0 ] && grep -q -F -- "--features" <<<"$out" && ok args_help || fail args_help "status $rc"
 fi

@@ -2640,7 +2640,8 @@ static void check_layout(const char *index_abs, const nb_name *nm, nb_source *sr
     path_dirname(index_abs, dir, sizeof dir);
     layout = dir_layout(path_base(dir), parent, sizeof parent, hash);
     src->reads = -1;
-    if (src->kind == SRC_CELL || !src->path[0]) return;
+    /* a source that is not there (a moved or deleted tree) runs nowhere: nothing to say of it */
+    if (src->kind == SRC_CELL || !src->path[0] || !src->found) return;
     /* numba's py_file: the source as imported; for a zip member, ARCHIVE/MEMBER */
     if (src->kind == SRC_ZIP) ki_fmt(py_file, sizeof py_file, "%s/%s", src->path, src->member);
     else ki_fmt(py_file, sizeof py_file, "%s", src->path);
@@ -3581,6 +3582,22 @@ static void nb_bytecode(const ki_opts *op, nb_report *R)
     ki_fmt(R->code_why, sizeof R->code_why, "compiled by %.200s -I at optimization level %d (PYTHONOPTIMIZE)", exe, level);
 }
 
+/* Whether the decorator compiles when the module is imported (its signatures are given:
+ * @cfunc(SIG), @njit("int64(int64)"), @vectorize([...]), @guvectorize([...], ...)): numba then
+ * loads the cache, and raises from a damaged one, at import, not at the first call. */
+static int nb_eager(const nb_source *src)
+{
+    const char *t = src->line_text, *p;
+    if (src->line_checked != 1 || t[0] != '@') return 0;
+    if (strstr(t, "cfunc(")) return 1;
+    if ((p = strstr(t, "jit(")) != NULL || (p = strstr(t, "vectorize(")) != NULL) {
+        p = strchr(p, '(') + 1;
+        while (*p == ' ') p++;
+        return *p == '"' || *p == '\'' || *p == '[' || *p == '(' || strncmp(p, "signature", 9) == 0;
+    }
+    return 0;
+}
+
 /* "mod.f" or "f" as the verdicts name the function. */
 static const char *fn_name(const nb_report *R) { return R->name.ok ? R->name.func : "the function"; }
 
@@ -3702,6 +3719,10 @@ static void nb_assess(nb_index *ix, const char *path, const ki_opts *op, nb_repo
         if (R->src.locator_raises) {
             R->verdict_code = "raises";
             ki_fmt(R->verdict, sizeof R->verdict, "numba will raise: %s; it never reads this index", R->src.locator_why);
+        } else if (R->src.locator && strcmp(R->src.locator, "unknown") == 0) {
+            /* another module's locator class: where it caches, and how it stamps, are its own */
+            R->verdict_code = "unknown-locator";
+            ki_fmt(R->verdict, sizeof R->verdict, "cannot say: %s", R->src.locator_why);
         } else if (R->src.reads == 0) {
             R->verdict_code = "never-read";
             ki_fmt(R->verdict, sizeof R->verdict, "numba never reads this index: %s -> %s recompiles (and caches it elsewhere)",
@@ -3709,9 +3730,10 @@ static void nb_assess(nb_index *ix, const char *path, const ki_opts *op, nb_repo
         } else if (ix->version_err[0]) {
             R->verdict_code = "raises";
             ki_fmt(R->verdict, sizeof R->verdict,
-                   "numba will raise: %s: numba's pickle.load of the index's version fails before anything is compared, so every "
-                   "call of %s that compiles raises instead (whatever numba version runs); remove the index "
-                   "(kcache-inspect --prune FILE --yes)", ix->version_err, fn);
+                   "numba will raise: %s: numba's pickle.load of the index's version fails before anything is compared, so %s%s "
+                   "raises instead of compiling (whatever numba version runs); remove the index "
+                   "(kcache-inspect --prune FILE --yes)", ix->version_err,
+                   nb_eager(&R->src) ? "importing the module (the decorator compiles at import) of " : "every call that compiles of ", fn);
         } else if (R->version_state == 0) {
             R->verdict_code = "version-mismatch";
             ki_fmt(R->verdict, sizeof R->verdict,
@@ -3721,9 +3743,10 @@ static void nb_assess(nb_index *ix, const char *path, const ki_opts *op, nb_repo
         } else if (ix->body_err[0]) {
             R->verdict_code = "raises";
             ki_fmt(R->verdict, sizeof R->verdict,
-                   "numba will raise: numba %s reads its own version, then pickle.loads of the body fails (%s): the first call "
-                   "of %s raises instead of compiling; remove the index (kcache-inspect --prune FILE --yes)",
-                   ver, ix->body_err, fn);
+                   "numba will raise: numba %s reads its own version, then pickle.loads of the body fails (%s): %s%s raises "
+                   "instead of compiling; remove the index (kcache-inspect --prune FILE --yes)",
+                   ver, ix->body_err, nb_eager(&R->src) ? "importing the module (the decorator compiles at import) of " :
+                   "the first call of ", fn);
         } else if (ix->nov == 0) {
             R->verdict_code = "empty";
             ki_fmt(R->verdict, sizeof R->verdict, "empty index: no overloads recorded, %s compiles on every first call", fn);
@@ -3750,9 +3773,10 @@ static void nb_assess(nb_index *ix, const char *path, const ki_opts *op, nb_repo
                                         ix->ov[k].data_err ? ix->ov[k].data_err : "");
             R->verdict_code = "raises";
             ki_fmt(R->verdict, sizeof R->verdict,
-                   "numba will raise: %zu of %zu overloads for this CPU have a data file that does not unpickle (%s): the first "
-                   "call with that signature raises instead of compiling; %zu usable; remove it (kcache-inspect --prune FILE --yes)",
-                   R->n_bad, ix->nov, list, R->n_usable);
+                   "numba will raise: %zu of %zu overloads for this CPU have a data file that does not unpickle (%s): %s "
+                   "raises instead of compiling; %zu usable; remove it (kcache-inspect --prune FILE --yes)",
+                   R->n_bad, ix->nov, list, nb_eager(&R->src) ? "importing the module (the decorator compiles at import)" :
+                   "the first call with that signature", R->n_usable);
         } else if (R->n_unknown) {
             R->verdict_code = "stamp-ok";
             ki_fmt(R->verdict, sizeof R->verdict,
@@ -3882,10 +3906,12 @@ static void report_text(ki_out *o, nb_index *ix, nb_report *R, const ki_opts *op
     else if (R->version_state == 0) ko_printf(o, " (running numba is %s: numba ignores this index)\n", op->numba_version);
     else ko_puts(o, " (numba reads the index only when it is exactly this version)\n");
     if (R->src.kind == SRC_ZIP) ko_printf(o, "source     %s, member %s\n", R->src.path, R->src.member);
+    else if (R->src.path[0] && !R->src.found && R->src.kind == SRC_FILE)
+        ko_printf(o, "source     not found (looked for %s)\n", path_base(R->src.path));
     else ko_printf(o, "source     %s%s\n", R->src.path[0] ? R->src.path : "not found", R->src.kind == SRC_CELL && R->src.path[0] ? " (a notebook cell)" : "");
     ko_puts(o, "           found by: ");
     ko_wrap(o, R->src.how ? R->src.how : "?", 21, 21);
-    if (R->src.path[0] && !R->src.found) ko_puts(o, "           the file does not exist\n");
+    if (R->src.path[0] && !R->src.found && R->src.kind != SRC_FILE) ko_puts(o, "           the file does not exist\n");
     if (R->src.note[0]) { ko_puts(o, "           note: "); ko_wrap(o, R->src.note, 17, 17); }
     if (R->name.prefix[0]) ko_printf(o, "           note: %s-... is @guvectorize's wrapper index; the kernel has its own (%s-%s.%s.nbi)\n",
                                      R->name.prefix, R->name.fullname, R->name.disamb, R->name.pytag);
@@ -3929,12 +3955,16 @@ static void report_text(ki_out *o, nb_index *ix, nb_report *R, const ki_opts *op
     else ko_printf(o, "  check    %s%s\n", R->stamp_state == 0 ? "MISMATCH: " : "", R->stamp_why);
     {
         char l[800];
-        if (R->code_checked)
-            ki_fmt(l, sizeof l, "sha256 %s (%s)%s; %zu of %zu overloads hold it", R->code_hex, R->code_why,
-                   R->code_freevars ? "; a closure: its captured values are hashed too and cannot be known without running "
-                                      "the code, so they are not checked" : "", R->n_code_match, ix->nov);
-        else ki_fmt(l, sizeof l, "%s", R->code_why);
-        ko_puts(o, "bytecode   "); ko_wrap(o, l, 11, 11);
+        if (R->code_checked) {
+            ko_printf(o, "bytecode   sha256 %s\n", R->code_hex);
+            ki_fmt(l, sizeof l, "%s; %zu of %zu overloads hold it", R->code_why, R->n_code_match, ix->nov);
+            ko_puts(o, "           "); ko_wrap(o, l, 11, 11);
+            if (R->code_freevars)
+                ko_puts(o, "           a closure: its captured values are hashed too, and cannot be known without\n"
+                           "           running the code: not checked\n");
+        } else {
+            ko_puts(o, "bytecode   "); ko_wrap(o, R->code_why, 11, 11);
+        }
     }
     if (ix->stamp_kind == ST_MTIME_SIZE && R->stamp_state == 1)
         ko_puts(o, "  note     numba <= 0.67 compares (st_mtime, st_size), then looks up the key, which holds the sha256 of\n"
@@ -4140,7 +4170,8 @@ static void report_json(ki_out *o, nb_index *ix, nb_report *R, const ki_opts *op
     ko_puts(o, ",\n  \"library_prefix\": "); if (R->name.prefix[0]) ko_json_cstr(o, R->name.prefix); else ko_puts(o, "null");
     ko_puts(o, ",\n  \"source\": {\"kind\": ");
     ko_json_cstr(o, R->src.kind == SRC_ZIP ? "zip-member" : R->src.kind == SRC_CELL ? "notebook-cell" : "file");
-    ko_puts(o, ", \"path\": "); if (R->src.path[0]) ko_json_cstr(o, R->src.path); else ko_puts(o, "null");
+    ko_puts(o, ", \"path\": "); if (R->src.path[0] && (R->src.found || R->src.kind != SRC_FILE)) ko_json_cstr(o, R->src.path); else ko_puts(o, "null");
+    ko_puts(o, ", \"looked_for\": "); if (R->src.path[0] && !R->src.found) ko_json_cstr(o, R->src.path); else ko_puts(o, "null");
     ko_puts(o, ", \"member\": "); if (R->src.kind == SRC_ZIP) ko_json_cstr(o, R->src.member); else ko_puts(o, "null");
     ko_puts(o, ", \"numba_reads_this_index\": "); json_tri(o, R->src.reads);
     ko_puts(o, ", \"never_read_why\": "); if (R->src.reads == 0) ko_json_cstr(o, R->src.reads_why); else ko_puts(o, "null");
@@ -4292,6 +4323,8 @@ static void report_json(ki_out *o, nb_index *ix, nb_report *R, const ki_opts *op
     ko_puts(o, "]");
     ko_puts(o, ",\n  \"verdict\": {\"code\": "); ko_json_cstr(o, R->verdict_code);
     ko_puts(o, ", \"text\": "); ko_json_cstr(o, R->verdict);
+    ko_puts(o, ", \"raises_at\": ");
+    ko_json_cstr(o, strcmp(R->verdict_code, "raises") != 0 ? NULL : R->src.locator_raises || nb_eager(&R->src) ? "import" : "call");
     ko_printf(o, ", \"overloads\": %zu, \"usable\": %zu, \"cpu_unknown\": %zu, \"data_missing\": %zu, \"data_broken\": %zu, "
                  "\"signatures\": %zu, \"signatures_covered\": %zu, \"stale_dependencies\": %zu}\n}\n",
               ix->nov, R->n_usable, R->n_unknown, R->n_missing, R->n_bad, R->n_sigs, R->n_sigs_covered, R->deps.nstale);
@@ -4331,6 +4364,70 @@ static KI_MAYBE_UNUSED int ki_numba_report(const unsigned char *buf, size_t len,
     nb_report_free(R);
     free(R);
     nb_index_free(&ix);
+    return 0;
+}
+
+static int nb_name_cmp(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+/* The .nbi files directly in dir, sorted (malloc'd names, *n of them); NULL when none or when dir
+ * is a kcache store (config.file, e/ or i/ in it). */
+static char **nb_dir_indexes(const char *dir, size_t *n)
+{
+    DIR *d;
+    struct dirent *de;
+    char **names = NULL, p[4200];
+    size_t cap = 0;
+    *n = 0;
+    ki_fmt(p, sizeof p, "%s/config.file", dir);
+    if (access(p, F_OK) == 0) return NULL;
+    ki_fmt(p, sizeof p, "%s/e", dir);
+    if (is_dir(p)) return NULL;
+    ki_fmt(p, sizeof p, "%s/i", dir);
+    if (is_dir(p)) return NULL;
+    if (!(d = opendir(dir))) return NULL;
+    while ((de = readdir(d)) != NULL && *n < 100000) {
+        size_t l = strlen(de->d_name);
+        if (l < 5 || strcmp(de->d_name + l - 4, ".nbi") != 0) continue;
+        if (*n == cap) {
+            char **nn = (char **)realloc(names, (cap = cap ? cap * 2 : 16) * sizeof *names);
+            if (!nn) break;
+            names = nn;
+        }
+        if (!(names[*n] = (char *)malloc(l + 1))) break;
+        memcpy(names[(*n)++], de->d_name, l + 1);
+    }
+    closedir(d);
+    if (!*n) { free(names); return NULL; }
+    qsort(names, *n, sizeof *names, nb_name_cmp);
+    return names;
+}
+
+/* A numba cache directory (a __pycache__, a NUMBA_CACHE_DIR subdirectory): every index in it,
+ * one report after another (JSON: {"format": "numba-index-dir", "indexes": [...]}).  An index
+ * that cannot be read is said so in its place; the directory is still reported. */
+static KI_MAYBE_UNUSED int ki_numba_dir_report(const char *dir, char **names, size_t n, const ki_opts *op, ki_out *o)
+{
+    size_t k;
+    if (op->json) { ko_puts(o, "{\"format\": \"numba-index-dir\", \"dir\": "); ko_json_cstr(o, dir); ko_puts(o, ", \"indexes\": [\n"); }
+    for (k = 0; k < n && !o->full; k++) {
+        char path[8400], err[600];
+        size_t len = 0;
+        unsigned char *buf;
+        ki_fmt(path, sizeof path, "%s/%s", dir, names[k]);
+        if (op->json && k) ko_puts(o, ",\n");
+        else if (!op->json && k) ko_putc(o, '\n');
+        buf = slurp(path, KI_MAX_FILE, &len);
+        if (!buf) ki_fmt(err, sizeof err, "cannot be read (or larger than %u MiB)", KI_MAX_FILE >> 20);
+        if (buf && ki_numba_report(buf, len, path, op, o, err, sizeof err) == 0) { free(buf); continue; }
+        free(buf);
+        if (op->json) {
+            ko_puts(o, "{\"file\": "); ko_json_cstr(o, path); ko_puts(o, ", \"error\": "); ko_json_cstr(o, err); ko_puts(o, "}");
+        } else {
+            char e[1300];
+            ko_printf(o, "file       %s\nerror      %s\n", kcache__escs(e, sizeof e, path), err);
+        }
+    }
+    if (op->json) ko_puts(o, "\n]}\n");
     return 0;
 }
 
@@ -7518,6 +7615,13 @@ int main(int argc, char **argv)
     memset(&o, 0, sizeof o);
     err[0] = 0;
     if (S_ISDIR(st.st_mode)) {
+        size_t nnbi = 0, k;
+        char **nbis = op.unit ? NULL : nb_dir_indexes(op.path, &nnbi);
+        if (nbis) {   /* a numba cache directory, not a kcache store */
+            rc = ki_numba_dir_report(op.path, nbis, nnbi, &op, &o);
+            for (k = 0; k < nnbi; k++) free(nbis[k]);
+            free(nbis);
+        } else
         rc = op.unit ? ki_unit_report(op.path, op.unit, &op, &o, err, sizeof err) : ki_store_report(op.path, &op, &o, err, sizeof err);
     } else if (!S_ISREG(st.st_mode)) {
         fprintf(stderr, "kcache-inspect: %s: not a regular file or a directory\n", op.path);
