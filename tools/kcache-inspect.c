@@ -31,8 +31,9 @@
  * Build: cc -std=c99 -O2 -Wall -Wextra -Wpedantic -Werror -I. -o build/kcache-inspect \
  *           tools/kcache-inspect.c -lpthread
  * Define KCACHE_INSPECT_NO_MAIN to include this file elsewhere (the fuzz targets do).
- * Exit status: 0 whenever the file or store decodes, whatever the verdict; 2 for a file or
- * directory that cannot be read or decoded and for usage errors. */
+ * Exit status: 0 whenever the tool says what numba (or kcache) will do, whatever the verdict (an
+ * empty or garbage .nbi is "numba will raise"); 2 when it cannot: a file or directory that
+ * cannot be read, is not a numba index nor a kcache store, index or entry, and usage errors. */
 
 /* kcache.h first: its implementation half sets the feature macros before any system header. */
 #define KCACHE_STATIC
@@ -7451,6 +7452,7 @@ static void usage(FILE *f)
     fputs("usage: kcache-inspect [options] FILE.nbi    explain a numba cache index\n"
           "       kcache-inspect --make-layer [--unit NAME]... SRC DEST   a read-only layer from a store\n"
           "       kcache-inspect [options] DIR         summary and consistency check of a kcache store\n"
+          "                                            (a numba cache directory: every .nbi in it)\n"
           "       kcache-inspect [options] DIR UNIT    one unit of a store: overloads, fields, dependencies\n"
           "       kcache-inspect [options] FILE.kci    the same from a kcache index file\n"
           "       kcache-inspect [options] FILE.kce    one kcache entry: header, key fields, checksums\n"
@@ -7490,7 +7492,8 @@ static void usage(FILE *f)
           "  --numba              read FILE as a numba index whatever its name\n"
           "  --dump               numba: also print the decoded pickles\n"
           "  -h, --help           this text\n"
-          "exit status: 0 when the file or store decodes (whatever the verdict), 2 otherwise\n", f);
+          "exit status: 0 when the tool says what numba or kcache will do (whatever the verdict), 2 when\n"
+          "it cannot (unreadable, not a numba index nor a kcache store, bad arguments)\n", f);
 }
 
 int main(int argc, char **argv)
