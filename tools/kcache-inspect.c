@@ -1799,6 +1799,12 @@ static void host_resolve(const ki_opts *op, const nb_index *ix, ki_host *h)
         if (r == 2) ki_fmt(h->llvm_note, sizeof h->llvm_note, "kcache does not track this platform's CPU names per LLVM version");
     }
     h->llvm_used = 0;
+    /* the triple says which build wrote the index, so which LLVM reads it, even where both
+       name this CPU alike (a Zen 5 is generic to LLVM 11 and 14): llvm_used reports that LLVM */
+    if (h->nllvm == 2 && other_triple) {
+        int t0 = index_has_triple(ix, KI_PYPI_TRIPLE), t1 = index_has_triple(ix, other_triple);
+        if (t0 != t1) h->llvm_used = t1;
+    }
     if (h->nllvm == 2 && strcmp(h->llvm_name[0], h->llvm_name[1]) != 0) {
         /* the two builds name this CPU differently: an index written here holds one of them */
         int has0 = index_has_cpu(ix, h->llvm_name[0], h->feat_buf), has1 = index_has_cpu(ix, h->llvm_name[1], h->feat_buf);
