@@ -267,6 +267,37 @@ for d in "$tmp"/live-*; do
         else fail "${n}_path_root" "without --path: $v"; fi
     fi
     mv "$tmp/pathroot-$ver/c_stale_dep_helper.py" "$d/stale_dep/"
+    # the run's Python's site directories are searched too (a made-up venv: pyvenv.cfg and
+    # bin/python), and a directory a .pth file there names (an editable install) is followed
+    tag=$(lix stale_dep); tag=${tag##*.py}; tag=${tag%.nbi}; pyv=${tag:0:1}.${tag:1}
+    pyx=$(python$pyv -c 'import sys; print(sys.executable)' 2>/dev/null)
+    if [ -z "$pyx" ]; then skip "${n}_site_dirs" "no python$pyv here to stand for the run's Python"
+    else
+        sv=$tmp/sitevenv-$ver sp=$tmp/sitevenv-$ver/lib/python$pyv/site-packages ed=$tmp/editable-$ver
+        mkdir -p "$sv/bin" "$sp" "$ed"
+        printf 'home = %s\ninclude-system-site-packages = false\n' "${pyx%/*}" >"$sv/pyvenv.cfg"
+        ln -s "$pyx" "$sv/bin/python"
+        mv "$d/stale_dep/c_stale_dep_helper.py" "$sp/"
+        if run "${n}_site_dirs" --json --python "$sv/bin/python" "$(lix stale_dep)"; then
+            v=$(json_get '[w["path"] for w in d["warnings"]]')
+            [ "$v" = "['$sp/c_stale_dep_helper.py']" ] && ok "${n}_site_dirs" || fail "${n}_site_dirs" "got $v"
+        fi
+        mv "$sp/c_stale_dep_helper.py" "$ed/"
+        printf '# a comment\nimport sys\n%s\n' "$ed" >"$sp/__editable__.c_stale_dep-1.0.pth"
+        if run "${n}_site_pth" --json --python "$sv/bin/python" "$(lix stale_dep)"; then
+            v=$(json_get '[w["path"] for w in d["warnings"]]')
+            [ "$v" = "['$ed/c_stale_dep_helper.py']" ] && ok "${n}_site_pth" || fail "${n}_site_pth" "got $v"
+        fi
+        mv "$ed/c_stale_dep_helper.py" "$d/stale_dep/"
+    fi
+    # and the current directory (sys.path[0] for python -m or -c, or a script run from there)
+    here=$PWD
+    mkdir -p "$tmp/cwd-$ver" && mv "$d/stale_dep/c_stale_dep_helper.py" "$tmp/cwd-$ver/" && cd "$tmp/cwd-$ver" &&
+    if run "${n}_cwd_root" --json "$(lix stale_dep)"; then
+        v=$(json_get '[w["path"] for w in d["warnings"]]')
+        [ "$v" = "['$(pwd -P)/c_stale_dep_helper.py']" ] && ok "${n}_cwd_root" || fail "${n}_cwd_root" "got $v"
+    fi
+    cd "$here" && mv "$tmp/cwd-$ver/c_stale_dep_helper.py" "$d/stale_dep/"
     # every live index: --json parses
     bad=
     for f in $(find "$d" -name '*.nbi'); do

@@ -2932,8 +2932,17 @@ static int ts_after(const struct stat *a, const struct stat *b)
 /* ---------------------------------------------------------------------------------------- */
 /* Imported modules: numba stamps only the function's own file, so code compiled against a   */
 /* module it imports is reused after that module changes.  The modules a source imports that  */
-/* resolve to files (beside it, in the package root above it, under --path), and theirs in    */
-/* turn, are the dependencies; one changed after the index was written is warned about.       */
+/* resolve to files (beside it, in the package root above it, under --path, PYTHONPATH and   */
+/* the running Python's site directories), and theirs in turn, are the dependencies; one      */
+/* changed after the index was written is warned about.  A module found in a site directory   */
+/* (an installed library) is one too: numba no more notices an upgrade of a library whose     */
+/* jitted functions or constants it compiled in than an edit beside the source.  Its own      */
+/* imports are not followed (an install rewrites the library's files together, so the file    */
+/* imported shows the change, and numpy's hundreds of files stay out); a directory a .pth     */
+/* file there names (an editable install: the user's own tree) is followed as PYTHONPATH is.  */
+/* The standard library is no dependency (numba implements what it supports of it itself,     */
+/* and the index's pyXY tag ties it to one Python), but a module found there is not looked    */
+/* for further, as Python's own search stops there.                                          */
 
 #define KI_MAX_DEPS 256
 
@@ -2942,31 +2951,40 @@ typedef struct nb_dep {
     struct stat st;
     int stale;                /* changed after the index was written */
     int level;                /* 1: imported by the source itself */
+    int in_site;              /* found in a site directory: its imports are not followed */
 } nb_dep;
 
 typedef struct nb_deps {
     nb_dep *d;
     size_t n;
     size_t nstale;
-    const char *roots[20];    /* where absolute imports resolve */
+    const char *roots[64];    /* where absolute imports resolve, in sys.path's order */
+    unsigned char root_kind[64];  /* KI_ROOT_*: what a module found under the root is */
     size_t nroots;
     char rootbuf[2][4096];
     char pythonpath[4096];    /* the run's PYTHONPATH, split at ':' into roots */
+    char sitebuf[16384];      /* the site and standard library directories, and .pth lines */
+    size_t siteused;
     const char *from_dir;     /* the importing file's directory (relative imports) */
     int level;
+    int add_kind;             /* the root kind deps_add files what it finds under */
 } nb_deps;
+
+enum { KI_ROOT_FOLLOW, KI_ROOT_SITE, KI_ROOT_STDLIB };
 
 static void deps_add(nb_deps *D, const char *path)
 {
     char abs[4096];
     size_t k;
     struct stat st;
+    if (D->add_kind == KI_ROOT_STDLIB) return;
     if (D->n >= KI_MAX_DEPS || ki_abspath(path, abs, sizeof abs) != 0 || !is_file(abs, &st)) return;
     for (k = 0; k < D->n; k++) if (strcmp(D->d[k].path, abs) == 0) return;
     ki_fmt(D->d[D->n].path, sizeof D->d[D->n].path, "%s", abs);
     D->d[D->n].st = st;
     D->d[D->n].stale = 0;
     D->d[D->n].level = D->level;
+    D->d[D->n].in_site = D->add_kind == KI_ROOT_SITE;
     D->n++;
 }
 
@@ -3036,7 +3054,8 @@ static void deps_stmt(void *user, char *s)
             m = p;
             while (is_ident(*p) || *p == '.') p++;
             n = (size_t)(p - m);
-            if (n) for (r = 0; r < D->nroots; r++) if (deps_resolve(D, D->roots[r], m, n, NULL, 0)) break;
+            if (n) for (r = 0; r < D->nroots; r++) { D->add_kind = D->root_kind[r]; if (deps_resolve(D, D->roots[r], m, n, NULL, 0)) break; }
+            D->add_kind = KI_ROOT_FOLLOW;
             p = strchr(p, ',');
             if (!p) break;
             p++;
@@ -3066,7 +3085,11 @@ static void deps_stmt(void *user, char *s)
                 for (k = 1; k < dots; k++) { char up[4096]; path_dirname(base, up, sizeof up); ki_fmt(base, sizeof base, "%s", up); }
                 deps_resolve(D, base, m, n, xn ? x : NULL, xn);
             } else if (n) {
-                for (r = 0; r < D->nroots; r++) if (deps_resolve(D, D->roots[r], m, n, xn ? x : NULL, xn)) break;
+                for (r = 0; r < D->nroots; r++) {
+                    D->add_kind = D->root_kind[r];
+                    if (deps_resolve(D, D->roots[r], m, n, xn ? x : NULL, xn)) break;
+                }
+                D->add_kind = KI_ROOT_FOLLOW;
             }
             while (*names && *names != ',') names++;
             if (!*names) break;
@@ -3074,9 +3097,154 @@ static void deps_stmt(void *user, char *s)
     }
 }
 
+/* Where the Python numba runs on finds installed modules, asked of it without running anything
+ * installed there (-I -S: no .pth file's code, no PYTHON* variables), a venv's pyvenv.cfg read
+ * as site.py reads it: "stdlib\tDIR" and "site\tDIR" lines in sys.path's order (a venv's own
+ * site directory, the user's unless disabled, the base Python's when the venv includes it). */
+#define NB_SITE_PY \
+    "import os, site, sys, sysconfig\n" \
+    "out = [('stdlib', sysconfig.get_path('stdlib')), ('stdlib', sysconfig.get_path('platstdlib'))]\n" \
+    "exe_dir = os.path.dirname(os.path.abspath(sys.executable))\n" \
+    "user = not os.environ.get('PYTHONNOUSERSITE') and site.check_enableusersite() is not False\n" \
+    "venv, system = None, 'true'\n" \
+    "for c in (os.path.join(exe_dir, 'pyvenv.cfg'), os.path.join(os.path.dirname(exe_dir), 'pyvenv.cfg')):\n" \
+    "    if os.path.isfile(c):\n" \
+    "        venv, system = os.path.dirname(exe_dir), 'false'\n" \
+    "        for ln in open(c, encoding='utf-8', errors='replace'):\n" \
+    "            k, eq, v = ln.partition('=')\n" \
+    "            if eq and k.strip().lower() == 'include-system-site-packages': system = v.strip().lower()\n" \
+    "        break\n" \
+    "if venv: sys.prefix = sys.exec_prefix = venv  # as site.venv() sets them (Debian's site dirs follow)\n" \
+    "if venv: out += [('site', p) for p in site.getsitepackages([venv])]\n" \
+    "if user and system == 'true': out.append(('site', site.getusersitepackages()))\n" \
+    "if system == 'true': out += [('site', p) for p in site.getsitepackages([sys.base_prefix, sys.base_exec_prefix])]\n" \
+    "seen = set()\n" \
+    "for k, p in out:\n" \
+    "    if p and p not in seen and '\\n' not in p: seen.add(p); print(k + '\\t' + p)\n"
+static const char nb_site_py[] = NB_SITE_PY;
+
+/* The answer of python exe to nb_site_py, remembered for the next index (a directory of them
+ * asks once); "" when it cannot be asked. */
+static char nb_site_asked[512], nb_site_answer[8192];
+static int nb_site_have;
+
+/* Remembers what python exe said to nb_site_py (the bytecode check asks it in its own run). */
+static void nb_python_site_set(const char *exe, const char *answer)
+{
+    nb_site_have = 1;
+    ki_fmt(nb_site_asked, sizeof nb_site_asked, "%s", exe);
+    ki_fmt(nb_site_answer, sizeof nb_site_answer, "%s", answer);
+}
+
+static const char *nb_python_site(const char *exe)
+{
+    char *answer = nb_site_answer;
+    int pfd[2], status = 0;
+    size_t n = 0;
+    pid_t pid;
+    if (nb_site_have && strcmp(nb_site_asked, exe) == 0) return answer;
+    nb_site_have = 1;
+    ki_fmt(nb_site_asked, sizeof nb_site_asked, "%s", exe);
+    answer[0] = 0;
+    if (pipe(pfd) != 0) return answer;
+    fflush(stdout);
+    pid = fork();
+    if (pid < 0) { close(pfd[0]); close(pfd[1]); return answer; }
+    if (pid == 0) {
+        int dn = open("/dev/null", O_RDWR);
+        dup2(pfd[1], 1);
+        if (dn >= 0) { dup2(dn, 0); dup2(dn, 2); }
+        close(pfd[0]);
+        alarm(30);
+        execlp(exe, exe, "-I", "-S", "-c", nb_site_py, (char *)NULL);
+        _exit(127);
+    }
+    close(pfd[1]);
+    for (;;) {
+        ssize_t got = read(pfd[0], answer + n, sizeof nb_site_answer - 1 - n);
+        if (got < 0 && errno == EINTR) continue;
+        if (got <= 0) break;
+        n += (size_t)got;
+        if (n == sizeof nb_site_answer - 1) break;
+    }
+    answer[n] = 0;
+    close(pfd[0]);
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) answer[0] = 0;
+    return answer;
+}
+
+/* Keeps a copy of s (n bytes) in D's site buffer and adds it as a root of that kind. */
+static void deps_root(nb_deps *D, const char *s, size_t n, int kind)
+{
+    char *p = D->sitebuf + D->siteused;
+    if (D->nroots >= sizeof D->roots / sizeof D->roots[0] || n == 0 || D->siteused + n + 1 > sizeof D->sitebuf) return;
+    memcpy(p, s, n);
+    p[n] = 0;
+    D->siteused += n + 1;
+    D->root_kind[D->nroots] = (unsigned char)kind;
+    D->roots[D->nroots++] = p;
+}
+
+static int pth_name(const struct dirent *e)
+{
+    size_t n = strlen(e->d_name);
+    return e->d_name[0] != '.' && n > 4 && strcmp(e->d_name + n - 4, ".pth") == 0;
+}
+
+/* The site directories of python exe as roots, each followed by the directories its .pth files
+ * name (sorted by file name, as site.py reads them; an "import" line is code, never run). */
+static void deps_site_roots(nb_deps *D, const char *exe)
+{
+    const char *a = nb_python_site(exe), *nl;
+    for (; *a; a = nl + 1) {
+        const char *tab = strchr(a, '\t');
+        int kind;
+        nl = strchr(a, '\n');
+        if (!nl || !tab || tab > nl) break;
+        kind = strncmp(a, "stdlib\t", 7) == 0 ? KI_ROOT_STDLIB : KI_ROOT_SITE;
+        {
+            char dir[4096];
+            struct dirent **names = NULL;
+            int k, cnt;
+            ki_fmt(dir, sizeof dir, "%.*s", (int)(nl - tab - 1), tab + 1);
+            if (!is_dir(dir)) continue;
+            deps_root(D, dir, strlen(dir), kind);
+            if (kind != KI_ROOT_SITE || (cnt = scandir(dir, &names, pth_name, alphasort)) < 0) continue;
+            for (k = 0; k < cnt; k++) {
+                char pth[4400];
+                size_t len, i = 0;
+                unsigned char *text;
+                ki_fmt(pth, sizeof pth, "%s/%s", dir, names[k]->d_name);
+                free(names[k]);
+                if (!(text = slurp(pth, 1u << 20, &len))) continue;
+                while (i < len) {
+                    size_t j = i, e;
+                    char line[4096], full[8200];
+                    while (j < len && text[j] != '\n') j++;
+                    e = j;
+                    while (e > i && (text[e - 1] == '\r' || text[e - 1] == ' ' || text[e - 1] == '\t')) e--;
+                    if (e > i && text[i] != '#' && !(e - i > 7 && memcmp(text + i, "import", 6) == 0 && (text[i + 6] == ' ' || text[i + 6] == '\t')) &&
+                        e - i < sizeof line && !memchr(text + i, 0, e - i)) {
+                        memcpy(line, text + i, e - i);
+                        line[e - i] = 0;
+                        if (line[0] == '/') ki_fmt(full, sizeof full, "%s", line);
+                        else ki_fmt(full, sizeof full, "%s/%s", dir, line);
+                        if (is_dir(full)) deps_root(D, full, strlen(full), KI_ROOT_FOLLOW);
+                    }
+                    i = j + 1;
+                }
+                free(text);
+            }
+            free(names);
+        }
+    }
+}
+
 /* The dependencies of source file src (its imports, transitively), and which changed after
- * the index (its stat in ix_st) was written. */
-static void deps_scan(const char *src, const struct stat *ix_st, const ki_opts *op, nb_deps *D)
+ * the index (its stat in ix_st) was written; python (NULL: none known) is the interpreter
+ * whose site directories are searched too. */
+static void deps_scan(const char *src, const struct stat *ix_st, const ki_opts *op, const char *python, nb_deps *D)
 {
     size_t done = 0, k;
     char dir[4096], top[4096];
@@ -3085,7 +3253,7 @@ static void deps_scan(const char *src, const struct stat *ix_st, const ki_opts *
     if (!D->d) return;
     path_dirname(src, dir, sizeof dir);
     /* roots: the source's directory (a script's sys.path[0]), the directory above its top
-       package (where "import pkg.mod" resolves), then --path */
+       package (where "import pkg.mod" resolves), the current directory, then --path */
     ki_fmt(D->rootbuf[0], sizeof D->rootbuf[0], "%s", dir);
     D->roots[D->nroots++] = D->rootbuf[0];
     ki_fmt(top, sizeof top, "%s", dir);
@@ -3101,6 +3269,12 @@ static void deps_scan(const char *src, const struct stat *ix_st, const ki_opts *
         ki_fmt(D->rootbuf[1], sizeof D->rootbuf[1], "%s", top);
         D->roots[D->nroots++] = D->rootbuf[1];
     }
+    /* the current directory: sys.path[0] for python -m and -c, and for a script run from it
+       (the tool runs where the run does) */
+    {
+        char cwd[4096];
+        if (getcwd(cwd, sizeof cwd)) deps_root(D, cwd, strlen(cwd), KI_ROOT_FOLLOW);
+    }
     for (k = 0; k < (size_t)op->npaths && D->nroots < sizeof D->roots / sizeof D->roots[0]; k++) D->roots[D->nroots++] = op->paths[k];
     /* the run's PYTHONPATH: numba's process imports through it as well */
     {
@@ -3110,6 +3284,8 @@ static void deps_scan(const char *src, const struct stat *ix_st, const ki_opts *
         for (t = strtok_r(D->pythonpath, ":", &save); t && D->nroots < sizeof D->roots / sizeof D->roots[0]; t = strtok_r(NULL, ":", &save))
             if (*t) D->roots[D->nroots++] = t;
     }
+    /* then the standard library and the site directories, as the run's Python has them */
+    if (python) deps_site_roots(D, python);
     /* the source first (it is the stamped file itself: not a dependency), then each found file */
     {
         char abs[4096];
@@ -3120,7 +3296,7 @@ static void deps_scan(const char *src, const struct stat *ix_st, const ki_opts *
     }
     while (done < D->n) {
         size_t len;
-        unsigned char *text = slurp(D->d[done].path, 4u << 20, &len);
+        unsigned char *text = D->d[done].in_site ? NULL : slurp(D->d[done].path, 4u << 20, &len);
         char fdir[4096];
         if (text) {
             path_dirname(D->d[done].path, fdir, sizeof fdir);
@@ -3483,7 +3659,7 @@ static void nb_locate(const char *index_abs, const nb_name *nm, const nb_index *
 }
 
 /* The function's bytecode as numba hashes it for the index key (sha256 of __code__.co_code):
- * the source is compiled, never run, by a Python of the index's version in isolated mode (-I:
+ * the source is compiled, never run, by a Python of the index's version in isolated mode (-I -S:
  * no site, no PYTHON* variables, no script directory), at the optimization level the run's
  * PYTHONOPTIMIZE gives, and the code object with the function's name and first line is found
  * by walking the module's constants.  The child is bounded by an alarm. */
@@ -3504,12 +3680,14 @@ static const char nb_compile_py[] =
     "        if hasattr(k, 'co_code'):\n"
     "            todo.append(k)\n"
     "            if k.co_name.replace('<', '').replace('>', '') == name and k.co_firstlineno == line:\n"
-    "                print(hashlib.sha256(k.co_code).hexdigest(), len(k.co_freevars))\n";
+    "                print(hashlib.sha256(k.co_code).hexdigest(), len(k.co_freevars))\n"
+    NB_SITE_PY;   /* and the site directories, for the imports: one Python start, not two */
 
 static void nb_bytecode(const ki_opts *op, nb_report *R)
 {
     const nb_name *nm = &R->name;
-    char py[64], want[16], line[32], opt[8], out[2048];
+    char py[64], want[16], line[32], opt[8], out[10240];
+    char *site;
     const char *env_opt = getenv("PYTHONOPTIMIZE"), *exe;
     int pfd[2], status = 0, level = 0;
     pid_t pid;
@@ -3545,7 +3723,7 @@ static void nb_bytecode(const ki_opts *op, nb_report *R)
         if (dn >= 0) { dup2(dn, 0); dup2(dn, 2); }
         close(pfd[0]);
         alarm(30);   /* survives exec: a compile that hangs is killed */
-        execlp(exe, exe, "-I", "-c", nb_compile_py, R->src.path, nm->func, line, opt, R->src.kind == SRC_ZIP ? R->src.member : "",
+        execlp(exe, exe, "-I", "-S", "-c", nb_compile_py, R->src.path, nm->func, line, opt, R->src.kind == SRC_ZIP ? R->src.member : "",
                (char *)NULL);
         _exit(127);
     }
@@ -3561,6 +3739,10 @@ static void nb_bytecode(const ki_opts *op, nb_report *R)
     close(pfd[0]);
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
     ki_fmt(R->python, sizeof R->python, "%.200s", exe);
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 0 && (site = strstr(out, "\nstdlib\t")) != NULL) {
+        nb_python_site_set(exe, site + 1);   /* the imports' search asks no second time */
+        site[1] = 0;
+    }
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
         if (WIFEXITED(status) && WEXITSTATUS(status) == 127)
             ki_fmt(R->code_why, sizeof R->code_why, "not checked: no %.200s here to compile the source with (Python %s wrote this "
@@ -3586,7 +3768,7 @@ static void nb_bytecode(const ki_opts *op, nb_report *R)
     R->code_hex[64] = 0;
     R->code_freevars = atoi(nl + 66) > 0;
     R->code_checked = 1;
-    ki_fmt(R->code_why, sizeof R->code_why, "compiled by %.200s -I at optimization level %d (PYTHONOPTIMIZE)", exe, level);
+    ki_fmt(R->code_why, sizeof R->code_why, "compiled by %.200s -I -S at optimization level %d (PYTHONOPTIMIZE)", exe, level);
 }
 
 /* Whether the decorator compiles when the module is imported (its signatures are given:
@@ -3829,7 +4011,15 @@ static void nb_assess(nb_index *ix, const char *path, const ki_opts *op, nb_repo
     if (!op->no_deps && !op->no_imports && R->have_ix_st && R->src.found && R->src.kind == SRC_FILE &&
         (strcmp(R->verdict_code, "hit") == 0 || strcmp(R->verdict_code, "partial") == 0 ||
          strcmp(R->verdict_code, "stamp-ok") == 0 || (strcmp(R->verdict_code, "raises") == 0 && R->n_usable))) {
-        deps_scan(R->src.path, &R->ix_st, op, &R->deps);
+        char py[64];
+        const char *python = op->python;
+        /* the Python of the index's pyXY tag, as the bytecode check runs it */
+        if (!python && strncmp(R->name.pytag, "py", 2) == 0 && R->name.pytag[2] >= '2' && R->name.pytag[2] <= '9' &&
+            R->name.pytag[3] >= '0' && R->name.pytag[3] <= '9') {
+            ki_fmt(py, sizeof py, "python%c.%ld", R->name.pytag[2], strtol(R->name.pytag + 3, NULL, 10));
+            python = py;
+        }
+        deps_scan(R->src.path, &R->ix_st, op, python, &R->deps);
         R->deps_checked = 1;
     }
 }
@@ -7480,7 +7670,8 @@ static void usage(FILE *f)
           "  --cache-dir DIR      numba: the run's NUMBA_CACHE_DIR ('' for unset; default: this environment's)\n"
           "  --locator-classes L  numba >= 0.62: the run's NUMBA_CACHE_LOCATOR_CLASSES (default: this environment's)\n"
           "  --python PATH        numba: the Python that compiles the source to compare its bytecode with the\n"
-          "                       index's (default: pythonX.Y on PATH, X.Y from the index's name)\n"
+          "                       index's, and whose site directories imports are looked up in (default:\n"
+          "                       pythonX.Y on PATH, X.Y from the index's name)\n"
           "  --no-bytecode        numba: do not compile the source (the bytecode is then not checked)\n"
           "  --path DIR           numba: also look up imported modules under DIR (repeatable), for the\n"
           "                       warning that numba reuses code compiled against an older module\n"
