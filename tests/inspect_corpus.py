@@ -2,7 +2,7 @@
 """inspect_corpus.py - kcache-inspect's verdicts against what real numba did (tests/test_inspect.sh).
 
 Usage: inspect_corpus.py replay TOOL CORPUS TMP
-       inspect_corpus.py live TOOL PYTHON TMP [--other PYTHON2] [--corpus CORPUS]
+       inspect_corpus.py live TOOL PYTHON TMP [--other PYTHON2] [--corpus CORPUS] [--env]
 
 replay: every case of every numba version in CORPUS (tests/data/numba-corpus/VERSION, made by
         tests/numba_cases.py) is copied under TMP, its files' mtimes put back (git keeps none)
@@ -13,6 +13,8 @@ live:   the cases are made now with PYTHON's numba (numba_cases.py, numba's beha
         in a fresh process with NUMBA_DEBUG_CACHE=1), and TOOL --json, detecting this
         machine's CPU itself, must agree with numba; when CORPUS holds the same numba version,
         numba must still do what the corpus recorded (the corpus cannot drift from numba).
+        --env: numba_cases.py's --env cases (the run's environment: locators, bytecode, exact
+        CPU feature strings, zip imports, damaged indexes; tests/data/numba-env-corpus).
 
 Prints "ok NAME" / "FAIL NAME: why" lines (tests/kt.h's protocol); exit status 1 on a failure.
 """
@@ -39,8 +41,23 @@ def fail(name, why):
     print("FAIL %s: %s" % (name, why))
 
 
-def inspect(tool, args, cwd):
-    p = subprocess.run([tool, "--json"] + args, capture_output=True, text=True, cwd=cwd)
+# what numba reads from its environment: the tool runs with the case's run, not the test's
+RUN_VARS = ("NUMBA_CACHE_DIR", "NUMBA_CACHE_LOCATOR_CLASSES", "NUMBA_CPU_NAME", "NUMBA_CPU_FEATURES", "PYTHONOPTIMIZE",
+            "PYTHONPATH", "XDG_CACHE_HOME")
+
+
+def run_env(entry, root):
+    """the environment numba ran the case in: the user-wide cache under ROOT/xdg (numba_cases.py
+    sets XDG_CACHE_HOME so), and the case's own variables ({root} is where the case lies now)"""
+    env = {k: v for k, v in os.environ.items() if k not in RUN_VARS}
+    env["XDG_CACHE_HOME"] = os.path.join(root, "xdg")
+    for k, v in (entry or {}).get("run_env", {}).items():
+        env[k] = v.replace("{root}", root)
+    return env
+
+
+def inspect(tool, args, cwd, env=None):
+    p = subprocess.run([tool, "--json"] + args, capture_output=True, text=True, cwd=cwd, env=env)
     if p.returncode != 0:
         return None, "exit status %d: %s" % (p.returncode, p.stderr.strip()[:300])
     try:
@@ -53,7 +70,8 @@ def check_case(tool, name, entry, root, extra, did):
     """TOOL on each of the case's indexes: its verdict, and that numba did what it says."""
     for ix in entry["indexes"]:
         label = name + ("" if len(entry["indexes"]) == 1 else "_" + ("guf" if os.path.basename(ix).startswith("guf-") else "kernel"))
-        j, err = inspect(tool, extra + entry["inspect_args"] + [ix], root)
+        args = [a.replace("{root}", root) for a in entry["inspect_args"]]
+        j, err = inspect(tool, extra + args + [ix], root, run_env(entry, root))
         if err:
             fail(label, err)
             continue
@@ -66,6 +84,9 @@ def check_case(tool, name, entry, root, extra, did):
             why.append("verdict %s (%s), the case expects %s" % (code, j["verdict"]["text"][:200], entry["expect"]))
         if any(code not in numba_cases.COMPATIBLE[o] for o in outcomes):
             why.append("numba did %s, kcache-inspect says %s" % (outcomes, code))
+        at = [o.get("raised_at") for o in did if o.get("raised_at")]
+        if at and code == "raises" and j["verdict"].get("raises_at") not in at:
+            why.append("numba raised at %s, kcache-inspect says at %s" % (at, j["verdict"].get("raises_at")))
         if want_warn and want_warn not in warns:
             why.append("no %s warning (warnings: %s)" % (want_warn, warns))
         if not want_warn and warns:
@@ -121,6 +142,8 @@ def replay(tool, corpus, tmp):
             kinds.add(e["expect"])
             if e.get("warning"):
                 kinds.add(e["warning"])
+        if m.get("set") == "env":   # numba_cases.py --env: the run's environment, not every verdict kind
+            continue
         # every verdict kind this numba can produce has a case
         need = {"hit", "partial", "stale", "cpu-mismatch", "raises", "never-read", "version-mismatch", "stale-dependency"}
         if not m.get("other_numba"):  # made where only one numba was (--other not given): no other version's index
@@ -133,9 +156,10 @@ def replay(tool, corpus, tmp):
             ok("corpus_%s_every_verdict_kind" % v)
 
 
-def live(tool, python, tmp, other, corpus):
-    out = os.path.join(tmp, "live-" + os.path.basename(os.path.dirname(os.path.dirname(python))))
-    cmd = [sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)), "numba_cases.py"), python, out, "--extra"]
+def live(tool, python, tmp, other, corpus, env_set=False):
+    out = os.path.join(tmp, "live-" + ("env-" if env_set else "") + os.path.basename(os.path.dirname(os.path.dirname(python))))
+    cmd = [sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)), "numba_cases.py"), python, out,
+           "--env" if env_set else "--extra"]
     if other:
         cmd += ["--other", other]
     p = subprocess.run(cmd, capture_output=True, text=True)
@@ -144,7 +168,7 @@ def live(tool, python, tmp, other, corpus):
     try:
         with open(os.path.join(out, "cases.json")) as f:
             m = json.load(f)
-        tag = "live_" + m["numba"]
+        tag = ("live_env_" if env_set else "live_") + m["numba"]
     except (OSError, ValueError):
         pass
     if p.returncode != 0 or m is None:
@@ -156,7 +180,7 @@ def live(tool, python, tmp, other, corpus):
     # this machine's CPU as that numba names it, detected by kcache-inspect without help
     hit = m["cases"].get("hit")
     if hit:
-        j, err = inspect(tool, hit["indexes"], out)
+        j, err = inspect(tool, hit["indexes"], out, run_env(hit, out))
         if err:
             fail(tag + "_host_cpu", err)
         elif j["host"]["cpu"] != m["host"]["cpu"]:
@@ -192,7 +216,7 @@ def main(argv):
             other = rest[rest.index("--other") + 1]
         if "--corpus" in rest:
             corpus = os.path.abspath(rest[rest.index("--corpus") + 1])
-        live(os.path.abspath(argv[2]), argv[3], os.path.abspath(argv[4]), other, corpus)
+        live(os.path.abspath(argv[2]), argv[3], os.path.abspath(argv[4]), other, corpus, "--env" in rest)
     else:
         sys.stderr.write(__doc__)
         return 2

@@ -194,6 +194,102 @@ CASES = [
          expect="stale", min_numba=(0, 68), note="the zip member edited"),
 ]
 
+ADD = """from numba import njit
+
+
+@njit(cache=True)
+def f(a, b):
+    return a + b
+"""
+
+ASSERTS = """from numba import njit
+
+
+@njit(cache=True)
+def f(x):
+    assert x > 0
+    return x + 1
+"""
+
+PP_HELPER = """from numba import njit
+
+
+@njit
+def scale(x):
+    return x * 4
+"""
+
+PP_MOD = """from numba import njit
+
+from c_pp_helper import scale
+
+
+@njit(cache=True)
+def use(x):
+    return scale(x)
+"""
+
+CFUNC = """from numba import cfunc
+
+
+@cfunc("int64(int64)", cache=True)
+def f(x):
+    return x + 1
+"""
+
+# --env: what numba reads from the run's environment besides the source (issue 27): which cache
+# directory its locators pick, the bytecode in the key, the exact CPU feature string, zip imports
+# before 0.68, damaged indexes and data files.  run_env: the variables of numba's second run (and
+# kcache-inspect's); "{case}" is the case's directory, "{out}" the corpus root.
+ENV_CASES = [
+    dict(name="cachedir_set", files={"": SIMPLE}, calls=CALL1, change=None, run_env={"NUMBA_CACHE_DIR": "{case}/ncd"},
+         expect="never-read", note="cached in-tree, then run with NUMBA_CACHE_DIR set: numba opens only its NUMBA_CACHE_DIR index"),
+    dict(name="cachedir_hit", layout="cachedir", files={"": SIMPLE}, calls=CALL1, change=None,
+         run_env={"NUMBA_CACHE_DIR": "{case}/ncd"}, expect="hit",
+         note="cached and run with NUMBA_CACHE_DIR set: numba loads that index"),
+    dict(name="userwide_hit", layout="userwide", files={"": SIMPLE}, calls=CALL1, change=None, expect="hit",
+         note="__pycache__ cannot be made (a file of that name): numba uses the user-wide cache ($XDG_CACHE_HOME/numba)"),
+    dict(name="userwide_writable", layout="userwide", files={"": SIMPLE}, calls=CALL1, change="rm_pycache_file",
+         expect="never-read", note="cached user-wide, then __pycache__ became possible: numba opens the in-tree index only"),
+    dict(name="bytecode_edit", files={"": ADD}, calls=["mod.f(1, 2)"], change="sub_for_add", expect="stale",
+         fresh="mod.f.py_func(1, 2)",
+         note="a + b edited to a - b, same size, mtime put back: the stamp holds but the bytecode is another key"),
+    dict(name="pythonoptimize", files={"": ASSERTS}, calls=CALL1, change=None, run_env={"PYTHONOPTIMIZE": "1"},
+         expect="stale", note="cached without, run with PYTHONOPTIMIZE=1: the assert is compiled out, the bytecode differs"),
+    dict(name="features_order", files={"": SIMPLE}, calls=CALL1, change=None,
+         build_env={"NUMBA_CPU_FEATURES": "{host_features_reversed}"}, expect="cpu-mismatch",
+         note="cached with NUMBA_CPU_FEATURES set to the host's own features in reverse order: numba compares the strings"),
+    dict(name="empty_index", files={"": SIMPLE}, calls=CALL1, change="empty_index", expect="raises",
+         note="the .nbi emptied: pickle.load raises EOFError on every call"),
+    dict(name="garbage_index", files={"": SIMPLE}, calls=CALL1, change="garbage_index", expect="raises",
+         note="the .nbi overwritten with text: pickle.load raises UnpicklingError"),
+    dict(name="nbc_gone", files={"": TWO}, calls=CALL2, change="rm_all_data", expect="data-missing",
+         note="every .nbc removed: numba reads the index, finds no data, recompiles"),
+    dict(name="guf_nbc_gone", files={"": GUF}, calls=["mod.gsum(np.arange(4.0))"], change="rm_all_data",
+         expect="data-missing", indexes=2, note="@guvectorize with every .nbc removed, the wrapper's (guf-) too"),
+    dict(name="zip_old", layout="zip", files={"c_zip_old.py": ZMOD}, calls=["zmod.f(1)"], change=None, expect="hit",
+         min_numba=(0, 61), note="a zip import (ZipCacheLocator, numba >= 0.61), unchanged"),
+    dict(name="zip_rewritten", layout="zip", files={"c_zip_rewritten.py": ZMOD}, calls=["zmod.f(1)"], change="rewrite_zip",
+         expect=by_stamp("stale", "hit"), min_numba=(0, 61),
+         note="the archive rewritten with the same member bytes: < 0.68 stamps the archive's (mtime, size), 0.68 the member's sha256"),
+    dict(name="locator_fs_agnostic", files={"": SIMPLE}, calls=CALL1, change="whole_seconds",
+         build_env={"NUMBA_CACHE_LOCATOR_CLASSES": "InTreeCacheLocatorFsAgnostic"},
+         run_env={"NUMBA_CACHE_LOCATOR_CLASSES": "InTreeCacheLocatorFsAgnostic"}, expect="hit", min_numba=(0, 62), max_numba=(0, 67),
+         note="NUMBA_CACHE_LOCATOR_CLASSES=InTreeCacheLocatorFsAgnostic, the mtime's fraction lost: floor(st_mtime) still matches"),
+    dict(name="locator_switched", files={"": SIMPLE}, calls=CALL1, change=None,
+         build_env={"NUMBA_CACHE_LOCATOR_CLASSES": "InTreeCacheLocatorFsAgnostic"}, expect="stale", min_numba=(0, 62),
+         max_numba=(0, 67), note="cached by the fs-agnostic locator (int stamp), run with the default one (float stamp)"),
+    dict(name="locator_unknown", files={"": SIMPLE}, calls=CALL1, change=None,
+         run_env={"NUMBA_CACHE_LOCATOR_CLASSES": "NoSuchLocator"}, expect="raises", min_numba=(0, 62),
+         note="NUMBA_CACHE_LOCATOR_CLASSES names no class: numba raises when the function is decorated"),
+    dict(name="eager_cfunc_damaged", files={"": CFUNC}, calls=["mod.f.ctypes(1)"], change="truncate_index_body",
+         expect="raises", note="@cfunc(SIG, cache=True) compiles at import: a damaged index raises when the module is imported"),
+    dict(name="stale_dep_pythonpath", files={"": PP_MOD, "lib/c_pp_helper.py": PP_HELPER}, calls=["mod.use(5)"],
+         change="edit_pp_helper", run_env={"PYTHONPATH": "{case}/lib"}, build_env={"PYTHONPATH": "{case}/lib"},
+         expect="hit", warning="stale-dependency", fresh="mod.use.py_func(5)",
+         note="a module found through PYTHONPATH edited after caching: numba reuses the old code"),
+]
+
 # --extra: the kinds of functions and keys kcache-inspect renders (made live by the tests, not kept
 # in the corpus: their data files are large)
 EXTRA = [
@@ -228,6 +324,7 @@ import numpy as np
 for c in jobs["cases"]:
     buf = io.StringIO()
     rec = {"results": [], "exception": None}
+    stage = "import"
     try:
         with contextlib.redirect_stdout(buf):
             if c["layout"] == "notebook":
@@ -243,6 +340,7 @@ for c in jobs["cases"]:
             else:
                 sys.path.insert(0, c["dir"])
                 env = {"mod": importlib.import_module(c["module"]), "np": np}
+            stage = "call"
             for call in c["calls"]:
                 r = eval(call, env)
                 rec["results"].append(repr(r.tolist() if hasattr(r, "tolist") else r))
@@ -250,6 +348,7 @@ for c in jobs["cases"]:
                 rec["fresh"] = repr(eval(c["fresh"], env))
     except BaseException as e:
         rec["exception"] = "%s: %s" % (type(e).__name__, str(e)[:300])
+        rec["stage"] = stage
     rec["log"] = buf.getvalue().splitlines()
     out[c["name"]] = rec
 try:
@@ -264,6 +363,25 @@ json.dump(out, open(jobs["result"], "w"))
 '''
 
 
+def expand(env, out, c, extra=None):
+    """a case's variables with {case}, {out} and the probed values put in"""
+    r = {}
+    for k, v in env.items():
+        v = v.replace("{case}", case_dir(out, c)).replace("{out}", out)
+        for name, val in (extra or {}).items():
+            v = v.replace("{%s}" % name, val)
+        r[k] = v
+    return r
+
+
+def probe_features(python):
+    """the host's feature string as this numba computes it (llvmlite's flatten: sorted by name)"""
+    code = ("from numba.core.registry import cpu_target\n"
+            "print(cpu_target.target_context.codegen().magic_tuple()[2])\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NUMBA_")}
+    return subprocess.run([python, "-c", code], check=True, capture_output=True, text=True, env=env).stdout.strip()
+
+
 def numba_version(python):
     return subprocess.run([python, "-c", "import numba; print(numba.__version__)"], check=True,
                           capture_output=True, text=True).stdout.strip()
@@ -275,7 +393,8 @@ def vtuple(v):
 
 def run_driver(python, cases, out, env_extra, tag):
     env = dict(os.environ)
-    for k in ("NUMBA_CACHE_DIR", "NUMBA_CPU_NAME", "NUMBA_CPU_FEATURES", "NUMBA_DISABLE_JIT", "NUMBA_DEBUG_CACHE"):
+    for k in ("NUMBA_CACHE_DIR", "NUMBA_CPU_NAME", "NUMBA_CPU_FEATURES", "NUMBA_DISABLE_JIT", "NUMBA_DEBUG_CACHE",
+              "NUMBA_CACHE_LOCATOR_CLASSES", "PYTHONOPTIMIZE", "PYTHONPATH"):
         env.pop(k, None)
     env.update({"PYTHONDONTWRITEBYTECODE": "1", "NUMBA_DEBUG_CACHE": "1", "XDG_CACHE_HOME": os.path.join(out, "xdg")})
     env.update(env_extra)
@@ -329,8 +448,13 @@ def write_case(out, c):
                 z.writestr(rel, text)
             continue
         path = os.path.join(d, rel or "c_%s.py" % c["name"])
+        os.makedirs(os.path.dirname(path), exist_ok=True)
         with open(path, "w") as f:
             f.write(text)
+    if c.get("layout") == "userwide":
+        # a file named __pycache__: numba's in-tree locator cannot make its directory (even as root)
+        with open(os.path.join(d, "__pycache__"), "w") as f:
+            f.write("not a directory: numba caches this source user-wide\n")
     # stamps well clear of "now", with a fraction, like a real edit's
     base = (int(os.stat(d).st_mtime) - 100) * 1000000000 + 123456789
     for root, _, names in os.walk(d):
@@ -342,14 +466,14 @@ def write_case(out, c):
 def indexes_of(out, c):
     d = case_dir(out, c)
     found = []
-    for root, _, names in os.walk(out if c.get("layout") in ("notebook", "zip") else d):
+    for root, _, names in os.walk(out if c.get("layout") in ("notebook", "zip", "userwide") else d):
         for n in names:
             if not n.endswith(".nbi"):
                 continue
             p = os.path.join(root, n)
             if c.get("layout") == "notebook" and ("ipython" not in p or cellhash(c) not in n):
                 continue
-            if c.get("layout") == "zip" and ("xdg" not in p or ("c_%s." % c["name"]) not in n):
+            if c.get("layout") in ("zip", "userwide") and ("xdg" not in p or ("c_%s." % c["name"]) not in n):
                 continue
             found.append(p)
     return sorted(found)
@@ -415,6 +539,38 @@ def change(out, c, base):
         text = open(cell).read().replace("y + 1", "y + 7")
         with open(cell, "w") as f:
             f.write(text)
+    elif kind == "rm_pycache_file":
+        os.unlink(os.path.join(d, "__pycache__"))
+    elif kind == "sub_for_add":
+        text = open(src).read().replace("a + b", "a - b")
+        with open(src, "w") as f:
+            f.write(text)
+        os.utime(src, ns=(base, base))
+    elif kind == "empty_index":
+        for p in ix:
+            open(p, "wb").close()
+    elif kind == "garbage_index":
+        for p in ix:
+            with open(p, "wb") as f:
+                f.write(b"hello, not a pickle\n")
+    elif kind == "rm_all_data":
+        for p in ix:
+            for n in os.listdir(os.path.dirname(p)):
+                if n.startswith(os.path.basename(p)[:-4] + ".") and n.endswith(".nbc"):
+                    os.unlink(os.path.join(os.path.dirname(p), n))
+    elif kind == "rewrite_zip":
+        z = os.path.join(d, "lib.zip")
+        name = list(c["files"])[0]
+        with zipfile.ZipFile(z, "w", zipfile.ZIP_DEFLATED) as zf:
+            zf.writestr(zipfile.ZipInfo(name, date_time=(2020, 1, 2, 3, 4, 6)), c["files"][name])
+        os.utime(z, ns=(base + 3000000000, base + 3000000000))
+    elif kind == "edit_pp_helper":
+        h = os.path.join(d, "lib", "c_pp_helper.py")
+        text = open(h).read().replace("x * 4", "x * 5")
+        with open(h, "w") as f:
+            f.write(text)
+        t = max(os.stat(p).st_mtime_ns for p in ix) + 5000000000
+        os.utime(h, ns=(t, t))
     elif kind == "edit_zip":
         z = os.path.join(d, "lib.zip")
         name = list(c["files"])[0]
@@ -471,11 +627,12 @@ def outcome(rec, index):
         what = "ignored"
     return {"outcome": what, "data_loaded": loaded, "data_saved": saved, "index_loaded": ix_loaded,
             "index_saved_over": ix_saved_here, "exception": rec["exception"].split(":")[0] if rec["exception"] else None,
-            "results": rec["results"], "fresh_result": rec.get("fresh")}
+            "results": rec["results"], "fresh_result": rec.get("fresh"),
+            "raised_at": rec.get("stage") if rec["exception"] else None}
 
 
 # which kcache-inspect verdicts are consistent with what numba did
-COMPATIBLE = {"hit": {"hit"}, "partial": {"partial"}, "recompile": {"stale", "cpu-mismatch"},
+COMPATIBLE = {"hit": {"hit"}, "partial": {"partial"}, "recompile": {"stale", "cpu-mismatch", "data-missing"},
               "ignored": {"version-mismatch"}, "never-read": {"never-read"}, "raises": {"raises"}}
 
 
@@ -523,8 +680,9 @@ def readme(corpus):
                 what += ", returned %s where the source now gives %s" % (did["results"][0], did["fresh_result"])
             cells.append("%s; kcache-inspect: %s%s" % (what, e["expect"], " + " + e["warning"] if e.get("warning") else ""))
         lines.append("| %s | %s | %s |" % (n, note, " | ".join(cells)))
-    lines += ["", "numba < 0.68 has no locator for a function imported from a zip archive: caching one raises",
-              "(\"cannot cache function ...: no locator available\"), so the zip cases exist for 0.68 only.",
+    lines += ["", "numba 0.56 and 0.60 have no locator for a function imported from a zip archive: caching one raises",
+              "(\"cannot cache function ...: no locator available\"); 0.61-0.67 cache it stamped with the archive's",
+              "(st_mtime, st_size) (tests/data/numba-env-corpus: zip_old, zip_rewritten). The zip cases here are 0.68's.",
               "The version-mismatch cases hold an index written by the other numba named in cases.json.", ""]
     with open(os.path.join(corpus, "README.md"), "w") as f:
         f.write("\n".join(lines))
@@ -539,6 +697,9 @@ def main(argv):
     extra = "--extra" in args
     if extra:
         args.remove("--extra")
+    env_set = "--env" in args
+    if env_set:
+        args.remove("--env")
     if "--list" in args:
         print(" ".join(c["name"] for c in CASES + EXTRA))
         return 0
@@ -564,7 +725,7 @@ def main(argv):
     other_version = numba_version(other) if other else None
     stamp = "sha256" if vtuple(version) >= (0, 68) else "mtime-size"
     cases = []
-    for c in CASES + (EXTRA if extra else []):
+    for c in (ENV_CASES if env_set else CASES) + (EXTRA if extra else []):
         c = dict(c)
         if only and c["name"] not in only:
             continue
@@ -572,7 +733,12 @@ def main(argv):
             continue
         if "min_numba" in c and vtuple(version) < c["min_numba"]:
             continue
+        if "max_numba" in c and vtuple(version) > c["max_numba"]:
+            continue
         cases.append(c)
+    probed = {}
+    if any("{host_features_reversed}" in v for c in cases for v in c.get("build_env", {}).values()):
+        probed["host_features_reversed"] = ",".join(reversed(probe_features(python).split(",")))
     bases = {c["name"]: write_case(out, c) for c in cases}
 
     # compile: grouped by the numba and the environment each case needs
@@ -580,7 +746,7 @@ def main(argv):
     for c in cases:
         py = other if c.get("other") else python
         for env in c.get("build_envs", [c.get("build_env", {})]):   # several: in this order (sorted below)
-            env = dict(env)
+            env = expand(env, out, c, probed)
             if c.get("layout") == "cachedir":
                 env["NUMBA_CACHE_DIR"] = os.path.join(case_dir(out, c), "ncd")
             key = (py, tuple(sorted(env.items())))
@@ -599,7 +765,7 @@ def main(argv):
     truth = {}
     groups = {}
     for c in cases:
-        env = {}
+        env = expand(c.get("run_env", {}), out, c)
         if c.get("layout") == "cachedir":
             d = moved_dir(out, c) if c.get("_moved") else case_dir(out, c)
             env["NUMBA_CACHE_DIR"] = os.path.join(d, "ncd")
@@ -618,7 +784,7 @@ def main(argv):
 
     restore(out, snap)
 
-    manifest = {"numba": version, "python": env_info["python"], "llvm": env_info["llvm"], "stamp": stamp,
+    manifest = {"set": "env" if env_set else "cases", "numba": version, "python": env_info["python"], "llvm": env_info["llvm"], "stamp": stamp,
                 "host": {"triple": env_info["triple"], "cpu": env_info["cpu"], "features": env_info["features"]},
                 "other_numba": other_version, "cases": {}}
     for c in cases:
@@ -644,6 +810,11 @@ def main(argv):
             args += ["--source", os.path.join(os.path.relpath(d, out), "lib.zip", list(c["files"])[0])]
             # the user-wide cache's subdirectory is named for the archive's absolute path
             entry["rehome"] = {"dir": os.path.dirname(ixs[0]), "archive": os.path.join(os.path.relpath(d, out), "lib.zip")}
+        if c.get("layout") in ("userwide", "cachedir") and not c.get("_moved"):
+            # a NUMBA_CACHE_DIR or user-wide subdirectory is named for the source directory's path
+            entry["rehome"] = {"dir": os.path.dirname(ixs[0]), "archive": os.path.relpath(d, out)}
+        if c.get("run_env"):
+            entry["run_env"] = {k: v.replace(out, "{root}") for k, v in expand(c["run_env"], out, c).items()}
         entry["inspect_args"] = args
         bad = [o["outcome"] for o in per_index if expect not in COMPATIBLE[o["outcome"]]]
         if bad:

@@ -83,6 +83,12 @@ for c in simple twocpu stale; do
     mv "${f%/*}" "$(rehome "$f")"
 done
 simple=$(ls "$tmp"/corpus/simple/cache/*/*.nbi); twocpu=$(ls "$tmp"/corpus/twocpu/cache/*/*.nbi); stale=$(ls "$tmp"/corpus/stale/cache/*/*.nbi)
+# numba made them with NUMBA_CACHE_DIR set to each case's cache/: without it, numba opens the in-tree index
+if run corpus_no_cache_dir --json "$simple"; then
+    v=$(json_get '(d["verdict"]["code"], d["source"]["locator"], d["source"]["numba_opens"].endswith("/simple/__pycache__/" + d["file"].rsplit("/", 1)[1]))')
+    [ "$v" = "('never-read', 'InTreeCacheLocator', True)" ] && ok corpus_no_cache_dir || fail corpus_no_cache_dir "got $v"
+fi
+export NUMBA_CACHE_DIR=$tmp/corpus/simple/cache
 
 # the first overload's CPU and features: the machine that made the corpus (a znver3)
 run corpus_features --json "$simple" && zfeat=$(json_get 'd["overloads"][0]["features"]')
@@ -119,6 +125,7 @@ if run corpus_simple_json --json --cpu znver3 --features "$zfeat" "$simple"; the
 fi
 
 # twocpu: two overloads differing only in CPU name and features; the default CPU uses the first
+export NUMBA_CACHE_DIR=$tmp/corpus/twocpu/cache
 if run corpus_twocpu --cpu znver3 --features "$zfeat" "$twocpu"; then
     has corpus_twocpu "same signature as [1]; differs only in: CPU name, CPU features" &&
     has corpus_twocpu "cpu       znver3  (matches this CPU)" && has corpus_twocpu "cpu       generic  (not this CPU)" &&
@@ -135,6 +142,7 @@ if NUMBA_CPU_NAME=generic run corpus_twocpu_generic "$twocpu"; then   # numba's 
 fi
 
 # stale: stamp mismatch, size and mtime both differ, recompiles
+export NUMBA_CACHE_DIR=$tmp/corpus/stale/cache
 if run corpus_stale "$stale"; then
     has corpus_stale "MISMATCH: mtime differs by +0.425 s, size differs (source 117, index 94)" &&
     has corpus_stale "verdict    stamp mismatch: mod.py mtime differs by +0.425 s, size differs (source 117," &&
@@ -159,9 +167,10 @@ if run corpus_source_other_dir --json --source "$tmp/mod.py" "$simple"; then
     [ "$v" = "('never-read', True)" ] && ok corpus_source_other_dir || fail corpus_source_other_dir "got $v"
 fi
 # another numba version ignores the index
-if run corpus_version --numba-version 0.60.0 "$simple"; then
+if run corpus_version --cache-dir "$tmp/corpus/simple/cache" --numba-version 0.60.0 "$simple"; then
     has corpus_version "numba version differs (index 0.56.4, running 0.60.0)" && ok corpus_version
 fi
+unset NUMBA_CACHE_DIR
 
 # ----------------------------------------------------------------------------------------------
 # tests/data/numba-corpus: every case of numba 0.56.4, 0.60.0 and 0.68.1 against what that numba did
@@ -169,6 +178,13 @@ python3 "$root/tests/inspect_corpus.py" replay "$tool" "$root/tests/data/numba-c
 cat "$tmp/replay.log"
 failures=$((failures + $(grep -c '^FAIL ' "$tmp/replay.log")))
 grep -q '^ok corpus_present' "$tmp/replay.log" || fail corpus_replay "inspect_corpus.py replay ran no check"
+# tests/data/numba-env-corpus: what numba reads from the run's environment (numba_cases.py --env;
+# numba 0.56.4, 0.61.2, 0.64.0, 0.68.1), each case's variables given to the tool as numba had them
+mkdir -p "$tmp/env"
+python3 "$root/tests/inspect_corpus.py" replay "$tool" "$root/tests/data/numba-env-corpus" "$tmp/env" >"$tmp/replay.log" 2>&1
+cat "$tmp/replay.log"
+failures=$((failures + $(grep -c '^FAIL ' "$tmp/replay.log")))
+grep -q '^ok corpus_present' "$tmp/replay.log" || fail corpus_env_replay "inspect_corpus.py replay ran no check"
 
 # ----------------------------------------------------------------------------------------------
 # numba here: Debian's (/usr/bin/python3) and PyPI's newest (build/venv-numba); each makes every
@@ -197,11 +213,16 @@ for py in "${pys[@]}"; do
         >"$tmp/live.log" 2>&1
     cat "$tmp/live.log"
     failures=$((failures + $(grep -c '^FAIL ' "$tmp/live.log")))
+    # the environment cases, on this machine's own CPU (detected: the feature string's order counts)
+    python3 "$root/tests/inspect_corpus.py" live "$tool" "$py" "$tmp" --env >"$tmp/live.log" 2>&1
+    cat "$tmp/live.log"
+    failures=$((failures + $(grep -c '^FAIL ' "$tmp/live.log")))
 done
 
 # what only the text report shows, on the live caches
 for d in "$tmp"/live-*; do
     [ -f "$d/cases.json" ] || continue
+    case $d in */live-env-*) continue ;; esac
     ver=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["numba"])' "$d/cases.json")
     n="live_${ver}_text"
     lix() { python3 -c 'import json,sys; print(sys.argv[2] + "/" + json.load(open(sys.argv[1]))["cases"][sys.argv[3]]["indexes"][int(sys.argv[4])])' "$d/cases.json" "$d" "$1" "${2:-0}"; }
@@ -216,13 +237,18 @@ for d in "$tmp"/live-*; do
     text_case "${n}_sigs" sigs 0 "numba      $ver" "found by: __pycache__ parent" "[3] (complex128, complex128)" \
         "(array(float32, 2d, F), array(float32, 2d, F))" "(unicode_type, unicode_type)" \
         "verdict    hit: 5 of 5 overloads usable on this CPU" "same as host name by name"
-    text_case "${n}_two_cpus" two_cpus 0 "same signature as [1]; differs only in: CPU name, CPU features" \
+    # [2] was compiled with NUMBA_CPU_NAME=generic: where this numba's LLVM calls the host generic
+    # too (a Zen 5 before LLVM 19), the two keys differ in the features alone
+    hcpu=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["host"]["cpu"])' "$d/cases.json")
+    differ="CPU name, CPU features"
+    [ "$hcpu" = generic ] && differ="CPU features"
+    text_case "${n}_two_cpus" two_cpus 0 "same signature as [1]; differs only in: $differ" \
         "hit: 1 of 2 overloads usable on this CPU" "[1]; every signature covered"
     if NUMBA_CPU_NAME=generic run "${n}_two_cpus_env" "$(lix two_cpus)"; then
         has "${n}_two_cpus_env" "hit: 1 of 2 overloads usable on this CPU (generic): [2];" && ok "${n}_two_cpus_env"
     fi
     text_case "${n}_closure" closure 0 "function   make.locals.addk (module c_closure, first line 5)" \
-        "(captured values are part of the key)" "verdict    hit:"
+        "(captured values are part of the key)" "verdict    hit:" "a closure: its captured values are hashed too, and cannot be known without"
     text_case "${n}_parallel" parallel 0 "[1] (array(float64, 1d, C))" "verdict    hit: 1 of 1"
     text_case "${n}_vectorize" vectorize 0 "[1] (float64, float64) -> float64" "[2] (int64, int64) -> int64" "verdict    hit: 2 of 2"
     text_case "${n}_guvectorize" guvectorize 1 "note: guf-... is @guvectorize's wrapper index; the kernel has its own (c_guvectorize.gsum-5." \
@@ -241,6 +267,37 @@ for d in "$tmp"/live-*; do
         else fail "${n}_path_root" "without --path: $v"; fi
     fi
     mv "$tmp/pathroot-$ver/c_stale_dep_helper.py" "$d/stale_dep/"
+    # the run's Python's site directories are searched too (a made-up venv: pyvenv.cfg and
+    # bin/python), and a directory a .pth file there names (an editable install) is followed
+    tag=$(lix stale_dep); tag=${tag##*.py}; tag=${tag%.nbi}; pyv=${tag:0:1}.${tag:1}
+    pyx=$(python$pyv -c 'import sys; print(sys.executable)' 2>/dev/null)
+    if [ -z "$pyx" ]; then skip "${n}_site_dirs" "no python$pyv here to stand for the run's Python"
+    else
+        sv=$tmp/sitevenv-$ver sp=$tmp/sitevenv-$ver/lib/python$pyv/site-packages ed=$tmp/editable-$ver
+        mkdir -p "$sv/bin" "$sp" "$ed"
+        printf 'home = %s\ninclude-system-site-packages = false\n' "${pyx%/*}" >"$sv/pyvenv.cfg"
+        ln -s "$pyx" "$sv/bin/python"
+        mv "$d/stale_dep/c_stale_dep_helper.py" "$sp/"
+        if run "${n}_site_dirs" --json --python "$sv/bin/python" "$(lix stale_dep)"; then
+            v=$(json_get '[w["path"] for w in d["warnings"]]')
+            [ "$v" = "['$sp/c_stale_dep_helper.py']" ] && ok "${n}_site_dirs" || fail "${n}_site_dirs" "got $v"
+        fi
+        mv "$sp/c_stale_dep_helper.py" "$ed/"
+        printf '# a comment\nimport sys\n%s\n' "$ed" >"$sp/__editable__.c_stale_dep-1.0.pth"
+        if run "${n}_site_pth" --json --python "$sv/bin/python" "$(lix stale_dep)"; then
+            v=$(json_get '[w["path"] for w in d["warnings"]]')
+            [ "$v" = "['$ed/c_stale_dep_helper.py']" ] && ok "${n}_site_pth" || fail "${n}_site_pth" "got $v"
+        fi
+        mv "$ed/c_stale_dep_helper.py" "$d/stale_dep/"
+    fi
+    # and the current directory (sys.path[0] for python -m or -c, or a script run from there)
+    here=$PWD
+    mkdir -p "$tmp/cwd-$ver" && mv "$d/stale_dep/c_stale_dep_helper.py" "$tmp/cwd-$ver/" && cd "$tmp/cwd-$ver" &&
+    if run "${n}_cwd_root" --json "$(lix stale_dep)"; then
+        v=$(json_get '[w["path"] for w in d["warnings"]]')
+        [ "$v" = "['$(pwd -P)/c_stale_dep_helper.py']" ] && ok "${n}_cwd_root" || fail "${n}_cwd_root" "got $v"
+    fi
+    cd "$here" && mv "$tmp/cwd-$ver/c_stale_dep_helper.py" "$d/stale_dep/"
     # every live index: --json parses
     bad=
     for f in $(find "$d" -name '*.nbi'); do
@@ -357,7 +414,7 @@ if run prune_yes --prune --yes "${P[@]}" "$pr"; then
     fi
     if run prune_after_data --json "${P[@]}" "$pr/raises_data/__pycache__/c_raises_data.f-4.py311.nbi"; then
         v=$(json_get 'd["verdict"]["code"]')
-        [ "$v" = cpu-mismatch ] && ok prune_after_data || fail prune_after_data "got $v"
+        [ "$v" = data-missing ] && ok prune_after_data || fail prune_after_data "got $v"
     fi
 fi
 check_args2() { if run "$1" "${@:3}"; then [ "$rc" = 2 ] && grep -q -F -- "$2" <<<"$err" && ok "$1" || fail "$1" "status $rc: $err"; fi; }
@@ -383,6 +440,59 @@ for i in 1 2 3; do
         [ "$v" = "$want" ] && ok "notebook_cell_$i" || fail "notebook_cell_$i" "got $v, want $want"
     fi
 done
+
+# ----------------------------------------------------------------------------------------------
+# the run's environment, on copies of tests/data/numba-env-corpus/0.68.1 (sha256 stamps: no mtimes to
+# put back): the bytecode needs a Python of the index's version; another module's locator class
+# cannot be known; a numba cache directory given as DIR is every index in it
+e68=$root/tests/data/numba-env-corpus/0.68.1
+ecpu=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["host"]["cpu"])' "$e68/cases.json")
+efeat=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["host"]["features"])' "$e68/cases.json")
+cp -R "$e68/pythonoptimize" "$tmp/po"
+po=$tmp/po/__pycache__/c_pythonoptimize.f-4.py311.nbi
+if run env_bytecode_checked --cpu "$ecpu" --features "$efeat" "$po"; then
+    has env_bytecode_checked "bytecode   sha256 " && has env_bytecode_checked "1 of 1 overloads hold it" &&
+        has env_bytecode_checked "verdict    hit: 1 of 1" && ok env_bytecode_checked
+fi
+if PYTHONOPTIMIZE=1 run env_bytecode_optimize --cpu "$ecpu" --features "$efeat" "$po"; then
+    has env_bytecode_optimize "at optimization level 1" && has env_bytecode_optimize "verdict    bytecode differs: the stamp matches" &&
+        ok env_bytecode_optimize
+fi
+mv "$po" "${po%.py311.nbi}.py399.nbi"
+if run env_bytecode_no_python --json --cpu "$ecpu" --features "$efeat" "${po%.py311.nbi}.py399.nbi"; then
+    v=$(json_get '(d["bytecode"]["checked"], "no python3.99 here" in d["bytecode"]["why"], d["verdict"]["code"])')
+    [ "$v" = "(False, True, 'hit')" ] && ok env_bytecode_no_python || fail env_bytecode_no_python "got $v"
+fi
+mv "${po%.py311.nbi}.py399.nbi" "$po"
+if run env_locator_unknown --json --locator-classes mypkg.caching.MyLocator --cpu "$ecpu" --features "$efeat" "$po"; then
+    v=$(json_get '(d["verdict"]["code"], d["source"]["locator"], d["verdict"]["text"].startswith("cannot say"))')
+    [ "$v" = "('unknown-locator', 'unknown', True)" ] && [ "$rc" = 0 ] && ok env_locator_unknown || fail env_locator_unknown "status $rc, $v"
+fi
+if run env_locator_intree --json --locator-classes numba.core.caching.InTreeCacheLocator --cpu "$ecpu" --features "$efeat" "$po"; then
+    v=$(json_get '(d["verdict"]["code"], d["source"]["locator"])')
+    [ "$v" = "('hit', 'InTreeCacheLocator')" ] && ok env_locator_intree || fail env_locator_intree "got $v"
+fi
+if run env_cache_dir_option --json --cache-dir "$tmp/po/ncd" --cpu "$ecpu" --features "$efeat" "$po"; then
+    v=$(json_get '(d["verdict"]["code"], d["source"]["locator"], d["source"]["numba_opens"].startswith("'"$tmp"'/po/ncd/po_"))')
+    [ "$v" = "('never-read', 'UserProvidedCacheLocator', True)" ] && ok env_cache_dir_option || fail env_cache_dir_option "got $v"
+fi
+# a user-wide index whose source is gone (the tree moved): no source is named, nothing is guessed
+mkdir -p "$tmp/uw" && cp -R "$e68/xdg" "$tmp/uw/"
+uw=$(ls "$tmp"/uw/xdg/numba/userwide_hit_*/*.nbi)
+if run env_source_not_found "$uw"; then
+    has env_source_not_found "source     not found (looked for c_userwide_hit.py)" &&
+        has env_source_not_found "verdict    cannot check the stamp: source not found" && ok env_source_not_found
+fi
+if run env_source_not_found_json --json "$uw"; then
+    v=$(json_get '(d["source"]["path"], d["source"]["looked_for"].endswith("c_userwide_hit.py"), d["verdict"]["code"])')
+    [ "$v" = "(None, True, 'unchecked')" ] && ok env_source_not_found_json || fail env_source_not_found_json "got $v"
+fi
+cp -R "$e68/guf_nbc_gone" "$tmp/gg"
+if run env_numba_dir --json --cpu "$ecpu" --features "$efeat" "$tmp/gg/__pycache__"; then
+    v=$(json_get '(d["format"], [(x["file"].rsplit("/", 1)[1], x["verdict"]["code"]) for x in d["indexes"]])')
+    [ "$v" = "('numba-index-dir', [('c_guf_nbc_gone.gsum-5.py311.nbi', 'data-missing'), ('guf-c_guf_nbc_gone.gsum-5.py311.nbi', 'data-missing')])" ] &&
+        [ "$rc" = 0 ] && ok env_numba_dir || fail env_numba_dir "status $rc, $v"
+fi
 
 # ----------------------------------------------------------------------------------------------
 # robustness: truncations, byte flips and the regression inputs never crash (exit 0 or 2)
@@ -462,8 +572,15 @@ check_exit2() { # NAME PATTERN ARGS...
         if [ "$rc" = 2 ] && grep -q -F -- "$pat" <<<"$err"; then ok "$name"; else fail "$name" "status $rc, stderr '$err'"; fi
     fi
 }
-check_exit2 bad_empty_file "empty file" "$tmp/empty.nbi"
-check_exit2 bad_not_pickle "not a numba index" "$tmp/text.nbi"
+# what numba's pickle.load raises on (EOFError, UnpicklingError) is a verdict: exit 0
+raises0() { # NAME PATTERN FILE
+    if run "$1" --json "$3"; then
+        v=$(json_get '(d["verdict"]["code"], d["version_error"])')
+        [ "$rc" = 0 ] && grep -q -F -- "$2" <<<"$v" && [ "${v#(\'raises\'}" != "$v" ] && ok "$1" || fail "$1" "status $rc, $v"
+    fi
+}
+raises0 bad_empty_file "EOFError: Ran out of input" "$tmp/empty.nbi"
+raises0 bad_not_pickle "UnpicklingError" "$tmp/text.nbi"
 # the version pickle alone: numba of that version raises (EOFError) reading the body; another ignores it
 if run bad_no_body --json "$tmp/nobody.nbi"; then
     v=$(json_get '(d["verdict"]["code"], d["body_error"].startswith("no index body"))')
@@ -473,15 +590,18 @@ if run bad_no_body_other_version --json --numba-version 0.68.1 "$tmp/nobody.nbi"
     v=$(json_get 'd["verdict"]["code"]')
     [ "$rc" = 0 ] && [ "$v" = version-mismatch ] && ok bad_no_body_other_version || fail bad_no_body_other_version "status $rc, $v"
 fi
-check_exit2 bad_opcode "unknown pickle opcode 0xff at byte 2" "$tmp/badop.nbi"
-check_exit2 bad_huge_frame "FRAME at byte 2 announces" "$tmp/hugeframe.nbi"
-check_exit2 bad_huge_string "truncated string" "$tmp/hugestr.nbi"
+raises0 bad_opcode "unknown pickle opcode 0xff at byte 2" "$tmp/badop.nbi"
+raises0 bad_huge_frame "FRAME at byte 2 announces" "$tmp/hugeframe.nbi"
+raises0 bad_huge_string "truncated string" "$tmp/hugestr.nbi"
+printf 'x' >"$tmp/notnb.bin"
+check_exit2 bad_not_numba "not a numba index (.nbi)" "$tmp/notnb.bin"
 check_exit2 args_none "usage:"
 check_exit2 args_unknown_option "unknown option '--frobnicate'" --frobnicate "$tmp/empty.nbi"
 check_exit2 args_missing_value "--cpu needs a value" "$tmp/empty.nbi" --cpu
 check_exit2 args_two_files "one FILE or DIR only" "$tmp/empty.nbi" "$tmp/text.nbi"
 check_exit2 args_missing_file "No such file" "$tmp/does-not-exist.nbi"
-check_exit2 args_directory "not a kcache store (no config.file, e/ or i/)" "$tmp"
+mkdir -p "$tmp/emptydir"
+check_exit2 args_directory "not a kcache store (no config.file, e/ or i/)" "$tmp/emptydir"
 if run args_help --help; then
     [ "$rc" = 0 ] && grep -q -F -- "--features" <<<"$out" && ok args_help || fail args_help "status $rc"
 fi

@@ -31,8 +31,9 @@
  * Build: cc -std=c99 -O2 -Wall -Wextra -Wpedantic -Werror -I. -o build/kcache-inspect \
  *           tools/kcache-inspect.c -lpthread
  * Define KCACHE_INSPECT_NO_MAIN to include this file elsewhere (the fuzz targets do).
- * Exit status: 0 whenever the file or store decodes, whatever the verdict; 2 for a file or
- * directory that cannot be read or decoded and for usage errors. */
+ * Exit status: 0 whenever the tool says what numba (or kcache) will do, whatever the verdict (an
+ * empty or garbage .nbi is "numba will raise"); 2 when it cannot: a file or directory that
+ * cannot be read, is not a numba index nor a kcache store, index or entry, and usage errors. */
 
 /* kcache.h first: its implementation half sets the feature macros before any system header. */
 #define KCACHE_STATIC
@@ -56,6 +57,7 @@
 #include <unistd.h>
 #include <ftw.h>
 #include <dirent.h>
+#include <sys/wait.h>
 #include "ktext.h"   /* ko_printf: every %s and %c argument through kcache.h's escaping rule */
 
 #if defined(__GNUC__) || defined(__clang__)
@@ -1412,6 +1414,7 @@ typedef struct nb_overload {
     int cpu_match;                 /* -1 unknown, 0 no, 1 yes */
     int usable;                    /* -1 unknown, 0, 1 */
     int data_bad;                  /* the .nbc does not unpickle: numba raises loading it */
+    int code_match;                /* its bytecode hash is the function's now: -1 unknown, 0, 1 */
     char *data_err;                /* why (arena) */
 } nb_overload;
 
@@ -1430,6 +1433,7 @@ typedef struct nb_index {
     nb_overload *ov;
     size_t nov;
     char body_err[240];            /* the body does not decode: what numba's pickle.loads meets */
+    char version_err[200];         /* the version pickle does not load: numba's pickle.load raises */
 } nb_index;
 
 static void nb_index_free(nb_index *ix)
@@ -1446,6 +1450,22 @@ static int is_hex_str(const pk_node *n, size_t len)
     return 1;
 }
 
+/* The version pickle does not load: numba raises from pickle.load before it compares anything.
+ * The index then holds no version (an empty string stands in) and the body is not read. */
+static int nb_version_bad(nb_index *ix)
+{
+    static const unsigned char none[1] = {0};
+    ix->version = (pk_node *)ka_alloc(&ix->arena, sizeof *ix->version);
+    if (!ix->version) return -1;
+    memset(ix->version, 0, sizeof *ix->version);
+    ix->version->kind = PK_STR;
+    ix->version->s = none;
+    ix->version->n = 0;
+    ix->version_end = ix->body_end = ix->len;
+    ki_fmt(ix->body_err, sizeof ix->body_err, "not read: %s", ix->version_err);
+    return 0;
+}
+
 /* Decodes buf as a numba index.  0 when the version pickle decodes to a string: then either
  * the body decoded too, or ix->body_err says why not (numba stops at the version when it is
  * not its own, and raises from pickle.loads when it is, so both are verdicts, not errors).
@@ -1459,16 +1479,22 @@ static int nb_decode(const unsigned char *buf, size_t len, nb_index *ix, char *e
     ix->arena.limit = KI_MAX_MEM;
     ix->stamp_kind = ST_OTHER;
     ix->buf = buf; ix->len = len;
-    if (len == 0) { ki_fmt(err, errcap, "empty file"); return -1; }
-    if (buf[0] != 0x80) {
-        ki_fmt(err, errcap, "not a numba index: does not start with a pickle PROTO opcode (first byte 0x%02x)", buf[0]);
-        return -1;
+    /* numba's _load_index runs pickle.load(f) on whatever the file holds: an empty or garbage
+       .nbi is not skipped, the load raises (EOFError, UnpicklingError) out of every first call */
+    if (len == 0 || buf[0] != 0x80) {
+        if (len == 0) ki_fmt(ix->version_err, sizeof ix->version_err, "the file is empty (EOFError: Ran out of input)");
+        else ki_fmt(ix->version_err, sizeof ix->version_err, "the file does not start with a pickle PROTO opcode "
+                    "(first byte 0x%02x: UnpicklingError: invalid load key)", buf[0]);
+        if (nb_version_bad(ix) != 0) { ki_fmt(err, errcap, "out of memory"); return -1; }
+        return 0;
     }
     pk_parser_init(&P, &ix->arena);
     if (pk_load(&P, buf, len, 0, &ix->version_end, &ix->version) != 0) {
-        ki_fmt(err, errcap, "cannot decode the version pickle: %s", P.err);
+        ki_fmt(ix->version_err, sizeof ix->version_err, "the version pickle does not unpickle: %s (%s)", P.err,
+               ix->version_end >= len || strstr(P.err, "truncated") ? "EOFError or UnpicklingError" : "UnpicklingError");
         pk_parser_free(&P);
-        return -1;
+        if (nb_version_bad(ix) != 0) { ki_fmt(err, errcap, "out of memory"); return -1; }
+        return 0;
     }
     ix->version_proto = P.proto;
     pk_parser_free(&P);
@@ -1530,6 +1556,7 @@ static int nb_decode(const unsigned char *buf, size_t len, nb_index *ix, char *e
         o->key = key;
         o->value = ix->overloads->v[2 * k + 1];
         o->data_exists = -1;
+        o->code_match = -1;
         o->cpu_match = -1;
         o->usable = -1;
         o->data_size = -1;
@@ -1612,6 +1639,10 @@ typedef struct ki_opts {
     int json, dump, force_numba;
     const char *paths[16];            /* --path DIR: roots where imported modules are looked up */
     int npaths;
+    const char *cache_dir;            /* --cache-dir DIR: NUMBA_CACHE_DIR of the run ("": unset) */
+    const char *locator_classes;      /* --locator-classes LIST: NUMBA_CACHE_LOCATOR_CLASSES of the run */
+    const char *python;               /* --python PATH: the interpreter that compiles the source */
+    int no_bytecode;                  /* --no-bytecode: do not compile the source */
     /* --prune */
     int prune, prune_yes, prune_other_cpu;
     /* kcache mode */
@@ -1764,6 +1795,12 @@ static void host_resolve(const ki_opts *op, const nb_index *ix, ki_host *h)
         if (r == 2) ki_fmt(h->llvm_note, sizeof h->llvm_note, "kcache does not track this platform's CPU names per LLVM version");
     }
     h->llvm_used = 0;
+    /* the triple says which build wrote the index, so which LLVM reads it, even where both
+       name this CPU alike (a Zen 5 is generic to LLVM 11 and 14): llvm_used reports that LLVM */
+    if (h->nllvm == 2 && other_triple) {
+        int t0 = index_has_triple(ix, KI_PYPI_TRIPLE), t1 = index_has_triple(ix, other_triple);
+        if (t0 != t1) h->llvm_used = t1;
+    }
     if (h->nllvm == 2 && strcmp(h->llvm_name[0], h->llvm_name[1]) != 0) {
         /* the two builds name this CPU differently: an index written here holds one of them */
         int has0 = index_has_cpu(ix, h->llvm_name[0], h->feat_buf), has1 = index_has_cpu(ix, h->llvm_name[1], h->feat_buf);
@@ -1878,6 +1915,23 @@ static int feat_match_by_name(const unsigned char *a, size_t an, const unsigned 
         }
     }
     return common * 5 >= na * 4 && common * 5 >= nb * 4;
+}
+
+/* Whether a feature string is in the form numba computes for the host: llvmlite's
+ * FeatureMap.flatten(), "+name" or "-name" for each feature, sorted by name, joined by ",".  A
+ * string in another order can only come from NUMBA_CPU_FEATURES, and numba compares the strings
+ * byte for byte: the same features in another order are another key. */
+static int feat_in_flatten_order(const unsigned char *s, size_t n)
+{
+    static feat fs[KI_MAX_FEATS];
+    size_t nf = feat_parse(s, n, fs, KI_MAX_FEATS), k;
+    if (nf >= KI_MAX_FEATS) return 0;
+    for (k = 0; k < n; k++) if (s[k] == ' ') return 0;
+    for (k = 0; k < nf; k++) {
+        if (fs[k].name == (const char *)s || (fs[k].name[-1] != '+' && fs[k].name[-1] != '-')) return 0;
+        if (k && feat_cmp(&fs[k - 1], &fs[k]) >= 0) return 0;
+    }
+    return 1;
 }
 
 static size_t feat_count(const pk_node *f, size_t *enabled)
@@ -2538,6 +2592,12 @@ typedef struct nb_source {
     int line_checked;         /* 1 ok, 0 not checked, -1 the line does not start the function */
     char line_text[200];
     long moved_to;            /* the function's first line now, when it moved; else -1 */
+    /* the locator numba picks for this source in the run's environment (nb_locate) */
+    const char *locator;      /* its class name; NULL: not worked out */
+    char locator_why[300];    /* what made numba pick it (or why it cannot be said) */
+    char numba_index[4200];   /* the index file numba opens for this function */
+    int locator_floor;        /* InTreeCacheLocatorFsAgnostic: the stamp is (floor(st_mtime), st_size) */
+    int locator_raises;       /* numba raises picking a locator (no locator, an unknown class) */
 } nb_source;
 
 static void sha1_hex(const char *s, char out[41])
@@ -2595,7 +2655,8 @@ static void check_layout(const char *index_abs, const nb_name *nm, nb_source *sr
     path_dirname(index_abs, dir, sizeof dir);
     layout = dir_layout(path_base(dir), parent, sizeof parent, hash);
     src->reads = -1;
-    if (src->kind == SRC_CELL || !src->path[0]) return;
+    /* a source that is not there (a moved or deleted tree) runs nowhere: nothing to say of it */
+    if (src->kind == SRC_CELL || !src->path[0] || !src->found) return;
     /* numba's py_file: the source as imported; for a zip member, ARCHIVE/MEMBER */
     if (src->kind == SRC_ZIP) ki_fmt(py_file, sizeof py_file, "%s/%s", src->path, src->member);
     else ki_fmt(py_file, sizeof py_file, "%s", src->path);
@@ -2891,8 +2952,17 @@ static int ts_after(const struct stat *a, const struct stat *b)
 /* ---------------------------------------------------------------------------------------- */
 /* Imported modules: numba stamps only the function's own file, so code compiled against a   */
 /* module it imports is reused after that module changes.  The modules a source imports that  */
-/* resolve to files (beside it, in the package root above it, under --path), and theirs in    */
-/* turn, are the dependencies; one changed after the index was written is warned about.       */
+/* resolve to files (beside it, in the package root above it, under --path, PYTHONPATH and   */
+/* the running Python's site directories), and theirs in turn, are the dependencies; one      */
+/* changed after the index was written is warned about.  A module found in a site directory   */
+/* (an installed library) is one too: numba no more notices an upgrade of a library whose     */
+/* jitted functions or constants it compiled in than an edit beside the source.  Its own      */
+/* imports are not followed (an install rewrites the library's files together, so the file    */
+/* imported shows the change, and numpy's hundreds of files stay out); a directory a .pth     */
+/* file there names (an editable install: the user's own tree) is followed as PYTHONPATH is.  */
+/* The standard library is no dependency (numba implements what it supports of it itself,     */
+/* and the index's pyXY tag ties it to one Python), but a module found there is not looked    */
+/* for further, as Python's own search stops there.                                          */
 
 #define KI_MAX_DEPS 256
 
@@ -2901,30 +2971,40 @@ typedef struct nb_dep {
     struct stat st;
     int stale;                /* changed after the index was written */
     int level;                /* 1: imported by the source itself */
+    int in_site;              /* found in a site directory: its imports are not followed */
 } nb_dep;
 
 typedef struct nb_deps {
     nb_dep *d;
     size_t n;
     size_t nstale;
-    const char *roots[20];    /* where absolute imports resolve */
+    const char *roots[64];    /* where absolute imports resolve, in sys.path's order */
+    unsigned char root_kind[64];  /* KI_ROOT_*: what a module found under the root is */
     size_t nroots;
     char rootbuf[2][4096];
+    char pythonpath[4096];    /* the run's PYTHONPATH, split at ':' into roots */
+    char sitebuf[16384];      /* the site and standard library directories, and .pth lines */
+    size_t siteused;
     const char *from_dir;     /* the importing file's directory (relative imports) */
     int level;
+    int add_kind;             /* the root kind deps_add files what it finds under */
 } nb_deps;
+
+enum { KI_ROOT_FOLLOW, KI_ROOT_SITE, KI_ROOT_STDLIB };
 
 static void deps_add(nb_deps *D, const char *path)
 {
     char abs[4096];
     size_t k;
     struct stat st;
+    if (D->add_kind == KI_ROOT_STDLIB) return;
     if (D->n >= KI_MAX_DEPS || ki_abspath(path, abs, sizeof abs) != 0 || !is_file(abs, &st)) return;
     for (k = 0; k < D->n; k++) if (strcmp(D->d[k].path, abs) == 0) return;
     ki_fmt(D->d[D->n].path, sizeof D->d[D->n].path, "%s", abs);
     D->d[D->n].st = st;
     D->d[D->n].stale = 0;
     D->d[D->n].level = D->level;
+    D->d[D->n].in_site = D->add_kind == KI_ROOT_SITE;
     D->n++;
 }
 
@@ -2994,7 +3074,8 @@ static void deps_stmt(void *user, char *s)
             m = p;
             while (is_ident(*p) || *p == '.') p++;
             n = (size_t)(p - m);
-            if (n) for (r = 0; r < D->nroots; r++) if (deps_resolve(D, D->roots[r], m, n, NULL, 0)) break;
+            if (n) for (r = 0; r < D->nroots; r++) { D->add_kind = D->root_kind[r]; if (deps_resolve(D, D->roots[r], m, n, NULL, 0)) break; }
+            D->add_kind = KI_ROOT_FOLLOW;
             p = strchr(p, ',');
             if (!p) break;
             p++;
@@ -3024,7 +3105,11 @@ static void deps_stmt(void *user, char *s)
                 for (k = 1; k < dots; k++) { char up[4096]; path_dirname(base, up, sizeof up); ki_fmt(base, sizeof base, "%s", up); }
                 deps_resolve(D, base, m, n, xn ? x : NULL, xn);
             } else if (n) {
-                for (r = 0; r < D->nroots; r++) if (deps_resolve(D, D->roots[r], m, n, xn ? x : NULL, xn)) break;
+                for (r = 0; r < D->nroots; r++) {
+                    D->add_kind = D->root_kind[r];
+                    if (deps_resolve(D, D->roots[r], m, n, xn ? x : NULL, xn)) break;
+                }
+                D->add_kind = KI_ROOT_FOLLOW;
             }
             while (*names && *names != ',') names++;
             if (!*names) break;
@@ -3032,9 +3117,154 @@ static void deps_stmt(void *user, char *s)
     }
 }
 
+/* Where the Python numba runs on finds installed modules, asked of it without running anything
+ * installed there (-I -S: no .pth file's code, no PYTHON* variables), a venv's pyvenv.cfg read
+ * as site.py reads it: "stdlib\tDIR" and "site\tDIR" lines in sys.path's order (a venv's own
+ * site directory, the user's unless disabled, the base Python's when the venv includes it). */
+#define NB_SITE_PY \
+    "import os, site, sys, sysconfig\n" \
+    "out = [('stdlib', sysconfig.get_path('stdlib')), ('stdlib', sysconfig.get_path('platstdlib'))]\n" \
+    "exe_dir = os.path.dirname(os.path.abspath(sys.executable))\n" \
+    "user = not os.environ.get('PYTHONNOUSERSITE') and site.check_enableusersite() is not False\n" \
+    "venv, system = None, 'true'\n" \
+    "for c in (os.path.join(exe_dir, 'pyvenv.cfg'), os.path.join(os.path.dirname(exe_dir), 'pyvenv.cfg')):\n" \
+    "    if os.path.isfile(c):\n" \
+    "        venv, system = os.path.dirname(exe_dir), 'false'\n" \
+    "        for ln in open(c, encoding='utf-8', errors='replace'):\n" \
+    "            k, eq, v = ln.partition('=')\n" \
+    "            if eq and k.strip().lower() == 'include-system-site-packages': system = v.strip().lower()\n" \
+    "        break\n" \
+    "if venv: sys.prefix = sys.exec_prefix = venv  # as site.venv() sets them (Debian's site dirs follow)\n" \
+    "if venv: out += [('site', p) for p in site.getsitepackages([venv])]\n" \
+    "if user and system == 'true': out.append(('site', site.getusersitepackages()))\n" \
+    "if system == 'true': out += [('site', p) for p in site.getsitepackages([sys.base_prefix, sys.base_exec_prefix])]\n" \
+    "seen = set()\n" \
+    "for k, p in out:\n" \
+    "    if p and p not in seen and '\\n' not in p: seen.add(p); print(k + '\\t' + p)\n"
+static const char nb_site_py[] = NB_SITE_PY;
+
+/* The answer of python exe to nb_site_py, remembered for the next index (a directory of them
+ * asks once); "" when it cannot be asked. */
+static char nb_site_asked[512], nb_site_answer[8192];
+static int nb_site_have;
+
+/* Remembers what python exe said to nb_site_py (the bytecode check asks it in its own run). */
+static void nb_python_site_set(const char *exe, const char *answer)
+{
+    nb_site_have = 1;
+    ki_fmt(nb_site_asked, sizeof nb_site_asked, "%s", exe);
+    ki_fmt(nb_site_answer, sizeof nb_site_answer, "%s", answer);
+}
+
+static const char *nb_python_site(const char *exe)
+{
+    char *answer = nb_site_answer;
+    int pfd[2], status = 0;
+    size_t n = 0;
+    pid_t pid;
+    if (nb_site_have && strcmp(nb_site_asked, exe) == 0) return answer;
+    nb_site_have = 1;
+    ki_fmt(nb_site_asked, sizeof nb_site_asked, "%s", exe);
+    answer[0] = 0;
+    if (pipe(pfd) != 0) return answer;
+    fflush(stdout);
+    pid = fork();
+    if (pid < 0) { close(pfd[0]); close(pfd[1]); return answer; }
+    if (pid == 0) {
+        int dn = open("/dev/null", O_RDWR);
+        dup2(pfd[1], 1);
+        if (dn >= 0) { dup2(dn, 0); dup2(dn, 2); }
+        close(pfd[0]);
+        alarm(30);
+        execlp(exe, exe, "-I", "-S", "-c", nb_site_py, (char *)NULL);
+        _exit(127);
+    }
+    close(pfd[1]);
+    for (;;) {
+        ssize_t got = read(pfd[0], answer + n, sizeof nb_site_answer - 1 - n);
+        if (got < 0 && errno == EINTR) continue;
+        if (got <= 0) break;
+        n += (size_t)got;
+        if (n == sizeof nb_site_answer - 1) break;
+    }
+    answer[n] = 0;
+    close(pfd[0]);
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) answer[0] = 0;
+    return answer;
+}
+
+/* Keeps a copy of s (n bytes) in D's site buffer and adds it as a root of that kind. */
+static void deps_root(nb_deps *D, const char *s, size_t n, int kind)
+{
+    char *p = D->sitebuf + D->siteused;
+    if (D->nroots >= sizeof D->roots / sizeof D->roots[0] || n == 0 || D->siteused + n + 1 > sizeof D->sitebuf) return;
+    memcpy(p, s, n);
+    p[n] = 0;
+    D->siteused += n + 1;
+    D->root_kind[D->nroots] = (unsigned char)kind;
+    D->roots[D->nroots++] = p;
+}
+
+static int pth_name(const struct dirent *e)
+{
+    size_t n = strlen(e->d_name);
+    return e->d_name[0] != '.' && n > 4 && strcmp(e->d_name + n - 4, ".pth") == 0;
+}
+
+/* The site directories of python exe as roots, each followed by the directories its .pth files
+ * name (sorted by file name, as site.py reads them; an "import" line is code, never run). */
+static void deps_site_roots(nb_deps *D, const char *exe)
+{
+    const char *a = nb_python_site(exe), *nl;
+    for (; *a; a = nl + 1) {
+        const char *tab = strchr(a, '\t');
+        int kind;
+        nl = strchr(a, '\n');
+        if (!nl || !tab || tab > nl) break;
+        kind = strncmp(a, "stdlib\t", 7) == 0 ? KI_ROOT_STDLIB : KI_ROOT_SITE;
+        {
+            char dir[4096];
+            struct dirent **names = NULL;
+            int k, cnt;
+            ki_fmt(dir, sizeof dir, "%.*s", (int)(nl - tab - 1), tab + 1);
+            if (!is_dir(dir)) continue;
+            deps_root(D, dir, strlen(dir), kind);
+            if (kind != KI_ROOT_SITE || (cnt = scandir(dir, &names, pth_name, alphasort)) < 0) continue;
+            for (k = 0; k < cnt; k++) {
+                char pth[4400];
+                size_t len, i = 0;
+                unsigned char *text;
+                ki_fmt(pth, sizeof pth, "%s/%s", dir, names[k]->d_name);
+                free(names[k]);
+                if (!(text = slurp(pth, 1u << 20, &len))) continue;
+                while (i < len) {
+                    size_t j = i, e;
+                    char line[4096], full[8200];
+                    while (j < len && text[j] != '\n') j++;
+                    e = j;
+                    while (e > i && (text[e - 1] == '\r' || text[e - 1] == ' ' || text[e - 1] == '\t')) e--;
+                    if (e > i && text[i] != '#' && !(e - i > 7 && memcmp(text + i, "import", 6) == 0 && (text[i + 6] == ' ' || text[i + 6] == '\t')) &&
+                        e - i < sizeof line && !memchr(text + i, 0, e - i)) {
+                        memcpy(line, text + i, e - i);
+                        line[e - i] = 0;
+                        if (line[0] == '/') ki_fmt(full, sizeof full, "%s", line);
+                        else ki_fmt(full, sizeof full, "%s/%s", dir, line);
+                        if (is_dir(full)) deps_root(D, full, strlen(full), KI_ROOT_FOLLOW);
+                    }
+                    i = j + 1;
+                }
+                free(text);
+            }
+            free(names);
+        }
+    }
+}
+
 /* The dependencies of source file src (its imports, transitively), and which changed after
- * the index (its stat in ix_st) was written. */
-static void deps_scan(const char *src, const struct stat *ix_st, const ki_opts *op, nb_deps *D)
+ * the index (its stat in ix_st) was written; python (NULL: none known) is the interpreter
+ * whose site directories are searched too. */
+static void deps_scan(const char *src, const struct stat *ix_st, const ki_opts *op, const char *python, nb_deps *D)
 {
     size_t done = 0, k;
     char dir[4096], top[4096];
@@ -3043,7 +3273,7 @@ static void deps_scan(const char *src, const struct stat *ix_st, const ki_opts *
     if (!D->d) return;
     path_dirname(src, dir, sizeof dir);
     /* roots: the source's directory (a script's sys.path[0]), the directory above its top
-       package (where "import pkg.mod" resolves), then --path */
+       package (where "import pkg.mod" resolves), the current directory, then --path */
     ki_fmt(D->rootbuf[0], sizeof D->rootbuf[0], "%s", dir);
     D->roots[D->nroots++] = D->rootbuf[0];
     ki_fmt(top, sizeof top, "%s", dir);
@@ -3059,7 +3289,23 @@ static void deps_scan(const char *src, const struct stat *ix_st, const ki_opts *
         ki_fmt(D->rootbuf[1], sizeof D->rootbuf[1], "%s", top);
         D->roots[D->nroots++] = D->rootbuf[1];
     }
+    /* the current directory: sys.path[0] for python -m and -c, and for a script run from it
+       (the tool runs where the run does) */
+    {
+        char cwd[4096];
+        if (getcwd(cwd, sizeof cwd)) deps_root(D, cwd, strlen(cwd), KI_ROOT_FOLLOW);
+    }
     for (k = 0; k < (size_t)op->npaths && D->nroots < sizeof D->roots / sizeof D->roots[0]; k++) D->roots[D->nroots++] = op->paths[k];
+    /* the run's PYTHONPATH: numba's process imports through it as well */
+    {
+        const char *pp = getenv("PYTHONPATH");
+        char *t, *save = NULL;
+        ki_fmt(D->pythonpath, sizeof D->pythonpath, "%s", pp ? pp : "");
+        for (t = strtok_r(D->pythonpath, ":", &save); t && D->nroots < sizeof D->roots / sizeof D->roots[0]; t = strtok_r(NULL, ":", &save))
+            if (*t) D->roots[D->nroots++] = t;
+    }
+    /* then the standard library and the site directories, as the run's Python has them */
+    if (python) deps_site_roots(D, python);
     /* the source first (it is the stamped file itself: not a dependency), then each found file */
     {
         char abs[4096];
@@ -3070,7 +3316,7 @@ static void deps_scan(const char *src, const struct stat *ix_st, const ki_opts *
     }
     while (done < D->n) {
         size_t len;
-        unsigned char *text = slurp(D->d[done].path, 4u << 20, &len);
+        unsigned char *text = D->d[done].in_site ? NULL : slurp(D->d[done].path, 4u << 20, &len);
         char fdir[4096];
         if (text) {
             path_dirname(D->d[done].path, fdir, sizeof fdir);
@@ -3112,6 +3358,13 @@ typedef struct nb_report {
     size_t n_sigs, n_sigs_covered;
     nb_deps deps;              /* imported modules; deps.nstale of them changed after the index */
     int deps_checked;
+    /* the function's bytecode now, compiled by a Python of the index's version (nb_bytecode) */
+    int code_checked;          /* 1: code_hex is the sha256 of its co_code now */
+    char code_hex[65];
+    int code_freevars;         /* it is a closure: its cells' hash cannot be known without running it */
+    char code_why[400];        /* why the bytecode was not checked */
+    char python[300];          /* the Python that compiled it */
+    size_t n_code_match;       /* overloads whose bytecode hash is the function's now */
 } nb_report;
 
 static void nb_report_free(nb_report *R) { free(R->deps.d); R->deps.d = NULL; }
@@ -3140,6 +3393,14 @@ static int nbc_check(const char *path, char *err, size_t cap)
     ka_free(&a);
     free(buf);
     return rc;
+}
+
+/* Whether numba computes an (int, int) stamp: its locator, when known, says; else the index's own form. */
+static int nb_floor_stamp(const nb_index *ix, const nb_source *src)
+{
+    if (src->locator && src->kind == SRC_FILE && strcmp(src->locator, "unknown") != 0 && strcmp(src->locator, "none") != 0)
+        return src->locator_floor;
+    return ix->stamp_kind == ST_FLOOR_SIZE;
 }
 
 /* The stamp numba computes now, compared with the index's. */
@@ -3193,9 +3454,11 @@ static void check_stamp(nb_index *ix, nb_report *R)
     switch (ix->stamp_kind) {
     case ST_MTIME_SIZE:
     case ST_FLOOR_SIZE: {
-        double want = ix->stamp_kind == ST_FLOOR_SIZE ? py_floor(R->src_mtime) : R->src_mtime;
+        /* the stamp numba computes is its locator's: floor(st_mtime) for the fs-agnostic in-tree one,
+           the float otherwise (Python compares an int and a float by value); a zip member's is
+           the archive's own (st_mtime, st_size) (numba 0.61-0.67's ZipCacheLocator) */
+        double want = nb_floor_stamp(ix, src) ? py_floor(R->src_mtime) : R->src_mtime;
         int mt = want == ix->stamp_mtime, sz = R->src_size == ix->stamp_size;
-        if (src->kind == SRC_ZIP) { ki_fmt(R->stamp_why, sizeof R->stamp_why, "an (mtime, size) stamp for a zip member: not numba's"); return; }
         R->stamp_state = mt && sz;
         if (!R->stamp_state) {
             char d[240] = "", s[120] = "";
@@ -3250,6 +3513,300 @@ static void check_stamp(nb_index *ix, nb_report *R)
     }
 }
 
+/* ---------------------------------------------------------------------------------------- */
+/* Which index numba opens: its locators, tried in order, in the run's environment.         */
+
+/* Whether numba's ensure_cache_path (os.makedirs(path, exist_ok=True), then a temporary file
+ * in it) succeeds for dir, as the user running the tool: the deepest part of dir that exists
+ * must be a directory this user may write to. */
+static int nb_dir_ensurable(const char *dir)
+{
+    char cur[4096], up[4096];
+    struct stat st;
+    if (ki_abspath(dir, cur, sizeof cur) != 0) return 0;
+    for (;;) {
+        if (stat(cur, &st) == 0) return S_ISDIR(st.st_mode) && access(cur, W_OK | X_OK) == 0;
+        if (errno != ENOENT) return 0;
+        path_dirname(cur, up, sizeof up);
+        if (strcmp(up, cur) == 0) return 0;
+        ki_fmt(cur, sizeof cur, "%s", up);
+    }
+}
+
+/* numba's user-wide cache directory (appdirs' user_cache_dir on Linux): $XDG_CACHE_HOME/numba,
+ * else ~/.cache/numba. */
+static void nb_user_cache_dir(char *out, size_t cap)
+{
+    const char *x = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+    if (x) ki_fmt(out, cap, "%s/numba", x);
+    else ki_fmt(out, cap, "%s/.cache/numba", home && *home ? home : "");
+}
+
+/* The locator numba picks for src's function, as CacheImpl.__init__ does: each class's
+ * from_function in turn, the first that returns one wins.  NUMBA_CACHE_DIR (or --cache-dir)
+ * selects _UserProvidedCacheLocator; the in-tree __pycache__ needs to be creatable and
+ * writable; the user-wide cache (and, from numba 0.61 on, a zip archive's member, whose
+ * locator checks nothing) lies under $XDG_CACHE_HOME/numba.  numba 0.62+ reads the list from
+ * NUMBA_CACHE_LOCATOR_CLASSES when it is set (or --locator-classes): an unknown bare name
+ * raises, a dotted name of another module is a class the tool cannot know.  Sets
+ * src->numba_index to the index file numba opens, and src->reads to whether it is this one. */
+static void nb_locate(const char *index_abs, const nb_name *nm, const nb_index *ix, const ki_opts *op, nb_source *src)
+{
+    static const char *const deflt[] = {"UserProvidedCacheLocator", "InTreeCacheLocator", "UserWideCacheLocator",
+                                        "IPythonCacheLocator", "ZipCacheLocator"};
+    const char *ncd = op->cache_dir ? op->cache_dir : getenv("NUMBA_CACHE_DIR");
+    const char *ncd_from = op->cache_dir ? "--cache-dir" : "NUMBA_CACHE_DIR";
+    const char *classes = NULL, *classes_from = NULL;
+    char py_file[8192], abs[8192], py_dir[8192], sub[8192], dir[8192], ucd[4096], list[1024], ixdir[4096];
+    const char *names[32], *ver = op->numba_version;
+    size_t nnames = 0, k, vn;
+    int minor, exists;
+    char *save = NULL, *t;
+    if (src->kind == SRC_CELL || !src->found || !nm->ok || nm->notebook || src->reads == 0) return;
+    vn = ver ? strlen(ver) : ix->version->n;
+    minor = numba_minor(ver ? ver : (const char *)ix->version->s, vn);
+    if (src->kind == SRC_ZIP) ki_fmt(py_file, sizeof py_file, "%s/%s", src->path, src->member);
+    else ki_fmt(py_file, sizeof py_file, "%s", src->path);
+    if (ki_abspath(py_file, abs, sizeof abs) != 0) return;
+    path_dirname(abs, py_dir, sizeof py_dir);
+    /* get_suitable_cache_subpath: the source directory's name, '_', the sha1 of its path */
+    {
+        char h[41];
+        sha1_hex(py_dir, h);
+        ki_fmt(sub, sizeof sub, "%s_%s", path_base(py_dir), h);
+    }
+    exists = src->kind == SRC_FILE;   /* os.path.exists(py_file): a zip member's path is not a file */
+    nb_user_cache_dir(ucd, sizeof ucd);
+    if (minor >= 62) {
+        classes = op->locator_classes ? op->locator_classes : getenv("NUMBA_CACHE_LOCATOR_CLASSES");
+        classes_from = op->locator_classes ? "--locator-classes" : "NUMBA_CACHE_LOCATOR_CLASSES";
+        if (classes && !*classes) classes = NULL;
+    }
+    if (classes) {
+        ki_fmt(list, sizeof list, "%s", classes);
+        for (t = strtok_r(list, ",", &save); t && nnames < sizeof names / sizeof names[0]; t = strtok_r(NULL, ",", &save)) {
+            size_t l;
+            while (*t == ' ' || *t == '\t') t++;
+            l = strlen(t);
+            while (l && (t[l - 1] == ' ' || t[l - 1] == '\t')) t[--l] = 0;
+            if (strncmp(t, "numba.core.caching.", 19) == 0) t += 19;
+            names[nnames++] = t;
+        }
+    } else {
+        for (k = 0; k < sizeof deflt / sizeof deflt[0]; k++) names[nnames++] = deflt[k];
+    }
+    dir[0] = 0;
+    for (k = 0; k < nnames && !dir[0]; k++) {
+        const char *c = names[k];
+        if (c[0] == '_') c++;   /* numba < 0.62 names them _UserProvidedCacheLocator, ... */
+        if (strcmp(c, "UserProvidedCacheLocator") == 0) {
+            char d[8192];
+            if (!ncd || !*ncd || !exists) continue;
+            ki_fmt(d, sizeof d, "%s/%s", ncd, sub);
+            if (!nb_dir_ensurable(d)) continue;
+            ki_fmt(dir, sizeof dir, "%s", d);
+            src->locator = "UserProvidedCacheLocator";
+            ki_fmt(src->locator_why, sizeof src->locator_why, "%s is %.200s", ncd_from, ncd);
+        } else if (strcmp(c, "InTreeCacheLocator") == 0 || strcmp(c, "InTreeCacheLocatorFsAgnostic") == 0) {
+            char d[8192];
+            if (!exists) continue;
+            ki_fmt(d, sizeof d, "%s/__pycache__", py_dir);
+            if (!nb_dir_ensurable(d)) continue;
+            ki_fmt(dir, sizeof dir, "%s", d);
+            src->locator = c[18] ? "InTreeCacheLocatorFsAgnostic" : "InTreeCacheLocator";
+            src->locator_floor = c[18] != 0;
+            ki_fmt(src->locator_why, sizeof src->locator_why, "%s%s, and the source's __pycache__ can be written",
+                   ncd && *ncd ? "" : "NUMBA_CACHE_DIR is not set", ncd && *ncd ? "NUMBA_CACHE_DIR's directory cannot be written" : "");
+        } else if (strcmp(c, "UserWideCacheLocator") == 0) {
+            char d[8192];
+            if (!exists) continue;
+            ki_fmt(d, sizeof d, "%s/%s", ucd, sub);
+            if (!nb_dir_ensurable(d)) continue;
+            ki_fmt(dir, sizeof dir, "%s", d);
+            src->locator = "UserWideCacheLocator";
+            ki_fmt(src->locator_why, sizeof src->locator_why, "the source's __pycache__ cannot be created or written%s",
+                   ncd && *ncd ? "" : " and NUMBA_CACHE_DIR is not set");
+        } else if (strcmp(c, "IPythonCacheLocator") == 0) {
+            if (strncmp(path_base(py_dir), "ipykernel_", 10) == 0) {
+                src->reads = -1;
+                ki_fmt(src->locator_why, sizeof src->locator_why, "a file in an ipykernel_ directory: IPython's locator, "
+                       "whose cache directory the tool does not know");
+                return;
+            }
+        } else if (strcmp(c, "ZipCacheLocator") == 0) {
+            if (minor >= 0 && minor < 61 && !classes) continue;   /* numba < 0.61 has no zip locator */
+            if (!strstr(abs, ".zip")) continue;
+            ki_fmt(dir, sizeof dir, "%s/%s", ucd, sub);
+            src->locator = "ZipCacheLocator";
+            ki_fmt(src->locator_why, sizeof src->locator_why, "the source is a zip archive's member");
+        } else if (strchr(c, '.')) {
+            src->reads = -1;
+            ki_fmt(src->locator_why, sizeof src->locator_why, "%s names the class %.200s, which the tool does not know: "
+                   "cannot say which index numba opens", classes_from, c);
+            src->locator = "unknown";
+            return;
+        } else {
+            src->locator = "none";
+            src->locator_raises = 1;
+            ki_fmt(src->locator_why, sizeof src->locator_why, "%s names %.200s, which is no numba locator class: "
+                   "numba raises RuntimeError (Unknown cache locator class) when the function is decorated", classes_from, c);
+            return;
+        }
+    }
+    if (!dir[0]) {
+        src->locator = "none";
+        src->locator_raises = 1;
+        ki_fmt(src->locator_why, sizeof src->locator_why, "no locator takes the source (no cache directory can be written%s): "
+               "numba raises RuntimeError (cannot cache function: no locator available) when the function is decorated",
+               classes ? ", or the listed classes do not apply" : "");
+        return;
+    }
+    {
+        char want[8192], have[4096], rw[PATH_MAX], rh[PATH_MAX];
+        path_dirname(index_abs, ixdir, sizeof ixdir);
+        if (ki_abspath(dir, want, sizeof want) != 0) return;
+        ki_fmt(have, sizeof have, "%s", ixdir);
+        if (realpath(want, rw) && realpath(have, rh)) { ki_fmt(want, sizeof want, "%s", rw); ki_fmt(have, sizeof have, "%s", rh); }
+        ki_fmt(src->numba_index, sizeof src->numba_index, "%s/%s", dir, path_base(index_abs));
+        if (strcmp(want, have) == 0) { src->reads = 1; return; }
+        src->reads = 0;
+        ki_fmt(src->reads_why, sizeof src->reads_why, "numba's %s is used (%s): it opens %.1500s, not this index",
+               src->locator, src->locator_why, src->numba_index);
+        if (!(ncd && *ncd) && !op->cache_dir && dir_layout(path_base(ixdir), sub, sizeof sub, want) == LAYOUT_HASH)
+            ki_fmt(src->reads_why + strlen(src->reads_why), sizeof src->reads_why - strlen(src->reads_why),
+                   " (if the run sets NUMBA_CACHE_DIR, pass it: --cache-dir DIR)");
+    }
+}
+
+/* The function's bytecode as numba hashes it for the index key (sha256 of __code__.co_code):
+ * the source is compiled, never run, by a Python of the index's version in isolated mode (-I -S:
+ * no site, no PYTHON* variables, no script directory), at the optimization level the run's
+ * PYTHONOPTIMIZE gives, and the code object with the function's name and first line is found
+ * by walking the module's constants.  The child is bounded by an alarm. */
+static const char nb_compile_py[] =
+    "import sys, hashlib\n"
+    "path, name, line, opt, member = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]\n"
+    "if member:\n"
+    "    import zipfile\n"
+    "    src = zipfile.ZipFile(path).read(member)\n"
+    "else:\n"
+    "    src = open(path, 'rb').read()\n"
+    "code = compile(src, path, 'exec', dont_inherit=True, optimize=opt)\n"
+    "print('%d.%d' % sys.version_info[:2])\n"
+    "todo = [code]\n"
+    "while todo:\n"
+    "    c = todo.pop()\n"
+    "    for k in c.co_consts:\n"
+    "        if hasattr(k, 'co_code'):\n"
+    "            todo.append(k)\n"
+    "            if k.co_name.replace('<', '').replace('>', '') == name and k.co_firstlineno == line:\n"
+    "                print(hashlib.sha256(k.co_code).hexdigest(), len(k.co_freevars))\n"
+    NB_SITE_PY;   /* and the site directories, for the imports: one Python start, not two */
+
+static void nb_bytecode(const ki_opts *op, nb_report *R)
+{
+    const nb_name *nm = &R->name;
+    char py[64], want[16], line[32], opt[8], out[10240];
+    char *site;
+    const char *env_opt = getenv("PYTHONOPTIMIZE"), *exe;
+    int pfd[2], status = 0, level = 0;
+    pid_t pid;
+    size_t n = 0, k;
+    long maj, mnr;
+    char *end, *nl;
+    if (op->no_bytecode) { ki_fmt(R->code_why, sizeof R->code_why, "not checked (--no-bytecode)"); return; }
+    if (!nm->ok || nm->line <= 0 || !R->src.found || (R->src.kind != SRC_FILE && R->src.kind != SRC_ZIP)) {
+        ki_fmt(R->code_why, sizeof R->code_why, "not checked: %s", !R->src.found ? "the source was not found" : "not a function in a .py file");
+        return;
+    }
+    /* "py311", "py311d": Python 3.11 */
+    maj = nm->pytag[2] - '0';
+    mnr = strtol(nm->pytag + 3, &end, 10);
+    if (strncmp(nm->pytag, "py", 2) != 0 || maj < 2 || maj > 9 || end == nm->pytag + 3 || mnr < 0 || mnr > 99) {
+        ki_fmt(R->code_why, sizeof R->code_why, "not checked: the Python tag %s is not pyXY", nm->pytag);
+        return;
+    }
+    ki_fmt(want, sizeof want, "%ld.%ld", maj, mnr);
+    ki_fmt(py, sizeof py, "python%s", want);
+    exe = op->python ? op->python : py;
+    /* PYTHONOPTIMIZE as Python reads it: a number, or any other non-empty string meaning 1 */
+    if (env_opt && *env_opt) { long v = strtol(env_opt, &end, 10); level = *end ? 1 : v < 0 ? 0 : v > 2 ? 2 : (int)v; }
+    ki_fmt(line, sizeof line, "%ld", nm->line);
+    ki_fmt(opt, sizeof opt, "%d", level);
+    if (pipe(pfd) != 0) { ki_fmt(R->code_why, sizeof R->code_why, "not checked: pipe: %s", strerror(errno)); return; }
+    fflush(stdout);
+    pid = fork();
+    if (pid < 0) { close(pfd[0]); close(pfd[1]); ki_fmt(R->code_why, sizeof R->code_why, "not checked: fork: %s", strerror(errno)); return; }
+    if (pid == 0) {
+        int dn = open("/dev/null", O_RDWR);
+        dup2(pfd[1], 1);
+        if (dn >= 0) { dup2(dn, 0); dup2(dn, 2); }
+        close(pfd[0]);
+        alarm(30);   /* survives exec: a compile that hangs is killed */
+        execlp(exe, exe, "-I", "-S", "-c", nb_compile_py, R->src.path, nm->func, line, opt, R->src.kind == SRC_ZIP ? R->src.member : "",
+               (char *)NULL);
+        _exit(127);
+    }
+    close(pfd[1]);
+    for (;;) {
+        ssize_t got = read(pfd[0], out + n, sizeof out - 1 - n);
+        if (got < 0 && errno == EINTR) continue;
+        if (got <= 0) break;
+        n += (size_t)got;
+        if (n == sizeof out - 1) break;
+    }
+    out[n] = 0;
+    close(pfd[0]);
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
+    ki_fmt(R->python, sizeof R->python, "%.200s", exe);
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 0 && (site = strstr(out, "\nstdlib\t")) != NULL) {
+        nb_python_site_set(exe, site + 1);   /* the imports' search asks no second time */
+        site[1] = 0;
+    }
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+        if (WIFEXITED(status) && WEXITSTATUS(status) == 127)
+            ki_fmt(R->code_why, sizeof R->code_why, "not checked: no %.200s here to compile the source with (Python %s wrote this "
+                   "index; --python PATH names one)", exe, want);
+        else
+            ki_fmt(R->code_why, sizeof R->code_why, "not checked: %.200s could not compile the source (a syntax error for Python %s?)",
+                   exe, want);
+        return;
+    }
+    nl = strchr(out, '\n');
+    if (!nl || (size_t)(nl - out) != strlen(want) || strncmp(out, want, strlen(want)) != 0) {
+        ki_fmt(R->code_why, sizeof R->code_why, "not checked: %.200s is Python %.*s, the index was written by Python %s", exe,
+               nl ? (int)(nl - out) < 16 ? (int)(nl - out) : 16 : 0, out, want);
+        return;
+    }
+    /* the first code object with that name and first line (numba's disambiguator) */
+    if (strlen(nl + 1) < 66) {
+        ki_fmt(R->code_why, sizeof R->code_why, "not checked: no function %.200s starting at line %ld in the source", nm->func, nm->line);
+        return;
+    }
+    for (k = 0; k < 64; k++) if (hexval(nl[1 + k]) < 0) return;
+    memcpy(R->code_hex, nl + 1, 64);
+    R->code_hex[64] = 0;
+    R->code_freevars = atoi(nl + 66) > 0;
+    R->code_checked = 1;
+    ki_fmt(R->code_why, sizeof R->code_why, "compiled by %.200s -I -S at optimization level %d (PYTHONOPTIMIZE)", exe, level);
+}
+
+/* Whether the decorator compiles when the module is imported (its signatures are given:
+ * @cfunc(SIG), @njit("int64(int64)"), @vectorize([...]), @guvectorize([...], ...)): numba then
+ * loads the cache, and raises from a damaged one, at import, not at the first call. */
+static int nb_eager(const nb_source *src)
+{
+    const char *t = src->line_text, *p;
+    if (src->line_checked != 1 || t[0] != '@') return 0;
+    if (strstr(t, "cfunc(")) return 1;
+    if ((p = strstr(t, "jit(")) != NULL || (p = strstr(t, "vectorize(")) != NULL) {
+        p = strchr(p, '(') + 1;
+        while (*p == ' ') p++;
+        return *p == '"' || *p == '\'' || *p == '[' || *p == '(' || strncmp(p, "signature", 9) == 0;
+    }
+    return 0;
+}
+
 /* "mod.f" or "f" as the verdicts name the function. */
 static const char *fn_name(const nb_report *R) { return R->name.ok ? R->name.func : "the function"; }
 
@@ -3274,13 +3831,19 @@ static void nb_assess(nb_index *ix, const char *path, const ki_opts *op, nb_repo
                "never this index", R->name.func, R->src.moved_to, R->name.line, R->name.prefix, R->name.prefix[0] ? "-" : "",
                R->name.fullname, R->src.moved_to, R->name.pytag);
     }
+    nb_locate(R->index_abs, &R->name, ix, op, &R->src);
     host_resolve(op, ix, &R->host);
     fn = fn_name(R);
     ki_fmt(ver, sizeof ver, "%.*s", (int)(ix->version->n < 40 ? ix->version->n : 40), (const char *)ix->version->s);
     R->version_state = -1;
-    if (op->numba_version) R->version_state = bytes_eq(ix->version->s, ix->version->n, op->numba_version);
+    if (op->numba_version && !ix->version_err[0]) R->version_state = bytes_eq(ix->version->s, ix->version->n, op->numba_version);
     if (!ix->body_err[0]) check_stamp(ix, R);
     else ki_fmt(R->stamp_why, sizeof R->stamp_why, "the index body does not decode");
+    /* the key holds the bytecode's hash: only worth a compile when the stamp lets numba that far */
+    if (R->stamp_state == 1 && ix->nov && R->src.reads != 0 && !op->no_deps && !op->no_imports) nb_bytecode(op, R);
+    else if (op->no_deps || op->no_imports) ki_fmt(R->code_why, sizeof R->code_why, "not checked");
+    else ki_fmt(R->code_why, sizeof R->code_why, "not checked (numba gets no further than the %s)",
+                R->src.reads == 0 ? "index it opens" : "stamp");
 
     /* overloads: data files and the CPU */
     path_dirname(R->index_abs, dir, sizeof dir);
@@ -3296,6 +3859,8 @@ static void nb_assess(nb_index *ix, const char *path, const ki_opts *op, nb_repo
             o->data_exists = 0;
         }
         if (!o->shape_ok) { o->cpu_match = 0; o->usable = 0; continue; }
+        o->code_match = R->code_checked ? node_eq_cstr(o->code, R->code_hex) : -1;
+        if (o->code_match == 1) R->n_code_match++;
         {
             int known = 1, match = 1;
             if (R->host.cpu) match &= node_eq_cstr(o->cpu, R->host.cpu); else known = 0;
@@ -3305,7 +3870,8 @@ static void nb_assess(nb_index *ix, const char *path, const ki_opts *op, nb_repo
                 if (!feat_memo || !node_str_eq(feat_memo, o->features)) {
                     feat_memo = o->features;
                     feat_memo_match = feat_match_by_name(o->features->s, o->features->n, (const unsigned char *)R->host.features,
-                                                         strlen(R->host.features));
+                                                         strlen(R->host.features)) &&
+                                      (o->features->n == 0 || feat_in_flatten_order(o->features->s, o->features->n));
                 }
                 match &= feat_memo_match;
             }
@@ -3314,7 +3880,7 @@ static void nb_assess(nb_index *ix, const char *path, const ki_opts *op, nb_repo
             o->cpu_match = !match ? 0 : known ? 1 : -1;
         }
         /* the data file numba loads for a matching key must unpickle */
-        if (o->cpu_match != 0 && o->data_exists == 1) {
+        if (o->cpu_match != 0 && o->code_match != 0 && o->data_exists == 1) {
             char err[300];
             if (nbc_check(p, err, sizeof err) != 0) {
                 o->data_bad = 1;
@@ -3322,8 +3888,8 @@ static void nb_assess(nb_index *ix, const char *path, const ki_opts *op, nb_repo
                 if (o->data_err) memcpy(o->data_err, err, strlen(err) + 1);
             }
         }
-        o->usable = o->cpu_match == 0 || o->data_exists == 0 || o->data_bad ? 0 : o->cpu_match;
-        if (o->cpu_match == 1) R->n_match++;
+        o->usable = o->cpu_match == 0 || o->code_match == 0 || o->data_exists == 0 || o->data_bad ? 0 : o->cpu_match;
+        if (o->cpu_match == 1 && o->code_match != 0) R->n_match++;
         if (o->usable == 1) R->n_usable++;
         if (o->cpu_match == -1) R->n_unknown++;
         if (o->data_exists == 0) R->n_missing++;
@@ -3359,10 +3925,24 @@ static void nb_assess(nb_index *ix, const char *path, const ki_opts *op, nb_repo
                                      (int)(c->n < 32 ? c->n : 32), (const char *)c->s);
         }
         if (!cpus[0]) ki_fmt(cpus, sizeof cpus, "?");
-        if (R->src.reads == 0) {
+        if (R->src.locator_raises) {
+            R->verdict_code = "raises";
+            ki_fmt(R->verdict, sizeof R->verdict, "numba will raise: %s; it never reads this index", R->src.locator_why);
+        } else if (R->src.locator && strcmp(R->src.locator, "unknown") == 0) {
+            /* another module's locator class: where it caches, and how it stamps, are its own */
+            R->verdict_code = "unknown-locator";
+            ki_fmt(R->verdict, sizeof R->verdict, "cannot say: %s", R->src.locator_why);
+        } else if (R->src.reads == 0) {
             R->verdict_code = "never-read";
             ki_fmt(R->verdict, sizeof R->verdict, "numba never reads this index: %s -> %s recompiles (and caches it elsewhere)",
                    R->src.reads_why, fn);
+        } else if (ix->version_err[0]) {
+            R->verdict_code = "raises";
+            ki_fmt(R->verdict, sizeof R->verdict,
+                   "numba will raise: %s: numba's pickle.load of the index's version fails before anything is compared, so %s%s "
+                   "raises instead of compiling (whatever numba version runs); remove the index "
+                   "(kcache-inspect --prune FILE --yes)", ix->version_err,
+                   nb_eager(&R->src) ? "importing the module (the decorator compiles at import) of " : "every call that compiles of ", fn);
         } else if (R->version_state == 0) {
             R->verdict_code = "version-mismatch";
             ki_fmt(R->verdict, sizeof R->verdict,
@@ -3372,9 +3952,10 @@ static void nb_assess(nb_index *ix, const char *path, const ki_opts *op, nb_repo
         } else if (ix->body_err[0]) {
             R->verdict_code = "raises";
             ki_fmt(R->verdict, sizeof R->verdict,
-                   "numba will raise: numba %s reads its own version, then pickle.loads of the body fails (%s): the first call "
-                   "of %s raises instead of compiling; remove the index (kcache-inspect --prune FILE --yes)",
-                   ver, ix->body_err, fn);
+                   "numba will raise: numba %s reads its own version, then pickle.loads of the body fails (%s): %s%s raises "
+                   "instead of compiling; remove the index (kcache-inspect --prune FILE --yes)",
+                   ver, ix->body_err, nb_eager(&R->src) ? "importing the module (the decorator compiles at import) of " :
+                   "the first call of ", fn);
         } else if (ix->nov == 0) {
             R->verdict_code = "empty";
             ki_fmt(R->verdict, sizeof R->verdict, "empty index: no overloads recorded, %s compiles on every first call", fn);
@@ -3382,6 +3963,11 @@ static void nb_assess(nb_index *ix, const char *path, const ki_opts *op, nb_repo
             R->verdict_code = "stale";
             ki_fmt(R->verdict, sizeof R->verdict, "stamp mismatch: %.100s %s -> all %zu overloads discarded, %s recompiles",
                    srcbase, R->stamp_why, ix->nov, fn);
+        } else if (R->stamp_state > 0 && R->code_checked && !R->n_code_match) {
+            R->verdict_code = "stale";
+            ki_fmt(R->verdict, sizeof R->verdict, "bytecode differs: the stamp matches, but %s's bytecode now (sha256 %.16s...) is in no "
+                   "overload's key (an edit that kept the size and the mtime) -> numba reads the index, uses none of its %zu "
+                   "overloads, %s recompiles", fn, R->code_hex, ix->nov, fn);
         } else if (R->stamp_state < 0) {
             R->verdict_code = "unchecked";
             ki_fmt(R->verdict, sizeof R->verdict, "cannot check the stamp: %s; %zu overloads recorded (CPU %s)",
@@ -3396,9 +3982,10 @@ static void nb_assess(nb_index *ix, const char *path, const ki_opts *op, nb_repo
                                         ix->ov[k].data_err ? ix->ov[k].data_err : "");
             R->verdict_code = "raises";
             ki_fmt(R->verdict, sizeof R->verdict,
-                   "numba will raise: %zu of %zu overloads for this CPU have a data file that does not unpickle (%s): the first "
-                   "call with that signature raises instead of compiling; %zu usable; remove it (kcache-inspect --prune FILE --yes)",
-                   R->n_bad, ix->nov, list, R->n_usable);
+                   "numba will raise: %zu of %zu overloads for this CPU have a data file that does not unpickle (%s): %s "
+                   "raises instead of compiling; %zu usable; remove it (kcache-inspect --prune FILE --yes)",
+                   R->n_bad, ix->nov, list, nb_eager(&R->src) ? "importing the module (the decorator compiles at import)" :
+                   "the first call with that signature", R->n_usable);
         } else if (R->n_unknown) {
             R->verdict_code = "stamp-ok";
             ki_fmt(R->verdict, sizeof R->verdict,
@@ -3426,9 +4013,11 @@ static void nb_assess(nb_index *ix, const char *path, const ki_opts *op, nb_repo
                      R->n_missing ? " (some .nbc files are missing)" : "");
         } else {
             R->verdict_code = "cpu-mismatch";
-            if (R->n_match && R->n_missing)
+            if (R->n_match && R->n_missing) {
+                /* numba's _load_overload: a missing data file (OSError) is a miss, not a raise */
+                R->verdict_code = "data-missing";
                 ki_fmt(R->verdict, sizeof R->verdict, "miss: the overloads for this CPU have no .nbc data file -> %s recompiles", fn);
-            else {
+            } else {
                 int same_name = 0;
                 for (k = 0; k < ix->nov; k++) if (ix->ov[k].shape_ok && node_eq_cstr(ix->ov[k].cpu, R->host.cpu)) same_name = 1;
                 ki_fmt(R->verdict, sizeof R->verdict,
@@ -3442,7 +4031,15 @@ static void nb_assess(nb_index *ix, const char *path, const ki_opts *op, nb_repo
     if (!op->no_deps && !op->no_imports && R->have_ix_st && R->src.found && R->src.kind == SRC_FILE &&
         (strcmp(R->verdict_code, "hit") == 0 || strcmp(R->verdict_code, "partial") == 0 ||
          strcmp(R->verdict_code, "stamp-ok") == 0 || (strcmp(R->verdict_code, "raises") == 0 && R->n_usable))) {
-        deps_scan(R->src.path, &R->ix_st, op, &R->deps);
+        char py[64];
+        const char *python = op->python;
+        /* the Python of the index's pyXY tag, as the bytecode check runs it */
+        if (!python && strncmp(R->name.pytag, "py", 2) == 0 && R->name.pytag[2] >= '2' && R->name.pytag[2] <= '9' &&
+            R->name.pytag[3] >= '0' && R->name.pytag[3] <= '9') {
+            ki_fmt(py, sizeof py, "python%c.%ld", R->name.pytag[2], strtol(R->name.pytag + 3, NULL, 10));
+            python = py;
+        }
+        deps_scan(R->src.path, &R->ix_st, op, python, &R->deps);
         R->deps_checked = 1;
     }
 }
@@ -3526,10 +4123,12 @@ static void report_text(ki_out *o, nb_index *ix, nb_report *R, const ki_opts *op
     else if (R->version_state == 0) ko_printf(o, " (running numba is %s: numba ignores this index)\n", op->numba_version);
     else ko_puts(o, " (numba reads the index only when it is exactly this version)\n");
     if (R->src.kind == SRC_ZIP) ko_printf(o, "source     %s, member %s\n", R->src.path, R->src.member);
+    else if (R->src.path[0] && !R->src.found && R->src.kind == SRC_FILE)
+        ko_printf(o, "source     not found (looked for %s)\n", path_base(R->src.path));
     else ko_printf(o, "source     %s%s\n", R->src.path[0] ? R->src.path : "not found", R->src.kind == SRC_CELL && R->src.path[0] ? " (a notebook cell)" : "");
     ko_puts(o, "           found by: ");
     ko_wrap(o, R->src.how ? R->src.how : "?", 21, 21);
-    if (R->src.path[0] && !R->src.found) ko_puts(o, "           the file does not exist\n");
+    if (R->src.path[0] && !R->src.found && R->src.kind != SRC_FILE) ko_puts(o, "           the file does not exist\n");
     if (R->src.note[0]) { ko_puts(o, "           note: "); ko_wrap(o, R->src.note, 17, 17); }
     if (R->name.prefix[0]) ko_printf(o, "           note: %s-... is @guvectorize's wrapper index; the kernel has its own (%s-%s.%s.nbi)\n",
                                      R->name.prefix, R->name.fullname, R->name.disamb, R->name.pytag);
@@ -3537,6 +4136,11 @@ static void report_text(ki_out *o, nb_index *ix, nb_report *R, const ki_opts *op
     else if (R->src.line_checked == -1 && R->src.moved_to <= 0)
         ko_printf(o, "           note: line %ld does not start %s\n", R->name.line, R->name.func);
     if (R->src.reads == 0) { ko_puts(o, "           NEVER READ: "); ko_wrap(o, R->src.reads_why, 23, 11); }
+    else if (R->src.locator && R->src.locator_why[0]) {
+        char l[800];
+        ki_fmt(l, sizeof l, "numba's %s (%s)%s", R->src.locator, R->src.locator_why, R->src.reads == 1 ? ": it opens this index" : "");
+        ko_puts(o, "           locator: "); ko_wrap(o, l, 20, 20);
+    }
     if (R->src.kind == SRC_CELL && R->cell_first > 0)
         ko_printf(o, "           %s is cell lines %ld-%ld\n", R->name.func, R->cell_first, R->cell_last);
     ko_printf(o, "stamp      %s\n", stamp_kind_text(ix->stamp_kind));
@@ -3545,7 +4149,7 @@ static void report_text(ki_out *o, nb_index *ix, nb_report *R, const ki_opts *op
         fmt_utc(utc, sizeof utc, ix->stamp_mtime);
         ko_printf(o, "  index    mtime %s%s%s%s, size %lld\n", tmp, utc[0] ? " (" : "", utc, utc[0] ? ")" : "", ix->stamp_size);
         if (R->src.found) {
-            double m = ix->stamp_kind == ST_FLOOR_SIZE ? py_floor(R->src_mtime) : R->src_mtime;
+            double m = nb_floor_stamp(ix, &R->src) ? py_floor(R->src_mtime) : R->src_mtime;
             fmt_double(tmp, sizeof tmp, m);
             fmt_utc(utc, sizeof utc, m);
             ko_printf(o, "  source   mtime %s%s%s%s, size %lld\n", tmp, utc[0] ? " (" : "", utc, utc[0] ? ")" : "", R->src_size);
@@ -3566,9 +4170,24 @@ static void report_text(ki_out *o, nb_index *ix, nb_report *R, const ki_opts *op
     }
     if (R->stamp_state == 1) ko_puts(o, "  check    match\n");
     else ko_printf(o, "  check    %s%s\n", R->stamp_state == 0 ? "MISMATCH: " : "", R->stamp_why);
+    {
+        char l[800];
+        if (R->code_checked) {
+            ko_printf(o, "bytecode   sha256 %s\n", R->code_hex);
+            ki_fmt(l, sizeof l, "%s; %zu of %zu overloads hold it", R->code_why, R->n_code_match, ix->nov);
+            ko_puts(o, "           "); ko_wrap(o, l, 11, 11);
+            if (R->code_freevars)
+                ko_puts(o, "           a closure: its captured values are hashed too, and cannot be known without\n"
+                           "           running the code: not checked\n");
+        } else {
+            ko_puts(o, "bytecode   "); ko_wrap(o, R->code_why, 11, 11);
+        }
+    }
     if (ix->stamp_kind == ST_MTIME_SIZE && R->stamp_state == 1)
-        ko_puts(o, "  note     numba <= 0.67 compares (st_mtime, st_size) exactly and nothing else: an edit that keeps the\n"
-                   "           size, with the mtime put back, is reused as it is (stale code); numba >= 0.68 hashes the content\n");
+        ko_puts(o, "  note     numba <= 0.67 compares (st_mtime, st_size), then looks up the key, which holds the sha256 of\n"
+                   "           the function's bytecode: an edit that keeps the size, with the mtime put back, is reused as it\n"
+                   "           is (stale code) only when the bytecode stays the same (a changed constant, x + 1 to x + 2);\n"
+                   "           a changed operation (a + b to a - b) recompiles.  numba >= 0.68 hashes the content\n");
     {
         char line[400];
         if (!R->host.cpu && !R->host.features)
@@ -3624,6 +4243,9 @@ static void report_text(ki_out *o, nb_index *ix, nb_report *R, const ki_opts *op
                     if (!(ov->features->n == rn && (rn == 0 || memcmp(ov->features->s, rs, rn) == 0)))
                         ko_printf(o, " name by name\n                (%zu named by one side only)",
                                   feat_diff(NULL, ov->features->s, ov->features->n, rs, rn, 0, 0, 0));
+                    if (ov->features->n && !feat_in_flatten_order(ov->features->s, ov->features->n))
+                        ko_puts(o, "\n                but NOT in numba's order (sorted by name): NUMBA_CPU_FEATURES wrote it, and numba\n"
+                                   "                compares the strings byte for byte: not this host's key");
                     ko_putc(o, '\n');
                 } else if (rname) {
                     if (ov->features->n == rn && (rn == 0 || memcmp(ov->features->s, rs, rn) == 0)) ko_printf(o, "; same as %s\n", rname);
@@ -3765,10 +4387,14 @@ static void report_json(ki_out *o, nb_index *ix, nb_report *R, const ki_opts *op
     ko_puts(o, ",\n  \"library_prefix\": "); if (R->name.prefix[0]) ko_json_cstr(o, R->name.prefix); else ko_puts(o, "null");
     ko_puts(o, ",\n  \"source\": {\"kind\": ");
     ko_json_cstr(o, R->src.kind == SRC_ZIP ? "zip-member" : R->src.kind == SRC_CELL ? "notebook-cell" : "file");
-    ko_puts(o, ", \"path\": "); if (R->src.path[0]) ko_json_cstr(o, R->src.path); else ko_puts(o, "null");
+    ko_puts(o, ", \"path\": "); if (R->src.path[0] && (R->src.found || R->src.kind != SRC_FILE)) ko_json_cstr(o, R->src.path); else ko_puts(o, "null");
+    ko_puts(o, ", \"looked_for\": "); if (R->src.path[0] && !R->src.found) ko_json_cstr(o, R->src.path); else ko_puts(o, "null");
     ko_puts(o, ", \"member\": "); if (R->src.kind == SRC_ZIP) ko_json_cstr(o, R->src.member); else ko_puts(o, "null");
     ko_puts(o, ", \"numba_reads_this_index\": "); json_tri(o, R->src.reads);
     ko_puts(o, ", \"never_read_why\": "); if (R->src.reads == 0) ko_json_cstr(o, R->src.reads_why); else ko_puts(o, "null");
+    ko_puts(o, ", \"locator\": "); ko_json_cstr(o, R->src.locator);
+    ko_puts(o, ", \"locator_why\": "); if (R->src.locator_why[0]) ko_json_cstr(o, R->src.locator_why); else ko_puts(o, "null");
+    ko_puts(o, ", \"numba_opens\": "); if (R->src.numba_index[0]) ko_json_cstr(o, R->src.numba_index); else ko_puts(o, "null");
     ko_puts(o, ", \"cell_lines\": "); if (R->cell_first > 0) ko_printf(o, "[%ld, %ld]", R->cell_first, R->cell_last); else ko_puts(o, "null");
     ko_puts(o, ", \"found\": "); ko_puts(o, R->src.found ? "true" : "false");
     ko_puts(o, ", \"found_by\": "); ko_json_cstr(o, R->src.how);
@@ -3783,6 +4409,13 @@ static void report_json(ki_out *o, nb_index *ix, nb_report *R, const ki_opts *op
     ko_puts(o, ", \"function_moved_to_line\": "); if (R->src.moved_to > 0) ko_printf(o, "%ld", R->src.moved_to); else ko_puts(o, "null");
     ko_puts(o, "}");
     ko_puts(o, ",\n  \"body_error\": "); if (ix->body_err[0]) ko_json_cstr(o, ix->body_err); else ko_puts(o, "null");
+    ko_puts(o, ",\n  \"version_error\": "); if (ix->version_err[0]) ko_json_cstr(o, ix->version_err); else ko_puts(o, "null");
+    ko_puts(o, ",\n  \"bytecode\": {\"checked\": "); ko_puts(o, R->code_checked ? "true" : "false");
+    ko_puts(o, ", \"sha256\": "); if (R->code_checked) ko_json_cstr(o, R->code_hex); else ko_puts(o, "null");
+    ko_puts(o, ", \"closure_checked\": "); ko_puts(o, R->code_checked && !R->code_freevars ? "true" : "false");
+    ko_puts(o, ", \"python\": "); if (R->python[0]) ko_json_cstr(o, R->python); else ko_puts(o, "null");
+    ko_puts(o, ", \"why\": "); ko_json_cstr(o, R->code_why);
+    ko_puts(o, "}");
     ko_puts(o, ",\n  \"stamp\": {\"kind\": ");
     ko_json_cstr(o, !ix->stamp ? NULL : ix->stamp_kind == ST_MTIME_SIZE ? "mtime-size" : ix->stamp_kind == ST_FLOOR_SIZE ? "floor-mtime-size" :
                      ix->stamp_kind == ST_SHA256 ? "sha256" : ix->stamp_kind == ST_HEXHASH ? "ipython-sha256-hex" : "other");
@@ -3790,7 +4423,7 @@ static void report_json(ki_out *o, nb_index *ix, nb_report *R, const ki_opts *op
         ko_puts(o, ", \"mtime\": "); json_double(o, ix->stamp_mtime);
         ko_printf(o, ", \"size\": %lld", ix->stamp_size);
         if (R->src.found) {
-            double m = ix->stamp_kind == ST_FLOOR_SIZE ? py_floor(R->src_mtime) : R->src_mtime;
+            double m = nb_floor_stamp(ix, &R->src) ? py_floor(R->src_mtime) : R->src_mtime;
             ko_puts(o, ", \"source_mtime\": "); json_double(o, m);
             ko_puts(o, ", \"mtime_diff_s\": "); json_double(o, m - ix->stamp_mtime);
             ko_printf(o, ", \"source_size\": %lld", R->src_size);
@@ -3876,6 +4509,7 @@ static void report_json(ki_out *o, nb_index *ix, nb_report *R, const ki_opts *op
         ko_puts(o, ", \"data_size\": "); if (ov->data_size >= 0) ko_printf(o, "%lld", ov->data_size); else ko_puts(o, "null");
         ko_puts(o, ", \"cpu_match\": "); json_tri(o, ov->cpu_match);
         ko_puts(o, ", \"usable\": "); json_tri(o, ov->usable);
+        ko_puts(o, ", \"bytecode_matches\": "); json_tri(o, ov->code_match);
         ko_puts(o, "}");
     }
     ko_free(&memo);
@@ -3906,6 +4540,8 @@ static void report_json(ki_out *o, nb_index *ix, nb_report *R, const ki_opts *op
     ko_puts(o, "]");
     ko_puts(o, ",\n  \"verdict\": {\"code\": "); ko_json_cstr(o, R->verdict_code);
     ko_puts(o, ", \"text\": "); ko_json_cstr(o, R->verdict);
+    ko_puts(o, ", \"raises_at\": ");
+    ko_json_cstr(o, strcmp(R->verdict_code, "raises") != 0 ? NULL : R->src.locator_raises || nb_eager(&R->src) ? "import" : "call");
     ko_printf(o, ", \"overloads\": %zu, \"usable\": %zu, \"cpu_unknown\": %zu, \"data_missing\": %zu, \"data_broken\": %zu, "
                  "\"signatures\": %zu, \"signatures_covered\": %zu, \"stale_dependencies\": %zu}\n}\n",
               ix->nov, R->n_usable, R->n_unknown, R->n_missing, R->n_bad, R->n_sigs, R->n_sigs_covered, R->deps.nstale);
@@ -3945,6 +4581,70 @@ static KI_MAYBE_UNUSED int ki_numba_report(const unsigned char *buf, size_t len,
     nb_report_free(R);
     free(R);
     nb_index_free(&ix);
+    return 0;
+}
+
+static int nb_name_cmp(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+/* The .nbi files directly in dir, sorted (malloc'd names, *n of them); NULL when none or when dir
+ * is a kcache store (config.file, e/ or i/ in it). */
+static char **nb_dir_indexes(const char *dir, size_t *n)
+{
+    DIR *d;
+    struct dirent *de;
+    char **names = NULL, p[4200];
+    size_t cap = 0;
+    *n = 0;
+    ki_fmt(p, sizeof p, "%s/config.file", dir);
+    if (access(p, F_OK) == 0) return NULL;
+    ki_fmt(p, sizeof p, "%s/e", dir);
+    if (is_dir(p)) return NULL;
+    ki_fmt(p, sizeof p, "%s/i", dir);
+    if (is_dir(p)) return NULL;
+    if (!(d = opendir(dir))) return NULL;
+    while ((de = readdir(d)) != NULL && *n < 100000) {
+        size_t l = strlen(de->d_name);
+        if (l < 5 || strcmp(de->d_name + l - 4, ".nbi") != 0) continue;
+        if (*n == cap) {
+            char **nn = (char **)realloc(names, (cap = cap ? cap * 2 : 16) * sizeof *names);
+            if (!nn) break;
+            names = nn;
+        }
+        if (!(names[*n] = (char *)malloc(l + 1))) break;
+        memcpy(names[(*n)++], de->d_name, l + 1);
+    }
+    closedir(d);
+    if (!*n) { free(names); return NULL; }
+    qsort(names, *n, sizeof *names, nb_name_cmp);
+    return names;
+}
+
+/* A numba cache directory (a __pycache__, a NUMBA_CACHE_DIR subdirectory): every index in it,
+ * one report after another (JSON: {"format": "numba-index-dir", "indexes": [...]}).  An index
+ * that cannot be read is said so in its place; the directory is still reported. */
+static KI_MAYBE_UNUSED int ki_numba_dir_report(const char *dir, char **names, size_t n, const ki_opts *op, ki_out *o)
+{
+    size_t k;
+    if (op->json) { ko_puts(o, "{\"format\": \"numba-index-dir\", \"dir\": "); ko_json_cstr(o, dir); ko_puts(o, ", \"indexes\": [\n"); }
+    for (k = 0; k < n && !o->full; k++) {
+        char path[8400], err[600];
+        size_t len = 0;
+        unsigned char *buf;
+        ki_fmt(path, sizeof path, "%s/%s", dir, names[k]);
+        if (op->json && k) ko_puts(o, ",\n");
+        else if (!op->json && k) ko_putc(o, '\n');
+        buf = slurp(path, KI_MAX_FILE, &len);
+        if (!buf) ki_fmt(err, sizeof err, "cannot be read (or larger than %u MiB)", KI_MAX_FILE >> 20);
+        if (buf && ki_numba_report(buf, len, path, op, o, err, sizeof err) == 0) { free(buf); continue; }
+        free(buf);
+        if (op->json) {
+            ko_puts(o, "{\"file\": "); ko_json_cstr(o, path); ko_puts(o, ", \"error\": "); ko_json_cstr(o, err); ko_puts(o, "}");
+        } else {
+            char e[1300];
+            ko_printf(o, "file       %s\nerror      %s\n", kcache__escs(e, sizeof e, path), err);
+        }
+    }
+    if (op->json) ko_puts(o, "\n]}\n");
     return 0;
 }
 
@@ -7022,6 +7722,7 @@ static void usage(FILE *f)
     fputs("usage: kcache-inspect [options] FILE.nbi    explain a numba cache index\n"
           "       kcache-inspect --make-layer [--unit NAME]... SRC DEST   a read-only layer from a store\n"
           "       kcache-inspect [options] DIR         summary and consistency check of a kcache store\n"
+          "                                            (a numba cache directory: every .nbi in it)\n"
           "       kcache-inspect [options] DIR UNIT    one unit of a store: overloads, fields, dependencies\n"
           "       kcache-inspect [options] FILE.kci    the same from a kcache index file\n"
           "       kcache-inspect [options] FILE.kce    one kcache entry: header, key fields, checksums\n"
@@ -7040,6 +7741,12 @@ static void usage(FILE *f)
           "                       default: the index's version); also picks the LLVM that names the CPU\n"
           "  --llvm-version N     numba: that numba's LLVM major version, where builds differ (Debian's\n"
           "                       numba 0.56 uses LLVM 14, PyPI's 11)\n"
+          "  --cache-dir DIR      numba: the run's NUMBA_CACHE_DIR ('' for unset; default: this environment's)\n"
+          "  --locator-classes L  numba >= 0.62: the run's NUMBA_CACHE_LOCATOR_CLASSES (default: this environment's)\n"
+          "  --python PATH        numba: the Python that compiles the source to compare its bytecode with the\n"
+          "                       index's, and whose site directories imports are looked up in (default:\n"
+          "                       pythonX.Y on PATH, X.Y from the index's name)\n"
+          "  --no-bytecode        numba: do not compile the source (the bytecode is then not checked)\n"
           "  --path DIR           numba: also look up imported modules under DIR (repeatable), for the\n"
           "                       warning that numba reuses code compiled against an older module\n"
           "  --host               this machine's CPU: its name, and what each LLVM and numba calls it\n"
@@ -7056,7 +7763,8 @@ static void usage(FILE *f)
           "  --numba              read FILE as a numba index whatever its name\n"
           "  --dump               numba: also print the decoded pickles\n"
           "  -h, --help           this text\n"
-          "exit status: 0 when the file or store decodes (whatever the verdict), 2 otherwise\n", f);
+          "exit status: 0 when the tool says what numba or kcache will do (whatever the verdict), 2 when\n"
+          "it cannot (unreadable, not a numba index nor a kcache store, bad arguments)\n", f);
 }
 
 int main(int argc, char **argv)
@@ -7090,6 +7798,10 @@ int main(int argc, char **argv)
         else if (strcmp(a, "--features") == 0) slot = &op.features;
         else if (strcmp(a, "--triple") == 0) slot = &op.triple;
         else if (strcmp(a, "--numba-version") == 0) slot = &op.numba_version;
+        else if (strcmp(a, "--cache-dir") == 0) slot = &op.cache_dir;
+        else if (strcmp(a, "--locator-classes") == 0) slot = &op.locator_classes;
+        else if (strcmp(a, "--python") == 0) slot = &op.python;
+        else if (strcmp(a, "--no-bytecode") == 0) op.no_bytecode = 1;
         else if (strcmp(a, "--host") == 0) op.host = 1;
         else if (strcmp(a, "--prune") == 0) op.prune = 1;
         else if (strcmp(a, "--yes") == 0) op.prune_yes = 1;
@@ -7177,6 +7889,13 @@ int main(int argc, char **argv)
     memset(&o, 0, sizeof o);
     err[0] = 0;
     if (S_ISDIR(st.st_mode)) {
+        size_t nnbi = 0, k;
+        char **nbis = op.unit ? NULL : nb_dir_indexes(op.path, &nnbi);
+        if (nbis) {   /* a numba cache directory, not a kcache store */
+            rc = ki_numba_dir_report(op.path, nbis, nnbi, &op, &o);
+            for (k = 0; k < nnbi; k++) free(nbis[k]);
+            free(nbis);
+        } else
         rc = op.unit ? ki_unit_report(op.path, op.unit, &op, &o, err, sizeof err) : ki_store_report(op.path, &op, &o, err, sizeof err);
     } else if (!S_ISREG(st.st_mode)) {
         ki_eprintf("kcache-inspect: %s: not a regular file or a directory\n", op.path);

@@ -1,0 +1,7 @@
+from numba import njit
+
+
+@njit(cache=True)
+def f(x):
+    assert x > 0
+    return x + 1
