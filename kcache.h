@@ -3029,22 +3029,28 @@ static void kcache__consume_avx2(const uint64_t *in, uint64_t acc[8], const unsi
  * too, so a whole block loads only input (the secrets' unaligned loads otherwise split cache
  * lines). Same identities as above: no shuffle in the loop. */
 #define KCACHE__AVX512_LD(q) _mm512_loadu_si512((const void *)(q))
-#define KCACHE__AVX512_SWAP(v) _mm512_shuffle_epi32((v), (_MM_PERM_ENUM)0x4E)
+/* The zero-masking forms with every lane selected: the same instructions, but GCC 12's plain forms
+ * pass _mm512_undefined_epi32() (`__m512i __Y = __Y;` in its avx512fintrin.h) as the merge source,
+ * which g++ -O1 and up reports as -Wmaybe-uninitialized inside the compiler's header. */
+#define KCACHE__AVX512_MUL(x, y) _mm512_maskz_mul_epu32((__mmask8)0xFF, (x), (y))
+#define KCACHE__AVX512_SRLI(x, n) _mm512_maskz_srli_epi64((__mmask8)0xFF, (x), (n))
+#define KCACHE__AVX512_SLLI(x, n) _mm512_maskz_slli_epi64((__mmask8)0xFF, (x), (n))
+#define KCACHE__AVX512_SWAP(v) _mm512_maskz_shuffle_epi32((__mmask16)0xFFFF, (v), (_MM_PERM_ENUM)0x4E)
 #define KCACHE__AVX512_ACC(q, s)                                                    \
     do {                                                                            \
         __m512i x_ = KCACHE__AVX512_LD(q);                                          \
         d = _mm512_add_epi64(d, x_);                                                \
         x_ = _mm512_xor_si512(x_, (s));                                             \
-        a = _mm512_add_epi64(a, _mm512_mul_epu32(x_, _mm512_srli_epi64(x_, 32)));   \
+        a = _mm512_add_epi64(a, KCACHE__AVX512_MUL(x_, KCACHE__AVX512_SRLI(x_, 32)));   \
     } while (0)
 #define KCACHE__AVX512_END_BLOCK()                                                  \
     do {                                                                            \
         __m512i x_;                                                                 \
         a = _mm512_add_epi64(a, KCACHE__AVX512_SWAP(d));                            \
         d = _mm512_setzero_si512();                                                 \
-        x_ = _mm512_xor_si512(_mm512_xor_si512(a, _mm512_srli_epi64(a, 47)), ks);   \
-        a = _mm512_add_epi64(_mm512_mul_epu32(x_, pr),                              \
-                             _mm512_slli_epi64(_mm512_mul_epu32(_mm512_srli_epi64(x_, 32), pr), 32)); \
+        x_ = _mm512_xor_si512(_mm512_xor_si512(a, KCACHE__AVX512_SRLI(a, 47)), ks);   \
+        a = _mm512_add_epi64(KCACHE__AVX512_MUL(x_, pr),                              \
+                             KCACHE__AVX512_SLLI(KCACHE__AVX512_MUL(KCACHE__AVX512_SRLI(x_, 32), pr), 32)); \
     } while (0)
 
 KCACHE__HASH_TARGET_AVX512
@@ -7035,7 +7041,7 @@ static void kcache__store_read(kcache__store *st, const kcache_key *k, int polic
     char rel[48];
     kcache__finfo s;
     kcache__blob *b = NULL;
-    size_t have = 0, fsize;
+    size_t have = 0, fsize = 0;
     int fd;
     memset(out, 0, sizeof *out);
     out->reason = KCACHE_REASON_COLD;
