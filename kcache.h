@@ -215,6 +215,7 @@
    -std=c99/c11 leaves POSIX hidden and the build stops with one message saying what to do. */
 #if defined(KCACHE_IMPLEMENTATION) && (defined(__linux__) || defined(__GNU__) || defined(__CYGWIN__)) && !defined(_GNU_SOURCE)
 #define _GNU_SOURCE
+#define KCACHE__OWN_GNU_SOURCE /* undone at the end of the implementation: the rest of the file chose none */
 #endif
 /* 64-bit file offsets on 32-bit systems too: build claims sit at byte 2^40 of the lock file, and
    stat fails on large inode numbers (XFS, btrfs, NFS) without it. */
@@ -2013,8 +2014,8 @@ static KCACHE__UNUSED int kcache__stat_path(const char *path, int64_t *mtime_ns,
    Windows locks belong to the handle; the same arbitration applies.
 
    The registry is the one piece of state kcache keeps for the whole process: the list of lock
-   files, a table of dependency stamps (see kcache_key_file) and the page that tells a forked child
-   from its parent. Thread-safe: every access holds one lock word, which holds the pid of the
+   files, a table of dependency stamps (see kcache_key_file), the page that tells a forked child
+   from its parent, and which SIMD paths the hash may use (>>hash). Thread-safe: every access holds one lock word, which holds the pid of the
    process whose thread took it (held briefly: no system call under it but opening a lock file).
    Fork-safe without pthread_atfork handlers (which a library cannot remove again, and which would
    stall every fork of the program while a kcache call finishes): a child finds the word held by
@@ -2063,6 +2064,7 @@ static struct kcache__registry {
     uint32_t *pidpage;         /* see kcache__cheap_pid */
     uint64_t memo_clock;
     kcache__memo memo[KCACHE__MEMO_SETS * KCACHE__MEMO_WAYS];
+    uint32_t simd;             /* the hash's SIMD paths this CPU and OS run (kcache__cpu_simd); 0: not asked */
 } kcache__reg;
 
 static void kcache__reg_lock(void) {
@@ -2541,9 +2543,9 @@ full:
  *   AVX-512 x86-64 with GCC/clang, the same way (Ice Lake, Zen 4 and later CPUs),
  *   NEON    little-endian AArch64.
  * All of them give the same bits. Input is read with memcpy and decoded as little-endian, so
- * there is no unaligned access and no dependence on the host byte order. No mutable global
- * state: the CPU check reads what libgcc/compiler-rt recorded at start-up (GCC/clang) or asks
- * CPUID (MSVC). */
+ * there is no unaligned access and no dependence on the host byte order. The CPU check asks
+ * CPUID itself, once per process (GCC/clang: the answer is kept in the registry; no constructor of
+ * libgcc's is pulled in), or at each long input (MSVC). */
 
 /* -- platform ------------------------------------------------------------------------------ */
 #if defined(__BYTE_ORDER__) && defined(__ORDER_LITTLE_ENDIAN__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
@@ -3187,19 +3189,57 @@ static int kcache__cpu_avx2(void)
 }
 #  else
 #    define KCACHE__AVX2_MIN_LEN 0
-/* libgcc/compiler-rt fill this in from a constructor at start-up (CPUID + XGETBV, so it also
- * checks that the OS saves the YMM registers); before that it reads as "no AVX2". */
-static int kcache__cpu_avx2(void) { return __builtin_cpu_supports("avx2") ? 1 : 0; }
+#    include <cpuid.h>
+/* kcache's own CPUID + XGETBV, asked once per process and kept in the registry (>>registry) as
+ * one word: bit 0 asked, bit 1 AVX2 usable, bit 2 AVX-512 usable. (__builtin_cpu_supports would
+ * make libgcc's __cpu_indicator_init a constructor of every program that includes kcache.) Two
+ * threads asking at once both store the same answer. */
+static uint32_t kcache__cpu_simd(void)
+{
+    uint32_t v = kcache__atomic_load_u32(&kcache__reg.simd), a = 0, b = 0, c = 0, d = 0, lo = 0, hi = 0;
+    uint64_t xcr0 = 0;
+    if (v) return v;
+    v = 1;
+    if (__get_cpuid_max(0, NULL) >= 7) {
+        __cpuid_count(1, 0, a, b, c, d);
+        if ((c >> 27) & 1u) { /* OSXSAVE: XGETBV may be asked which register state the OS saves */
+            __asm__ __volatile__(".byte 0x0f, 0x01, 0xd0" /* xgetbv */ : "=a"(lo), "=d"(hi) : "c"(0));
+            xcr0 = ((uint64_t)hi << 32) | lo;
+        }
+        if (((c >> 28) & 1u) && (xcr0 & 0x6u) == 0x6u) { /* AVX, and the OS saves XMM and YMM */
+            __cpuid_count(7, 0, a, b, c, d);
+            if ((b >> 5) & 1u) v |= 2u;                                     /* AVX2 */
+            if (((b >> 16) & 1u) && ((c >> 6) & 1u) && (xcr0 & 0xe0u) == 0xe0u) /* AVX512F, VBMI2, ZMM state */
+                v |= 4u;
+        }
+    }
+    kcache__atomic_store_u32(&kcache__reg.simd, v);
+    return v;
+}
+static int kcache__cpu_avx2(void) { return (kcache__cpu_simd() >> 1) & 1u; }
 #  endif
 #endif
 #if defined(KCACHE__HASH_HAVE_AVX512)
-/* Read from the same start-up record (which also checks that the OS saves the ZMM registers).
- * VBMI2 is not used; asking for it keeps AVX-512 to Ice Lake, Zen 4 and later, leaving out the
+/* VBMI2 is not used; asking for it keeps AVX-512 to Ice Lake, Zen 4 and later, leaving out the
  * Skylake-SP generation, where 512-bit multiplies lower the core's clock for milliseconds. */
+#  if defined(__AVX2__) /* kcache__cpu_simd is not there: ask here (once per process, as there) */
+#    include <cpuid.h>
 static int kcache__cpu_avx512(void)
 {
-    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vbmi2") ? 1 : 0;
+    uint32_t v = kcache__atomic_load_u32(&kcache__reg.simd), a = 0, b = 0, c = 0, d = 0, lo = 0, hi = 0;
+    if (v) return (v >> 2) & 1u;
+    v = 1;
+    __cpuid_count(7, 0, a, b, c, d);
+    if (((b >> 16) & 1u) && ((c >> 6) & 1u)) {
+        __asm__ __volatile__(".byte 0x0f, 0x01, 0xd0" /* xgetbv: AVX2 code runs, so OSXSAVE is set */ : "=a"(lo), "=d"(hi) : "c"(0));
+        if ((lo & 0xe6u) == 0xe6u) v |= 4u;
+    }
+    kcache__atomic_store_u32(&kcache__reg.simd, v);
+    return (v >> 2) & 1u;
 }
+#  else
+static int kcache__cpu_avx512(void) { return (kcache__cpu_simd() >> 2) & 1u; }
+#  endif
 #endif
 
 /* Whether `path` can run on this machine (test hook). */
@@ -13002,6 +13042,10 @@ fail_args:
 
 #endif /* !KCACHE__UNUSABLE */
 #endif /* KCACHE__IMPLEMENTED */
+#ifdef KCACHE__OWN_GNU_SOURCE /* kcache's choice, not the including file's (see the top) */
+#undef _GNU_SOURCE
+#undef KCACHE__OWN_GNU_SOURCE
+#endif
 #endif /* KCACHE_IMPLEMENTATION */
 
 /*
