@@ -979,7 +979,7 @@ static uint64_t kcache__atomic_load_u64_acq(const uint64_t *p) {
     KCACHE__ACQ_REL_BARRIER();
     return v;
 }
-static void kcache__atomic_store_u64_rel(uint64_t *p, uint64_t v) {
+static KCACHE__UNUSED void kcache__atomic_store_u64_rel(uint64_t *p, uint64_t v) {
     KCACHE__ACQ_REL_BARRIER();
     kcache__atomic_store_u64(p, v);
 }
@@ -988,7 +988,7 @@ static int kcache__atomic_cas_u64(uint64_t *p, uint64_t expect, uint64_t want) {
 }
 static KCACHE__UNUSED void kcache__atomic_fetch_add_u64(uint64_t *p, uint64_t v) { _InterlockedExchangeAdd64((volatile __int64 *)p, (__int64)v); }
 static void kcache__atomic_or_u64(uint64_t *p, uint64_t v) { _InterlockedOr64((volatile __int64 *)p, (__int64)v); }
-static uint64_t kcache__atomic_inc_u64(uint64_t *p) { return (uint64_t)_InterlockedIncrement64((volatile __int64 *)p); }
+static KCACHE__UNUSED uint64_t kcache__atomic_inc_u64(uint64_t *p) { return (uint64_t)_InterlockedIncrement64((volatile __int64 *)p); }
 static uint32_t kcache__atomic_load_u32(const uint32_t *p) {
     uint32_t v = *(const volatile uint32_t *)p;
     KCACHE__ACQ_REL_BARRIER();
@@ -1012,19 +1012,19 @@ static void *kcache__atomic_load_ptr(void *const *p) {
 }
 static void kcache__atomic_store_ptr(void **p, void *v) { _InterlockedExchangePointer((void *volatile *)p, v); }
 static void kcache__atomic_fence(void) { MemoryBarrier(); }
-static void kcache__atomic_fence_release(void) { KCACHE__ACQ_REL_BARRIER(); }
+static KCACHE__UNUSED void kcache__atomic_fence_release(void) { KCACHE__ACQ_REL_BARRIER(); }
 #else
 static long kcache__atomic_add(long *p, long v) { return __atomic_add_fetch(p, v, __ATOMIC_ACQ_REL); }
 static uint64_t kcache__atomic_load_u64(const uint64_t *p) { return __atomic_load_n(p, __ATOMIC_RELAXED); }
 static void kcache__atomic_store_u64(uint64_t *p, uint64_t v) { __atomic_store_n(p, v, __ATOMIC_RELAXED); }
 static uint64_t kcache__atomic_load_u64_acq(const uint64_t *p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
-static void kcache__atomic_store_u64_rel(uint64_t *p, uint64_t v) { __atomic_store_n(p, v, __ATOMIC_RELEASE); }
+static KCACHE__UNUSED void kcache__atomic_store_u64_rel(uint64_t *p, uint64_t v) { __atomic_store_n(p, v, __ATOMIC_RELEASE); }
 static int kcache__atomic_cas_u64(uint64_t *p, uint64_t expect, uint64_t want) {
     return __atomic_compare_exchange_n(p, &expect, want, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
 }
 static KCACHE__UNUSED void kcache__atomic_fetch_add_u64(uint64_t *p, uint64_t v) { __atomic_fetch_add(p, v, __ATOMIC_RELAXED); }
 static void kcache__atomic_or_u64(uint64_t *p, uint64_t v) { __atomic_fetch_or(p, v, __ATOMIC_ACQ_REL); }
-static uint64_t kcache__atomic_inc_u64(uint64_t *p) { return __atomic_add_fetch(p, 1, __ATOMIC_RELAXED); }
+static KCACHE__UNUSED uint64_t kcache__atomic_inc_u64(uint64_t *p) { return __atomic_add_fetch(p, 1, __ATOMIC_RELAXED); }
 static uint32_t kcache__atomic_load_u32(const uint32_t *p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
 static void kcache__atomic_store_u32(uint32_t *p, uint32_t v) { __atomic_store_n(p, v, __ATOMIC_RELEASE); }
 /* On failure *expect becomes the value found. */
@@ -1034,7 +1034,7 @@ static int kcache__atomic_cas_u32(uint32_t *p, uint32_t *expect, uint32_t want) 
 static void *kcache__atomic_load_ptr(void *const *p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
 static void kcache__atomic_store_ptr(void **p, void *v) { __atomic_store_n(p, v, __ATOMIC_RELEASE); }
 static void kcache__atomic_fence(void) { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
-static void kcache__atomic_fence_release(void) { __atomic_thread_fence(__ATOMIC_RELEASE); }
+static KCACHE__UNUSED void kcache__atomic_fence_release(void) { __atomic_thread_fence(__ATOMIC_RELEASE); }
 #endif
 
 /* ---- memory ----
@@ -3985,7 +3985,7 @@ static int kcache__x86_feat_on(const kcache__x86_info *x, const kcache__x86_feat
     }
 }
 
-static int kcache__x86_has(const kcache__x86_info *x, const char *name)
+static KCACHE__UNUSED int kcache__x86_has(const kcache__x86_info *x, const char *name)
 {
     size_t i;
     for (i = 0; i < KCACHE__X86_NFEATS; i++)
@@ -3994,6 +3994,7 @@ static int kcache__x86_has(const kcache__x86_info *x, const char *name)
     return 0;
 }
 
+#ifndef KCACHE_NO_CPU_NAMES
 /* ---- x86 CPU names, per LLVM version ---------------------------------------------------
  * numba keys its cache on the name its own LLVM's host detection gives the CPU, and LLVM learns
  * CPUs release by release: a CPU newer than an LLVM gets "generic" (an unknown family) or, for
@@ -4180,6 +4181,13 @@ static const char *kcache__x86_name(const kcache__x86_info *x, unsigned v)
     if (x->vendor == KCACHE__X86_AMD) return kcache__x86_amd_name(x, v);
     return "generic";
 }
+#else /* KCACHE_NO_CPU_NAMES: the CPU as CPUID gives it (vendor, family, model), not LLVM's name */
+static void kcache__x86_id(const kcache__x86_info *x, char *out, size_t cap)
+{
+    snprintf(out, cap, "%s-%u-0x%02x", x->vendor == KCACHE__X86_INTEL ? "intel" : x->vendor == KCACHE__X86_AMD ? "amd" : "x86",
+             x->family, x->model);
+}
+#endif /* KCACHE_NO_CPU_NAMES */
 
 static size_t kcache__x86_features(const kcache__x86_info *x, char *out, size_t cap)
 {
@@ -4541,7 +4549,14 @@ static int kcache__host_cpu_name_llvm(unsigned llvm, char *out, size_t cap)
 {
     const char *name = "generic";
     int r = 2;
-#if defined(KCACHE__HOST_X86)
+#if defined(KCACHE__HOST_X86) && defined(KCACHE_NO_CPU_NAMES)
+    kcache__x86_info x;
+    (void)llvm;
+    (void)name;
+    kcache__x86_read(&x);
+    kcache__x86_id(&x, out, cap);
+    return r;
+#elif defined(KCACHE__HOST_X86)
     kcache__x86_info x;
     unsigned v = llvm < KCACHE__LLVM_OLDEST ? KCACHE__LLVM_OLDEST : llvm > KCACHE__LLVM_NEWEST ? KCACHE__LLVM_NEWEST : llvm;
     kcache__x86_read(&x);
@@ -7847,6 +7862,7 @@ static kcache_status kcache__store_open(kcache__store **out, const char *dir, co
     return KCACHE_OK;
 }
 
+#ifndef KCACHE_NO_LAYERS
 /* Opens a read-only layer (KCACHE_LAYERS): a store that is only ever read, whatever its
    permissions: no lock, no use table, no stats, nothing created, written or repaired. It is
    checked as a read-only store is (kcache__walk, kcache__level_problem): the path as a store's,
@@ -7873,6 +7889,7 @@ static kcache_status kcache__layer_open(kcache__store **out, const char *dir, co
     *out = st;
     return KCACHE_OK;
 }
+#endif /* KCACHE_NO_LAYERS */
 
 /* ============================================================================================== */
 /* >>remote  the remote tier: backends, shards, the circuit breaker, signed and compressed values  */
@@ -7912,6 +7929,8 @@ typedef struct kcache__remote_ev {
     uint64_t lookups, puts, calls, latency_ns, errors, timeouts, skipped, rejects, opened, closed;
     char note[320]; /* the first thing worth a debug line */
 } kcache__remote_ev;
+
+#ifndef KCACHE_NO_REMOTE
 
 #if defined(__GNUC__) || defined(__clang__)
 __attribute__((format(printf, 2, 3)))
@@ -8885,6 +8904,58 @@ bad:
     kcache__remote_close(r);
 }
 
+#else /* KCACHE_NO_REMOTE: no remote tier. kc->remote stays NULL, so the cache never calls these;
+         they keep its calls compiling. A configured remote is said to be compiled out. */
+typedef struct kcache__remote {
+    int ro;
+    uint32_t timeout_ms, claim_ms;
+    uint64_t max_entry;
+    char *names, *spec;
+    unsigned char *secret;
+    const kcache__mem *mem;
+} kcache__remote;
+typedef struct kcache__shard { const char *url; } kcache__shard;
+typedef struct kcache__rclaim { kcache__remote *r; kcache__shard *s; } kcache__rclaim;
+
+static KCACHE__UNUSED char *kcache__strndup(const char *s, size_t n) {
+    char *p = (char *)KCACHE_MALLOC(n + 1);
+    if (p) { memcpy(p, s, n); p[n] = 0; }
+    return p;
+}
+static uint64_t kcache__remote_open_count(kcache__remote *r) { (void)r; return 0; }
+static void kcache__remote_remove(kcache__remote *r, const kcache_key *k, kcache__remote_ev *ev) {
+    (void)r; (void)k; memset(ev, 0, sizeof *ev);
+}
+static void kcache__remote_get(kcache__remote *r, const kcache_key *k, int policy, int want_record, int peek, kcache__read *out,
+                               const char **where, kcache__remote_ev *ev) {
+    (void)r; (void)k; (void)policy; (void)want_record; (void)peek;
+    memset(out, 0, sizeof *out);
+    out->status = KCACHE_MISS;
+    out->reason = KCACHE_REASON_COLD;
+    *where = "";
+    memset(ev, 0, sizeof *ev);
+}
+static kcache_status kcache__remote_put(kcache__remote *r, const kcache_key *k, const void *data, size_t size, kcache__remote_ev *ev) {
+    (void)r; (void)k; (void)data; (void)size; memset(ev, 0, sizeof *ev);
+    return KCACHE_EDISABLED;
+}
+static int kcache__rclaim_init(kcache__rclaim *cl, kcache__remote *r, const kcache_key *k) { (void)k; cl->r = r; return 0; }
+static kcache_status kcache__rclaim_take(kcache__rclaim *cl, kcache__remote_ev *ev) { (void)cl; (void)ev; return KCACHE_EDISABLED; }
+static kcache_status kcache__rclaim_call(kcache__rclaim *cl, int op, uint32_t ms, kcache__remote_ev *ev) {
+    (void)cl; (void)op; (void)ms; (void)ev;
+    return KCACHE_EDISABLED;
+}
+static void kcache__rclaim_end(kcache__rclaim *cl, int stored, kcache__remote_ev *ev) { (void)cl; (void)stored; (void)ev; }
+static void kcache__remote_close(kcache__remote *r) { (void)r; }
+static void kcache__remote_open(kcache__remote **out, const kcache_config *cfg, char *why, size_t cap) {
+    const char *urls = cfg->remote ? cfg->remote : "";
+    *out = NULL;
+    while (*urls == ' ' || *urls == '\t') urls++;
+    if (cfg->remote_ops || *urls)
+        kcache__say(why, cap, "%s not used: the remote tier is compiled out (KCACHE_NO_REMOTE)", cfg->remote_ops ? "remote_ops" : "KCACHE_REMOTE");
+}
+#endif /* KCACHE_NO_REMOTE */
+
 /* ============================================================================================== */
 /* >>pub  publishing: every process's counters and recent events, for kcache-top                  */
 /* ============================================================================================== */
@@ -9004,6 +9075,7 @@ typedef struct kcache__pub {
     void *log_user;
 } kcache__pub;
 
+#ifndef KCACHE_NO_PUB
 /* ---- shared-memory words ---- */
 static uint64_t kcache__pub_ld(const uint64_t *w) { return kcache__le64(kcache__atomic_load_u64(w)); }
 static uint64_t kcache__pub_ld_acq(const uint64_t *w) { return kcache__le64(kcache__atomic_load_u64_acq(w)); }
@@ -9563,6 +9635,32 @@ static KCACHE__UNUSED void kcache__pub_evict(kcache__pub *p, uint64_t entries, u
     kcache__pub_add(p, KCACHE__PUB_EVICTIONS, entries);
 }
 
+#else /* KCACHE_NO_PUB: nothing is published; the calls the cache makes are no-ops */
+static void kcache__pub_open(kcache__pub *p, kcache__store *st, const kcache_config *cfg) {
+    memset(p, 0, sizeof *p);
+    if (st && cfg && cfg->publish && cfg->debug) {
+        const char *line = "stats: not published (compiled out: KCACHE_NO_PUB)";
+        if (cfg->log) cfg->log(cfg->log_user, line);
+        else fprintf(stderr, "kcache: %s\n", line);
+    }
+}
+static void kcache__pub_close(kcache__pub *p) { (void)p; }
+static void kcache__pub_add(kcache__pub *p, int counter, uint64_t n) { (void)p; (void)counter; (void)n; }
+static void kcache__pub_event(kcache__pub *p, int kind, const char *unit, uint64_t unit_hash, uint64_t size, int reason,
+                              uint64_t count, int64_t now) {
+    (void)p; (void)kind; (void)unit; (void)unit_hash; (void)size; (void)reason; (void)count; (void)now;
+}
+static void kcache__pub_hit_mem(kcache__pub *p, uint64_t unit_hash, uint64_t size) { (void)p; (void)unit_hash; (void)size; }
+static void kcache__pub_hit_disk(kcache__pub *p, const char *unit, uint64_t unit_hash, uint64_t size, int64_t now) {
+    (void)p; (void)unit; (void)unit_hash; (void)size; (void)now;
+}
+static void kcache__pub_miss(kcache__pub *p, const char *unit, kcache_reason r) { (void)p; (void)unit; (void)r; }
+static void kcache__pub_put(kcache__pub *p, const char *unit, uint64_t size, kcache_status s) { (void)p; (void)unit; (void)size; (void)s; }
+static void kcache__pub_evict(kcache__pub *p, uint64_t entries, uint64_t bytes, const char *units) {
+    (void)p; (void)entries; (void)bytes; (void)units;
+}
+#endif /* KCACHE_NO_PUB */
+
 /* ============================================================================================== */
 /* >>cache  the public calls: configuration, open/close, get/put/remove, explain, stats           */
 /* ============================================================================================== */
@@ -9636,6 +9734,17 @@ static void kcache__log(const kcache_config *cfg, const char *fmt, ...) {
     else fprintf(stderr, "kcache: %s\n", line);
 }
 #define KCACHE__DEBUG(kc, ...) do { if ((kc)->cfg.debug) kcache__log(&(kc)->cfg, __VA_ARGS__); } while (0)
+/* The tiers a build leaves out are constants, so that the compiler drops the code that uses them. */
+#ifdef KCACHE_NO_LAYERS
+#define KCACHE__NLAYERS(kc) 0
+#else
+#define KCACHE__NLAYERS(kc) ((kc)->nlayers)
+#endif
+#ifdef KCACHE_NO_REMOTE
+#define KCACHE__REMOTE(kc) ((kcache__remote *)NULL)
+#else
+#define KCACHE__REMOTE(kc) ((kc)->remote)
+#endif
 
 /* A size: digits with an optional K, M, G or T (powers of 1024), optionally followed by B or iB. */
 static int kcache__parse_size(const char *s, uint64_t *out) {
@@ -9941,10 +10050,10 @@ static kcache *kcache__reopen(const kcache *kc) {
         snprintf(group, sizeof group, "%u", (unsigned)kc->store->gid);
         cfg.shared_group = group;
     }
-    if (kc->remote) cfg.remote = kc->remote->spec; /* with its credentials (kc->cfg.remote: as shown) */
-    if (kc->remote && kc->remote->secret) cfg.remote_secret = (const char *)kc->remote->secret; /* kept NUL-terminated */
+    if (KCACHE__REMOTE(kc)) cfg.remote = kc->remote->spec; /* with its credentials (kc->cfg.remote: as shown) */
+    if (KCACHE__REMOTE(kc) && kc->remote->secret) cfg.remote_secret = (const char *)kc->remote->secret; /* kept NUL-terminated */
     if (!kc->store) cfg.persistent = 0; /* a parent running from memory: so does its child */
-    if (kc->nlayers) { /* the layers kc uses, by the paths they were opened at */
+    if (KCACHE__NLAYERS(kc)) { /* the layers kc uses, by the paths they were opened at */
         size_t n = 0, at = 0;
         int i;
         for (i = 0; i < kc->nlayers; i++) n += strlen(kc->layers[i]->dir) + 1;
@@ -10457,6 +10566,7 @@ static kcache__node *kcache__keep_read(kcache *kc, kcache__node *nn, kcache__blo
 #define KCACHE__REMOTE_ZSTD_NOTE ""
 #endif
 
+#ifndef KCACHE_NO_LAYERS
 /* A layer left out, and why: the debug log says it, and the first reason stays for kcache_explain.
    The walk and the level checks word a refusal for the store: the reason, then what it means for
    the store ("; refusing the store P (memory only)", "; refusing it (memory only)"). For a layer
@@ -10529,6 +10639,13 @@ static void kcache__layers_open(kcache *kc, const char *spec) {
     }
     KCACHE_FREE(path);
 }
+#else /* KCACHE_NO_LAYERS: kc->nlayers stays 0; layers asked for are said to be compiled out */
+static void kcache__layers_open(kcache *kc, const char *spec) {
+    if (!spec || !*spec) return;
+    kcache__say(kc->layers_why, sizeof kc->layers_why, "KCACHE_LAYERS not used: read-only layers are compiled out (KCACHE_NO_LAYERS)");
+    KCACHE__DEBUG(kc, "%s", kc->layers_why);
+}
+#endif /* KCACHE_NO_LAYERS */
 
 static void kcache__lower_open(kcache *kc) {
     char why[400];
@@ -10547,7 +10664,7 @@ static void kcache__lower_open(kcache *kc) {
     if (kc->cfg.compress) KCACHE__DEBUG(kc, "KCACHE_COMPRESS=1 needs kcache built with KCACHE_ZSTD; the store stays uncompressed");
 #endif
     if (why[0]) KCACHE__DEBUG(kc, "remote: %s", why);
-    else if (kc->remote)
+    else if (KCACHE__REMOTE(kc))
         KCACHE__DEBUG(kc, "remote %s (%s, timeout %u ms, entries up to %llu bytes%s%s)", kc->remote->names, kc->remote->ro ? "read-only" : "read-write",
                       (unsigned)kc->remote->timeout_ms, (unsigned long long)kc->remote->max_entry, kc->remote->secret ? ", signed" : "",
                       KCACHE__REMOTE_ZSTD_NOTE);
@@ -10663,9 +10780,9 @@ static kcache_status kcache__lower_get(kcache *kc, const kcache_key *k, uint64_t
     const char *where;
     if (!rk || rk->error != KCACHE_OK) /* out of memory, or a dependency that cannot be read */
         s = KCACHE_MISS;
-    else if (kc->nlayers && (ask & KCACHE__ASK_LAYERS) && kcache__layers_get(kc, rk, gen, data, size, reason, count) == KCACHE_OK)
+    else if (KCACHE__NLAYERS(kc) && (ask & KCACHE__ASK_LAYERS) && kcache__layers_get(kc, rk, gen, data, size, reason, count) == KCACHE_OK)
         s = KCACHE_OK;
-    else if (kc->remote && (ask & KCACHE__ASK_REMOTE)) {
+    else if (KCACHE__REMOTE(kc) && (ask & KCACHE__ASK_REMOTE)) {
         memset(&ev, 0, sizeof ev);
         kcache__remote_get(kc->remote, rk, kc->cfg.stamp, 0, 0, &rd, &where, &ev);
         kcache__remote_stats(kc, &ev);
@@ -10689,7 +10806,7 @@ static int kcache__lower_explain(kcache *kc, const kcache_key *k, kcache__sb *b)
     unsigned char *bad_rec = NULL;
     size_t bad_len = 0;
     int said = 1, i;
-    for (i = 0; i < kc->nlayers; i++) {
+    for (i = 0; i < KCACHE__NLAYERS(kc); i++) {
         kcache__store_read(kc->layers[i], k, kc->cfg.stamp, 1, &rd);
         if (rd.status == KCACHE_OK) {
             kcache__sb_add(b, "hit: layer %s (unit \"%s\", %zu bytes)", kc->layers[i]->dir, k->unit, rd.blob->size);
@@ -10704,7 +10821,7 @@ static int kcache__lower_explain(kcache *kc, const kcache_key *k, kcache__sb *b)
         }
         KCACHE_FREE(rd.rec);
     }
-    if (kc->remote) { /* a peek: counted nowhere, the breaker as it was (ev stays empty) */
+    if (KCACHE__REMOTE(kc)) { /* a peek: counted nowhere, the breaker as it was (ev stays empty) */
         memset(&ev, 0, sizeof ev);
         kcache__remote_get(kc->remote, k, kc->cfg.stamp, 0, 1, &rd, &where, &ev);
         if (rd.status == KCACHE_OK) kcache__sb_add(b, "hit: remote (%s), unit \"%s\", %zu bytes", where, k->unit, rd.blob->size);
@@ -10737,7 +10854,7 @@ static int kcache__lower_explain(kcache *kc, const kcache_key *k, kcache__sb *b)
    there. With b, replaces what b holds by the fields that differ from the layer's closest one. */
 static int kcache__layers_closest(kcache *kc, const kcache_key *k, kcache__sb *b) {
     int i;
-    for (i = 0; i < kc->nlayers; i++) {
+    for (i = 0; i < KCACHE__NLAYERS(kc); i++) {
         kcache__ix ix;
         uint32_t n;
         if (kcache__ix_read(kc->layers[i], k->unit, &ix) != KCACHE_OK) continue;
@@ -11038,12 +11155,12 @@ static kcache_status kcache__get_once(kcache *kc, const kcache_key *k, const voi
             KCACHE_FREE(rd.rec);
         }
     }
-    if ((kc->nlayers || kc->remote) && ask && reason != KCACHE_REASON_FIELD &&
+    if ((KCACHE__NLAYERS(kc) || KCACHE__REMOTE(kc)) && ask && reason != KCACHE_REASON_FIELD &&
         kcache__lower_get(kc, k, gen, data, size, &reason, count_miss, ask) == KCACHE_OK)
         return KCACHE_OK;
     if (!count_miss) return KCACHE_MISS;
     if (reason == KCACHE_REASON_COUNT) reason = kcache__absent_reason(kc, k, &when);
-    if (reason == KCACHE_REASON_COLD && kc->nlayers && kcache__layers_closest(kc, k, NULL)) reason = KCACHE_REASON_FIELD;
+    if (reason == KCACHE_REASON_COLD && KCACHE__NLAYERS(kc) && kcache__layers_closest(kc, k, NULL)) reason = KCACHE_REASON_FIELD;
     kcache__count_miss(kc, k, reason);
     if (kc->cfg.trace && kc->store) { /* the record keeps every content digest */
         kcache_key *copy = NULL;
@@ -11087,7 +11204,7 @@ static kcache_status kcache__put_blob_key(kcache *kc, const kcache_key *k, kcach
         else if (s != KCACHE_OK)
             KCACHE__DEBUG(kc, "put %s: the store refused it (%s); kept in memory only", k->unit, kcache_strerror(s));
     }
-    if (kc->remote && !kc->remote->ro) {
+    if (KCACHE__REMOTE(kc) && !kc->remote->ro) {
         kcache__remote_ev ev;
         memset(&ev, 0, sizeof ev);
         rs = kcache__remote_put(kc->remote, k, b->data, b->size, &ev);
@@ -11142,7 +11259,7 @@ KCACHE_API kcache_status kcache_remove(kcache *kc, const kcache_key *k) {
         memset(&ev, 0, sizeof ev);
         if (kcache__store_remove(kc->store, k, KCACHE_REASON_COUNT, NULL, 0, kc->cfg.stamp, &ev) == KCACHE_OK) s = KCACHE_OK;
     }
-    if (kc->remote) { /* else the next lookup would bring it back */
+    if (KCACHE__REMOTE(kc)) { /* else the next lookup would bring it back */
         kcache__remote_ev rev;
         memset(&rev, 0, sizeof rev);
         kcache__remote_remove(kc->remote, k, &rev);
@@ -11517,7 +11634,7 @@ static kcache_status kcache__get_or_build(kcache *kc, const kcache_key *k, kcach
             else if (claimed) s = kcache__get(kc, k, data, size, 0, claimed == 1 && claim_waited ? KCACHE__ASK_REMOTE : 0);
         }
         cl.r = NULL;
-        if (s != KCACHE_OK && s != KCACHE__FORKED && kc->remote) s = kcache__cluster_claim(kc, k, &cl, data, size);
+        if (s != KCACHE_OK && s != KCACHE__FORKED && KCACHE__REMOTE(kc)) s = kcache__cluster_claim(kc, k, &cl, data, size);
         if (s != KCACHE_OK && s != KCACHE__FORKED) {
             s = kcache__run_build(kc, build, user, &b, &child);
             if (child) break; /* forked inside the build: the child takes its payload and goes */
