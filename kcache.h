@@ -5016,6 +5016,9 @@ typedef struct kcache__host {
 /* no_env: the detected tuple alone (kcache_config.no_env). */
 static void kcache__host_detect(kcache__host *h, int no_env) {
     const char *env;
+#ifdef KCACHE_NO_ENV
+    no_env = 1; /* KCACHE_CPU_NAME and KCACHE_CPU_FEATURES are not read either */
+#endif
     kcache__host_os_arch(h->os_arch, sizeof h->os_arch);
     env = no_env ? NULL : getenv("KCACHE_CPU_NAME");
     if (env && env[0]) snprintf(h->cpu_name, sizeof h->cpu_name, "%s", env);
@@ -6447,6 +6450,7 @@ typedef struct kcache__ix {
     uint32_t n[KCACHE__IX_LISTS], cap[KCACHE__IX_LISTS];
 } kcache__ix;
 
+#ifndef KCACHE_NO_EXPLAIN
 static void kcache__ix_name(const char *unit, char out[48]) { /* "i/XX/<32 hex>.kci" */
     kcache__entry_name(kcache_hash(unit, strlen(unit)), out);
     out[0] = 'i';
@@ -6815,6 +6819,32 @@ static void kcache__ix_update(kcache__store *st, const kcache_key *k, const unsi
     it.rec_len = rec ? (uint32_t)rec_len : 0;
     kcache__ix_log(st, k->unit, 1, &list, &it);
 }
+#else /* KCACHE_NO_EXPLAIN: no index is read or written; a miss is classified without one */
+static KCACHE__UNUSED void kcache__ix_name(const char *unit, char out[48]) { /* (for tools and tests) */
+    kcache__entry_name(kcache_hash(unit, strlen(unit)), out);
+    out[0] = 'i';
+    memcpy(out + 37, ".kci", 5);
+}
+static KCACHE__UNUSED int kcache__ix_push(kcache__ix *ix, int list, const kcache__ix_item *it) { (void)ix; (void)list; (void)it; return 0; }
+static KCACHE__UNUSED kcache_status kcache__ix_write(kcache__store *st, const char *unit, const kcache__ix *ix) {
+    (void)st; (void)unit; (void)ix;
+    return KCACHE_EDISABLED;
+}
+static void kcache__ix_free(kcache__ix *ix) { memset(ix, 0, sizeof *ix); }
+static int kcache__ix_find(const kcache__ix *ix, int list, kcache_hash128 d) { (void)ix; (void)list; (void)d; return -1; }
+static kcache_status kcache__ix_read(kcache__store *st, const char *unit, kcache__ix *ix) {
+    (void)st; (void)unit;
+    memset(ix, 0, sizeof *ix);
+    return KCACHE_ENOENT;
+}
+static void kcache__ix_log(kcache__store *st, const char *unit, int n, const int *kinds, const kcache__ix_item *items) {
+    (void)st; (void)unit; (void)n; (void)kinds; (void)items;
+}
+static void kcache__ix_update(kcache__store *st, const kcache_key *k, const unsigned char *rec, size_t rec_len,
+                              uint64_t size, int list, kcache_reason reason) {
+    (void)st; (void)k; (void)rec; (void)rec_len; (void)size; (void)list; (void)reason;
+}
+#endif /* KCACHE_NO_EXPLAIN */
 
 /* Before a put writes its temp file (or after the disk filled under it: disk_full): claims the
    write's in-flight slot unless it has one (*cmap: the mapping it is in), then makes room when it
@@ -9747,7 +9777,7 @@ static void kcache__log(const kcache_config *cfg, const char *fmt, ...) {
 #endif
 
 /* A size: digits with an optional K, M, G or T (powers of 1024), optionally followed by B or iB. */
-static int kcache__parse_size(const char *s, uint64_t *out) {
+static KCACHE__UNUSED int kcache__parse_size(const char *s, uint64_t *out) {
     uint64_t v = 0, mul = 1;
     const char *p = s;
     if (!s || !*s) return 0;
@@ -9771,7 +9801,7 @@ static int kcache__parse_size(const char *s, uint64_t *out) {
     return 1;
 }
 
-static int kcache__parse_bool(const char *s, int *out) {
+static KCACHE__UNUSED int kcache__parse_bool(const char *s, int *out) {
     static const char *const yes[] = {"1", "yes", "true", "on"}, *const no[] = {"0", "no", "false", "off"};
     size_t i;
     for (i = 0; i < 4; i++) {
@@ -9781,6 +9811,7 @@ static int kcache__parse_bool(const char *s, int *out) {
     return 0;
 }
 
+#ifndef KCACHE_NO_ENV
 /* The variables kcache_config_init reads, what each wants (cfg->env_bad's bit i is variable i). */
 #define KCACHE__ENV_VARS(X)                                                                     \
     X(DEBUG, "KCACHE_DEBUG", "0 or 1")                                                          \
@@ -9829,6 +9860,9 @@ static void kcache__say_env_bad(const kcache_config *cfg) {
         kcache__log(cfg, "%s=\"%.64s\" is not %s; using the default", kcache__env_var[i], v ? v : "", kcache__env_want[i]);
     }
 }
+#else /* KCACHE_NO_ENV: nothing was read, so nothing was bad */
+static void kcache__say_env_bad(const kcache_config *cfg) { (void)cfg; }
+#endif
 
 KCACHE_API void kcache_config_defaults(kcache_config *cfg) {
     if (!cfg) return;
@@ -9851,6 +9885,9 @@ KCACHE_API void kcache_config_defaults(kcache_config *cfg) {
 
 KCACHE_API const char *kcache_version(void) { return KCACHE_VERSION; }
 
+#ifdef KCACHE_NO_ENV /* the environment is compiled out: the defaults alone, as kcache_config_defaults gives them */
+KCACHE_API void kcache_config_init(kcache_config *cfg) { kcache_config_defaults(cfg); }
+#else
 KCACHE_API void kcache_config_init(kcache_config *cfg) {
     const char *v;
     uint64_t n;
@@ -9926,6 +9963,7 @@ KCACHE_API void kcache_config_init(kcache_config *cfg) {
         else kcache__env_bad(cfg, REMOTE_MAX_ENTRY);
     }
 }
+#endif /* KCACHE_NO_ENV */
 
 /* The default directory: $XDG_CACHE_HOME/kcache (an absolute path, as the XDG spec requires), else
    $HOME/.cache/kcache. 0 when neither is usable. */
@@ -10481,6 +10519,9 @@ static kcache_reason kcache__ix_classify(kcache *kc, const kcache_key *k, int64_
                            r == KCACHE_ECORRUPT ? "has a damaged index (the next put rebuilds it): nothing known" : "never stored",
                            kc->dir);
             if (r == KCACHE_OK && ix.n[KCACHE__IX_GONE]) kcache__sb_add(b, " (%u overload(s) left it)", ix.n[KCACHE__IX_GONE]);
+#ifdef KCACHE_NO_EXPLAIN
+            kcache__sb_add(b, " (as far as kcache can tell: per-unit indexes are compiled out, KCACHE_NO_EXPLAIN)");
+#endif
             break;
         }
     }
