@@ -142,6 +142,7 @@ test: check-deps
 	@$(MAKE) --no-print-directory -j2 $(TEST_BINS) $(CL_TESTS) $(REMOTE_TESTS) $(TOOLS) $(FAULTS) $(B)/torture $(B)/torture_remote $(B)/demo_cc $(NVRTC_EX) $(B)/kcache_load $(B)/make_store $(addprefix $(B)/,$(FUZZERS))
 	@bash tests/run.sh \
 	  compile=tests/compile_check.sh \
+	  compile-matrix="bash tests/compile_matrix.sh" \
 	  readme=tests/test_readme.sh \
 	  $(foreach t,$(CTESTS),$(t)=$(B)/$(t)) \
 	  $(foreach t,$(CTESTS),asan/$(t)=$(B)/asan/$(t)) \
