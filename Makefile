@@ -245,6 +245,7 @@ $(B)/bench_inspect: tools/kcache-inspect.c   # it includes the tool (and reads b
 BENCHES := bench_hash bench_cache bench_evict bench_flight bench_index bench_opencl bench_pub bench_remote bench_inspect bench_stamp
 bench: check-deps $(addprefix $(B)/,$(BENCHES)) $(B)/kcache-top
 	@for b in $(BENCHES); do echo "== $$b"; $(B)/$$b || exit 1; done
+	@echo "== bench_build"; CC=$(CC) bash bench/bench_build.sh
 
 # ---- the demo: an OpenCL program (PoCL) run twice on the default cache directory: the first run
 # of all compiles and stores it, every later run loads it (opencl_demo --fresh clears it first).
