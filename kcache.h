@@ -229,9 +229,9 @@
 /* This header's version: the macros for the preprocessor, kcache_version() for the library a
    program actually runs with (the same unless two copies differ). */
 #define KCACHE_VERSION_MAJOR 0
-#define KCACHE_VERSION_MINOR 2
+#define KCACHE_VERSION_MINOR 3
 #define KCACHE_VERSION_PATCH 0
-#define KCACHE_VERSION "0.2.0"
+#define KCACHE_VERSION "0.3.0"
 
 #ifndef KCACHE_API
 #ifdef KCACHE_STATIC
@@ -418,24 +418,29 @@ typedef void *(*kcache_alloc_fn)(void *user, size_t size);
 typedef void (*kcache_free_fn)(void *user, void *ptr);
 
 typedef struct kcache_config {
-    const char *dir;          /* persistent store; NULL: the default location (see ENVIRONMENT)  */
+    /* ---- the core: the store, the memory cache, what it says (all a vendor needs) ---- */
+    const char *dir;          /* persistent store; NULL: the default location (README: Environment) */
     uint64_t max_size;        /* store limit in bytes; 0: no limit                                */
     uint32_t mem_entries;     /* memory LRU capacity in entries (at least 1)                      */
-    int enable;               /* 0: every get misses, every put is dropped                        */
-    int persistent;           /* 0: memory only                                                   */
-    int debug;                /* 1: a line per hit, miss, put, eviction and reject                */
     uint64_t mem_size;        /* memory LRU capacity in bytes (each entry's payload, key and
                                  bookkeeping); 0: no byte limit                                     */
-    int trace;                /* 1: keep every key's fields so misses can be explained later      */
+    int enable;               /* 0: every get misses, every put is dropped                        */
+    int persistent;           /* 0: memory only                                                   */
     int fsync;                /* 1: fsync each entry before renaming it into place                */
     int write_policy;         /* KCACHE_WRITE_THROUGH or KCACHE_WRITE_EVICT                       */
     int stamp;                /* KCACHE_STAMP_HYBRID, _MTIME or _CONTENT                          */
     uint32_t build_wait_ms;   /* longest wait for another process's build of the same key         */
     uint32_t lock_timeout_ms; /* longest wait for the store lock before giving up on an update    */
-    kcache_log_fn log;        /* where every message goes (see kcache_log_fn); NULL: stderr      */
-    int publish;              /* 1: counters and events go to DIR/stats for kcache-top (KCACHE_STATS) */
-    void *log_user;
-    /* the remote tier (see ENVIRONMENT, and kcache_remote_ops) */
+    int compress;             /* 1: zstd for the local store's entries too (KCACHE_COMPRESS; KCACHE_ZSTD) */
+    const char *shared_group; /* a group whose members share the store (KCACHE_SHARED_GROUP); NULL: the
+                                 store is the caller's alone                                        */
+    int debug;                /* 1: a line per hit, miss, put, eviction and reject                */
+    int trace;                /* 1: keep every key's fields so misses can be explained later
+                                 (ignored with KCACHE_NO_EXPLAIN)                                   */
+    int publish;              /* 1: counters and events go to DIR/stats for kcache-top (KCACHE_STATS;
+                                 ignored with KCACHE_NO_PUB)                                        */
+    /* ---- the remote tier (README: Sharing across machines; kcache_remote_ops). Ignored, and said
+       so in the log and by kcache_explain, with KCACHE_NO_REMOTE ---- */
     const char *remote;       /* KCACHE_REMOTE: URLs, space-separated shards; NULL: none. With
                                  remote_ops: only the name kcache_explain and the log give it    */
     int remote_mode;          /* KCACHE_REMOTE_RW or KCACHE_REMOTE_RO (KCACHE_REMOTE_MODE)        */
@@ -448,20 +453,20 @@ typedef struct kcache_config {
                                    runs (a dead builder's ends after it); 0: 10000              */
     uint32_t remote_backoff_ms; /* the circuit breaker's first back-off (then doubling, to 32x);
                                    0: 1000                                                      */
-    int compress;             /* 1: zstd for the local store's entries too (KCACHE_COMPRESS; KCACHE_ZSTD) */
-    const char *shared_group; /* a group whose members share the store (KCACHE_SHARED_GROUP); NULL: the
-                                 store is the caller's alone                                        */
-    /* for vendors: no environment, an allocator, what the environment got wrong */
+    /* ---- read-only layers (README: Read-only layers, Security). Ignored, and said so, with
+       KCACHE_NO_LAYERS ---- */
+    const char *layers;       /* KCACHE_LAYERS: directories searched after the store, before the remote,
+                                 separated by ':' (';' on Windows); NULL: none. Copied at open    */
+    int layers_copy;          /* 1 (the default): a layer hit is copied into the store (KCACHE_LAYERS_COPY) */
+    /* ---- vendor hooks: where messages go, no environment, an allocator ---- */
+    kcache_log_fn log;        /* where every message goes (see kcache_log_fn); NULL: stderr      */
+    void *log_user;
     int no_env;               /* 1: kcache_open reads no KCACHE_* variable (kcache_config_defaults sets it) */
     kcache_alloc_fn alloc_fn; /* allocator callbacks, both or neither; NULL: KCACHE_MALLOC / KCACHE_FREE */
     kcache_free_fn free_fn;
     void *alloc_user;         /* passed to both */
     uint32_t env_bad;         /* kcache_config_init: the variables whose value was bad (for kcache_open
                                  to say through the log, which is set only after kcache_config_init) */
-    /* read-only layers (see ENVIRONMENT and SECURITY) */
-    const char *layers;       /* KCACHE_LAYERS: directories searched after the store, before the remote,
-                                 separated by ':' (';' on Windows); NULL: none. Copied at open    */
-    int layers_copy;          /* 1 (the default): a layer hit is copied into the store (KCACHE_LAYERS_COPY) */
 } kcache_config;
 
 /* Fills cfg with the defaults, then applies the environment variables (KCACHE_*). A bad value keeps
@@ -10704,6 +10709,9 @@ static void kcache__lower_open(kcache *kc) {
 #else
     if (kc->cfg.compress) KCACHE__DEBUG(kc, "KCACHE_COMPRESS=1 needs kcache built with KCACHE_ZSTD; the store stays uncompressed");
 #endif
+#ifdef KCACHE_NO_EXPLAIN
+    if (kc->cfg.trace) KCACHE__DEBUG(kc, "KCACHE_TRACE=1 does nothing: per-unit indexes are compiled out (KCACHE_NO_EXPLAIN)");
+#endif
     if (why[0]) KCACHE__DEBUG(kc, "remote: %s", why);
     else if (KCACHE__REMOTE(kc))
         KCACHE__DEBUG(kc, "remote %s (%s, timeout %u ms, entries up to %llu bytes%s%s)", kc->remote->names, kc->remote->ro ? "read-only" : "read-write",
@@ -10917,6 +10925,9 @@ static int kcache__layers_closest(kcache *kc, const kcache_key *k, kcache__sb *b
    refusal is. */
 static void kcache__layers_note(const kcache *kc, kcache__sb *b) {
     if (kc->layers_why[0]) kcache__sb_add(b, " (%s)", kc->layers_why);
+#ifdef KCACHE_NO_REMOTE /* a remote asked for although compiled out: said the same way */
+    if (kc->remote_why[0]) kcache__sb_add(b, " (%s)", kc->remote_why);
+#endif
 }
 
 /* ---- dependencies' content, when a lookup needs it -------------------------------------------

@@ -1151,6 +1151,63 @@ static void test_stamp_memory(void)
     rmdir(dir);
 }
 
+/* ---- a part compiled out (KCACHE_NO_REMOTE, _LAYERS, _PUB, _EXPLAIN) whose setting is set: the
+   debug log says so, and kcache_explain for the tiers; caching goes on ---- */
+static char co_log[8192];
+static size_t co_len;
+static void co_sink(void *user, const char *line) { (void)user; kt_log_append(co_log, sizeof co_log, &co_len, line); }
+static void test_compiled_out(void)
+{
+    char dir[] = "/tmp/kcache-test-lru-XXXXXX", cmd[64], why[1024];
+    kcache_config cfg;
+    kcache *kc;
+    kcache_key k;
+    const void *p;
+    size_t n;
+    if (!mkdtemp(dir)) { KT_FAILF("mkdtemp"); return; }
+    co_len = 0;
+    co_log[0] = 0;
+    kcache_config_defaults(&cfg);
+    cfg.dir = dir;
+    cfg.debug = 1;
+    cfg.log = co_sink;
+    cfg.remote = "redis://127.0.0.1:1";
+    cfg.layers = dir; /* (itself: a layer is never the store, but only a build with layers knows) */
+    cfg.trace = 1;
+    KT_CHECK(kcache_open(&kc, &cfg) == KCACHE_OK);
+    if (!kc) return;
+    kcache_key_init(&k, "co");
+    kcache_key_str(&k, "src", "x");
+    KT_CHECK(kcache_get(kc, &k, &p, &n) == KCACHE_MISS);
+    KT_CHECK(kcache_explain(kc, &k, why, sizeof why) > 0);
+#ifdef KCACHE_NO_REMOTE
+    KT_CHECK_MSG(strstr(co_log, "compiled out (KCACHE_NO_REMOTE)") != NULL, "log: %s", co_log);
+    KT_CHECK_MSG(strstr(why, "compiled out (KCACHE_NO_REMOTE)") != NULL, "explain: %s", why);
+#endif
+#ifdef KCACHE_NO_LAYERS
+    KT_CHECK_MSG(strstr(co_log, "compiled out (KCACHE_NO_LAYERS)") != NULL, "log: %s", co_log);
+    KT_CHECK_MSG(strstr(why, "compiled out (KCACHE_NO_LAYERS)") != NULL, "explain: %s", why);
+#endif
+#ifdef KCACHE_NO_PUB
+    KT_CHECK_MSG(strstr(co_log, "KCACHE_NO_PUB") != NULL, "log: %s", co_log);
+#endif
+#ifdef KCACHE_NO_EXPLAIN
+    KT_CHECK_MSG(strstr(co_log, "KCACHE_NO_EXPLAIN") != NULL, "log: %s", co_log);
+    KT_CHECK_MSG(strstr(why, "KCACHE_NO_EXPLAIN") != NULL, "explain: %s", why);
+#endif
+    KT_CHECK(kcache_put(kc, &k, "bin", 3) == KCACHE_OK);
+    kcache_close(kc);
+    KT_CHECK(kcache_open(&kc, &cfg) == KCACHE_OK); /* from the store, in a new handle */
+    if (kc) {
+        KT_CHECK(kcache_get(kc, &k, &p, &n) == KCACHE_OK && n == 3);
+        if (n == 3) kcache_release(kc, p);
+        kcache_close(kc);
+    }
+    kcache_key_free(&k);
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    KT_CHECK(system(cmd) == 0);
+}
+
 /* ---- names ----------------------------------------------------------------------------------- */
 
 static void test_names(void)
@@ -1211,5 +1268,10 @@ int main(void)
     KT_RUN(test_get_or_build);
     KT_RUN(test_stamp_memory);
     KT_RUN(test_names);
+#if defined(KCACHE_NO_REMOTE) || defined(KCACHE_NO_LAYERS) || defined(KCACHE_NO_PUB) || defined(KCACHE_NO_EXPLAIN)
+    KT_RUN(test_compiled_out);
+#else
+    KT_SKIP(test_compiled_out, "nothing is compiled out in this build");
+#endif
     KT_EXIT();
 }
