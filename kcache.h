@@ -3,21 +3,18 @@
    A program that compiles kernels at run time (OpenCL programs, shaders, LLVM objects) pays a
    compile for each of them on every start. kcache stores what was compiled under a key naming
    everything that went into it, so that the next start reads a file instead of compiling.
+   README.md is the manual: the environment, the store on disk, security, sharing across machines,
+   the tools, performance, the limits and the changes. This comment is what a vendor needs.
 
-   USE
-       In exactly ONE C or C++ file:
+   BUILD
+       In exactly ONE C or C++ file, before any other header there (kcache.h sets the feature
+       macros it needs: _GNU_SOURCE on Linux, undone at its end, and 64-bit off_t):
            #define KCACHE_IMPLEMENTATION
            #include "kcache.h"
-       and include "kcache.h" without the define everywhere else, first in that file (before any
-       system header: it sets the feature macros; see the top of the declarations). Link with
-       -lpthread on POSIX. For the OpenCL part (kcache_cl_build) also define KCACHE_OPENCL and link
-       -lOpenCL. For the Redis remote tier (KCACHE_REMOTE) define KCACHE_REDIS and link -lhiredis;
-       for zstd on the wire (and KCACHE_COMPRESS) KCACHE_ZSTD and -lzstd; for signed remote entries
-       (KCACHE_REMOTE_SECRET) KCACHE_HMAC_OPENSSL and -lcrypto. Without them a remote of your own
-       (kcache_config.remote_ops) still plugs in. Platforms: Linux and other POSIX systems; Windows
-       (Vista or later; mingw-w64 tested under wine; MSVC's branches compiled with clang in MSVC
-       mode, x64 and ARM64) without the OpenCL part for now. Every call that touches a file goes
-       through one platform layer.
+       and include "kcache.h" without the define everywhere else. Link -lpthread on POSIX. C99 or
+       C++11 and later; -Wall -Wextra -Wpedantic -Wshadow -Wconversion -Wcast-qual clean at every -O
+       level with gcc, clang, g++ and clang++. Linux and other POSIX systems; Windows (Vista or
+       later; mingw-w64, MSVC) without the OpenCL part.
 
        kcache *kc;
        kcache_open(&kc, NULL);                         // defaults, then the environment
@@ -37,172 +34,78 @@
        kcache_key_free(&key);
        kcache_close(kc);
 
-   ENVIRONMENT (each also a field of kcache_config; bad values fall back to the default, with a
-   message when KCACHE_DEBUG=1)
-       KCACHE_DIR          persistent store; default $XDG_CACHE_HOME/kcache, else $HOME/.cache/kcache,
-                           Windows %LocalAppData%\kcache; none resolvable -> memory only
-       KCACHE_MAX_SIZE     store limit in bytes, suffixes K/M/G (powers of 1024); 0 = no limit; default 1G
-       KCACHE_SHARED_GROUP a group whose members share the store (see SECURITY); default: none, the
-                           store is its user's alone
-       KCACHE_MEM_ENTRIES  memory LRU capacity in entries; default 1024
-       KCACHE_MEM_SIZE     memory LRU capacity in bytes, suffixes K/M/G; 0 = no limit; default 256M; each
-                           entry counts what it holds: payload, key record and about 300 bytes more
-       KCACHE_ENABLE       0: every get misses, put does nothing; default 1
-       KCACHE_PERSISTENT   0: memory only; default 1
-       KCACHE_DEBUG        1: one line to stderr per hit, miss (with its reason), put, eviction, reject
-       KCACHE_TRACE        1: keep every key's field list so misses can be explained from another process
-       KCACHE_STATS        0: do not publish counters and events in DIR/stats (kcache-top does not
-                           see this process); default 1
-       KCACHE_CPU_NAME, KCACHE_CPU_FEATURES   override the detected CPU in kcache_key_host (portable
-                           caches); read by the key calls, no kcache_config field
-       KCACHE_FSYNC        1: fsync each entry before it is renamed into place; default 0
-       KCACHE_COMPRESS     1: zstd-compress the local store's entries too (KCACHE_ZSTD); default 0
-       KCACHE_WRITE        through (default): write on put; evict: write when it leaves memory, and at close
-       KCACHE_BUILD_WAIT   seconds to wait for another process's build of the same key; default 300
-       KCACHE_STAMP        mtime | content | hybrid (default): how kcache_key_file dependencies are checked
-       KCACHE_LAYERS       read-only stores searched, in order, after the store and before the remote:
-                           DIR[:DIR...] (';' between them on Windows); a site-wide cache on a shared
-                           filesystem, one shipped in a program's install directory. Never written,
-                           locked or repaired; a hit is validated like a local entry (whole key,
-                           checksums, dependency stamps) and copied into the store; a corrupt entry
-                           there is a miss and a reject, left in place. Each must be root's or yours
-                           (see SECURITY); `kcache-inspect --make-layer SRC DEST` makes one.
-                           Default: none
-       KCACHE_LAYERS_COPY  0: a layer hit is not copied into the store (memory keeps it); default 1
-       KCACHE_REMOTE       the remote tier, asked after a local miss and sent every put (KCACHE_REDIS):
-                           redis://HOST[:PORT][/DB] or unix:///PATH.sock; several, space-separated, are
-                           shards (a key's shard: rendezvous hashing). A hit is validated like a local
-                           entry and written into the store. Default: none
-       KCACHE_REMOTE_MODE  rw (default) | ro: never write the remote
-       KCACHE_REMOTE_TIMEOUT  milliseconds any remote operation may take (connects: 100 ms at most);
-                           default 500. A failure opens a circuit breaker: that shard is skipped for
-                           1 s, doubling up to 32 s while it keeps failing
-       KCACHE_REMOTE_SECRET   entries sent are signed with HMAC-SHA-256 under this secret, and remote
-                           entries not so signed are rejected (KCACHE_HMAC_OPENSSL); every client of a
-                           server must share it
-       KCACHE_REMOTE_MAX_ENTRY  larger entries (header + payload) stay local; suffixes K/M/G; default 4M
+       Every call that can fail returns a kcache_status (kcache_strerror: a sentence); a caching
+       failure is never the caller's: on any error, compile and go on.
 
-   ON DISK (KCACHE_DIR)
-       config.file         format version, accounted size and entry count (checksummed), a log of
-                           recent evictions, the eviction hand, then the use table: kcache's own
-                           record of every entry's last use and whether it was used since the hand
-                           passed (mapped, so a hit records its use without a system call;
-                           filesystem atime is not used); it grows with the number of entries
-       lock                advisory lock: byte 0 guards accounting, eviction and the indexes; the
-                           byte at 2^40 + the digest's low 30 bits is a build claim (single flight)
-       e/XX/<digest>.kce   entries, 256 shards by the digest's first byte: header, the key's fields,
-                           payload; checksums over header and payload
-       i/XX/<unit>.kci     an index per unit: its overloads with their fields, the ones that left
-                           and why, recent misses (KCACHE_TRACE); read by kcache_explain and tools
-       stats               what every process using the store counts (the kcache_get_stats counters),
-                           per unit, and its recent events, for kcache-top: fixed size (about 1 MiB),
-                           mapped, a slot per open cache, never truncated; a dead process's slot is
-                           reclaimed by the next opener
-       tmp/                temp files (same filesystem, renamed into place); a dead writer's are removed
-       Every integer is little-endian: a store written on any platform is read on any other.
-       Readers take no lock. Writers write a temp file, then take the lock only to rename, account,
-       evict and log. Every handle of a process on one store shares one descriptor of "lock" and
-       one in-process lock (>>registry): the handles exclude each other with OFD locks or without.
-       Nothing in the program may open and close DIR/lock itself (that would drop POSIX locks).
-       Directories kcache makes are 0700 and its files 0600 (02770 / 0660 in a shared store): lock,
-       config.file and stats exactly, whatever the umask (which can only take bits away).
-       The store stays under its limit with the temp files of writes in flight counted, and leaves
-       its filesystem 5 % free (at most 1 GiB): a put evicts to keep both, and a put that meets a
-       full disk evicts and tries once more.
-
-   SECURITY
-       Another local user has no effect on a store but a refused store or a miss; the same user is
-       trusted. The path is resolved from / one directory at a time (openat O_NOFOLLOW from the
-       directory before; openat2 RESOLVE_NO_SYMLINKS inside the store), each checked with fstat on
-       the descriptor then used: a symlink is followed only when root or the caller owns it; a
-       directory on the way must be root's or the caller's and writable by no one else unless
-       sticky; the store and each level in it (e/, its shards, i/, tmp/) must be the caller's and
-       writable by no one else (never a sticky world-writable one; a shard is checked when the
-       process first uses it, so a hit pays no system call for it). One of kcache's own levels
-       whose mode alone is wrong is made 0700 again unless another user put something in it. Only a
-       kcache store is written (empty, kcache's names only, or its config.file); nothing but
-       kcache's own files is ever deleted or replaced (the temp sweep removes only regular files of
-       the caller's with the names kcache's writers make), and files of another user are never
-       read as kcache's. A store that fails a check is refused with a message naming the component
-       (kcache_explain, KCACHE_DEBUG) and the cache runs from memory. A store the caller can only
-       read (a read-only filesystem, a lock file it may not open, a site-wide store of root's made
-       readable) serves hits without a lock; puts stay in memory. KCACHE_SHARED_GROUP=name opts in
-       to a group's store: group-owned, setgid, 02770 / 0660, every member trusted. The same user
-       (or root) can do anything to a store, e.g. truncate config.file or stats, which every
-       process maps: their next hit dies of SIGBUS. kcache itself never shrinks either file.
-       A layer (KCACHE_LAYERS) is opened read-only whatever its permissions and checked as a
-       read-only store is: the path to it as a store's, the layer and its levels root's or yours
-       and writable by no one else (a world- or group-writable one is refused), its entries and
-       indexes root's or yours. Another user's layer is refused although you named it: checksums
-       find damage, not forgery, so the one who can write a layer chooses the binaries your
-       program loads; a layer is trusted as the store itself is (a site's is made root's).
-
-   THREAD SAFETY
-       Every call on one kcache is thread-safe. A kcache_key is a plain value: build it in one thread;
-       once built, many threads may pass the same key to kcache_get at once. The one state kcache
-       keeps for the whole process is the registry of lock files and remembered file stamps
-       (>>registry), thread- and fork-safe.
-
-   FORK
-       A process forked at any moment (other threads inside kcache calls included) may use or close
-       a kcache it inherited: its first call opens the child's own kcache with the same
-       configuration (the memory cache starts empty; the store is shared), and nothing of the
-       parent's is waited on, taken over (locks, build claims) or freed. No pthread_atfork handler.
-
-   STACK
-       No function of this header takes more than 4 KiB of stack (-O0 and -O2, gcc and clang); every
-       call works on a 32 KiB thread stack (fibers, job systems). Keys are about 4 KiB: keep them
-       where you like; kcache's own are on the heap.
-
-   NEVER
-       kcache installs no signal handler, atexit or atfork handler, and writes nothing to stdout; to
-       stderr only the debug lines asked for (KCACHE_DEBUG, cfg.debug) when no log callback is set
-       (with one, everything goes to it). It starts no thread, with one exception: while
-       kcache_get_or_build holds a cluster-wide build claim on a remote tier (KCACHE_REMOTE, or a
-       remote_ops table with a claim callback), one thread renews the claim; it ends with the build.
-       The Redis backend blocks SIGPIPE in the calling thread around its writes and takes a SIGPIPE
-       its own write raised, so a dead server cannot end the process (no handler is involved).
-
-   ERRORS
-       Every call that can fail returns a kcache_status; kcache_strerror turns one into a sentence. A
-       caching failure is never the caller's failure: on any error, compile and go on.
-
-   OPTIONS (define before including in the implementation file)
+   OPTIONS (define before including, in the implementation file)
        KCACHE_API          declaration prefix of every public function (default extern)
        KCACHE_STATIC       make every function static (two copies in one program)
        KCACHE_MALLOC, KCACHE_REALLOC, KCACHE_FREE    allocator (all three or none)
        KCACHE_ASSERT       assertion used for programming errors in debug builds (default assert)
-       KCACHE_OPENCL       the OpenCL part: kcache_cl_build, kcache_cl_key (-lOpenCL)
-       KCACHE_REDIS        the built-in Redis remote tier (hiredis 0.14 or later; POSIX)
-       KCACHE_ZSTD         zstd-compressed entries on the remote, and KCACHE_COMPRESS (libzstd)
-       KCACHE_HMAC_OPENSSL HMAC-SHA-256 from OpenSSL's libcrypto for KCACHE_REMOTE_SECRET
+       optional parts, each with its library:
+       KCACHE_OPENCL       kcache_cl_build, kcache_cl_key                       -lOpenCL
+       KCACHE_REDIS        the built-in Redis remote tier (hiredis >= 0.14; POSIX) -lhiredis
+       KCACHE_ZSTD         zstd entries on the remote, and KCACHE_COMPRESS      -lzstd
+       KCACHE_HMAC_OPENSSL HMAC-SHA-256 for KCACHE_REMOTE_SECRET                 -lcrypto
+       compile-out switches (the core alone, every switch: about 0.66x the code of the default
+       build; a part compiled out ignores its kcache_config fields, and the debug log and
+       kcache_explain say so when one is set; kcache_config keeps one layout whatever is defined):
+       KCACHE_NO_REMOTE    no remote tier (KCACHE_REMOTE, remote_ops)
+       KCACHE_NO_LAYERS    no read-only layers (KCACHE_LAYERS)
+       KCACHE_NO_PUB       nothing published for kcache-top (no DIR/stats file)
+       KCACHE_NO_EXPLAIN   no per-unit indexes: a miss is not explained field by field, and the
+                           tools see no units of this program's (KCACHE_TRACE does nothing)
+       KCACHE_NO_ENV       no KCACHE_* variable read (kcache_config_init = kcache_config_defaults;
+                           the default directory still follows XDG_CACHE_HOME / HOME)
+       KCACHE_NO_CPU_NAMES kcache_key_host names an x86 CPU by its CPUID vendor, family and model
+                           ("intel-6-0x55"), not as LLVM does ("skylake-avx512"): no name tables.
+                           Keys made so differ from a full build's (no shared entries)
        KCACHE_TEST_NO_OFD  tests only: compile the open-file-description locks out
-       At run time: kcache_config's alloc_fn / free_fn / alloc_user (allocator callbacks),
-       log / log_user (every message), kcache_config_defaults (no environment).
+       At run time, kcache_config's vendor hooks: log / log_user (every message), alloc_fn /
+       free_fn / alloc_user (allocator callbacks), kcache_config_defaults (no environment).
        Version: KCACHE_VERSION_MAJOR / _MINOR / _PATCH, KCACHE_VERSION, kcache_version().
 
-   LIMITS
-       A key holds up to 65535 fields; names are printable and shorter than KCACHE_FIELD_NAME_MAX,
-       units shorter than KCACHE_UNIT_MAX. A build function passed to kcache_get_or_build must
-       return (no longjmp or C++ exception out of it). config.file and stats must not be truncated
-       in place by anything else while the store is in use (they are mapped). On Windows files have
-       no owner or mode bits kcache can read, so the store's owner/permission check is the
-       directory's ACL's business; links and junctions inside the store are refused as symlinks are
-       elsewhere.
+   THREADS AND ALLOCATIONS
+       Every call on one kcache is thread-safe; a kcache_key is a plain value (build it in one
+       thread, then share it read-only). kcache starts no thread (one exception: the renewer of a
+       cluster build claim on a remote tier, for the length of a build), installs no signal, atexit
+       or atfork handler and no constructor, writes nothing to stdout, and to stderr only debug
+       lines asked for when no log callback is set. A forked child may use the kcache it inherited.
+       No function takes more than 4 KiB of stack. What a kcache allocates goes through its
+       allocator callbacks when set; keys (made before there is a kcache), the process-wide
+       registry (lock files shared by every handle of a store; see >>registry) and a build
+       function's buffer use KCACHE_MALLOC (README: Vendoring, Memory).
 
-   REVISIONS
-       0.2  the store is its owner's alone (the path walked and checked level by level, a group's
-            store with KCACHE_SHARED_GROUP, read-only stores served without a lock) and leaves its
-            filesystem a reserve; CLOCK eviction (scan-resistant, writes in flight counted); a
-            remote tier (Redis or remote_ops, signed and zstd entries, circuit breakers, cluster
-            build claims) and read-only layers (KCACHE_LAYERS); x86 CPU names as each LLVM from 9
-            to 22 gives them (numba's magic tuple); vendoring: one lock registry per process
-            (locking independent of OFD locks and of the include order), fork-safe handles, 4 KiB
-            stacks, dependency content digests taken only when needed and remembered,
-            kcache_key_library, version macros, no-environment configuration, allocator callbacks,
-            every message through the log
-       0.1  keys, XXH3-128, memory LRU, configuration, persistent store, per-unit indexes,
-            explained misses, single flight
+   CONTENTS (each part starts at a banner: search for its tag, e.g. ">>store")
+       declarations
+         >>status    results (kcache_status) and miss reasons
+         >>hash      XXH3-128: kcache_hash and its streaming form
+         >>config    kcache_config, the remote backend table (kcache_remote_ops), callbacks
+         >>api       opening, keys, lookups: kcache_open ... kcache_get_or_build
+         >>opencl    kcache_cl_build (KCACHE_OPENCL)
+         >>stats     kcache_stats, kcache_verify
+       implementation (KCACHE_IMPLEMENTATION), in dependency order
+         >>platform  threads, time, atomics, files: everything that differs between systems
+         >>registry  the one process-wide state: lock files, dependency stamps, the CPU's SIMD
+         >>bytes     the little-endian encoding of everything on disk
+         >>hash      XXH3-128: scalar, SSE2, AVX2, AVX-512, NEON
+         >>host      the host tuple: OS/arch, CPU name (KCACHE_NO_CPU_NAMES), CPU features
+         >>key       canonical keys: sorted, type-tagged, length-prefixed fields
+         >>lru       refcounted payloads and the in-memory LRU
+         >>store     the persistent store: entries, accounting, use record, eviction, repair;
+                     within it >>index, the per-unit index files (KCACHE_NO_EXPLAIN), and the
+                     read-only layers' opening (KCACHE_NO_LAYERS)
+         >>remote    the remote tier: backends, shards, breakers, signed values (KCACHE_NO_REMOTE)
+         >>pub       publishing counters and events for kcache-top (KCACHE_NO_PUB)
+         >>cache     the public calls: configuration (KCACHE_NO_ENV), open/close, get/put/remove,
+                     the tiers below the store, explain, stats, single flight
+         >>opencl    kcache_cl_build's implementation (KCACHE_OPENCL)
+
+   REVISIONS (README: Changes)
+       0.3  compile-out switches (KCACHE_NO_*); kcache_config's fields grouped (names unchanged);
+            clean at every -O level in C++; no libgcc constructor
+       0.2  owner-only stores, CLOCK eviction, remote tier, read-only layers, vendoring
+       0.1  keys, XXH3-128, memory LRU, persistent store, per-unit indexes, single flight
 */
 #ifndef KCACHE_H
 #define KCACHE_H
@@ -4855,13 +4758,13 @@ static const kcache__kfile *kcache__key_kfile(const kcache_key *k, const char *n
 /* Streams a file through XXH3-128 (the buffer on the heap: calls fit small thread stacks). 0 with
    *fi the file's stat after the read, or an errno; *changed when it changed while it was read (its
    stamp must then not vouch for the content). */
-static int kcache__hash_file(const char *path, kcache_hash128 *out, kcache__finfo *fi, int *changed) {
+static int kcache__hash_file(const kcache__mem *m, const char *path, kcache_hash128 *out, kcache__finfo *fi, int *changed) {
     unsigned char *buf;
     kcache_hash_state st;
     kcache__finfo before;
     uint64_t total = 0;
     int fd, e = 0;
-    if ((buf = (unsigned char *)KCACHE_MALLOC(KCACHE__HASH_BUF)) == NULL) return ENOMEM;
+    if ((buf = (unsigned char *)kcache__mem_alloc(m, KCACHE__HASH_BUF)) == NULL) return ENOMEM;
     fd = kcache__io_open(path, KCACHE__RD | KCACHE__NONBLOCK);
     if (fd < 0 || kcache__io_fstat(fd, &before) != 0) e = errno ? errno : EIO;
     else if (before.kind != KCACHE__KIND_FILE) e = EISDIR; /* a directory or FIFO is no dependency */
@@ -4876,7 +4779,7 @@ static int kcache__hash_file(const char *path, kcache_hash128 *out, kcache__finf
     }
     if (!e && kcache__io_fstat(fd, fi) != 0) e = errno ? errno : EIO;
     if (fd >= 0) kcache__io_close(fd);
-    KCACHE_FREE(buf);
+    kcache__mem_free(m, buf);
     if (e) return e;
     *out = kcache_hash_final(&st);
     *changed = before.mtime_ns != fi->mtime_ns || before.ctime_ns != fi->ctime_ns || before.size != fi->size || total != fi->size;
@@ -5077,15 +4980,15 @@ KCACHE_API void kcache_key_free(kcache_key *k) {
 
 /* Keys kcache needs for a while inside a call live on the heap (a key is about 4 KiB: calls fit
    small thread stacks). kcache__key_drop frees one (NULL is ignored). */
-static kcache_key *kcache__key_alloc(void) {
-    kcache_key *k = (kcache_key *)KCACHE_MALLOC(sizeof *k);
+static kcache_key *kcache__key_alloc(const kcache__mem *m) { /* m: its kcache's allocator, or NULL */
+    kcache_key *k = (kcache_key *)kcache__mem_alloc(m, sizeof *k);
     if (k) kcache_key_init(k, NULL); /* a freeable, never-matching key until parsed into */
     return k;
 }
-static void kcache__key_drop(kcache_key *k) {
+static void kcache__key_drop(const kcache__mem *m, kcache_key *k) { /* m: the allocator it came from */
     if (!k) return;
     kcache_key_free(k);
-    KCACHE_FREE(k);
+    kcache__mem_free(m, k);
 }
 
 /* ---- the key record: a key's unit and fields (previews and stamps included) as bytes, the form
@@ -7029,11 +6932,11 @@ static kcache_status kcache__store_put(kcache__store *st, const kcache_key *k, c
 /* Lock held: whether a stored overload (its record) depends on one of the files in the key now
    whose stamp changed under the policy. */
 static int kcache__depends_on_stale(const unsigned char *rec, size_t len, const kcache_key *now, int policy) {
-    kcache_key *stored = kcache__key_alloc();
+    kcache_key *stored = kcache__key_alloc(NULL);
     const kcache_key_field *f = kcache__key_fields(now), *g;
     uint32_t i;
     int stale = 0;
-    if (!stored || kcache__record_parse(rec, len, stored) != KCACHE_OK) { kcache__key_drop(stored); return 0; }
+    if (!stored || kcache__record_parse(rec, len, stored) != KCACHE_OK) { kcache__key_drop(NULL, stored); return 0; }
     g = kcache__key_fields(stored);
     for (i = 0; i < now->count && !stale; i++) {
         uint32_t j;
@@ -7043,7 +6946,7 @@ static int kcache__depends_on_stale(const unsigned char *rec, size_t len, const 
                 kcache__stamp_stale(kcache__stamp_diff(&g[j], &f[i]), policy))
                 stale = 1;
     }
-    kcache__key_drop(stored);
+    kcache__key_drop(NULL, stored);
     return stale;
 }
 
@@ -10021,9 +9924,9 @@ KCACHE_API kcache_status kcache_open(kcache **out, const kcache_config *cfg) {
     kc->cfg.dir = NULL;
     kc->pid = kcache__pid();
     if (kc->cfg.mem_entries == 0) kc->cfg.mem_entries = 1;
-    if ((t = (kcache__open_scratch *)KCACHE_MALLOC(sizeof *t)) == NULL) { kcache__mem_free(&al, kc); return KCACHE_ENOMEM; }
+    if ((t = (kcache__open_scratch *)kcache__mem_alloc(&al, sizeof *t)) == NULL) { kcache__mem_free(&al, kc); return KCACHE_ENOMEM; }
     if (kcache__lru_init(&kc->lru, kc->cfg.mem_entries, &kc->mem) != KCACHE_OK) {
-        KCACHE_FREE(t);
+        kcache__mem_free(&al, t);
         kcache__mem_free(&al, kc);
         return KCACHE_ENOMEM;
     }
@@ -10061,7 +9964,7 @@ KCACHE_API kcache_status kcache_open(kcache **out, const kcache_config *cfg) {
     if (!kc->store) KCACHE__DEBUG(kc, "%s", kc->store_why);
     else KCACHE__DEBUG(kc, "store %s (limit %llu bytes)%s%s", kc->dir, (unsigned long long)kc->cfg.max_size, why[0] ? "; " : "", why);
     if (kc->cfg.enable) kcache__lower_open(kc);
-    KCACHE_FREE(t);
+    kcache__mem_free(&kc->mem, t);
     *out = kc;
     return KCACHE_OK;
 }
@@ -10254,7 +10157,7 @@ static void kcache__store_stats(kcache *kc, const kcache__store_ev *ev, kcache_s
 
 /* Writes a node that only memory held (KCACHE_WRITE=evict) to the store. */
 static void kcache__write_back(kcache *kc, kcache__node *n) {
-    kcache_key *k = kcache__key_alloc();
+    kcache_key *k = kcache__key_alloc(&kc->mem);
     kcache__store_ev ev;
     kcache_status s;
     if (k && kcache__record_parse(n->rec, n->rec_len, k) == KCACHE_OK) {
@@ -10263,7 +10166,7 @@ static void kcache__write_back(kcache *kc, kcache__node *n) {
         kcache__store_stats(kc, &ev, s);
         KCACHE__DEBUG(kc, "write-back %s (%zu bytes): %s", k->unit, n->blob->size, kcache_strerror(s));
     }
-    kcache__key_drop(k);
+    kcache__key_drop(&kc->mem, k);
 }
 
 static void kcache__release_nodes(kcache *kc, kcache__node *list) {
@@ -10448,7 +10351,7 @@ static void kcache__keep_closest(kcache_key *best, int *best_eq, kcache_key *can
 /* Writes into b how k differs from the closest of an index's live overloads (nothing when none of
    their records parses). The two keys compared live on the heap (about 4 KiB each: small stacks). */
 static void kcache__sb_closest(kcache__sb *b, const kcache__ix *ix, const kcache_key *k) {
-    kcache_key *best = kcache__key_alloc(), *cand = kcache__key_alloc();
+    kcache_key *best = kcache__key_alloc(NULL), *cand = kcache__key_alloc(NULL);
     int best_eq = -1;
     uint32_t i;
     for (i = 0; best && cand && i < ix->n[KCACHE__IX_LIVE]; i++) {
@@ -10501,7 +10404,7 @@ static kcache_reason kcache__ix_classify(kcache *kc, const kcache_key *k, int64_
             kcache__sb_time(b, *when);
             break;
         case KCACHE_REASON_STAMP: {
-            kcache_key *stored = kcache__key_alloc();
+            kcache_key *stored = kcache__key_alloc(&kc->mem);
             kcache__sb_add(b, " (entry removed at ");
             kcache__sb_time(b, *when);
             kcache__sb_add(b, ")");
@@ -10510,7 +10413,7 @@ static kcache_reason kcache__ix_classify(kcache *kc, const kcache_key *k, int64_
                 kcache__sb_add(b, ": ");
                 kcache__sb_stamps(b, stored, k, kc->cfg.stamp);
             }
-            kcache__key_drop(stored);
+            kcache__key_drop(&kc->mem, stored);
             break;
         }
         case KCACHE_REASON_FIELD:
@@ -10838,7 +10741,7 @@ static kcache_status kcache__lower_get(kcache *kc, const kcache_key *k, uint64_t
         KCACHE_FREE(rd.rec);
         if (rd.status == KCACHE_OK) s = kcache__lower_hit(kc, rk, gen, rd.blob, 0, where, data, size);
     }
-    kcache__key_drop(copy);
+    kcache__key_drop(&kc->mem, copy);
     return s;
 }
 
@@ -10883,7 +10786,7 @@ static int kcache__lower_explain(kcache *kc, const kcache_key *k, kcache__sb *b)
         if (said) { KCACHE_FREE(bad_rec); return 1; }
     }
     if (!bad) return 0;
-    stored = bad_rec ? kcache__key_alloc() : NULL; /* (on the heap: small stacks) */
+    stored = bad_rec ? kcache__key_alloc(&kc->mem) : NULL; /* (on the heap: small stacks) */
     if (stored && kcache__record_parse(bad_rec, bad_len, stored) == KCACHE_OK) {
         kcache__sb_add(b, "miss: %s: ", kcache__reason_text[KCACHE_REASON_STAMP]);
         kcache__sb_stamps(b, stored, k, kc->cfg.stamp);
@@ -10894,7 +10797,7 @@ static int kcache__lower_explain(kcache *kc, const kcache_key *k, kcache__sb *b)
         kcache__sb_add(b, "miss: %s: the entry for unit \"%s\" in layer %s fails validation; it stays there (a layer is read-only)",
                        kcache__reason_text[KCACHE_REASON_REJECTED], k->unit, bad->dir);
     }
-    kcache__key_drop(stored);
+    kcache__key_drop(&kc->mem, stored);
     KCACHE_FREE(bad_rec);
     return 1;
 }
@@ -10961,7 +10864,7 @@ static int kcache__stamp_load(kcache *kc, const kcache__finfo *fi, kcache_hash12
     }
     kcache__blob_unref(rd.blob);
     KCACHE_FREE(rd.rec);
-    kcache__key_drop(sk);
+    kcache__key_drop(NULL, sk);
     return ok;
 }
 static void kcache__stamp_save(kcache *kc, const kcache__finfo *fi, kcache_hash128 path_digest, kcache_hash128 content) {
@@ -10973,7 +10876,7 @@ static void kcache__stamp_save(kcache *kc, const kcache__finfo *fi, kcache_hash1
     kcache__put_u64(v + 8, content.hi);
     memset(&ev, 0, sizeof ev);
     kcache__store_stats(kc, &ev, kcache__store_put(kc->store, sk, v, sizeof v, &ev));
-    kcache__key_drop(sk);
+    kcache__key_drop(NULL, sk);
 }
 
 /* Fills a file field's content (kf: its path and the stat kcache_key_file took). A file read now
@@ -10990,7 +10893,7 @@ static kcache_status kcache__field_content(kcache *kc, const kcache__kfile *kf, 
             return KCACHE_OK;
         }
     }
-    if (kcache__hash_file(kf->path, &c, &now, &changed) != 0) return KCACHE_ENOENT;
+    if (kcache__hash_file(kc ? &kc->mem : NULL, kf->path, &c, &now, &changed) != 0) return KCACHE_ENOENT;
     f->content = c;
     f->mtime_ns = changed ? 0 : now.mtime_ns;
     f->file_size = now.size;
@@ -11026,12 +10929,12 @@ static const kcache_key *kcache__key_resolve(kcache *kc, const kcache_key *k, in
     uint32_t i, want = kcache__ff_unresolved(policy);
     *copy = NULL;
     if (!kcache__key_unresolved(k, policy)) return k;
-    if ((c = (kcache_key *)KCACHE_MALLOC(sizeof *c)) == NULL) return NULL;
+    if ((c = (kcache_key *)kcache__mem_alloc(kc ? &kc->mem : NULL, sizeof *c)) == NULL) return NULL; /* (kcache__key_drop(&kc->mem, c)) */
     memcpy(c, k, offsetof(kcache_key, inline_fields));
     c->files = NULL;
-    if (k->heap) {
+    if (k->heap) { /* a key's own arrays are KCACHE_MALLOC's: kcache_key_free frees them */
         if ((c->heap = (kcache_key_field *)KCACHE_MALLOC(sizeof(kcache_key_field) * k->cap)) == NULL) {
-            KCACHE_FREE(c);
+            kcache__mem_free(kc ? &kc->mem : NULL, c);
             return NULL;
         }
         memcpy(c->heap, k->heap, sizeof(kcache_key_field) * k->count);
@@ -11070,7 +10973,7 @@ static void kcache__remove_stale(kcache *kc, const kcache_key *k, const unsigned
     const kcache_key *rk = kc->cfg.stamp == KCACHE_STAMP_MTIME ? k : kcache__key_resolve(kc, k, kc->cfg.stamp, &copy);
     memset(&ev, 0, sizeof ev);
     if (rk) kcache__store_remove(kc->store, rk, KCACHE_REASON_STAMP, rec, rec_len, kc->cfg.stamp, &ev);
-    kcache__key_drop(copy);
+    kcache__key_drop(&kc->mem, copy);
 }
 
 static kcache_status kcache__get_once(kcache *kc, const kcache_key *k, const void **data, size_t *size, int count_miss,
@@ -11088,7 +10991,7 @@ static kcache_status kcache__get(kcache *kc, const kcache_key *k, const void **d
         if (!rk) return KCACHE_ENOMEM;
         need = 0;
         s = kcache__get_once(kc, rk, data, size, count_miss, ask, &need);
-        kcache__key_drop(copy);
+        kcache__key_drop(&kc->mem, copy);
     }
     return s;
 }
@@ -11218,7 +11121,7 @@ static kcache_status kcache__get_once(kcache *kc, const kcache_key *k, const voi
         kcache_key *copy = NULL;
         const kcache_key *rk = kcache__key_resolve(kc, k, kc->cfg.stamp, &copy);
         if (rk) kcache__store_trace_miss(kc->store, rk, reason);
-        kcache__key_drop(copy);
+        kcache__key_drop(&kc->mem, copy);
     }
     return KCACHE_MISS;
 }
@@ -11238,7 +11141,7 @@ static kcache_status kcache__put_blob(kcache *kc, const kcache_key *k, kcache__b
     if (remote) *remote = KCACHE_EDISABLED;
     if (s == KCACHE_OK) s = kcache__put_blob_key(kc, rk, b, through, remote);
     else kcache__blob_unref(b);
-    kcache__key_drop(copy);
+    kcache__key_drop(&kc->mem, copy);
     return s;
 }
 static kcache_status kcache__put_blob_key(kcache *kc, const kcache_key *k, kcache__blob *b, int through, kcache_status *remote) {
@@ -11382,7 +11285,7 @@ static int kcache__closest_in_memory(kcache *kc, const kcache_key *k, kcache_key
     uint64_t uh = kcache_hash(k->unit, strlen(k->unit)).lo;
     const kcache__node *n;
     int best_eq = -1;
-    kcache_key *cand = kcache__key_alloc();
+    kcache_key *cand = kcache__key_alloc(&kc->mem);
     *overloads = 0;
     for (n = kc->lru.head.next; cand && n != &kc->lru.head; n = n->next) {
         int eq;
@@ -11390,13 +11293,14 @@ static int kcache__closest_in_memory(kcache *kc, const kcache_key *k, kcache_key
         (*overloads)++;
         kcache__keep_closest(best, &best_eq, cand, eq);
     }
-    KCACHE_FREE(cand); /* (freed or moved into best already) */
+    kcache__mem_free(&kc->mem, cand); /* (freed or moved into best already) */
     return best_eq >= 0;
 }
 
 static size_t kcache__explain(kcache *kc, const kcache_key *k, char *buf, size_t cap, kcache_key *stored);
 KCACHE_API size_t kcache_explain(kcache *kc, const kcache_key *k, char *buf, size_t cap) {
-    kcache_key *copy = NULL, *stored = kcache__key_alloc(); /* scratch for a stored overload */
+    const kcache__mem *m = kc ? &kc->mem : NULL; /* (a forked child's own handle has the same allocator) */
+    kcache_key *copy = NULL, *stored = kcache__key_alloc(m); /* scratch for a stored overload */
     size_t n;
     if (kc) kc = kcache__live(kc, 1);
     if (kc && k && k->magic == KCACHE__KEY_LIVE && k->error == KCACHE_OK && kc->cfg.enable) {
@@ -11405,8 +11309,8 @@ KCACHE_API size_t kcache_explain(kcache *kc, const kcache_key *k, char *buf, siz
     }
     if (!stored) kc = NULL; /* "invalid": out of memory */
     n = kcache__explain(kc, k, buf, cap, stored);
-    kcache__key_drop(copy);
-    kcache__key_drop(stored);
+    kcache__key_drop(m, copy);
+    kcache__key_drop(m, stored);
     return n;
 }
 static size_t kcache__explain(kcache *kc, const kcache_key *k, char *buf, size_t cap, kcache_key *stored) {

@@ -496,7 +496,7 @@ static kcache_hash128 content_in(kcache *kc, const kcache_key *k, const char *na
         h = f->content;
         if (read) *read = f->reserved == 0;
     }
-    kcache__key_drop(copy);
+    kcache__key_drop(kc ? &kc->mem : NULL, copy);
     return h;
 }
 static kcache_hash128 content_of(const kcache_key *k, const char *name, int *read)
