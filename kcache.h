@@ -4764,6 +4764,7 @@ static int kcache__hash_file(const kcache__mem *m, const char *path, kcache_hash
     kcache__finfo before;
     uint64_t total = 0;
     int fd, e = 0;
+    memset(&before, 0, sizeof before); /* (gcc -O3 cannot see that a failed fstat returns first) */
     if ((buf = (unsigned char *)kcache__mem_alloc(m, KCACHE__HASH_BUF)) == NULL) return ENOMEM;
     fd = kcache__io_open(path, KCACHE__RD | KCACHE__NONBLOCK);
     if (fd < 0 || kcache__io_fstat(fd, &before) != 0) e = errno ? errno : EIO;
