@@ -23,7 +23,7 @@ REMOTE_DEFS := -DKCACHE_REDIS -DKCACHE_ZSTD -DKCACHE_HMAC_OPENSSL
 REMOTE_LIBS := -lhiredis -lzstd -lcrypto $(LDLIBS)
 
 .PHONY: all tools examples test check-deps bench demo demo-deps demo-cc install uninstall clean fuzz fuzz-smoke \
-        test-aarch64 test-s390x test-exchange torture test-windows test-valgrind test-tsan test-noofd
+        test-aarch64 test-s390x test-exchange torture test-windows test-valgrind test-tsan test-noofd test-core
 all: tools examples
 
 $(B) $(B)/asan $(B)/noofd $(B)/asan-noofd:
@@ -106,6 +106,15 @@ $(B)/noofd/test_%: tests/test_%.c kcache.h tests/kt.h | $(B)/noofd
 $(B)/asan-noofd/test_%: tests/test_%.c kcache.h tests/kt.h | $(B)/asan-noofd
 	$(CC) $(STD) $(SAN) $(NOOFD) $(WARN) -I. -o $@ $< $(LDLIBS)
 
+# the core alone: every compile-out switch a vendor has (kcache.h's OPTIONS); the core's tests run
+# so in `make test`, skipping (a "skip" line) the groups that need a part compiled out
+CORE_SW := -DKCACHE_NO_REMOTE -DKCACHE_NO_LAYERS -DKCACHE_NO_PUB -DKCACHE_NO_CPU_NAMES -DKCACHE_NO_EXPLAIN -DKCACHE_NO_ENV
+CORE_TESTS := test_key test_lru test_store test_flight test_threads test_index
+$(B)/core:
+	mkdir -p $@
+$(B)/core/test_%: tests/test_%.c kcache.h tests/kt.h | $(B)/core
+	$(CC) $(STD) $(CFLAGS) $(CORE_SW) $(WARN) -I. -o $@ $< $(LDLIBS)
+
 # the OpenCL layer's tests (PoCL) link the ICD loader
 $(B)/test_opencl: tests/test_opencl.c kcache.h tests/kt.h | $(B)
 	$(CC) $(STD) $(CFLAGS) $(WARN) -I. -Itests -o $@ $< $(CL_LIBS)
@@ -145,7 +154,8 @@ torture: $(B)/torture $(B)/torture_remote
 # and removes the second user when root
 ATTACK := $(B)/test_attack $(B)/asan/test_attack
 TEST_BINS := $(addprefix $(B)/,$(CTESTS)) $(addprefix $(B)/asan/,$(CTESTS)) $(ATTACK) \
-             $(addprefix $(B)/noofd/,$(NOOFD_TESTS)) $(addprefix $(B)/asan-noofd/,$(NOOFD_TESTS))
+             $(addprefix $(B)/noofd/,$(NOOFD_TESTS)) $(addprefix $(B)/asan-noofd/,$(NOOFD_TESTS)) \
+             $(addprefix $(B)/core/,$(CORE_TESTS))
 
 check-deps:
 	@bash scripts/deps.sh
@@ -155,11 +165,13 @@ test: check-deps
 	@$(MAKE) --no-print-directory -j2 $(TEST_BINS) $(CL_TESTS) $(VK_TESTS) $(REMOTE_TESTS) $(TOOLS) $(FAULTS) $(B)/torture $(B)/torture_remote $(B)/demo_cc $(NVRTC_EX) $(B)/kcache_load $(B)/make_store $(addprefix $(B)/,$(FUZZERS))
 	@bash tests/run.sh \
 	  compile=tests/compile_check.sh \
+	  compile-matrix="bash tests/compile_matrix.sh" \
 	  readme=tests/test_readme.sh \
 	  $(foreach t,$(CTESTS),$(t)=$(B)/$(t)) \
 	  $(foreach t,$(CTESTS),asan/$(t)=$(B)/asan/$(t)) \
 	  $(foreach t,$(NOOFD_TESTS),noofd/$(t)=$(B)/noofd/$(t)) \
 	  $(foreach t,$(NOOFD_TESTS),asan-noofd/$(t)=$(B)/asan-noofd/$(t)) \
+	  $(foreach t,$(CORE_TESTS),core/$(t)=$(B)/core/$(t)) \
 	  tsan="bash scripts/memcheck.sh tsan" \
 	  valgrind="bash scripts/memcheck.sh valgrind" \
 	  inspect="tests/test_inspect.sh $(B)/kcache-inspect" \
@@ -192,6 +204,11 @@ test: check-deps
 test-noofd: check-deps
 	@$(MAKE) --no-print-directory -j2 $(addprefix $(B)/noofd/,$(CTESTS)) $(addprefix $(B)/asan-noofd/,$(CTESTS))
 	@bash tests/run.sh $(foreach t,$(CTESTS),noofd/$(t)=$(B)/noofd/$(t)) $(foreach t,$(CTESTS),asan-noofd/$(t)=$(B)/asan-noofd/$(t))
+
+# the core's tests built with every compile-out switch (CORE_SW)
+test-core: check-deps
+	@$(MAKE) --no-print-directory -j2 $(addprefix $(B)/core/,$(CORE_TESTS))
+	@bash tests/run.sh $(foreach t,$(CORE_TESTS),core/$(t)=$(B)/core/$(t))
 
 # ---- other platforms: the suite under qemu-user (aarch64, s390x big-endian), and stores written on
 # one platform read on the others ----
@@ -262,6 +279,7 @@ BENCHES := bench_hash bench_cache bench_evict bench_flight bench_index bench_ope
 BENCHES += bench_many
 bench: check-deps $(addprefix $(B)/,$(BENCHES)) $(B)/kcache-top
 	@for b in $(BENCHES); do echo "== $$b"; $(B)/$$b || exit 1; done
+	@echo "== bench_build"; CC=$(CC) bash bench/bench_build.sh
 
 # ---- the demo: an OpenCL program (PoCL) run twice on the default cache directory: the first run
 # of all compiles and stores it, every later run loads it (opencl_demo --fresh clears it first).

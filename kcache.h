@@ -3,21 +3,18 @@
    A program that compiles kernels at run time (OpenCL programs, shaders, LLVM objects) pays a
    compile for each of them on every start. kcache stores what was compiled under a key naming
    everything that went into it, so that the next start reads a file instead of compiling.
+   README.md is the manual: the environment, the store on disk, security, sharing across machines,
+   the tools, performance, the limits and the changes. This comment is what a vendor needs.
 
-   USE
-       In exactly ONE C or C++ file:
+   BUILD
+       In exactly ONE C or C++ file, before any other header there (kcache.h sets the feature
+       macros it needs: _GNU_SOURCE on Linux, undone at its end, and 64-bit off_t):
            #define KCACHE_IMPLEMENTATION
            #include "kcache.h"
-       and include "kcache.h" without the define everywhere else, first in that file (before any
-       system header: it sets the feature macros; see the top of the declarations). Link with
-       -lpthread on POSIX. For the OpenCL part (kcache_cl_build) also define KCACHE_OPENCL and link
-       -lOpenCL. For the Redis remote tier (KCACHE_REMOTE) define KCACHE_REDIS and link -lhiredis;
-       for zstd on the wire (and KCACHE_COMPRESS) KCACHE_ZSTD and -lzstd; for signed remote entries
-       (KCACHE_REMOTE_SECRET) KCACHE_HMAC_OPENSSL and -lcrypto. Without them a remote of your own
-       (kcache_config.remote_ops) still plugs in. Platforms: Linux and other POSIX systems; Windows
-       (Vista or later; mingw-w64 tested under wine; MSVC's branches compiled with clang in MSVC
-       mode, x64 and ARM64) without the OpenCL part for now. Every call that touches a file goes
-       through one platform layer.
+       and include "kcache.h" without the define everywhere else. Link -lpthread on POSIX. C99 or
+       C++11 and later; -Wall -Wextra -Wpedantic -Wshadow -Wconversion -Wcast-qual clean at every -O
+       level with gcc, clang, g++ and clang++. Linux and other POSIX systems; Windows (Vista or
+       later; mingw-w64, MSVC) without the OpenCL part.
 
        kcache *kc;
        kcache_open(&kc, NULL);                         // defaults, then the environment
@@ -37,181 +34,85 @@
        kcache_key_free(&key);
        kcache_close(kc);
 
-   ENVIRONMENT (each also a field of kcache_config; bad values fall back to the default, with a
-   message when KCACHE_DEBUG=1)
-       KCACHE_DIR          persistent store; default $XDG_CACHE_HOME/kcache, else $HOME/.cache/kcache,
-                           Windows %LocalAppData%\kcache; none resolvable -> memory only
-       KCACHE_MAX_SIZE     store limit in bytes, suffixes K/M/G (powers of 1024); 0 = no limit; default 1G
-       KCACHE_SHARED_GROUP a group whose members share the store (see SECURITY); default: none, the
-                           store is its user's alone
-       KCACHE_MEM_ENTRIES  memory LRU capacity in entries; default 1024
-       KCACHE_MEM_SIZE     memory LRU capacity in bytes, suffixes K/M/G; 0 = no limit; default 256M; each
-                           entry counts what it holds: payload, key record and about 300 bytes more
-       KCACHE_ENABLE       0: every get misses, put does nothing; default 1
-       KCACHE_PERSISTENT   0: memory only; default 1
-       KCACHE_DEBUG        1: one line to stderr per hit, miss (with its reason), put, eviction, reject
-       KCACHE_TRACE        1: keep every key's field list so misses can be explained from another process
-       KCACHE_STATS        0: do not publish counters and events in DIR/stats (kcache-top does not
-                           see this process); default 1
-       KCACHE_CPU_NAME, KCACHE_CPU_FEATURES   override the detected CPU in kcache_key_host (portable
-                           caches); read by the key calls, no kcache_config field
-       KCACHE_FSYNC        1: fsync each entry before it is renamed into place; default 0
-       KCACHE_COMPRESS     1: zstd-compress the local store's entries too (KCACHE_ZSTD); default 0
-       KCACHE_WRITE        through (default): write on put; evict: write when it leaves memory, and at close
-       KCACHE_BUILD_WAIT   seconds to wait for another process's build of the same key; default 300
-       KCACHE_STAMP        mtime | content | hybrid (default): how kcache_key_file dependencies are checked
-       KCACHE_LAYERS       read-only stores searched, in order, after the store and before the remote:
-                           DIR[:DIR...] (';' between them on Windows); a site-wide cache on a shared
-                           filesystem, one shipped in a program's install directory. Never written,
-                           locked or repaired; a hit is validated like a local entry (whole key,
-                           checksums, dependency stamps) and copied into the store; a corrupt entry
-                           there is a miss and a reject, left in place. Each must be root's or yours
-                           (see SECURITY); `kcache-inspect --make-layer SRC DEST` makes one.
-                           Default: none
-       KCACHE_LAYERS_COPY  0: a layer hit is not copied into the store (memory keeps it); default 1
-       KCACHE_REMOTE       the remote tier, asked after a local miss and sent every put (KCACHE_REDIS):
-                           redis://HOST[:PORT][/DB] or unix:///PATH.sock; several, space-separated, are
-                           shards (a key's shard: rendezvous hashing). A hit is validated like a local
-                           entry and written into the store. Default: none
-       KCACHE_REMOTE_MODE  rw (default) | ro: never write the remote (no value, claim, delete, publish)
-       KCACHE_REMOTE_TIMEOUT  milliseconds any remote operation may wait with nothing arriving (a
-                           value arriving at 1 MiB/s or more may take longer; connects, name
-                           resolution included: 100 ms at most); default 500. A failure opens a
-                           circuit breaker: that shard is skipped for 1 s, doubling up to 32 s while
-                           it keeps failing. A refused write (NOPERM, READONLY, MISCONF, OOM) only
-                           skips writes for that time
-       KCACHE_REMOTE_SECRET   entries sent, and build claims, are signed with HMAC-SHA-256 under this
-                           secret, and remote entries and claims not so signed are ignored
-                           (KCACHE_HMAC_OPENSSL); every client of a server must share it. Set but
-                           empty: no remote
-       KCACHE_REMOTE_MAX_ENTRY  larger entries (header + payload) stay local; suffixes K/M/G; default 4M
+       Every call that can fail returns a kcache_status (kcache_strerror: a sentence); a caching
+       failure is never the caller's: on any error, compile and go on.
 
-   ON DISK (KCACHE_DIR)
-       config.file         format version, accounted size and entry count (checksummed), a log of
-                           recent evictions, the eviction hand, then the use table: kcache's own
-                           record of every entry's last use and whether it was used since the hand
-                           passed (mapped, so a hit records its use without a system call;
-                           filesystem atime is not used); it grows with the number of entries
-       lock                advisory lock: byte 0 guards accounting, eviction and the indexes; the
-                           byte at 2^40 + the digest's low 30 bits is a build claim (single flight)
-       e/XX/<digest>.kce   entries, 256 shards by the digest's first byte: header, the key's fields,
-                           payload; checksums over header and payload
-       i/XX/<unit>.kci     an index per unit: its overloads with their fields, the ones that left
-                           and why, recent misses (KCACHE_TRACE); read by kcache_explain and tools
-       stats               what every process using the store counts (the kcache_get_stats counters),
-                           per unit, and its recent events, for kcache-top: fixed size (about 1 MiB),
-                           mapped, a slot per open cache, never truncated; a dead process's slot is
-                           reclaimed by the next opener
-       tmp/                temp files (same filesystem, renamed into place); a dead writer's are removed
-       Every integer is little-endian: a store written on any platform is read on any other.
-       Readers take no lock. Writers write a temp file, then take the lock only to rename, account,
-       evict and log. Every handle of a process on one store shares one descriptor of "lock" and
-       one in-process lock (>>registry): the handles exclude each other with OFD locks or without.
-       Nothing in the program may open and close DIR/lock itself (that would drop POSIX locks).
-       Directories kcache makes are 0700 and its files 0600 (02770 / 0660 in a shared store): lock,
-       config.file and stats exactly, whatever the umask (which can only take bits away).
-       The store stays under its limit with the temp files of writes in flight counted, and leaves
-       its filesystem 5 % free (at most 1 GiB): a put evicts to keep both, and a put that meets a
-       full disk evicts and tries once more.
-
-   SECURITY
-       Another local user has no effect on a store but a refused store or a miss; the same user is
-       trusted. The path is resolved from / one directory at a time (openat O_NOFOLLOW from the
-       directory before; openat2 RESOLVE_NO_SYMLINKS inside the store), each checked with fstat on
-       the descriptor then used: a symlink is followed only when root or the caller owns it; a
-       directory on the way must be root's or the caller's and writable by no one else unless
-       sticky; the store and each level in it (e/, its shards, i/, tmp/) must be the caller's and
-       writable by no one else (never a sticky world-writable one; a shard is checked when the
-       process first uses it, so a hit pays no system call for it). One of kcache's own levels
-       whose mode alone is wrong is made 0700 again unless another user put something in it. Only a
-       kcache store is written (empty, kcache's names only, or its config.file); nothing but
-       kcache's own files is ever deleted or replaced (the temp sweep removes only regular files of
-       the caller's with the names kcache's writers make), and files of another user are never
-       read as kcache's. A store that fails a check is refused with a message naming the component
-       (kcache_explain, KCACHE_DEBUG) and the cache runs from memory. A store the caller can only
-       read (a read-only filesystem, a lock file it may not open, a site-wide store of root's made
-       readable) serves hits without a lock; puts stay in memory. KCACHE_SHARED_GROUP=name opts in
-       to a group's store: group-owned, setgid, 02770 / 0660, every member trusted. The same user
-       (or root) can do anything to a store, e.g. truncate config.file or stats, which every
-       process maps: their next hit dies of SIGBUS. kcache itself never shrinks either file.
-       A layer (KCACHE_LAYERS) is opened read-only whatever its permissions and checked as a
-       read-only store is: the path to it as a store's, the layer and its levels root's or yours
-       and writable by no one else (a world- or group-writable one is refused), its entries and
-       indexes root's or yours. Another user's layer is refused although you named it: checksums
-       find damage, not forgery, so the one who can write a layer chooses the binaries your
-       program loads; a layer is trusted as the store itself is (a site's is made root's).
-
-   THREAD SAFETY
-       Every call on one kcache is thread-safe. A kcache_key is a plain value: build it in one thread;
-       once built, many threads may pass the same key to kcache_get at once. The one state kcache
-       keeps for the whole process is the registry of lock files and remembered file stamps
-       (>>registry), thread- and fork-safe.
-
-   FORK
-       A process forked at any moment (other threads inside kcache calls included) may use or close
-       a kcache it inherited: its first call opens the child's own kcache with the same
-       configuration (the memory cache starts empty; the store is shared), and nothing of the
-       parent's is waited on, taken over (locks, build claims) or freed. No pthread_atfork handler.
-
-   STACK
-       No function of this header takes more than 4 KiB of stack (-O0 and -O2, gcc and clang); every
-       call works on a 32 KiB thread stack (fibers, job systems). Keys are about 4 KiB: keep them
-       where you like; kcache's own are on the heap.
-
-   NEVER
-       kcache installs no signal handler, atexit or atfork handler, and writes nothing to stdout; to
-       stderr only the debug lines asked for (KCACHE_DEBUG, cfg.debug) when no log callback is set
-       (with one, everything goes to it). It starts threads in three cases only: while
-       kcache_get_or_build holds a cluster-wide build claim on a remote tier (KCACHE_REMOTE, or a
-       remote_ops table with a claim callback), one thread renews the claim every second; it is
-       joined when the build ends. The Redis backend resolves a server's host name (not an
-       address) on a detached thread, one per shard at a time, so that the connect timeout bounds
-       the resolution; it ends when the resolver answers. kcache_get_or_build_many with threads > 1
-       starts threads - 1 builders for the call (the caller is one more) and joins them before it
-       returns.
-       The Redis backend blocks SIGPIPE in the calling thread around its writes and takes a SIGPIPE
-       its own write raised, so a dead server cannot end the process (no handler is involved).
-
-   ERRORS
-       Every call that can fail returns a kcache_status; kcache_strerror turns one into a sentence. A
-       caching failure is never the caller's failure: on any error, compile and go on.
-
-   OPTIONS (define before including in the implementation file)
+   OPTIONS (define before including, in the implementation file)
        KCACHE_API          declaration prefix of every public function (default extern)
        KCACHE_STATIC       make every function static (two copies in one program)
        KCACHE_MALLOC, KCACHE_REALLOC, KCACHE_FREE    allocator (all three or none)
        KCACHE_ASSERT       assertion used for programming errors in debug builds (default assert)
-       KCACHE_OPENCL       the OpenCL part: kcache_cl_build, kcache_cl_key (-lOpenCL)
-       KCACHE_REDIS        the built-in Redis remote tier (hiredis 0.14 or later; POSIX)
-       KCACHE_ZSTD         zstd-compressed entries on the remote, and KCACHE_COMPRESS (libzstd)
-       KCACHE_HMAC_OPENSSL HMAC-SHA-256 from OpenSSL's libcrypto for KCACHE_REMOTE_SECRET
+       optional parts, each with its library:
+       KCACHE_OPENCL       kcache_cl_build, kcache_cl_key                       -lOpenCL
+       KCACHE_REDIS        the built-in Redis remote tier (hiredis >= 0.14; POSIX) -lhiredis
+       KCACHE_ZSTD         zstd entries on the remote, and KCACHE_COMPRESS      -lzstd
+       KCACHE_HMAC_OPENSSL HMAC-SHA-256 for KCACHE_REMOTE_SECRET                 -lcrypto
+       KCACHE_VULKAN       kcache_vk_pipeline, kcache_vk_key                    -lvulkan
+       compile-out switches (the core alone, every switch: about 0.66x the code of the default
+       build; a part compiled out ignores its kcache_config fields, and the debug log and
+       kcache_explain say so when one is set; kcache_config keeps one layout whatever is defined):
+       KCACHE_NO_REMOTE    no remote tier (KCACHE_REMOTE, remote_ops)
+       KCACHE_NO_LAYERS    no read-only layers (KCACHE_LAYERS)
+       KCACHE_NO_PUB       nothing published for kcache-top (no DIR/stats file)
+       KCACHE_NO_EXPLAIN   no per-unit indexes: a miss is not explained field by field, and the
+                           tools see no units of this program's (KCACHE_TRACE does nothing)
+       KCACHE_NO_ENV       no KCACHE_* variable read (kcache_config_init = kcache_config_defaults;
+                           the default directory still follows XDG_CACHE_HOME / HOME)
+       KCACHE_NO_CPU_NAMES kcache_key_host names an x86 CPU by its CPUID vendor, family and model
+                           ("intel-6-0x55"), not as LLVM does ("skylake-avx512"): no name tables.
+                           Keys made so differ from a full build's (no shared entries)
        KCACHE_TEST_NO_OFD  tests only: compile the open-file-description locks out
-       At run time: kcache_config's alloc_fn / free_fn / alloc_user (allocator callbacks),
-       log / log_user (every message), kcache_config_defaults (no environment).
+       At run time, kcache_config's vendor hooks: log / log_user (every message), alloc_fn /
+       free_fn / alloc_user (allocator callbacks), kcache_config_defaults (no environment).
        Version: KCACHE_VERSION_MAJOR / _MINOR / _PATCH, KCACHE_VERSION, kcache_version().
 
-   LIMITS
-       A key holds up to 65535 fields; names are printable and shorter than KCACHE_FIELD_NAME_MAX,
-       units shorter than KCACHE_UNIT_MAX. A build function passed to kcache_get_or_build(_many) must
-       return (no longjmp or C++ exception out of it). config.file and stats must not be truncated
-       in place by anything else while the store is in use (they are mapped). On Windows files have
-       no owner or mode bits kcache can read, so the store's owner/permission check is the
-       directory's ACL's business; links and junctions inside the store are refused as symlinks are
-       elsewhere.
+   THREADS AND ALLOCATIONS
+       Every call on one kcache is thread-safe; a kcache_key is a plain value (build it in one
+       thread, then share it read-only). kcache starts threads in three cases only: the renewer of
+       a cluster build claim on a remote tier (every second, for the length of a build, then
+       joined); the Redis backend's resolver of a server's host name (detached, one per shard at a
+       time, so that the connect timeout bounds the resolution; it ends when the resolver answers);
+       and kcache_get_or_build_many's threads - 1 builders (joined before it returns). It installs
+       no signal, atexit or atfork handler and no constructor, writes nothing to stdout, and to
+       stderr only debug lines asked for when no log callback is set. A forked child may use the
+       kcache it inherited.
+       No function takes more than 4 KiB of stack. What a kcache allocates goes through its
+       allocator callbacks when set; keys (made before there is a kcache), the process-wide
+       registry (lock files shared by every handle of a store; see >>registry) and a build
+       function's buffer use KCACHE_MALLOC (README: Vendoring, Memory).
 
-   REVISIONS
-       0.2  the store is its owner's alone (the path walked and checked level by level, a group's
-            store with KCACHE_SHARED_GROUP, read-only stores served without a lock) and leaves its
-            filesystem a reserve; CLOCK eviction (scan-resistant, writes in flight counted); a
-            remote tier (Redis or remote_ops, signed and zstd entries, circuit breakers, cluster
-            build claims) and read-only layers (KCACHE_LAYERS); x86 CPU names as each LLVM from 9
-            to 22 gives them (numba's magic tuple); vendoring: one lock registry per process
-            (locking independent of OFD locks and of the include order), fork-safe handles, 4 KiB
-            stacks, dependency content digests taken only when needed and remembered,
-            kcache_key_library, version macros, no-environment configuration, allocator callbacks,
-            every message through the log
-       0.1  keys, XXH3-128, memory LRU, configuration, persistent store, per-unit indexes,
-            explained misses, single flight
+   CONTENTS (each part starts at a banner: search for its tag, e.g. ">>store")
+       declarations
+         >>status    results (kcache_status) and miss reasons
+         >>hash      XXH3-128: kcache_hash and its streaming form
+         >>config    kcache_config, the remote backend table (kcache_remote_ops), callbacks
+         >>api       opening, keys, lookups: kcache_open ... kcache_get_or_build
+         >>opencl    kcache_cl_build (KCACHE_OPENCL)
+         >>vulkan    kcache_vk_pipeline, kcache_vk_key (KCACHE_VULKAN)
+         >>stats     kcache_stats, kcache_verify
+       implementation (KCACHE_IMPLEMENTATION), in dependency order
+         >>platform  threads, time, atomics, files: everything that differs between systems
+         >>registry  the one process-wide state: lock files, dependency stamps, the CPU's SIMD
+         >>bytes     the little-endian encoding of everything on disk
+         >>hash      XXH3-128: scalar, SSE2, AVX2, AVX-512, NEON
+         >>host      the host tuple: OS/arch, CPU name (KCACHE_NO_CPU_NAMES), CPU features
+         >>key       canonical keys: sorted, type-tagged, length-prefixed fields
+         >>lru       refcounted payloads and the in-memory LRU
+         >>store     the persistent store: entries, accounting, use record, eviction, repair;
+                     within it >>index, the per-unit index files (KCACHE_NO_EXPLAIN), and the
+                     read-only layers' opening (KCACHE_NO_LAYERS)
+         >>remote    the remote tier: backends, shards, breakers, signed values (KCACHE_NO_REMOTE)
+         >>pub       publishing counters and events for kcache-top (KCACHE_NO_PUB)
+         >>cache     the public calls: configuration (KCACHE_NO_ENV), open/close, get/put/remove,
+                     the tiers below the store, explain, stats, single flight
+         >>opencl    kcache_cl_build's implementation (KCACHE_OPENCL)
+         >>vulkan    kcache_vk_pipeline's implementation (KCACHE_VULKAN)
+
+   REVISIONS (README: Changes)
+       0.3  compile-out switches (KCACHE_NO_*); kcache_config's fields grouped (names unchanged);
+            clean at every -O level in C++; no libgcc constructor
+       0.2  owner-only stores, CLOCK eviction, remote tier, read-only layers, vendoring
+       0.1  keys, XXH3-128, memory LRU, persistent store, per-unit indexes, single flight
 */
 #ifndef KCACHE_H
 #define KCACHE_H
@@ -224,6 +125,7 @@
    -std=c99/c11 leaves POSIX hidden and the build stops with one message saying what to do. */
 #if defined(KCACHE_IMPLEMENTATION) && (defined(__linux__) || defined(__GNU__) || defined(__CYGWIN__)) && !defined(_GNU_SOURCE)
 #define _GNU_SOURCE
+#define KCACHE__OWN_GNU_SOURCE /* undone at the end of the implementation: the rest of the file chose none */
 #endif
 /* 64-bit file offsets on 32-bit systems too: build claims sit at byte 2^40 of the lock file, and
    stat fails on large inode numbers (XFS, btrfs, NFS) without it. */
@@ -237,9 +139,9 @@
 /* This header's version: the macros for the preprocessor, kcache_version() for the library a
    program actually runs with (the same unless two copies differ). */
 #define KCACHE_VERSION_MAJOR 0
-#define KCACHE_VERSION_MINOR 2
+#define KCACHE_VERSION_MINOR 3
 #define KCACHE_VERSION_PATCH 0
-#define KCACHE_VERSION "0.2.0"
+#define KCACHE_VERSION "0.3.0"
 
 #ifndef KCACHE_API
 #ifdef KCACHE_STATIC
@@ -426,24 +328,29 @@ typedef void *(*kcache_alloc_fn)(void *user, size_t size);
 typedef void (*kcache_free_fn)(void *user, void *ptr);
 
 typedef struct kcache_config {
-    const char *dir;          /* persistent store; NULL: the default location (see ENVIRONMENT)  */
+    /* ---- the core: the store, the memory cache, what it says (all a vendor needs) ---- */
+    const char *dir;          /* persistent store; NULL: the default location (README: Environment) */
     uint64_t max_size;        /* store limit in bytes; 0: no limit                                */
     uint32_t mem_entries;     /* memory LRU capacity in entries (at least 1)                      */
-    int enable;               /* 0: every get misses, every put is dropped                        */
-    int persistent;           /* 0: memory only                                                   */
-    int debug;                /* 1: a line per hit, miss, put, eviction and reject                */
     uint64_t mem_size;        /* memory LRU capacity in bytes (each entry's payload, key and
                                  bookkeeping); 0: no byte limit                                     */
-    int trace;                /* 1: keep every key's fields so misses can be explained later      */
+    int enable;               /* 0: every get misses, every put is dropped                        */
+    int persistent;           /* 0: memory only                                                   */
     int fsync;                /* 1: fsync each entry before renaming it into place                */
     int write_policy;         /* KCACHE_WRITE_THROUGH or KCACHE_WRITE_EVICT                       */
     int stamp;                /* KCACHE_STAMP_HYBRID, _MTIME or _CONTENT                          */
     uint32_t build_wait_ms;   /* longest wait for another process's build of the same key         */
     uint32_t lock_timeout_ms; /* longest wait for the store lock before giving up on an update    */
-    kcache_log_fn log;        /* where every message goes (see kcache_log_fn); NULL: stderr      */
-    int publish;              /* 1: counters and events go to DIR/stats for kcache-top (KCACHE_STATS) */
-    void *log_user;
-    /* the remote tier (see ENVIRONMENT, and kcache_remote_ops) */
+    int compress;             /* 1: zstd for the local store's entries too (KCACHE_COMPRESS; KCACHE_ZSTD) */
+    const char *shared_group; /* a group whose members share the store (KCACHE_SHARED_GROUP); NULL: the
+                                 store is the caller's alone                                        */
+    int debug;                /* 1: a line per hit, miss, put, eviction and reject                */
+    int trace;                /* 1: keep every key's fields so misses can be explained later
+                                 (ignored with KCACHE_NO_EXPLAIN)                                   */
+    int publish;              /* 1: counters and events go to DIR/stats for kcache-top (KCACHE_STATS;
+                                 ignored with KCACHE_NO_PUB)                                        */
+    /* ---- the remote tier (README: Sharing across machines; kcache_remote_ops). Ignored, and said
+       so in the log and by kcache_explain, with KCACHE_NO_REMOTE ---- */
     const char *remote;       /* KCACHE_REMOTE: URLs, space-separated shards; NULL: none. With
                                  remote_ops: only the name kcache_explain and the log give it    */
     int remote_mode;          /* KCACHE_REMOTE_RW or KCACHE_REMOTE_RO (KCACHE_REMOTE_MODE)        */
@@ -456,20 +363,20 @@ typedef struct kcache_config {
                                    runs (a dead builder's ends after it); 0: 3000               */
     uint32_t remote_backoff_ms; /* the circuit breaker's first back-off (then doubling, to 32x);
                                    0: 1000                                                      */
-    int compress;             /* 1: zstd for the local store's entries too (KCACHE_COMPRESS; KCACHE_ZSTD) */
-    const char *shared_group; /* a group whose members share the store (KCACHE_SHARED_GROUP); NULL: the
-                                 store is the caller's alone                                        */
-    /* for vendors: no environment, an allocator, what the environment got wrong */
+    /* ---- read-only layers (README: Read-only layers, Security). Ignored, and said so, with
+       KCACHE_NO_LAYERS ---- */
+    const char *layers;       /* KCACHE_LAYERS: directories searched after the store, before the remote,
+                                 separated by ':' (';' on Windows); NULL: none. Copied at open    */
+    int layers_copy;          /* 1 (the default): a layer hit is copied into the store (KCACHE_LAYERS_COPY) */
+    /* ---- vendor hooks: where messages go, no environment, an allocator ---- */
+    kcache_log_fn log;        /* where every message goes (see kcache_log_fn); NULL: stderr      */
+    void *log_user;
     int no_env;               /* 1: kcache_open reads no KCACHE_* variable (kcache_config_defaults sets it) */
     kcache_alloc_fn alloc_fn; /* allocator callbacks, both or neither; NULL: KCACHE_MALLOC / KCACHE_FREE */
     kcache_free_fn free_fn;
     void *alloc_user;         /* passed to both */
     uint32_t env_bad;         /* kcache_config_init: the variables whose value was bad (for kcache_open
                                  to say through the log, which is set only after kcache_config_init) */
-    /* read-only layers (see ENVIRONMENT and SECURITY) */
-    const char *layers;       /* KCACHE_LAYERS: directories searched after the store, before the remote,
-                                 separated by ':' (';' on Windows); NULL: none. Copied at open    */
-    int layers_copy;          /* 1 (the default): a layer hit is copied into the store (KCACHE_LAYERS_COPY) */
 } kcache_config;
 
 /* Fills cfg with the defaults, then applies the environment variables (KCACHE_*). A bad value keeps
@@ -1054,7 +961,7 @@ static uint64_t kcache__atomic_load_u64_acq(const uint64_t *p) {
     KCACHE__ACQ_REL_BARRIER();
     return v;
 }
-static void kcache__atomic_store_u64_rel(uint64_t *p, uint64_t v) {
+static KCACHE__UNUSED void kcache__atomic_store_u64_rel(uint64_t *p, uint64_t v) {
     KCACHE__ACQ_REL_BARRIER();
     kcache__atomic_store_u64(p, v);
 }
@@ -1063,7 +970,7 @@ static int kcache__atomic_cas_u64(uint64_t *p, uint64_t expect, uint64_t want) {
 }
 static KCACHE__UNUSED void kcache__atomic_fetch_add_u64(uint64_t *p, uint64_t v) { _InterlockedExchangeAdd64((volatile __int64 *)p, (__int64)v); }
 static void kcache__atomic_or_u64(uint64_t *p, uint64_t v) { _InterlockedOr64((volatile __int64 *)p, (__int64)v); }
-static uint64_t kcache__atomic_inc_u64(uint64_t *p) { return (uint64_t)_InterlockedIncrement64((volatile __int64 *)p); }
+static KCACHE__UNUSED uint64_t kcache__atomic_inc_u64(uint64_t *p) { return (uint64_t)_InterlockedIncrement64((volatile __int64 *)p); }
 static uint32_t kcache__atomic_load_u32(const uint32_t *p) {
     uint32_t v = *(const volatile uint32_t *)p;
     KCACHE__ACQ_REL_BARRIER();
@@ -1087,19 +994,19 @@ static void *kcache__atomic_load_ptr(void *const *p) {
 }
 static void kcache__atomic_store_ptr(void **p, void *v) { _InterlockedExchangePointer((void *volatile *)p, v); }
 static void kcache__atomic_fence(void) { MemoryBarrier(); }
-static void kcache__atomic_fence_release(void) { KCACHE__ACQ_REL_BARRIER(); }
+static KCACHE__UNUSED void kcache__atomic_fence_release(void) { KCACHE__ACQ_REL_BARRIER(); }
 #else
 static long kcache__atomic_add(long *p, long v) { return __atomic_add_fetch(p, v, __ATOMIC_ACQ_REL); }
 static uint64_t kcache__atomic_load_u64(const uint64_t *p) { return __atomic_load_n(p, __ATOMIC_RELAXED); }
 static void kcache__atomic_store_u64(uint64_t *p, uint64_t v) { __atomic_store_n(p, v, __ATOMIC_RELAXED); }
 static uint64_t kcache__atomic_load_u64_acq(const uint64_t *p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
-static void kcache__atomic_store_u64_rel(uint64_t *p, uint64_t v) { __atomic_store_n(p, v, __ATOMIC_RELEASE); }
+static KCACHE__UNUSED void kcache__atomic_store_u64_rel(uint64_t *p, uint64_t v) { __atomic_store_n(p, v, __ATOMIC_RELEASE); }
 static int kcache__atomic_cas_u64(uint64_t *p, uint64_t expect, uint64_t want) {
     return __atomic_compare_exchange_n(p, &expect, want, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
 }
 static KCACHE__UNUSED void kcache__atomic_fetch_add_u64(uint64_t *p, uint64_t v) { __atomic_fetch_add(p, v, __ATOMIC_RELAXED); }
 static void kcache__atomic_or_u64(uint64_t *p, uint64_t v) { __atomic_fetch_or(p, v, __ATOMIC_ACQ_REL); }
-static uint64_t kcache__atomic_inc_u64(uint64_t *p) { return __atomic_add_fetch(p, 1, __ATOMIC_RELAXED); }
+static KCACHE__UNUSED uint64_t kcache__atomic_inc_u64(uint64_t *p) { return __atomic_add_fetch(p, 1, __ATOMIC_RELAXED); }
 static uint32_t kcache__atomic_load_u32(const uint32_t *p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
 static void kcache__atomic_store_u32(uint32_t *p, uint32_t v) { __atomic_store_n(p, v, __ATOMIC_RELEASE); }
 /* On failure *expect becomes the value found. */
@@ -1109,7 +1016,7 @@ static int kcache__atomic_cas_u32(uint32_t *p, uint32_t *expect, uint32_t want) 
 static void *kcache__atomic_load_ptr(void *const *p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
 static void kcache__atomic_store_ptr(void **p, void *v) { __atomic_store_n(p, v, __ATOMIC_RELEASE); }
 static void kcache__atomic_fence(void) { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
-static void kcache__atomic_fence_release(void) { __atomic_thread_fence(__ATOMIC_RELEASE); }
+static KCACHE__UNUSED void kcache__atomic_fence_release(void) { __atomic_thread_fence(__ATOMIC_RELEASE); }
 #endif
 
 /* ---- memory ----
@@ -2073,6 +1980,30 @@ static KCACHE__UNUSED int kcache__stat_path(const char *path, int64_t *mtime_ns,
     return 0;
 }
 
+/* Threads kcache starts (the claim renewer of the remote tier, kcache_get_or_build_many's builders):
+   started and joined, nothing more. */
+#if !defined(_WIN32)
+typedef pthread_t kcache__thread;
+typedef void *(*kcache__thread_fn)(void *);
+#define KCACHE__THREAD_FN(name, arg) static void *name(void *arg)
+#define KCACHE__THREAD_END return NULL
+static int kcache__thread_start(kcache__thread *t, kcache__thread_fn fn, void *arg) { return pthread_create(t, NULL, fn, arg) == 0; }
+static void kcache__thread_join(kcache__thread t) { pthread_join(t, NULL); }
+#else
+typedef HANDLE kcache__thread;
+typedef LPTHREAD_START_ROUTINE kcache__thread_fn;
+#define KCACHE__THREAD_FN(name, arg) static DWORD WINAPI name(LPVOID arg)
+#define KCACHE__THREAD_END return 0
+static int kcache__thread_start(kcache__thread *t, kcache__thread_fn fn, void *arg) {
+    *t = CreateThread(NULL, 0, fn, arg, 0, NULL);
+    return *t != NULL;
+}
+static void kcache__thread_join(kcache__thread t) {
+    WaitForSingleObject(t, INFINITE);
+    CloseHandle(t);
+}
+#endif
+
 /* ============================================================================================== */
 /* >>registry  the one process-wide state: each store's lock file, remembered dependency stamps   */
 /* ============================================================================================== */
@@ -2089,8 +2020,8 @@ static KCACHE__UNUSED int kcache__stat_path(const char *path, int64_t *mtime_ns,
    Windows locks belong to the handle; the same arbitration applies.
 
    The registry is the one piece of state kcache keeps for the whole process: the list of lock
-   files, a table of dependency stamps (see kcache_key_file) and the page that tells a forked child
-   from its parent. Thread-safe: every access holds one lock word, which holds the pid of the
+   files, a table of dependency stamps (see kcache_key_file), the page that tells a forked child
+   from its parent, and which SIMD paths the hash may use (>>hash). Thread-safe: every access holds one lock word, which holds the pid of the
    process whose thread took it (held briefly: no system call under it but opening a lock file).
    Fork-safe without pthread_atfork handlers (which a library cannot remove again, and which would
    stall every fork of the program while a kcache call finishes): a child finds the word held by
@@ -2139,6 +2070,7 @@ static struct kcache__registry {
     uint32_t *pidpage;         /* see kcache__cheap_pid */
     uint64_t memo_clock;
     kcache__memo memo[KCACHE__MEMO_SETS * KCACHE__MEMO_WAYS];
+    uint32_t simd;             /* the hash's SIMD paths this CPU and OS run (kcache__cpu_simd); 0: not asked */
 } kcache__reg;
 
 static void kcache__reg_lock(void) {
@@ -2617,9 +2549,9 @@ full:
  *   AVX-512 x86-64 with GCC/clang, the same way (Ice Lake, Zen 4 and later CPUs),
  *   NEON    little-endian AArch64.
  * All of them give the same bits. Input is read with memcpy and decoded as little-endian, so
- * there is no unaligned access and no dependence on the host byte order. No mutable global
- * state: the CPU check reads what libgcc/compiler-rt recorded at start-up (GCC/clang) or asks
- * CPUID (MSVC). */
+ * there is no unaligned access and no dependence on the host byte order. The CPU check asks
+ * CPUID itself, once per process (GCC/clang: the answer is kept in the registry; no constructor of
+ * libgcc's is pulled in), or at each long input (MSVC). */
 
 /* -- platform ------------------------------------------------------------------------------ */
 #if defined(__BYTE_ORDER__) && defined(__ORDER_LITTLE_ENDIAN__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
@@ -3105,22 +3037,28 @@ static void kcache__consume_avx2(const uint64_t *in, uint64_t acc[8], const unsi
  * too, so a whole block loads only input (the secrets' unaligned loads otherwise split cache
  * lines). Same identities as above: no shuffle in the loop. */
 #define KCACHE__AVX512_LD(q) _mm512_loadu_si512((const void *)(q))
-#define KCACHE__AVX512_SWAP(v) _mm512_shuffle_epi32((v), (_MM_PERM_ENUM)0x4E)
+/* The zero-masking forms with every lane selected: the same instructions, but GCC 12's plain forms
+ * pass _mm512_undefined_epi32() (`__m512i __Y = __Y;` in its avx512fintrin.h) as the merge source,
+ * which g++ -O1 and up reports as -Wmaybe-uninitialized inside the compiler's header. */
+#define KCACHE__AVX512_MUL(x, y) _mm512_maskz_mul_epu32((__mmask8)0xFF, (x), (y))
+#define KCACHE__AVX512_SRLI(x, n) _mm512_maskz_srli_epi64((__mmask8)0xFF, (x), (n))
+#define KCACHE__AVX512_SLLI(x, n) _mm512_maskz_slli_epi64((__mmask8)0xFF, (x), (n))
+#define KCACHE__AVX512_SWAP(v) _mm512_maskz_shuffle_epi32((__mmask16)0xFFFF, (v), (_MM_PERM_ENUM)0x4E)
 #define KCACHE__AVX512_ACC(q, s)                                                    \
     do {                                                                            \
         __m512i x_ = KCACHE__AVX512_LD(q);                                          \
         d = _mm512_add_epi64(d, x_);                                                \
         x_ = _mm512_xor_si512(x_, (s));                                             \
-        a = _mm512_add_epi64(a, _mm512_mul_epu32(x_, _mm512_srli_epi64(x_, 32)));   \
+        a = _mm512_add_epi64(a, KCACHE__AVX512_MUL(x_, KCACHE__AVX512_SRLI(x_, 32)));   \
     } while (0)
 #define KCACHE__AVX512_END_BLOCK()                                                  \
     do {                                                                            \
         __m512i x_;                                                                 \
         a = _mm512_add_epi64(a, KCACHE__AVX512_SWAP(d));                            \
         d = _mm512_setzero_si512();                                                 \
-        x_ = _mm512_xor_si512(_mm512_xor_si512(a, _mm512_srli_epi64(a, 47)), ks);   \
-        a = _mm512_add_epi64(_mm512_mul_epu32(x_, pr),                              \
-                             _mm512_slli_epi64(_mm512_mul_epu32(_mm512_srli_epi64(x_, 32), pr), 32)); \
+        x_ = _mm512_xor_si512(_mm512_xor_si512(a, KCACHE__AVX512_SRLI(a, 47)), ks);   \
+        a = _mm512_add_epi64(KCACHE__AVX512_MUL(x_, pr),                              \
+                             KCACHE__AVX512_SLLI(KCACHE__AVX512_MUL(KCACHE__AVX512_SRLI(x_, 32), pr), 32)); \
     } while (0)
 
 KCACHE__HASH_TARGET_AVX512
@@ -3257,19 +3195,57 @@ static int kcache__cpu_avx2(void)
 }
 #  else
 #    define KCACHE__AVX2_MIN_LEN 0
-/* libgcc/compiler-rt fill this in from a constructor at start-up (CPUID + XGETBV, so it also
- * checks that the OS saves the YMM registers); before that it reads as "no AVX2". */
-static int kcache__cpu_avx2(void) { return __builtin_cpu_supports("avx2") ? 1 : 0; }
+#    include <cpuid.h>
+/* kcache's own CPUID + XGETBV, asked once per process and kept in the registry (>>registry) as
+ * one word: bit 0 asked, bit 1 AVX2 usable, bit 2 AVX-512 usable. (__builtin_cpu_supports would
+ * make libgcc's __cpu_indicator_init a constructor of every program that includes kcache.) Two
+ * threads asking at once both store the same answer. */
+static uint32_t kcache__cpu_simd(void)
+{
+    uint32_t v = kcache__atomic_load_u32(&kcache__reg.simd), a = 0, b = 0, c = 0, d = 0, lo = 0, hi = 0;
+    uint64_t xcr0 = 0;
+    if (v) return v;
+    v = 1;
+    if (__get_cpuid_max(0, NULL) >= 7) {
+        __cpuid_count(1, 0, a, b, c, d);
+        if ((c >> 27) & 1u) { /* OSXSAVE: XGETBV may be asked which register state the OS saves */
+            __asm__ __volatile__(".byte 0x0f, 0x01, 0xd0" /* xgetbv */ : "=a"(lo), "=d"(hi) : "c"(0));
+            xcr0 = ((uint64_t)hi << 32) | lo;
+        }
+        if (((c >> 28) & 1u) && (xcr0 & 0x6u) == 0x6u) { /* AVX, and the OS saves XMM and YMM */
+            __cpuid_count(7, 0, a, b, c, d);
+            if ((b >> 5) & 1u) v |= 2u;                                     /* AVX2 */
+            if (((b >> 16) & 1u) && ((c >> 6) & 1u) && (xcr0 & 0xe0u) == 0xe0u) /* AVX512F, VBMI2, ZMM state */
+                v |= 4u;
+        }
+    }
+    kcache__atomic_store_u32(&kcache__reg.simd, v);
+    return v;
+}
+static int kcache__cpu_avx2(void) { return (kcache__cpu_simd() >> 1) & 1u; }
 #  endif
 #endif
 #if defined(KCACHE__HASH_HAVE_AVX512)
-/* Read from the same start-up record (which also checks that the OS saves the ZMM registers).
- * VBMI2 is not used; asking for it keeps AVX-512 to Ice Lake, Zen 4 and later, leaving out the
+/* VBMI2 is not used; asking for it keeps AVX-512 to Ice Lake, Zen 4 and later, leaving out the
  * Skylake-SP generation, where 512-bit multiplies lower the core's clock for milliseconds. */
+#  if defined(__AVX2__) /* kcache__cpu_simd is not there: ask here (once per process, as there) */
+#    include <cpuid.h>
 static int kcache__cpu_avx512(void)
 {
-    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vbmi2") ? 1 : 0;
+    uint32_t v = kcache__atomic_load_u32(&kcache__reg.simd), a = 0, b = 0, c = 0, d = 0, lo = 0, hi = 0;
+    if (v) return (v >> 2) & 1u;
+    v = 1;
+    __cpuid_count(7, 0, a, b, c, d);
+    if (((b >> 16) & 1u) && ((c >> 6) & 1u)) {
+        __asm__ __volatile__(".byte 0x0f, 0x01, 0xd0" /* xgetbv: AVX2 code runs, so OSXSAVE is set */ : "=a"(lo), "=d"(hi) : "c"(0));
+        if ((lo & 0xe6u) == 0xe6u) v |= 4u;
+    }
+    kcache__atomic_store_u32(&kcache__reg.simd, v);
+    return (v >> 2) & 1u;
 }
+#  else
+static int kcache__cpu_avx512(void) { return (kcache__cpu_simd() >> 2) & 1u; }
+#  endif
 #endif
 
 /* Whether `path` can run on this machine (test hook). */
@@ -4015,7 +3991,7 @@ static int kcache__x86_feat_on(const kcache__x86_info *x, const kcache__x86_feat
     }
 }
 
-static int kcache__x86_has(const kcache__x86_info *x, const char *name)
+static KCACHE__UNUSED int kcache__x86_has(const kcache__x86_info *x, const char *name)
 {
     size_t i;
     for (i = 0; i < KCACHE__X86_NFEATS; i++)
@@ -4024,6 +4000,7 @@ static int kcache__x86_has(const kcache__x86_info *x, const char *name)
     return 0;
 }
 
+#ifndef KCACHE_NO_CPU_NAMES
 /* ---- x86 CPU names, per LLVM version ---------------------------------------------------
  * numba keys its cache on the name its own LLVM's host detection gives the CPU, and LLVM learns
  * CPUs release by release: a CPU newer than an LLVM gets "generic" (an unknown family) or, for
@@ -4210,6 +4187,13 @@ static const char *kcache__x86_name(const kcache__x86_info *x, unsigned v)
     if (x->vendor == KCACHE__X86_AMD) return kcache__x86_amd_name(x, v);
     return "generic";
 }
+#else /* KCACHE_NO_CPU_NAMES: the CPU as CPUID gives it (vendor, family, model), not LLVM's name */
+static void kcache__x86_id(const kcache__x86_info *x, char *out, size_t cap)
+{
+    snprintf(out, cap, "%s-%u-0x%02x", x->vendor == KCACHE__X86_INTEL ? "intel" : x->vendor == KCACHE__X86_AMD ? "amd" : "x86",
+             x->family, x->model);
+}
+#endif /* KCACHE_NO_CPU_NAMES */
 
 static size_t kcache__x86_features(const kcache__x86_info *x, char *out, size_t cap)
 {
@@ -4571,7 +4555,14 @@ static int kcache__host_cpu_name_llvm(unsigned llvm, char *out, size_t cap)
 {
     const char *name = "generic";
     int r = 2;
-#if defined(KCACHE__HOST_X86)
+#if defined(KCACHE__HOST_X86) && defined(KCACHE_NO_CPU_NAMES)
+    kcache__x86_info x;
+    (void)llvm;
+    (void)name;
+    kcache__x86_read(&x);
+    kcache__x86_id(&x, out, cap);
+    return r;
+#elif defined(KCACHE__HOST_X86)
     kcache__x86_info x;
     unsigned v = llvm < KCACHE__LLVM_OLDEST ? KCACHE__LLVM_OLDEST : llvm > KCACHE__LLVM_NEWEST ? KCACHE__LLVM_NEWEST : llvm;
     kcache__x86_read(&x);
@@ -4865,13 +4856,14 @@ static const kcache__kfile *kcache__key_kfile(const kcache_key *k, const char *n
 /* Streams a file through XXH3-128 (the buffer on the heap: calls fit small thread stacks). 0 with
    *fi the file's stat after the read, or an errno; *changed when it changed while it was read (its
    stamp must then not vouch for the content). */
-static int kcache__hash_file(const char *path, kcache_hash128 *out, kcache__finfo *fi, int *changed) {
+static int kcache__hash_file(const kcache__mem *m, const char *path, kcache_hash128 *out, kcache__finfo *fi, int *changed) {
     unsigned char *buf;
     kcache_hash_state st;
     kcache__finfo before;
     uint64_t total = 0;
     int fd, e = 0;
-    if ((buf = (unsigned char *)KCACHE_MALLOC(KCACHE__HASH_BUF)) == NULL) return ENOMEM;
+    memset(&before, 0, sizeof before); /* (gcc -O3 cannot see that a failed fstat returns first) */
+    if ((buf = (unsigned char *)kcache__mem_alloc(m, KCACHE__HASH_BUF)) == NULL) return ENOMEM;
     fd = kcache__io_open(path, KCACHE__RD | KCACHE__NONBLOCK);
     if (fd < 0 || kcache__io_fstat(fd, &before) != 0) e = errno ? errno : EIO;
     else if (before.kind != KCACHE__KIND_FILE) e = EISDIR; /* a directory or FIFO is no dependency */
@@ -4886,7 +4878,7 @@ static int kcache__hash_file(const char *path, kcache_hash128 *out, kcache__finf
     }
     if (!e && kcache__io_fstat(fd, fi) != 0) e = errno ? errno : EIO;
     if (fd >= 0) kcache__io_close(fd);
-    KCACHE_FREE(buf);
+    kcache__mem_free(m, buf);
     if (e) return e;
     *out = kcache_hash_final(&st);
     *changed = before.mtime_ns != fi->mtime_ns || before.ctime_ns != fi->ctime_ns || before.size != fi->size || total != fi->size;
@@ -5031,6 +5023,9 @@ typedef struct kcache__host {
 /* no_env: the detected tuple alone (kcache_config.no_env). */
 static void kcache__host_detect(kcache__host *h, int no_env) {
     const char *env;
+#ifdef KCACHE_NO_ENV
+    no_env = 1; /* KCACHE_CPU_NAME and KCACHE_CPU_FEATURES are not read either */
+#endif
     kcache__host_os_arch(h->os_arch, sizeof h->os_arch);
     env = no_env ? NULL : getenv("KCACHE_CPU_NAME");
     if (env && env[0]) snprintf(h->cpu_name, sizeof h->cpu_name, "%s", env);
@@ -5084,15 +5079,15 @@ KCACHE_API void kcache_key_free(kcache_key *k) {
 
 /* Keys kcache needs for a while inside a call live on the heap (a key is about 4 KiB: calls fit
    small thread stacks). kcache__key_drop frees one (NULL is ignored). */
-static kcache_key *kcache__key_alloc(void) {
-    kcache_key *k = (kcache_key *)KCACHE_MALLOC(sizeof *k);
+static kcache_key *kcache__key_alloc(const kcache__mem *m) { /* m: its kcache's allocator, or NULL */
+    kcache_key *k = (kcache_key *)kcache__mem_alloc(m, sizeof *k);
     if (k) kcache_key_init(k, NULL); /* a freeable, never-matching key until parsed into */
     return k;
 }
-static void kcache__key_drop(kcache_key *k) {
+static void kcache__key_drop(const kcache__mem *m, kcache_key *k) { /* m: the allocator it came from */
     if (!k) return;
     kcache_key_free(k);
-    KCACHE_FREE(k);
+    kcache__mem_free(m, k);
 }
 
 /* ---- the key record: a key's unit and fields (previews and stamps included) as bytes, the form
@@ -6462,6 +6457,7 @@ typedef struct kcache__ix {
     uint32_t n[KCACHE__IX_LISTS], cap[KCACHE__IX_LISTS];
 } kcache__ix;
 
+#ifndef KCACHE_NO_EXPLAIN
 static void kcache__ix_name(const char *unit, char out[48]) { /* "i/XX/<32 hex>.kci" */
     kcache__entry_name(kcache_hash(unit, strlen(unit)), out);
     out[0] = 'i';
@@ -6830,6 +6826,32 @@ static void kcache__ix_update(kcache__store *st, const kcache_key *k, const unsi
     it.rec_len = rec ? (uint32_t)rec_len : 0;
     kcache__ix_log(st, k->unit, 1, &list, &it);
 }
+#else /* KCACHE_NO_EXPLAIN: no index is read or written; a miss is classified without one */
+static KCACHE__UNUSED void kcache__ix_name(const char *unit, char out[48]) { /* (for tools and tests) */
+    kcache__entry_name(kcache_hash(unit, strlen(unit)), out);
+    out[0] = 'i';
+    memcpy(out + 37, ".kci", 5);
+}
+static KCACHE__UNUSED int kcache__ix_push(kcache__ix *ix, int list, const kcache__ix_item *it) { (void)ix; (void)list; (void)it; return 0; }
+static KCACHE__UNUSED kcache_status kcache__ix_write(kcache__store *st, const char *unit, const kcache__ix *ix) {
+    (void)st; (void)unit; (void)ix;
+    return KCACHE_EDISABLED;
+}
+static void kcache__ix_free(kcache__ix *ix) { memset(ix, 0, sizeof *ix); }
+static int kcache__ix_find(const kcache__ix *ix, int list, kcache_hash128 d) { (void)ix; (void)list; (void)d; return -1; }
+static kcache_status kcache__ix_read(kcache__store *st, const char *unit, kcache__ix *ix) {
+    (void)st; (void)unit;
+    memset(ix, 0, sizeof *ix);
+    return KCACHE_ENOENT;
+}
+static void kcache__ix_log(kcache__store *st, const char *unit, int n, const int *kinds, const kcache__ix_item *items) {
+    (void)st; (void)unit; (void)n; (void)kinds; (void)items;
+}
+static void kcache__ix_update(kcache__store *st, const kcache_key *k, const unsigned char *rec, size_t rec_len,
+                              uint64_t size, int list, kcache_reason reason) {
+    (void)st; (void)k; (void)rec; (void)rec_len; (void)size; (void)list; (void)reason;
+}
+#endif /* KCACHE_NO_EXPLAIN */
 
 /* Before a put writes its temp file (or after the disk filled under it: disk_full): claims the
    write's in-flight slot unless it has one (*cmap: the mapping it is in), then makes room when it
@@ -7009,11 +7031,11 @@ static kcache_status kcache__store_put(kcache__store *st, const kcache_key *k, c
 /* Lock held: whether a stored overload (its record) depends on one of the files in the key now
    whose stamp changed under the policy. */
 static int kcache__depends_on_stale(const unsigned char *rec, size_t len, const kcache_key *now, int policy) {
-    kcache_key *stored = kcache__key_alloc();
+    kcache_key *stored = kcache__key_alloc(NULL);
     const kcache_key_field *f = kcache__key_fields(now), *g;
     uint32_t i;
     int stale = 0;
-    if (!stored || kcache__record_parse(rec, len, stored) != KCACHE_OK) { kcache__key_drop(stored); return 0; }
+    if (!stored || kcache__record_parse(rec, len, stored) != KCACHE_OK) { kcache__key_drop(NULL, stored); return 0; }
     g = kcache__key_fields(stored);
     for (i = 0; i < now->count && !stale; i++) {
         uint32_t j;
@@ -7023,7 +7045,7 @@ static int kcache__depends_on_stale(const unsigned char *rec, size_t len, const 
                 kcache__stamp_stale(kcache__stamp_diff(&g[j], &f[i]), policy))
                 stale = 1;
     }
-    kcache__key_drop(stored);
+    kcache__key_drop(NULL, stored);
     return stale;
 }
 
@@ -7111,7 +7133,7 @@ static void kcache__store_read(kcache__store *st, const kcache_key *k, int polic
     char rel[48];
     kcache__finfo s;
     kcache__blob *b = NULL;
-    size_t have = 0, fsize;
+    size_t have = 0, fsize = 0;
     int fd;
     memset(out, 0, sizeof *out);
     out->reason = KCACHE_REASON_COLD;
@@ -7877,6 +7899,7 @@ static kcache_status kcache__store_open(kcache__store **out, const char *dir, co
     return KCACHE_OK;
 }
 
+#ifndef KCACHE_NO_LAYERS
 /* Opens a read-only layer (KCACHE_LAYERS): a store that is only ever read, whatever its
    permissions: no lock, no use table, no stats, nothing created, written or repaired. It is
    checked as a read-only store is (kcache__walk, kcache__level_problem): the path as a store's,
@@ -7903,6 +7926,7 @@ static kcache_status kcache__layer_open(kcache__store **out, const char *dir, co
     *out = st;
     return KCACHE_OK;
 }
+#endif /* KCACHE_NO_LAYERS */
 
 /* ============================================================================================== */
 /* >>remote  the remote tier: backends, shards, the circuit breaker, signed and compressed values  */
@@ -7942,6 +7966,8 @@ typedef struct kcache__remote_ev {
     uint64_t lookups, puts, calls, latency_ns, errors, timeouts, skipped, rejects, opened, closed;
     char note[320]; /* the first thing worth a debug line */
 } kcache__remote_ev;
+
+#ifndef KCACHE_NO_REMOTE
 
 #if defined(__GNUC__) || defined(__clang__)
 __attribute__((format(printf, 2, 3)))
@@ -8275,27 +8301,6 @@ static kcache_status kcache__remote_put(kcache__remote *r, const kcache_key *k, 
 
 /* ---- the cluster-wide build claim (kcache_get_or_build) ---- */
 
-#if !defined(_WIN32)
-typedef pthread_t kcache__thread;
-typedef void *(*kcache__thread_fn)(void *);
-#define KCACHE__THREAD_FN(name, arg) static void *name(void *arg)
-#define KCACHE__THREAD_END return NULL
-static int kcache__thread_start(kcache__thread *t, kcache__thread_fn fn, void *arg) { return pthread_create(t, NULL, fn, arg) == 0; }
-static void kcache__thread_join(kcache__thread t) { pthread_join(t, NULL); }
-#else
-typedef HANDLE kcache__thread;
-typedef LPTHREAD_START_ROUTINE kcache__thread_fn;
-#define KCACHE__THREAD_FN(name, arg) static DWORD WINAPI name(LPVOID arg)
-#define KCACHE__THREAD_END return 0
-static int kcache__thread_start(kcache__thread *t, kcache__thread_fn fn, void *arg) {
-    *t = CreateThread(NULL, 0, fn, arg, 0, NULL);
-    return *t != NULL;
-}
-static void kcache__thread_join(kcache__thread t) {
-    WaitForSingleObject(t, INFINITE);
-    CloseHandle(t);
-}
-#endif
 
 /* A claim this process holds, renewed by a thread of its own while the build runs (a build is the
    caller's code: nothing else could renew meanwhile). */
@@ -9244,6 +9249,58 @@ bad:
     kcache__remote_close(r);
 }
 
+#else /* KCACHE_NO_REMOTE: no remote tier. kc->remote stays NULL, so the cache never calls these;
+         they keep its calls compiling. A configured remote is said to be compiled out. */
+typedef struct kcache__remote {
+    int ro;
+    uint32_t timeout_ms, claim_ms;
+    uint64_t max_entry;
+    char *names, *spec;
+    unsigned char *secret;
+    const kcache__mem *mem;
+} kcache__remote;
+typedef struct kcache__shard { const char *url; } kcache__shard;
+typedef struct kcache__rclaim { kcache__remote *r; kcache__shard *s; } kcache__rclaim;
+
+static KCACHE__UNUSED char *kcache__strndup(const char *s, size_t n) {
+    char *p = (char *)KCACHE_MALLOC(n + 1);
+    if (p) { memcpy(p, s, n); p[n] = 0; }
+    return p;
+}
+static uint64_t kcache__remote_open_count(kcache__remote *r) { (void)r; return 0; }
+static void kcache__remote_remove(kcache__remote *r, const kcache_key *k, kcache__remote_ev *ev) {
+    (void)r; (void)k; memset(ev, 0, sizeof *ev);
+}
+static void kcache__remote_get(kcache__remote *r, const kcache_key *k, int policy, int want_record, int peek, kcache__read *out,
+                               const char **where, kcache__remote_ev *ev) {
+    (void)r; (void)k; (void)policy; (void)want_record; (void)peek;
+    memset(out, 0, sizeof *out);
+    out->status = KCACHE_MISS;
+    out->reason = KCACHE_REASON_COLD;
+    *where = "";
+    memset(ev, 0, sizeof *ev);
+}
+static kcache_status kcache__remote_put(kcache__remote *r, const kcache_key *k, const void *data, size_t size, kcache__remote_ev *ev) {
+    (void)r; (void)k; (void)data; (void)size; memset(ev, 0, sizeof *ev);
+    return KCACHE_EDISABLED;
+}
+static int kcache__rclaim_init(kcache__rclaim *cl, kcache__remote *r, const kcache_key *k) { (void)k; cl->r = r; return 0; }
+static kcache_status kcache__rclaim_take(kcache__rclaim *cl, kcache__remote_ev *ev) { (void)cl; (void)ev; return KCACHE_EDISABLED; }
+static kcache_status kcache__rclaim_call(kcache__rclaim *cl, int op, uint32_t ms, kcache__remote_ev *ev) {
+    (void)cl; (void)op; (void)ms; (void)ev;
+    return KCACHE_EDISABLED;
+}
+static void kcache__rclaim_end(kcache__rclaim *cl, int stored, kcache__remote_ev *ev) { (void)cl; (void)stored; (void)ev; }
+static void kcache__remote_close(kcache__remote *r) { (void)r; }
+static void kcache__remote_open(kcache__remote **out, const kcache_config *cfg, char *why, size_t cap) {
+    const char *urls = cfg->remote ? cfg->remote : "";
+    *out = NULL;
+    while (*urls == ' ' || *urls == '\t') urls++;
+    if (cfg->remote_ops || *urls)
+        kcache__say(why, cap, "%s not used: the remote tier is compiled out (KCACHE_NO_REMOTE)", cfg->remote_ops ? "remote_ops" : "KCACHE_REMOTE");
+}
+#endif /* KCACHE_NO_REMOTE */
+
 /* ============================================================================================== */
 /* >>pub  publishing: every process's counters and recent events, for kcache-top                  */
 /* ============================================================================================== */
@@ -9363,6 +9420,7 @@ typedef struct kcache__pub {
     void *log_user;
 } kcache__pub;
 
+#ifndef KCACHE_NO_PUB
 /* ---- shared-memory words ---- */
 static uint64_t kcache__pub_ld(const uint64_t *w) { return kcache__le64(kcache__atomic_load_u64(w)); }
 static uint64_t kcache__pub_ld_acq(const uint64_t *w) { return kcache__le64(kcache__atomic_load_u64_acq(w)); }
@@ -9922,6 +9980,32 @@ static KCACHE__UNUSED void kcache__pub_evict(kcache__pub *p, uint64_t entries, u
     kcache__pub_add(p, KCACHE__PUB_EVICTIONS, entries);
 }
 
+#else /* KCACHE_NO_PUB: nothing is published; the calls the cache makes are no-ops */
+static void kcache__pub_open(kcache__pub *p, kcache__store *st, const kcache_config *cfg) {
+    memset(p, 0, sizeof *p);
+    if (st && cfg && cfg->publish && cfg->debug) {
+        const char *line = "stats: not published (compiled out: KCACHE_NO_PUB)";
+        if (cfg->log) cfg->log(cfg->log_user, line);
+        else fprintf(stderr, "kcache: %s\n", line);
+    }
+}
+static void kcache__pub_close(kcache__pub *p) { (void)p; }
+static void kcache__pub_add(kcache__pub *p, int counter, uint64_t n) { (void)p; (void)counter; (void)n; }
+static void kcache__pub_event(kcache__pub *p, int kind, const char *unit, uint64_t unit_hash, uint64_t size, int reason,
+                              uint64_t count, int64_t now) {
+    (void)p; (void)kind; (void)unit; (void)unit_hash; (void)size; (void)reason; (void)count; (void)now;
+}
+static void kcache__pub_hit_mem(kcache__pub *p, uint64_t unit_hash, uint64_t size) { (void)p; (void)unit_hash; (void)size; }
+static void kcache__pub_hit_disk(kcache__pub *p, const char *unit, uint64_t unit_hash, uint64_t size, int64_t now) {
+    (void)p; (void)unit; (void)unit_hash; (void)size; (void)now;
+}
+static void kcache__pub_miss(kcache__pub *p, const char *unit, kcache_reason r) { (void)p; (void)unit; (void)r; }
+static void kcache__pub_put(kcache__pub *p, const char *unit, uint64_t size, kcache_status s) { (void)p; (void)unit; (void)size; (void)s; }
+static void kcache__pub_evict(kcache__pub *p, uint64_t entries, uint64_t bytes, const char *units) {
+    (void)p; (void)entries; (void)bytes; (void)units;
+}
+#endif /* KCACHE_NO_PUB */
+
 /* ============================================================================================== */
 /* >>cache  the public calls: configuration, open/close, get/put/remove, explain, stats           */
 /* ============================================================================================== */
@@ -9997,9 +10081,20 @@ static void kcache__log(const kcache_config *cfg, const char *fmt, ...) {
     else fprintf(stderr, "kcache: %s\n", line);
 }
 #define KCACHE__DEBUG(kc, ...) do { if ((kc)->cfg.debug) kcache__log(&(kc)->cfg, __VA_ARGS__); } while (0)
+/* The tiers a build leaves out are constants, so that the compiler drops the code that uses them. */
+#ifdef KCACHE_NO_LAYERS
+#define KCACHE__NLAYERS(kc) 0
+#else
+#define KCACHE__NLAYERS(kc) ((kc)->nlayers)
+#endif
+#ifdef KCACHE_NO_REMOTE
+#define KCACHE__REMOTE(kc) ((kcache__remote *)NULL)
+#else
+#define KCACHE__REMOTE(kc) ((kc)->remote)
+#endif
 
 /* A size: digits with an optional K, M, G or T (powers of 1024), optionally followed by B or iB. */
-static int kcache__parse_size(const char *s, uint64_t *out) {
+static KCACHE__UNUSED int kcache__parse_size(const char *s, uint64_t *out) {
     uint64_t v = 0, mul = 1;
     const char *p = s;
     if (!s || !*s) return 0;
@@ -10023,7 +10118,7 @@ static int kcache__parse_size(const char *s, uint64_t *out) {
     return 1;
 }
 
-static int kcache__parse_bool(const char *s, int *out) {
+static KCACHE__UNUSED int kcache__parse_bool(const char *s, int *out) {
     static const char *const yes[] = {"1", "yes", "true", "on"}, *const no[] = {"0", "no", "false", "off"};
     size_t i;
     for (i = 0; i < 4; i++) {
@@ -10033,6 +10128,7 @@ static int kcache__parse_bool(const char *s, int *out) {
     return 0;
 }
 
+#ifndef KCACHE_NO_ENV
 /* The variables kcache_config_init reads, what each wants (cfg->env_bad's bit i is variable i). */
 #define KCACHE__ENV_VARS(X)                                                                     \
     X(DEBUG, "KCACHE_DEBUG", "0 or 1")                                                          \
@@ -10081,6 +10177,9 @@ static void kcache__say_env_bad(const kcache_config *cfg) {
         kcache__log(cfg, "%s=\"%.64s\" is not %s; using the default", kcache__env_var[i], v ? v : "", kcache__env_want[i]);
     }
 }
+#else /* KCACHE_NO_ENV: nothing was read, so nothing was bad */
+static void kcache__say_env_bad(const kcache_config *cfg) { (void)cfg; }
+#endif
 
 KCACHE_API void kcache_config_defaults(kcache_config *cfg) {
     if (!cfg) return;
@@ -10103,6 +10202,9 @@ KCACHE_API void kcache_config_defaults(kcache_config *cfg) {
 
 KCACHE_API const char *kcache_version(void) { return KCACHE_VERSION; }
 
+#ifdef KCACHE_NO_ENV /* the environment is compiled out: the defaults alone, as kcache_config_defaults gives them */
+KCACHE_API void kcache_config_init(kcache_config *cfg) { kcache_config_defaults(cfg); }
+#else
 KCACHE_API void kcache_config_init(kcache_config *cfg) {
     const char *v;
     uint64_t n;
@@ -10178,6 +10280,7 @@ KCACHE_API void kcache_config_init(kcache_config *cfg) {
         else kcache__env_bad(cfg, REMOTE_MAX_ENTRY);
     }
 }
+#endif /* KCACHE_NO_ENV */
 
 /* The default directory: $XDG_CACHE_HOME/kcache (an absolute path, as the XDG spec requires), else
    $HOME/.cache/kcache. 0 when neither is usable. */
@@ -10258,9 +10361,9 @@ KCACHE_API kcache_status kcache_open(kcache **out, const kcache_config *cfg) {
     kc->cfg.dir = NULL;
     kc->pid = kcache__pid();
     if (kc->cfg.mem_entries == 0) kc->cfg.mem_entries = 1;
-    if ((t = (kcache__open_scratch *)KCACHE_MALLOC(sizeof *t)) == NULL) { kcache__mem_free(&al, kc); return KCACHE_ENOMEM; }
+    if ((t = (kcache__open_scratch *)kcache__mem_alloc(&al, sizeof *t)) == NULL) { kcache__mem_free(&al, kc); return KCACHE_ENOMEM; }
     if (kcache__lru_init(&kc->lru, kc->cfg.mem_entries, &kc->mem) != KCACHE_OK) {
-        KCACHE_FREE(t);
+        kcache__mem_free(&al, t);
         kcache__mem_free(&al, kc);
         return KCACHE_ENOMEM;
     }
@@ -10299,7 +10402,7 @@ KCACHE_API kcache_status kcache_open(kcache **out, const kcache_config *cfg) {
     else KCACHE__DEBUG(kc, "store %s (limit %llu bytes)%s%s", kc->dir, (unsigned long long)kc->cfg.max_size, why[0] ? "; " : "", why);
     kcache__say_relative(kc, cfg->dir, kc->cfg.layers);
     if (kc->cfg.enable) kcache__lower_open(kc);
-    KCACHE_FREE(t);
+    kcache__mem_free(&kc->mem, t);
     *out = kc;
     return KCACHE_OK;
 }
@@ -10331,10 +10434,10 @@ static kcache *kcache__reopen(const kcache *kc) {
         snprintf(group, sizeof group, "%u", (unsigned)kc->store->gid);
         cfg.shared_group = group;
     }
-    if (kc->remote) cfg.remote = kc->remote->spec; /* with its credentials (kc->cfg.remote: as shown) */
-    if (kc->remote && kc->remote->secret) cfg.remote_secret = (const char *)kc->remote->secret; /* kept NUL-terminated */
+    if (KCACHE__REMOTE(kc)) cfg.remote = kc->remote->spec; /* with its credentials (kc->cfg.remote: as shown) */
+    if (KCACHE__REMOTE(kc) && kc->remote->secret) cfg.remote_secret = (const char *)kc->remote->secret; /* kept NUL-terminated */
     if (!kc->store) cfg.persistent = 0; /* a parent running from memory: so does its child */
-    if (kc->nlayers) { /* the layers kc uses, by the paths they were opened at */
+    if (KCACHE__NLAYERS(kc)) { /* the layers kc uses, by the paths they were opened at */
         size_t n = 0, at = 0;
         int i;
         for (i = 0; i < kc->nlayers; i++) n += strlen(kc->layers[i]->dir) + 1;
@@ -10492,7 +10595,7 @@ static void kcache__store_stats(kcache *kc, const kcache__store_ev *ev, kcache_s
 
 /* Writes a node that only memory held (KCACHE_WRITE=evict) to the store. */
 static void kcache__write_back(kcache *kc, kcache__node *n) {
-    kcache_key *k = kcache__key_alloc();
+    kcache_key *k = kcache__key_alloc(&kc->mem);
     kcache__store_ev ev;
     kcache_status s;
     if (k && kcache__record_parse(n->rec, n->rec_len, k) == KCACHE_OK) {
@@ -10501,7 +10604,7 @@ static void kcache__write_back(kcache *kc, kcache__node *n) {
         kcache__store_stats(kc, &ev, s);
         KCACHE__DEBUG(kc, "write-back %s (%zu bytes): %s", k->unit, n->blob->size, kcache_strerror(s));
     }
-    kcache__key_drop(k);
+    kcache__key_drop(&kc->mem, k);
 }
 
 static void kcache__release_nodes(kcache *kc, kcache__node *list) {
@@ -10687,7 +10790,7 @@ static void kcache__keep_closest(kcache_key *best, int *best_eq, kcache_key *can
 /* Writes into b how k differs from the closest of an index's live overloads (nothing when none of
    their records parses). The two keys compared live on the heap (about 4 KiB each: small stacks). */
 static void kcache__sb_closest(kcache__sb *b, const kcache__ix *ix, const kcache_key *k) {
-    kcache_key *best = kcache__key_alloc(), *cand = kcache__key_alloc();
+    kcache_key *best = kcache__key_alloc(NULL), *cand = kcache__key_alloc(NULL);
     int best_eq = -1;
     uint32_t i;
     for (i = 0; best && cand && i < ix->n[KCACHE__IX_LIVE]; i++) {
@@ -10740,7 +10843,7 @@ static kcache_reason kcache__ix_classify(kcache *kc, const kcache_key *k, int64_
             kcache__sb_time(b, *when);
             break;
         case KCACHE_REASON_STAMP: {
-            kcache_key *stored = kcache__key_alloc();
+            kcache_key *stored = kcache__key_alloc(&kc->mem);
             kcache__sb_add(b, " (entry removed at ");
             kcache__sb_time(b, *when);
             kcache__sb_add(b, ")");
@@ -10749,7 +10852,7 @@ static kcache_reason kcache__ix_classify(kcache *kc, const kcache_key *k, int64_
                 kcache__sb_add(b, ": ");
                 kcache__sb_stamps(b, stored, k, kc->cfg.stamp);
             }
-            kcache__key_drop(stored);
+            kcache__key_drop(&kc->mem, stored);
             break;
         }
         case KCACHE_REASON_FIELD:
@@ -10763,6 +10866,9 @@ static kcache_reason kcache__ix_classify(kcache *kc, const kcache_key *k, int64_
                            r == KCACHE_ECORRUPT ? "has a damaged index (the next put rebuilds it): nothing known" : "never stored",
                            kc->dir);
             if (r == KCACHE_OK && ix.n[KCACHE__IX_GONE]) kcache__sb_add(b, " (%u overload(s) left it)", ix.n[KCACHE__IX_GONE]);
+#ifdef KCACHE_NO_EXPLAIN
+            kcache__sb_add(b, " (as far as kcache can tell: per-unit indexes are compiled out, KCACHE_NO_EXPLAIN)");
+#endif
             break;
         }
     }
@@ -10848,6 +10954,7 @@ static kcache__node *kcache__keep_read(kcache *kc, kcache__node *nn, kcache__blo
 #define KCACHE__REMOTE_ZSTD_NOTE ""
 #endif
 
+#ifndef KCACHE_NO_LAYERS
 /* A layer left out, and why: the debug log says it, and the first reason stays for kcache_explain.
    The walk and the level checks word a refusal for the store: the reason, then what it means for
    the store ("; refusing the store P (memory only)", "; refusing it (memory only)"). For a layer
@@ -10920,6 +11027,13 @@ static void kcache__layers_open(kcache *kc, const char *spec) {
     }
     KCACHE_FREE(path);
 }
+#else /* KCACHE_NO_LAYERS: kc->nlayers stays 0; layers asked for are said to be compiled out */
+static void kcache__layers_open(kcache *kc, const char *spec) {
+    if (!spec || !*spec) return;
+    kcache__say(kc->layers_why, sizeof kc->layers_why, "KCACHE_LAYERS not used: read-only layers are compiled out (KCACHE_NO_LAYERS)");
+    KCACHE__DEBUG(kc, "%s", kc->layers_why);
+}
+#endif /* KCACHE_NO_LAYERS */
 
 static void kcache__lower_open(kcache *kc) {
     char why[400];
@@ -10937,8 +11051,11 @@ static void kcache__lower_open(kcache *kc) {
 #else
     if (kc->cfg.compress) KCACHE__DEBUG(kc, "KCACHE_COMPRESS=1 needs kcache built with KCACHE_ZSTD; the store stays uncompressed");
 #endif
+#ifdef KCACHE_NO_EXPLAIN
+    if (kc->cfg.trace) KCACHE__DEBUG(kc, "KCACHE_TRACE=1 does nothing: per-unit indexes are compiled out (KCACHE_NO_EXPLAIN)");
+#endif
     if (why[0]) KCACHE__DEBUG(kc, "remote: %s", why);
-    else if (kc->remote)
+    else if (KCACHE__REMOTE(kc))
         KCACHE__DEBUG(kc, "remote %s (%s, timeout %u ms, entries up to %llu bytes%s%s)", kc->remote->names, kc->remote->ro ? "read-only" : "read-write",
                       (unsigned)kc->remote->timeout_ms, (unsigned long long)kc->remote->max_entry, kc->remote->secret ? ", signed" : "",
                       KCACHE__REMOTE_ZSTD_NOTE);
@@ -11054,16 +11171,16 @@ static kcache_status kcache__lower_get(kcache *kc, const kcache_key *k, uint64_t
     const char *where;
     if (!rk || rk->error != KCACHE_OK) /* out of memory, or a dependency that cannot be read */
         s = KCACHE_MISS;
-    else if (kc->nlayers && (ask & KCACHE__ASK_LAYERS) && kcache__layers_get(kc, rk, gen, data, size, reason, count) == KCACHE_OK)
+    else if (KCACHE__NLAYERS(kc) && (ask & KCACHE__ASK_LAYERS) && kcache__layers_get(kc, rk, gen, data, size, reason, count) == KCACHE_OK)
         s = KCACHE_OK;
-    else if (kc->remote && (ask & KCACHE__ASK_REMOTE)) {
+    else if (KCACHE__REMOTE(kc) && (ask & KCACHE__ASK_REMOTE)) {
         memset(&ev, 0, sizeof ev);
         kcache__remote_get(kc->remote, rk, kc->cfg.stamp, 0, 0, &rd, &where, &ev);
         kcache__remote_stats(kc, &ev);
         KCACHE_FREE(rd.rec);
         if (rd.status == KCACHE_OK) s = kcache__lower_hit(kc, rk, gen, rd.blob, 0, where, data, size);
     }
-    kcache__key_drop(copy);
+    kcache__key_drop(&kc->mem, copy);
     return s;
 }
 
@@ -11080,7 +11197,7 @@ static int kcache__lower_explain(kcache *kc, const kcache_key *k, kcache__sb *b)
     unsigned char *bad_rec = NULL;
     size_t bad_len = 0;
     int said = 1, i;
-    for (i = 0; i < kc->nlayers; i++) {
+    for (i = 0; i < KCACHE__NLAYERS(kc); i++) {
         kcache__store_read(kc->layers[i], k, kc->cfg.stamp, 1, &rd);
         if (rd.status == KCACHE_OK) {
             kcache__sb_add(b, "hit: layer %s (unit \"%s\", %zu bytes)", kc->layers[i]->dir, k->unit, rd.blob->size);
@@ -11095,7 +11212,7 @@ static int kcache__lower_explain(kcache *kc, const kcache_key *k, kcache__sb *b)
         }
         KCACHE_FREE(rd.rec);
     }
-    if (kc->remote) { /* a peek: counted nowhere, the breaker as it was (ev stays empty) */
+    if (KCACHE__REMOTE(kc)) { /* a peek: counted nowhere, the breaker as it was (ev stays empty) */
         memset(&ev, 0, sizeof ev);
         kcache__remote_get(kc->remote, k, kc->cfg.stamp, 0, 1, &rd, &where, &ev);
         if (rd.status == KCACHE_OK) kcache__sb_add(b, "hit: remote (%s), unit \"%s\", %zu bytes", where, k->unit, rd.blob->size);
@@ -11108,7 +11225,7 @@ static int kcache__lower_explain(kcache *kc, const kcache_key *k, kcache__sb *b)
         if (said) { KCACHE_FREE(bad_rec); return 1; }
     }
     if (!bad) return 0;
-    stored = bad_rec ? kcache__key_alloc() : NULL; /* (on the heap: small stacks) */
+    stored = bad_rec ? kcache__key_alloc(&kc->mem) : NULL; /* (on the heap: small stacks) */
     if (stored && kcache__record_parse(bad_rec, bad_len, stored) == KCACHE_OK) {
         kcache__sb_add(b, "miss: %s: ", kcache__reason_text[KCACHE_REASON_STAMP]);
         kcache__sb_stamps(b, stored, k, kc->cfg.stamp);
@@ -11119,7 +11236,7 @@ static int kcache__lower_explain(kcache *kc, const kcache_key *k, kcache__sb *b)
         kcache__sb_add(b, "miss: %s: the entry for unit \"%s\" in layer %s fails validation; it stays there (a layer is read-only)",
                        kcache__reason_text[KCACHE_REASON_REJECTED], k->unit, bad->dir);
     }
-    kcache__key_drop(stored);
+    kcache__key_drop(&kc->mem, stored);
     KCACHE_FREE(bad_rec);
     return 1;
 }
@@ -11128,7 +11245,7 @@ static int kcache__lower_explain(kcache *kc, const kcache_key *k, kcache__sb *b)
    there. With b, replaces what b holds by the fields that differ from the layer's closest one. */
 static int kcache__layers_closest(kcache *kc, const kcache_key *k, kcache__sb *b) {
     int i;
-    for (i = 0; i < kc->nlayers; i++) {
+    for (i = 0; i < KCACHE__NLAYERS(kc); i++) {
         kcache__ix ix;
         uint32_t n;
         if (kcache__ix_read(kc->layers[i], k->unit, &ix) != KCACHE_OK) continue;
@@ -11150,7 +11267,11 @@ static int kcache__layers_closest(kcache *kc, const kcache_key *k, kcache__sb *b
    refusal is. */
 static void kcache__layers_note(const kcache *kc, kcache__sb *b) {
     if (kc->layers_why[0]) kcache__sb_add(b, " (%s)", kc->layers_why);
+#ifdef KCACHE_NO_REMOTE /* a remote asked for although compiled out: said the same way */
+    if (kc->remote_why[0]) kcache__sb_add(b, " (%s)", kc->remote_why);
+#else
     if (!kc->remote && kc->remote_why[0]) kcache__sb_add(b, " (no remote: %s)", kc->remote_why); /* the remote asked for and refused too */
+#endif
 }
 
 /* ---- dependencies' content, when a lookup needs it -------------------------------------------
@@ -11184,7 +11305,7 @@ static int kcache__stamp_load(kcache *kc, const kcache__finfo *fi, kcache_hash12
     }
     kcache__blob_unref(rd.blob);
     KCACHE_FREE(rd.rec);
-    kcache__key_drop(sk);
+    kcache__key_drop(NULL, sk);
     return ok;
 }
 static void kcache__stamp_save(kcache *kc, const kcache__finfo *fi, kcache_hash128 path_digest, kcache_hash128 content) {
@@ -11196,7 +11317,7 @@ static void kcache__stamp_save(kcache *kc, const kcache__finfo *fi, kcache_hash1
     kcache__put_u64(v + 8, content.hi);
     memset(&ev, 0, sizeof ev);
     kcache__store_stats(kc, &ev, kcache__store_put(kc->store, sk, v, sizeof v, &ev));
-    kcache__key_drop(sk);
+    kcache__key_drop(NULL, sk);
 }
 
 /* Fills a file field's content (kf: its path and the stat kcache_key_file took). A file read now
@@ -11213,7 +11334,7 @@ static kcache_status kcache__field_content(kcache *kc, const kcache__kfile *kf, 
             return KCACHE_OK;
         }
     }
-    if (kcache__hash_file(kf->path, &c, &now, &changed) != 0) return KCACHE_ENOENT;
+    if (kcache__hash_file(kc ? &kc->mem : NULL, kf->path, &c, &now, &changed) != 0) return KCACHE_ENOENT;
     f->content = c;
     f->mtime_ns = changed ? 0 : now.mtime_ns;
     f->file_size = now.size;
@@ -11249,12 +11370,12 @@ static const kcache_key *kcache__key_resolve(kcache *kc, const kcache_key *k, in
     uint32_t i, want = kcache__ff_unresolved(policy);
     *copy = NULL;
     if (!kcache__key_unresolved(k, policy)) return k;
-    if ((c = (kcache_key *)KCACHE_MALLOC(sizeof *c)) == NULL) return NULL;
+    if ((c = (kcache_key *)kcache__mem_alloc(kc ? &kc->mem : NULL, sizeof *c)) == NULL) return NULL; /* (kcache__key_drop(&kc->mem, c)) */
     memcpy(c, k, offsetof(kcache_key, inline_fields));
     c->files = NULL;
-    if (k->heap) {
+    if (k->heap) { /* a key's own arrays are KCACHE_MALLOC's: kcache_key_free frees them */
         if ((c->heap = (kcache_key_field *)KCACHE_MALLOC(sizeof(kcache_key_field) * k->cap)) == NULL) {
-            KCACHE_FREE(c);
+            kcache__mem_free(kc ? &kc->mem : NULL, c);
             return NULL;
         }
         memcpy(c->heap, k->heap, sizeof(kcache_key_field) * k->count);
@@ -11293,7 +11414,7 @@ static void kcache__remove_stale(kcache *kc, const kcache_key *k, const unsigned
     const kcache_key *rk = kc->cfg.stamp == KCACHE_STAMP_MTIME ? k : kcache__key_resolve(kc, k, kc->cfg.stamp, &copy);
     memset(&ev, 0, sizeof ev);
     if (rk) kcache__store_remove(kc->store, rk, KCACHE_REASON_STAMP, rec, rec_len, kc->cfg.stamp, &ev);
-    kcache__key_drop(copy);
+    kcache__key_drop(&kc->mem, copy);
 }
 
 static kcache_status kcache__get_once(kcache *kc, const kcache_key *k, const void **data, size_t *size, int count_miss,
@@ -11311,7 +11432,7 @@ static kcache_status kcache__get(kcache *kc, const kcache_key *k, const void **d
         if (!rk) return KCACHE_ENOMEM;
         need = 0;
         s = kcache__get_once(kc, rk, data, size, count_miss, ask, &need);
-        kcache__key_drop(copy);
+        kcache__key_drop(&kc->mem, copy);
     }
     return s;
 }
@@ -11430,18 +11551,18 @@ static kcache_status kcache__get_once(kcache *kc, const kcache_key *k, const voi
             KCACHE_FREE(rd.rec);
         }
     }
-    if ((kc->nlayers || kc->remote) && ask && reason != KCACHE_REASON_FIELD &&
+    if ((KCACHE__NLAYERS(kc) || KCACHE__REMOTE(kc)) && ask && reason != KCACHE_REASON_FIELD &&
         kcache__lower_get(kc, k, gen, data, size, &reason, count_miss, ask) == KCACHE_OK)
         return KCACHE_OK;
     if (!count_miss) return KCACHE_MISS;
     if (reason == KCACHE_REASON_COUNT) reason = kcache__absent_reason(kc, k, &when);
-    if (reason == KCACHE_REASON_COLD && kc->nlayers && kcache__layers_closest(kc, k, NULL)) reason = KCACHE_REASON_FIELD;
+    if (reason == KCACHE_REASON_COLD && KCACHE__NLAYERS(kc) && kcache__layers_closest(kc, k, NULL)) reason = KCACHE_REASON_FIELD;
     kcache__count_miss(kc, k, reason);
     if (kc->cfg.trace && kc->store) { /* the record keeps every content digest */
         kcache_key *copy = NULL;
         const kcache_key *rk = kcache__key_resolve(kc, k, kc->cfg.stamp, &copy);
         if (rk) kcache__store_trace_miss(kc->store, rk, reason);
-        kcache__key_drop(copy);
+        kcache__key_drop(&kc->mem, copy);
     }
     return KCACHE_MISS;
 }
@@ -11461,7 +11582,7 @@ static kcache_status kcache__put_blob(kcache *kc, const kcache_key *k, kcache__b
     if (remote) *remote = KCACHE_EDISABLED;
     if (s == KCACHE_OK) s = kcache__put_blob_key(kc, rk, b, through, remote);
     else kcache__blob_unref(b);
-    kcache__key_drop(copy);
+    kcache__key_drop(&kc->mem, copy);
     return s;
 }
 static kcache_status kcache__put_blob_key(kcache *kc, const kcache_key *k, kcache__blob *b, int through, kcache_status *remote) {
@@ -11479,7 +11600,7 @@ static kcache_status kcache__put_blob_key(kcache *kc, const kcache_key *k, kcach
         else if (s != KCACHE_OK)
             KCACHE__DEBUG(kc, "put %s: the store refused it (%s); kept in memory only", k->unit, kcache_strerror(s));
     }
-    if (kc->remote && !kc->remote->ro) {
+    if (KCACHE__REMOTE(kc) && !kc->remote->ro) {
         kcache__remote_ev ev;
         memset(&ev, 0, sizeof ev);
         rs = kcache__remote_put(kc->remote, k, b->data, b->size, &ev);
@@ -11534,7 +11655,7 @@ KCACHE_API kcache_status kcache_remove(kcache *kc, const kcache_key *k) {
         memset(&ev, 0, sizeof ev);
         if (kcache__store_remove(kc->store, k, KCACHE_REASON_COUNT, NULL, 0, kc->cfg.stamp, &ev) == KCACHE_OK) s = KCACHE_OK;
     }
-    if (kc->remote) { /* else the next lookup would bring it back */
+    if (KCACHE__REMOTE(kc)) { /* else the next lookup would bring it back */
         kcache__remote_ev rev;
         memset(&rev, 0, sizeof rev);
         kcache__remote_remove(kc->remote, k, &rev);
@@ -11605,7 +11726,7 @@ static int kcache__closest_in_memory(kcache *kc, const kcache_key *k, kcache_key
     uint64_t uh = kcache_hash(k->unit, strlen(k->unit)).lo;
     const kcache__node *n;
     int best_eq = -1;
-    kcache_key *cand = kcache__key_alloc();
+    kcache_key *cand = kcache__key_alloc(&kc->mem);
     *overloads = 0;
     for (n = kc->lru.head.next; cand && n != &kc->lru.head; n = n->next) {
         int eq;
@@ -11613,13 +11734,14 @@ static int kcache__closest_in_memory(kcache *kc, const kcache_key *k, kcache_key
         (*overloads)++;
         kcache__keep_closest(best, &best_eq, cand, eq);
     }
-    KCACHE_FREE(cand); /* (freed or moved into best already) */
+    kcache__mem_free(&kc->mem, cand); /* (freed or moved into best already) */
     return best_eq >= 0;
 }
 
 static size_t kcache__explain(kcache *kc, const kcache_key *k, char *buf, size_t cap, kcache_key *stored);
 KCACHE_API size_t kcache_explain(kcache *kc, const kcache_key *k, char *buf, size_t cap) {
-    kcache_key *copy = NULL, *stored = kcache__key_alloc(); /* scratch for a stored overload */
+    const kcache__mem *m = kc ? &kc->mem : NULL; /* (a forked child's own handle has the same allocator) */
+    kcache_key *copy = NULL, *stored = kcache__key_alloc(m); /* scratch for a stored overload */
     size_t n;
     if (kc) kc = kcache__live(kc, 1);
     if (kc && k && k->magic == KCACHE__KEY_LIVE && k->error == KCACHE_OK && kc->cfg.enable) {
@@ -11628,8 +11750,8 @@ KCACHE_API size_t kcache_explain(kcache *kc, const kcache_key *k, char *buf, siz
     }
     if (!stored) kc = NULL; /* "invalid": out of memory */
     n = kcache__explain(kc, k, buf, cap, stored);
-    kcache__key_drop(copy);
-    kcache__key_drop(stored);
+    kcache__key_drop(m, copy);
+    kcache__key_drop(m, stored);
     return n;
 }
 static size_t kcache__explain(kcache *kc, const kcache_key *k, char *buf, size_t cap, kcache_key *stored) {
@@ -11913,7 +12035,7 @@ static kcache_status kcache__get_or_build(kcache *kc, const kcache_key *k, kcach
             else if (claimed) s = kcache__get(kc, k, data, size, 0, claimed == 1 && claim_waited ? KCACHE__ASK_REMOTE : 0);
         }
         cl.r = NULL;
-        if (s != KCACHE_OK && s != KCACHE__FORKED && kc->remote) s = kcache__cluster_claim(kc, k, &cl, data, size);
+        if (s != KCACHE_OK && s != KCACHE__FORKED && KCACHE__REMOTE(kc)) s = kcache__cluster_claim(kc, k, &cl, data, size);
         if (s != KCACHE_OK && s != KCACHE__FORKED) {
             s = kcache__run_build(kc, build, user, &b, &child);
             if (child) break; /* forked inside the build: the child takes its payload and goes */
@@ -14128,6 +14250,10 @@ done:
 
 #endif /* !KCACHE__UNUSABLE */
 #endif /* KCACHE__IMPLEMENTED */
+#ifdef KCACHE__OWN_GNU_SOURCE /* kcache's choice, not the including file's (see the top) */
+#undef _GNU_SOURCE
+#undef KCACHE__OWN_GNU_SOURCE
+#endif
 #endif /* KCACHE_IMPLEMENTATION */
 
 /*

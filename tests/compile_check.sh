@@ -4,7 +4,8 @@
 # and KCACHE_STATIC; with -Wcast-qual -Wshadow -Wconversion too; whatever system headers came
 # before it under every -std (or one clear error where that cannot work), OFD locks on and off;
 # and its MSVC branches with clang in MSVC mode. Prints "ok NAME" / "FAIL NAME: ..." lines
-# (tests/kt.h's protocol).
+# (tests/kt.h's protocol). Every -O level with g++ and clang++, the compile-out switches
+# (KCACHE_NO_*) and the constructor check: tests/compile_matrix.sh.
 set -u
 root=$(cd "$(dirname "$0")/.." && pwd)
 tmp=$(mktemp -d)

@@ -496,7 +496,7 @@ static kcache_hash128 content_in(kcache *kc, const kcache_key *k, const char *na
         h = f->content;
         if (read) *read = f->reserved == 0;
     }
-    kcache__key_drop(copy);
+    kcache__key_drop(kc ? &kc->mem : NULL, copy);
     return h;
 }
 static kcache_hash128 content_of(const kcache_key *k, const char *name, int *read)
@@ -1006,6 +1006,9 @@ static void test_host(void)
     kcache_key_init(&k2, "host");
     kcache_key_str(&k2, "src", "x");
     KT_CHECK(kcache_key_host(&k2) == KCACHE_OK);
+#ifdef KCACHE_NO_ENV /* no variable is read: the detected CPU, as without the overrides */
+    KT_CHECK(heq(k.digest, k2.digest));
+#else
     f = field_named(&k2, "host.cpu_name");
     if (f) {
         KT_CHECK_STR(f->preview, "portable-cpu");
@@ -1017,6 +1020,7 @@ static void test_host(void)
         KT_CHECK(heq(f->digest, kcache_hash("+sse2,-avx512f", 14)));
     }
     KT_CHECK(!heq(k.digest, k2.digest)); /* unless this CPU is called portable-cpu */
+#endif
     /* the same overrides through a cache opened with them */
     kcache_config_init(&cfg);
     cfg.persistent = 0;

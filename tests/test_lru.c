@@ -5,6 +5,20 @@
  *
  * Build: make build/test_lru build/asan/test_lru; also runs under valgrind (leak-check=full).
  * Never touches a real cache directory: every cache here is memory only. */
+/* KCACHE_MALLOC counted (test_allocator_memory_only). Declared, not included: kcache.h comes
+   before any system header (<stddef.h> is the compiler's own). */
+#include <stddef.h>
+void *malloc(size_t n);
+void *realloc(void *p, size_t n);
+void free(void *p);
+static int kt_macro_counting;
+static long kt_macro_allocs;
+static void *kt_macro_malloc(size_t n) { kt_macro_allocs += kt_macro_counting; return malloc(n); }
+void *kt_macro_realloc(void *p, size_t n); /* (not static: the core build may not use it) */
+void *kt_macro_realloc(void *p, size_t n) { kt_macro_allocs += kt_macro_counting; return realloc(p, n); }
+#define KCACHE_MALLOC(n) kt_macro_malloc(n)
+#define KCACHE_REALLOC(p, n) kt_macro_realloc(p, n)
+#define KCACHE_FREE(p) free(p)
 #define KCACHE_IMPLEMENTATION
 #include "kcache.h"
 #include "kt.h"
@@ -1151,6 +1165,137 @@ static void test_stamp_memory(void)
     rmdir(dir);
 }
 
+/* ---- the allocator callbacks: with cfg.alloc_fn / free_fn set, a memory-only cache's calls
+   allocate only through them (the kcache, payloads, the keys and buffers a call needs for a
+   while); KCACHE_MALLOC stays for what has no kcache (keys the caller builds) and a build
+   function's buffer ---- */
+static long al_allocs, al_live;
+/* (16 bytes ahead of malloc's block: memory from one given to the other's free fails loudly) */
+static void *al_alloc(void *user, size_t n) {
+    unsigned char *p = (unsigned char *)malloc(n + 16);
+    (void)user;
+    if (!p) return NULL;
+    al_allocs++;
+    al_live++;
+    return p + 16;
+}
+static void al_free(void *user, void *p) { (void)user; if (p) { al_live--; free((unsigned char *)p - 16); } }
+static int al_build(void *user, void **out, size_t *n) {
+    (void)user;
+    if ((*out = malloc(10)) == NULL) return 1;
+    memset(*out, 1, 10);
+    *n = 10;
+    return 0;
+}
+static void test_allocator_memory_only(void)
+{
+    char path[] = "/tmp/kcache-test-lru-dep-XXXXXX", why[1024];
+    kcache_config cfg;
+    kcache *kc;
+    kcache_key k, kf, kb;
+    const void *p;
+    size_t n;
+    int fd = mkstemp(path);
+    if (fd < 0 || write(fd, "kernel", 6) != 6) { KT_FAILF("mkstemp"); return; }
+    close(fd);
+    kcache_key_init(&k, "al");   /* the caller's keys, before counting */
+    kcache_key_str(&k, "src", "x");
+    kcache_key_host(&k);
+    kcache_key_init(&kf, "al");
+    kcache_key_file(&kf, "dep", path);
+    kcache_key_init(&kb, "al");
+    kcache_key_str(&kb, "src", "built");
+    kcache_config_defaults(&cfg);
+    cfg.persistent = 0;
+    cfg.stamp = KCACHE_STAMP_CONTENT; /* the dependency's content is read at each lookup */
+    cfg.alloc_fn = al_alloc;
+    cfg.free_fn = al_free;
+    kt_macro_allocs = 0;
+    kt_macro_counting = 1;
+    KT_CHECK(kcache_open(&kc, &cfg) == KCACHE_OK);
+    if (!kc) { kt_macro_counting = 0; return; }
+    KT_CHECK(kcache_get(kc, &k, &p, &n) == KCACHE_MISS);
+    KT_CHECK(kcache_explain(kc, &k, why, sizeof why) > 0);
+    KT_CHECK(kcache_put(kc, &k, "bin", 3) == KCACHE_OK);
+    KT_CHECK(kcache_get(kc, &k, &p, &n) == KCACHE_OK);
+    if (n == 3) kcache_release(kc, p);
+    KT_CHECK(kcache_get(kc, &kf, &p, &n) == KCACHE_MISS);
+    KT_CHECK(kcache_put(kc, &kf, "dep", 3) == KCACHE_OK);
+    KT_CHECK(kcache_get(kc, &kf, &p, &n) == KCACHE_OK);
+    if (n == 3) kcache_release(kc, p);
+    KT_CHECK(kcache_explain(kc, &kf, why, sizeof why) > 0);
+    KT_CHECK(kcache_get_or_build(kc, &kb, al_build, NULL, &p, &n) == KCACHE_OK && n == 10);
+    if (n == 10) kcache_release(kc, p);
+    KT_CHECK(kcache_explain(kc, &kb, why, sizeof why) > 0);
+    KT_CHECK(kcache_remove(kc, &k) == KCACHE_OK);
+    KT_CHECK(kcache_explain(kc, &k, why, sizeof why) > 0);
+    kcache_close(kc);
+    kt_macro_counting = 0;
+    KT_CHECK_MSG(kt_macro_allocs == 0, "%ld allocations through KCACHE_MALLOC with alloc_fn set", kt_macro_allocs);
+    KT_CHECK_MSG(al_allocs > 3 && al_live == 0, "%ld allocations through alloc_fn, %ld not freed", al_allocs, al_live);
+    kcache_key_free(&k);
+    kcache_key_free(&kf);
+    kcache_key_free(&kb);
+    unlink(path);
+}
+
+/* ---- a part compiled out (KCACHE_NO_REMOTE, _LAYERS, _PUB, _EXPLAIN) whose setting is set: the
+   debug log says so, and kcache_explain for the tiers; caching goes on ---- */
+static char co_log[8192];
+static size_t co_len;
+static void co_sink(void *user, const char *line) { (void)user; kt_log_append(co_log, sizeof co_log, &co_len, line); }
+static void test_compiled_out(void)
+{
+    char dir[] = "/tmp/kcache-test-lru-XXXXXX", cmd[64], why[1024];
+    kcache_config cfg;
+    kcache *kc;
+    kcache_key k;
+    const void *p;
+    size_t n;
+    if (!mkdtemp(dir)) { KT_FAILF("mkdtemp"); return; }
+    co_len = 0;
+    co_log[0] = 0;
+    kcache_config_defaults(&cfg);
+    cfg.dir = dir;
+    cfg.debug = 1;
+    cfg.log = co_sink;
+    cfg.remote = "redis://127.0.0.1:1";
+    cfg.layers = dir; /* (itself: a layer is never the store, but only a build with layers knows) */
+    cfg.trace = 1;
+    KT_CHECK(kcache_open(&kc, &cfg) == KCACHE_OK);
+    if (!kc) return;
+    kcache_key_init(&k, "co");
+    kcache_key_str(&k, "src", "x");
+    KT_CHECK(kcache_get(kc, &k, &p, &n) == KCACHE_MISS);
+    KT_CHECK(kcache_explain(kc, &k, why, sizeof why) > 0);
+#ifdef KCACHE_NO_REMOTE
+    KT_CHECK_MSG(strstr(co_log, "compiled out (KCACHE_NO_REMOTE)") != NULL, "log: %s", co_log);
+    KT_CHECK_MSG(strstr(why, "compiled out (KCACHE_NO_REMOTE)") != NULL, "explain: %s", why);
+#endif
+#ifdef KCACHE_NO_LAYERS
+    KT_CHECK_MSG(strstr(co_log, "compiled out (KCACHE_NO_LAYERS)") != NULL, "log: %s", co_log);
+    KT_CHECK_MSG(strstr(why, "compiled out (KCACHE_NO_LAYERS)") != NULL, "explain: %s", why);
+#endif
+#ifdef KCACHE_NO_PUB
+    KT_CHECK_MSG(strstr(co_log, "KCACHE_NO_PUB") != NULL, "log: %s", co_log);
+#endif
+#ifdef KCACHE_NO_EXPLAIN
+    KT_CHECK_MSG(strstr(co_log, "KCACHE_NO_EXPLAIN") != NULL, "log: %s", co_log);
+    KT_CHECK_MSG(strstr(why, "KCACHE_NO_EXPLAIN") != NULL, "explain: %s", why);
+#endif
+    KT_CHECK(kcache_put(kc, &k, "bin", 3) == KCACHE_OK);
+    kcache_close(kc);
+    KT_CHECK(kcache_open(&kc, &cfg) == KCACHE_OK); /* from the store, in a new handle */
+    if (kc) {
+        KT_CHECK(kcache_get(kc, &k, &p, &n) == KCACHE_OK && n == 3);
+        if (n == 3) kcache_release(kc, p);
+        kcache_close(kc);
+    }
+    kcache_key_free(&k);
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    KT_CHECK(system(cmd) == 0);
+}
+
 /* ---- names ----------------------------------------------------------------------------------- */
 
 static void test_names(void)
@@ -1192,12 +1337,30 @@ int main(void)
     KT_RUN(test_explain);
     KT_RUN(test_explain_after_remove);
     KT_RUN(test_incomplete_key_logged);
+#ifdef KCACHE_NO_ENV
+    KT_SKIP(test_config_env, "the environment is compiled out (KCACHE_NO_ENV)");
+#else
     KT_RUN(test_config_env);
+#endif
+#ifdef KCACHE_NO_ENV
+    KT_SKIP(test_config_env_message, "the environment is compiled out (KCACHE_NO_ENV)");
+#else
     KT_RUN(test_config_env_message);
+#endif
+#ifdef KCACHE_NO_ENV
+    KT_SKIP(test_open_config, "the environment is compiled out (KCACHE_NO_ENV)");
+#else
     KT_RUN(test_open_config);
+#endif
     KT_RUN(test_null_args);
     KT_RUN(test_get_or_build);
     KT_RUN(test_stamp_memory);
     KT_RUN(test_names);
+    KT_RUN(test_allocator_memory_only);
+#if defined(KCACHE_NO_REMOTE) || defined(KCACHE_NO_LAYERS) || defined(KCACHE_NO_PUB) || defined(KCACHE_NO_EXPLAIN)
+    KT_RUN(test_compiled_out);
+#else
+    KT_SKIP(test_compiled_out, "nothing is compiled out in this build");
+#endif
     KT_EXIT();
 }

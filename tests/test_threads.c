@@ -1174,7 +1174,11 @@ static void *small_stack_calls(void *arg)
     kcache_key_str(k2, "src", "__kernel void g(void) {}");
     kcache_key_host_from(k2, kc);
     SMALL_CHECK(kcache_get(kc, k2, &p, &n) == KCACHE_MISS);
+#ifndef KCACHE_NO_EXPLAIN
     SMALL_CHECK(kcache_explain(kc, k2, buf, 4096) > 0 && strstr(buf, "field") != NULL);
+#else /* no index names the field that differs */
+    SMALL_CHECK(kcache_explain(kc, k2, buf, 4096) > 0 && strstr(buf, "miss") != NULL);
+#endif
     SMALL_CHECK(kcache_get_or_build(kc, k2, small_build, NULL, &p, &n) == KCACHE_OK && n == 100);
     if (n == 100) kcache_release(kc, p);
     if ((f = fopen(path, "w")) != NULL) { fwrite(big, 1, 100000, f); fclose(f); } /* the dependency changes */
