@@ -10372,15 +10372,21 @@ static const kcache_key_field *kcache__unreadable_dep(const kcache_key *k) {
     return NULL;
 }
 
+/* What a dependency that could not be stat'ed when the key was made is: missing, not changed (it
+   may never have existed, e.g. a relative path from another working directory). */
+#define KCACHE__DEP_MISSING "a dependency is missing: file %s (%s) does not exist or is not a regular file%s"
+#define KCACHE__DEP_RELATIVE(dep) ((dep)->preview[0] == '/' ? "" : " (a relative path is taken against the working directory when the key is made)")
+
 /* A lookup with a key that failed to build (an add returned an error) never matches, so it is a
-   miss like any other: counted and logged. An unreadable dependency is a dependency that changed;
-   any other failure is the caller's error, logged with the status the lookup returns. */
+   miss like any other: counted and logged. A missing dependency is counted with the dependency
+   misses (stamp); any other failure is the caller's error, logged with the status the lookup
+   returns. */
 static void kcache__incomplete_miss(kcache *kc, const kcache_key *k) {
     const kcache_key_field *dep = kcache__unreadable_dep(k);
     if (dep) {
         kcache__count_miss_quiet(kc, k, KCACHE_REASON_STAMP);
-        KCACHE__DEBUG(kc, "miss %s: %s: file %s (%s) cannot be read, so the key never matches", k->unit,
-                      kcache__reason_text[KCACHE_REASON_STAMP], dep->name, dep->preview);
+        KCACHE__DEBUG(kc, "miss %s: " KCACHE__DEP_MISSING ", so the key never matches", k->unit, dep->name, dep->preview,
+                      KCACHE__DEP_RELATIVE(dep));
     } else {
         KCACHE__DEBUG(kc, "miss %s: the key is incomplete (%s), so it never matches", k->unit, kcache_strerror(k->error));
     }
@@ -11208,8 +11214,8 @@ static size_t kcache__explain(kcache *kc, const kcache_key *k, char *buf, size_t
     if (k->error != KCACHE_OK) {
         const kcache_key_field *dep = kcache__unreadable_dep(k);
         if (dep)
-            kcache__sb_add(&b, "miss: %s: file %s (%s) cannot be read, so the key of unit \"%s\" never matches",
-                           kcache__reason_text[KCACHE_REASON_STAMP], dep->name, dep->preview, k->unit);
+            kcache__sb_add(&b, "miss: " KCACHE__DEP_MISSING ", so the key of unit \"%s\" never matches", dep->name, dep->preview,
+                           KCACHE__DEP_RELATIVE(dep), k->unit);
         else
             kcache__sb_add(&b, "miss: the key of unit \"%s\" is incomplete (%s), so it never matches", k->unit, kcache_strerror(k->error));
         return b.len;
