@@ -505,8 +505,9 @@ KCACHE_API void kcache_close(kcache *kc);
 /* The directory of the persistent store in use, or NULL when the cache is memory only. */
 KCACHE_API const char *kcache_dir(const kcache *kc);
 
-/* Whether kc uses a persistent store: 1 when it does; 0 when it runs from memory only, with the
-   reason written into why (snprintf-style: cut to cap, NUL-terminated when cap > 0; why may be NULL)
+/* Whether kc uses a persistent store: 1 when it does (a read-only one too: then why says that it
+   is read-only and puts are kept in memory only; else why is ""); 0 when it runs from memory only,
+   with the reason written into why (snprintf-style: cut to cap, NUL-terminated when cap > 0; why may be NULL)
    such as "caching off (KCACHE_ENABLE=0)" or "memory only: /x is writable by group or others;
    refusing it". kc NULL: 0. */
 KCACHE_API int kcache_store_in_use(const kcache *kc, char *why, size_t cap);
@@ -7747,7 +7748,7 @@ static kcache_status kcache__store_open(kcache__store **out, const char *dir, co
     if (!st->readonly && kcache__store_lockfile(st, why, why_cap) != 0) {
         if (errno == EACCES || errno == EROFS) {
             st->readonly = 1; /* ours, but we may not write it (a read-only mount, a store made read-only) */
-            kcache__say(why, why_cap, "cannot open the lock file in %s: %s", dir, strerror(errno));
+            kcache__say(why, why_cap, "cannot open its lock file: %s", strerror(errno));
         } else {
             if (errno != EPERM) kcache__say(why, why_cap, "cannot open the lock file in %s: %s", dir, strerror(errno));
             r = errno == EPERM ? KCACHE_EUNSAFE : kcache__errno_status(errno);
@@ -7774,7 +7775,7 @@ static kcache_status kcache__store_open(kcache__store **out, const char *dir, co
         if (n >= sizeof was) n = sizeof was - 1;
         if (n) memcpy(was, why, n);
         was[n] = 0;
-        kcache__say(why, why_cap, "the store %s is read-only (%s): hits are served, puts stay in memory", dir,
+        kcache__say(why, why_cap, "the store %s is read-only (%s): hits are served, puts are kept in memory only", dir,
                     was[0] ? was : s.uid != st->uid ? "root's, read by another user" : "not writable");
         *out = st;
         return KCACHE_OK;
@@ -9860,7 +9861,7 @@ KCACHE_API kcache_status kcache_open(kcache **out, const kcache_config *cfg) {
             kc->store_refused = 1;
         }
     }
-    if (!kc->store) KCACHE__DEBUG(kc, "%s", kc->store_why);
+    if (!kc->store || kc->store->readonly) KCACHE__DEBUG(kc, "%s", kc->store_why);
     else KCACHE__DEBUG(kc, "store %s (limit %llu bytes)%s%s", kc->dir, (unsigned long long)kc->cfg.max_size, why[0] ? "; " : "", why);
     if (kc->cfg.enable) kcache__lower_open(kc);
     KCACHE_FREE(t);
@@ -9973,9 +9974,9 @@ KCACHE_API const char *kcache_dir(const kcache *kc) { return kc ? kc->dir : NULL
 KCACHE_API int kcache_store_in_use(const kcache *kc, char *why, size_t cap) {
     if (why && cap) why[0] = 0;
     if (!kc) return 0;
-    if (kc->store) return 1;
+    if (kc->store && !kc->store->readonly) return 1;
     if (why && cap) snprintf(why, cap, "%s", kc->store_why);
-    return 0;
+    return kc->store ? 1 : 0; /* read-only: in use for hits, and why says puts stay in memory */
 }
 
 KCACHE_API kcache_status kcache_key_host_from(kcache_key *k, const kcache *kc) {
@@ -11041,11 +11042,6 @@ static kcache_status kcache__put_blob_key(kcache *kc, const kcache_key *k, kcach
         memset(&ev, 0, sizeof ev);
         s = kcache__store_put(kc->store, k, b->data, b->size, &ev);
         kcache__store_stats(kc, &ev, s);
-        if (s == KCACHE_ETOOBIG)
-            KCACHE__DEBUG(kc, "put %s: %zu bytes is over the store limit of %llu bytes; kept in memory only", k->unit,
-                          b->size, (unsigned long long)kc->cfg.max_size);
-        else if (s != KCACHE_OK)
-            KCACHE__DEBUG(kc, "put %s: the store refused it (%s); kept in memory only", k->unit, kcache_strerror(s));
     }
     if (kc->remote && !kc->remote->ro) {
         kcache__remote_ev ev;
@@ -11066,7 +11062,18 @@ static kcache_status kcache__put_blob_key(kcache *kc, const kcache_key *k, kcach
     gone = kcache__lru_add(kc, n);
     kcache__mutex_unlock(&kc->lock);
     kcache__release_nodes(kc, gone);
-    if (kc->cfg.debug) KCACHE__DEBUG(kc, "put %s (%zu bytes)", k->unit, b->size);
+    /* one line per put, which says where it went when that was memory only */
+    if (!kc->cfg.debug) {
+    } else if (s == KCACHE_ETOOBIG) {
+        KCACHE__DEBUG(kc, "put %s (%zu bytes): over the store limit of %llu bytes; kept in memory only", k->unit, b->size,
+                      (unsigned long long)kc->cfg.max_size);
+    } else if (s == KCACHE_EROFS && kc->store && kc->store->readonly) {
+        KCACHE__DEBUG(kc, "put %s (%zu bytes): kept in memory only: the store %s is read-only", k->unit, b->size, kc->store->dir);
+    } else if (s != KCACHE_OK && kc->store && through) {
+        KCACHE__DEBUG(kc, "put %s (%zu bytes): the store refused it (%s); kept in memory only", k->unit, b->size, kcache_strerror(s));
+    } else {
+        KCACHE__DEBUG(kc, "put %s (%zu bytes)", k->unit, b->size);
+    }
     return s;
 }
 
@@ -11196,6 +11203,13 @@ KCACHE_API size_t kcache_explain(kcache *kc, const kcache_key *k, char *buf, siz
     }
     if (!stored) kc = NULL; /* "invalid": out of memory */
     n = kcache__explain(kc, k, buf, cap, stored);
+    if (kc && kc->store && kc->store->readonly && buf && cap > 12 &&
+        strncmp(buf, "miss", 4) == 0) {
+        /* why nothing this process puts ever reaches the store, said where the user looks */
+        size_t at = n < cap ? n : cap - 1;
+        int more = snprintf(buf + at, cap - at, "; the store %s is read-only: puts are kept in memory only", kc->store->dir);
+        if (more > 0) n = at + (size_t)more;
+    }
     kcache__key_drop(copy);
     kcache__key_drop(stored);
     return n;
