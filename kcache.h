@@ -7242,6 +7242,41 @@ static void kcache__store_close(kcache__store *st) {
 /* Whether a directory of the store (the store itself, e, i, tmp, a shard) may be used, or what is
    wrong with it: the caller's (root's for a read-only store; any member's in a shared store),
    writable by no one else; a shared store's are its group's, setgid. */
+/* "; to fix: COMMAND" for a refused directory dir/name (name may be NULL) whose problem is bad (a
+   kcache__level_problem / kcache__ancestor_problem text, or an errno's), the path quoted for a
+   shell; level: a directory of the store itself (kcache may own it) rather than one on the way.
+   Where no command of the user's can fix it (another user's directory), it says what to do. */
+static const char *kcache__refusal_fix(char *out, size_t cap, const char *dir, const char *name, const char *bad, int level,
+                                       const kcache__store *st) {
+    char path[500], q[560];
+    snprintf(path, sizeof path, "%s%s%s", dir && dir[0] ? dir : (name ? "" : "/"), name ? "/" : "", name ? name : "");
+    kcache__shell_quote(q, sizeof q, path);
+    if (strstr(bad, "another user") || strstr(bad, "root directory"))
+        snprintf(out, cap, "; to fix: set KCACHE_DIR to a directory of your own");
+    else if (strstr(bad, "not a directory") || strstr(bad, "ot a directory") || strstr(bad, "symlink") || strstr(bad, "symbolic") ||
+             strstr(bad, "regular file") || strstr(bad, "s a directory"))
+        snprintf(out, cap, "; to fix: move %s out of the way, or set KCACHE_DIR to another directory", q);
+    else if (strstr(bad, "o such file"))
+        snprintf(out, cap, "; to fix: mkdir -p -m 700 %s", q);
+    else if (strstr(bad, "shared group"))
+        snprintf(out, cap, "; to fix: chgrp \"$KCACHE_SHARED_GROUP\" %s", q);
+    else if (strstr(bad, "setgid"))
+        snprintf(out, cap, "; to fix: chmod g+s %s", q);
+    else if (st && st->shared && strstr(bad, "writable by others"))
+        snprintf(out, cap, "; to fix: chmod o-w %s", q);
+    else if (level && (strstr(bad, "writable by") || strstr(bad, "ermission")))
+        snprintf(out, cap, "; to fix: chmod 700 %s", q);
+    else if (strstr(bad, "writable by others"))
+        snprintf(out, cap, "; to fix (as its owner): chmod o-w %s, or chmod +t %s", q, q);
+    else if (strstr(bad, "writable by its group"))
+        snprintf(out, cap, "; to fix (as its owner): chmod g-w %s, or chmod +t %s", q, q);
+    else if (strstr(bad, "ermission"))
+        snprintf(out, cap, "; to fix (as its owner): chmod u+rx %s, or set KCACHE_DIR to another directory", q);
+    else if (cap)
+        out[0] = 0;
+    return out;
+}
+
 static const char *kcache__level_problem(const kcache__store *st, const kcache__finfo *s) {
     if (s->kind != KCACHE__KIND_DIR) return "not a directory";
     if (st->shared) {
@@ -7326,6 +7361,7 @@ static int kcache__walk(kcache__store *st, const char *path, int create, kcache_
     int fd = -1, links = 0, tries = 0, e = 0;
     kcache__finfo s;
     const char *bad;
+    char fix[1200]; /* "; to fix: ..." of a refusal */
     if (!rem || !cur || !target) { e = ENOMEM; kcache__say(why, cap, "out of memory"); goto fail; }
     cur[0] = 0;
     rem[0] = 0;
@@ -7344,7 +7380,11 @@ static int kcache__walk(kcache__store *st, const char *path, int create, kcache_
         if (fd < 0) { /* at the root: the path's start, or an absolute symlink's */
             fd = kcache__io_open("/", KCACHE__SEARCH | KCACHE__DIRECTORY);
             if (fd < 0 || kcache__io_fstat(fd, &s) != 0) { e = errno; kcache__say(why, cap, "cannot open /: %s", strerror(e)); goto fail; }
-            if ((bad = kcache__ancestor_problem(st, &s)) != NULL) { e = EPERM; kcache__say(why, cap, "/ is %s; refusing the store %s (memory only)", bad, path); goto fail; }
+            if ((bad = kcache__ancestor_problem(st, &s)) != NULL) {
+                e = EPERM;
+                kcache__say(why, cap, "/ (on the way to %s) is %s; refusing the store%s", path, bad, kcache__refusal_fix(fix, sizeof fix, "/", NULL, bad, 0, st));
+                goto fail;
+            }
             curlen = 0;
             cur[0] = 0;
         }
@@ -7377,7 +7417,7 @@ static int kcache__walk(kcache__store *st, const char *path, int create, kcache_
                 continue;
             }
             if (e != ELOOP && e != ENOTDIR) {
-                kcache__say(why, cap, "cannot open %s/%s: %s", cur, comp, strerror(e));
+                kcache__say(why, cap, "cannot open %s/%s: %s%s", cur, comp, strerror(e), kcache__refusal_fix(fix, sizeof fix, cur, comp, strerror(e), 0, st));
                 goto fail;
             }
             /* a symlink (or not a directory at all): the link's own owner, then its target */
@@ -7387,22 +7427,24 @@ static int kcache__walk(kcache__store *st, const char *path, int create, kcache_
                 if ((e == ENOENT || e == EINVAL) && tries++ < 8) continue; /* changed meanwhile: look again */
                 if (e == EINVAL && !kcache__trusted(st, &l)) { /* still someone else's, whatever it is: refused */
                     e = EPERM;
-                    kcache__say(why, cap, "%s/%s is owned by another user%s; refusing the store %s (memory only)", cur, comp,
-                                l.kind == KCACHE__KIND_DIR ? "" : " and not a directory", path);
+                    kcache__say(why, cap, "%s/%s (on the way to %s) is owned by another user%s; refusing the store%s", cur, comp, path,
+                                l.kind == KCACHE__KIND_DIR ? "" : " and not a directory",
+                                kcache__refusal_fix(fix, sizeof fix, cur, comp, "another user", 0, st));
                     goto fail;
                 }
                 if (e == EINVAL) e = ENOTDIR; /* not a symlink: a FIFO, a file... */
-                kcache__say(why, cap, "cannot open %s/%s: %s", cur, comp, strerror(e));
+                kcache__say(why, cap, "cannot open %s/%s: %s%s", cur, comp, strerror(e), kcache__refusal_fix(fix, sizeof fix, cur, comp, strerror(e), 0, st));
                 goto fail;
             }
             if (l.uid != st->uid && l.uid != 0) {
                 e = EPERM;
-                kcache__say(why, cap, "%s/%s is a symlink owned by another user; refusing the store %s (memory only)", cur, comp, path);
+                kcache__say(why, cap, "%s/%s (on the way to %s) is a symlink owned by another user; refusing the store%s", cur, comp, path,
+                            kcache__refusal_fix(fix, sizeof fix, cur, comp, "another user", 0, st));
                 goto fail;
             }
             if (++links > KCACHE__MAX_LINKS || n == 0 || (size_t)n >= 4096) {
                 e = links > KCACHE__MAX_LINKS ? ELOOP : ENOENT;
-                kcache__say(why, cap, "cannot open %s/%s: %s", cur, comp, strerror(e));
+                kcache__say(why, cap, "cannot open %s/%s: %s%s", cur, comp, strerror(e), kcache__refusal_fix(fix, sizeof fix, cur, comp, strerror(e), 0, st));
                 goto fail;
             }
             /* splice: the target's components come next (none of them created), then the rest */
@@ -7423,15 +7465,16 @@ static int kcache__walk(kcache__store *st, const char *path, int create, kcache_
         if (kcache__io_fstat(nfd, &s) != 0) {
             e = errno;
             kcache__io_close(nfd);
-            kcache__say(why, cap, "cannot open %s/%s: %s", cur, comp, strerror(e));
+            kcache__say(why, cap, "cannot open %s/%s: %s%s", cur, comp, strerror(e), kcache__refusal_fix(fix, sizeof fix, cur, comp, strerror(e), 0, st));
             goto fail;
         }
         if (is_last && !st->shared && s.uid == 0 && st->uid != 0) st->readonly = 1; /* a site-wide store: read only */
         if ((bad = is_last ? kcache__level_problem(st, &s) : kcache__ancestor_problem(st, &s)) != NULL) {
             e = EPERM;
             kcache__io_close(nfd);
-            if (is_last) kcache__say(why, cap, "%s/%s is %s; refusing it (memory only)", cur, comp, bad);
-            else kcache__say(why, cap, "%s/%s (on the way to %s) is %s; refusing the store (memory only)", cur, comp, path, bad);
+            if (is_last) kcache__say(why, cap, "%s/%s is %s; refusing the store%s", cur, comp, bad, kcache__refusal_fix(fix, sizeof fix, cur, comp, bad, 1, st));
+            else kcache__say(why, cap, "%s/%s (on the way to %s) is %s; refusing the store%s", cur, comp, path, bad,
+                             kcache__refusal_fix(fix, sizeof fix, cur, comp, bad, 0, st));
             goto fail;
         }
         kcache__io_close(fd);
@@ -7450,7 +7493,7 @@ static int kcache__walk(kcache__store *st, const char *path, int create, kcache_
     }
     if (curlen == 0) { /* "/" itself: no store there */
         e = EPERM;
-        kcache__say(why, cap, "%s is the root directory; refusing it (memory only)", path);
+        kcache__say(why, cap, "%s is the root directory; refusing the store%s", path, kcache__refusal_fix(fix, sizeof fix, path, NULL, "root directory", 0, st));
         goto fail;
     }
     KCACHE_FREE(rem);
@@ -7527,6 +7570,7 @@ static int kcache__level_open(kcache__store *st, int parent, const char *shown, 
     kcache__finfo s;
     const char *bad;
     char other[256];
+    char fix[1200];
     int fd = kcache__io_openat(parent, name, KCACHE__RD | KCACHE__DIRECTORY), made = 0;
     if (fd < 0 && errno == ENOENT && create) {
         if (kcache__io_mkdir(parent, name) == 0) made = 1;
@@ -7536,8 +7580,9 @@ static int kcache__level_open(kcache__store *st, int parent, const char *shown, 
     if (fd < 0) {
         int e = errno;
         if (create || (e != ENOENT && e != ENOTDIR && e != ELOOP)) /* (else the caller decides) */
-            kcache__say(why, cap, "%s/%s %s; refusing the store (memory only)", shown, name,
-                        e == ENOTDIR || e == ELOOP ? "is not a directory (or is a symlink)" : strerror(e));
+            kcache__say(why, cap, "%s/%s: %s; refusing the store%s", shown, name,
+                        e == ENOTDIR || e == ELOOP ? "not a directory (or a symlink)" : strerror(e),
+                        kcache__refusal_fix(fix, sizeof fix, shown, name, e == ENOTDIR || e == ELOOP ? "not a directory" : strerror(e), 1, st));
         errno = e;
         return -1;
     }
@@ -7557,15 +7602,17 @@ static int kcache__level_open(kcache__store *st, int parent, const char *shown, 
         if (kcache__io_chmod(fd, st->shared ? 02770 : 0700) == 0 && kcache__io_fstat(fd, &s) == 0 &&
             !kcache__level_problem(st, &s)) {
             if ((foreign = kcache__foreign_in(st, fd, other, sizeof other)) == NULL) return fd;
-            kcache__say(why, cap, "%s/%s was %s and holds %s, which is not yours; refusing the store (memory only)", shown, name,
-                        bad, foreign);
+            char in[512];
+            snprintf(in, sizeof in, "%s/%s/%s", shown, name, foreign);
+            kcache__say(why, cap, "%s/%s was %s and holds %s, which is not yours; refusing the store; to fix (as root or its owner): rm -r %s",
+                        shown, name, bad, foreign, kcache__shell_quote(fix, sizeof fix, in));
             kcache__io_close(fd);
             errno = EPERM;
             return -1;
         }
     }
     if (bad) {
-        kcache__say(why, cap, "%s/%s is %s; refusing the store (memory only)", shown, name, bad);
+        kcache__say(why, cap, "%s/%s is %s; refusing the store%s", shown, name, bad, kcache__refusal_fix(fix, sizeof fix, shown, name, bad, 1, st));
         kcache__io_close(fd);
         errno = EPERM;
         return -1;
@@ -7576,11 +7623,13 @@ static int kcache__level_open(kcache__store *st, int parent, const char *shown, 
 /* e/ or i/ checked as a level (its shards are checked when first used: kcache__shard_trusted).
    0, or -1 refused. */
 static int kcache__levels_check(kcache__store *st, const char *name, int create, char *why, size_t cap) {
+    char fix[1200];
     int fd = kcache__level_open(st, st->dirfd, st->dir, name, create, why, cap);
     /* i/ may be missing, or something else kcache clears when it next writes an index there */
     if (fd < 0 && !create && (errno == ENOENT || (name[0] == 'i' && (errno == ENOTDIR || errno == ELOOP)))) return 0;
     if (fd < 0 && !create && (errno == ENOTDIR || errno == ELOOP))
-        kcache__say(why, cap, "%s/%s is not a directory (or is a symlink); refusing the store (memory only)", st->dir, name);
+        kcache__say(why, cap, "%s/%s is not a directory (or is a symlink); refusing the store%s", st->dir, name,
+                    kcache__refusal_fix(fix, sizeof fix, st->dir, name, "not a directory", 1, st));
     if (fd < 0) return -1;
     kcache__io_close(fd);
     return 0;
@@ -7652,7 +7701,7 @@ static int kcache__store_proven(kcache__store *st, char *why, size_t cap) {
                  kcache__io_pread(fd, magic, 8, 0) == 8 && memcmp(magic, "KCACHECF", 8) == 0;
         kcache__io_close(fd);
     }
-    if (!proven) kcache__say(why, cap, "%s is not a kcache store (it holds %s and no config.file of kcache's); refusing it (memory only)",
+    if (!proven) kcache__say(why, cap, "%s is not a kcache store (it holds %s and no config.file of kcache's); refusing it; to fix: set KCACHE_DIR to a new or empty directory",
                              st->dir, other);
     return proven;
 }
@@ -7662,19 +7711,23 @@ static int kcache__store_proven(kcache__store *st, char *why, size_t cap) {
 static int kcache__lock_open(kcache__store *st, char *why, size_t cap) {
     kcache__finfo s;
     unsigned want = kcache__file_mode(st);
+    char fix[1200];
     int fd = kcache__open_in(st, "lock", KCACHE__RW | KCACHE__CREATE | KCACHE__NONBLOCK | kcache__gmode(st));
     if (fd < 0) return -1;
     memset(&s, 0, sizeof s); /* (a failed fstat leaves it as it was: read below for the message) */
     if (kcache__io_fstat(fd, &s) != 0 || s.kind != KCACHE__KIND_FILE || !kcache__trusted(st, &s)) {
-        kcache__say(why, cap, "cannot use the lock file in %s: %s", st->dir,
-                    s.kind != KCACHE__KIND_FILE ? "not a regular file" : "not made by you");
+        kcache__say(why, cap, "cannot use the lock file in %s: %s%s", st->dir,
+                    s.kind != KCACHE__KIND_FILE ? "not a regular file" : "not made by you",
+                    kcache__refusal_fix(fix, sizeof fix, st->dir, "lock", s.kind != KCACHE__KIND_FILE ? "not a regular file" : "another user", 1, st));
         kcache__io_close(fd);
         errno = EPERM;
         return -1;
     }
     if ((s.perm & 07777) != want && (s.uid != st->uid || kcache__io_chmod(fd, want) != 0)) {
-        kcache__say(why, cap, "the lock file in %s is mode %o and cannot be made %o; refusing the store (memory only)", st->dir,
-                    s.perm & 07777, want);
+        char lockpath[1100];
+        snprintf(lockpath, sizeof lockpath, "%s/lock", st->dir);
+        kcache__say(why, cap, "the lock file %s is mode %o and cannot be made %o; refusing the store; to fix (as its owner): chmod %o %s",
+                    lockpath, s.perm & 07777, want, want, kcache__shell_quote(fix, sizeof fix, lockpath));
         kcache__io_close(fd);
         errno = EPERM;
         return -1;
@@ -7723,12 +7776,12 @@ static kcache_status kcache__store_open(kcache__store **out, const char *dir, co
     if (!(st = kcache__store_new(dir, cfg))) return KCACHE_ENOMEM;
     if (cfg->shared_group && cfg->shared_group[0]) {
         if (!kcache__group_id(cfg->shared_group, &st->gid)) {
-            kcache__say(why, why_cap, "KCACHE_SHARED_GROUP=%s: no such group; refusing the store (memory only)", cfg->shared_group);
+            kcache__say(why, why_cap, "KCACHE_SHARED_GROUP=%s: no such group; refusing the store; to fix: name an existing group, or unset KCACHE_SHARED_GROUP", cfg->shared_group);
             kcache__store_close(st);
             return KCACHE_EUNSAFE;
         }
         if (!kcache__in_group(st->gid)) {
-            kcache__say(why, why_cap, "KCACHE_SHARED_GROUP=%s: this process is not a member; refusing the store (memory only)",
+            kcache__say(why, why_cap, "KCACHE_SHARED_GROUP=%s: this process is not a member; refusing the store; to fix: join the group (and log in again), or unset KCACHE_SHARED_GROUP",
                         cfg->shared_group);
             kcache__store_close(st);
             return KCACHE_EUNSAFE;
@@ -7750,7 +7803,13 @@ static kcache_status kcache__store_open(kcache__store **out, const char *dir, co
             st->readonly = 1; /* ours, but we may not write it (a read-only mount, a store made read-only) */
             kcache__say(why, why_cap, "cannot open its lock file: %s", strerror(errno));
         } else {
-            if (errno != EPERM) kcache__say(why, why_cap, "cannot open the lock file in %s: %s", dir, strerror(errno));
+            if (errno != EPERM) {
+                char fix[1200];
+                int e = errno;
+                kcache__say(why, why_cap, "cannot open the lock file in %s: %s%s", dir, strerror(e),
+                            kcache__refusal_fix(fix, sizeof fix, dir, "lock", strerror(e), 1, st));
+                errno = e;
+            }
             r = errno == EPERM ? KCACHE_EUNSAFE : kcache__errno_status(errno);
             kcache__store_close(st);
             return r;
@@ -10420,7 +10479,7 @@ static kcache__node *kcache__keep_read(kcache *kc, kcache__node *nn, kcache__blo
 
 /* A layer left out, and why: the debug log says it, and the first reason stays for kcache_explain.
    The walk and the level checks word a refusal for the store: the reason, then what it means for
-   the store ("; refusing the store P (memory only)", "; refusing it (memory only)"). For a layer
+   the store ("; refusing the store", "; refusing it", then "; to fix: ..."). For a layer
    that clause is false (the store is still used), so the reason ends before it. */
 static void kcache__layer_refused(kcache *kc, const char *path, const char *why) {
     const char *cut = NULL, *p = why;

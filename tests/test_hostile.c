@@ -665,6 +665,13 @@ static void hostile_child(void *arg) {
     used = kcache_dir(kc) != NULL;
     if (c->expect_store == 1) KT_CHECK_MSG(used, "%s: the store was refused (memory only)", c->name);
     if (c->expect_store == 0) KT_CHECK_MSG(!used, "%s: the store was used", c->name);
+    if (!used) { /* a refusal names the path, the reason and the command that fixes it, once (issue 28) */
+        const char *mo;
+        kcache_store_in_use(kc, buf, sizeof buf);
+        mo = strstr(buf, "memory only");
+        KT_CHECK_MSG(strstr(buf, "; to fix") && strstr(buf, x->base) && mo && !strstr(mo + 1, "memory only"),
+                     "%s: the refusal gives no fix, or repeats itself: \"%s\"", c->name, buf);
+    }
     /* stored keys hit with their own bytes or miss, never anything else; cold keys miss. Key h/3
        first: a FIFO in place of its entry holds a valid entry of version 9 (a store may hold it:
        it is inside; a symlink's target, outside, never) */
