@@ -9859,6 +9859,29 @@ static int kcache__default_dir(char *out, size_t cap) {
 }
 #endif
 
+/* A store path as a shell would take it: a leading "~" or "~/" is $HOME (a value from the
+   environment, quoted in a shell script, reaches kcache unexpanded); "~user" is not expanded (it
+   would need the password database) and is refused, as is "~" without an absolute $HOME. 1 with
+   out set, or 0 with why. */
+static int kcache__expand_tilde(const char *in, char *out, size_t cap, char *why, size_t why_cap) {
+    const char *h = getenv("HOME");
+    char q[600];
+    int n;
+    if (in[0] != '~') n = snprintf(out, cap, "%s", in);
+    else if (in[1] && in[1] != '/') {
+        kcache__say(why, why_cap, "memory only: the store path %s starts with ~user, which kcache does not expand; to fix: write it in full",
+                    kcache__shell_quote(q, sizeof q, in));
+        return 0;
+    } else if (!h || h[0] != '/') {
+        kcache__say(why, why_cap, "memory only: the store path %s starts with ~ and HOME is not an absolute path; to fix: write it in full",
+                    kcache__shell_quote(q, sizeof q, in));
+        return 0;
+    } else
+        n = snprintf(out, cap, "%s%s", h, in + 1);
+    if (n < 0 || (size_t)n >= cap) { kcache__say(why, why_cap, "memory only: the store path is too long"); return 0; }
+    return 1;
+}
+
 typedef struct { char dir[4096], why[400]; } kcache__open_scratch; /* on the heap: calls fit small stacks */
 KCACHE_API kcache_status kcache_open(kcache **out, const kcache_config *cfg) {
     kcache *kc;
@@ -9897,8 +9920,8 @@ KCACHE_API kcache_status kcache_open(kcache **out, const kcache_config *cfg) {
     why[0] = 0; /* the store's complaint: why it is refused, or what was repaired when it was opened */
     if (!kc->cfg.enable) snprintf(kc->store_why, sizeof kc->store_why, "caching off (KCACHE_ENABLE=0)");
     else if (!kc->cfg.persistent) snprintf(kc->store_why, sizeof kc->store_why, "memory only (KCACHE_PERSISTENT=0)");
-    else if (cfg->dir && cfg->dir[0] && strlen(cfg->dir) >= sizeof t->dir)
-        snprintf(kc->store_why, sizeof kc->store_why, "memory only: the store path is too long");
+    else if (cfg->dir && cfg->dir[0] && !kcache__expand_tilde(cfg->dir, dir, sizeof t->dir, kc->store_why, sizeof kc->store_why))
+        kc->stats.store_errors++;
     else if (!(cfg->dir && cfg->dir[0]) && !kcache__default_dir(dir, sizeof t->dir))
 #if defined(_WIN32)
         snprintf(kc->store_why, sizeof kc->store_why, "memory only: no KCACHE_DIR or LOCALAPPDATA");
@@ -9907,7 +9930,6 @@ KCACHE_API kcache_status kcache_open(kcache **out, const kcache_config *cfg) {
 #endif
     else {
         kcache_status s;
-        if (cfg->dir && cfg->dir[0]) strcpy(dir, cfg->dir);
         s = kcache__store_open(&kc->store, dir, &kc->cfg, why, sizeof t->why);
         kc->cfg.shared_group = NULL; /* it may point into the environment; the store keeps the group */
         if (s == KCACHE_OK) {

@@ -1940,6 +1940,54 @@ static void no_home_child(void *arg) {
 }
 static void no_home(void) { in_child("no home", no_home_child, NULL); }
 
+/* KCACHE_DIR='~/kc' (quoted in a script, so no shell expanded it): ~/ is $HOME, as a shell takes
+   it, never a directory named "~" in the working directory; ~user and ~ without HOME are refused
+   with a message (issue 28). */
+static void tilde_dir_child(void *arg) {
+    const char *base = (const char *)arg;
+    char want[400], cwd[300], tilde[320], buf[1024];
+    struct stat sb;
+    kcache *kc = NULL;
+    snprintf(cwd, sizeof cwd, "%s/cwd", base);
+    if (mkdir(cwd, 0700) != 0 || chdir(cwd) != 0) { KT_FAILF("setup: %s: %s", cwd, strerror(errno)); return; }
+    setenv("HOME", base, 1);
+    setenv("KCACHE_DIR", "~/kc", 1);
+    KT_CHECK(kcache_open(&kc, NULL) == KCACHE_OK && kc);
+    if (!kc) return;
+    snprintf(want, sizeof want, "%s/kc", base);
+    KT_CHECK_MSG(kcache_dir(kc) && strcmp(kcache_dir(kc), want) == 0, "KCACHE_DIR=~/kc is the store %s", kcache_dir(kc) ? kcache_dir(kc) : "(none)");
+    snprintf(tilde, sizeof tilde, "%s/~", cwd);
+    KT_CHECK_MSG(lstat(tilde, &sb) != 0, "KCACHE_DIR=~/kc made a directory named ~ in the working directory");
+    memory_works(kc, "KCACHE_DIR=~/kc");
+    kcache_close(kc);
+    kc = NULL;
+    setenv("KCACHE_DIR", "~nosuchuser/kc", 1);
+    KT_CHECK(kcache_open(&kc, NULL) == KCACHE_OK && kc);
+    if (kc) {
+        KT_CHECK(kcache_dir(kc) == NULL);
+        kcache_store_in_use(kc, buf, sizeof buf);
+        KT_CHECK_MSG(strstr(buf, "~nosuchuser") && strstr(buf, "to fix"), "~user: \"%s\"", buf);
+        kcache_close(kc);
+    }
+    kc = NULL;
+    unsetenv("HOME");
+    setenv("KCACHE_DIR", "~/kc", 1);
+    KT_CHECK(kcache_open(&kc, NULL) == KCACHE_OK && kc);
+    if (kc) {
+        KT_CHECK(kcache_dir(kc) == NULL);
+        kcache_store_in_use(kc, buf, sizeof buf);
+        KT_CHECK_MSG(strstr(buf, "HOME") && strstr(buf, "to fix"), "~ without HOME: \"%s\"", buf);
+        kcache_close(kc);
+    }
+    KT_CHECK_MSG(lstat(tilde, &sb) != 0, "a directory named ~ appeared in the working directory");
+}
+static void tilde_dir(void) {
+    char base[256];
+    tdir_new(base, sizeof base);
+    in_child("KCACHE_DIR=~/kc", tilde_dir_child, base);
+    tdir_rm(base);
+}
+
 /* The directory removed (rm -rf) under an open kcache. */
 static void dir_deleted(void) {
     char dir[256], cmd[300], buf[1024];
@@ -2482,6 +2530,7 @@ int main(void) {
     RUN(enospc);
     RUN(enospc_exact);
     RUN(no_home);
+    RUN(tilde_dir);
     RUN(dir_deleted);
     RUN(unsafe_dirs);
     RUN(symlink_config_file);
