@@ -130,6 +130,8 @@ check-deps:
 # Runs everything; the last line is "N passed, N failed".
 test: check-deps
 	@$(MAKE) --no-print-directory -j2 $(TEST_BINS) $(CL_TESTS) $(REMOTE_TESTS) $(TOOLS) $(FAULTS) $(B)/torture $(B)/torture_remote $(B)/demo_cc $(NVRTC_EX) $(B)/kcache_load $(B)/make_store $(addprefix $(B)/,$(FUZZERS))
+	@# PyPI's numba (build/venv-numba) before the tests that use it (test_host, test_inspect): made once, kept
+	@bash scripts/numba-venv.sh >$(B)/numba-venv.log 2>&1 || echo "# build/venv-numba not made ($$(tail -n 1 $(B)/numba-venv.log)): test_inspect says what is skipped"
 	@bash tests/run.sh \
 	  compile=tests/compile_check.sh \
 	  readme=tests/test_readme.sh \

@@ -91,3 +91,12 @@ if gcc -std=c99 $flags -o "$tmp/dep" "$tmp/dep.c" -lpthread 2>"$tmp/err"; then
     if grep -q 'blur.h.*does not exist' "$tmp/log" && ! grep -q 'dependency changed' "$tmp/log"; then ok readme-missing-dependency-logged-as-missing
     else fail readme-missing-dependency-logged-as-missing "$(tr '\n' '|' <"$tmp/log" | head -c 600)"; fi
 else fail readme-dependency-program-compiles "$(head -c 600 "$tmp/err" | tr '\n' '|')"; fi
+
+# `make test` makes build/venv-numba before the tests that look for it (test_host said "no
+# build/venv-numba/bin/python" three times on a first run, before test_inspect made it)
+plan=$(cd "$root" && make -n test 2>/dev/null)
+venv_at=$(grep -n -m1 'scripts/numba-venv.sh' <<<"$plan" | cut -d: -f1)
+run_at=$(grep -n -m1 'tests/run.sh' <<<"$plan" | cut -d: -f1)
+order="venv at line ${venv_at:-none}, tests/run.sh at ${run_at:-none}"
+if [ -n "$venv_at" ] && [ -n "$run_at" ] && [ "$venv_at" -lt "$run_at" ]; then ok make-test-makes-venv-before-the-tests
+else fail make-test-makes-venv-before-the-tests "make -n test runs, in order: '$order'"; fi
