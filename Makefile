@@ -143,6 +143,8 @@ test: check-deps
 	  valgrind="bash scripts/memcheck.sh valgrind" \
 	  inspect="tests/test_inspect.sh $(B)/kcache-inspect" \
 	  inspect-store="tests/test_inspect_store.sh $(B)/kcache-inspect $(B)/make_store" \
+	  store-cmds="tests/test_store_cmds.sh $(B)/kcache-inspect $(B)/make_store $(B)/kcache_load" \
+	  asan/store-cmds="tests/test_store_cmds.sh $(B)/asan/kcache-inspect $(B)/make_store $(B)/kcache_load" \
 	  install=tests/test_install.sh \
 	  top="tests/test_top.sh $(B)/kcache-top $(B)/kcache_load" \
 	  fuzz-smoke="tests/fuzz_smoke.sh $(FUZZ_SMOKE) $(FUZZERS)" \

@@ -742,6 +742,25 @@ KCACHE_API void kcache_get_stats(kcache *kc, kcache_stats *out);
    it from a scan. KCACHE_OK when consistent (or fixed), KCACHE_ECORRUPT when not and !fix. */
 KCACHE_API kcache_status kcache_verify(kcache *kc, int fix);
 
+/* Tidying the store kc uses, for engines that cannot run kcache-inspect's store commands (which
+   call these). Each takes the store's lock, keeps its accounting exact (kcache_verify stays clean)
+   and is safe while other processes use the store; what it removes is what a get would miss next
+   (this process's memory copies of those entries go too). dry_run: nothing is removed, *done says
+   what would be. done may be NULL. KCACHE_EDISABLED when kc has no store (another user's store is
+   refused when opened: kcache_store_in_use says why), KCACHE_EROFS for a read-only one. */
+typedef struct kcache_tidy {
+    uint64_t entries; /* entries removed (or that would be) */
+    uint64_t bytes;   /* their size on disk */
+} kcache_tidy;
+/* Removes the entries not used for longer than seconds (by kcache's own record of use). */
+KCACHE_API kcache_status kcache_evict_older_than(kcache *kc, uint64_t seconds, int dry_run, kcache_tidy *done);
+/* Removes the least recently used entries until the store holds at most bytes. */
+KCACHE_API kcache_status kcache_trim(kcache *kc, uint64_t bytes, int dry_run, kcache_tidy *done);
+/* Removes every entry of a unit, and its index (what was stored and why it left). */
+KCACHE_API kcache_status kcache_remove_unit(kcache *kc, const char *unit, int dry_run, kcache_tidy *done);
+/* Removes every entry of the store (indexes stay: they say what left). */
+KCACHE_API kcache_status kcache_clear(kcache *kc, int dry_run, kcache_tidy *done);
+
 #ifdef __cplusplus
 }
 #endif
@@ -11254,6 +11273,131 @@ KCACHE_API kcache_status kcache_verify(kcache *kc, int fix) {
     }
     kcache__store_unlock(kc->store);
     return s;
+}
+
+/* ---- tidying a store: kcache_evict_older_than, kcache_trim, kcache_remove_unit, kcache_clear ----
+   One pass over the use table under the store's lock picks the entries; each goes as kcache_remove's
+   do (kcache__store_drop: file and accounting together), so the accounting stays exact whatever
+   other processes do meanwhile (they wait for the lock to put, and a reader that opened an entry
+   before its unlink reads it whole). */
+enum { KCACHE__TIDY_OLDER, KCACHE__TIDY_TRIM, KCACHE__TIDY_UNIT, KCACHE__TIDY_CLEAR };
+typedef struct kcache__tidy_pick { kcache_hash128 d; uint64_t use, size; } kcache__tidy_pick;
+
+static int kcache__tidy_cmp(const void *a, const void *b) { /* least recently used first */
+    const kcache__tidy_pick *x = (const kcache__tidy_pick *)a, *y = (const kcache__tidy_pick *)b;
+    if (x->use != y->use) return x->use < y->use ? -1 : 1;
+    return x->d.lo < y->d.lo ? -1 : x->d.lo > y->d.lo;
+}
+
+/* Whether the entry at rel belongs to unit (its header's unit name). */
+static int kcache__entry_of_unit(kcache__store *st, const char rel[48], const char *unit) {
+    unsigned char h[KCACHE__ENTRY_FIXED + 2 + KCACHE_UNIT_MAX];
+    size_t ulen = strlen(unit);
+    ptrdiff_t n;
+    int fd = kcache__shard_trusted(st, rel) ? kcache__open_in(st, rel, KCACHE__RD | KCACHE__NONBLOCK) : -1;
+    if (fd < 0) return 0;
+    n = kcache__io_pread(fd, h, sizeof h, 0);
+    kcache__io_close(fd);
+    return n >= (ptrdiff_t)(KCACHE__ENTRY_FIXED + 2 + ulen) && memcmp(h, "KCENTRY", 8) == 0 &&
+           kcache__get_u16(h + KCACHE__ENTRY_FIXED) == ulen && memcmp(h + KCACHE__ENTRY_FIXED + 2, unit, ulen) == 0;
+}
+
+/* kcache_clear: an entry file the table does not list (left by a writer that died) goes too, so
+   that nothing of the store's is left; it was never accounted, so the accounting stays exact. */
+static void kcache__tidy_stray(void *ctx, kcache_hash128 d, const kcache__finfo *s) {
+    kcache__store *st = (kcache__store *)ctx;
+    char rel[48];
+    (void)s;
+    if (kcache__slot_find(st, d)) return;
+    kcache__entry_name(d, rel);
+    kcache__unlink_entry(st, rel);
+}
+
+static kcache_status kcache__tidy(kcache *kc, int what, uint64_t arg, const char *unit, int dry_run, kcache_tidy *done) {
+    kcache__store *st;
+    kcache__store_ev ev;
+    kcache__tidy_pick *p = NULL;
+    size_t n = 0, take = 0, i;
+    kcache_tidy sum;
+    kcache_status s;
+    memset(&sum, 0, sizeof sum);
+    if (done) *done = sum;
+    if (!kc || (what == KCACHE__TIDY_UNIT && (!unit || !unit[0] || strlen(unit) >= KCACHE_UNIT_MAX))) return KCACHE_EINVAL;
+    if ((kc = kcache__live(kc, 1)) == NULL) return KCACHE_ENOMEM;
+    if ((st = kc->store) == NULL) return KCACHE_EDISABLED;
+    if (st->readonly) return KCACHE_EROFS;
+    memset(&ev, 0, sizeof ev);
+    if ((s = kcache__store_lock(st)) != KCACHE_OK) return s;
+    if ((s = kcache__store_begin(st, &ev)) == KCACHE_OK) {
+        uint64_t now = (uint64_t)kcache__now_ns(), j, left;
+        uint64_t cutoff = arg > now / 1000000000u ? 0 : now - arg * 1000000000u;
+        p = (kcache__tidy_pick *)KCACHE_MALLOC((size_t)(st->nslots ? st->nslots : 1) * sizeof *p);
+        if (!p) s = KCACHE_ENOMEM;
+        for (j = 0; p && j < st->nslots; j++) {
+            const uint64_t *sl = kcache__slot(st, j);
+            kcache__tidy_pick one;
+            if (!kcache__slot_used(sl)) continue;
+            one.d = kcache__slot_digest(sl);
+            one.use = kcache__sl_get(sl, KCACHE__SL_USE) & ~(uint64_t)KCACHE__USE_MARK;
+            one.size = kcache__sl_get(sl, KCACHE__SL_SIZE);
+            if (what == KCACHE__TIDY_OLDER && one.use >= cutoff) continue;
+            if (what == KCACHE__TIDY_UNIT) {
+                char rel[48];
+                kcache__entry_name(one.d, rel);
+                if (!kcache__entry_of_unit(st, rel, unit)) continue;
+            }
+            p[n++] = one;
+        }
+        take = n;
+        if (p && what == KCACHE__TIDY_TRIM) {
+            qsort(p, n, sizeof *p, kcache__tidy_cmp);
+            for (left = kcache__cf_get(st, 24), take = 0; take < n && left > arg; take++)
+                left -= p[take].size <= left ? p[take].size : left;
+        }
+        for (i = 0; i < take; i++) {
+            uint64_t *sl;
+            sum.entries++;
+            sum.bytes += p[i].size;
+            if (!dry_run && (sl = kcache__slot_find(st, p[i].d)) != NULL) kcache__store_drop(st, sl, 0, NULL);
+        }
+        if (p && !dry_run && what == KCACHE__TIDY_CLEAR) kcache__store_walk(st, kcache__tidy_stray, st);
+        if (p && !dry_run && what == KCACHE__TIDY_UNIT) {
+            char rel[48];
+            kcache__ix_name(unit, rel);
+            kcache__unlink_entry(st, rel);
+        }
+        kcache__store_end(st);
+    }
+    kcache__store_unlock(st);
+    if (s == KCACHE_OK && !dry_run) { /* this process's memory copies, as kcache_remove drops them */
+        for (i = 0; i < take; i++) {
+            kcache__node *nd;
+            kcache__mutex_lock(&kc->lock);
+            nd = kcache__lru_find(&kc->lru, p[i].d);
+            if (nd) kcache__lru_detach(&kc->lru, nd);
+            kcache__note_change(kc, p[i].d);
+            kcache__mutex_unlock(&kc->lock);
+            if (nd) { nd->hnext = NULL; nd->dirty = 0; kcache__release_nodes(kc, nd); }
+        }
+        KCACHE__DEBUG(kc, "tidy %s: removed %llu entries (%llu bytes)", st->dir, (unsigned long long)sum.entries,
+                      (unsigned long long)sum.bytes);
+    }
+    KCACHE_FREE(p);
+    if (done) *done = sum;
+    return s;
+}
+
+KCACHE_API kcache_status kcache_evict_older_than(kcache *kc, uint64_t seconds, int dry_run, kcache_tidy *done) {
+    return kcache__tidy(kc, KCACHE__TIDY_OLDER, seconds, NULL, dry_run, done);
+}
+KCACHE_API kcache_status kcache_trim(kcache *kc, uint64_t bytes, int dry_run, kcache_tidy *done) {
+    return kcache__tidy(kc, KCACHE__TIDY_TRIM, bytes, NULL, dry_run, done);
+}
+KCACHE_API kcache_status kcache_remove_unit(kcache *kc, const char *unit, int dry_run, kcache_tidy *done) {
+    return kcache__tidy(kc, KCACHE__TIDY_UNIT, 0, unit, dry_run, done);
+}
+KCACHE_API kcache_status kcache_clear(kcache *kc, int dry_run, kcache_tidy *done) {
+    return kcache__tidy(kc, KCACHE__TIDY_CLEAR, 0, NULL, dry_run, done);
 }
 
 /* The stored overload of the key's unit (in memory) with the most fields equal to the key's. */
