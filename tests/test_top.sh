@@ -314,6 +314,15 @@ mkdir -p "$tmp/empty"
 if snap "$tmp/empty" && grep -q 'no config.file' <<<"$snap" && grep -q '^stats .*no stats file.* processes 0' <<<"$snap"; then ok empty-dir
 else fail empty-dir "$(head -3 <<<"$snap")"; fi
 
+# kcache_load --help: what it does and every option (not only the usage line), exit 0 (issue 28)
+"$load" --help >"$tmp/o" 2>"$tmp/e"
+rc=$?
+missing=""
+for want in 'usage: kcache_load' 'load generator' '-D SECONDS' '-R ' '-S ' '-C ' '-H SECONDS' '-P PREFIX' 'Exit status'; do
+    grep -qF -- "$want" "$tmp/o" || missing="$missing [$want]"
+done
+if [ $rc -eq 0 ] && [ -z "$missing" ]; then ok load-help-explains-options; else fail load-help-explains-options "status $rc, missing:$missing"; fi
+
 # ---- 6. kcache-top never writes to the store ------------------------------------------------------
 before=$(cd "$d1" && find . -printf '%p %s %T@ %m\n' | sort; md5sum stats config.file 2>/dev/null)
 "$top" -b -n 2 -d 0.2 "$d1" >/dev/null 2>&1

@@ -7228,6 +7228,14 @@ int main(int argc, char **argv)
         return 2;
     } else {
         int kind = 0; /* 1 numba, 2 kcache index, 3 kcache entry, 4 config.file */
+        char nbi[4096];
+        if (!op.force_numba && pr_nbc_base(op.path, nbi, sizeof nbi - 4)) { /* BASE.N.nbc: its index is BASE.nbi */
+            char q[4200];
+            strcat(nbi, ".nbi");
+            fprintf(stderr, "kcache-inspect: %s is a numba data file (.nbc), which holds compiled code only; pass its index: kcache-inspect %s\n",
+                    op.path, kcache__shell_quote(q, sizeof q, nbi));
+            return 2;
+        }
         if (op.force_numba || ends_with(op.path, ".nbi")) kind = 1;
         else if (ends_with(op.path, ".kci")) kind = 2;
         else if (ends_with(op.path, ".kce")) kind = 3;
