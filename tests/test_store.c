@@ -1940,6 +1940,52 @@ static void no_home_child(void *arg) {
 }
 static void no_home(void) { in_child("no home", no_home_child, NULL); }
 
+/* The tidying calls (kcache-inspect's store commands are made of them): a dry run removes nothing;
+   each removes exactly its entries from the store and from this process's memory, under the lock,
+   with the accounting exact (kcache_verify); a cache without a store says so (issue 28). */
+static void tidy_calls(void) {
+    char dir[256];
+    kcache *kc, *other;
+    kcache_tidy t;
+    kcache_stats st;
+    uint32_t i;
+    kcache_config c;
+    tdir_new(dir, sizeof dir);
+    kc = open_store(dir, 1u << 20, 64);
+    other = open_store(dir, 1u << 20, 64); /* a second user of the store, with its own memory */
+    if (!kc || !other) { KT_FAILF("setup: open"); kcache_close(kc); kcache_close(other); tdir_rm(dir); return; }
+    for (i = 0; i < 4; i++) KT_CHECK(put_pl(kc, "ta", i, 1, 3000) == KCACHE_OK);
+    for (i = 0; i < 3; i++) KT_CHECK(put_pl(kc, "tb", i, 1, 3000) == KCACHE_OK);
+    KT_CHECK(get_exact(other, "ta", 0, 1, 3000) == 1); /* now in other's memory too */
+    KT_CHECK(kcache_remove_unit(kc, "ta", 1, &t) == KCACHE_OK && t.entries == 4);
+    KT_CHECK(get_exact(kc, "ta", 1, 1, 3000) == 1);
+    KT_CHECK(kcache_remove_unit(kc, "ta", 0, &t) == KCACHE_OK && t.entries == 4 && t.bytes >= 4 * 3000);
+    KT_CHECK_MSG(get_exact(kc, "ta", 1, 1, 3000) == 0, "kcache_remove_unit left the unit in this process's memory");
+    KT_CHECK(get_exact(kc, "tb", 1, 1, 3000) == 1);
+    KT_CHECK(kcache_verify(kc, 0) == KCACHE_OK);
+    kcache_get_stats(kc, &st);
+    KT_CHECK_EQ_U64(st.disk_entries, 3);
+    KT_CHECK(kcache_trim(kc, 0, 1, &t) == KCACHE_OK && t.entries == 3);
+    KT_CHECK(kcache_evict_older_than(kc, 3600, 0, &t) == KCACHE_OK && t.entries == 0);
+    KT_CHECK(kcache_trim(kc, 0, 0, &t) == KCACHE_OK && t.entries == 3);
+    KT_CHECK(kcache_verify(kc, 0) == KCACHE_OK);
+    for (i = 0; i < 3; i++) KT_CHECK(put_pl(other, "tc", i, 1, 2000) == KCACHE_OK);
+    KT_CHECK(kcache_clear(kc, 0, &t) == KCACHE_OK && t.entries == 3);
+    kcache_get_stats(kc, &st);
+    KT_CHECK(st.disk_entries == 0 && st.disk_bytes == 0 && kcache_verify(kc, 0) == KCACHE_OK);
+    KT_CHECK(kcache_remove_unit(kc, "", 1, &t) == KCACHE_EINVAL && kcache_remove_unit(kc, NULL, 1, NULL) == KCACHE_EINVAL);
+    KT_CHECK(kcache_clear(NULL, 1, &t) == KCACHE_EINVAL);
+    kcache_close(other);
+    kcache_close(kc);
+    kcache_config_init(&c);
+    c.persistent = 0;
+    kc = NULL;
+    KT_CHECK(kcache_open(&kc, &c) == KCACHE_OK && kc);
+    if (kc) KT_CHECK(kcache_clear(kc, 0, &t) == KCACHE_EDISABLED && t.entries == 0);
+    kcache_close(kc);
+    tdir_rm(dir);
+}
+
 /* KCACHE_DIR='~/kc' (quoted in a script, so no shell expanded it): ~/ is $HOME, as a shell takes
    it, never a directory named "~" in the working directory; ~user and ~ without HOME are refused
    with a message (issue 28). */
@@ -2531,6 +2577,7 @@ int main(void) {
     RUN(enospc_exact);
     RUN(no_home);
     RUN(tilde_dir);
+    RUN(tidy_calls);
     RUN(dir_deleted);
     RUN(unsafe_dirs);
     RUN(symlink_config_file);
