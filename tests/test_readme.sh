@@ -94,7 +94,7 @@ else fail readme-dependency-program-compiles "$(head -c 600 "$tmp/err" | tr '\n'
 
 # `make test` makes build/venv-numba before the tests that look for it (test_host said "no
 # build/venv-numba/bin/python" three times on a first run, before test_inspect made it)
-plan=$(cd "$root" && make -n test 2>/dev/null)
+plan=$(cd "$root" && env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make -n test 2>/dev/null)
 venv_at=$(grep -n -m1 'scripts/numba-venv.sh' <<<"$plan" | cut -d: -f1)
 run_at=$(grep -n -m1 'tests/run.sh' <<<"$plan" | cut -d: -f1)
 order="venv at line ${venv_at:-none}, tests/run.sh at ${run_at:-none}"
