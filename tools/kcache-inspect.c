@@ -6976,7 +6976,7 @@ static int ki_tidy(int what, const char *arg, const char *dir, int yes)
     kcache_tidy done;
     kcache_status s = KCACHE_EINVAL;
     struct stat sb;
-    char why[1024], cf[4200], q[1100];
+    char why[1024], cf[4200], q[1100], shown[1100];
     uint64_t v = 0;
     int fd;
     if (what == KI_TIDY_OLDER && !ki_parse_age(arg, &v)) {
@@ -7024,8 +7024,9 @@ static int ki_tidy(int what, const char *arg, const char *dir, int yes)
         return 2;
     }
     kcache__shell_quote(q, sizeof q, dir);
+    kcache__escs(shown, sizeof shown, dir); /* a path is printed escaped, as every name from outside */
     if (!yes) {
-        printf("would remove %llu entries (%llu bytes) from %s\n", (unsigned long long)done.entries, (unsigned long long)done.bytes, dir);
+        printf("would remove %llu entries (%llu bytes) from %s\n", (unsigned long long)done.entries, (unsigned long long)done.bytes, shown);
         char qa[600];
         kcache__shell_quote(qa, sizeof qa, what == KI_TIDY_CLEAR ? "" : arg);
         printf("(a dry run: kcache-inspect %s%s%s --yes %s removes them)\n", name[what], what == KI_TIDY_CLEAR ? "" : " ",
@@ -7034,7 +7035,7 @@ static int ki_tidy(int what, const char *arg, const char *dir, int yes)
         kcache_stats st;
         kcache_get_stats(kc, &st);
         printf("removed %llu entries (%llu bytes) from %s; it now holds %llu entries, %llu bytes\n", (unsigned long long)done.entries,
-               (unsigned long long)done.bytes, dir, (unsigned long long)st.disk_entries, (unsigned long long)st.disk_bytes);
+               (unsigned long long)done.bytes, shown, (unsigned long long)st.disk_entries, (unsigned long long)st.disk_bytes);
     }
     kcache_close(kc);
     return fflush(stdout) != 0 ? 2 : 0;
