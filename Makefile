@@ -16,7 +16,7 @@ SAN     := -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-om
 CTESTS  := test_hash test_host test_key test_lru test_threads test_store test_flight test_index test_exchange test_hostile test_backend
 TOOLS   := $(B)/kcache-inspect $(B)/kcache-top
 CURSES  := $(shell pkg-config --libs ncursesw 2>/dev/null || echo -lncursesw)
-EXAMPLES = $(B)/demo_cc $(B)/opencl_saxpy $(B)/opencl_many $(B)/opencl_demo $(B)/kcache_load $(NVRTC_EX)
+EXAMPLES = $(B)/demo_cc $(B)/opencl_saxpy $(B)/opencl_many $(B)/opencl_demo $(B)/kcache_load $(NVRTC_EX) $(VK_EX)
 CL_LIBS := -lOpenCL $(LDLIBS)
 # the remote tier's optional parts: Redis (hiredis), zstd, HMAC-SHA-256 from libcrypto
 REMOTE_DEFS := -DKCACHE_REDIS -DKCACHE_ZSTD -DKCACHE_HMAC_OPENSSL
@@ -51,6 +51,15 @@ CUDA    ?= $(firstword $(wildcard /usr/local/cuda /usr/local/cuda-*))
 NVRTC_EX := $(if $(wildcard $(CUDA)/include/nvrtc.h),$(B)/nvrtc_ptx)
 $(B)/nvrtc_ptx: examples/nvrtc_ptx.c examples/jit_cache.h kcache.h | $(B)
 	$(CC) $(STD) $(CFLAGS) $(WARN) -I. -I$(CUDA)/include -o $@ $< -L$(CUDA)/lib64 -Wl,-rpath,$(CUDA)/lib64 -lnvrtc $(LDLIBS) -ldl
+# Vulkan pipelines (kcache_vk_pipeline, KCACHE_VULKAN): the example also compiles its GLSL with
+# shaderc. Debian 12's libshaderc.so does not link (its glslang symbols are missing), so shaderc's
+# static library and glslang's. Built where the headers are; make test installs them.
+VK_LIBS := -lvulkan $(LDLIBS)
+SHADERC_LIBS := -l:libshaderc_combined.a -lglslang -lMachineIndependent -lGenericCodeGen -lOSDependent -lOGLCompiler \
+                -lSPIRV -lSPIRV-Tools-opt -lSPIRV-Tools -lstdc++ -lm
+VK_EX := $(if $(and $(wildcard /usr/include/vulkan/vulkan.h),$(wildcard /usr/include/shaderc/shaderc.h)),$(B)/vk_pipeline)
+$(B)/vk_pipeline: examples/vk_pipeline.c examples/vk_compute.h kcache.h | $(B)
+	$(CC) $(STD) $(CFLAGS) $(WARN) -I. -o $@ $< $(VK_LIBS) $(SHADERC_LIBS)
 $(B)/opencl_%: examples/opencl_%.c kcache.h | $(B)
 	$(CC) $(STD) $(CFLAGS) $(WARN) -I. -o $@ $< $(CL_LIBS)
 $(B)/opencl_demo: examples/opencl_demo_kernel.h
@@ -97,6 +106,13 @@ $(B)/asan/test_opencl: tests/test_opencl.c kcache.h tests/kt.h | $(B)/asan
 	$(CC) $(STD) $(SAN) $(WARN) -I. -Itests -o $@ $< $(CL_LIBS)
 CL_TESTS := $(B)/test_opencl $(B)/asan/test_opencl $(B)/opencl_demo
 
+# the Vulkan part's tests on lavapipe (mesa-vulkan-drivers), and the example run twice
+$(B)/test_vulkan: tests/test_vulkan.c examples/vk_compute.h kcache.h tests/kt.h | $(B)
+	$(CC) $(STD) $(CFLAGS) $(WARN) -I. -o $@ $< $(VK_LIBS)
+$(B)/asan/test_vulkan: tests/test_vulkan.c examples/vk_compute.h kcache.h tests/kt.h | $(B)/asan
+	$(CC) $(STD) $(SAN) $(WARN) -I. -o $@ $< $(VK_LIBS)
+VK_TESTS := $(B)/test_vulkan $(B)/asan/test_vulkan $(B)/vk_pipeline
+
 # fault injection (every I/O call site of kcache.h failing in turn) runs under ASan+UBSan, whose
 # LeakSanitizer also catches what a failure path forgets to free
 FAULTS := $(B)/asan/test_faults
@@ -129,7 +145,7 @@ check-deps:
 
 # Runs everything; the last line is "N passed, N failed".
 test: check-deps
-	@$(MAKE) --no-print-directory -j2 $(TEST_BINS) $(CL_TESTS) $(REMOTE_TESTS) $(TOOLS) $(FAULTS) $(B)/torture $(B)/torture_remote $(B)/demo_cc $(NVRTC_EX) $(B)/kcache_load $(B)/make_store $(addprefix $(B)/,$(FUZZERS))
+	@$(MAKE) --no-print-directory -j2 $(TEST_BINS) $(CL_TESTS) $(VK_TESTS) $(REMOTE_TESTS) $(TOOLS) $(FAULTS) $(B)/torture $(B)/torture_remote $(B)/demo_cc $(NVRTC_EX) $(B)/kcache_load $(B)/make_store $(addprefix $(B)/,$(FUZZERS))
 	@# PyPI's numba (build/venv-numba) before the tests that use it (test_host, test_inspect): made once, kept
 	@bash scripts/numba-venv.sh >$(B)/numba-venv.log 2>&1 || echo "# build/venv-numba not made ($$(tail -n 1 $(B)/numba-venv.log)): test_inspect says what is skipped"
 	@bash tests/run.sh \
@@ -147,6 +163,7 @@ test: check-deps
 	  asan/store-cmds="tests/test_store_cmds.sh $(B)/asan/kcache-inspect $(B)/make_store $(B)/kcache_load" \
 	  install=tests/test_install.sh \
 	  top="tests/test_top.sh $(B)/kcache-top $(B)/kcache_load" \
+	  tools-hostile="bash tests/test_tools_hostile.sh $(B)/kcache-inspect $(B)/make_store $(B)/kcache-top" \
 	  fuzz-smoke="tests/fuzz_smoke.sh $(FUZZ_SMOKE) $(FUZZERS)" \
 	  compile-more="bash tests/compile_more.sh" \
 	  windows="bash scripts/windows.sh" \
@@ -157,6 +174,8 @@ test: check-deps
 	  demo-cc="tests/test_demo.sh $(B)/demo_cc $(B)/nvrtc_ptx $(B)/kcache-inspect" \
 	  opencl=$(B)/test_opencl asan/opencl=$(B)/asan/test_opencl \
 	  demo="tests/test_demo_opencl.sh $(B)/opencl_demo" \
+	  vulkan=$(B)/test_vulkan asan/vulkan=$(B)/asan/test_vulkan \
+	  demo-vulkan="tests/test_demo_vulkan.sh $(B)/vk_pipeline" \
 	  faults=$(FAULTS) \
 	  remote="$(B)/test_remote $(B)/kcache-top" asan/remote="$(B)/asan/test_remote $(B)/kcache-top" \
 	  layers="bash tests/test_layers.sh $(B)/test_layers $(B)/kcache-inspect $(B)/kcache-top" \
@@ -222,14 +241,18 @@ $(B)/bench_opencl: bench/bench_opencl.c kcache.h | $(B)
 	$(CC) $(STD) $(BENCH_CFLAGS) $(WARN) -I. -o $@ $< $(CL_LIBS) -lm
 $(B)/bench_evict: bench/bench_evict.c bench/bench_util.h kcache.h | $(B)
 	$(CC) $(STD) $(BENCH_CFLAGS) $(WARN) -I. -o $@ $< $(LDLIBS) -lm
+$(B)/bench_vulkan: bench/bench_vulkan.c bench/bench_util.h examples/vk_compute.h kcache.h | $(B)
+	$(CC) $(STD) $(BENCH_CFLAGS) $(WARN) -I. -o $@ $< $(VK_LIBS)
 $(B)/bench_remote: bench/bench_remote.c bench/bench_util.h tests/kt_remote.h examples/opencl_demo_kernel.h kcache.h | $(B)
 	$(CC) $(STD) $(BENCH_CFLAGS) $(WARN) -I. -o $@ $< -lOpenCL $(REMOTE_LIBS)
 $(B)/bench_%: bench/bench_%.c bench/bench_util.h kcache.h | $(B)
 	$(CC) $(STD) $(BENCH_CFLAGS) $(WARN) -I. -o $@ $< $(LDLIBS)
 
 $(B)/bench_inspect: tools/kcache-inspect.c   # it includes the tool (and reads bench/data/numba-200)
+# every build of a tool, or of a program that includes one, prints through tools/ktext.h
+$(TOOLS) $(B)/asan/kcache-inspect $(B)/fuzz_pickle $(B)/fuzz_store $(B)/fuzz_stats $(B)/bench_inspect: tools/ktext.h
 
-BENCHES := bench_hash bench_cache bench_evict bench_flight bench_index bench_opencl bench_pub bench_remote bench_inspect bench_stamp
+BENCHES := bench_hash bench_cache bench_evict bench_flight bench_index bench_opencl bench_pub bench_remote bench_inspect bench_stamp bench_vulkan
 bench: check-deps $(addprefix $(B)/,$(BENCHES)) $(B)/kcache-top
 	@for b in $(BENCHES); do echo "== $$b"; $(B)/$$b || exit 1; done
 

@@ -26,7 +26,8 @@ static int jp_string(jp *j)
             continue;
         }
         if (c >= 0x80) {
-            size_t l = utf8_len((const unsigned char *)j->p, (size_t)(j->e - j->p));
+            uint32_t cp;
+            size_t l = kcache__utf8_seq((const unsigned char *)j->p, (size_t)(j->e - j->p), &cp);
             if (!l) return 0;
             j->p += l;
             continue;

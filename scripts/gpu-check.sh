@@ -7,7 +7,10 @@
 #      and then read back from the store, loaded by the CUDA driver and saxpy checked on the GPU.
 #   2. OpenCL on NVIDIA's driver (not PoCL): opencl_demo and opencl_saxpy twice each on one store,
 #      the second run loading the stored binary (PTX) with clCreateProgramWithBinary.
-#   3. numba: tests/inspect_corpus.py live (kcache-inspect's verdicts against what this numba
+#   3. Vulkan on NVIDIA's driver: bench_vulkan (cold, NVIDIA's own disk cache, a raw blob, kcache's
+#      hit: goals hit <= 1.1x raw and >= 10x faster than the driver's cache) and test_vulkan, built
+#      beforehand into GPU_BIN; the loader (libvulkan1) carried as the device README says.
+#   4. numba: tests/inspect_corpus.py live (kcache-inspect's verdicts against what this numba
 #      does on this CPU) and build/test_host (kcache's CPU name against this llvmlite's LLVM).
 # Binaries that need what the GPU machine may lack (an OpenCL ICD loader, its headers) are built
 # beforehand where they are and carried in GPU_BIN (default dev/bin), with libOpenCL.so.1 there.
@@ -55,6 +58,15 @@ if [ -n "$icd" ]; then
     [ -x "$bin/bench_opencl" ] && { echo "-- bench_opencl"; "$bin/bench_opencl" 2>&1 | tail -n 30; }
 fi
 
+section Vulkan on NVIDIA
+nvicd=$(ls /usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json /usr/share/vulkan/icd.d/nvidia_icd.json /etc/vulkan/icd.d/nvidia_icd.json 2>/dev/null | head -n 1)
+echo "NVIDIA's Vulkan driver: ${nvicd:-not found}"
+if [ -n "$nvicd" ] && [ -x "$bin/bench_vulkan" ]; then
+    VK_DRIVER_FILES=$nvicd VK_ICD_FILENAMES=$nvicd "$bin/test_vulkan" 2>&1 | tail -n 8
+    VK_DRIVER_FILES=$nvicd VK_ICD_FILENAMES=$nvicd "$bin/bench_vulkan" 2>&1 | tee "$out/bench_vulkan.log"
+else
+    echo "skipped: no NVIDIA Vulkan driver manifest, or $bin/bench_vulkan not built"
+fi
 section numba
 mkdir -p build/venv-numba/bin
 ln -sf "$(command -v python3)" build/venv-numba/bin/python # test_host compares with the LLVM of this python's llvmlite

@@ -56,6 +56,7 @@
 #include <unistd.h>
 #include <ftw.h>
 #include <dirent.h>
+#include "ktext.h"   /* ko_printf: every %s and %c argument through kcache.h's escaping rule */
 
 #if defined(__GNUC__) || defined(__clang__)
 #define KI_PRINTF(a, b) __attribute__((format(printf, a, b)))
@@ -124,26 +125,36 @@ static void ko_write(ki_out *o, const char *s, size_t n)
 }
 static void ko_puts(ki_out *o, const char *s) { ko_write(o, s, strlen(s)); }
 static void ko_putc(ki_out *o, char c) { ko_write(o, &c, 1); }
+/* printf whose %s and %c arguments are escaped (ktext.h): a name from outside cannot reach the
+   terminal raw, whichever message prints it; newlines and layout belong in fmt. */
 static void ko_printf(ki_out *o, const char *fmt, ...) KI_PRINTF(2, 3);
 static void ko_printf(ki_out *o, const char *fmt, ...)
 {
-    char tmp[512];
+    ktext t;
     va_list ap;
-    int n;
+    ktext_init(&t);
     va_start(ap, fmt);
-    n = vsnprintf(tmp, sizeof tmp, fmt, ap);
+    ktext_vfmt(&t, fmt, ap);
     va_end(ap);
-    if (n < 0) return;
-    if ((size_t)n < sizeof tmp) { ko_write(o, tmp, (size_t)n); return; }
-    {
-        char *big = (char *)malloc((size_t)n + 1);
-        if (!big) { o->full = 1; return; }
-        va_start(ap, fmt);
-        vsnprintf(big, (size_t)n + 1, fmt, ap);
-        va_end(ap);
-        ko_write(o, big, (size_t)n);
-        free(big);
+    if (t.failed) o->full = 1;
+    else ko_write(o, t.p, t.len);
+    ktext_free(&t);
+}
+/* n bytes of outside text, escaped by the rule. */
+static void ko_esc(ki_out *o, const char *s, size_t n)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    size_t i = 0, k = 0;
+    char buf[256];
+    while (i < n && !o->full) {
+        size_t used, l;
+        if (p[i] >= 0x20 && p[i] < 0x7f) { used = l = 1; buf[k] = (char)p[i]; } /* (most of it) */
+        else l = kcache__esc_char(p + i, n - i, buf + k, &used);
+        k += l;
+        i += used;
+        if (k > sizeof buf - 12) { ko_write(o, buf, k); k = 0; }
     }
+    ko_write(o, buf, k);
 }
 static void ko_free(ki_out *o) { free(o->buf); o->buf = NULL; o->len = o->cap = 0; }
 
@@ -1004,60 +1015,45 @@ static int bytes_eq(const unsigned char *a, size_t an, const char *s)
     return an == l && memcmp(a, s, l) == 0;
 }
 
-/* Length of the valid UTF-8 sequence at s (1-4), or 0 when it is not one. */
-static size_t utf8_len(const unsigned char *s, size_t n)
-{
-    uint32_t cp;
-    size_t k, need;
-    if (s[0] < 0x80) return 1;
-    if (s[0] >= 0xC2 && s[0] <= 0xDF) { need = 2; cp = s[0] & 0x1F; }
-    else if (s[0] >= 0xE0 && s[0] <= 0xEF) { need = 3; cp = s[0] & 0x0F; }
-    else if (s[0] >= 0xF0 && s[0] <= 0xF4) { need = 4; cp = s[0] & 0x07; }
-    else return 0;
-    if (n < need) return 0;
-    for (k = 1; k < need; k++) {
-        if ((s[k] & 0xC0) != 0x80) return 0;
-        cp = (cp << 6) | (s[k] & 0x3F);
-    }
-    if ((need == 3 && (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF))) || (need == 4 && (cp < 0x10000 || cp > 0x10FFFF)))
-        return 0;
-    return need;
-}
-
-/* Text-safe string: printable ASCII and valid UTF-8 as is, everything else \xNN. */
+/* Text-safe string: kcache.h's rule (valid printable UTF-8 as is; controls, invalid bytes, C1 and
+   bidi controls escaped), with a backslash doubled so that a rendered value reads back. */
 static void ko_text(ki_out *o, const unsigned char *s, size_t n, size_t max)
 {
-    size_t i = 0;
+    size_t i = 0, j;
     if (max && n > max) n = max;
     while (i < n && !o->full) {
-        size_t l = utf8_len(s + i, n - i);
-        if (l == 1 && s[i] >= 0x20 && s[i] < 0x7F && s[i] != '\\') { ko_putc(o, (char)s[i]); i++; continue; }
-        if (l > 1) { ko_write(o, (const char *)s + i, l); i += l; continue; }
-        if (s[i] == '\\') ko_puts(o, "\\\\");
-        else if (s[i] == '\n') ko_puts(o, "\\n");
-        else if (s[i] == '\t') ko_puts(o, "\\t");
-        else ko_printf(o, "\\x%02x", s[i]);
-        i++;
+        for (j = i; j < n && s[j] != '\\'; j++) {}
+        ko_esc(o, (const char *)s + i, j - i);
+        if (j < n) ko_puts(o, "\\\\");
+        i = j + 1;
     }
 }
 
-/* JSON string body: valid UTF-8 passes, invalid bytes become U+FFFD, controls are escaped. */
+/* A JSON string whose value is the text mode's: s escaped by kcache.h's rule (so a control byte,
+   invalid UTF-8, a C1 or bidi control arrives as the same \xHH or \u{XXXX} text), then quoted. */
 static void ko_json_str(ki_out *o, const unsigned char *s, size_t n)
 {
-    size_t i = 0;
-    ko_putc(o, '"');
+    size_t i = 0, k = 1, j;
+    char buf[256];
+    buf[0] = '"';
     while (i < n && !o->full) {
-        size_t l = utf8_len(s + i, n - i);
-        if (l == 0) { ko_puts(o, "\\ufffd"); i++; continue; }
-        if (l > 1) { ko_write(o, (const char *)s + i, l); i += l; continue; }
-        if (s[i] == '"') ko_puts(o, "\\\"");
-        else if (s[i] == '\\') ko_puts(o, "\\\\");
-        else if (s[i] == '\n') ko_puts(o, "\\n");
-        else if (s[i] < 0x20 || s[i] == 0x7F) ko_printf(o, "\\u%04x", s[i]);
-        else ko_putc(o, (char)s[i]);
-        i++;
+        char one[11];
+        size_t used, l;
+        if (s[i] >= 0x20 && s[i] < 0x7f && s[i] != '"' && s[i] != '\\') { /* (most of it) */
+            buf[k++] = (char)s[i++];
+            if (k > sizeof buf - 24) { ko_write(o, buf, k); k = 0; }
+            continue;
+        }
+        l = kcache__esc_char(s + i, n - i, one, &used);
+        for (j = 0; j < l; j++) {
+            if (one[j] == '"' || one[j] == '\\') buf[k++] = '\\';
+            buf[k++] = one[j];
+        }
+        i += used;
+        if (k > sizeof buf - 24) { ko_write(o, buf, k); k = 0; }
     }
-    ko_putc(o, '"');
+    buf[k++] = '"';
+    ko_write(o, buf, k);
 }
 static void ko_json_cstr(ki_out *o, const char *s)
 {
@@ -1958,6 +1954,18 @@ static const char *path_base(const char *p)
     const char *sl = strrchr(p, '/');
     return sl ? sl + 1 : p;
 }
+/* fopen for reading a regular file only: a FIFO or device someone put in its place is neither
+   waited on (opened O_NONBLOCK) nor read. */
+static FILE *fopen_regular(const char *path, const char *mode)
+{
+    struct stat sb;
+    FILE *f;
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0) return NULL;
+    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode) || !(f = fdopen(fd, mode))) { close(fd); return NULL; }
+    return f;
+}
+
 static int is_file(const char *p, struct stat *st)
 {
     struct stat s;
@@ -2771,7 +2779,7 @@ static void check_source_line(nb_source *src, const nb_name *nm)
     long ln = 0, def_at = -1, deco_start = -1;
     size_t fl = strlen(nm->func);
     if (!src->found || src->kind != SRC_FILE || nm->line <= 0 || !fl) return;
-    f = fopen(src->path, "r");
+    f = fopen_regular(src->path, "r");
     if (!f) return;
     src->line_checked = -1;
     while ((got = getline(&line, &cap, f)) > 0 && ln < 10000000) {
@@ -2808,13 +2816,16 @@ static void check_source_line(nb_source *src, const nb_name *nm)
     else if (src->line_checked != 1 && def_at > 0) src->moved_to = def_at;
 }
 
-/* Reads a whole file of at most max bytes into a malloc'd buffer; NULL on failure. */
-static unsigned char *slurp(const char *path, size_t max, size_t *len)
+/* Reads a whole regular file of at most max bytes, open as fd (taken), into a malloc'd buffer;
+   NULL on failure.  Anything else (a FIFO, a device) is not read: it could block forever. */
+static unsigned char *slurp_fd(int fd, size_t max, size_t *len)
 {
-    FILE *f = fopen(path, "rb");
+    struct stat sb;
+    FILE *f;
     unsigned char *buf = NULL;
     size_t n = 0, cap = 0, got;
-    if (!f) return NULL;
+    if (fd < 0) return NULL;
+    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode) || !(f = fdopen(fd, "rb"))) { close(fd); return NULL; }
     for (;;) {
         if (n == cap) {
             unsigned char *nb;
@@ -2835,10 +2846,19 @@ static unsigned char *slurp(const char *path, size_t max, size_t *len)
     *len = n;
     return buf;
 }
+/* The same by path (opened without blocking on a FIFO), and by name in a directory (no link). */
+static unsigned char *slurp(const char *path, size_t max, size_t *len)
+{
+    return slurp_fd(open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK), max, len);
+}
+static unsigned char *slurp_at(int dfd, const char *name, size_t max, size_t *len)
+{
+    return slurp_fd(openat(dfd, name, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW), max, len);
+}
 
 static int sha256_file(const char *path, unsigned char out[32])
 {
-    FILE *f = fopen(path, "rb");
+    FILE *f = fopen_regular(path, "rb");
     unsigned char b[65536];
     size_t n;
     ki_sha s;
@@ -3473,7 +3493,7 @@ static void ko_wrap(ki_out *o, const char *text, size_t col, size_t indent)
             col = indent;
             while (*p == ' ') { p++; w--; }
         }
-        ko_write(o, p, w);
+        ko_esc(o, p, w);
         col += w;
         p = q;
     }
@@ -4074,16 +4094,13 @@ static int pr_nbc_base(const char *name, char *base, size_t cap)
  * removes what numba would crash on or never use: an index that raises, is stale or of another
  * numba version (--numba-version), or (--other-cpu) holds nothing for this CPU, with its data
  * files; a data file that raises; a data file no index lists. */
-static void pr_dir(pr_ctx *C, const char *dir, const char *only)
+static void pr_dir(pr_ctx *C, int dfd, const char *dir, const char *only)
 {
     DIR *d;
     struct dirent *de;
     char **names = NULL;
     size_t n = 0, cap = 0, k, j;
-    int dfd;
     unsigned char *kept;
-    dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (dfd < 0) return;
     d = fdopendir(dfd);
     if (!d) { close(dfd); return; }
     while ((de = readdir(d)) != NULL && n < 200000) {
@@ -4119,7 +4136,7 @@ static void pr_dir(pr_ctx *C, const char *dir, const char *only)
         C->n_indexes++;
         ki_fmt(path, sizeof path, "%s/%s", dir, names[k]);
         ki_fmt(base, sizeof base, "%.*s", (int)(strlen(names[k]) - 4), names[k]);
-        buf = slurp(path, KI_MAX_FILE, &len);
+        buf = slurp_at(dfd, names[k], KI_MAX_FILE, &len);   /* the index in this directory: no link, no FIFO */
         if (!buf) continue;
         if (nb_decode(buf, len, &ix, err, sizeof err) != 0) {
             /* the version pickle does not decode: numba's pickle.load raises on it */
@@ -4193,32 +4210,43 @@ static void pr_dir(pr_ctx *C, const char *dir, const char *only)
     closedir(d);
 }
 
+/* Walks the directory open as dfd (its path abs, for what is printed and for pr_is_cache_dir):
+ * every level below is opened relative to its parent's descriptor, never through a link, so a
+ * directory someone swaps for a symlink during the walk cannot take it (and its removals, made
+ * through these descriptors) outside the tree it was given.  Takes dfd. */
+static void pr_walk(pr_ctx *C, int dfd, const char *abs)
+{
+    DIR *d;
+    struct dirent *de;
+    if (pr_is_cache_dir(abs)) { pr_dir(C, dfd, abs, NULL); return; }
+    if (C->depth >= 32 || !(d = fdopendir(dfd))) { close(dfd); return; }
+    C->depth++;
+    while ((de = readdir(d)) != NULL) {
+        char sub[8192];
+        int fd;
+        if (de->d_name[0] == '.' && (!de->d_name[1] || (de->d_name[1] == '.' && !de->d_name[2]))) continue;
+        if (de->d_type != DT_DIR && de->d_type != DT_UNKNOWN) continue;
+        fd = openat(dirfd(d), de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+        if (fd < 0) continue;   /* not a directory, or a link to one: never followed */
+        ki_fmt(sub, sizeof sub, "%s/%s", abs, de->d_name);
+        pr_walk(C, fd, sub);
+    }
+    C->depth--;
+    closedir(d);
+}
+
 static void pr_path(pr_ctx *C, const char *path)
 {
     struct stat st;
     char abs[4096], dir[4096];
+    int fd;
     if (ki_abspath(path, abs, sizeof abs) != 0 || lstat(abs, &st) != 0) {
         if (C->op->json) return;
         ko_printf(C->o, "left alone %s: %s\n", path, strerror(errno ? errno : ENOENT));
         return;
     }
     if (S_ISDIR(st.st_mode)) {
-        DIR *d;
-        struct dirent *de;
-        if (pr_is_cache_dir(abs)) { pr_dir(C, abs, NULL); return; }
-        if (C->depth >= 32) return;
-        d = opendir(abs);
-        if (!d) return;
-        C->depth++;
-        while ((de = readdir(d)) != NULL) {
-            char sub[8192];
-            struct stat s2;
-            if (de->d_name[0] == '.' && (!de->d_name[1] || (de->d_name[1] == '.' && !de->d_name[2]))) continue;
-            ki_fmt(sub, sizeof sub, "%s/%s", abs, de->d_name);
-            if (lstat(sub, &s2) == 0 && S_ISDIR(s2.st_mode)) pr_path(C, sub);   /* never through a link */
-        }
-        C->depth--;
-        closedir(d);
+        if ((fd = open(abs, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) >= 0) pr_walk(C, fd, abs);
         return;
     }
     path_dirname(abs, dir, sizeof dir);
@@ -4227,12 +4255,13 @@ static void pr_path(pr_ctx *C, const char *path)
             ko_printf(C->o, "left alone %s: only .nbi and .nbc files in a __pycache__ or a numba cache directory are pruned\n", abs);
         return;
     }
-    if (ends_with(abs, ".nbi")) pr_dir(C, dir, path_base(abs));
+    if ((fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0) return;
+    if (ends_with(abs, ".nbi")) pr_dir(C, fd, dir, path_base(abs));
     else {
         char b2[4096], ix_name[4200];
-        if (!pr_nbc_base(path_base(abs), b2, sizeof b2)) return;
+        if (!pr_nbc_base(path_base(abs), b2, sizeof b2)) { close(fd); return; }
         ki_fmt(ix_name, sizeof ix_name, "%s.nbi", b2);
-        pr_dir(C, dir, ix_name);
+        pr_dir(C, fd, dir, ix_name);
     }
 }
 
@@ -4248,8 +4277,9 @@ static KI_MAYBE_UNUSED int ki_prune(const char *const *paths, int npaths, const 
     if (op->json) ko_printf(o, "{\n  \"mode\": \"%s\",\n  \"files\": [", op->prune_yes ? "remove" : "dry-run");
     for (i = 0; i < npaths; i++) pr_path(&C, paths[i]);
     if (op->json) {
-        ko_printf(o, "%s],\n  \"indexes_checked\": %zu, \"indexes_kept\": %zu, \"listed\": %zu, \"removed\": %zu, \"failed\": %zu\n}\n",
-                  C.n_files ? "\n  " : "", C.n_indexes, C.n_left, C.n_files, C.n_done, C.n_failed);
+        if (C.n_files) ko_puts(o, "\n  ");
+        ko_printf(o, "],\n  \"indexes_checked\": %zu, \"indexes_kept\": %zu, \"listed\": %zu, \"removed\": %zu, \"failed\": %zu\n}\n",
+                  C.n_indexes, C.n_left, C.n_files, C.n_done, C.n_failed);
     } else {
         ko_printf(o, "%zu index%s checked, %zu kept; %zu file%s %s%s\n", C.n_indexes, C.n_indexes == 1 ? "" : "es", C.n_left, C.n_files,
                   C.n_files == 1 ? "" : "s", op->prune_yes ? "removed" : "would be removed (a dry run: --yes removes them)",
@@ -4313,17 +4343,9 @@ static const char *ks_policy_name(int p)
     return p == KCACHE_STAMP_MTIME ? "mtime" : p == KCACHE_STAMP_CONTENT ? "content" : "hybrid";
 }
 
-/* Bytes as text, printable ASCII as is, the rest \xNN (previews are already escaped by kcache:
-   their backslashes are kept as they are). */
-static void ks_text(ki_out *o, const char *s, size_t n)
-{
-    size_t i;
-    for (i = 0; i < n && !o->full; i++) {
-        unsigned char c = (unsigned char)s[i];
-        if (c >= 0x20 && c < 0x7f) ko_putc(o, (char)c);
-        else ko_printf(o, "\\x%02x", c);
-    }
-}
+/* Bytes as text by kcache.h's rule (previews are already escaped by kcache: their backslashes
+   are kept as they are, and escaping them again changes nothing). */
+static void ks_text(ki_out *o, const char *s, size_t n) { ko_esc(o, s, n); }
 
 /* Writes s starting at column col, breaking lines at spaces before column 78 (a word longer
    than a line is cut); continuation lines start with indent spaces.  Ends with a newline. */
@@ -5618,7 +5640,8 @@ static void ks_index_json(ki_out *o, const ks_index *ix, const char *file, const
         }
         ks_over_free(&ov);
     }
-    ko_printf(o, "%s],\n  \"overloads_total\": %u", ix->n[KCACHE__IX_LIVE] ? "\n  " : "", ix->n[KCACHE__IX_LIVE]);
+    if (ix->n[KCACHE__IX_LIVE]) ko_puts(o, "\n  ");
+    ko_printf(o, "],\n  \"overloads_total\": %u", ix->n[KCACHE__IX_LIVE]);
     ko_puts(o, ",\n  \"gone\": [");
     for (i = 0; i < ix->n[KCACHE__IX_GONE] && !o->full; i++) {
         const kcache__ix_item *it = &ix->list[KCACHE__IX_GONE][i];
@@ -5633,7 +5656,8 @@ static void ks_index_json(ki_out *o, const ks_index *ix, const char *file, const
         kcache_key_free(&k);
         ko_puts(o, "}");
     }
-    ko_printf(o, "%s],\n  \"gone_forgotten\": %zu", ix->n[KCACHE__IX_GONE] ? "\n  " : "", ix->dropped[KCACHE__IX_GONE]);
+    if (ix->n[KCACHE__IX_GONE]) ko_puts(o, "\n  ");
+    ko_printf(o, "],\n  \"gone_forgotten\": %zu", ix->dropped[KCACHE__IX_GONE]);
     ko_puts(o, ",\n  \"misses\": [");
     for (i = ix->n[KCACHE__IX_MISSED]; i-- > 0 && !o->full;) {
         const kcache__ix_item *it = &ix->list[KCACHE__IX_MISSED][i];
@@ -5650,7 +5674,8 @@ static void ks_index_json(ki_out *o, const ks_index *ix, const char *file, const
         kcache_key_free(&k);
         ko_puts(o, "}");
     }
-    ko_printf(o, "%s],\n  \"misses_forgotten\": %zu", ix->n[KCACHE__IX_MISSED] ? "\n  " : "", ix->dropped[KCACHE__IX_MISSED]);
+    if (ix->n[KCACHE__IX_MISSED]) ko_puts(o, "\n  ");
+    ko_printf(o, "],\n  \"misses_forgotten\": %zu", ix->dropped[KCACHE__IX_MISSED]);
     ko_puts(o, ",\n  \"verdict\": {");
     for (c = 0; c < KS_NCODES; c++) ko_printf(o, "%s\"%s\": %zu", c ? ", " : "", ks_code_name[c], counts[c]);
     ko_puts(o, "}\n}\n");
@@ -6433,7 +6458,8 @@ static void ks_store_json(ki_out *o, ks_store *S, const ki_opts *op, const ks_li
                   (unsigned long long)u->entries, (unsigned long long)u->bytes, u->has_index ? "true" : "false",
                   u->has_index && !u->index_bad ? "true" : "false", u->live, u->gone, u->missed, u->live_missing);
     }
-    ko_printf(o, "%s],\n  \"indexes\": {\"count\": %llu, \"damaged\": %llu, \"with_damaged_records\": %llu, \"misnamed\": %llu}", S->nunits ? "\n  " : "",
+    if (S->nunits) ko_puts(o, "\n  ");
+    ko_printf(o, "],\n  \"indexes\": {\"count\": %llu, \"damaged\": %llu, \"with_damaged_records\": %llu, \"misnamed\": %llu}",
               (unsigned long long)S->indexes, (unsigned long long)S->bad_indexes, (unsigned long long)S->torn_indexes,
               (unsigned long long)S->misplaced_indexes);
     ko_printf(o, ",\n  \"temp_files\": {\"count\": %llu, \"bytes\": %llu, \"orphaned\": %llu, \"orphaned_bytes\": %llu, \"in_progress\": %llu}",
@@ -6450,7 +6476,8 @@ static void ks_store_json(ki_out *o, ks_store *S, const ki_opts *op, const ks_li
         ko_json_cstr(o, m->why);
         ko_puts(o, "}");
     }
-    ko_printf(o, "%s]}", S->nmisses ? "\n  " : "");
+    if (S->nmisses) ko_puts(o, "\n  ");
+    ko_printf(o, "]}");
     ko_puts(o, ",\n  \"verify\": ");
     if (!op->verify) ko_puts(o, "null");
     else {
@@ -6661,8 +6688,9 @@ static KI_MAYBE_UNUSED int ki_entry_file_report(const char *path, const ki_opts 
  * (KCACHE_COMPRESS) would need zstd, which this tool is built without, so such entries are left
  * out and counted. The lock file and tmp/ go at the end (nobody writes a layer) and the modes
  * become 0755 / 0644 so that every user may read it (--private: 0700 / 0600). A layer is as
- * trustworthy as SRC: only entries of SRC's owner (or root's) are taken, and kcache uses a layer
- * only when it is root's or the user's own (kcache.h's SECURITY).
+ * trustworthy as SRC: only entries of SRC's owner (or root's) that nobody else may write are taken,
+ * each judged on the file it copies from, and kcache uses a layer only when it is root's or the
+ * user's own (kcache.h's SECURITY).
  */
 
 typedef struct ml_item { kcache_hash128 d, unit; int copied; } ml_item;
@@ -6696,7 +6724,7 @@ static int ml_scan_one(void *ctx, int fd, const char *rel, const char *name)
     int efd, got, which = -1;
     if (!ks_digest_name(name, ".kce", &d) || strncmp(name, rel + 2, 2) != 0) return 0;
     if (fstatat(fd, name, &sb, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(sb.st_mode)) return 0;
-    if (sb.st_uid != c->owner && sb.st_uid != 0) { R->foreign++; return 0; }
+    if ((sb.st_uid != c->owner && sb.st_uid != 0) || (sb.st_mode & 022)) { R->foreign++; return 0; }
     if ((efd = openat(fd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)) < 0) { R->corrupt++; return 0; }
     got = ks_entry_unit_fd(efd, unit, &ulen);
     close(efd);
@@ -6727,10 +6755,16 @@ static int ml_scan(int sfd, uid_t owner, ml_run *R, char *err, size_t errcap)
     return 0;
 }
 
-/* Pass 2, one entry: read whole, validated, stored in dst. -1 (with err) when dst failed. */
-static int ml_copy_one(int sfd, kcache__store *dst, ml_item *it, ml_run *R, char *err, size_t errcap)
+/* Pass 2, one entry: opened once, relative to its shard's directory (neither of them a link), and
+   judged by the open file, not by what pass 1 saw under that name (another member of a shared-group
+   store may have renamed her own file over it since): a regular file of the store's owner or root
+   that nobody else may write. Its header and the size it says come first, so a sparse or huge file
+   is not read; then the entry is read whole, validated and stored in dst. -1 (with err) when dst
+   failed. */
+static int ml_copy_one(int efd, uid_t owner, kcache__store *dst, ml_item *it, ml_run *R, char *err, size_t errcap)
 {
-    char rel[48];
+    char rel[48], shard[3];
+    unsigned char fixed[KCACHE__ENTRY_FIXED];
     struct stat sb;
     kcache__blob *b;
     kcache__read rd;
@@ -6739,14 +6773,29 @@ static int ml_copy_one(int sfd, kcache__store *dst, ml_item *it, ml_run *R, char
     kcache_status s;
     const unsigned char *h;
     size_t size, rlen;
+    uint64_t hlen, plen;
     long long have;
-    int fd;
-    kcache__entry_name(it->d, rel);
-    fd = ks_open_in(sfd, rel);
-    if (fd < 0 || fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode) || sb.st_size < KCACHE__ENTRY_FIXED + 24 ||
-        (uint64_t)sb.st_size > ((uint64_t)1 << 40) || (uint64_t)sb.st_size > (uint64_t)((size_t)-1 / 2) ||
-        !(b = kcache__blob_alloc(NULL, (size_t)sb.st_size, 0))) {
+    int fd, sfd;
+    kcache__entry_name(it->d, rel); /* "e/XX/<digest>.kce" */
+    memcpy(shard, rel + 2, 2);
+    shard[2] = 0;
+    sfd = openat(efd, shard, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    fd = sfd < 0 ? -1 : openat(sfd, rel + 5, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+    if (sfd >= 0) close(sfd);
+    if (fd < 0 || fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
         if (fd >= 0) close(fd);
+        R->corrupt++;
+        return 0;
+    }
+    if ((sb.st_uid != owner && sb.st_uid != 0) || (sb.st_mode & 022)) { close(fd); R->foreign++; return 0; }
+    have = ks_pread(fd, fixed, sizeof fixed, 0);
+    hlen = have == (long long)sizeof fixed ? kcache__get_u32(fixed + 12) : 0;
+    plen = have == (long long)sizeof fixed ? kcache__get_u64(fixed + 16) : 0;
+    if (have != (long long)sizeof fixed || memcmp(fixed, "KCENTRY", 8) != 0 || kcache__get_u64(fixed + 24) != it->d.lo ||
+        kcache__get_u64(fixed + 32) != it->d.hi || hlen < KCACHE__ENTRY_FIXED + 24 || plen > ((uint64_t)1 << 40) ||
+        hlen + plen != (uint64_t)sb.st_size || (uint64_t)sb.st_size > (uint64_t)((size_t)-1 / 2) ||
+        !(b = kcache__blob_alloc(NULL, (size_t)sb.st_size, 0))) {
+        close(fd);
         R->corrupt++;
         return 0;
     }
@@ -6821,7 +6870,8 @@ static int ki_make_layer(const char *src, const char *dest, const char *const *u
     kcache__store *dst = NULL;
     kcache_config cfg;
     kcache_hash128 *uh;
-    int sfd = -1, rc = 2, i;
+    uid_t owner;
+    int sfd = -1, efd = -1, rc = 2, i;
     size_t j;
     memset(&R, 0, sizeof R);
     R.units = nunits ? units : NULL;
@@ -6832,11 +6882,18 @@ static int ki_make_layer(const char *src, const char *dest, const char *const *u
     }
     sfd = open(src_abs, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (sfd < 0 || fstat(sfd, &sb) != 0) { ki_fmt(err, errcap, "%s: cannot open the store: %s", src, strerror(errno)); goto out; }
-    if (!kcache__is_dir_nofollow(sfd, "e")) { ki_fmt(err, errcap, "%s: not a kcache store with entries (no e/)", src); goto out; }
+    owner = sb.st_uid;
+    efd = openat(sfd, "e", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (efd < 0) { ki_fmt(err, errcap, "%s: not a kcache store with entries (no e/)", src); goto out; }
     if (nunits && !(R.unit_hits = (unsigned long *)calloc((size_t)nunits, sizeof *R.unit_hits))) { ki_fmt(err, errcap, "out of memory"); goto out; }
-    if (ml_scan(sfd, sb.st_uid, &R, err, errcap) != 0) goto out;
+    if (ml_scan(sfd, owner, &R, err, errcap) != 0) goto out;
     for (i = 0; i < nunits; i++)
-        if (!R.unit_hits[i]) { ki_fmt(err, errcap, "%s: no entry of unit \"%s\" (kcache-inspect %s lists the units); nothing made", src, units[i], src); goto out; }
+        if (!R.unit_hits[i]) {
+            char q[4096 + 16];
+            ki_fmt(err, errcap, "%s: no entry of unit \"%s\" (kcache-inspect %s lists the units); nothing made", src, units[i],
+                   kcache__shell_quote(q, sizeof q, src));
+            goto out;
+        }
     if (!R.n) { ki_fmt(err, errcap, "%s: no entries to copy; nothing made", src); goto out; }
     /* DEST: new (its parent exists: no directory is made on the way) or empty, and not in SRC */
     path_dirname(dest_abs, parent, sizeof parent);
@@ -6862,7 +6919,7 @@ static int ki_make_layer(const char *src, const char *dest, const char *const *u
         goto out;
     }
     for (j = 0; j < R.n; j++)
-        if (ml_copy_one(sfd, dst, &R.items[j], &R, why, sizeof why) != 0) {
+        if (ml_copy_one(efd, owner, dst, &R.items[j], &R, why, sizeof why) != 0) {
             ki_fmt(err, errcap, "%s: %s; the layer is incomplete: remove it", dest, why);
             goto out;
         }
@@ -6896,18 +6953,21 @@ static int ki_make_layer(const char *src, const char *dest, const char *const *u
               (unsigned long long)R.nunits_copied, R.nunits_copied == 1 ? "" : "s", a);
     if (R.corrupt || R.compressed || R.foreign) {
         char line[600];
-        ki_fmt(line, sizeof line, "%llu corrupt, %llu compressed (KCACHE_COMPRESS: this kcache-inspect has no zstd), %llu not made by the store's owner or root",
+        ki_fmt(line, sizeof line, "%llu corrupt, %llu compressed (KCACHE_COMPRESS: this kcache-inspect has no zstd), %llu not the store's owner's or root's alone (made or writable by another user)",
                (unsigned long long)R.corrupt, (unsigned long long)R.compressed, (unsigned long long)R.foreign);
         ko_puts(o, "left out   ");
         ks_wrap(o, line, 11, 11);
     }
     ko_printf(o, "modes      directories %o, files %o: %s\n", (unsigned)ml_dir_mode, (unsigned)ml_file_mode,
               private_modes ? "yours alone" : "every user may read it (kcache uses a layer that is root's or the user's own)");
-    ko_puts(o, "use        KCACHE_LAYERS=");
-    ks_wrap(o, dest_abs, 11, 11);
+    {   /* a line to paste into a shell: quoted, not wrapped */
+        char q[4096 * 4 + 16];
+        ko_printf(o, "use        KCACHE_LAYERS=%s\n", kcache__shell_quote(q, sizeof q, dest_abs));
+    }
     rc = 0;
 out:
     if (dst) kcache__store_close(dst);
+    if (efd >= 0) close(efd);
     if (sfd >= 0) close(sfd);
     free(R.items);
     free(R.unit_hits);
@@ -6917,7 +6977,7 @@ out:
 /* Reads a whole file, at most KI_MAX_FILE bytes. */
 static unsigned char *read_file(const char *path, size_t *len, char *err, size_t errcap)
 {
-    FILE *f = fopen(path, "rb");
+    FILE *f = fopen_regular(path, "rb");
     unsigned char *buf = NULL;
     size_t n = 0, cap = 0;
     if (!f) { ki_fmt(err, errcap, "cannot open: %s", strerror(errno)); return NULL; }
@@ -6968,6 +7028,7 @@ static int ki_parse_age(const char *s, uint64_t *secs)
     return 1;
 }
 
+static void ki_eprintf(const char *fmt, ...) KI_PRINTF(1, 2);
 static int ki_tidy(int what, const char *arg, const char *dir, int yes)
 {
     static const char *const name[] = {"", "--evict-older-than", "--trim", "--remove-unit", "--clear"};
@@ -6980,21 +7041,21 @@ static int ki_tidy(int what, const char *arg, const char *dir, int yes)
     uint64_t v = 0;
     int fd;
     if (what == KI_TIDY_OLDER && !ki_parse_age(arg, &v)) {
-        fprintf(stderr, "kcache-inspect: --evict-older-than '%s' is not an age (90s, 30m, 12h, 7d)\n", arg);
+        ki_eprintf("kcache-inspect: --evict-older-than '%s' is not an age (90s, 30m, 12h, 7d)\n", arg);
         return 2;
     }
     if (what == KI_TIDY_TRIM && !kcache__parse_size(arg, &v)) {
-        fprintf(stderr, "kcache-inspect: --trim '%s' is not a size (bytes, or with K, M, G, T as KCACHE_MAX_SIZE takes it)\n", arg);
+        ki_eprintf("kcache-inspect: --trim '%s' is not a size (bytes, or with K, M, G, T as KCACHE_MAX_SIZE takes it)\n", arg);
         return 2;
     }
     /* a store that is there: a mistyped DIR must not become a new, empty store */
     if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
-        fprintf(stderr, "kcache-inspect: %s %s: %s\n", name[what], dir, stat(dir, &sb) != 0 ? strerror(errno) : "not a directory");
+        ki_eprintf("kcache-inspect: %s %s: %s\n", name[what], dir, stat(dir, &sb) != 0 ? strerror(errno) : "not a directory");
         return 2;
     }
     snprintf(cf, sizeof cf, "%s/config.file", dir);
     if (lstat(cf, &sb) != 0 || !S_ISREG(sb.st_mode)) {
-        fprintf(stderr, "kcache-inspect: %s %s: not a kcache store (no config.file)\n", name[what], dir);
+        ki_eprintf("kcache-inspect: %s %s: not a kcache store (no config.file)\n", name[what], dir);
         return 2;
     }
     kcache_config_defaults(&cfg); /* as given: no KCACHE_ENABLE=0 or KCACHE_DIR from the environment */
@@ -7006,9 +7067,9 @@ static int ki_tidy(int what, const char *arg, const char *dir, int yes)
         if (ks_pread(fd, h, sizeof h, 0) == (long long)sizeof h && memcmp(h, "KCACHECF", 8) == 0) cfg.max_size = kcache__get_u64(h + 56);
         close(fd);
     }
-    if (kcache_open(&kc, &cfg) != KCACHE_OK || !kc) { fprintf(stderr, "kcache-inspect: out of memory\n"); return 2; }
+    if (kcache_open(&kc, &cfg) != KCACHE_OK || !kc) { ki_eprintf("kcache-inspect: out of memory\n"); return 2; }
     if (!kcache_store_in_use(kc, why, sizeof why) || why[0]) {
-        fprintf(stderr, "kcache-inspect: %s %s: %s\n", name[what], dir, why[0] ? why : "the store cannot be used");
+        ki_eprintf("kcache-inspect: %s %s: %s\n", name[what], dir, why[0] ? why : "the store cannot be used");
         kcache_close(kc);
         return 2;
     }
@@ -7019,7 +7080,7 @@ static int ki_tidy(int what, const char *arg, const char *dir, int yes)
     default: s = kcache_clear(kc, !yes, &done); break;
     }
     if (s != KCACHE_OK) {
-        fprintf(stderr, "kcache-inspect: %s %s: %s\n", name[what], dir, kcache_strerror(s));
+        ki_eprintf("kcache-inspect: %s %s: %s\n", name[what], dir, kcache_strerror(s));
         kcache_close(kc);
         return 2;
     }
@@ -7039,6 +7100,20 @@ static int ki_tidy(int what, const char *arg, const char *dir, int yes)
     }
     kcache_close(kc);
     return fflush(stdout) != 0 ? 2 : 0;
+}
+
+/* A message on stderr, its %s and %c arguments escaped as ko_printf's (a path or unit name). */
+static void ki_eprintf(const char *fmt, ...) KI_PRINTF(1, 2);
+static void ki_eprintf(const char *fmt, ...)
+{
+    ktext t;
+    va_list ap;
+    ktext_init(&t);
+    va_start(ap, fmt);
+    ktext_vfmt(&t, fmt, ap);
+    va_end(ap);
+    fputs(t.p, stderr);
+    ktext_free(&t);
 }
 
 static void usage(FILE *f)
@@ -7139,7 +7214,7 @@ int main(int argc, char **argv)
         else if (strcmp(a, "--make-layer") == 0) op.make_layer = 1;
         else if (strcmp(a, "--private") == 0) op.private_layer = 1;
         else if (strcmp(a, "--unit") == 0) {
-            if (i + 1 >= argc) { fprintf(stderr, "kcache-inspect: %s needs a value\n", a); return 2; }
+            if (i + 1 >= argc) { ki_eprintf("kcache-inspect: %s needs a value\n", a); return 2; }
             if (op.nlayer_units == (int)(sizeof layer_units / sizeof layer_units[0])) { fprintf(stderr, "kcache-inspect: at most 256 --unit\n"); return 2; }
             op.layer_units = layer_units;
             op.layer_units[op.nlayer_units++] = argv[++i];
@@ -7148,21 +7223,21 @@ int main(int argc, char **argv)
         else if (strcmp(a, "--llvm-version") == 0 || strcmp(a, "--path") == 0) {
             char *end;
             long v;
-            if (i + 1 >= argc) { fprintf(stderr, "kcache-inspect: %s needs a value\n", a); return 2; }
+            if (i + 1 >= argc) { ki_eprintf("kcache-inspect: %s needs a value\n", a); return 2; }
             if (a[2] == 'p') {
                 if (op.npaths == (int)(sizeof op.paths / sizeof op.paths[0])) { fprintf(stderr, "kcache-inspect: at most 16 --path\n"); return 2; }
                 op.paths[op.npaths++] = argv[++i];
                 continue;
             }
             v = strtol(argv[++i], &end, 10);
-            if (*end || v < 1 || v > 1000) { fprintf(stderr, "kcache-inspect: --llvm-version '%s' is not an LLVM major version\n", argv[i]); return 2; }
+            if (*end || v < 1 || v > 1000) { ki_eprintf("kcache-inspect: --llvm-version '%s' is not an LLVM major version\n", argv[i]); return 2; }
             op.llvm_version = (int)v;
             continue;
         }
         else if (strcmp(a, "--") == 0) dashdash = 1;
-        else { fprintf(stderr, "kcache-inspect: unknown option '%s' (try --help)\n", a); return 2; }
+        else { ki_eprintf("kcache-inspect: unknown option '%s' (try --help)\n", a); return 2; }
         if (slot) {
-            if (i + 1 >= argc) { fprintf(stderr, "kcache-inspect: %s needs a value\n", a); return 2; }
+            if (i + 1 >= argc) { ki_eprintf("kcache-inspect: %s needs a value\n", a); return 2; }
             *slot = argv[++i];
         }
     }
@@ -7183,13 +7258,13 @@ int main(int argc, char **argv)
         memset(&o, 0, sizeof o);
         err[0] = 0;
         rc = ki_make_layer(prune[0], prune[1], op.layer_units, op.nlayer_units, op.private_layer, &o, err, sizeof err);
-        if (rc != 0) { ko_free(&o); fprintf(stderr, "kcache-inspect: --make-layer: %s\n", err); return rc; }
+        if (rc != 0) { ko_free(&o); ki_eprintf("kcache-inspect: --make-layer: %s\n", err); return rc; }
         fwrite(o.buf ? o.buf : "", 1, o.len, stdout);
         ko_free(&o);
         return fflush(stdout) != 0 ? 2 : 0;
     }
     if (nprune > 2 && !op.prune) {
-        fprintf(stderr, "kcache-inspect: one FILE or DIR only, or DIR and UNIT (got a third: '%s')\n", prune[2]);
+        ki_eprintf("kcache-inspect: one FILE or DIR only, or DIR and UNIT (got a third: '%s')\n", prune[2]);
         return 2;
     }
     op.path = nprune > 0 ? prune[0] : NULL;
@@ -7213,11 +7288,11 @@ int main(int argc, char **argv)
         if (strcmp(stamp, "hybrid") == 0) op.stamp = KCACHE_STAMP_HYBRID;
         else if (strcmp(stamp, "mtime") == 0) op.stamp = KCACHE_STAMP_MTIME;
         else if (strcmp(stamp, "content") == 0) op.stamp = KCACHE_STAMP_CONTENT;
-        else { fprintf(stderr, "kcache-inspect: %s '%s' is not mtime, content or hybrid\n", op.stamp_from, stamp); return 2; }
+        else { ki_eprintf("kcache-inspect: %s '%s' is not mtime, content or hybrid\n", op.stamp_from, stamp); return 2; }
     }
-    if (stat(op.path, &st) != 0) { fprintf(stderr, "kcache-inspect: %s: %s\n", op.path, strerror(errno)); return 2; }
+    if (stat(op.path, &st) != 0) { ki_eprintf("kcache-inspect: %s: %s\n", op.path, strerror(errno)); return 2; }
     if (op.unit && !S_ISDIR(st.st_mode)) {
-        fprintf(stderr, "kcache-inspect: one FILE or DIR only (got '%s' and '%s'; a UNIT follows a store DIR)\n", op.path, op.unit);
+        ki_eprintf("kcache-inspect: one FILE or DIR only (got '%s' and '%s'; a UNIT follows a store DIR)\n", op.path, op.unit);
         return 2;
     }
     memset(&o, 0, sizeof o);
@@ -7225,7 +7300,7 @@ int main(int argc, char **argv)
     if (S_ISDIR(st.st_mode)) {
         rc = op.unit ? ki_unit_report(op.path, op.unit, &op, &o, err, sizeof err) : ki_store_report(op.path, &op, &o, err, sizeof err);
     } else if (!S_ISREG(st.st_mode)) {
-        fprintf(stderr, "kcache-inspect: %s: not a regular file or a directory\n", op.path);
+        ki_eprintf("kcache-inspect: %s: not a regular file or a directory\n", op.path);
         return 2;
     } else {
         int kind = 0; /* 1 numba, 2 kcache index, 3 kcache entry, 4 config.file */
@@ -7233,7 +7308,7 @@ int main(int argc, char **argv)
         if (!op.force_numba && pr_nbc_base(op.path, nbi, sizeof nbi - 4)) { /* BASE.N.nbc: its index is BASE.nbi */
             char q[4200];
             strcat(nbi, ".nbi");
-            fprintf(stderr, "kcache-inspect: %s is a numba data file (.nbc), which holds compiled code only; pass its index: kcache-inspect %s\n",
+            ki_eprintf("kcache-inspect: %s is a numba data file (.nbc), which holds compiled code only; pass its index: kcache-inspect %s\n",
                     op.path, kcache__shell_quote(q, sizeof q, nbi));
             return 2;
         }
@@ -7244,7 +7319,7 @@ int main(int argc, char **argv)
             unsigned char head[8];
             int fd = open(op.path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
             long long got;
-            if (fd < 0) { fprintf(stderr, "kcache-inspect: %s: cannot open: %s\n", op.path, strerror(errno)); return 2; }
+            if (fd < 0) { ki_eprintf("kcache-inspect: %s: cannot open: %s\n", op.path, strerror(errno)); return 2; }
             got = ks_pread(fd, head, sizeof head, 0);
             close(fd);
             if (got == 8 && memcmp(head, "KCENTRY", 8) == 0) kind = 3;
@@ -7252,14 +7327,14 @@ int main(int argc, char **argv)
             else if (got == 8 && memcmp(head, "KCACHECF", 8) == 0) kind = 4;
             else if (got > 0 && head[0] == 0x80) kind = 1;
             else {
-                fprintf(stderr, "kcache-inspect: %s: not a numba index (.nbi), a kcache index (.kci), entry (.kce) or "
+                ki_eprintf("kcache-inspect: %s: not a numba index (.nbi), a kcache index (.kci), entry (.kce) or "
                                 "config.file, nor a store directory\n", op.path);
                 return 2;
             }
         }
         if (kind == 1) {
             buf = read_file(op.path, &len, err, sizeof err);
-            if (!buf) { fprintf(stderr, "kcache-inspect: %s: %s\n", op.path, err); return 2; }
+            if (!buf) { ki_eprintf("kcache-inspect: %s: %s\n", op.path, err); return 2; }
             rc = ki_numba_report(buf, len, op.path, &op, &o, err, sizeof err);
             free(buf);
         } else if (kind == 2) {
@@ -7279,7 +7354,7 @@ int main(int argc, char **argv)
     }
     if (rc != 0) {
         ko_free(&o);
-        fprintf(stderr, "kcache-inspect: %s: %s\n", op.path, err[0] ? err : "cannot be decoded");
+        ki_eprintf("kcache-inspect: %s: %s\n", op.path, err[0] ? err : "cannot be decoded");
         return 2;
     }
     fwrite(o.buf ? o.buf : "", 1, o.len, stdout);

@@ -43,6 +43,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "ktext.h" /* kt_line, kt_lb_add: every %s and %c argument through kcache.h's escaping rule */
+
 #if defined(__GNUC__) || defined(__clang__)
 #define KT_PRINTF(a, b) __attribute__((format(printf, a, b)))
 #else
@@ -649,15 +651,26 @@ static void kt_lb_col(kt_lb *b, int color) {
         b->s[b->n] = 0;
     }
 }
+/* Appends fmt to the line, its %s and %c arguments escaped (ktext.h): a unit name or a file name
+   cannot reach the terminal raw, nor forge a colour mark or a line. Cut at the line's end. */
+static void kt_lb_vadd(kt_lb *b, const char *fmt, va_list ap) {
+    ktext t;
+    size_t n;
+    if (b->n + 1 >= sizeof b->s) return;
+    ktext_init(&t);
+    ktext_vfmt(&t, fmt, ap);
+    n = t.len < sizeof b->s - 1 - b->n ? t.len : sizeof b->s - 1 - b->n;
+    memcpy(b->s + b->n, t.p, n);
+    b->n += n;
+    b->s[b->n] = 0;
+    ktext_free(&t);
+}
 static void kt_lb_add(kt_lb *b, const char *fmt, ...) KT_PRINTF(2, 3);
 static void kt_lb_add(kt_lb *b, const char *fmt, ...) {
     va_list ap;
-    int n;
-    if (b->n + 1 >= sizeof b->s) return;
     va_start(ap, fmt);
-    n = vsnprintf(b->s + b->n, sizeof b->s - b->n, fmt, ap);
+    kt_lb_vadd(b, fmt, ap);
     va_end(ap);
-    if (n > 0) b->n = b->n + (size_t)n < sizeof b->s ? b->n + (size_t)n : sizeof b->s - 1;
 }
 static void kt_push(kt_lines *L, const kt_lb *b) {
     char *s;
@@ -677,13 +690,11 @@ static void kt_line(kt_lines *L, int color, const char *fmt, ...) KT_PRINTF(3, 4
 static void kt_line(kt_lines *L, int color, const char *fmt, ...) {
     kt_lb b;
     va_list ap;
-    int n;
     kt_lb_reset(&b);
     if (color) kt_lb_col(&b, color);
     va_start(ap, fmt);
-    n = vsnprintf(b.s + b.n, sizeof b.s - b.n, fmt, ap);
+    kt_lb_vadd(&b, fmt, ap);
     va_end(ap);
-    if (n > 0) b.n = b.n + (size_t)n < sizeof b.s ? b.n + (size_t)n : sizeof b.s - 1;
     kt_push(L, &b);
 }
 static void kt_lines_free(kt_lines *L) {
@@ -1371,7 +1382,8 @@ static void kt_draw(int y, const char *s, attr_t base, int fill) {
 
 static void kt_draw_title(const char *what) {
     char t1[48], line[600];
-    snprintf(line, sizeof line, " kcache-top  %.500s%s%.60s", K.dir, what ? "  " : "", what ? what : "");
+    char dir[sizeof line];
+    snprintf(line, sizeof line, " kcache-top  %.500s%s%.60s", kcache__escs(dir, sizeof dir, K.dir), what ? "  " : "", what ? what : "");
     kt_draw(0, line, kt_attr[C_TITLE], 1);
     snprintf(line, sizeof line, "%s  every %gs%s ", kt_time(K.wall, 0, t1, sizeof t1), K.interval, V.paused ? "  PAUSED" : "");
     if ((int)strlen(line) < COLS) {
@@ -1726,6 +1738,19 @@ static int kt_interactive(void) {
 
 /* ---------------------------------------------------------------------------------------------- */
 
+/* A message on stderr, its %s and %c arguments escaped as kt_line's (a path from the command line). */
+static void kt_eprintf(const char *fmt, ...) KT_PRINTF(1, 2);
+static void kt_eprintf(const char *fmt, ...) {
+    ktext t;
+    va_list ap;
+    ktext_init(&t);
+    va_start(ap, fmt);
+    ktext_vfmt(&t, fmt, ap);
+    va_end(ap);
+    fputs(t.p, stderr);
+    ktext_free(&t);
+}
+
 /* Opens the store directory once it is there: 0 attached; 1 not there yet (kcache-top was started
    before the first program that uses the store: it waits); 2 an error, said on stderr. */
 static int kt_attach(void) {
@@ -1734,14 +1759,14 @@ static int kt_attach(void) {
     if (K.fst.dirfd >= 0) return 0;
     if (stat(K.dir, &sb) != 0) {
         if (errno == ENOENT) return 1;
-        fprintf(stderr, "kcache-top: %s: %s\n", K.dir, strerror(errno));
+        kt_eprintf("kcache-top: %s: %s\n", K.dir, strerror(errno));
         return 2;
     }
-    if (!S_ISDIR(sb.st_mode)) { fprintf(stderr, "kcache-top: %s: not a directory\n", K.dir); return 2; }
-    if ((dp = opendir(K.dir)) == NULL) { fprintf(stderr, "kcache-top: %s: cannot read it: %s\n", K.dir, strerror(errno)); return 2; }
+    if (!S_ISDIR(sb.st_mode)) { kt_eprintf("kcache-top: %s: not a directory\n", K.dir); return 2; }
+    if ((dp = opendir(K.dir)) == NULL) { kt_eprintf("kcache-top: %s: cannot read it: %s\n", K.dir, strerror(errno)); return 2; }
     closedir(dp);
     K.fst.dirfd = open(K.dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (K.fst.dirfd < 0) { fprintf(stderr, "kcache-top: %s: cannot open it: %s\n", K.dir, strerror(errno)); return 2; }
+    if (K.fst.dirfd < 0) { kt_eprintf("kcache-top: %s: cannot open it: %s\n", K.dir, strerror(errno)); return 2; }
     K.fst.uid = (uint32_t)sb.st_uid; /* the store's owner is whom its files are trusted from */
     return 0;
 }
@@ -1783,7 +1808,7 @@ int main(int argc, char **argv) {
         if (a[0] == '-' && a[1] && strchr("ndsU", a[1]) && !a[2]) {
             const char *v = i + 1 < argc ? argv[++i] : NULL;
             char *end;
-            if (!v) { fprintf(stderr, "kcache-top: %s needs a value\n", a); kt_usage(stderr); return 2; }
+            if (!v) { kt_eprintf("kcache-top: %s needs a value\n", a); kt_usage(stderr); return 2; }
             if (a[1] == 'n') {
                 K.iterations = strtol(v, &end, 10);
                 if (end == v || *end || K.iterations < 1) { fprintf(stderr, "kcache-top: -n wants a count of 1 or more\n"); return 2; }
@@ -1803,7 +1828,7 @@ int main(int argc, char **argv) {
             }
             continue;
         }
-        if (a[0] == '-' && a[1]) { fprintf(stderr, "kcache-top: unknown option %s\n", a); kt_usage(stderr); return 2; }
+        if (a[0] == '-' && a[1]) { kt_eprintf("kcache-top: unknown option %s\n", a); kt_usage(stderr); return 2; }
         if (dir) { fprintf(stderr, "kcache-top: one directory only\n"); return 2; }
         dir = a;
     }
@@ -1824,7 +1849,7 @@ int main(int argc, char **argv) {
     kcache__mutex_init(&K.fst.shard_mutex);
     if (K.detail_unit && !K.batch) { fprintf(stderr, "kcache-top: -U is for batch mode (-b); interactively, press Enter on a unit\n"); return 2; }
     if ((s = kt_attach()) == 2) return 2;
-    if (s == 1 && !K.batch) fprintf(stderr, "kcache-top: %s does not exist yet; waiting for it (a program makes it when it first uses the store)\n", K.dir);
+    if (s == 1 && !K.batch) kt_eprintf("kcache-top: %s does not exist yet; waiting for it (a program makes it when it first uses the store)\n", K.dir);
     K.domain = kcache__pub_domain();
     K.ev = (kt_event *)malloc(KT_EVENTS * sizeof *K.ev);
     if (!K.ev) return 1;
