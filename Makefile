@@ -163,6 +163,8 @@ check-deps:
 # Runs everything; the last line is "N passed, N failed".
 test: check-deps
 	@$(MAKE) --no-print-directory -j2 $(TEST_BINS) $(CL_TESTS) $(VK_TESTS) $(REMOTE_TESTS) $(TOOLS) $(FAULTS) $(B)/torture $(B)/torture_remote $(B)/demo_cc $(NVRTC_EX) $(B)/kcache_load $(B)/make_store $(addprefix $(B)/,$(FUZZERS))
+	@# PyPI's numba (build/venv-numba) before the tests that use it (test_host, test_inspect): made once, kept
+	@bash scripts/numba-venv.sh >$(B)/numba-venv.log 2>&1 || echo "# build/venv-numba not made ($$(tail -n 1 $(B)/numba-venv.log)): test_inspect says what is skipped"
 	@bash tests/run.sh \
 	  compile=tests/compile_check.sh \
 	  compile-matrix="bash tests/compile_matrix.sh" \
@@ -176,6 +178,8 @@ test: check-deps
 	  valgrind="bash scripts/memcheck.sh valgrind" \
 	  inspect="tests/test_inspect.sh $(B)/kcache-inspect" \
 	  inspect-store="tests/test_inspect_store.sh $(B)/kcache-inspect $(B)/make_store" \
+	  store-cmds="tests/test_store_cmds.sh $(B)/kcache-inspect $(B)/make_store $(B)/kcache_load" \
+	  asan/store-cmds="tests/test_store_cmds.sh $(B)/asan/kcache-inspect $(B)/make_store $(B)/kcache_load" \
 	  install=tests/test_install.sh \
 	  top="tests/test_top.sh $(B)/kcache-top $(B)/kcache_load" \
 	  tools-hostile="bash tests/test_tools_hostile.sh $(B)/kcache-inspect $(B)/make_store $(B)/kcache-top" \

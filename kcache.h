@@ -421,8 +421,9 @@ KCACHE_API void kcache_close(kcache *kc);
 /* The directory of the persistent store in use, or NULL when the cache is memory only. */
 KCACHE_API const char *kcache_dir(const kcache *kc);
 
-/* Whether kc uses a persistent store: 1 when it does; 0 when it runs from memory only, with the
-   reason written into why (snprintf-style: cut to cap, NUL-terminated when cap > 0; why may be NULL)
+/* Whether kc uses a persistent store: 1 when it does (a read-only one too: then why says that it
+   is read-only and puts are kept in memory only; else why is ""); 0 when it runs from memory only,
+   with the reason written into why (snprintf-style: cut to cap, NUL-terminated when cap > 0; why may be NULL)
    such as "caching off (KCACHE_ENABLE=0)" or "memory only: /x is writable by group or others;
    refusing it". kc NULL: 0. */
 KCACHE_API int kcache_store_in_use(const kcache *kc, char *why, size_t cap);
@@ -721,6 +722,25 @@ KCACHE_API void kcache_get_stats(kcache *kc, kcache_stats *out);
 /* Checks that the store's accounting equals the real entries (count and bytes); with fix, rebuilds
    it from a scan. KCACHE_OK when consistent (or fixed), KCACHE_ECORRUPT when not and !fix. */
 KCACHE_API kcache_status kcache_verify(kcache *kc, int fix);
+
+/* Tidying the store kc uses, for engines that cannot run kcache-inspect's store commands (which
+   call these). Each takes the store's lock, keeps its accounting exact (kcache_verify stays clean)
+   and is safe while other processes use the store; what it removes is what a get would miss next
+   (this process's memory copies of those entries go too). dry_run: nothing is removed, *done says
+   what would be. done may be NULL. KCACHE_EDISABLED when kc has no store (another user's store is
+   refused when opened: kcache_store_in_use says why), KCACHE_EROFS for a read-only one. */
+typedef struct kcache_tidy {
+    uint64_t entries; /* entries removed (or that would be) */
+    uint64_t bytes;   /* their size on disk */
+} kcache_tidy;
+/* Removes the entries not used for longer than seconds (by kcache's own record of use). */
+KCACHE_API kcache_status kcache_evict_older_than(kcache *kc, uint64_t seconds, int dry_run, kcache_tidy *done);
+/* Removes the least recently used entries until the store holds at most bytes. */
+KCACHE_API kcache_status kcache_trim(kcache *kc, uint64_t bytes, int dry_run, kcache_tidy *done);
+/* Removes every entry of a unit, and its index (what was stored and why it left). */
+KCACHE_API kcache_status kcache_remove_unit(kcache *kc, const char *unit, int dry_run, kcache_tidy *done);
+/* Removes every entry of the store (indexes stay: they say what left). */
+KCACHE_API kcache_status kcache_clear(kcache *kc, int dry_run, kcache_tidy *done);
 
 #ifdef __cplusplus
 }
@@ -7339,6 +7359,41 @@ static void kcache__store_close(kcache__store *st) {
 /* Whether a directory of the store (the store itself, e, i, tmp, a shard) may be used, or what is
    wrong with it: the caller's (root's for a read-only store; any member's in a shared store),
    writable by no one else; a shared store's are its group's, setgid. */
+/* "; to fix: COMMAND" for a refused directory dir/name (name may be NULL) whose problem is bad (a
+   kcache__level_problem / kcache__ancestor_problem text, or an errno's), the path quoted for a
+   shell; level: a directory of the store itself (kcache may own it) rather than one on the way.
+   Where no command of the user's can fix it (another user's directory), it says what to do. */
+static const char *kcache__refusal_fix(char *out, size_t cap, const char *dir, const char *name, const char *bad, int level,
+                                       const kcache__store *st) {
+    char path[500], q[560];
+    snprintf(path, sizeof path, "%s%s%s", dir && dir[0] ? dir : (name ? "" : "/"), name ? "/" : "", name ? name : "");
+    kcache__shell_quote(q, sizeof q, path);
+    if (strstr(bad, "another user") || strstr(bad, "root directory"))
+        snprintf(out, cap, "; to fix: set KCACHE_DIR to a directory of your own");
+    else if (strstr(bad, "not a directory") || strstr(bad, "ot a directory") || strstr(bad, "symlink") || strstr(bad, "symbolic") ||
+             strstr(bad, "regular file") || strstr(bad, "s a directory"))
+        snprintf(out, cap, "; to fix: move %s out of the way, or set KCACHE_DIR to another directory", q);
+    else if (strstr(bad, "o such file"))
+        snprintf(out, cap, "; to fix: mkdir -p -m 700 %s", q);
+    else if (strstr(bad, "shared group"))
+        snprintf(out, cap, "; to fix: chgrp \"$KCACHE_SHARED_GROUP\" %s", q);
+    else if (strstr(bad, "setgid"))
+        snprintf(out, cap, "; to fix: chmod g+s %s", q);
+    else if (st && st->shared && strstr(bad, "writable by others"))
+        snprintf(out, cap, "; to fix: chmod o-w %s", q);
+    else if (level && (strstr(bad, "writable by") || strstr(bad, "ermission")))
+        snprintf(out, cap, "; to fix: chmod 700 %s", q);
+    else if (strstr(bad, "writable by others"))
+        snprintf(out, cap, "; to fix (as its owner): chmod o-w %s, or chmod +t %s", q, q);
+    else if (strstr(bad, "writable by its group"))
+        snprintf(out, cap, "; to fix (as its owner): chmod g-w %s, or chmod +t %s", q, q);
+    else if (strstr(bad, "ermission"))
+        snprintf(out, cap, "; to fix (as its owner): chmod u+rx %s, or set KCACHE_DIR to another directory", q);
+    else if (cap)
+        out[0] = 0;
+    return out;
+}
+
 static const char *kcache__level_problem(const kcache__store *st, const kcache__finfo *s) {
     if (s->kind != KCACHE__KIND_DIR) return "not a directory";
     if (st->shared) {
@@ -7423,6 +7478,7 @@ static int kcache__walk(kcache__store *st, const char *path, int create, kcache_
     int fd = -1, links = 0, tries = 0, e = 0;
     kcache__finfo s;
     const char *bad;
+    char fix[1200]; /* "; to fix: ..." of a refusal */
     if (!rem || !cur || !target) { e = ENOMEM; kcache__say(why, cap, "out of memory"); goto fail; }
     cur[0] = 0;
     rem[0] = 0;
@@ -7441,7 +7497,11 @@ static int kcache__walk(kcache__store *st, const char *path, int create, kcache_
         if (fd < 0) { /* at the root: the path's start, or an absolute symlink's */
             fd = kcache__io_open("/", KCACHE__SEARCH | KCACHE__DIRECTORY);
             if (fd < 0 || kcache__io_fstat(fd, &s) != 0) { e = errno; kcache__say(why, cap, "cannot open /: %s", strerror(e)); goto fail; }
-            if ((bad = kcache__ancestor_problem(st, &s)) != NULL) { e = EPERM; kcache__say(why, cap, "/ is %s; refusing the store %s (memory only)", bad, path); goto fail; }
+            if ((bad = kcache__ancestor_problem(st, &s)) != NULL) {
+                e = EPERM;
+                kcache__say(why, cap, "/ (on the way to %s) is %s; refusing the store%s", path, bad, kcache__refusal_fix(fix, sizeof fix, "/", NULL, bad, 0, st));
+                goto fail;
+            }
             curlen = 0;
             cur[0] = 0;
         }
@@ -7474,7 +7534,7 @@ static int kcache__walk(kcache__store *st, const char *path, int create, kcache_
                 continue;
             }
             if (e != ELOOP && e != ENOTDIR) {
-                kcache__say(why, cap, "cannot open %s/%s: %s", cur, comp, strerror(e));
+                kcache__say(why, cap, "cannot open %s/%s: %s%s", cur, comp, strerror(e), kcache__refusal_fix(fix, sizeof fix, cur, comp, strerror(e), 0, st));
                 goto fail;
             }
             /* a symlink (or not a directory at all): the link's own owner, then its target */
@@ -7484,22 +7544,24 @@ static int kcache__walk(kcache__store *st, const char *path, int create, kcache_
                 if ((e == ENOENT || e == EINVAL) && tries++ < 8) continue; /* changed meanwhile: look again */
                 if (e == EINVAL && !kcache__trusted(st, &l)) { /* still someone else's, whatever it is: refused */
                     e = EPERM;
-                    kcache__say(why, cap, "%s/%s is owned by another user%s; refusing the store %s (memory only)", cur, comp,
-                                l.kind == KCACHE__KIND_DIR ? "" : " and not a directory", path);
+                    kcache__say(why, cap, "%s/%s (on the way to %s) is owned by another user%s; refusing the store%s", cur, comp, path,
+                                l.kind == KCACHE__KIND_DIR ? "" : " and not a directory",
+                                kcache__refusal_fix(fix, sizeof fix, cur, comp, "another user", 0, st));
                     goto fail;
                 }
                 if (e == EINVAL) e = ENOTDIR; /* not a symlink: a FIFO, a file... */
-                kcache__say(why, cap, "cannot open %s/%s: %s", cur, comp, strerror(e));
+                kcache__say(why, cap, "cannot open %s/%s: %s%s", cur, comp, strerror(e), kcache__refusal_fix(fix, sizeof fix, cur, comp, strerror(e), 0, st));
                 goto fail;
             }
             if (l.uid != st->uid && l.uid != 0) {
                 e = EPERM;
-                kcache__say(why, cap, "%s/%s is a symlink owned by another user; refusing the store %s (memory only)", cur, comp, path);
+                kcache__say(why, cap, "%s/%s (on the way to %s) is a symlink owned by another user; refusing the store%s", cur, comp, path,
+                            kcache__refusal_fix(fix, sizeof fix, cur, comp, "another user", 0, st));
                 goto fail;
             }
             if (++links > KCACHE__MAX_LINKS || n == 0 || (size_t)n >= 4096) {
                 e = links > KCACHE__MAX_LINKS ? ELOOP : ENOENT;
-                kcache__say(why, cap, "cannot open %s/%s: %s", cur, comp, strerror(e));
+                kcache__say(why, cap, "cannot open %s/%s: %s%s", cur, comp, strerror(e), kcache__refusal_fix(fix, sizeof fix, cur, comp, strerror(e), 0, st));
                 goto fail;
             }
             /* splice: the target's components come next (none of them created), then the rest */
@@ -7520,15 +7582,16 @@ static int kcache__walk(kcache__store *st, const char *path, int create, kcache_
         if (kcache__io_fstat(nfd, &s) != 0) {
             e = errno;
             kcache__io_close(nfd);
-            kcache__say(why, cap, "cannot open %s/%s: %s", cur, comp, strerror(e));
+            kcache__say(why, cap, "cannot open %s/%s: %s%s", cur, comp, strerror(e), kcache__refusal_fix(fix, sizeof fix, cur, comp, strerror(e), 0, st));
             goto fail;
         }
         if (is_last && !st->shared && s.uid == 0 && st->uid != 0) st->readonly = 1; /* a site-wide store: read only */
         if ((bad = is_last ? kcache__level_problem(st, &s) : kcache__ancestor_problem(st, &s)) != NULL) {
             e = EPERM;
             kcache__io_close(nfd);
-            if (is_last) kcache__say(why, cap, "%s/%s is %s; refusing it (memory only)", cur, comp, bad);
-            else kcache__say(why, cap, "%s/%s (on the way to %s) is %s; refusing the store (memory only)", cur, comp, path, bad);
+            if (is_last) kcache__say(why, cap, "%s/%s is %s; refusing the store%s", cur, comp, bad, kcache__refusal_fix(fix, sizeof fix, cur, comp, bad, 1, st));
+            else kcache__say(why, cap, "%s/%s (on the way to %s) is %s; refusing the store%s", cur, comp, path, bad,
+                             kcache__refusal_fix(fix, sizeof fix, cur, comp, bad, 0, st));
             goto fail;
         }
         kcache__io_close(fd);
@@ -7547,7 +7610,7 @@ static int kcache__walk(kcache__store *st, const char *path, int create, kcache_
     }
     if (curlen == 0) { /* "/" itself: no store there */
         e = EPERM;
-        kcache__say(why, cap, "%s is the root directory; refusing it (memory only)", path);
+        kcache__say(why, cap, "%s is the root directory; refusing the store%s", path, kcache__refusal_fix(fix, sizeof fix, path, NULL, "root directory", 0, st));
         goto fail;
     }
     KCACHE_FREE(rem);
@@ -7624,6 +7687,7 @@ static int kcache__level_open(kcache__store *st, int parent, const char *shown, 
     kcache__finfo s;
     const char *bad;
     char other[256];
+    char fix[1200];
     int fd = kcache__io_openat(parent, name, KCACHE__RD | KCACHE__DIRECTORY), made = 0;
     if (fd < 0 && errno == ENOENT && create) {
         if (kcache__io_mkdir(parent, name) == 0) made = 1;
@@ -7633,8 +7697,9 @@ static int kcache__level_open(kcache__store *st, int parent, const char *shown, 
     if (fd < 0) {
         int e = errno;
         if (create || (e != ENOENT && e != ENOTDIR && e != ELOOP)) /* (else the caller decides) */
-            kcache__say(why, cap, "%s/%s %s; refusing the store (memory only)", shown, name,
-                        e == ENOTDIR || e == ELOOP ? "is not a directory (or is a symlink)" : strerror(e));
+            kcache__say(why, cap, "%s/%s: %s; refusing the store%s", shown, name,
+                        e == ENOTDIR || e == ELOOP ? "not a directory (or a symlink)" : strerror(e),
+                        kcache__refusal_fix(fix, sizeof fix, shown, name, e == ENOTDIR || e == ELOOP ? "not a directory" : strerror(e), 1, st));
         errno = e;
         return -1;
     }
@@ -7654,15 +7719,17 @@ static int kcache__level_open(kcache__store *st, int parent, const char *shown, 
         if (kcache__io_chmod(fd, st->shared ? 02770 : 0700) == 0 && kcache__io_fstat(fd, &s) == 0 &&
             !kcache__level_problem(st, &s)) {
             if ((foreign = kcache__foreign_in(st, fd, other, sizeof other)) == NULL) return fd;
-            kcache__say(why, cap, "%s/%s was %s and holds %s, which is not yours; refusing the store (memory only)", shown, name,
-                        bad, foreign);
+            char in[512];
+            snprintf(in, sizeof in, "%s/%s/%s", shown, name, foreign);
+            kcache__say(why, cap, "%s/%s was %s and holds %s, which is not yours; refusing the store; to fix (as root or its owner): rm -r %s",
+                        shown, name, bad, foreign, kcache__shell_quote(fix, sizeof fix, in));
             kcache__io_close(fd);
             errno = EPERM;
             return -1;
         }
     }
     if (bad) {
-        kcache__say(why, cap, "%s/%s is %s; refusing the store (memory only)", shown, name, bad);
+        kcache__say(why, cap, "%s/%s is %s; refusing the store%s", shown, name, bad, kcache__refusal_fix(fix, sizeof fix, shown, name, bad, 1, st));
         kcache__io_close(fd);
         errno = EPERM;
         return -1;
@@ -7673,11 +7740,13 @@ static int kcache__level_open(kcache__store *st, int parent, const char *shown, 
 /* e/ or i/ checked as a level (its shards are checked when first used: kcache__shard_trusted).
    0, or -1 refused. */
 static int kcache__levels_check(kcache__store *st, const char *name, int create, char *why, size_t cap) {
+    char fix[1200];
     int fd = kcache__level_open(st, st->dirfd, st->dir, name, create, why, cap);
     /* i/ may be missing, or something else kcache clears when it next writes an index there */
     if (fd < 0 && !create && (errno == ENOENT || (name[0] == 'i' && (errno == ENOTDIR || errno == ELOOP)))) return 0;
     if (fd < 0 && !create && (errno == ENOTDIR || errno == ELOOP))
-        kcache__say(why, cap, "%s/%s is not a directory (or is a symlink); refusing the store (memory only)", st->dir, name);
+        kcache__say(why, cap, "%s/%s is not a directory (or is a symlink); refusing the store%s", st->dir, name,
+                    kcache__refusal_fix(fix, sizeof fix, st->dir, name, "not a directory", 1, st));
     if (fd < 0) return -1;
     kcache__io_close(fd);
     return 0;
@@ -7749,7 +7818,7 @@ static int kcache__store_proven(kcache__store *st, char *why, size_t cap) {
                  kcache__io_pread(fd, magic, 8, 0) == 8 && memcmp(magic, "KCACHECF", 8) == 0;
         kcache__io_close(fd);
     }
-    if (!proven) kcache__say(why, cap, "%s is not a kcache store (it holds %s and no config.file of kcache's); refusing it (memory only)",
+    if (!proven) kcache__say(why, cap, "%s is not a kcache store (it holds %s and no config.file of kcache's); refusing it; to fix: set KCACHE_DIR to a new or empty directory",
                              st->dir, other);
     return proven;
 }
@@ -7759,19 +7828,23 @@ static int kcache__store_proven(kcache__store *st, char *why, size_t cap) {
 static int kcache__lock_open(kcache__store *st, char *why, size_t cap) {
     kcache__finfo s;
     unsigned want = kcache__file_mode(st);
+    char fix[1200];
     int fd = kcache__open_in(st, "lock", KCACHE__RW | KCACHE__CREATE | KCACHE__NONBLOCK | kcache__gmode(st));
     if (fd < 0) return -1;
     memset(&s, 0, sizeof s); /* (a failed fstat leaves it as it was: read below for the message) */
     if (kcache__io_fstat(fd, &s) != 0 || s.kind != KCACHE__KIND_FILE || !kcache__trusted(st, &s)) {
-        kcache__say(why, cap, "cannot use the lock file in %s: %s", st->dir,
-                    s.kind != KCACHE__KIND_FILE ? "not a regular file" : "not made by you");
+        kcache__say(why, cap, "cannot use the lock file in %s: %s%s", st->dir,
+                    s.kind != KCACHE__KIND_FILE ? "not a regular file" : "not made by you",
+                    kcache__refusal_fix(fix, sizeof fix, st->dir, "lock", s.kind != KCACHE__KIND_FILE ? "not a regular file" : "another user", 1, st));
         kcache__io_close(fd);
         errno = EPERM;
         return -1;
     }
     if ((s.perm & 07777) != want && (s.uid != st->uid || kcache__io_chmod(fd, want) != 0)) {
-        kcache__say(why, cap, "the lock file in %s is mode %o and cannot be made %o; refusing the store (memory only)", st->dir,
-                    s.perm & 07777, want);
+        char lockpath[1100];
+        snprintf(lockpath, sizeof lockpath, "%s/lock", st->dir);
+        kcache__say(why, cap, "the lock file %s is mode %o and cannot be made %o; refusing the store; to fix (as its owner): chmod %o %s",
+                    lockpath, s.perm & 07777, want, want, kcache__shell_quote(fix, sizeof fix, lockpath));
         kcache__io_close(fd);
         errno = EPERM;
         return -1;
@@ -7820,12 +7893,12 @@ static kcache_status kcache__store_open(kcache__store **out, const char *dir, co
     if (!(st = kcache__store_new(dir, cfg))) return KCACHE_ENOMEM;
     if (cfg->shared_group && cfg->shared_group[0]) {
         if (!kcache__group_id(cfg->shared_group, &st->gid)) {
-            kcache__say(why, why_cap, "KCACHE_SHARED_GROUP=%s: no such group; refusing the store (memory only)", cfg->shared_group);
+            kcache__say(why, why_cap, "KCACHE_SHARED_GROUP=%s: no such group; refusing the store; to fix: name an existing group, or unset KCACHE_SHARED_GROUP", cfg->shared_group);
             kcache__store_close(st);
             return KCACHE_EUNSAFE;
         }
         if (!kcache__in_group(st->gid)) {
-            kcache__say(why, why_cap, "KCACHE_SHARED_GROUP=%s: this process is not a member; refusing the store (memory only)",
+            kcache__say(why, why_cap, "KCACHE_SHARED_GROUP=%s: this process is not a member; refusing the store; to fix: join the group (and log in again), or unset KCACHE_SHARED_GROUP",
                         cfg->shared_group);
             kcache__store_close(st);
             return KCACHE_EUNSAFE;
@@ -7845,9 +7918,15 @@ static kcache_status kcache__store_open(kcache__store **out, const char *dir, co
     if (!st->readonly && kcache__store_lockfile(st, why, why_cap) != 0) {
         if (errno == EACCES || errno == EROFS) {
             st->readonly = 1; /* ours, but we may not write it (a read-only mount, a store made read-only) */
-            kcache__say(why, why_cap, "cannot open the lock file in %s: %s", dir, strerror(errno));
+            kcache__say(why, why_cap, "cannot open its lock file: %s", strerror(errno));
         } else {
-            if (errno != EPERM) kcache__say(why, why_cap, "cannot open the lock file in %s: %s", dir, strerror(errno));
+            if (errno != EPERM) {
+                char fix[1200];
+                int e = errno;
+                kcache__say(why, why_cap, "cannot open the lock file in %s: %s%s", dir, strerror(e),
+                            kcache__refusal_fix(fix, sizeof fix, dir, "lock", strerror(e), 1, st));
+                errno = e;
+            }
             r = errno == EPERM ? KCACHE_EUNSAFE : kcache__errno_status(errno);
             kcache__store_close(st);
             return r;
@@ -7872,7 +7951,7 @@ static kcache_status kcache__store_open(kcache__store **out, const char *dir, co
         if (n >= sizeof was) n = sizeof was - 1;
         if (n) memcpy(was, why, n);
         was[n] = 0;
-        kcache__say(why, why_cap, "the store %s is read-only (%s): hits are served, puts stay in memory", dir,
+        kcache__say(why, why_cap, "the store %s is read-only (%s): hits are served, puts are kept in memory only", dir,
                     was[0] ? was : s.uid != st->uid ? "root's, read by another user" : "not writable");
         *out = st;
         return KCACHE_OK;
@@ -10337,6 +10416,29 @@ static void kcache__say_relative(kcache *kc, const char *dir, const char *layers
 #endif
 }
 
+/* A store path as a shell would take it: a leading "~" or "~/" is $HOME (a value from the
+   environment, quoted in a shell script, reaches kcache unexpanded); "~user" is not expanded (it
+   would need the password database) and is refused, as is "~" without an absolute $HOME. 1 with
+   out set, or 0 with why. */
+static int kcache__expand_tilde(const char *in, char *out, size_t cap, char *why, size_t why_cap) {
+    const char *h = getenv("HOME");
+    char q[600];
+    int n;
+    if (in[0] != '~') n = snprintf(out, cap, "%s", in);
+    else if (in[1] && in[1] != '/') {
+        kcache__say(why, why_cap, "memory only: the store path %s starts with ~user, which kcache does not expand; to fix: write it in full",
+                    kcache__shell_quote(q, sizeof q, in));
+        return 0;
+    } else if (!h || h[0] != '/') {
+        kcache__say(why, why_cap, "memory only: the store path %s starts with ~ and HOME is not an absolute path; to fix: write it in full",
+                    kcache__shell_quote(q, sizeof q, in));
+        return 0;
+    } else
+        n = snprintf(out, cap, "%s%s", h, in + 1);
+    if (n < 0 || (size_t)n >= cap) { kcache__say(why, why_cap, "memory only: the store path is too long"); return 0; }
+    return 1;
+}
+
 typedef struct { char dir[4096], why[400]; } kcache__open_scratch; /* on the heap: calls fit small stacks */
 KCACHE_API kcache_status kcache_open(kcache **out, const kcache_config *cfg) {
     kcache *kc;
@@ -10375,8 +10477,8 @@ KCACHE_API kcache_status kcache_open(kcache **out, const kcache_config *cfg) {
     why[0] = 0; /* the store's complaint: why it is refused, or what was repaired when it was opened */
     if (!kc->cfg.enable) snprintf(kc->store_why, sizeof kc->store_why, "caching off (KCACHE_ENABLE=0)");
     else if (!kc->cfg.persistent) snprintf(kc->store_why, sizeof kc->store_why, "memory only (KCACHE_PERSISTENT=0)");
-    else if (cfg->dir && cfg->dir[0] && strlen(cfg->dir) >= sizeof t->dir)
-        snprintf(kc->store_why, sizeof kc->store_why, "memory only: the store path is too long");
+    else if (cfg->dir && cfg->dir[0] && !kcache__expand_tilde(cfg->dir, dir, sizeof t->dir, kc->store_why, sizeof kc->store_why))
+        kc->stats.store_errors++;
     else if (!(cfg->dir && cfg->dir[0]) && !kcache__default_dir(dir, sizeof t->dir))
 #if defined(_WIN32)
         snprintf(kc->store_why, sizeof kc->store_why, "memory only: no KCACHE_DIR or LOCALAPPDATA");
@@ -10385,7 +10487,6 @@ KCACHE_API kcache_status kcache_open(kcache **out, const kcache_config *cfg) {
 #endif
     else {
         kcache_status s;
-        if (cfg->dir && cfg->dir[0]) strcpy(dir, cfg->dir);
         s = kcache__store_open(&kc->store, dir, &kc->cfg, why, sizeof t->why);
         kc->cfg.shared_group = NULL; /* it may point into the environment; the store keeps the group */
         if (s == KCACHE_OK) {
@@ -10398,7 +10499,7 @@ KCACHE_API kcache_status kcache_open(kcache **out, const kcache_config *cfg) {
             kc->store_refused = 1;
         }
     }
-    if (!kc->store) KCACHE__DEBUG(kc, "%s", kc->store_why);
+    if (!kc->store || kc->store->readonly) KCACHE__DEBUG(kc, "%s", kc->store_why);
     else KCACHE__DEBUG(kc, "store %s (limit %llu bytes)%s%s", kc->dir, (unsigned long long)kc->cfg.max_size, why[0] ? "; " : "", why);
     kcache__say_relative(kc, cfg->dir, kc->cfg.layers);
     if (kc->cfg.enable) kcache__lower_open(kc);
@@ -10512,9 +10613,9 @@ KCACHE_API const char *kcache_dir(const kcache *kc) { return kc ? kc->dir : NULL
 KCACHE_API int kcache_store_in_use(const kcache *kc, char *why, size_t cap) {
     if (why && cap) why[0] = 0;
     if (!kc) return 0;
-    if (kc->store) return 1;
+    if (kc->store && !kc->store->readonly) return 1;
     if (why && cap) snprintf(why, cap, "%s", kc->store_why);
-    return 0;
+    return kc->store ? 1 : 0; /* read-only: in use for hits, and why says puts stay in memory */
 }
 
 KCACHE_API kcache_status kcache_key_host_from(kcache_key *k, const kcache *kc) {
@@ -10915,15 +11016,21 @@ static const kcache_key_field *kcache__unreadable_dep(const kcache_key *k) {
     return NULL;
 }
 
+/* What a dependency that could not be stat'ed when the key was made is: missing, not changed (it
+   may never have existed, e.g. a relative path from another working directory). */
+#define KCACHE__DEP_MISSING "a dependency is missing: file %s (%s) does not exist or is not a regular file%s"
+#define KCACHE__DEP_RELATIVE(dep) ((dep)->preview[0] == '/' ? "" : " (a relative path is taken against the working directory when the key is made)")
+
 /* A lookup with a key that failed to build (an add returned an error) never matches, so it is a
-   miss like any other: counted and logged. An unreadable dependency is a dependency that changed;
-   any other failure is the caller's error, logged with the status the lookup returns. */
+   miss like any other: counted and logged. A missing dependency is counted with the dependency
+   misses (stamp); any other failure is the caller's error, logged with the status the lookup
+   returns. */
 static void kcache__incomplete_miss(kcache *kc, const kcache_key *k) {
     const kcache_key_field *dep = kcache__unreadable_dep(k);
     if (dep) {
         kcache__count_miss_quiet(kc, k, KCACHE_REASON_STAMP);
-        KCACHE__DEBUG(kc, "miss %s: %s: file %s (%s) cannot be read, so the key never matches", k->unit,
-                      kcache__reason_text[KCACHE_REASON_STAMP], dep->name, dep->preview);
+        KCACHE__DEBUG(kc, "miss %s: " KCACHE__DEP_MISSING ", so the key never matches", k->unit, dep->name, dep->preview,
+                      KCACHE__DEP_RELATIVE(dep));
     } else {
         KCACHE__DEBUG(kc, "miss %s: the key is incomplete (%s), so it never matches", k->unit, kcache_strerror(k->error));
     }
@@ -10957,7 +11064,7 @@ static kcache__node *kcache__keep_read(kcache *kc, kcache__node *nn, kcache__blo
 #ifndef KCACHE_NO_LAYERS
 /* A layer left out, and why: the debug log says it, and the first reason stays for kcache_explain.
    The walk and the level checks word a refusal for the store: the reason, then what it means for
-   the store ("; refusing the store P (memory only)", "; refusing it (memory only)"). For a layer
+   the store ("; refusing the store", "; refusing it", then "; to fix: ..."). For a layer
    that clause is false (the store is still used), so the reason ends before it. */
 static void kcache__layer_refused(kcache *kc, const char *path, const char *why) {
     const char *cut = NULL, *p = why;
@@ -11594,11 +11701,6 @@ static kcache_status kcache__put_blob_key(kcache *kc, const kcache_key *k, kcach
         memset(&ev, 0, sizeof ev);
         s = kcache__store_put(kc->store, k, b->data, b->size, &ev);
         kcache__store_stats(kc, &ev, s);
-        if (s == KCACHE_ETOOBIG)
-            KCACHE__DEBUG(kc, "put %s: %zu bytes is over the store limit of %llu bytes; kept in memory only", k->unit,
-                          b->size, (unsigned long long)kc->cfg.max_size);
-        else if (s != KCACHE_OK)
-            KCACHE__DEBUG(kc, "put %s: the store refused it (%s); kept in memory only", k->unit, kcache_strerror(s));
     }
     if (KCACHE__REMOTE(kc) && !kc->remote->ro) {
         kcache__remote_ev ev;
@@ -11619,7 +11721,18 @@ static kcache_status kcache__put_blob_key(kcache *kc, const kcache_key *k, kcach
     gone = kcache__lru_add(kc, n);
     kcache__mutex_unlock(&kc->lock);
     kcache__release_nodes(kc, gone);
-    if (kc->cfg.debug) KCACHE__DEBUG(kc, "put %s (%zu bytes)", k->unit, b->size);
+    /* one line per put, which says where it went when that was memory only */
+    if (!kc->cfg.debug) {
+    } else if (s == KCACHE_ETOOBIG) {
+        KCACHE__DEBUG(kc, "put %s (%zu bytes): over the store limit of %llu bytes; kept in memory only", k->unit, b->size,
+                      (unsigned long long)kc->cfg.max_size);
+    } else if (s == KCACHE_EROFS && kc->store && kc->store->readonly) {
+        KCACHE__DEBUG(kc, "put %s (%zu bytes): kept in memory only: the store %s is read-only", k->unit, b->size, kc->store->dir);
+    } else if (s != KCACHE_OK && kc->store && through) {
+        KCACHE__DEBUG(kc, "put %s (%zu bytes): the store refused it (%s); kept in memory only", k->unit, b->size, kcache_strerror(s));
+    } else {
+        KCACHE__DEBUG(kc, "put %s (%zu bytes)", k->unit, b->size);
+    }
     return s;
 }
 
@@ -11721,6 +11834,131 @@ KCACHE_API kcache_status kcache_verify(kcache *kc, int fix) {
     return s;
 }
 
+/* ---- tidying a store: kcache_evict_older_than, kcache_trim, kcache_remove_unit, kcache_clear ----
+   One pass over the use table under the store's lock picks the entries; each goes as kcache_remove's
+   do (kcache__store_drop: file and accounting together), so the accounting stays exact whatever
+   other processes do meanwhile (they wait for the lock to put, and a reader that opened an entry
+   before its unlink reads it whole). */
+enum { KCACHE__TIDY_OLDER, KCACHE__TIDY_TRIM, KCACHE__TIDY_UNIT, KCACHE__TIDY_CLEAR };
+typedef struct kcache__tidy_pick { kcache_hash128 d; uint64_t use, size; } kcache__tidy_pick;
+
+static int kcache__tidy_cmp(const void *a, const void *b) { /* least recently used first */
+    const kcache__tidy_pick *x = (const kcache__tidy_pick *)a, *y = (const kcache__tidy_pick *)b;
+    if (x->use != y->use) return x->use < y->use ? -1 : 1;
+    return x->d.lo < y->d.lo ? -1 : x->d.lo > y->d.lo;
+}
+
+/* Whether the entry at rel belongs to unit (its header's unit name). */
+static int kcache__entry_of_unit(kcache__store *st, const char rel[48], const char *unit) {
+    unsigned char h[KCACHE__ENTRY_FIXED + 2 + KCACHE_UNIT_MAX];
+    size_t ulen = strlen(unit);
+    ptrdiff_t n;
+    int fd = kcache__shard_trusted(st, rel) ? kcache__open_in(st, rel, KCACHE__RD | KCACHE__NONBLOCK) : -1;
+    if (fd < 0) return 0;
+    n = kcache__io_pread(fd, h, sizeof h, 0);
+    kcache__io_close(fd);
+    return n >= (ptrdiff_t)(KCACHE__ENTRY_FIXED + 2 + ulen) && memcmp(h, "KCENTRY", 8) == 0 &&
+           kcache__get_u16(h + KCACHE__ENTRY_FIXED) == ulen && memcmp(h + KCACHE__ENTRY_FIXED + 2, unit, ulen) == 0;
+}
+
+/* kcache_clear: an entry file the table does not list (left by a writer that died) goes too, so
+   that nothing of the store's is left; it was never accounted, so the accounting stays exact. */
+static void kcache__tidy_stray(void *ctx, kcache_hash128 d, const kcache__finfo *s) {
+    kcache__store *st = (kcache__store *)ctx;
+    char rel[48];
+    (void)s;
+    if (kcache__slot_find(st, d)) return;
+    kcache__entry_name(d, rel);
+    kcache__unlink_entry(st, rel);
+}
+
+static kcache_status kcache__tidy(kcache *kc, int what, uint64_t arg, const char *unit, int dry_run, kcache_tidy *done) {
+    kcache__store *st;
+    kcache__store_ev ev;
+    kcache__tidy_pick *p = NULL;
+    size_t n = 0, take = 0, i;
+    kcache_tidy sum;
+    kcache_status s;
+    memset(&sum, 0, sizeof sum);
+    if (done) *done = sum;
+    if (!kc || (what == KCACHE__TIDY_UNIT && (!unit || !unit[0] || strlen(unit) >= KCACHE_UNIT_MAX))) return KCACHE_EINVAL;
+    if ((kc = kcache__live(kc, 1)) == NULL) return KCACHE_ENOMEM;
+    if ((st = kc->store) == NULL) return KCACHE_EDISABLED;
+    if (st->readonly) return KCACHE_EROFS;
+    memset(&ev, 0, sizeof ev);
+    if ((s = kcache__store_lock(st)) != KCACHE_OK) return s;
+    if ((s = kcache__store_begin(st, &ev)) == KCACHE_OK) {
+        uint64_t now = (uint64_t)kcache__now_ns(), j, left;
+        uint64_t cutoff = arg > now / 1000000000u ? 0 : now - arg * 1000000000u;
+        p = (kcache__tidy_pick *)KCACHE_MALLOC((size_t)(st->nslots ? st->nslots : 1) * sizeof *p);
+        if (!p) s = KCACHE_ENOMEM;
+        for (j = 0; p && j < st->nslots; j++) {
+            const uint64_t *sl = kcache__slot(st, j);
+            kcache__tidy_pick one;
+            if (!kcache__slot_used(sl)) continue;
+            one.d = kcache__slot_digest(sl);
+            one.use = kcache__sl_get(sl, KCACHE__SL_USE) & ~(uint64_t)KCACHE__USE_MARK;
+            one.size = kcache__sl_get(sl, KCACHE__SL_SIZE);
+            if (what == KCACHE__TIDY_OLDER && one.use >= cutoff) continue;
+            if (what == KCACHE__TIDY_UNIT) {
+                char rel[48];
+                kcache__entry_name(one.d, rel);
+                if (!kcache__entry_of_unit(st, rel, unit)) continue;
+            }
+            p[n++] = one;
+        }
+        take = n;
+        if (p && what == KCACHE__TIDY_TRIM) {
+            qsort(p, n, sizeof *p, kcache__tidy_cmp);
+            for (left = kcache__cf_get(st, 24), take = 0; take < n && left > arg; take++)
+                left -= p[take].size <= left ? p[take].size : left;
+        }
+        for (i = 0; i < take; i++) {
+            uint64_t *sl;
+            sum.entries++;
+            sum.bytes += p[i].size;
+            if (!dry_run && (sl = kcache__slot_find(st, p[i].d)) != NULL) kcache__store_drop(st, sl, 0, NULL);
+        }
+        if (p && !dry_run && what == KCACHE__TIDY_CLEAR) kcache__store_walk(st, kcache__tidy_stray, st);
+        if (p && !dry_run && what == KCACHE__TIDY_UNIT) {
+            char rel[48];
+            kcache__ix_name(unit, rel);
+            kcache__unlink_entry(st, rel);
+        }
+        kcache__store_end(st);
+    }
+    kcache__store_unlock(st);
+    if (s == KCACHE_OK && !dry_run) { /* this process's memory copies, as kcache_remove drops them */
+        for (i = 0; i < take; i++) {
+            kcache__node *nd;
+            kcache__mutex_lock(&kc->lock);
+            nd = kcache__lru_find(&kc->lru, p[i].d);
+            if (nd) kcache__lru_detach(&kc->lru, nd);
+            kcache__note_change(kc, p[i].d);
+            kcache__mutex_unlock(&kc->lock);
+            if (nd) { nd->hnext = NULL; nd->dirty = 0; kcache__release_nodes(kc, nd); }
+        }
+        KCACHE__DEBUG(kc, "tidy %s: removed %llu entries (%llu bytes)", st->dir, (unsigned long long)sum.entries,
+                      (unsigned long long)sum.bytes);
+    }
+    KCACHE_FREE(p);
+    if (done) *done = sum;
+    return s;
+}
+
+KCACHE_API kcache_status kcache_evict_older_than(kcache *kc, uint64_t seconds, int dry_run, kcache_tidy *done) {
+    return kcache__tidy(kc, KCACHE__TIDY_OLDER, seconds, NULL, dry_run, done);
+}
+KCACHE_API kcache_status kcache_trim(kcache *kc, uint64_t bytes, int dry_run, kcache_tidy *done) {
+    return kcache__tidy(kc, KCACHE__TIDY_TRIM, bytes, NULL, dry_run, done);
+}
+KCACHE_API kcache_status kcache_remove_unit(kcache *kc, const char *unit, int dry_run, kcache_tidy *done) {
+    return kcache__tidy(kc, KCACHE__TIDY_UNIT, 0, unit, dry_run, done);
+}
+KCACHE_API kcache_status kcache_clear(kcache *kc, int dry_run, kcache_tidy *done) {
+    return kcache__tidy(kc, KCACHE__TIDY_CLEAR, 0, NULL, dry_run, done);
+}
+
 /* The stored overload of the key's unit (in memory) with the most fields equal to the key's. */
 static int kcache__closest_in_memory(kcache *kc, const kcache_key *k, kcache_key *best, uint32_t *overloads) {
     uint64_t uh = kcache_hash(k->unit, strlen(k->unit)).lo;
@@ -11750,6 +11988,14 @@ KCACHE_API size_t kcache_explain(kcache *kc, const kcache_key *k, char *buf, siz
     }
     if (!stored) kc = NULL; /* "invalid": out of memory */
     n = kcache__explain(kc, k, buf, cap, stored);
+    if (kc && kc->store && kc->store->readonly && buf && cap > 12 &&
+        strncmp(buf, "miss", 4) == 0) {
+        /* why nothing this process puts ever reaches the store, said where the user looks */
+        size_t at = n < cap ? n : cap - 1;
+        char e[600];
+        int more = snprintf(buf + at, cap - at, "; the store %s is read-only: puts are kept in memory only", kcache__escs(e, sizeof e, kc->store->dir));
+        if (more > 0) n = at + (size_t)more;
+    }
     kcache__key_drop(m, copy);
     kcache__key_drop(m, stored);
     return n;
@@ -11768,8 +12014,8 @@ static size_t kcache__explain(kcache *kc, const kcache_key *k, char *buf, size_t
     if (k->error != KCACHE_OK) {
         const kcache_key_field *dep = kcache__unreadable_dep(k);
         if (dep)
-            kcache__sb_add(&b, "miss: %s: file %s (%s) cannot be read, so the key of unit \"%s\" never matches",
-                           kcache__reason_text[KCACHE_REASON_STAMP], dep->name, dep->preview, k->unit);
+            kcache__sb_add(&b, "miss: " KCACHE__DEP_MISSING ", so the key of unit \"%s\" never matches", dep->name, dep->preview,
+                           KCACHE__DEP_RELATIVE(dep), k->unit);
         else
             kcache__sb_add(&b, "miss: the key of unit \"%s\" is incomplete (%s), so it never matches", k->unit, kcache_strerror(k->error));
         return b.len;

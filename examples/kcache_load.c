@@ -67,11 +67,37 @@ static void sleep_s(double s) {
     nanosleep(&ts, NULL);
 }
 
+#define KL_USAGE                                                                                      \
+    "usage: kcache_load [-d DIR] [-p PROCS] [-t THREADS] [-u UNITS] [-o OVERLOADS] [-n HITS] [-s BYTES]\n"    \
+    "                   [-R] [-S] [-C] [-D SECONDS [-r RATE] [-m PERCENT]] [-H SECONDS] [-P PREFIX] [-q]\n"
 static void usage(void) {
-    fprintf(stderr,
-            "usage: kcache_load [-d DIR] [-p PROCS] [-t THREADS] [-u UNITS] [-o OVERLOADS] [-n HITS] [-s BYTES]\n"
-            "                   [-R] [-S] [-C] [-D SECONDS [-r RATE] [-m PERCENT]] [-H SECONDS] [-P PREFIX] [-q]\n");
+    fprintf(stderr, KL_USAGE "(kcache_load --help says what each does)\n");
     exit(2);
+}
+/* --help: what it does and every option, on stdout, exit 0 */
+static void help(void) {
+    printf(KL_USAGE
+           "A load generator for a kcache store: processes and threads doing gets, puts and misses of every\n"
+           "kind, with counts known in advance (for kcache-top's demo and tests). Each thread works on units\n"
+           "of its own, \"load.p<P>.t<T>.u<U>\", so what each get does is known whatever else runs.\n"
+           "  -d DIR       the store (default: KCACHE_DIR, else the default store)\n"
+           "  -p PROCS     processes (default 2)            -t THREADS  threads per process (default 1)\n"
+           "  -u UNITS     units per thread (default 4)     -o OVERLOADS  overloads per unit (default 2)\n"
+           "  -n HITS      memory hits per thread after populating (default 1000)\n"
+           "  -s BYTES     payload size (default 1024)\n"
+           "  -R           close and reopen the cache, then get every key twice: a disk hit, then a memory hit\n"
+           "  -S           a key with a file dependency is stored, then the file changes: a cold and a stamp miss\n"
+           "  -C           an entry is damaged on disk: a cold and a rejected miss, two puts\n"
+           "  -D SECONDS   then random gets for that long, at -r RATE gets/s per thread (default 100; 0: as fast\n"
+           "               as it can), of which -m PERCENT (default 5) ask for a new overload (a miss and a put)\n"
+           "  -H SECONDS   stay attached that long after the work (SIGTERM or SIGINT end it early)\n"
+           "  -P PREFIX    units named PREFIX.p<P>... instead of load.p<P>...\n"
+           "  -q           quiet\n"
+           "  -h, --help   this text\n"
+           "Output: \"child N pid PID\" per process, \"done\", then \"expect ...\" (the counts computed from the\n"
+           "options; without -D) and \"stats ...\" (the sum of every process's kcache_get_stats).\n"
+           "Exit status: 0; 1 when kcache cannot be opened or a process cannot be started; 2 for a usage error.\n");
+    exit(0);
 }
 
 static void make_key(kcache_key *k, int p, int t, int u, int o) {
@@ -350,7 +376,8 @@ int main(int argc, char **argv) {
         if (strcmp(a, "-S") == 0) { O.stamp = 1; continue; }
         if (strcmp(a, "-C") == 0) { O.corrupt = 1; continue; }
         if (strcmp(a, "-q") == 0) { O.quiet = 1; continue; }
-        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0 || !v || a[0] != '-' || a[1] == 0 || a[2] != 0) usage();
+        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) help();
+        if (!v || a[0] != '-' || a[1] == 0 || a[2] != 0) usage();
         i++;
         switch (a[1]) {
         case 'd': O.dir = v; break;

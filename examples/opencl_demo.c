@@ -56,8 +56,26 @@ static void timing_key(kcache_key *t, const kcache_key *program) {
     kcache_key_str(t, "program", hex);
 }
 
+static void usage(FILE *f) {
+    fprintf(f, "usage: opencl_demo [--fresh]\n"
+               "  builds an OpenCL program (a Mandelbrot kernel) with kcache_cl_build on the first device and\n"
+               "  prints the time to the first kernel result: the first run of all compiles and stores the\n"
+               "  binary, later runs load it from the cache (KCACHE_DIR, else $XDG_CACHE_HOME/kcache or\n"
+               "  ~/.cache/kcache) and say how much faster that was\n"
+               "  --fresh     drop this program's entries first, so that it compiles again\n"
+               "  -h, --help  this text\n"
+               "exit status: 0; 1 when OpenCL or kcache fails; 2 for a usage error\n");
+}
+
 int main(int argc, char **argv) {
-    int fresh = argc > 1 && strcmp(argv[1], "--fresh") == 0;
+    int fresh = 0, a;
+    for (a = 1; a < argc; a++) {
+        if (strcmp(argv[a], "-h") == 0 || strcmp(argv[a], "--help") == 0) { usage(stdout); return 0; }
+        if (strcmp(argv[a], "--fresh") == 0) { fresh = 1; continue; }
+        fprintf(stderr, "opencl_demo: unknown argument '%s'\n", argv[a]);
+        usage(stderr);
+        return 2;
+    }
     cl_platform_id platform;
     cl_device_id device;
     cl_context ctx;

@@ -4,6 +4,8 @@
  *   make_store get    DIR UNIT FIELD...        looks the key up: prints "hit SIZE" or the miss
  *                                              explained ("miss: ..."), exit 0 either way
  *   make_store remove DIR UNIT FIELD...        removes the key
+ *   make_store age    DIR UNIT SECONDS FIELD... white-box: records the key's last use SECONDS ago
+ *                                              (for the store commands' --evict-older-than, --trim)
  *   make_store account DIR DELTA               white-box damage: adds DELTA (may be negative)
  *                                              to config.file's accounted bytes and reseals
  *                                              its checksum, so that only a comparison with
@@ -72,7 +74,7 @@ int main(int argc, char **argv)
     if (argc >= 4 && strcmp(argv[1], "account") == 0) return account(argv[2], strtoll(argv[3], NULL, 10));
     if (argc < 4) { fprintf(stderr, "usage: make_store put|get|remove DIR UNIT [SIZE] FIELD...\n"); return 2; }
     op = argv[1];
-    first = strcmp(op, "put") == 0 ? 5 : 4;
+    first = strcmp(op, "put") == 0 || strcmp(op, "age") == 0 ? 5 : 4;
     if (argc < first) { fprintf(stderr, "make_store: put needs a SIZE\n"); return 2; }
     kcache_config_init(&cfg);
     cfg.dir = argv[2];
@@ -100,6 +102,21 @@ int main(int argc, char **argv)
             char why[1024];
             kcache_explain(kc, &k, why, sizeof why);
             printf("%s\n", why);
+        }
+    } else if (strcmp(op, "age") == 0) {
+        kcache__store *st = kc->store;
+        kcache__store_ev ev;
+        uint64_t *slot;
+        int64_t when = kcache__now_ns() - (int64_t)strtoll(argv[4], NULL, 10) * 1000000000;
+        memset(&ev, 0, sizeof ev);
+        if (k.error != KCACHE_OK || kcache__store_lock(st) != KCACHE_OK) rc = 1;
+        else {
+            if (kcache__store_begin(st, &ev) == KCACHE_OK) {
+                if ((slot = kcache__slot_find(st, k.digest)) != NULL) kcache__sl_set(slot, KCACHE__SL_USE, (uint64_t)when & ~(uint64_t)KCACHE__USE_MARK);
+                else { fprintf(stderr, "make_store: age: the key is not stored\n"); rc = 1; }
+                kcache__store_end(st);
+            }
+            kcache__store_unlock(st);
         }
     } else if (strcmp(op, "remove") == 0) {
         s = kcache_remove(kc, &k);

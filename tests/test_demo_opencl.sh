@@ -36,3 +36,10 @@ case "$plat" in
     if ! grep -q "PoCL" <<<"$first$second$cache_on"; then echo "ok demo-opencl-pocl-note (platform $plat: no PoCL note)"
     else echo "FAIL demo-opencl-pocl-note: platform $plat is not PoCL, yet: $first"; fi ;;
 esac
+# --help says what it does and exits 0; an unknown argument is refused (exit 2), not ignored
+help=$("$demo" --help 2>&1); rc=$?
+if [ $rc -eq 0 ] && grep -q '^usage: opencl_demo \[--fresh\]' <<<"$help" && grep -q -- '--fresh' <<<"$help" && ! grep -q 'run    :' <<<"$help"
+then echo "ok demo-opencl-help"; else echo "FAIL demo-opencl-help: status $rc: $help"; fi
+bad=$("$demo" --frsh 2>&1); rc=$?
+if [ $rc -eq 2 ] && grep -q "unknown argument '--frsh'" <<<"$bad" && ! grep -q 'run    :' <<<"$bad"
+then echo "ok demo-opencl-unknown-argument"; else echo "FAIL demo-opencl-unknown-argument: status $rc: $bad"; fi

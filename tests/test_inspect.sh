@@ -606,4 +606,12 @@ if run args_help --help; then
     [ "$rc" = 0 ] && grep -q -F -- "--features" <<<"$out" && ok args_help || fail args_help "status $rc"
 fi
 
+# a .nbc (numba's data file) given where the index belongs: the message names the .nbi to pass (issue 28)
+nbc=$(find "$root/tests/data" -name '*.[0-9].nbc' | head -1)
+if [ -n "$nbc" ] && run args_nbc_names_its_nbi "$nbc"; then
+    want="kcache-inspect ${nbc%.[0-9].nbc}.nbi"
+    if [ "$rc" = 2 ] && grep -q -F -- "$want" "$tmp/err" && grep -q 'numba data file (.nbc)' "$tmp/err"; then ok args_nbc_names_its_nbi
+    else fail args_nbc_names_its_nbi "status $rc: $(head -c 300 "$tmp/err")"; fi
+fi
+
 [ "$failures" = 0 ]

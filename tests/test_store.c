@@ -1940,6 +1940,100 @@ static void no_home_child(void *arg) {
 }
 static void no_home(void) { in_child("no home", no_home_child, NULL); }
 
+/* The tidying calls (kcache-inspect's store commands are made of them): a dry run removes nothing;
+   each removes exactly its entries from the store and from this process's memory, under the lock,
+   with the accounting exact (kcache_verify); a cache without a store says so (issue 28). */
+static void tidy_calls(void) {
+    char dir[256];
+    kcache *kc, *other;
+    kcache_tidy t;
+    kcache_stats st;
+    uint32_t i;
+    kcache_config c;
+    tdir_new(dir, sizeof dir);
+    kc = open_store(dir, 1u << 20, 64);
+    other = open_store(dir, 1u << 20, 64); /* a second user of the store, with its own memory */
+    if (!kc || !other) { KT_FAILF("setup: open"); kcache_close(kc); kcache_close(other); tdir_rm(dir); return; }
+    for (i = 0; i < 4; i++) KT_CHECK(put_pl(kc, "ta", i, 1, 3000) == KCACHE_OK);
+    for (i = 0; i < 3; i++) KT_CHECK(put_pl(kc, "tb", i, 1, 3000) == KCACHE_OK);
+    KT_CHECK(get_exact(other, "ta", 0, 1, 3000) == 1); /* now in other's memory too */
+    KT_CHECK(kcache_remove_unit(kc, "ta", 1, &t) == KCACHE_OK && t.entries == 4);
+    KT_CHECK(get_exact(kc, "ta", 1, 1, 3000) == 1);
+    KT_CHECK(kcache_remove_unit(kc, "ta", 0, &t) == KCACHE_OK && t.entries == 4 && t.bytes >= 4 * 3000);
+    KT_CHECK_MSG(get_exact(kc, "ta", 1, 1, 3000) == 0, "kcache_remove_unit left the unit in this process's memory");
+    KT_CHECK(get_exact(kc, "tb", 1, 1, 3000) == 1);
+    KT_CHECK(kcache_verify(kc, 0) == KCACHE_OK);
+    kcache_get_stats(kc, &st);
+    KT_CHECK_EQ_U64(st.disk_entries, 3);
+    KT_CHECK(kcache_trim(kc, 0, 1, &t) == KCACHE_OK && t.entries == 3);
+    KT_CHECK(kcache_evict_older_than(kc, 3600, 0, &t) == KCACHE_OK && t.entries == 0);
+    KT_CHECK(kcache_trim(kc, 0, 0, &t) == KCACHE_OK && t.entries == 3);
+    KT_CHECK(kcache_verify(kc, 0) == KCACHE_OK);
+    for (i = 0; i < 3; i++) KT_CHECK(put_pl(other, "tc", i, 1, 2000) == KCACHE_OK);
+    KT_CHECK(kcache_clear(kc, 0, &t) == KCACHE_OK && t.entries == 3);
+    kcache_get_stats(kc, &st);
+    KT_CHECK(st.disk_entries == 0 && st.disk_bytes == 0 && kcache_verify(kc, 0) == KCACHE_OK);
+    KT_CHECK(kcache_remove_unit(kc, "", 1, &t) == KCACHE_EINVAL && kcache_remove_unit(kc, NULL, 1, NULL) == KCACHE_EINVAL);
+    KT_CHECK(kcache_clear(NULL, 1, &t) == KCACHE_EINVAL);
+    kcache_close(other);
+    kcache_close(kc);
+    kcache_config_init(&c);
+    c.persistent = 0;
+    kc = NULL;
+    KT_CHECK(kcache_open(&kc, &c) == KCACHE_OK && kc);
+    if (kc) KT_CHECK(kcache_clear(kc, 0, &t) == KCACHE_EDISABLED && t.entries == 0);
+    kcache_close(kc);
+    tdir_rm(dir);
+}
+
+/* KCACHE_DIR='~/kc' (quoted in a script, so no shell expanded it): ~/ is $HOME, as a shell takes
+   it, never a directory named "~" in the working directory; ~user and ~ without HOME are refused
+   with a message (issue 28). */
+static void tilde_dir_child(void *arg) {
+    const char *base = (const char *)arg;
+    char want[400], cwd[300], tilde[320], buf[1024];
+    struct stat sb;
+    kcache *kc = NULL;
+    snprintf(cwd, sizeof cwd, "%s/cwd", base);
+    if (mkdir(cwd, 0700) != 0 || chdir(cwd) != 0) { KT_FAILF("setup: %s: %s", cwd, strerror(errno)); return; }
+    setenv("HOME", base, 1);
+    setenv("KCACHE_DIR", "~/kc", 1);
+    KT_CHECK(kcache_open(&kc, NULL) == KCACHE_OK && kc);
+    if (!kc) return;
+    snprintf(want, sizeof want, "%s/kc", base);
+    KT_CHECK_MSG(kcache_dir(kc) && strcmp(kcache_dir(kc), want) == 0, "KCACHE_DIR=~/kc is the store %s", kcache_dir(kc) ? kcache_dir(kc) : "(none)");
+    snprintf(tilde, sizeof tilde, "%s/~", cwd);
+    KT_CHECK_MSG(lstat(tilde, &sb) != 0, "KCACHE_DIR=~/kc made a directory named ~ in the working directory");
+    memory_works(kc, "KCACHE_DIR=~/kc");
+    kcache_close(kc);
+    kc = NULL;
+    setenv("KCACHE_DIR", "~nosuchuser/kc", 1);
+    KT_CHECK(kcache_open(&kc, NULL) == KCACHE_OK && kc);
+    if (kc) {
+        KT_CHECK(kcache_dir(kc) == NULL);
+        kcache_store_in_use(kc, buf, sizeof buf);
+        KT_CHECK_MSG(strstr(buf, "~nosuchuser") && strstr(buf, "to fix"), "~user: \"%s\"", buf);
+        kcache_close(kc);
+    }
+    kc = NULL;
+    unsetenv("HOME");
+    setenv("KCACHE_DIR", "~/kc", 1);
+    KT_CHECK(kcache_open(&kc, NULL) == KCACHE_OK && kc);
+    if (kc) {
+        KT_CHECK(kcache_dir(kc) == NULL);
+        kcache_store_in_use(kc, buf, sizeof buf);
+        KT_CHECK_MSG(strstr(buf, "HOME") && strstr(buf, "to fix"), "~ without HOME: \"%s\"", buf);
+        kcache_close(kc);
+    }
+    KT_CHECK_MSG(lstat(tilde, &sb) != 0, "a directory named ~ appeared in the working directory");
+}
+static void tilde_dir(void) {
+    char base[256];
+    tdir_new(base, sizeof base);
+    in_child("KCACHE_DIR=~/kc", tilde_dir_child, base);
+    tdir_rm(base);
+}
+
 /* The directory removed (rm -rf) under an open kcache. */
 static void dir_deleted(void) {
     char dir[256], cmd[300], buf[1024];
@@ -2482,6 +2576,8 @@ int main(void) {
     RUN(enospc);
     RUN(enospc_exact);
     RUN(no_home);
+    RUN(tilde_dir);
+    RUN(tidy_calls);
     RUN(dir_deleted);
     RUN(unsafe_dirs);
     RUN(symlink_config_file);

@@ -238,7 +238,55 @@ wait "$lpid5" 2>/dev/null
 # ---- 5. errors, and a store never written to ----------------------------------------------------
 "$top" -b "$tmp/does-not-exist" >"$tmp/o" 2>"$tmp/e"
 rc=$?
-if [ $rc -eq 2 ] && grep -q 'no such directory' "$tmp/e"; then ok missing-dir-exit-2; else fail missing-dir-exit-2 "status $rc: $(cat "$tmp/e")"; fi
+if [ $rc -eq 2 ] && grep -q 'never appeared: .*does-not-exist still does not exist after 1 snapshot' "$tmp/o"; then ok missing-dir-exit-2
+else fail missing-dir-exit-2 "status $rc: $(cat "$tmp/o" "$tmp/e")"; fi
+"$top" -b -n 3 -d 0.05 "$tmp/does-not-exist" >"$tmp/o" 2>"$tmp/e"
+rc=$?
+if [ $rc -eq 2 ] && [ "$(grep -c 'none yet: .*does not exist; waiting' "$tmp/o")" = 2 ] && [ "$(grep -c '^kcache-top snapshot' "$tmp/o")" = 3 ] &&
+   tail -1 "$tmp/o" | grep -q 'never appeared'; then ok batch-waits-each-snapshot-then-says-never-appeared
+else fail batch-waits-each-snapshot-then-says-never-appeared "status $rc: $(tr '\n' '|' <"$tmp/o")"; fi
+
+# ---- 5b. kcache-top started before the store exists: it waits, then shows it (issue 28) ----------
+d7=$tmp/s7
+"$top" -b -n 600 -d 0.1 "$d7" >"$tmp/o7" 2>"$tmp/e7" &
+tpid7=$!
+bg_pids+=("$tpid7")
+if wait_for "$tmp/o7" 'none yet: .*waiting for a program' 20; then
+    "$load" -d "$d7" -p 1 -t 1 -u 2 -o 1 -n 5 -q >"$tmp/load7" 2>&1
+    if wait_for "$tmp/o7" '^store      bytes [1-9].* entries 2 ' 30; then ok batch-started-before-store-shows-it
+    else fail batch-started-before-store-shows-it "$(tail -5 "$tmp/o7" | tr '\n' '|') $(head -c 300 "$tmp/e7")"; fi
+else fail batch-started-before-store-shows-it "status: exited early? $(head -c 300 "$tmp/o7" "$tmp/e7" | tr '\n' '|')"; fi
+kill -TERM "$tpid7" 2>/dev/null
+wait "$tpid7" 2>/dev/null
+if command -v tmux >/dev/null; then
+    T() { tmux -L "$sock" "$@"; }
+    pane() { T capture-pane -p -t kw 2>/dev/null; }
+    wait_pane() {
+        local i
+        for ((i = 0; i < $2 * 10; i++)); do pane | grep -q -E -- "$1" && return 0; sleep 0.1; done
+        return 1
+    }
+    d8=$tmp/s8
+    T -f /dev/null new-session -d -s kw -x 120 -y 40 "$top -d 0.2 '$d8'; echo kcache-top-exited-\$?; sleep 30"
+    if wait_pane 'does not exist yet: waiting for it to appear' 10; then
+        "$load" -d "$d8" -p 1 -t 1 -u 2 -o 1 -n 5 -q >"$tmp/load8" 2>&1
+        if wait_pane 'UNITS' 20 && ! pane | grep -q kcache-top-exited; then ok tui-started-before-store-waits-then-shows-it
+        else fail tui-started-before-store-waits-then-shows-it "$(pane | head -12 | tr '\n' '|')"; fi
+    else fail tui-started-before-store-waits-then-shows-it "no waiting screen: $(pane | head -8 | tr '\n' '|')"; fi
+    T send-keys -t kw q
+    if wait_pane 'kcache-top-exited-0' 4; then ok tui-waiting-q-exits; else fail tui-waiting-q-exits "$(pane | tail -3 | tr '\n' '|')"; fi
+    T kill-server 2>/dev/null
+else echo "skip tui-started-before-store: no tmux"; fi
+
+# ---- 5c. -U after the processes exited: the store's own record, said as such (issue 28) ---------
+d9=$tmp/s9
+"$load" -d "$d9" -p 1 -t 1 -u 1 -o 1 -n 0 -R -q >"$tmp/load9" 2>&1
+unit9=load.p0.t0.u0
+"$top" -b -U "$unit9" "$d9" >"$tmp/o" 2>"$tmp/e"
+disk9=$(grep -c "hit-disk" <("$top" -b "$d9"))
+if grep -q '^  in log    hits [1-9][0-9]* (memory [0-9]* sampled, disk [1-9]' "$tmp/o" && grep -q "the store's own record" "$tmp/o" &&
+   grep -q 'processes attached while kcache-top ran' "$tmp/o"; then ok detail-after-exit-shows-store-record
+else fail detail-after-exit-shows-store-record "($disk9 disk-hit events) $(head -8 "$tmp/o" | tr '\n' '|')"; fi
 "$top" -b "$tmp/dep.h" >"$tmp/o" 2>"$tmp/e"
 rc=$?
 if [ $rc -eq 2 ] && grep -q 'not a directory' "$tmp/e"; then ok file-not-dir-exit-2; else fail file-not-dir-exit-2 "status $rc: $(cat "$tmp/e")"; fi
@@ -265,6 +313,15 @@ else fail help-lists-keys-and-exit-status "status $rc, missing:$missing"; fi
 mkdir -p "$tmp/empty"
 if snap "$tmp/empty" && grep -q 'no config.file' <<<"$snap" && grep -q '^stats .*no stats file.* processes 0' <<<"$snap"; then ok empty-dir
 else fail empty-dir "$(head -3 <<<"$snap")"; fi
+
+# kcache_load --help: what it does and every option (not only the usage line), exit 0 (issue 28)
+"$load" --help >"$tmp/o" 2>"$tmp/e"
+rc=$?
+missing=""
+for want in 'usage: kcache_load' 'load generator' '-D SECONDS' '-R ' '-S ' '-C ' '-H SECONDS' '-P PREFIX' 'Exit status'; do
+    grep -qF -- "$want" "$tmp/o" || missing="$missing [$want]"
+done
+if [ $rc -eq 0 ] && [ -z "$missing" ]; then ok load-help-explains-options; else fail load-help-explains-options "status $rc, missing:$missing"; fi
 
 # ---- 6. kcache-top never writes to the store ------------------------------------------------------
 before=$(cd "$d1" && find . -printf '%p %s %T@ %m\n' | sort; md5sum stats config.file 2>/dev/null)

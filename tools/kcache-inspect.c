@@ -7703,6 +7703,105 @@ static unsigned char *read_file(const char *path, size_t *len, char *err, size_t
     return buf;
 }
 
+/* ---- store commands: --evict-older-than, --trim, --remove-unit, --clear (issue 28) ----
+   Through the library's own calls (kcache_evict_older_than, ...), on the store opened as a program
+   opens it: its lock, its accounting kept exact, its checks (another user's store is refused). */
+enum { KI_TIDY_NONE, KI_TIDY_OLDER, KI_TIDY_TRIM, KI_TIDY_UNIT, KI_TIDY_CLEAR };
+
+/* AGE as 90s, 30m, 12h, 7d (a bare number: seconds). 1 with *secs, 0 when it is not one. */
+static int ki_parse_age(const char *s, uint64_t *secs)
+{
+    uint64_t v = 0, mul = 1;
+    const char *p = s;
+    if (!s || !*s) return 0;
+    while (*p >= '0' && *p <= '9') {
+        if (v > (UINT64_MAX - (uint64_t)(*p - '0')) / 10) return 0;
+        v = v * 10 + (uint64_t)(*p++ - '0');
+    }
+    if (p == s) return 0;
+    if (*p == 's') p++;
+    else if (*p == 'm') { mul = 60; p++; }
+    else if (*p == 'h') { mul = 3600; p++; }
+    else if (*p == 'd') { mul = 86400; p++; }
+    if (*p || (v && mul > UINT64_MAX / v)) return 0;
+    *secs = v * mul;
+    return 1;
+}
+
+static void ki_eprintf(const char *fmt, ...) KI_PRINTF(1, 2);
+static int ki_tidy(int what, const char *arg, const char *dir, int yes)
+{
+    static const char *const name[] = {"", "--evict-older-than", "--trim", "--remove-unit", "--clear"};
+    kcache_config cfg;
+    kcache *kc = NULL;
+    kcache_tidy done;
+    kcache_status s = KCACHE_EINVAL;
+    struct stat sb;
+    char why[1024], cf[4200], q[1100], shown[1100];
+    uint64_t v = 0;
+    int fd;
+    if (what == KI_TIDY_OLDER && !ki_parse_age(arg, &v)) {
+        ki_eprintf("kcache-inspect: --evict-older-than '%s' is not an age (90s, 30m, 12h, 7d)\n", arg);
+        return 2;
+    }
+    if (what == KI_TIDY_TRIM && !kcache__parse_size(arg, &v)) {
+        ki_eprintf("kcache-inspect: --trim '%s' is not a size (bytes, or with K, M, G, T as KCACHE_MAX_SIZE takes it)\n", arg);
+        return 2;
+    }
+    /* a store that is there: a mistyped DIR must not become a new, empty store */
+    if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
+        ki_eprintf("kcache-inspect: %s %s: %s\n", name[what], dir, stat(dir, &sb) != 0 ? strerror(errno) : "not a directory");
+        return 2;
+    }
+    snprintf(cf, sizeof cf, "%s/config.file", dir);
+    if (lstat(cf, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+        ki_eprintf("kcache-inspect: %s %s: not a kcache store (no config.file)\n", name[what], dir);
+        return 2;
+    }
+    kcache_config_defaults(&cfg); /* as given: no KCACHE_ENABLE=0 or KCACHE_DIR from the environment */
+    cfg.dir = dir;
+    cfg.publish = 0;
+    cfg.mem_entries = 1;
+    if ((fd = open(cf, O_RDONLY | O_CLOEXEC | O_NONBLOCK)) >= 0) { /* the store's own limit, kept as it is */
+        unsigned char h[64];
+        if (ks_pread(fd, h, sizeof h, 0) == (long long)sizeof h && memcmp(h, "KCACHECF", 8) == 0) cfg.max_size = kcache__get_u64(h + 56);
+        close(fd);
+    }
+    if (kcache_open(&kc, &cfg) != KCACHE_OK || !kc) { ki_eprintf("kcache-inspect: out of memory\n"); return 2; }
+    if (!kcache_store_in_use(kc, why, sizeof why) || why[0]) {
+        ki_eprintf("kcache-inspect: %s %s: %s\n", name[what], dir, why[0] ? why : "the store cannot be used");
+        kcache_close(kc);
+        return 2;
+    }
+    switch (what) {
+    case KI_TIDY_OLDER: s = kcache_evict_older_than(kc, v, !yes, &done); break;
+    case KI_TIDY_TRIM: s = kcache_trim(kc, v, !yes, &done); break;
+    case KI_TIDY_UNIT: s = kcache_remove_unit(kc, arg, !yes, &done); break;
+    default: s = kcache_clear(kc, !yes, &done); break;
+    }
+    if (s != KCACHE_OK) {
+        ki_eprintf("kcache-inspect: %s %s: %s\n", name[what], dir, kcache_strerror(s));
+        kcache_close(kc);
+        return 2;
+    }
+    kcache__shell_quote(q, sizeof q, dir);
+    kcache__escs(shown, sizeof shown, dir); /* a path is printed escaped, as every name from outside */
+    if (!yes) {
+        printf("would remove %llu entries (%llu bytes) from %s\n", (unsigned long long)done.entries, (unsigned long long)done.bytes, shown);
+        char qa[600];
+        kcache__shell_quote(qa, sizeof qa, what == KI_TIDY_CLEAR ? "" : arg);
+        printf("(a dry run: kcache-inspect %s%s%s --yes %s removes them)\n", name[what], what == KI_TIDY_CLEAR ? "" : " ",
+               what == KI_TIDY_CLEAR ? "" : qa, q);
+    } else {
+        kcache_stats st;
+        kcache_get_stats(kc, &st);
+        printf("removed %llu entries (%llu bytes) from %s; it now holds %llu entries, %llu bytes\n", (unsigned long long)done.entries,
+               (unsigned long long)done.bytes, shown, (unsigned long long)st.disk_entries, (unsigned long long)st.disk_bytes);
+    }
+    kcache_close(kc);
+    return fflush(stdout) != 0 ? 2 : 0;
+}
+
 /* A message on stderr, its %s and %c arguments escaped as ko_printf's (a path or unit name). */
 static void ki_eprintf(const char *fmt, ...) KI_PRINTF(1, 2);
 static void ki_eprintf(const char *fmt, ...)
@@ -7723,6 +7822,7 @@ static void usage(FILE *f)
           "       kcache-inspect --make-layer [--unit NAME]... SRC DEST   a read-only layer from a store\n"
           "       kcache-inspect [options] DIR         summary and consistency check of a kcache store\n"
           "                                            (a numba cache directory: every .nbi in it)\n"
+          "       kcache-inspect --evict-older-than AGE|--trim SIZE|--remove-unit NAME|--clear [--yes] DIR\n"
           "       kcache-inspect [options] DIR UNIT    one unit of a store: overloads, fields, dependencies\n"
           "       kcache-inspect [options] FILE.kci    the same from a kcache index file\n"
           "       kcache-inspect [options] FILE.kce    one kcache entry: header, key fields, checksums\n"
@@ -7753,13 +7853,19 @@ static void usage(FILE *f)
           "  --prune PATH...      numba: remove the index and data files numba would raise on or never\n"
           "                       use again (stale, another --numba-version, unlisted data), only inside\n"
           "                       __pycache__ or a numba cache directory; a dry run unless --yes\n"
-          "  --yes                --prune: remove, not only list\n"
+          "  --yes                --prune and the store commands: remove, not only list\n"
           "  --other-cpu          --prune: also what is compiled for another CPU than this one\n"
           "  --make-layer SRC DEST  make DEST (new, or empty) a read-only layer for KCACHE_LAYERS from the\n"
           "                       store SRC: its entries validated and copied, with their units' indexes;\n"
           "                       directories 0755, files 0644 so that other users may read it\n"
           "  --unit NAME          --make-layer: only this unit's entries (repeatable)\n"
           "  --private            --make-layer: directories 0700, files 0600 (yours alone)\n"
+          "store commands (on a store DIR; a dry run unless --yes; exit 0 done, 2 error):\n"
+          "  --evict-older-than AGE  remove the entries not used for longer than AGE (90s, 30m, 12h, 7d)\n"
+          "  --trim SIZE          remove the least recently used entries until DIR holds at most SIZE\n"
+          "                       (bytes, or with K, M, G, T, as KCACHE_MAX_SIZE takes it)\n"
+          "  --remove-unit NAME   remove every entry of unit NAME, and its index\n"
+          "  --clear              remove every entry\n"
           "  --numba              read FILE as a numba index whatever its name\n"
           "  --dump               numba: also print the decoded pickles\n"
           "  -h, --help           this text\n"
@@ -7770,7 +7876,8 @@ static void usage(FILE *f)
 int main(int argc, char **argv)
 {
     ki_opts op;
-    int i, rc, dashdash = 0, nprune = 0;
+    int i, rc, dashdash = 0, nprune = 0, tidy = KI_TIDY_NONE;
+    const char *tidy_arg = NULL;
     const char **prune = (const char **)argv + 1;   /* the positional arguments, gathered in argv's own slots */
     static const char *layer_units[256];            /* --make-layer's --unit NAMEs */
     struct stat st;
@@ -7806,6 +7913,17 @@ int main(int argc, char **argv)
         else if (strcmp(a, "--prune") == 0) op.prune = 1;
         else if (strcmp(a, "--yes") == 0) op.prune_yes = 1;
         else if (strcmp(a, "--other-cpu") == 0) op.prune_other_cpu = 1;
+        else if (strcmp(a, "--evict-older-than") == 0 || strcmp(a, "--trim") == 0 || strcmp(a, "--remove-unit") == 0 ||
+                 strcmp(a, "--clear") == 0) {
+            int w = a[2] == 'e' ? KI_TIDY_OLDER : a[2] == 't' ? KI_TIDY_TRIM : a[2] == 'r' ? KI_TIDY_UNIT : KI_TIDY_CLEAR;
+            if (tidy) { fprintf(stderr, "kcache-inspect: one store command at a time\n"); return 2; }
+            tidy = w;
+            if (w != KI_TIDY_CLEAR) {
+                if (i + 1 >= argc) { fprintf(stderr, "kcache-inspect: %s needs a value\n", a); return 2; }
+                tidy_arg = argv[++i];
+            }
+            continue;
+        }
         else if (strcmp(a, "--make-layer") == 0) op.make_layer = 1;
         else if (strcmp(a, "--private") == 0) op.private_layer = 1;
         else if (strcmp(a, "--unit") == 0) {
@@ -7842,6 +7960,10 @@ int main(int argc, char **argv)
         fwrite(o.buf ? o.buf : "", 1, o.len, stdout);
         ko_free(&o);
         return fflush(stdout) != 0 ? 2 : 0;
+    }
+    if (tidy) {
+        if (nprune != 1 || op.prune || op.make_layer) { fprintf(stderr, "kcache-inspect: a store command takes one store DIR\n"); return 2; }
+        return ki_tidy(tidy, tidy_arg, prune[0], op.prune_yes);
     }
     if ((op.nlayer_units || op.private_layer) && !op.make_layer) { fprintf(stderr, "kcache-inspect: --unit and --private go with --make-layer\n"); return 2; }
     if (op.make_layer) {
@@ -7902,6 +8024,14 @@ int main(int argc, char **argv)
         return 2;
     } else {
         int kind = 0; /* 1 numba, 2 kcache index, 3 kcache entry, 4 config.file */
+        char nbi[4096];
+        if (!op.force_numba && pr_nbc_base(op.path, nbi, sizeof nbi - 4)) { /* BASE.N.nbc: its index is BASE.nbi */
+            char q[4200];
+            strcat(nbi, ".nbi");
+            ki_eprintf("kcache-inspect: %s is a numba data file (.nbc), which holds compiled code only; pass its index: kcache-inspect %s\n",
+                    op.path, kcache__shell_quote(q, sizeof q, nbi));
+            return 2;
+        }
         if (op.force_numba || ends_with(op.path, ".nbi")) kind = 1;
         else if (ends_with(op.path, ".kci")) kind = 2;
         else if (ends_with(op.path, ".kce")) kind = 3;

@@ -17,7 +17,9 @@
  * arrows / PgUp / PgDn / Home / End scroll.
  * Batch (-b): N plain-text snapshots (-n N, default 1) on stdout, for scripts, logs and tests;
  * with -U UNIT, the unit's detail instead.
- * Exit status: 0; 2 for a usage error, a directory that is missing or cannot be read, or an
+ * Started before the store exists, it waits for DIR to appear (batch: each snapshot waits its
+ * interval, and the last says if it never came).
+ * Exit status: 0; 2 for a usage error, a directory that never appeared or cannot be read, or an
  * interactive run without a terminal.
  *
  * Build: cc -std=c99 -O2 -I. -o build/kcache-top tools/kcache-top.c -lncursesw -lpthread */
@@ -1069,7 +1071,21 @@ static void kt_detail(kt_lines *L, kt_unit *u) {
               (unsigned long long)kt_cnt(u, U_MISS), (unsigned long long)kt_cnt(u, U_PUTS), kt_bytes(kt_cnt(u, U_BYTES), b1, sizeof b1),
               kt_time(kt_last_use(u), 1, t1, sizeof t1));
     kt_push(L, &b);
-    kt_line(L, C_DIM, "            (by the processes attached while kcache-top ran)");
+    kt_line(L, C_DIM, "            (counted by the processes attached while kcache-top ran: a process that closed its cache");
+    kt_line(L, C_DIM, "            before kcache-top started leaves no per-unit count, only the totals and the event log)");
+    {
+        /* what the store's own record (DIR/stats) still holds of the unit: the event rings outlive
+           their processes; memory hits are sampled there, disk hits, misses and puts are not */
+        uint64_t n[8];
+        memset(n, 0, sizeof n);
+        for (j = 0; j < K.nev; j++)
+            if (K.ev[j].hash == u->hash && K.ev[j].kind > 0 && K.ev[j].kind < 8) n[K.ev[j].kind]++;
+        kt_line(L, 0, "  in log    hits %llu (memory %llu sampled, disk %llu)  misses %llu  puts %llu",
+                (unsigned long long)(n[KCACHE__PUB_EV_HIT_MEM] + n[KCACHE__PUB_EV_HIT_DISK]), (unsigned long long)n[KCACHE__PUB_EV_HIT_MEM],
+                (unsigned long long)n[KCACHE__PUB_EV_HIT_DISK], (unsigned long long)n[KCACHE__PUB_EV_MISS], (unsigned long long)n[KCACHE__PUB_EV_PUT]);
+        kt_line(L, C_DIM, "            (the store's own record: the events DIR/stats keeps, the last %d of each process slot,", KCACHE__PUB_EVENTS);
+        kt_line(L, C_DIM, "            those of processes that have exited included)");
+    }
     kt_lb_reset(&b);
     kt_lb_add(&b, "  last miss ");
     {
@@ -1597,6 +1613,14 @@ static void kt_render(void) {
     erase();
     if (LINES < 8 || COLS < 40) {
         mvaddstr(0, 0, "kcache-top: terminal too small");
+    } else if (K.fst.dirfd < 0) {
+        char line[600];
+        K.wall = kcache__now_ns();
+        kt_draw_title("waiting");
+        snprintf(line, sizeof line, " %.500s does not exist yet: waiting for it to appear", K.dir);
+        kt_draw(2, line, kt_attr[C_WARN], 0);
+        kt_draw(3, " (a program makes it when it first uses the store; kcache-top shows it then)", kt_attr[C_DIM], 0);
+        kt_draw(5, " q quit", kt_attr[C_DIM], 0);
     } else if (V.view == V_DETAIL) {
         kt_draw_lines(&V.detail, &V.d_top, "(unit)", " Esc back  q quit  p pause  Up Down PgUp PgDn scroll");
     } else if (V.view == V_HELP) {
@@ -1637,10 +1661,11 @@ static void kt_scroll(int key) {
     if (V.view == V_DETAIL && V.d_top > V.detail.n) V.d_top = V.detail.n;
 }
 
+static int kt_attach(void);
 static int kt_interactive(void) {
-    int quit = 0;
+    int quit = 0, rc = 0;
     long refreshes = 1;
-    kt_sample();
+    if (K.fst.dirfd >= 0) kt_sample();
     initscr();
     cbreak();
     noecho();
@@ -1688,7 +1713,9 @@ static int kt_interactive(void) {
             continue;
         }
         if (kt_mono() + 0.001 >= V.next) {
-            if (!V.paused) {
+            int was = K.fst.dirfd >= 0, at = kt_attach(); /* (waiting for the store to appear) */
+            if (at == 2) { quit = 1; rc = 2; }
+            if (at == 0 && (!V.paused || !was)) {
                 kt_sample();
                 if (V.view == V_DETAIL) kt_build_detail();
                 refreshes++;
@@ -1696,12 +1723,17 @@ static int kt_interactive(void) {
             }
             V.next += K.interval;
             if (V.next < kt_mono()) V.next = kt_mono() + K.interval;
+            if (at == 1 && K.iterations > 0 && ++refreshes >= K.iterations) quit = 1;
             kt_render();
         }
     }
     endwin();
     kt_lines_free(&V.detail);
-    return 0;
+    if (K.fst.dirfd < 0 && rc == 0) {
+        fprintf(stderr, "kcache-top: %s never appeared\n", K.dir);
+        rc = 2;
+    }
+    return rc;
 }
 
 /* ---------------------------------------------------------------------------------------------- */
@@ -1719,6 +1751,26 @@ static void kt_eprintf(const char *fmt, ...) {
     ktext_free(&t);
 }
 
+/* Opens the store directory once it is there: 0 attached; 1 not there yet (kcache-top was started
+   before the first program that uses the store: it waits); 2 an error, said on stderr. */
+static int kt_attach(void) {
+    struct stat sb;
+    DIR *dp;
+    if (K.fst.dirfd >= 0) return 0;
+    if (stat(K.dir, &sb) != 0) {
+        if (errno == ENOENT) return 1;
+        kt_eprintf("kcache-top: %s: %s\n", K.dir, strerror(errno));
+        return 2;
+    }
+    if (!S_ISDIR(sb.st_mode)) { kt_eprintf("kcache-top: %s: not a directory\n", K.dir); return 2; }
+    if ((dp = opendir(K.dir)) == NULL) { kt_eprintf("kcache-top: %s: cannot read it: %s\n", K.dir, strerror(errno)); return 2; }
+    closedir(dp);
+    K.fst.dirfd = open(K.dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (K.fst.dirfd < 0) { kt_eprintf("kcache-top: %s: cannot open it: %s\n", K.dir, strerror(errno)); return 2; }
+    K.fst.uid = (uint32_t)sb.st_uid; /* the store's owner is whom its files are trusted from */
+    return 0;
+}
+
 static void kt_usage(FILE *f) {
     size_t i;
     fprintf(f, "usage: kcache-top [-b] [-n N] [-d SECONDS] [-s hits|misses|size|last] [-U UNIT] [-a] [DIR]\n"
@@ -1733,14 +1785,14 @@ static void kt_usage(FILE *f) {
                "keys (interactive):\n");
     for (i = 0; i < sizeof kt_keys / sizeof kt_keys[0]; i++) fprintf(f, "%s\n", kt_keys[i]);
     fprintf(f, "kcache-top only reads DIR: it never writes, locks or repairs anything there.\n"
-               "exit status: 0; 2 for a usage error, a directory that is missing or cannot be read, or an\n"
+               "Started before DIR exists, it waits for it to appear (batch: each snapshot waits -d).\n"
+               "exit status: 0; 2 for a usage error, a directory that never appeared or cannot be read, or an\n"
                "  interactive run without a terminal\n");
 }
 
 int main(int argc, char **argv) {
     int i, s;
     const char *dir = NULL;
-    struct stat sb;
     struct sigaction sa;
     kcache_config cfg;
     memset(&K, 0, sizeof K);
@@ -1791,24 +1843,13 @@ int main(int argc, char **argv) {
     } else {
         strcpy(K.dir, dir);
     }
-    if (stat(K.dir, &sb) != 0) {
-        kt_eprintf("kcache-top: %s: %s\n", K.dir, errno == ENOENT ? "no such directory" : strerror(errno));
-        return 2;
-    }
-    if (!S_ISDIR(sb.st_mode)) { kt_eprintf("kcache-top: %s: not a directory\n", K.dir); return 2; }
-    K.fst.dirfd = open(K.dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    K.fst.tmpfd = K.fst.cffd = -1; /* (no lock file: it only reads) */
+    K.fst.dirfd = K.fst.tmpfd = K.fst.cffd = -1; /* (no lock file: it only reads) */
     K.fst.dir = K.dir;
-    K.fst.uid = (uint32_t)sb.st_uid; /* the store's owner is whom its files are trusted from */
     K.fst.readonly = 1;
     kcache__mutex_init(&K.fst.shard_mutex);
-    if (K.fst.dirfd < 0) { kt_eprintf("kcache-top: %s: cannot open it: %s\n", K.dir, strerror(errno)); return 2; }
-    {
-        DIR *dp = opendir(K.dir);
-        if (!dp) { kt_eprintf("kcache-top: %s: cannot read it: %s\n", K.dir, strerror(errno)); return 2; }
-        closedir(dp);
-    }
     if (K.detail_unit && !K.batch) { fprintf(stderr, "kcache-top: -U is for batch mode (-b); interactively, press Enter on a unit\n"); return 2; }
+    if ((s = kt_attach()) == 2) return 2;
+    if (s == 1 && !K.batch) kt_eprintf("kcache-top: %s does not exist yet; waiting for it (a program makes it when it first uses the store)\n", K.dir);
     K.domain = kcache__pub_domain();
     K.ev = (kt_event *)malloc(KT_EVENTS * sizeof *K.ev);
     if (!K.ev) return 1;
@@ -1824,9 +1865,16 @@ int main(int argc, char **argv) {
         for (it = 1; it <= n; it++) {
             kt_lines L;
             size_t j;
-            kt_sample();
             memset(&L, 0, sizeof L);
-            if (K.detail_unit) {
+            if ((s = kt_attach()) == 2) return 2;
+            if (s == 1) {
+                char t1[48];
+                K.wall = kcache__now_ns();
+                kt_line(&L, 0, "kcache-top snapshot %d of %d  %s  dir %s", (int)it, (int)n, kt_time(K.wall, 1, t1, sizeof t1), K.dir);
+                if (it < n) kt_line(&L, 0, "store      none yet: %s does not exist; waiting for a program to make it", K.dir);
+                else kt_line(&L, 0, "store      never appeared: %s still does not exist after %ld snapshot(s)", K.dir, n);
+            } else if (K.detail_unit) {
+                kt_sample();
                 kt_unit *u = kt_find_unit(K.detail_unit);
                 if (u) kt_detail(&L, u);
                 else {
@@ -1839,12 +1887,14 @@ int main(int argc, char **argv) {
                     kt_detail(&L, &tmp);
                 }
             } else {
+                kt_sample();
                 kt_snapshot(&L, (int)it, (int)n);
             }
             for (j = 0; j < L.n; j++) kt_print_plain(stdout, L.v[j]);
             if (it < n) printf("\n");
             fflush(stdout);
             kt_lines_free(&L);
+            if (s == 1 && it == n) return 2; /* the store never came */
             if (it < n) {
                 double until = kt_mono() + K.interval;
                 while (kt_mono() < until) kcache__sleep_us((unsigned)((until - kt_mono()) * 1e6) + 1);
