@@ -9557,8 +9557,8 @@ static KCACHE__UNUSED void kcache__pub_get_name(const uint64_t *w, size_t cap, c
         memcpy(buf + i * 8, &v, 8);
     }
     buf[i * 8] = 0;
-    for (n = 0; n < i * 8 && buf[n]; n++)
-        if (buf[n] < 32 || buf[n] == 127) buf[n] = '?'; /* shared memory: printable whatever it holds */
+    for (n = 0; n < i * 8 && buf[n]; n++) { /* (a name as it was given: the tools print it escaped) */
+    }
     if (!out_cap) return;
     if (n >= out_cap) n = out_cap - 1;
     memcpy(out, buf, n);

@@ -296,7 +296,7 @@ else
     got=
     for _ in $(seq 100); do
         got=$(tmux -L "$sock" capture-pane -p -t kt 2>/dev/null)
-        grep -q -F 'plain' <<<"$got" && break
+        grep -q -F 'ev\x1b[2J' <<<"$got" && grep -q -F ' plain ' <<<"$got" && break  # (both lists drawn)
         sleep 0.1
     done
     tmux -L "$sock" send-keys -t kt q

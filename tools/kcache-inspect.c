@@ -7826,7 +7826,9 @@ static void usage(FILE *f)
           "       kcache-inspect [options] DIR UNIT    one unit of a store: overloads, fields, dependencies\n"
           "       kcache-inspect [options] FILE.kci    the same from a kcache index file\n"
           "       kcache-inspect [options] FILE.kce    one kcache entry: header, key fields, checksums\n"
-          "options:\n"
+          , f);
+    /* (two strings: C99 compilers need take no string longer than 4095 bytes) */
+    fputs("options:\n"
           "  --json               the same facts as JSON\n"
           "  --verify             kcache: read every entry whole and check every checksum\n"
           "  --stamp POLICY       kcache: judge dependency stamps by mtime, content or hybrid\n"
