@@ -612,7 +612,10 @@ KCACHE_API kcache_status kcache_remove(kcache *kc, const kcache_key *k);
 KCACHE_API size_t kcache_explain(kcache *kc, const kcache_key *k, char *buf, size_t cap);
 
 /* Single flight: when many threads or processes miss the same key at once, one builds, the rest
-   wait for it. build returns 0 on success with *out allocated by KCACHE_MALLOC (kcache takes it). */
+   wait for it. build returns 0 on success with *out allocated by KCACHE_MALLOC (kcache takes it).
+   A build that returns 0 with *out NULL and a size other than 0 is refused as kcache_put refuses
+   it (KCACHE_EINVAL, nothing stored); the threads and processes waiting for it treat it as any
+   failed build: one of them builds next. */
 typedef int (*kcache_build_fn)(void *user, void **out, size_t *out_size);
 KCACHE_API kcache_status kcache_get_or_build(kcache *kc, const kcache_key *k, kcache_build_fn build,
                                              void *user, const void **data, size_t *size);
@@ -11353,6 +11356,11 @@ static kcache_status kcache__run_build(kcache *kc, kcache_build_fn build, void *
     }
     *out = NULL;
     if (rc != 0) { KCACHE_FREE(p); return KCACHE_EBUILD; }
+    /* what kcache_put refuses: no bytes for a size; a failed build for every waiter (they build) */
+    if (!p && n) {
+        KCACHE__DEBUG(kc, "build returned 0 with no payload for %zu bytes; nothing stored (KCACHE_EINVAL)", n);
+        return KCACHE_EINVAL;
+    }
     *out = kcache__blob_copy(kc, p, n);
     KCACHE_FREE(p);
     return *out ? KCACHE_OK : KCACHE_ENOMEM;
