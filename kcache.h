@@ -600,7 +600,10 @@ KCACHE_API kcache_status kcache_get(kcache *kc, const kcache_key *k, const void 
 /* Gives back a payload from kcache_get / kcache_get_or_build; every successful get is released once. */
 KCACHE_API void kcache_release(kcache *kc, const void *data);
 
-/* Stores a payload (copied) under a key, replacing what the key held. */
+/* Stores a payload (copied) under a key, replacing what the key held. KCACHE_MEM_SIZE is a hard
+   cap: an entry larger than the whole memory budget is written to the store (whatever KCACHE_WRITE
+   says) and not kept in memory; in a memory-only cache it is then cached nowhere (KCACHE_ETOOBIG).
+   The same holds for entries a lookup brings from the store, a layer or the remote. */
 KCACHE_API kcache_status kcache_put(kcache *kc, const kcache_key *k, const void *data, size_t size);
 
 /* Removes a key from memory and from the store (and the remote). KCACHE_MISS if it was not there.
@@ -10112,6 +10115,17 @@ KCACHE_API void kcache_close(kcache *kc) {
     }
 }
 
+/* What a node for a record of rec_len bytes and blob b holds (what KCACHE_MEM_SIZE counts): the node
+   and its record, the blob's header, alignment slack and bytes up to the payload's end (an entry
+   read from disk keeps its header before the payload). */
+static size_t kcache__node_mem(size_t rec_len, const kcache__blob *b) {
+    return sizeof(kcache__node) + rec_len + KCACHE__BLOB_HDR + KCACHE__PAYLOAD_ALIGN - 1 +
+           (size_t)(b->data + b->size - ((const unsigned char *)b + KCACHE__BLOB_HDR));
+}
+/* Whether an entry holding mem bytes may stay in memory: KCACHE_MEM_SIZE is a hard cap, so one
+   larger than the whole budget is never kept (it lives in the store, or nowhere). */
+static int kcache__mem_fits(const kcache *kc, size_t mem) { return !kc->cfg.mem_size || (uint64_t)mem <= kc->cfg.mem_size; }
+
 /* A new node for a key and a blob (which it takes over); its record is rec (rec_len bytes) when
    given, else the key's own. */
 static kcache__node *kcache__node_new_rec(kcache *kc, const unsigned char *rec, size_t rec_len, const kcache_key *k, kcache__blob *b) {
@@ -10128,10 +10142,7 @@ static kcache__node *kcache__node_new_rec(kcache *kc, const unsigned char *rec, 
     n->digest = k->digest;
     n->unit_hash = kcache_hash(k->unit, strlen(k->unit)).lo;
     n->blob = b;
-    /* what the allocations hold: the node and its record, the blob's header, alignment slack and
-       bytes up to the payload's end (an entry read from disk keeps its header before the payload) */
-    n->mem = sizeof *n + rec_len + KCACHE__BLOB_HDR + KCACHE__PAYLOAD_ALIGN - 1 +
-             (size_t)(b->data + b->size - kcache__blob_bytes(b));
+    n->mem = kcache__node_mem(rec_len, b);
     return n;
 }
 static kcache__node *kcache__node_new(kcache *kc, const kcache_key *k, kcache__blob *b) { return kcache__node_new_rec(kc, NULL, 0, k, b); }
@@ -10393,7 +10404,7 @@ static void kcache__incomplete_miss(kcache *kc, const kcache_key *k) {
    unless the key was put or removed while it was read: the caller gets what it read, memory keeps
    what the put left. Returns what must be released after unlocking. */
 static kcache__node *kcache__keep_read(kcache *kc, kcache__node *nn, kcache__blob *b, uint64_t gen, int64_t now) {
-    if (nn && (kcache__lru_find(&kc->lru, nn->digest) || kcache__changed_since(kc, nn->digest, gen))) {
+    if (nn && (kcache__lru_find(&kc->lru, nn->digest) || kcache__changed_since(kc, nn->digest, gen) || !kcache__mem_fits(kc, nn->mem))) {
         nn->blob = NULL;
         kcache__node_free(nn);
         nn = NULL;
@@ -11030,19 +11041,23 @@ static kcache_status kcache__put_blob(kcache *kc, const kcache_key *k, kcache__b
     return s;
 }
 static kcache_status kcache__put_blob_key(kcache *kc, const kcache_key *k, kcache__blob *b, int through, kcache_status *remote) {
-    kcache__node *n, *gone;
+    kcache__node *n = NULL, *gone;
     kcache_status s = KCACHE_OK, rs = KCACHE_EDISABLED;
-    through = through || kc->cfg.write_policy == KCACHE_WRITE_THROUGH;
+    /* an entry over the whole memory budget is never kept in memory: written through to the store
+       whatever KCACHE_WRITE says (with evict, memory alone would have held it, then lost it) */
+    int fits = kcache__mem_fits(kc, kcache__node_mem(kcache__record_size(k), b));
+    through = through || kc->cfg.write_policy == KCACHE_WRITE_THROUGH || !fits;
     if (kc->store && through) {
         kcache__store_ev ev;
         memset(&ev, 0, sizeof ev);
         s = kcache__store_put(kc->store, k, b->data, b->size, &ev);
         kcache__store_stats(kc, &ev, s);
         if (s == KCACHE_ETOOBIG)
-            KCACHE__DEBUG(kc, "put %s: %zu bytes is over the store limit of %llu bytes; kept in memory only", k->unit,
-                          b->size, (unsigned long long)kc->cfg.max_size);
+            KCACHE__DEBUG(kc, "put %s: %zu bytes is over the store limit of %llu bytes; %s", k->unit,
+                          b->size, (unsigned long long)kc->cfg.max_size, fits ? "kept in memory only" : "not kept in memory either");
         else if (s != KCACHE_OK)
-            KCACHE__DEBUG(kc, "put %s: the store refused it (%s); kept in memory only", k->unit, kcache_strerror(s));
+            KCACHE__DEBUG(kc, "put %s: the store refused it (%s); %s", k->unit, kcache_strerror(s),
+                          fits ? "kept in memory only" : "not kept in memory either");
     }
     if (kc->remote && !kc->remote->ro) {
         kcache__remote_ev ev;
@@ -11051,19 +11066,32 @@ static kcache_status kcache__put_blob_key(kcache *kc, const kcache_key *k, kcach
         kcache__remote_stats(kc, &ev);
     }
     if (remote) *remote = rs;
-    n = kcache__node_new(kc, k, b);
-    if (!n) { kcache__blob_unref(b); return s == KCACHE_OK ? KCACHE_ENOMEM : s; }
-    n->dirty = kc->store && !through;
-    n->touched_ns = kcache__now_ns();
+    if (fits) {
+        n = kcache__node_new(kc, k, b);
+        if (!n) { kcache__blob_unref(b); return s == KCACHE_OK ? KCACHE_ENOMEM : s; }
+        n->dirty = kc->store && !through;
+        n->touched_ns = kcache__now_ns();
+    } else if (!kc->store && rs != KCACHE_OK) {
+        s = KCACHE_ETOOBIG; /* kept nowhere */
+    }
     kcache__mutex_lock(&kc->lock);
     kc->stats.puts++;
     kc->stats.bytes_written += b->size;
     kcache__pub_put(&kc->pub, k->unit, b->size, s);
     kcache__note_change(kc, k->digest);
-    gone = kcache__lru_add(kc, n);
+    if (n) gone = kcache__lru_add(kc, n);
+    else if ((gone = kcache__lru_find(&kc->lru, k->digest)) != NULL) { /* what the key held before goes */
+        kcache__lru_detach(&kc->lru, gone);
+        gone->hnext = NULL;
+        gone->dirty = 0;
+    }
     kcache__mutex_unlock(&kc->lock);
     kcache__release_nodes(kc, gone);
-    if (kc->cfg.debug) KCACHE__DEBUG(kc, "put %s (%zu bytes)", k->unit, b->size);
+    if (!n) {
+        KCACHE__DEBUG(kc, "put %s (%zu bytes): over the memory budget of %llu bytes; not kept in memory%s", k->unit, b->size,
+                      (unsigned long long)kc->cfg.mem_size, s == KCACHE_ETOOBIG ? " (memory only: not cached)" : "");
+        kcache__blob_unref(b);
+    } else if (kc->cfg.debug) KCACHE__DEBUG(kc, "put %s (%zu bytes)", k->unit, b->size);
     return s;
 }
 

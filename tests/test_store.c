@@ -1669,6 +1669,98 @@ static void write_policy_evict(void) {
     tdir_rm(dir);
 }
 
+/* KCACHE_MEM_SIZE is a hard cap (issue 24): an entry larger than the whole memory budget is stored
+   on disk (KCACHE_OK) and never kept in memory, whichever path brought it (a put, a disk hit, a
+   layer hit, KCACHE_WRITE=evict, which writes it through); a payload handed out stays valid until
+   released. */
+static void mem_cap_get(kcache *kc, const char *unit, uint32_t id, size_t n, uint64_t budget, const char *what) {
+    kcache_key k;
+    const void *d = NULL;
+    size_t sz = 0;
+    kcache_stats st;
+    mkkey(&k, unit, id);
+    KT_CHECK_MSG(kcache_get(kc, &k, &d, &sz) == KCACHE_OK, "%s: the get misses", what);
+    kcache_get_stats(kc, &st);
+    KT_CHECK_MSG(st.mem_bytes <= budget, "%s: mem_bytes %llu over the budget %llu while the payload is held", what,
+                 (unsigned long long)st.mem_bytes, (unsigned long long)budget);
+    KT_CHECK_MSG(d && pl_exact(d, sz, id, 1, n), "%s: wrong payload", what);
+    if (d) kcache_release(kc, d);
+    kcache_key_free(&k);
+}
+static void mem_cap(void) {
+    char dir[256], layer[256];
+    kcache_config c;
+    kcache *kc = NULL;
+    kcache_stats st;
+    uint64_t budget = 16u << 20;
+    tdir_new(dir, sizeof dir);
+    /* the issue's case: KCACHE_MEM_SIZE 16 MiB, a 64 MiB put */
+    cfg_for(&c, dir, 0, 64);
+    c.mem_size = budget;
+    if (kcache_open(&kc, &c) != KCACHE_OK || !kc || !kcache_dir(kc)) { KT_FAILF("open"); tdir_rm(dir); return; }
+    KT_CHECK(put_pl(kc, "cap", 1, 1, 64u << 20) == KCACHE_OK);
+    kcache_get_stats(kc, &st);
+    KT_CHECK_MSG(st.mem_bytes <= budget, "a 64 MiB put against 16 MiB: mem_bytes %llu", (unsigned long long)st.mem_bytes);
+    KT_CHECK_EQ_U64(st.disk_entries, 1);
+    mem_cap_get(kc, "cap", 1, 64u << 20, budget, "first get");
+    mem_cap_get(kc, "cap", 1, 64u << 20, budget, "second get");
+    kcache_get_stats(kc, &st);
+    KT_CHECK_EQ_U64(st.hits_mem, 0);
+    KT_CHECK_EQ_U64(st.hits_disk, 2); /* the disk hit was not kept in memory either */
+    /* two payloads of the big entry held at once, then the key replaced by a small one: both stay valid */
+    {
+        kcache_key k;
+        const void *a = NULL, *b = NULL;
+        size_t an = 0, bn = 0;
+        mkkey(&k, "cap", 1);
+        KT_CHECK(kcache_get(kc, &k, &a, &an) == KCACHE_OK && kcache_get(kc, &k, &b, &bn) == KCACHE_OK);
+        KT_CHECK(put_pl(kc, "cap", 1, 2, 1000) == KCACHE_OK);
+        KT_CHECK(a && pl_exact(a, an, 1, 1, 64u << 20) && b && pl_exact(b, bn, 1, 1, 64u << 20));
+        if (a) kcache_release(kc, a);
+        if (b) kcache_release(kc, b);
+        KT_CHECK(get_exact(kc, "cap", 1, 2, 1000) == 1);
+        /* and a small entry in memory replaced by a big one: memory must not serve the small one */
+        KT_CHECK(put_pl(kc, "cap", 1, 1, 20u << 20) == KCACHE_OK);
+        KT_CHECK(get_exact(kc, "cap", 1, 1, 20u << 20) == 1);
+        kcache_key_free(&k);
+    }
+    kcache_close(kc);
+    kc = NULL;
+
+    /* KCACHE_WRITE=evict keeps entries in memory until they are evicted: one over the budget is
+       written through at once (memory would have dropped it, lost) */
+    cfg_for(&c, dir, 0, 64);
+    c.mem_size = 1u << 20;
+    c.write_policy = KCACHE_WRITE_EVICT;
+    if (kcache_open(&kc, &c) != KCACHE_OK || !kc || !kcache_dir(kc)) { KT_FAILF("open (evict)"); tdir_rm(dir); return; }
+    KT_CHECK(put_pl(kc, "capev", 2, 1, 4u << 20) == KCACHE_OK);
+    KT_CHECK_MSG(entry_exists(dir, "capev", 2), "write-evict: the entry over the budget is not in the store");
+    KT_CHECK(put_pl(kc, "capev", 3, 1, 1000) == KCACHE_OK);
+    KT_CHECK_MSG(!entry_exists(dir, "capev", 3), "write-evict: a small entry was written at once");
+    mem_cap_get(kc, "capev", 2, 4u << 20, 1u << 20, "write-evict get");
+    kcache_close(kc);
+    kc = NULL;
+
+    /* a layer hit larger than the budget: served, copied into the store, not kept in memory */
+    tdir_new(layer, sizeof layer);
+    kc = open_store(layer, 0, 64);
+    if (kc) { KT_CHECK(put_pl(kc, "caply", 4, 1, 4u << 20) == KCACHE_OK); kcache_close(kc); }
+    kc = NULL;
+    cfg_for(&c, dir, 0, 64);
+    c.mem_size = 1u << 20;
+    c.layers = layer;
+    if (kcache_open(&kc, &c) != KCACHE_OK || !kc) { KT_FAILF("open (layer)"); tdir_rm(dir); tdir_rm(layer); return; }
+    mem_cap_get(kc, "caply", 4, 4u << 20, 1u << 20, "layer hit");
+    mem_cap_get(kc, "caply", 4, 4u << 20, 1u << 20, "after the layer hit");
+    kcache_get_stats(kc, &st);
+    KT_CHECK_EQ_U64(st.hits_layer, 1);
+    KT_CHECK_EQ_U64(st.hits_disk, 1);
+    KT_CHECK_EQ_U64(st.hits_mem, 0);
+    kcache_close(kc);
+    tdir_rm(layer);
+    tdir_rm(dir);
+}
+
 /* ============================================================================================ */
 /* degradation: the caller's work goes on                                                        */
 /* ============================================================================================ */
@@ -2477,6 +2569,7 @@ int main(void) {
     RUN(eviction_full_bucket);
     RUN(eviction_concurrent);
     RUN(write_policy_evict);
+    RUN(mem_cap);
     RUN(readonly_store);
     RUN(readonly_mount);
     RUN(enospc);
