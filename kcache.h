@@ -119,7 +119,8 @@
        sticky; the store and each level in it (e/, its shards, i/, tmp/) must be the caller's and
        writable by no one else (never a sticky world-writable one; a shard is checked when the
        process first uses it, so a hit pays no system call for it). One of kcache's own levels
-       whose mode alone is wrong is made 0700 again unless another user put something in it. Only a
+       whose mode alone is wrong is made 0700 again; one holding another user's file keeps its loose
+       mode and is refused at every open until its owner removes that file. Only a
        kcache store is written (empty, kcache's names only, or its config.file); nothing but
        kcache's own files is ever deleted or replaced (the temp sweep removes only regular files of
        the caller's with the names kcache's writers make), and files of another user are never
@@ -2381,16 +2382,21 @@ static unsigned kcache__r_u8(kcache__rbuf *r) { const unsigned char *at = kcache
 static uint16_t kcache__r_u16(kcache__rbuf *r) { const unsigned char *at = kcache__r_take(r, 2); return at ? kcache__get_u16(at) : 0; }
 static uint64_t kcache__r_u64(kcache__rbuf *r) { const unsigned char *at = kcache__r_take(r, 8); return at ? kcache__get_u64(at) : 0; }
 
-/* Formats a message into a caller's buffer (used for "why" texts; cut to fit, always terminated). */
+static char *kcache__esc(char *out, size_t cap, const void *s, size_t n);
+/* Formats a message into a caller's buffer (used for "why" texts; cut to fit, always terminated),
+   escaped whole (see below): the paths and names it carries came from outside. */
 #if defined(__GNUC__) || defined(__clang__)
 __attribute__((format(printf, 3, 4)))
 #endif
 static void kcache__say(char *out, size_t cap, const char *fmt, ...) {
+    char raw[1024];
     va_list ap;
+    int n;
     if (!out || !cap) return;
     va_start(ap, fmt);
-    vsnprintf(out, cap, fmt, ap);
+    n = vsnprintf(raw, sizeof raw, fmt, ap);
     va_end(ap);
+    kcache__esc(out, cap, raw, n < 0 ? 0 : (size_t)n < sizeof raw ? (size_t)n : sizeof raw - 1);
 }
 
 
@@ -7557,13 +7563,18 @@ static int kcache__level_open(kcache__store *st, int parent, const char *shown, 
     }
     bad = kcache__level_problem(st, &s);
     if (bad && !st->readonly && s.uid == st->uid && s.kind == KCACHE__KIND_DIR && (!st->shared || s.gid == st->gid)) {
-        /* ours, only the mode wrong: closed to others first, then nothing of theirs may be in it */
+        /* ours, only the mode wrong: closed to others first, then nothing of theirs may be in it.
+           When something is, the level gets its loose mode back: it stays refused at every open
+           (a mode kcache had tightened would pass the next open with her file inside) until its
+           owner removes what is not theirs; kcache never deletes another user's file. */
         const char *foreign;
+        unsigned was = s.perm & 07777;
         if (kcache__io_chmod(fd, st->shared ? 02770 : 0700) == 0 && kcache__io_fstat(fd, &s) == 0 &&
             !kcache__level_problem(st, &s)) {
             if ((foreign = kcache__foreign_in(st, fd, other, sizeof other)) == NULL) return fd;
-            kcache__say(why, cap, "%s/%s was %s and holds %s, which is not yours; refusing the store (memory only)", shown, name,
-                        bad, foreign);
+            kcache__io_chmod(fd, was);
+            kcache__say(why, cap, "%s/%s is %s and holds %s, which is not yours; refusing the store (memory only) until "
+                        "what is not yours is removed from it", shown, name, bad, foreign);
             kcache__io_close(fd);
             errno = EPERM;
             return -1;
@@ -9184,12 +9195,14 @@ static KCACHE__UNUSED int kcache__pub_valid(const unsigned char *h, uint64_t fil
 __attribute__((format(printf, 2, 3)))
 #endif
 static void kcache__pub_say(const kcache__pub *p, const char *fmt, ...) {
-    char line[600];
+    char raw[600], line[1200];
     va_list ap;
+    int n;
     if (!p->debug) return;
     va_start(ap, fmt);
-    vsnprintf(line, sizeof line, fmt, ap);
+    n = vsnprintf(raw, sizeof raw, fmt, ap);
     va_end(ap);
+    kcache__esc(line, sizeof line, raw, n < 0 ? 0 : (size_t)n < sizeof raw ? (size_t)n : sizeof raw - 1); /* as kcache__log */
     if (p->log) p->log(p->log_user, line);
     else fprintf(stderr, "kcache: %s\n", line);
 }
@@ -9586,12 +9599,18 @@ static void kcache__lower_open(kcache *kc);
    moves to the child's own handle and tries again (never returned to the caller). */
 #define KCACHE__FORKED KCACHE_STATUS_COUNT
 
+/* Every line is escaped whole before it leaves (the DESIGN's escaping rule): a unit, field or file
+   name, a path or a server's reply in any message then can neither start a line of its own (a forged
+   "kcache: hit disk ...") nor reach a terminal as a control sequence, and a new message cannot
+   forget it. kcache's own words are printable ASCII, which escaping leaves as they are. */
 static void kcache__log(const kcache_config *cfg, const char *fmt, ...) {
-    char line[1024];
+    char raw[1024], line[2048];
     va_list ap;
+    int n;
     va_start(ap, fmt);
-    vsnprintf(line, sizeof line, fmt, ap);
+    n = vsnprintf(raw, sizeof raw, fmt, ap);
     va_end(ap);
+    kcache__esc(line, sizeof line, raw, n < 0 ? 0 : (size_t)n < sizeof raw ? (size_t)n : sizeof raw - 1);
     if (cfg && cfg->log) cfg->log(cfg->log_user, line);
     else fprintf(stderr, "kcache: %s\n", line);
 }
@@ -9980,7 +9999,7 @@ KCACHE_API int kcache_store_in_use(const kcache *kc, char *why, size_t cap) {
     if (why && cap) why[0] = 0;
     if (!kc) return 0;
     if (kc->store) return 1;
-    if (why && cap) snprintf(why, cap, "%s", kc->store_why);
+    if (why && cap) kcache__escs(why, cap, kc->store_why); /* (built escaped; escaping again changes nothing) */
     return 0;
 }
 
@@ -10168,14 +10187,37 @@ static int kcache__unit_in_memory(const kcache *kc, const kcache_key *k) {
 
 /* ---- explaining a lookup ---- */
 
-typedef struct kcache__sb { char *p; size_t cap, len; } kcache__sb; /* snprintf-style appender */
+/* snprintf-style appender: len counts the whole text, p holds what fits (NUL-terminated, cut at a
+   whole character). Everything appended is escaped as kcache__log escapes a line (kcache_explain
+   shows unit names, file names and layer paths). */
+typedef struct kcache__sb { char *p; size_t cap, len; } kcache__sb;
 static void kcache__sb_add(kcache__sb *b, const char *fmt, ...) {
-    va_list ap;
+    char small[512], *raw = small;
+    const unsigned char *r;
+    va_list ap, again;
     int n;
+    size_t i = 0;
     va_start(ap, fmt);
-    n = vsnprintf(b->len < b->cap ? b->p + b->len : NULL, b->len < b->cap ? b->cap - b->len : 0, fmt, ap);
+    va_copy(again, ap);
+    n = vsnprintf(small, sizeof small, fmt, ap);
+    if (n >= (int)sizeof small && (raw = (char *)KCACHE_MALLOC((size_t)n + 1)) != NULL) vsnprintf(raw, (size_t)n + 1, fmt, again);
+    else if (!raw) { raw = small; n = (int)sizeof small - 1; }
+    va_end(again);
     va_end(ap);
-    if (n > 0) b->len += (size_t)n;
+    r = (const unsigned char *)raw;
+    while (n > 0 && i < (size_t)n) {
+        char one[11];
+        size_t used, l = kcache__esc_char(r + i, (size_t)n - i, one, &used);
+        if (b->len + l < b->cap) {
+            memcpy(b->p + b->len, one, l);
+            b->p[b->len + l] = 0;
+        } else if (b->len < b->cap) {
+            b->p[b->len] = 0; /* the first character that does not fit: the text stops here */
+        }
+        b->len += l;
+        i += used;
+    }
+    if (raw != small) KCACHE_FREE(raw);
 }
 
 static void kcache__sb_time(kcache__sb *b, int64_t ns) {

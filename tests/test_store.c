@@ -1761,6 +1761,86 @@ static void mem_cap(void) {
     tdir_rm(dir);
 }
 
+/* Every name kcache was given is printed escaped (issues 24, 25): a unit, a dependency's path, the
+   store's path, in the debug log, kcache_explain and kcache_store_in_use. Printed raw, these would
+   forge a whole "kcache: hit disk ..." line, retitle or clear a terminal, reorder the text. */
+static int raw_bytes(const char *s, int lines) { /* a byte that is not printable ASCII ('\n' between log lines) */
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if ((c < 0x20 && !(lines && c == '\n')) || c >= 0x7f) return 1;
+    }
+    return 0;
+}
+static void escaped_names(void) {
+    static const char unit[] = "u\nkcache: hit disk forged (1 bytes)\x1b]0;pwn\x07\xff\xe2\x80\xae";
+    char dir[256], bad[400], dep[600], buf[2048];
+    logcap *lg = (logcap *)malloc(sizeof *lg);
+    kcache_config c;
+    kcache *kc = NULL;
+    kcache_key k;
+    const void *d;
+    size_t n;
+    FILE *f;
+    tdir_new(dir, sizeof dir);
+    logcap_init(lg);
+    snprintf(dep, sizeof dep, "%s/dep\n\x1b[2J.h", dir);
+    f = fopen(dep, "w");
+    if (f) { fputs("int x;\n", f); fclose(f); }
+    snprintf(bad, sizeof bad, "%s/store", dir);
+    cfg_for(&c, bad, 0, 64);
+    c.debug = 1;
+    c.log = log_cb;
+    c.log_user = lg;
+    if (kcache_open(&kc, &c) != KCACHE_OK || !kc || !kcache_dir(kc)) { KT_FAILF("open"); free(lg); tdir_rm(dir); return; }
+    kcache_key_init(&k, unit);
+    kcache_key_file(&k, "dep", dep);
+    KT_CHECK(kcache_put(kc, &k, "x", 1) == KCACHE_OK);
+    KT_CHECK(kcache_get(kc, &k, &d, &n) == KCACHE_OK);
+    if (d) kcache_release(kc, d);
+    kcache_explain(kc, &k, buf, sizeof buf);
+    KT_CHECK_MSG(!raw_bytes(buf, 0) && strstr(buf, "\\x0akcache: hit disk forged") && strstr(buf, "\\u{202e}"), "explain of a hit: %s", buf);
+    f = fopen(dep, "a"); /* the dependency changes: a stamp miss that names its file */
+    if (f) { fputs("int y;\n", f); fclose(f); }
+    kcache_key_free(&k);
+    kcache_key_init(&k, unit);
+    kcache_key_file(&k, "dep", dep);
+    kcache_explain(kc, &k, buf, sizeof buf);
+    KT_CHECK_MSG(!raw_bytes(buf, 0) && strstr(buf, "\\x1b[2J.h"), "explain of a stamp miss: %s", buf);
+    KT_CHECK(kcache_get(kc, &k, &d, &n) == KCACHE_MISS);
+    kcache_remove(kc, &k); /* (its debug line names the unit too) */
+    kcache_explain(kc, &k, buf, sizeof buf);
+    KT_CHECK_MSG(!raw_bytes(buf, 0), "explain of a miss: %s", buf);
+    kcache_key_free(&k);
+    kcache_close(kc);
+    pthread_mutex_lock(&lg->mu);
+    KT_CHECK_MSG(strstr(lg->buf, "hit memory u\\x0akcache: hit disk forged") != NULL, "the debug log: %s", lg->buf);
+    KT_CHECK_MSG(!raw_bytes(lg->buf, 1) && !strstr(lg->buf, "\nkcache: hit disk forged") && strncmp(lg->buf, "kcache: hit", 11) != 0,
+                 "a unit name reached the debug log raw: %s", lg->buf);
+    pthread_mutex_unlock(&lg->mu);
+    /* a store path of the caller's own, refused (writable by others): its name in every message */
+    snprintf(bad, sizeof bad, "%s/s\x1b[31m\nkcache: hit disk forged", dir);
+    mkdir(bad, 0777);
+    chmod(bad, 0777);
+    logcap_init(lg);
+    cfg_for(&c, bad, 0, 64);
+    c.debug = 1;
+    c.log = log_cb;
+    c.log_user = lg;
+    kc = NULL;
+    if (kcache_open(&kc, &c) != KCACHE_OK || !kc) { KT_FAILF("open (refused)"); free(lg); tdir_rm(dir); return; }
+    KT_CHECK(kcache_dir(kc) == NULL);
+    KT_CHECK(kcache_store_in_use(kc, buf, sizeof buf) == 0);
+    KT_CHECK_MSG(!raw_bytes(buf, 0) && strstr(buf, "\\x1b[31m\\x0akcache"), "kcache_store_in_use: %s", buf);
+    kcache_key_init(&k, "plain");
+    kcache_explain(kc, &k, buf, sizeof buf);
+    kcache_key_free(&k);
+    KT_CHECK_MSG(!raw_bytes(buf, 0) && strstr(buf, "\\x1b[31m"), "explain with the store refused: %s", buf);
+    kcache_close(kc);
+    KT_CHECK_MSG(!raw_bytes(lg->buf, 1) && strstr(lg->buf, "\\x1b[31m\\x0akcache"), "the refusal in the debug log: %s", lg->buf);
+    free(lg);
+    tdir_rm(dir);
+}
+
 /* ============================================================================================ */
 /* degradation: the caller's work goes on                                                        */
 /* ============================================================================================ */
@@ -2570,6 +2650,7 @@ int main(void) {
     RUN(eviction_concurrent);
     RUN(write_policy_evict);
     RUN(mem_cap);
+    RUN(escaped_names);
     RUN(readonly_store);
     RUN(readonly_mount);
     RUN(enospc);
