@@ -503,7 +503,8 @@ typedef struct kcache kcache; /* an open cache; every call on it is thread-safe 
 KCACHE_API kcache_status kcache_open(kcache **out, const kcache_config *cfg);
 
 /* Flushes what is not yet written (KCACHE_WRITE=evict) and frees everything. Payloads still held
-   by callers must have been released before. NULL is ignored. */
+   by callers must have been released before. NULL is ignored. Any later call on kc is a misuse: a
+   debug build says so (KCACHE_CHECKS); a release build's behaviour is undefined. */
 KCACHE_API void kcache_close(kcache *kc);
 
 /* The directory of the persistent store in use, or NULL when the cache is memory only. */
@@ -601,7 +602,9 @@ KCACHE_API void kcache_key_free(kcache_key *k);
    an error status also means "compile it". */
 KCACHE_API kcache_status kcache_get(kcache *kc, const kcache_key *k, const void **data, size_t *size);
 
-/* Gives back a payload from kcache_get / kcache_get_or_build; every successful get is released once. */
+/* Gives back a payload from kcache_get / kcache_get_or_build; every successful get is released once,
+   through the kcache that handed it out (data NULL: nothing happens). A second release, or one
+   through another kcache, is a misuse: a debug build reports it and does nothing (KCACHE_CHECKS). */
 KCACHE_API void kcache_release(kcache *kc, const void *data);
 
 /* Stores a payload (copied) under a key, replacing what the key held. KCACHE_MEM_SIZE is a hard
