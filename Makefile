@@ -208,6 +208,8 @@ fuzz-smoke: $(addprefix $(B)/,$(FUZZERS))
 
 # ---- benchmarks (ratios against the floor or a peer measured in the same run) ----
 BENCH_CFLAGS := -O2 -g
+# what ships: a release build (NDEBUG), without the debug build's misuse checks (KCACHE_CHECKS)
+BENCH_CFLAGS += -DNDEBUG
 $(B)/ref_sse2.o: bench/ref_xxh3.c | $(B)
 	$(CC) -O3 -DREF_NAME=ref_sse2 -I. -c -o $@ $<
 $(B)/ref_avx2.o: bench/ref_xxh3.c | $(B)

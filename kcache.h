@@ -11129,8 +11129,10 @@ KCACHE_API kcache_status kcache_get(kcache *kc, const kcache_key *k, const void 
     kcache_status s;
     kcache *h;
     int tries = 0;
-    if (data) *data = NULL;
+#if KCACHE_CHECKS
+    if (data) *data = NULL; /* (kcache__get_once does it for the calls that reach it) */
     if (size) *size = 0;
+#endif
     KCACHE__CHECK_KC(kc, "kcache_get", KCACHE_EINVAL);
     KCACHE__CHECK_KEY(kc, k, "kcache_get", KCACHE_EINVAL);
     do {
@@ -11856,8 +11858,10 @@ KCACHE_API kcache_status kcache_get_or_build(kcache *kc, const kcache_key *k, kc
     kcache_status s;
     kcache *h;
     int tries = 0;
-    if (data) *data = NULL;
+#if KCACHE_CHECKS
+    if (data) *data = NULL; /* (kcache__get_or_build does it for the calls that reach it) */
     if (size) *size = 0;
+#endif
     KCACHE__CHECK_KC(kc, "kcache_get_or_build", KCACHE_EINVAL);
     KCACHE__CHECK_KEY(kc, k, "kcache_get_or_build", KCACHE_EINVAL);
     do {
