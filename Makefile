@@ -14,6 +14,8 @@ SAN     := -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-om
 # one test program per layer; each runs plain and under ASan+UBSan (and, through scripts/memcheck.sh,
 # under valgrind memcheck and ThreadSanitizer)
 CTESTS  := test_hash test_host test_key test_lru test_threads test_store test_flight test_index test_exchange test_hostile test_backend
+# misuse of the API caught in a debug build (KCACHE_ASSERT overridden to count), plain and under ASan
+CTESTS  += test_misuse
 TOOLS   := $(B)/kcache-inspect $(B)/kcache-top
 CURSES  := $(shell pkg-config --libs ncursesw 2>/dev/null || echo -lncursesw)
 EXAMPLES = $(B)/demo_cc $(B)/opencl_saxpy $(B)/opencl_many $(B)/opencl_demo $(B)/kcache_load $(NVRTC_EX) $(VK_EX)
@@ -254,6 +256,8 @@ fuzz-smoke: $(addprefix $(B)/,$(FUZZERS))
 
 # ---- benchmarks (ratios against the floor or a peer measured in the same run) ----
 BENCH_CFLAGS := -O2 -g
+# what ships: a release build (NDEBUG), without the debug build's misuse checks (KCACHE_CHECKS)
+BENCH_CFLAGS += -DNDEBUG
 $(B)/ref_sse2.o: bench/ref_xxh3.c | $(B)
 	$(CC) -O3 -DREF_NAME=ref_sse2 -I. -c -o $@ $<
 $(B)/ref_avx2.o: bench/ref_xxh3.c | $(B)

@@ -42,6 +42,9 @@
        KCACHE_STATIC       make every function static (two copies in one program)
        KCACHE_MALLOC, KCACHE_REALLOC, KCACHE_FREE    allocator (all three or none)
        KCACHE_ASSERT       assertion used for programming errors in debug builds (default assert)
+       KCACHE_CHECKS       1: catch misuse (a payload released twice or by another kcache, a call on a
+                           closed kcache, a freed key): one message through the log, then
+                           KCACHE_ASSERT; default 1 unless NDEBUG (see the README's "Misuse")
        optional parts, each with its library:
        KCACHE_OPENCL       kcache_cl_build, kcache_cl_key                       -lOpenCL
        KCACHE_REDIS        the built-in Redis remote tier (hiredis >= 0.14; POSIX) -lhiredis
@@ -415,7 +418,8 @@ typedef struct kcache kcache; /* an open cache; every call on it is thread-safe 
 KCACHE_API kcache_status kcache_open(kcache **out, const kcache_config *cfg);
 
 /* Flushes what is not yet written (KCACHE_WRITE=evict) and frees everything. Payloads still held
-   by callers must have been released before. NULL is ignored. */
+   by callers must have been released before. NULL is ignored. Any later call on kc is a misuse: a
+   debug build says so (KCACHE_CHECKS); a release build's behaviour is undefined. */
 KCACHE_API void kcache_close(kcache *kc);
 
 /* The directory of the persistent store in use, or NULL when the cache is memory only. */
@@ -514,10 +518,15 @@ KCACHE_API void kcache_key_free(kcache_key *k);
    an error status also means "compile it". */
 KCACHE_API kcache_status kcache_get(kcache *kc, const kcache_key *k, const void **data, size_t *size);
 
-/* Gives back a payload from kcache_get / kcache_get_or_build; every successful get is released once. */
+/* Gives back a payload from kcache_get / kcache_get_or_build; every successful get is released once,
+   through the kcache that handed it out (data NULL: nothing happens). A second release, or one
+   through another kcache, is a misuse: a debug build reports it and does nothing (KCACHE_CHECKS). */
 KCACHE_API void kcache_release(kcache *kc, const void *data);
 
-/* Stores a payload (copied) under a key, replacing what the key held. */
+/* Stores a payload (copied) under a key, replacing what the key held. KCACHE_MEM_SIZE is a hard
+   cap: an entry larger than the whole memory budget is written to the store (whatever KCACHE_WRITE
+   says) and not kept in memory; in a memory-only cache it is then cached nowhere (KCACHE_ETOOBIG).
+   The same holds for entries a lookup brings from the store, a layer or the remote. */
 KCACHE_API kcache_status kcache_put(kcache *kc, const kcache_key *k, const void *data, size_t size);
 
 /* Removes a key from memory and from the store (and the remote). KCACHE_MISS if it was not there.
@@ -529,7 +538,10 @@ KCACHE_API kcache_status kcache_remove(kcache *kc, const kcache_key *k);
 KCACHE_API size_t kcache_explain(kcache *kc, const kcache_key *k, char *buf, size_t cap);
 
 /* Single flight: when many threads or processes miss the same key at once, one builds, the rest
-   wait for it. build returns 0 on success with *out allocated by KCACHE_MALLOC (kcache takes it). */
+   wait for it. build returns 0 on success with *out allocated by KCACHE_MALLOC (kcache takes it).
+   A build that returns 0 with *out NULL and a size other than 0 is refused as kcache_put refuses
+   it (KCACHE_EINVAL, nothing stored); the threads and processes waiting for it treat it as any
+   failed build: one of them builds next. */
 typedef int (*kcache_build_fn)(void *user, void **out, size_t *out_size);
 KCACHE_API kcache_status kcache_get_or_build(kcache *kc, const kcache_key *k, kcache_build_fn build,
                                              void *user, const void **data, size_t *size);
@@ -775,6 +787,14 @@ KCACHE_API kcache_status kcache_clear(kcache *kc, int dry_run, kcache_tidy *done
 #ifndef KCACHE_ASSERT
 #include <assert.h>
 #define KCACHE_ASSERT(x) assert(x)
+#endif
+/* Misuse checks (>>cache, "misuse"): debug builds only, so a release build's calls cost what they did. */
+#ifndef KCACHE_CHECKS
+#ifdef NDEBUG
+#define KCACHE_CHECKS 0
+#else
+#define KCACHE_CHECKS 1
+#endif
 #endif
 
 #if defined(_WIN32)
@@ -2083,6 +2103,11 @@ typedef struct kcache__memo {
 #define KCACHE__MEMO_WAYS 4
 #define KCACHE__MEMO_SETS 128
 
+#if KCACHE_CHECKS
+#define KCACHE__LIVE_SLOTS 1024 /* open handles tracked at once (debug builds); more are not checked */
+#define KCACHE__CLOSED_RING 16  /* closed handles whose log a call on them still reaches */
+#endif
+
 static struct kcache__registry {
     uint32_t lock;             /* 0, or the pid of the process whose thread holds the registry */
     uint32_t pid;              /* the process the list of lock files belongs to */
@@ -2091,6 +2116,13 @@ static struct kcache__registry {
     uint64_t memo_clock;
     kcache__memo memo[KCACHE__MEMO_SETS * KCACHE__MEMO_WAYS];
     uint32_t simd;             /* the hash's SIMD paths this CPU and OS run (kcache__cpu_simd); 0: not asked */
+#if KCACHE_CHECKS
+    /* the open handles (see kcache__kc_ok): a table read without the lock, changed under it */
+    void *live[KCACHE__LIVE_SLOTS];
+    uint32_t live_count, live_untracked;
+    struct { const void *kc; kcache_log_fn log; void *log_user; } closed[KCACHE__CLOSED_RING];
+    unsigned closed_next;
+#endif
 } kcache__reg;
 
 static void kcache__reg_lock(void) {
@@ -2403,16 +2435,21 @@ static unsigned kcache__r_u8(kcache__rbuf *r) { const unsigned char *at = kcache
 static uint16_t kcache__r_u16(kcache__rbuf *r) { const unsigned char *at = kcache__r_take(r, 2); return at ? kcache__get_u16(at) : 0; }
 static uint64_t kcache__r_u64(kcache__rbuf *r) { const unsigned char *at = kcache__r_take(r, 8); return at ? kcache__get_u64(at) : 0; }
 
-/* Formats a message into a caller's buffer (used for "why" texts; cut to fit, always terminated). */
+static char *kcache__esc(char *out, size_t cap, const void *s, size_t n);
+/* Formats a message into a caller's buffer (used for "why" texts; cut to fit, always terminated),
+   escaped whole (see below): the paths and names it carries came from outside. */
 #if defined(__GNUC__) || defined(__clang__)
 __attribute__((format(printf, 3, 4)))
 #endif
 static void kcache__say(char *out, size_t cap, const char *fmt, ...) {
+    char raw[1024];
     va_list ap;
+    int n;
     if (!out || !cap) return;
     va_start(ap, fmt);
-    vsnprintf(out, cap, fmt, ap);
+    n = vsnprintf(raw, sizeof raw, fmt, ap);
     va_end(ap);
+    kcache__esc(out, cap, raw, n < 0 ? 0 : (size_t)n < sizeof raw ? (size_t)n : sizeof raw - 1);
 }
 
 
@@ -4660,12 +4697,23 @@ KCACHE_API const char *kcache_reason_name(kcache_reason r) {
 static const kcache_key_field *kcache__key_fields(const kcache_key *k) { return k->heap ? k->heap : k->inline_fields; }
 static kcache_key_field *kcache__key_fields_w(kcache_key *k) { return k->heap ? k->heap : k->inline_fields; }
 
+/* A public call starts with these (KCACHE_CHECKS): on misuse (said, then asserted) it returns ret. */
+#if KCACHE_CHECKS
+static int kcache__kc_ok(const void *kc, const char *call);
+static int kcache__key_ok(const kcache *kc, const kcache_key *k, const char *call);
+#define KCACHE__CHECK_KC(kc, call, ret) do { if ((kc) && !kcache__kc_ok((kc), call)) return ret; } while (0)
+#define KCACHE__CHECK_KEY(kc, k, call, ret) do { if (!kcache__key_ok((kc), (k), call)) return ret; } while (0)
+#else
+#define KCACHE__CHECK_KC(kc, call, ret) do { } while (0)
+#define KCACHE__CHECK_KEY(kc, k, call, ret) do { } while (0)
+#endif
+
 /* A key passed to the library must have been initialised and not freed; in debug builds a
-   violation is an assertion (it is a programming error), otherwise the call fails cleanly. */
+   violation is reported, naming the call, and asserted (KCACHE__CHECK_KEY), otherwise the call fails
+   cleanly. */
 static int kcache__key_usable(const kcache_key *k) {
     if (!k) return 0;
-    KCACHE_ASSERT(k->magic == KCACHE__KEY_LIVE && "kcache_key used before kcache_key_init or after kcache_key_free");
-    return k->magic == KCACHE__KEY_LIVE;
+    return k->magic == KCACHE__KEY_LIVE; /* (debug builds: each public call said which, KCACHE__CHECK_KEY) */
 }
 
 static int kcache__printable(unsigned char c) { return c >= 0x20 && c < 0x7f; }
@@ -4813,6 +4861,7 @@ KCACHE_API kcache_status kcache_key_init(kcache_key *k, const char *unit) {
 KCACHE_API kcache_status kcache_key_bytes(kcache_key *k, const char *name, const void *p, size_t n) {
     kcache_key_field *f;
     kcache_status s;
+    KCACHE__CHECK_KEY(NULL, k, "kcache_key_bytes", KCACHE_EINVAL);
     if (!p && n) return k && kcache__key_usable(k) ? kcache__key_fail(k, KCACHE_EINVAL) : KCACHE_EINVAL;
     s = kcache__key_slot(k, name, KCACHE_FIELD_BYTES, &f);
     if (s != KCACHE_OK) return s;
@@ -4827,6 +4876,7 @@ KCACHE_API kcache_status kcache_key_str(kcache_key *k, const char *name, const c
     kcache_key_field *f;
     kcache_status st;
     size_t n;
+    KCACHE__CHECK_KEY(NULL, k, "kcache_key_str", KCACHE_EINVAL);
     if (!s) return k && kcache__key_usable(k) ? kcache__key_fail(k, KCACHE_EINVAL) : KCACHE_EINVAL;
     st = kcache__key_slot(k, name, KCACHE_FIELD_STR, &f);
     if (st != KCACHE_OK) return st;
@@ -4840,7 +4890,9 @@ KCACHE_API kcache_status kcache_key_str(kcache_key *k, const char *name, const c
 KCACHE_API kcache_status kcache_key_u64(kcache_key *k, const char *name, uint64_t v) {
     kcache_key_field *f;
     unsigned char le[8];
-    kcache_status s = kcache__key_slot(k, name, KCACHE_FIELD_U64, &f);
+    kcache_status s;
+    KCACHE__CHECK_KEY(NULL, k, "kcache_key_u64", KCACHE_EINVAL);
+    s = kcache__key_slot(k, name, KCACHE_FIELD_U64, &f);
     if (s != KCACHE_OK) return s;
     kcache__put_u64(le, v);
     f->size = 8;
@@ -4911,6 +4963,7 @@ KCACHE_API kcache_status kcache_key_file(kcache_key *k, const char *name, const 
     kcache__finfo fi;
     kcache_status s;
     size_t n, skip;
+    KCACHE__CHECK_KEY(NULL, k, "kcache_key_file", KCACHE_EINVAL);
     if (!path || !path[0]) return k && kcache__key_usable(k) ? kcache__key_fail(k, KCACHE_EINVAL) : KCACHE_EINVAL;
     s = kcache__key_slot(k, name, KCACHE_FIELD_FILE, &f);
     if (s != KCACHE_OK) return s;
@@ -5024,6 +5077,7 @@ static int kcache__module_path(const void *address, char *out, size_t cap) {
 KCACHE_API kcache_status kcache_key_library(kcache_key *k, const char *name, const void *address) {
     char *path;
     kcache_status s;
+    KCACHE__CHECK_KEY(NULL, k, "kcache_key_library", KCACHE_EINVAL);
     if (!kcache__key_usable(k)) return KCACHE_EINVAL;
     if (!address) return kcache__key_fail(k, KCACHE_EINVAL);
     if ((path = (char *)KCACHE_MALLOC(KCACHE__PATH_MAX)) == NULL) return kcache__key_fail(k, KCACHE_ENOMEM);
@@ -5065,6 +5119,7 @@ static kcache_status kcache__key_add_host(kcache_key *k, const kcache__host *h) 
 KCACHE_API kcache_status kcache_key_host(kcache_key *k) {
     kcache__host *h;
     kcache_status s;
+    KCACHE__CHECK_KEY(NULL, k, "kcache_key_host", KCACHE_EINVAL);
     if (!kcache__key_usable(k)) return KCACHE_EINVAL;
     h = (kcache__host *)KCACHE_MALLOC(sizeof *h);
     if (!h) return kcache__key_fail(k, KCACHE_ENOMEM);
@@ -5076,6 +5131,7 @@ KCACHE_API kcache_status kcache_key_host(kcache_key *k) {
 
 KCACHE_API kcache_hash128 kcache_key_digest(const kcache_key *k) {
     kcache_hash128 zero = {0, 0};
+    KCACHE__CHECK_KEY(NULL, k, "kcache_key_digest", zero);
     if (!kcache__key_usable(k)) return zero;
     return k->digest;
 }
@@ -7714,14 +7770,20 @@ static int kcache__level_open(kcache__store *st, int parent, const char *shown, 
     }
     bad = kcache__level_problem(st, &s);
     if (bad && !st->readonly && s.uid == st->uid && s.kind == KCACHE__KIND_DIR && (!st->shared || s.gid == st->gid)) {
-        /* ours, only the mode wrong: closed to others first, then nothing of theirs may be in it */
+        /* ours, only the mode wrong: closed to others first, then nothing of theirs may be in it.
+           When something is, the level gets its loose mode back: it stays refused at every open
+           (a mode kcache had tightened would pass the next open with her file inside) until its
+           owner removes what is not theirs; kcache never deletes another user's file. */
         const char *foreign;
+        unsigned was = s.perm & 07777;
         if (kcache__io_chmod(fd, st->shared ? 02770 : 0700) == 0 && kcache__io_fstat(fd, &s) == 0 &&
             !kcache__level_problem(st, &s)) {
             if ((foreign = kcache__foreign_in(st, fd, other, sizeof other)) == NULL) return fd;
             char in[512];
+            kcache__io_chmod(fd, was); /* as it was: what is not yours stays where the owner can see it */
             snprintf(in, sizeof in, "%s/%s/%s", shown, name, foreign);
-            kcache__say(why, cap, "%s/%s was %s and holds %s, which is not yours; refusing the store; to fix (as root or its owner): rm -r %s",
+            kcache__say(why, cap, "%s/%s is %s and holds %s, which is not yours; refusing the store until what is not yours is "
+                        "removed from it; to fix (as root or its owner): rm -r %s",
                         shown, name, bad, foreign, kcache__shell_quote(fix, sizeof fix, in));
             kcache__io_close(fd);
             errno = EPERM;
@@ -9720,12 +9782,14 @@ static KCACHE__UNUSED int kcache__pub_valid(const unsigned char *h, uint64_t fil
 __attribute__((format(printf, 2, 3)))
 #endif
 static void kcache__pub_say(const kcache__pub *p, const char *fmt, ...) {
-    char line[600];
+    char raw[600], line[1200];
     va_list ap;
+    int n;
     if (!p->debug) return;
     va_start(ap, fmt);
-    vsnprintf(line, sizeof line, fmt, ap);
+    n = vsnprintf(raw, sizeof raw, fmt, ap);
     va_end(ap);
+    kcache__esc(line, sizeof line, raw, n < 0 ? 0 : (size_t)n < sizeof raw ? (size_t)n : sizeof raw - 1); /* as kcache__log */
     if (p->log) p->log(p->log_user, line);
     else fprintf(stderr, "kcache: %s\n", line);
 }
@@ -10143,6 +10207,11 @@ struct kcache {
     kcache__store *layers[KCACHE__LAYERS_MAX]; /* the read-only layers (KCACHE_LAYERS), in search order */
     int nlayers;
     char layers_why[400];        /* why the first layer left out was (missing, refused) */
+#if KCACHE_CHECKS
+    struct kcache__held *held;   /* payloads handed out and not yet released (debug builds) */
+    size_t held_cap, held_count; /* held_cap: a power of two, 0 before the first */
+    int held_untracked;          /* the table could not grow: releases are not checked any more */
+#endif
 };
 static void kcache__lower_open(kcache *kc);
 
@@ -10150,12 +10219,18 @@ static void kcache__lower_open(kcache *kc);
    moves to the child's own handle and tries again (never returned to the caller). */
 #define KCACHE__FORKED KCACHE_STATUS_COUNT
 
+/* Every line is escaped whole before it leaves (the DESIGN's escaping rule): a unit, field or file
+   name, a path or a server's reply in any message then can neither start a line of its own (a forged
+   "kcache: hit disk ...") nor reach a terminal as a control sequence, and a new message cannot
+   forget it. kcache's own words are printable ASCII, which escaping leaves as they are. */
 static void kcache__log(const kcache_config *cfg, const char *fmt, ...) {
-    char line[1024];
+    char raw[1024], line[2048];
     va_list ap;
+    int n;
     va_start(ap, fmt);
-    vsnprintf(line, sizeof line, fmt, ap);
+    n = vsnprintf(raw, sizeof raw, fmt, ap);
     va_end(ap);
+    kcache__esc(line, sizeof line, raw, n < 0 ? 0 : (size_t)n < sizeof raw ? (size_t)n : sizeof raw - 1);
     if (cfg && cfg->log) cfg->log(cfg->log_user, line);
     else fprintf(stderr, "kcache: %s\n", line);
 }
@@ -10170,6 +10245,174 @@ static void kcache__log(const kcache_config *cfg, const char *fmt, ...) {
 #define KCACHE__REMOTE(kc) ((kcache__remote *)NULL)
 #else
 #define KCACHE__REMOTE(kc) ((kc)->remote)
+#endif
+
+/* ---- misuse (KCACHE_CHECKS: debug builds) ------------------------------------------------------
+   What a debug build catches before any damage, each with one message naming the call (through the
+   log, stderr without one) and then KCACHE_ASSERT; the call then does nothing (returns an error):
+   - a call on a closed kcache: the registry keeps the set of open handles (a table read without a
+     lock), so a closed handle is recognised without reading its freed memory; the last
+     KCACHE__CLOSED_RING closed ones are remembered with their log, to say it there.
+   - kcache_release of a payload this kcache did not hand out, or released already: each handle
+     keeps the payloads it handed out (a table under its lock), so the payload's memory is read
+     only once the table vouches for it.
+   - a key freed (kcache_key_free) or never initialised.
+   What no check can catch: a handle whose address a later kcache_open got again (it is open
+   again); a payload handed out twice and released twice by one holder (the second holder's
+   release is then the one reported); a call racing with kcache_close in another thread; a key on
+   the heap used after free(). Release builds (NDEBUG) compile all of it out. */
+#if KCACHE_CHECKS
+#if defined(__GNUC__) || defined(__clang__)
+__attribute__((format(printf, 3, 4)))
+#endif
+static void kcache__misuse(kcache_log_fn log, void *log_user, const char *fmt, ...) {
+    kcache_config cfg;
+    char line[600];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    memset(&cfg, 0, sizeof cfg);
+    cfg.log = log;
+    cfg.log_user = log_user;
+    kcache__log(&cfg, "%s", line);
+    KCACHE_ASSERT(0 && "kcache: misuse of the API (the message before says which call)");
+}
+static size_t kcache__live_at(const void *kc) { return (size_t)(((uintptr_t)kc >> 4) * 0x9E3779B97F4A7C15ull >> 40) & (KCACHE__LIVE_SLOTS - 1); }
+#define KCACHE__LIVE_GONE ((void *)&kcache__reg.live) /* a slot whose handle was closed (never a handle) */
+static int kcache__live_find(const void *kc) {
+    size_t i, at = kcache__live_at(kc);
+    for (i = 0; i < KCACHE__LIVE_SLOTS; i++) {
+        void *v = kcache__atomic_load_ptr((void *const *)&kcache__reg.live[(at + i) & (KCACHE__LIVE_SLOTS - 1)]);
+        if (v == kc) return 1;
+        if (!v) return 0;
+    }
+    return 0;
+}
+static void kcache__live_add(kcache *kc) {
+    size_t i, at = kcache__live_at(kc);
+    kcache__reg_lock();
+    for (i = 0; i < KCACHE__LIVE_SLOTS; i++) {
+        void **slot = &kcache__reg.live[(at + i) & (KCACHE__LIVE_SLOTS - 1)];
+        if (!*slot || *slot == KCACHE__LIVE_GONE) {
+            kcache__atomic_store_ptr(slot, kc);
+            kcache__reg.live_count++;
+            break;
+        }
+    }
+    if (i == KCACHE__LIVE_SLOTS) kcache__reg.live_untracked++; /* full: calls on handles not found are not judged */
+    kcache__reg_unlock();
+}
+static void kcache__live_remove(kcache *kc) {
+    size_t i, at = kcache__live_at(kc);
+    unsigned r;
+    kcache__reg_lock();
+    for (i = 0; i < KCACHE__LIVE_SLOTS; i++) {
+        void **slot = &kcache__reg.live[(at + i) & (KCACHE__LIVE_SLOTS - 1)];
+        if (*slot == kc) {
+            kcache__atomic_store_ptr(slot, KCACHE__LIVE_GONE);
+            if (--kcache__reg.live_count == 0) /* none open: nothing to find, so no closed slot to step over */
+                for (i = 0; i < KCACHE__LIVE_SLOTS; i++) kcache__atomic_store_ptr(&kcache__reg.live[i], NULL);
+            break;
+        }
+        if (!*slot) { if (kcache__reg.live_untracked) kcache__reg.live_untracked--; break; }
+    }
+    r = kcache__reg.closed_next++ % KCACHE__CLOSED_RING;
+    kcache__reg.closed[r].kc = kc;
+    kcache__reg.closed[r].log = kc->cfg.log;
+    kcache__reg.closed[r].log_user = kc->cfg.log_user;
+    kcache__reg_unlock();
+}
+/* Whether kc (not NULL) is an open handle; when it is not, says so (misuse) and returns 0. */
+static int kcache__kc_ok(const void *kc, const char *call) {
+    kcache_log_fn log = NULL;
+    void *log_user = NULL;
+    unsigned i;
+    int closed = 0, untracked;
+    if (KCACHE__LIKELY(kcache__live_find(kc))) return 1;
+    kcache__reg_lock();
+    for (i = 0; i < KCACHE__CLOSED_RING; i++) {
+        unsigned r = (kcache__reg.closed_next - 1 - i) % KCACHE__CLOSED_RING; /* the newest first */
+        if (kcache__reg.closed[r].kc == kc) {
+            log = kcache__reg.closed[r].log;
+            log_user = kcache__reg.closed[r].log_user;
+            closed = 1;
+            break;
+        }
+    }
+    untracked = kcache__reg.live_untracked != 0;
+    kcache__reg_unlock();
+    if (closed) kcache__misuse(log, log_user, "%s: called on a kcache that was closed (kcache_close); nothing done", call);
+    else if (!untracked) kcache__misuse(NULL, NULL, "%s: %p is not an open kcache (closed long ago, or never opened); nothing done", call, kc);
+    return untracked && !closed;
+}
+/* A key that kcache_key_init made and kcache_key_free did not free; else misuse. */
+static int kcache__key_ok(const kcache *kc, const kcache_key *k, const char *call) {
+    if (!k || KCACHE__LIKELY(k->magic == KCACHE__KEY_LIVE)) return 1;
+    kcache__misuse(kc ? kc->cfg.log : NULL, kc ? kc->cfg.log_user : NULL, "%s: the kcache_key %s; nothing done", call,
+                   k->magic == KCACHE__KEY_DEAD ? "was freed (kcache_key_free)" : "was never initialised (kcache_key_init)");
+    return 0;
+}
+
+/* The payloads a handle handed out: data pointer and how many times (open addressing, under kc->lock). */
+typedef struct kcache__held { const void *data; size_t n; } kcache__held;
+static size_t kcache__held_at(const kcache *kc, const void *p) { return (size_t)(((uintptr_t)p >> 4) * 0x9E3779B97F4A7C15ull >> 32) & (kc->held_cap - 1); }
+static void kcache__held_add(kcache *kc, const void *data) {
+    size_t i;
+    kcache__mutex_lock(&kc->lock);
+    if (!kc->held_untracked && (kc->held_count + 1) * 2 > kc->held_cap) { /* grow: at most half full */
+        size_t cap = kc->held_cap ? kc->held_cap * 2 : 64, j;
+        kcache__held *t = (kcache__held *)kcache__mem_alloc(&kc->mem, cap * sizeof *t), *old = kc->held;
+        if (!t) kc->held_untracked = 1;
+        else {
+            memset(t, 0, cap * sizeof *t);
+            kc->held = t;
+            kc->held_cap = cap;
+            for (j = 0; old && j < cap / 2; j++) {
+                if (!old[j].data) continue;
+                for (i = kcache__held_at(kc, old[j].data); t[i].data; i = (i + 1) & (cap - 1)) {
+                }
+                t[i] = old[j];
+            }
+            kcache__mem_free(&kc->mem, old);
+        }
+    }
+    if (!kc->held_untracked) {
+        for (i = kcache__held_at(kc, data); kc->held[i].data && kc->held[i].data != data; i = (i + 1) & (kc->held_cap - 1)) {
+        }
+        if (!kc->held[i].data) { kc->held[i].data = data; kc->held_count++; }
+        kc->held[i].n++;
+    }
+    kcache__mutex_unlock(&kc->lock);
+}
+/* Takes one hand-out of data back: 1, or 0 when kc did not hand it out (or it was released); -1
+   when not known (the table could not grow). */
+static int kcache__held_take(kcache *kc, const void *data) {
+    size_t i, j, k;
+    int r = 0;
+    kcache__mutex_lock(&kc->lock);
+    if (kc->held_untracked) r = -1;
+    else if (kc->held_cap) {
+        for (i = kcache__held_at(kc, data); kc->held[i].data && kc->held[i].data != data; i = (i + 1) & (kc->held_cap - 1)) {
+        }
+        if (kc->held[i].data) r = 1;
+        if (r == 1 && --kc->held[i].n == 0) { /* gone: the entries after it in its run move back (linear probing) */
+            kc->held[i].data = NULL;
+            kc->held_count--;
+            for (j = (i + 1) & (kc->held_cap - 1); kc->held[j].data; j = (j + 1) & (kc->held_cap - 1)) {
+                k = kcache__held_at(kc, kc->held[j].data);
+                if ((j > i && (k <= i || k > j)) || (j < i && k <= i && k > j)) {
+                    kc->held[i] = kc->held[j];
+                    kc->held[j].data = NULL;
+                    kc->held[j].n = 0;
+                    i = j;
+                }
+            }
+        }
+    }
+    kcache__mutex_unlock(&kc->lock);
+    return r;
+}
 #endif
 
 /* A size: digits with an optional K, M, G or T (powers of 1024), optionally followed by B or iB. */
@@ -10504,6 +10747,9 @@ KCACHE_API kcache_status kcache_open(kcache **out, const kcache_config *cfg) {
     kcache__say_relative(kc, cfg->dir, kc->cfg.layers);
     if (kc->cfg.enable) kcache__lower_open(kc);
     kcache__mem_free(&kc->mem, t);
+#if KCACHE_CHECKS
+    kcache__live_add(kc);
+#endif
     *out = kc;
     return KCACHE_OK;
 }
@@ -10608,17 +10854,23 @@ static int kcache__lock_live(kcache *kc) {
     return 0;
 }
 
-KCACHE_API const char *kcache_dir(const kcache *kc) { return kc ? kc->dir : NULL; }
+KCACHE_API const char *kcache_dir(const kcache *kc) {
+    KCACHE__CHECK_KC(kc, "kcache_dir", NULL);
+    return kc ? kc->dir : NULL;
+}
 
 KCACHE_API int kcache_store_in_use(const kcache *kc, char *why, size_t cap) {
     if (why && cap) why[0] = 0;
+    KCACHE__CHECK_KC(kc, "kcache_store_in_use", 0);
     if (!kc) return 0;
     if (kc->store && !kc->store->readonly) return 1;
-    if (why && cap) snprintf(why, cap, "%s", kc->store_why);
+    if (why && cap) kcache__escs(why, cap, kc->store_why); /* (built escaped; escaping again changes nothing) */
     return kc->store ? 1 : 0; /* read-only: in use for hits, and why says puts stay in memory */
 }
 
 KCACHE_API kcache_status kcache_key_host_from(kcache_key *k, const kcache *kc) {
+    KCACHE__CHECK_KC(kc, "kcache_key_host_from", KCACHE_EINVAL);
+    KCACHE__CHECK_KEY(kc, k, "kcache_key_host_from", KCACHE_EINVAL);
     if (!kc) return kcache_key_host(k);
     if (!kcache__key_usable(k)) return KCACHE_EINVAL;
     return kcache__key_add_host(k, &kc->host);
@@ -10720,11 +10972,15 @@ static void kcache__release_nodes(kcache *kc, kcache__node *list) {
 KCACHE_API void kcache_close(kcache *kc) {
     kcache__node *n, *all = NULL;
     if (!kc) return;
+    KCACHE__CHECK_KC(kc, "kcache_close", );
     if (kcache__pid() != kc->pid) { /* a forked child: closes its own kcache, leaves its parent's copy */
         kcache *f = (kcache *)kcache__atomic_load_ptr((void *const *)&kc->fwd);
         if (f && f->pid == kcache__pid()) kcache_close(f);
         return;
     }
+#if KCACHE_CHECKS
+    kcache__live_remove(kc); /* from here on a call on kc is said to be on a closed kcache */
+#endif
     kcache__mutex_lock(&kc->lock);
     while ((n = kc->lru.head.next) != &kc->lru.head) {
         kcache__lru_detach(&kc->lru, n);
@@ -10745,10 +11001,24 @@ KCACHE_API void kcache_close(kcache *kc) {
     {
         kcache__mem al = kc->mem;
         kcache__mem_free(&al, kc->lru.buckets);
+#if KCACHE_CHECKS
+        kcache__mem_free(&al, kc->held);
+#endif
         kcache__mutex_destroy(&kc->lock);
         kcache__mem_free(&al, kc);
     }
 }
+
+/* What a node for a record of rec_len bytes and blob b holds (what KCACHE_MEM_SIZE counts): the node
+   and its record, the blob's header, alignment slack and bytes up to the payload's end (an entry
+   read from disk keeps its header before the payload). */
+static size_t kcache__node_mem(size_t rec_len, const kcache__blob *b) {
+    return sizeof(kcache__node) + rec_len + KCACHE__BLOB_HDR + KCACHE__PAYLOAD_ALIGN - 1 +
+           (size_t)(b->data + b->size - ((const unsigned char *)b + KCACHE__BLOB_HDR));
+}
+/* Whether an entry holding mem bytes may stay in memory: KCACHE_MEM_SIZE is a hard cap, so one
+   larger than the whole budget is never kept (it lives in the store, or nowhere). */
+static int kcache__mem_fits(const kcache *kc, size_t mem) { return !kc->cfg.mem_size || (uint64_t)mem <= kc->cfg.mem_size; }
 
 /* A new node for a key and a blob (which it takes over); its record is rec (rec_len bytes) when
    given, else the key's own. */
@@ -10766,10 +11036,7 @@ static kcache__node *kcache__node_new_rec(kcache *kc, const unsigned char *rec, 
     n->digest = k->digest;
     n->unit_hash = kcache_hash(k->unit, strlen(k->unit)).lo;
     n->blob = b;
-    /* what the allocations hold: the node and its record, the blob's header, alignment slack and
-       bytes up to the payload's end (an entry read from disk keeps its header before the payload) */
-    n->mem = sizeof *n + rec_len + KCACHE__BLOB_HDR + KCACHE__PAYLOAD_ALIGN - 1 +
-             (size_t)(b->data + b->size - kcache__blob_bytes(b));
+    n->mem = kcache__node_mem(rec_len, b);
     return n;
 }
 static kcache__node *kcache__node_new(kcache *kc, const kcache_key *k, kcache__blob *b) { return kcache__node_new_rec(kc, NULL, 0, k, b); }
@@ -10795,14 +11062,37 @@ static int kcache__unit_in_memory(const kcache *kc, const kcache_key *k) {
 
 /* ---- explaining a lookup ---- */
 
-typedef struct kcache__sb { char *p; size_t cap, len; } kcache__sb; /* snprintf-style appender */
+/* snprintf-style appender: len counts the whole text, p holds what fits (NUL-terminated, cut at a
+   whole character). Everything appended is escaped as kcache__log escapes a line (kcache_explain
+   shows unit names, file names and layer paths). */
+typedef struct kcache__sb { char *p; size_t cap, len; } kcache__sb;
 static void kcache__sb_add(kcache__sb *b, const char *fmt, ...) {
-    va_list ap;
+    char small[512], *raw = small;
+    const unsigned char *r;
+    va_list ap, again;
     int n;
+    size_t i = 0;
     va_start(ap, fmt);
-    n = vsnprintf(b->len < b->cap ? b->p + b->len : NULL, b->len < b->cap ? b->cap - b->len : 0, fmt, ap);
+    va_copy(again, ap);
+    n = vsnprintf(small, sizeof small, fmt, ap);
+    if (n >= (int)sizeof small && (raw = (char *)KCACHE_MALLOC((size_t)n + 1)) != NULL) vsnprintf(raw, (size_t)n + 1, fmt, again);
+    else if (!raw) { raw = small; n = (int)sizeof small - 1; }
+    va_end(again);
     va_end(ap);
-    if (n > 0) b->len += (size_t)n;
+    r = (const unsigned char *)raw;
+    while (n > 0 && i < (size_t)n) {
+        char one[11];
+        size_t used, l = kcache__esc_char(r + i, (size_t)n - i, one, &used);
+        if (b->len + l < b->cap) {
+            memcpy(b->p + b->len, one, l);
+            b->p[b->len + l] = 0;
+        } else if (b->len < b->cap) {
+            b->p[b->len] = 0; /* the first character that does not fit: the text stops here */
+        }
+        b->len += l;
+        i += used;
+    }
+    if (raw != small) KCACHE_FREE(raw);
 }
 
 static void kcache__sb_time(kcache__sb *b, int64_t ns) {
@@ -11040,7 +11330,7 @@ static void kcache__incomplete_miss(kcache *kc, const kcache_key *k) {
    unless the key was put or removed while it was read: the caller gets what it read, memory keeps
    what the put left. Returns what must be released after unlocking. */
 static kcache__node *kcache__keep_read(kcache *kc, kcache__node *nn, kcache__blob *b, uint64_t gen, int64_t now) {
-    if (nn && (kcache__lru_find(&kc->lru, nn->digest) || kcache__changed_since(kc, nn->digest, gen))) {
+    if (nn && (kcache__lru_find(&kc->lru, nn->digest) || kcache__changed_since(kc, nn->digest, gen) || !kcache__mem_fits(kc, nn->mem))) {
         nn->blob = NULL;
         kcache__node_free(nn);
         nn = NULL;
@@ -11503,12 +11793,22 @@ static const kcache_key *kcache__key_resolve(kcache *kc, const kcache_key *k, in
 static kcache_status kcache__get(kcache *kc, const kcache_key *k, const void **data, size_t *size, int count_miss, unsigned ask);
 KCACHE_API kcache_status kcache_get(kcache *kc, const kcache_key *k, const void **data, size_t *size) {
     kcache_status s;
+    kcache *h;
     int tries = 0;
+#if KCACHE_CHECKS
+    if (data) *data = NULL; /* (kcache__get_once does it for the calls that reach it) */
+    if (size) *size = 0;
+#endif
+    KCACHE__CHECK_KC(kc, "kcache_get", KCACHE_EINVAL);
+    KCACHE__CHECK_KEY(kc, k, "kcache_get", KCACHE_EINVAL);
     do {
-        kcache *h = kcache__live(kc, 0);
+        h = kcache__live(kc, 0);
         if (kc && !h) return KCACHE_ENOMEM; /* a forked child that could not open its own */
         s = kcache__get(h, k, data, size, 1, KCACHE__ASK_LOWER);
     } while (s == KCACHE__FORKED && ++tries < 3);
+#if KCACHE_CHECKS
+    if (s == KCACHE_OK) kcache__held_add(h, *data); /* for kcache_release's check */
+#endif
     return s == KCACHE__FORKED ? KCACHE_ELOCK : s;
 }
 
@@ -11675,7 +11975,29 @@ static kcache_status kcache__get_once(kcache *kc, const kcache_key *k, const voi
 }
 
 KCACHE_API void kcache_release(kcache *kc, const void *data) {
+#if KCACHE_CHECKS
+    kcache *h;
+    int r;
+    if (!data) return;
+    if (!kc) { kcache__misuse(NULL, NULL, "kcache_release: kc is NULL (pass the kcache that handed the payload out); nothing done"); return; }
+    if (!kcache__kc_ok(kc, "kcache_release")) return;
+    /* a forked child: the payloads it got came from its own handle (kcache__live); one its parent
+       got before the fork is in kc's table, whose lock a parent's thread may hold: not judged */
+    if (kcache__cheap_pid() != kc->pid || kcache__atomic_load_u32(&kc->forked)) {
+        h = (kcache *)kcache__atomic_load_ptr((void *const *)&kc->fwd);
+        r = h && h->pid == kcache__pid() && kcache__held_take(h, data) == 1 ? 1 : -1;
+    } else {
+        r = kcache__held_take(kc, data);
+    }
+    if (r == 0) {
+        kcache__misuse(kc->cfg.log, kc->cfg.log_user,
+                       "kcache_release: %p was not handed out by this kcache (kcache_get, kcache_get_or_build), or was released "
+                       "already; nothing done", data);
+        return;
+    }
+#else
     (void)kc;
+#endif
     if (data) kcache__blob_unref(kcache__blob_of(data));
 }
 
@@ -11693,9 +12015,12 @@ static kcache_status kcache__put_blob(kcache *kc, const kcache_key *k, kcache__b
     return s;
 }
 static kcache_status kcache__put_blob_key(kcache *kc, const kcache_key *k, kcache__blob *b, int through, kcache_status *remote) {
-    kcache__node *n, *gone;
+    kcache__node *n = NULL, *gone;
     kcache_status s = KCACHE_OK, rs = KCACHE_EDISABLED;
-    through = through || kc->cfg.write_policy == KCACHE_WRITE_THROUGH;
+    /* an entry over the whole memory budget is never kept in memory: written through to the store
+       whatever KCACHE_WRITE says (with evict, memory alone would have held it, then lost it) */
+    int fits = kcache__mem_fits(kc, kcache__node_mem(kcache__record_size(k), b));
+    through = through || kc->cfg.write_policy == KCACHE_WRITE_THROUGH || !fits;
     if (kc->store && through) {
         kcache__store_ev ev;
         memset(&ev, 0, sizeof ev);
@@ -11709,20 +12034,33 @@ static kcache_status kcache__put_blob_key(kcache *kc, const kcache_key *k, kcach
         kcache__remote_stats(kc, &ev);
     }
     if (remote) *remote = rs;
-    n = kcache__node_new(kc, k, b);
-    if (!n) { kcache__blob_unref(b); return s == KCACHE_OK ? KCACHE_ENOMEM : s; }
-    n->dirty = kc->store && !through;
-    n->touched_ns = kcache__now_ns();
+    if (fits) {
+        n = kcache__node_new(kc, k, b);
+        if (!n) { kcache__blob_unref(b); return s == KCACHE_OK ? KCACHE_ENOMEM : s; }
+        n->dirty = kc->store && !through;
+        n->touched_ns = kcache__now_ns();
+    } else if (!kc->store && rs != KCACHE_OK) {
+        s = KCACHE_ETOOBIG; /* kept nowhere */
+    }
     kcache__mutex_lock(&kc->lock);
     kc->stats.puts++;
     kc->stats.bytes_written += b->size;
     kcache__pub_put(&kc->pub, k->unit, b->size, s);
     kcache__note_change(kc, k->digest);
-    gone = kcache__lru_add(kc, n);
+    if (n) gone = kcache__lru_add(kc, n);
+    else if ((gone = kcache__lru_find(&kc->lru, k->digest)) != NULL) { /* what the key held before goes */
+        kcache__lru_detach(&kc->lru, gone);
+        gone->hnext = NULL;
+        gone->dirty = 0;
+    }
     kcache__mutex_unlock(&kc->lock);
     kcache__release_nodes(kc, gone);
-    /* one line per put, which says where it went when that was memory only */
-    if (!kc->cfg.debug) {
+    /* one line per put, which says where it went when that was not the store and memory */
+    if (!n) {
+        KCACHE__DEBUG(kc, "put %s (%zu bytes): over the memory budget of %llu bytes; not kept in memory%s", k->unit, b->size,
+                      (unsigned long long)kc->cfg.mem_size, s == KCACHE_ETOOBIG ? " (memory only: not cached)" : "");
+        kcache__blob_unref(b);
+    } else if (!kc->cfg.debug) {
     } else if (s == KCACHE_ETOOBIG) {
         KCACHE__DEBUG(kc, "put %s (%zu bytes): over the store limit of %llu bytes; kept in memory only", k->unit, b->size,
                       (unsigned long long)kc->cfg.max_size);
@@ -11746,6 +12084,8 @@ static kcache__blob *kcache__blob_copy(kcache *kc, const void *data, size_t size
 
 KCACHE_API kcache_status kcache_put(kcache *kc, const kcache_key *k, const void *data, size_t size) {
     kcache__blob *b;
+    KCACHE__CHECK_KC(kc, "kcache_put", KCACHE_EINVAL);
+    KCACHE__CHECK_KEY(kc, k, "kcache_put", KCACHE_EINVAL);
     if (kc && (kc = kcache__live(kc, 1)) == NULL) return KCACHE_ENOMEM;
     if (!kc || !kcache__key_usable(k) || (!data && size)) return KCACHE_EINVAL;
     if (k->error != KCACHE_OK) return k->error;
@@ -11758,6 +12098,8 @@ KCACHE_API kcache_status kcache_put(kcache *kc, const kcache_key *k, const void 
 KCACHE_API kcache_status kcache_remove(kcache *kc, const kcache_key *k) {
     kcache__node *n;
     kcache_status s = KCACHE_MISS;
+    KCACHE__CHECK_KC(kc, "kcache_remove", KCACHE_EINVAL);
+    KCACHE__CHECK_KEY(kc, k, "kcache_remove", KCACHE_EINVAL);
     if (kc && (kc = kcache__live(kc, 1)) == NULL) return KCACHE_ENOMEM;
     if (!kc || !kcache__key_usable(k)) return KCACHE_EINVAL;
     if (k->error != KCACHE_OK) return k->error;
@@ -11784,8 +12126,9 @@ KCACHE_API kcache_status kcache_remove(kcache *kc, const kcache_key *k) {
 }
 
 KCACHE_API void kcache_get_stats(kcache *kc, kcache_stats *out) {
+    if (out) memset(out, 0, sizeof *out);
+    KCACHE__CHECK_KC(kc, "kcache_get_stats", );
     if (!out) return;
-    memset(out, 0, sizeof *out);
     if (!kc || (kc = kcache__live(kc, 1)) == NULL) return;
     kcache__mutex_lock(&kc->lock);
     *out = kc->stats;
@@ -11815,6 +12158,7 @@ KCACHE_API kcache_status kcache_verify(kcache *kc, int fix) {
     kcache__store_ev ev;
     kcache_status s;
     int same;
+    KCACHE__CHECK_KC(kc, "kcache_verify", KCACHE_EINVAL);
     if (!kc) return KCACHE_EINVAL;
     if ((kc = kcache__live(kc, 1)) == NULL) return KCACHE_ENOMEM;
     if (!kc->store || kc->store->readonly) return KCACHE_OK; /* no accounting kept in a read-only store */
@@ -11947,15 +12291,19 @@ static kcache_status kcache__tidy(kcache *kc, int what, uint64_t arg, const char
 }
 
 KCACHE_API kcache_status kcache_evict_older_than(kcache *kc, uint64_t seconds, int dry_run, kcache_tidy *done) {
+    KCACHE__CHECK_KC(kc, "kcache_evict_older_than", KCACHE_EINVAL);
     return kcache__tidy(kc, KCACHE__TIDY_OLDER, seconds, NULL, dry_run, done);
 }
 KCACHE_API kcache_status kcache_trim(kcache *kc, uint64_t bytes, int dry_run, kcache_tidy *done) {
+    KCACHE__CHECK_KC(kc, "kcache_trim", KCACHE_EINVAL);
     return kcache__tidy(kc, KCACHE__TIDY_TRIM, bytes, NULL, dry_run, done);
 }
 KCACHE_API kcache_status kcache_remove_unit(kcache *kc, const char *unit, int dry_run, kcache_tidy *done) {
+    KCACHE__CHECK_KC(kc, "kcache_remove_unit", KCACHE_EINVAL);
     return kcache__tidy(kc, KCACHE__TIDY_UNIT, 0, unit, dry_run, done);
 }
 KCACHE_API kcache_status kcache_clear(kcache *kc, int dry_run, kcache_tidy *done) {
+    KCACHE__CHECK_KC(kc, "kcache_clear", KCACHE_EINVAL);
     return kcache__tidy(kc, KCACHE__TIDY_CLEAR, 0, NULL, dry_run, done);
 }
 
@@ -11978,9 +12326,14 @@ static int kcache__closest_in_memory(kcache *kc, const kcache_key *k, kcache_key
 
 static size_t kcache__explain(kcache *kc, const kcache_key *k, char *buf, size_t cap, kcache_key *stored);
 KCACHE_API size_t kcache_explain(kcache *kc, const kcache_key *k, char *buf, size_t cap) {
-    const kcache__mem *m = kc ? &kc->mem : NULL; /* (a forked child's own handle has the same allocator) */
-    kcache_key *copy = NULL, *stored = kcache__key_alloc(m); /* scratch for a stored overload */
+    const kcache__mem *m; /* (a forked child's own handle has the same allocator) */
+    kcache_key *copy = NULL, *stored; /* scratch for a stored overload */
     size_t n;
+    if (buf && cap) buf[0] = 0;
+    KCACHE__CHECK_KC(kc, "kcache_explain", 0);
+    KCACHE__CHECK_KEY(kc, k, "kcache_explain", 0);
+    m = kc ? &kc->mem : NULL;
+    stored = kcache__key_alloc(m);
     if (kc) kc = kcache__live(kc, 1);
     if (kc && k && k->magic == KCACHE__KEY_LIVE && k->error == KCACHE_OK && kc->cfg.enable) {
         const kcache_key *rk = kcache__key_resolve(kc, k, kc->cfg.stamp, &copy); /* stamps are compared whole */
@@ -12159,6 +12512,11 @@ static kcache_status kcache__run_build(kcache *kc, kcache_build_fn build, void *
     }
     *out = NULL;
     if (rc != 0) { KCACHE_FREE(p); return KCACHE_EBUILD; }
+    /* what kcache_put refuses: no bytes for a size; a failed build for every waiter (they build) */
+    if (!p && n) {
+        KCACHE__DEBUG(kc, "build returned 0 with no payload for %zu bytes; nothing stored (KCACHE_EINVAL)", n);
+        return KCACHE_EINVAL;
+    }
     *out = kcache__blob_copy(kc, p, n);
     KCACHE_FREE(p);
     return *out ? KCACHE_OK : KCACHE_ENOMEM;
@@ -12312,12 +12670,23 @@ static kcache_status kcache__get_or_build(kcache *kc, const kcache_key *k, kcach
 KCACHE_API kcache_status kcache_get_or_build(kcache *kc, const kcache_key *k, kcache_build_fn build, void *user,
                                              const void **data, size_t *size) {
     kcache_status s;
+    kcache *h;
     int tries = 0;
+#if KCACHE_CHECKS
+    if (data) *data = NULL; /* (kcache__get_or_build does it for the calls that reach it) */
+    if (size) *size = 0;
+#endif
+    KCACHE__CHECK_KC(kc, "kcache_get_or_build", KCACHE_EINVAL);
+    KCACHE__CHECK_KEY(kc, k, "kcache_get_or_build", KCACHE_EINVAL);
     do {
-        kcache *h = kcache__live(kc, 0);
+        h = kcache__live(kc, 0);
         if (kc && !h) return KCACHE_ENOMEM; /* a forked child that could not open its own */
         s = kcache__get_or_build(h, k, build, user, data, size);
     } while (s == KCACHE__FORKED && ++tries < 3);
+#if KCACHE_CHECKS
+    /* (the handle that ran the build: a build that forked hands its payload out in the child) */
+    if (s == KCACHE_OK && (h = kcache__pid() == h->pid ? h : kcache__live(h, 1)) != NULL) kcache__held_add(h, *data);
+#endif
     return s == KCACHE__FORKED ? KCACHE_ELOCK : s;
 }
 
@@ -12523,6 +12892,7 @@ KCACHE_API kcache_status kcache_get_or_build_many(kcache *kc, kcache_job *jobs, 
     size_t *lead = NULL, i, nmiss = 0, nth = 0, started = 0;
     kcache *h = NULL;
     int tries = 0;
+    KCACHE__CHECK_KC(kc, "kcache_get_or_build_many", KCACHE_EINVAL);
     if (n && !jobs) return KCACHE_EINVAL;
     for (i = 0; i < n; i++) {
         jobs[i].data = NULL;
@@ -12793,6 +13163,7 @@ KCACHE_API size_t kcache_cl_build_log(kcache *kc, char *buf, size_t cap) {
     kcache__cl_log *l;
     size_t n = 0;
     if (buf && cap) buf[0] = 0;
+    KCACHE__CHECK_KC(kc, "kcache_cl_build_log", 0);
     if (!kc || (kc = kcache__live(kc, 1)) == NULL) return 0;
     kcache__mutex_lock(&kc->lock);
     st = (kcache__cl_state *)kc->cl;
@@ -13235,6 +13606,7 @@ KCACHE_API kcache_status kcache_cl_key(kcache *kc, kcache_key *k, cl_device_id d
     size_t *ln;
     kcache_status s;
     cl_uint i;
+    KCACHE__CHECK_KC(kc, "kcache_cl_key", KCACHE_EINVAL);
     if (!k) return KCACHE_EINVAL;
     if (kc) kc = kcache__live(kc, 1); /* NULL in a forked child that could not open its own: as no kc */
     if (!unit || !unit[0]) unit = "opencl";
@@ -13784,6 +14156,7 @@ static void kcache__cl_mem_put(kcache *kc, kcache_hash128 id, cl_context ctx, cl
 KCACHE_API void kcache_cl_forget(kcache *kc, cl_context ctx) {
     kcache__cl_state *st;
     kcache__cl_prog *p, *next, *gone = NULL;
+    KCACHE__CHECK_KC(kc, "kcache_cl_forget", );
     if (!kc || (kc = kcache__live(kc, 1)) == NULL) return;
     kcache__mutex_lock(&kc->lock);
     st = (kcache__cl_state *)kc->cl;
@@ -13894,6 +14267,9 @@ KCACHE_API cl_program kcache_cl_build(kcache *kc, cl_context ctx, cl_uint ndev, 
     char why[256];
 
     if (hit) *hit = 0;
+#if KCACHE_CHECKS
+    if (kc && !kcache__kc_ok(kc, "kcache_cl_build")) kc = NULL; /* (said): a plain build, as without a cache */
+#endif
     if (kc) kc = kcache__live(kc, 1); /* NULL in a forked child that could not open its own: a plain build */
     memset(&j, 0, sizeof j);
     memset(&deps, 0, sizeof deps);
@@ -14437,6 +14813,7 @@ KCACHE_API VkResult kcache_vk_pipeline(kcache *kc, VkPhysicalDevice pd, VkDevice
     kcache_status s;
     VkResult vr;
     char why[160], unit[KCACHE_UNIT_MAX * 4];
+    KCACHE__CHECK_KC(kc, "kcache_vk_pipeline", VK_ERROR_INITIALIZATION_FAILED);
     if (!create || !out || dev == VK_NULL_HANDLE || pd == VK_NULL_HANDLE) return VK_ERROR_INITIALIZATION_FAILED;
     *out = VK_NULL_HANDLE;
     if (!kc || !kc->cfg.enable || !k) return create(user, VK_NULL_HANDLE, out);

@@ -7,6 +7,8 @@
  *   backend_roundtrip       a put reaches the backend under the key's digest; another machine hits it
  *                           (counted as a remote hit, written into its store: a third kcache on that
  *                           store hits the disk with the remote gone); explain says "hit: remote (NAME)"
+ *   backend_mem_cap         a remote hit over KCACHE_MEM_SIZE: served, written into the store, not kept
+ *                           in memory (the next get is a disk hit)
  *   backend_rejects         tampered, truncated, foreign and garbage values: a miss, a reject, deleted
  *                           on the backend; explain names the remote; a zstd (v2) value this build
  *                           cannot read is a miss and is left alone
@@ -297,6 +299,27 @@ static void backend_roundtrip(void) {
         kcache_key_free(&k2);
     }
     kcache_key_free(&k);
+    kcache_close(a);
+    mb_free(b);
+}
+
+/* KCACHE_MEM_SIZE is a hard cap for remote hits too (issue 24): a remote hit over the memory budget
+   is served and written into the store, never kept in memory; the next get reads the disk. */
+static void small_memory(kcache_config *cfg) { cfg->mem_size = 16384; }
+static void backend_mem_cap(void) {
+    mem_backend *b = mb_new();
+    kcache *a = machine("cap-a", b, &mb_ops, NULL), *m = machine("cap-b", b, &mb_ops, small_memory);
+    kcache_stats st;
+    KT_CHECK(put_id(a, 3, 40000) == KCACHE_OK);
+    KT_CHECK(get_ok(m, 3, 40000));
+    kcache_get_stats(m, &st);
+    KT_CHECK_EQ_U64(st.hits_remote, 1);
+    KT_CHECK_MSG(st.mem_bytes <= 16384, "a 40,000-byte remote hit against a 16 KiB budget: mem_bytes %llu", (unsigned long long)st.mem_bytes);
+    KT_CHECK(get_ok(m, 3, 40000));
+    kcache_get_stats(m, &st);
+    KT_CHECK_EQ_U64(st.hits_mem, 0);
+    KT_CHECK_EQ_U64(st.hits_disk, 1);
+    kcache_close(m);
     kcache_close(a);
     mb_free(b);
 }
@@ -871,6 +894,7 @@ int main(void) {
     unset_env();
     if (!kt_mktemp(g_root, sizeof g_root, "test-backend")) { printf("FAIL setup: mkdtemp\n"); return 1; }
     KT_RUN(backend_roundtrip);
+    KT_RUN(backend_mem_cap);
     KT_RUN(backend_rejects);
     KT_RUN(backend_breaker);
     KT_RUN(backend_full);

@@ -10,6 +10,8 @@
  *                            every survivor gets the payload, 2 builds
  *   flight_build_fails_once  a build that fails once: its caller gets KCACHE_EBUILD, everyone
  *                            else the payload, 2 builds, nothing cached from the failure
+ *   flight_build_null        a build returning 0 with *out NULL and size 10: KCACHE_EINVAL for its
+ *                            caller, the waiters (threads, processes) build in turn, 2 builds
  *   flight_keys_parallel     16 keys from 16 processes: 16 builds, at least 2 in flight at once
  *   flight_wait_bounded      build_wait_ms = 200 and a 2 s builder: the waiter builds on its own
  *   flight_wait_no_cpu       waiting processes use < 10% of a CPU during a 1 s build
@@ -125,7 +127,7 @@ static void make_key(kcache_key *k, unsigned id)
 
 /* ---- the build -------------------------------------------------------------------------------- */
 
-enum { B_OK = 0, B_FAIL_FIRST = 1, B_HANG_FIRST = 2 };
+enum { B_OK = 0, B_FAIL_FIRST = 1, B_HANG_FIRST = 2, B_NULL_FIRST = 3 };
 
 typedef struct build_spec {
     int mode;          /* B_FAIL_FIRST: the first build of the case fails; B_HANG_FIRST: it never ends */
@@ -162,6 +164,12 @@ static int flight_build(void *user, void **out, size_t *out_size)
         *out = p;
         *out_size = payload_len(b->key_id);
         return 1;
+    }
+    if (nth == 0 && b->mode == B_NULL_FIRST) { /* "success" with no bytes for a size: a bad result */
+        free(p);
+        *out = NULL;
+        *out_size = 10;
+        return 0;
     }
     payload_fill(p, b->key_id);
     *out = p;
@@ -606,6 +614,64 @@ static void flight_build_fails_once(void)
         KT_CHECK_MSG(failing ? !exited_ok(g.status[i]) : exited_ok(g.status[i]), "process %d: status %d", i, g.status[i]);
     }
     check_store_holds(dir, 4); /* the good payload, not the failed build's bytes */
+}
+
+/* A build that returns 0 with *out NULL and a size of 10 (issue 24): KCACHE_EINVAL for its caller,
+   as kcache_put refuses the same, never a crash; its waiters (threads, processes) treat it as a
+   failed build: one of them builds next, nothing of the bad result is stored. */
+static void flight_build_null(void)
+{
+    char dir[600];
+    group g;
+    proc_spec ps;
+    int i;
+    reset_shared();
+    {
+        kcache *kc = open_cache(new_store(dir, sizeof dir, "n1"), 1, WAIT_LONG_MS, KCACHE_WRITE_THROUGH);
+        kcache_key k;
+        build_spec b;
+        const void *p = (const void *)1;
+        size_t n = 1;
+        kcache_stats st;
+        memset(&b, 0, sizeof b);
+        b.mode = B_NULL_FIRST;
+        b.key_id = 5;
+        b.notify_fd = -1;
+        KT_CHECK(kc != NULL);
+        if (!kc) return;
+        make_key(&k, 5);
+        KT_CHECK(kcache_get_or_build(kc, &k, flight_build, &b, &p, &n) == KCACHE_EINVAL);
+        KT_CHECK(p == NULL && n == 0);
+        KT_CHECK(kcache_get(kc, &k, &p, &n) == KCACHE_MISS);
+        kcache_get_stats(kc, &st);
+        KT_CHECK_EQ_U64(st.puts, 0);
+        KT_CHECK_EQ_U64(st.disk_entries, 0);
+        KT_CHECK(kcache_get_or_build(kc, &k, flight_build, &b, &p, &n) == KCACHE_OK && payload_ok(5, p, n));
+        if (p) kcache_release(kc, p);
+        KT_CHECK_EQ_U64(S->builds, 2);
+        kcache_key_free(&k);
+        kcache_close(kc);
+    }
+    /* 4 processes x 4 threads: the builder's caller gets KCACHE_EINVAL, the 15 others the payload */
+    reset_shared();
+    group_init(&g);
+    new_store(dir, sizeof dir, "n");
+    spec_init(&ps, &g, dir, 4);
+    ps.build.mode = B_NULL_FIRST;
+    ps.build.first_ms = ps.build.later_ms = 300;
+    ps.build.key_id = 6;
+    for (i = 0; i < 4; i++) KT_CHECK(group_spawn(&g, &ps));
+    KT_CHECK_MSG(group_release(&g, g.nprocs), "not every process got ready");
+    KT_CHECK_EQ_U64(reap(g.pids, g.nprocs, g.status), 0);
+    group_finish(&g);
+    KT_CHECK_EQ_U64(count_status(0, 16, KCACHE_EINVAL), 1);
+    KT_CHECK_EQ_U64(count_ok(0, 16), 15);
+    KT_CHECK_EQ_U64(S->builds, 2);
+    for (i = 0; i < g.nprocs; i++) {
+        int failing = count_status(i * 4, i * 4 + 4, KCACHE_EINVAL) > 0;
+        KT_CHECK_MSG(failing ? !exited_ok(g.status[i]) : exited_ok(g.status[i]), "process %d: status %d", i, g.status[i]);
+    }
+    check_store_holds(dir, 6);
 }
 
 /* ---- (e) 16 keys from 16 processes: no serialisation between keys ------------------------------ */
@@ -1101,6 +1167,7 @@ int main(void)
     KT_RUN(flight_8procs_8threads);
     KT_RUN(flight_builder_killed);
     KT_RUN(flight_build_fails_once);
+    KT_RUN(flight_build_null);
     KT_RUN(flight_keys_parallel);
     KT_RUN(flight_wait_bounded);
     KT_RUN(flight_wait_no_cpu);

@@ -252,12 +252,36 @@ static void test_capacity_bytes(void)
     kcache_get_stats(kc, &st);
     KT_CHECK_EQ_U64(st.mem_bytes, 1000 + 2 * o);
     KT_CHECK_EQ_U64(st.mem_entries, 2);
-    /* one entry over the whole limit: the limit holds or it is the only entry */
-    KT_CHECK(put_n(kc, "bytes", 5, 5000));
+    /* one entry over the whole limit (a hard cap, issue 24): never kept, so in a memory-only cache
+       it is cached nowhere (KCACHE_ETOOBIG); it pushes nothing out */
+    {
+        kcache_key k;
+        unsigned char *p = (unsigned char *)malloc(5000);
+        pattern(p, 5000, 5);
+        mk(&k, "bytes", 5);
+        KT_CHECK(kcache_put(kc, &k, p, 5000) == KCACHE_ETOOBIG);
+        kcache_key_free(&k);
+        free(p);
+    }
     kcache_get_stats(kc, &st);
-    KT_CHECK(st.mem_bytes <= 1000 + 3 * o || st.mem_entries <= 1);
-    KT_CHECK(has(kc, "bytes", 3, 300) == 0);
-    KT_CHECK(has(kc, "bytes", 4, 700) == 0);
+    KT_CHECK_EQ_U64(st.mem_bytes, 1000 + 2 * o);
+    KT_CHECK(has(kc, "bytes", 5, 5000) == 0);
+    KT_CHECK(has(kc, "bytes", 3, 300) == 1);
+    KT_CHECK(has(kc, "bytes", 4, 700) == 1);
+    /* and a key that held a small entry, put again over the limit: the small one goes too */
+    KT_CHECK(put_n(kc, "bytes", 6, 100));
+    KT_CHECK(has(kc, "bytes", 6, 100) == 1);
+    {
+        kcache_key k;
+        unsigned char *p = (unsigned char *)malloc(5000);
+        pattern(p, 5000, 6);
+        mk(&k, "bytes", 6);
+        KT_CHECK(kcache_put(kc, &k, p, 5000) == KCACHE_ETOOBIG);
+        kcache_key_free(&k);
+        free(p);
+    }
+    KT_CHECK(has(kc, "bytes", 6, 100) == 0);
+    KT_CHECK(has(kc, "bytes", 6, 5000) == 0);
     kcache_close(kc);
 }
 

@@ -1669,6 +1669,178 @@ static void write_policy_evict(void) {
     tdir_rm(dir);
 }
 
+/* KCACHE_MEM_SIZE is a hard cap (issue 24): an entry larger than the whole memory budget is stored
+   on disk (KCACHE_OK) and never kept in memory, whichever path brought it (a put, a disk hit, a
+   layer hit, KCACHE_WRITE=evict, which writes it through); a payload handed out stays valid until
+   released. */
+static void mem_cap_get(kcache *kc, const char *unit, uint32_t id, size_t n, uint64_t budget, const char *what) {
+    kcache_key k;
+    const void *d = NULL;
+    size_t sz = 0;
+    kcache_stats st;
+    mkkey(&k, unit, id);
+    KT_CHECK_MSG(kcache_get(kc, &k, &d, &sz) == KCACHE_OK, "%s: the get misses", what);
+    kcache_get_stats(kc, &st);
+    KT_CHECK_MSG(st.mem_bytes <= budget, "%s: mem_bytes %llu over the budget %llu while the payload is held", what,
+                 (unsigned long long)st.mem_bytes, (unsigned long long)budget);
+    KT_CHECK_MSG(d && pl_exact(d, sz, id, 1, n), "%s: wrong payload", what);
+    if (d) kcache_release(kc, d);
+    kcache_key_free(&k);
+}
+static void mem_cap(void) {
+    char dir[256], layer[256];
+    kcache_config c;
+    kcache *kc = NULL;
+    kcache_stats st;
+    uint64_t budget = 16u << 20;
+    tdir_new(dir, sizeof dir);
+    /* the issue's case: KCACHE_MEM_SIZE 16 MiB, a 64 MiB put */
+    cfg_for(&c, dir, 0, 64);
+    c.mem_size = budget;
+    if (kcache_open(&kc, &c) != KCACHE_OK || !kc || !kcache_dir(kc)) { KT_FAILF("open"); tdir_rm(dir); return; }
+    KT_CHECK(put_pl(kc, "cap", 1, 1, 64u << 20) == KCACHE_OK);
+    kcache_get_stats(kc, &st);
+    KT_CHECK_MSG(st.mem_bytes <= budget, "a 64 MiB put against 16 MiB: mem_bytes %llu", (unsigned long long)st.mem_bytes);
+    KT_CHECK_EQ_U64(st.disk_entries, 1);
+    mem_cap_get(kc, "cap", 1, 64u << 20, budget, "first get");
+    mem_cap_get(kc, "cap", 1, 64u << 20, budget, "second get");
+    kcache_get_stats(kc, &st);
+    KT_CHECK_EQ_U64(st.hits_mem, 0);
+    KT_CHECK_EQ_U64(st.hits_disk, 2); /* the disk hit was not kept in memory either */
+    /* two payloads of the big entry held at once, then the key replaced by a small one: both stay valid */
+    {
+        kcache_key k;
+        const void *a = NULL, *b = NULL;
+        size_t an = 0, bn = 0;
+        mkkey(&k, "cap", 1);
+        KT_CHECK(kcache_get(kc, &k, &a, &an) == KCACHE_OK && kcache_get(kc, &k, &b, &bn) == KCACHE_OK);
+        KT_CHECK(put_pl(kc, "cap", 1, 2, 1000) == KCACHE_OK);
+        KT_CHECK(a && pl_exact(a, an, 1, 1, 64u << 20) && b && pl_exact(b, bn, 1, 1, 64u << 20));
+        if (a) kcache_release(kc, a);
+        if (b) kcache_release(kc, b);
+        KT_CHECK(get_exact(kc, "cap", 1, 2, 1000) == 1);
+        /* and a small entry in memory replaced by a big one: memory must not serve the small one */
+        KT_CHECK(put_pl(kc, "cap", 1, 1, 20u << 20) == KCACHE_OK);
+        KT_CHECK(get_exact(kc, "cap", 1, 1, 20u << 20) == 1);
+        kcache_key_free(&k);
+    }
+    kcache_close(kc);
+    kc = NULL;
+
+    /* KCACHE_WRITE=evict keeps entries in memory until they are evicted: one over the budget is
+       written through at once (memory would have dropped it, lost) */
+    cfg_for(&c, dir, 0, 64);
+    c.mem_size = 1u << 20;
+    c.write_policy = KCACHE_WRITE_EVICT;
+    if (kcache_open(&kc, &c) != KCACHE_OK || !kc || !kcache_dir(kc)) { KT_FAILF("open (evict)"); tdir_rm(dir); return; }
+    KT_CHECK(put_pl(kc, "capev", 2, 1, 4u << 20) == KCACHE_OK);
+    KT_CHECK_MSG(entry_exists(dir, "capev", 2), "write-evict: the entry over the budget is not in the store");
+    KT_CHECK(put_pl(kc, "capev", 3, 1, 1000) == KCACHE_OK);
+    KT_CHECK_MSG(!entry_exists(dir, "capev", 3), "write-evict: a small entry was written at once");
+    mem_cap_get(kc, "capev", 2, 4u << 20, 1u << 20, "write-evict get");
+    kcache_close(kc);
+    kc = NULL;
+
+    /* a layer hit larger than the budget: served, copied into the store, not kept in memory */
+    tdir_new(layer, sizeof layer);
+    kc = open_store(layer, 0, 64);
+    if (kc) { KT_CHECK(put_pl(kc, "caply", 4, 1, 4u << 20) == KCACHE_OK); kcache_close(kc); }
+    kc = NULL;
+    cfg_for(&c, dir, 0, 64);
+    c.mem_size = 1u << 20;
+    c.layers = layer;
+    if (kcache_open(&kc, &c) != KCACHE_OK || !kc) { KT_FAILF("open (layer)"); tdir_rm(dir); tdir_rm(layer); return; }
+    mem_cap_get(kc, "caply", 4, 4u << 20, 1u << 20, "layer hit");
+    mem_cap_get(kc, "caply", 4, 4u << 20, 1u << 20, "after the layer hit");
+    kcache_get_stats(kc, &st);
+    KT_CHECK_EQ_U64(st.hits_layer, 1);
+    KT_CHECK_EQ_U64(st.hits_disk, 1);
+    KT_CHECK_EQ_U64(st.hits_mem, 0);
+    kcache_close(kc);
+    tdir_rm(layer);
+    tdir_rm(dir);
+}
+
+/* Every name kcache was given is printed escaped (issues 24, 25): a unit, a dependency's path, the
+   store's path, in the debug log, kcache_explain and kcache_store_in_use. Printed raw, these would
+   forge a whole "kcache: hit disk ..." line, retitle or clear a terminal, reorder the text. */
+static int raw_bytes(const char *s, int lines) { /* a byte that is not printable ASCII ('\n' between log lines) */
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if ((c < 0x20 && !(lines && c == '\n')) || c >= 0x7f) return 1;
+    }
+    return 0;
+}
+static void escaped_names(void) {
+    static const char unit[] = "u\nkcache: hit disk forged (1 bytes)\x1b]0;pwn\x07\xff\xe2\x80\xae";
+    char dir[256], bad[400], dep[600], buf[2048];
+    logcap *lg = (logcap *)malloc(sizeof *lg);
+    kcache_config c;
+    kcache *kc = NULL;
+    kcache_key k;
+    const void *d;
+    size_t n;
+    FILE *f;
+    tdir_new(dir, sizeof dir);
+    logcap_init(lg);
+    snprintf(dep, sizeof dep, "%s/dep\n\x1b[2J.h", dir);
+    f = fopen(dep, "w");
+    if (f) { fputs("int x;\n", f); fclose(f); }
+    snprintf(bad, sizeof bad, "%s/store", dir);
+    cfg_for(&c, bad, 0, 64);
+    c.debug = 1;
+    c.log = log_cb;
+    c.log_user = lg;
+    if (kcache_open(&kc, &c) != KCACHE_OK || !kc || !kcache_dir(kc)) { KT_FAILF("open"); free(lg); tdir_rm(dir); return; }
+    kcache_key_init(&k, unit);
+    kcache_key_file(&k, "dep", dep);
+    KT_CHECK(kcache_put(kc, &k, "x", 1) == KCACHE_OK);
+    KT_CHECK(kcache_get(kc, &k, &d, &n) == KCACHE_OK);
+    if (d) kcache_release(kc, d);
+    kcache_explain(kc, &k, buf, sizeof buf);
+    KT_CHECK_MSG(!raw_bytes(buf, 0) && strstr(buf, "\\x0akcache: hit disk forged") && strstr(buf, "\\u{202e}"), "explain of a hit: %s", buf);
+    f = fopen(dep, "a"); /* the dependency changes: a stamp miss that names its file */
+    if (f) { fputs("int y;\n", f); fclose(f); }
+    kcache_key_free(&k);
+    kcache_key_init(&k, unit);
+    kcache_key_file(&k, "dep", dep);
+    kcache_explain(kc, &k, buf, sizeof buf);
+    KT_CHECK_MSG(!raw_bytes(buf, 0) && strstr(buf, "\\x1b[2J.h"), "explain of a stamp miss: %s", buf);
+    KT_CHECK(kcache_get(kc, &k, &d, &n) == KCACHE_MISS);
+    kcache_remove(kc, &k); /* (its debug line names the unit too) */
+    kcache_explain(kc, &k, buf, sizeof buf);
+    KT_CHECK_MSG(!raw_bytes(buf, 0), "explain of a miss: %s", buf);
+    kcache_key_free(&k);
+    kcache_close(kc);
+    pthread_mutex_lock(&lg->mu);
+    KT_CHECK_MSG(strstr(lg->buf, "hit memory u\\x0akcache: hit disk forged") != NULL, "the debug log: %s", lg->buf);
+    KT_CHECK_MSG(!raw_bytes(lg->buf, 1) && !strstr(lg->buf, "\nkcache: hit disk forged") && strncmp(lg->buf, "kcache: hit", 11) != 0,
+                 "a unit name reached the debug log raw: %s", lg->buf);
+    pthread_mutex_unlock(&lg->mu);
+    /* a store path of the caller's own, refused (writable by others): its name in every message */
+    snprintf(bad, sizeof bad, "%s/s\x1b[31m\nkcache: hit disk forged", dir);
+    mkdir(bad, 0777);
+    chmod(bad, 0777);
+    logcap_init(lg);
+    cfg_for(&c, bad, 0, 64);
+    c.debug = 1;
+    c.log = log_cb;
+    c.log_user = lg;
+    kc = NULL;
+    if (kcache_open(&kc, &c) != KCACHE_OK || !kc) { KT_FAILF("open (refused)"); free(lg); tdir_rm(dir); return; }
+    KT_CHECK(kcache_dir(kc) == NULL);
+    KT_CHECK(kcache_store_in_use(kc, buf, sizeof buf) == 0);
+    KT_CHECK_MSG(!raw_bytes(buf, 0) && strstr(buf, "\\x1b[31m\\x0akcache"), "kcache_store_in_use: %s", buf);
+    kcache_key_init(&k, "plain");
+    kcache_explain(kc, &k, buf, sizeof buf);
+    kcache_key_free(&k);
+    KT_CHECK_MSG(!raw_bytes(buf, 0) && strstr(buf, "\\x1b[31m"), "explain with the store refused: %s", buf);
+    kcache_close(kc);
+    KT_CHECK_MSG(!raw_bytes(lg->buf, 1) && strstr(lg->buf, "\\x1b[31m\\x0akcache"), "the refusal in the debug log: %s", lg->buf);
+    free(lg);
+    tdir_rm(dir);
+}
+
 /* ============================================================================================ */
 /* degradation: the caller's work goes on                                                        */
 /* ============================================================================================ */
@@ -2571,6 +2743,8 @@ int main(void) {
     RUN(eviction_full_bucket);
     RUN(eviction_concurrent);
     RUN(write_policy_evict);
+    RUN(mem_cap);
+    RUN(escaped_names);
     RUN(readonly_store);
     RUN(readonly_mount);
     RUN(enospc);
