@@ -110,7 +110,7 @@ $(B)/asan-noofd/test_%: tests/test_%.c kcache.h tests/kt.h | $(B)/asan-noofd
 
 # the core alone: every compile-out switch a vendor has (kcache.h's OPTIONS); the core's tests run
 # so in `make test`, skipping (a "skip" line) the groups that need a part compiled out
-CORE_SW := -DKCACHE_NO_REMOTE -DKCACHE_NO_LAYERS -DKCACHE_NO_PUB -DKCACHE_NO_CPU_NAMES -DKCACHE_NO_EXPLAIN -DKCACHE_NO_ENV
+CORE_SW := -DKCACHE_NO_REMOTE -DKCACHE_NO_LAYERS -DKCACHE_NO_PUB -DKCACHE_NO_CPU_NAMES -DKCACHE_NO_EXPLAIN -DKCACHE_NO_ENV -DKCACHE_NO_TIDY
 CORE_TESTS := test_key test_lru test_store test_flight test_threads test_index
 $(B)/core:
 	mkdir -p $@

@@ -51,7 +51,7 @@
        KCACHE_ZSTD         zstd entries on the remote, and KCACHE_COMPRESS      -lzstd
        KCACHE_HMAC_OPENSSL HMAC-SHA-256 for KCACHE_REMOTE_SECRET                 -lcrypto
        KCACHE_VULKAN       kcache_vk_pipeline, kcache_vk_key                    -lvulkan
-       compile-out switches (the core alone, every switch: about 0.66x the code of the default
+       compile-out switches (the core alone, every switch: about 0.70x the code of the default
        build; a part compiled out ignores its kcache_config fields, and the debug log and
        kcache_explain say so when one is set; kcache_config keeps one layout whatever is defined):
        KCACHE_NO_REMOTE    no remote tier (KCACHE_REMOTE, remote_ops)
@@ -64,6 +64,8 @@
        KCACHE_NO_CPU_NAMES kcache_key_host names an x86 CPU by its CPUID vendor, family and model
                            ("intel-6-0x55"), not as LLVM does ("skylake-avx512"): no name tables.
                            Keys made so differ from a full build's (no shared entries)
+       KCACHE_NO_TIDY      no store commands: kcache_evict_older_than, kcache_trim, kcache_remove_unit
+                           and kcache_clear return KCACHE_EDISABLED (kcache-inspect's do the same)
        KCACHE_TEST_NO_OFD  tests only: compile the open-file-description locks out
        At run time, kcache_config's vendor hooks: log / log_user (every message), alloc_fn /
        free_fn / alloc_user (allocator callbacks), kcache_config_defaults (no environment).
@@ -740,7 +742,8 @@ KCACHE_API kcache_status kcache_verify(kcache *kc, int fix);
    and is safe while other processes use the store; what it removes is what a get would miss next
    (this process's memory copies of those entries go too). dry_run: nothing is removed, *done says
    what would be. done may be NULL. KCACHE_EDISABLED when kc has no store (another user's store is
-   refused when opened: kcache_store_in_use says why), KCACHE_EROFS for a read-only one. */
+   refused when opened: kcache_store_in_use says why) or the calls are compiled out
+   (KCACHE_NO_TIDY), KCACHE_EROFS for a read-only one. */
 typedef struct kcache_tidy {
     uint64_t entries; /* entries removed (or that would be) */
     uint64_t bytes;   /* their size on disk */
@@ -12178,6 +12181,7 @@ KCACHE_API kcache_status kcache_verify(kcache *kc, int fix) {
     return s;
 }
 
+#ifndef KCACHE_NO_TIDY
 /* ---- tidying a store: kcache_evict_older_than, kcache_trim, kcache_remove_unit, kcache_clear ----
    One pass over the use table under the store's lock picks the entries; each goes as kcache_remove's
    do (kcache__store_drop: file and accounting together), so the accounting stays exact whatever
@@ -12306,6 +12310,33 @@ KCACHE_API kcache_status kcache_clear(kcache *kc, int dry_run, kcache_tidy *done
     KCACHE__CHECK_KC(kc, "kcache_clear", KCACHE_EINVAL);
     return kcache__tidy(kc, KCACHE__TIDY_CLEAR, 0, NULL, dry_run, done);
 }
+#else /* KCACHE_NO_TIDY: the calls stay, and say the part was compiled out */
+static kcache_status kcache__tidy_out(kcache *kc, kcache_tidy *done) {
+    if (done) memset(done, 0, sizeof *done);
+    if (kc) KCACHE__DEBUG(kc, "the store commands are compiled out (KCACHE_NO_TIDY)");
+    return KCACHE_EDISABLED;
+}
+KCACHE_API kcache_status kcache_evict_older_than(kcache *kc, uint64_t seconds, int dry_run, kcache_tidy *done) {
+    KCACHE__CHECK_KC(kc, "kcache_evict_older_than", KCACHE_EINVAL);
+    (void)seconds; (void)dry_run;
+    return kcache__tidy_out(kc, done);
+}
+KCACHE_API kcache_status kcache_trim(kcache *kc, uint64_t bytes, int dry_run, kcache_tidy *done) {
+    KCACHE__CHECK_KC(kc, "kcache_trim", KCACHE_EINVAL);
+    (void)bytes; (void)dry_run;
+    return kcache__tidy_out(kc, done);
+}
+KCACHE_API kcache_status kcache_remove_unit(kcache *kc, const char *unit, int dry_run, kcache_tidy *done) {
+    KCACHE__CHECK_KC(kc, "kcache_remove_unit", KCACHE_EINVAL);
+    (void)unit; (void)dry_run;
+    return kcache__tidy_out(kc, done);
+}
+KCACHE_API kcache_status kcache_clear(kcache *kc, int dry_run, kcache_tidy *done) {
+    KCACHE__CHECK_KC(kc, "kcache_clear", KCACHE_EINVAL);
+    (void)dry_run;
+    return kcache__tidy_out(kc, done);
+}
+#endif /* KCACHE_NO_TIDY */
 
 /* The stored overload of the key's unit (in memory) with the most fields equal to the key's. */
 static int kcache__closest_in_memory(kcache *kc, const kcache_key *k, kcache_key *best, uint32_t *overloads) {

@@ -10,7 +10,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 cc=${CC:-gcc}
 runs=${RUNS:-3}
-all="-DKCACHE_NO_REMOTE -DKCACHE_NO_LAYERS -DKCACHE_NO_PUB -DKCACHE_NO_CPU_NAMES -DKCACHE_NO_EXPLAIN -DKCACHE_NO_ENV"
+all="-DKCACHE_NO_REMOTE -DKCACHE_NO_LAYERS -DKCACHE_NO_PUB -DKCACHE_NO_CPU_NAMES -DKCACHE_NO_EXPLAIN -DKCACHE_NO_ENV -DKCACHE_NO_TIDY"
 printf '#define KCACHE_IMPLEMENTATION\n#include "kcache.h"\n' >"$tmp/impl.c"
 
 # the compiler's CPU time (user + system, its children included), not wall time: a busy machine

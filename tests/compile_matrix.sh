@@ -28,13 +28,13 @@ strict="-Wall -Wextra -Werror -Wshadow -Wconversion -Wcast-qual"
         printf 'gxx-%s\tg++ -std=c++17 -%s %s -c impl.cpp -o gxx-%s.o\n' $o $o "$strict" $o
         printf 'clangxx-%s\tclang++ -std=c++17 -%s %s -c impl.cpp -o clangxx-%s.o\n' $o $o "$strict" $o
     done
-    all=""
+    all="-DKCACHE_NO_TIDY" # (independent of the others: in the all-switch builds and alone, not in the combinations)
     for s in $switches; do all="$all -D$s"; done
     printf 'all-switches-gcc-O2\tgcc -std=c99 -O2 %s -Wpedantic %s -c impl.c -o all-gcc.o\n' "$strict" "$all"
     printf 'all-switches-clang-O2\tclang -std=c99 -O2 %s -Wpedantic %s -c impl.c -o all-clang.o\n' "$strict" "$all"
     printf 'all-switches-gxx-O2\tg++ -std=c++17 -O2 %s %s -c impl.cpp -o all-gxx.o\n' "$strict" "$all"
     printf 'all-switches-clangxx-O2\tclang++ -std=c++17 -O2 %s %s -c impl.cpp -o all-clangxx.o\n' "$strict" "$all"
-    for s in $switches; do
+    for s in $switches KCACHE_NO_TIDY; do
         printf '%s-gcc-O2\tgcc -std=c99 -O2 %s -Wpedantic -D%s -c impl.c -o %s.o\n' "$s" "$strict" "$s" "$s"
     done
     set -- $switches
