@@ -511,6 +511,12 @@ KCACHE_API const char *kcache_dir(const kcache *kc);
    refusing it". kc NULL: 0. */
 KCACHE_API int kcache_store_in_use(const kcache *kc, char *why, size_t cap);
 
+/* Whether kc uses a remote tier (KCACHE_REMOTE or remote_ops): 1 when it does, with its shards as
+   shown (no credentials) in why; 0 when it does not, with the reason in why when one was asked for
+   and could not be used ("redis URL ...: the port is 1 to 65535", a secret without HMAC support),
+   empty when none was asked for. why as kcache_store_in_use's. kc NULL: 0. */
+KCACHE_API int kcache_remote_in_use(const kcache *kc, char *why, size_t cap);
+
 enum kcache_field_type {
     KCACHE_FIELD_BYTES = 1,
     KCACHE_FIELD_STR = 2,
@@ -8344,34 +8350,91 @@ static void kcache__redis_free(void *user) {
     KCACHE_FREE(rb);
 }
 
+/* The last '@' of a URL's first len bytes (the user-info ends there: a host, port or database has
+   none), or NULL. */
+static const char *kcache__url_at(const char *url, size_t len) {
+    const char *at = NULL, *p;
+    for (p = url; p < url + len; p++)
+        if (*p == '@') at = p;
+    return at;
+}
+
+/* url as a message may show it: escaped, and with its password (user-info after the first ':')
+   replaced by "***", so that no log line, debug line or kcache_explain carries it. */
+static char *kcache__url_safe(char *out, size_t cap, const char *url, size_t len) {
+    const char *at = kcache__url_at(url, len), *scheme = NULL, *colon;
+    size_t i, o;
+    for (i = 0; i + 2 < len && url + i < (at ? at : url + len); i++)
+        if (url[i] == ':' && url[i + 1] == '/' && url[i + 2] == '/') { scheme = url + i + 3; break; }
+    if (!at || !scheme || scheme > at || !cap) return kcache__esc(out, cap, url, len);
+    colon = (const char *)memchr(scheme, ':', (size_t)(at - scheme));
+    kcache__esc(out, cap, url, (size_t)((colon ? colon : at) - url));
+    o = strlen(out);
+    if (colon && o + 4 < cap) { memcpy(out + o, ":***", 5); o += 4; }
+    kcache__esc(out + o, cap - o, at, (size_t)(url + len - at));
+    return out;
+}
+
+static int kcache__url_hex(char c) {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+}
+
+/* Decodes RFC 3986 percent-escapes of a URL's user-info (%40 is '@', %3A ':', %25 '%') into a new
+   string. NULL with *bad set for a malformed escape or a NUL byte (a password is a C string). */
+static char *kcache__url_decode(const char *s, size_t n, int *bad) {
+    char *out = (char *)KCACHE_MALLOC(n + 1), *o = out;
+    size_t i;
+    *bad = 0;
+    if (!out) return NULL;
+    for (i = 0; i < n; i++) {
+        int hi, lo;
+        if (s[i] != '%') { *o++ = s[i]; continue; }
+        hi = i + 2 < n ? kcache__url_hex(s[i + 1]) : -1;
+        lo = i + 2 < n ? kcache__url_hex(s[i + 2]) : -1;
+        if (hi < 0 || lo < 0 || (hi == 0 && lo == 0)) { *bad = 1; KCACHE_FREE(out); return NULL; }
+        *o++ = (char)(hi * 16 + lo);
+        i += 2;
+    }
+    *o = 0;
+    return out;
+}
+
 /* Parses redis://[[USER]:PASSWORD@]HOST[:PORT][/DB] or unix:///PATH into a new backend (NULL and
-   *why when it is not one). shown gets the canonical form without credentials. */
+   *why when it is not one). USER and PASSWORD may hold percent-escapes (RFC 3986: %40 for '@').
+   shown gets the canonical form without credentials; why never holds the password. */
 static kcache__redis *kcache__redis_parse(const char *url, size_t len, char *shown, size_t shown_cap, char *why, size_t cap) {
     kcache__redis *rb = (kcache__redis *)KCACHE_MALLOC(sizeof *rb);
+    char safe[300]; /* url as messages show it */
     const char *p = url, *end = url + len, *at, *h, *he;
     char num[16];
+    int bad = 0;
+    kcache__url_safe(safe, sizeof safe, url, len);
     if (!rb) { kcache__say(why, cap, "out of memory"); return NULL; }
     memset(rb, 0, sizeof *rb);
     kcache__mutex_init(&rb->mutex);
     rb->port = 6379;
     if (len > 8 && memcmp(p, "unix:///", 8) == 0) {
-        if (len - 7 >= 108 || memchr(p + 7, '?', len - 7)) { kcache__say(why, cap, "%.*s: the socket path is too long or has a query", (int)len, url); goto bad; }
+        if (len - 7 >= 108 || memchr(p + 7, '?', len - 7)) { kcache__say(why, cap, "%s: the socket path is too long or has a query", safe); goto bad; }
         rb->path = kcache__strndup(p + 7, len - 7);
         snprintf(shown, shown_cap, "unix://%s", rb->path ? rb->path : "");
         if (!rb->path) goto oom;
         return rb;
     }
     if (len <= 8 || memcmp(p, "redis://", 8) != 0) {
-        kcache__say(why, cap, "%.*s is not redis://HOST[:PORT][/DB] or unix:///PATH.sock", (int)(len > 200 ? 200 : len), url);
+        kcache__say(why, cap, "%s is not redis://HOST[:PORT][/DB] or unix:///PATH.sock", safe);
         goto bad;
     }
     p += 8;
-    at = (const char *)memchr(p, '@', (size_t)(end - p));
-    if (at) { /* [USER]:PASSWORD@ */
+    at = kcache__url_at(p, (size_t)(end - p));
+    if (at) { /* [USER]:PASSWORD@, percent-encoded */
         const char *colon = (const char *)memchr(p, ':', (size_t)(at - p));
         if (!colon) { kcache__say(why, cap, "redis URL: credentials must be [USER]:PASSWORD@"); goto bad; }
-        if (colon > p && !(rb->user = kcache__strndup(p, (size_t)(colon - p)))) goto oom;
-        if (!(rb->pass = kcache__strndup(colon + 1, (size_t)(at - colon - 1)))) goto oom;
+        if (colon > p && !(rb->user = kcache__url_decode(p, (size_t)(colon - p), &bad)) && !bad) goto oom;
+        if (!bad && !(rb->pass = kcache__url_decode(colon + 1, (size_t)(at - colon - 1), &bad)) && !bad) goto oom;
+        if (bad) { kcache__say(why, cap, "redis URL %s: a '%%' in the user or password starts no %%HH escape (a '%%' itself is %%25; %%00 is not allowed)", safe); goto bad; }
         p = at + 1;
     }
     if (p < end && *p == '[') { /* [IPv6] */
@@ -8384,11 +8447,11 @@ static kcache__redis *kcache__redis_parse(const char *url, size_t len, char *sho
         while (p < end && *p != ':' && *p != '/') p++;
         he = p;
     }
-    if (he == h || he - h > 255) { kcache__say(why, cap, "redis URL %.*s: no host", (int)len, url); goto bad; }
+    if (he == h || he - h > 255) { kcache__say(why, cap, "redis URL %s: no host", safe); goto bad; }
     for (at = h; at < he; at++)
         if (!((*at >= 'a' && *at <= 'z') || (*at >= 'A' && *at <= 'Z') || (*at >= '0' && *at <= '9') || *at == '.' || *at == '-' ||
               *at == '_' || *at == ':')) {
-            kcache__say(why, cap, "redis URL %.*s: a host has letters, digits, '.', '-' and ':' only", (int)len, url);
+            kcache__say(why, cap, "redis URL %s: a host has letters, digits, '.', '-' and ':' only", safe);
             goto bad;
         }
     if (!(rb->host = kcache__strndup(h, (size_t)(he - h)))) goto oom;
@@ -8396,15 +8459,15 @@ static kcache__redis *kcache__redis_parse(const char *url, size_t len, char *sho
         const char *q = ++p;
         long v = 0;
         while (p < end && *p >= '0' && *p <= '9' && v <= 65535) v = v * 10 + (*p++ - '0');
-        if (p == q || v < 1 || v > 65535 || (p < end && *p != '/')) { kcache__say(why, cap, "redis URL %.*s: the port is 1 to 65535", (int)len, url); goto bad; }
+        if (p == q || v < 1 || v > 65535 || (p < end && *p != '/')) { kcache__say(why, cap, "redis URL %s: the port is 1 to 65535", safe); goto bad; }
         rb->port = (int)v;
     }
     if (p < end && *p == '/') {
         p++;
         while (p < end && *p >= '0' && *p <= '9' && rb->db < 1000000) rb->db = rb->db * 10 + (*p++ - '0');
-        if (p != end || rb->db >= 1000000) { kcache__say(why, cap, "redis URL %.*s: the database is a number", (int)len, url); goto bad; }
+        if (p != end || rb->db >= 1000000) { kcache__say(why, cap, "redis URL %s: the database is a number", safe); goto bad; }
     }
-    if (p != end) { kcache__say(why, cap, "redis URL %.*s: unexpected text after the host", (int)len, url); goto bad; }
+    if (p != end) { kcache__say(why, cap, "redis URL %s: unexpected text after the host", safe); goto bad; }
     snprintf(num, sizeof num, "%d", rb->port);
     snprintf(shown, shown_cap, "redis://%s%s%s:%s/%ld", strchr(rb->host, ':') ? "[" : "", rb->host, strchr(rb->host, ':') ? "]" : "", num, rb->db);
     return rb;
@@ -9978,6 +10041,17 @@ KCACHE_API int kcache_store_in_use(const kcache *kc, char *why, size_t cap) {
     return 0;
 }
 
+KCACHE_API int kcache_remote_in_use(const kcache *kc, char *why, size_t cap) {
+    if (why && cap) why[0] = 0;
+    if (!kc) return 0;
+    if (kc->remote) {
+        if (why && cap) snprintf(why, cap, "%s", kc->remote->names);
+        return 1;
+    }
+    if (why && cap) snprintf(why, cap, "%s", kc->remote_why);
+    return 0;
+}
+
 KCACHE_API kcache_status kcache_key_host_from(kcache_key *k, const kcache *kc) {
     if (!kc) return kcache_key_host(k);
     if (!kcache__key_usable(k)) return KCACHE_EINVAL;
@@ -10715,6 +10789,12 @@ static void kcache__layers_note(const kcache *kc, kcache__sb *b) {
     if (kc->layers_why[0]) kcache__sb_add(b, " (%s)", kc->layers_why);
 }
 
+/* A remote tier that was asked for but is off (a URL refused...): said after a miss's reason too,
+   since without a debug log nothing else says it. */
+static void kcache__remote_note(const kcache *kc, kcache__sb *b) {
+    if (kc->remote_why[0]) kcache__sb_add(b, " (remote off: %s)", kc->remote_why);
+}
+
 /* ---- dependencies' content, when a lookup needs it -------------------------------------------
    A file field's content digest is taken lazily (kcache_key_file): from the process's stamp memo,
    then (files of KCACHE__STAMP_STORE_MIN or more) from the store, where an entry of unit
@@ -11257,6 +11337,7 @@ static size_t kcache__explain(kcache *kc, const kcache_key *k, char *buf, size_t
         if (rd.status == KCACHE_ENOENT && !kcache__lower_explain(kc, k, &b)) {
             if (kcache__ix_classify(kc, k, &when, &b) == KCACHE_REASON_COLD) kcache__layers_closest(kc, k, &b);
             kcache__layers_note(kc, &b);
+            kcache__remote_note(kc, &b);
         }
         return b.len;
     }
@@ -11284,6 +11365,7 @@ static size_t kcache__explain(kcache *kc, const kcache_key *k, char *buf, size_t
     kcache__mutex_unlock(&kc->lock);
     if (cold) kcache__layers_closest(kc, k, &b);
     kcache__layers_note(kc, &b);
+    kcache__remote_note(kc, &b);
     return b.len;
 }
 

@@ -13,6 +13,9 @@
  *                             "hit: remote (URL)", the value on the server is signed-off zstd
  *   remote_db_auth            /DB selects the database; a password in the URL; a wrong one fails
  *                             cleanly; a handle used in a forked child keeps both
+ *   remote_url_escapes        percent-escapes in user and password (%40 for '@'), a raw '@'; no
+ *                             message shows a password; kcache_remote_in_use and kcache_explain
+ *                             say why a refused URL left the remote off
  *   remote_rejects            a value changed on the server (a byte, garbage, another key's) is a
  *                             miss, a reject, and deleted there
  *   remote_signed             HMAC-SHA-256 (RFC 4231 vector); the same secret hits, another secret
@@ -368,6 +371,88 @@ static void remote_db_auth(void) {
     snprintf(url, sizeof url, "redis://127.0.0.1:%d/3", A.port); /* no password */
     job(4, fresh("db-e"), &mc, DO_PUT, 4, 500);
     KT_CHECK(S->r[4].ok && S->r[4].st.remote_errors == 1 && S->r[4].st.remote_puts == 0);
+    kt_redis_stop(&A);
+}
+
+/* ---- URLs as operators write them (issue 26.4) ---- */
+
+typedef struct logbuf { char text[16384]; size_t len; } logbuf;
+static void log_into(void *user, const char *line) {
+    logbuf *lb = (logbuf *)user;
+    size_t n = strlen(line);
+    if (lb->len + n + 2 < sizeof lb->text) { memcpy(lb->text + lb->len, line, n); lb->len += n; lb->text[lb->len++] = '\n'; lb->text[lb->len] = 0; }
+}
+
+/* A password with '@', ':', '%' and '/' given percent-encoded works (and one with a raw '@'); a
+   malformed escape is refused; no message, debug line, kcache_remote_in_use or kcache_explain
+   shows a password; a refused URL is said by kcache_remote_in_use and kcache_explain. */
+static void remote_url_escapes(void) {
+    static const char *const bad[] = {"redis://:%4@h", "redis://:%zz@h", "redis://:ab%00cd@h", "redis://:abc%@h", "redis://us%r:pw@h"};
+    kt_redis A;
+    char url[400], shown[400], why[400];
+    unsigned i;
+    const char *enc = "redis://a%40b:p%40ss%3Aw%25rd%2Fx@127.0.0.1:7";
+    kcache__redis *rb = kcache__redis_parse(enc, strlen(enc), shown, sizeof shown, why, sizeof why);
+    KT_CHECK_MSG(rb && rb->user && rb->pass && strcmp(rb->user, "a@b") == 0 && strcmp(rb->pass, "p@ss:w%rd/x") == 0, "decoded: user %s, password %s (%s)",
+                 rb && rb->user ? rb->user : "-", rb && rb->pass ? rb->pass : "-", rb ? shown : why);
+    kcache__redis_free(rb);
+    rb = kcache__redis_parse("redis://:p@ss@h", 15, shown, sizeof shown, why, sizeof why); /* a raw '@': the last one ends the user-info */
+    KT_CHECK_MSG(rb && rb->pass && strcmp(rb->pass, "p@ss") == 0 && strcmp(rb->host, "h") == 0, "raw @: %s", rb ? shown : why);
+    kcache__redis_free(rb);
+    for (i = 0; i < sizeof bad / sizeof *bad; i++) {
+        why[0] = 0;
+        rb = kcache__redis_parse(bad[i], strlen(bad[i]), shown, sizeof shown, why, sizeof why);
+        KT_CHECK_MSG(!rb && why[0], "%s was taken", bad[i]);
+        kcache__redis_free(rb);
+    }
+    { /* refused URLs: nothing shows the password; kcache_remote_in_use and kcache_explain say why */
+        static const char *const refused[] = {"redis://:s3cretpw@h:99999", "redis://user:s3cretpw@h\x01x", "redis://:s3cretpw@h/x", "rediss-nope://:s3cretpw@h"};
+        for (i = 0; i < sizeof refused / sizeof *refused; i++) {
+            logbuf lb;
+            kcache_config cfg;
+            kcache *kc = NULL;
+            kcache_key k;
+            char ex[1024];
+            memset(&lb, 0, sizeof lb);
+            kcache_config_init(&cfg);
+            cfg.persistent = 0;
+            cfg.debug = 1;
+            cfg.log = log_into;
+            cfg.log_user = &lb;
+            cfg.remote = refused[i];
+            KT_CHECK(kcache_open(&kc, &cfg) == KCACHE_OK && kc);
+            if (!kc) continue;
+            why[0] = 0;
+            KT_CHECK_MSG(kcache_remote_in_use(kc, why, sizeof why) == 0 && why[0], "%s: in use, or no reason", refused[i]);
+            KT_CHECK_MSG(!strstr(why, "s3cretpw") && !strstr(lb.text, "s3cretpw"), "the password shown: why \"%s\", log \"%s\"", why, lb.text);
+            KT_CHECK_MSG(strstr(lb.text, "***") != NULL || !strstr(refused[i], "@"), "the debug line: %s", lb.text);
+            kt_key(&k, "remote", 4000 + i);
+            kcache_explain(kc, &k, ex, sizeof ex);
+            kcache_key_free(&k);
+            KT_CHECK_MSG(strstr(ex, "remote off") && !strstr(ex, "s3cretpw"), "explain: %s", ex);
+            kcache_close(kc);
+        }
+    }
+    if (!kt_redis_start(&A, g_root, 1, "requirepass \"p@ss:w%rd/x\"\nuser ktremops1 on >u@s:e%r ~* &* +@all")) {
+        KT_FAILF("redis-server with a password did not start");
+        return;
+    }
+    for (i = 0; i < 2; i++) { /* the default user's password, then an ACL user's, both percent-encoded */
+        kcache_config cfg;
+        kcache *a = NULL, *b = NULL;
+        if (i == 0) snprintf(url, sizeof url, "redis://:p%%40ss%%3Aw%%25rd%%2Fx@127.0.0.1:%d", A.port);
+        else snprintf(url, sizeof url, "redis://ktremops1:u%%40s%%3ae%%25r@127.0.0.1:%d", A.port);
+        kcache_config_init(&cfg);
+        cfg.persistent = 0;
+        cfg.remote = url;
+        KT_CHECK(kcache_open(&a, &cfg) == KCACHE_OK && kcache_open(&b, &cfg) == KCACHE_OK);
+        KT_CHECK(kcache_remote_in_use(a, why, sizeof why) == 1 && strstr(why, "127.0.0.1") && !strstr(why, "p@ss") && !strstr(why, "u@s"));
+        KT_CHECK_EQ_U64((uint64_t)kt_put(a, "escapes", 10 + i, 1, 3000), KCACHE_OK);
+        KT_CHECK_MSG(kt_get(b, "escapes", 10 + i, 1, 3000) == 1, "%s: no remote hit through the encoded password", i ? "ACL user" : "requirepass");
+        kcache_close(a);
+        kcache_close(b);
+    }
+    KT_CHECK_EQ_U64((uint64_t)kcache_remote_in_use(NULL, why, sizeof why), 0);
     kt_redis_stop(&A);
 }
 
@@ -1386,6 +1471,7 @@ int main(int argc, char **argv) {
     KT_RUN(remote_tcp);
     KT_RUN(remote_unix);
     KT_RUN(remote_db_auth);
+    KT_RUN(remote_url_escapes);
     KT_RUN(remote_rejects);
     KT_RUN(remote_signed);
     KT_RUN(remote_ro_max_entry);
