@@ -70,9 +70,14 @@
                            Default: none
        KCACHE_LAYERS_COPY  0: a layer hit is not copied into the store (memory keeps it); default 1
        KCACHE_REMOTE       the remote tier, asked after a local miss and sent every put (KCACHE_REDIS):
-                           redis://HOST[:PORT][/DB] or unix:///PATH.sock; several, space-separated, are
-                           shards (a key's shard: rendezvous hashing). A hit is validated like a local
-                           entry and written into the store. Default: none
+                           redis://HOST[:PORT][/DB], rediss://... (TLS: KCACHE_TLS_OPENSSL) or
+                           unix:///PATH.sock; several, space-separated, are shards (a key's shard:
+                           rendezvous hashing). A hit is validated like a local entry and written
+                           into the store. Default: none
+       KCACHE_REMOTE_CA    rediss://: a PEM file of the CAs that may sign the server's certificate;
+                           default: the system's store. The server's name (or address) is verified
+       KCACHE_REMOTE_CERT, KCACHE_REMOTE_KEY  rediss://: a client certificate (PEM, with its chain)
+                           and its private key, for servers that ask for one (tls-auth-clients)
        KCACHE_REMOTE_MODE  rw (default) | ro: never write the remote
        KCACHE_REMOTE_TIMEOUT  milliseconds any remote operation may take (connects: 100 ms at most);
                            default 500. A failure opens a circuit breaker: that shard is skipped for
@@ -176,6 +181,7 @@
        KCACHE_REDIS        the built-in Redis remote tier (hiredis 0.14 or later; POSIX)
        KCACHE_ZSTD         zstd-compressed entries on the remote, and KCACHE_COMPRESS (libzstd)
        KCACHE_HMAC_OPENSSL HMAC-SHA-256 from OpenSSL's libcrypto for KCACHE_REMOTE_SECRET
+       KCACHE_TLS_OPENSSL  rediss:// (TLS to Redis) with OpenSSL (-lssl -lcrypto), with KCACHE_REDIS
        KCACHE_TEST_NO_OFD  tests only: compile the open-file-description locks out
        At run time: kcache_config's alloc_fn / free_fn / alloc_user (allocator callbacks),
        log / log_user (every message), kcache_config_defaults (no environment).
@@ -447,6 +453,9 @@ typedef struct kcache_config {
                                    runs (a dead builder's ends after it); 0: 10000              */
     uint32_t remote_backoff_ms; /* the circuit breaker's first back-off (then doubling, to 32x);
                                    0: 1000                                                      */
+    const char *remote_ca;      /* rediss://: CA file (PEM); NULL: the system's (KCACHE_REMOTE_CA) */
+    const char *remote_cert;    /* rediss://: client certificate (PEM); NULL: none (KCACHE_REMOTE_CERT) */
+    const char *remote_key;     /* rediss://: its private key (PEM) (KCACHE_REMOTE_KEY)            */
     int compress;             /* 1: zstd for the local store's entries too (KCACHE_COMPRESS; KCACHE_ZSTD) */
     const char *shared_group; /* a group whose members share the store (KCACHE_SHARED_GROUP); NULL: the
                                  store is the caller's alone                                        */
@@ -839,6 +848,12 @@ KCACHE_API kcache_status kcache_verify(kcache *kc, int fix);
 #include <hiredis/hiredis.h>
 #include <poll.h>
 #include <sys/socket.h>
+#endif
+#if defined(KCACHE_TLS_OPENSSL) && defined(KCACHE_REDIS)
+#include <arpa/inet.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
 #endif
 
 /* What a system header included before kcache.h left visible (see the top of this file). glibc
@@ -7920,6 +7935,7 @@ typedef struct kcache__remote {
     char host[64];             /* in claim tokens, so that a debug line can say who builds */
     uint64_t seq;              /* claim tokens (atomic) */
     const kcache__mem *mem;    /* its kcache's allocator, for the payloads it hands over */
+    char *tls_ca, *tls_cert, *tls_key; /* rediss://'s files as configured (a forked child's handle reopens) */
 } kcache__remote;
 
 /* ---- signatures and values ---- */
@@ -8335,13 +8351,38 @@ typedef struct kcache__redis {
     redisContext *idle[KCACHE__REDIS_IDLE];
     unsigned nidle;
     uint32_t pid;                   /* the process the pooled connections belong to */
+    int tls;                        /* rediss:// */
+#ifdef KCACHE_TLS_OPENSSL
+    SSL_CTX *tls_ctx;               /* its CAs, client certificate, verification */
+#endif
 } kcache__redis;
+
+/* ---- TLS (rediss://): OpenSSL on the connection's own non-blocking socket, hiredis for the protocol.
+   hiredis 0.14 (Debian 12's) has no TLS. A TLS connection stays a redisContext: hiredis formats
+   commands into its output buffer and parses replies with its reader, while the bytes go through
+   an SSL object on the context's socket, kept in the reader's user field (privdata, "user-settable":
+   hiredis's own reply functions do not use it). ---- */
+#ifdef KCACHE_TLS_OPENSSL
+static SSL *kcache__tls_of(const redisContext *c) { return c->reader ? (SSL *)c->reader->privdata : NULL; }
+#endif
+
+/* Closes a connection (its TLS state too). Sends nothing: a forked child closes its parent's this way. */
+static void kcache__redis_drop(redisContext *c) {
+#ifdef KCACHE_TLS_OPENSSL
+    SSL *s = kcache__tls_of(c);
+    if (s) SSL_free(s);
+#endif
+    redisFree(c);
+}
 
 static void kcache__redis_free(void *user) {
     kcache__redis *rb = (kcache__redis *)user;
     unsigned i;
     if (!rb) return;
-    for (i = 0; i < rb->nidle; i++) redisFree(rb->idle[i]);
+    for (i = 0; i < rb->nidle; i++) kcache__redis_drop(rb->idle[i]);
+#ifdef KCACHE_TLS_OPENSSL
+    if (rb->tls_ctx) SSL_CTX_free(rb->tls_ctx);
+#endif
     kcache__mutex_destroy(&rb->mutex);
     KCACHE_FREE(rb->host);
     KCACHE_FREE(rb->path);
@@ -8423,8 +8464,15 @@ static kcache__redis *kcache__redis_parse(const char *url, size_t len, char *sho
         if (!rb->path) goto oom;
         return rb;
     }
-    if (len <= 8 || memcmp(p, "redis://", 8) != 0) {
-        kcache__say(why, cap, "%s is not redis://HOST[:PORT][/DB] or unix:///PATH.sock", safe);
+    if (len > 9 && memcmp(p, "rediss://", 9) == 0) { /* TLS */
+#ifndef KCACHE_TLS_OPENSSL
+        kcache__say(why, cap, "%s: rediss:// (TLS) needs kcache built with KCACHE_TLS_OPENSSL (-lssl -lcrypto)", safe);
+        goto bad;
+#endif
+        rb->tls = 1;
+        p++;
+    } else if (len <= 8 || memcmp(p, "redis://", 8) != 0) {
+        kcache__say(why, cap, "%s is not redis[s]://HOST[:PORT][/DB] or unix:///PATH.sock", safe);
         goto bad;
     }
     p += 8;
@@ -8469,7 +8517,7 @@ static kcache__redis *kcache__redis_parse(const char *url, size_t len, char *sho
     }
     if (p != end) { kcache__say(why, cap, "redis URL %s: unexpected text after the host", safe); goto bad; }
     snprintf(num, sizeof num, "%d", rb->port);
-    snprintf(shown, shown_cap, "redis://%s%s%s:%s/%ld", strchr(rb->host, ':') ? "[" : "", rb->host, strchr(rb->host, ':') ? "]" : "", num, rb->db);
+    snprintf(shown, shown_cap, "redis%s://%s%s%s:%s/%ld", rb->tls ? "s" : "", strchr(rb->host, ':') ? "[" : "", rb->host, strchr(rb->host, ':') ? "]" : "", num, rb->db);
     return rb;
 oom:
     kcache__say(why, cap, "out of memory");
@@ -8513,12 +8561,149 @@ static int kcache__redis_write(redisContext *c, int *done) {
     return rc;
 }
 
+#ifdef KCACHE_TLS_OPENSSL
+/* rediss://'s context: the CAs of ca (a PEM file; NULL: the system's store), the client certificate
+   and key when given, the server verified. NULL with *why. */
+static SSL_CTX *kcache__tls_ctx(const char *ca, const char *cert, const char *key, char *why, size_t cap) {
+    SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());
+    char err[200], name[300];
+    const char *what = NULL, *file = NULL;
+    if (!ctx) { kcache__say(why, cap, "rediss://: no TLS context (out of memory)"); return NULL; }
+    SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
+    SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
+    SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+    if (ca ? SSL_CTX_load_verify_locations(ctx, ca, NULL) != 1 : SSL_CTX_set_default_verify_paths(ctx) != 1)
+        what = "cannot load the CA file (KCACHE_REMOTE_CA)", file = ca ? ca : "(the system's)";
+    else if (!cert != !key)
+        what = "a client certificate needs both KCACHE_REMOTE_CERT and KCACHE_REMOTE_KEY", file = cert ? cert : key;
+    else if (cert && SSL_CTX_use_certificate_chain_file(ctx, cert) != 1)
+        what = "cannot load the client certificate (KCACHE_REMOTE_CERT)", file = cert;
+    else if (key && (SSL_CTX_use_PrivateKey_file(ctx, key, SSL_FILETYPE_PEM) != 1 || SSL_CTX_check_private_key(ctx) != 1))
+        what = "cannot load the client key, or it is not the certificate's (KCACHE_REMOTE_KEY)", file = key;
+    if (!what) return ctx;
+    err[0] = 0;
+    if (ERR_peek_error()) ERR_error_string_n(ERR_get_error(), err, sizeof err);
+    ERR_clear_error();
+    kcache__say(why, cap, "rediss://: %s %s%s%s", what, kcache__escs(name, sizeof name, file), err[0] ? ": " : "", err);
+    SSL_CTX_free(ctx);
+    return NULL;
+}
+
+/* Waits for what an SSL call that returned rc needs (reading or writing the socket), by the
+   deadline; KCACHE_EIO when it failed for good. */
+static kcache_status kcache__tls_wait(SSL *s, int fd, int rc, int64_t deadline) {
+    int e = SSL_get_error(s, rc);
+    if (e == SSL_ERROR_WANT_READ) return kcache__redis_wait(fd, POLLIN, deadline);
+    if (e == SSL_ERROR_WANT_WRITE) return kcache__redis_wait(fd, POLLOUT, deadline);
+    ERR_clear_error(); /* the thread's OpenSSL error queue is left empty for the program */
+    return KCACHE_EIO;
+}
+
+/* Blocks SIGPIPE in this thread around TLS's socket writes, as kcache__redis_write does. */
+typedef struct kcache__nopipe { sigset_t set, old; int had; } kcache__nopipe;
+static void kcache__nopipe_begin(kcache__nopipe *np) {
+    sigset_t pend;
+    sigemptyset(&np->set);
+    sigaddset(&np->set, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &np->set, &np->old);
+    np->had = sigpending(&pend) == 0 && sigismember(&pend, SIGPIPE);
+}
+static void kcache__nopipe_end(kcache__nopipe *np) {
+    sigset_t pend;
+    if (!np->had && sigpending(&pend) == 0 && sigismember(&pend, SIGPIPE)) {
+        int sig;
+        sigwait(&np->set, &sig);
+    }
+    pthread_sigmask(SIG_SETMASK, &np->old, NULL);
+}
+
+/* The TLS handshake on c's connected socket: the server's certificate must chain to the CAs and
+   name the host (DNS name, sent as SNI too) or address it was reached by. */
+static kcache_status kcache__tls_start(kcache__redis *rb, redisContext *c, int64_t deadline) {
+    SSL *s = SSL_new(rb->tls_ctx);
+    unsigned char addr[16];
+    kcache__nopipe np;
+    kcache_status st = KCACHE_OK;
+    if (!s) return KCACHE_ENOMEM;
+    c->reader->privdata = s; /* (hiredis 0.14's redisReaderSetPrivdata casts the pointer to int) */
+    if (inet_pton(AF_INET, rb->host, addr) == 1 || inet_pton(AF_INET6, rb->host, addr) == 1) {
+        if (X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(s), rb->host) != 1) st = KCACHE_EIO;
+    } else if (SSL_set_tlsext_host_name(s, rb->host) != 1 || SSL_set1_host(s, rb->host) != 1) {
+        st = KCACHE_EIO;
+    }
+    if (st == KCACHE_OK && SSL_set_fd(s, c->fd) != 1) st = KCACHE_EIO;
+    kcache__nopipe_begin(&np);
+    while (st == KCACHE_OK) {
+        int rc = SSL_connect(s);
+        if (rc == 1) break;
+        st = kcache__tls_wait(s, c->fd, rc, deadline); /* a certificate refused: EIO */
+    }
+    kcache__nopipe_end(&np);
+    ERR_clear_error();
+    return st;
+}
+
+/* kcache__redis_io over TLS: n bytes of a formatted command (none: only a reply is awaited) go out
+   through c's SSL, what comes in is fed to c's reader (SSL_read first: a record may already sit
+   decrypted in the SSL). c's own output buffer is not used (sds.h has no C++ linkage to trim it). */
+static kcache_status kcache__tls_io(kcache__redis *rb, redisContext *c, const char *cmd, size_t n_cmd, int64_t deadline, redisReply **out) {
+    SSL *s = kcache__tls_of(c);
+    char buf[16384];
+    void *reply = NULL;
+    kcache__nopipe np;
+    kcache_status st = KCACHE_OK;
+    size_t sent = 0;
+    kcache__nopipe_begin(&np);
+    while (st == KCACHE_OK && sent < n_cmd) {
+        size_t left = n_cmd - sent;
+        int n = SSL_write(s, cmd + sent, left > (1u << 30) ? 1 << 30 : (int)left);
+        if (n > 0) sent += (size_t)n;
+        else st = kcache__tls_wait(s, c->fd, n, deadline);
+    }
+    while (st == KCACHE_OK) {
+        int n;
+        if (redisGetReplyFromReader(c, &reply) != REDIS_OK) { st = KCACHE_EIO; break; } /* garbage */
+        if (reply) break;
+        n = SSL_read(s, buf, (int)sizeof buf);
+        if (n <= 0) st = kcache__tls_wait(s, c->fd, n, deadline); /* closed, or an error: EIO */
+        else if (redisReaderFeed(c->reader, buf, (size_t)n) != REDIS_OK || c->reader->len > rb->max_reply) st = KCACHE_EIO;
+    }
+    kcache__nopipe_end(&np);
+    *out = (redisReply *)reply;
+    if (st != KCACHE_OK && reply) { freeReplyObject(reply); *out = NULL; }
+    return st;
+}
+#endif
+
+/* Whether a pooled connection is still good: nothing to read on it (a server that closed it, or
+   sent what no command asked for, is not). Over TLS, records that carry no data (session tickets
+   sent after the handshake) are taken and the connection kept. */
+static int kcache__redis_idle_ok(redisContext *c) {
+    struct pollfd p;
+    p.fd = c->fd;
+    p.events = POLLIN;
+    p.revents = 0;
+    if (poll(&p, 1, 0) == 0) return 1;
+#ifdef KCACHE_TLS_OPENSSL
+    if (kcache__tls_of(c) && !(p.revents & (POLLERR | POLLHUP))) {
+        char b;
+        int n = SSL_read(kcache__tls_of(c), &b, 1), ok = n <= 0 && SSL_get_error(kcache__tls_of(c), n) == SSL_ERROR_WANT_READ;
+        ERR_clear_error();
+        return ok;
+    }
+#endif
+    return 0;
+}
+
 /* Sends what is queued on c and reads one reply, by the deadline. */
 static kcache_status kcache__redis_io(kcache__redis *rb, redisContext *c, int64_t deadline, redisReply **out) {
     void *reply = NULL;
     int done = 0;
     kcache_status st;
     *out = NULL;
+#ifdef KCACHE_TLS_OPENSSL
+    if (kcache__tls_of(c)) return kcache__tls_io(rb, c, NULL, 0, deadline, out);
+#endif
     while (!done) {
         if (kcache__redis_write(c, &done) != REDIS_OK) return KCACHE_EIO;
         if (!done && (st = kcache__redis_wait(c->fd, POLLOUT, deadline)) != KCACHE_OK) return st;
@@ -8537,6 +8722,15 @@ static kcache_status kcache__redis_io(kcache__redis *rb, redisContext *c, int64_
 static kcache_status kcache__redis_cmd(kcache__redis *rb, redisContext *c, int argc, const char **argv, const size_t *lens,
                                        int64_t deadline, redisReply **out) {
     *out = NULL;
+#ifdef KCACHE_TLS_OPENSSL
+    if (kcache__tls_of(c)) {
+        char *cmd = NULL;
+        int n = redisFormatCommandArgv(&cmd, argc, argv, lens);
+        kcache_status st = n < 0 ? KCACHE_ENOMEM : kcache__tls_io(rb, c, cmd, (size_t)n, deadline, out);
+        if (cmd) redisFreeCommand(cmd);
+        return st;
+    }
+#endif
     if (redisAppendCommandArgv(c, argc, argv, lens) != REDIS_OK) return KCACHE_ENOMEM;
     return kcache__redis_io(rb, c, deadline, out);
 }
@@ -8579,13 +8773,16 @@ static kcache_status kcache__redis_connect(kcache__redis *rb, int64_t deadline, 
     if (by > deadline) by = deadline;
     st = kcache__redis_wait(c->fd, POLLOUT, by);
     if (st == KCACHE_OK && (getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &err, &elen) != 0 || err != 0)) st = KCACHE_EIO;
+#ifdef KCACHE_TLS_OPENSSL
+    if (st == KCACHE_OK && rb->tls) st = kcache__tls_start(rb, c, deadline);
+#endif
     if (st == KCACHE_OK && rb->pass) st = kcache__redis_setup(rb, c, "AUTH", rb->user, rb->pass, deadline);
     if (st == KCACHE_OK && rb->db) {
         char db[24];
         snprintf(db, sizeof db, "%ld", rb->db);
         st = kcache__redis_setup(rb, c, "SELECT", NULL, db, deadline);
     }
-    if (st != KCACHE_OK) { redisFree(c); return st; }
+    if (st != KCACHE_OK) { kcache__redis_drop(c); return st; }
     *out = c;
     return KCACHE_OK;
 }
@@ -8601,15 +8798,11 @@ static kcache_status kcache__redis_take(kcache__redis *rb, int64_t deadline, red
         rb->pid = pid;
     }
     while (!c && rb->nidle) {
-        struct pollfd p;
         c = rb->idle[--rb->nidle];
-        p.fd = c->fd;
-        p.events = POLLIN;
-        p.revents = 0;
-        if (poll(&p, 1, 0) != 0) { stale[nstale++] = c; c = NULL; } /* closed by the server (or garbage): not reused */
+        if (!kcache__redis_idle_ok(c)) { stale[nstale++] = c; c = NULL; } /* closed by the server (or garbage): not reused */
     }
     kcache__mutex_unlock(&rb->mutex);
-    for (i = 0; i < nstale; i++) redisFree(stale[i]); /* sends nothing: only closes this process's descriptor */
+    for (i = 0; i < nstale; i++) kcache__redis_drop(stale[i]); /* sends nothing: only closes this process's descriptor */
     if (c) { *out = c; return KCACHE_OK; }
     return kcache__redis_connect(rb, deadline, out);
 }
@@ -8617,7 +8810,7 @@ static void kcache__redis_give(kcache__redis *rb, redisContext *c) {
     kcache__mutex_lock(&rb->mutex);
     if (rb->pid == kcache__pid() && rb->nidle < KCACHE__REDIS_IDLE) { rb->idle[rb->nidle++] = c; c = NULL; }
     kcache__mutex_unlock(&rb->mutex);
-    if (c) redisFree(c);
+    if (c) kcache__redis_drop(c);
 }
 
 /* One command on a pooled connection, within the operation timeout; a connection that failed is
@@ -8630,7 +8823,7 @@ static kcache_status kcache__redis_run(kcache__redis *rb, int argc, const char *
     if (st != KCACHE_OK) return st;
     st = kcache__redis_cmd(rb, c, argc, argv, lens, deadline, out);
     if (st == KCACHE_OK) kcache__redis_give(rb, c);
-    else redisFree(c);
+    else kcache__redis_drop(c);
     return st;
 }
 
@@ -8732,7 +8925,7 @@ static kcache_status kcache__redis_wait_claim(kcache__redis *rb, const char *nam
         }
         freeReplyObject(r);
     }
-    redisFree(sub);
+    kcache__redis_drop(sub);
     return st;
 }
 
@@ -8801,6 +8994,9 @@ static void kcache__remote_close(kcache__remote *r) {
     KCACHE_FREE(r->names);
     if (r->secret) { memset(r->secret, 0, r->secret_len); KCACHE_FREE(r->secret); }
     if (r->spec) { memset(r->spec, 0, strlen(r->spec)); KCACHE_FREE(r->spec); }
+    KCACHE_FREE(r->tls_ca);
+    KCACHE_FREE(r->tls_cert);
+    KCACHE_FREE(r->tls_key);
     kcache__mutex_destroy(&r->mutex);
     KCACHE_FREE(r);
 }
@@ -8862,6 +9058,10 @@ static void kcache__remote_open(kcache__remote **out, const kcache_config *cfg, 
         if (!(r->secret = (unsigned char *)kcache__strndup(cfg->remote_secret, r->secret_len))) goto oom;
     }
     if (!(r->spec = kcache__strndup(urls, strlen(urls)))) goto oom;
+    if ((cfg->remote_ca && !(r->tls_ca = kcache__strndup(cfg->remote_ca, strlen(cfg->remote_ca)))) ||
+        (cfg->remote_cert && !(r->tls_cert = kcache__strndup(cfg->remote_cert, strlen(cfg->remote_cert)))) ||
+        (cfg->remote_key && !(r->tls_key = kcache__strndup(cfg->remote_key, strlen(cfg->remote_key)))))
+        goto oom;
     if (!(r->shard = (kcache__shard *)KCACHE_MALLOC(sizeof *r->shard * KCACHE__REMOTE_SHARDS))) goto oom;
     if (cfg->remote_ops) {
         if (!kcache__remote_add(r, *urls ? urls : "remote_ops", cfg->remote_ops, cfg->remote_user, NULL, why, cap)) goto bad;
@@ -8875,6 +9075,9 @@ static void kcache__remote_open(kcache__remote **out, const kcache_config *cfg, 
             while (*e && !kcache__is_space(*e)) e++;
             if (r->n == KCACHE__REMOTE_SHARDS) { kcache__say(why, cap, "more than %d remote shards", KCACHE__REMOTE_SHARDS); goto bad; }
             if (!(rb = kcache__redis_parse(p, (size_t)(e - p), shown, sizeof shown, why, cap))) goto bad;
+#ifdef KCACHE_TLS_OPENSSL
+            if (rb->tls && !(rb->tls_ctx = kcache__tls_ctx(r->tls_ca, r->tls_cert, r->tls_key, why, cap))) { kcache__redis_free(rb); goto bad; }
+#endif
             rb->op_ms = r->timeout_ms;
             rb->connect_ms = r->timeout_ms < KCACHE__REMOTE_CONNECT_MS ? r->timeout_ms : KCACHE__REMOTE_CONNECT_MS;
             /* a larger value (a client with a larger KCACHE_REMOTE_MAX_ENTRY) is read, then a miss;
@@ -9786,6 +9989,9 @@ KCACHE_API void kcache_config_init(kcache_config *cfg) {
     if ((v = getenv("KCACHE_LAYERS")) != NULL && *v) cfg->layers = v;
     if ((v = getenv("KCACHE_REMOTE")) != NULL && *v) cfg->remote = v;
     if ((v = getenv("KCACHE_REMOTE_SECRET")) != NULL && *v) cfg->remote_secret = v;
+    if ((v = getenv("KCACHE_REMOTE_CA")) != NULL && *v) cfg->remote_ca = v;
+    if ((v = getenv("KCACHE_REMOTE_CERT")) != NULL && *v) cfg->remote_cert = v;
+    if ((v = getenv("KCACHE_REMOTE_KEY")) != NULL && *v) cfg->remote_key = v;
     if ((v = getenv("KCACHE_MAX_SIZE")) != NULL && *v) {
         if (kcache__parse_size(v, &n)) cfg->max_size = n;
         else kcache__env_bad(cfg, MAX_SIZE);
@@ -10568,6 +10774,9 @@ static void kcache__lower_open(kcache *kc) {
     if (kc->remote) kc->remote->mem = &kc->mem;
     kc->cfg.remote = kc->remote ? kc->remote->names : NULL; /* the caller's string may go away */
     kc->cfg.remote_secret = NULL;
+    kc->cfg.remote_ca = kc->remote ? kc->remote->tls_ca : NULL; /* the same: they may point into the environment */
+    kc->cfg.remote_cert = kc->remote ? kc->remote->tls_cert : NULL;
+    kc->cfg.remote_key = kc->remote ? kc->remote->tls_key : NULL;
     if (why[0]) snprintf(kc->remote_why, sizeof kc->remote_why, "%s", why);
 #if defined(KCACHE_ZSTD)
     if (kc->cfg.compress && !kc->store) KCACHE__DEBUG(kc, "KCACHE_COMPRESS=1 has no store to compress");

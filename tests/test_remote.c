@@ -16,6 +16,9 @@
  *   remote_url_escapes        percent-escapes in user and password (%40 for '@'), a raw '@'; no
  *                             message shows a password; kcache_remote_in_use and kcache_explain
  *                             say why a refused URL left the remote off
+ *   remote_tls                rediss:// to redis-server's TLS port with certificates made here: the
+ *                             test's CA (3 MiB too), refused with another CA, a wrong server name,
+ *                             no client certificate where one is asked for; unusable files said
  *   remote_rejects            a value changed on the server (a byte, garbage, another key's) is a
  *                             miss, a reject, and deleted there
  *   remote_signed             HMAC-SHA-256 (RFC 4231 vector); the same secret hits, another secret
@@ -58,6 +61,7 @@
 #define KCACHE_REDIS
 #define KCACHE_ZSTD
 #define KCACHE_HMAC_OPENSSL
+#define KCACHE_TLS_OPENSSL
 #include "kcache.h"
 #include "kt.h"
 #include "kt_remote.h"
@@ -454,6 +458,156 @@ static void remote_url_escapes(void) {
     }
     KT_CHECK_EQ_U64((uint64_t)kcache_remote_in_use(NULL, why, sizeof why), 0);
     kt_redis_stop(&A);
+}
+
+/* ---- TLS (issue 26.5) ---- */
+
+/* A handle of its own (memory only) on url with rediss://'s files. */
+static kcache *open_tls(const char *url, const char *ca, const char *cert, const char *key) {
+    kcache_config cfg;
+    kcache *kc = NULL;
+    kcache_config_init(&cfg);
+    cfg.persistent = 0;
+    cfg.remote = url;
+    cfg.remote_ca = ca;
+    cfg.remote_cert = cert;
+    cfg.remote_key = key;
+    cfg.remote_timeout_ms = 2000;
+    if (kcache_open(&kc, &cfg) != KCACHE_OK) return NULL;
+    return kc;
+}
+
+/* Puts an incompressible payload of n bytes under id through a handle on url, gets it through
+   another: 1 the same bytes came back from the remote, 0 a miss, -1 wrong bytes. */
+static int tls_roundtrip(const char *url, const char *ca, const char *cert, const char *key, unsigned id, size_t n, uint64_t *errors) {
+    kcache *a = open_tls(url, ca, cert, key), *b = open_tls(url, ca, cert, key);
+    unsigned char *p = (unsigned char *)malloc(n);
+    kcache_key k;
+    const void *d = NULL;
+    size_t got = 0;
+    kcache_stats st;
+    int r = -1;
+    *errors = 0;
+    if (a && b && p) {
+        random_payload(p, n, id);
+        kt_key(&k, "tls", id);
+        kcache_put(a, &k, p, n);
+        r = kcache_get(b, &k, &d, &got) == KCACHE_OK ? (got == n && memcmp(d, p, n) == 0 ? 1 : -1) : 0;
+        if (d) kcache_release(b, d);
+        kcache_key_free(&k);
+        kcache_get_stats(a, &st);
+        *errors += st.remote_errors;
+        kcache_get_stats(b, &st);
+        *errors += st.remote_errors;
+    }
+    free(p);
+    kcache_close(a);
+    kcache_close(b);
+    return r;
+}
+
+/* The connections a server has accepted (INFO's total_connections_received, less this one), or -1. */
+static long long tls_connections(const kt_redis *srv) {
+    redisReply *r = kt_redis_cmd(srv, "INFO stats");
+    const char *at = r && r->type == REDIS_REPLY_STRING ? strstr(r->str, "total_connections_received:") : NULL;
+    long long n = at ? atoll(at + 27) - 1 : -1;
+    if (r) freeReplyObject(r);
+    return n;
+}
+
+/* rediss:// against redis-server's own TLS port, with certificates made here: a CA, a server
+   certificate for 127.0.0.1, one for the name localhost only (on a server that asks clients for a
+   certificate), a client certificate, and another CA. */
+static void remote_tls(void) {
+    char dir[310], cmd[4096], ca[330], ca2[330], cert[330], key[330], url[300], extra[2][1200], why[400];
+    kt_redis A, B;
+    int port[2], i, r;
+    uint64_t errs;
+    snprintf(dir, sizeof dir, "%s/tls", g_root);
+    mkdir(dir, 0700);
+    snprintf(cmd, sizeof cmd,
+             "cd '%s' && exec >openssl.log 2>&1 && "
+             "mk() { openssl req -new -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout $1.key -out $1.csr -subj /CN=$1 && "
+             "printf 'subjectAltName=%%s\\nextendedKeyUsage=%%s\\n' \"$2\" \"$3\" > $1.ext && "
+             "openssl x509 -req -in $1.csr -CA $4.crt -CAkey $4.key -CAcreateserial -out $1.crt -days 2 -extfile $1.ext; } && "
+             "openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout ca.key -out ca.crt -days 2 -subj /CN=kt-ca && "
+             "openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout ca2.key -out ca2.crt -days 2 -subj /CN=kt-other-ca && "
+             "mk ip IP:127.0.0.1 serverAuth ca && mk name DNS:localhost serverAuth ca && mk client DNS:client clientAuth ca",
+             dir);
+    if (system(cmd) != 0) { printf("skip remote_tls: openssl could not make the test's certificates (see %s/openssl.log)\n", dir); return; }
+    snprintf(ca, sizeof ca, "%s/ca.crt", dir);
+    snprintf(ca2, sizeof ca2, "%s/ca2.crt", dir);
+    snprintf(cert, sizeof cert, "%s/client.crt", dir);
+    snprintf(key, sizeof key, "%s/client.key", dir);
+    for (i = 0; i < 2; i++) {
+        port[i] = kt_free_port();
+        snprintf(extra[i], sizeof extra[i], "tls-port %d\ntls-cert-file %s/%s.crt\ntls-key-file %s/%s.key\ntls-ca-cert-file %s\ntls-auth-clients %s", port[i],
+                 dir, i ? "name" : "ip", dir, i ? "name" : "ip", ca, i ? "yes" : "no");
+    }
+    if (strlen(extra[0]) >= sizeof A.extra || strlen(extra[1]) >= sizeof A.extra) { KT_FAILF("TMPDIR is too long for the servers' config"); return; }
+    if (!kt_redis_start(&A, g_root, 1, extra[0])) { printf("skip remote_tls: redis-server did not start with TLS (built without it?)\n"); return; }
+    if (!kt_redis_start(&B, g_root, 1, extra[1])) { KT_FAILF("the second TLS redis-server did not start"); kt_redis_stop(&A); return; }
+
+    snprintf(url, sizeof url, "rediss://127.0.0.1:%d", port[0]);
+    { /* in use, shown as rediss:// */
+        kcache *kc = open_tls(url, ca, NULL, NULL);
+        KT_CHECK_MSG(kc && kcache_remote_in_use(kc, why, sizeof why) == 1 && strncmp(why, "rediss://127.0.0.1:", 19) == 0, "in use: %s", why);
+        kcache_close(kc);
+    }
+    r = tls_roundtrip(url, ca, NULL, NULL, 1, 3000, &errs);
+    KT_CHECK_MSG(r == 1 && errs == 0, "rediss:// with the CA: %d, %llu errors", r, (unsigned long long)errs);
+    KT_CHECK_EQ_U64((uint64_t)kt_redis_int(&A, "DBSIZE"), 1); /* it went to the server (seen on its plain port) */
+    r = tls_roundtrip(url, ca, NULL, NULL, 2, (size_t)3 << 20, &errs); /* many records, partial writes */
+    KT_CHECK_MSG(r == 1 && errs == 0, "3 MiB over TLS: %d, %llu errors", r, (unsigned long long)errs);
+    { /* pooled TLS connections are reused (the session tickets that follow a handshake do not make
+         them look closed): 30 lookups, a connection or two */
+        kcache *kc = open_tls(url, ca, NULL, NULL);
+        long long before = tls_connections(&A), after;
+        for (i = 0; i < 30; i++) KT_CHECK(kt_get(kc, "tls-pool", (unsigned)i, 1, 10) == 0);
+        after = tls_connections(&A);
+        KT_CHECK_MSG(before >= 0 && after - before <= 2, "30 lookups opened %lld connections", after - before);
+        kcache_close(kc);
+    }
+    r = tls_roundtrip(url, ca2, NULL, NULL, 3, 3000, &errs);
+    KT_CHECK_MSG(r == 0 && errs > 0, "another CA: %d (want a miss), %llu errors", r, (unsigned long long)errs);
+    snprintf(url, sizeof url, "redis://127.0.0.1:%d", port[0]); /* plain text to the TLS port */
+    r = tls_roundtrip(url, ca, NULL, NULL, 4, 3000, &errs);
+    KT_CHECK_MSG(r == 0 && errs > 0, "redis:// to a TLS port: %d, %llu errors", r, (unsigned long long)errs);
+
+    /* B: certificate for "localhost" only, client certificates required */
+    snprintf(url, sizeof url, "rediss://localhost:%d", port[1]);
+    r = tls_roundtrip(url, ca, cert, key, 5, 3000, &errs);
+    KT_CHECK_MSG(r == 1 && errs == 0, "by name, with a client certificate: %d, %llu errors", r, (unsigned long long)errs);
+    r = tls_roundtrip(url, ca, NULL, NULL, 6, 3000, &errs);
+    KT_CHECK_MSG(r == 0 && errs > 0, "no client certificate: %d, %llu errors", r, (unsigned long long)errs);
+    snprintf(url, sizeof url, "rediss://127.0.0.1:%d", port[1]); /* the same server by a name its certificate does not hold */
+    r = tls_roundtrip(url, ca, cert, key, 7, 3000, &errs);
+    KT_CHECK_MSG(r == 0 && errs > 0, "the wrong server name: %d, %llu errors", r, (unsigned long long)errs);
+    KT_CHECK_EQ_U64((uint64_t)kt_redis_int(&B, "DBSIZE"), 1);
+
+    { /* files that cannot be used: no remote, and the reason */
+        static const char *const what[] = {"KCACHE_REMOTE_CA", "KCACHE_REMOTE_KEY", "KCACHE_REMOTE_CERT"};
+        for (i = 0; i < 3; i++) {
+            kcache *kc = open_tls(url, i == 0 ? "/nonexistent/ca.pem" : ca, cert, i == 1 ? ca : i == 2 ? NULL : key);
+            why[0] = 0;
+            KT_CHECK_MSG(kc && kcache_remote_in_use(kc, why, sizeof why) == 0 && strstr(why, what[i]), "%s: %s", what[i], why);
+            kcache_close(kc);
+        }
+    }
+    { /* the environment */
+        kcache_config cfg;
+        setenv("KCACHE_REMOTE_CA", ca, 1);
+        setenv("KCACHE_REMOTE_CERT", cert, 1);
+        setenv("KCACHE_REMOTE_KEY", key, 1);
+        kcache_config_init(&cfg);
+        KT_CHECK(cfg.remote_ca && strcmp(cfg.remote_ca, ca) == 0 && cfg.remote_cert && strcmp(cfg.remote_cert, cert) == 0 && cfg.remote_key &&
+                 strcmp(cfg.remote_key, key) == 0);
+        unsetenv("KCACHE_REMOTE_CA");
+        unsetenv("KCACHE_REMOTE_CERT");
+        unsetenv("KCACHE_REMOTE_KEY");
+    }
+    kt_redis_stop(&A);
+    kt_redis_stop(&B);
 }
 
 static void remote_rejects(void) {
@@ -1472,6 +1626,7 @@ int main(int argc, char **argv) {
     KT_RUN(remote_unix);
     KT_RUN(remote_db_auth);
     KT_RUN(remote_url_escapes);
+    KT_RUN(remote_tls);
     KT_RUN(remote_rejects);
     KT_RUN(remote_signed);
     KT_RUN(remote_ro_max_entry);
