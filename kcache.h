@@ -8352,6 +8352,12 @@ typedef struct kcache__redis {
     unsigned nidle;
     uint32_t pid;                   /* the process the pooled connections belong to */
     int tls;                        /* rediss:// */
+    /* a cluster (see kcache__redis_run): which node serves each slot (index + 1; 0: not known, the
+       seed is asked), the nodes met so far, and whether the map is to be read again (guarded by mutex) */
+    uint8_t *slot;
+    struct kcache__redis **node;
+    unsigned nnodes;
+    int refresh;
 #ifdef KCACHE_TLS_OPENSSL
     SSL_CTX *tls_ctx;               /* its CAs, client certificate, verification */
 #endif
@@ -8380,6 +8386,9 @@ static void kcache__redis_free(void *user) {
     unsigned i;
     if (!rb) return;
     for (i = 0; i < rb->nidle; i++) kcache__redis_drop(rb->idle[i]);
+    for (i = 0; i < rb->nnodes; i++) kcache__redis_free(rb->node[i]);
+    KCACHE_FREE(rb->node);
+    KCACHE_FREE(rb->slot);
 #ifdef KCACHE_TLS_OPENSSL
     if (rb->tls_ctx) SSL_CTX_free(rb->tls_ctx);
 #endif
@@ -8813,22 +8822,197 @@ static void kcache__redis_give(kcache__redis *rb, redisContext *c) {
     if (c) kcache__redis_drop(c);
 }
 
-/* One command on a pooled connection, within the operation timeout; a connection that failed is
-   dropped (its protocol state is unknown). */
-static kcache_status kcache__redis_run(kcache__redis *rb, int argc, const char **argv, const size_t *lens, redisReply **out) {
-    int64_t deadline = kcache__mono_ns() + (int64_t)rb->op_ms * 1000000;
+/* One command on a pooled connection of rb's server by the deadline (asking: after ASKING, on the
+   same connection); a connection that failed is dropped (its protocol state is unknown). */
+static kcache_status kcache__redis_run1(kcache__redis *rb, int64_t deadline, int asking, int argc, const char **argv, const size_t *lens,
+                                        redisReply **out) {
     redisContext *c;
     kcache_status st = kcache__redis_take(rb, deadline, &c);
     *out = NULL;
     if (st != KCACHE_OK) return st;
-    st = kcache__redis_cmd(rb, c, argc, argv, lens, deadline, out);
+    if (asking) {
+        static const char *const ask[1] = {"ASKING"};
+        static const size_t ask_len[1] = {6};
+        redisReply *a;
+        st = kcache__redis_cmd(rb, c, 1, (const char **)ask, ask_len, deadline, &a);
+        if (st == KCACHE_OK && a->type != REDIS_REPLY_STATUS) st = KCACHE_EIO;
+        if (a) freeReplyObject(a);
+    }
+    if (st == KCACHE_OK) st = kcache__redis_cmd(rb, c, argc, argv, lens, deadline, out);
     if (st == KCACHE_OK) kcache__redis_give(rb, c);
     else kcache__redis_drop(c);
     return st;
 }
 
-/* kcache:1:<name><suffix> */
+/* ---- Redis Cluster: one listed node of a cluster serves every key ----
+   A server that answers MOVED is a node of a cluster: the backend then asks it for the slot map
+   (CLUSTER SLOTS), keeps a pool per node, and sends each command to the node serving its key's
+   slot (CRC16 of the key, or of its {hash tag}, modulo 16384). MOVED updates the map (and has it
+   read again), ASK sends the one command to the node named, after ASKING. Claims are named
+   {kcache:1:<name>}:claim, so that a claim and its value are in one slot, on one node. */
+#define KCACHE__CLUSTER_SLOTS 16384
+#define KCACHE__CLUSTER_NODES 250
+#define KCACHE__CLUSTER_HOPS 5
+
+/* The slot of a key (Redis Cluster's: CRC16/XMODEM of the key or of its first non-empty {tag}). */
+static unsigned kcache__cluster_slot(const char *key, size_t n) {
+    size_t i, open = n, close = n;
+    uint16_t crc = 0;
+    for (i = 0; i < n && open == n; i++)
+        if (key[i] == '{') open = i;
+    for (i = open + 1; i < n && close == n; i++)
+        if (key[i] == '}') close = i;
+    if (open < n && close < n && close > open + 1) { key += open + 1; n = close - open - 1; }
+    for (i = 0; i < n; i++) {
+        int b;
+        crc = (uint16_t)(crc ^ ((unsigned)(unsigned char)key[i] << 8));
+        for (b = 0; b < 8; b++) crc = (uint16_t)(crc & 0x8000 ? (crc << 1) ^ 0x1021 : crc << 1);
+    }
+    return crc & (KCACHE__CLUSTER_SLOTS - 1);
+}
+
+/* The node at host:port of rb's cluster (added with rb's credentials, timeouts and TLS when it is
+   new): its index + 1, or 0 (out of memory, too many nodes). */
+static unsigned kcache__cluster_node(kcache__redis *rb, const char *host, size_t hlen, int port) {
+    kcache__redis *nd;
+    unsigned i, at = 0;
+    if (!hlen) { host = rb->host; hlen = strlen(rb->host); } /* "": the node that answered (the seed) */
+    kcache__mutex_lock(&rb->mutex);
+    for (i = 0; i < rb->nnodes && !at; i++)
+        if (rb->node[i]->port == port && strlen(rb->node[i]->host) == hlen && memcmp(rb->node[i]->host, host, hlen) == 0) at = i + 1;
+    kcache__mutex_unlock(&rb->mutex);
+    if (at || hlen > 255) return at;
+    if (!(nd = (kcache__redis *)KCACHE_MALLOC(sizeof *nd))) return 0;
+    memset(nd, 0, sizeof *nd);
+    kcache__mutex_init(&nd->mutex);
+    nd->port = port;
+    nd->connect_ms = rb->connect_ms, nd->op_ms = rb->op_ms, nd->max_reply = rb->max_reply, nd->pid = kcache__pid(), nd->tls = rb->tls;
+#ifdef KCACHE_TLS_OPENSSL
+    if (rb->tls_ctx && SSL_CTX_up_ref(rb->tls_ctx) == 1) nd->tls_ctx = rb->tls_ctx;
+#endif
+    if (!(nd->host = kcache__strndup(host, hlen)) || (rb->user && !(nd->user = kcache__strndup(rb->user, strlen(rb->user)))) ||
+        (rb->pass && !(nd->pass = kcache__strndup(rb->pass, strlen(rb->pass))))) {
+        kcache__redis_free(nd);
+        return 0;
+    }
+    kcache__mutex_lock(&rb->mutex);
+    for (i = 0; i < rb->nnodes && !at; i++) /* another thread may have added it meanwhile */
+        if (rb->node[i]->port == port && strcmp(rb->node[i]->host, nd->host) == 0) at = i + 1;
+    if (!at && rb->nnodes < KCACHE__CLUSTER_NODES) { rb->node[rb->nnodes++] = nd; at = rb->nnodes; nd = NULL; }
+    kcache__mutex_unlock(&rb->mutex);
+    if (nd) kcache__redis_free(nd);
+    return at;
+}
+
+/* Reads the slot map from rb's seed (CLUSTER SLOTS: [start, end, [host, port, ...], replicas...]). */
+static void kcache__cluster_slots(kcache__redis *rb, int64_t deadline) {
+    static const char *const argv[2] = {"CLUSTER", "SLOTS"};
+    static const size_t lens[2] = {7, 5};
+    redisReply *r = NULL;
+    size_t i;
+    if (kcache__redis_run1(rb, deadline, 0, 2, (const char **)argv, lens, &r) != KCACHE_OK || r->type != REDIS_REPLY_ARRAY) {
+        if (r) freeReplyObject(r);
+        return;
+    }
+    for (i = 0; i < r->elements; i++) {
+        const redisReply *e = r->element[i], *m;
+        unsigned at;
+        long long a, b;
+        if (e->type != REDIS_REPLY_ARRAY || e->elements < 3 || e->element[0]->type != REDIS_REPLY_INTEGER ||
+            e->element[1]->type != REDIS_REPLY_INTEGER || (m = e->element[2])->type != REDIS_REPLY_ARRAY || m->elements < 2 ||
+            m->element[0]->type != REDIS_REPLY_STRING || m->element[1]->type != REDIS_REPLY_INTEGER)
+            continue;
+        a = e->element[0]->integer, b = e->element[1]->integer;
+        if (a < 0 || b >= KCACHE__CLUSTER_SLOTS || a > b || m->element[1]->integer < 1 || m->element[1]->integer > 65535) continue;
+        at = m->element[0]->len == 1 && m->element[0]->str[0] == '?' ? 0 /* unknown endpoint */
+                                                                         : kcache__cluster_node(rb, m->element[0]->str, m->element[0]->len,
+                                                                                                (int)m->element[1]->integer);
+        if (!at) continue;
+        kcache__mutex_lock(&rb->mutex);
+        for (; a <= b; a++) rb->slot[a] = (uint8_t)at;
+        kcache__mutex_unlock(&rb->mutex);
+    }
+    freeReplyObject(r);
+}
+
+/* A MOVED or ASK error reply: 1 (ask: which), its slot, and the node's host and port; else 0. */
+static int kcache__cluster_redirect(const redisReply *r, int *ask, unsigned *slot, const char **host, size_t *hlen, int *port) {
+    const char *p, *colon = NULL, *end;
+    long v = 0;
+    if (r->type != REDIS_REPLY_ERROR || !r->str) return 0;
+    if (strncmp(r->str, "MOVED ", 6) == 0) *ask = 0, p = r->str + 6;
+    else if (strncmp(r->str, "ASK ", 4) == 0) *ask = 1, p = r->str + 4;
+    else return 0;
+    while (*p >= '0' && *p <= '9' && v < KCACHE__CLUSTER_SLOTS) v = v * 10 + (*p++ - '0');
+    if (*p++ != ' ' || v >= KCACHE__CLUSTER_SLOTS) return 0;
+    *slot = (unsigned)v;
+    for (end = p; *end && *end != ' '; end++)
+        if (*end == ':') colon = end;
+    if (!colon) return 0;
+    *host = p, *hlen = (size_t)(colon - p);
+    for (v = 0, p = colon + 1; p < end && *p >= '0' && *p <= '9' && v <= 65535; p++) v = v * 10 + (*p - '0');
+    if (p != end || v < 1 || v > 65535) return 0;
+    *port = (int)v;
+    return 1;
+}
+
+/* One command, by the operation timeout: on the one server, or (a cluster) on the node serving the
+   key argv[key] names, following MOVED and ASK. */
+static kcache_status kcache__redis_run(kcache__redis *rb, int argc, const char **argv, const size_t *lens, redisReply **out) {
+    int64_t deadline = kcache__mono_ns() + (int64_t)rb->op_ms * 1000000;
+    int key = argc > 3 && lens[0] == 4 && memcmp(argv[0], "EVAL", 4) == 0 ? 3 : 1, hops, ask = 0, port = 0, refresh, asking = 0;
+    unsigned slot = kcache__cluster_slot(argv[key], lens[key]), moved = 0, at = 0;
+    kcache_status st;
+    const char *host = NULL;
+    size_t hlen = 0;
+    *out = NULL;
+    for (hops = 0; hops <= KCACHE__CLUSTER_HOPS; hops++) {
+        kcache__redis *to = rb;
+        int cluster;
+        kcache__mutex_lock(&rb->mutex); /* (the map's storage never moves once made) */
+        refresh = rb->refresh, rb->refresh = 0;
+        if (!at && rb->slot) at = rb->slot[slot];
+        if (at) to = rb->node[at - 1];
+        kcache__mutex_unlock(&rb->mutex);
+        if (refresh) kcache__cluster_slots(rb, deadline);
+        if ((st = kcache__redis_run1(to, deadline, asking, argc, argv, lens, out)) != KCACHE_OK) return st;
+        if (!kcache__cluster_redirect(*out, &ask, &moved, &host, &hlen, &port)) return KCACHE_OK;
+        { /* the first MOVED: rb is a node of a cluster */
+            uint8_t *map = NULL;
+            kcache__redis **nodes = NULL;
+            kcache__mutex_lock(&rb->mutex);
+            cluster = rb->slot != NULL;
+            kcache__mutex_unlock(&rb->mutex);
+            if (!cluster && (map = (uint8_t *)KCACHE_MALLOC(KCACHE__CLUSTER_SLOTS)) != NULL &&
+                (nodes = (kcache__redis **)KCACHE_MALLOC(sizeof *nodes * KCACHE__CLUSTER_NODES)) != NULL)
+                memset(map, 0, KCACHE__CLUSTER_SLOTS);
+            kcache__mutex_lock(&rb->mutex);
+            if (map && nodes && !rb->slot) { rb->slot = map, rb->node = nodes, map = NULL, nodes = NULL; }
+            cluster = rb->slot != NULL;
+            kcache__mutex_unlock(&rb->mutex);
+            KCACHE_FREE(map);
+            KCACHE_FREE(nodes);
+            if (!cluster) break;
+        }
+        at = kcache__cluster_node(rb, host, hlen, port);
+        freeReplyObject(*out);
+        *out = NULL;
+        if (!at) return KCACHE_ENOMEM;
+        asking = ask;
+        if (!ask) {
+            kcache__mutex_lock(&rb->mutex);
+            rb->slot[moved] = (uint8_t)at;
+            rb->refresh = 1; /* the map changed: read it whole before the next command */
+            kcache__mutex_unlock(&rb->mutex);
+        }
+    }
+    if (*out) { freeReplyObject(*out); *out = NULL; }
+    return KCACHE_EIO; /* redirected in circles */
+}
+
+/* kcache:1:<name><suffix>; a claim is {kcache:1:<name>}:claim (its value's slot in a cluster) */
 static size_t kcache__redis_key(char *out, const char *name, const char *suffix) {
+    if (strcmp(suffix, ":claim") == 0) return (size_t)snprintf(out, 64, "{%s%.32s}%s", KCACHE__REDIS_PREFIX, name, suffix);
     return (size_t)snprintf(out, 64, "%s%.32s%s", KCACHE__REDIS_PREFIX, name, suffix);
 }
 /* VERB kcache:1:<name><suffix> [value] on a pooled connection. */

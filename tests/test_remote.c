@@ -37,6 +37,9 @@
  *                             deep arrays, junk values, wrong types): misses, no crash, no SIGPIPE
  *   remote_partition          an address nobody answers: one connect timeout
  *   remote_cluster_build      8 machines miss one key together: 1 build, 8 right payloads
+ *   remote_cluster            a 3-node Redis Cluster started here: one listed node serves all 60
+ *                             keys (MOVED, CLUSTER SLOTS), three listed are seeds of it, a build
+ *                             claim is one per cluster, a slot half-migrated is followed (ASK)
  *   remote_builder_killed     the cluster's builder SIGKILLed: its claim runs out, one other builds
  *   remote_claim_renewed      a build longer than the claim's lifetime keeps it (renewed): 1 build
  *   remote_build_fails        a failed build abandons the claim: the waiters build themselves
@@ -1169,9 +1172,125 @@ static void remote_cluster_build(void) {
     {
         char name[33];
         name_of(16, name);
-        KT_CHECK_MSG(kt_redis_int(&T, "EXISTS kcache:1:%s:claim", name) == 0, "the claim was not released");
+        KT_CHECK_MSG(kt_redis_int(&T, "EXISTS {kcache:1:%s}:claim", name) == 0, "the claim was not released");
     }
     printf("# remote_cluster_build: 8 machines, %d build of 0.4 s, %.3f s wall (%.2fx one build)\n", S->builds, wall, wall / 0.4);
+}
+
+/* ---- Redis Cluster (issue 26.6) ---- */
+
+/* Memory-only handles on url: n keys (from first) put through one, read through another; the hits. */
+static int cluster_keys(const char *url, const char *read_url, unsigned first, int n) {
+    kcache_config cfg;
+    kcache *a = NULL, *b = NULL;
+    int i, hits = 0;
+    kcache_config_init(&cfg);
+    cfg.persistent = 0;
+    cfg.remote_timeout_ms = 2000;
+    cfg.remote = url;
+    if (kcache_open(&a, &cfg) != KCACHE_OK) return -1;
+    cfg.remote = read_url;
+    if (kcache_open(&b, &cfg) != KCACHE_OK) { kcache_close(a); return -1; }
+    for (i = 0; i < n; i++) kt_put(a, "remote", first + (unsigned)i, first + (unsigned)i, 2000);
+    for (i = 0; i < n; i++) hits += kt_get(b, "remote", first + (unsigned)i, first + (unsigned)i, 2000) == 1;
+    kcache_close(a);
+    kcache_close(b);
+    return hits;
+}
+
+/* A node's id (CLUSTER MYID) into out. */
+static void node_id(const kt_redis *n, char out[64]) {
+    redisReply *r = kt_redis_cmd(n, "CLUSTER MYID");
+    snprintf(out, 64, "%s", r && r->type == REDIS_REPLY_STRING ? r->str : "?");
+    if (r) freeReplyObject(r);
+}
+
+/* A 3-node cluster started here (slots split in three, CLUSTER MEET): one listed node serves every
+   key; three listed nodes are seeds of one cluster; a build claim is one per cluster; a key whose
+   slot is being migrated is followed through ASK. */
+static void remote_cluster(void) {
+    static const int range[3][2] = {{0, 5460}, {5461, 10922}, {10923, 16383}};
+    kt_redis N[3];
+    char all[1400], name[33], key[64], src_id[64], dst_id[64];
+    int i, ok = 0, hits, tries, src = -1, dst;
+    long long slot;
+    mconf mc;
+    bplan bp = {400, 0};
+    for (i = 0; i < 3; i++)
+        if (!kt_redis_start(&N[i], g_root, 1, "cluster-enabled yes\ncluster-config-file nodes.conf\ncluster-node-timeout 5000")) {
+            KT_FAILF("cluster node %d did not start", i);
+            while (i-- > 0) kt_redis_stop(&N[i]);
+            return;
+        }
+    for (i = 0; i < 3; i++) {
+        redisReply *r = kt_redis_cmd(&N[i], "CLUSTER ADDSLOTSRANGE %d %d", range[i][0], range[i][1]);
+        if (r) freeReplyObject(r);
+        if (i && (r = kt_redis_cmd(&N[0], "CLUSTER MEET 127.0.0.1 %d", N[i].port)) != NULL) freeReplyObject(r);
+    }
+    for (tries = 0; tries < 200 && ok < 3; tries++) { /* every node sees the cluster whole */
+        for (ok = 0, i = 0; i < 3; i++) {
+            redisReply *r = kt_redis_cmd(&N[i], "CLUSTER INFO");
+            ok += r && r->type == REDIS_REPLY_STRING && strstr(r->str, "cluster_state:ok") && strstr(r->str, "cluster_known_nodes:3");
+            if (r) freeReplyObject(r);
+        }
+        if (ok < 3) kt_sleep_ms(50);
+    }
+    if (ok < 3) { KT_FAILF("the cluster did not form"); goto out; }
+
+    hits = cluster_keys(N[1].url, N[1].url, 5000, 60); /* one listed node */
+    KT_CHECK_MSG(hits == 60, "one node listed: %d of 60 keys read back", hits);
+    for (i = 0; i < 3; i++) KT_CHECK_MSG(kt_redis_int(&N[i], "DBSIZE") > 5, "node %d holds %lld keys", i, kt_redis_int(&N[i], "DBSIZE"));
+    snprintf(all, sizeof all, "%s %s %s", N[2].url, N[0].url, N[1].url); /* seeds: written through all three, read through one */
+    hits = cluster_keys(all, N[0].url, 6000, 60);
+    KT_CHECK_MSG(hits == 60, "three nodes listed, read through one: %d of 60", hits);
+    hits = cluster_keys(N[2].url, all, 7000, 60);
+    KT_CHECK_MSG(hits == 60, "one node listed, read through three: %d of 60", hits);
+
+    memset(&mc, 0, sizeof mc); /* build claims: 4 machines, 1 build */
+    mc.url = N[2].url;
+    mc.timeout_ms = 2000;
+    cluster(4, 0, &mc, &bp, 0);
+    for (ok = 0, i = 0; i < 4; i++) ok += S->r[i].ok;
+    KT_CHECK_MSG(S->builds == 1 && ok == 4, "4 machines on a cluster: %d builds, %d right payloads", S->builds, ok);
+    name_of(16, name);
+    for (i = 0; i < 3; i++) KT_CHECK(kt_redis_int(&N[i], "EXISTS {kcache:1:%s}:claim", name) <= 0);
+
+    /* ASK: key 8000's slot is half-way from its node to the next one (the value moved already) */
+    KT_CHECK_EQ_U64((uint64_t)cluster_keys(N[0].url, N[0].url, 8000, 1), 1);
+    name_of(8000, name);
+    snprintf(key, sizeof key, "kcache:1:%s", name);
+    slot = kt_redis_int(&N[0], "CLUSTER KEYSLOT %s", key);
+    for (i = 0; i < 3; i++)
+        if (slot >= range[i][0] && slot <= range[i][1]) src = i;
+    if (src < 0) { KT_FAILF("no node for slot %lld", slot); goto out; }
+    dst = (src + 1) % 3;
+    node_id(&N[src], src_id);
+    node_id(&N[dst], dst_id);
+    {
+        redisReply *r1 = kt_redis_cmd(&N[dst], "CLUSTER SETSLOT %lld IMPORTING %s", slot, src_id);
+        redisReply *r2 = kt_redis_cmd(&N[src], "CLUSTER SETSLOT %lld MIGRATING %s", slot, dst_id);
+        redisReply *r3 = kt_redis_cmd(&N[src], "MIGRATE 127.0.0.1 %d %s 0 5000", N[dst].port, key);
+        KT_CHECK_MSG(r1 && r2 && r3 && r3->type == REDIS_REPLY_STATUS, "migrating the slot: %s", r3 && r3->str ? r3->str : "no reply");
+        if (r1) freeReplyObject(r1);
+        if (r2) freeReplyObject(r2);
+        if (r3) freeReplyObject(r3);
+    }
+    KT_CHECK(kt_redis_int(&N[src], "EXISTS %s", key) <= 0); /* (an ASK error there: gone from it) */
+    {
+        kcache_config cfg;
+        kcache *kc = NULL;
+        kcache_stats st;
+        kcache_config_init(&cfg);
+        cfg.persistent = 0;
+        cfg.remote = N[src].url;
+        KT_CHECK(kcache_open(&kc, &cfg) == KCACHE_OK);
+        KT_CHECK_MSG(kt_get(kc, "remote", 8000, 8000, 2000) == 1, "a key in a slot being migrated (ASK) was not found");
+        kcache_get_stats(kc, &st);
+        KT_CHECK_EQ_U64(st.remote_errors, 0);
+        kcache_close(kc);
+    }
+out:
+    for (i = 0; i < 3; i++) kt_redis_stop(&N[i]);
 }
 
 static void remote_builder_killed(void) {
@@ -1639,6 +1758,7 @@ int main(int argc, char **argv) {
     KT_RUN(remote_garbage);
     KT_RUN(remote_partition);
     KT_RUN(remote_cluster_build);
+    KT_RUN(remote_cluster);
     KT_RUN(remote_builder_killed);
     KT_RUN(remote_claim_renewed);
     KT_RUN(remote_build_fails);
