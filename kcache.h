@@ -86,6 +86,9 @@
                            entries not so signed are rejected (KCACHE_HMAC_OPENSSL); every client of a
                            server must share it
        KCACHE_REMOTE_MAX_ENTRY  larger entries (header + payload) stay local; suffixes K/M/G; default 4M
+       KCACHE_REMOTE_TTL   remote entries expire this long after their put: seconds, or 90s, 30m, 12h,
+                           7d; default: never
+       KCACHE_REMOTE_PREFIX  put before every key on the server: a namespace; default none
 
    ON DISK (KCACHE_DIR)
        config.file         format version, accounted size and entry count (checksummed), a log of
@@ -456,6 +459,10 @@ typedef struct kcache_config {
     const char *remote_ca;      /* rediss://: CA file (PEM); NULL: the system's (KCACHE_REMOTE_CA) */
     const char *remote_cert;    /* rediss://: client certificate (PEM); NULL: none (KCACHE_REMOTE_CERT) */
     const char *remote_key;     /* rediss://: its private key (PEM) (KCACHE_REMOTE_KEY)            */
+    uint32_t remote_ttl_s;      /* the built-in Redis: an entry expires this many seconds after its
+                                   put (KCACHE_REMOTE_TTL: 90s, 30m, 12h, 7d); 0: never         */
+    const char *remote_prefix;  /* the built-in Redis: put before every key, a namespace of its own
+                                   (KCACHE_REMOTE_PREFIX); NULL: none                            */
     int compress;             /* 1: zstd for the local store's entries too (KCACHE_COMPRESS; KCACHE_ZSTD) */
     const char *shared_group; /* a group whose members share the store (KCACHE_SHARED_GROUP); NULL: the
                                  store is the caller's alone                                        */
@@ -7881,6 +7888,8 @@ static kcache_status kcache__layer_open(kcache__store **out, const char *dir, co
 #define KCACHE__REMOTE_CLAIM_MS 10000
 #define KCACHE__REMOTE_BACKOFF_MS 1000
 #define KCACHE__REMOTE_BACKOFF_MULT 32
+#define KCACHE__REDIS_PREFIX_MAX 100 /* KCACHE_REMOTE_PREFIX's length */
+#define KCACHE__REDIS_KEY_MAX 200    /* a key kcache names on the server: prefix, kcache:1:, name, suffix */
 
 /* What remote calls did, for the stats (added under kc->lock) and the debug log. */
 typedef struct kcache__remote_ev {
@@ -7909,7 +7918,13 @@ static void kcache__rev_add(kcache__remote_ev *dst, const kcache__remote_ev *src
 
 typedef struct kcache__shard {
     char *url;                 /* as messages show it: canonical, without credentials */
-    uint64_t seed;             /* its rendezvous weight seed: XXH3 of url */
+    uint64_t seed;             /* its rendezvous weight seed: XXH3 of its identity (see
+                                  kcache__remote_ring), else of url */
+    /* the server's identity, however it is spelled (the built-in Redis: an id kept on the server);
+       NULL: the url is the identity. 1 with the id in out, 0 when it cannot be had now. */
+    int (*identity)(void *user, int ro, char *out, size_t cap);
+    int same;                  /* an earlier shard has the same identity (another seed of one
+                                  cluster, the same server spelled twice): not in the ring */
     const kcache_remote_ops *ops;
     void *user;
     void (*close)(void *user); /* frees the built-in backend's state; NULL for the user's */
@@ -7935,7 +7950,10 @@ typedef struct kcache__remote {
     char host[64];             /* in claim tokens, so that a debug line can say who builds */
     uint64_t seq;              /* claim tokens (atomic) */
     const kcache__mem *mem;    /* its kcache's allocator, for the payloads it hands over */
+    uint32_t ring_done;        /* the shards' identities were read (atomic; kcache__remote_ring) */
+    kcache__mutex ring_mutex;  /* held by the one call that reads them */
     char *tls_ca, *tls_cert, *tls_key; /* rediss://'s files as configured (a forked child's handle reopens) */
+    char *prefix;              /* KCACHE_REMOTE_PREFIX, copied (the same) */
 } kcache__remote;
 
 /* ---- signatures and values ---- */
@@ -8038,17 +8056,43 @@ static void kcache__remote_unpack(const kcache__remote *r, const kcache_key *k, 
 
 /* ---- shards and the breaker ---- */
 
-static kcache__shard *kcache__remote_shard(const kcache__remote *r, kcache_hash128 d) {
+/* Places the shards by what they are, not how they are spelled: before the first call, each
+   shard's identity (the built-in Redis: an id stored on the server once) seeds its rendezvous
+   weight, and a shard with the identity of an earlier one (the same server spelled another way, a
+   second node of one cluster) leaves the ring. A shard that cannot be asked now keeps its URL's
+   seed for this kcache's life (its keys are misses while it is down anyway). The first caller
+   reads them with ring_mutex held (other callers wait: they could not place a key meanwhile);
+   every later call pays one atomic load. */
+static void kcache__remote_ring(kcache__remote *r) {
+    unsigned i, j;
+    if (kcache__atomic_load_u32(&r->ring_done)) return;
+    kcache__mutex_lock(&r->ring_mutex);
+    if (!kcache__atomic_load_u32(&r->ring_done)) {
+        for (i = 0; i < r->n; i++) {
+            char id[80];
+            kcache__shard *s = &r->shard[i];
+            if (s->identity && s->identity(s->user, r->ro, id, sizeof id)) s->seed = kcache_hash(id, strlen(id)).lo;
+            for (j = 0; j < i && !s->same; j++) s->same = !r->shard[j].same && r->shard[j].seed == s->seed;
+        }
+        kcache__atomic_store_u32(&r->ring_done, 1);
+    }
+    kcache__mutex_unlock(&r->ring_mutex);
+}
+
+static kcache__shard *kcache__remote_shard(kcache__remote *r, kcache_hash128 d) {
     unsigned char b[24];
     unsigned i, best = 0;
     uint64_t top = 0;
+    int any = 0;
+    kcache__remote_ring(r);
     kcache__put_u64(b, d.lo);
     kcache__put_u64(b + 8, d.hi);
     for (i = 0; i < r->n; i++) {
         uint64_t w;
+        if (r->shard[i].same) continue;
         kcache__put_u64(b + 16, r->shard[i].seed);
         w = kcache_hash(b, sizeof b).lo;
-        if (i == 0 || w > top) { top = w; best = i; }
+        if (!any || w > top) { top = w; best = i; any = 1; }
     }
     return &r->shard[best];
 }
@@ -8352,6 +8396,8 @@ typedef struct kcache__redis {
     unsigned nidle;
     uint32_t pid;                   /* the process the pooled connections belong to */
     int tls;                        /* rediss:// */
+    uint32_t ttl_s;                 /* SET ... EX ttl_s; 0: entries do not expire */
+    const char *prefix;             /* before every key (the remote's copy); NULL: none */
     /* a cluster (see kcache__redis_run): which node serves each slot (index + 1; 0: not known, the
        seed is asked), the nodes met so far, and whether the map is to be read again (guarded by mutex) */
     uint8_t *slot;
@@ -9010,19 +9056,21 @@ static kcache_status kcache__redis_run(kcache__redis *rb, int argc, const char *
     return KCACHE_EIO; /* redirected in circles */
 }
 
-/* kcache:1:<name><suffix>; a claim is {kcache:1:<name>}:claim (its value's slot in a cluster) */
-static size_t kcache__redis_key(char *out, const char *name, const char *suffix) {
-    if (strcmp(suffix, ":claim") == 0) return (size_t)snprintf(out, 64, "{%s%.32s}%s", KCACHE__REDIS_PREFIX, name, suffix);
-    return (size_t)snprintf(out, 64, "%s%.32s%s", KCACHE__REDIS_PREFIX, name, suffix);
+/* [prefix]kcache:1:<name><suffix>; a claim is {[prefix]kcache:1:<name>}:claim (its value's slot in
+   a cluster). out holds KCACHE__REDIS_KEY_MAX bytes. */
+static size_t kcache__redis_key(const kcache__redis *rb, char *out, const char *name, const char *suffix) {
+    const char *p = rb->prefix ? rb->prefix : "";
+    if (strcmp(suffix, ":claim") == 0) return (size_t)snprintf(out, KCACHE__REDIS_KEY_MAX, "{%s%s%.32s}%s", p, KCACHE__REDIS_PREFIX, name, suffix);
+    return (size_t)snprintf(out, KCACHE__REDIS_KEY_MAX, "%s%s%.32s%s", p, KCACHE__REDIS_PREFIX, name, suffix);
 }
 /* VERB kcache:1:<name><suffix> [value] on a pooled connection. */
 static kcache_status kcache__redis_on_key(kcache__redis *rb, const char *verb, const char *name, const char *suffix, const void *value,
                                           size_t value_len, redisReply **out) {
-    char key[64];
+    char key[KCACHE__REDIS_KEY_MAX];
     const char *argv[3];
     size_t lens[3];
     argv[0] = verb, lens[0] = strlen(verb);
-    argv[1] = key, lens[1] = kcache__redis_key(key, name, suffix);
+    argv[1] = key, lens[1] = kcache__redis_key(rb, key, name, suffix);
     argv[2] = (const char *)value, lens[2] = value_len;
     return kcache__redis_run(rb, value ? 3 : 2, argv, lens, out);
 }
@@ -9046,8 +9094,22 @@ static void kcache__redis_release(void *user, void *hold) {
     if (hold) freeReplyObject(hold);
 }
 static kcache_status kcache__redis_put(void *user, const char *name, const void *data, size_t size) {
+    kcache__redis *rb = (kcache__redis *)user;
     redisReply *r;
-    kcache_status st = kcache__redis_on_key((kcache__redis *)user, "SET", name, "", data ? data : "", size, &r);
+    kcache_status st;
+    if (rb->ttl_s) { /* SET key value EX ttl */
+        char key[KCACHE__REDIS_KEY_MAX], ttl[16];
+        const char *argv[5];
+        size_t lens[5];
+        argv[0] = "SET", lens[0] = 3;
+        argv[1] = key, lens[1] = kcache__redis_key(rb, key, name, "");
+        argv[2] = data ? (const char *)data : "", lens[2] = size;
+        argv[3] = "EX", lens[3] = 2;
+        argv[4] = ttl, lens[4] = (size_t)snprintf(ttl, sizeof ttl, "%u", (unsigned)rb->ttl_s);
+        st = kcache__redis_run(rb, 5, argv, lens, &r);
+    } else {
+        st = kcache__redis_on_key(rb, "SET", name, "", data ? data : "", size, &r);
+    }
     if (st != KCACHE_OK) return st;
     st = r->type == REDIS_REPLY_STATUS ? KCACHE_OK : kcache__redis_error(r);
     freeReplyObject(r);
@@ -9074,7 +9136,7 @@ static const char kcache__redis_release_lua[] =
    dead builder's claim is noticed when it runs out. */
 static kcache_status kcache__redis_wait_claim(kcache__redis *rb, const char *name, uint32_t ms) {
     int64_t start = kcache__mono_ns(), until = start + (int64_t)ms * 1000000, by = start + (int64_t)rb->op_ms * 1000000;
-    char chan[64];
+    char chan[KCACHE__REDIS_KEY_MAX];
     const char *argv[2];
     size_t lens[2];
     redisContext *sub;
@@ -9083,7 +9145,7 @@ static kcache_status kcache__redis_wait_claim(kcache__redis *rb, const char *nam
     kcache_status st = kcache__redis_connect(rb, by, &sub);
     if (st != KCACHE_OK) return st;
     argv[0] = "SUBSCRIBE", lens[0] = 9;
-    argv[1] = chan, lens[1] = kcache__redis_key(chan, name, ":done");
+    argv[1] = chan, lens[1] = kcache__redis_key(rb, chan, name, ":done");
     st = kcache__redis_cmd(rb, sub, 2, argv, lens, by, &r);
     if (st == KCACHE_OK && r->type != REDIS_REPLY_ARRAY) st = kcache__redis_error(r);
     if (r) freeReplyObject(r);
@@ -9115,7 +9177,7 @@ static kcache_status kcache__redis_wait_claim(kcache__redis *rb, const char *nam
 
 static kcache_status kcache__redis_claim(void *user, const char *name, int op, const char *token, uint32_t ms) {
     kcache__redis *rb = (kcache__redis *)user;
-    char key[64], chan[64], msbuf[16];
+    char key[KCACHE__REDIS_KEY_MAX], chan[KCACHE__REDIS_KEY_MAX], msbuf[16];
     const char *argv[7];
     size_t lens[7];
     redisReply *r;
@@ -9123,7 +9185,7 @@ static kcache_status kcache__redis_claim(void *user, const char *name, int op, c
     int argc;
     if (op == KCACHE_CLAIM_WAIT) return kcache__redis_wait_claim(rb, name, ms);
     snprintf(msbuf, sizeof msbuf, "%u", (unsigned)(ms ? ms : 1));
-    kcache__redis_key(key, name, ":claim");
+    kcache__redis_key(rb, key, name, ":claim");
     if (op == KCACHE_CLAIM_TAKE) {
         argv[0] = "SET", lens[0] = 3;
         argv[1] = key, lens[1] = strlen(key);
@@ -9146,7 +9208,7 @@ static kcache_status kcache__redis_claim(void *user, const char *name, int op, c
         argv[2] = "1", lens[2] = 1;
         argv[3] = key, lens[3] = strlen(key);
         argv[4] = token, lens[4] = strlen(token);
-        argv[5] = chan, lens[5] = kcache__redis_key(chan, name, ":done");
+        argv[5] = chan, lens[5] = kcache__redis_key(rb, chan, name, ":done");
         argv[6] = op == KCACHE_CLAIM_RELEASE ? "1" : "0", lens[6] = 1;
         argc = 7;
     } else {
@@ -9159,6 +9221,42 @@ static kcache_status kcache__redis_claim(void *user, const char *name, int op, c
     else st = r->type == REDIS_REPLY_INTEGER ? KCACHE_OK : KCACHE_EIO;
     freeReplyObject(r);
     return st;
+}
+
+/* The server's identity for kcache__remote_ring: the id under kcache:id (in its database; on a
+   cluster, the one key of the cluster), set once by the first kcache that finds none (SET NX: two
+   setting it at once agree on the winner's). In mode ro nothing is set: no id, no identity. */
+static int kcache__redis_identity(void *user, int ro, char *out, size_t cap) {
+    kcache__redis *rb = (kcache__redis *)user;
+    const char *argv[4];
+    size_t lens[4];
+    int pass, ok = 0;
+    for (pass = 0; pass < 2 && !ok; pass++) {
+        redisReply *r = NULL;
+        argv[0] = "GET", lens[0] = 3;
+        argv[1] = "kcache:id", lens[1] = 9;
+        if (kcache__redis_run(rb, 2, argv, lens, &r) != KCACHE_OK) return 0;
+        if (r->type == REDIS_REPLY_STRING && r->len > 0 && r->len < cap && !memchr(r->str, 0, r->len)) {
+            memcpy(out, r->str, r->len);
+            out[r->len] = 0;
+            ok = 1;
+        }
+        freeReplyObject(r);
+        if (!ok && pass == 0 && !ro) { /* none yet: a random one, unless another client is quicker */
+            char id[33];
+            uint64_t seed[4];
+            seed[0] = (uint64_t)kcache__now_ns(), seed[1] = (uint64_t)kcache__mono_ns(), seed[2] = kcache__pid();
+            seed[3] = (uint64_t)(uintptr_t)&seed;
+            kcache_hash_hex(kcache_hash(seed, sizeof seed), id);
+            argv[2] = id, lens[2] = 32;
+            argv[3] = "NX", lens[3] = 2;
+            argv[0] = "SET", lens[0] = 3;
+            r = NULL;
+            if (kcache__redis_run(rb, 4, argv, lens, &r) != KCACHE_OK) return 0;
+            freeReplyObject(r);
+        }
+    }
+    return ok;
 }
 
 static const kcache_remote_ops kcache__redis_ops = {kcache__redis_get, kcache__redis_release, kcache__redis_put,
@@ -9181,7 +9279,9 @@ static void kcache__remote_close(kcache__remote *r) {
     KCACHE_FREE(r->tls_ca);
     KCACHE_FREE(r->tls_cert);
     KCACHE_FREE(r->tls_key);
+    KCACHE_FREE(r->prefix);
     kcache__mutex_destroy(&r->mutex);
+    kcache__mutex_destroy(&r->ring_mutex);
     KCACHE_FREE(r);
 }
 
@@ -9228,6 +9328,7 @@ static void kcache__remote_open(kcache__remote **out, const kcache_config *cfg, 
     if (!(r = (kcache__remote *)KCACHE_MALLOC(sizeof *r))) { kcache__say(why, cap, "out of memory"); return; }
     memset(r, 0, sizeof *r);
     kcache__mutex_init(&r->mutex);
+    kcache__mutex_init(&r->ring_mutex);
     r->ro = cfg->remote_mode == KCACHE_REMOTE_RO;
     r->timeout_ms = cfg->remote_timeout_ms ? cfg->remote_timeout_ms : KCACHE__REMOTE_TIMEOUT_MS;
     r->claim_ms = cfg->remote_claim_ms ? cfg->remote_claim_ms : KCACHE__REMOTE_CLAIM_MS;
@@ -9244,8 +9345,20 @@ static void kcache__remote_open(kcache__remote **out, const kcache_config *cfg, 
     if (!(r->spec = kcache__strndup(urls, strlen(urls)))) goto oom;
     if ((cfg->remote_ca && !(r->tls_ca = kcache__strndup(cfg->remote_ca, strlen(cfg->remote_ca)))) ||
         (cfg->remote_cert && !(r->tls_cert = kcache__strndup(cfg->remote_cert, strlen(cfg->remote_cert)))) ||
-        (cfg->remote_key && !(r->tls_key = kcache__strndup(cfg->remote_key, strlen(cfg->remote_key)))))
+        (cfg->remote_key && !(r->tls_key = kcache__strndup(cfg->remote_key, strlen(cfg->remote_key)))) ||
+        (cfg->remote_prefix && !(r->prefix = kcache__strndup(cfg->remote_prefix, strlen(cfg->remote_prefix)))))
         goto oom;
+    if (r->prefix) { /* a namespace: printable, no space, no {} (they would move a claim off its value's cluster slot) */
+        const char *q;
+        char shown[200];
+        for (q = r->prefix; *q && *q > ' ' && *q < 0x7f && *q != '{' && *q != '}'; q++) {
+        }
+        if (*q || q - r->prefix > KCACHE__REDIS_PREFIX_MAX) {
+            kcache__say(why, cap, "KCACHE_REMOTE_PREFIX \"%s\": at most %d printable characters, no space, '{' or '}'; no remote",
+                        kcache__escs(shown, sizeof shown, r->prefix), KCACHE__REDIS_PREFIX_MAX);
+            goto bad;
+        }
+    }
     if (!(r->shard = (kcache__shard *)KCACHE_MALLOC(sizeof *r->shard * KCACHE__REMOTE_SHARDS))) goto oom;
     if (cfg->remote_ops) {
         if (!kcache__remote_add(r, *urls ? urls : "remote_ops", cfg->remote_ops, cfg->remote_user, NULL, why, cap)) goto bad;
@@ -9268,7 +9381,10 @@ static void kcache__remote_open(kcache__remote **out, const kcache_config *cfg, 
                a reply past this bound (a server streaming garbage) is a failure */
             rb->max_reply = (size_t)((r->max_entry * 2 > ((uint64_t)64 << 20) ? r->max_entry * 2 : ((uint64_t)64 << 20)) + 65536);
             rb->pid = kcache__pid();
+            rb->ttl_s = cfg->remote_ttl_s;
+            rb->prefix = r->prefix;
             if (!kcache__remote_add(r, shown, &kcache__redis_ops, rb, kcache__redis_free, why, cap)) { kcache__redis_free(rb); goto bad; }
+            r->shard[r->n - 1].identity = kcache__redis_identity;
             for (p = e; kcache__is_space(*p); p++) {
             }
         }
@@ -10093,6 +10209,7 @@ static int kcache__parse_bool(const char *s, int *out) {
     X(REMOTE_MODE, "KCACHE_REMOTE_MODE", "rw or ro")                                            \
     X(REMOTE_TIMEOUT, "KCACHE_REMOTE_TIMEOUT", "milliseconds from 1 to 600000 (or 1s..600s)")   \
     X(REMOTE_MAX_ENTRY, "KCACHE_REMOTE_MAX_ENTRY", "a size from 1K to 512M")                    \
+    X(REMOTE_TTL, "KCACHE_REMOTE_TTL", "a time such as 3600, 90s, 30m, 12h or 7d (up to 3650d)")   \
     X(COMPRESS, "KCACHE_COMPRESS", "0 or 1")                                                    \
     X(LAYERS_COPY, "KCACHE_LAYERS_COPY", "0 or 1")
 enum {
@@ -10223,6 +10340,21 @@ KCACHE_API void kcache_config_init(kcache_config *cfg) {
         if (kcache__parse_size(v, &n) && n >= 1024 && n <= ((uint64_t)512 << 20)) cfg->remote_max_entry = n;
         else kcache__env_bad(cfg, REMOTE_MAX_ENTRY);
     }
+    if ((v = getenv("KCACHE_REMOTE_TTL")) != NULL && *v) { /* seconds; s, m, h or d may follow */
+        char *end;
+        unsigned long long t = 0;
+        if (*v >= '0' && *v <= '9') {
+            t = strtoull(v, &end, 10);
+            if (t > 3650ull * 86400) t = 0;
+            else if (*end == 'm' && !end[1]) t *= 60;
+            else if (*end == 'h' && !end[1]) t *= 3600;
+            else if (*end == 'd' && !end[1]) t *= 86400;
+            else if (*end && !(*end == 's' && !end[1])) t = 0;
+        }
+        if (t >= 1 && t <= 3650ull * 86400) cfg->remote_ttl_s = (uint32_t)t;
+        else kcache__env_bad(cfg, REMOTE_TTL);
+    }
+    if ((v = getenv("KCACHE_REMOTE_PREFIX")) != NULL && *v) cfg->remote_prefix = v;
 }
 
 /* The default directory: $XDG_CACHE_HOME/kcache (an absolute path, as the XDG spec requires), else
@@ -10961,6 +11093,7 @@ static void kcache__lower_open(kcache *kc) {
     kc->cfg.remote_ca = kc->remote ? kc->remote->tls_ca : NULL; /* the same: they may point into the environment */
     kc->cfg.remote_cert = kc->remote ? kc->remote->tls_cert : NULL;
     kc->cfg.remote_key = kc->remote ? kc->remote->tls_key : NULL;
+    kc->cfg.remote_prefix = kc->remote ? kc->remote->prefix : NULL;
     if (why[0]) snprintf(kc->remote_why, sizeof kc->remote_why, "%s", why);
 #if defined(KCACHE_ZSTD)
     if (kc->cfg.compress && !kc->store) KCACHE__DEBUG(kc, "KCACHE_COMPRESS=1 has no store to compress");

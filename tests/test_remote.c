@@ -40,6 +40,11 @@
  *   remote_cluster            a 3-node Redis Cluster started here: one listed node serves all 60
  *                             keys (MOVED, CLUSTER SLOTS), three listed are seeds of it, a build
  *                             claim is one per cluster, a slot half-migrated is followed (ASK)
+ *   remote_spellings          two servers spelled localhost, LOCALHOST, 127.0.0.1, /0, by socket,
+ *                             one listed twice: 200 keys stored through one, all found through
+ *                             every other (each server's identity, kcache:id, places it)
+ *   remote_ttl_prefix         KCACHE_REMOTE_PREFIX: a namespace of its own; KCACHE_REMOTE_TTL: an
+ *                             expiry on every put (7d, 12h...); from the environment; a bad prefix
  *   remote_builder_killed     the cluster's builder SIGKILLed: its claim runs out, one other builds
  *   remote_claim_renewed      a build longer than the claim's lifetime keeps it (renewed): 1 build
  *   remote_build_fails        a failed build abandons the claim: the waiters build themselves
@@ -216,6 +221,12 @@ static void name_of(unsigned id, char out[33]) {
     kt_key(&k, "remote", id);
     kcache_hash_hex(kcache_key_digest(&k), out);
     kcache_key_free(&k);
+}
+
+/* The entries on a server: its keys, less the identity kcache keeps there (kcache:id), or -1. */
+static long long data_keys(const kt_redis *srv) {
+    long long n = kt_redis_int(srv, "DBSIZE"), id = kt_redis_int(srv, "EXISTS kcache:id");
+    return n < 0 || id < 0 ? -1 : n - id;
 }
 
 static const char *fresh(const char *what) { /* a store name nobody used yet */
@@ -559,7 +570,7 @@ static void remote_tls(void) {
     }
     r = tls_roundtrip(url, ca, NULL, NULL, 1, 3000, &errs);
     KT_CHECK_MSG(r == 1 && errs == 0, "rediss:// with the CA: %d, %llu errors", r, (unsigned long long)errs);
-    KT_CHECK_EQ_U64((uint64_t)kt_redis_int(&A, "DBSIZE"), 1); /* it went to the server (seen on its plain port) */
+    KT_CHECK_EQ_U64((uint64_t)data_keys(&A), 1); /* it went to the server (seen on its plain port) */
     r = tls_roundtrip(url, ca, NULL, NULL, 2, (size_t)3 << 20, &errs); /* many records, partial writes */
     KT_CHECK_MSG(r == 1 && errs == 0, "3 MiB over TLS: %d, %llu errors", r, (unsigned long long)errs);
     { /* pooled TLS connections are reused (the session tickets that follow a handshake do not make
@@ -586,7 +597,7 @@ static void remote_tls(void) {
     snprintf(url, sizeof url, "rediss://127.0.0.1:%d", port[1]); /* the same server by a name its certificate does not hold */
     r = tls_roundtrip(url, ca, cert, key, 7, 3000, &errs);
     KT_CHECK_MSG(r == 0 && errs > 0, "the wrong server name: %d, %llu errors", r, (unsigned long long)errs);
-    KT_CHECK_EQ_U64((uint64_t)kt_redis_int(&B, "DBSIZE"), 1);
+    KT_CHECK_EQ_U64((uint64_t)data_keys(&B), 1);
 
     { /* files that cannot be used: no remote, and the reason */
         static const char *const what[] = {"KCACHE_REMOTE_CA", "KCACHE_REMOTE_KEY", "KCACHE_REMOTE_CERT"};
@@ -752,7 +763,7 @@ static void remote_shards(void) {
     all_keys(0, &mc);
     KT_CHECK(S->r[0].ok && S->r[0].st.builds == SHARD_KEYS && S->r[0].st.remote_puts == SHARD_KEYS);
     for (i = 0; i < 3; i++) {
-        n[i] = kt_redis_int(&sv[i], "DBSIZE");
+        n[i] = data_keys(&sv[i]);
         sum += n[i];
         KT_CHECK_MSG(n[i] >= SHARD_KEYS / 3 / 2, "shard %d holds %lld of %d keys", i, n[i], SHARD_KEYS);
     }
@@ -763,13 +774,13 @@ static void remote_shards(void) {
                  "the same shards listed in another order: %llu remote hits", (unsigned long long)S->r[1].st.hits_remote);
     mc.url = urls[2];
     all_keys(2, &mc);
-    n[3] = kt_redis_int(&sv[3], "DBSIZE");
+    n[3] = data_keys(&sv[3]);
     KT_CHECK(S->r[2].ok);
     KT_CHECK_MSG(S->r[2].st.hits_remote + (uint64_t)n[3] == SHARD_KEYS && S->r[2].st.builds == (uint64_t)n[3],
                  "a 4th shard: %llu remote hits, %llu builds, %lld keys on the new shard", (unsigned long long)S->r[2].st.hits_remote,
                  (unsigned long long)S->r[2].st.builds, n[3]);
     KT_CHECK_MSG(n[3] >= SHARD_KEYS / 8 && n[3] <= SHARD_KEYS * 3 / 8, "a 4th shard moved %lld of %d keys (about a quarter expected)", n[3], SHARD_KEYS);
-    for (i = 0; i < 3; i++) KT_CHECK_EQ_U64(kt_redis_int(&sv[i], "DBSIZE"), n[i]); /* nothing moved between the old ones */
+    for (i = 0; i < 3; i++) KT_CHECK_EQ_U64(data_keys(&sv[i]), n[i]); /* nothing moved between the old ones */
     printf("# remote_shards: 3 shards held %lld/%lld/%lld of %d keys; a 4th took %lld\n", n[0], n[1], n[2], SHARD_KEYS, n[3]);
     for (i = 0; i < 4; i++) kt_redis_stop(&sv[i]);
 }
@@ -1293,6 +1304,97 @@ out:
     for (i = 0; i < 3; i++) kt_redis_stop(&N[i]);
 }
 
+/* ---- the same shards spelled differently (issue 26.3) ---- */
+
+/* Two servers listed as localhost, LOCALHOST, 127.0.0.1, with and without /0, by their unix
+   sockets, in any order, one of them twice: 200 keys stored through one spelling are all found
+   through every other. */
+static void remote_spellings(void) {
+    kt_redis A, B;
+    char sp[6][1000];
+    int i, hits;
+    if (!kt_redis_start(&A, g_root, 1, NULL) || !kt_redis_start(&B, g_root, 1, NULL)) { KT_FAILF("redis-server did not start"); return; }
+    snprintf(sp[0], sizeof sp[0], "redis://localhost:%d redis://127.0.0.1:%d", A.port, B.port);
+    snprintf(sp[1], sizeof sp[1], "redis://127.0.0.1:%d/0 redis://LOCALHOST:%d/0", B.port, A.port);
+    snprintf(sp[2], sizeof sp[2], "redis://LocalHost:%d/ redis://localhost:%d", A.port, B.port);
+    snprintf(sp[3], sizeof sp[3], "unix://%s unix://%s", B.sock, A.sock);
+    snprintf(sp[4], sizeof sp[4], "redis://127.0.0.1:%d unix://%s redis://localhost:%d", A.port, B.sock, B.port); /* B twice */
+    snprintf(sp[5], sizeof sp[5], "redis://127.0.0.1:%d redis://127.0.0.1:%d", A.port, B.port);
+    for (i = 1; i < 6; i++) {
+        hits = cluster_keys(sp[0], sp[i], 9000 + 200 * (unsigned)i, 200);
+        KT_CHECK_MSG(hits == 200, "stored through \"%s\", read through \"%s\": %d of 200", sp[0], sp[i], hits);
+        hits = cluster_keys(sp[i], sp[0], 20000 + 200 * (unsigned)i, 200);
+        KT_CHECK_MSG(hits == 200, "stored through \"%s\", read through \"%s\": %d of 200", sp[i], sp[0], hits);
+    }
+    KT_CHECK_MSG(data_keys(&A) > 400 && data_keys(&B) > 400, "the keys were not spread over both: %lld and %lld", data_keys(&A), data_keys(&B));
+    kt_redis_stop(&A);
+    kt_redis_stop(&B);
+}
+
+/* ---- an expiry and a namespace (issue 26.9) ---- */
+
+static kcache *open_ns(const kt_redis *srv, const char *prefix, uint32_t ttl_s) {
+    kcache_config cfg;
+    kcache *kc = NULL;
+    kcache_config_init(&cfg);
+    cfg.persistent = 0;
+    cfg.remote = srv->url;
+    cfg.remote_prefix = prefix;
+    cfg.remote_ttl_s = ttl_s;
+    if (kcache_open(&kc, &cfg) != KCACHE_OK) return NULL;
+    return kc;
+}
+
+/* KCACHE_REMOTE_PREFIX puts every key in a namespace of its own (another prefix, or none, does not
+   see it); KCACHE_REMOTE_TTL sets an expiry on every put; both read from the environment; a prefix
+   that would break a key is refused, with the reason. */
+static void remote_ttl_prefix(void) {
+    kcache *a = open_ns(&T, "team-a/", 3600), *b = open_ns(&T, "team-b/", 0), *c = open_ns(&T, NULL, 0), *a2 = open_ns(&T, "team-a/", 0);
+    char name[33], why[400];
+    long long ttl;
+    KT_CHECK(a && b && c && a2);
+    if (!a || !b || !c || !a2) goto out;
+    KT_CHECK_EQ_U64((uint64_t)kt_put(a, "remote", 31000, 1, 500), KCACHE_OK);
+    KT_CHECK_EQ_U64((uint64_t)kt_put(c, "remote", 31001, 1, 500), KCACHE_OK);
+    name_of(31000, name);
+    KT_CHECK_EQ_U64((uint64_t)kt_redis_int(&T, "EXISTS team-a/kcache:1:%s", name), 1);
+    KT_CHECK_EQ_U64((uint64_t)kt_redis_int(&T, "EXISTS kcache:1:%s", name), 0);
+    ttl = kt_redis_int(&T, "TTL team-a/kcache:1:%s", name);
+    KT_CHECK_MSG(ttl > 3000 && ttl <= 3600, "TTL of an entry put with KCACHE_REMOTE_TTL=3600: %lld", ttl);
+    name_of(31001, name);
+    KT_CHECK_EQ_U64((uint64_t)kt_redis_int(&T, "TTL kcache:1:%s", name) + 1, 0); /* -1: no expiry without a TTL */
+    KT_CHECK_MSG(kt_get(a2, "remote", 31000, 1, 500) == 1, "the same prefix did not find it");
+    KT_CHECK_MSG(kt_get(b, "remote", 31000, 1, 500) == 0 && kt_get(c, "remote", 31000, 1, 500) == 0, "another namespace found it");
+    KT_CHECK_MSG(kt_get(b, "remote", 31001, 1, 500) == 0, "a prefixed client found an unprefixed entry");
+    {
+        kcache_config cfg;
+        static const char *const ttls[][2] = {{"7d", "604800"}, {"12h", "43200"}, {"30m", "1800"}, {"90s", "90"}, {"3600", "3600"},
+                                              {"5x", "0"}, {"-1", "0"}, {"0", "0"}, {"99999d", "0"}};
+        unsigned i;
+        for (i = 0; i < sizeof ttls / sizeof *ttls; i++) {
+            setenv("KCACHE_REMOTE_TTL", ttls[i][0], 1);
+            kcache_config_init(&cfg);
+            KT_CHECK_MSG(cfg.remote_ttl_s == (uint32_t)atol(ttls[i][1]), "KCACHE_REMOTE_TTL=%s: %u", ttls[i][0], (unsigned)cfg.remote_ttl_s);
+            KT_CHECK_MSG((cfg.env_bad != 0) == (ttls[i][1][0] == '0'), "KCACHE_REMOTE_TTL=%s: bad %u", ttls[i][0], (unsigned)cfg.env_bad);
+        }
+        unsetenv("KCACHE_REMOTE_TTL");
+        setenv("KCACHE_REMOTE_PREFIX", "ci/", 1);
+        kcache_config_init(&cfg);
+        KT_CHECK(cfg.remote_prefix && strcmp(cfg.remote_prefix, "ci/") == 0);
+        unsetenv("KCACHE_REMOTE_PREFIX");
+    }
+    {
+        kcache *bad = open_ns(&T, "a b", 0);
+        KT_CHECK_MSG(bad && kcache_remote_in_use(bad, why, sizeof why) == 0 && strstr(why, "KCACHE_REMOTE_PREFIX"), "a prefix with a space: %s", why);
+        kcache_close(bad);
+    }
+out:
+    kcache_close(a);
+    kcache_close(b);
+    kcache_close(c);
+    kcache_close(a2);
+}
+
 static void remote_builder_killed(void) {
     mconf mc;
     bplan bp = {3000, 0};
@@ -1759,6 +1861,8 @@ int main(int argc, char **argv) {
     KT_RUN(remote_partition);
     KT_RUN(remote_cluster_build);
     KT_RUN(remote_cluster);
+    KT_RUN(remote_spellings);
+    KT_RUN(remote_ttl_prefix);
     KT_RUN(remote_builder_killed);
     KT_RUN(remote_claim_renewed);
     KT_RUN(remote_build_fails);
