@@ -759,6 +759,22 @@ typedef struct kcache_stats {
 /* A consistent snapshot of this kcache's counters (this process only). */
 KCACHE_API void kcache_get_stats(kcache *kc, kcache_stats *out);
 
+/* One shard of the remote tier and what this process's calls to it did (kcache_get_remote_shards). */
+typedef struct kcache_remote_shard {
+    char url[256];       /* as shown: canonical, without credentials                             */
+    uint64_t hits;       /* lookups it answered with a valid entry                               */
+    uint64_t misses;     /* lookups it had nothing for (or nothing valid)                        */
+    uint64_t errors;     /* calls to it that failed, timeouts included                           */
+    uint64_t timeouts;   /* of those, the ones that ran out of time                              */
+    uint64_t skipped;    /* calls not made: its circuit breaker was open                          */
+    int open;            /* its circuit breaker is open now                                      */
+    int same;            /* the same server (or cluster) as an earlier shard: it holds no keys    */
+} kcache_remote_shard;
+
+/* Fills out[0 .. min(n, cap)) with the remote tier's shards, in the order they were listed, and
+   returns n, their number (0: no remote tier). Thread safety: as kcache_get_stats. */
+KCACHE_API unsigned kcache_get_remote_shards(kcache *kc, kcache_remote_shard *out, unsigned cap);
+
 /* Checks that the store's accounting equals the real entries (count and bytes); with fix, rebuilds
    it from a scan. KCACHE_OK when consistent (or fixed), KCACHE_ECORRUPT when not and !fix. */
 KCACHE_API kcache_status kcache_verify(kcache *kc, int fix);
@@ -7925,6 +7941,7 @@ typedef struct kcache__shard {
     int (*identity)(void *user, int ro, char *out, size_t cap);
     int same;                  /* an earlier shard has the same identity (another seed of one
                                   cluster, the same server spelled twice): not in the ring */
+    uint64_t hits, misses, errors, timeouts, skipped; /* kcache_get_remote_shards (remote->mutex) */
     const kcache_remote_ops *ops;
     void *user;
     void (*close)(void *user); /* frees the built-in backend's state; NULL for the user's */
@@ -8107,6 +8124,7 @@ static int kcache__remote_allow(kcache__remote *r, kcache__shard *s, int write, 
         if (now < s->open_until || s->probing) ok = 0;
         else s->probing = 1; /* this call finds out whether it is back */
     }
+    if (!ok) s->skipped++;
     kcache__mutex_unlock(&r->mutex);
     if (!ok) ev->skipped++;
     return ok;
@@ -8143,6 +8161,10 @@ static void kcache__remote_done(kcache__remote *r, kcache__shard *s, kcache_stat
     kcache__mutex_lock(&r->mutex);
     was_open = s->open_until != 0;
     s->probing = 0;
+    if (failed || st == KCACHE_ENOSPC || st == KCACHE_EROFS) {
+        s->errors++;
+        if (st == KCACHE_ETIMEOUT) s->timeouts++;
+    }
     if (failed) {
         backoff = s->backoff_ms;
         s->open_until = now + (int64_t)backoff * 1000000;
@@ -8224,9 +8246,19 @@ static void kcache__remote_get(kcache__remote *r, const kcache_key *k, int polic
     t0 = kcache__mono_ns();
     st = s->ops->get(s->user, name, &v, &n, &hold);
     if (!peek) kcache__remote_done(r, s, st, t0, "get", ev);
+    if (!peek && (st == KCACHE_OK || st == KCACHE_MISS)) { /* a miss now; a hit once unpacked below */
+        kcache__mutex_lock(&r->mutex);
+        s->misses++;
+        kcache__mutex_unlock(&r->mutex);
+    }
     if (st != KCACHE_OK) return;
     kcache__remote_unpack(r, k, policy, want_record, (const unsigned char *)v, n, out, &why);
     if (s->ops->release) s->ops->release(s->user, hold);
+    if (!peek && out->status == KCACHE_OK) {
+        kcache__mutex_lock(&r->mutex);
+        s->misses--, s->hits++;
+        kcache__mutex_unlock(&r->mutex);
+    }
     if (out->status != KCACHE_ECORRUPT || peek) return;
     ev->rejects++;
     if (r->ro) {
@@ -11715,6 +11747,23 @@ KCACHE_API kcache_status kcache_remove(kcache *kc, const kcache_key *k) {
     kcache__mutex_unlock(&kc->lock);
     if (n) { n->hnext = NULL; n->dirty = 0; kcache__release_nodes(kc, n); s = KCACHE_OK; }
     return s;
+}
+
+KCACHE_API unsigned kcache_get_remote_shards(kcache *kc, kcache_remote_shard *out, unsigned cap) {
+    kcache__remote *r;
+    unsigned i;
+    if (!kc || (kc = kcache__live(kc, 1)) == NULL || !(r = kc->remote)) return 0;
+    kcache__mutex_lock(&r->mutex);
+    for (i = 0; i < r->n && i < cap && out; i++) {
+        const kcache__shard *s = &r->shard[i];
+        memset(&out[i], 0, sizeof out[i]);
+        snprintf(out[i].url, sizeof out[i].url, "%s", s->url);
+        out[i].hits = s->hits, out[i].misses = s->misses, out[i].errors = s->errors, out[i].timeouts = s->timeouts;
+        out[i].skipped = s->skipped, out[i].open = s->open_until != 0;
+        out[i].same = kcache__atomic_load_u32(&r->ring_done) ? s->same : 0; /* (set before ring_done) */
+    }
+    kcache__mutex_unlock(&r->mutex);
+    return r->n;
 }
 
 KCACHE_API void kcache_get_stats(kcache *kc, kcache_stats *out) {

@@ -45,6 +45,8 @@
  *                             every other (each server's identity, kcache:id, places it)
  *   remote_ttl_prefix         KCACHE_REMOTE_PREFIX: a namespace of its own; KCACHE_REMOTE_TTL: an
  *                             expiry on every put (7d, 12h...); from the environment; a bad prefix
+ *   remote_shard_counters     kcache_get_remote_shards: hits, misses per shard; a killed one's
+ *                             errors, skipped calls, open breaker; a shard listed twice is "same"
  *   remote_builder_killed     the cluster's builder SIGKILLed: its claim runs out, one other builds
  *   remote_claim_renewed      a build longer than the claim's lifetime keeps it (renewed): 1 build
  *   remote_build_fails        a failed build abandons the claim: the waiters build themselves
@@ -1395,6 +1397,60 @@ out:
     kcache_close(a2);
 }
 
+/* ---- per-shard counters (issue 26.9) ---- */
+
+/* Two shards: hits and misses counted on the shard that answered; after one is killed, its errors
+   and skipped calls, and its breaker open; no password shown; B listed twice is "same". */
+static void remote_shard_counters(void) {
+    kt_redis A, B;
+    char url[1200];
+    kcache_config cfg;
+    kcache *a = NULL, *b = NULL;
+    kcache_remote_shard sh[4];
+    unsigned n, i;
+    uint64_t hits = 0, misses = 0;
+    if (!kt_redis_start(&A, g_root, 1, "requirepass hunter2") || !kt_redis_start(&B, g_root, 1, "requirepass hunter2")) {
+        KT_FAILF("redis-server did not start");
+        return;
+    }
+    snprintf(url, sizeof url, "redis://:hunter2@127.0.0.1:%d redis://:hunter2@127.0.0.1:%d redis://:hunter2@localhost:%d", A.port, B.port, B.port);
+    kcache_config_init(&cfg);
+    cfg.persistent = 0;
+    cfg.remote = url;
+    cfg.remote_timeout_ms = 300;
+    cfg.remote_backoff_ms = 60000;
+    KT_CHECK(kcache_open(&a, &cfg) == KCACHE_OK && kcache_open(&b, &cfg) == KCACHE_OK);
+    if (!a || !b) goto out;
+    KT_CHECK_EQ_U64(kcache_get_remote_shards(a, NULL, 0), 3);
+    for (i = 0; i < 40; i++) kt_put(a, "remote", 32000 + i, 1, 300);
+    for (i = 0; i < 40; i++) KT_CHECK(kt_get(b, "remote", 32000 + i, 1, 300) == 1);
+    for (i = 0; i < 10; i++) KT_CHECK(kt_get(b, "remote", 33000 + i, 1, 300) == 0);
+    n = kcache_get_remote_shards(b, sh, 4);
+    KT_CHECK_EQ_U64(n, 3);
+    for (i = 0; i < 3; i++) {
+        hits += sh[i].hits, misses += sh[i].misses;
+        KT_CHECK_MSG(!strstr(sh[i].url, "hunter2") && strncmp(sh[i].url, "redis://", 8) == 0, "shard %u: %s", i, sh[i].url);
+        KT_CHECK(sh[i].errors == 0 && sh[i].open == 0);
+    }
+    KT_CHECK_MSG(hits == 40 && misses == 10 && sh[0].hits > 0 && sh[1].hits > 0, "hits %llu + %llu, misses %llu", (unsigned long long)sh[0].hits,
+                 (unsigned long long)sh[1].hits, (unsigned long long)misses);
+    KT_CHECK_MSG(sh[2].same && !sh[1].same && !sh[0].same && sh[2].hits == 0, "B listed twice: same %d %d %d", sh[0].same, sh[1].same, sh[2].same);
+    kt_redis_kill(&B);
+    kcache_close(b);
+    b = NULL;
+    KT_CHECK(kcache_open(&b, &cfg) == KCACHE_OK);
+    for (i = 0; i < 40; i++) kt_get(b, "remote", 32000 + i, 1, 300);
+    n = kcache_get_remote_shards(b, sh, 4);
+    KT_CHECK_MSG(n == 3 && sh[0].hits > 0 && sh[0].errors == 0 && sh[1].errors >= 1 && sh[1].skipped >= 1 && sh[1].open == 1 && sh[1].hits == 0,
+                 "after B was killed: A %llu hits %llu errors; B %llu errors %llu skipped open %d", (unsigned long long)sh[0].hits,
+                 (unsigned long long)sh[0].errors, (unsigned long long)sh[1].errors, (unsigned long long)sh[1].skipped, sh[1].open);
+out:
+    kcache_close(a);
+    kcache_close(b);
+    kt_redis_stop(&A);
+    kt_redis_stop(&B);
+}
+
 static void remote_builder_killed(void) {
     mconf mc;
     bplan bp = {3000, 0};
@@ -1863,6 +1919,7 @@ int main(int argc, char **argv) {
     KT_RUN(remote_cluster);
     KT_RUN(remote_spellings);
     KT_RUN(remote_ttl_prefix);
+    KT_RUN(remote_shard_counters);
     KT_RUN(remote_builder_killed);
     KT_RUN(remote_claim_renewed);
     KT_RUN(remote_build_fails);
