@@ -7941,7 +7941,8 @@ typedef struct kcache__shard {
     int (*identity)(void *user, int ro, char *out, size_t cap);
     int same;                  /* an earlier shard has the same identity (another seed of one
                                   cluster, the same server spelled twice): not in the ring */
-    uint64_t hits, misses, errors, timeouts, skipped; /* kcache_get_remote_shards (remote->mutex) */
+    uint64_t n[5];             /* KCACHE__SH_HITS...: kcache_get_remote_shards (remote->mutex) */
+    uint64_t *pub;             /* its entry in the stats file's shard table (>>pub), NULL: none */
     const kcache_remote_ops *ops;
     void *user;
     void (*close)(void *user); /* frees the built-in backend's state; NULL for the user's */
@@ -8114,6 +8115,15 @@ static kcache__shard *kcache__remote_shard(kcache__remote *r, kcache_hash128 d) 
     return &r->shard[best];
 }
 
+/* A shard's counters (kcache_get_remote_shards), in the order of the stats file's shard entries. */
+enum { KCACHE__SH_HITS, KCACHE__SH_MISSES, KCACHE__SH_ERRORS, KCACHE__SH_TIMEOUTS, KCACHE__SH_SKIPPED };
+static void kcache__pub_fetch_add(uint64_t *w, uint64_t n);
+/* Counts one for shard s (with r->mutex held): here, and for kcache-top in the stats file. */
+static void kcache__shard_count(kcache__shard *s, int what) {
+    s->n[what]++;
+    if (s->pub) kcache__pub_fetch_add(s->pub + 1 + what, 1);
+}
+
 /* Whether a call may go to the shard now (write: a put). Counts a skipped call. */
 static int kcache__remote_allow(kcache__remote *r, kcache__shard *s, int write, kcache__remote_ev *ev) {
     int64_t now = kcache__mono_ns();
@@ -8124,7 +8134,7 @@ static int kcache__remote_allow(kcache__remote *r, kcache__shard *s, int write, 
         if (now < s->open_until || s->probing) ok = 0;
         else s->probing = 1; /* this call finds out whether it is back */
     }
-    if (!ok) s->skipped++;
+    if (!ok) kcache__shard_count(s, KCACHE__SH_SKIPPED);
     kcache__mutex_unlock(&r->mutex);
     if (!ok) ev->skipped++;
     return ok;
@@ -8162,8 +8172,8 @@ static void kcache__remote_done(kcache__remote *r, kcache__shard *s, kcache_stat
     was_open = s->open_until != 0;
     s->probing = 0;
     if (failed || st == KCACHE_ENOSPC || st == KCACHE_EROFS) {
-        s->errors++;
-        if (st == KCACHE_ETIMEOUT) s->timeouts++;
+        kcache__shard_count(s, KCACHE__SH_ERRORS);
+        if (st == KCACHE_ETIMEOUT) kcache__shard_count(s, KCACHE__SH_TIMEOUTS);
     }
     if (failed) {
         backoff = s->backoff_ms;
@@ -8246,17 +8256,17 @@ static void kcache__remote_get(kcache__remote *r, const kcache_key *k, int polic
     t0 = kcache__mono_ns();
     st = s->ops->get(s->user, name, &v, &n, &hold);
     if (!peek) kcache__remote_done(r, s, st, t0, "get", ev);
-    if (!peek && (st == KCACHE_OK || st == KCACHE_MISS)) { /* a miss now; a hit once unpacked below */
+    if (!peek && st == KCACHE_MISS) {
         kcache__mutex_lock(&r->mutex);
-        s->misses++;
+        kcache__shard_count(s, KCACHE__SH_MISSES);
         kcache__mutex_unlock(&r->mutex);
     }
     if (st != KCACHE_OK) return;
     kcache__remote_unpack(r, k, policy, want_record, (const unsigned char *)v, n, out, &why);
     if (s->ops->release) s->ops->release(s->user, hold);
-    if (!peek && out->status == KCACHE_OK) {
+    if (!peek) { /* a value that is not valid, or not for this client: a miss too */
         kcache__mutex_lock(&r->mutex);
-        s->misses--, s->hits++;
+        kcache__shard_count(s, out->status == KCACHE_OK ? KCACHE__SH_HITS : KCACHE__SH_MISSES);
         kcache__mutex_unlock(&r->mutex);
     }
     if (out->status != KCACHE_ECORRUPT || peek) return;
@@ -9455,6 +9465,11 @@ bad:
       128  48 x u64 retired counters: what slots no longer held counted (a closed kcache folds
            its counters in here, and so does whoever reclaims a dead process's slot), so the
            store's totals are retired + every claimed slot's counters
+      512  24 remote shards x 128 bytes, what every process using the store counted for each shard
+           since the file was made: u64 id (XXH3-128 lo of the shard's URL as shown, low bit set;
+           0 = free, taken by compare-and-swap), u64 hits, misses, errors, timeouts, skipped
+           calls (fetch-add), then the URL (80 bytes, cut, NUL padded; written after the id is
+           taken). A file made before these existed has zeros here: no shards.
    slot i at 4096 + i * 16896
         0  u64 owner: pid << 32 | the low 31 bits of the process's start time; 0 = free; bit 31
            set while the claimer sets the slot up. Claimed by compare-and-swap; a slot whose pid
@@ -9503,6 +9518,10 @@ bad:
 #define KCACHE__PUB_EVENT_NAME 80
 #define KCACHE__PUB_REASONS 16
 #define KCACHE__PUB_CTR_AT 128
+#define KCACHE__PUB_SHARDS_AT 512
+#define KCACHE__PUB_SHARDS 24
+#define KCACHE__PUB_SHARD_BYTES 128
+#define KCACHE__PUB_SHARD_URL 80
 #define KCACHE__PUB_UNITS_AT 512
 #define KCACHE__PUB_EVENTS_AT (KCACHE__PUB_UNITS_AT + KCACHE__PUB_UNITS * KCACHE__PUB_UNIT_BYTES)
 #define KCACHE__PUB_SLOT_BYTES (KCACHE__PUB_EVENTS_AT + KCACHE__PUB_EVENTS * KCACHE__PUB_EVENT_BYTES)
@@ -9987,6 +10006,28 @@ static int kcache__pub_ready(kcache__pub *p) {
 /* Beside every `kc->stats.X += n`: the same increment in the slot. */
 static KCACHE__UNUSED void kcache__pub_add(kcache__pub *p, int counter, uint64_t n) {
     if (KCACHE__LIKELY(p->ctr != NULL)) kcache__pub_bump(p->ctr + counter, n);
+}
+
+/* Remote shard i's entry in the header's shard table. */
+static KCACHE__UNUSED uint64_t *kcache__pub_shard_at(const unsigned char *map, unsigned i) {
+    return (uint64_t *)(uintptr_t)(map + KCACHE__PUB_SHARDS_AT + (size_t)i * KCACHE__PUB_SHARD_BYTES);
+}
+/* The shard table's entry for url (found, or taken now), or NULL (not publishing, or the table is
+   full: that shard goes uncounted there). */
+static KCACHE__UNUSED uint64_t *kcache__pub_shard(const kcache__pub *p, const char *url) {
+    uint64_t id = kcache_hash(url, strlen(url)).lo | 1;
+    unsigned i;
+    if (!p->map) return NULL;
+    for (i = 0; i < KCACHE__PUB_SHARDS; i++) {
+        uint64_t *e = kcache__pub_shard_at(p->map, i);
+        if (kcache__pub_ld(e) == id) return e;
+        if (kcache__pub_ld(e) == 0 && kcache__pub_cas(e, 0, id)) {
+            kcache__pub_put_name(e + 6, KCACHE__PUB_SHARD_URL, url, strlen(url));
+            return e;
+        }
+        if (kcache__pub_ld(e) == id) return e; /* another process took it for the same URL just now */
+    }
+    return NULL;
 }
 
 /* The unit's entry in this slot's table, or NULL (probing hash & 63 and the 3 after). */
@@ -11119,7 +11160,11 @@ static void kcache__lower_open(kcache *kc) {
     kcache__layers_open(kc, layers);
     why[0] = 0;
     kcache__remote_open(&kc->remote, &kc->cfg, why, sizeof why);
-    if (kc->remote) kc->remote->mem = &kc->mem;
+    if (kc->remote) {
+        unsigned i;
+        kc->remote->mem = &kc->mem;
+        for (i = 0; i < kc->remote->n; i++) kc->remote->shard[i].pub = kcache__pub_shard(&kc->pub, kc->remote->shard[i].url);
+    }
     kc->cfg.remote = kc->remote ? kc->remote->names : NULL; /* the caller's string may go away */
     kc->cfg.remote_secret = NULL;
     kc->cfg.remote_ca = kc->remote ? kc->remote->tls_ca : NULL; /* the same: they may point into the environment */
@@ -11758,8 +11803,8 @@ KCACHE_API unsigned kcache_get_remote_shards(kcache *kc, kcache_remote_shard *ou
         const kcache__shard *s = &r->shard[i];
         memset(&out[i], 0, sizeof out[i]);
         snprintf(out[i].url, sizeof out[i].url, "%s", s->url);
-        out[i].hits = s->hits, out[i].misses = s->misses, out[i].errors = s->errors, out[i].timeouts = s->timeouts;
-        out[i].skipped = s->skipped, out[i].open = s->open_until != 0;
+        out[i].hits = s->n[KCACHE__SH_HITS], out[i].misses = s->n[KCACHE__SH_MISSES], out[i].errors = s->n[KCACHE__SH_ERRORS];
+        out[i].timeouts = s->n[KCACHE__SH_TIMEOUTS], out[i].skipped = s->n[KCACHE__SH_SKIPPED], out[i].open = s->open_until != 0;
         out[i].same = kcache__atomic_load_u32(&r->ring_done) ? s->same : 0; /* (set before ring_done) */
     }
     kcache__mutex_unlock(&r->mutex);

@@ -60,7 +60,8 @@
  *                             a reader that does not compress), sound to kcache-inspect, a damaged
  *                             one rejected; incompressible payloads stay version 1
  *   top_remote                kcache-top -b shows the remote tier of a live process (hits,
- *                             lookups, errors, its breaker open) and a hit-remote event; the
+ *                             lookups, errors, its breaker open), its shard's own counters,
+ *                             and a hit-remote event; the
  *                             breaker is no longer open once the process closed its cache
  *
  * No check asserts a speed; the bounds are generous ("under a second" for what takes a
@@ -1873,6 +1874,9 @@ static void top_remote(void) {
             KT_CHECK_MSG(ev, "no hit-remote event in kcache-top's snapshot");
             top_line("top", "totals ", line, sizeof line, NULL);
             KT_CHECK_MSG(top_value(line, "hits") == 1, "totals: %s", line);
+            top_line("top", "shard ", line, sizeof line, NULL); /* per shard (issue 26.9) */
+            KT_CHECK_MSG(strstr(line, mc.url + 8) && top_value(line, "hits") == 1 && top_value(line, "misses") == 1 && top_value(line, "errors") == 1,
+                         "kcache-top's shard line: %s", line);
         }
         step_go(&m);
         step_end(&m);
