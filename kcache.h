@@ -82,9 +82,10 @@
        KCACHE_REMOTE_TIMEOUT  milliseconds any remote operation may take (connects: 100 ms at most);
                            default 500. A failure opens a circuit breaker: that shard is skipped for
                            1 s, doubling up to 32 s while it keeps failing
-       KCACHE_REMOTE_SECRET   entries sent are signed with HMAC-SHA-256 under this secret, and remote
-                           entries not so signed are rejected (KCACHE_HMAC_OPENSSL); every client of a
-                           server must share it
+       KCACHE_REMOTE_SECRET   entries sent are signed under this secret (GMAC, or HMAC-SHA-256 with
+                           KCACHE_REMOTE_MAC=hmac), and remote entries not so signed are rejected
+                           (KCACHE_HMAC_OPENSSL); every client of a server must share it
+       KCACHE_REMOTE_MAC   gmac (default: version 2 values) | hmac (version 1, read by older clients)
        KCACHE_REMOTE_MAX_ENTRY  larger entries (header + payload) stay local; suffixes K/M/G; default 4M
        KCACHE_REMOTE_TTL   remote entries expire this long after their put: seconds, or 90s, 30m, 12h,
                            7d; default: never
@@ -419,6 +420,7 @@ typedef struct kcache_remote_ops {
 } kcache_remote_ops;
 
 enum { KCACHE_REMOTE_RW = 0, KCACHE_REMOTE_RO = 1 };
+enum { KCACHE_REMOTE_MAC_GMAC = 0, KCACHE_REMOTE_MAC_HMAC = 1 };
 
 /* Allocator callbacks (both or neither): what a kcache allocates for itself goes through them, with
    alloc_user (see kcache_config). alloc_fn returns memory aligned for any type, or NULL. */
@@ -463,6 +465,8 @@ typedef struct kcache_config {
                                    put (KCACHE_REMOTE_TTL: 90s, 30m, 12h, 7d); 0: never         */
     const char *remote_prefix;  /* the built-in Redis: put before every key, a namespace of its own
                                    (KCACHE_REMOTE_PREFIX); NULL: none                            */
+    int remote_mac;             /* how values are signed: KCACHE_REMOTE_MAC_GMAC (version 2, fast),
+                                   or _HMAC (version 1, for readers older than version 2) (KCACHE_REMOTE_MAC) */
     int compress;             /* 1: zstd for the local store's entries too (KCACHE_COMPRESS; KCACHE_ZSTD) */
     const char *shared_group; /* a group whose members share the store (KCACHE_SHARED_GROUP); NULL: the
                                  store is the caller's alone                                        */
@@ -863,6 +867,7 @@ KCACHE_API kcache_status kcache_verify(kcache *kc, int fix);
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
+#include <openssl/rand.h>
 #endif
 #ifdef KCACHE_REDIS
 #if defined(_WIN32)
@@ -7887,9 +7892,17 @@ static kcache_status kcache__layer_open(kcache__store **out, const char *dir, co
    while a backend is called.
 
    A value on the remote (every integer little-endian):
-       0  "KCREMOTE"    8  u16 version (1)    10  u16 flags (1: signed)    12  u32 entry length E
+       0  "KCREMOTE"    8  u16 version (1 or 2)    10  u16 flags    12  u32 entry length E
       16  the entry, as a store entry on disk (version 1, or 2 with a zstd payload: see >>store)
-  16 + E  when signed: HMAC-SHA-256 of bytes 0 .. 16 + E under KCACHE_REMOTE_SECRET (32 bytes)
+  16 + E  version 1, flags 1 (signed, HMAC): HMAC-SHA-256 of bytes 0 .. 16 + E under
+          KCACHE_REMOTE_SECRET (32 bytes); flags 0: nothing (unsigned)
+          version 2, flags 2 (signed, GMAC): a random 12-byte nonce, then the 16-byte AES-256-GCM
+          tag of bytes 0 .. 16 + E as authenticated data (no plaintext: GMAC) under the key
+          SHA-256("kcache remote gmac v2" NUL secret). GMAC runs about 4x faster than HMAC-SHA-256
+          (AES-NI, carry-less multiply), which a 1 MiB hit needs; random 96-bit nonces keep it
+          sound far past a fleet's writes under one secret (NIST's bound: 2^32 values per key).
+   Writers sign with GMAC (KCACHE_REMOTE_MAC=hmac: version 1, for a fleet with clients older than
+   version 2); readers with a secret take either, readers without one take any.
    A value that fails any check is a reject: deleted on the remote (unless KCACHE_REMOTE_MODE=ro)
    and counted. One that is merely not for this client (larger than its KCACHE_REMOTE_MAX_ENTRY, or
    zstd without KCACHE_ZSTD) is a miss. */
@@ -7897,6 +7910,10 @@ static kcache_status kcache__layer_open(kcache__store **out, const char *dir, co
 #define KCACHE__RV_VERSION 1
 #define KCACHE__RV_SIGNED 1
 #define KCACHE__MAC_LEN 32
+#define KCACHE__RV_VERSION_GMAC 2
+#define KCACHE__RV_GMAC 2
+#define KCACHE__GMAC_NONCE 12
+#define KCACHE__GMAC_TAG 16
 #define KCACHE__REMOTE_SHARDS 64
 #define KCACHE__REMOTE_TIMEOUT_MS 500
 #define KCACHE__REMOTE_CONNECT_MS 100
@@ -7965,6 +7982,8 @@ typedef struct kcache__remote {
     uint64_t max_entry;
     unsigned char *secret;     /* NULL: values are not signed, and signatures are not checked */
     size_t secret_len;
+    unsigned char gmac_key[32]; /* the secret's GMAC key (SHA-256 of a label and the secret) */
+    int sign_hmac;             /* KCACHE_REMOTE_MAC=hmac: sign as version 1 (older readers) */
     char host[64];             /* in claim tokens, so that a debug line can say who builds */
     uint64_t seq;              /* claim tokens (atomic) */
     const kcache__mem *mem;    /* its kcache's allocator, for the payloads it hands over */
@@ -7980,6 +7999,23 @@ typedef struct kcache__remote {
 static int kcache__hmac(const unsigned char *key, size_t klen, const unsigned char *p, size_t n, unsigned char out[KCACHE__MAC_LEN]) {
     unsigned int len = KCACHE__MAC_LEN;
     return klen <= 0x7fffffff && HMAC(EVP_sha256(), key, (int)klen, p, n, out, &len) != NULL && len == KCACHE__MAC_LEN;
+}
+
+/* GMAC (AES-256-GCM over authenticated data only) of p under key with nonce: the tag into out. */
+static int kcache__gmac(const unsigned char key[32], const unsigned char nonce[KCACHE__GMAC_NONCE], const unsigned char *p, size_t n,
+                        unsigned char out[KCACHE__GMAC_TAG]) {
+    EVP_CIPHER_CTX *c = EVP_CIPHER_CTX_new();
+    int ok = c && EVP_EncryptInit_ex(c, EVP_aes_256_gcm(), NULL, NULL, NULL) == 1 &&
+             EVP_CIPHER_CTX_ctrl(c, EVP_CTRL_GCM_SET_IVLEN, KCACHE__GMAC_NONCE, NULL) == 1 && EVP_EncryptInit_ex(c, NULL, NULL, key, nonce) == 1;
+    int len;
+    while (ok && n) {
+        int part = n > (1u << 30) ? 1 << 30 : (int)n;
+        ok = EVP_EncryptUpdate(c, NULL, &len, p, part) == 1;
+        p += part, n -= (size_t)part;
+    }
+    ok = ok && EVP_EncryptFinal_ex(c, out, &len) == 1 && EVP_CIPHER_CTX_ctrl(c, EVP_CTRL_GCM_GET_TAG, KCACHE__GMAC_TAG, out) == 1;
+    EVP_CIPHER_CTX_free(c);
+    return ok;
 }
 #endif
 
@@ -8005,7 +8041,7 @@ static unsigned char *kcache__remote_pack(const kcache__remote *r, const kcache_
     if (ZSTD_compressBound(size) > cap) cap = ZSTD_compressBound(size);
 #endif
     *why = KCACHE_ENOMEM;
-    if (!(v = (unsigned char *)KCACHE_MALLOC(KCACHE__RV_HEADER + hlen + cap + KCACHE__MAC_LEN))) return NULL;
+    if (!(v = (unsigned char *)KCACHE_MALLOC(KCACHE__RV_HEADER + hlen + cap + KCACHE__MAC_LEN))) return NULL; /* (>= nonce + tag) */
     payload = v + KCACHE__RV_HEADER + hlen;
 #ifdef KCACHE_ZSTD
     if ((stored = kcache__zstd_into(payload, cap, data, size)) != 0) zstd = 1;
@@ -8014,15 +8050,18 @@ static unsigned char *kcache__remote_pack(const kcache__remote *r, const kcache_
     if (!zstd && size) memcpy(payload, data, size);
     e = hlen + stored;
     memcpy(v, "KCREMOTE", 8);
-    kcache__put_u16(v + 8, KCACHE__RV_VERSION);
-    kcache__put_u16(v + 10, r->secret ? KCACHE__RV_SIGNED : 0);
+    kcache__put_u16(v + 8, r->secret && !r->sign_hmac ? KCACHE__RV_VERSION_GMAC : KCACHE__RV_VERSION);
+    kcache__put_u16(v + 10, !r->secret ? 0 : r->sign_hmac ? KCACHE__RV_SIGNED : KCACHE__RV_GMAC);
     kcache__put_u32(v + 12, (uint32_t)e);
     kcache__entry_header_into(v + KCACHE__RV_HEADER, hlen, rec_len, k, payload, stored, zstd);
     *len = KCACHE__RV_HEADER + e;
     if (r->secret) {
 #ifdef KCACHE_HMAC_OPENSSL
-        if (!kcache__hmac(r->secret, r->secret_len, v, *len, v + *len)) { KCACHE_FREE(v); *why = KCACHE_EINVAL; return NULL; }
-        *len += KCACHE__MAC_LEN;
+        int ok;
+        if (r->sign_hmac) ok = kcache__hmac(r->secret, r->secret_len, v, *len, v + *len), *len += KCACHE__MAC_LEN;
+        else ok = RAND_bytes(v + *len, KCACHE__GMAC_NONCE) == 1 && kcache__gmac(r->gmac_key, v + *len, v, *len, v + *len + KCACHE__GMAC_NONCE),
+             *len += KCACHE__GMAC_NONCE + KCACHE__GMAC_TAG;
+        if (!ok) { KCACHE_FREE(v); *why = KCACHE_EINVAL; return NULL; }
 #else
         KCACHE_FREE(v); /* kcache__remote_open refuses a secret it cannot use: not reached */
         *why = KCACHE_EINVAL;
@@ -8038,25 +8077,36 @@ static unsigned char *kcache__remote_pack(const kcache__remote *r, const kcache_
    a reject (why says which check), KCACHE_ENOENT a value that is not for this client. */
 static void kcache__remote_unpack(const kcache__remote *r, const kcache_key *k, int policy, int want_record,
                                   const unsigned char *v, size_t n, kcache__read *out, const char **why) {
-    uint32_t flags, e;
+    uint32_t version, flags, e;
     kcache__blob *b;
     memset(out, 0, sizeof *out);
     out->status = KCACHE_ECORRUPT;
     out->reason = KCACHE_REASON_REJECTED;
     *why = "not a kcache value";
-    if (n < KCACHE__RV_HEADER || memcmp(v, "KCREMOTE", 8) != 0 || kcache__get_u16(v + 8) != KCACHE__RV_VERSION) return;
+    if (n < KCACHE__RV_HEADER || memcmp(v, "KCREMOTE", 8) != 0) return;
+    version = kcache__get_u16(v + 8);
     flags = kcache__get_u16(v + 10);
     e = kcache__get_u32(v + 12);
-    *why = "wrong length";
-    if ((flags & ~(uint32_t)KCACHE__RV_SIGNED) || n != KCACHE__RV_HEADER + (size_t)e + (flags ? KCACHE__MAC_LEN : 0)) return;
+    if (version == KCACHE__RV_VERSION) { /* unsigned, or HMAC */
+        *why = "wrong length";
+        if ((flags & ~(uint32_t)KCACHE__RV_SIGNED) || n != KCACHE__RV_HEADER + (size_t)e + (flags ? KCACHE__MAC_LEN : 0)) return;
+    } else if (version == KCACHE__RV_VERSION_GMAC) {
+        *why = "wrong length";
+        if (flags != KCACHE__RV_GMAC || n != KCACHE__RV_HEADER + (size_t)e + KCACHE__GMAC_NONCE + KCACHE__GMAC_TAG) return;
+    } else {
+        return;
+    }
     if (r->secret) {
 #ifdef KCACHE_HMAC_OPENSSL
         unsigned char mac[KCACHE__MAC_LEN];
+        const unsigned char *sig = v + KCACHE__RV_HEADER + e;
         *why = "not signed (KCACHE_REMOTE_SECRET is set)";
         if (!flags) return;
         *why = "wrong signature (another KCACHE_REMOTE_SECRET, or forged)";
-        if (!kcache__hmac(r->secret, r->secret_len, v, KCACHE__RV_HEADER + (size_t)e, mac) ||
-            CRYPTO_memcmp(mac, v + KCACHE__RV_HEADER + e, KCACHE__MAC_LEN) != 0)
+        if (flags == KCACHE__RV_GMAC ? !kcache__gmac(r->gmac_key, sig, v, KCACHE__RV_HEADER + (size_t)e, mac) ||
+                                           CRYPTO_memcmp(mac, sig + KCACHE__GMAC_NONCE, KCACHE__GMAC_TAG) != 0
+                                     : !kcache__hmac(r->secret, r->secret_len, v, KCACHE__RV_HEADER + (size_t)e, mac) ||
+                                           CRYPTO_memcmp(mac, sig, KCACHE__MAC_LEN) != 0)
             return;
 #endif
     }
@@ -9317,6 +9367,7 @@ static void kcache__remote_close(kcache__remote *r) {
     KCACHE_FREE(r->shard);
     KCACHE_FREE(r->names);
     if (r->secret) { memset(r->secret, 0, r->secret_len); KCACHE_FREE(r->secret); }
+    memset(r->gmac_key, 0, sizeof r->gmac_key);
     if (r->spec) { memset(r->spec, 0, strlen(r->spec)); KCACHE_FREE(r->spec); }
     KCACHE_FREE(r->tls_ca);
     KCACHE_FREE(r->tls_cert);
@@ -9383,7 +9434,18 @@ static void kcache__remote_open(kcache__remote **out, const kcache_config *cfg, 
     if (cfg->remote_secret && cfg->remote_secret[0]) {
         r->secret_len = strlen(cfg->remote_secret);
         if (!(r->secret = (unsigned char *)kcache__strndup(cfg->remote_secret, r->secret_len))) goto oom;
+#ifdef KCACHE_HMAC_OPENSSL
+        {
+            static const char label[] = "kcache remote gmac v2"; /* with its NUL */
+            EVP_MD_CTX *h = EVP_MD_CTX_new();
+            int ok = h && EVP_DigestInit_ex(h, EVP_sha256(), NULL) == 1 && EVP_DigestUpdate(h, label, sizeof label) == 1 &&
+                     EVP_DigestUpdate(h, r->secret, r->secret_len) == 1 && EVP_DigestFinal_ex(h, r->gmac_key, NULL) == 1;
+            EVP_MD_CTX_free(h);
+            if (!ok) goto oom;
+        }
+#endif
     }
+    r->sign_hmac = cfg->remote_mac == KCACHE_REMOTE_MAC_HMAC;
     if (!(r->spec = kcache__strndup(urls, strlen(urls)))) goto oom;
     if ((cfg->remote_ca && !(r->tls_ca = kcache__strndup(cfg->remote_ca, strlen(cfg->remote_ca)))) ||
         (cfg->remote_cert && !(r->tls_cert = kcache__strndup(cfg->remote_cert, strlen(cfg->remote_cert)))) ||
@@ -10283,6 +10345,7 @@ static int kcache__parse_bool(const char *s, int *out) {
     X(REMOTE_TIMEOUT, "KCACHE_REMOTE_TIMEOUT", "milliseconds from 1 to 600000 (or 1s..600s)")   \
     X(REMOTE_MAX_ENTRY, "KCACHE_REMOTE_MAX_ENTRY", "a size from 1K to 512M")                    \
     X(REMOTE_TTL, "KCACHE_REMOTE_TTL", "a time such as 3600, 90s, 30m, 12h or 7d (up to 3650d)")   \
+    X(REMOTE_MAC, "KCACHE_REMOTE_MAC", "gmac or hmac")                                          \
     X(COMPRESS, "KCACHE_COMPRESS", "0 or 1")                                                    \
     X(LAYERS_COPY, "KCACHE_LAYERS_COPY", "0 or 1")
 enum {
@@ -10428,6 +10491,11 @@ KCACHE_API void kcache_config_init(kcache_config *cfg) {
         else kcache__env_bad(cfg, REMOTE_TTL);
     }
     if ((v = getenv("KCACHE_REMOTE_PREFIX")) != NULL && *v) cfg->remote_prefix = v;
+    if ((v = getenv("KCACHE_REMOTE_MAC")) != NULL && *v) {
+        if (strcmp(v, "gmac") == 0) cfg->remote_mac = KCACHE_REMOTE_MAC_GMAC;
+        else if (strcmp(v, "hmac") == 0) cfg->remote_mac = KCACHE_REMOTE_MAC_HMAC;
+        else kcache__env_bad(cfg, REMOTE_MAC);
+    }
 }
 
 /* The default directory: $XDG_CACHE_HOME/kcache (an absolute path, as the XDG spec requires), else

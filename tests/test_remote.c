@@ -23,6 +23,9 @@
  *                             miss, a reject, and deleted there
  *   remote_signed             HMAC-SHA-256 (RFC 4231 vector); the same secret hits, another secret
  *                             and unsigned values are rejected; no secret reads signed values
+ *   remote_gmac               signed values are version 2, GMAC (the tag checked against EVP_MAC's
+ *                             GMAC); read with the secret, by an HMAC signer and without a secret;
+ *                             another secret or a changed byte rejected; version 1 (HMAC) still read
  *   remote_ro_max_entry       mode ro never writes; entries over the limit stay local; a larger
  *                             value (another client's limit) is a miss, not a reject
  *   remote_shards             3 shards take a third of the keys each; a 4th moves about a quarter
@@ -77,6 +80,8 @@
 #include "kt.h"
 #include "kt_remote.h"
 
+#include <openssl/core_names.h>
+#include <openssl/evp.h>
 #include <pthread.h>
 #include <sys/mman.h>
 
@@ -681,6 +686,116 @@ static void remote_signed(void) {
     job(5, fresh("sg-f"), &s, DO_GET, 7, 9000);
     KT_CHECK(S->r[5].status == KCACHE_MISS && S->r[5].st.remote_rejects == 1);
     KT_CHECK_MSG(kt_redis_int(&T, "EXISTS kcache:1:%s", name) == 0, "an unsigned value was kept by a client with a secret");
+}
+
+/* ---- a faster MAC, a new value version (issue 26.8) ---- */
+
+static kcache *open_signed(const char *secret, int mac) {
+    kcache_config cfg;
+    kcache *kc = NULL;
+    kcache_config_init(&cfg);
+    cfg.persistent = 0;
+    cfg.remote = T.url;
+    cfg.remote_secret = secret;
+    cfg.remote_mac = mac;
+    if (kcache_open(&kc, &cfg) != KCACHE_OK) return NULL;
+    return kc;
+}
+/* The value of key id on T (freeReplyObject it), or NULL. */
+static redisReply *value_of(unsigned id) {
+    char name[33];
+    name_of(id, name);
+    return kt_redis_cmd(&T, "GET kcache:1:%s", name);
+}
+
+/* Values signed with a secret are version 2, GMAC: a nonce and a tag that OpenSSL's own GMAC
+   (EVP_MAC, another path) computes the same; read back with the secret, rejected under another one
+   or when changed; version 1 (HMAC, KCACHE_REMOTE_MAC=hmac, an older writer) still read, so a mixed
+   fleet works. */
+static void remote_gmac(void) {
+    kcache *g = open_signed("cluster secret", KCACHE_REMOTE_MAC_GMAC), *h = open_signed("cluster secret", KCACHE_REMOTE_MAC_HMAC);
+    kcache *other = open_signed("another secret", KCACHE_REMOTE_MAC_GMAC), *none = open_signed(NULL, 0), *g2 = open_signed("cluster secret", 0);
+    redisReply *v;
+    kcache_stats st;
+    if (!g || !h || !other || !none || !g2) { KT_FAILF("kcache_open"); goto out; }
+    KT_CHECK_EQ_U64((uint64_t)kt_put(g, "remote", 34000, 1, 5000), KCACHE_OK);
+    v = value_of(34000);
+    KT_CHECK_MSG(v && v->type == REDIS_REPLY_STRING && v->len > 16 && kcache__get_u16((const unsigned char *)v->str + 8) == 2 &&
+                     kcache__get_u16((const unsigned char *)v->str + 10) == 2 &&
+                     v->len == 16 + (size_t)kcache__get_u32((const unsigned char *)v->str + 12) + 12 + 16,
+                 "a GMAC value: version %u, flags %u", v && v->len > 12 ? kcache__get_u16((const unsigned char *)v->str + 8) : 0,
+                 v && v->len > 12 ? kcache__get_u16((const unsigned char *)v->str + 10) : 0);
+    if (v && v->type == REDIS_REPLY_STRING && v->len > 44) { /* the tag, by EVP_MAC's GMAC under the documented key */
+        static const char label[] = "kcache remote gmac v2";
+        unsigned char key[32], tag[16], *buf = (unsigned char *)malloc(sizeof label + 14);
+        size_t e = v->len - 28, tl = 0;
+        EVP_MAC *m = EVP_MAC_fetch(NULL, "GMAC", NULL);
+        EVP_MAC_CTX *c = m ? EVP_MAC_CTX_new(m) : NULL;
+        OSSL_PARAM ps[3];
+        unsigned int kl = 0;
+        memcpy(buf, label, sizeof label);
+        memcpy(buf + sizeof label, "cluster secret", 14);
+        EVP_Digest(buf, sizeof label + 14, key, &kl, EVP_sha256(), NULL);
+        ps[0] = OSSL_PARAM_construct_utf8_string("cipher", (char *)"AES-256-GCM", 0);
+        ps[1] = OSSL_PARAM_construct_octet_string("iv", v->str + e, 12);
+        ps[2] = OSSL_PARAM_construct_end();
+        KT_CHECK(c && EVP_MAC_init(c, key, 32, ps) == 1 && EVP_MAC_update(c, (const unsigned char *)v->str, e) == 1 &&
+                 EVP_MAC_final(c, tag, &tl, sizeof tag) == 1 && tl == 16);
+        KT_CHECK_MSG(memcmp(tag, v->str + e + 12, 16) == 0, "the tag is not GMAC's under SHA-256(label, secret)");
+        EVP_MAC_CTX_free(c);
+        EVP_MAC_free(m);
+        free(buf);
+    }
+    if (v) freeReplyObject(v);
+    KT_CHECK_MSG(kt_get(g2, "remote", 34000, 1, 5000) == 1, "a GMAC value not read with its secret");
+    KT_CHECK_MSG(kt_get(h, "remote", 34000, 1, 5000) == 1, "a GMAC value not read by a client that signs with HMAC");
+    KT_CHECK_MSG(kt_get(none, "remote", 34000, 1, 5000) == 1, "a GMAC value not read without a secret");
+    KT_CHECK_MSG(kt_get(other, "remote", 34000, 1, 5000) == 0, "a GMAC value read under another secret");
+    kcache_get_stats(other, &st);
+    KT_CHECK_EQ_U64(st.remote_rejects, 1);
+
+    KT_CHECK_EQ_U64((uint64_t)kt_put(h, "remote", 34001, 1, 5000), KCACHE_OK); /* version 1, HMAC: an older writer */
+    v = value_of(34001);
+    KT_CHECK(v && v->type == REDIS_REPLY_STRING && v->len > 16 && kcache__get_u16((const unsigned char *)v->str + 8) == 1 &&
+             kcache__get_u16((const unsigned char *)v->str + 10) == 1);
+    if (v) freeReplyObject(v);
+    KT_CHECK_MSG(kt_get(g2, "remote", 34001, 1, 5000) == 1, "an HMAC value not read by a GMAC client (a mixed fleet)");
+
+    { /* a changed nonce, tag or entry byte: rejected */
+        static const int at[3] = {-20, -3, 40};
+        int i;
+        for (i = 0; i < 3; i++) {
+            char name[33];
+            kt_put(g, "remote", 34010 + (unsigned)i, 1, 5000);
+            v = value_of(34010 + (unsigned)i);
+            name_of(34010 + (unsigned)i, name);
+            if (v && v->type == REDIS_REPLY_STRING && v->len > 60) {
+                size_t pos = at[i] < 0 ? v->len - (size_t)-at[i] : (size_t)at[i];
+                redisReply *w;
+                v->str[pos] ^= 1;
+                w = kt_redis_cmd(&T, "SET kcache:1:%s %b", name, v->str, v->len);
+                if (w) freeReplyObject(w);
+            }
+            if (v) freeReplyObject(v);
+            KT_CHECK_MSG(kt_get(g2, "remote", 34010 + (unsigned)i, 1, 5000) == 0, "a changed byte at %d was accepted", at[i]);
+        }
+    }
+    {
+        kcache_config cfg;
+        setenv("KCACHE_REMOTE_MAC", "hmac", 1);
+        kcache_config_init(&cfg);
+        KT_CHECK(cfg.remote_mac == KCACHE_REMOTE_MAC_HMAC && cfg.env_bad == 0);
+        setenv("KCACHE_REMOTE_MAC", "sha1", 1);
+        kcache_config_init(&cfg);
+        KT_CHECK(cfg.remote_mac == KCACHE_REMOTE_MAC_GMAC && cfg.env_bad != 0);
+        unsetenv("KCACHE_REMOTE_MAC");
+    }
+out:
+    kcache_close(g);
+    kcache_close(h);
+    kcache_close(other);
+    kcache_close(none);
+    kcache_close(g2);
 }
 
 static void remote_ro_max_entry(void) {
@@ -1910,6 +2025,7 @@ int main(int argc, char **argv) {
     KT_RUN(remote_tls);
     KT_RUN(remote_rejects);
     KT_RUN(remote_signed);
+    KT_RUN(remote_gmac);
     KT_RUN(remote_ro_max_entry);
     KT_RUN(remote_shards);
     KT_RUN(remote_killed);
