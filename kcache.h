@@ -8969,10 +8969,11 @@ static kcache_status kcache__redis_run1(kcache__redis *rb, int64_t deadline, int
     *out = NULL;
     if (st != KCACHE_OK) return st;
     if (asking) {
-        static const char *const ask[1] = {"ASKING"};
-        static const size_t ask_len[1] = {6};
+        const char *ask[1];
+        size_t ask_len[1];
         redisReply *a;
-        st = kcache__redis_cmd(rb, c, 1, (const char **)ask, ask_len, deadline, &a);
+        ask[0] = "ASKING", ask_len[0] = 6;
+        st = kcache__redis_cmd(rb, c, 1, ask, ask_len, deadline, &a);
         if (st == KCACHE_OK && a->type != REDIS_REPLY_STATUS) st = KCACHE_EIO;
         if (a) freeReplyObject(a);
     }
@@ -9044,11 +9045,13 @@ static unsigned kcache__cluster_node(kcache__redis *rb, const char *host, size_t
 
 /* Reads the slot map from rb's seed (CLUSTER SLOTS: [start, end, [host, port, ...], replicas...]). */
 static void kcache__cluster_slots(kcache__redis *rb, int64_t deadline) {
-    static const char *const argv[2] = {"CLUSTER", "SLOTS"};
-    static const size_t lens[2] = {7, 5};
+    const char *argv[2];
+    size_t lens[2];
     redisReply *r = NULL;
     size_t i;
-    if (kcache__redis_run1(rb, deadline, 0, 2, (const char **)argv, lens, &r) != KCACHE_OK || r->type != REDIS_REPLY_ARRAY) {
+    argv[0] = "CLUSTER", lens[0] = 7;
+    argv[1] = "SLOTS", lens[1] = 5;
+    if (kcache__redis_run1(rb, deadline, 0, 2, argv, lens, &r) != KCACHE_OK || r->type != REDIS_REPLY_ARRAY) {
         if (r) freeReplyObject(r);
         return;
     }
