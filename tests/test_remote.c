@@ -1374,6 +1374,19 @@ static void remote_cluster(void) {
     KT_CHECK_MSG(hits == 60, "three nodes listed, read through one: %d of 60", hits);
     hits = cluster_keys(N[2].url, all, 7000, 60);
     KT_CHECK_MSG(hits == 60, "one node listed, read through three: %d of 60", hits);
+    { /* the three listed nodes are seeds of one cluster: one shard holds the keys, the others repeat it */
+        kcache_config cfg;
+        kcache *kc = NULL;
+        kcache_remote_shard sh[3];
+        kcache_config_init(&cfg);
+        cfg.persistent = 0;
+        cfg.remote = all;
+        KT_CHECK(kcache_open(&kc, &cfg) == KCACHE_OK);
+        KT_CHECK(kt_get(kc, "remote", 7000, 7000, 2000) == 1);
+        KT_CHECK_MSG(kcache_get_remote_shards(kc, sh, 3) == 3 && !sh[0].same && sh[1].same && sh[2].same, "seeds: same %d %d %d", sh[0].same,
+                     sh[1].same, sh[2].same);
+        kcache_close(kc);
+    }
 
     memset(&mc, 0, sizeof mc); /* build claims: 4 machines, 1 build */
     mc.url = N[2].url;
