@@ -9102,7 +9102,7 @@ static int kcache__cluster_redirect(const redisReply *r, int *ask, unsigned *slo
 static kcache_status kcache__redis_run(kcache__redis *rb, int argc, const char **argv, const size_t *lens, redisReply **out) {
     int64_t deadline = kcache__mono_ns() + (int64_t)rb->op_ms * 1000000;
     int key = argc > 3 && lens[0] == 4 && memcmp(argv[0], "EVAL", 4) == 0 ? 3 : 1, hops, ask = 0, port = 0, refresh, asking = 0;
-    unsigned slot = kcache__cluster_slot(argv[key], lens[key]), moved = 0, at = 0;
+    unsigned slot = KCACHE__CLUSTER_SLOTS, moved = 0, at = 0; /* the key's slot: found when rb is a cluster */
     kcache_status st;
     const char *host = NULL;
     size_t hlen = 0;
@@ -9112,6 +9112,7 @@ static kcache_status kcache__redis_run(kcache__redis *rb, int argc, const char *
         int cluster;
         kcache__mutex_lock(&rb->mutex); /* (the map's storage never moves once made) */
         refresh = rb->refresh, rb->refresh = 0;
+        if (rb->slot && slot == KCACHE__CLUSTER_SLOTS) slot = kcache__cluster_slot(argv[key], lens[key]);
         if (!at && rb->slot) at = rb->slot[slot];
         if (at) to = rb->node[at - 1];
         kcache__mutex_unlock(&rb->mutex);
