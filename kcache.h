@@ -8201,6 +8201,7 @@ static const char *kcache__remote_what(kcache_status st) {
     case KCACHE_EIO: return "refused, dropped, or not answered in Redis's protocol";
     case KCACHE_ENOSPC: return "full";
     case KCACHE_EROFS: return "read-only";
+    case KCACHE_EUNSAFE: return "refused: the server's TLS certificate does not verify (KCACHE_REMOTE_CA, the name in the URL)";
     default: return kcache_strerror(st);
     }
 }
@@ -8783,7 +8784,8 @@ static kcache_status kcache__tls_start(kcache__redis *rb, redisContext *c, int64
     while (st == KCACHE_OK) {
         int rc = SSL_connect(s);
         if (rc == 1) break;
-        st = kcache__tls_wait(s, c->fd, rc, deadline); /* a certificate refused: EIO */
+        st = kcache__tls_wait(s, c->fd, rc, deadline);
+        if (st == KCACHE_EIO && SSL_get_verify_result(s) != X509_V_OK) st = KCACHE_EUNSAFE; /* said as such (kcache__remote_what) */
     }
     kcache__nopipe_end(&np);
     ERR_clear_error();

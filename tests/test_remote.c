@@ -592,6 +592,23 @@ static void remote_tls(void) {
     }
     r = tls_roundtrip(url, ca2, NULL, NULL, 3, 3000, &errs);
     KT_CHECK_MSG(r == 0 && errs > 0, "another CA: %d (want a miss), %llu errors", r, (unsigned long long)errs);
+    { /* the debug line says why */
+        logbuf lb;
+        kcache_config cfg;
+        kcache *kc = NULL;
+        memset(&lb, 0, sizeof lb);
+        kcache_config_init(&cfg);
+        cfg.persistent = 0;
+        cfg.remote = url;
+        cfg.remote_ca = ca2;
+        cfg.debug = 1;
+        cfg.log = log_into;
+        cfg.log_user = &lb;
+        KT_CHECK(kcache_open(&kc, &cfg) == KCACHE_OK);
+        KT_CHECK(kt_get(kc, "tls", 3, 1, 10) == 0);
+        KT_CHECK_MSG(strstr(lb.text, "TLS certificate does not verify"), "debug: %s", lb.text);
+        kcache_close(kc);
+    }
     snprintf(url, sizeof url, "redis://127.0.0.1:%d", port[0]); /* plain text to the TLS port */
     r = tls_roundtrip(url, ca, NULL, NULL, 4, 3000, &errs);
     KT_CHECK_MSG(r == 0 && errs > 0, "redis:// to a TLS port: %d, %llu errors", r, (unsigned long long)errs);
