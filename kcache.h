@@ -9321,18 +9321,20 @@ static kcache_status kcache__redis_claim(void *user, const char *name, int op, c
     return st;
 }
 
-/* The server's identity for kcache__remote_ring: the id under kcache:id (in its database; on a
-   cluster, the one key of the cluster), set once by the first kcache that finds none (SET NX: two
-   setting it at once agree on the winner's). In mode ro nothing is set: no id, no identity. */
+/* The server's identity for kcache__remote_ring: the id under [prefix]kcache:id (in its database;
+   on a cluster, the one key of the cluster; under the prefix, so that a user allowed only its
+   namespace reaches it), set once by the first kcache that finds none (SET NX: two setting it at
+   once agree on the winner's). In mode ro nothing is set: no id, no identity. */
 static int kcache__redis_identity(void *user, int ro, char *out, size_t cap) {
     kcache__redis *rb = (kcache__redis *)user;
     const char *argv[4];
     size_t lens[4];
+    char key[KCACHE__REDIS_KEY_MAX];
     int pass, ok = 0;
     for (pass = 0; pass < 2 && !ok; pass++) {
         redisReply *r = NULL;
         argv[0] = "GET", lens[0] = 3;
-        argv[1] = "kcache:id", lens[1] = 9;
+        argv[1] = key, lens[1] = (size_t)snprintf(key, sizeof key, "%skcache:id", rb->prefix ? rb->prefix : "");
         if (kcache__redis_run(rb, 2, argv, lens, &r) != KCACHE_OK) return 0;
         if (r->type == REDIS_REPLY_STRING && r->len > 0 && r->len < cap && !memchr(r->str, 0, r->len)) {
             memcpy(out, r->str, r->len);
