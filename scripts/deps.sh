@@ -12,8 +12,7 @@ demo_pkgs=(build-essential pocl-opencl-icd ocl-icd-opencl-dev opencl-headers)
 # cross compilers with their C libraries (apt recommends them, and --no-install-recommends
 # skips recommends) and qemu-user (aarch64, s390x), musl and 32-bit libraries (tests/compile_more.sh);
 # mingw-w64 and wine (the Win32 layer; wine64 named so that apt does not pick wine32); the remote
-# tier: redis-server (its tests start their own), hiredis, zstd, libcrypto (HMAC-SHA-256), libssl (rediss://)
-# and openssl (the TLS test makes its certificates).
+# tier: redis-server (its tests start their own), hiredis, zstd and libcrypto (HMAC-SHA-256).
 # Not gcc-multilib: it conflicts with the cross compilers.
 pkgs=(
   build-essential clang libclang-rt-14-dev
@@ -23,8 +22,9 @@ pkgs=(
   python3 python3-numba python3-venv python3-pyopencl
   qemu-user-static gcc-aarch64-linux-gnu gcc-s390x-linux-gnu libc6-dev-arm64-cross libc6-dev-s390x-cross
   musl-tools libc6-dev-i386 lib32gcc-12-dev
+  openssl  # (the command: tests/test_remote.c makes its TLS certificates with it; libssl-dev: rediss://)
   gcc-mingw-w64-x86-64 g++-mingw-w64-x86-64 wine wine64
-  redis-server libhiredis-dev libzstd-dev libssl-dev openssl
+  redis-server libhiredis-dev libzstd-dev libssl-dev
 )
 [ "${1:-}" = demo ] && pkgs=("${demo_pkgs[@]}")
 missing=()
