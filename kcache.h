@@ -191,7 +191,7 @@
        KCACHE_OPENCL       the OpenCL part: kcache_cl_build, kcache_cl_key (-lOpenCL)
        KCACHE_REDIS        the built-in Redis remote tier (hiredis 0.14 or later; POSIX)
        KCACHE_ZSTD         zstd-compressed entries on the remote, and KCACHE_COMPRESS (libzstd)
-       KCACHE_HMAC_OPENSSL HMAC-SHA-256 from OpenSSL's libcrypto for KCACHE_REMOTE_SECRET
+       KCACHE_HMAC_OPENSSL HMAC-SHA-256 and GMAC from OpenSSL's libcrypto for KCACHE_REMOTE_SECRET
        KCACHE_TLS_OPENSSL  rediss:// (TLS to Redis) with OpenSSL (-lssl -lcrypto), with KCACHE_REDIS
        KCACHE_TEST_NO_OFD  tests only: compile the open-file-description locks out
        At run time: kcache_config's alloc_fn / free_fn / alloc_user (allocator callbacks),
@@ -457,7 +457,8 @@ typedef struct kcache_config {
                                  remote_ops: only the name kcache_explain and the log give it    */
     int remote_mode;          /* KCACHE_REMOTE_RW or KCACHE_REMOTE_RO (KCACHE_REMOTE_MODE)        */
     uint32_t remote_timeout_ms; /* bound on one remote operation; 0: 500 (KCACHE_REMOTE_TIMEOUT)  */
-    const char *remote_secret;  /* HMAC-SHA-256 key of remote entries; NULL: unsigned             */
+    const char *remote_secret;  /* signs remote entries (remote_mac) and build claims (HMAC-SHA-256);
+                                   NULL: unsigned; "": refused (no remote)                       */
     uint64_t remote_max_entry;  /* larger entries stay local; 0: 4 MiB (KCACHE_REMOTE_MAX_ENTRY)  */
     const kcache_remote_ops *remote_ops; /* a backend of your own; NULL: Redis at `remote`       */
     void *remote_user;          /* passed to every remote_ops callback                           */
