@@ -20,9 +20,9 @@ TOOLS   := $(B)/kcache-inspect $(B)/kcache-top
 CURSES  := $(shell pkg-config --libs ncursesw 2>/dev/null || echo -lncursesw)
 EXAMPLES = $(B)/demo_cc $(B)/opencl_saxpy $(B)/opencl_many $(B)/opencl_demo $(B)/kcache_load $(NVRTC_EX) $(VK_EX)
 CL_LIBS := -lOpenCL $(LDLIBS)
-# the remote tier's optional parts: Redis (hiredis), zstd, HMAC-SHA-256 from libcrypto
-REMOTE_DEFS := -DKCACHE_REDIS -DKCACHE_ZSTD -DKCACHE_HMAC_OPENSSL
-REMOTE_LIBS := -lhiredis -lzstd -lcrypto $(LDLIBS)
+# the remote tier's optional parts: Redis (hiredis), zstd, HMAC-SHA-256 from libcrypto, TLS from libssl
+REMOTE_DEFS := -DKCACHE_REDIS -DKCACHE_ZSTD -DKCACHE_HMAC_OPENSSL -DKCACHE_TLS_OPENSSL
+REMOTE_LIBS := -lhiredis -lzstd -lssl -lcrypto $(LDLIBS)
 
 .PHONY: all tools examples test check-deps bench demo demo-deps demo-cc install uninstall clean fuzz fuzz-smoke \
         test-aarch64 test-s390x test-exchange torture test-windows test-valgrind test-tsan test-noofd test-core

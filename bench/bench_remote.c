@@ -15,8 +15,12 @@
      4. The server SIGSTOPped under a process that was using it: its first lookup costs one timeout
         (KCACHE_REMOTE_TIMEOUT, 200 ms here), the next ones against a local miss without any remote
         (goal <= 1.2x).
+     5. A remote fetch into a memory-only cache (no store write) of a 4 KiB, 64 KiB and 1 MiB value
+        against a raw hiredis GET of the same value (goal: >= 0.8x its throughput at 4 and 64 KiB),
+        and a signed fetch against an unsigned one (goal: <= 1.2x its time at 1 MiB).
 
-   The machine is shared and noisy: read the ratios. Build: make build/bench_remote. */
+   The machine is shared and noisy: read the ratios. Build: make build/bench_remote; `bench_remote
+   fetch` runs part 5 alone. */
 #define KCACHE_IMPLEMENTATION
 #define KCACHE_REDIS
 #define KCACHE_ZSTD
@@ -207,7 +211,120 @@ static double cluster(const char *remote, unsigned build_ms, int round) {
     return last - S->release;
 }
 
-int main(void) {
+/* ---- 5. what a remote fetch costs against a raw hiredis GET of the same value, and signing ---- */
+
+static void random_bytes(unsigned char *p, size_t n, uint64_t x) {
+    size_t i;
+    for (i = 0; i < n; i++) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        p[i] = (unsigned char)(x >> 24);
+    }
+}
+static kcache *open_fetcher(const char *secret) { /* memory only, one entry: every new key is a remote fetch */
+    kcache_config cfg;
+    kcache *kc = NULL;
+    kcache_config_init(&cfg);
+    cfg.persistent = 0;
+    cfg.publish = 0;
+    cfg.mem_entries = 1;
+    cfg.remote = R.url;
+    cfg.remote_secret = secret;
+    cfg.remote_timeout_ms = 2000;
+    cfg.remote_max_entry = (uint64_t)8 << 20;
+    if (kcache_open(&kc, &cfg) != KCACHE_OK || !kc) { fprintf(stderr, "bench: kcache_open (memory only)\n"); exit(1); }
+    return kc;
+}
+static void fetch_key(kcache_key *k, size_t size, unsigned id, int sig) {
+    kcache_key_init(k, "fetch");
+    kcache_key_u64(k, "size", size);
+    kcache_key_u64(k, "id", id);
+    kcache_key_u64(k, "signed", (uint64_t)sig);
+}
+/* Median seconds of n remote fetches (keys id0..id0+n) through kc; the values are n-byte. */
+static double fetch_median(kcache *kc, size_t size, unsigned id0, int n, int sig, double *w) {
+    int i;
+    for (i = 0; i < n; i++) {
+        kcache_key k;
+        const void *d;
+        size_t got;
+        double t;
+        fetch_key(&k, size, id0 + (unsigned)i, sig);
+        t = now_s();
+        if (kcache_get(kc, &k, &d, &got) != KCACHE_OK || got != size) { fprintf(stderr, "bench: fetch %u of %zu bytes missed\n", id0 + (unsigned)i, size); exit(1); }
+        w[i] = now_s() - t;
+        kcache_release(kc, d);
+        kcache_key_free(&k);
+    }
+    return median_of(w, n);
+}
+/* Median seconds of n raw hiredis GETs of the same values (one blocking context, as a plain client). */
+static double raw_median(redisContext *c, size_t size, unsigned id0, int n, int sig, double *w) {
+    int i;
+    for (i = 0; i < n; i++) {
+        kcache_key k;
+        char hex[33];
+        redisReply *r;
+        double t;
+        fetch_key(&k, size, id0 + (unsigned)i, sig);
+        kcache_hash_hex(kcache_key_digest(&k), hex);
+        kcache_key_free(&k);
+        t = now_s();
+        r = (redisReply *)redisCommand(c, "GET kcache:1:%s", hex);
+        w[i] = now_s() - t;
+        if (!r || r->type != REDIS_REPLY_STRING) { fprintf(stderr, "bench: raw GET failed\n"); exit(1); }
+        freeReplyObject(r);
+    }
+    return median_of(w, n);
+}
+static void fetch_costs(void) {
+    static const size_t sizes[3] = {4096, 65536, (size_t)1 << 20};
+    static const char secret[] = "bench-remote-secret-0123456789abcdef";
+    kcache *wu = open_fetcher(NULL), *ws = open_fetcher(secret), *fu = open_fetcher(NULL), *fs = open_fetcher(secret);
+    struct timeval tv = {5, 0};
+    redisContext *c = redisConnectUnixWithTimeout(R.sock, tv);
+    unsigned char *p = (unsigned char *)malloc((size_t)1 << 20);
+    double *w = (double *)malloc(sizeof *w * 400);
+    int z, i;
+    if (!c || c->err || !p || !w) { fprintf(stderr, "bench: setup of 5\n"); exit(1); }
+    { redisReply *r = (redisReply *)redisCommand(c, "CONFIG SET maxmemory 1gb"); if (r) freeReplyObject(r); } /* room for every value */
+    printf("5. a remote fetch (memory-only cache: no store write) against a raw hiredis GET of the same value; signing's cost "
+           "(random, incompressible payloads; unix socket; medians)\n");
+    for (z = 0; z < 3; z++) {
+        size_t size = sizes[z];
+        int n = size >= ((size_t)1 << 20) ? 100 : 300;
+        double fetch, raw, sfetch;
+        for (i = 0; i < n + 10; i++) {
+            kcache_key k;
+            random_bytes(p, size, 0x9e3779b97f4a7c15ull * (uint64_t)(i + 1));
+            fetch_key(&k, size, (unsigned)i, 0);
+            kcache_put(wu, &k, p, size);
+            kcache_key_free(&k);
+            fetch_key(&k, size, (unsigned)i, 1);
+            kcache_put(ws, &k, p, size);
+            kcache_key_free(&k);
+        }
+        fetch_median(fu, size, (unsigned)n, 10, 0, w); /* connect, warm */
+        fetch_median(fs, size, (unsigned)n, 10, 1, w);
+        raw_median(c, size, (unsigned)n, 10, 0, w);
+        raw = raw_median(c, size, 0, n, 0, w);
+        fetch = fetch_median(fu, size, 0, n, 0, w);
+        sfetch = fetch_median(fs, size, 0, n, 1, w);
+        printf("   %7zu bytes: raw GET %8.1f us | kcache fetch %8.1f us: %.2fx raw's throughput (goal >= 0.8 at 4 KiB and 64 KiB) | "
+               "signed %8.1f us: %.2fx the unsigned fetch's time (goal <= 1.2 at 1 MiB)\n",
+               size, raw * 1e6, fetch * 1e6, raw / fetch, sfetch * 1e6, sfetch / fetch);
+    }
+    redisFree(c);
+    free(p);
+    free(w);
+    kcache_close(wu);
+    kcache_close(ws);
+    kcache_close(fu);
+    kcache_close(fs);
+}
+
+int main(int argc, char **argv) {
     kcache *local, *remote_store, *remote_mem, *writer;
     double disk, rhit, rfetch, put, dz, *v, first, stopped, miss;
     long long wire;
@@ -218,6 +335,12 @@ int main(void) {
     S = (shared *)mmap(NULL, sizeof *S, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     if (S == MAP_FAILED || !kt_mktemp(g_root, sizeof g_root, "bench-remote")) { fprintf(stderr, "bench: setup\n"); return 1; }
     if (!kt_redis_start(&R, g_root, 0, NULL)) { fprintf(stderr, "bench: redis-server did not start (scripts/deps.sh installs it)\n"); return 1; }
+    if (argc > 1 && strcmp(argv[1], "fetch") == 0) { /* part 5 alone (no OpenCL needed) */
+        fetch_costs();
+        kt_redis_stop(&R);
+        kt_rm_tree(g_root);
+        return 0;
+    }
 
     /* the demo's cold compile: the median of 3 fresh processes */
     {
@@ -334,6 +457,7 @@ int main(void) {
         kcache_close(r);
         kcache_close(plain);
     }
+    fetch_costs();
     free(v);
     kcache_close(local);
     kt_redis_stop(&R);

@@ -24,6 +24,7 @@ pkgs=(
   python3 python3-numba python3-venv python3-pyopencl
   qemu-user-static gcc-aarch64-linux-gnu gcc-s390x-linux-gnu libc6-dev-arm64-cross libc6-dev-s390x-cross
   musl-tools libc6-dev-i386 lib32gcc-12-dev
+  openssl  # (the command: tests/test_remote.c makes its TLS certificates with it; libssl-dev: rediss://)
   gcc-mingw-w64-x86-64 g++-mingw-w64-x86-64 wine wine64
   redis-server libhiredis-dev libzstd-dev libssl-dev
   libvulkan-dev mesa-vulkan-drivers libshaderc-dev glslang-dev spirv-tools

@@ -95,7 +95,7 @@ run_one() { # label, binary, environment...
 for t in $TESTS; do
     libs=
     [ "$t" = test_opencl ] && libs=-lOpenCL
-    [ "$t" = test_remote ] || [ "$t" = test_layers ] || [ "$t" = test_many ] && libs="-lhiredis -lzstd -lcrypto"
+    [ "$t" = test_remote ] || [ "$t" = test_layers ] || [ "$t" = test_many ] && libs="-lhiredis -lzstd -lssl -lcrypto"
     if [ ! -x "$out/$t" ] || [ "tests/$t.c" -nt "$out/$t" ] || [ kcache.h -nt "$out/$t" ] || [ tests/kt.h -nt "$out/$t" ] ||
        [ tests/kt_remote.h -nt "$out/$t" ]; then
         compile "$t" "$libs" || { echo "FAIL $tool/$t: does not build"; bad=1; continue; }

@@ -42,10 +42,10 @@ check() { # name, compiler, language flags
         echo "FAIL $name: $(echo "$out" | head -5 | tr '\n' ' ')"
     fi
 }
-check_remote() { # name, compiler, language flags: the remote tier's optional parts (Redis, zstd, HMAC)
+check_remote() { # name, compiler, language flags: the remote tier's optional parts (Redis, zstd, HMAC, TLS)
     local name=$1 cc=$2 lang=$3 out
-    if out=$($cc $lang $warn -DKCACHE_REDIS -DKCACHE_ZSTD -DKCACHE_HMAC_OPENSSL -I"$root" -o "$tmp/$name" "$tmp/impl.c" "$tmp/decl.c" \
-             -lhiredis -lzstd -lcrypto -lpthread 2>&1) && "$tmp/$name"; then
+    if out=$($cc $lang $warn -DKCACHE_REDIS -DKCACHE_ZSTD -DKCACHE_HMAC_OPENSSL -DKCACHE_TLS_OPENSSL -I"$root" -o "$tmp/$name" "$tmp/impl.c" "$tmp/decl.c" \
+             -lhiredis -lzstd -lssl -lcrypto -lpthread 2>&1) && "$tmp/$name"; then
         echo "ok $name"
     else
         echo "FAIL $name: $(echo "$out" | head -5 | tr '\n' ' ')"

@@ -34,6 +34,12 @@ strict="-Wall -Wextra -Werror -Wshadow -Wconversion -Wcast-qual"
     printf 'all-switches-clang-O2\tclang -std=c99 -O2 %s -Wpedantic %s -c impl.c -o all-clang.o\n' "$strict" "$all"
     printf 'all-switches-gxx-O2\tg++ -std=c++17 -O2 %s %s -c impl.cpp -o all-gxx.o\n' "$strict" "$all"
     printf 'all-switches-clangxx-O2\tclang++ -std=c++17 -O2 %s %s -c impl.cpp -o all-clangxx.o\n' "$strict" "$all"
+    # each switch beside every optional library part (the built-in Redis tier and its TLS, zstd,
+    # the MACs): the switched-out parts' hooks into those parts must still compile
+    optional="-DKCACHE_REDIS -DKCACHE_ZSTD -DKCACHE_HMAC_OPENSSL -DKCACHE_TLS_OPENSSL"
+    for s in $switches KCACHE_NO_TIDY; do
+        printf '%s-with-redis\tclang -std=c99 -fsyntax-only %s -Wpedantic %s -D%s impl.c\n' "$s" "$strict" "$optional" "$s"
+    done
     for s in $switches KCACHE_NO_TIDY; do
         printf '%s-gcc-O2\tgcc -std=c99 -O2 %s -Wpedantic -D%s -c impl.c -o %s.o\n' "$s" "$strict" "$s" "$s"
     done

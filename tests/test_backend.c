@@ -15,6 +15,8 @@
  *   backend_breaker         a failing backend costs one call: then it is skipped until the back-off
  *                           ends, one call finds out, and the breaker closes when it answers again;
  *                           timeouts counted apart; remote_open says how many are open
+ *   backend_shard_counters  kcache_get_remote_shards: a shard's hits, misses, a timeout, skipped calls,
+ *                           its breaker open; kcache_remote_in_use names it
  *   backend_full            a backend that refuses puts (ENOSPC) is left alone for puts only
  *   backend_ro_max_entry    mode ro writes nothing and deletes nothing; entries over remote_max_entry
  *                           stay local
@@ -476,6 +478,35 @@ static void backend_breaker(void) {
     mb_free(b);
 }
 
+/* kcache_get_remote_shards for a backend of the caller's: its hits, misses, errors, timeouts and
+   skipped calls, its breaker (issue 26.9). */
+static void backend_shard_counters(void) {
+    mem_backend *b = mb_new();
+    kcache *a = machine("sc-a", b, &mb_ops, NULL), *c = machine("sc-c", b, &mb_ops, NULL);
+    kcache_remote_shard sh[2];
+    char why[200];
+    int i;
+    for (i = 0; i < 5; i++) KT_CHECK(put_id(a, 600 + (unsigned)i, 300) == KCACHE_OK);
+    for (i = 0; i < 5; i++) KT_CHECK(get_ok(c, 600 + (unsigned)i, 300));
+    for (i = 0; i < 3; i++) KT_CHECK(!get_ok(c, 700 + (unsigned)i, 300));
+    KT_CHECK_EQ_U64(kcache_get_remote_shards(c, sh, 2), 1);
+    KT_CHECK_STR(sh[0].url, "mem://test");
+    KT_CHECK_MSG(sh[0].hits == 5 && sh[0].misses == 3 && sh[0].errors == 0 && sh[0].skipped == 0 && !sh[0].open && !sh[0].same,
+                 "hits %llu misses %llu errors %llu", (unsigned long long)sh[0].hits, (unsigned long long)sh[0].misses,
+                 (unsigned long long)sh[0].errors);
+    set_fail(b, KCACHE_ETIMEOUT);
+    for (i = 0; i < 4; i++) KT_CHECK(!get_ok(c, 800 + (unsigned)i, 300));
+    KT_CHECK_EQ_U64(kcache_get_remote_shards(c, sh, 2), 1);
+    KT_CHECK_MSG(sh[0].errors == 1 && sh[0].timeouts == 1 && sh[0].skipped == 3 && sh[0].open && sh[0].hits == 5 && sh[0].misses == 3,
+                 "after a timeout: errors %llu timeouts %llu skipped %llu open %d", (unsigned long long)sh[0].errors,
+                 (unsigned long long)sh[0].timeouts, (unsigned long long)sh[0].skipped, sh[0].open);
+    KT_CHECK(kcache_remote_in_use(c, why, sizeof why) == 1 && strcmp(why, "mem://test") == 0);
+    KT_CHECK_EQ_U64(kcache_get_remote_shards(NULL, sh, 2), 0);
+    kcache_close(a);
+    kcache_close(c);
+    mb_free(b);
+}
+
 static void backend_full(void) {
     mem_backend *b = mb_new();
     kcache *a = machine("full-a", b, &mb_ops, NULL), *m = machine("full-b", b, &mb_ops, NULL);
@@ -686,6 +717,15 @@ static void no_redis_build(void) {
     g_logged[0] = 0;
     KT_CHECK(kcache_open(&kc, &cfg) == KCACHE_OK);
     KT_CHECK_MSG(strstr(g_logged, "without KCACHE_REDIS"), "the log does not say why there is no remote: %s", g_logged);
+    { /* and so do kcache_remote_in_use and kcache_explain (issue 26.4), without the log */
+        char why[400], ex[800];
+        kcache_key k;
+        KT_CHECK_MSG(kcache_remote_in_use(kc, why, sizeof why) == 0 && strstr(why, "without KCACHE_REDIS"), "kcache_remote_in_use: %s", why);
+        kt_key(&k, "backend", 79);
+        kcache_explain(kc, &k, ex, sizeof ex);
+        kcache_key_free(&k);
+        KT_CHECK_MSG(strstr(ex, "remote off") && strstr(ex, "without KCACHE_REDIS"), "explain: %s", ex);
+    }
     KT_CHECK(put_id(kc, 70, 100) == KCACHE_OK);
     KT_CHECK(get_ok(kc, 70, 100));
     kcache_get_stats(kc, &st);
@@ -783,7 +823,7 @@ static void remote_env(void) {
             kcache_key k;
             kt_key(&k, "backend", 74);
             kcache_explain(kc, &k, why, sizeof why);
-            KT_CHECK_MSG(strstr(why, "no remote: KCACHE_REMOTE_SECRET is set but empty"), "explain: %s", why);
+            KT_CHECK_MSG(strstr(why, "remote off: KCACHE_REMOTE_SECRET is set but empty"), "explain: %s", why);
             kcache_key_free(&k);
         }
         KT_CHECK(put_id(kc, 73, 100) == KCACHE_OK && get_ok(kc, 73, 100));
@@ -897,6 +937,7 @@ int main(void) {
     KT_RUN(backend_mem_cap);
     KT_RUN(backend_rejects);
     KT_RUN(backend_breaker);
+    KT_RUN(backend_shard_counters);
     KT_RUN(backend_full);
     KT_RUN(backend_ro_max_entry);
     KT_RUN(backend_remove);

@@ -13,10 +13,19 @@
  *                             "hit: remote (URL)", the value on the server is signed-off zstd
  *   remote_db_auth            /DB selects the database; a password in the URL; a wrong one fails
  *                             cleanly; a handle used in a forked child keeps both
+ *   remote_url_escapes        percent-escapes in user and password (%40 for '@'), a raw '@'; no
+ *                             message shows a password; kcache_remote_in_use and kcache_explain
+ *                             say why a refused URL left the remote off
+ *   remote_tls                rediss:// to redis-server's TLS port with certificates made here: the
+ *                             test's CA (3 MiB too), refused with another CA, a wrong server name,
+ *                             no client certificate where one is asked for; unusable files said
  *   remote_rejects            a value changed on the server (a byte, garbage, another key's) is a
  *                             miss, a reject, and deleted there
  *   remote_signed             HMAC-SHA-256 (RFC 4231 vector); the same secret hits, another secret
  *                             and unsigned values are rejected; no secret reads signed values
+ *   remote_gmac               signed values are version 2, GMAC (the tag checked against EVP_MAC's
+ *                             GMAC); read with the secret, by an HMAC signer and without a secret;
+ *                             another secret or a changed byte rejected; version 1 (HMAC) still read
  *   remote_ro_max_entry       mode ro never writes; entries over the limit stay local; a larger
  *                             value (another client's limit) is a miss, not a reject
  *   remote_shards             3 shards take a third of the keys each; a 4th moves about a quarter
@@ -32,6 +41,16 @@
  *                             deep arrays, junk values, wrong types): misses, no crash, no SIGPIPE
  *   remote_partition          an address nobody answers: one connect timeout
  *   remote_cluster_build      8 machines miss one key together: 1 build, 8 right payloads
+ *   remote_cluster            a 3-node Redis Cluster started here: one listed node serves all 60
+ *                             keys (MOVED, CLUSTER SLOTS), three listed are seeds of it, a build
+ *                             claim is one per cluster, a slot half-migrated is followed (ASK)
+ *   remote_spellings          two servers spelled localhost, LOCALHOST, 127.0.0.1, /0, by socket,
+ *                             one listed twice: 200 keys stored through one, all found through
+ *                             every other (each server's identity, kcache:id, places it)
+ *   remote_ttl_prefix         KCACHE_REMOTE_PREFIX: a namespace of its own; KCACHE_REMOTE_TTL: an
+ *                             expiry on every put (7d, 12h...); from the environment; a bad prefix
+ *   remote_shard_counters     kcache_get_remote_shards: hits, misses per shard; a killed one's
+ *                             errors, skipped calls, open breaker; a shard listed twice is "same"
  *   remote_builder_killed     the cluster's builder SIGKILLed: its claim runs out, one other builds
  *   remote_claim_renewed      a build longer than the claim's lifetime keeps it (renewed): 1 build
  *   remote_build_fails        a failed build abandons the claim: the waiters build themselves
@@ -52,6 +71,9 @@
  *   remote_slow_link          a 1 MiB value through a 2 MiB/s proxy with a 350 ms timeout is a hit;
  *                             a server dripping a byte per 20 ms is a timeout soon after 350 ms; 16
  *                             processes fetch one hot 1 MiB value over one 20 MB/s link: 16 hits
+ *   remote_tls_bounds         the same bounds over TLS (rediss://): 1 MiB through a 2 MiB/s proxy in
+ *                             front of a TLS port with a 350 ms timeout is a hit; an endless array
+ *                             from `openssl s_server` is one failed call, not memory
  *   remote_lookups            GETs sent to the server (counted under the backend): a cold get and
  *                             a cold get_or_build send one; a caller that waits for another
  *                             thread's or another kcache's build on its store sends one, for
@@ -62,7 +84,8 @@
  *                             a reader that does not compress), sound to kcache-inspect, a damaged
  *                             one rejected; incompressible payloads stay version 1
  *   top_remote                kcache-top -b shows the remote tier of a live process (hits,
- *                             lookups, errors, its breaker open) and a hit-remote event; the
+ *                             lookups, errors, its breaker open), its shard's own counters,
+ *                             and a hit-remote event; the
  *                             breaker is no longer open once the process closed its cache
  *
  * No check asserts a speed; the bounds are generous ("under a second" for what takes a
@@ -73,10 +96,13 @@
 #define KCACHE_REDIS
 #define KCACHE_ZSTD
 #define KCACHE_HMAC_OPENSSL
+#define KCACHE_TLS_OPENSSL
 #include "kcache.h"
 #include "kt.h"
 #include "kt_remote.h"
 
+#include <openssl/core_names.h>
+#include <openssl/evp.h>
 #include <pthread.h>
 #include <sched.h>
 #include <strings.h>
@@ -228,6 +254,12 @@ static void name_of(unsigned id, char out[33]) {
     kt_key(&k, "remote", id);
     kcache_hash_hex(kcache_key_digest(&k), out);
     kcache_key_free(&k);
+}
+
+/* The entries on a server: its keys, less the identity kcache keeps there (kcache:id), or -1. */
+static long long data_keys(const kt_redis *srv) {
+    long long n = kt_redis_int(srv, "DBSIZE"), id = kt_redis_int(srv, "EXISTS kcache:id");
+    return n < 0 || id < 0 ? -1 : n - id;
 }
 
 static const char *fresh(const char *what) { /* a store name nobody used yet */
@@ -393,6 +425,260 @@ static void remote_db_auth(void) {
     kt_redis_stop(&A);
 }
 
+/* ---- URLs as operators write them (issue 26.4) ---- */
+
+typedef struct logbuf { char text[16384]; size_t len; } logbuf;
+static void log_into(void *user, const char *line) {
+    logbuf *lb = (logbuf *)user;
+    size_t n = strlen(line);
+    if (lb->len + n + 2 < sizeof lb->text) { memcpy(lb->text + lb->len, line, n); lb->len += n; lb->text[lb->len++] = '\n'; lb->text[lb->len] = 0; }
+}
+
+/* A password with '@', ':', '%' and '/' given percent-encoded works (and one with a raw '@'); a
+   malformed escape is refused; no message, debug line, kcache_remote_in_use or kcache_explain
+   shows a password; a refused URL is said by kcache_remote_in_use and kcache_explain. */
+static void remote_url_escapes(void) {
+    static const char *const bad[] = {"redis://:%4@h", "redis://:%zz@h", "redis://:ab%00cd@h", "redis://:abc%@h", "redis://us%r:pw@h"};
+    kt_redis A;
+    char url[400], shown[400], why[400];
+    unsigned i;
+    const char *enc = "redis://a%40b:p%40ss%3Aw%25rd%2Fx@127.0.0.1:7";
+    kcache__redis *rb = kcache__redis_parse(enc, strlen(enc), shown, sizeof shown, why, sizeof why);
+    KT_CHECK_MSG(rb && rb->user && rb->pass && strcmp(rb->user, "a@b") == 0 && strcmp(rb->pass, "p@ss:w%rd/x") == 0, "decoded: user %s, password %s (%s)",
+                 rb && rb->user ? rb->user : "-", rb && rb->pass ? rb->pass : "-", rb ? shown : why);
+    kcache__redis_free(rb);
+    rb = kcache__redis_parse("redis://:p@ss@h", 15, shown, sizeof shown, why, sizeof why); /* a raw '@': the last one ends the user-info */
+    KT_CHECK_MSG(rb && rb->pass && strcmp(rb->pass, "p@ss") == 0 && strcmp(rb->host, "h") == 0, "raw @: %s", rb ? shown : why);
+    kcache__redis_free(rb);
+    for (i = 0; i < sizeof bad / sizeof *bad; i++) {
+        why[0] = 0;
+        rb = kcache__redis_parse(bad[i], strlen(bad[i]), shown, sizeof shown, why, sizeof why);
+        KT_CHECK_MSG(!rb && why[0], "%s was taken", bad[i]);
+        kcache__redis_free(rb);
+    }
+    { /* refused URLs: nothing shows the password; kcache_remote_in_use and kcache_explain say why */
+        static const char *const refused[] = {"redis://:s3cretpw@h:99999", "redis://user:s3cretpw@h\x01x", "redis://:s3cretpw@h/x", "rediss-nope://:s3cretpw@h"};
+        for (i = 0; i < sizeof refused / sizeof *refused; i++) {
+            logbuf lb;
+            kcache_config cfg;
+            kcache *kc = NULL;
+            kcache_key k;
+            char ex[1024];
+            memset(&lb, 0, sizeof lb);
+            kcache_config_init(&cfg);
+            cfg.persistent = 0;
+            cfg.debug = 1;
+            cfg.log = log_into;
+            cfg.log_user = &lb;
+            cfg.remote = refused[i];
+            KT_CHECK(kcache_open(&kc, &cfg) == KCACHE_OK && kc);
+            if (!kc) continue;
+            why[0] = 0;
+            KT_CHECK_MSG(kcache_remote_in_use(kc, why, sizeof why) == 0 && why[0], "%s: in use, or no reason", refused[i]);
+            KT_CHECK_MSG(!strstr(why, "s3cretpw") && !strstr(lb.text, "s3cretpw"), "the password shown: why \"%s\", log \"%s\"", why, lb.text);
+            KT_CHECK_MSG(strstr(lb.text, "***") != NULL || !strstr(refused[i], "@"), "the debug line: %s", lb.text);
+            kt_key(&k, "remote", 4000 + i);
+            kcache_explain(kc, &k, ex, sizeof ex);
+            kcache_key_free(&k);
+            KT_CHECK_MSG(strstr(ex, "remote off") && !strstr(ex, "s3cretpw"), "explain: %s", ex);
+            kcache_close(kc);
+        }
+    }
+    if (!kt_redis_start(&A, g_root, 1, "requirepass \"p@ss:w%rd/x\"\nuser ktremops1 on >u@s:e%r ~* &* +@all")) {
+        KT_FAILF("redis-server with a password did not start");
+        return;
+    }
+    for (i = 0; i < 2; i++) { /* the default user's password, then an ACL user's, both percent-encoded */
+        kcache_config cfg;
+        kcache *a = NULL, *b = NULL;
+        if (i == 0) snprintf(url, sizeof url, "redis://:p%%40ss%%3Aw%%25rd%%2Fx@127.0.0.1:%d", A.port);
+        else snprintf(url, sizeof url, "redis://ktremops1:u%%40s%%3ae%%25r@127.0.0.1:%d", A.port);
+        kcache_config_init(&cfg);
+        cfg.persistent = 0;
+        cfg.remote = url;
+        KT_CHECK(kcache_open(&a, &cfg) == KCACHE_OK && kcache_open(&b, &cfg) == KCACHE_OK);
+        KT_CHECK(kcache_remote_in_use(a, why, sizeof why) == 1 && strstr(why, "127.0.0.1") && !strstr(why, "p@ss") && !strstr(why, "u@s"));
+        KT_CHECK_EQ_U64((uint64_t)kt_put(a, "escapes", 10 + i, 1, 3000), KCACHE_OK);
+        KT_CHECK_MSG(kt_get(b, "escapes", 10 + i, 1, 3000) == 1, "%s: no remote hit through the encoded password", i ? "ACL user" : "requirepass");
+        kcache_close(a);
+        kcache_close(b);
+    }
+    KT_CHECK_EQ_U64((uint64_t)kcache_remote_in_use(NULL, why, sizeof why), 0);
+    kt_redis_stop(&A);
+}
+
+/* ---- TLS (issue 26.5) ---- */
+
+/* A handle of its own (memory only) on url with rediss://'s files. */
+static kcache *open_tls(const char *url, const char *ca, const char *cert, const char *key) {
+    kcache_config cfg;
+    kcache *kc = NULL;
+    kcache_config_init(&cfg);
+    cfg.persistent = 0;
+    cfg.remote = url;
+    cfg.remote_ca = ca;
+    cfg.remote_cert = cert;
+    cfg.remote_key = key;
+    cfg.remote_timeout_ms = 2000;
+    if (kcache_open(&kc, &cfg) != KCACHE_OK) return NULL;
+    return kc;
+}
+
+/* Puts an incompressible payload of n bytes under id through a handle on url, gets it through
+   another: 1 the same bytes came back from the remote, 0 a miss, -1 wrong bytes. */
+static int tls_roundtrip(const char *url, const char *ca, const char *cert, const char *key, unsigned id, size_t n, uint64_t *errors) {
+    kcache *a = open_tls(url, ca, cert, key), *b = open_tls(url, ca, cert, key);
+    unsigned char *p = (unsigned char *)malloc(n);
+    kcache_key k;
+    const void *d = NULL;
+    size_t got = 0;
+    kcache_stats st;
+    int r = -1;
+    *errors = 0;
+    if (a && b && p) {
+        random_payload(p, n, id);
+        kt_key(&k, "tls", id);
+        kcache_put(a, &k, p, n);
+        r = kcache_get(b, &k, &d, &got) == KCACHE_OK ? (got == n && memcmp(d, p, n) == 0 ? 1 : -1) : 0;
+        if (d) kcache_release(b, d);
+        kcache_key_free(&k);
+        kcache_get_stats(a, &st);
+        *errors += st.remote_errors;
+        kcache_get_stats(b, &st);
+        *errors += st.remote_errors;
+    }
+    free(p);
+    kcache_close(a);
+    kcache_close(b);
+    return r;
+}
+
+/* The connections a server has accepted (INFO's total_connections_received, less this one), or -1. */
+static long long tls_connections(const kt_redis *srv) {
+    redisReply *r = kt_redis_cmd(srv, "INFO stats");
+    const char *at = r && r->type == REDIS_REPLY_STRING ? strstr(r->str, "total_connections_received:") : NULL;
+    long long n = at ? atoll(at + 27) - 1 : -1;
+    if (r) freeReplyObject(r);
+    return n;
+}
+
+/* Certificates for rediss:// tests, made in dir (g_root/tls): a CA, a server certificate for
+   127.0.0.1, one for the name localhost only, a client certificate, and another CA. 0: openssl failed. */
+static int tls_certs(char *dir, size_t cap) {
+    char cmd[4096];
+    snprintf(dir, cap, "%s/tls", g_root);
+    mkdir(dir, 0700);
+    snprintf(cmd, sizeof cmd,
+             "cd '%s' && exec >openssl.log 2>&1 && "
+             "mk() { openssl req -new -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout $1.key -out $1.csr -subj /CN=$1 && "
+             "printf 'subjectAltName=%%s\\nextendedKeyUsage=%%s\\n' \"$2\" \"$3\" > $1.ext && "
+             "openssl x509 -req -in $1.csr -CA $4.crt -CAkey $4.key -CAcreateserial -out $1.crt -days 2 -extfile $1.ext; } && "
+             "openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout ca.key -out ca.crt -days 2 -subj /CN=kt-ca && "
+             "openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout ca2.key -out ca2.crt -days 2 -subj /CN=kt-other-ca && "
+             "mk ip IP:127.0.0.1 serverAuth ca && mk name DNS:localhost serverAuth ca && mk client DNS:client clientAuth ca",
+             dir);
+    return system(cmd) == 0;
+}
+/* rediss:// against redis-server's own TLS port, with the certificates of tls_certs (the "localhost"
+   one on a server that asks clients for a certificate). */
+static void remote_tls(void) {
+    char dir[310], ca[330], ca2[330], cert[330], key[330], url[300], extra[2][1200], why[400];
+    kt_redis A, B;
+    int port[2], i, r;
+    uint64_t errs;
+    if (!tls_certs(dir, sizeof dir)) { printf("skip remote_tls: openssl could not make the test's certificates (see %s/openssl.log)\n", dir); return; }
+    snprintf(ca, sizeof ca, "%s/ca.crt", dir);
+    snprintf(ca2, sizeof ca2, "%s/ca2.crt", dir);
+    snprintf(cert, sizeof cert, "%s/client.crt", dir);
+    snprintf(key, sizeof key, "%s/client.key", dir);
+    for (i = 0; i < 2; i++) {
+        port[i] = kt_free_port();
+        snprintf(extra[i], sizeof extra[i], "tls-port %d\ntls-cert-file %s/%s.crt\ntls-key-file %s/%s.key\ntls-ca-cert-file %s\ntls-auth-clients %s", port[i],
+                 dir, i ? "name" : "ip", dir, i ? "name" : "ip", ca, i ? "yes" : "no");
+    }
+    if (strlen(extra[0]) >= sizeof A.extra || strlen(extra[1]) >= sizeof A.extra) { KT_FAILF("TMPDIR is too long for the servers' config"); return; }
+    if (!kt_redis_start(&A, g_root, 1, extra[0])) { printf("skip remote_tls: redis-server did not start with TLS (built without it?)\n"); return; }
+    if (!kt_redis_start(&B, g_root, 1, extra[1])) { KT_FAILF("the second TLS redis-server did not start"); kt_redis_stop(&A); return; }
+
+    snprintf(url, sizeof url, "rediss://127.0.0.1:%d", port[0]);
+    { /* in use, shown as rediss:// */
+        kcache *kc = open_tls(url, ca, NULL, NULL);
+        KT_CHECK_MSG(kc && kcache_remote_in_use(kc, why, sizeof why) == 1 && strncmp(why, "rediss://127.0.0.1:", 19) == 0, "in use: %s", why);
+        kcache_close(kc);
+    }
+    r = tls_roundtrip(url, ca, NULL, NULL, 1, 3000, &errs);
+    KT_CHECK_MSG(r == 1 && errs == 0, "rediss:// with the CA: %d, %llu errors", r, (unsigned long long)errs);
+    KT_CHECK_EQ_U64((uint64_t)data_keys(&A), 1); /* it went to the server (seen on its plain port) */
+    r = tls_roundtrip(url, ca, NULL, NULL, 2, (size_t)3 << 20, &errs); /* many records, partial writes */
+    KT_CHECK_MSG(r == 1 && errs == 0, "3 MiB over TLS: %d, %llu errors", r, (unsigned long long)errs);
+    { /* pooled TLS connections are reused (the session tickets that follow a handshake do not make
+         them look closed): 30 lookups, a connection or two */
+        kcache *kc = open_tls(url, ca, NULL, NULL);
+        long long before = tls_connections(&A), after;
+        for (i = 0; i < 30; i++) KT_CHECK(kt_get(kc, "tls-pool", (unsigned)i, 1, 10) == 0);
+        after = tls_connections(&A);
+        KT_CHECK_MSG(before >= 0 && after - before <= 2, "30 lookups opened %lld connections", after - before);
+        kcache_close(kc);
+    }
+    r = tls_roundtrip(url, ca2, NULL, NULL, 3, 3000, &errs);
+    KT_CHECK_MSG(r == 0 && errs > 0, "another CA: %d (want a miss), %llu errors", r, (unsigned long long)errs);
+    { /* the debug line says why */
+        logbuf lb;
+        kcache_config cfg;
+        kcache *kc = NULL;
+        memset(&lb, 0, sizeof lb);
+        kcache_config_init(&cfg);
+        cfg.persistent = 0;
+        cfg.remote = url;
+        cfg.remote_ca = ca2;
+        cfg.debug = 1;
+        cfg.log = log_into;
+        cfg.log_user = &lb;
+        KT_CHECK(kcache_open(&kc, &cfg) == KCACHE_OK);
+        KT_CHECK(kt_get(kc, "tls", 3, 1, 10) == 0);
+        KT_CHECK_MSG(strstr(lb.text, "TLS certificate does not verify"), "debug: %s", lb.text);
+        kcache_close(kc);
+    }
+    snprintf(url, sizeof url, "redis://127.0.0.1:%d", port[0]); /* plain text to the TLS port */
+    r = tls_roundtrip(url, ca, NULL, NULL, 4, 3000, &errs);
+    KT_CHECK_MSG(r == 0 && errs > 0, "redis:// to a TLS port: %d, %llu errors", r, (unsigned long long)errs);
+
+    /* B: certificate for "localhost" only, client certificates required */
+    snprintf(url, sizeof url, "rediss://localhost:%d", port[1]);
+    r = tls_roundtrip(url, ca, cert, key, 5, 3000, &errs);
+    KT_CHECK_MSG(r == 1 && errs == 0, "by name, with a client certificate: %d, %llu errors", r, (unsigned long long)errs);
+    r = tls_roundtrip(url, ca, NULL, NULL, 6, 3000, &errs);
+    KT_CHECK_MSG(r == 0 && errs > 0, "no client certificate: %d, %llu errors", r, (unsigned long long)errs);
+    snprintf(url, sizeof url, "rediss://127.0.0.1:%d", port[1]); /* the same server by a name its certificate does not hold */
+    r = tls_roundtrip(url, ca, cert, key, 7, 3000, &errs);
+    KT_CHECK_MSG(r == 0 && errs > 0, "the wrong server name: %d, %llu errors", r, (unsigned long long)errs);
+    KT_CHECK_EQ_U64((uint64_t)data_keys(&B), 1);
+
+    { /* files that cannot be used: no remote, and the reason */
+        static const char *const what[] = {"KCACHE_REMOTE_CA", "KCACHE_REMOTE_KEY", "KCACHE_REMOTE_CERT"};
+        for (i = 0; i < 3; i++) {
+            kcache *kc = open_tls(url, i == 0 ? "/nonexistent/ca.pem" : ca, cert, i == 1 ? ca : i == 2 ? NULL : key);
+            why[0] = 0;
+            KT_CHECK_MSG(kc && kcache_remote_in_use(kc, why, sizeof why) == 0 && strstr(why, what[i]), "%s: %s", what[i], why);
+            kcache_close(kc);
+        }
+    }
+    { /* the environment */
+        kcache_config cfg;
+        setenv("KCACHE_REMOTE_CA", ca, 1);
+        setenv("KCACHE_REMOTE_CERT", cert, 1);
+        setenv("KCACHE_REMOTE_KEY", key, 1);
+        kcache_config_init(&cfg);
+        KT_CHECK(cfg.remote_ca && strcmp(cfg.remote_ca, ca) == 0 && cfg.remote_cert && strcmp(cfg.remote_cert, cert) == 0 && cfg.remote_key &&
+                 strcmp(cfg.remote_key, key) == 0);
+        unsetenv("KCACHE_REMOTE_CA");
+        unsetenv("KCACHE_REMOTE_CERT");
+        unsetenv("KCACHE_REMOTE_KEY");
+    }
+    kt_redis_stop(&A);
+    kt_redis_stop(&B);
+}
+
 static void remote_rejects(void) {
     mconf mc;
     char name[33], other[33];
@@ -447,6 +733,116 @@ static void remote_signed(void) {
     job(5, fresh("sg-f"), &s, DO_GET, 7, 9000);
     KT_CHECK(S->r[5].status == KCACHE_MISS && S->r[5].st.remote_rejects == 1);
     KT_CHECK_MSG(kt_redis_int(&T, "EXISTS kcache:1:%s", name) == 0, "an unsigned value was kept by a client with a secret");
+}
+
+/* ---- a faster MAC, a new value version (issue 26.8) ---- */
+
+static kcache *open_signed(const char *secret, int mac) {
+    kcache_config cfg;
+    kcache *kc = NULL;
+    kcache_config_init(&cfg);
+    cfg.persistent = 0;
+    cfg.remote = T.url;
+    cfg.remote_secret = secret;
+    cfg.remote_mac = mac;
+    if (kcache_open(&kc, &cfg) != KCACHE_OK) return NULL;
+    return kc;
+}
+/* The value of key id on T (freeReplyObject it), or NULL. */
+static redisReply *value_of(unsigned id) {
+    char name[33];
+    name_of(id, name);
+    return kt_redis_cmd(&T, "GET kcache:1:%s", name);
+}
+
+/* Values signed with a secret are version 2, GMAC: a nonce and a tag that OpenSSL's own GMAC
+   (EVP_MAC, another path) computes the same; read back with the secret, rejected under another one
+   or when changed; version 1 (HMAC, KCACHE_REMOTE_MAC=hmac, an older writer) still read, so a mixed
+   fleet works. */
+static void remote_gmac(void) {
+    kcache *g = open_signed("cluster secret", KCACHE_REMOTE_MAC_GMAC), *h = open_signed("cluster secret", KCACHE_REMOTE_MAC_HMAC);
+    kcache *other = open_signed("another secret", KCACHE_REMOTE_MAC_GMAC), *none = open_signed(NULL, 0), *g2 = open_signed("cluster secret", 0);
+    redisReply *v;
+    kcache_stats st;
+    if (!g || !h || !other || !none || !g2) { KT_FAILF("kcache_open"); goto out; }
+    KT_CHECK_EQ_U64((uint64_t)kt_put(g, "remote", 34000, 1, 5000), KCACHE_OK);
+    v = value_of(34000);
+    KT_CHECK_MSG(v && v->type == REDIS_REPLY_STRING && v->len > 16 && kcache__get_u16((const unsigned char *)v->str + 8) == 2 &&
+                     kcache__get_u16((const unsigned char *)v->str + 10) == 2 &&
+                     v->len == 16 + (size_t)kcache__get_u32((const unsigned char *)v->str + 12) + 12 + 16,
+                 "a GMAC value: version %u, flags %u", v && v->len > 12 ? kcache__get_u16((const unsigned char *)v->str + 8) : 0,
+                 v && v->len > 12 ? kcache__get_u16((const unsigned char *)v->str + 10) : 0);
+    if (v && v->type == REDIS_REPLY_STRING && v->len > 44) { /* the tag, by EVP_MAC's GMAC under the documented key */
+        static const char label[] = "kcache remote gmac v2";
+        unsigned char key[32], tag[16], *buf = (unsigned char *)malloc(sizeof label + 14);
+        size_t e = v->len - 28, tl = 0;
+        EVP_MAC *m = EVP_MAC_fetch(NULL, "GMAC", NULL);
+        EVP_MAC_CTX *c = m ? EVP_MAC_CTX_new(m) : NULL;
+        OSSL_PARAM ps[3];
+        unsigned int kl = 0;
+        memcpy(buf, label, sizeof label);
+        memcpy(buf + sizeof label, "cluster secret", 14);
+        EVP_Digest(buf, sizeof label + 14, key, &kl, EVP_sha256(), NULL);
+        ps[0] = OSSL_PARAM_construct_utf8_string("cipher", (char *)"AES-256-GCM", 0);
+        ps[1] = OSSL_PARAM_construct_octet_string("iv", v->str + e, 12);
+        ps[2] = OSSL_PARAM_construct_end();
+        KT_CHECK(c && EVP_MAC_init(c, key, 32, ps) == 1 && EVP_MAC_update(c, (const unsigned char *)v->str, e) == 1 &&
+                 EVP_MAC_final(c, tag, &tl, sizeof tag) == 1 && tl == 16);
+        KT_CHECK_MSG(memcmp(tag, v->str + e + 12, 16) == 0, "the tag is not GMAC's under SHA-256(label, secret)");
+        EVP_MAC_CTX_free(c);
+        EVP_MAC_free(m);
+        free(buf);
+    }
+    if (v) freeReplyObject(v);
+    KT_CHECK_MSG(kt_get(g2, "remote", 34000, 1, 5000) == 1, "a GMAC value not read with its secret");
+    KT_CHECK_MSG(kt_get(h, "remote", 34000, 1, 5000) == 1, "a GMAC value not read by a client that signs with HMAC");
+    KT_CHECK_MSG(kt_get(none, "remote", 34000, 1, 5000) == 1, "a GMAC value not read without a secret");
+    KT_CHECK_MSG(kt_get(other, "remote", 34000, 1, 5000) == 0, "a GMAC value read under another secret");
+    kcache_get_stats(other, &st);
+    KT_CHECK_EQ_U64(st.remote_rejects, 1);
+
+    KT_CHECK_EQ_U64((uint64_t)kt_put(h, "remote", 34001, 1, 5000), KCACHE_OK); /* version 1, HMAC: an older writer */
+    v = value_of(34001);
+    KT_CHECK(v && v->type == REDIS_REPLY_STRING && v->len > 16 && kcache__get_u16((const unsigned char *)v->str + 8) == 1 &&
+             kcache__get_u16((const unsigned char *)v->str + 10) == 1);
+    if (v) freeReplyObject(v);
+    KT_CHECK_MSG(kt_get(g2, "remote", 34001, 1, 5000) == 1, "an HMAC value not read by a GMAC client (a mixed fleet)");
+
+    { /* a changed nonce, tag or entry byte: rejected */
+        static const int at[3] = {-20, -3, 40};
+        int i;
+        for (i = 0; i < 3; i++) {
+            char name[33];
+            kt_put(g, "remote", 34010 + (unsigned)i, 1, 5000);
+            v = value_of(34010 + (unsigned)i);
+            name_of(34010 + (unsigned)i, name);
+            if (v && v->type == REDIS_REPLY_STRING && v->len > 60) {
+                size_t pos = at[i] < 0 ? v->len - (size_t)-at[i] : (size_t)at[i];
+                redisReply *w;
+                v->str[pos] ^= 1;
+                w = kt_redis_cmd(&T, "SET kcache:1:%s %b", name, v->str, v->len);
+                if (w) freeReplyObject(w);
+            }
+            if (v) freeReplyObject(v);
+            KT_CHECK_MSG(kt_get(g2, "remote", 34010 + (unsigned)i, 1, 5000) == 0, "a changed byte at %d was accepted", at[i]);
+        }
+    }
+    {
+        kcache_config cfg;
+        setenv("KCACHE_REMOTE_MAC", "hmac", 1);
+        kcache_config_init(&cfg);
+        KT_CHECK(cfg.remote_mac == KCACHE_REMOTE_MAC_HMAC && cfg.env_bad == 0);
+        setenv("KCACHE_REMOTE_MAC", "sha1", 1);
+        kcache_config_init(&cfg);
+        KT_CHECK(cfg.remote_mac == KCACHE_REMOTE_MAC_GMAC && cfg.env_bad != 0);
+        unsetenv("KCACHE_REMOTE_MAC");
+    }
+out:
+    kcache_close(g);
+    kcache_close(h);
+    kcache_close(other);
+    kcache_close(none);
+    kcache_close(g2);
 }
 
 static void remote_ro_max_entry(void) {
@@ -532,7 +928,7 @@ static void remote_shards(void) {
     all_keys(0, &mc);
     KT_CHECK(S->r[0].ok && S->r[0].st.builds == SHARD_KEYS && S->r[0].st.remote_puts == SHARD_KEYS);
     for (i = 0; i < 3; i++) {
-        n[i] = kt_redis_int(&sv[i], "DBSIZE");
+        n[i] = data_keys(&sv[i]);
         sum += n[i];
         KT_CHECK_MSG(n[i] >= SHARD_KEYS / 3 / 2, "shard %d holds %lld of %d keys", i, n[i], SHARD_KEYS);
     }
@@ -543,13 +939,13 @@ static void remote_shards(void) {
                  "the same shards listed in another order: %llu remote hits", (unsigned long long)S->r[1].st.hits_remote);
     mc.url = urls[2];
     all_keys(2, &mc);
-    n[3] = kt_redis_int(&sv[3], "DBSIZE");
+    n[3] = data_keys(&sv[3]);
     KT_CHECK(S->r[2].ok);
     KT_CHECK_MSG(S->r[2].st.hits_remote + (uint64_t)n[3] == SHARD_KEYS && S->r[2].st.builds == (uint64_t)n[3],
                  "a 4th shard: %llu remote hits, %llu builds, %lld keys on the new shard", (unsigned long long)S->r[2].st.hits_remote,
                  (unsigned long long)S->r[2].st.builds, n[3]);
     KT_CHECK_MSG(n[3] >= SHARD_KEYS / 8 && n[3] <= SHARD_KEYS * 3 / 8, "a 4th shard moved %lld of %d keys (about a quarter expected)", n[3], SHARD_KEYS);
-    for (i = 0; i < 3; i++) KT_CHECK_EQ_U64(kt_redis_int(&sv[i], "DBSIZE"), n[i]); /* nothing moved between the old ones */
+    for (i = 0; i < 3; i++) KT_CHECK_EQ_U64(data_keys(&sv[i]), n[i]); /* nothing moved between the old ones */
     printf("# remote_shards: 3 shards held %lld/%lld/%lld of %d keys; a 4th took %lld\n", n[0], n[1], n[2], SHARD_KEYS, n[3]);
     for (i = 0; i < 4; i++) kt_redis_stop(&sv[i]);
 }
@@ -958,9 +1354,283 @@ static void remote_cluster_build(void) {
     {
         char name[33];
         name_of(16, name);
-        KT_CHECK_MSG(kt_redis_int(&T, "EXISTS kcache:1:%s:claim", name) == 0, "the claim was not released");
+        KT_CHECK_MSG(kt_redis_int(&T, "EXISTS {kcache:1:%s}:claim", name) == 0, "the claim was not released");
     }
     printf("# remote_cluster_build: 8 machines, %d build of 0.4 s, %.3f s wall (%.2fx one build)\n", S->builds, wall, wall / 0.4);
+}
+
+/* ---- Redis Cluster (issue 26.6) ---- */
+
+/* Memory-only handles on url: n keys (from first) put through one, read through another; the hits. */
+static int cluster_keys(const char *url, const char *read_url, unsigned first, int n) {
+    kcache_config cfg;
+    kcache *a = NULL, *b = NULL;
+    int i, hits = 0;
+    kcache_config_init(&cfg);
+    cfg.persistent = 0;
+    cfg.remote_timeout_ms = 2000;
+    cfg.remote = url;
+    if (kcache_open(&a, &cfg) != KCACHE_OK) return -1;
+    cfg.remote = read_url;
+    if (kcache_open(&b, &cfg) != KCACHE_OK) { kcache_close(a); return -1; }
+    for (i = 0; i < n; i++) kt_put(a, "remote", first + (unsigned)i, first + (unsigned)i, 2000);
+    for (i = 0; i < n; i++) hits += kt_get(b, "remote", first + (unsigned)i, first + (unsigned)i, 2000) == 1;
+    kcache_close(a);
+    kcache_close(b);
+    return hits;
+}
+
+/* A node's id (CLUSTER MYID) into out. */
+static void node_id(const kt_redis *n, char out[64]) {
+    redisReply *r = kt_redis_cmd(n, "CLUSTER MYID");
+    snprintf(out, 64, "%s", r && r->type == REDIS_REPLY_STRING ? r->str : "?");
+    if (r) freeReplyObject(r);
+}
+
+/* A 3-node cluster started here (slots split in three, CLUSTER MEET): one listed node serves every
+   key; three listed nodes are seeds of one cluster; a build claim is one per cluster; a key whose
+   slot is being migrated is followed through ASK. */
+static void remote_cluster(void) {
+    static const int range[3][2] = {{0, 5460}, {5461, 10922}, {10923, 16383}};
+    kt_redis N[3];
+    char all[1400], name[33], key[64], src_id[64], dst_id[64];
+    int i, ok = 0, hits, tries, src = -1, dst;
+    long long slot;
+    mconf mc;
+    bplan bp = {400, 0};
+    for (i = 0; i < 3; i++)
+        if (!kt_redis_start(&N[i], g_root, 1, "cluster-enabled yes\ncluster-config-file nodes.conf\ncluster-node-timeout 5000")) {
+            KT_FAILF("cluster node %d did not start", i);
+            while (i-- > 0) kt_redis_stop(&N[i]);
+            return;
+        }
+    for (i = 0; i < 3; i++) {
+        redisReply *r = kt_redis_cmd(&N[i], "CLUSTER ADDSLOTSRANGE %d %d", range[i][0], range[i][1]);
+        if (r) freeReplyObject(r);
+        if (i && (r = kt_redis_cmd(&N[0], "CLUSTER MEET 127.0.0.1 %d", N[i].port)) != NULL) freeReplyObject(r);
+    }
+    for (tries = 0; tries < 200 && ok < 3; tries++) { /* every node sees the cluster whole */
+        for (ok = 0, i = 0; i < 3; i++) {
+            redisReply *r = kt_redis_cmd(&N[i], "CLUSTER INFO");
+            ok += r && r->type == REDIS_REPLY_STRING && strstr(r->str, "cluster_state:ok") && strstr(r->str, "cluster_known_nodes:3");
+            if (r) freeReplyObject(r);
+        }
+        if (ok < 3) kt_sleep_ms(50);
+    }
+    if (ok < 3) { KT_FAILF("the cluster did not form"); goto out; }
+
+    hits = cluster_keys(N[1].url, N[1].url, 5000, 60); /* one listed node */
+    KT_CHECK_MSG(hits == 60, "one node listed: %d of 60 keys read back", hits);
+    for (i = 0; i < 3; i++) KT_CHECK_MSG(kt_redis_int(&N[i], "DBSIZE") > 5, "node %d holds %lld keys", i, kt_redis_int(&N[i], "DBSIZE"));
+    snprintf(all, sizeof all, "%s %s %s", N[2].url, N[0].url, N[1].url); /* seeds: written through all three, read through one */
+    hits = cluster_keys(all, N[0].url, 6000, 60);
+    KT_CHECK_MSG(hits == 60, "three nodes listed, read through one: %d of 60", hits);
+    hits = cluster_keys(N[2].url, all, 7000, 60);
+    KT_CHECK_MSG(hits == 60, "one node listed, read through three: %d of 60", hits);
+    { /* the three listed nodes are seeds of one cluster: one shard holds the keys, the others repeat it */
+        kcache_config cfg;
+        kcache *kc = NULL;
+        kcache_remote_shard sh[3];
+        kcache_config_init(&cfg);
+        cfg.persistent = 0;
+        cfg.remote = all;
+        KT_CHECK(kcache_open(&kc, &cfg) == KCACHE_OK);
+        KT_CHECK(kt_get(kc, "remote", 7000, 7000, 2000) == 1);
+        KT_CHECK_MSG(kcache_get_remote_shards(kc, sh, 3) == 3 && !sh[0].same && sh[1].same && sh[2].same, "seeds: same %d %d %d", sh[0].same,
+                     sh[1].same, sh[2].same);
+        kcache_close(kc);
+    }
+
+    memset(&mc, 0, sizeof mc); /* build claims: 4 machines, 1 build */
+    mc.url = N[2].url;
+    mc.timeout_ms = 2000;
+    cluster(4, 0, &mc, &bp, 0);
+    for (ok = 0, i = 0; i < 4; i++) ok += S->r[i].ok;
+    KT_CHECK_MSG(S->builds == 1 && ok == 4, "4 machines on a cluster: %d builds, %d right payloads", S->builds, ok);
+    name_of(16, name);
+    for (i = 0; i < 3; i++) KT_CHECK(kt_redis_int(&N[i], "EXISTS {kcache:1:%s}:claim", name) <= 0);
+
+    /* ASK: key 8000's slot is half-way from its node to the next one (the value moved already) */
+    KT_CHECK_EQ_U64((uint64_t)cluster_keys(N[0].url, N[0].url, 8000, 1), 1);
+    name_of(8000, name);
+    snprintf(key, sizeof key, "kcache:1:%s", name);
+    slot = kt_redis_int(&N[0], "CLUSTER KEYSLOT %s", key);
+    for (i = 0; i < 3; i++)
+        if (slot >= range[i][0] && slot <= range[i][1]) src = i;
+    if (src < 0) { KT_FAILF("no node for slot %lld", slot); goto out; }
+    dst = (src + 1) % 3;
+    node_id(&N[src], src_id);
+    node_id(&N[dst], dst_id);
+    {
+        redisReply *r1 = kt_redis_cmd(&N[dst], "CLUSTER SETSLOT %lld IMPORTING %s", slot, src_id);
+        redisReply *r2 = kt_redis_cmd(&N[src], "CLUSTER SETSLOT %lld MIGRATING %s", slot, dst_id);
+        redisReply *r3 = kt_redis_cmd(&N[src], "MIGRATE 127.0.0.1 %d %s 0 5000", N[dst].port, key);
+        KT_CHECK_MSG(r1 && r2 && r3 && r3->type == REDIS_REPLY_STATUS, "migrating the slot: %s", r3 && r3->str ? r3->str : "no reply");
+        if (r1) freeReplyObject(r1);
+        if (r2) freeReplyObject(r2);
+        if (r3) freeReplyObject(r3);
+    }
+    KT_CHECK(kt_redis_int(&N[src], "EXISTS %s", key) <= 0); /* (an ASK error there: gone from it) */
+    {
+        kcache_config cfg;
+        kcache *kc = NULL;
+        kcache_stats st;
+        kcache_config_init(&cfg);
+        cfg.persistent = 0;
+        cfg.remote = N[src].url;
+        KT_CHECK(kcache_open(&kc, &cfg) == KCACHE_OK);
+        KT_CHECK_MSG(kt_get(kc, "remote", 8000, 8000, 2000) == 1, "a key in a slot being migrated (ASK) was not found");
+        kcache_get_stats(kc, &st);
+        KT_CHECK_EQ_U64(st.remote_errors, 0);
+        kcache_close(kc);
+    }
+out:
+    for (i = 0; i < 3; i++) kt_redis_stop(&N[i]);
+}
+
+/* ---- the same shards spelled differently (issue 26.3) ---- */
+
+/* Two servers listed as localhost, LOCALHOST, 127.0.0.1, with and without /0, by their unix
+   sockets, in any order, one of them twice: 200 keys stored through one spelling are all found
+   through every other. */
+static void remote_spellings(void) {
+    kt_redis A, B;
+    char sp[6][1000];
+    int i, hits;
+    if (!kt_redis_start(&A, g_root, 1, NULL) || !kt_redis_start(&B, g_root, 1, NULL)) { KT_FAILF("redis-server did not start"); return; }
+    snprintf(sp[0], sizeof sp[0], "redis://localhost:%d redis://127.0.0.1:%d", A.port, B.port);
+    snprintf(sp[1], sizeof sp[1], "redis://127.0.0.1:%d/0 redis://LOCALHOST:%d/0", B.port, A.port);
+    snprintf(sp[2], sizeof sp[2], "redis://LocalHost:%d/ redis://localhost:%d", A.port, B.port);
+    snprintf(sp[3], sizeof sp[3], "unix://%s unix://%s", B.sock, A.sock);
+    snprintf(sp[4], sizeof sp[4], "redis://127.0.0.1:%d unix://%s redis://localhost:%d", A.port, B.sock, B.port); /* B twice */
+    snprintf(sp[5], sizeof sp[5], "redis://127.0.0.1:%d redis://127.0.0.1:%d", A.port, B.port);
+    for (i = 1; i < 6; i++) {
+        hits = cluster_keys(sp[0], sp[i], 9000 + 200 * (unsigned)i, 200);
+        KT_CHECK_MSG(hits == 200, "stored through \"%s\", read through \"%s\": %d of 200", sp[0], sp[i], hits);
+        hits = cluster_keys(sp[i], sp[0], 20000 + 200 * (unsigned)i, 200);
+        KT_CHECK_MSG(hits == 200, "stored through \"%s\", read through \"%s\": %d of 200", sp[i], sp[0], hits);
+    }
+    KT_CHECK_MSG(data_keys(&A) > 400 && data_keys(&B) > 400, "the keys were not spread over both: %lld and %lld", data_keys(&A), data_keys(&B));
+    kt_redis_stop(&A);
+    kt_redis_stop(&B);
+}
+
+/* ---- an expiry and a namespace (issue 26.9) ---- */
+
+static kcache *open_ns(const kt_redis *srv, const char *prefix, uint32_t ttl_s) {
+    kcache_config cfg;
+    kcache *kc = NULL;
+    kcache_config_init(&cfg);
+    cfg.persistent = 0;
+    cfg.remote = srv->url;
+    cfg.remote_prefix = prefix;
+    cfg.remote_ttl_s = ttl_s;
+    if (kcache_open(&kc, &cfg) != KCACHE_OK) return NULL;
+    return kc;
+}
+
+/* KCACHE_REMOTE_PREFIX puts every key in a namespace of its own (another prefix, or none, does not
+   see it); KCACHE_REMOTE_TTL sets an expiry on every put; both read from the environment; a prefix
+   that would break a key is refused, with the reason. */
+static void remote_ttl_prefix(void) {
+    kcache *a = open_ns(&T, "team-a/", 3600), *b = open_ns(&T, "team-b/", 0), *c = open_ns(&T, NULL, 0), *a2 = open_ns(&T, "team-a/", 0);
+    char name[33], why[400];
+    long long ttl;
+    KT_CHECK(a && b && c && a2);
+    if (!a || !b || !c || !a2) goto out;
+    KT_CHECK_EQ_U64((uint64_t)kt_put(a, "remote", 31000, 1, 500), KCACHE_OK);
+    KT_CHECK_EQ_U64((uint64_t)kt_put(c, "remote", 31001, 1, 500), KCACHE_OK);
+    name_of(31000, name);
+    KT_CHECK_EQ_U64((uint64_t)kt_redis_int(&T, "EXISTS team-a/kcache:1:%s", name), 1);
+    KT_CHECK_EQ_U64((uint64_t)kt_redis_int(&T, "EXISTS kcache:1:%s", name), 0);
+    ttl = kt_redis_int(&T, "TTL team-a/kcache:1:%s", name);
+    KT_CHECK_MSG(ttl > 3000 && ttl <= 3600, "TTL of an entry put with KCACHE_REMOTE_TTL=3600: %lld", ttl);
+    name_of(31001, name);
+    KT_CHECK_EQ_U64((uint64_t)kt_redis_int(&T, "TTL kcache:1:%s", name) + 1, 0); /* -1: no expiry without a TTL */
+    KT_CHECK_MSG(kt_get(a2, "remote", 31000, 1, 500) == 1, "the same prefix did not find it");
+    KT_CHECK_MSG(kt_get(b, "remote", 31000, 1, 500) == 0 && kt_get(c, "remote", 31000, 1, 500) == 0, "another namespace found it");
+    KT_CHECK_MSG(kt_get(b, "remote", 31001, 1, 500) == 0, "a prefixed client found an unprefixed entry");
+    {
+        kcache_config cfg;
+        static const char *const ttls[][2] = {{"7d", "604800"}, {"12h", "43200"}, {"30m", "1800"}, {"90s", "90"}, {"3600", "3600"},
+                                              {"5x", "0"}, {"-1", "0"}, {"0", "0"}, {"99999d", "0"}};
+        unsigned i;
+        for (i = 0; i < sizeof ttls / sizeof *ttls; i++) {
+            setenv("KCACHE_REMOTE_TTL", ttls[i][0], 1);
+            kcache_config_init(&cfg);
+            KT_CHECK_MSG(cfg.remote_ttl_s == (uint32_t)atol(ttls[i][1]), "KCACHE_REMOTE_TTL=%s: %u", ttls[i][0], (unsigned)cfg.remote_ttl_s);
+            KT_CHECK_MSG((cfg.env_bad != 0) == (ttls[i][1][0] == '0'), "KCACHE_REMOTE_TTL=%s: bad %u", ttls[i][0], (unsigned)cfg.env_bad);
+        }
+        unsetenv("KCACHE_REMOTE_TTL");
+        setenv("KCACHE_REMOTE_PREFIX", "ci/", 1);
+        kcache_config_init(&cfg);
+        KT_CHECK(cfg.remote_prefix && strcmp(cfg.remote_prefix, "ci/") == 0);
+        unsetenv("KCACHE_REMOTE_PREFIX");
+    }
+    {
+        kcache *bad = open_ns(&T, "a b", 0);
+        KT_CHECK_MSG(bad && kcache_remote_in_use(bad, why, sizeof why) == 0 && strstr(why, "KCACHE_REMOTE_PREFIX"), "a prefix with a space: %s", why);
+        kcache_close(bad);
+    }
+out:
+    kcache_close(a);
+    kcache_close(b);
+    kcache_close(c);
+    kcache_close(a2);
+}
+
+/* ---- per-shard counters (issue 26.9) ---- */
+
+/* Two shards: hits and misses counted on the shard that answered; after one is killed, its errors
+   and skipped calls, and its breaker open; no password shown; B listed twice is "same". */
+static void remote_shard_counters(void) {
+    kt_redis A, B;
+    char url[1200];
+    kcache_config cfg;
+    kcache *a = NULL, *b = NULL;
+    kcache_remote_shard sh[4];
+    unsigned n, i;
+    uint64_t hits = 0, misses = 0;
+    if (!kt_redis_start(&A, g_root, 1, "requirepass hunter2") || !kt_redis_start(&B, g_root, 1, "requirepass hunter2")) {
+        KT_FAILF("redis-server did not start");
+        return;
+    }
+    snprintf(url, sizeof url, "redis://:hunter2@127.0.0.1:%d redis://:hunter2@127.0.0.1:%d redis://:hunter2@localhost:%d", A.port, B.port, B.port);
+    kcache_config_init(&cfg);
+    cfg.persistent = 0;
+    cfg.remote = url;
+    cfg.remote_timeout_ms = 300;
+    cfg.remote_backoff_ms = 60000;
+    KT_CHECK(kcache_open(&a, &cfg) == KCACHE_OK && kcache_open(&b, &cfg) == KCACHE_OK);
+    if (!a || !b) goto out;
+    KT_CHECK_EQ_U64(kcache_get_remote_shards(a, NULL, 0), 3);
+    for (i = 0; i < 40; i++) kt_put(a, "remote", 32000 + i, 1, 300);
+    for (i = 0; i < 40; i++) KT_CHECK(kt_get(b, "remote", 32000 + i, 1, 300) == 1);
+    for (i = 0; i < 10; i++) KT_CHECK(kt_get(b, "remote", 33000 + i, 1, 300) == 0);
+    n = kcache_get_remote_shards(b, sh, 4);
+    KT_CHECK_EQ_U64(n, 3);
+    for (i = 0; i < 3; i++) {
+        hits += sh[i].hits, misses += sh[i].misses;
+        KT_CHECK_MSG(!strstr(sh[i].url, "hunter2") && strncmp(sh[i].url, "redis://", 8) == 0, "shard %u: %s", i, sh[i].url);
+        KT_CHECK(sh[i].errors == 0 && sh[i].open == 0);
+    }
+    KT_CHECK_MSG(hits == 40 && misses == 10 && sh[0].hits > 0 && sh[1].hits > 0, "hits %llu + %llu, misses %llu", (unsigned long long)sh[0].hits,
+                 (unsigned long long)sh[1].hits, (unsigned long long)misses);
+    KT_CHECK_MSG(sh[2].same && !sh[1].same && !sh[0].same && sh[2].hits == 0, "B listed twice: same %d %d %d", sh[0].same, sh[1].same, sh[2].same);
+    kt_redis_kill(&B);
+    kcache_close(b);
+    b = NULL;
+    KT_CHECK(kcache_open(&b, &cfg) == KCACHE_OK);
+    for (i = 0; i < 40; i++) kt_get(b, "remote", 32000 + i, 1, 300);
+    n = kcache_get_remote_shards(b, sh, 4);
+    KT_CHECK_MSG(n == 3 && sh[0].hits > 0 && sh[0].errors == 0 && sh[1].errors >= 1 && sh[1].skipped >= 1 && sh[1].open == 1 && sh[1].hits == 0,
+                 "after B was killed: A %llu hits %llu errors; B %llu errors %llu skipped open %d", (unsigned long long)sh[0].hits,
+                 (unsigned long long)sh[0].errors, (unsigned long long)sh[1].errors, (unsigned long long)sh[1].skipped, sh[1].open);
+out:
+    kcache_close(a);
+    kcache_close(b);
+    kt_redis_stop(&A);
+    kt_redis_stop(&B);
 }
 
 static void remote_builder_killed(void) {
@@ -1242,7 +1912,7 @@ static void gob_job(int slot, const mconf *mc, unsigned watchdog, int plant_ms) 
             char name[33];
             redisReply *r;
             name_of(16, name);
-            r = kt_redis_cmd(&T, "SET kcache:1:%s:claim x PX %d", name, plant_ms);
+            r = kt_redis_cmd(&T, "SET {kcache:1:%s}:claim x PX %d", name, plant_ms);
             if (r) freeReplyObject(r);
         }
         t = kt_now();
@@ -1350,8 +2020,8 @@ static void remote_signed_cluster(void) {
         long long left = -3;
         redisReply *r;
         while (!__atomic_load_n(&S->building, __ATOMIC_SEQ_CST) && kt_now() - w < 10) kt_sleep_ms(5);
-        left = kt_redis_int(&T, "PTTL kcache:1:%s:claim", name);
-        r = kt_redis_cmd(&T, "GET kcache:1:%s:claim", name);
+        left = kt_redis_int(&T, "PTTL {kcache:1:%s}:claim", name);
+        r = kt_redis_cmd(&T, "GET {kcache:1:%s}:claim", name);
         KT_CHECK_MSG(left > 0 && left <= 3000, "a builder's claim lives %lld ms (want at most 3000)", left);
         KT_CHECK_MSG(r && r->type == REDIS_REPLY_STRING && !strchr(r->str, '.'), "an unsigned claim's token: %s", r && r->str ? r->str : "none");
         if (r) freeReplyObject(r);
@@ -1657,6 +2327,138 @@ static void remote_slow_link(void) {
                          (unsigned long long)S->r[i].st.remote_timeouts);
     }
     kt_garbage_stop(proxy);
+}
+
+/* In a child: a GET of key "remote" 42 through rediss://127.0.0.1:port (the CA of tls_certs), with
+   timeout_ms; the outcome in S->r[0] (ok: the 1 MiB value of remote_slow_link; why: KiB more memory;
+   secs: the open and the GET). */
+static void tls_get_child(const char *dir, int port, uint32_t timeout_ms, const unsigned char *val, size_t n_val) {
+    kcache_config cfg;
+    kcache *kc = NULL;
+    kcache_key k;
+    const void *d = NULL;
+    char url[64], ca[330];
+    size_t n = 0;
+    long before;
+    double t;
+    snprintf(url, sizeof url, "rediss://127.0.0.1:%d", port);
+    snprintf(ca, sizeof ca, "%s/ca.crt", dir);
+    kcache_config_init(&cfg);
+    cfg.persistent = 0;
+    cfg.remote = url;
+    cfg.remote_ca = ca;
+    cfg.remote_timeout_ms = timeout_ms;
+    alarm(30);
+    before = peak_kib(); /* (the server's identity may be read at the open) */
+    t = kt_now();
+    if (kcache_open(&kc, &cfg) != KCACHE_OK) _exit(1);
+    kt_key(&k, "remote", 42);
+    S->r[0].status = kcache_get(kc, &k, &d, &n);
+    S->r[0].secs = kt_now() - t;
+    snprintf(S->r[0].why, sizeof S->r[0].why, "%ld", peak_kib() - before);
+    S->r[0].ok = S->r[0].status == KCACHE_OK && n == n_val && memcmp(d, val, n) == 0;
+    if (d) kcache_release(kc, d);
+    kcache_get_stats(kc, &S->r[0].st);
+    kcache_key_free(&k);
+    kcache_close(kc);
+    _exit(0);
+}
+
+/* The reply bounds and the idle-time deadline hold over TLS too (kcache__tls_io: its SSL and the
+   reply budget share the connection's reader field): 1 MiB at 2 MiB/s through a proxy in front of
+   redis-server's TLS port, 350 ms timeout: a hit; an endless array from `openssl s_server`: one
+   failed call, not memory. */
+static void remote_tls_bounds(void) {
+    static unsigned char val[1 << 20];
+    char dir[310], extra[1200], cmd[1400];
+    kt_redis A;
+    int tport = kt_free_port(), port = 0, sport, st = 0, i;
+    pid_t proxy, p, srv;
+    if (!tls_certs(dir, sizeof dir)) { printf("skip remote_tls_bounds: openssl could not make the test's certificates (see %s/openssl.log)\n", dir); return; }
+    snprintf(extra, sizeof extra, "tls-port %d\ntls-cert-file %s/ip.crt\ntls-key-file %s/ip.key\ntls-ca-cert-file %s/ca.crt\ntls-auth-clients no", tport, dir,
+             dir, dir);
+    if (strlen(extra) >= sizeof A.extra) { KT_FAILF("TMPDIR is too long for the server's config"); return; }
+    if (!kt_redis_start(&A, g_root, 1, extra)) { printf("skip remote_tls_bounds: redis-server did not start with TLS (built without it?)\n"); return; }
+    random_payload(val, sizeof val, 42);
+    memset(&S->r[0], 0, sizeof S->r[0]);
+    fflush(stdout);
+    if ((p = fork()) == 0) { /* the value, put over TLS directly */
+        kcache_config cfg;
+        kcache *kc = NULL;
+        kcache_key k;
+        char url[64], ca[330];
+        snprintf(url, sizeof url, "rediss://127.0.0.1:%d", tport);
+        snprintf(ca, sizeof ca, "%s/ca.crt", dir);
+        kcache_config_init(&cfg);
+        cfg.persistent = 0;
+        cfg.remote = url;
+        cfg.remote_ca = ca;
+        cfg.remote_timeout_ms = 5000;
+        alarm(30);
+        if (kcache_open(&kc, &cfg) != KCACHE_OK) _exit(1);
+        kt_key(&k, "remote", 42);
+        S->r[0].status = kcache_put(kc, &k, val, sizeof val);
+        kcache_get_stats(kc, &S->r[0].st);
+        kcache_key_free(&k);
+        kcache_close(kc);
+        _exit(0);
+    }
+    while (waitpid(p, &st, 0) < 0 && errno == EINTR) {
+    }
+    KT_CHECK_MSG(WIFEXITED(st) && WEXITSTATUS(st) == 0 && S->r[0].st.remote_puts == 1, "the 1 MiB put over TLS: %llu puts",
+                 (unsigned long long)S->r[0].st.remote_puts);
+    proxy = fake_start(throttle_serve, tport, &port);
+    memset(&S->r[0], 0, sizeof S->r[0]);
+    fflush(stdout);
+    if ((p = fork()) == 0) tls_get_child(dir, port, 350, val, sizeof val); /* under the 0.5 s the value takes */
+    while (waitpid(p, &st, 0) < 0 && errno == EINTR) {
+    }
+    KT_CHECK_MSG(WIFEXITED(st) && S->r[0].ok && S->r[0].st.hits_remote == 1, "1 MiB over TLS at 2 MiB/s, 350 ms timeout: %s after %.2f s, %llu timeouts",
+                 kcache_strerror((kcache_status)S->r[0].status), S->r[0].secs, (unsigned long long)S->r[0].st.remote_timeouts);
+    printf("# remote_tls_bounds 1 MiB at 2 MiB/s over TLS: %.2f s\n", S->r[0].secs);
+    kt_garbage_stop(proxy);
+    kt_redis_stop(&A);
+
+    /* a TLS server whose every reply is an array announced 100 million long, sent without end */
+    sport = kt_free_port();
+    snprintf(cmd, sizeof cmd,
+             "cd '%s' && { printf '*100000000\\r\\n'; exec yes \"$(printf ':1\\r')\"; } | "
+             "exec openssl s_server -quiet -accept 127.0.0.1:%d -cert ip.crt -key ip.key >/dev/null 2>s_server.log",
+             dir, sport);
+    fflush(stdout);
+    if ((srv = fork()) == 0) {
+        setpgid(0, 0);
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+        _exit(127);
+    }
+    setpgid(srv, srv);
+    kt_track(srv);
+    for (i = 0; i < 500; i++) { /* listening? (seen in /proc/net/tcp: a connection would take the start of the stream) */
+        FILE *f = fopen("/proc/net/tcp", "r");
+        char line[256];
+        int up = 0;
+        while (f && !up && fgets(line, sizeof line, f)) {
+            unsigned lport = 0, state = 0;
+            up = sscanf(line, " %*d: %*x:%x %*x:%*x %x", &lport, &state) == 2 && lport == (unsigned)sport && state == 0x0A;
+        }
+        if (f) fclose(f);
+        if (up) break;
+        kt_sleep_ms(20);
+    }
+    if (i == 500) { printf("skip remote_tls_bounds endless: openssl s_server did not listen (see %s/s_server.log)\n", dir); kt_garbage_stop(srv); return; }
+    memset(&S->r[0], 0, sizeof S->r[0]);
+    S->r[0].status = -1;
+    fflush(stdout);
+    if ((p = fork()) == 0) tls_get_child(dir, sport, 3000, val, sizeof val); /* time enough for an unbounded reader to keep 100s of MB */
+    while (waitpid(p, &st, 0) < 0 && errno == EINTR) {
+    }
+    KT_CHECK_MSG(WIFEXITED(st) && S->r[0].status == KCACHE_MISS && S->r[0].st.remote_errors >= 1 && atol(S->r[0].why) < 16384,
+                 "an endless array over TLS: %s, %s, %llu errors, %s KiB more memory", WIFEXITED(st) ? "exited" : "killed",
+                 kcache_strerror((kcache_status)S->r[0].status), (unsigned long long)S->r[0].st.remote_errors, S->r[0].why);
+    printf("# remote_tls_bounds endless array over TLS: %s KiB more memory, %.2f s, %llu errors (%llu timeouts)\n", S->r[0].why, S->r[0].secs,
+           (unsigned long long)S->r[0].st.remote_errors, (unsigned long long)S->r[0].st.remote_timeouts);
+    kt_garbage_stop(srv);
 }
 
 /* ---- how often one call asks the remote ---------------------------------------------------------- */
@@ -2036,6 +2838,9 @@ static void top_remote(void) {
             KT_CHECK_MSG(ev, "no hit-remote event in kcache-top's snapshot");
             top_line("top", "totals ", line, sizeof line, NULL);
             KT_CHECK_MSG(top_value(line, "hits") == 1, "totals: %s", line);
+            top_line("top", "shard ", line, sizeof line, NULL); /* per shard (issue 26.9) */
+            KT_CHECK_MSG(strstr(line, mc.url + 8) && top_value(line, "hits") == 1 && top_value(line, "misses") == 1 && top_value(line, "errors") == 1,
+                         "kcache-top's shard line: %s", line);
         }
         step_go(&m);
         step_end(&m);
@@ -2065,8 +2870,11 @@ int main(int argc, char **argv) {
     KT_RUN(remote_tcp);
     KT_RUN(remote_unix);
     KT_RUN(remote_db_auth);
+    KT_RUN(remote_url_escapes);
+    KT_RUN(remote_tls);
     KT_RUN(remote_rejects);
     KT_RUN(remote_signed);
+    KT_RUN(remote_gmac);
     KT_RUN(remote_ro_max_entry);
     KT_RUN(remote_shards);
     KT_RUN(remote_killed);
@@ -2077,6 +2885,10 @@ int main(int argc, char **argv) {
     KT_RUN(remote_garbage);
     KT_RUN(remote_partition);
     KT_RUN(remote_cluster_build);
+    KT_RUN(remote_cluster);
+    KT_RUN(remote_spellings);
+    KT_RUN(remote_ttl_prefix);
+    KT_RUN(remote_shard_counters);
     KT_RUN(remote_builder_killed);
     KT_RUN(remote_claim_renewed);
     KT_RUN(remote_build_fails);
@@ -2086,6 +2898,7 @@ int main(int argc, char **argv) {
     KT_RUN(remote_read_only_user);
     KT_RUN(remote_dns_silent);
     KT_RUN(remote_slow_link);
+    KT_RUN(remote_tls_bounds);
     KT_RUN(remote_lookups);
     KT_RUN(remote_explain_stats);
     KT_RUN(compress_local);

@@ -774,6 +774,21 @@ static uint64_t kt_breakers_open(void) {
     }
     return n;
 }
+/* Remote shard i of the stats file's shard table (what every process using the store counted for
+   it): 1 with its URL (escaped: it came from the file) and hits, misses, errors, timeouts and
+   skipped calls in v; 0 when that entry is free. */
+static int kt_shard(unsigned i, char *url, size_t cap, uint64_t v[5]) {
+    const uint64_t *e;
+    char raw[KCACHE__PUB_SHARD_URL + 1];
+    int c;
+    if (!K.map || i >= KCACHE__PUB_SHARDS) return 0;
+    e = kcache__pub_shard_at(K.map, i);
+    if (!kcache__pub_ld(e)) return 0;
+    for (c = 0; c < 5; c++) v[c] = kcache__pub_ld(e + 1 + c);
+    kcache__pub_get_name(e + 6, KCACHE__PUB_SHARD_URL, raw, sizeof raw);
+    kcache__escs(url, cap, raw);
+    return 1;
+}
 static int kt_remote_used(void) { /* (layer hits are the layers', shown in the totals) */
     return K.tot[KCACHE__PUB_REMOTE_LOOKUPS] || K.tot[KCACHE__PUB_REMOTE_PUTS] || K.tot[KCACHE__PUB_REMOTE_ERRORS] ||
            K.tot[KCACHE__PUB_REMOTE_SKIPPED];
@@ -1248,6 +1263,16 @@ static void kt_snapshot(kt_lines *L, int index, int count) {
             (unsigned long long)K.tot[KCACHE__PUB_REMOTE_SKIPPED], (unsigned long long)K.tot[KCACHE__PUB_REMOTE_REJECTS],
             (unsigned long long)K.tot[KCACHE__PUB_REMOTE_CALLS], kt_remote_latency_ms(), (unsigned long long)K.tot[KCACHE__PUB_REMOTE_OPENS],
             (unsigned long long)kt_breakers_open());
+    {
+        unsigned i;
+        for (i = 0; i < KCACHE__PUB_SHARDS; i++) {
+            char url[400];
+            uint64_t v[5];
+            if (kt_shard(i, url, sizeof url, v))
+                kt_line(L, 0, "shard      %s hits=%llu misses=%llu errors=%llu timeouts=%llu skipped=%llu", url, (unsigned long long)v[0],
+                        (unsigned long long)v[1], (unsigned long long)v[2], (unsigned long long)v[3], (unsigned long long)v[4]);
+        }
+    }
     kt_lb_reset(&b);
     kt_lb_add(&b, "misses     ");
     for (c = 1; c < KCACHE_REASON_COUNT; c++)
@@ -1464,6 +1489,17 @@ static void kt_draw_main(void) {
         else kt_lb_add(&b, "closed");
         kt_lb_col(&b, 0);
         kt_draw(y++, b.s, 0, 0);
+        for (i = 0; i < KCACHE__PUB_SHARDS && h >= 30 && i < 4; i++) { /* the first shards, one line each, on a tall screen */
+            char url[200];
+            uint64_t v[5];
+            if (!kt_shard((unsigned)i, url, sizeof url, v)) continue;
+            kt_lb_reset(&b);
+            kt_lb_add(&b, "  %-40s hits %llu  misses %llu  ", url, (unsigned long long)v[0], (unsigned long long)v[1]);
+            kt_lb_col(&b, v[2] ? C_WARN : 0);
+            kt_lb_add(&b, "errors %llu (timeouts %llu)  skipped %llu", (unsigned long long)v[2], (unsigned long long)v[3], (unsigned long long)v[4]);
+            kt_lb_col(&b, 0);
+            kt_draw(y++, b.s, 0, 0);
+        }
     }
     /* rates */
     if (h >= 24) {
