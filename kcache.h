@@ -13843,6 +13843,14 @@ KCACHE_API kcache_status kcache_get_or_build_many(kcache *kc, kcache_job *jobs, 
     KCACHE_FREE(bt.todo);
     KCACHE_FREE(bt.state);
     KCACHE_FREE(bt.busy_since);
+#if KCACHE_CHECKS
+    { /* what the batch handed out so far, for kcache_release's check (kcache_get_or_build below
+         registers its own); this process's handle: a build may have forked */
+        kcache *me = kc ? kcache__live(kc, 1) : NULL;
+        for (i = 0; me && i < n; i++)
+            if (jobs[i].status == KCACHE_OK) kcache__held_add(me, jobs[i].data);
+    }
+#endif
     /* anything left (out of memory, a fork): one key at a time */
     for (i = 0; i < n; i++)
         if (jobs[i].status == KCACHE_MISS)
