@@ -22,7 +22,7 @@
        kcache_key_init(&key, "blur");                  // the unit: what an index groups
        kcache_key_str(&key, "source", src);
        kcache_key_str(&key, "options", "-O2");
-       kcache_key_host(&key);                          // OS/arch, CPU name, CPU features
+       kcache_key_host_from(&key, kc);                 // OS/arch, CPU name, CPU features
        const void *bin; size_t n;
        if (kcache_get(kc, &key, &bin, &n) == KCACHE_OK) {
            load(bin, n);
