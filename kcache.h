@@ -79,10 +79,12 @@
        no signal, atexit or atfork handler and no constructor, writes nothing to stdout, and to
        stderr only debug lines asked for when no log callback is set. A forked child may use the
        kcache it inherited.
-       No function takes more than 4 KiB of stack. What a kcache allocates goes through its
-       allocator callbacks when set; keys (made before there is a kcache), the process-wide
-       registry (lock files shared by every handle of a store; see >>registry) and a build
-       function's buffer use KCACHE_MALLOC (README: Vendoring, Memory).
+       No function takes more than 4 KiB of stack. What a kcache allocates, and what its calls
+       need for a while (a store's too), goes through its allocator callbacks when set; keys the
+       program builds (made before there is a kcache) and the field arrays inside any key, the
+       process-wide registry (lock files shared by every handle of a store, with their build
+       claims; see >>registry), a build function's buffer, Windows' wide-character paths, the
+       remote tier and the OpenCL and Vulkan parts use KCACHE_MALLOC (README: Vendoring, Memory).
 
    CONTENTS (each part starts at a banner: search for its tag, e.g. ">>store")
        declarations
@@ -1063,9 +1065,13 @@ static KCACHE__UNUSED void kcache__atomic_fence_release(void) { __atomic_thread_
    What a kcache holds goes through its configuration's allocator callbacks when it has them
    (kcache_config.alloc_fn / free_fn / alloc_user), else through KCACHE_MALLOC / KCACHE_FREE: the
    kcache itself, its memory cache (tables, nodes and every payload), single-flight records, the
-   store's state. Buffers that live only within one call (headers, records, index files being
-   read or written, paths, directory listings), keys (which have no kcache), the OpenCL part and
-   the process-wide registry use KCACHE_MALLOC. */
+   store's state, and the buffers a call needs for a while (keys kcache makes, headers, records,
+   index files being read or written, paths, directory listings), each freed through the kcache__mem
+   it came from (one freed by another function carries it: kcache__ix, kcache__read, kcache__dir,
+   kcache__sb, kcache__blob). What stays on KCACHE_MALLOC (README: Vendoring, Memory): keys the
+   caller builds and the field arrays inside any key (kcache_key_free frees them, and a key names no
+   allocator), a build function's buffer, the process-wide registry (shared by handles that may have
+   other allocators), Windows' wide-character paths, the remote tier, the OpenCL and Vulkan parts. */
 typedef struct kcache__mem { kcache_alloc_fn alloc; kcache_free_fn free; void *user; } kcache__mem;
 static void *kcache__mem_alloc(const kcache__mem *m, size_t n) { return m && m->alloc ? m->alloc(m->user, n ? n : 1) : KCACHE_MALLOC(n); }
 static void kcache__mem_free(const kcache__mem *m, void *p) {
@@ -9806,22 +9812,22 @@ static void kcache__pub_say(const kcache__pub *p, const char *fmt, ...) {
 /* Creates a complete stats file under a temp name and links it into place (replace: renames it over
    a damaged one). 0, or an errno. */
 static int kcache__pub_create(kcache__store *st, int replace) {
-    unsigned char *hdr = (unsigned char *)KCACHE_MALLOC(KCACHE__PUB_HEADER); /* (not on the stack: small thread stacks) */
+    unsigned char *hdr = (unsigned char *)kcache__mem_alloc(&st->mem, KCACHE__PUB_HEADER); /* (not on the stack: small thread stacks) */
     char tmp[64];
     int fd, e = 0;
     if (!hdr) return ENOMEM;
-    if (kcache__shortfall(st, KCACHE__PUB_FILE_BYTES)) { KCACHE_FREE(hdr); return ENOSPC; } /* the filesystem's reserve */
+    if (kcache__shortfall(st, KCACHE__PUB_FILE_BYTES)) { kcache__mem_free(&st->mem, hdr); return ENOSPC; } /* the filesystem's reserve */
     snprintf(tmp, sizeof tmp, "%u-stats-%llx.tmp", (unsigned)kcache__pid(), (unsigned long long)kcache__now_ns());
     fd = kcache__io_openat(st->tmpfd, tmp, KCACHE__RW | KCACHE__CREATE | KCACHE__EXCL | kcache__gmode(st));
     if (fd < 0) {
         e = errno ? errno : EIO;
-        KCACHE_FREE(hdr);
+        kcache__mem_free(&st->mem, hdr);
         return e;
     }
     if (kcache__io_chmod(fd, kcache__file_mode(st)) != 0) e = errno ? errno : EIO; /* not the umask's */
     kcache__pub_header(hdr);
     if (kcache__io_pwrite(fd, hdr, KCACHE__PUB_HEADER, 0) != (ptrdiff_t)KCACHE__PUB_HEADER) e = errno ? errno : EIO;
-    KCACHE_FREE(hdr);
+    kcache__mem_free(&st->mem, hdr);
     /* every block allocated now: a page first touched through the mapping on a full disk would be
        SIGBUS, not an error */
     if (!e) e = kcache__io_allocate(fd, (uint64_t)KCACHE__PUB_FILE_BYTES);
