@@ -7496,11 +7496,11 @@ static int kcache__in_group(const kcache__mem *m, uint32_t gid) {
 }
 /* A user private group: named as the caller, its primary group, no other member. Red Hat's umask
    002 makes such directories group-writable, and that gives no one else a way in. */
-static int kcache__group_private(const kcache__mem *m, uint32_t gid) {
+static int kcache__group_private(const kcache__mem *mem, uint32_t gid) {
     struct passwd pw, *pwp = NULL;
     struct group gr, *grp = NULL;
     size_t half = 8192;
-    char *buf = (char *)kcache__mem_alloc(m, 2 * half);
+    char *buf = (char *)kcache__mem_alloc(mem, 2 * half);
     int ok = 0;
     if (buf && getpwuid_r(geteuid(), &pw, buf, half, &pwp) == 0 && pwp && (uint32_t)pw.pw_gid == gid &&
         getgrgid_r((gid_t)gid, &gr, buf + half, half, &grp) == 0 && grp && strcmp(gr.gr_name, pw.pw_name) == 0) {
@@ -7508,7 +7508,7 @@ static int kcache__group_private(const kcache__mem *m, uint32_t gid) {
         ok = 1;
         for (m = gr.gr_mem; m && *m; m++) ok &= strcmp(*m, pw.pw_name) == 0;
     }
-    kcache__mem_free(m, buf);
+    kcache__mem_free(mem, buf);
     return ok;
 }
 /* KCACHE_SHARED_GROUP: a group's name, or its number (1 to 9 digits). 0 when there is no such group. */
