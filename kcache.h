@@ -82,10 +82,12 @@
        no signal, atexit or atfork handler and no constructor, writes nothing to stdout, and to
        stderr only debug lines asked for when no log callback is set. A forked child may use the
        kcache it inherited.
-       No function takes more than 4 KiB of stack. What a kcache allocates goes through its
-       allocator callbacks when set; keys (made before there is a kcache), the process-wide
-       registry (lock files shared by every handle of a store; see >>registry) and a build
-       function's buffer use KCACHE_MALLOC (README: Vendoring, Memory).
+       No function takes more than 4 KiB of stack. What a kcache allocates, and what its calls
+       need for a while (a store's too), goes through its allocator callbacks when set; keys the
+       program builds (made before there is a kcache) and the field arrays inside any key, the
+       process-wide registry (lock files shared by every handle of a store, with their build
+       claims; see >>registry), a build function's buffer, Windows' wide-character paths, the
+       remote tier and the OpenCL and Vulkan parts use KCACHE_MALLOC (README: Vendoring, Memory).
 
    CONTENTS (each part starts at a banner: search for its tag, e.g. ">>store")
        declarations
@@ -1107,9 +1109,13 @@ static KCACHE__UNUSED void kcache__atomic_fence_release(void) { __atomic_thread_
    What a kcache holds goes through its configuration's allocator callbacks when it has them
    (kcache_config.alloc_fn / free_fn / alloc_user), else through KCACHE_MALLOC / KCACHE_FREE: the
    kcache itself, its memory cache (tables, nodes and every payload), single-flight records, the
-   store's state. Buffers that live only within one call (headers, records, index files being
-   read or written, paths, directory listings), keys (which have no kcache), the OpenCL part and
-   the process-wide registry use KCACHE_MALLOC. */
+   store's state, and the buffers a call needs for a while (keys kcache makes, headers, records,
+   index files being read or written, paths, directory listings), each freed through the kcache__mem
+   it came from (one freed by another function carries it: kcache__ix, kcache__read, kcache__dir,
+   kcache__sb, kcache__blob). What stays on KCACHE_MALLOC (README: Vendoring, Memory): keys the
+   caller builds and the field arrays inside any key (kcache_key_free frees them, and a key names no
+   allocator), a build function's buffer, the process-wide registry (shared by handles that may have
+   other allocators), Windows' wide-character paths, the remote tier, the OpenCL and Vulkan parts. */
 typedef struct kcache__mem { kcache_alloc_fn alloc; kcache_free_fn free; void *user; } kcache__mem;
 static void *kcache__mem_alloc(const kcache__mem *m, size_t n) { return m && m->alloc ? m->alloc(m->user, n ? n : 1) : KCACHE_MALLOC(n); }
 static void kcache__mem_free(const kcache__mem *m, void *p) {
@@ -1195,7 +1201,7 @@ static int kcache__fault_errno(int e) {
 #define kcache__io_lock(fd, at, type, wait) (KCACHE__FAULT("lock") ? -1 : kcache__os_lock(fd, at, type, wait))
 #define kcache__io_map(fd, len) (KCACHE__FAULT("map") ? (unsigned char *)NULL : kcache__os_map(fd, len))
 #define kcache__io_unmap(p, len) kcache__os_unmap(p, len)
-#define kcache__io_dir_open(dirfd, name) (KCACHE__FAULT("opendir") ? (kcache__dir *)NULL : kcache__os_dir_open(dirfd, name))
+#define kcache__io_dir_open(m, dirfd, name) (KCACHE__FAULT("opendir") ? (kcache__dir *)NULL : kcache__os_dir_open(m, dirfd, name))
 #define kcache__io_chmod(fd, mode) (KCACHE__FAULT("chmod") ? -1 : kcache__os_chmod(fd, mode))
 #define kcache__io_chgrp(fd, gid) (KCACHE__FAULT("chmod") ? -1 : kcache__os_chgrp(fd, gid))
 #define kcache__io_readlink(dirfd, name, buf, cap) (KCACHE__FAULT("readlink") ? (ptrdiff_t)-1 : kcache__os_readlink(dirfd, name, buf, cap))
@@ -1358,15 +1364,16 @@ static unsigned char *kcache__os_map(int fd, size_t len) {
 }
 static void kcache__os_unmap(void *p, size_t len) { munmap(p, len); }
 
-/* Directory listing: names only ("." and ".." skipped). */
-typedef struct { DIR *dp; } kcache__dir;
-static kcache__dir *kcache__os_dir_open(int dirfd, const char *name) {
+/* Directory listing: names only ("." and ".." skipped). m: the allocator (its store's) it lives in. */
+typedef struct { DIR *dp; const kcache__mem *mem; } kcache__dir;
+static kcache__dir *kcache__os_dir_open(const kcache__mem *m, int dirfd, const char *name) {
     kcache__dir *d;
     int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0) return NULL;
-    d = (kcache__dir *)KCACHE_MALLOC(sizeof *d);
+    d = (kcache__dir *)kcache__mem_alloc(m, sizeof *d);
+    if (d) d->mem = m;
     if (!d || (d->dp = fdopendir(fd)) == NULL) {
-        KCACHE_FREE(d);
+        kcache__mem_free(m, d);
         close(fd);
         if (!d) errno = ENOMEM;
         return NULL;
@@ -1384,7 +1391,7 @@ static int kcache__os_dir_fd(kcache__dir *d) { return dirfd(d->dp); }
 static void kcache__os_dir_close(kcache__dir *d) {
     if (!d) return;
     closedir(d->dp);
-    KCACHE_FREE(d);
+    kcache__mem_free(d->mem, d);
 }
 
 /* Whether a process (on this host, in this PID namespace) no longer exists. */
@@ -1960,8 +1967,9 @@ typedef struct {
     int fd, pending;
     WIN32_FIND_DATAW data;
     char name[MAX_PATH * 3 + 1];
+    const kcache__mem *mem;
 } kcache__dir;
-static kcache__dir *kcache__os_dir_open(int dirfd, const char *name) {
+static kcache__dir *kcache__os_dir_open(const kcache__mem *m, int dirfd, const char *name) {
     kcache__dir *d;
     WCHAR *w;
     int fd;
@@ -1977,22 +1985,23 @@ static kcache__dir *kcache__os_dir_open(int dirfd, const char *name) {
         fd = kcache__os_openat(dirfd, name, KCACHE__RD | KCACHE__DIRECTORY);
     }
     if (fd < 0) return NULL;
-    d = (kcache__dir *)KCACHE_MALLOC(sizeof *d);
+    d = (kcache__dir *)kcache__mem_alloc(m, sizeof *d);
     w = d ? kcache__win_at(fd, "*") : NULL;
     if (!w) {
         int e = d ? errno : ENOMEM;
-        KCACHE_FREE(d);
+        kcache__mem_free(m, d);
         _close(fd);
         errno = e;
         return NULL;
     }
     d->fd = fd;
+    d->mem = m;
     d->find = FindFirstFileW(w, &d->data);
     d->pending = d->find != INVALID_HANDLE_VALUE;
     if (!d->pending && GetLastError() != ERROR_FILE_NOT_FOUND && GetLastError() != ERROR_NO_MORE_FILES) {
         kcache__win_fail();
         KCACHE_FREE(w);
-        KCACHE_FREE(d);
+        kcache__mem_free(m, d);
         _close(fd);
         return NULL;
     }
@@ -2014,7 +2023,7 @@ static void kcache__os_dir_close(kcache__dir *d) {
     if (!d) return;
     if (d->find != INVALID_HANDLE_VALUE) FindClose(d->find);
     _close(d->fd);
-    KCACHE_FREE(d);
+    kcache__mem_free(d->mem, d);
 }
 
 /* Whether a process no longer exists (or has exited and only its handles keep it). One that
@@ -5225,11 +5234,11 @@ static void kcache__record_into(const kcache_key *k, unsigned char *p, size_t le
     w.p = p; w.len = 0; w.cap = len; w.overflow = 0;
     kcache__record_write(k, &w);
 }
-/* k's record in a new buffer (KCACHE_FREE it), or NULL. */
-static unsigned char *kcache__record_new(const kcache_key *k, size_t *len) {
+/* k's record in a new buffer (from m: kcache__mem_free(m, it)), or NULL. */
+static unsigned char *kcache__record_new(const kcache__mem *m, const kcache_key *k, size_t *len) {
     unsigned char *p;
     *len = kcache__record_size(k);
-    if ((p = (unsigned char *)KCACHE_MALLOC(*len ? *len : 1)) != NULL) kcache__record_into(k, p, *len);
+    if ((p = (unsigned char *)kcache__mem_alloc(m, *len ? *len : 1)) != NULL) kcache__record_into(k, p, *len);
     return p;
 }
 
@@ -5586,12 +5595,12 @@ static size_t kcache__zstd_into(void *dst, size_t cap, const void *data, size_t 
     n = ZSTD_compress(dst, cap, data, size, 1);
     return ZSTD_isError(n) || n >= size ? 0 : n;
 }
-/* The same in a new buffer (KCACHE_FREE it), or NULL (*out_len untouched: stored as it is). */
-static unsigned char *kcache__zstd_pack(const void *data, size_t size, size_t *out_len) {
+/* The same in a new buffer (from m: kcache__mem_free(m, it)), or NULL (*out_len untouched: stored as it is). */
+static unsigned char *kcache__zstd_pack(const kcache__mem *m, const void *data, size_t size, size_t *out_len) {
     size_t cap = ZSTD_compressBound(size), n;
     unsigned char *p;
-    if (size < 64 || ZSTD_isError(cap) || !(p = (unsigned char *)KCACHE_MALLOC(cap))) return NULL;
-    if ((n = kcache__zstd_into(p, cap, data, size)) == 0) { KCACHE_FREE(p); return NULL; }
+    if (size < 64 || ZSTD_isError(cap) || !(p = (unsigned char *)kcache__mem_alloc(m, cap))) return NULL;
+    if ((n = kcache__zstd_into(p, cap, data, size)) == 0) { kcache__mem_free(m, p); return NULL; }
     *out_len = n;
     return p;
 }
@@ -5971,7 +5980,7 @@ static void kcache__cf_seal(kcache__store *st) {
 /* Creates a fresh config.file under a temp name and puts it in place: with link() when none should
    exist (two first openers race; one wins, both use the winner), with rename() to replace a bad one. */
 static kcache_status kcache__cf_create(kcache__store *st, uint64_t limit, int replace) {
-    unsigned char *hdr = (unsigned char *)KCACHE_MALLOC(KCACHE__CF_HEADER); /* (not on the stack: small thread stacks) */
+    unsigned char *hdr = (unsigned char *)kcache__mem_alloc(&st->mem, KCACHE__CF_HEADER); /* (not on the stack: small thread stacks) */
     char tmp[64];
     uint64_t slots = KCACHE__MIN_SLOTS; /* the table grows with the entries (kcache__cf_grow) */
     uint32_t lg = 0;
@@ -5980,7 +5989,7 @@ static kcache_status kcache__cf_create(kcache__store *st, uint64_t limit, int re
     if (!hdr) return KCACHE_ENOMEM;
     while (((uint64_t)KCACHE__WAYS << lg) < slots) lg++;
     if (kcache__shortfall(st, KCACHE__CF_HEADER + ((uint64_t)KCACHE__WAYS << lg) * KCACHE__SLOT)) { /* the reserve */
-        KCACHE_FREE(hdr);
+        kcache__mem_free(&st->mem, hdr);
         return KCACHE_ENOSPC;
     }
     memset(hdr, 0, KCACHE__CF_HEADER);
@@ -5996,7 +6005,7 @@ static kcache_status kcache__cf_create(kcache__store *st, uint64_t limit, int re
     snprintf(tmp, sizeof tmp, "tmp/%u-cf-%llx.tmp", (unsigned)kcache__pid(), (unsigned long long)kcache__now_ns());
     fd = kcache__open_in(st, tmp, KCACHE__RW | KCACHE__CREATE | KCACHE__EXCL | kcache__gmode(st));
     if (fd < 0) {
-        KCACHE_FREE(hdr);
+        kcache__mem_free(&st->mem, hdr);
         return errno == ENOSPC ? KCACHE_ENOSPC : (errno == EROFS || errno == EACCES) ? KCACHE_EROFS : KCACHE_EIO;
     }
     kcache__io_chmod(fd, kcache__file_mode(st)); /* reopened for writing by every process: not the umask's */
@@ -6017,7 +6026,7 @@ static kcache_status kcache__cf_create(kcache__store *st, uint64_t limit, int re
                 break;
         }
     }
-    KCACHE_FREE(hdr);
+    kcache__mem_free(&st->mem, hdr);
     kcache__io_close(fd);
     if (rc == 0) {
         if (replace) rc = kcache__io_rename(st->dirfd, tmp, st->dirfd, "config.file");
@@ -6287,7 +6296,7 @@ static void kcache__store_walk(kcache__store *st, kcache__walk_fn fn, void *ctx)
         const char *name;
         snprintf(rel, sizeof rel, "e/%02x", shard);
         if (!kcache__shard_trusted(st, rel)) continue;
-        dp = kcache__io_dir_open(efd, rel + 2); /* never through a symlink */
+        dp = kcache__io_dir_open(&st->mem, efd, rel + 2); /* never through a symlink */
         if (!dp) continue;
         fd = kcache__os_dir_fd(dp);
         while ((name = kcache__io_dir_next(dp)) != NULL) {
@@ -6324,7 +6333,7 @@ static void kcache__rebuild_one(void *ctx, kcache_hash128 d, const kcache__finfo
    recorded uses survive, entries the table did not know get their file's mtime. */
 static void kcache__store_rebuild(kcache__store *st, kcache__store_ev *ev) {
     size_t table = (size_t)st->nslots * KCACHE__SLOT;
-    unsigned char *old = (unsigned char *)KCACHE_MALLOC(table);
+    unsigned char *old = (unsigned char *)kcache__mem_alloc(&st->mem, table);
     unsigned char *live = st->map + KCACHE__CF_HEADER;
     kcache__rebuild_ctx c;
     if (old) { /* hits may be recording uses meanwhile: copy slot words atomically */
@@ -6343,7 +6352,7 @@ static void kcache__store_rebuild(kcache__store *st, kcache__store_ev *ev) {
     c.old_slots = st->nslots;
     c.ev = ev;
     kcache__store_walk(st, kcache__rebuild_one, &c);
-    KCACHE_FREE(old);
+    kcache__mem_free(&st->mem, old);
     if (ev) ev->rebuilt++;
 }
 
@@ -6575,6 +6584,7 @@ typedef struct kcache__ix {
     size_t file_len, compacted_len, records;
     kcache__ix_item *items[KCACHE__IX_LISTS];
     uint32_t n[KCACHE__IX_LISTS], cap[KCACHE__IX_LISTS];
+    const kcache__mem *mem;     /* its store's allocator: file and items come from it */
 } kcache__ix;
 
 #ifndef KCACHE_NO_EXPLAIN
@@ -6586,8 +6596,8 @@ static void kcache__ix_name(const char *unit, char out[48]) { /* "i/XX/<32 hex>.
 
 static void kcache__ix_free(kcache__ix *ix) {
     int l;
-    for (l = 0; l < KCACHE__IX_LISTS; l++) KCACHE_FREE(ix->items[l]);
-    KCACHE_FREE(ix->file);
+    for (l = 0; l < KCACHE__IX_LISTS; l++) kcache__mem_free(ix->mem, ix->items[l]);
+    kcache__mem_free(ix->mem, ix->file);
     memset(ix, 0, sizeof *ix);
 }
 
@@ -6598,8 +6608,10 @@ static int kcache__ix_push(kcache__ix *ix, int list, const kcache__ix_item *it) 
     }
     if (ix->n[list] == ix->cap[list]) {
         uint32_t ncap = ix->cap[list] ? ix->cap[list] * 2 : 8;
-        kcache__ix_item *ni = (kcache__ix_item *)KCACHE_REALLOC(ix->items[list], sizeof(kcache__ix_item) * ncap);
+        kcache__ix_item *ni = (kcache__ix_item *)kcache__mem_alloc(ix->mem, sizeof(kcache__ix_item) * ncap);
         if (!ni) return 0;
+        if (ix->n[list]) memcpy(ni, ix->items[list], sizeof(kcache__ix_item) * ix->n[list]);
+        kcache__mem_free(ix->mem, ix->items[list]);
         ix->items[list] = ni;
         ix->cap[list] = ncap;
     }
@@ -6677,13 +6689,14 @@ static kcache_status kcache__ix_read(kcache__store *st, const char *unit, kcache
     uint32_t *table = NULL;
     int fd;
     memset(ix, 0, sizeof *ix);
+    ix->mem = &st->mem;
     kcache__ix_name(unit, rel);
     if (!kcache__shard_trusted(st, rel)) return KCACHE_ECORRUPT;
     fd = kcache__open_in(st, rel, KCACHE__RD | KCACHE__NONBLOCK);
     if (fd < 0) return errno == ENOENT ? KCACHE_ENOENT : KCACHE_ECORRUPT;
     if (kcache__io_fstat(fd, &sb) != 0 || sb.kind != KCACHE__KIND_FILE || !kcache__trusted(st, &sb) || (size_t)sb.size < hlen ||
         (uint64_t)sb.size > KCACHE__IX_MAX ||
-        !(ix->file = (unsigned char *)KCACHE_MALLOC((size_t)sb.size))) {
+        !(ix->file = (unsigned char *)kcache__mem_alloc(&st->mem, (size_t)sb.size))) {
         kcache__io_close(fd);
         return KCACHE_ECORRUPT;
     }
@@ -6701,11 +6714,11 @@ static kcache_status kcache__ix_read(kcache__store *st, const char *unit, kcache
         goto bad;
     ix->compacted_len = (size_t)kcache__get_u64(ix->file + 16);
     cap = (have - hlen) / 60 + 1; /* a record is at least 60 bytes */
-    recs = (kcache__ix_item *)KCACHE_MALLOC(sizeof *recs * cap);
-    kinds = (unsigned char *)KCACHE_MALLOC(cap);
+    recs = (kcache__ix_item *)kcache__mem_alloc(&st->mem, sizeof *recs * cap);
+    kinds = (unsigned char *)kcache__mem_alloc(&st->mem, cap);
     for (i = 64; i < cap * 2; i <<= 1) {
     }
-    table = (uint32_t *)KCACHE_MALLOC(sizeof *table * i);
+    table = (uint32_t *)kcache__mem_alloc(&st->mem, sizeof *table * i);
     if (!recs || !kinds || !table) goto bad;
     memset(table, 0xff, sizeof *table * i);
     {
@@ -6737,14 +6750,14 @@ static kcache_status kcache__ix_read(kcache__store *st, const char *unit, kcache
             if (table[h] == i && !kcache__ix_push(ix, kinds[i], &recs[i])) goto bad;
         }
     }
-    KCACHE_FREE(recs);
-    KCACHE_FREE(kinds);
-    KCACHE_FREE(table);
+    kcache__mem_free(&st->mem, recs);
+    kcache__mem_free(&st->mem, kinds);
+    kcache__mem_free(&st->mem, table);
     return KCACHE_OK;
 bad:
-    KCACHE_FREE(recs);
-    KCACHE_FREE(kinds);
-    KCACHE_FREE(table);
+    kcache__mem_free(&st->mem, recs);
+    kcache__mem_free(&st->mem, kinds);
+    kcache__mem_free(&st->mem, table);
     kcache__ix_free(ix);
     return KCACHE_ECORRUPT;
 }
@@ -6775,7 +6788,7 @@ static kcache_status kcache__ix_write(kcache__store *st, const char *unit, const
     uint32_t i;
     for (l = 0; l < KCACHE__IX_LISTS; l++)
         for (i = 0; i < ix->n[l]; i++) len += 64 + ix->items[l][i].rec_len;
-    if (!(buf = (unsigned char *)KCACHE_MALLOC(len))) return KCACHE_ENOMEM;
+    if (!(buf = (unsigned char *)kcache__mem_alloc(&st->mem, len))) return KCACHE_ENOMEM;
     w.p = buf; w.len = 0; w.cap = len; w.overflow = 0;
     kcache__w_mem(&w, "KCINDEX", 8);
     kcache__w_u16(&w, KCACHE__IX_VERSION);
@@ -6787,16 +6800,16 @@ static kcache_status kcache__ix_write(kcache__store *st, const char *unit, const
     kcache__w_u64(&w, kcache_hash(buf, hlen - 8).lo);
     for (l = 0; l < KCACHE__IX_LISTS; l++)
         for (i = 0; i < ix->n[l]; i++) kcache__ix_encode(&w, l, &ix->items[l][i]);
-    if (w.overflow || w.len != len) { KCACHE_FREE(buf); return KCACHE_EIO; }
+    if (w.overflow || w.len != len) { kcache__mem_free(&st->mem, buf); return KCACHE_EIO; }
     if (kcache__shortfall(st, len)) { /* the filesystem's reserve: an index is worth less than the space */
         kcache__ev_note(ev, "index of unit \"%s\" not written: %s (the filesystem is at kcache's reserve)", unit, strerror(ENOSPC));
-        KCACHE_FREE(buf);
+        kcache__mem_free(&st->mem, buf);
         return KCACHE_ENOSPC;
     }
     kcache__ix_name(unit, rel);
     if (!kcache__shard_trusted(st, rel)) {
         kcache__ev_note(ev, "%s", st->shard_why);
-        KCACHE_FREE(buf);
+        kcache__mem_free(&st->mem, buf);
         return KCACHE_EUNSAFE;
     }
     memcpy(shard, rel, 4);
@@ -6809,11 +6822,11 @@ static kcache_status kcache__ix_write(kcache__store *st, const char *unit, const
     } while (fd < 0 && errno == EEXIST && st->temp_seq % 4 != 0);
     if (fd < 0) {
         kcache__ev_note(ev, "index of unit \"%s\" not written: cannot create a temp file (%s)", unit, strerror(errno));
-        KCACHE_FREE(buf);
+        kcache__mem_free(&st->mem, buf);
         return kcache__errno_status(errno);
     }
     s = kcache__write_all(fd, buf, len, NULL, 0);
-    KCACHE_FREE(buf);
+    kcache__mem_free(&st->mem, buf);
     if (kcache__io_close(fd) != 0 && s == KCACHE_OK) s = kcache__errno_status(errno);
     shardfd = s == KCACHE_OK ? kcache__shard_open(st, shard, ev ? ev->note : NULL, ev ? sizeof ev->note : 0) : -1;
     if (s == KCACHE_OK && shardfd < 0) s = KCACHE_EUNSAFE;
@@ -6868,23 +6881,23 @@ static void kcache__ix_log(kcache__store *st, const char *unit, int n, const int
             append = 1;
         else {
             /* sound when the header is ours and the last record's trailer checks out */
-            unsigned char *hb = (unsigned char *)KCACHE_MALLOC(hlen);
+            unsigned char *hb = (unsigned char *)kcache__mem_alloc(&st->mem, hlen);
             int sound = hb && kcache__io_pread(rfd, hb, hlen, 0) == (ptrdiff_t)hlen && memcmp(hb, "KCINDEX", 8) == 0 &&
                         kcache__get_u16(hb + 8) == KCACHE__IX_VERSION && kcache__get_u16(hb + 24) == strlen(unit) &&
                         memcmp(hb + 26, unit, strlen(unit)) == 0 && kcache__get_u64(hb + hlen - 8) == kcache_hash(hb, hlen - 8).lo;
             uint64_t compacted = sound ? kcache__get_u64(hb + 16) : 0;
-            KCACHE_FREE(hb);
+            kcache__mem_free(&st->mem, hb);
             /* appended to until it is twice its size after the last rewrite (64 KiB of slack) */
             if (sound && compacted <= (uint64_t)sb.size && (uint64_t)sb.size - compacted < compacted + 65536) {
                 if ((size_t)sb.size == hlen) append = 1;
                 else if (kcache__io_pread(rfd, tail, 12, sb.size - 12) == 12) {
                     uint32_t body = kcache__get_u32(tail + 8);
                     if (body >= 48 && (uint64_t)body + 16 + hlen <= (uint64_t)sb.size) {
-                        unsigned char *b = (unsigned char *)KCACHE_MALLOC(body);
+                        unsigned char *b = (unsigned char *)kcache__mem_alloc(&st->mem, body);
                         if (b && kcache__io_pread(rfd, b, body, sb.size - 12 - body) == (ptrdiff_t)body &&
                             kcache_hash(b, body).lo == kcache__get_u64(tail))
                             append = 1;
-                        KCACHE_FREE(b);
+                        kcache__mem_free(&st->mem, b);
                     }
                 }
                 st->ix_last.room = (uint64_t)(compacted + 65536) - ((uint64_t)sb.size - compacted);
@@ -6895,7 +6908,7 @@ static void kcache__ix_log(kcache__store *st, const char *unit, int n, const int
         unsigned char *buf;
         kcache__wbuf w;
         for (i = 0; i < (size_t)n; i++) len += 64 + items[i].rec_len;
-        buf = (unsigned char *)KCACHE_MALLOC(len);
+        buf = (unsigned char *)kcache__mem_alloc(&st->mem, len);
         if (buf) {
             w.p = buf; w.len = 0; w.cap = len; w.overflow = 0;
             for (i = 0; i < (size_t)n; i++) kcache__ix_encode(&w, kinds[i], &items[i]);
@@ -6906,7 +6919,7 @@ static void kcache__ix_log(kcache__store *st, const char *unit, int n, const int
                 st->ix_last.size = (uint64_t)sb.size + w.len;
                 st->ix_last.room = st->ix_last.room > w.len ? st->ix_last.room - w.len : 0;
             }
-            KCACHE_FREE(buf);
+            kcache__mem_free(&st->mem, buf);
         } else {
             append = 0;
         }
@@ -6922,7 +6935,7 @@ static void kcache__ix_log(kcache__store *st, const char *unit, int n, const int
         kcache__ix ix;
         st->ix_last.ino = 0;
         kcache_status r = kcache__ix_read(st, unit, &ix);
-        if (r != KCACHE_OK) memset(&ix, 0, sizeof ix); /* none, or damaged: start afresh */
+        if (r != KCACHE_OK) { memset(&ix, 0, sizeof ix); ix.mem = &st->mem; } /* none, or damaged: start afresh */
         for (i = 0; i < (size_t)n; i++) kcache__ix_apply(&ix, kinds[i], &items[i]);
         kcache__ix_reconcile(st, &ix);
         kcache__ix_write(st, unit, &ix);
@@ -7069,11 +7082,11 @@ static kcache_status kcache__store_put(kcache__store *st, const kcache_key *k, c
         return KCACHE_EUNSAFE;
     }
 #ifdef KCACHE_ZSTD
-    if (st->compress && (packed = kcache__zstd_pack(data, size, &stored_len)) != NULL) stored = packed;
+    if (st->compress && (packed = kcache__zstd_pack(&st->mem, data, size, &stored_len)) != NULL) stored = packed;
 #endif
     total = (uint64_t)hlen + stored_len;
-    if ((st->limit && total > st->limit) || !(hdr = (unsigned char *)KCACHE_MALLOC(hlen))) {
-        KCACHE_FREE(packed);
+    if ((st->limit && total > st->limit) || !(hdr = (unsigned char *)kcache__mem_alloc(&st->mem, hlen))) {
+        kcache__mem_free(&st->mem, packed);
         return st->limit && total > st->limit ? KCACHE_ETOOBIG : KCACHE_ENOMEM;
     }
     kcache__entry_header_into(hdr, hlen, rec_len, k, stored, stored_len, packed != NULL);
@@ -7086,7 +7099,7 @@ static kcache_status kcache__store_put(kcache__store *st, const kcache_key *k, c
     kcache__mutex_unlock(&st->mutex);
     for (attempt = 0;; attempt++) {
         s = kcache__store_room(st, total, token, &cmap, attempt > 0, ev);
-        if (s != KCACHE_OK) { KCACHE_FREE(hdr); KCACHE_FREE(packed); return s; }
+        if (s != KCACHE_OK) { kcache__mem_free(&st->mem, hdr); kcache__mem_free(&st->mem, packed); return s; }
         fd = kcache__io_openat(st->tmpfd, tmp + 4, KCACHE__WR | KCACHE__CREATE | KCACHE__EXCL | kcache__gmode(st));
         if (fd < 0) s = kcache__errno_status(errno);
         else {
@@ -7098,18 +7111,18 @@ static kcache_status kcache__store_put(kcache__store *st, const kcache_key *k, c
         if (s == KCACHE_OK) break;
         if (s != KCACHE_ENOSPC || attempt > 0) { /* a full disk gets one eviction and one more try */
             kcache__flight_release(cmap, token);
-            KCACHE_FREE(hdr);
-            KCACHE_FREE(packed);
+            kcache__mem_free(&st->mem, hdr);
+            kcache__mem_free(&st->mem, packed);
             return s;
         }
     }
-    KCACHE_FREE(packed);
+    kcache__mem_free(&st->mem, packed);
 
     kcache__entry_name(k->digest, rel);
     memcpy(shard, rel, 4);
     shard[4] = 0;
     s = kcache__store_lock(st);
-    if (s != KCACHE_OK) { kcache__flight_release(cmap, token); kcache__io_unlink(st->tmpfd, tmp + 4); KCACHE_FREE(hdr); return s; }
+    if (s != KCACHE_OK) { kcache__flight_release(cmap, token); kcache__io_unlink(st->tmpfd, tmp + 4); kcache__mem_free(&st->mem, hdr); return s; }
     s = kcache__store_begin(st, ev);
     if (s != KCACHE_OK) kcache__flight_release(cmap, token);
     if (s == KCACHE_OK) {
@@ -7144,7 +7157,7 @@ static kcache_status kcache__store_put(kcache__store *st, const kcache_key *k, c
     }
     kcache__store_unlock(st);
     if (s != KCACHE_OK) kcache__io_unlink(st->tmpfd, tmp + 4);
-    KCACHE_FREE(hdr);
+    kcache__mem_free(&st->mem, hdr);
     return s;
 }
 
@@ -7190,7 +7203,7 @@ static kcache_status kcache__store_remove(kcache__store *st, const kcache_key *k
             kcache__entry_name(k->digest, rel);
             had = kcache__unlink_entry(st, rel) == 0;
         }
-        if (reason != KCACHE_REASON_COUNT && !rec) rec = own = kcache__record_new(k, &rec_len);
+        if (reason != KCACHE_REASON_COUNT && !rec) rec = own = kcache__record_new(&st->mem, k, &rec_len);
         if (reason == KCACHE_REASON_STAMP) {
             kcache__ix ix;
             uint32_t i;
@@ -7215,7 +7228,7 @@ static kcache_status kcache__store_remove(kcache__store *st, const kcache_key *k
         kcache__store_end(st);
     }
     kcache__store_unlock(st);
-    KCACHE_FREE(own);
+    kcache__mem_free(&st->mem, own);
     return r != KCACHE_OK ? r : had ? KCACHE_OK : KCACHE_MISS;
 }
 
@@ -7224,13 +7237,13 @@ static void kcache__store_trace_miss(kcache__store *st, const kcache_key *k, kca
     size_t rec_len;
     unsigned char *rec;
     if (st->readonly) return;
-    rec = kcache__record_new(k, &rec_len);
+    rec = kcache__record_new(&st->mem, k, &rec_len);
     if (!rec) return;
     if (kcache__store_lock(st) == KCACHE_OK) {
         kcache__ix_update(st, k, rec, rec_len, 0, KCACHE__IX_MISSED, reason);
         kcache__store_unlock(st);
     }
-    KCACHE_FREE(rec);
+    kcache__mem_free(&st->mem, rec);
 }
 
 /* What reading an entry found. */
@@ -7238,7 +7251,8 @@ typedef struct kcache__read {
     kcache__blob *blob;        /* on a hit: the payload, one reference for the caller */
     kcache_reason reason;      /* on a miss */
     kcache_status status;      /* why a read failed: ENOENT (absent), ECORRUPT, EIO... */
-    unsigned char *rec;        /* with want_record, or for a stale entry: its key record (free it) */
+    unsigned char *rec;        /* with want_record, or for a stale entry: its key record (free it through mem) */
+    const kcache__mem *mem;    /* what rec came from: its store's (or remote's) allocator */
     size_t rec_len;
     uint64_t *slot;            /* the entry's use-table slot, when the read found one */
     int need;                  /* the key matches but for a dependency whose content it lacks (MATCH_NEED) */
@@ -7344,7 +7358,8 @@ static void kcache__entry_check(kcache__blob *b, size_t have, size_t fsize, cons
         if (h[m] != 0) goto bad; /* the padding is zero on disk: anything else is damage */
     m = kcache__record_match(h + KCACHE__ENTRY_FIXED, rlen, k, policy);
     if (want_record || m == KCACHE__MATCH_STAMP) {
-        out->rec = (unsigned char *)KCACHE_MALLOC(rlen ? rlen : 1);
+        out->rec = (unsigned char *)kcache__mem_alloc(b->al, rlen ? rlen : 1);
+        out->mem = b->al;
         if (out->rec) { memcpy(out->rec, h + KCACHE__ENTRY_FIXED, rlen); out->rec_len = rlen; }
     }
     if (m == KCACHE__MATCH_STAMP) { out->status = KCACHE_MISS; out->reason = KCACHE_REASON_STAMP; goto bad; }
@@ -7412,7 +7427,7 @@ static int kcache__temp_name(const char *name, unsigned long *pid) {
    kcache's own: regular files with the names its writers make, made by someone the store trusts;
    nothing else in tmp/ is touched (a directory kcache moved aside stays for the user). */
 static void kcache__store_sweep_temps(kcache__store *st) {
-    kcache__dir *dp = kcache__io_dir_open(st->dirfd, "tmp");
+    kcache__dir *dp = kcache__io_dir_open(&st->mem, st->dirfd, "tmp");
     const char *name;
     int fd;
     int64_t now = kcache__now_ns();
@@ -7513,23 +7528,23 @@ static const char *kcache__level_problem(const kcache__store *st, const kcache__
 #include <pwd.h>
 
 /* Whether this process is a member of group gid. */
-static int kcache__in_group(uint32_t gid) {
+static int kcache__in_group(const kcache__mem *m, uint32_t gid) {
     gid_t *g;
     int n, i, in = (uint32_t)getegid() == gid;
     if (in || (n = getgroups(0, NULL)) <= 0) return in;
-    if ((g = (gid_t *)KCACHE_MALLOC(sizeof *g * (size_t)n)) == NULL) return 0;
+    if ((g = (gid_t *)kcache__mem_alloc(m, sizeof *g * (size_t)n)) == NULL) return 0;
     n = getgroups(n, g);
     for (i = 0; i < n && !in; i++) in = (uint32_t)g[i] == gid;
-    KCACHE_FREE(g);
+    kcache__mem_free(m, g);
     return in;
 }
 /* A user private group: named as the caller, its primary group, no other member. Red Hat's umask
    002 makes such directories group-writable, and that gives no one else a way in. */
-static int kcache__group_private(uint32_t gid) {
+static int kcache__group_private(const kcache__mem *mem, uint32_t gid) {
     struct passwd pw, *pwp = NULL;
     struct group gr, *grp = NULL;
     size_t half = 8192;
-    char *buf = (char *)KCACHE_MALLOC(2 * half);
+    char *buf = (char *)kcache__mem_alloc(mem, 2 * half);
     int ok = 0;
     if (buf && getpwuid_r(geteuid(), &pw, buf, half, &pwp) == 0 && pwp && (uint32_t)pw.pw_gid == gid &&
         getgrgid_r((gid_t)gid, &gr, buf + half, half, &grp) == 0 && grp && strcmp(gr.gr_name, pw.pw_name) == 0) {
@@ -7537,20 +7552,20 @@ static int kcache__group_private(uint32_t gid) {
         ok = 1;
         for (m = gr.gr_mem; m && *m; m++) ok &= strcmp(*m, pw.pw_name) == 0;
     }
-    KCACHE_FREE(buf);
+    kcache__mem_free(mem, buf);
     return ok;
 }
 /* KCACHE_SHARED_GROUP: a group's name, or its number (1 to 9 digits). 0 when there is no such group. */
-static int kcache__group_id(const char *name, uint32_t *gid) {
+static int kcache__group_id(const kcache__mem *m, const char *name, uint32_t *gid) {
     struct group gr, *grp = NULL;
     char *buf;
     size_t digits = strspn(name, "0123456789");
     int ok;
     if (digits && digits <= 9 && name[digits] == 0) { *gid = (uint32_t)strtoul(name, NULL, 10); return 1; }
-    if ((buf = (char *)KCACHE_MALLOC(16384)) == NULL) return 0;
+    if ((buf = (char *)kcache__mem_alloc(m, 16384)) == NULL) return 0;
     ok = getgrnam_r(name, &gr, buf, 16384, &grp) == 0 && grp;
     if (ok) *gid = (uint32_t)gr.gr_gid;
-    KCACHE_FREE(buf);
+    kcache__mem_free(m, buf);
     return ok;
 }
 
@@ -7561,7 +7576,7 @@ static const char *kcache__ancestor_problem(const kcache__store *st, const kcach
     int sticky = (s->perm & 01000) != 0, ours = st->shared && s->gid == st->gid;
     if (s->uid != st->uid && s->uid != 0 && !ours) return "owned by another user";
     if ((s->perm & 002) && !sticky) return "writable by others and not sticky";
-    if ((s->perm & 020) && !sticky && !ours && !kcache__group_private(s->gid)) return "writable by its group and not sticky";
+    if ((s->perm & 020) && !sticky && !ours && !kcache__group_private(&st->mem, s->gid)) return "writable by its group and not sticky";
     return NULL;
 }
 
@@ -7574,7 +7589,7 @@ static const char *kcache__ancestor_problem(const kcache__store *st, const kcach
    that the caller (not root) reaches is marked read-only. */
 static int kcache__walk(kcache__store *st, const char *path, int create, kcache__finfo *top, char *why, size_t cap) {
     size_t rem_cap = 3 * 4096 + 8, pos = 0, link_end = 0, curlen = 0;
-    char *rem = (char *)KCACHE_MALLOC(rem_cap), *cur = (char *)KCACHE_MALLOC(4096), *target = (char *)KCACHE_MALLOC(4096);
+    char *rem = (char *)kcache__mem_alloc(&st->mem, rem_cap), *cur = (char *)kcache__mem_alloc(&st->mem, 4096), *target = (char *)kcache__mem_alloc(&st->mem, 4096);
     int fd = -1, links = 0, tries = 0, e = 0;
     kcache__finfo s;
     const char *bad;
@@ -7713,15 +7728,15 @@ static int kcache__walk(kcache__store *st, const char *path, int create, kcache_
         kcache__say(why, cap, "%s is the root directory; refusing the store%s", path, kcache__refusal_fix(fix, sizeof fix, path, NULL, "root directory", 0, st));
         goto fail;
     }
-    KCACHE_FREE(rem);
-    KCACHE_FREE(cur);
-    KCACHE_FREE(target);
+    kcache__mem_free(&st->mem, rem);
+    kcache__mem_free(&st->mem, cur);
+    kcache__mem_free(&st->mem, target);
     return fd;
 fail:
     if (fd >= 0) kcache__io_close(fd);
-    KCACHE_FREE(rem);
-    KCACHE_FREE(cur);
-    KCACHE_FREE(target);
+    kcache__mem_free(&st->mem, rem);
+    kcache__mem_free(&st->mem, cur);
+    kcache__mem_free(&st->mem, target);
     errno = e ? e : EIO;
     return -1;
 }
@@ -7730,7 +7745,7 @@ fail:
    %LocalAppData%, protects it); the path is created and opened, links inside refused as before. */
 static int kcache__walk(kcache__store *st, const char *path, int create, kcache__finfo *top, char *why, size_t cap) {
     size_t n = strlen(path), i;
-    char *buf = create && n > 0 && n < 4096 ? (char *)KCACHE_MALLOC(n + 1) : NULL; /* (not on the stack: small thread stacks) */
+    char *buf = create && n > 0 && n < 4096 ? (char *)kcache__mem_alloc(&st->mem, n + 1) : NULL; /* (not on the stack: small thread stacks) */
     int fd;
     (void)st;
     if (buf) {
@@ -7741,12 +7756,12 @@ static int kcache__walk(kcache__store *st, const char *path, int create, kcache_
                 buf[i] = 0;
                 if (kcache__io_mkdir_path(buf) != 0 && errno != EEXIST && errno != EACCES) {
                     kcache__say(why, cap, "cannot create %s: %s", buf, strerror(errno));
-                    KCACHE_FREE(buf);
+                    kcache__mem_free(&st->mem, buf);
                     return -1;
                 }
                 buf[i] = c;
             }
-        KCACHE_FREE(buf);
+        kcache__mem_free(&st->mem, buf);
     }
     fd = kcache__io_open(path, KCACHE__RD | KCACHE__DIRECTORY);
     if (fd < 0 || kcache__io_fstat(fd, top) != 0) {
@@ -7758,14 +7773,14 @@ static int kcache__walk(kcache__store *st, const char *path, int create, kcache_
     }
     return fd;
 }
-static int kcache__in_group(uint32_t gid) { (void)gid; return 0; }
-static int kcache__group_id(const char *name, uint32_t *gid) { (void)name; (void)gid; return 0; }
+static int kcache__in_group(const kcache__mem *m, uint32_t gid) { (void)m; (void)gid; return 0; }
+static int kcache__group_id(const kcache__mem *m, const char *name, uint32_t *gid) { (void)m; (void)name; (void)gid; return 0; }
 #endif
 
 /* The name of something in directory fd that the store does not trust (not the caller's, root's
    or a shared store's member's), or NULL when there is none; "?" when fd cannot be listed. */
 static const char *kcache__foreign_in(kcache__store *st, int fd, char *name, size_t cap) {
-    kcache__dir *dp = kcache__io_dir_open(fd, ".");
+    kcache__dir *dp = kcache__io_dir_open(&st->mem, fd, ".");
     const char *n, *found = NULL;
     if (!dp) return "?";
     while (!found && (n = kcache__io_dir_next(dp)) != NULL) {
@@ -7873,7 +7888,7 @@ static int kcache__shard_check(kcache__store *st, const char *rel, int which, in
         return 1;
     }
     /* loose: repaired when it is ours and nothing of anyone else's is in it, else refused */
-    if ((shown = (char *)KCACHE_MALLOC(4200 + sizeof st->shard_why)) == NULL) return 0; /* (not on the stack: small thread stacks) */
+    if ((shown = (char *)kcache__mem_alloc(&st->mem, 4200 + sizeof st->shard_why)) == NULL) return 0; /* (not on the stack: small thread stacks) */
     why = shown + 4200;
     kcache__mutex_lock(&st->shard_mutex);
     top[0] = rel[0];
@@ -7893,7 +7908,7 @@ static int kcache__shard_check(kcache__store *st, const char *rel, int which, in
     }
     if (tfd >= 0) kcache__io_close(tfd);
     kcache__mutex_unlock(&st->shard_mutex);
-    KCACHE_FREE(shown);
+    kcache__mem_free(&st->mem, shown);
     return ok;
 }
 
@@ -7902,7 +7917,7 @@ static int kcache__shard_check(kcache__store *st, const char *rel, int which, in
    refused, never "repaired". */
 static int kcache__store_proven(kcache__store *st, char *why, size_t cap) {
     static const char *const ours[] = {"config.file", "lock", "stats", "e", "i", "tmp"};
-    kcache__dir *dp = kcache__io_dir_open(st->dirfd, ".");
+    kcache__dir *dp = kcache__io_dir_open(&st->mem, st->dirfd, ".");
     const char *n;
     char other[256];
     unsigned char magic[8];
@@ -7998,12 +8013,12 @@ static kcache_status kcache__store_open(kcache__store **out, const char *dir, co
     memset(&s, 0, sizeof s);
     if (!(st = kcache__store_new(dir, cfg))) return KCACHE_ENOMEM;
     if (cfg->shared_group && cfg->shared_group[0]) {
-        if (!kcache__group_id(cfg->shared_group, &st->gid)) {
+        if (!kcache__group_id(&st->mem, cfg->shared_group, &st->gid)) {
             kcache__say(why, why_cap, "KCACHE_SHARED_GROUP=%s: no such group; refusing the store; to fix: name an existing group, or unset KCACHE_SHARED_GROUP", cfg->shared_group);
             kcache__store_close(st);
             return KCACHE_EUNSAFE;
         }
-        if (!kcache__in_group(st->gid)) {
+        if (!kcache__in_group(&st->mem, st->gid)) {
             kcache__say(why, why_cap, "KCACHE_SHARED_GROUP=%s: this process is not a member; refusing the store; to fix: join the group (and log in again), or unset KCACHE_SHARED_GROUP",
                         cfg->shared_group);
             kcache__store_close(st);
@@ -10533,22 +10548,22 @@ static void kcache__pub_say(const kcache__pub *p, const char *fmt, ...) {
 /* Creates a complete stats file under a temp name and links it into place (replace: renames it over
    a damaged one). 0, or an errno. */
 static int kcache__pub_create(kcache__store *st, int replace) {
-    unsigned char *hdr = (unsigned char *)KCACHE_MALLOC(KCACHE__PUB_HEADER); /* (not on the stack: small thread stacks) */
+    unsigned char *hdr = (unsigned char *)kcache__mem_alloc(&st->mem, KCACHE__PUB_HEADER); /* (not on the stack: small thread stacks) */
     char tmp[64];
     int fd, e = 0;
     if (!hdr) return ENOMEM;
-    if (kcache__shortfall(st, KCACHE__PUB_FILE_BYTES)) { KCACHE_FREE(hdr); return ENOSPC; } /* the filesystem's reserve */
+    if (kcache__shortfall(st, KCACHE__PUB_FILE_BYTES)) { kcache__mem_free(&st->mem, hdr); return ENOSPC; } /* the filesystem's reserve */
     snprintf(tmp, sizeof tmp, "%u-stats-%llx.tmp", (unsigned)kcache__pid(), (unsigned long long)kcache__now_ns());
     fd = kcache__io_openat(st->tmpfd, tmp, KCACHE__RW | KCACHE__CREATE | KCACHE__EXCL | kcache__gmode(st));
     if (fd < 0) {
         e = errno ? errno : EIO;
-        KCACHE_FREE(hdr);
+        kcache__mem_free(&st->mem, hdr);
         return e;
     }
     if (kcache__io_chmod(fd, kcache__file_mode(st)) != 0) e = errno ? errno : EIO; /* not the umask's */
     kcache__pub_header(hdr);
     if (kcache__io_pwrite(fd, hdr, KCACHE__PUB_HEADER, 0) != (ptrdiff_t)KCACHE__PUB_HEADER) e = errno ? errno : EIO;
-    KCACHE_FREE(hdr);
+    kcache__mem_free(&st->mem, hdr);
     /* every block allocated now: a page first touched through the mapping on a full disk would be
        SIGBUS, not an error */
     if (!e) e = kcache__io_allocate(fd, (uint64_t)KCACHE__PUB_FILE_BYTES);
@@ -11573,7 +11588,7 @@ static kcache *kcache__reopen(const kcache *kc) {
         size_t n = 0, at = 0;
         int i;
         for (i = 0; i < kc->nlayers; i++) n += strlen(kc->layers[i]->dir) + 1;
-        if ((layers = (char *)KCACHE_MALLOC(n)) == NULL) return NULL;
+        if ((layers = (char *)kcache__mem_alloc(&kc->mem, n)) == NULL) return NULL;
         for (i = 0; i < kc->nlayers; i++) {
             size_t l = strlen(kc->layers[i]->dir);
             memcpy(layers + at, kc->layers[i]->dir, l);
@@ -11583,7 +11598,7 @@ static kcache *kcache__reopen(const kcache *kc) {
         cfg.layers = layers;
     }
     if (kcache_open(&f, &cfg) != KCACHE_OK) f = NULL;
-    KCACHE_FREE(layers);
+    kcache__mem_free(&kc->mem, layers);
     if (!f) return NULL;
     if (!kc->store) {
         memcpy(f->store_why, kc->store_why, sizeof f->store_why);
@@ -11861,7 +11876,7 @@ static int kcache__unit_in_memory(const kcache *kc, const kcache_key *k) {
 /* snprintf-style appender: len counts the whole text, p holds what fits (NUL-terminated, cut at a
    whole character). Everything appended is escaped as kcache__log escapes a line (kcache_explain
    shows unit names, file names and layer paths). */
-typedef struct kcache__sb { char *p; size_t cap, len; } kcache__sb;
+typedef struct kcache__sb { char *p; size_t cap, len; const kcache__mem *mem; /* its kcache's allocator */ } kcache__sb;
 static void kcache__sb_add(kcache__sb *b, const char *fmt, ...) {
     char small[512], *raw = small;
     const unsigned char *r;
@@ -11871,7 +11886,7 @@ static void kcache__sb_add(kcache__sb *b, const char *fmt, ...) {
     va_start(ap, fmt);
     va_copy(again, ap);
     n = vsnprintf(small, sizeof small, fmt, ap);
-    if (n >= (int)sizeof small && (raw = (char *)KCACHE_MALLOC((size_t)n + 1)) != NULL) vsnprintf(raw, (size_t)n + 1, fmt, again);
+    if (n >= (int)sizeof small && (raw = (char *)kcache__mem_alloc(b->mem, (size_t)n + 1)) != NULL) vsnprintf(raw, (size_t)n + 1, fmt, again);
     else if (!raw) { raw = small; n = (int)sizeof small - 1; }
     va_end(again);
     va_end(ap);
@@ -11888,7 +11903,7 @@ static void kcache__sb_add(kcache__sb *b, const char *fmt, ...) {
         b->len += l;
         i += used;
     }
-    if (raw != small) KCACHE_FREE(raw);
+    if (raw != small) kcache__mem_free(b->mem, raw);
 }
 
 static void kcache__sb_time(kcache__sb *b, int64_t ns) {
@@ -11977,7 +11992,7 @@ static void kcache__keep_closest(kcache_key *best, int *best_eq, kcache_key *can
 /* Writes into b how k differs from the closest of an index's live overloads (nothing when none of
    their records parses). The two keys compared live on the heap (about 4 KiB each: small stacks). */
 static void kcache__sb_closest(kcache__sb *b, const kcache__ix *ix, const kcache_key *k) {
-    kcache_key *best = kcache__key_alloc(NULL), *cand = kcache__key_alloc(NULL);
+    kcache_key *best = kcache__key_alloc(b->mem), *cand = kcache__key_alloc(b->mem);
     int best_eq = -1;
     uint32_t i;
     for (i = 0; best && cand && i < ix->n[KCACHE__IX_LIVE]; i++) {
@@ -11985,8 +12000,8 @@ static void kcache__sb_closest(kcache__sb *b, const kcache__ix *ix, const kcache
         if (eq >= 0) kcache__keep_closest(best, &best_eq, cand, eq);
     }
     if (best_eq >= 0) { kcache__sb_diff(b, best, k); kcache_key_free(best); }
-    KCACHE_FREE(best); /* (cand was freed or moved into best by the last keep_closest) */
-    KCACHE_FREE(cand);
+    kcache__mem_free(b->mem, best); /* (cand was freed or moved into best by the last keep_closest) */
+    kcache__mem_free(b->mem, cand);
 }
 
 /* Why a key whose entry is not in the store misses, from its unit's index (no lock); with b, says
@@ -12178,7 +12193,7 @@ static int kcache__layer_known(const kcache *kc, int fd) {
 static void kcache__layers_open(kcache *kc, const char *spec) {
     char *path, why[400];
     if (!spec || !*spec) return;
-    if ((path = (char *)KCACHE_MALLOC(KCACHE__LAYER_PATH_MAX)) == NULL) { /* (not on the stack: small thread stacks) */
+    if ((path = (char *)kcache__mem_alloc(&kc->mem, KCACHE__LAYER_PATH_MAX)) == NULL) { /* (not on the stack: small thread stacks) */
         strcpy(why, "out of memory");
         kcache__layer_refused(kc, spec, why);
         return;
@@ -12218,7 +12233,7 @@ static void kcache__layers_open(kcache *kc, const char *spec) {
         if (!kcache__is_dir_nofollow(ly->dirfd, "e")) KCACHE__DEBUG(kc, "layer %s (read-only) holds no entries (no e/)", path);
         else KCACHE__DEBUG(kc, "layer %s (read-only)", path);
     }
-    KCACHE_FREE(path);
+    kcache__mem_free(&kc->mem, path);
 }
 #else /* KCACHE_NO_LAYERS: kc->nlayers stays 0; layers asked for are said to be compiled out */
 static void kcache__layers_open(kcache *kc, const char *spec) {
@@ -12328,7 +12343,7 @@ static kcache_status kcache__layers_get(kcache *kc, const kcache_key *k, uint64_
         kcache__store *ly = kc->layers[i];
         kcache__read rd;
         kcache__store_read(ly, k, kc->cfg.stamp, 0, &rd);
-        KCACHE_FREE(rd.rec);
+        kcache__mem_free(rd.mem, rd.rec);
         if (rd.status == KCACHE_OK) return kcache__lower_hit(kc, k, gen, rd.blob, 1, ly->dir, data, size);
         if (rd.status == KCACHE_ENOENT) continue;
         if (rd.reason == KCACHE_REASON_STAMP) {
@@ -12378,7 +12393,7 @@ static kcache_status kcache__lower_get(kcache *kc, const kcache_key *k, uint64_t
         memset(&ev, 0, sizeof ev);
         kcache__remote_get(kc->remote, rk, kc->cfg.stamp, 0, 0, &rd, &where, &ev);
         kcache__remote_stats(kc, &ev);
-        KCACHE_FREE(rd.rec);
+        kcache__mem_free(rd.mem, rd.rec);
         if (rd.status == KCACHE_OK) s = kcache__lower_hit(kc, rk, gen, rd.blob, 0, where, data, size);
     }
     kcache__key_drop(&kc->mem, copy);
@@ -12396,6 +12411,7 @@ static int kcache__lower_explain(kcache *kc, const kcache_key *k, kcache__sb *b)
     kcache_key *stored;
     kcache__store *bad = NULL;
     unsigned char *bad_rec = NULL;
+    const kcache__mem *bad_mem = NULL; /* what bad_rec came from */
     size_t bad_len = 0;
     int said = 1, i;
     for (i = 0; i < KCACHE__NLAYERS(kc); i++) {
@@ -12403,15 +12419,15 @@ static int kcache__lower_explain(kcache *kc, const kcache_key *k, kcache__sb *b)
         if (rd.status == KCACHE_OK) {
             kcache__sb_add(b, "hit: layer %s (unit \"%s\", %zu bytes)", kc->layers[i]->dir, k->unit, rd.blob->size);
             kcache__blob_unref(rd.blob);
-            KCACHE_FREE(rd.rec);
-            KCACHE_FREE(bad_rec);
+            kcache__mem_free(rd.mem, rd.rec);
+            kcache__mem_free(bad_mem, bad_rec);
             return 1;
         }
         if (!bad && (rd.reason == KCACHE_REASON_STAMP || rd.status == KCACHE_ECORRUPT)) {
             bad = kc->layers[i];
-            if (rd.reason == KCACHE_REASON_STAMP) { bad_rec = rd.rec; bad_len = rd.rec_len; rd.rec = NULL; }
+            if (rd.reason == KCACHE_REASON_STAMP) { bad_rec = rd.rec; bad_mem = rd.mem; bad_len = rd.rec_len; rd.rec = NULL; }
         }
-        KCACHE_FREE(rd.rec);
+        kcache__mem_free(rd.mem, rd.rec);
     }
     if (KCACHE__REMOTE(kc)) { /* a peek: counted nowhere, the breaker as it was (ev stays empty) */
         memset(&ev, 0, sizeof ev);
@@ -12422,8 +12438,8 @@ static int kcache__lower_explain(kcache *kc, const kcache_key *k, kcache__sb *b)
                            k->unit, where, kc->remote->ro ? "skips it (KCACHE_REMOTE_MODE=ro)" : "deletes it");
         else said = 0;
         if (rd.blob) kcache__blob_unref(rd.blob);
-        KCACHE_FREE(rd.rec);
-        if (said) { KCACHE_FREE(bad_rec); return 1; }
+        kcache__mem_free(rd.mem, rd.rec);
+        if (said) { kcache__mem_free(bad_mem, bad_rec); return 1; }
     }
     if (!bad) return 0;
     stored = bad_rec ? kcache__key_alloc(&kc->mem) : NULL; /* (on the heap: small stacks) */
@@ -12438,7 +12454,7 @@ static int kcache__lower_explain(kcache *kc, const kcache_key *k, kcache__sb *b)
                        kcache__reason_text[KCACHE_REASON_REJECTED], k->unit, bad->dir);
     }
     kcache__key_drop(&kc->mem, stored);
-    KCACHE_FREE(bad_rec);
+    kcache__mem_free(bad_mem, bad_rec);
     return 1;
 }
 
@@ -12488,8 +12504,8 @@ static void kcache__remote_note(const kcache *kc, kcache__sb *b) {
    then (files of KCACHE__STAMP_STORE_MIN or more) from the store, where an entry of unit
    "kcache.stamp" keeps it under the file's path and full stat, else by reading the file, after
    which both remember it. KCACHE_STAMP=content reads the file every time. */
-static kcache_key *kcache__stamp_key(const kcache__finfo *fi, kcache_hash128 path_digest) {
-    kcache_key *sk = (kcache_key *)KCACHE_MALLOC(sizeof *sk); /* on the heap: calls fit small stacks */
+static kcache_key *kcache__stamp_key(const kcache__mem *m, const kcache__finfo *fi, kcache_hash128 path_digest) {
+    kcache_key *sk = (kcache_key *)kcache__mem_alloc(m, sizeof *sk); /* on the heap: calls fit small stacks */
     if (!sk) return NULL;
     kcache_key_init(sk, "kcache.stamp");
     kcache_key_u64(sk, "path.lo", path_digest.lo);
@@ -12502,7 +12518,7 @@ static kcache_key *kcache__stamp_key(const kcache__finfo *fi, kcache_hash128 pat
     return sk;
 }
 static int kcache__stamp_load(kcache *kc, const kcache__finfo *fi, kcache_hash128 path_digest, kcache_hash128 *content) {
-    kcache_key *sk = kcache__stamp_key(fi, path_digest);
+    kcache_key *sk = kcache__stamp_key(&kc->mem, fi, path_digest);
     kcache__read rd;
     int ok = 0;
     if (!sk) return 0;
@@ -12513,12 +12529,12 @@ static int kcache__stamp_load(kcache *kc, const kcache__finfo *fi, kcache_hash12
         ok = 1;
     }
     kcache__blob_unref(rd.blob);
-    KCACHE_FREE(rd.rec);
-    kcache__key_drop(NULL, sk);
+    kcache__mem_free(rd.mem, rd.rec);
+    kcache__key_drop(&kc->mem, sk);
     return ok;
 }
 static void kcache__stamp_save(kcache *kc, const kcache__finfo *fi, kcache_hash128 path_digest, kcache_hash128 content) {
-    kcache_key *sk = kcache__stamp_key(fi, path_digest);
+    kcache_key *sk = kcache__stamp_key(&kc->mem, fi, path_digest);
     unsigned char v[16];
     kcache__store_ev ev;
     if (!sk) return;
@@ -12526,7 +12542,7 @@ static void kcache__stamp_save(kcache *kc, const kcache__finfo *fi, kcache_hash1
     kcache__put_u64(v + 8, content.hi);
     memset(&ev, 0, sizeof ev);
     kcache__store_stats(kc, &ev, kcache__store_put(kc->store, sk, v, sizeof v, &ev));
-    kcache__key_drop(NULL, sk);
+    kcache__key_drop(&kc->mem, sk);
 }
 
 /* Fills a file field's content (kf: its path and the stat kcache_key_file took). A file read now
@@ -12767,7 +12783,7 @@ static kcache_status kcache__get_once(kcache *kc, const kcache_key *k, const voi
                 kcache__mutex_unlock(&kc->lock);
                 if (rd.status == KCACHE_EUNSAFE) KCACHE__DEBUG(kc, "miss %s: %s", k->unit, kc->store->shard_why);
             }
-            KCACHE_FREE(rd.rec);
+            kcache__mem_free(rd.mem, rd.rec);
         }
     }
     if ((KCACHE__NLAYERS(kc) || KCACHE__REMOTE(kc)) && ask && reason != KCACHE_REASON_FIELD &&
@@ -13071,7 +13087,7 @@ static kcache_status kcache__tidy(kcache *kc, int what, uint64_t arg, const char
     if ((s = kcache__store_begin(st, &ev)) == KCACHE_OK) {
         uint64_t now = (uint64_t)kcache__now_ns(), j, left;
         uint64_t cutoff = arg > now / 1000000000u ? 0 : now - arg * 1000000000u;
-        p = (kcache__tidy_pick *)KCACHE_MALLOC((size_t)(st->nslots ? st->nslots : 1) * sizeof *p);
+        p = (kcache__tidy_pick *)kcache__mem_alloc(&st->mem, (size_t)(st->nslots ? st->nslots : 1) * sizeof *p);
         if (!p) s = KCACHE_ENOMEM;
         for (j = 0; p && j < st->nslots; j++) {
             const uint64_t *sl = kcache__slot(st, j);
@@ -13122,7 +13138,7 @@ static kcache_status kcache__tidy(kcache *kc, int what, uint64_t arg, const char
         KCACHE__DEBUG(kc, "tidy %s: removed %llu entries (%llu bytes)", st->dir, (unsigned long long)sum.entries,
                       (unsigned long long)sum.bytes);
     }
-    KCACHE_FREE(p);
+    kcache__mem_free(&st->mem, p);
     if (done) *done = sum;
     return s;
 }
@@ -13224,6 +13240,7 @@ static size_t kcache__explain(kcache *kc, const kcache_key *k, char *buf, size_t
     uint32_t overloads = 0;
     int cold = 0;
     b.p = buf;
+    b.mem = kc ? &kc->mem : NULL;
     b.cap = buf ? cap : 0;
     b.len = 0;
     if (buf && cap) buf[0] = 0;
@@ -13276,7 +13293,7 @@ static size_t kcache__explain(kcache *kc, const kcache_key *k, char *buf, size_t
                            kcache_strerror(rd.status));
         }
         if (rd.status != KCACHE_ENOENT && b.len == 0) kcache__sb_add(&b, "miss: %s", kcache__reason_text[rd.reason]);
-        KCACHE_FREE(rd.rec);
+        kcache__mem_free(rd.mem, rd.rec);
         if (rd.status == KCACHE_ENOENT && !kcache__lower_explain(kc, k, &b)) {
             if (kcache__ix_classify(kc, k, &when, &b) == KCACHE_REASON_COLD) kcache__layers_closest(kc, k, &b);
             kcache__layers_note(kc, &b);
@@ -13782,11 +13799,11 @@ KCACHE_API kcache_status kcache_get_or_build_many(kcache *kc, kcache_job *jobs, 
     if (nmiss && h && i == n) {
         /* the distinct keys missing, in the caller's order: every process goes through them alike, so
            they meet on the first ones and spread over the next */
-        ord = (kcache__batch_ord *)KCACHE_MALLOC(nmiss * sizeof *ord);
-        lead = (size_t *)KCACHE_MALLOC(n * sizeof *lead);
-        bt.todo = (size_t *)KCACHE_MALLOC(nmiss * sizeof *bt.todo);
-        bt.state = (unsigned char *)KCACHE_MALLOC(nmiss);
-        bt.busy_since = (int64_t *)KCACHE_MALLOC(nmiss * sizeof *bt.busy_since);
+        ord = (kcache__batch_ord *)kcache__mem_alloc(&h->mem, nmiss * sizeof *ord);
+        lead = (size_t *)kcache__mem_alloc(&h->mem, n * sizeof *lead);
+        bt.todo = (size_t *)kcache__mem_alloc(&h->mem, nmiss * sizeof *bt.todo);
+        bt.state = (unsigned char *)kcache__mem_alloc(&h->mem, nmiss);
+        bt.busy_since = (int64_t *)kcache__mem_alloc(&h->mem, nmiss * sizeof *bt.busy_since);
     }
     if (bt.busy_since && ord && lead && bt.todo && bt.state) {
         size_t m = 0;
@@ -13814,7 +13831,7 @@ KCACHE_API kcache_status kcache_get_or_build_many(kcache *kc, kcache_job *jobs, 
         kcache__cond_init(&bt.c);
         nth = threads > 1 ? threads - 1 : 0; /* the caller is a worker too */
         if (nth > bt.ntodo - 1) nth = bt.ntodo - 1;
-        if (nth) th = (kcache__thread *)KCACHE_MALLOC(nth * sizeof *th);
+        if (nth) th = (kcache__thread *)kcache__mem_alloc(&h->mem, nth * sizeof *th);
         if (!th) nth = 0;
         KCACHE__DEBUG(h, "build many: %zu jobs, %zu hits, %zu keys to build on %zu thread(s)", n, n - nmiss, bt.ntodo, nth + 1);
         for (started = 0; started < nth && kcache__thread_start(&th[started], kcache__batch_worker, &bt); started++) {
@@ -13837,12 +13854,14 @@ KCACHE_API kcache_status kcache_get_or_build_many(kcache *kc, kcache_job *jobs, 
                 }
             }
     }
-    KCACHE_FREE(th);
-    KCACHE_FREE(ord);
-    KCACHE_FREE(lead);
-    KCACHE_FREE(bt.todo);
-    KCACHE_FREE(bt.state);
-    KCACHE_FREE(bt.busy_since);
+    if (h) { /* (all NULL without h; h is the kcache they came from) */
+        kcache__mem_free(&h->mem, th);
+        kcache__mem_free(&h->mem, ord);
+        kcache__mem_free(&h->mem, lead);
+        kcache__mem_free(&h->mem, bt.todo);
+        kcache__mem_free(&h->mem, bt.state);
+        kcache__mem_free(&h->mem, bt.busy_since);
+    }
 #if KCACHE_CHECKS
     { /* what the batch handed out so far, for kcache_release's check (kcache_get_or_build below
          registers its own); this process's handle: a build may have forked */

@@ -13,11 +13,15 @@ void *realloc(void *p, size_t n);
 void free(void *p);
 static int kt_macro_counting;
 static long kt_macro_allocs;
-static void *kt_macro_malloc(size_t n) { kt_macro_allocs += kt_macro_counting; return malloc(n); }
-void *kt_macro_realloc(void *p, size_t n); /* (not static: the core build may not use it) */
-void *kt_macro_realloc(void *p, size_t n) { kt_macro_allocs += kt_macro_counting; return realloc(p, n); }
-#define KCACHE_MALLOC(n) kt_macro_malloc(n)
-#define KCACHE_REALLOC(p, n) kt_macro_realloc(p, n)
+static int kt_macro_line; /* kcache.h's line of the first one counted: what the message names */
+static void kt_macro_count(int line) {
+    if (kt_macro_counting && kt_macro_allocs++ == 0) kt_macro_line = line;
+}
+static void *kt_macro_malloc(size_t n, int line) { kt_macro_count(line); return malloc(n); }
+void *kt_macro_realloc(void *p, size_t n, int line); /* (not static: the core build may not use it) */
+void *kt_macro_realloc(void *p, size_t n, int line) { kt_macro_count(line); return realloc(p, n); }
+#define KCACHE_MALLOC(n) kt_macro_malloc(n, __LINE__)
+#define KCACHE_REALLOC(p, n) kt_macro_realloc(p, n, __LINE__)
 #define KCACHE_FREE(p) free(p)
 #define KCACHE_IMPLEMENTATION
 #include "kcache.h"
@@ -1255,12 +1259,92 @@ static void test_allocator_memory_only(void)
     KT_CHECK(kcache_explain(kc, &k, why, sizeof why) > 0);
     kcache_close(kc);
     kt_macro_counting = 0;
-    KT_CHECK_MSG(kt_macro_allocs == 0, "%ld allocations through KCACHE_MALLOC with alloc_fn set", kt_macro_allocs);
+    KT_CHECK_MSG(kt_macro_allocs == 0, "%ld allocations through KCACHE_MALLOC with alloc_fn set (the first at kcache.h:%d)",
+                 kt_macro_allocs, kt_macro_line);
     KT_CHECK_MSG(al_allocs > 3 && al_live == 0, "%ld allocations through alloc_fn, %ld not freed", al_allocs, al_live);
     kcache_key_free(&k);
     kcache_key_free(&kf);
     kcache_key_free(&kb);
     unlink(path);
+}
+
+/* The same on a store: once a kcache is open, its calls (memory and disk hits, explain reading
+   the index files, remove, get_or_build, verify) allocate only through alloc_fn. Counting pauses
+   over open and close, and a first build warms up: opening a store joins the process-wide registry
+   (its lock file and that file's list of build claims, the stamps), which outlives any one kcache
+   and so stays on KCACHE_MALLOC. */
+static void test_allocator_store(void)
+{
+    char dir[] = "/tmp/kcache-test-lru-al-XXXXXX", cmd[64], why[2048];
+    kcache_config cfg;
+    kcache *kc;
+    kcache_key k, k2, kb, kw;
+    const void *p;
+    size_t n;
+    long before = al_allocs;
+    if (!mkdtemp(dir)) { KT_FAILF("mkdtemp"); return; }
+    kcache_key_init(&k, "al");   /* the caller's keys, before counting */
+    kcache_key_str(&k, "src", "x");
+    kcache_key_u64(&k, "opt", 2);
+    kcache_key_host(&k);
+    kcache_key_init(&k2, "al"); /* k with one field changed: explain reads the index to name it */
+    kcache_key_str(&k2, "src", "x");
+    kcache_key_u64(&k2, "opt", 3);
+    kcache_key_host(&k2);
+    kcache_key_init(&kb, "al");
+    kcache_key_str(&kb, "src", "built");
+    kcache_key_init(&kw, "al");
+    kcache_key_str(&kw, "src", "warm");
+    kcache_config_defaults(&cfg);
+    cfg.dir = dir;
+    cfg.alloc_fn = al_alloc;
+    cfg.free_fn = al_free;
+    kt_macro_allocs = 0;
+    KT_CHECK(kcache_open(&kc, &cfg) == KCACHE_OK);
+    if (!kc) return;
+    KT_CHECK(kcache_get_or_build(kc, &kw, al_build, NULL, &p, &n) == KCACHE_OK); /* the registry's claim list */
+    if (n == 10) kcache_release(kc, p);
+    kt_macro_counting = 1;
+    KT_CHECK(kcache_get(kc, &k, &p, &n) == KCACHE_MISS);
+    KT_CHECK(kcache_put(kc, &k, "bin", 3) == KCACHE_OK);
+    KT_CHECK(kcache_get(kc, &k, &p, &n) == KCACHE_OK && n == 3); /* from memory */
+    if (n == 3) kcache_release(kc, p);
+    KT_CHECK(kcache_explain(kc, &k, why, sizeof why) > 0);
+    KT_CHECK(kcache_get_or_build(kc, &kb, al_build, NULL, &p, &n) == KCACHE_OK && n == 10);
+    if (n == 10) kcache_release(kc, p);
+    kt_macro_counting = 0;
+    kcache_close(kc);
+    KT_CHECK(kcache_open(&kc, &cfg) == KCACHE_OK);
+    if (kc) {
+        KT_CHECK(kcache_get_or_build(kc, &kw, al_build, NULL, &p, &n) == KCACHE_OK);
+        if (n == 10) kcache_release(kc, p);
+        kt_macro_counting = 1;
+        KT_CHECK(kcache_get(kc, &k, &p, &n) == KCACHE_OK && n == 3); /* from disk */
+        if (n == 3) kcache_release(kc, p);
+        KT_CHECK(kcache_get_or_build(kc, &kb, al_build, NULL, &p, &n) == KCACHE_OK && n == 10);
+        if (n == 10) kcache_release(kc, p);
+        KT_CHECK(kcache_get(kc, &k2, &p, &n) == KCACHE_MISS);
+        KT_CHECK(kcache_explain(kc, &k2, why, sizeof why) > 0);
+#ifndef KCACHE_NO_EXPLAIN
+        KT_CHECK_MSG(strstr(why, "opt") != NULL, "explain names the field that differs: %s", why);
+#endif
+        KT_CHECK(kcache_verify(kc, 0) == KCACHE_OK);
+        KT_CHECK(kcache_verify(kc, 1) == KCACHE_OK);
+        KT_CHECK(kcache_remove(kc, &k) == KCACHE_OK);
+        KT_CHECK(kcache_get(kc, &k, &p, &n) == KCACHE_MISS);
+        KT_CHECK(kcache_explain(kc, &k, why, sizeof why) > 0);
+        kt_macro_counting = 0;
+        kcache_close(kc);
+    }
+    KT_CHECK_MSG(kt_macro_allocs == 0, "%ld allocations through KCACHE_MALLOC with alloc_fn set (the first at kcache.h:%d)",
+                 kt_macro_allocs, kt_macro_line);
+    KT_CHECK_MSG(al_allocs > before + 3 && al_live == 0, "%ld allocations through alloc_fn, %ld not freed", al_allocs - before, al_live);
+    kcache_key_free(&k);
+    kcache_key_free(&k2);
+    kcache_key_free(&kb);
+    kcache_key_free(&kw);
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    KT_CHECK(system(cmd) == 0);
 }
 
 /* ---- a part compiled out (KCACHE_NO_REMOTE, _LAYERS, _PUB, _EXPLAIN) whose setting is set: the
@@ -1381,6 +1465,7 @@ int main(void)
     KT_RUN(test_stamp_memory);
     KT_RUN(test_names);
     KT_RUN(test_allocator_memory_only);
+    KT_RUN(test_allocator_store);
 #if defined(KCACHE_NO_REMOTE) || defined(KCACHE_NO_LAYERS) || defined(KCACHE_NO_PUB) || defined(KCACHE_NO_EXPLAIN)
     KT_RUN(test_compiled_out);
 #else
