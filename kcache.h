@@ -13373,6 +13373,20 @@ static int kcache__claim(kcache *kc, kcache_hash128 d, int *waited) {
 }
 static void kcache__unclaim(kcache *kc, kcache_hash128 d) { kcache__lockfile_unclaim(kc->store->lf, kcache__claim_offset(d)); }
 
+/* A new flight for digest, this thread its builder, linked into kc's list (lock held); NULL when out
+   of memory. */
+static kcache__flight *kcache__flight_new(kcache *kc, kcache_hash128 digest) {
+    kcache__flight *f = (kcache__flight *)kcache__mem_alloc(&kc->mem, sizeof *f);
+    if (!f) return NULL;
+    memset(f, 0, sizeof *f);
+    f->digest = digest;
+    f->refs = 1;
+    kcache__cond_init(&f->cond);
+    f->next = kc->flights;
+    kc->flights = f;
+    return f;
+}
+
 static void kcache__flight_leave(kcache *kc, kcache__flight *f) { /* lock held */
     if (--f->refs == 0) {
         kcache__cond_destroy(&f->cond);
@@ -13497,15 +13511,9 @@ static kcache_status kcache__get_or_build(kcache *kc, const kcache_key *k, kcach
             if (!waited_out) continue;
             break; /* waited long enough: build here */
         }
-        f = (kcache__flight *)kcache__mem_alloc(&kc->mem, sizeof *f);
-        if (!f) { kcache__mutex_unlock(&kc->lock); break; }
-        memset(f, 0, sizeof *f);
-        f->digest = k->digest;
-        f->refs = 1;
-        kcache__cond_init(&f->cond);
-        f->next = kc->flights;
-        kc->flights = f;
+        f = kcache__flight_new(kc, k->digest);
         kcache__mutex_unlock(&kc->lock);
+        if (!f) break;
 
         /* Built by a thread or process that finished between the miss and the flight? A thread of
            this process put it into memory, a process on this store into the store: both local. (A
@@ -13624,14 +13632,7 @@ static kcache_status kcache__try_build(kcache *kc, const kcache_key *k, kcache_b
             kcache__mutex_unlock(&kc->lock);
             return forked ? KCACHE__FORKED : KCACHE_EEXIST;
         }
-        if ((f = (kcache__flight *)kcache__mem_alloc(&kc->mem, sizeof *f)) != NULL) {
-            memset(f, 0, sizeof *f);
-            f->digest = k->digest;
-            f->refs = 1;
-            kcache__cond_init(&f->cond);
-            f->next = kc->flights;
-            kc->flights = f;
-        }
+        f = kcache__flight_new(kc, k->digest);
         kcache__mutex_unlock(&kc->lock);
     }
     if (f) {
