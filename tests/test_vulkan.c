@@ -79,6 +79,13 @@ static void caller_key(kcache_key *k, uint32_t add) {
     kcache_key_u64(k, "spec.add", add);
 }
 
+/* What create makes in this test: the shader with ADD = add, on the test's device. */
+static void pipe_for(vkc_pipe *p, uint32_t add) {
+    memset(p, 0, sizeof *p);
+    p->vk = &g_vk;
+    p->add = add;
+}
+
 static uint64_t hits(kcache *kc) {
     kcache_stats st;
     kcache_get_stats(kc, &st);
@@ -98,9 +105,7 @@ static void cold_then_hit_results_right(void) {
     KT_CHECK(kc != NULL);
     if (!kc) return;
     caller_key(&k, 3);
-    memset(&p, 0, sizeof p);
-    p.vk = &g_vk;
-    p.add = 3;
+    pipe_for(&p, 3);
     KT_CHECK(kcache_vk_pipeline(kc, g_vk.pd, g_vk.dev, &k, vkc_create, &p, &pipe) == VK_SUCCESS);
     KT_CHECK(pipe != VK_NULL_HANDLE);
     KT_CHECK_EQ_U64(p.calls, 1);
@@ -165,9 +170,7 @@ static void key_per_device_explain_remove(void) {
     fresh_store();
     kc = open_cache();
     if (!kc) { KT_FAILF("open"); return; }
-    memset(&p, 0, sizeof p);
-    p.vk = &g_vk;
-    p.add = 5;
+    pipe_for(&p, 5);
     caller_key(&k, 5);
     KT_CHECK(kcache_vk_pipeline(kc, g_vk.pd, g_vk.dev, &k, vkc_create, &p, &pipe) == VK_SUCCESS);
     vkDestroyPipeline(g_vk.dev, pipe, NULL);
@@ -229,9 +232,7 @@ static void damaged_and_foreign_blobs_rejected(void) {
         fresh_store();
         kc = open_cache();
         if (!kc) { KT_FAILF("open"); return; }
-        memset(&p, 0, sizeof p);
-        p.vk = &g_vk;
-        p.add = 7;
+        pipe_for(&p, 7);
         caller_key(&k, 7);
         caller_key(&full, 7);
         kcache_vk_key(&full, g_vk.pd);
@@ -295,9 +296,7 @@ static void *flight_thread(void *v) {
     kcache_key k;
     vkc_pipe p;
     VkPipeline pipe = VK_NULL_HANDLE;
-    memset(&p, 0, sizeof p);
-    p.vk = &g_vk;
-    p.add = 11;
+    pipe_for(&p, 11);
     caller_key(&k, 11);
     a->vr = kcache_vk_pipeline(a->kc, g_vk.pd, g_vk.dev, &k, slow_create, &p, &pipe);
     a->ok = a->vr == VK_SUCCESS && pipe != VK_NULL_HANDLE;
@@ -342,9 +341,7 @@ static void create_failure_and_no_cache(void) {
     fresh_store();
     kc = open_cache();
     if (!kc) { KT_FAILF("open"); return; }
-    memset(&p, 0, sizeof p);
-    p.vk = &g_vk;
-    p.add = 13;
+    pipe_for(&p, 13);
     p.fail = VK_ERROR_OUT_OF_DEVICE_MEMORY;
     caller_key(&k, 13);
     KT_CHECK(kcache_vk_pipeline(kc, g_vk.pd, g_vk.dev, &k, vkc_create, &p, &pipe) == VK_ERROR_OUT_OF_DEVICE_MEMORY);
