@@ -15555,7 +15555,9 @@ static int kcache__vk_blob_ok(const kcache__vk_ident *id, const void *data, size
     b = p + KCACHE__VK_HDR;
     hlen = kcache__get_u32(b);
     hver = kcache__get_u32(b + 4);
-    if (hlen < KCACHE__VK_BLOB_HDR || hlen > n) { kcache__say(why, cap, "header length %u in a %llu-byte blob", hlen, (unsigned long long)n); return 0; }
+    /* version one's header is exactly 32 bytes (the spec's valid usage for headerSize); a longer one
+       inside a large blob (NVIDIA's are kilobytes) would still reach the driver */
+    if (hlen != KCACHE__VK_BLOB_HDR) { kcache__say(why, cap, "header length %u in a %llu-byte blob", hlen, (unsigned long long)n); return 0; }
     if (hver != (uint32_t)VK_PIPELINE_CACHE_HEADER_VERSION_ONE) { kcache__say(why, cap, "header version %u", hver); return 0; }
     if (kcache__get_u32(b + 8) != id->props.vendorID || kcache__get_u32(b + 12) != id->props.deviceID) {
         kcache__say(why, cap, "made for vendor 0x%x device 0x%x, not this device (0x%x 0x%x)", kcache__get_u32(b + 8),

@@ -12,9 +12,11 @@
 #      hit: goals hit <= 1.1x raw and >= 10x faster than the driver's cache) and test_vulkan, built
 #      beforehand into GPU_BIN; the loader (libvulkan1) carried as the device README says.
 #   4. numba: tests/inspect_corpus.py live (kcache-inspect's verdicts against what this numba
-#      does on this CPU) and build/test_host (kcache's CPU name against this llvmlite's LLVM).
+#      does on this CPU) and tests/test_host.c, built there (kcache's CPU name against this
+#      python3's llvmlite's LLVM).
 # Binaries that need what the GPU machine may lack (an OpenCL ICD loader, its headers) are built
-# beforehand where they are and carried in GPU_BIN (default dev/bin), with libOpenCL.so.1 there.
+# beforehand where they are and carried in GPU_BIN (default dev/bin), with libOpenCL.so.1 there
+# (`make gpu-bin` builds them). The numba runs are each cut off after GPU_NUMBA_TIMEOUT seconds (150).
 set -u
 out=${1:-/tmp/gpu-check}
 bin=${GPU_BIN:-dev/bin}
@@ -76,12 +78,15 @@ else
     echo "skipped: no NVIDIA Vulkan driver manifest, or $bin/bench_vulkan not built"
 fi
 section numba
-mkdir -p build/venv-numba/bin
-ln -sf "$(command -v python3)" build/venv-numba/bin/python # test_host compares with the LLVM of this python's llvmlite
-"$bin/test_host" 2>&1 | grep -E '^(# cpu name|FAIL|ok)'
-python3 tests/inspect_corpus.py live "$bin/kcache-inspect" python3 "$tmp/live" --corpus tests/data/numba-corpus >"$out/numba-live.log" 2>&1
+# test_host compares kcache's CPU name and features with the LLVM of the llvmlite of LLVM_PY (built in
+# as /usr/bin/python3, Debian's): here that is the python3 with numba, so it is built here for it
+py=$(command -v python3)
+${CC:-cc} -std=c99 -O2 -I. -DLLVM_PY="\"$py\"" -o "$tmp/test_host" tests/test_host.c -lpthread >>"$out/build.log" 2>&1 ||
+    echo "test_host: build failed (see build.log)"
+"$tmp/test_host" 2>&1 | grep -E '^(# cpu name|FAIL|ok)'
+timeout "${GPU_NUMBA_TIMEOUT:-150}" python3 tests/inspect_corpus.py live "$bin/kcache-inspect" python3 "$tmp/live" --corpus tests/data/numba-corpus >"$out/numba-live.log" 2>&1
 echo "inspect_corpus.py live: exit $?, $(grep -c '^ok' "$out/numba-live.log") ok, $(grep -c '^FAIL' "$out/numba-live.log") FAIL"
 grep -E '^FAIL' "$out/numba-live.log" | head -n 20
-python3 tests/numba_cases.py python3 "$tmp/corpus" >"$out/numba-cases.log" 2>&1
+timeout "${GPU_NUMBA_TIMEOUT:-150}" python3 tests/numba_cases.py python3 "$tmp/corpus" >"$out/numba-cases.log" 2>&1
 echo "numba_cases.py: exit $?"
 tar -C "$tmp" -czf "$out/numba-corpus.tgz" corpus 2>/dev/null && ls -l "$out/numba-corpus.tgz"
