@@ -19,7 +19,15 @@
 #ifndef KCACHE_OPENCL
 #define KCACHE_OPENCL
 #endif
+/* Every clBuildProgram kcache.h makes goes through kt_build_program (the builds from source are
+   counted there, and held back for the "rounds" of the batch groups): the name is replaced while
+   kcache.h (and the <CL/cl.h> it includes, which then declares kt_build_program) is read; the real
+   one is declared again after. */
+#define clBuildProgram kt_build_program
 #include "kcache.h"
+#undef clBuildProgram
+extern CL_API_ENTRY cl_int CL_API_CALL clBuildProgram(cl_program, cl_uint, const cl_device_id *, const char *,
+                                                      void(CL_CALLBACK *)(cl_program, void *), void *);
 #include "kt.h"
 
 #include <ftw.h>
@@ -47,15 +55,65 @@
 
 /* ---- per-group directories and children --------------------------------------------------- */
 
+#define KT_PROGS 16 /* programs a batch group names ("/" "* prog N *" "/" in their sources); N 15: any other */
+
 typedef struct shared {
     int hit[8];
     uint64_t builds[8], rejects[8], hits_disk[8];
     double ns;
     char text[8][8192];
     char lib[4096];
+    /* kt_build_program's counts of builds from source, every process (atomics) */
+    int compiles[KT_PROGS];   /* per program */
+    int proc_compiles[8];     /* per process (g_slot) */
+    int started;              /* every process */
+    int workers, keys;        /* rounds: build b waits until min(keys, (b / workers + 1) x workers) started */
+    int stalled;              /* a round that did not fill within KT_GATE_MS: someone waited instead of building */
 } shared;
 static shared *g_sh; /* a MAP_SHARED page: children write, the parent reads */
 static char g_base[256];
+static int g_slot; /* this process's number, in a group of processes */
+
+#define KT_GATE_MS 30000 /* a watchdog, far above a round's compile (PoCL: ~0.5 s, several under ASan) */
+
+static int64_t kt_now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* A build from source (the program has a source; a load from binaries has none) is counted, and in
+   rounds waits until its round has filled: every worker of every process builds at once, or one of
+   them waited on another's build while a program nobody built was left (then the round never fills,
+   and the watchdog says so). */
+CL_API_ENTRY cl_int CL_API_CALL kt_build_program(cl_program prog, cl_uint n, const cl_device_id *devs, const char *options,
+                                                void(CL_CALLBACK *notify)(cl_program, void *), void *user) {
+    size_t len = 0;
+    char *src;
+    if (g_sh && clGetProgramInfo(prog, CL_PROGRAM_SOURCE, 0, NULL, &len) == CL_SUCCESS && len > 1 &&
+        (src = (char *)malloc(len)) != NULL) {
+        if (clGetProgramInfo(prog, CL_PROGRAM_SOURCE, len, src, NULL) == CL_SUCCESS) {
+            const char *m = strstr(src, "/* prog ");
+            int id = m ? atoi(m + 8) : KT_PROGS - 1, b;
+            if (id < 0 || id >= KT_PROGS) id = KT_PROGS - 1;
+            __atomic_add_fetch(&g_sh->compiles[id], 1, __ATOMIC_SEQ_CST);
+            __atomic_add_fetch(&g_sh->proc_compiles[g_slot & 7], 1, __ATOMIC_SEQ_CST);
+            b = __atomic_fetch_add(&g_sh->started, 1, __ATOMIC_SEQ_CST);
+            if (g_sh->workers) {
+                int w = g_sh->workers, want = (b / w + 1) * w;
+                int64_t until = kt_now_ms() + KT_GATE_MS;
+                if (want > g_sh->keys) want = g_sh->keys;
+                while (__atomic_load_n(&g_sh->started, __ATOMIC_SEQ_CST) < want && !__atomic_load_n(&g_sh->stalled, __ATOMIC_SEQ_CST)) {
+                    if (kt_now_ms() > until) { __atomic_store_n(&g_sh->stalled, 1, __ATOMIC_SEQ_CST); break; }
+                    struct timespec nap = {0, 2000000};
+                    nanosleep(&nap, NULL);
+                }
+            }
+        }
+        free(src);
+    }
+    return clBuildProgram(prog, n, devs, options, notify, user);
+}
 
 static int rm_one(const char *p, const struct stat *s, int flag, struct FTW *f) {
     (void)s; (void)flag; (void)f;
@@ -887,6 +945,152 @@ static void without_a_cache(void) {
     in_child(child_nocache, 2);
 }
 
+
+/* ---- kcache_cl_build_many: a start-up that compiles a set of programs ---------------------------- */
+
+/* Program i of the batch groups: k with y = x*2 + 1 + i, named by a comment the hook reads. */
+static char g_psrc[KT_PROGS][512];
+static const char *prog_src(int i) {
+    snprintf(g_psrc[i], sizeof g_psrc[i],
+             "/* prog %d */\n"
+             "kernel void k(global const float *x, global float *y) {\n"
+             "    size_t i = get_global_id(0);\n"
+             "    y[i] = x[i] * MUL + ADD + %d.0f;\n"
+             "}\n",
+             i, i);
+    return g_psrc[i];
+}
+static const char *BAD_SRC = "/* prog 14 */\nkernel void k(global float *y) { y[0] = undefined_thing; }\n";
+
+/* The programs ids[0..n) built at once on device 0: kcache_cl_build_many on `threads` threads, or
+   with KT_CL_SERIAL=1 (or built against a kcache.h without it: -DKT_NO_CL_MANY) one kcache_cl_build
+   after another, as a start-up did before. Each program that built is checked by running it. */
+static int g_threads = 1;
+static cl_int build_set(clenv *E, const int *ids, int n, cl_program *out, int *hits, cl_int *errs, char (*logs)[2048], size_t *loglens) {
+    const char *srcs[KT_PROGS];
+    char units[KT_PROGS][32];
+    cl_int first = CL_SUCCESS;
+    int i;
+    const char *serial = getenv("KT_CL_SERIAL");
+    for (i = 0; i < n; i++) {
+        srcs[i] = ids[i] == 14 ? BAD_SRC : prog_src(ids[i]);
+        snprintf(units[i], sizeof units[i], "prog%d", ids[i]);
+    }
+#ifndef KT_NO_CL_MANY
+    if (!serial || strcmp(serial, "1") != 0) {
+        kcache_cl_program progs[KT_PROGS];
+        memset(progs, 0, sizeof progs);
+        for (i = 0; i < n; i++) {
+            progs[i].unit = units[i];
+            progs[i].nsrc = 1;
+            progs[i].srcs = &srcs[i];
+            progs[i].options = K_OPT;
+            progs[i].log = logs[i];
+            progs[i].log_cap = sizeof logs[i];
+            progs[i].hit = -1;
+        }
+        first = kcache_cl_build_many(E->kc, E->ctx, 1, E->dev, progs, (size_t)n, (unsigned)g_threads);
+        for (i = 0; i < n; i++) {
+            out[i] = progs[i].program;
+            hits[i] = progs[i].hit;
+            errs[i] = progs[i].err;
+            loglens[i] = progs[i].log_len;
+        }
+        return first;
+    }
+#endif
+    (void)serial;
+    for (i = 0; i < n; i++) {
+        out[i] = kcache_cl_build(E->kc, E->ctx, 1, E->dev, units[i], 1, &srcs[i], NULL, K_OPT, &hits[i], &errs[i]);
+        loglens[i] = kcache_cl_build_log(E->kc, logs[i], sizeof logs[i]);
+        if (errs[i] != CL_SUCCESS && first == CL_SUCCESS) first = errs[i];
+    }
+    return first;
+}
+
+/* Processes started together (a pipe closed by the parent), each running fn(slot) after cl_up. */
+static int g_gate[2];
+static void wait_gate(void) {
+    char c;
+    if (read(g_gate[0], &c, 1) < 0) KT_FAILF("gate");
+}
+static void run_together(int nprocs, void (*fn)(int)) {
+    pid_t pid[8];
+    int i, st;
+    if (pipe(g_gate) != 0) { KT_FAILF("pipe"); return; }
+    fflush(stdout);
+    fflush(stderr);
+    for (i = 0; i < nprocs; i++) {
+        pid[i] = fork();
+        if (pid[i] == 0) {
+            close(g_gate[1]);
+            kt_failures_here = 0;
+            g_slot = i;
+            fn(i);
+            child_exit();
+        }
+    }
+    close(g_gate[0]);
+    close(g_gate[1]); /* go */
+    for (i = 0; i < nprocs; i++) {
+        while (waitpid(pid[i], &st, 0) < 0 && errno == EINTR) {
+        }
+        if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) KT_FAILF("process %d: status %d", i, st);
+    }
+}
+
+enum { SET_N = 6 };
+static void child_set(int slot) {
+    clenv E;
+    int ids[SET_N], hits[SET_N], i;
+    cl_program p[SET_N];
+    cl_int errs[SET_N], first;
+    char logs[SET_N][2048];
+    size_t loglens[SET_N];
+    if (!cl_up(&E)) return;
+    for (i = 0; i < SET_N; i++) ids[i] = i;
+    wait_gate();
+    first = build_set(&E, ids, SET_N, p, hits, errs, logs, loglens);
+    KT_CHECK_MSG(first == CL_SUCCESS, "process %d: %d", slot, (int)first);
+    for (i = 0; i < SET_N; i++) {
+        KT_CHECK_MSG(p[i] && errs[i] == CL_SUCCESS, "process %d, program %d: %d\n%s", slot, i, (int)errs[i], logs[i]);
+        right(&E, p[i], 0, 2, (float)(1 + i));
+        if (p[i]) clReleaseProgram(p[i]);
+    }
+    note_stats(&E, slot, hits[0]);
+    cl_down(&E);
+}
+
+/* P processes x T threads need the same programs at once: each program compiled once over all of
+   them, and in rounds of P x T (each builds a share at once; with one kcache_cl_build after another
+   they build in a chain, the round never fills, and the watchdog says so) */
+static void check_set(int nprocs, const char *what) {
+    int i, total = 0;
+    for (i = 0; i < SET_N; i++) {
+        KT_CHECK_MSG(g_sh->compiles[i] == 1, "%s: program %d compiled %d times", what, i, g_sh->compiles[i]);
+        total += g_sh->compiles[i];
+    }
+    for (i = 0; i < nprocs && nprocs > 1; i++) KT_CHECK_MSG(g_sh->proc_compiles[i] >= 1, "%s: process %d compiled nothing", what, i);
+    KT_CHECK_MSG(!g_sh->stalled, "%s: a round of compiles did not fill: one waited on another's program while one nobody built was left", what);
+    printf("# %s: %d compiles of %d programs; per process:", what, total, SET_N);
+    for (i = 0; i < nprocs; i++) printf(" %d", g_sh->proc_compiles[i]);
+    printf("\n");
+}
+
+static void many_programs_spread_over_processes(void) {
+    g_sh->workers = 3;
+    g_sh->keys = SET_N;
+    g_threads = 1;
+    run_together(3, child_set);
+    check_set(3, "3 processes x 6 programs");
+    /* warm: a new process compiles nothing, every program a hit from the store */
+    g_sh->workers = 0;
+    memset(g_sh->compiles, 0, sizeof g_sh->compiles);
+    run_together(1, child_set);
+    KT_CHECK_MSG(g_sh->builds[0] == 0 && g_sh->hit[0] == 1 && g_sh->started == SET_N, "warm run: builds %llu, hit %d, compiles %d",
+                 (unsigned long long)g_sh->builds[0], g_sh->hit[0], g_sh->started - SET_N);
+}
+
 int main(void) {
     g_sh = (shared *)mmap(NULL, sizeof *g_sh, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     if (g_sh == MAP_FAILED) { perror("mmap"); return 2; }
@@ -908,5 +1112,6 @@ int main(void) {
     RUN(callers_errors_keep_entries);
     RUN(driver_library_changed_miss_explained);
     RUN(without_a_cache);
+    RUN(many_programs_spread_over_processes);
     KT_EXIT();
 }
