@@ -15512,7 +15512,7 @@ KCACHE_API cl_int kcache_cl_build_many(kcache *kc, cl_context ctx, cl_uint ndev,
                                        kcache_cl_program *progs, size_t n, unsigned threads) {
     kcache__cl_one *o;
     kcache_job *jobs = NULL;
-    size_t i, njobs = 0, at = 0, first = n;
+    size_t i, j, njobs = 0, at = 0, first = n;
     if (n && !progs) return CL_INVALID_VALUE;
     for (i = 0; i < n; i++) {
         progs[i].program = NULL;
@@ -15554,6 +15554,8 @@ KCACHE_API cl_int kcache_cl_build_many(kcache *kc, cl_context ctx, cl_uint ndev,
         at += o[i].njobs;
         p->program = o[i].prog;
         p->hit = o[i].hit;
+        for (j = 0; p->program && j < i; j++) /* the same program again: as it went the first time */
+            if (progs[j].program == p->program) p->hit = progs[j].hit;
         p->err = o[i].e;
         len = o[i].log.len;
         p->log_len = len;

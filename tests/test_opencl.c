@@ -1091,6 +1091,133 @@ static void many_programs_spread_over_processes(void) {
                  (unsigned long long)g_sh->builds[0], g_sh->hit[0], g_sh->started - SET_N);
 }
 
+
+/* threads of one process (one context: clBuildProgram from several threads at once) */
+static void many_programs_spread_over_threads(void) {
+    g_sh->workers = 3;
+    g_sh->keys = SET_N;
+    g_threads = 3;
+    run_together(1, child_set);
+    g_threads = 1;
+    check_set(1, "1 process x 3 threads x 6 programs");
+}
+
+/* 2 processes x 2 threads */
+static void many_programs_spread_over_processes_and_threads(void) {
+    g_sh->workers = 4;
+    g_sh->keys = SET_N;
+    g_threads = 2;
+    run_together(2, child_set);
+    g_threads = 1;
+    check_set(2, "2 processes x 2 threads x 6 programs");
+}
+
+/* one batch: a program twice (built once, the same program for both), a program that does not build
+   (its own entry fails, with its log; the others build), a log buffer too small (cut, its full length
+   said); then a new process: the good ones all hits, nothing compiled but the failure again */
+static void child_mixed(int slot) {
+    static const int ids[] = {0, 1, 0, 14, 2};
+    enum { M = 5 };
+    clenv E;
+    cl_program p[M];
+    int hits[M], i;
+    cl_int errs[M], first;
+    char logs[M][2048], log[4096];
+    size_t loglens[M];
+    kcache_stats s0, s1;
+    int bad0 = g_sh->compiles[14];
+    if (!cl_up(&E)) return;
+    kcache_get_stats(E.kc, &s0);
+    first = build_set(&E, ids, M, p, hits, errs, logs, loglens);
+    kcache_get_stats(E.kc, &s1);
+    KT_CHECK_MSG(first == CL_BUILD_PROGRAM_FAILURE, "the call's status: %d", (int)first);
+    KT_CHECK_MSG(p[3] == NULL && errs[3] == CL_BUILD_PROGRAM_FAILURE && hits[3] == 0, "the bad program: %p, %d", (void *)p[3], (int)errs[3]);
+    KT_CHECK_MSG(loglens[3] > 0 && strstr(logs[3], "undefined_thing") && strstr(logs[3], "error") && loglens[3] == strlen(logs[3]),
+                 "the bad program's log (%zu): %s", loglens[3], logs[3]);
+    KT_CHECK_MSG(kcache_cl_build_log(E.kc, log, sizeof log) == loglens[3] && strcmp(log, logs[3]) == 0, "the thread's log: %s", log);
+    for (i = 0; i < M; i++) {
+        if (i == 3) continue;
+        KT_CHECK_MSG(p[i] && errs[i] == CL_SUCCESS && loglens[i] == 0 && logs[i][0] == 0, "program %d (%d): %p, %d, log %s", i, ids[i],
+                     (void *)p[i], (int)errs[i], logs[i]);
+        KT_CHECK_MSG(hits[i] == slot, "program %d: hit %d in process %d", i, hits[i], slot);
+        right(&E, p[i], 0, 2, (float)(1 + ids[i]));
+    }
+    KT_CHECK_MSG(p[2] == p[0], "the same program twice in one call: %p and %p", (void *)p[0], (void *)p[2]);
+    if (slot == 0) {
+        KT_CHECK_MSG(g_sh->compiles[0] == 1 && g_sh->compiles[1] == 1 && g_sh->compiles[2] == 1 && g_sh->compiles[14] == 1,
+                     "compiles: %d %d %d, the bad one %d", g_sh->compiles[0], g_sh->compiles[1], g_sh->compiles[2], g_sh->compiles[14]);
+    } else {
+        KT_CHECK_MSG(g_sh->compiles[0] == 1 && g_sh->compiles[1] == 1 && g_sh->compiles[2] == 1 && g_sh->compiles[14] == bad0 + 1,
+                     "warm: compiles %d %d %d, the bad one %d more", g_sh->compiles[0], g_sh->compiles[1], g_sh->compiles[2],
+                     g_sh->compiles[14] - bad0);
+        KT_CHECK_MSG(s1.builds - s0.builds == 1, "warm: %llu builds", (unsigned long long)(s1.builds - s0.builds));
+    }
+    for (i = 0; i < M; i++)
+        if (p[i]) clReleaseProgram(p[i]);
+#ifndef KT_NO_CL_MANY
+    { /* a log buffer of 16 bytes: cut there, NUL-terminated, the full length said */
+        const char *bad = BAD_SRC;
+        char small[16];
+        kcache_cl_program one;
+        memset(&one, 0, sizeof one);
+        memset(small, 'x', sizeof small);
+        one.unit = "bad";
+        one.nsrc = 1;
+        one.srcs = &bad;
+        one.log = small;
+        one.log_cap = sizeof small;
+        KT_CHECK(kcache_cl_build_many(E.kc, E.ctx, 1, E.dev, &one, 1, 2) == CL_BUILD_PROGRAM_FAILURE);
+        KT_CHECK_MSG(one.program == NULL && one.log_len > 16 && strlen(small) == 15, "log_len %zu, '%s'", one.log_len, small);
+        KT_CHECK(kcache_cl_build_many(E.kc, E.ctx, 1, E.dev, NULL, 0, 1) == CL_SUCCESS);
+        KT_CHECK(kcache_cl_build_many(E.kc, E.ctx, 1, E.dev, NULL, 1, 1) == CL_INVALID_VALUE);
+        one.srcs = NULL; /* bad arguments fail that entry, saying why */
+        KT_CHECK(kcache_cl_build_many(E.kc, E.ctx, 1, E.dev, &one, 1, 1) == CL_INVALID_VALUE);
+        KT_CHECK_MSG(one.program == NULL && one.err == CL_INVALID_VALUE && strstr(small, "kcache_cl_build"), "'%s'", small);
+    }
+#endif
+    cl_down(&E);
+}
+
+static void many_programs_duplicate_and_failure(void) {
+    in_child(child_mixed, 0);
+    in_child(child_mixed, 1);
+}
+
+/* several devices whose keys miss (PoCL's "basic" and "pthread": keys of their own), the same
+   program needed by two processes at once: each compiles one device, at once (rounds of 2); one
+   clBuildProgram for every device would compile both in the first process while the other waits */
+static void child_both_devices(int slot) {
+    clenv E;
+    int hit = -1;
+    cl_program p;
+    if (!cl_up(&E)) return;
+    if (E.ndev != 2) { KT_FAILF("POCL_DEVICES=\"basic pthread\" gave %u devices", (unsigned)E.ndev); cl_down(&E); return; }
+    wait_gate();
+    p = build(&E, 0, NULL, "k", K_SRC, K_OPT, &hit);
+    right(&E, p, 0, 2, 1);
+    right(&E, p, 1, 2, 1);
+    note_stats(&E, slot, hit);
+    keep_log(slot);
+    if (p) clReleaseProgram(p);
+    cl_down(&E);
+}
+
+static void several_devices_spread_over_processes(void) {
+    setenv("POCL_DEVICES", "basic pthread", 1);
+    g_sh->workers = 2;
+    g_sh->keys = 2;
+    run_together(2, child_both_devices);
+    KT_CHECK_MSG(g_sh->compiles[KT_PROGS - 1] == 2 && g_sh->proc_compiles[0] == 1 && g_sh->proc_compiles[1] == 1,
+                 "2 devices: %d compiles, per process %d %d", g_sh->compiles[KT_PROGS - 1], g_sh->proc_compiles[0], g_sh->proc_compiles[1]);
+    KT_CHECK_MSG(!g_sh->stalled, "2 devices: one process waited on the other's compile while a device nobody compiled was left");
+    KT_CHECK_MSG(count_in(g_sh->text[0], "compile k for 1 device(s)") == 1 && count_in(g_sh->text[1], "compile k for 1 device(s)") == 1,
+                 "one device each:\n%s\n--\n%s", g_sh->text[0], g_sh->text[1]);
+    g_sh->workers = 0;
+    run_together(1, child_both_devices); /* warm: both loaded */
+    KT_CHECK_MSG(g_sh->hit[0] == 1 && g_sh->builds[0] == 0 && g_sh->compiles[KT_PROGS - 1] == 2, "warm: hit %d, builds %llu",
+                 g_sh->hit[0], (unsigned long long)g_sh->builds[0]);
+}
+
 int main(void) {
     g_sh = (shared *)mmap(NULL, sizeof *g_sh, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     if (g_sh == MAP_FAILED) { perror("mmap"); return 2; }
@@ -1113,5 +1240,9 @@ int main(void) {
     RUN(driver_library_changed_miss_explained);
     RUN(without_a_cache);
     RUN(many_programs_spread_over_processes);
+    RUN(many_programs_spread_over_threads);
+    RUN(many_programs_spread_over_processes_and_threads);
+    RUN(many_programs_duplicate_and_failure);
+    RUN(several_devices_spread_over_processes);
     KT_EXIT();
 }
