@@ -1168,6 +1168,7 @@ static void child_mixed(int slot) {
         one.log_cap = sizeof small;
         KT_CHECK(kcache_cl_build_many(E.kc, E.ctx, 1, E.dev, &one, 1, 2) == CL_BUILD_PROGRAM_FAILURE);
         KT_CHECK_MSG(one.program == NULL && one.log_len > 16 && strlen(small) == 15, "log_len %zu, '%s'", one.log_len, small);
+        KT_CHECK_MSG(kcache_cl_build_log(E.kc, log, sizeof log) == one.log_len && strncmp(log, small, 15) == 0, "the thread's log: %s", log);
         KT_CHECK(kcache_cl_build_many(E.kc, E.ctx, 1, E.dev, NULL, 0, 1) == CL_SUCCESS);
         KT_CHECK(kcache_cl_build_many(E.kc, E.ctx, 1, E.dev, NULL, 1, 1) == CL_INVALID_VALUE);
         one.srcs = NULL; /* bad arguments fail that entry, saying why */
@@ -1179,7 +1180,9 @@ static void child_mixed(int slot) {
 }
 
 static void many_programs_duplicate_and_failure(void) {
+    g_threads = 3; /* the failing compile on a builder thread: its log still reaches the caller's */
     in_child(child_mixed, 0);
+    g_threads = 1;
     in_child(child_mixed, 1);
 }
 
