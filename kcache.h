@@ -14724,9 +14724,7 @@ typedef struct kcache__cl_job {
     const char *options;
     kcache__cl_dev *dv;
     cl_uint ndev;
-    cl_program prog;      /* built from source here, for the devices marked KCACHE__CL_BUILT */
-    int tried;
-    cl_int err;
+    cl_program prog;      /* built from source here (a build for every device, or a compile's copy) */
     int64_t build_ns;
     kcache__cl_text log;
     cl_uint current;      /* the device of a compile for one device (its log section's number) */
