@@ -123,6 +123,7 @@ $(B)/test_opencl: tests/test_opencl.c kcache.h tests/kt.h | $(B)
 $(B)/asan/test_opencl: tests/test_opencl.c kcache.h tests/kt.h | $(B)/asan
 	$(CC) $(STD) $(SAN) $(WARN) -I. -Itests -o $@ $< $(CL_LIBS)
 CL_TESTS := $(B)/test_opencl $(B)/asan/test_opencl $(B)/opencl_demo
+CL_TESTS += $(B)/opencl_many
 
 # the Vulkan part's tests on lavapipe (mesa-vulkan-drivers), and the example run twice
 $(B)/test_vulkan: tests/test_vulkan.c examples/vk_compute.h kcache.h tests/kt.h | $(B)
@@ -194,7 +195,7 @@ test: check-deps
 	  portable="bash tests/test_portable.sh $(B)/test_exchange" \
 	  demo-cc="tests/test_demo.sh $(B)/demo_cc $(B)/nvrtc_ptx $(B)/kcache-inspect" \
 	  opencl=$(B)/test_opencl asan/opencl=$(B)/asan/test_opencl \
-	  demo="tests/test_demo_opencl.sh $(B)/opencl_demo" \
+	  demo="tests/test_demo_opencl.sh $(B)/opencl_demo $(B)/opencl_many" \
 	  vulkan=$(B)/test_vulkan asan/vulkan=$(B)/asan/test_vulkan \
 	  demo-vulkan="tests/test_demo_vulkan.sh $(B)/vk_pipeline" \
 	  faults=$(FAULTS) \

@@ -7,7 +7,8 @@
 #      and then read back from the store, loaded by the CUDA driver and saxpy checked on the GPU;
 #      then 16 ranks needing 24 kernels at once (nvrtc_ptx --ranks: kcache_get_or_build_many).
 #   2. OpenCL on NVIDIA's driver (not PoCL): opencl_demo and opencl_saxpy twice each on one store,
-#      the second run loading the stored binary (PTX) with clCreateProgramWithBinary.
+#      the second run loading the stored binary (PTX) with clCreateProgramWithBinary; 8 ranks
+#      needing 24 programs at once (opencl_many --ranks: kcache_cl_build_many, then --serial).
 #   3. Vulkan on NVIDIA's driver: bench_vulkan (cold, NVIDIA's own disk cache, a raw blob, kcache's
 #      hit: goals hit <= 1.1x raw and >= 10x faster than the driver's cache) and test_vulkan, built
 #      beforehand into GPU_BIN; the loader (libvulkan1) carried as the device README says.
@@ -64,6 +65,18 @@ if [ -n "$icd" ]; then
             "$bin/$prog" 2>&1; echo "($prog: exit $?)"
         done
     done
+    # a start-up of 8 ranks needing 24 OpenCL programs at once (kcache_cl_build_many): each compiled
+    # once and shared out, then a warm start; the same with one kcache_cl_build per program
+    if [ -x "$bin/opencl_many" ]; then
+        for mode in "" --serial; do
+            export KCACHE_DIR=$tmp/cl-ranks$mode
+            for run in cold warm; do
+                echo "-- opencl_many ranks $mode, $run"
+                # shellcheck disable=SC2086
+                "$bin/opencl_many" --ranks 8 --programs 24 $mode 2>&1; echo "(opencl_many --ranks 8 --programs 24 $mode: exit $?)"
+            done
+        done
+    fi
     export KCACHE_DIR=$tmp/cl-bench
     [ -x "$bin/bench_opencl" ] && { echo "-- bench_opencl"; "$bin/bench_opencl" 2>&1 | tail -n 30; }
 fi
