@@ -9554,9 +9554,10 @@ static kcache_status kcache__redis_io_max(kcache__redis *rb, redisContext *c, in
     budget.rb = rb;
     budget.elements = 0;
     if ((link = kcache__redis_link_of(c)) != NULL) link->budget = &budget;
-    /* The socket is read before poll() is asked (a reply is usually there already), and the rest of
-       a large value in reads of up to KCACHE__REDIS_READ_MAX (hiredis's own reads are 16 KiB): a
-       1 MiB value costs about 10 system calls, not 130. hiredis still parses every byte. */
+    /* The socket is read before poll() is asked (a reply is usually there already), a large reply
+       in reads of up to KCACHE__REDIS_READ_MAX (hiredis's own reads are 16 KiB): a 1 MiB value
+       costs about 10 system calls, not 130. hiredis parses every reply; the bytes of a GET's value
+       (link->value), once it has parsed their length, go straight into kcache's memory. */
     for (;;) {
         uint64_t want;
         char *into = small;
