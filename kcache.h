@@ -7375,10 +7375,11 @@ static void kcache__store_read(kcache__store *st, const kcache_key *k, int polic
 
 /* Validates an entry read whole into b (have bytes of an fsize-byte file) for the key k: magic,
    version, lengths, digest, header checksum, padding, the whole key record, the file stamps, then
-   the payload checksum; a zstd entry is then decompressed (content size at most max_raw). Takes b:
-   on a hit out->blob holds the payload, else b is freed and out says why. */
-static void kcache__entry_check(kcache__blob *b, size_t have, size_t fsize, const kcache_key *k, int policy,
-                                int want_record, uint64_t max_raw, kcache__read *out) {
+   the payload checksum (not with sum_known: bytes a verified signature covers, checksum included);
+   a zstd entry is then decompressed (content size at most max_raw). Takes b: on a hit out->blob
+   holds the payload, else b is freed and out says why. */
+static void kcache__entry_check_as(kcache__blob *b, size_t have, size_t fsize, const kcache_key *k, int policy, int want_record,
+                                   uint64_t max_raw, int sum_known, kcache__read *out) {
     const unsigned char *h = kcache__blob_bytes(b);
     size_t hlen, rlen;
     uint64_t plen;
@@ -7410,8 +7411,10 @@ static void kcache__entry_check(kcache__blob *b, size_t have, size_t fsize, cons
     if (m == KCACHE__MATCH_STAMP) { out->status = KCACHE_MISS; out->reason = KCACHE_REASON_STAMP; goto bad; }
     if (m == KCACHE__MATCH_NEED) { out->status = KCACHE_MISS; out->need = 1; goto bad; }
     if (m != KCACHE__MATCH) goto bad; /* same digest, other key: never hand out its payload */
-    sum = kcache_hash(h + hlen, (size_t)plen);
-    if (sum.lo != kcache__get_u64(h + 40) || sum.hi != kcache__get_u64(h + 48)) goto bad;
+    if (!sum_known) {
+        sum = kcache_hash(h + hlen, (size_t)plen);
+        if (sum.lo != kcache__get_u64(h + 40) || sum.hi != kcache__get_u64(h + 48)) goto bad;
+    }
 #ifdef KCACHE_ZSTD
     if (zstd) { /* the frame is what its writer made (checksummed): one frame, its size said and kept */
         unsigned long long raw = ZSTD_getFrameContentSize(h + hlen, (size_t)plen);
@@ -7438,6 +7441,10 @@ static void kcache__entry_check(kcache__blob *b, size_t have, size_t fsize, cons
     return;
 bad:
     kcache__blob_unref(b);
+}
+static void kcache__entry_check(kcache__blob *b, size_t have, size_t fsize, const kcache_key *k, int policy, int want_record,
+                                uint64_t max_raw, kcache__read *out) {
+    kcache__entry_check_as(b, have, fsize, k, policy, want_record, max_raw, 0, out);
 }
 
 /* Whether a name in tmp/ is one kcache's writers make: <pid>-[ix-|grow-|cf-|stats-]<hex>[-<hex>].tmp,
@@ -8299,21 +8306,38 @@ static int kcache__hmac(const unsigned char *key, size_t klen, const unsigned ch
     return klen <= 0x7fffffff && HMAC(EVP_sha256(), key, (int)klen, p, n, out, &len) != NULL && len == KCACHE__MAC_LEN;
 }
 
-/* GMAC (AES-256-GCM over authenticated data only) of p under key with nonce: the tag into out. */
-static int kcache__gmac(const unsigned char key[32], const unsigned char nonce[KCACHE__GMAC_NONCE], const unsigned char *p, size_t n,
-                        unsigned char out[KCACHE__GMAC_TAG]) {
+/* GMAC (AES-256-GCM over authenticated data only) in pieces, so that a value's MAC can be computed
+   while its bytes arrive (kcache__redis_sink): begin (NULL: no memory, or OpenSSL refused), add
+   the bytes in order, end (the tag into out; frees c). */
+static EVP_CIPHER_CTX *kcache__gmac_begin(const unsigned char key[32], const unsigned char nonce[KCACHE__GMAC_NONCE]) {
     EVP_CIPHER_CTX *c = EVP_CIPHER_CTX_new();
-    int ok = c && EVP_EncryptInit_ex(c, EVP_aes_256_gcm(), NULL, NULL, NULL) == 1 &&
-             EVP_CIPHER_CTX_ctrl(c, EVP_CTRL_GCM_SET_IVLEN, KCACHE__GMAC_NONCE, NULL) == 1 && EVP_EncryptInit_ex(c, NULL, NULL, key, nonce) == 1;
-    int len;
+    if (c && EVP_EncryptInit_ex(c, EVP_aes_256_gcm(), NULL, NULL, NULL) == 1 &&
+        EVP_CIPHER_CTX_ctrl(c, EVP_CTRL_GCM_SET_IVLEN, KCACHE__GMAC_NONCE, NULL) == 1 && EVP_EncryptInit_ex(c, NULL, NULL, key, nonce) == 1)
+        return c;
+    EVP_CIPHER_CTX_free(c);
+    return NULL;
+}
+static int kcache__gmac_add(EVP_CIPHER_CTX *c, const unsigned char *p, size_t n) {
+    int len, ok = 1;
     while (ok && n) {
         int part = n > (1u << 30) ? 1 << 30 : (int)n;
         ok = EVP_EncryptUpdate(c, NULL, &len, p, part) == 1;
         p += part, n -= (size_t)part;
     }
-    ok = ok && EVP_EncryptFinal_ex(c, out, &len) == 1 && EVP_CIPHER_CTX_ctrl(c, EVP_CTRL_GCM_GET_TAG, KCACHE__GMAC_TAG, out) == 1;
+    return ok;
+}
+static int kcache__gmac_end(EVP_CIPHER_CTX *c, unsigned char out[KCACHE__GMAC_TAG]) {
+    int len, ok = EVP_EncryptFinal_ex(c, out, &len) == 1 && EVP_CIPHER_CTX_ctrl(c, EVP_CTRL_GCM_GET_TAG, KCACHE__GMAC_TAG, out) == 1;
     EVP_CIPHER_CTX_free(c);
     return ok;
+}
+/* GMAC of p under key with nonce: the tag into out. */
+static int kcache__gmac(const unsigned char key[32], const unsigned char nonce[KCACHE__GMAC_NONCE], const unsigned char *p, size_t n,
+                        unsigned char out[KCACHE__GMAC_TAG]) {
+    EVP_CIPHER_CTX *c = kcache__gmac_begin(key, nonce);
+    int ok = c && kcache__gmac_add(c, p, n);
+    if (!c) return 0;
+    return kcache__gmac_end(c, out) && ok;
 }
 #endif
 
@@ -8372,11 +8396,16 @@ static unsigned char *kcache__remote_pack(const kcache__remote *r, const kcache_
 
 /* Checks a remote value for k and turns it into a read, as kcache__store_read does for a file:
    the envelope, the signature, then the entry (kcache__entry_check). out->status KCACHE_ECORRUPT is
-   a reject (why says which check), KCACHE_ENOENT a value that is not for this client. */
+   a reject (why says which check), KCACHE_ENOENT a value that is not for this client. premac (NULL:
+   none) is a nonce and the GMAC of the value's bytes 0 .. 16 + E under it, computed while the value
+   arrived (kcache__redis_sink): used when the value's own nonce is that one. A value whose signature
+   holds needs no payload checksum: the MAC covers the checksum and the bytes it was made of. */
 static void kcache__remote_unpack(const kcache__remote *r, const kcache_key *k, int policy, int want_record,
-                                  const unsigned char *v, size_t n, kcache__read *out, const char **why) {
+                                  const unsigned char *v, size_t n, const unsigned char *premac, kcache__read *out, const char **why) {
     uint32_t version, flags, e;
+    int signed_ok = 0;
     kcache__blob *b;
+    (void)premac;
     memset(out, 0, sizeof *out);
     out->status = KCACHE_ECORRUPT;
     out->reason = KCACHE_REASON_REJECTED;
@@ -8401,11 +8430,15 @@ static void kcache__remote_unpack(const kcache__remote *r, const kcache_key *k, 
         *why = "not signed (KCACHE_REMOTE_SECRET is set)";
         if (!flags) return;
         *why = "wrong signature (another KCACHE_REMOTE_SECRET, or forged)";
-        if (flags == KCACHE__RV_GMAC ? !kcache__gmac(r->gmac_key, sig, v, KCACHE__RV_HEADER + (size_t)e, mac) ||
-                                           CRYPTO_memcmp(mac, sig + KCACHE__GMAC_NONCE, KCACHE__GMAC_TAG) != 0
+        if (flags == KCACHE__RV_GMAC && premac && memcmp(premac, sig, KCACHE__GMAC_NONCE) == 0)
+            memcpy(mac, premac + KCACHE__GMAC_NONCE, KCACHE__GMAC_TAG);
+        else if (flags == KCACHE__RV_GMAC && !kcache__gmac(r->gmac_key, sig, v, KCACHE__RV_HEADER + (size_t)e, mac))
+            return;
+        if (flags == KCACHE__RV_GMAC ? CRYPTO_memcmp(mac, sig + KCACHE__GMAC_NONCE, KCACHE__GMAC_TAG) != 0
                                      : !kcache__hmac(r->secret, r->secret_len, v, KCACHE__RV_HEADER + (size_t)e, mac) ||
                                            CRYPTO_memcmp(mac, sig, KCACHE__MAC_LEN) != 0)
             return;
+        signed_ok = 1;
 #endif
     }
     if ((uint64_t)e > r->max_entry + r->max_entry / 128 + 4096) { /* larger than this client sends: not its to judge */
@@ -8417,7 +8450,7 @@ static void kcache__remote_unpack(const kcache__remote *r, const kcache_key *k, 
     *why = "fails validation (format, checksum or key)";
     if (!(b = kcache__blob_alloc(r->mem, e, 0))) { out->status = KCACHE_ENOMEM; out->reason = KCACHE_REASON_UNWRITABLE; return; }
     memcpy(kcache__blob_bytes(b), v + KCACHE__RV_HEADER, e); /* headers are padded to 64: the payload lands aligned */
-    kcache__entry_check(b, e, e, k, policy, want_record, r->max_entry, out);
+    kcache__entry_check_as(b, e, e, k, policy, want_record, r->max_entry, signed_ok, out);
 }
 
 /* ---- shards and the breaker ---- */
@@ -8580,6 +8613,10 @@ static void kcache__remote_remove(kcache__remote *r, const kcache_key *k, kcache
     kcache__remote_done(r, s, s->ops->remove(s->user, name), t0, "delete", ev);
 }
 
+/* What the built-in Redis backend computed of a signed value while it arrived (see
+   kcache__redis_sink), from the hold its get returned: NULL when nothing (another backend). */
+static const unsigned char *kcache__remote_premac(const kcache__shard *s, const void *hold);
+
 /* Looks k up on its shard. out as kcache__store_read fills it (KCACHE_ENOENT: not there, or not
    asked); *where names the shard. A lookup (peek 0) is counted in ev, goes through the breaker, and
    a value that fails validation is counted and deleted there (in mode rw). A peek (kcache_explain,
@@ -8611,7 +8648,7 @@ static void kcache__remote_get(kcache__remote *r, const kcache_key *k, int polic
         kcache__mutex_unlock(&r->mutex);
     }
     if (st != KCACHE_OK) return;
-    kcache__remote_unpack(r, k, policy, want_record, (const unsigned char *)v, n, out, &why);
+    kcache__remote_unpack(r, k, policy, want_record, (const unsigned char *)v, n, kcache__remote_premac(s, hold), out, &why);
     if (s->ops->release) s->ops->release(s->user, hold);
     if (!peek) { /* a value that is not valid, or not for this client: a miss too */
         kcache__mutex_lock(&r->mutex);
@@ -8826,6 +8863,7 @@ static void kcache__rclaim_end(kcache__rclaim *cl, int stored, kcache__remote_ev
 #define KCACHE__REDIS_PREFIX "kcache:1:"
 #define KCACHE__REDIS_MAX_ELEMENTS 65536 /* in one reply (kcache's own have a few): more is garbage */
 #define KCACHE__REDIS_MIN_RATE 1048576   /* bytes/s a transfer past its timeout keeps up, or it ends */
+#define KCACHE__REDIS_READ_MAX ((size_t)256 << 10) /* the largest read of a value (kcache__redis_io_max) */
 #define KCACHE__RESOLVE_KEEP_NS ((int64_t)60 * 1000000000) /* a resolved address is used this long */
 
 /* A host name being resolved. getaddrinfo cannot be given a deadline, so it runs on a detached
@@ -8919,6 +8957,7 @@ typedef struct kcache__redis_budget {
    and, over TLS, the SSL object. Made by kcache__redis_counting, freed by kcache__redis_drop. */
 typedef struct kcache__redis_link {
     kcache__redis_budget *budget;
+    struct kcache__redis_value *value; /* a GET's value to read straight into memory (NULL: none) */
 #ifdef KCACHE_TLS_OPENSSL
     SSL *ssl;
 #endif
@@ -9207,6 +9246,77 @@ static uint64_t kcache__redis_announced(const redisReader *r) {
     for (i = r->pos; i < r->len && i < r->pos + 19 && r->buf[i] >= '0' && r->buf[i] <= '9'; i++) v = v * 10 + (uint64_t)(r->buf[i] - '0');
     return v;
 }
+/* A GET's value, read straight from the socket into memory of kcache's (kcache__redis_read_value). */
+typedef struct kcache__redis_value {
+    char *buf;                       /* the value (KCACHE_MALLOC), NULL until it is read */
+    size_t len;
+    struct kcache__redis_sink *sink; /* a signed value's MAC, computed as it arrives (NULL: none) */
+} kcache__redis_value;
+static kcache_status kcache__redis_read_value(redisContext *c, kcache__redis_value *v, size_t at, int64_t start, int64_t deadline,
+                                              int64_t *last, uint64_t *moved);
+static void *kcache__redis_stand_in(const kcache__redis *rb);
+
+/* Where the bytes of the reply's bulk string (a reply of one string, as GET's) begin in the
+   reader's buffer once its length line is whole; 0 before, or for any other reply. */
+static size_t kcache__redis_body(const redisReader *r) {
+    size_t i;
+    if (r->ridx != 0 || !kcache__redis_announced(r)) return 0;
+    for (i = r->pos; i < r->len && r->buf[i] >= '0' && r->buf[i] <= '9'; i++) {
+    }
+    return i + 1 < r->len && r->buf[i] == '\r' && r->buf[i + 1] == '\n' ? i + 2 : 0;
+}
+
+#ifdef KCACHE_HMAC_OPENSSL
+/* A signed GET computes a GMAC value's MAC while the value arrives, in the time the transfer
+   leaves free, instead of after it: kcache__redis_get_mac asks for the value's last 28 bytes (its
+   nonce and tag) in the same write as the GET, and the GET's bytes then go through GMAC under
+   that nonce as the reads bring them. The nonce is only a hint: kcache__remote_unpack uses the
+   result only when the value's own nonce is the same (it is, unless a writer replaced the value
+   between the two commands), and otherwise computes the MAC itself. */
+typedef struct kcache__redis_sink {
+    const unsigned char *key;               /* the remote's GMAC key */
+    unsigned char nonce[KCACHE__GMAC_NONCE];
+    EVP_CIPHER_CTX *mac;                    /* NULL until the value's envelope said version 2 */
+    uint64_t done;                          /* the value's bytes gone through it */
+    int state;                              /* 0: no envelope yet; 1: computing; -1: not used (no
+                                               nonce, not a GMAC value, a failure) */
+} kcache__redis_sink;
+
+/* Takes the first `have` of the value's len bytes (as many as have arrived). */
+static void kcache__redis_sink_add(kcache__redis_sink *k, const unsigned char *v, uint64_t have, uint64_t len) {
+    uint64_t upto;
+    if (k->state == 0) {
+        if (have < KCACHE__RV_HEADER) return;
+        if (memcmp(v, "KCREMOTE", 8) != 0 || kcache__get_u16(v + 8) != KCACHE__RV_VERSION_GMAC || kcache__get_u16(v + 10) != KCACHE__RV_GMAC ||
+            len != KCACHE__RV_HEADER + (uint64_t)kcache__get_u32(v + 12) + KCACHE__GMAC_NONCE + KCACHE__GMAC_TAG ||
+            !(k->mac = kcache__gmac_begin(k->key, k->nonce))) {
+            k->state = -1;
+            return;
+        }
+        k->state = 1;
+    }
+    if (k->state != 1) return;
+    upto = len - KCACHE__GMAC_NONCE - KCACHE__GMAC_TAG; /* the MAC covers all but the nonce and tag */
+    if (have < upto) upto = have;
+    if (upto > k->done) {
+        if (!kcache__gmac_add(k->mac, v + k->done, (size_t)(upto - k->done))) k->state = -1;
+        k->done = upto;
+    }
+}
+/* Ends k (frees what it holds). With v, the GET's whole value (n bytes): 1 with the nonce and the
+   MAC of v into out when it was computed; 0 otherwise. */
+static int kcache__redis_sink_end(kcache__redis_sink *k, const char *v, size_t n, unsigned char out[KCACHE__GMAC_NONCE + KCACHE__GMAC_TAG]) {
+    unsigned char tag[KCACHE__GMAC_TAG];
+    int ok;
+    if (v && k->state >= 0) kcache__redis_sink_add(k, (const unsigned char *)v, n, n);
+    if (!k->mac) return 0;
+    ok = kcache__gmac_end(k->mac, tag) && k->state == 1 && v && out && k->done + KCACHE__GMAC_NONCE + KCACHE__GMAC_TAG == n;
+    k->mac = NULL;
+    k->state = -1;
+    if (ok) memcpy(out, k->nonce, KCACHE__GMAC_NONCE), memcpy(out + KCACHE__GMAC_NONCE, tag, KCACHE__GMAC_TAG);
+    return ok;
+}
+#endif
 
 /* Until when a transfer that began at start may wait for its next bytes, having moved `moved`
    bytes, the last at `last`: its deadline while nothing moved; past it, while bytes keep moving,
@@ -9340,9 +9450,15 @@ static kcache_status kcache__tls_io(kcache__redis *rb, redisContext *c, const ch
     k->budget = &budget;
     while (st == KCACHE_OK) {
         int n;
+        size_t at;
         if (redisGetReplyFromReader(c, &reply) != REDIS_OK) { st = KCACHE_EIO; break; } /* garbage, or past the bounds */
         if (reply) break;
         if (kcache__redis_announced(c->reader) > max_reply) { st = KCACHE_EIO; break; }
+        if (k->value && (at = kcache__redis_body(c->reader)) != 0) { /* a GET's value: read it here */
+            if ((st = kcache__redis_read_value(c, k->value, at, start, deadline, &last, &moved)) == KCACHE_OK && !(reply = kcache__redis_stand_in(rb)))
+                st = KCACHE_ENOMEM;
+            break;
+        }
         n = SSL_read(s, buf, (int)sizeof buf);
         if (n <= 0) {
             st = kcache__tls_wait(s, c->fd, n, kcache__redis_limit(start, deadline, last, moved)); /* closed, or an error: EIO */
@@ -9360,6 +9476,82 @@ static kcache_status kcache__tls_io(kcache__redis *rb, redisContext *c, const ch
     return st;
 }
 #endif
+
+/* The reply a value read by kcache__redis_read_value stands for, for the code that looks at replies:
+   a nil (neither an error nor a redirection; kcache__redis_get takes the value). */
+static void *kcache__redis_stand_in(const kcache__redis *rb) {
+    redisReadTask t;
+    memset(&t, 0, sizeof t);
+    return rb->base->createNil(&t);
+}
+
+/* Reads the rest of the bulk string whose length line c's reader has parsed (its bytes begin at
+   `at` in the reader's buffer) straight into v->buf, with the same deadline as every read
+   (kcache__redis_limit), checks the \r\n after it, and gives c a fresh reader (the old one stopped
+   inside this reply). The value is copied once on its way (the kernel's copy), not three times
+   (into hiredis's buffer, its reply, then kcache's blob), and the signed value's MAC (v->sink)
+   goes along as the bytes arrive. */
+static kcache_status kcache__redis_read_value(redisContext *c, kcache__redis_value *v, size_t at, int64_t start, int64_t deadline,
+                                              int64_t *last, uint64_t *moved) {
+    redisReader *r = c->reader, *fresh;
+    uint64_t len = kcache__redis_announced(r);
+    size_t have = r->len - at, total, n;
+    char crlf[2] = {0, 0};
+    kcache_status st = KCACHE_OK;
+#ifdef KCACHE_TLS_OPENSSL
+    SSL *s = kcache__tls_of(c);
+#endif
+    if (!len || len > (uint64_t)((size_t)-1 / 2)) return KCACHE_EIO;
+    total = (size_t)len + 2;
+    if (have > total) return KCACHE_EIO; /* bytes past the reply: kcache sends one command at a time */
+    if (!(v->buf = (char *)KCACHE_MALLOC((size_t)len))) return KCACHE_ENOMEM;
+    n = have < (size_t)len ? have : (size_t)len;
+    memcpy(v->buf, r->buf + at, n);
+    if (have > n) memcpy(crlf, r->buf + at + n, have - n);
+    for (;;) {
+        char *into = have < (size_t)len ? v->buf + have : crlf + (have - (size_t)len);
+        size_t want = have < (size_t)len ? (size_t)len - have : total - have;
+        ptrdiff_t got;
+#ifdef KCACHE_HMAC_OPENSSL
+        if (v->sink) kcache__redis_sink_add(v->sink, (const unsigned char *)v->buf, have < (size_t)len ? have : (size_t)len, len);
+#endif
+        if (have == total) break;
+#ifdef KCACHE_TLS_OPENSSL
+        if (s) {
+            int k = SSL_read(s, into, want > ((size_t)1 << 30) ? 1 << 30 : (int)want);
+            if (k <= 0) {
+                if ((st = kcache__tls_wait(s, c->fd, k, kcache__redis_limit(start, deadline, *last, *moved))) != KCACHE_OK) break;
+                continue;
+            }
+            got = k;
+        } else
+#endif
+        {
+            got = read(c->fd, into, want);
+            if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
+                if ((st = kcache__redis_wait(c->fd, POLLIN, kcache__redis_limit(start, deadline, *last, *moved))) != KCACHE_OK) break;
+                continue;
+            }
+            if (got <= 0) { st = KCACHE_EIO; break; } /* closed, or an error */
+        }
+        have += (size_t)got;
+        *moved += (uint64_t)got;
+        *last = kcache__mono_ns();
+    }
+    if (st == KCACHE_OK && memcmp(crlf, "\r\n", 2) != 0) st = KCACHE_EIO; /* not the protocol */
+    if (st == KCACHE_OK && !(fresh = redisReaderCreateWithFunctions(r->fn))) st = KCACHE_ENOMEM;
+    if (st != KCACHE_OK) {
+        KCACHE_FREE(v->buf);
+        v->buf = NULL;
+        return st;
+    }
+    fresh->privdata = r->privdata;
+    fresh->maxbuf = r->maxbuf;
+    redisReaderFree(r);
+    c->reader = fresh;
+    v->len = (size_t)len;
+    return KCACHE_OK;
+}
 
 /* Whether a pooled connection is still good: nothing to read on it (a server that closed it, or
    sent what no command asked for, is not). Over TLS, records that carry no data (session tickets
@@ -9388,6 +9580,8 @@ static kcache_status kcache__redis_io_max(kcache__redis *rb, redisContext *c, in
     kcache__redis_budget budget;
     kcache__redis_link *link;
     void *reply = NULL;
+    char small[16384], *big = NULL;
+    size_t big_cap = 0;
     int64_t start = kcache__mono_ns(), last = start;
     uint64_t moved = 0, got = 0;
     int done = 0;
@@ -9405,21 +9599,41 @@ static kcache_status kcache__redis_io_max(kcache__redis *rb, redisContext *c, in
     budget.rb = rb;
     budget.elements = 0;
     if ((link = kcache__redis_link_of(c)) != NULL) link->budget = &budget;
+    /* The socket is read before poll() is asked (a reply is usually there already), a large reply
+       in reads of up to KCACHE__REDIS_READ_MAX (hiredis's own reads are 16 KiB): a 1 MiB value
+       costs about 10 system calls, not 130. hiredis parses every reply; the bytes of a GET's value
+       (link->value), once it has parsed their length, go straight into kcache's memory. */
     for (;;) {
-        size_t had;
+        uint64_t want;
+        char *into = small;
+        size_t cap = sizeof small, at;
+        ptrdiff_t n;
         if (redisGetReplyFromReader(c, &reply) != REDIS_OK) { st = KCACHE_EIO; break; } /* garbage, or past the bounds */
         if (reply) break;
-        if (kcache__redis_announced(c->reader) > max_reply) { st = KCACHE_EIO; break; }
-        if ((st = kcache__redis_wait(c->fd, POLLIN, kcache__redis_limit(start, deadline, last, moved))) != KCACHE_OK) break;
-        had = c->reader->len;
-        if (redisBufferRead(c) != REDIS_OK) { st = KCACHE_EIO; break; } /* closed, or an error */
-        if (c->reader->len > had) {
-            moved += c->reader->len - had;
-            got += c->reader->len - had;
-            last = kcache__mono_ns();
+        if ((want = kcache__redis_announced(c->reader)) > max_reply) { st = KCACHE_EIO; break; }
+        if (link && link->value && (at = kcache__redis_body(c->reader)) != 0) { /* a GET's value: read it here */
+            if ((st = kcache__redis_read_value(c, link->value, at, start, deadline, &last, &moved)) == KCACHE_OK &&
+                !(reply = kcache__redis_stand_in(rb)))
+                st = KCACHE_ENOMEM;
+            break;
         }
+        if (want > sizeof small) { /* (allocated once per reply, as large as the value or the cap) */
+            if (!big) big = (char *)KCACHE_MALLOC(big_cap = want + 2 < KCACHE__REDIS_READ_MAX ? (size_t)want + 2 : KCACHE__REDIS_READ_MAX);
+            if (big) into = big, cap = big_cap;
+        }
+        n = read(c->fd, into, cap);
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
+            if ((st = kcache__redis_wait(c->fd, POLLIN, kcache__redis_limit(start, deadline, last, moved))) != KCACHE_OK) break;
+            continue;
+        }
+        if (n <= 0) { st = KCACHE_EIO; break; } /* closed, or an error */
+        moved += (uint64_t)n;
+        got += (uint64_t)n;
+        last = kcache__mono_ns();
         if (got > max_reply) { st = KCACHE_EIO; break; } /* bigger than any value: not a server of ours */
+        if (redisReaderFeed(c->reader, into, (size_t)n) != REDIS_OK) { st = KCACHE_EIO; break; }
     }
+    if (big) KCACHE_FREE(big);
     if (link) link->budget = NULL;
     if (st != KCACHE_OK) {
         if (reply) freeReplyObject(reply);
@@ -9607,8 +9821,62 @@ static void kcache__redis_give(kcache__redis *rb, redisContext *c) {
 
 /* One command on a pooled connection of rb's server by the deadline (asking: after ASKING, on the
    same connection); a connection that failed is dropped (its protocol state is unknown). */
+#ifdef KCACHE_HMAC_OPENSSL
+/* GET key on c for a signed value: GETRANGE key -28 -1 (the nonce and tag of a GMAC value) goes in
+   the same write, so that the GET's bytes go through the sink's GMAC while they arrive
+   (kcache__redis_read_value). */
+static kcache_status kcache__redis_get_mac(kcache__redis *rb, redisContext *c, const char *key, size_t klen, int64_t deadline,
+                                           kcache__redis_value *value, redisReply **out) {
+    kcache__redis_sink *sink = value->sink;
+    const char *argv[4];
+    size_t lens[4];
+    redisReply *tail = NULL;
+    kcache__redis_link *link = kcache__redis_link_of(c);
+    kcache_status st;
+    *out = NULL;
+    kcache__redis_sink_end(sink, NULL, 0, NULL); /* (what a redirected try began) */
+    sink->done = 0;
+    argv[0] = "GETRANGE", lens[0] = 8;
+    argv[1] = key, lens[1] = klen;
+    argv[2] = "-28", lens[2] = 3; /* KCACHE__GMAC_NONCE + KCACHE__GMAC_TAG from the end */
+    argv[3] = "-1", lens[3] = 2;
+#ifdef KCACHE_TLS_OPENSSL
+    if (kcache__tls_of(c)) {
+        char *a = NULL, *b = NULL, *both = NULL;
+        int na = redisFormatCommandArgv(&a, 4, argv, lens), nb;
+        argv[0] = "GET", lens[0] = 3;
+        nb = redisFormatCommandArgv(&b, 2, argv, lens);
+        if (na >= 0 && nb >= 0 && (both = (char *)KCACHE_MALLOC((size_t)na + (size_t)nb)) != NULL) {
+            memcpy(both, a, (size_t)na);
+            memcpy(both + na, b, (size_t)nb);
+        }
+        st = both ? kcache__tls_io(rb, c, both, (size_t)na + (size_t)nb, deadline, rb->max_reply, &tail) : KCACHE_ENOMEM;
+        if (a) redisFreeCommand(a);
+        if (b) redisFreeCommand(b);
+        KCACHE_FREE(both);
+    } else
+#endif
+    {
+        if (redisAppendCommandArgv(c, 4, argv, lens) != REDIS_OK) return KCACHE_ENOMEM;
+        argv[0] = "GET", lens[0] = 3;
+        if (redisAppendCommandArgv(c, 2, argv, lens) != REDIS_OK) return KCACHE_ENOMEM; /* (the caller drops c) */
+        st = kcache__redis_io(rb, c, deadline, &tail);
+    }
+    if (st != KCACHE_OK) return st;
+    if (tail->type == REDIS_REPLY_STRING && tail->len == KCACHE__GMAC_NONCE + KCACHE__GMAC_TAG) {
+        memcpy(sink->nonce, tail->str, KCACHE__GMAC_NONCE);
+        sink->state = 0;
+    }
+    freeReplyObject(tail);
+    if (link) link->value = value;
+    st = kcache__redis_io(rb, c, deadline, out);
+    if (link) link->value = NULL;
+    return st;
+}
+#endif
+
 static kcache_status kcache__redis_run1(kcache__redis *rb, int64_t deadline, int asking, int argc, const char **argv, const size_t *lens,
-                                        redisReply **out) {
+                                        kcache__redis_value *value, redisReply **out) {
     redisContext *c;
     kcache_status st = kcache__redis_take(rb, deadline, &c);
     *out = NULL;
@@ -9622,7 +9890,17 @@ static kcache_status kcache__redis_run1(kcache__redis *rb, int64_t deadline, int
         if (st == KCACHE_OK && a->type != REDIS_REPLY_STATUS) st = KCACHE_EIO;
         if (a) freeReplyObject(a);
     }
-    if (st == KCACHE_OK) st = kcache__redis_cmd(rb, c, argc, argv, lens, deadline, out);
+#ifdef KCACHE_HMAC_OPENSSL
+    if (st == KCACHE_OK && value && value->sink && !asking) /* (ASKING covers one command) */
+        st = kcache__redis_get_mac(rb, c, argv[1], lens[1], deadline, value, out);
+    else
+#endif
+        if (st == KCACHE_OK) {
+        kcache__redis_link *link = value ? kcache__redis_link_of(c) : NULL;
+        if (link) link->value = value;
+        st = kcache__redis_cmd(rb, c, argc, argv, lens, deadline, out);
+        if (link) link->value = NULL;
+    }
     if (st == KCACHE_OK) kcache__redis_give(rb, c);
     else kcache__redis_drop(c);
     return st;
@@ -9697,7 +9975,7 @@ static void kcache__cluster_slots(kcache__redis *rb, int64_t deadline) {
     size_t i;
     argv[0] = "CLUSTER", lens[0] = 7;
     argv[1] = "SLOTS", lens[1] = 5;
-    if (kcache__redis_run1(rb, deadline, 0, 2, argv, lens, &r) != KCACHE_OK || r->type != REDIS_REPLY_ARRAY) {
+    if (kcache__redis_run1(rb, deadline, 0, 2, argv, lens, NULL, &r) != KCACHE_OK || r->type != REDIS_REPLY_ARRAY) {
         if (r) freeReplyObject(r);
         return;
     }
@@ -9745,7 +10023,10 @@ static int kcache__cluster_redirect(const redisReply *r, int *ask, unsigned *slo
 
 /* One command, by the operation timeout: on the one server, or (a cluster) on the node serving the
    key argv[key] names, following MOVED and ASK. */
-static kcache_status kcache__redis_run(kcache__redis *rb, int argc, const char **argv, const size_t *lens, redisReply **out) {
+/* kcache__redis_run for a GET (argv GET key) whose value is read into value (a nil reply stands for
+   it; kcache__redis_read_value), signed or not (value->sink; kcache__redis_get_mac). */
+static kcache_status kcache__redis_run_value(kcache__redis *rb, int argc, const char **argv, const size_t *lens, kcache__redis_value *value,
+                                             redisReply **out) {
     int64_t deadline = kcache__mono_ns() + (int64_t)rb->op_ms * 1000000;
     int key = argc > 3 && lens[0] == 4 && memcmp(argv[0], "EVAL", 4) == 0 ? 3 : 1, hops, ask = 0, port = 0, refresh, asking = 0;
     unsigned slot = KCACHE__CLUSTER_SLOTS, moved = 0, at = 0; /* the key's slot: found when rb is a cluster */
@@ -9763,7 +10044,7 @@ static kcache_status kcache__redis_run(kcache__redis *rb, int argc, const char *
         if (at) to = rb->node[at - 1];
         kcache__mutex_unlock(&rb->mutex);
         if (refresh) kcache__cluster_slots(rb, deadline);
-        if ((st = kcache__redis_run1(to, deadline, asking, argc, argv, lens, out)) != KCACHE_OK) return st;
+        if ((st = kcache__redis_run1(to, deadline, asking, argc, argv, lens, value, out)) != KCACHE_OK) return st;
         if (!kcache__cluster_redirect(*out, &ask, &moved, &host, &hlen, &port)) return KCACHE_OK;
         { /* the first MOVED: rb is a node of a cluster */
             uint8_t *map = NULL;
@@ -9797,6 +10078,9 @@ static kcache_status kcache__redis_run(kcache__redis *rb, int argc, const char *
     if (*out) { freeReplyObject(*out); *out = NULL; }
     return KCACHE_EIO; /* redirected in circles */
 }
+static kcache_status kcache__redis_run(kcache__redis *rb, int argc, const char **argv, const size_t *lens, redisReply **out) {
+    return kcache__redis_run_value(rb, argc, argv, lens, NULL, out);
+}
 
 /* [prefix]kcache:1:<name><suffix>; a claim is {[prefix]kcache:1:<name>}:claim (its value's slot in
    a cluster). out holds KCACHE__REDIS_KEY_MAX bytes. */
@@ -9817,23 +10101,64 @@ static kcache_status kcache__redis_on_key(kcache__redis *rb, const char *verb, c
     return kcache__redis_run(rb, value ? 3 : 2, argv, lens, out);
 }
 
+/* What the built-in get hands out as its hold: the value (read straight into memory of kcache's,
+   or in a reply), and a signed value's MAC computed while it arrived (kcache__remote_premac). */
+typedef struct kcache__redis_held {
+    redisReply *reply;
+    char *value; /* NULL: the value is reply's string */
+    int premac;  /* mac holds a nonce and the MAC of the value's bytes under it */
+    unsigned char mac[KCACHE__GMAC_NONCE + KCACHE__GMAC_TAG];
+} kcache__redis_held;
+
 static kcache_status kcache__redis_get(void *user, const char *name, const void **data, size_t *size, void **hold) {
-    redisReply *r;
-    kcache_status st = kcache__redis_on_key((kcache__redis *)user, "GET", name, "", NULL, 0, &r);
-    if (st != KCACHE_OK) return st;
-    if (r->type == REDIS_REPLY_STRING) {
-        *data = r->str;
-        *size = r->len;
-        *hold = r;
-        return KCACHE_OK;
+    kcache__redis *rb = (kcache__redis *)user;
+    kcache__redis_value value;
+    kcache__redis_held *h = NULL;
+    char key[KCACHE__REDIS_KEY_MAX];
+    const char *argv[2];
+    size_t lens[2];
+    redisReply *r = NULL;
+    kcache_status st;
+#ifdef KCACHE_HMAC_OPENSSL
+    kcache__redis_sink sink;
+    memset(&sink, 0, sizeof sink);
+    sink.state = -1;
+#endif
+    memset(&value, 0, sizeof value);
+#ifdef KCACHE_HMAC_OPENSSL
+    if (rb->remote && rb->remote->secret) sink.key = rb->remote->gmac_key, value.sink = &sink;
+#endif
+    argv[0] = "GET", lens[0] = 3;
+    argv[1] = key, lens[1] = kcache__redis_key(rb, key, name, "");
+    st = kcache__redis_run_value(rb, 2, argv, lens, &value, &r);
+    if (st == KCACHE_OK && (value.buf || r->type == REDIS_REPLY_STRING)) {
+        if ((h = (kcache__redis_held *)KCACHE_MALLOC(sizeof *h)) != NULL) {
+            h->reply = r;
+            h->value = value.buf;
+            h->premac = 0;
+            *data = value.buf ? value.buf : r->str;
+            *size = value.buf ? value.len : r->len;
+            *hold = h;
+        }
     }
-    st = r->type == REDIS_REPLY_NIL ? KCACHE_MISS : kcache__redis_error(r);
+#ifdef KCACHE_HMAC_OPENSSL
+    if (kcache__redis_sink_end(&sink, h ? (const char *)*data : NULL, h ? *size : 0, h ? h->mac : NULL)) h->premac = 1; /* (frees what it holds) */
+#endif
+    if (h) return KCACHE_OK;
+    if (st != KCACHE_OK) return st;
+    st = value.buf || r->type == REDIS_REPLY_STRING ? KCACHE_ENOMEM : r->type == REDIS_REPLY_NIL ? KCACHE_MISS : kcache__redis_error(r);
+    KCACHE_FREE(value.buf);
     freeReplyObject(r);
     return st;
 }
 static void kcache__redis_release(void *user, void *hold) {
+    kcache__redis_held *h = (kcache__redis_held *)hold;
     (void)user;
-    if (hold) freeReplyObject(hold);
+    if (h) {
+        if (h->reply) freeReplyObject(h->reply);
+        KCACHE_FREE(h->value);
+        KCACHE_FREE(h);
+    }
 }
 static kcache_status kcache__redis_put(void *user, const char *name, const void *data, size_t size) {
     kcache__redis *rb = (kcache__redis *)user;
@@ -10013,6 +10338,16 @@ static int kcache__redis_identity(void *user, int ro, char *out, size_t cap) {
 
 static const kcache_remote_ops kcache__redis_ops = {kcache__redis_get, kcache__redis_release, kcache__redis_put,
                                                     kcache__redis_remove, kcache__redis_claim};
+static const unsigned char *kcache__remote_premac(const kcache__shard *s, const void *hold) {
+    const kcache__redis_held *h = (const kcache__redis_held *)hold;
+    return s->ops->release == kcache__redis_release && h && h->premac ? h->mac : NULL; /* (holds the built-in get made) */
+}
+#else
+static const unsigned char *kcache__remote_premac(const kcache__shard *s, const void *hold) {
+    (void)s;
+    (void)hold;
+    return NULL;
+}
 #endif /* KCACHE_REDIS */
 
 /* ---- opening and closing ---- */

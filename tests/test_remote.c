@@ -26,6 +26,11 @@
  *   remote_gmac               signed values are version 2, GMAC (the tag checked against EVP_MAC's
  *                             GMAC); read with the secret, by an HMAC signer and without a secret;
  *                             another secret or a changed byte rejected; version 1 (HMAC) still read
+ *   remote_mac_early          a signed GET's MAC computed while the value arrives is the value's own;
+ *                             used only under the value's nonce (another: checked again; a wrong
+ *                             MAC: rejected); none without a secret or for a version 1 value
+ *   remote_value_framing      a value not ended by \r\n, or followed by a reply no command asked for:
+ *                             a failed call (a server speaking garbage), not a reject
  *   remote_ro_max_entry       mode ro never writes; entries over the limit stay local; a larger
  *                             value (another client's limit) is a miss, not a reject
  *   remote_shards             3 shards take a third of the keys each; a 4th moves about a quarter
@@ -843,6 +848,79 @@ out:
     kcache_close(other);
     kcache_close(none);
     kcache_close(g2);
+}
+
+/* A signed GET computes a GMAC value's MAC while the value arrives (its nonce asked first, with
+   GETRANGE), and reads the value straight into memory of kcache's: the MAC so computed is the
+   value's own (a 300 KiB value and a 3-byte one, over TCP); it is used only under the value's own
+   nonce (one a writer replaced in between is checked the slow way, and a wrong one is never taken
+   for the right one); a client without a secret, or a value of version 1, computes none. */
+static void remote_mac_early(void) {
+    kcache *g = open_signed("early secret", KCACHE_REMOTE_MAC_GMAC), *h = open_signed("early secret", KCACHE_REMOTE_MAC_HMAC);
+    kcache *none = open_signed(NULL, 0);
+    static const size_t sizes[2] = {300000, 3};
+    int i;
+    if (!g || !h || !none) { KT_FAILF("kcache_open"); goto out; }
+    for (i = 0; i < 2; i++) {
+        kcache__shard *s = &g->remote->shard[0];
+        kcache_key k;
+        char name[33];
+        const void *v = NULL;
+        size_t n = 0;
+        void *hold = NULL;
+        const unsigned char *pre;
+        KT_CHECK_EQ_U64((uint64_t)kt_put(g, "remote", 35000 + (unsigned)i, 1, sizes[i]), KCACHE_OK);
+        name_of(35000 + (unsigned)i, name);
+        kt_key(&k, "remote", 35000 + (unsigned)i);
+        KT_CHECK_EQ_U64((uint64_t)s->ops->get(s->user, name, &v, &n, &hold), KCACHE_OK);
+        pre = hold ? kcache__remote_premac(s, hold) : NULL;
+        KT_CHECK_MSG(pre && n > 28 && memcmp(pre, (const unsigned char *)v + n - 28, 28) == 0,
+                     "%zu bytes: the MAC computed while the value arrived is not the value's nonce and tag", sizes[i]);
+        if (pre && n > 28) {
+            unsigned char alt[28];
+            kcache__read rd;
+            const char *why = "";
+            kcache__remote_unpack(g->remote, &k, KCACHE_STAMP_HYBRID, 0, (const unsigned char *)v, n, pre, &rd, &why);
+            KT_CHECK_MSG(rd.status == KCACHE_OK && rd.blob && kt_payload_ok(rd.blob->data, rd.blob->size, sizes[i], 1),
+                         "%zu bytes: not a hit with the MAC computed early: %s", sizes[i], why);
+            if (rd.blob) kcache__blob_unref(rd.blob);
+            memcpy(alt, pre, 28);
+            alt[27] ^= 1; /* the value's nonce, a wrong MAC: a forgery is not taken for the value's */
+            kcache__remote_unpack(g->remote, &k, KCACHE_STAMP_HYBRID, 0, (const unsigned char *)v, n, alt, &rd, &why);
+            KT_CHECK_MSG(rd.status == KCACHE_ECORRUPT && !rd.blob, "%zu bytes: a wrong early MAC under the value's nonce accepted", sizes[i]);
+            if (rd.blob) kcache__blob_unref(rd.blob);
+            memcpy(alt, pre, 28);
+            alt[0] ^= 1; /* another nonce (the value replaced in between): the MAC computed again, a hit */
+            kcache__remote_unpack(g->remote, &k, KCACHE_STAMP_HYBRID, 0, (const unsigned char *)v, n, alt, &rd, &why);
+            KT_CHECK_MSG(rd.status == KCACHE_OK && rd.blob, "%zu bytes: an early MAC under another nonce not checked again: %s", sizes[i], why);
+            if (rd.blob) kcache__blob_unref(rd.blob);
+        }
+        if (hold) s->ops->release(s->user, hold);
+        hold = NULL;
+        s = &none->remote->shard[0]; /* no secret: no MAC computed */
+        KT_CHECK_EQ_U64((uint64_t)s->ops->get(s->user, name, &v, &n, &hold), KCACHE_OK);
+        KT_CHECK(hold && !kcache__remote_premac(s, hold));
+        if (hold) s->ops->release(s->user, hold);
+        kcache_key_free(&k);
+        KT_CHECK_MSG(kt_get(g, "remote", 35000 + (unsigned)i, 1, sizes[i]) == 1, "%zu bytes: no signed hit", sizes[i]);
+    }
+    { /* version 1 (HMAC): nothing computed early, still read */
+        kcache__shard *s = &g->remote->shard[0];
+        char name[33];
+        const void *v = NULL;
+        size_t n = 0;
+        void *hold = NULL;
+        KT_CHECK_EQ_U64((uint64_t)kt_put(h, "remote", 35002, 1, 200000), KCACHE_OK);
+        name_of(35002, name);
+        KT_CHECK_EQ_U64((uint64_t)s->ops->get(s->user, name, &v, &n, &hold), KCACHE_OK);
+        KT_CHECK(hold && !kcache__remote_premac(s, hold));
+        if (hold) s->ops->release(s->user, hold);
+        KT_CHECK(kt_get(g, "remote", 35002, 1, 200000) == 1);
+    }
+out:
+    if (g) kcache_close(g);
+    if (h) kcache_close(h);
+    if (none) kcache_close(none);
 }
 
 static void remote_ro_max_entry(void) {
@@ -1686,7 +1764,9 @@ enum {
     FAKE_HELD,        /* every claim is held (SET NX: nil) and lives 10^8 ms; no value anywhere */
     FAKE_GONE,        /* every claim is held, yet gone when looked at (PTTL -2, GET nil) */
     FAKE_SUB_ENDLESS, /* claims held for a second; the claim's channel then streams an endless array */
-    FAKE_DRIP         /* GET: a 1 MiB string, one byte every 20 ms */
+    FAKE_DRIP,        /* GET: a 1 MiB string, one byte every 20 ms */
+    FAKE_BADEND,      /* GET: a 100000-byte string ended by "XY", not \r\n */
+    FAKE_EXTRA        /* GET: a 100000-byte string, then a reply nobody asked for, in one write */
 };
 
 static int fake_write(int c, const char *p, size_t n) {
@@ -1762,6 +1842,16 @@ static void fake_serve(int c, int mode) {
                     }
                     free(buf);
                     return;
+                }
+                if ((mode == FAKE_BADEND || mode == FAKE_EXTRA) && len[1] < 50) {
+                    static char v[100000 + 32];
+                    memcpy(v, "$100000\r\n", 10);
+                    memset(v + 10, 'v', 100000);
+                    memcpy(v + 100010, mode == FAKE_BADEND ? "XY" : "\r\n+OK\r\n", mode == FAKE_BADEND ? 2 : 7);
+                    if (!fake_write(c, v, 100010 + (mode == FAKE_BADEND ? 2 : 7))) break;
+                    memmove(buf, buf + used, have - (size_t)used);
+                    have -= (size_t)used;
+                    continue;
                 }
                 rep = "$-1\r\n";
             } else if (fake_is(arg[0], len[0], "PTTL")) rep = mode == FAKE_HELD ? ":100000000\r\n" : mode == FAKE_GONE ? ":-2\r\n" : ":1000\r\n";
@@ -1871,6 +1961,47 @@ static void throttle_serve(int c, int to_port) {
             if (g_link) link_take((size_t)n);
             if (!fake_write(c, buf, (size_t)n)) return;
             if (!g_link) kt_sleep_ms(2); /* 4 KiB per 2 ms */
+        }
+    }
+}
+
+/* A value is read straight into kcache's memory once hiredis has parsed its length: a value not
+   framed as the protocol says (not ended by \r\n, or with bytes after it that no command asked
+   for) is a server speaking garbage, a failed call, not a value to judge (before, hiredis took any
+   two bytes as the end and left the extra reply for the next command: a reject, and deleted). With
+   a secret as well (the GET then goes with a GETRANGE). */
+static void remote_value_framing(void) {
+    int mode, sig;
+    for (mode = FAKE_BADEND; mode <= FAKE_EXTRA; mode++) {
+        for (sig = 0; sig < 2; sig++) {
+            int port = 0;
+            pid_t srv = fake_start(fake_serve, mode, &port);
+            char url[64];
+            kcache_config cfg;
+            kcache *kc = NULL;
+            kcache_key k;
+            const void *d = NULL;
+            size_t n = 0;
+            kcache_status st;
+            kcache_stats stats;
+            if (!srv) { KT_FAILF("fake server"); return; }
+            snprintf(url, sizeof url, "redis://127.0.0.1:%d", port);
+            kcache_config_init(&cfg);
+            cfg.persistent = 0;
+            cfg.remote = url;
+            cfg.remote_secret = sig ? "framing secret" : NULL;
+            cfg.remote_timeout_ms = 2000;
+            if (kcache_open(&kc, &cfg) != KCACHE_OK || !kc) { KT_FAILF("kcache_open"); kt_garbage_stop(srv); return; }
+            kt_key(&k, "remote", 36000);
+            st = kcache_get(kc, &k, &d, &n);
+            if (st == KCACHE_OK) kcache_release(kc, d);
+            kcache_get_stats(kc, &stats);
+            KT_CHECK_MSG(st == KCACHE_MISS && stats.remote_errors >= 1 && stats.remote_rejects == 0,
+                         "%s%s: %s, %llu errors, %llu rejects (want a miss by a failed call)", mode == FAKE_BADEND ? "a value not ended by CRLF" : "a value with a reply after it",
+                         sig ? " (signed)" : "", kcache_strerror(st), (unsigned long long)stats.remote_errors, (unsigned long long)stats.remote_rejects);
+            kcache_key_free(&k);
+            kcache_close(kc);
+            kt_garbage_stop(srv);
         }
     }
 }
@@ -2875,6 +3006,7 @@ int main(int argc, char **argv) {
     KT_RUN(remote_rejects);
     KT_RUN(remote_signed);
     KT_RUN(remote_gmac);
+    KT_RUN(remote_mac_early);
     KT_RUN(remote_ro_max_entry);
     KT_RUN(remote_shards);
     KT_RUN(remote_killed);
@@ -2898,6 +3030,7 @@ int main(int argc, char **argv) {
     KT_RUN(remote_read_only_user);
     KT_RUN(remote_dns_silent);
     KT_RUN(remote_slow_link);
+    KT_RUN(remote_value_framing);
     KT_RUN(remote_tls_bounds);
     KT_RUN(remote_lookups);
     KT_RUN(remote_explain_stats);
