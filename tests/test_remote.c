@@ -2471,7 +2471,7 @@ static kcache_status counting_get(void *user, const char *name, const void **dat
     return kcache__redis_ops.get(user, name, data, size, hold);
 }
 static const kcache_remote_ops counting_ops = {counting_get, kcache__redis_release, kcache__redis_put, kcache__redis_remove,
-                                               kcache__redis_claim};
+                                               kcache__redis_claim, NULL}; /* (no get_many: every GET counted) */
 static kcache *open_counted(const char *store, const char *url, int publish) {
     char dir[400];
     kcache_config cfg;
