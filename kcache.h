@@ -13871,57 +13871,61 @@ typedef struct kcache__batch {
     kcache__cond c;
 } kcache__batch;
 
-/* Asks the tiers again for every open key at once (lock held; dropped meanwhile, the keys marked
+/* Asks the tiers again for the next open keys of a pass at once (KCACHE__REMOTE_MANY at most, from
+   step `from` of a pass that starts at todo `first`; lock held, dropped meanwhile with the keys marked
    taken): memory and the store, then the remote in one exchange per shard for the rest
    (kcache__remote_fetch), so that the values other machines built come back without a claim and a
-   round trip each. Whether any key got done. */
-static int kcache__batch_fetch(kcache__batch *bt) {
+   round trip each. Returns the step after the last key asked; *progress: 1 when a key got done. */
+static size_t kcache__batch_fetch(kcache__batch *bt, size_t first, size_t from, int *progress) {
     const kcache_key *keys[KCACHE__REMOTE_MANY], *ask[KCACHE__REMOTE_MANY];
     const void *d[KCACHE__REMOTE_MANY], *rd[KCACHE__REMOTE_MANY];
     size_t sz[KCACHE__REMOTE_MANY], rsz[KCACHE__REMOTE_MANY], at[KCACHE__REMOTE_MANY], which[KCACHE__REMOTE_MANY];
     kcache_status st[KCACHE__REMOTE_MANY], rst[KCACHE__REMOTE_MANY];
-    size_t i = 0, j, m, n;
-    int progress = 0, forked;
-    while (i < bt->ntodo && !bt->forked && !bt->child) {
-        for (m = 0; i < bt->ntodo && m < KCACHE__REMOTE_MANY; i++)
-            if (bt->state[i] == KCACHE__JOB_OPEN) {
-                bt->state[i] = KCACHE__JOB_TAKEN;
-                at[m] = i;
-                keys[m++] = bt->jobs[bt->todo[i]].key;
-            }
-        if (!m) break;
-        kcache__mutex_unlock(&bt->m);
-        for (j = 0, n = 0, forked = 0; j < m; j++) /* the store first: a process on this store may have built it */
-            if ((st[j] = kcache__get(bt->kc, keys[j], &d[j], &sz[j], 0, 0)) != KCACHE_OK) {
-                forked |= st[j] == KCACHE__FORKED;
-                which[n] = j;
-                ask[n++] = keys[j];
-            }
-        kcache__remote_fetch(bt->kc, ask, forked ? 0 : n, rd, rsz, rst); /* (forked: the next try says so) */
-        if (forked) n = 0;
-        for (j = 0; j < n; j++) {
-            st[which[j]] = rst[j];
-            d[which[j]] = rd[j];
-            sz[which[j]] = rsz[j];
-        }
-        kcache__mutex_lock(&bt->m);
-        for (j = 0; j < m; j++) {
-            kcache_job *job = &bt->jobs[bt->todo[at[j]]];
-            if (st[j] != KCACHE_OK) { /* still missing (or a fork, which the next try finds): tried as before */
-                bt->state[at[j]] = KCACHE__JOB_OPEN;
-                continue;
-            }
-            job->data = d[j];
-            job->size = sz[j];
-            job->status = KCACHE_OK;
-            bt->state[at[j]] = KCACHE__JOB_DONE;
-            bt->left--;
-            bt->ends++;
-            progress = 1;
+    size_t step, j, m = 0, n;
+    int forked = 0, done = 0;
+    for (step = from; step < bt->ntodo && m < KCACHE__REMOTE_MANY; step++) {
+        size_t i = (first + step) % bt->ntodo;
+        if (bt->state[i] == KCACHE__JOB_OPEN) {
+            bt->state[i] = KCACHE__JOB_TAKEN;
+            at[m] = i;
+            keys[m++] = bt->jobs[bt->todo[i]].key;
         }
     }
-    if (progress) kcache__cond_broadcast(&bt->c);
-    return progress;
+    if (!m) return step;
+    kcache__mutex_unlock(&bt->m);
+    for (j = 0, n = 0; j < m; j++) /* the store first: a process on this store may have built it */
+        if ((st[j] = kcache__get(bt->kc, keys[j], &d[j], &sz[j], 0, 0)) != KCACHE_OK) {
+            forked |= st[j] == KCACHE__FORKED;
+            which[n] = j;
+            ask[n++] = keys[j];
+        }
+    if (forked) n = 0; /* (the next try says so) */
+    kcache__remote_fetch(bt->kc, ask, n, rd, rsz, rst);
+    for (j = 0; j < n; j++) {
+        st[which[j]] = rst[j];
+        d[which[j]] = rd[j];
+        sz[which[j]] = rsz[j];
+    }
+    kcache__mutex_lock(&bt->m);
+    for (j = 0; j < m; j++) {
+        kcache_job *job = &bt->jobs[bt->todo[at[j]]];
+        if (st[j] != KCACHE_OK) { /* still missing: tried as before */
+            bt->state[at[j]] = KCACHE__JOB_OPEN;
+            continue;
+        }
+        job->data = d[j];
+        job->size = sz[j];
+        job->status = KCACHE_OK;
+        bt->state[at[j]] = KCACHE__JOB_DONE;
+        bt->left--;
+        bt->ends++;
+        done = 1;
+    }
+    if (done) {
+        *progress = 1;
+        kcache__cond_broadcast(&bt->c);
+    }
+    return step;
 }
 
 /* A worker: passes over the keys left, trying each that no worker of the batch holds; when a pass
@@ -13929,14 +13933,15 @@ static int kcache__batch_fetch(kcache__batch *bt) {
    looking again after 1 ms doubling to 20 ms: another process's or machine's end is seen in the
    store, or as its claim given back, and a dead builder's claim as free). Each worker starts its
    passes at a key of its own (from its process id and its number), so that processes that need
-   the same keys do not all race for the same first ones. With a remote, every key left is asked
-   again at once (kcache__batch_fetch) before the next try after a while (a key done here, a wait):
-   what others built meanwhile comes back in one exchange, and the tries that follow take claims
-   on keys that were missing a moment ago (a key seen busy is not asked of the remote one by one). */
+   the same keys do not all race for the same first ones. With a remote, the keys left are asked
+   again together (kcache__batch_fetch, the next KCACHE__REMOTE_MANY of the pass at a time) before
+   they are tried after a while (a key done here, a new pass): what others built meanwhile comes back
+   in one exchange, and the tries that follow take claims only on keys that were missing a moment
+   ago (a key seen busy is not asked of the remote one by one). */
 static void kcache__batch_work(kcache__batch *bt) {
     unsigned pause_ms = 1;
-    size_t first;
-    int fetch = 0; /* the batch's first look asked every tier just now */
+    size_t first, asked = (size_t)-1; /* the steps of this pass asked again since the last build (all: the batch's first look) */
+    int passes = 0;
     kcache__mutex_lock(&bt->m);
     { /* (a hash, not the id itself: consecutive pids would start on consecutive keys) */
         uint64_t seed[2];
@@ -13948,6 +13953,7 @@ static void kcache__batch_work(kcache__batch *bt) {
         uint64_t seen = bt->ends;
         int progress = 0;
         size_t step, i;
+        if (passes++) asked = 0; /* a pass after a build or a wait: everything is asked again */
         for (step = 0; step < bt->ntodo && !bt->forked && !bt->child; step++) {
             const void *d;
             size_t n;
@@ -13956,9 +13962,8 @@ static void kcache__batch_work(kcache__batch *bt) {
             int child, alone;
             i = (first + step) % bt->ntodo;
             if (bt->state[i] != KCACHE__JOB_OPEN) continue;
-            if (fetch && KCACHE__REMOTE(bt->kc)) {
-                fetch = 0;
-                progress |= kcache__batch_fetch(bt);
+            if (step >= asked && KCACHE__REMOTE(bt->kc)) {
+                asked = kcache__batch_fetch(bt, first, step, &progress);
                 if (bt->state[i] != KCACHE__JOB_OPEN) continue;
             }
             j = &bt->jobs[bt->todo[i]];
@@ -13990,14 +13995,13 @@ static void kcache__batch_work(kcache__batch *bt) {
             bt->left--;
             bt->ends++;
             progress = 1;
-            fetch = 1; /* (a build took its time: others may have finished theirs) */
+            asked = step + 1; /* (a build took its time: others may have finished theirs) */
             kcache__cond_broadcast(&bt->c);
         }
         if (progress) {
             pause_ms = 1;
             continue;
         }
-        fetch = 1;
         if (!bt->left || bt->forked || bt->child || bt->ends != seen) continue;
         kcache__cond_wait_until(&bt->c, &bt->m, kcache__now_ns() + (int64_t)pause_ms * 1000000);
         if (pause_ms < 20) pause_ms = pause_ms * 2 > 20 ? 20 : pause_ms * 2;
