@@ -8187,6 +8187,36 @@ typedef struct kcache__remote_ev {
     char note[320]; /* the first thing worth a debug line */
 } kcache__remote_ev;
 
+/* Room for the batch's read-back of up to KCACHE__REMOTE_MANY keys at once (kcache__batch_fetch,
+   kcache__remote_fetch, kcache__remote_get_many); on the heap, one per worker: a few KiB of arrays
+   would not fit the 4 KiB stacks kcache keeps to. */
+#define KCACHE__REMOTE_MANY 64
+typedef struct kcache__many {
+    /* kcache__batch_fetch: the keys asked, where they are in the pass, what came back */
+    const kcache_key *keys[KCACHE__REMOTE_MANY];
+    const void *d[KCACHE__REMOTE_MANY];
+    size_t sz[KCACHE__REMOTE_MANY], at[KCACHE__REMOTE_MANY], which[KCACHE__REMOTE_MANY];
+    kcache_status st[KCACHE__REMOTE_MANY];
+    /* kcache__remote_fetch: in ask (n of them); out data, size, got (KCACHE_OK or KCACHE_MISS) */
+    const kcache_key *ask[KCACHE__REMOTE_MANY];
+    const void *data[KCACHE__REMOTE_MANY];
+    size_t size[KCACHE__REMOTE_MANY], fat[KCACHE__REMOTE_MANY];
+    kcache_status got[KCACHE__REMOTE_MANY];
+    kcache_key *copy[KCACHE__REMOTE_MANY];
+    /* kcache__remote_get_many: in rk; out rd, where */
+    const kcache_key *rk[KCACHE__REMOTE_MANY];
+    kcache__read rd[KCACHE__REMOTE_MANY];
+    const char *where[KCACHE__REMOTE_MANY];
+    struct kcache__shard *sh[KCACHE__REMOTE_MANY];
+    char names[KCACHE__REMOTE_MANY][33];
+    const char *np[KCACHE__REMOTE_MANY];
+    const void *v[KCACHE__REMOTE_MANY];
+    size_t len[KCACHE__REMOTE_MANY], gat[KCACHE__REMOTE_MANY];
+    void *hold[KCACHE__REMOTE_MANY];
+    kcache_status gst[KCACHE__REMOTE_MANY];
+    unsigned char asked[KCACHE__REMOTE_MANY];
+} kcache__many;
+
 #ifndef KCACHE_NO_REMOTE
 
 #if defined(__GNUC__) || defined(__clang__)
@@ -8589,71 +8619,63 @@ static void kcache__remote_get(kcache__remote *r, const kcache_key *k, int polic
     kcache__remote_remove(r, k, ev);
 }
 
-/* Looks n keys (KCACHE__REMOTE_MANY at most) up at once, as lookups (kcache__remote_get with peek 0,
-   no record): on a shard whose backend has get_many, one exchange for all of its keys; elsewhere one
-   get each. out[i], where[i] as kcache__remote_get's. */
-#define KCACHE__REMOTE_MANY 64
-static void kcache__remote_get_many(kcache__remote *r, const kcache_key *const *k, size_t n, int policy, kcache__read *out,
-                                    const char **where, kcache__remote_ev *ev) {
-    kcache__shard *sh[KCACHE__REMOTE_MANY];
-    char names[KCACHE__REMOTE_MANY][33];
-    const char *np[KCACHE__REMOTE_MANY];
-    const void *v[KCACHE__REMOTE_MANY];
-    size_t len[KCACHE__REMOTE_MANY], at[KCACHE__REMOTE_MANY], i, j;
-    void *hold[KCACHE__REMOTE_MANY];
-    kcache_status st[KCACHE__REMOTE_MANY];
-    unsigned char asked[KCACHE__REMOTE_MANY];
+/* Looks mm->rk[0..n) (KCACHE__REMOTE_MANY at most) up at once, as lookups (kcache__remote_get with
+   peek 0, no record): on a shard whose backend has get_many, one exchange for all of its keys;
+   elsewhere one get each. mm->rd[i], mm->where[i] as kcache__remote_get's out and where. */
+static void kcache__remote_get_many(kcache__remote *r, kcache__many *mm, size_t n, int policy, kcache__remote_ev *ev) {
+    size_t i, j;
     if (n > KCACHE__REMOTE_MANY) n = KCACHE__REMOTE_MANY;
     for (i = 0; i < n; i++) {
-        sh[i] = kcache__remote_shard(r, k[i]->digest);
-        asked[i] = 0;
+        mm->sh[i] = kcache__remote_shard(r, mm->rk[i]->digest);
+        mm->asked[i] = 0;
     }
     for (i = 0; i < n; i++) {
-        kcache__shard *s = sh[i];
+        kcache__shard *s = mm->sh[i];
         size_t m = 0;
         kcache_status cs;
         int64_t t0;
-        if (asked[i] || !s->ops->get_many) continue;
+        if (mm->asked[i] || !s->ops->get_many) continue;
         for (j = i; j < n; j++)
-            if (!asked[j] && sh[j] == s) {
-                asked[j] = 1;
-                at[m] = j;
-                kcache__remote_name(k[j]->digest, names[m]);
-                np[m] = names[m];
-                hold[m] = NULL;
-                memset(&out[j], 0, sizeof out[j]);
-                out[j].status = KCACHE_ENOENT;
-                out[j].reason = KCACHE_REASON_COLD;
-                where[j] = s->url;
+            if (!mm->asked[j] && mm->sh[j] == s) {
+                mm->asked[j] = 1;
+                mm->gat[m] = j;
+                kcache__remote_name(mm->rk[j]->digest, mm->names[m]);
+                mm->np[m] = mm->names[m];
+                mm->hold[m] = NULL;
+                memset(&mm->rd[j], 0, sizeof mm->rd[j]);
+                mm->rd[j].status = KCACHE_ENOENT;
+                mm->rd[j].reason = KCACHE_REASON_COLD;
+                mm->where[j] = s->url;
                 m++;
             }
         ev->lookups += m;
         if (!kcache__remote_allow(r, s, 0, ev)) continue;
         t0 = kcache__mono_ns();
-        cs = s->ops->get_many(s->user, np, m, v, len, hold, st);
+        cs = s->ops->get_many(s->user, mm->np, m, mm->v, mm->len, mm->hold, mm->gst);
         kcache__remote_done(r, s, cs, t0, "get", ev);
         if (cs != KCACHE_OK) continue;
         for (j = 0; j < m; j++) {
             const char *why = "";
-            kcache__read *o = &out[at[j]];
-            if (st[j] == KCACHE_OK) kcache__remote_unpack(r, k[at[j]], policy, 0, (const unsigned char *)v[j], len[j], o, &why);
+            const kcache_key *k = mm->rk[mm->gat[j]];
+            kcache__read *o = &mm->rd[mm->gat[j]];
+            if (mm->gst[j] == KCACHE_OK) kcache__remote_unpack(r, k, policy, 0, (const unsigned char *)mm->v[j], mm->len[j], o, &why);
             kcache__mutex_lock(&r->mutex);
             kcache__shard_count(s, o->status == KCACHE_OK ? KCACHE__SH_HITS : KCACHE__SH_MISSES);
             kcache__mutex_unlock(&r->mutex);
             if (o->status != KCACHE_ECORRUPT) continue;
             ev->rejects++;
             if (r->ro) {
-                kcache__rev_note(ev, "reject %s: the remote value on %s %s (KCACHE_REMOTE_MODE=ro: left there)", k[at[j]]->unit, s->url, why);
+                kcache__rev_note(ev, "reject %s: the remote value on %s %s (KCACHE_REMOTE_MODE=ro: left there)", k->unit, s->url, why);
             } else {
-                kcache__rev_note(ev, "reject %s: the remote value on %s %s; deleted there", k[at[j]]->unit, s->url, why);
-                kcache__remote_remove(r, k[at[j]], ev);
+                kcache__rev_note(ev, "reject %s: the remote value on %s %s; deleted there", k->unit, s->url, why);
+                kcache__remote_remove(r, k, ev);
             }
         }
         for (j = 0; j < m; j++)
-            if (hold[j] && s->ops->release) s->ops->release(s->user, hold[j]);
+            if (mm->hold[j] && s->ops->release) s->ops->release(s->user, mm->hold[j]);
     }
     for (i = 0; i < n; i++) /* shards without get_many */
-        if (!asked[i]) kcache__remote_get(r, k[i], policy, 0, 0, &out[i], &where[i], ev);
+        if (!mm->asked[i]) kcache__remote_get(r, mm->rk[i], policy, 0, 0, &mm->rd[i], &mm->where[i], ev);
 }
 
 /* Sends k's entry to its shard (mode rw). KCACHE_OK when stored; KCACHE_ETOOBIG: stays local. */
@@ -10296,11 +10318,9 @@ static kcache_status kcache__remote_put(kcache__remote *r, const kcache_key *k, 
     (void)r; (void)k; (void)data; (void)size; memset(ev, 0, sizeof *ev);
     return KCACHE_EDISABLED;
 }
-#define KCACHE__REMOTE_MANY 64
-static void kcache__remote_get_many(kcache__remote *r, const kcache_key *const *k, size_t n, int policy, kcache__read *out,
-                                    const char **where, kcache__remote_ev *ev) {
+static void kcache__remote_get_many(kcache__remote *r, kcache__many *mm, size_t n, int policy, kcache__remote_ev *ev) {
     size_t i;
-    for (i = 0; i < n; i++) kcache__remote_get(r, k[i], policy, 0, 0, &out[i], &where[i], ev);
+    for (i = 0; i < n; i++) kcache__remote_get(r, mm->rk[i], policy, 0, 0, &mm->rd[i], &mm->where[i], ev);
 }
 static int kcache__rclaim_init(kcache__rclaim *cl, kcache__remote *r, const kcache_key *k) { (void)k; cl->r = r; return 0; }
 static kcache_status kcache__rclaim_take(kcache__rclaim *cl, kcache__remote_ev *ev) { (void)cl; (void)ev; return KCACHE_EDISABLED; }
@@ -12535,15 +12555,12 @@ static kcache_status kcache__lower_get(kcache *kc, const kcache_key *k, uint64_t
     return s;
 }
 
-/* The batch's read-back: n keys (KCACHE__REMOTE_MANY at most) that missed here a moment ago, asked
-   of the remote at once (kcache__remote_get_many: one exchange per shard); each hit taken as
-   kcache__lower_get takes one. st[i]: KCACHE_OK with the payload in data[i], size[i], or KCACHE_MISS. */
-static void kcache__remote_fetch(kcache *kc, const kcache_key *const *k, size_t n, const void **data, size_t *size, kcache_status *st) {
-    kcache_key *copy[KCACHE__REMOTE_MANY];
-    const kcache_key *rk[KCACHE__REMOTE_MANY];
-    kcache__read rd[KCACHE__REMOTE_MANY];
-    const char *where[KCACHE__REMOTE_MANY];
-    size_t at[KCACHE__REMOTE_MANY], m = 0, i;
+/* The batch's read-back: mm->ask[0..n) (KCACHE__REMOTE_MANY at most), keys that missed here a moment
+   ago, asked of the remote at once (kcache__remote_get_many: one exchange per shard); each hit taken
+   as kcache__lower_get takes one. mm->got[i]: KCACHE_OK with the payload in mm->data[i],
+   mm->size[i], or KCACHE_MISS. */
+static void kcache__remote_fetch(kcache *kc, kcache__many *mm, size_t n) {
+    size_t m = 0, i;
     kcache__remote_ev ev;
     uint64_t gen;
     if (n > KCACHE__REMOTE_MANY) n = KCACHE__REMOTE_MANY;
@@ -12552,25 +12569,26 @@ static void kcache__remote_fetch(kcache *kc, const kcache_key *const *k, size_t 
     kcache__mutex_unlock(&kc->lock);
     for (i = 0; i < n; i++) {
         const kcache_key *r;
-        st[i] = KCACHE_MISS;
-        data[i] = NULL;
-        size[i] = 0;
-        copy[i] = NULL;
-        r = kcache__key_resolve(kc, k[i], kc->cfg.stamp, &copy[i]);
+        mm->got[i] = KCACHE_MISS;
+        mm->data[i] = NULL;
+        mm->size[i] = 0;
+        mm->copy[i] = NULL;
+        r = kcache__key_resolve(kc, mm->ask[i], kc->cfg.stamp, &mm->copy[i]);
         if (r && r->error == KCACHE_OK) { /* (out of memory, or a dependency that cannot be read: a miss) */
-            rk[m] = r;
-            at[m++] = i;
+            mm->rk[m] = r;
+            mm->fat[m++] = i;
         }
     }
     memset(&ev, 0, sizeof ev);
-    if (m && KCACHE__REMOTE(kc)) kcache__remote_get_many(KCACHE__REMOTE(kc), rk, m, kc->cfg.stamp, rd, where, &ev);
+    if (m && KCACHE__REMOTE(kc)) kcache__remote_get_many(KCACHE__REMOTE(kc), mm, m, kc->cfg.stamp, &ev);
     else m = 0;
     kcache__remote_stats(kc, &ev);
     for (i = 0; i < m; i++) {
-        kcache__mem_free(rd[i].mem, rd[i].rec);
-        if (rd[i].status == KCACHE_OK) st[at[i]] = kcache__lower_hit(kc, rk[i], gen, rd[i].blob, 0, where[i], &data[at[i]], &size[at[i]]);
+        size_t at = mm->fat[i];
+        kcache__mem_free(mm->rd[i].mem, mm->rd[i].rec);
+        if (mm->rd[i].status == KCACHE_OK) mm->got[at] = kcache__lower_hit(kc, mm->rk[i], gen, mm->rd[i].blob, 0, mm->where[i], &mm->data[at], &mm->size[at]);
     }
-    for (i = 0; i < n; i++) kcache__key_drop(&kc->mem, copy[i]);
+    for (i = 0; i < n; i++) kcache__key_drop(&kc->mem, mm->copy[i]);
 }
 
 /* kcache_explain's look below the store: writes a hit ("hit: layer DIR ...", "hit: remote (URL)
@@ -13876,47 +13894,43 @@ typedef struct kcache__batch {
    taken): memory and the store, then the remote in one exchange per shard for the rest
    (kcache__remote_fetch), so that the values other machines built come back without a claim and a
    round trip each. Returns the step after the last key asked; *progress: 1 when a key got done. */
-static size_t kcache__batch_fetch(kcache__batch *bt, size_t first, size_t from, int *progress) {
-    const kcache_key *keys[KCACHE__REMOTE_MANY], *ask[KCACHE__REMOTE_MANY];
-    const void *d[KCACHE__REMOTE_MANY], *rd[KCACHE__REMOTE_MANY];
-    size_t sz[KCACHE__REMOTE_MANY], rsz[KCACHE__REMOTE_MANY], at[KCACHE__REMOTE_MANY], which[KCACHE__REMOTE_MANY];
-    kcache_status st[KCACHE__REMOTE_MANY], rst[KCACHE__REMOTE_MANY];
+static size_t kcache__batch_fetch(kcache__batch *bt, kcache__many *mm, size_t first, size_t from, int *progress) {
     size_t step, j, m = 0, n;
     int forked = 0, done = 0;
     for (step = from; step < bt->ntodo && m < KCACHE__REMOTE_MANY; step++) {
         size_t i = (first + step) % bt->ntodo;
         if (bt->state[i] == KCACHE__JOB_OPEN) {
             bt->state[i] = KCACHE__JOB_TAKEN;
-            at[m] = i;
-            keys[m++] = bt->jobs[bt->todo[i]].key;
+            mm->at[m] = i;
+            mm->keys[m++] = bt->jobs[bt->todo[i]].key;
         }
     }
     if (!m) return step;
     kcache__mutex_unlock(&bt->m);
     for (j = 0, n = 0; j < m; j++) /* the store first: a process on this store may have built it */
-        if ((st[j] = kcache__get(bt->kc, keys[j], &d[j], &sz[j], 0, 0)) != KCACHE_OK) {
-            forked |= st[j] == KCACHE__FORKED;
-            which[n] = j;
-            ask[n++] = keys[j];
+        if ((mm->st[j] = kcache__get(bt->kc, mm->keys[j], &mm->d[j], &mm->sz[j], 0, 0)) != KCACHE_OK) {
+            forked |= mm->st[j] == KCACHE__FORKED;
+            mm->which[n] = j;
+            mm->ask[n++] = mm->keys[j];
         }
     if (forked) n = 0; /* (the next try says so) */
-    kcache__remote_fetch(bt->kc, ask, n, rd, rsz, rst);
+    kcache__remote_fetch(bt->kc, mm, n);
     for (j = 0; j < n; j++) {
-        st[which[j]] = rst[j];
-        d[which[j]] = rd[j];
-        sz[which[j]] = rsz[j];
+        mm->st[mm->which[j]] = mm->got[j];
+        mm->d[mm->which[j]] = mm->data[j];
+        mm->sz[mm->which[j]] = mm->size[j];
     }
     kcache__mutex_lock(&bt->m);
     for (j = 0; j < m; j++) {
-        kcache_job *job = &bt->jobs[bt->todo[at[j]]];
-        if (st[j] != KCACHE_OK) { /* still missing: tried as before */
-            bt->state[at[j]] = KCACHE__JOB_OPEN;
+        kcache_job *job = &bt->jobs[bt->todo[mm->at[j]]];
+        if (mm->st[j] != KCACHE_OK) { /* still missing: tried as before */
+            bt->state[mm->at[j]] = KCACHE__JOB_OPEN;
             continue;
         }
-        job->data = d[j];
-        job->size = sz[j];
+        job->data = mm->d[j];
+        job->size = mm->sz[j];
         job->status = KCACHE_OK;
-        bt->state[at[j]] = KCACHE__JOB_DONE;
+        bt->state[mm->at[j]] = KCACHE__JOB_DONE;
         bt->left--;
         bt->ends++;
         done = 1;
@@ -13942,6 +13956,8 @@ static void kcache__batch_work(kcache__batch *bt) {
     unsigned pause_ms = 1;
     size_t first, asked = (size_t)-1; /* the steps of this pass asked again since the last build (all: the batch's first look) */
     int passes = 0;
+    /* (without room for it, each key seen busy is asked of the remote by its try) */
+    kcache__many *mm = KCACHE__REMOTE(bt->kc) ? (kcache__many *)kcache__mem_alloc(&bt->kc->mem, sizeof *mm) : NULL;
     kcache__mutex_lock(&bt->m);
     { /* (a hash, not the id itself: consecutive pids would start on consecutive keys) */
         uint64_t seed[2];
@@ -13962,22 +13978,22 @@ static void kcache__batch_work(kcache__batch *bt) {
             int child, alone;
             i = (first + step) % bt->ntodo;
             if (bt->state[i] != KCACHE__JOB_OPEN) continue;
-            if (step >= asked && KCACHE__REMOTE(bt->kc)) {
-                asked = kcache__batch_fetch(bt, first, step, &progress);
+            if (step >= asked && mm) {
+                asked = kcache__batch_fetch(bt, mm, first, step, &progress);
                 if (bt->state[i] != KCACHE__JOB_OPEN) continue;
             }
             j = &bt->jobs[bt->todo[i]];
             bt->state[i] = KCACHE__JOB_TAKEN;
             alone = bt->busy_since[i] && kcache__mono_ns() - bt->busy_since[i] > (int64_t)bt->kc->cfg.build_wait_ms * 1000000;
             kcache__mutex_unlock(&bt->m);
-            s = kcache__try_build(bt->kc, j->key, j->build, j->user, bt->busy_since[i] != 0 && !KCACHE__REMOTE(bt->kc), alone, &d, &n,
-                                  &child);
+            s = kcache__try_build(bt->kc, j->key, j->build, j->user, bt->busy_since[i] != 0 && !mm, alone, &d, &n, &child);
             if (child) { /* this thread alone in a forked child: no lock of the parent's is touched */
                 j->data = d;
                 j->size = n;
                 j->status = s;
                 bt->state[i] = KCACHE__JOB_DONE;
                 bt->child = 1;
+                kcache__mem_free(&bt->kc->mem, mm); /* (as the batch's arrays are, by its caller) */
                 return;
             }
             if (s == KCACHE_EEXIST && !bt->busy_since[i]) kcache__count_wait(bt->kc);
@@ -14007,6 +14023,7 @@ static void kcache__batch_work(kcache__batch *bt) {
         if (pause_ms < 20) pause_ms = pause_ms * 2 > 20 ? 20 : pause_ms * 2;
     }
     kcache__mutex_unlock(&bt->m);
+    kcache__mem_free(&bt->kc->mem, mm);
 }
 
 KCACHE__THREAD_FN(kcache__batch_worker, arg) {
@@ -14057,27 +14074,26 @@ KCACHE_API kcache_status kcache_get_or_build_many(kcache *kc, kcache_job *jobs, 
         else nmiss++;
     }
     if (nmiss && h && i == n && KCACHE__REMOTE(h)) {
-        const kcache_key *ks[KCACHE__REMOTE_MANY];
-        const void *d[KCACHE__REMOTE_MANY];
-        size_t sz[KCACHE__REMOTE_MANY], at[KCACHE__REMOTE_MANY], m, j;
-        kcache_status st[KCACHE__REMOTE_MANY];
+        kcache__many *mm = (kcache__many *)kcache__mem_alloc(&h->mem, sizeof *mm);
+        size_t m, j;
         for (i = 0; i < n;) {
-            for (m = 0; i < n && m < KCACHE__REMOTE_MANY; i++)
+            for (m = 0; i < n && (m < KCACHE__REMOTE_MANY || !mm); i++)
                 if (jobs[i].status == KCACHE_MISS) {
-                    at[m] = i;
-                    ks[m++] = jobs[i].key;
+                    kcache_status s = KCACHE_MISS;
+                    if (mm) mm->at[m] = i, mm->ask[m++] = jobs[i].key;
+                    else s = kcache__get(h, jobs[i].key, &jobs[i].data, &jobs[i].size, 1, KCACHE__ASK_REMOTE); /* (no room: one by one) */
+                    if (s == KCACHE_OK) jobs[i].status = KCACHE_OK, nmiss--;
                 }
-            kcache__remote_fetch(h, ks, m, d, sz, st);
+            if (mm) kcache__remote_fetch(h, mm, m);
             for (j = 0; j < m; j++) {
-                kcache_job *job = &jobs[at[j]];
-                if (st[j] != KCACHE_OK) st[j] = kcache__get(h, job->key, &d[j], &sz[j], 1, 0); /* counts the miss */
-                if (st[j] != KCACHE_OK) continue;
-                job->data = d[j];
-                job->size = sz[j];
-                job->status = KCACHE_OK;
-                nmiss--;
+                kcache_job *job = &jobs[mm->at[j]];
+                kcache_status s = mm->got[j];
+                if (s == KCACHE_OK) job->data = mm->data[j], job->size = mm->size[j];
+                else s = kcache__get(h, job->key, &job->data, &job->size, 1, 0); /* counts the miss */
+                if (s == KCACHE_OK) job->status = KCACHE_OK, nmiss--;
             }
         }
+        kcache__mem_free(&h->mem, mm);
     }
     memset(&bt, 0, sizeof bt);
     if (nmiss && h && i == n) {
