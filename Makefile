@@ -24,7 +24,7 @@ CL_LIBS := -lOpenCL $(LDLIBS)
 REMOTE_DEFS := -DKCACHE_REDIS -DKCACHE_ZSTD -DKCACHE_HMAC_OPENSSL -DKCACHE_TLS_OPENSSL
 REMOTE_LIBS := -lhiredis -lzstd -lssl -lcrypto $(LDLIBS)
 
-.PHONY: all tools examples test check-deps bench demo demo-deps demo-cc install uninstall clean fuzz fuzz-smoke \
+.PHONY: gpu-bin all tools examples test check-deps bench demo demo-deps demo-cc install uninstall clean fuzz fuzz-smoke \
         test-aarch64 test-s390x test-exchange torture test-windows test-valgrind test-tsan test-noofd test-core
 all: tools examples
 
@@ -123,6 +123,7 @@ $(B)/test_opencl: tests/test_opencl.c kcache.h tests/kt.h | $(B)
 $(B)/asan/test_opencl: tests/test_opencl.c kcache.h tests/kt.h | $(B)/asan
 	$(CC) $(STD) $(SAN) $(WARN) -I. -Itests -o $@ $< $(CL_LIBS)
 CL_TESTS := $(B)/test_opencl $(B)/asan/test_opencl $(B)/opencl_demo
+CL_TESTS += $(B)/opencl_many
 
 # the Vulkan part's tests on lavapipe (mesa-vulkan-drivers), and the example run twice
 $(B)/test_vulkan: tests/test_vulkan.c examples/vk_compute.h kcache.h tests/kt.h | $(B)
@@ -194,7 +195,7 @@ test: check-deps
 	  portable="bash tests/test_portable.sh $(B)/test_exchange" \
 	  demo-cc="tests/test_demo.sh $(B)/demo_cc $(B)/nvrtc_ptx $(B)/kcache-inspect" \
 	  opencl=$(B)/test_opencl asan/opencl=$(B)/asan/test_opencl \
-	  demo="tests/test_demo_opencl.sh $(B)/opencl_demo" \
+	  demo="tests/test_demo_opencl.sh $(B)/opencl_demo $(B)/opencl_many" \
 	  vulkan=$(B)/test_vulkan asan/vulkan=$(B)/asan/test_vulkan \
 	  demo-vulkan="tests/test_demo_vulkan.sh $(B)/vk_pipeline" \
 	  faults=$(FAULTS) \
@@ -285,6 +286,14 @@ $(TOOLS) $(B)/asan/kcache-inspect $(B)/fuzz_pickle $(B)/fuzz_store $(B)/fuzz_sta
 
 BENCHES := bench_hash bench_cache bench_evict bench_flight bench_index bench_opencl bench_pub bench_remote bench_inspect bench_stamp bench_vulkan
 BENCHES += bench_many
+# what scripts/gpu-check.sh runs but a bare GPU machine cannot build (no OpenCL loader or headers, no
+# Vulkan headers): built here into dev/bin with the ICD loader beside them, carried there
+GPU_BIN_PROGS := opencl_demo opencl_saxpy opencl_many bench_opencl bench_vulkan test_vulkan kcache-inspect
+gpu-bin:
+	@mkdir -p dev/bin
+	$(MAKE) --no-print-directory B=dev/bin $(addprefix dev/bin/,$(GPU_BIN_PROGS))
+	cp -L $$(ldconfig -p | awk '/libOpenCL\.so\.1 .*x86-64/ {print $$NF; exit}') dev/bin/libOpenCL.so.1
+
 bench: check-deps $(addprefix $(B)/,$(BENCHES)) $(B)/kcache-top
 	@for b in $(BENCHES); do echo "== $$b"; $(B)/$$b || exit 1; done
 	@echo "== bench_build"; CC=$(CC) bash bench/bench_build.sh

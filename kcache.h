@@ -46,7 +46,7 @@
                            closed kcache, a freed key): one message through the log, then
                            KCACHE_ASSERT; default 1 unless NDEBUG (see the README's "Misuse")
        optional parts, each with its library:
-       KCACHE_OPENCL       kcache_cl_build, kcache_cl_key                       -lOpenCL
+       KCACHE_OPENCL       kcache_cl_build, kcache_cl_build_many, kcache_cl_key -lOpenCL
        KCACHE_REDIS        the built-in Redis remote tier (hiredis >= 0.14; POSIX) -lhiredis
        KCACHE_ZSTD         zstd entries on the remote, and KCACHE_COMPRESS      -lzstd
        KCACHE_HMAC_OPENSSL HMAC-SHA-256 and GMAC for KCACHE_REMOTE_SECRET        -lcrypto
@@ -78,7 +78,8 @@
        a cluster build claim on a remote tier (every second, for the length of a build, then
        joined); the Redis backend's resolver of a server's host name (detached, one per shard at a
        time, so that the connect timeout bounds the resolution; it ends when the resolver answers);
-       and kcache_get_or_build_many's threads - 1 builders (joined before it returns). It installs
+       and kcache_get_or_build_many's threads - 1 builders (kcache_cl_build_many's too, through
+       it; joined before it returns). It installs
        no signal, atexit or atfork handler and no constructor, writes nothing to stdout, and to
        stderr only debug lines asked for when no log callback is set. A forked child may use the
        kcache it inherited.
@@ -642,7 +643,10 @@ extern "C" {
    the -I directories of the options and the working directory, recursively, is a dependency
    (kcache_key_file): editing one is a miss that kcache_explain names. Devices that hit are loaded
    with clCreateProgramWithBinary; only the devices that missed are compiled (identical devices
-   once), and their binaries are stored (single flight: concurrent processes compile once).
+   once), and their binaries are stored (single flight: concurrent processes compile once). The
+   devices that missed are the keys of a batch (kcache_get_or_build_many, on the calling thread):
+   each is compiled for itself, so that processes needing the same program at once each compile a
+   share of its devices; a program of several devices is then made from their binaries.
    A stored binary is checked before the driver sees it (size, and for PoCL its header, device id
    and the bounds of every record); one that fails, or that the driver refuses, is removed, counted
    as a reject and rebuilt from source: the caller only sees success. A build failure is not
@@ -660,6 +664,47 @@ extern "C" {
 KCACHE_API cl_program kcache_cl_build(kcache *kc, cl_context ctx, cl_uint ndev, const cl_device_id *devs,
                                       const char *unit, cl_uint nsrc, const char **srcs, const size_t *lens,
                                       const char *options, int *hit, cl_int *err);
+
+/* Several programs at once (a start-up that compiles a set of kernels): each as kcache_cl_build
+   builds it for ctx, ndev, devs (the same for every program), and every device key missing of every
+   program goes into one batch (kcache_get_or_build_many) built on up to `threads` threads of the
+   caller (0 or 1: the calling thread alone). So the processes, threads and machines that need the
+   same programs at once each compile a share of them, taking first what nobody else compiles,
+   where one kcache_cl_build after another would have them all wait on each program in turn.
+
+   progs[i] says what program i is (in) and how it went (out):
+       unit, nsrc, srcs, lens, options   as kcache_cl_build takes them
+       log, log_cap   (in; log may be NULL) where program i's build log goes, snprintf-style
+       program        the built program, released by the caller with clReleaseProgram; NULL on failure
+       hit            1 when no device of program i was compiled by this call (as kcache_cl_build's)
+       err            CL_SUCCESS, or the error of program i's failed step
+       log_len        its log's full length (0: none): the compiler's output on a failure (a section
+                      per device when there are several), its warnings after a compile, else empty
+
+   A program that fails fails its own entry only. The same program twice in one call is built once;
+   the second gets the first's program (retained again), as a repeat kcache_cl_build would. Returns
+   CL_SUCCESS when every program was built, else the err of the lowest-numbered failed one (every
+   program built is the caller's to release, whatever the return); CL_INVALID_VALUE for progs NULL
+   with n > 0. kcache_cl_build_log then says the log of that first failed program (empty when none
+   failed). The compiles may run on several threads at once on one context: OpenCL (1.1 and later)
+   makes clBuildProgram and the other calls used here thread-safe; PoCL compiles one context's
+   programs one at a time behind a lock of its own, so with PoCL the threads help across processes
+   and contexts, not within one. kc NULL or caching off: each built from source, one after another. */
+typedef struct kcache_cl_program {
+    const char *unit;        /* in */
+    cl_uint nsrc;            /* in */
+    const char **srcs;       /* in */
+    const size_t *lens;      /* in (may be NULL) */
+    const char *options;     /* in (NULL is "") */
+    char *log;               /* in: the buffer for this program's build log (may be NULL) */
+    size_t log_cap;          /* in */
+    cl_program program;      /* out */
+    int hit;                 /* out */
+    cl_int err;              /* out */
+    size_t log_len;          /* out */
+} kcache_cl_program;
+KCACHE_API cl_int kcache_cl_build_many(kcache *kc, cl_context ctx, cl_uint ndev, const cl_device_id *devs,
+                                       kcache_cl_program *progs, size_t n, unsigned threads);
 
 /* The build log of the calling thread's most recent kcache_cl_build on kc: on a failure, the
    compiler's output (one section per device when there are several) or, for a failure that is not
@@ -14450,6 +14495,13 @@ typedef struct kcache__cl_dev {
     size_t size;
     int release;           /* data came from kcache_get / kcache_get_or_build */
     int nostore;           /* the driver refused the binary it had just made: do not store it again */
+    /* its compile (the build function, perhaps on a builder thread of the batch: these fields are
+       this device's alone, read by the caller once the batch has joined its threads) */
+    struct kcache__cl_job *job; /* the program's */
+    int tried;             /* compiled here */
+    cl_int err;
+    cl_program prog;       /* what the compile made, for this device alone */
+    kcache__cl_text log;   /* the compiler's output */
 } kcache__cl_dev;
 
 enum { KCACHE__CL_MISSING = 0, KCACHE__CL_CACHED = 1, KCACHE__CL_BUILT = 2 };
@@ -14971,12 +15023,11 @@ typedef struct kcache__cl_job {
     const char *options;
     kcache__cl_dev *dv;
     cl_uint ndev;
-    cl_program prog;      /* built from source here, for the devices marked KCACHE__CL_BUILT */
-    int tried;
-    cl_int err;
+    cl_program prog;      /* built from source here (a build for every device, or a compile's copy) */
     int64_t build_ns;
     kcache__cl_text log;
-    cl_uint current;      /* the device whose payload the build function returns */
+    cl_uint current;      /* the device of a compile for one device (its log section's number) */
+    int several;          /* the program has several devices: a compile for one device heads its log */
     cl_device_id *built;  /* the devices prog was built for, in the program's device order */
     cl_uint nbuilt;
 } kcache__cl_job;
@@ -15039,11 +15090,11 @@ static cl_int kcache__cl_compile(kcache__cl_job *j, cl_uint n, const cl_device_i
         k = strlen(text);
         while (k && (text[k - 1] == '\n' || text[k - 1] == ' ' || text[k - 1] == '\r' || text[k - 1] == '\t')) k--;
         if (k) {
-            if (n > 1) {
+            if (n > 1 || j->several) {
                 char dn[128];
                 if (clGetDeviceInfo(ids[i], CL_DEVICE_NAME, sizeof dn - 1, dn, NULL) != CL_SUCCESS) dn[0] = 0;
                 dn[sizeof dn - 1] = 0;
-                kcache__cl_text_fmt(&j->log, "== device %u: %s\n", (unsigned)i, dn);
+                kcache__cl_text_fmt(&j->log, "== device %u: %s\n", (unsigned)(n > 1 ? i : j->current), dn);
             }
             kcache__cl_text_add(&j->log, text, k);
             kcache__cl_text_add(&j->log, "\n", 1);
@@ -15118,49 +15169,51 @@ done:
     return ok;
 }
 
-/* kcache_get_or_build's build function for device j->current: the first call compiles for every
-   device still missing (once per distinct key) and stores the other devices' binaries as well;
-   later calls only hand out what that compile made. */
+/* The build function of one device's key (the first device of those with that key): compiles the
+   sources for that device alone. A program's devices are keys of their own in the batch
+   (kcache_get_or_build_many), so that the threads, processes and machines that need the program at
+   once each compile a share of its devices, as they do of a batch's programs. One clBuildProgram for
+   every device would save the process that builds alone one load of the binaries (the program is
+   then made from them: a few percent of a compile on PoCL, which compiles a program's devices one
+   after another anyway), but would compile every device in the first process to come while the
+   others wait. May run on a builder thread of the batch: it writes its own device's fields only, and
+   compiles through a copy of the program's job. */
 static int kcache__cl_build_fn(void *user, void **out, size_t *out_size) {
-    kcache__cl_job *j = (kcache__cl_job *)user;
-    kcache__cl_dev *dv = j->dv;
-    cl_uint i, n = 0;
+    kcache__cl_dev *dv = (kcache__cl_dev *)user;
+    kcache__cl_job one = *dv->job;
     char why[256];
+    int ok;
     *out = NULL;
     *out_size = 0;
-    if (!j->prog && !j->tried) {
-        cl_device_id *ids = (cl_device_id *)KCACHE_MALLOC(sizeof *ids * j->ndev);
-        j->tried = 1;
-        if (!ids) { j->err = CL_OUT_OF_HOST_MEMORY; return 1; }
-        for (i = 0; i < j->ndev; i++)
-            if (dv[i].state == KCACHE__CL_MISSING && dv[i].same_as == i) ids[n++] = dv[i].id;
-        j->err = kcache__cl_compile(j, n, ids);
-        KCACHE_FREE(ids);
-        if (j->err != CL_SUCCESS) return 1;
-        for (i = 0; i < j->ndev; i++)
-            if (dv[i].state == KCACHE__CL_MISSING && dv[i].same_as == i) dv[i].state = KCACHE__CL_BUILT;
-        /* the other devices' binaries, stored now so that processes waiting for them find them */
-        for (i = 0; i < j->ndev; i++) {
-            void *p;
-            size_t sz;
-            if (i == j->current || dv[i].state != KCACHE__CL_BUILT || dv[i].same_as != i || !dv[i].key_ok) continue;
-            if (kcache__cl_extract(j, j->prog, dv[i].id, &p, &sz)) {
-                if (kcache__cl_payload_ok(p, sz, &dv[i], why, sizeof why)) kcache_put(j->kc, &dv[i].key, p, sz);
-                else KCACHE__DEBUG(j->kc, "not storing %s for %s: %s", dv[i].key.unit, dv[i].name, why);
-                KCACHE_FREE(p);
-            }
-        }
+    one.prog = NULL;
+    one.built = NULL;
+    one.nbuilt = 0;
+    one.build_ns = 0;
+    memset(&one.log, 0, sizeof one.log);
+    one.current = (cl_uint)(dv - one.dv);
+    one.several = one.ndev > 1;
+    dv->tried = 1;
+    dv->err = kcache__cl_compile(&one, 1, &dv->id);
+    kcache__cl_text_add(&dv->log, one.log.p ? one.log.p : "", one.log.len);
+    if (one.log.oom) dv->log.oom = 1;
+    KCACHE_FREE(one.log.p);
+    if (dv->err != CL_SUCCESS) {
+        KCACHE_FREE(one.built);
+        return 1;
     }
-    if (!j->prog || dv[j->current].state != KCACHE__CL_BUILT) return 1;
-    if (!kcache__cl_extract(j, j->prog, dv[j->current].id, out, out_size)) return 1;
-    if (!kcache__cl_payload_ok(*out, *out_size, &dv[j->current], why, sizeof why)) {
-        KCACHE__DEBUG(j->kc, "not storing %s for %s: %s", dv[j->current].key.unit, dv[j->current].name, why);
+    dv->state = KCACHE__CL_BUILT;
+    if (dv->prog) clReleaseProgram(dv->prog);
+    dv->prog = one.prog;
+    ok = kcache__cl_extract(&one, one.prog, dv->id, out, out_size);
+    KCACHE_FREE(one.built);
+    if (ok && !kcache__cl_payload_ok(*out, *out_size, dv, why, sizeof why)) {
+        KCACHE__DEBUG(one.kc, "not storing %s for %s: %s", dv->key.unit, dv->name, why);
         KCACHE_FREE(*out);
         *out = NULL;
         *out_size = 0;
-        return 1; /* not cached; the program built from source is used as it is */
+        ok = 0; /* not cached; the program built from source is used as it is, or built again */
     }
-    return 0;
+    return ok ? 0 : 1;
 }
 
 /* ---- the in-process program cache (kc->lock held) ------------------------------------------ */
@@ -15443,123 +15496,168 @@ static cl_program kcache__cl_plain(kcache__cl_job *j, const cl_device_id *ids, c
     return p;
 }
 
-KCACHE_API cl_program kcache_cl_build(kcache *kc, cl_context ctx, cl_uint ndev, const cl_device_id *devs,
-                                      const char *unit, cl_uint nsrc, const char **srcs, const size_t *lens,
-                                      const char *options, int *hit, cl_int *err) {
+/* One program of a kcache_cl_build or kcache_cl_build_many call, through its phases: begin (the
+   arguments, the in-process cache, the keys, what the store has), the batch (its devices' missing
+   keys, with every other program's of the call), finish (the program, from the source build or the
+   binaries). */
+typedef struct kcache__cl_one {
     kcache__cl_job j;
-    kcache__cl_dev *dv = NULL; /* (each holds a key: on the heap, not the stack) */
     kcache__cl_deps deps;
-    cl_device_id *all = NULL;
-    const cl_device_id *ids = devs;
-    size_t *ln = NULL;
-    kcache_hash128 mid = {0, 0};
-    cl_program prog = NULL;
-    cl_int e = CL_SUCCESS;
-    cl_uint i, k;
-    int cache, built_here = 0, *bad = NULL;
-    char why[256];
+    cl_device_id *all;      /* every device of the context (ndev 0) */
+    const cl_device_id *ids;
+    size_t *ln;             /* the sources' lengths (j.lens) */
+    kcache_hash128 mid;
+    cl_program prog;
+    cl_int e;
+    int cache, built_here, hit, done, memhit, args_bad;
+    size_t njobs;           /* its devices' keys to build (the batch's jobs) */
+    kcache__cl_text log;    /* finish: the program's build log */
+} kcache__cl_one;
 
-    if (hit) *hit = 0;
-#if KCACHE_CHECKS
-    if (kc && !kcache__kc_ok(kc, "kcache_cl_build")) kc = NULL; /* (said): a plain build, as without a cache */
-#endif
-    if (kc) kc = kcache__live(kc, 1); /* NULL in a forked child that could not open its own: a plain build */
-    memset(&j, 0, sizeof j);
-    memset(&deps, 0, sizeof deps);
+static void kcache__cl_begin(kcache *kc, kcache__cl_one *o, cl_context ctx, cl_uint ndev, const cl_device_id *devs, const char *unit,
+                             cl_uint nsrc, const char **srcs, const size_t *lens, const char *options) {
+    kcache__cl_job *j = &o->j;
+    kcache__cl_dev *dv; /* (each holds a key: on the heap, not the stack) */
+    size_t *ln;
+    cl_uint i, k;
+    char why[256];
+    memset(o, 0, sizeof *o);
+    o->ids = devs;
     if (!unit || !unit[0]) unit = "opencl";
     if (!options) options = "";
-    if (!ctx) { e = CL_INVALID_CONTEXT; goto fail_args; }
-    if (nsrc == 0 || !srcs || (ndev > 0 && !devs) || (ndev == 0 && devs)) { e = CL_INVALID_VALUE; goto fail_args; }
+    j->kc = kc;
+    j->unit = unit;
+    j->ctx = ctx;
+    j->nsrc = nsrc;
+    j->srcs = srcs;
+    j->options = options;
+    if (!ctx) { o->e = CL_INVALID_CONTEXT; goto bad_args; }
+    if (nsrc == 0 || !srcs || (ndev > 0 && !devs) || (ndev == 0 && devs)) { o->e = CL_INVALID_VALUE; goto bad_args; }
     for (i = 0; i < nsrc; i++)
-        if (!srcs[i]) { e = CL_INVALID_VALUE; goto fail_args; }
+        if (!srcs[i]) { o->e = CL_INVALID_VALUE; goto bad_args; }
     if (ndev == 0) { /* every device of the context */
         size_t bytes = 0;
-        e = clGetContextInfo(ctx, CL_CONTEXT_DEVICES, 0, NULL, &bytes);
-        if (e != CL_SUCCESS || bytes < sizeof(cl_device_id)) { e = e != CL_SUCCESS ? e : CL_INVALID_CONTEXT; goto fail_args; }
-        all = (cl_device_id *)KCACHE_MALLOC(bytes);
-        if (!all) { e = CL_OUT_OF_HOST_MEMORY; goto fail_args; }
-        if ((e = clGetContextInfo(ctx, CL_CONTEXT_DEVICES, bytes, all, NULL)) != CL_SUCCESS) goto fail_args;
+        o->e = clGetContextInfo(ctx, CL_CONTEXT_DEVICES, 0, NULL, &bytes);
+        if (o->e != CL_SUCCESS || bytes < sizeof(cl_device_id)) { o->e = o->e != CL_SUCCESS ? o->e : CL_INVALID_CONTEXT; goto bad_args; }
+        o->all = (cl_device_id *)KCACHE_MALLOC(bytes);
+        if (!o->all) { o->e = CL_OUT_OF_HOST_MEMORY; goto bad_args; }
+        if ((o->e = clGetContextInfo(ctx, CL_CONTEXT_DEVICES, bytes, o->all, NULL)) != CL_SUCCESS) goto bad_args;
         ndev = (cl_uint)(bytes / sizeof(cl_device_id));
-        ids = all;
+        o->ids = o->all;
     }
-    if ((ln = kcache__cl_lens(nsrc, srcs, lens)) == NULL) { e = CL_OUT_OF_HOST_MEMORY; goto fail_args; }
-
-    j.kc = kc;
-    j.unit = unit;
-    j.ctx = ctx;
-    j.nsrc = nsrc;
-    j.srcs = srcs;
-    j.lens = ln;
-    j.options = options;
-    j.ndev = ndev;
-    cache = kc && kc->cfg.enable;
-    if (!cache) { /* no cache: build as the program would have */
-        prog = kcache__cl_plain(&j, ids, ndev, &e);
-        built_here = 1;
-        goto out;
-    }
+    if ((o->ln = ln = kcache__cl_lens(nsrc, srcs, lens)) == NULL) { o->e = CL_OUT_OF_HOST_MEMORY; goto bad_args; }
+    j->lens = ln;
+    j->ndev = ndev;
+    o->cache = kc && kc->cfg.enable;
+    if (!o->cache) goto plain; /* no cache: build as the program would have */
 
     /* 1. this process built it already */
-    mid = kcache__cl_mem_id(ctx, ndev, ids, unit, nsrc, srcs, ln, options);
-    if ((prog = kcache__cl_mem_get(kc, mid, ctx)) != NULL) {
+    o->mid = kcache__cl_mem_id(ctx, ndev, o->ids, unit, nsrc, srcs, ln, options);
+    if ((o->prog = kcache__cl_mem_get(kc, o->mid, ctx)) != NULL) {
         if (kc->cfg.debug) KCACHE__DEBUG(kc, "hit memory %s (program built in this process)", unit);
-        KCACHE_FREE(ln);
-        KCACHE_FREE(all);
-        if (hit) *hit = 1;
-        if (err) *err = CL_SUCCESS;
-        return prog;
+        o->memhit = o->hit = o->done = 1;
+        return;
     }
 
     /* 2. one key per device; what the store has */
-    kcache__cl_find_deps(nsrc, srcs, ln, options, &deps);
+    kcache__cl_find_deps(nsrc, srcs, ln, options, &o->deps);
     dv = (kcache__cl_dev *)KCACHE_MALLOC(sizeof *dv * ndev);
-    if (!dv) { prog = kcache__cl_plain(&j, ids, ndev, &e); built_here = 1; goto out; }
+    if (!dv) goto plain;
     memset(dv, 0, sizeof *dv * ndev);
-    j.dv = dv;
+    j->dv = dv;
     for (i = 0; i < ndev; i++) {
-        dv[i].id = ids[i];
+        dv[i].id = o->ids[i];
         dv[i].same_as = i;
-        dv[i].key_ok = kcache__cl_key_dev(kc, &dv[i].key, &dv[i], unit, nsrc, srcs, ln, options, &deps) == KCACHE_OK;
+        dv[i].job = j;
+        dv[i].key_ok = kcache__cl_key_dev(kc, &dv[i].key, &dv[i], unit, nsrc, srcs, ln, options, &o->deps) == KCACHE_OK;
         dv[i].key_live = 1;
         if (!dv[i].key_ok) { /* no key (a device the driver will not describe, a unit name too long,
                                 includes past the limits): built as without a cache */
             KCACHE__DEBUG(kc, "not caching %s: its key for device %u is incomplete (%s)", unit, (unsigned)i,
                           kcache_strerror(dv[i].key.error));
-            prog = kcache__cl_plain(&j, ids, ndev, &e);
-            built_here = 1;
-            goto out;
+            goto plain;
         }
         for (k = 0; k < i; k++) {
-            if (dv[k].id == dv[i].id) { /* a device named twice: the driver's answer, uncached */
-                prog = kcache__cl_plain(&j, ids, ndev, &e);
-                built_here = 1;
-                goto out;
-            }
+            if (dv[k].id == dv[i].id) goto plain; /* a device named twice: the driver's answer, uncached */
             if (dv[i].same_as == i && kcache__same(dv[k].key.digest, dv[i].key.digest)) dv[i].same_as = k;
         }
     }
     for (i = 0; i < ndev; i++) {
         if (dv[i].same_as != i) continue;
-        if (kcache_get(kc, &dv[i].key, &dv[i].data, &dv[i].size) != KCACHE_OK) continue;
+        if (kcache_get(kc, &dv[i].key, &dv[i].data, &dv[i].size) != KCACHE_OK) {
+            o->njobs++;
+            continue;
+        }
         dv[i].release = 1;
         if (!kcache__cl_payload_ok(dv[i].data, dv[i].size, &dv[i], why, sizeof why)) {
             kcache_release(kc, dv[i].data);
             dv[i].data = NULL;
             dv[i].release = 0;
             kcache__cl_reject(kc, &dv[i], why);
+            o->njobs++;
             continue;
         }
         dv[i].state = KCACHE__CL_CACHED;
     }
+    return;
 
-    /* 3. the devices that missed: compiled once (single flight across threads and processes) */
-    for (i = 0; i < ndev; i++) {
-        kcache_status s;
+plain:
+    o->prog = kcache__cl_plain(j, o->ids, j->ndev, &o->e);
+    o->built_here = o->done = 1;
+    o->njobs = 0;
+    return;
+
+bad_args:
+    o->args_bad = o->done = 1;
+    kcache__cl_text_fmt(&o->log, "kcache_cl_build: invalid arguments: %s (%d)\n", kcache__cl_errname(o->e), (int)o->e);
+}
+
+/* The batch's jobs of a program begun: one per device key missing, in device order. */
+static size_t kcache__cl_jobs(kcache__cl_one *o, kcache_job *jobs) {
+    kcache__cl_dev *dv = o->j.dv;
+    size_t n = 0;
+    cl_uint i;
+    if (o->done || !dv) return 0;
+    for (i = 0; i < o->j.ndev; i++) {
         if (dv[i].same_as != i || dv[i].state == KCACHE__CL_CACHED) continue;
-        j.current = i;
-        s = kcache_get_or_build(kc, &dv[i].key, kcache__cl_build_fn, &j, &dv[i].data, &dv[i].size);
-        if (s == KCACHE_OK) {
+        memset(&jobs[n], 0, sizeof jobs[n]);
+        jobs[n].key = &dv[i].key;
+        jobs[n].build = kcache__cl_build_fn;
+        jobs[n].user = &dv[i];
+        n++;
+    }
+    return n;
+}
+
+/* The program, once its jobs (NULL: none ran, as when out of memory) are done; frees what begin
+   made. o->prog, o->e, o->hit and o->log say how it went. */
+static void kcache__cl_finish(kcache__cl_one *o, kcache_job *jobs) {
+    kcache__cl_job *j = &o->j;
+    kcache *kc = j->kc;
+    kcache__cl_dev *dv = j->dv;
+    cl_uint i, ndev = j->ndev;
+    cl_program prog = o->prog;
+    cl_int e = o->e;
+    size_t at = 0;
+    int *bad = NULL, memhit = 0;
+    char why[256];
+
+    if (o->args_bad || o->memhit) goto done;
+    if (o->done) goto out;
+
+    /* 3. the devices that missed: built by the batch, here or by another thread, process or machine */
+    for (i = 0; i < ndev; i++) {
+        if (dv[i].same_as != i || dv[i].state == KCACHE__CL_CACHED) continue;
+        if (jobs && jobs[at].status == KCACHE_OK) {
+            dv[i].data = jobs[at].data;
+            dv[i].size = jobs[at].size;
             dv[i].release = 1;
+        }
+        at++;
+    }
+    for (i = 0; i < ndev; i++) {
+        if (dv[i].same_as != i || dv[i].state == KCACHE__CL_CACHED) continue;
+        if (dv[i].data) {
             if (dv[i].state == KCACHE__CL_MISSING) { /* another thread or process built it */
                 if (kcache__cl_payload_ok(dv[i].data, dv[i].size, &dv[i], why, sizeof why)) {
                     dv[i].state = KCACHE__CL_CACHED;
@@ -15570,37 +15668,45 @@ KCACHE_API cl_program kcache_cl_build(kcache *kc, cl_context ctx, cl_uint ndev, 
                     kcache__cl_reject(kc, &dv[i], why);
                 }
             }
-        } else {
-            dv[i].data = NULL;
-            if (j.tried && j.err != CL_SUCCESS) { e = j.err; goto out; } /* the sources do not build */
-        }
-    }
-
-    /* 4. the program: the source build itself when it covered every device, else from binaries */
-    {
-        int all_built = 1, complete = 1;
-        for (i = 0; i < ndev; i++) {
-            if (dv[i].same_as != i || dv[i].state != KCACHE__CL_BUILT) all_built = 0;
-            if (!dv[dv[i].same_as].data) complete = 0;
-            if (dv[dv[i].same_as].state != KCACHE__CL_CACHED) built_here = 1;
-        }
-        if (j.prog && all_built) { prog = j.prog; j.prog = NULL; goto out; }
-        if (j.prog) { clReleaseProgram(j.prog); j.prog = NULL; }
-        if (!complete) { /* a binary that cannot be stored or loaded: as without a cache */
-            prog = kcache__cl_plain(&j, ids, ndev, &e);
-            built_here = 1;
+        } else if (dv[i].tried && dv[i].err != CL_SUCCESS) {
+            e = dv[i].err; /* the sources do not build */
             goto out;
         }
     }
+
+    /* 4. the program: the source build itself when it covered the one device, else from binaries */
+    {
+        int complete = 1;
+        for (i = 0; i < ndev; i++) {
+            if (!dv[dv[i].same_as].data) complete = 0;
+            if (dv[dv[i].same_as].state != KCACHE__CL_CACHED) o->built_here = 1;
+        }
+        if (ndev == 1 && dv[0].state == KCACHE__CL_BUILT && dv[0].prog) {
+            prog = dv[0].prog;
+            dv[0].prog = NULL;
+            goto out;
+        }
+        if (!complete) { /* a binary that cannot be stored or loaded: as without a cache */
+            prog = kcache__cl_plain(j, o->ids, ndev, &e);
+            o->built_here = 1;
+            goto out;
+        }
+    }
+    /* the same program made meanwhile by this process (another thread, or the same program twice in
+       one kcache_cl_build_many): that one, as a repeat call would have it */
+    if ((prog = kcache__cl_mem_get(kc, o->mid, j->ctx)) != NULL) {
+        memhit = 1;
+        goto out;
+    }
     bad = (int *)KCACHE_MALLOC(sizeof *bad * ndev);
-    if (!bad) { prog = kcache__cl_plain(&j, ids, ndev, &e); built_here = 1; goto out; }
-    prog = kcache__cl_load(&j, bad, &e);
+    if (!bad) { prog = kcache__cl_plain(j, o->ids, ndev, &e); o->built_here = 1; goto out; }
+    prog = kcache__cl_load(j, bad, &e);
     if (!prog && kcache__cl_callers_fault(e)) { /* not the binaries' fault: the driver's answer, uncached */
-        prog = kcache__cl_plain(&j, ids, ndev, &e);
-        built_here = 1;
+        prog = kcache__cl_plain(j, o->ids, ndev, &e);
+        o->built_here = 1;
     } else if (!prog) {
         /* the driver refused a stored binary: remove it, count it, build from source, store anew */
-        built_here = 1;
+        o->built_here = 1;
         for (i = 0; i < ndev; i++) {
             cl_uint l = dv[i].same_as;
             if (!bad[i] || dv[l].state == KCACHE__CL_MISSING) continue;
@@ -15609,13 +15715,13 @@ KCACHE_API cl_program kcache_cl_build(kcache *kc, cl_context ctx, cl_uint ndev, 
             dv[l].nostore = dv[l].state == KCACHE__CL_BUILT; /* it refuses its own binaries: storing them again is no use */
             dv[l].state = KCACHE__CL_MISSING;
         }
-        prog = kcache__cl_plain(&j, ids, ndev, &e);
+        prog = kcache__cl_plain(j, o->ids, ndev, &e);
         if (prog) {
             for (i = 0; i < ndev; i++) {
                 void *p;
                 size_t sz;
                 if (dv[i].same_as != i || dv[i].state != KCACHE__CL_MISSING || dv[i].nostore) continue;
-                if (kcache__cl_extract(&j, prog, dv[i].id, &p, &sz)) {
+                if (kcache__cl_extract(j, prog, dv[i].id, &p, &sz)) {
                     if (kcache__cl_payload_ok(p, sz, &dv[i], why, sizeof why)) kcache_put(kc, &dv[i].key, p, sz);
                     KCACHE_FREE(p);
                 }
@@ -15624,47 +15730,148 @@ KCACHE_API cl_program kcache_cl_build(kcache *kc, cl_context ctx, cl_uint ndev, 
     }
 
 out:
-    if (j.prog) clReleaseProgram(j.prog);
-    KCACHE_FREE(j.built);
-    if (prog && cache && !deps.failed) kcache__cl_mem_put(kc, mid, ctx, prog, &deps);
-    if (prog && kc && kc->cfg.debug && !built_here && dv) {
+    if (j->prog) clReleaseProgram(j->prog);
+    j->prog = NULL;
+    KCACHE_FREE(j->built);
+    j->built = NULL;
+    if (prog && o->cache && !o->deps.failed && !memhit) kcache__cl_mem_put(kc, o->mid, j->ctx, prog, &o->deps);
+    if (prog && kc && kc->cfg.debug && !o->built_here && dv) {
         uint64_t ns = 0; /* what the binaries saved: the compile time their payloads recorded */
         for (i = 0; i < ndev; i++)
             if (dv[i].data && kcache__get_u64((const unsigned char *)dv[i].data + 16) > ns)
                 ns = kcache__get_u64((const unsigned char *)dv[i].data + 16);
-        KCACHE__DEBUG(kc, "hit %s: loaded from the store's binaries (compiling took %.1f ms)", unit, (double)ns / 1e6);
+        KCACHE__DEBUG(kc, "hit %s: loaded from the store's binaries (compiling took %.1f ms)", j->unit, (double)ns / 1e6);
     }
+    /* the log: the compiler's words when it ran (even on success: warnings), device by device, then
+       those of a build of every device at once; else nothing */
+    for (i = 0; dv && i < ndev; i++) {
+        if (dv[i].log.oom) o->log.oom = 1;
+        kcache__cl_text_add(&o->log, dv[i].log.p ? dv[i].log.p : "", dv[i].log.len);
+    }
+    if (j->log.oom) o->log.oom = 1;
+    kcache__cl_text_add(&o->log, j->log.p ? j->log.p : "", j->log.len);
     if (dv) {
         for (i = 0; i < ndev; i++) {
             if (dv[i].release) kcache_release(kc, dv[i].data);
             if (dv[i].key_live) kcache_key_free(&dv[i].key);
+            if (dv[i].prog) clReleaseProgram(dv[i].prog);
+            KCACHE_FREE(dv[i].log.p);
         }
         KCACHE_FREE(dv);
+        j->dv = NULL;
     }
-    kcache__cl_deps_free(deps.v, deps.n);
-    KCACHE_FREE(bad);
-    KCACHE_FREE(ln);
-    KCACHE_FREE(all);
     if (!prog && e == CL_SUCCESS) e = CL_OUT_OF_HOST_MEMORY;
-    if (!prog && kc) KCACHE__DEBUG(kc, "kcache_cl_build %s failed: %s (%d)", unit, kcache__cl_errname(e), (int)e);
-    /* the log: the compiler's words when it ran (even on success: warnings), else nothing */
-    if (j.log.oom) { KCACHE_FREE(j.log.p); j.log.p = NULL; j.log.len = 0; }
-    kcache__cl_log_set(kc, j.log.p, j.log.len);
-    if (hit) *hit = prog && !built_here;
-    if (err) *err = prog ? CL_SUCCESS : e;
-    return prog;
+    if (!prog && kc) KCACHE__DEBUG(kc, "kcache_cl_build %s failed: %s (%d)", j->unit, kcache__cl_errname(e), (int)e);
+    o->hit = prog && (memhit || !o->built_here);
+done:
+    KCACHE_FREE(j->log.p);
+    j->log.p = NULL;
+    kcache__cl_deps_free(o->deps.v, o->deps.n);
+    o->deps.v = NULL;
+    KCACHE_FREE(bad);
+    KCACHE_FREE(o->ln);
+    o->ln = NULL;
+    j->lens = NULL;
+    KCACHE_FREE(o->all);
+    o->all = NULL;
+    if (o->log.oom) { KCACHE_FREE(o->log.p); memset(&o->log, 0, sizeof o->log); }
+    o->prog = prog;
+    o->e = prog ? CL_SUCCESS : e;
+}
 
-fail_args:
-    {
-        kcache__cl_text t;
-        memset(&t, 0, sizeof t);
-        kcache__cl_text_fmt(&t, "kcache_cl_build: invalid arguments: %s (%d)\n", kcache__cl_errname(e), (int)e);
-        kcache__cl_log_set(kc, t.p, t.oom ? 0 : t.len);
+KCACHE_API cl_program kcache_cl_build(kcache *kc, cl_context ctx, cl_uint ndev, const cl_device_id *devs,
+                                      const char *unit, cl_uint nsrc, const char **srcs, const size_t *lens,
+                                      const char *options, int *hit, cl_int *err) {
+    kcache__cl_one o;
+    kcache_job *jobs = NULL;
+    if (hit) *hit = 0;
+#if KCACHE_CHECKS
+    if (kc && !kcache__kc_ok(kc, "kcache_cl_build")) kc = NULL; /* (said): a plain build, as without a cache */
+#endif
+    if (kc) kc = kcache__live(kc, 1); /* NULL in a forked child that could not open its own: a plain build */
+    kcache__cl_begin(kc, &o, ctx, ndev, devs, unit, nsrc, srcs, lens, options);
+    /* the missing devices' keys through the batch, on this thread alone: each device of the program
+       that another thread, process or machine is not compiling already is compiled here */
+    if (o.njobs && (jobs = (kcache_job *)KCACHE_MALLOC(sizeof *jobs * o.njobs)) != NULL) {
+        kcache__cl_jobs(&o, jobs);
+        kcache_get_or_build_many(kc, jobs, o.njobs, 1);
     }
-    KCACHE_FREE(ln);
-    KCACHE_FREE(all);
-    if (err) *err = e;
-    return NULL;
+    kcache__cl_finish(&o, jobs);
+    KCACHE_FREE(jobs);
+    if (o.memhit) KCACHE_FREE(o.log.p); /* (kcache__cl_mem_get cleared the thread's log) */
+    else kcache__cl_log_set(kc, o.log.p, o.log.len);
+    if (hit) *hit = o.hit;
+    if (err) *err = o.e;
+    return o.prog;
+}
+
+KCACHE_API cl_int kcache_cl_build_many(kcache *kc, cl_context ctx, cl_uint ndev, const cl_device_id *devs,
+                                       kcache_cl_program *progs, size_t n, unsigned threads) {
+    kcache__cl_one *o;
+    kcache_job *jobs = NULL;
+    size_t i, j, njobs = 0, at = 0, first = n;
+    if (n && !progs) return CL_INVALID_VALUE;
+    for (i = 0; i < n; i++) {
+        progs[i].program = NULL;
+        progs[i].hit = 0;
+        progs[i].err = CL_SUCCESS;
+        progs[i].log_len = 0;
+        if (progs[i].log && progs[i].log_cap) progs[i].log[0] = 0;
+    }
+#if KCACHE_CHECKS
+    if (kc && !kcache__kc_ok(kc, "kcache_cl_build_many")) kc = NULL; /* (said): plain builds, as without a cache */
+#endif
+    if (kc) kc = kcache__live(kc, 1);
+    if (n == 0) return CL_SUCCESS;
+    o = (kcache__cl_one *)KCACHE_MALLOC(sizeof *o * n);
+    if (!o) { /* one program at a time */
+        for (i = 0; i < n; i++) {
+            kcache_cl_program *p = &progs[i];
+            p->program = kcache_cl_build(kc, ctx, ndev, devs, p->unit, p->nsrc, p->srcs, p->lens, p->options, &p->hit, &p->err);
+            p->log_len = kcache_cl_build_log(kc, p->log, p->log_cap);
+            if (p->err != CL_SUCCESS && first == n) first = i;
+        }
+        return first < n ? progs[first].err : CL_SUCCESS;
+    }
+    for (i = 0; i < n; i++) {
+        const kcache_cl_program *p = &progs[i];
+        kcache__cl_begin(kc, &o[i], ctx, ndev, devs, p->unit, p->nsrc, p->srcs, p->lens, p->options);
+        njobs += o[i].njobs;
+    }
+    /* every program's missing device keys in one batch: the processes, threads and machines that need
+       the same programs at once each build a share */
+    if (njobs && (jobs = (kcache_job *)KCACHE_MALLOC(sizeof *jobs * njobs)) != NULL) {
+        for (i = 0; i < n; i++) at += kcache__cl_jobs(&o[i], jobs + at);
+        kcache_get_or_build_many(kc, jobs, njobs, threads);
+    }
+    for (i = 0, at = 0; i < n; i++) { /* in order: a program twice in the call is made once, then found in memory */
+        kcache_cl_program *p = &progs[i];
+        size_t len;
+        kcache__cl_finish(&o[i], jobs ? jobs + at : NULL);
+        at += o[i].njobs;
+        p->program = o[i].prog;
+        p->hit = o[i].hit;
+        for (j = 0; p->program && j < i; j++) /* the same program again: as it went the first time */
+            if (progs[j].program == p->program) p->hit = progs[j].hit;
+        p->err = o[i].e;
+        len = o[i].log.len;
+        p->log_len = len;
+        if (p->log && p->log_cap) {
+            size_t c = len < p->log_cap - 1 ? len : p->log_cap - 1;
+            if (c) memcpy(p->log, o[i].log.p, c);
+            p->log[c] = 0;
+        }
+        if (p->err != CL_SUCCESS && first == n) first = i;
+    }
+    /* the thread's log (kcache_cl_build_log): the first failed program's, else none */
+    for (i = 0; i < n; i++) {
+        if (i == first) kcache__cl_log_set(kc, o[i].log.p, o[i].log.len);
+        else KCACHE_FREE(o[i].log.p);
+    }
+    if (first == n) kcache__cl_log_set(kc, NULL, 0);
+    KCACHE_FREE(jobs);
+    KCACHE_FREE(o);
+    return first < n ? progs[first].err : CL_SUCCESS;
 }
 
 #endif /* KCACHE_OPENCL */
@@ -15854,7 +16061,9 @@ static int kcache__vk_blob_ok(const kcache__vk_ident *id, const void *data, size
     b = p + KCACHE__VK_HDR;
     hlen = kcache__get_u32(b);
     hver = kcache__get_u32(b + 4);
-    if (hlen < KCACHE__VK_BLOB_HDR || hlen > n) { kcache__say(why, cap, "header length %u in a %llu-byte blob", hlen, (unsigned long long)n); return 0; }
+    /* version one's header is exactly 32 bytes (the spec's valid usage for headerSize); a longer one
+       inside a large blob (NVIDIA's are kilobytes) would still reach the driver */
+    if (hlen != KCACHE__VK_BLOB_HDR) { kcache__say(why, cap, "header length %u in a %llu-byte blob", hlen, (unsigned long long)n); return 0; }
     if (hver != (uint32_t)VK_PIPELINE_CACHE_HEADER_VERSION_ONE) { kcache__say(why, cap, "header version %u", hver); return 0; }
     if (kcache__get_u32(b + 8) != id->props.vendorID || kcache__get_u32(b + 12) != id->props.deviceID) {
         kcache__say(why, cap, "made for vendor 0x%x device 0x%x, not this device (0x%x 0x%x)", kcache__get_u32(b + 8),

@@ -25,6 +25,16 @@
 
    Then the in-process repeat: kcache_cl_build again for a program this process built.
    Ratios, not absolute times, are the result: kcache/raw (goal <= 1.1), pocl/kcache (goal >= 20).
+
+   Last, a cold start: P processes (P = the cores, at most 4: PoCL compiles on the CPU) start together
+   on an empty store, each needing the same N = 4 x P programs of 10 kernels: with one
+   kcache_cl_build_many each, and with one kcache_cl_build per program (the chain: each program is
+   compiled once, but one after another while the other processes wait). Both as ratios against the
+   floor: one fresh process building ceil(N / P) of the programs with clBuildProgram and taking each
+   one's binary (what a cache of binaries must have made: PoCL makes the machine code then), no cache
+   (that is ceil(N / P) x one program's build time), measured in the same run, runs interleaved (goal
+   for the batch: <= 1.5x). Then the warm start: a new process's kcache_cl_build_many of the stored
+   programs vs one kcache_cl_build hit each (goal <= 1.2x). --start-only runs this part alone.
    Options: --quick (fewer runs). Build: cc -std=c99 -O2 -I. bench/bench_opencl.c -lOpenCL -lpthread -lm */
 #define KCACHE_IMPLEMENTATION
 #ifndef KCACHE_OPENCL
@@ -340,10 +350,179 @@ static int rm_one(const char *p, const struct stat *s, int flag, struct FTW *f) 
     return remove(p);
 }
 
+
+/* ---- a cold start: P processes x N programs ---------------------------------------------------- */
+
+enum { START_KERNELS = 10, START_MAX = 16 };
+enum { START_MANY, START_CHAIN, START_FLOOR };
+
+typedef struct start_rep { double end_ms; int builds, ok; } start_rep;
+
+/* Program p of the cold start: START_KERNELS kernels of the bench's shape, constants of its own. */
+static char *start_source(int p) {
+    size_t cap = (size_t)START_KERNELS * 512, len = 0;
+    char *s = (char *)malloc(cap);
+    int k;
+    for (k = 0; k < START_KERNELS; k++)
+        len += (size_t)snprintf(s + len, cap - len,
+                                "kernel void k%d(global const float *x, global float *y) {\n"
+                                "    size_t i = get_global_id(0);\n"
+                                "    float v = x[i], acc = 0.0f;\n"
+                                "    for (int t = 0; t < %d; t++) acc = acc * 0.5f + sin(v * %d.0f + (float)t);\n"
+                                "    y[i] = (v * 3.0f + 1.0f) * v - 2.0f + acc * 0.0f;\n"
+                                "}\n",
+                                k, 4 + (k + p) % 7, p * START_KERNELS + k + 1);
+    return s;
+}
+
+/* One process of a cold start: OpenCL up, then (after the gate) the programs [0, n) built `how`. */
+static void start_child(int how, int r, int n, int ready, int gate, start_rep *rep) {
+    cl_platform_id plat;
+    cl_device_id dev;
+    cl_context ctx;
+    cl_int e;
+    kcache *kc = NULL;
+    kcache_cl_program progs[START_MAX];
+    char *srcs[START_MAX], unit[START_MAX][16], c = 1;
+    int i;
+    if (clGetPlatformIDs(1, &plat, NULL) != CL_SUCCESS || clGetDeviceIDs(plat, CL_DEVICE_TYPE_ALL, 1, &dev, NULL) != CL_SUCCESS) _exit(1);
+    ctx = clCreateContext(NULL, 1, &dev, NULL, NULL, &e);
+    if (how != START_FLOOR && kcache_open(&kc, NULL) != KCACHE_OK) _exit(1);
+    memset(progs, 0, sizeof progs);
+    for (i = 0; i < n; i++) {
+        srcs[i] = start_source(i);
+        snprintf(unit[i], sizeof unit[i], "start%d", i);
+        progs[i].unit = unit[i];
+        progs[i].nsrc = 1;
+        progs[i].srcs = (const char **)&srcs[i];
+        progs[i].options = "-cl-mad-enable";
+    }
+    if (write(ready, &c, 1) != 1 || read(gate, &c, 1) < 0) _exit(1);
+    if (how == START_MANY) {
+        kcache_cl_build_many(kc, ctx, 1, &dev, progs, (size_t)n, 1);
+    } else {
+        for (i = 0; i < n; i++) {
+            if (how == START_CHAIN) {
+                progs[i].program = kcache_cl_build(kc, ctx, 1, &dev, unit[i], 1, progs[i].srcs, NULL, progs[i].options, NULL, &progs[i].err);
+            } else { /* the floor: the compiler alone, and its binary (what any cache of binaries takes
+                        from it: PoCL makes the machine code only when the binary is asked for) */
+                cl_program p = clCreateProgramWithSource(ctx, 1, progs[i].srcs, NULL, &e);
+                size_t size = 0;
+                unsigned char *bin;
+                if (p && clBuildProgram(p, 1, &dev, progs[i].options, NULL, NULL) == CL_SUCCESS &&
+                    clGetProgramInfo(p, CL_PROGRAM_BINARY_SIZES, sizeof size, &size, NULL) == CL_SUCCESS && size &&
+                    (bin = (unsigned char *)malloc(size)) != NULL) {
+                    if (clGetProgramInfo(p, CL_PROGRAM_BINARIES, sizeof bin, &bin, NULL) == CL_SUCCESS) progs[i].program = p;
+                    free(bin);
+                }
+                if (p && !progs[i].program) clReleaseProgram(p);
+            }
+        }
+    }
+    rep[r].end_ms = now_ms();
+    if (kc) {
+        kcache_stats st;
+        kcache_get_stats(kc, &st);
+        rep[r].builds = (int)st.builds;
+    }
+    for (i = 0; i < n; i++) {
+        cl_kernel k = progs[i].program ? clCreateKernel(progs[i].program, "k0", &e) : NULL;
+        rep[r].ok += k != NULL;
+        if (k) clReleaseKernel(k);
+        if (progs[i].program) clReleaseProgram(progs[i].program);
+        free(srcs[i]);
+    }
+    clReleaseContext(ctx);
+    kcache_close(kc);
+    _exit(0);
+}
+
+/* procs processes building n programs `how` on a store of their own (run `run`), started together:
+   the wall time from the gate to the last one done; -1 when one failed. *builds: every compile. */
+static double start_run(int how, int procs, int n, const char *store, int *builds) {
+    start_rep *rep = (start_rep *)mmap(NULL, sizeof(start_rep) * START_MAX, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    int gate[2], ready[2], r, st, bad = 0;
+    double t0, end = 0;
+    char v[400], c;
+    if (rep == MAP_FAILED || pipe(gate) != 0 || pipe(ready) != 0) return -1;
+    memset(rep, 0, sizeof(start_rep) * START_MAX);
+    snprintf(v, sizeof v, "%s/start-%s", g_dir, store);
+    setenv("KCACHE_DIR", v, 1);
+    setenv("POCL_KERNEL_CACHE", "0", 1);
+    snprintf(v, sizeof v, "%s/pocl-start", g_dir);
+    setenv("POCL_CACHE_DIR", v, 1);
+    for (r = 0; r < procs; r++) {
+        fflush(stdout);
+        if (fork() == 0) {
+            close(gate[1]);
+            close(ready[0]);
+            start_child(how, r, n, ready[1], gate[0], rep);
+        }
+    }
+    close(gate[0]);
+    close(ready[1]);
+    for (r = 0; r < procs; r++)
+        if (read(ready[0], &c, 1) != 1) bad = 1;
+    t0 = now_ms();
+    close(gate[1]); /* go */
+    while (wait(&st) > 0)
+        if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) bad = 1;
+    close(ready[0]);
+    *builds = 0;
+    for (r = 0; r < procs; r++) {
+        if (rep[r].end_ms > end) end = rep[r].end_ms;
+        if (rep[r].ok != n) bad = 1;
+        *builds += rep[r].builds;
+    }
+    munmap(rep, sizeof(start_rep) * START_MAX);
+    return bad ? -1 : end - t0;
+}
+
+static void cold_start(int quick) {
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    int procs = cores < 1 ? 1 : cores > 4 ? 4 : (int)cores, n = 4 * procs, each = (n + procs - 1) / procs;
+    int runs = quick ? 1 : 3, r, bm = 0, bc = 0, nb, wb = 0;
+    double many[8], chain[8], floor_[8], wmany[8], whits[8], fm, fc, ff, load[3] = {0, 0, 0};
+    char store[32];
+    for (r = 0; r < runs; r++) { /* interleaved, so that the machine's moods fall on each alike */
+        snprintf(store, sizeof store, "floor-%d", r);
+        floor_[r] = start_run(START_FLOOR, 1, each, store, &nb);
+        snprintf(store, sizeof store, "many-%d", r);
+        many[r] = start_run(START_MANY, procs, n, store, &nb);
+        bm = nb;
+        /* the warm start on that store: a new process's kcache_cl_build_many vs one kcache_cl_build hit each */
+        wmany[r] = start_run(START_MANY, 1, n, store, &nb);
+        wb += nb;
+        whits[r] = start_run(START_CHAIN, 1, n, store, &nb);
+        wb += nb;
+        snprintf(store, sizeof store, "chain-%d", r);
+        chain[r] = start_run(START_CHAIN, procs, n, store, &nb);
+        bc = nb;
+        if (floor_[r] < 0 || many[r] < 0 || chain[r] < 0 || wmany[r] < 0 || whits[r] < 0) { printf("cold start: a run failed\n"); return; }
+    }
+    qsort(wmany, (size_t)runs, sizeof wmany[0], cmp);
+    qsort(whits, (size_t)runs, sizeof whits[0], cmp);
+    qsort(many, (size_t)runs, sizeof many[0], cmp);
+    qsort(chain, (size_t)runs, sizeof chain[0], cmp);
+    qsort(floor_, (size_t)runs, sizeof floor_[0], cmp);
+    fm = many[runs / 2];
+    fc = chain[runs / 2];
+    ff = floor_[runs / 2];
+    getloadavg(load, 3);
+    printf("cold start, %d processes x %d programs of %d kernels on one empty store (median of %d; load average %.2f):\n", procs, n,
+           START_KERNELS, runs, load[0]);
+    printf("  floor: one process building ceil(N/P) = %d programs (clBuildProgram and the binary), no cache: %.0f ms (%.0f ms a program)\n",
+           each, ff, ff / each);
+    printf("  kcache_cl_build_many      %7.0f ms = %5.2fx the floor, %d compiles (goal <= 1.5x, each program once)\n", fm, fm / ff, bm);
+    printf("  one kcache_cl_build each  %7.0f ms = %5.2fx the floor, %d compiles (the chain: about P = %dx)\n", fc, fc / ff, bc, procs);
+    printf("  warm start, a new process: kcache_cl_build_many of the %d stored programs %.1f ms vs one kcache_cl_build hit each %.1f ms: %.2fx"
+           " (goal <= 1.2x), %d compiles\n",
+           n, wmany[runs / 2], whits[runs / 2], wmany[runs / 2] / whits[runs / 2], wb);
+}
+
 int main(int argc, char **argv) {
     static const char *const pythons[] = {"python3", "/usr/bin/python3"};
-    int quick = argc > 1 && strcmp(argv[1], "--quick") == 0, i, m, set;
-    int runs = quick ? 3 : 11, cold_runs = quick ? 1 : 3;
+    int quick = 0, start_only = 0, i, m, set;
     prog P[2];
     double repeat_ns[2] = {-1, -1}, hitpath[2][4];
     char *many = many_source(), probe[300];
@@ -353,9 +532,22 @@ int main(int argc, char **argv) {
     P[1].name = "many50";
     P[1].src = many;
     P[1].opt = "-cl-mad-enable";
+    int runs, cold_runs;
+    for (i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--quick") == 0) quick = 1;
+        else if (strcmp(argv[i], "--start-only") == 0) start_only = 1;
+    }
+    runs = quick ? 3 : 11;
+    cold_runs = quick ? 1 : 3;
     g_out = (double *)mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     snprintf(g_dir, sizeof g_dir, "/tmp/kcache-bench-opencl-XXXXXX");
     if (g_out == MAP_FAILED || !mkdtemp(g_dir)) { perror("bench_opencl"); return 1; }
+    if (start_only) {
+        cold_start(quick);
+        if (!getenv("KT_KEEP")) nftw(g_dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+        free(many);
+        return 0;
+    }
     for (m = 0; m < 2 && !g_python; m++) {
         snprintf(probe, sizeof probe, "%s -c 'import pyopencl, numpy' >/dev/null 2>&1", pythons[m]);
         if (system(probe) == 0) g_python = pythons[m];
@@ -432,6 +624,7 @@ int main(int argc, char **argv) {
            repeat_ns[0], MANY, repeat_ns[1], strlen(many));
     if (!g_python) printf("(no pyopencl column: no python3 here imports pyopencl and numpy; apt install python3-pyopencl adds it)\n");
     else printf("(pyopencl: %s)\n", g_python);
+    cold_start(quick);
     if (!getenv("KT_KEEP")) nftw(g_dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
     free(many);
     return 0;

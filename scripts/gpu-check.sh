@@ -7,14 +7,17 @@
 #      and then read back from the store, loaded by the CUDA driver and saxpy checked on the GPU;
 #      then 16 ranks needing 24 kernels at once (nvrtc_ptx --ranks: kcache_get_or_build_many).
 #   2. OpenCL on NVIDIA's driver (not PoCL): opencl_demo and opencl_saxpy twice each on one store,
-#      the second run loading the stored binary (PTX) with clCreateProgramWithBinary.
+#      the second run loading the stored binary (PTX) with clCreateProgramWithBinary; 8 ranks
+#      needing 24 programs at once (opencl_many --ranks: kcache_cl_build_many, then --serial).
 #   3. Vulkan on NVIDIA's driver: bench_vulkan (cold, NVIDIA's own disk cache, a raw blob, kcache's
 #      hit: goals hit <= 1.1x raw and >= 10x faster than the driver's cache) and test_vulkan, built
 #      beforehand into GPU_BIN; the loader (libvulkan1) carried as the device README says.
 #   4. numba: tests/inspect_corpus.py live (kcache-inspect's verdicts against what this numba
-#      does on this CPU) and build/test_host (kcache's CPU name against this llvmlite's LLVM).
+#      does on this CPU) and tests/test_host.c, built there (kcache's CPU name against this
+#      python3's llvmlite's LLVM).
 # Binaries that need what the GPU machine may lack (an OpenCL ICD loader, its headers) are built
-# beforehand where they are and carried in GPU_BIN (default dev/bin), with libOpenCL.so.1 there.
+# beforehand where they are and carried in GPU_BIN (default dev/bin), with libOpenCL.so.1 there
+# (`make gpu-bin` builds them). The numba runs are each cut off after GPU_NUMBA_TIMEOUT seconds (150).
 set -u
 out=${1:-/tmp/gpu-check}
 bin=${GPU_BIN:-dev/bin}
@@ -62,6 +65,18 @@ if [ -n "$icd" ]; then
             "$bin/$prog" 2>&1; echo "($prog: exit $?)"
         done
     done
+    # a start-up of 8 ranks needing 24 OpenCL programs at once (kcache_cl_build_many): each compiled
+    # once and shared out, then a warm start; the same with one kcache_cl_build per program
+    if [ -x "$bin/opencl_many" ]; then
+        for mode in "" --serial; do
+            export KCACHE_DIR=$tmp/cl-ranks$mode
+            for run in cold warm; do
+                echo "-- opencl_many ranks $mode, $run"
+                # shellcheck disable=SC2086
+                "$bin/opencl_many" --ranks 8 --programs 24 $mode 2>&1; echo "(opencl_many --ranks 8 --programs 24 $mode: exit $?)"
+            done
+        done
+    fi
     export KCACHE_DIR=$tmp/cl-bench
     [ -x "$bin/bench_opencl" ] && { echo "-- bench_opencl"; "$bin/bench_opencl" 2>&1 | tail -n 30; }
 fi
@@ -76,12 +91,15 @@ else
     echo "skipped: no NVIDIA Vulkan driver manifest, or $bin/bench_vulkan not built"
 fi
 section numba
-mkdir -p build/venv-numba/bin
-ln -sf "$(command -v python3)" build/venv-numba/bin/python # test_host compares with the LLVM of this python's llvmlite
-"$bin/test_host" 2>&1 | grep -E '^(# cpu name|FAIL|ok)'
-python3 tests/inspect_corpus.py live "$bin/kcache-inspect" python3 "$tmp/live" --corpus tests/data/numba-corpus >"$out/numba-live.log" 2>&1
+# test_host compares kcache's CPU name and features with the LLVM of the llvmlite of LLVM_PY (built in
+# as /usr/bin/python3, Debian's): here that is the python3 with numba, so it is built here for it
+py=$(command -v python3)
+${CC:-cc} -std=c99 -O2 -I. -DLLVM_PY="\"$py\"" -o "$tmp/test_host" tests/test_host.c -lpthread >>"$out/build.log" 2>&1 ||
+    echo "test_host: build failed (see build.log)"
+"$tmp/test_host" 2>&1 | grep -E '^(# cpu name|FAIL|ok)'
+timeout "${GPU_NUMBA_TIMEOUT:-150}" python3 tests/inspect_corpus.py live "$bin/kcache-inspect" python3 "$tmp/live" --corpus tests/data/numba-corpus >"$out/numba-live.log" 2>&1
 echo "inspect_corpus.py live: exit $?, $(grep -c '^ok' "$out/numba-live.log") ok, $(grep -c '^FAIL' "$out/numba-live.log") FAIL"
 grep -E '^FAIL' "$out/numba-live.log" | head -n 20
-python3 tests/numba_cases.py python3 "$tmp/corpus" >"$out/numba-cases.log" 2>&1
+timeout "${GPU_NUMBA_TIMEOUT:-150}" python3 tests/numba_cases.py python3 "$tmp/corpus" >"$out/numba-cases.log" 2>&1
 echo "numba_cases.py: exit $?"
 tar -C "$tmp" -czf "$out/numba-corpus.tgz" corpus 2>/dev/null && ls -l "$out/numba-corpus.tgz"

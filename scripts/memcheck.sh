@@ -28,8 +28,9 @@ TESTS="test_hash test_host test_key test_lru test_threads test_store test_flight
 # the groups of test_opencl kept in a quick run: under valgrind the paths through kcache's OpenCL
 # layer (miss, store, disk hit and explain in a new process, the in-process repeat;
 # a failed build, bad arguments and a second thread's log); under TSan the groups where threads share a kcache
+# (kcache_cl_build_many's builder threads compiling on one context among them)
 CL_QUICK_valgrind="cached_binary_right_in_new_process build_failure_logged_not_cached"
-CL_QUICK_tsan="threads_compile_once build_failure_logged_not_cached"
+CL_QUICK_tsan="threads_compile_once build_failure_logged_not_cached many_programs_spread_over_threads"
 
 case "$tool" in
 valgrind)

@@ -2,9 +2,12 @@
 # make demo's OpenCL program, on its own store and PoCL cache, run as make demo runs it: the first
 # run on an empty store compiles and says why (never stored), the next one loads the binary,
 # computes the same and prints the factor; --fresh says it cleared the entry and compiles again; the
-# note on PoCL's kernel cache appears on PoCL only.
+# note on PoCL's kernel cache appears on PoCL only. With opencl_many's path as a second argument:
+# 3 processes at once needing 6 programs (kcache_cl_build_many) compile each once, and none the next
+# time, every result right.
 set -u
 demo=${1:-build/opencl_demo}
+many=${2:-}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 export KCACHE_DIR=$tmp/store POCL_CACHE_DIR=$tmp/pocl
@@ -43,3 +46,16 @@ then echo "ok demo-opencl-help"; else echo "FAIL demo-opencl-help: status $rc: $
 bad=$("$demo" --frsh 2>&1); rc=$?
 if [ $rc -eq 2 ] && grep -q "unknown argument '--frsh'" <<<"$bad" && ! grep -q 'run    :' <<<"$bad"
 then echo "ok demo-opencl-unknown-argument"; else echo "FAIL demo-opencl-unknown-argument: status $rc: $bad"; fi
+# a start-up that compiles a set of programs, run as several processes at once (opencl_many --ranks)
+if [ -n "$many" ]; then
+    export KCACHE_DIR=$tmp/ranks
+    ranks=$("$many" --ranks 3 --programs 6 2>&1); rc1=$?
+    again=$("$many" --ranks 3 --programs 6 --threads 2 2>&1); rc2=$?
+    if [ $rc1 -eq 0 ] && grep -q "= 6 compiles of 6 programs (each once)" <<<"$ranks" && grep -q "results  : all right" <<<"$ranks"
+    then echo "ok demo-opencl-ranks-share-compiles"; else echo "FAIL demo-opencl-ranks-share-compiles: status $rc1: $ranks"; fi
+    if [ $rc2 -eq 0 ] && grep -q "= 0 compiles of 6 programs (all from the cache)" <<<"$again" && grep -q "results  : all right" <<<"$again"
+    then echo "ok demo-opencl-ranks-warm"; else echo "FAIL demo-opencl-ranks-warm: status $rc2: $again"; fi
+    bad=$("$many" --ranks 2 2>&1); rc=$?
+    if [ $rc -eq 2 ] && grep -q '^usage: opencl_many' <<<"$bad"; then echo "ok demo-opencl-ranks-usage"
+    else echo "FAIL demo-opencl-ranks-usage: status $rc: $bad"; fi
+fi

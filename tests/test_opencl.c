@@ -19,7 +19,15 @@
 #ifndef KCACHE_OPENCL
 #define KCACHE_OPENCL
 #endif
+/* Every clBuildProgram kcache.h makes goes through kt_build_program (the builds from source are
+   counted there, and held back for the "rounds" of the batch groups): the name is replaced while
+   kcache.h (and the <CL/cl.h> it includes, which then declares kt_build_program) is read; the real
+   one is declared again after. */
+#define clBuildProgram kt_build_program
 #include "kcache.h"
+#undef clBuildProgram
+extern CL_API_ENTRY cl_int CL_API_CALL clBuildProgram(cl_program, cl_uint, const cl_device_id *, const char *,
+                                                      void(CL_CALLBACK *)(cl_program, void *), void *);
 #include "kt.h"
 
 #include <ftw.h>
@@ -47,15 +55,65 @@
 
 /* ---- per-group directories and children --------------------------------------------------- */
 
+#define KT_PROGS 16 /* programs a batch group names ("/" "* prog N *" "/" in their sources); N 15: any other */
+
 typedef struct shared {
     int hit[8];
     uint64_t builds[8], rejects[8], hits_disk[8];
     double ns;
     char text[8][8192];
     char lib[4096];
+    /* kt_build_program's counts of builds from source, every process (atomics) */
+    int compiles[KT_PROGS];   /* per program */
+    int proc_compiles[8];     /* per process (g_slot) */
+    int started;              /* every process */
+    int workers, keys;        /* rounds: build b waits until min(keys, (b / workers + 1) x workers) started */
+    int stalled;              /* a round that did not fill within KT_GATE_MS: someone waited instead of building */
 } shared;
 static shared *g_sh; /* a MAP_SHARED page: children write, the parent reads */
 static char g_base[256];
+static int g_slot; /* this process's number, in a group of processes */
+
+#define KT_GATE_MS 30000 /* a watchdog, far above a round's compile (PoCL: ~0.5 s, several under ASan) */
+
+static int64_t kt_now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* A build from source (the program has a source; a load from binaries has none) is counted, and in
+   rounds waits until its round has filled: every worker of every process builds at once, or one of
+   them waited on another's build while a program nobody built was left (then the round never fills,
+   and the watchdog says so). */
+CL_API_ENTRY cl_int CL_API_CALL kt_build_program(cl_program prog, cl_uint n, const cl_device_id *devs, const char *options,
+                                                void(CL_CALLBACK *notify)(cl_program, void *), void *user) {
+    size_t len = 0;
+    char *src;
+    if (g_sh && clGetProgramInfo(prog, CL_PROGRAM_SOURCE, 0, NULL, &len) == CL_SUCCESS && len > 1 &&
+        (src = (char *)malloc(len)) != NULL) {
+        if (clGetProgramInfo(prog, CL_PROGRAM_SOURCE, len, src, NULL) == CL_SUCCESS) {
+            const char *m = strstr(src, "/* prog ");
+            int id = m ? atoi(m + 8) : KT_PROGS - 1, b;
+            if (id < 0 || id >= KT_PROGS) id = KT_PROGS - 1;
+            __atomic_add_fetch(&g_sh->compiles[id], 1, __ATOMIC_SEQ_CST);
+            __atomic_add_fetch(&g_sh->proc_compiles[g_slot & 7], 1, __ATOMIC_SEQ_CST);
+            b = __atomic_fetch_add(&g_sh->started, 1, __ATOMIC_SEQ_CST);
+            if (g_sh->workers) {
+                int w = g_sh->workers, want = (b / w + 1) * w;
+                int64_t until = kt_now_ms() + KT_GATE_MS;
+                if (want > g_sh->keys) want = g_sh->keys;
+                while (__atomic_load_n(&g_sh->started, __ATOMIC_SEQ_CST) < want && !__atomic_load_n(&g_sh->stalled, __ATOMIC_SEQ_CST)) {
+                    if (kt_now_ms() > until) { __atomic_store_n(&g_sh->stalled, 1, __ATOMIC_SEQ_CST); break; }
+                    struct timespec nap = {0, 2000000};
+                    nanosleep(&nap, NULL);
+                }
+            }
+        }
+        free(src);
+    }
+    return clBuildProgram(prog, n, devs, options, notify, user);
+}
 
 static int rm_one(const char *p, const struct stat *s, int flag, struct FTW *f) {
     (void)s; (void)flag; (void)f;
@@ -887,6 +945,282 @@ static void without_a_cache(void) {
     in_child(child_nocache, 2);
 }
 
+
+/* ---- kcache_cl_build_many: a start-up that compiles a set of programs ---------------------------- */
+
+/* Program i of the batch groups: k with y = x*2 + 1 + i, named by a comment the hook reads. */
+static char g_psrc[KT_PROGS][512];
+static const char *prog_src(int i) {
+    snprintf(g_psrc[i], sizeof g_psrc[i],
+             "/* prog %d */\n"
+             "kernel void k(global const float *x, global float *y) {\n"
+             "    size_t i = get_global_id(0);\n"
+             "    y[i] = x[i] * MUL + ADD + %d.0f;\n"
+             "}\n",
+             i, i);
+    return g_psrc[i];
+}
+static const char *BAD_SRC = "/* prog 14 */\nkernel void k(global float *y) { y[0] = undefined_thing; }\n";
+
+/* The programs ids[0..n) built at once on device 0: kcache_cl_build_many on `threads` threads, or
+   with KT_CL_SERIAL=1 (or built against a kcache.h without it: -DKT_NO_CL_MANY) one kcache_cl_build
+   after another, as a start-up did before. Each program that built is checked by running it. */
+static int g_threads = 1;
+static cl_int build_set(clenv *E, const int *ids, int n, cl_program *out, int *hits, cl_int *errs, char (*logs)[2048], size_t *loglens) {
+    const char *srcs[KT_PROGS];
+    char units[KT_PROGS][32];
+    cl_int first = CL_SUCCESS;
+    int i;
+    const char *serial = getenv("KT_CL_SERIAL");
+    for (i = 0; i < n; i++) {
+        srcs[i] = ids[i] == 14 ? BAD_SRC : prog_src(ids[i]);
+        snprintf(units[i], sizeof units[i], "prog%d", ids[i]);
+    }
+#ifndef KT_NO_CL_MANY
+    if (!serial || strcmp(serial, "1") != 0) {
+        kcache_cl_program progs[KT_PROGS];
+        memset(progs, 0, sizeof progs);
+        for (i = 0; i < n; i++) {
+            progs[i].unit = units[i];
+            progs[i].nsrc = 1;
+            progs[i].srcs = &srcs[i];
+            progs[i].options = K_OPT;
+            progs[i].log = logs[i];
+            progs[i].log_cap = sizeof logs[i];
+            progs[i].hit = -1;
+        }
+        first = kcache_cl_build_many(E->kc, E->ctx, 1, E->dev, progs, (size_t)n, (unsigned)g_threads);
+        for (i = 0; i < n; i++) {
+            out[i] = progs[i].program;
+            hits[i] = progs[i].hit;
+            errs[i] = progs[i].err;
+            loglens[i] = progs[i].log_len;
+        }
+        return first;
+    }
+#endif
+    (void)serial;
+    for (i = 0; i < n; i++) {
+        out[i] = kcache_cl_build(E->kc, E->ctx, 1, E->dev, units[i], 1, &srcs[i], NULL, K_OPT, &hits[i], &errs[i]);
+        loglens[i] = kcache_cl_build_log(E->kc, logs[i], sizeof logs[i]);
+        if (errs[i] != CL_SUCCESS && first == CL_SUCCESS) first = errs[i];
+    }
+    return first;
+}
+
+/* Processes started together (a pipe closed by the parent), each running fn(slot) after cl_up. */
+static int g_gate[2];
+static void wait_gate(void) {
+    char c;
+    if (read(g_gate[0], &c, 1) < 0) KT_FAILF("gate");
+}
+static void run_together(int nprocs, void (*fn)(int)) {
+    pid_t pid[8];
+    int i, st;
+    if (pipe(g_gate) != 0) { KT_FAILF("pipe"); return; }
+    fflush(stdout);
+    fflush(stderr);
+    for (i = 0; i < nprocs; i++) {
+        pid[i] = fork();
+        if (pid[i] == 0) {
+            close(g_gate[1]);
+            kt_failures_here = 0;
+            g_slot = i;
+            fn(i);
+            child_exit();
+        }
+    }
+    close(g_gate[0]);
+    close(g_gate[1]); /* go */
+    for (i = 0; i < nprocs; i++) {
+        while (waitpid(pid[i], &st, 0) < 0 && errno == EINTR) {
+        }
+        if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) KT_FAILF("process %d: status %d", i, st);
+    }
+}
+
+enum { SET_N = 6 };
+static void child_set(int slot) {
+    clenv E;
+    int ids[SET_N], hits[SET_N], i;
+    cl_program p[SET_N];
+    cl_int errs[SET_N], first;
+    char logs[SET_N][2048];
+    size_t loglens[SET_N];
+    if (!cl_up(&E)) return;
+    for (i = 0; i < SET_N; i++) ids[i] = i;
+    wait_gate();
+    first = build_set(&E, ids, SET_N, p, hits, errs, logs, loglens);
+    KT_CHECK_MSG(first == CL_SUCCESS, "process %d: %d", slot, (int)first);
+    for (i = 0; i < SET_N; i++) {
+        KT_CHECK_MSG(p[i] && errs[i] == CL_SUCCESS, "process %d, program %d: %d\n%s", slot, i, (int)errs[i], logs[i]);
+        right(&E, p[i], 0, 2, (float)(1 + i));
+        if (p[i]) clReleaseProgram(p[i]);
+    }
+    note_stats(&E, slot, hits[0]);
+    cl_down(&E);
+}
+
+/* P processes x T threads need the same programs at once: each program compiled once over all of
+   them, and in rounds of P x T (each builds a share at once; with one kcache_cl_build after another
+   they build in a chain, the round never fills, and the watchdog says so) */
+static void check_set(int nprocs, const char *what) {
+    int i, total = 0;
+    for (i = 0; i < SET_N; i++) {
+        KT_CHECK_MSG(g_sh->compiles[i] == 1, "%s: program %d compiled %d times", what, i, g_sh->compiles[i]);
+        total += g_sh->compiles[i];
+    }
+    for (i = 0; i < nprocs && nprocs > 1; i++) KT_CHECK_MSG(g_sh->proc_compiles[i] >= 1, "%s: process %d compiled nothing", what, i);
+    KT_CHECK_MSG(!g_sh->stalled, "%s: a round of compiles did not fill: one waited on another's program while one nobody built was left", what);
+    printf("# %s: %d compiles of %d programs; per process:", what, total, SET_N);
+    for (i = 0; i < nprocs; i++) printf(" %d", g_sh->proc_compiles[i]);
+    printf("\n");
+}
+
+static void many_programs_spread_over_processes(void) {
+    g_sh->workers = 3;
+    g_sh->keys = SET_N;
+    g_threads = 1;
+    run_together(3, child_set);
+    check_set(3, "3 processes x 6 programs");
+    /* warm: a new process compiles nothing, every program a hit from the store */
+    g_sh->workers = 0;
+    memset(g_sh->compiles, 0, sizeof g_sh->compiles);
+    run_together(1, child_set);
+    KT_CHECK_MSG(g_sh->builds[0] == 0 && g_sh->hit[0] == 1 && g_sh->started == SET_N, "warm run: builds %llu, hit %d, compiles %d",
+                 (unsigned long long)g_sh->builds[0], g_sh->hit[0], g_sh->started - SET_N);
+}
+
+
+/* threads of one process (one context: clBuildProgram from several threads at once) */
+static void many_programs_spread_over_threads(void) {
+    g_sh->workers = 3;
+    g_sh->keys = SET_N;
+    g_threads = 3;
+    run_together(1, child_set);
+    g_threads = 1;
+    check_set(1, "1 process x 3 threads x 6 programs");
+}
+
+/* 2 processes x 2 threads */
+static void many_programs_spread_over_processes_and_threads(void) {
+    g_sh->workers = 4;
+    g_sh->keys = SET_N;
+    g_threads = 2;
+    run_together(2, child_set);
+    g_threads = 1;
+    check_set(2, "2 processes x 2 threads x 6 programs");
+}
+
+/* one batch: a program twice (built once, the same program for both), a program that does not build
+   (its own entry fails, with its log; the others build), a log buffer too small (cut, its full length
+   said); then a new process: the good ones all hits, nothing compiled but the failure again */
+static void child_mixed(int slot) {
+    static const int ids[] = {0, 1, 0, 14, 2};
+    enum { M = 5 };
+    clenv E;
+    cl_program p[M];
+    int hits[M], i;
+    cl_int errs[M], first;
+    char logs[M][2048], log[4096];
+    size_t loglens[M];
+    kcache_stats s0, s1;
+    int bad0 = g_sh->compiles[14];
+    if (!cl_up(&E)) return;
+    kcache_get_stats(E.kc, &s0);
+    first = build_set(&E, ids, M, p, hits, errs, logs, loglens);
+    kcache_get_stats(E.kc, &s1);
+    KT_CHECK_MSG(first == CL_BUILD_PROGRAM_FAILURE, "the call's status: %d", (int)first);
+    KT_CHECK_MSG(p[3] == NULL && errs[3] == CL_BUILD_PROGRAM_FAILURE && hits[3] == 0, "the bad program: %p, %d", (void *)p[3], (int)errs[3]);
+    KT_CHECK_MSG(loglens[3] > 0 && strstr(logs[3], "undefined_thing") && strstr(logs[3], "error") && loglens[3] == strlen(logs[3]),
+                 "the bad program's log (%zu): %s", loglens[3], logs[3]);
+    KT_CHECK_MSG(kcache_cl_build_log(E.kc, log, sizeof log) == loglens[3] && strcmp(log, logs[3]) == 0, "the thread's log: %s", log);
+    for (i = 0; i < M; i++) {
+        if (i == 3) continue;
+        KT_CHECK_MSG(p[i] && errs[i] == CL_SUCCESS && loglens[i] == 0 && logs[i][0] == 0, "program %d (%d): %p, %d, log %s", i, ids[i],
+                     (void *)p[i], (int)errs[i], logs[i]);
+        KT_CHECK_MSG(hits[i] == slot, "program %d: hit %d in process %d", i, hits[i], slot);
+        right(&E, p[i], 0, 2, (float)(1 + ids[i]));
+    }
+    KT_CHECK_MSG(p[2] == p[0], "the same program twice in one call: %p and %p", (void *)p[0], (void *)p[2]);
+    if (slot == 0) {
+        KT_CHECK_MSG(g_sh->compiles[0] == 1 && g_sh->compiles[1] == 1 && g_sh->compiles[2] == 1 && g_sh->compiles[14] == 1,
+                     "compiles: %d %d %d, the bad one %d", g_sh->compiles[0], g_sh->compiles[1], g_sh->compiles[2], g_sh->compiles[14]);
+    } else {
+        KT_CHECK_MSG(g_sh->compiles[0] == 1 && g_sh->compiles[1] == 1 && g_sh->compiles[2] == 1 && g_sh->compiles[14] == bad0 + 1,
+                     "warm: compiles %d %d %d, the bad one %d more", g_sh->compiles[0], g_sh->compiles[1], g_sh->compiles[2],
+                     g_sh->compiles[14] - bad0);
+        KT_CHECK_MSG(s1.builds - s0.builds == 1, "warm: %llu builds", (unsigned long long)(s1.builds - s0.builds));
+    }
+    for (i = 0; i < M; i++)
+        if (p[i]) clReleaseProgram(p[i]);
+#ifndef KT_NO_CL_MANY
+    { /* a log buffer of 16 bytes: cut there, NUL-terminated, the full length said */
+        const char *bad = BAD_SRC;
+        char small[16];
+        kcache_cl_program one;
+        memset(&one, 0, sizeof one);
+        memset(small, 'x', sizeof small);
+        one.unit = "bad";
+        one.nsrc = 1;
+        one.srcs = &bad;
+        one.log = small;
+        one.log_cap = sizeof small;
+        KT_CHECK(kcache_cl_build_many(E.kc, E.ctx, 1, E.dev, &one, 1, 2) == CL_BUILD_PROGRAM_FAILURE);
+        KT_CHECK_MSG(one.program == NULL && one.log_len > 16 && strlen(small) == 15, "log_len %zu, '%s'", one.log_len, small);
+        KT_CHECK_MSG(kcache_cl_build_log(E.kc, log, sizeof log) == one.log_len && strncmp(log, small, 15) == 0, "the thread's log: %s", log);
+        KT_CHECK(kcache_cl_build_many(E.kc, E.ctx, 1, E.dev, NULL, 0, 1) == CL_SUCCESS);
+        KT_CHECK(kcache_cl_build_many(E.kc, E.ctx, 1, E.dev, NULL, 1, 1) == CL_INVALID_VALUE);
+        one.srcs = NULL; /* bad arguments fail that entry, saying why */
+        KT_CHECK(kcache_cl_build_many(E.kc, E.ctx, 1, E.dev, &one, 1, 1) == CL_INVALID_VALUE);
+        KT_CHECK_MSG(one.program == NULL && one.err == CL_INVALID_VALUE && strstr(small, "kcache_cl_build"), "'%s'", small);
+    }
+#endif
+    cl_down(&E);
+}
+
+static void many_programs_duplicate_and_failure(void) {
+    g_threads = 3; /* the failing compile on a builder thread: its log still reaches the caller's */
+    in_child(child_mixed, 0);
+    g_threads = 1;
+    in_child(child_mixed, 1);
+}
+
+/* several devices whose keys miss (PoCL's "basic" and "pthread": keys of their own), the same
+   program needed by two processes at once: each compiles one device, at once (rounds of 2); one
+   clBuildProgram for every device would compile both in the first process while the other waits */
+static void child_both_devices(int slot) {
+    clenv E;
+    int hit = -1;
+    cl_program p;
+    if (!cl_up(&E)) return;
+    if (E.ndev != 2) { KT_FAILF("POCL_DEVICES=\"basic pthread\" gave %u devices", (unsigned)E.ndev); cl_down(&E); return; }
+    wait_gate();
+    p = build(&E, 0, NULL, "k", K_SRC, K_OPT, &hit);
+    right(&E, p, 0, 2, 1);
+    right(&E, p, 1, 2, 1);
+    note_stats(&E, slot, hit);
+    keep_log(slot);
+    if (p) clReleaseProgram(p);
+    cl_down(&E);
+}
+
+static void several_devices_spread_over_processes(void) {
+    setenv("POCL_DEVICES", "basic pthread", 1);
+    g_sh->workers = 2;
+    g_sh->keys = 2;
+    run_together(2, child_both_devices);
+    KT_CHECK_MSG(g_sh->compiles[KT_PROGS - 1] == 2 && g_sh->proc_compiles[0] == 1 && g_sh->proc_compiles[1] == 1,
+                 "2 devices: %d compiles, per process %d %d", g_sh->compiles[KT_PROGS - 1], g_sh->proc_compiles[0], g_sh->proc_compiles[1]);
+    KT_CHECK_MSG(!g_sh->stalled, "2 devices: one process waited on the other's compile while a device nobody compiled was left");
+    KT_CHECK_MSG(count_in(g_sh->text[0], "compile k for 1 device(s)") == 1 && count_in(g_sh->text[1], "compile k for 1 device(s)") == 1,
+                 "one device each:\n%s\n--\n%s", g_sh->text[0], g_sh->text[1]);
+    g_sh->workers = 0;
+    run_together(1, child_both_devices); /* warm: both loaded */
+    KT_CHECK_MSG(g_sh->hit[0] == 1 && g_sh->builds[0] == 0 && g_sh->compiles[KT_PROGS - 1] == 2, "warm: hit %d, builds %llu",
+                 g_sh->hit[0], (unsigned long long)g_sh->builds[0]);
+}
+
 int main(void) {
     g_sh = (shared *)mmap(NULL, sizeof *g_sh, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     if (g_sh == MAP_FAILED) { perror("mmap"); return 2; }
@@ -908,5 +1242,10 @@ int main(void) {
     RUN(callers_errors_keep_entries);
     RUN(driver_library_changed_miss_explained);
     RUN(without_a_cache);
+    RUN(many_programs_spread_over_processes);
+    RUN(many_programs_spread_over_threads);
+    RUN(many_programs_spread_over_processes_and_threads);
+    RUN(many_programs_duplicate_and_failure);
+    RUN(several_devices_spread_over_processes);
     KT_EXIT();
 }
