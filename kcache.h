@@ -327,6 +327,12 @@ typedef struct kcache_remote_ops {
                                KCACHE_EEXIST (still held after ms)
        A claim nobody renews must end by itself after its ms (a builder may die). */
     kcache_status (*claim)(void *user, const char *name, int op, const char *token, uint32_t ms);
+    /* Optional (NULL: one get per name): n names looked up in one exchange (kcache_get_or_build_many
+       reads back what other machines built so). KCACHE_OK with st[i] as get would return for
+       names[i] (KCACHE_OK with data[i], size[i] until release(user, hold[i]) when hold[i] is not
+       NULL; KCACHE_MISS), or the exchange's failure, with nothing held. */
+    kcache_status (*get_many)(void *user, const char *const *names, size_t n, const void **data, size_t *size, void **hold,
+                              kcache_status *st);
 } kcache_remote_ops;
 
 enum { KCACHE_REMOTE_RW = 0, KCACHE_REMOTE_RO = 1 };
@@ -8233,6 +8239,36 @@ typedef struct kcache__remote_ev {
     char note[320]; /* the first thing worth a debug line */
 } kcache__remote_ev;
 
+/* Room for the batch's read-back of up to KCACHE__REMOTE_MANY keys at once (kcache__batch_fetch,
+   kcache__remote_fetch, kcache__remote_get_many); on the heap, one per worker: a few KiB of arrays
+   would not fit the 4 KiB stacks kcache keeps to. */
+#define KCACHE__REMOTE_MANY 64
+typedef struct kcache__many {
+    /* kcache__batch_fetch: the keys asked, where they are in the pass, what came back */
+    const kcache_key *keys[KCACHE__REMOTE_MANY];
+    const void *d[KCACHE__REMOTE_MANY];
+    size_t sz[KCACHE__REMOTE_MANY], at[KCACHE__REMOTE_MANY], which[KCACHE__REMOTE_MANY];
+    kcache_status st[KCACHE__REMOTE_MANY];
+    /* kcache__remote_fetch: in ask (n of them); out data, size, got (KCACHE_OK or KCACHE_MISS) */
+    const kcache_key *ask[KCACHE__REMOTE_MANY];
+    const void *data[KCACHE__REMOTE_MANY];
+    size_t size[KCACHE__REMOTE_MANY], fat[KCACHE__REMOTE_MANY];
+    kcache_status got[KCACHE__REMOTE_MANY];
+    kcache_key *copy[KCACHE__REMOTE_MANY];
+    /* kcache__remote_get_many: in rk; out rd, where */
+    const kcache_key *rk[KCACHE__REMOTE_MANY];
+    kcache__read rd[KCACHE__REMOTE_MANY];
+    const char *where[KCACHE__REMOTE_MANY];
+    struct kcache__shard *sh[KCACHE__REMOTE_MANY];
+    char names[KCACHE__REMOTE_MANY][33];
+    const char *np[KCACHE__REMOTE_MANY];
+    const void *v[KCACHE__REMOTE_MANY];
+    size_t len[KCACHE__REMOTE_MANY], gat[KCACHE__REMOTE_MANY];
+    void *hold[KCACHE__REMOTE_MANY];
+    kcache_status gst[KCACHE__REMOTE_MANY];
+    unsigned char asked[KCACHE__REMOTE_MANY];
+} kcache__many;
+
 #ifndef KCACHE_NO_REMOTE
 
 #if defined(__GNUC__) || defined(__clang__)
@@ -8663,6 +8699,67 @@ static void kcache__remote_get(kcache__remote *r, const kcache_key *k, int polic
     }
     kcache__rev_note(ev, "reject %s: the remote value on %s %s; deleted there", k->unit, s->url, why);
     kcache__remote_remove(r, k, ev);
+}
+
+/* Looks mm->rk[0..n) (KCACHE__REMOTE_MANY at most) up at once, as lookups (kcache__remote_get with
+   peek 0, no record): on a shard whose backend has get_many, one exchange for all of its keys;
+   elsewhere one get each. mm->rd[i], mm->where[i] as kcache__remote_get's out and where. */
+static void kcache__remote_get_many(kcache__remote *r, kcache__many *mm, size_t n, int policy, kcache__remote_ev *ev) {
+    size_t i, j;
+    if (n > KCACHE__REMOTE_MANY) n = KCACHE__REMOTE_MANY;
+    for (i = 0; i < n; i++) {
+        mm->sh[i] = kcache__remote_shard(r, mm->rk[i]->digest);
+        mm->asked[i] = 0;
+    }
+    for (i = 0; i < n; i++) {
+        kcache__shard *s = mm->sh[i];
+        size_t m = 0;
+        kcache_status cs;
+        int64_t t0;
+        if (mm->asked[i] || !s->ops->get_many) continue;
+        for (j = i; j < n; j++)
+            if (!mm->asked[j] && mm->sh[j] == s) {
+                mm->asked[j] = 1;
+                mm->gat[m] = j;
+                kcache__remote_name(mm->rk[j]->digest, mm->names[m]);
+                mm->np[m] = mm->names[m];
+                mm->hold[m] = NULL;
+                memset(&mm->rd[j], 0, sizeof mm->rd[j]);
+                mm->rd[j].status = KCACHE_ENOENT;
+                mm->rd[j].reason = KCACHE_REASON_COLD;
+                mm->where[j] = s->url;
+                m++;
+            }
+        ev->lookups += m;
+        if (!kcache__remote_allow(r, s, 0, ev)) continue;
+        t0 = kcache__mono_ns();
+        cs = s->ops->get_many(s->user, mm->np, m, mm->v, mm->len, mm->hold, mm->gst);
+        kcache__remote_done(r, s, cs, t0, "get", ev);
+        if (cs != KCACHE_OK) continue;
+        for (j = 0; j < m; j++) {
+            const char *why = "";
+            const kcache_key *k = mm->rk[mm->gat[j]];
+            kcache__read *o = &mm->rd[mm->gat[j]];
+            if (mm->gst[j] == KCACHE_OK)
+                kcache__remote_unpack(r, k, policy, 0, (const unsigned char *)mm->v[j], mm->len[j], kcache__remote_premac(s, mm->hold[j]), o,
+                                      &why);
+            kcache__mutex_lock(&r->mutex);
+            kcache__shard_count(s, o->status == KCACHE_OK ? KCACHE__SH_HITS : KCACHE__SH_MISSES);
+            kcache__mutex_unlock(&r->mutex);
+            if (o->status != KCACHE_ECORRUPT) continue;
+            ev->rejects++;
+            if (r->ro) {
+                kcache__rev_note(ev, "reject %s: the remote value on %s %s (KCACHE_REMOTE_MODE=ro: left there)", k->unit, s->url, why);
+            } else {
+                kcache__rev_note(ev, "reject %s: the remote value on %s %s; deleted there", k->unit, s->url, why);
+                kcache__remote_remove(r, k, ev);
+            }
+        }
+        for (j = 0; j < m; j++)
+            if (mm->hold[j] && s->ops->release) s->ops->release(s->user, mm->hold[j]);
+    }
+    for (i = 0; i < n; i++) /* shards without get_many */
+        if (!mm->asked[i]) kcache__remote_get(r, mm->rk[i], policy, 0, 0, &mm->rd[i], &mm->where[i], ev);
 }
 
 /* Sends k's entry to its shard (mode rw). KCACHE_OK when stored; KCACHE_ETOOBIG: stays local. */
@@ -10160,6 +10257,70 @@ static void kcache__redis_release(void *user, void *hold) {
         KCACHE_FREE(h);
     }
 }
+/* get_many: the GETs sent together on one pooled connection and their replies read in turn, each
+   bounded as a GET's (a pipeline: one round trip for them all, however many). On a TLS link, or a
+   cluster (its keys on several nodes), one GET after another; a key the server redirects (it turned
+   out to be a node of a cluster) is asked again as a GET is. */
+static kcache_status kcache__redis_get_many(void *user, const char *const *names, size_t n, const void **data, size_t *size, void **hold,
+                                            kcache_status *st) {
+    kcache__redis *rb = (kcache__redis *)user;
+    redisContext *c = NULL;
+    kcache_status s = KCACHE_OK;
+    size_t i;
+    int pipelined;
+    kcache__mutex_lock(&rb->mutex);
+    pipelined = !rb->tls && !rb->slot;
+    kcache__mutex_unlock(&rb->mutex);
+    for (i = 0; i < n; i++) {
+        hold[i] = NULL;
+        st[i] = KCACHE_STATUS_COUNT; /* not answered yet */
+    }
+    if (pipelined && (s = kcache__redis_take(rb, kcache__mono_ns() + (int64_t)rb->op_ms * 1000000, &c)) == KCACHE_OK) {
+        for (i = 0; i < n && s == KCACHE_OK; i++) {
+            char key[KCACHE__REDIS_KEY_MAX];
+            const char *argv[2];
+            size_t lens[2];
+            argv[0] = "GET", lens[0] = 3;
+            argv[1] = key, lens[1] = kcache__redis_key(rb, key, names[i], "");
+            if (redisAppendCommandArgv(c, 2, argv, lens) != REDIS_OK) s = KCACHE_ENOMEM;
+        }
+        for (i = 0; i < n && s == KCACHE_OK; i++) {
+            redisReply *r;
+            int ask, port;
+            unsigned slot;
+            const char *host;
+            size_t hlen;
+            if ((s = kcache__redis_io(rb, c, kcache__mono_ns() + (int64_t)rb->op_ms * 1000000, &r)) != KCACHE_OK) break;
+            if (r->type == REDIS_REPLY_STRING) { /* held as a GET's are (kcache__redis_release frees both) */
+                kcache__redis_held *h = (kcache__redis_held *)KCACHE_MALLOC(sizeof *h);
+                if (!h) {
+                    freeReplyObject(r);
+                    s = KCACHE_ENOMEM;
+                    break;
+                }
+                memset(h, 0, sizeof *h);
+                h->reply = r;
+                data[i] = r->str, size[i] = r->len, hold[i] = h, st[i] = KCACHE_OK;
+                continue;
+            }
+            if (r->type == REDIS_REPLY_NIL) st[i] = KCACHE_MISS;
+            else if (!kcache__cluster_redirect(r, &ask, &slot, &host, &hlen, &port)) s = kcache__redis_error(r);
+            freeReplyObject(r);
+        }
+        if (s == KCACHE_OK) kcache__redis_give(rb, c);
+        else kcache__redis_drop(c); /* replies may be left unread on it */
+    }
+    for (i = 0; i < n && s == KCACHE_OK; i++) /* one by one: what the pipeline did not answer */
+        if (st[i] == KCACHE_STATUS_COUNT && (st[i] = kcache__redis_get(user, names[i], &data[i], &size[i], &hold[i])) != KCACHE_OK &&
+            st[i] != KCACHE_MISS)
+            s = st[i];
+    if (s != KCACHE_OK)
+        for (i = 0; i < n; i++) {
+            kcache__redis_release(user, hold[i]);
+            hold[i] = NULL;
+        }
+    return s;
+}
 static kcache_status kcache__redis_put(void *user, const char *name, const void *data, size_t size) {
     kcache__redis *rb = (kcache__redis *)user;
     redisReply *r;
@@ -10337,7 +10498,7 @@ static int kcache__redis_identity(void *user, int ro, char *out, size_t cap) {
 }
 
 static const kcache_remote_ops kcache__redis_ops = {kcache__redis_get, kcache__redis_release, kcache__redis_put,
-                                                    kcache__redis_remove, kcache__redis_claim};
+                                                    kcache__redis_remove, kcache__redis_claim, kcache__redis_get_many};
 static const unsigned char *kcache__remote_premac(const kcache__shard *s, const void *hold) {
     const kcache__redis_held *h = (const kcache__redis_held *)hold;
     return s->ops->release == kcache__redis_release && h && h->premac ? h->mac : NULL; /* (holds the built-in get made) */
@@ -10546,6 +10707,10 @@ static void kcache__remote_get(kcache__remote *r, const kcache_key *k, int polic
 static kcache_status kcache__remote_put(kcache__remote *r, const kcache_key *k, const void *data, size_t size, kcache__remote_ev *ev) {
     (void)r; (void)k; (void)data; (void)size; memset(ev, 0, sizeof *ev);
     return KCACHE_EDISABLED;
+}
+static void kcache__remote_get_many(kcache__remote *r, kcache__many *mm, size_t n, int policy, kcache__remote_ev *ev) {
+    size_t i;
+    for (i = 0; i < n; i++) kcache__remote_get(r, mm->rk[i], policy, 0, 0, &mm->rd[i], &mm->where[i], ev);
 }
 static int kcache__rclaim_init(kcache__rclaim *cl, kcache__remote *r, const kcache_key *k) { (void)k; cl->r = r; return 0; }
 static kcache_status kcache__rclaim_take(kcache__rclaim *cl, kcache__remote_ev *ev) { (void)cl; (void)ev; return KCACHE_EDISABLED; }
@@ -12780,6 +12945,42 @@ static kcache_status kcache__lower_get(kcache *kc, const kcache_key *k, uint64_t
     return s;
 }
 
+/* The batch's read-back: mm->ask[0..n) (KCACHE__REMOTE_MANY at most), keys that missed here a moment
+   ago, asked of the remote at once (kcache__remote_get_many: one exchange per shard); each hit taken
+   as kcache__lower_get takes one. mm->got[i]: KCACHE_OK with the payload in mm->data[i],
+   mm->size[i], or KCACHE_MISS. */
+static void kcache__remote_fetch(kcache *kc, kcache__many *mm, size_t n) {
+    size_t m = 0, i;
+    kcache__remote_ev ev;
+    uint64_t gen;
+    if (n > KCACHE__REMOTE_MANY) n = KCACHE__REMOTE_MANY;
+    kcache__mutex_lock(&kc->lock);
+    gen = kc->gen;
+    kcache__mutex_unlock(&kc->lock);
+    for (i = 0; i < n; i++) {
+        const kcache_key *r;
+        mm->got[i] = KCACHE_MISS;
+        mm->data[i] = NULL;
+        mm->size[i] = 0;
+        mm->copy[i] = NULL;
+        r = kcache__key_resolve(kc, mm->ask[i], kc->cfg.stamp, &mm->copy[i]);
+        if (r && r->error == KCACHE_OK) { /* (out of memory, or a dependency that cannot be read: a miss) */
+            mm->rk[m] = r;
+            mm->fat[m++] = i;
+        }
+    }
+    memset(&ev, 0, sizeof ev);
+    if (m && KCACHE__REMOTE(kc)) kcache__remote_get_many(KCACHE__REMOTE(kc), mm, m, kc->cfg.stamp, &ev);
+    else m = 0;
+    kcache__remote_stats(kc, &ev);
+    for (i = 0; i < m; i++) {
+        size_t at = mm->fat[i];
+        kcache__mem_free(mm->rd[i].mem, mm->rd[i].rec);
+        if (mm->rd[i].status == KCACHE_OK) mm->got[at] = kcache__lower_hit(kc, mm->rk[i], gen, mm->rd[i].blob, 0, mm->where[i], &mm->data[at], &mm->size[at]);
+    }
+    for (i = 0; i < n; i++) kcache__key_drop(&kc->mem, mm->copy[i]);
+}
+
 /* kcache_explain's look below the store: writes a hit ("hit: layer DIR ...", "hit: remote (URL)
    ...") or, when nothing below hits, the first layer's stale or corrupt entry, or a remote reject,
    and returns 1; or writes nothing (0) and the local reason follows. Changes nothing anywhere. k has
@@ -14072,39 +14273,117 @@ typedef struct kcache__batch {
     int64_t *busy_since;       /* per todo: when first seen built by someone else (0: not yet) */
     size_t left;               /* todo not done */
     uint64_t ends;             /* todo done so far: a waiting worker wakes when it moves */
+    unsigned workers;          /* workers started so far (each starts its passes elsewhere) */
     int forked, child;         /* the process is a fork of kc's: stop (the caller goes on) */
     kcache__mutex m;
     kcache__cond c;
 } kcache__batch;
 
+/* Asks the tiers again for the next open keys of a pass at once (KCACHE__REMOTE_MANY at most, from
+   step `from` of a pass that starts at todo `first`; lock held, dropped meanwhile with the keys marked
+   taken): memory and the store, then the remote in one exchange per shard for the rest
+   (kcache__remote_fetch), so that the values other machines built come back without a claim and a
+   round trip each. Returns the step after the last key asked; *progress: 1 when a key got done. */
+static size_t kcache__batch_fetch(kcache__batch *bt, kcache__many *mm, size_t first, size_t from, int *progress) {
+    size_t step, j, m = 0, n;
+    int forked = 0, done = 0;
+    for (step = from; step < bt->ntodo && m < KCACHE__REMOTE_MANY; step++) {
+        size_t i = (first + step) % bt->ntodo;
+        if (bt->state[i] == KCACHE__JOB_OPEN) {
+            bt->state[i] = KCACHE__JOB_TAKEN;
+            mm->at[m] = i;
+            mm->keys[m++] = bt->jobs[bt->todo[i]].key;
+        }
+    }
+    if (!m) return step;
+    kcache__mutex_unlock(&bt->m);
+    for (j = 0, n = 0; j < m; j++) /* the store first: a process on this store may have built it */
+        if ((mm->st[j] = kcache__get(bt->kc, mm->keys[j], &mm->d[j], &mm->sz[j], 0, 0)) != KCACHE_OK) {
+            forked |= mm->st[j] == KCACHE__FORKED;
+            mm->which[n] = j;
+            mm->ask[n++] = mm->keys[j];
+        }
+    if (forked) n = 0; /* (the next try says so) */
+    kcache__remote_fetch(bt->kc, mm, n);
+    for (j = 0; j < n; j++) {
+        mm->st[mm->which[j]] = mm->got[j];
+        mm->d[mm->which[j]] = mm->data[j];
+        mm->sz[mm->which[j]] = mm->size[j];
+    }
+    kcache__mutex_lock(&bt->m);
+    for (j = 0; j < m; j++) {
+        kcache_job *job = &bt->jobs[bt->todo[mm->at[j]]];
+        if (mm->st[j] != KCACHE_OK) { /* still missing: tried as before */
+            bt->state[mm->at[j]] = KCACHE__JOB_OPEN;
+            continue;
+        }
+        job->data = mm->d[j];
+        job->size = mm->sz[j];
+        job->status = KCACHE_OK;
+        bt->state[mm->at[j]] = KCACHE__JOB_DONE;
+        bt->left--;
+        bt->ends++;
+        done = 1;
+    }
+    if (done) {
+        *progress = 1;
+        kcache__cond_broadcast(&bt->c);
+    }
+    return step;
+}
+
 /* A worker: passes over the keys left, trying each that no worker of the batch holds; when a pass
    built nothing because others build every key left, it waits (woken by this batch's workers, else
    looking again after 1 ms doubling to 20 ms: another process's or machine's end is seen in the
-   store, or as its claim given back, and a dead builder's claim as free). */
+   store, or as its claim given back, and a dead builder's claim as free). Each worker starts its
+   passes at a key of its own (from its process id and its number), so that processes that need
+   the same keys do not all race for the same first ones. With a remote, the keys left are asked
+   again together (kcache__batch_fetch, the next KCACHE__REMOTE_MANY of the pass at a time) before
+   they are tried after a while (a key done here, a new pass): what others built meanwhile comes back
+   in one exchange, and the tries that follow take claims only on keys that were missing a moment
+   ago (a key seen busy is not asked of the remote one by one). */
 static void kcache__batch_work(kcache__batch *bt) {
     unsigned pause_ms = 1;
+    size_t first, asked = (size_t)-1; /* the steps of this pass asked again since the last build (all: the batch's first look) */
+    int passes = 0;
+    /* (without room for it, each key seen busy is asked of the remote by its try) */
+    kcache__many *mm = KCACHE__REMOTE(bt->kc) ? (kcache__many *)kcache__mem_alloc(&bt->kc->mem, sizeof *mm) : NULL;
     kcache__mutex_lock(&bt->m);
+    { /* (a hash, not the id itself: consecutive pids would start on consecutive keys) */
+        uint64_t seed[2];
+        seed[0] = kcache__pid();
+        seed[1] = bt->workers++;
+        first = bt->ntodo ? (size_t)(kcache_hash(seed, sizeof seed).lo % bt->ntodo) : 0;
+    }
     while (bt->left && !bt->forked && !bt->child) {
         uint64_t seen = bt->ends;
         int progress = 0;
-        size_t i;
-        for (i = 0; i < bt->ntodo && !bt->forked && !bt->child; i++) {
-            kcache_job *j = &bt->jobs[bt->todo[i]];
+        size_t step, i;
+        if (passes++) asked = 0; /* a pass after a build or a wait: everything is asked again */
+        for (step = 0; step < bt->ntodo && !bt->forked && !bt->child; step++) {
             const void *d;
             size_t n;
+            kcache_job *j;
             kcache_status s;
             int child, alone;
+            i = (first + step) % bt->ntodo;
             if (bt->state[i] != KCACHE__JOB_OPEN) continue;
+            if (step >= asked && mm) {
+                asked = kcache__batch_fetch(bt, mm, first, step, &progress);
+                if (bt->state[i] != KCACHE__JOB_OPEN) continue;
+            }
+            j = &bt->jobs[bt->todo[i]];
             bt->state[i] = KCACHE__JOB_TAKEN;
             alone = bt->busy_since[i] && kcache__mono_ns() - bt->busy_since[i] > (int64_t)bt->kc->cfg.build_wait_ms * 1000000;
             kcache__mutex_unlock(&bt->m);
-            s = kcache__try_build(bt->kc, j->key, j->build, j->user, bt->busy_since[i] != 0, alone, &d, &n, &child);
+            s = kcache__try_build(bt->kc, j->key, j->build, j->user, bt->busy_since[i] != 0 && !mm, alone, &d, &n, &child);
             if (child) { /* this thread alone in a forked child: no lock of the parent's is touched */
                 j->data = d;
                 j->size = n;
                 j->status = s;
                 bt->state[i] = KCACHE__JOB_DONE;
                 bt->child = 1;
+                kcache__mem_free(&bt->kc->mem, mm); /* (as the batch's arrays are, by its caller) */
                 return;
             }
             if (s == KCACHE_EEXIST && !bt->busy_since[i]) kcache__count_wait(bt->kc);
@@ -14122,6 +14401,7 @@ static void kcache__batch_work(kcache__batch *bt) {
             bt->left--;
             bt->ends++;
             progress = 1;
+            asked = step + 1; /* (a build took its time: others may have finished theirs) */
             kcache__cond_broadcast(&bt->c);
         }
         if (progress) {
@@ -14133,6 +14413,7 @@ static void kcache__batch_work(kcache__batch *bt) {
         if (pause_ms < 20) pause_ms = pause_ms * 2 > 20 ? 20 : pause_ms * 2;
     }
     kcache__mutex_unlock(&bt->m);
+    kcache__mem_free(&bt->kc->mem, mm);
 }
 
 KCACHE__THREAD_FN(kcache__batch_worker, arg) {
@@ -14165,21 +14446,49 @@ KCACHE_API kcache_status kcache_get_or_build_many(kcache *kc, kcache_job *jobs, 
     }
     if (kc && (h = kcache__live(kc, 0)) == NULL)
         for (i = 0; i < n; i++) jobs[i].status = jobs[i].status == KCACHE_MISS ? KCACHE_ENOMEM : jobs[i].status;
-    /* what is there already: each a lookup as kcache_get's (memory, the store, then the lower tiers) */
+    /* what is there already: each a lookup as kcache_get's (memory, the store, the layers, then the
+       remote: with one, asked for all the keys missing here at once, and each still missing then
+       counted as a miss) */
     for (i = 0; h && i < n; i++) {
         kcache_status s;
+        int count = !KCACHE__REMOTE(h);
+        unsigned ask = count ? KCACHE__ASK_LOWER : KCACHE__ASK_LAYERS;
         if (jobs[i].status != KCACHE_MISS) continue;
-        s = kcache__get(h, jobs[i].key, &jobs[i].data, &jobs[i].size, 1, KCACHE__ASK_LOWER);
-        while (s == KCACHE__FORKED && ++tries < 3 && (h = kcache__live(kc, 0)) != NULL)
-            s = kcache__get(h, jobs[i].key, &jobs[i].data, &jobs[i].size, 1, KCACHE__ASK_LOWER);
+        s = kcache__get(h, jobs[i].key, &jobs[i].data, &jobs[i].size, count, ask);
+        while (s == KCACHE__FORKED && ++tries < 3 && (h = kcache__live(kc, 0)) != NULL) {
+            count = !KCACHE__REMOTE(h);
+            s = kcache__get(h, jobs[i].key, &jobs[i].data, &jobs[i].size, count, count ? KCACHE__ASK_LOWER : KCACHE__ASK_LAYERS);
+        }
         if (s == KCACHE__FORKED || !h) break; /* the rest goes through kcache_get_or_build below */
         if (s == KCACHE_OK) jobs[i].status = KCACHE_OK;
         else nmiss++;
     }
+    if (nmiss && h && i == n && KCACHE__REMOTE(h)) {
+        kcache__many *mm = (kcache__many *)kcache__mem_alloc(&h->mem, sizeof *mm);
+        size_t m, j;
+        for (i = 0; i < n;) {
+            for (m = 0; i < n && (m < KCACHE__REMOTE_MANY || !mm); i++)
+                if (jobs[i].status == KCACHE_MISS) {
+                    kcache_status s = KCACHE_MISS;
+                    if (mm) mm->at[m] = i, mm->ask[m++] = jobs[i].key;
+                    else s = kcache__get(h, jobs[i].key, &jobs[i].data, &jobs[i].size, 1, KCACHE__ASK_REMOTE); /* (no room: one by one) */
+                    if (s == KCACHE_OK) jobs[i].status = KCACHE_OK, nmiss--;
+                }
+            if (mm) kcache__remote_fetch(h, mm, m);
+            for (j = 0; j < m; j++) {
+                kcache_job *job = &jobs[mm->at[j]];
+                kcache_status s = mm->got[j];
+                if (s == KCACHE_OK) job->data = mm->data[j], job->size = mm->size[j];
+                else s = kcache__get(h, job->key, &job->data, &job->size, 1, 0); /* counts the miss */
+                if (s == KCACHE_OK) job->status = KCACHE_OK, nmiss--;
+            }
+        }
+        kcache__mem_free(&h->mem, mm);
+    }
     memset(&bt, 0, sizeof bt);
     if (nmiss && h && i == n) {
-        /* the distinct keys missing, in the caller's order: every process goes through them alike, so
-           they meet on the first ones and spread over the next */
+        /* the distinct keys missing, in the caller's order (each worker starts its passes at a key
+           of its own, and goes round from there: see kcache__batch_work) */
         ord = (kcache__batch_ord *)kcache__mem_alloc(&h->mem, nmiss * sizeof *ord);
         lead = (size_t *)kcache__mem_alloc(&h->mem, n * sizeof *lead);
         bt.todo = (size_t *)kcache__mem_alloc(&h->mem, nmiss * sizeof *bt.todo);

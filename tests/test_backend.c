@@ -213,8 +213,8 @@ static kcache_status mb_claim(void *user, const char *name, int op, const char *
     return s;
 }
 
-static const kcache_remote_ops mb_ops = {mb_get, mb_release, mb_put, mb_remove, mb_claim};
-static const kcache_remote_ops mb_ops_no_claim = {mb_get, mb_release, mb_put, mb_remove, NULL};
+static const kcache_remote_ops mb_ops = {mb_get, mb_release, mb_put, mb_remove, mb_claim, NULL};
+static const kcache_remote_ops mb_ops_no_claim = {mb_get, mb_release, mb_put, mb_remove, NULL, NULL};
 
 /* ---- machines ------------------------------------------------------------------------------------ */
 
@@ -752,7 +752,7 @@ static void no_redis_build(void) {
     }
     /* a table without get or put is refused */
     {
-        static const kcache_remote_ops half = {NULL, NULL, mb_put, NULL, NULL};
+        static const kcache_remote_ops half = {NULL, NULL, mb_put, NULL, NULL, NULL};
         kcache_config_init(&cfg);
         cfg.dir = dir;
         cfg.publish = 0;

@@ -23,6 +23,9 @@
  *                      each key built once over the cluster, rounds of 3 (skipped without redis)
  *   many_remote_killed many_killed on stores of their own sharing the server: the key is taken
  *                      over when the dead builder's claim ends (a 1 s lifetime here)
+ *   many_remote_readback  the values another machine stored while this one built are read back
+ *                      without taking their claims (one exchange for all the keys left); the one
+ *                      still missing is built here
  *
  * KT_MANY_SERIAL=1 in the environment runs the processes' jobs one kcache_get_or_build at a time
  * (what a caller did before the batch call): many_procs, many_threads, many_remote fail so.
@@ -455,6 +458,74 @@ static void many_remote_killed(void) {
     g_claim_ms = 0;
 }
 
+/* Another machine's builds landing on the remote while this one builds: process B (a store of
+   its own) needs K keys; during its first build, "machine" A (another store, the same server)
+   stores all but B's key and one more, X. B must read those K - 2 back without taking their
+   claims (one exchange asks the remote for every key left), then build X: 2 builds, and 2 claims
+   released on the server (its EVAL calls: the release script), not one for each value read back. */
+#define READBACK_K 6
+static kcache *g_readback_a;
+static int g_readback_first = -1, g_readback_x = -1;
+static int readback_build(void *user, void **out, size_t *out_size) {
+    const spec *sp = (const spec *)user;
+    if (g_readback_first < 0) {
+        int i;
+        g_readback_first = (int)sp->id;
+        g_readback_x = (g_readback_first + 1) % READBACK_K;
+        for (i = 0; i < READBACK_K; i++)
+            if (i != g_readback_first && i != g_readback_x && kt_put(g_readback_a, "readback", (unsigned)i, (unsigned)i, PAYLOAD(i)) != KCACHE_OK)
+                printf("# readback: A's put of key %d failed\n", i);
+    }
+    return many_build(user, out, out_size);
+}
+static long long redis_calls(const char *cmd) { /* INFO commandstats: cmdstat_<cmd>:calls=N */
+    redisReply *r = kt_redis_cmd(&R, "INFO commandstats");
+    char want[64];
+    const char *at;
+    long long n = -1;
+    snprintf(want, sizeof want, "cmdstat_%s:calls=", cmd);
+    if (r && r->type == REDIS_REPLY_STRING) n = (at = strstr(r->str, want)) ? atoll(at + strlen(want)) : 0;
+    if (r) freeReplyObject(r);
+    return n;
+}
+static void many_remote_readback(void) {
+    kcache_job jobs[READBACK_K];
+    kcache_key keys[READBACK_K];
+    spec specs[READBACK_K];
+    kcache *b;
+    kcache_stats st;
+    long long evals;
+    int i, ok = 0;
+    g_claim_ms = 30000; /* no renewal (an EVAL) while the test runs, however slowly */
+    g_readback_a = open_store("readback-a", R.url);
+    b = open_store("readback-b", R.url);
+    g_claim_ms = 0;
+    if (!g_readback_a || !b) { KT_FAILF("open"); return; }
+    reset(0, 0);
+    make_jobs(jobs, keys, specs, READBACK_K, "readback", 0);
+    for (i = 0; i < READBACK_K; i++) jobs[i].build = readback_build;
+    evals = redis_calls("eval");
+    KT_CHECK_EQ_U64(kcache_get_or_build_many(b, jobs, READBACK_K, 1), KCACHE_OK);
+    evals = redis_calls("eval") - evals;
+    for (i = 0; i < READBACK_K; i++) {
+        if (jobs[i].status == KCACHE_OK) {
+            ok += kt_payload_ok(jobs[i].data, jobs[i].size, PAYLOAD(i), (unsigned)i);
+            kcache_release(b, jobs[i].data);
+        }
+        kcache_key_free(&keys[i]);
+    }
+    kcache_get_stats(b, &st);
+    KT_CHECK_MSG(ok == READBACK_K, "%d of %d payloads right", ok, READBACK_K);
+    KT_CHECK_MSG(g_readback_x >= 0 && S->builds[g_readback_first] == 1 && S->builds[g_readback_x] == 1 && S->proc_builds[0] == 2,
+                 "B built %d keys (its first %d, X %d): want those 2", S->proc_builds[0], g_readback_first, g_readback_x);
+    KT_CHECK_MSG(st.hits_remote == READBACK_K - 2, "B's remote hits: %llu, want %d", (unsigned long long)st.hits_remote, READBACK_K - 2);
+    KT_CHECK_MSG(evals == 2, "claims released on the server during B's batch: %lld, want 2 (its own builds; a value read back takes no claim)",
+                 evals);
+    kcache_close(b);
+    kcache_close(g_readback_a);
+    g_readback_a = NULL;
+}
+
 static void many_remote(void) {
     pgroup g;
     reset(3, 9);
@@ -477,6 +548,7 @@ int main(void) {
     have_redis = kt_redis_start(&R, g_root, 0, NULL);
     if (have_redis) {
         KT_RUN(many_remote);
+        KT_RUN(many_remote_readback);
         KT_RUN(many_remote_killed);
         kt_redis_stop(&R);
     } else {

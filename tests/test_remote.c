@@ -529,6 +529,35 @@ static kcache *open_tls(const char *url, const char *ca, const char *cert, const
     return kc;
 }
 
+/* kcache_get_or_build_many of keys first..first+n-1 (unit, payloads of `size` bytes naming their
+   id, as kt_put writes them) on kc, whose builds fail: how many jobs got the right payload (all of
+   them from the remote, in exchanges of many keys: get_many). */
+static int batch_fail_build(void *user, void **out, size_t *out_size) {
+    (void)user; (void)out; (void)out_size;
+    return 1;
+}
+static int batch_read(kcache *kc, const char *unit, unsigned first, int n, size_t size) {
+    kcache_job jobs[64];
+    kcache_key keys[64];
+    int i, ok = 0;
+    if (!kc || n > 64) return -1;
+    for (i = 0; i < n; i++) {
+        kt_key(&keys[i], unit, first + (unsigned)i);
+        memset(&jobs[i], 0, sizeof jobs[i]);
+        jobs[i].key = &keys[i];
+        jobs[i].build = batch_fail_build;
+    }
+    kcache_get_or_build_many(kc, jobs, (size_t)n, 1);
+    for (i = 0; i < n; i++) {
+        if (jobs[i].status == KCACHE_OK) {
+            ok += kt_payload_ok(jobs[i].data, jobs[i].size, size, first + (unsigned)i);
+            kcache_release(kc, jobs[i].data);
+        }
+        kcache_key_free(&keys[i]);
+    }
+    return ok;
+}
+
 /* Puts an incompressible payload of n bytes under id through a handle on url, gets it through
    another: 1 the same bytes came back from the remote, 0 a miss, -1 wrong bytes. */
 static int tls_roundtrip(const char *url, const char *ca, const char *cert, const char *key, unsigned id, size_t n, uint64_t *errors) {
@@ -624,6 +653,14 @@ static void remote_tls(void) {
         after = tls_connections(&A);
         KT_CHECK_MSG(before >= 0 && after - before <= 2, "30 lookups opened %lld connections", after - before);
         kcache_close(kc);
+    }
+    { /* a batch's read-back over TLS (one GET after another): every value */
+        kcache *a = open_tls(url, ca, NULL, NULL), *b = open_tls(url, ca, NULL, NULL);
+        for (i = 0; i < 12; i++) KT_CHECK(a && kt_put(a, "tls-batch", (unsigned)i, (unsigned)i, 1000) == KCACHE_OK);
+        r = batch_read(b, "tls-batch", 0, 12, 1000);
+        KT_CHECK_MSG(r == 12, "a batch over TLS: %d of 12 values read back", r);
+        if (a) kcache_close(a);
+        if (b) kcache_close(b);
     }
     r = tls_roundtrip(url, ca2, NULL, NULL, 3, 3000, &errs);
     KT_CHECK_MSG(r == 0 && errs > 0, "another CA: %d (want a miss), %llu errors", r, (unsigned long long)errs);
@@ -1505,6 +1542,19 @@ static void remote_cluster(void) {
     KT_CHECK_MSG(hits == 60, "three nodes listed, read through one: %d of 60", hits);
     hits = cluster_keys(N[2].url, all, 7000, 60);
     KT_CHECK_MSG(hits == 60, "one node listed, read through three: %d of 60", hits);
+    { /* a batch's read-back through one node, the slot map not known yet: its pipeline of GETs gets
+         MOVED for the keys of the other nodes, which are asked again there */
+        kcache_config cfg;
+        kcache *kc = NULL;
+        kcache_config_init(&cfg);
+        cfg.persistent = 0;
+        cfg.remote_timeout_ms = 2000;
+        cfg.remote = N[0].url;
+        KT_CHECK(kcache_open(&kc, &cfg) == KCACHE_OK);
+        hits = batch_read(kc, "remote", 5000, 60, 2000);
+        KT_CHECK_MSG(hits == 60, "a batch read through one node: %d of 60", hits);
+        kcache_close(kc);
+    }
     { /* the three listed nodes are seeds of one cluster: one shard holds the keys, the others repeat it */
         kcache_config cfg;
         kcache *kc = NULL;
@@ -2602,7 +2652,7 @@ static kcache_status counting_get(void *user, const char *name, const void **dat
     return kcache__redis_ops.get(user, name, data, size, hold);
 }
 static const kcache_remote_ops counting_ops = {counting_get, kcache__redis_release, kcache__redis_put, kcache__redis_remove,
-                                               kcache__redis_claim};
+                                               kcache__redis_claim, NULL}; /* (no get_many: every GET counted) */
 static kcache *open_counted(const char *store, const char *url, int publish) {
     char dir[400];
     kcache_config cfg;
