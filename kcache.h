@@ -148,9 +148,9 @@
 /* This header's version: the macros for the preprocessor, kcache_version() for the library a
    program actually runs with (the same unless two copies differ). */
 #define KCACHE_VERSION_MAJOR 0
-#define KCACHE_VERSION_MINOR 3
+#define KCACHE_VERSION_MINOR 4
 #define KCACHE_VERSION_PATCH 0
-#define KCACHE_VERSION "0.3.0"
+#define KCACHE_VERSION "0.4.0"
 
 #ifndef KCACHE_API
 #ifdef KCACHE_STATIC
@@ -3885,21 +3885,27 @@ enum {
     KCACHE__X86_D1A,  /* leaf 0xD subleaf 1, EAX */
     KCACHE__X86_14B,  /* leaf 0x14 subleaf 0, EBX */
     KCACHE__X86_19B,  /* leaf 0x19, EBX */
+    KCACHE__X86_1E1A, /* leaf 0x1E subleaf 1, EAX */
+    KCACHE__X86_24B,  /* leaf 0x24 subleaf 0, EBX: AVX10 version (bits 7:0), 512-bit vectors */
     KCACHE__X86_E1C,  /* leaf 0x80000001, ECX */
     KCACHE__X86_E1D,  /* leaf 0x80000001, EDX */
     KCACHE__X86_E8B,  /* leaf 0x80000008, EBX */
     KCACHE__X86_WORDS
 };
 
-/* What the OS must save for a feature to count (checked with XGETBV). */
-enum { KCACHE__X86_OS_NONE, KCACHE__X86_OS_AVX, KCACHE__X86_OS_AVX512, KCACHE__X86_OS_AMX };
+/* What else must hold for a feature to count: register state the OS saves (checked with
+ * XGETBV), or for the AVX10 names leaf 0x24's AVX10 version (and 512-bit vector support). */
+enum {
+    KCACHE__X86_OS_NONE, KCACHE__X86_OS_AVX, KCACHE__X86_OS_AVX512, KCACHE__X86_OS_AMX, KCACHE__X86_OS_APX,
+    KCACHE__X86_AVX10_V1, KCACHE__X86_AVX10_V2, KCACHE__X86_AVX10_V1_512
+};
 
 enum { KCACHE__X86_OTHER, KCACHE__X86_INTEL, KCACHE__X86_AMD };
 
 typedef struct kcache__x86_info {
     uint32_t w[KCACHE__X86_WORDS];
     unsigned vendor, family, model;
-    int avx_os, avx512_os, amx_os;
+    int avx_os, avx512_os, amx_os, apx_os;
 } kcache__x86_info;
 
 typedef struct kcache__x86_feat {
@@ -3908,18 +3914,33 @@ typedef struct kcache__x86_feat {
 } kcache__x86_feat;
 
 /* LLVM's x86 host feature names and the CPUID bit each one reads: everything LLVM 14 reports,
- * plus the leaf-7 subleaf-1 and rdpru additions of LLVM 15..18.  Not covered: the avx10.*,
- * APX (egpr, ndd, ...), evex512, movrs and amx-fp8/tf32/... names of LLVM 18+. */
+ * plus what LLVM 15..22 added (leaf 7 subleaf 1, rdpru, APX, AVX10, movrs, leaf 0x1E's AMX).
+ * One string for every LLVM version, so a name some version dropped stays (avx512er, avx512pf,
+ * prefetchwt1 until LLVM 18; avx10.1-256/-512 in LLVM 18..20; amx-transpose in LLVM 20..21).
+ * Where versions differ the conditions are the newest's: APX counts only with XCR0's APX state
+ * (LLVM 22; older ones read the CPUID bit alone), avx10.N reads leaf 0x24's version number
+ * (LLVM 22; avx10.1-256/-512 as LLVM 20: LLVM 18..19 read the CPUID bit alone).  Not
+ * covered: LLVM 20's avx10.2-256/-512, which its detection never sets (it reads the AVX10
+ * version as 0 or 1), so no one value is right for every version. */
 static const kcache__x86_feat kcache__x86_feats[] = {
     {"64bit", KCACHE__X86_E1D, 29, KCACHE__X86_OS_NONE},
     {"adx", KCACHE__X86_7B, 19, KCACHE__X86_OS_NONE},
     {"aes", KCACHE__X86_1C, 25, KCACHE__X86_OS_NONE},
+    {"amx-avx512", KCACHE__X86_1E1A, 7, KCACHE__X86_OS_AMX},
     {"amx-bf16", KCACHE__X86_7D, 22, KCACHE__X86_OS_AMX},
     {"amx-complex", KCACHE__X86_71D, 8, KCACHE__X86_OS_AMX},
     {"amx-fp16", KCACHE__X86_71A, 21, KCACHE__X86_OS_AMX},
+    {"amx-fp8", KCACHE__X86_1E1A, 4, KCACHE__X86_OS_AMX},
     {"amx-int8", KCACHE__X86_7D, 25, KCACHE__X86_OS_AMX},
+    {"amx-movrs", KCACHE__X86_1E1A, 8, KCACHE__X86_OS_AMX},
+    {"amx-tf32", KCACHE__X86_1E1A, 6, KCACHE__X86_OS_AMX},
     {"amx-tile", KCACHE__X86_7D, 24, KCACHE__X86_OS_AMX},
+    {"amx-transpose", KCACHE__X86_1E1A, 5, KCACHE__X86_OS_AMX},
     {"avx", KCACHE__X86_1C, 28, KCACHE__X86_OS_AVX},
+    {"avx10.1", KCACHE__X86_71D, 19, KCACHE__X86_AVX10_V1},
+    {"avx10.1-256", KCACHE__X86_71D, 19, KCACHE__X86_AVX10_V1},
+    {"avx10.1-512", KCACHE__X86_71D, 19, KCACHE__X86_AVX10_V1_512},
+    {"avx10.2", KCACHE__X86_71D, 19, KCACHE__X86_AVX10_V2},
     {"avx2", KCACHE__X86_7B, 5, KCACHE__X86_OS_AVX},
     {"avx512bf16", KCACHE__X86_71A, 5, KCACHE__X86_OS_AVX512},
     {"avx512bitalg", KCACHE__X86_7C, 12, KCACHE__X86_OS_AVX512},
@@ -3944,6 +3965,8 @@ static const kcache__x86_feat kcache__x86_feats[] = {
     {"avxvnniint8", KCACHE__X86_71D, 4, KCACHE__X86_OS_AVX},
     {"bmi", KCACHE__X86_7B, 3, KCACHE__X86_OS_NONE},
     {"bmi2", KCACHE__X86_7B, 8, KCACHE__X86_OS_NONE},
+    {"ccmp", KCACHE__X86_71D, 21, KCACHE__X86_OS_APX},
+    {"cf", KCACHE__X86_71D, 21, KCACHE__X86_OS_APX},
     {"cldemote", KCACHE__X86_7C, 25, KCACHE__X86_OS_NONE},
     {"clflushopt", KCACHE__X86_7B, 23, KCACHE__X86_OS_NONE},
     {"clwb", KCACHE__X86_7B, 24, KCACHE__X86_OS_NONE},
@@ -3953,6 +3976,7 @@ static const kcache__x86_feat kcache__x86_feats[] = {
     {"crc32", KCACHE__X86_1C, 20, KCACHE__X86_OS_NONE}, /* LLVM ties it to SSE4.2 */
     {"cx16", KCACHE__X86_1C, 13, KCACHE__X86_OS_NONE},
     {"cx8", KCACHE__X86_1D, 8, KCACHE__X86_OS_NONE},
+    {"egpr", KCACHE__X86_71D, 21, KCACHE__X86_OS_APX},
     {"enqcmd", KCACHE__X86_7C, 29, KCACHE__X86_OS_NONE},
     {"f16c", KCACHE__X86_1C, 29, KCACHE__X86_OS_AVX},
     {"fma", KCACHE__X86_1C, 12, KCACHE__X86_OS_AVX},
@@ -3969,15 +3993,20 @@ static const kcache__x86_feat kcache__x86_feats[] = {
     {"movbe", KCACHE__X86_1C, 22, KCACHE__X86_OS_NONE},
     {"movdir64b", KCACHE__X86_7C, 28, KCACHE__X86_OS_NONE},
     {"movdiri", KCACHE__X86_7C, 27, KCACHE__X86_OS_NONE},
+    {"movrs", KCACHE__X86_71A, 31, KCACHE__X86_OS_NONE},
     {"mwaitx", KCACHE__X86_E1C, 29, KCACHE__X86_OS_NONE},
+    {"ndd", KCACHE__X86_71D, 21, KCACHE__X86_OS_APX},
+    {"nf", KCACHE__X86_71D, 21, KCACHE__X86_OS_APX},
     {"pclmul", KCACHE__X86_1C, 1, KCACHE__X86_OS_NONE},
     {"pconfig", KCACHE__X86_7D, 18, KCACHE__X86_OS_NONE},
     {"pku", KCACHE__X86_7C, 4, KCACHE__X86_OS_NONE},
     {"popcnt", KCACHE__X86_1C, 23, KCACHE__X86_OS_NONE},
+    {"ppx", KCACHE__X86_71D, 21, KCACHE__X86_OS_APX},
     {"prefetchi", KCACHE__X86_71D, 14, KCACHE__X86_OS_NONE},
     {"prefetchwt1", KCACHE__X86_7C, 0, KCACHE__X86_OS_NONE},
     {"prfchw", KCACHE__X86_E1C, 8, KCACHE__X86_OS_NONE},
     {"ptwrite", KCACHE__X86_14B, 4, KCACHE__X86_OS_NONE},
+    {"push2pop2", KCACHE__X86_71D, 21, KCACHE__X86_OS_APX},
     {"raoint", KCACHE__X86_71A, 3, KCACHE__X86_OS_NONE},
     {"rdpid", KCACHE__X86_7C, 22, KCACHE__X86_OS_NONE},
     {"rdpru", KCACHE__X86_E8B, 4, KCACHE__X86_OS_NONE},
@@ -4013,6 +4042,7 @@ static const kcache__x86_feat kcache__x86_feats[] = {
     {"xsavec", KCACHE__X86_D1A, 1, KCACHE__X86_OS_AVX},
     {"xsaveopt", KCACHE__X86_D1A, 0, KCACHE__X86_OS_AVX},
     {"xsaves", KCACHE__X86_D1A, 3, KCACHE__X86_OS_AVX},
+    {"zu", KCACHE__X86_71D, 21, KCACHE__X86_OS_APX},
 };
 
 #define KCACHE__X86_NFEATS (sizeof kcache__x86_feats / sizeof kcache__x86_feats[0])
@@ -4058,6 +4088,21 @@ static uint64_t kcache__x86_xcr0(void)
 #else
     return (uint64_t)_xgetbv(0);
 #endif
+}
+
+/* Which register state the OS saves on a context switch, from XCR0 (read only when CPUID.1:ECX
+ * has OSXSAVE, which x->w already holds). */
+static void kcache__x86_set_os(kcache__x86_info *x, uint64_t xcr0)
+{
+    int osxsave = (int)((x->w[KCACHE__X86_1C] >> 27) & 1u);
+    x->avx_os = osxsave && ((x->w[KCACHE__X86_1C] >> 28) & 1u) && (xcr0 & 0x6u) == 0x6u;
+#if defined(__APPLE__)
+    x->avx512_os = 1; /* macOS enables AVX-512 state on first use */
+#else
+    x->avx512_os = x->avx_os && (xcr0 & 0xe0u) == 0xe0u;
+#endif
+    x->amx_os = osxsave && (xcr0 & 0x60000u) == 0x60000u;
+    x->apx_os = osxsave && ((xcr0 >> 19) & 1u); /* the extended GPRs' state (LLVM 22+) */
 }
 
 static void kcache__x86_read(kcache__x86_info *x)
@@ -4117,6 +4162,14 @@ static void kcache__x86_read(kcache__x86_info *x)
         kcache__x86_cpuid(0x19, 0, r);
         x->w[KCACHE__X86_19B] = r[1];
     }
+    if (max >= 0x1e) {
+        kcache__x86_cpuid(0x1e, 1, r);
+        x->w[KCACHE__X86_1E1A] = r[0];
+    }
+    if (max >= 0x24) {
+        kcache__x86_cpuid(0x24, 0, r);
+        x->w[KCACHE__X86_24B] = r[1];
+    }
 
     emax = kcache__x86_max_leaf(0x80000000u);
     if (emax >= 0x80000001u && emax < 0x8000ffffu) {
@@ -4129,16 +4182,9 @@ static void kcache__x86_read(kcache__x86_info *x)
         x->w[KCACHE__X86_E8B] = r[1];
     }
 
-    /* Which register state the OS saves on a context switch. */
     osxsave = (int)((x->w[KCACHE__X86_1C] >> 27) & 1u);
     if (osxsave) xcr0 = kcache__x86_xcr0();
-    x->avx_os = osxsave && ((x->w[KCACHE__X86_1C] >> 28) & 1u) && (xcr0 & 0x6u) == 0x6u;
-#if defined(__APPLE__)
-    x->avx512_os = 1; /* macOS enables AVX-512 state on first use */
-#else
-    x->avx512_os = x->avx_os && (xcr0 & 0xe0u) == 0xe0u;
-#endif
-    x->amx_os = osxsave && (xcr0 & 0x60000u) == 0x60000u;
+    kcache__x86_set_os(x, xcr0);
 }
 
 static int kcache__x86_feat_on(const kcache__x86_info *x, const kcache__x86_feat *f)
@@ -4148,6 +4194,11 @@ static int kcache__x86_feat_on(const kcache__x86_info *x, const kcache__x86_feat
     case KCACHE__X86_OS_AVX: return on && x->avx_os;
     case KCACHE__X86_OS_AVX512: return on && x->avx512_os;
     case KCACHE__X86_OS_AMX: return on && x->amx_os;
+    case KCACHE__X86_OS_APX: return on && x->apx_os;
+    case KCACHE__X86_AVX10_V1: return on && (x->w[KCACHE__X86_24B] & 0xffu) >= 1;
+    case KCACHE__X86_AVX10_V2: return on && (x->w[KCACHE__X86_24B] & 0xffu) >= 2;
+    case KCACHE__X86_AVX10_V1_512:
+        return on && (x->w[KCACHE__X86_24B] & 0xffu) >= 1 && ((x->w[KCACHE__X86_24B] >> 18) & 1u);
     default: return on;
     }
 }

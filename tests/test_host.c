@@ -241,20 +241,18 @@ static void test_features_format(void)
     }
 }
 
-static void test_features_match_llvm(void)
+/* Our feature string against one LLVM's: every feature both name must have the same sign, and
+ * on x86 kcache must name every feature that LLVM names (elsewhere most of them). */
+static void compare_features_with_llvm(const char *py, const llvm_answer *a)
 {
     static char ours[KCACHE__HOST_FEATURES_MAX];
     static item o[400], l[400];
     int no, nl, i, common = 0, agree = 0, onlyours = 0;
     kcache__host_cpu_features(ours, sizeof ours);
-    if (!ask_llvm()) {
-        KT_FAILF("cannot ask LLVM (llvmlite): %s", llvm_error);
-        return;
-    }
     no = split_features(ours, o, 400);
-    nl = split_features(llvm_features, l, 400);
+    nl = split_features(a->features, l, 400);
     KT_CHECK_MSG(no >= 0, "our string is malformed");
-    KT_CHECK_MSG(nl >= 0, "LLVM's string is malformed: %s", llvm_features);
+    KT_CHECK_MSG(nl >= 0, "LLVM %u's string is malformed: %s", a->major, a->features);
     if (no < 0 || nl < 0) return;
     for (i = 0; i < no; i++) {
         const item *m = find_item(l, nl, o[i].name);
@@ -264,20 +262,40 @@ static void test_features_match_llvm(void)
         }
         common++;
         if (m->sign == o[i].sign) agree++;
-        else KT_FAILF("feature %s: ours %c, LLVM %c", o[i].name, o[i].sign, m->sign);
+        else KT_FAILF("feature %s: ours %c, LLVM %u (%s) %c", o[i].name, o[i].sign, a->major, py, m->sign);
     }
-    printf("# features: ours %d, LLVM %d, both %d, signs agree %d, only ours %d\n", no, nl,
-           common, agree, onlyours);
+    printf("# features vs LLVM %u (%s): ours %d, LLVM %d, both %d, signs agree %d, only ours %d\n",
+           a->major, py, no, nl, common, agree, onlyours);
     printf("# only ours:");
     for (i = 0; i < no; i++)
         if (!find_item(l, nl, o[i].name)) printf(" %c%s", o[i].sign, o[i].name);
-    printf("\n# only LLVM's:");
+    printf("\n# only LLVM %u's:", a->major);
     for (i = 0; i < nl; i++)
         if (!find_item(o, no, l[i].name)) printf(" %c%s", l[i].sign, l[i].name);
     printf("\n");
-    /* A decent fraction of what LLVM reports must be covered (all of it on x86 today). */
-    KT_CHECK_MSG(nl > 0 && common * 10 >= nl * 9, "we cover only %d of LLVM's %d features",
-                 common, nl);
+#if defined(KCACHE__HOST_X86)
+    KT_CHECK_MSG(nl > 0 && common == nl, "we cover only %d of LLVM %u's %d features (see \"only LLVM %u's\")",
+                 common, a->major, nl, a->major);
+#else
+    KT_CHECK_MSG(nl > 0 && common * 10 >= nl * 9, "we cover only %d of LLVM %u's %d features",
+                 common, a->major, nl);
+#endif
+}
+
+/* Debian's llvmlite (it must be there) and, when scripts/numba-venv.sh made it, PyPI's newest. */
+static void test_features_match_llvm(void)
+{
+    if (!ask_llvm()) {
+        KT_FAILF("cannot ask LLVM (llvmlite): %s", llvm_error);
+        return;
+    }
+    compare_features_with_llvm(LLVM_PY, &debian_llvm);
+    if (access(LLVM_VENV_PY, X_OK) == 0) {
+        if (ask_llvm_py(LLVM_VENV_PY, &venv_llvm)) compare_features_with_llvm(LLVM_VENV_PY, &venv_llvm);
+        else KT_FAILF("%s exists but cannot answer: %s", LLVM_VENV_PY, venv_llvm.error);
+    } else {
+        printf("# features: no %s (scripts/numba-venv.sh makes it): compared with Debian's LLVM only\n", LLVM_VENV_PY);
+    }
 }
 
 /* Every cap from 0 to past the full length: NUL-terminated inside cap, nothing written past
@@ -560,6 +578,72 @@ static void test_x86_os_state(void)
     KT_CHECK(has_token(s, "+avx512f") && has_token(s, "+amx-tile") && has_token(s, "-avx512bw"));
 }
 
+/* Checks each space-separated "+name"/"-name" of want in the features of x. */
+static void x86_expect(const kcache__x86_info *x, const char *what, const char *want)
+{
+    char s[KCACHE__HOST_FEATURES_MAX], buf[1024], *tok;
+    kcache__x86_features(x, s, sizeof s);
+    kcache__host_copy(buf, sizeof buf, want);
+    for (tok = strtok(buf, " "); tok; tok = strtok(NULL, " "))
+        KT_CHECK_MSG(has_token(s, tok), "%s: no %s in %s", what, tok, s);
+}
+
+/* The names LLVM 18..22 added, on made-up CPUIDs and XCR0s (this machine has none of them): APX
+ * needs CPUID.(7,1).EDX[21] and XCR0[19]; avx10.N needs CPUID.(7,1).EDX[19] and an AVX10 version
+ * >= N in leaf 0x24's EBX[7:0] (-512: EBX[18] too); leaf 0x1E.1's AMX names need AMX state. */
+static void test_x86_apx_avx10(void)
+{
+    static kcache__x86_info x;
+    const uint64_t xcr0_avx512_amx = 0x6u | 0xe0u | 0x60000u, xcr0_apx = (uint64_t)1 << 19;
+    memset(&x, 0, sizeof x);
+    x.w[KCACHE__X86_1C] = (1u << 27) | (1u << 28); /* OSXSAVE, AVX */
+    x.w[KCACHE__X86_71D] = (1u << 19) | (1u << 21); /* AVX10, APX_F */
+    x.w[KCACHE__X86_71A] = 1u << 31;               /* MOVRS */
+    x.w[KCACHE__X86_1E1A] = 0x1f0u;                /* leaf 0x1E.1 EAX[8:4] */
+    x.w[KCACHE__X86_24B] = (1u << 18) | 2u;        /* AVX10.2, 512-bit vectors */
+    /* the OS saves AVX-512 and AMX state but not APX's */
+    kcache__x86_set_os(&x, xcr0_avx512_amx);
+    KT_CHECK(x.avx512_os && x.amx_os && !x.apx_os);
+    x86_expect(&x, "no APX state", "-egpr -push2pop2 -ppx -ndd -ccmp -nf -cf -zu +movrs");
+    x86_expect(&x, "no APX state", "+avx10.1 +avx10.1-256 +avx10.1-512 +avx10.2");
+    x86_expect(&x, "no APX state", "+amx-fp8 +amx-transpose +amx-tf32 +amx-avx512 +amx-movrs");
+    /* with XCR0's APX bit */
+    kcache__x86_set_os(&x, xcr0_avx512_amx | xcr0_apx);
+    KT_CHECK(x.apx_os);
+    x86_expect(&x, "APX state", "+egpr +push2pop2 +ppx +ndd +ccmp +nf +cf +zu");
+    /* XCR0 says nothing without OSXSAVE (XGETBV is not even run then) */
+    x.w[KCACHE__X86_1C] = 1u << 28;
+    kcache__x86_set_os(&x, xcr0_avx512_amx | xcr0_apx);
+    KT_CHECK(!x.avx_os && !x.amx_os && !x.apx_os);
+    x86_expect(&x, "no OSXSAVE", "-egpr -zu -amx-fp8 -amx-movrs +movrs");
+    x.w[KCACHE__X86_1C] = (1u << 27) | (1u << 28);
+    /* APX state without the CPUID bit */
+    x.w[KCACHE__X86_71D] = 1u << 19;
+    kcache__x86_set_os(&x, xcr0_avx512_amx | xcr0_apx);
+    x86_expect(&x, "no APX_F", "-egpr -push2pop2 -ppx -ndd -ccmp -nf -cf -zu +avx10.2");
+    /* AVX10 version 1, 256-bit only */
+    x.w[KCACHE__X86_24B] = 1u;
+    x86_expect(&x, "AVX10.1/256", "+avx10.1 +avx10.1-256 -avx10.1-512 -avx10.2");
+    /* the AVX10 bit with no version (leaf 0x24 missing reads as 0) */
+    x.w[KCACHE__X86_24B] = 0;
+    x86_expect(&x, "AVX10 no leaf 0x24", "-avx10.1 -avx10.1-256 -avx10.1-512 -avx10.2");
+    /* a version without the AVX10 bit */
+    x.w[KCACHE__X86_71D] = 0;
+    x.w[KCACHE__X86_24B] = (1u << 18) | 3u;
+    x86_expect(&x, "no AVX10 bit", "-avx10.1 -avx10.1-256 -avx10.1-512 -avx10.2");
+    /* a later version counts as every earlier one */
+    x.w[KCACHE__X86_71D] = 1u << 19;
+    x86_expect(&x, "AVX10.3", "+avx10.1 +avx10.1-512 +avx10.2");
+    /* leaf 0x1E's AMX names need the AMX state, and read their own bits */
+    kcache__x86_set_os(&x, 0x6u | 0xe0u);
+    x86_expect(&x, "no AMX state", "-amx-fp8 -amx-transpose -amx-tf32 -amx-avx512 -amx-movrs");
+    kcache__x86_set_os(&x, xcr0_avx512_amx);
+    x.w[KCACHE__X86_1E1A] = 1u << 6;
+    x86_expect(&x, "only amx-tf32", "-amx-fp8 -amx-transpose +amx-tf32 -amx-avx512 -amx-movrs");
+    x.w[KCACHE__X86_1E1A] = 0;
+    x86_expect(&x, "no leaf 0x1E", "-amx-fp8 -amx-transpose -amx-tf32 -amx-avx512 -amx-movrs");
+}
+
 #if defined(__linux__)
 /* The family and model we decode are the ones the kernel shows. */
 static void test_x86_family_model(void)
@@ -695,6 +779,7 @@ int main(void)
     KT_RUN(test_x86_names);
     KT_RUN(test_x86_names_by_llvm);
     KT_RUN(test_x86_os_state);
+    KT_RUN(test_x86_apx_avx10);
 #if defined(__linux__)
     if (real_cpuid) KT_RUN(test_x86_family_model);
 #endif
