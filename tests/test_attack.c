@@ -830,9 +830,14 @@ static void shared_group(void) {
    nor an evicted entry with the one that replaced it. Temp files may still appear meanwhile: what
    is counted was all on disk together at the walk's end. */
 static uint64_t g_du;
+/* Entries and entries' temp files: not the stats file's or config.file's own temp files in tmp/
+   (<pid>-stats-..., <pid>-grow-...), which the limit does not cover, as it does not cover the files
+   they become (the first processes of a new store each make a 1 MiB stats file there) */
 static int du_one(const char *p, const struct stat *s, int flag, struct FTW *f) {
-    (void)f;
-    if (flag == FTW_F && S_ISREG(s->st_mode) && (strstr(p, "/inflight/e/") || strstr(p, "/inflight/tmp/"))) g_du += (uint64_t)s->st_size;
+    const char *name = p + f->base;
+    if (flag != FTW_F || !S_ISREG(s->st_mode)) return 0;
+    if (strstr(p, "/inflight/e/") || (strstr(p, "/inflight/tmp/") && !strstr(name, "-stats-") && !strstr(name, "-grow-")))
+        g_du += (uint64_t)s->st_size;
     return 0;
 }
 #define TC_WRITERS 8
