@@ -87,7 +87,7 @@ section Vulkan on NVIDIA
 nvicd=$(ls /usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json /usr/share/vulkan/icd.d/nvidia_icd.json /etc/vulkan/icd.d/nvidia_icd.json 2>/dev/null | head -n 1)
 echo "NVIDIA's Vulkan driver: ${nvicd:-not found}"
 if [ -n "$nvicd" ] && [ -x "$bin/bench_vulkan" ]; then
-    VK_DRIVER_FILES=$nvicd VK_ICD_FILENAMES=$nvicd "$bin/test_vulkan" 2>&1 | tail -n 8
+    VK_DRIVER_FILES=$nvicd VK_ICD_FILENAMES=$nvicd "$bin/test_vulkan" 2>&1
     VK_DRIVER_FILES=$nvicd VK_ICD_FILENAMES=$nvicd "$bin/bench_vulkan" 2>&1 | tee "$out/bench_vulkan.log"
 else
     echo "skipped: no NVIDIA Vulkan driver manifest, or $bin/bench_vulkan not built"
