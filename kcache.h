@@ -8704,6 +8704,27 @@ static void kcache__remote_remove(kcache__remote *r, const kcache_key *k, kcache
    kcache__redis_sink), from the hold its get returned: NULL when nothing (another backend). */
 static const unsigned char *kcache__remote_premac(const kcache__shard *s, const void *hold);
 
+/* A value shard s returned for k (hold: what its get gave with it), unpacked and validated into out.
+   Unless peek: counted as the shard's hit or miss, and a value that fails validation is counted as a
+   reject and deleted there (in mode rw). */
+static void kcache__remote_take(kcache__remote *r, kcache__shard *s, const kcache_key *k, int policy, int want_record, int peek,
+                                const void *v, size_t n, const void *hold, kcache__read *out, kcache__remote_ev *ev) {
+    const char *why = "";
+    kcache__remote_unpack(r, k, policy, want_record, (const unsigned char *)v, n, kcache__remote_premac(s, hold), out, &why);
+    if (peek) return;
+    kcache__mutex_lock(&r->mutex); /* a value that is not valid, or not for this client: a miss too */
+    kcache__shard_count(s, out->status == KCACHE_OK ? KCACHE__SH_HITS : KCACHE__SH_MISSES);
+    kcache__mutex_unlock(&r->mutex);
+    if (out->status != KCACHE_ECORRUPT) return;
+    ev->rejects++;
+    if (r->ro) {
+        kcache__rev_note(ev, "reject %s: the remote value on %s %s (KCACHE_REMOTE_MODE=ro: left there)", k->unit, s->url, why);
+        return;
+    }
+    kcache__rev_note(ev, "reject %s: the remote value on %s %s; deleted there", k->unit, s->url, why);
+    kcache__remote_remove(r, k, ev);
+}
+
 /* Looks k up on its shard. out as kcache__store_read fills it (KCACHE_ENOENT: not there, or not
    asked); *where names the shard. A lookup (peek 0) is counted in ev, goes through the breaker, and
    a value that fails validation is counted and deleted there (in mode rw). A peek (kcache_explain,
@@ -8714,7 +8735,6 @@ static void kcache__remote_get(kcache__remote *r, const kcache_key *k, int polic
     kcache__shard *s = kcache__remote_shard(r, k->digest);
     char name[33];
     const void *v = NULL;
-    const char *why = "";
     size_t n = 0;
     void *hold = NULL;
     kcache_status st;
@@ -8735,21 +8755,8 @@ static void kcache__remote_get(kcache__remote *r, const kcache_key *k, int polic
         kcache__mutex_unlock(&r->mutex);
     }
     if (st != KCACHE_OK) return;
-    kcache__remote_unpack(r, k, policy, want_record, (const unsigned char *)v, n, kcache__remote_premac(s, hold), out, &why);
+    kcache__remote_take(r, s, k, policy, want_record, peek, v, n, hold, out, ev);
     if (s->ops->release) s->ops->release(s->user, hold);
-    if (!peek) { /* a value that is not valid, or not for this client: a miss too */
-        kcache__mutex_lock(&r->mutex);
-        kcache__shard_count(s, out->status == KCACHE_OK ? KCACHE__SH_HITS : KCACHE__SH_MISSES);
-        kcache__mutex_unlock(&r->mutex);
-    }
-    if (out->status != KCACHE_ECORRUPT || peek) return;
-    ev->rejects++;
-    if (r->ro) {
-        kcache__rev_note(ev, "reject %s: the remote value on %s %s (KCACHE_REMOTE_MODE=ro: left there)", k->unit, s->url, why);
-        return;
-    }
-    kcache__rev_note(ev, "reject %s: the remote value on %s %s; deleted there", k->unit, s->url, why);
-    kcache__remote_remove(r, k, ev);
 }
 
 /* Looks mm->rk[0..n) (KCACHE__REMOTE_MANY at most) up at once, as lookups (kcache__remote_get with
@@ -8788,22 +8795,12 @@ static void kcache__remote_get_many(kcache__remote *r, kcache__many *mm, size_t 
         kcache__remote_done(r, s, cs, t0, "get", ev);
         if (cs != KCACHE_OK) continue;
         for (j = 0; j < m; j++) {
-            const char *why = "";
-            const kcache_key *k = mm->rk[mm->gat[j]];
-            kcache__read *o = &mm->rd[mm->gat[j]];
-            if (mm->gst[j] == KCACHE_OK)
-                kcache__remote_unpack(r, k, policy, 0, (const unsigned char *)mm->v[j], mm->len[j], kcache__remote_premac(s, mm->hold[j]), o,
-                                      &why);
-            kcache__mutex_lock(&r->mutex);
-            kcache__shard_count(s, o->status == KCACHE_OK ? KCACHE__SH_HITS : KCACHE__SH_MISSES);
-            kcache__mutex_unlock(&r->mutex);
-            if (o->status != KCACHE_ECORRUPT) continue;
-            ev->rejects++;
-            if (r->ro) {
-                kcache__rev_note(ev, "reject %s: the remote value on %s %s (KCACHE_REMOTE_MODE=ro: left there)", k->unit, s->url, why);
+            if (mm->gst[j] == KCACHE_OK) {
+                kcache__remote_take(r, s, mm->rk[mm->gat[j]], policy, 0, 0, mm->v[j], mm->len[j], mm->hold[j], &mm->rd[mm->gat[j]], ev);
             } else {
-                kcache__rev_note(ev, "reject %s: the remote value on %s %s; deleted there", k->unit, s->url, why);
-                kcache__remote_remove(r, k, ev);
+                kcache__mutex_lock(&r->mutex);
+                kcache__shard_count(s, KCACHE__SH_MISSES);
+                kcache__mutex_unlock(&r->mutex);
             }
         }
         for (j = 0; j < m; j++)

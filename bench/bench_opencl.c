@@ -65,20 +65,25 @@ static const char *SMALL =
     "    y[i] = (v * 3.0f + 1.0f) * v - 2.0f;\n"
     "}\n";
 
+/* Kernel k of the bench's shape with its constants (loops, the sine's factor, y's factor), into s
+   (cap bytes); its length. */
+static size_t shaped_kernel(char *s, size_t cap, int k, int loops, int sine, int mul) {
+    return (size_t)snprintf(s, cap,
+                            "kernel void k%d(global const float *x, global float *y) {\n"
+                            "    size_t i = get_global_id(0);\n"
+                            "    float v = x[i], acc = 0.0f;\n"
+                            "    for (int t = 0; t < %d; t++) acc = acc * 0.5f + sin(v * %d.0f + (float)t);\n"
+                            "    y[i] = (v * %d.0f + 1.0f) * v - 2.0f + acc * 0.0f;\n"
+                            "}\n",
+                            k, loops, sine, mul);
+}
+
 /* 50 kernels of the same shape, each with constants of its own (a run-time code generator's output). */
 static char *many_source(void) {
     size_t cap = (size_t)MANY * 512, len = 0;
     char *s = (char *)malloc(cap);
     int k;
-    for (k = 0; k < MANY; k++)
-        len += (size_t)snprintf(s + len, cap - len,
-                                "kernel void k%d(global const float *x, global float *y) {\n"
-                                "    size_t i = get_global_id(0);\n"
-                                "    float v = x[i], acc = 0.0f;\n"
-                                "    for (int t = 0; t < %d; t++) acc = acc * 0.5f + sin(v * %d.0f + (float)t);\n"
-                                "    y[i] = (v * %d.0f + 1.0f) * v - 2.0f + acc * 0.0f;\n"
-                                "}\n",
-                                k, 4 + k % 7, k + 1, k == 0 ? 3 : k + 3);
+    for (k = 0; k < MANY; k++) len += shaped_kernel(s + len, cap - len, k, 4 + k % 7, k + 1, k == 0 ? 3 : k + 3);
     return s;
 }
 
@@ -363,15 +368,7 @@ static char *start_source(int p) {
     size_t cap = (size_t)START_KERNELS * 512, len = 0;
     char *s = (char *)malloc(cap);
     int k;
-    for (k = 0; k < START_KERNELS; k++)
-        len += (size_t)snprintf(s + len, cap - len,
-                                "kernel void k%d(global const float *x, global float *y) {\n"
-                                "    size_t i = get_global_id(0);\n"
-                                "    float v = x[i], acc = 0.0f;\n"
-                                "    for (int t = 0; t < %d; t++) acc = acc * 0.5f + sin(v * %d.0f + (float)t);\n"
-                                "    y[i] = (v * 3.0f + 1.0f) * v - 2.0f + acc * 0.0f;\n"
-                                "}\n",
-                                k, 4 + (k + p) % 7, p * START_KERNELS + k + 1);
+    for (k = 0; k < START_KERNELS; k++) len += shaped_kernel(s + len, cap - len, k, 4 + (k + p) % 7, p * START_KERNELS + k + 1, 3);
     return s;
 }
 

@@ -336,6 +336,17 @@ static pid_t link_start(double rate, char *url, size_t cap) {
     }
 }
 
+/* Medians of n 1 MiB fetches of keys 0..n through unsigned u and signed s, interleaved key by key
+   (w: scratch of 400 + n). */
+static void fetch_pairs(kcache *u, kcache *s, int n, double *w, double *tu, double *ts) {
+    int i;
+    for (i = 0; i < n; i++) {
+        w[i] = fetch_one(u, (size_t)1 << 20, (unsigned)i, 0);
+        w[400 + i] = fetch_one(s, (size_t)1 << 20, (unsigned)i, 1);
+    }
+    *tu = median_of(w, n);
+    *ts = median_of(w + 400, n);
+}
 static void fetch_costs(void) {
     static const size_t sizes[3] = {4096, 65536, (size_t)1 << 20};
     static const char secret[] = "bench-remote-secret-0123456789abcdef";
@@ -395,12 +406,7 @@ static void fetch_costs(void) {
         cfg.remote_timeout_ms = 2000;
         cfg.remote_max_entry = (uint64_t)8 << 20;
         if (kcache_open(&ss, &cfg) != KCACHE_OK || !ss) { fprintf(stderr, "bench: kcache_open %s\n", dir); exit(1); }
-        for (i = 0; i < 100; i++) { /* each key once: a local miss, then the store holds it */
-            w[i] = fetch_one(su, (size_t)1 << 20, (unsigned)i, 0);
-            w[400 + i] = fetch_one(ss, (size_t)1 << 20, (unsigned)i, 1);
-        }
-        hit = median_of(w, 100);
-        shit = median_of(w + 400, 100);
+        fetch_pairs(su, ss, 100, w, &hit, &shit); /* each key once: a local miss, then the store holds it */
         printf("   1048576 bytes as a remote hit of a store (written into it): unsigned %8.1f us | signed %8.1f us\n", hit * 1e6, shit * 1e6);
         printf("        signed / unsigned remote hit time %5.2fx   (goal <= 1.2x)\n", shit / hit);
         kcache_close(su);
@@ -419,12 +425,7 @@ static void fetch_costs(void) {
             fetch_one(lu, (size_t)1 << 20, (unsigned)(100 + i), 0);
             fetch_one(ls, (size_t)1 << 20, (unsigned)(100 + i), 1);
         }
-        for (i = 0; i < 100; i++) {
-            w[i] = fetch_one(lu, (size_t)1 << 20, (unsigned)i, 0);
-            w[400 + i] = fetch_one(ls, (size_t)1 << 20, (unsigned)i, 1);
-        }
-        fetch = median_of(w, 100);
-        sfetch = median_of(w + 400, 100);
+        fetch_pairs(lu, ls, 100, w, &fetch, &sfetch);
         printf("   1048576 bytes over a 10 Gbit/s link (a pacing proxy): kcache fetch %8.1f us | signed fetch %8.1f us\n", fetch * 1e6, sfetch * 1e6);
         printf("        signed / unsigned fetch time %5.2fx   (the goal's ratio where the link, not the client, sets the pace)\n", sfetch / fetch);
         kcache_close(lu);

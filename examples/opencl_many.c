@@ -45,20 +45,24 @@ static double now_ms(void) {
     return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
 }
 
+/* Kernel <op>_<type>(a, b, out) for op o and type t, into src (cap bytes); its length. */
+static size_t kernel_source(int o, int t, char *src, size_t cap) {
+    return (size_t)snprintf(src, cap,
+                            "kernel void %s_%s(global const %s *pa, global const %s *pb, global %s *out) {\n"
+                            "    size_t i = get_global_id(0);\n"
+                            "    %s a = pa[i], b = pb[i];\n"
+                            "    out[i] = (%s)(%s);\n"
+                            "}\n",
+                            ops[o], types[t], types[t], types[t], types[t], types[t], types[t], exprs[o]);
+}
+
 /* The whole program: kernel <op>_<type>(a, b, out) for every pair. */
 static char *generate(void) {
     size_t cap = 64 * 1024, len = 0;
     char *src = (char *)malloc(cap);
     int o, t;
     for (t = 0; t < NTYPES; t++)
-        for (o = 0; o < NOPS; o++)
-            len += (size_t)snprintf(src + len, cap - len,
-                                    "kernel void %s_%s(global const %s *pa, global const %s *pb, global %s *out) {\n"
-                                    "    size_t i = get_global_id(0);\n"
-                                    "    %s a = pa[i], b = pb[i];\n"
-                                    "    out[i] = (%s)(%s);\n"
-                                    "}\n",
-                                    ops[o], types[t], types[t], types[t], types[t], types[t], types[t], exprs[o]);
+        for (o = 0; o < NOPS; o++) len += kernel_source(o, t, src + len, cap - len);
     return src;
 }
 
@@ -124,6 +128,7 @@ static int check_kernel(cl_context ctx, cl_command_queue queue, cl_program progr
     bo = clCreateBuffer(ctx, CL_MEM_WRITE_ONLY, type_size[t] * N, NULL, &err);
     k = clCreateKernel(program, name, &err);
     if (!k) {
+        fprintf(stderr, "many: no kernel %s\n", name);
         wrong = 1;
     } else {
         clSetKernelArg(k, 0, sizeof ba, &ba);
@@ -151,13 +156,7 @@ typedef struct rank_report { int ok, compiled, failed; double ready_ms; } rank_r
 /* Program i: the one kernel <op>_<type> for op i % NOPS, type i / NOPS. */
 static void program_source(int i, char *src, size_t cap, char *unit, size_t ucap) {
     int o = i % NOPS, t = i / NOPS;
-    snprintf(src, cap,
-             "kernel void %s_%s(global const %s *pa, global const %s *pb, global %s *out) {\n"
-             "    size_t i = get_global_id(0);\n"
-             "    %s a = pa[i], b = pb[i];\n"
-             "    out[i] = (%s)(%s);\n"
-             "}\n",
-             ops[o], types[t], types[t], types[t], types[t], types[t], types[t], exprs[o]);
+    kernel_source(o, t, src, cap);
     snprintf(unit, ucap, "many.%s_%s", ops[o], types[t]);
 }
 
@@ -287,7 +286,6 @@ int main(int argc, char **argv) {
 }
 
 static int whole_program(void) {
-    static const size_t size[] = {sizeof(float), sizeof(int), sizeof(unsigned), sizeof(short), sizeof(unsigned short)};
     cl_platform_id platform;
     cl_device_id device;
     cl_context ctx;
@@ -300,7 +298,6 @@ static int whole_program(void) {
     const char *srcs[1];
     double t0, t_build, t_first = 0, t_repeat;
     int hit = 0, o, t, i, wrong = 0, kernels = 0;
-    size_t global = N;
 
     srcs[0] = src;
     if (clGetPlatformIDs(1, &platform, NULL) != CL_SUCCESS ||
@@ -328,36 +325,12 @@ static int whole_program(void) {
     }
 
     /* every kernel once, checked */
-    for (t = 0; t < NTYPES; t++) {
-        void *a = malloc(size[t] * N), *b = malloc(size[t] * N), *out = malloc(size[t] * N);
-        cl_mem ba, bb, bo;
-        fill(t, a, 0);
-        fill(t, b, 1);
-        ba = clCreateBuffer(ctx, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, size[t] * N, a, &err);
-        bb = clCreateBuffer(ctx, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, size[t] * N, b, &err);
-        bo = clCreateBuffer(ctx, CL_MEM_WRITE_ONLY, size[t] * N, NULL, &err);
+    for (t = 0; t < NTYPES; t++)
         for (o = 0; o < NOPS; o++) {
-            cl_kernel k;
             snprintf(name, sizeof name, "%s_%s", ops[o], types[t]);
-            k = clCreateKernel(program, name, &err);
-            if (!k) { fprintf(stderr, "many: no kernel %s\n", name); wrong++; continue; }
-            clSetKernelArg(k, 0, sizeof ba, &ba);
-            clSetKernelArg(k, 1, sizeof bb, &bb);
-            clSetKernelArg(k, 2, sizeof bo, &bo);
-            clEnqueueNDRangeKernel(queue, k, 1, NULL, &global, NULL, 0, NULL, NULL);
-            clEnqueueReadBuffer(queue, bo, CL_TRUE, 0, size[t] * N, out, 0, NULL, NULL);
+            wrong += check_kernel(ctx, queue, program, name, o, t);
             if (kernels++ == 0) t_first = now_ms() - t0;
-            for (i = 0; i < N; i++)
-                if (at(t, out, i) != expect(o, t, at(t, a, i), at(t, b, i))) { wrong++; break; }
-            clReleaseKernel(k);
         }
-        clReleaseMemObject(ba);
-        clReleaseMemObject(bb);
-        clReleaseMemObject(bo);
-        free(a);
-        free(b);
-        free(out);
-    }
 
     /* the same program asked for again in this process: from memory */
     t0 = now_ms();

@@ -1077,12 +1077,18 @@ static void check_set(int nprocs, const char *what) {
     printf("\n");
 }
 
-static void many_programs_spread_over_processes(void) {
-    g_sh->workers = 3;
+/* procs processes x threads threads build the set together; each program once, spread (check_set) */
+static void spread_set(int procs, int threads, const char *what) {
+    g_sh->workers = procs * threads;
     g_sh->keys = SET_N;
+    g_threads = threads;
+    run_together(procs, child_set);
     g_threads = 1;
-    run_together(3, child_set);
-    check_set(3, "3 processes x 6 programs");
+    check_set(procs, what);
+}
+
+static void many_programs_spread_over_processes(void) {
+    spread_set(3, 1, "3 processes x 6 programs");
     /* warm: a new process compiles nothing, every program a hit from the store */
     g_sh->workers = 0;
     memset(g_sh->compiles, 0, sizeof g_sh->compiles);
@@ -1093,24 +1099,10 @@ static void many_programs_spread_over_processes(void) {
 
 
 /* threads of one process (one context: clBuildProgram from several threads at once) */
-static void many_programs_spread_over_threads(void) {
-    g_sh->workers = 3;
-    g_sh->keys = SET_N;
-    g_threads = 3;
-    run_together(1, child_set);
-    g_threads = 1;
-    check_set(1, "1 process x 3 threads x 6 programs");
-}
+static void many_programs_spread_over_threads(void) { spread_set(1, 3, "1 process x 3 threads x 6 programs"); }
 
 /* 2 processes x 2 threads */
-static void many_programs_spread_over_processes_and_threads(void) {
-    g_sh->workers = 4;
-    g_sh->keys = SET_N;
-    g_threads = 2;
-    run_together(2, child_set);
-    g_threads = 1;
-    check_set(2, "2 processes x 2 threads x 6 programs");
-}
+static void many_programs_spread_over_processes_and_threads(void) { spread_set(2, 2, "2 processes x 2 threads x 6 programs"); }
 
 /* one batch: a program twice (built once, the same program for both), a program that does not build
    (its own entry fails, with its log; the others build), a log buffer too small (cut, its full length
