@@ -919,44 +919,86 @@ static const char *kt_field_type(uint32_t t) {
     }
 }
 
+/* A dependency as it is now, looked at the safe way. Its path comes from the store, so its owner
+   chose it: whoever looks (root, a reader of a shared store) must not block on a FIFO she put
+   there, follow her symlink, or read a file that is neither hers nor root's. So it is opened
+   without following a link and without blocking, checked on the descriptor, and read only when it
+   is a regular file of the store's owner or root whose size is the one recorded (another size is
+   a change already; reading it would only cost). NULL with *now filled (its content left zero when
+   not read), or why it was not looked into. */
+#define KT_DEP_READ_MAX ((uint64_t)64 << 20) /* a refresh hashes no more than this per dependency */
+#define KT_DEP_BUF 65536
+static const char *kt_dep_now(const kcache_key_field *f, kcache_key_field *now, char *why, size_t cap) {
+    kcache__finfo fi;
+    int fd = open(f->preview, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+    memset(now, 0, sizeof *now);
+    if (fd < 0) {
+        if (errno == ELOOP) return "a symlink: not followed";
+        if (errno == ENOENT || errno == ENOTDIR) return "missing";
+        snprintf(why, cap, "cannot open: %s", strerror(errno));
+        return why;
+    }
+    if (kcache__io_fstat(fd, &fi) != 0) {
+        snprintf(why, cap, "cannot stat: %s", strerror(errno));
+        close(fd);
+        return why;
+    }
+    if (fi.kind != KCACHE__KIND_FILE) {
+        close(fd);
+        return "not a regular file: not read";
+    }
+    if (fi.uid != K.fst.uid && fi.uid != 0) {
+        snprintf(why, cap, "owned by uid %lu: not read", (unsigned long)fi.uid);
+        close(fd);
+        return why;
+    }
+    now->mtime_ns = fi.mtime_ns;
+    now->file_size = fi.size;
+    if (fi.size == f->file_size && fi.size <= KT_DEP_READ_MAX) {
+        unsigned char *buf = (unsigned char *)malloc(KT_DEP_BUF);
+        kcache_hash_state st;
+        uint64_t done = 0;
+        ssize_t r = 0;
+        kcache_hash_init(&st);
+        while (buf && done < fi.size) {
+            size_t want = fi.size - done < KT_DEP_BUF ? (size_t)(fi.size - done) : KT_DEP_BUF;
+            if ((r = read(fd, buf, want)) < 0 && errno == EINTR) continue;
+            if (r <= 0) break;
+            kcache_hash_update(&st, buf, (size_t)r);
+            done += (uint64_t)r;
+        }
+        if (buf && done == fi.size) now->content = kcache_hash_final(&st); /* (shrunk while read: left zero, "changed") */
+        free(buf);
+    }
+    close(fd);
+    return NULL;
+}
+
 /* A dependency's stamp as stored, and the file as it is now. */
 static void kt_dep_line(kt_lines *L, const kcache_key_field *f) {
     kt_lb b;
-    char t1[48], h[33];
+    char t1[48], h[33], why[96];
     kt_lb_reset(&b);
     kcache_hash_hex(f->content, h);
     kt_lb_add(&b, "        stamp  mtime %s  size %llu  xxh128 %.16s", kt_time(f->mtime_ns, 1, t1, sizeof t1), (unsigned long long)f->file_size, h);
     if (strncmp(f->preview, "...", 3) != 0 && kcache_hash(f->preview, strlen(f->preview)).lo == f->digest.lo) {
         kcache_key_field now;
-        int64_t m;
-        uint64_t sz;
-        memset(&now, 0, sizeof now);
-        if (kcache__stat_path(f->preview, &m, &sz) != 0) {
-            kt_lb_add(&b, "  now: ");
+        const char *not_read = kt_dep_now(f, &now, why, sizeof why);
+        kt_lb_add(&b, "  now: ");
+        if (not_read) {
             kt_lb_col(&b, C_BAD);
-            kt_lb_add(&b, "missing");
+            kt_lb_add(&b, "%s", not_read);
         } else {
-            FILE *fp = fopen(f->preview, "rb");
-            now.mtime_ns = m;
-            now.file_size = sz;
-            if (fp && sz <= ((uint64_t)64 << 20)) {
-                unsigned char *buf = (unsigned char *)malloc(sz ? (size_t)sz : 1);
-                if (buf && fread(buf, 1, (size_t)sz, fp) == (size_t)sz) now.content = kcache_hash(buf, (size_t)sz);
-                free(buf);
-            }
-            if (fp) fclose(fp);
-            {
-                int d = kcache__stamp_diff(f, &now);
-                kt_lb_add(&b, "  now: ");
-                if (!d) {
-                    kt_lb_col(&b, C_GOOD);
-                    kt_lb_add(&b, "same");
-                } else {
-                    kt_lb_col(&b, kcache__stamp_stale(d, K.stamp_policy) ? C_BAD : C_WARN);
-                    kt_lb_add(&b, "changed:%s%s%s%s", (d & KCACHE__STAMP_MTIME) ? " mtime" : "", (d & KCACHE__STAMP_SIZE) ? " size" : "",
-                              (d & KCACHE__STAMP_CONTENT) ? " content" : "",
-                              kcache__stamp_stale(d, K.stamp_policy) ? " (stale: the next get misses)" : " (content same: still used)");
-                }
+            int d = kcache__stamp_diff(f, &now);
+            if (now.file_size != f->file_size) d |= KCACHE__STAMP_CONTENT; /* another size is other bytes */
+            if (!d) {
+                kt_lb_col(&b, C_GOOD);
+                kt_lb_add(&b, "same");
+            } else {
+                kt_lb_col(&b, kcache__stamp_stale(d, K.stamp_policy) ? C_BAD : C_WARN);
+                kt_lb_add(&b, "changed:%s%s%s%s", (d & KCACHE__STAMP_MTIME) ? " mtime" : "", (d & KCACHE__STAMP_SIZE) ? " size" : "",
+                          (d & KCACHE__STAMP_CONTENT) ? " content" : "",
+                          kcache__stamp_stale(d, K.stamp_policy) ? " (stale: the next get misses)" : " (content same: still used)");
             }
         }
     } else {

@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# test_top_deps.sh - kcache-top's unit view re-checks the dependencies a store's index names, and
+# the store's owner chooses what those names point at. Whoever looks at her store (root, or another
+# reader of a shared one) must never block on, follow or read what she put there:
+#
+#   deps-no-hang    kcache-top -b -U ends (under a 10 s watchdog) with a FIFO as a dependency
+#   deps-fifo       a FIFO is reported "not a regular file", never opened for reading
+#   deps-symlink    a symlink (here to a root-only file) is reported "a symlink: not followed"
+#   deps-size       a file of another size than the index records is "changed: size", not read
+#   deps-same       her own unchanged file still reads "same" (the check itself still works)
+#   deps-foreign    (root) a file owned by a third user is reported "owned by uid N: not read"
+#   deps-root-file  (root) a root-owned file of another size: "changed: size", not read
+#
+# Usage: tests/test_top_deps.sh [KCACHE_TOP [MAKE_STORE]]
+# As root the store is made by a second user (useradd; removed afterwards, whatever happens) and
+# root runs kcache-top on it. Not root, the store is the caller's own: the cases that need other
+# users print "skip".
+# Prints "ok NAME" / "FAIL NAME: why" lines (tests/kt.h's protocol).
+set -u
+root=$(cd "$(dirname "$0")/.." && pwd)
+top=${1:-$root/build/kcache-top}
+mk=${2:-$root/build/make_store}
+for v in top mk; do case "${!v}" in /*) ;; *) printf -v "$v" '%s' "$PWD/${!v}" ;; esac; done
+failures=0
+# short paths: a dependency's path must fit its preview (64 bytes) for kcache-top to check it
+tmp=$(mktemp -d /tmp/kctd.XXXXXX)
+chmod 755 "$tmp"
+user=kctopdep$$ made_user=0
+cleanup() {
+    rm -rf "$tmp"
+    if [ "$made_user" = 1 ]; then userdel "$user" 2>/dev/null; fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+unset KCACHE_DIR KCACHE_TRACE KCACHE_MAX_SIZE KCACHE_STAMP KCACHE_DEBUG KCACHE_SHARED_GROUP KCACHE_LAYERS KCACHE_REMOTE
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1}
+umask 022
+
+ok() { echo "ok $1"; }
+fail() { echo "FAIL $1: $2"; failures=$((failures + 1)); }
+skip() { echo "skip $1: $2"; }
+
+for b in "$top" "$mk"; do
+    if [ ! -x "$b" ]; then fail build "$b is not an executable (build it first)"; exit 1; fi
+done
+
+if [ "$(id -u)" = 0 ] && command -v useradd >/dev/null && command -v setpriv >/dev/null &&
+    useradd -M -N -d /nonexistent -s /usr/sbin/nologin "$user"; then
+    made_user=1
+fi
+# as_her CMD...: runs CMD as the store's owner (the second user as root, else the caller)
+as_her() {
+    if [ "$made_user" = 1 ]; then setpriv --reuid "$user" --regid "$(id -g "$user")" --clear-groups "$@"; else "$@"; fi
+}
+
+S=$tmp/s D=$tmp/d
+mkdir "$S" "$D"
+[ "$made_user" = 1 ] && chown "$user" "$S" "$D"
+for f in fifo link size same foreign rootf; do as_her sh -c "echo '#define X 1' >$D/$f.h"; done
+fields=""
+for f in fifo link size same foreign rootf; do fields="$fields f:$f=$D/$f.h"; done
+if ! as_her "$mk" put "$S" blur 100 $fields >"$tmp/mk.out" 2>&1; then
+    fail setup "make_store put failed: $(head -c 300 "$tmp/mk.out")"
+    exit 1
+fi
+
+# what she does to her dependencies after storing
+echo secret >"$tmp/secret" && chmod 600 "$tmp/secret" # root's (or the caller's) own file
+as_her sh -c "rm $D/fifo.h && mkfifo $D/fifo.h && rm $D/link.h && ln -s $tmp/secret $D/link.h && echo more >>$D/size.h"
+if [ "$made_user" = 1 ]; then
+    chown 65534 "$D/foreign.h"                                    # a third user's file
+    rm "$D/rootf.h" && head -c 100000 /dev/zero >"$D/rootf.h" # root's, another size
+fi
+
+timeout -k 2 10 "$top" -b -n 1 -U blur "$S" >"$tmp/out" 2>&1
+rc=$?
+out=$(cat "$tmp/out")
+if [ $rc = 0 ]; then ok deps-no-hang
+elif [ $rc = 124 ] || [ $rc = 137 ]; then fail deps-no-hang "kcache-top -b -U blur did not end within 10 s (blocked on the FIFO?)"
+else fail deps-no-hang "kcache-top exited $rc: $(head -c 400 <<<"$out")"; fi
+
+# now_of NAME: the "now:" verdict shown under the dependency field NAME
+now_of() { grep -A1 "^ *$1  *file  *=" <<<"$out" | sed -n 's/.*  now: //p' | head -1; }
+check() { # NAME PATTERN
+    local v
+    v=$(now_of "$1")
+    if grep -q -- "$2" <<<"$v"; then ok "deps-$3"; else fail "deps-$3" "$1: shown '$v', want /$2/"; fi
+}
+check fifo 'not a regular file' fifo
+check link 'a symlink: not followed' symlink
+check size 'changed:.* size' size
+check same '^same' same
+if [ "$made_user" = 1 ]; then
+    check foreign 'owned by uid 65534: not read' foreign
+    check rootf 'changed:.* size' root-file
+else
+    skip deps-foreign "not root (or no useradd/setpriv): no other user"
+    skip deps-root-file "not root (or no useradd/setpriv): no other user"
+fi
+[ "$failures" = 0 ]
