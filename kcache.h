@@ -295,42 +295,91 @@ enum { KCACHE_STAMP_HYBRID = 0, KCACHE_STAMP_MTIME = 1, KCACHE_STAMP_CONTENT = 2
 typedef void (*kcache_log_fn)(void *user, const char *line);
 
 /* ---- the remote tier's backend: a table of callbacks ------------------------------------------
-   After a local miss kcache asks the remote tier, and it sends every put there too (KCACHE_REMOTE).
-   Redis is the built-in backend (KCACHE_REDIS); an HTTP, S3 or memcached one is a table of these
-   callbacks in kcache_config.remote_ops, with kcache_config.remote_user passed to each.
-   `name` names an entry: its key's digest, 32 lower-case hex digits. Values are opaque bytes that
-   kcache validates itself (checksums, the whole key, a signature with KCACHE_REMOTE_SECRET), so a
-   backend checks nothing. Every callback may be called from several threads at once and must
-   return in bounded time: KCACHE_ETIMEOUT for a timeout, KCACHE_EIO (or another error) for any
-   other failure; either opens kcache's circuit breaker (the backend is left alone for a back-off
-   period, then tried again by one call). */
+   After a local miss kcache asks the remote tier, and it sends every put there too. Redis is the
+   built-in backend (KCACHE_REDIS, KCACHE_REMOTE=redis://...); any other store (HTTP, S3, memcached,
+   a database) is a table of these callbacks in kcache_config.remote_ops, written by a third party
+   against this contract alone. tests/test_backend.c has a complete one (values in memory).
+
+   What the core does for every backend, so that a backend does none of it:
+   - placement: a key's shard is chosen by rendezvous hashing over the shards (one, or one per URL
+     with kcache_config.remote_open_shard), so adding a shard to N moves about 1/(N+1) of the keys;
+   - a circuit breaker per shard: a failed call opens it and the shard is skipped (a local miss,
+     counted as skipped) for kcache_config.remote_backoff_ms, doubling up to 32x while the one call
+     let through after it keeps failing; the other shards keep serving;
+   - the value's envelope: the entry as stored on disk (its whole key, its checksum), compressed with
+     zstd (KCACHE_ZSTD), signed with KCACHE_REMOTE_SECRET (GMAC or HMAC-SHA-256, KCACHE_HMAC_OPENSSL);
+     every value read back is checked (envelope, signature, checksum, key) before it is used, and one
+     that fails is a reject: counted and deleted through remove (not in KCACHE_REMOTE_MODE=ro);
+   - what is sent: nothing over kcache_config.remote_max_entry; nothing written (put, remove, claim)
+     in KCACHE_REMOTE_MODE=ro;
+   - the build claims' logic (kcache_get_or_build and the batch): the token, signed with the secret;
+     a thread that renews a held claim every third of its life while the build runs; waiting within
+     KCACHE_BUILD_WAIT and looking again after each wait; release or abandon on every path;
+   - the counters: kcache_stats, kcache_get_remote_shards, the stats file kcache-top reads.
+   What the backend does: keeps opaque values under names, and (optionally) claims that end by
+   themselves.
+
+   The contract of every callback:
+   - user: kcache_config.remote_user, or with remote_open_shard the pointer it returned for the
+     shard the call is for.
+   - name: an entry's name, its key's digest as 32 lower-case hex digits, NUL-terminated; valid
+     during the call.
+   - Threads: any callback may be called from several threads at once (the caller's threads, the
+     workers of kcache_get_or_build_many, the claim renewer), for one shard or several; kcache holds
+     none of its locks during a call. A callback must not call back into the kcache calling it.
+   - Deadlines: every call returns in bounded time, however the server behaves: no longer than
+     kcache_config.remote_timeout_ms while nothing arrives (connecting and name resolution included),
+     a transfer that keeps making progress may take longer. kcache cannot interrupt a callback: a
+     call that hangs holds its caller (and a shard's breaker cannot open before it returns).
+   - Results: KCACHE_OK, KCACHE_MISS (and a claim's KCACHE_EEXIST...) as each callback says;
+     KCACHE_ENOSPC or KCACHE_EROFS (a full or read-only store) skip the shard's writes for a back-off
+     period while lookups go on; any other status is a failure and opens the shard's breaker:
+     KCACHE_ETIMEOUT for a timeout (counted apart), KCACHE_EIO for a refused, broken or garbled
+     exchange. A backend never needs to judge a value's bytes: kcache does.
+   - Memory: what kcache passes (names, data, tokens, arrays) is kcache's and valid during the call
+     only; a backend copies what it keeps. What a get returns stays the backend's until kcache
+     passes its hold to release, which it does before the lookup returns, on the same thread. */
 enum { KCACHE_CLAIM_TAKE = 1, KCACHE_CLAIM_RENEW, KCACHE_CLAIM_RELEASE, KCACHE_CLAIM_ABANDON, KCACHE_CLAIM_WAIT };
 typedef struct kcache_remote_ops {
-    /* KCACHE_OK with the value in *data, *size until release(user, *hold) (release may be NULL),
-       or KCACHE_MISS when there is none. */
+    /* Required. KCACHE_OK with the value in *data, *size (readable until release(user, *hold)), or
+       KCACHE_MISS when there is none. */
     kcache_status (*get)(void *user, const char *name, const void **data, size_t *size, void **hold);
+    /* Optional (NULL: nothing to free). Frees what a get or get_many handed out with hold. */
     void (*release)(void *user, void *hold);
-    /* Stores the value under name, replacing any. KCACHE_ENOSPC or KCACHE_EROFS (a full or read-only
-       backend): puts are skipped for a back-off period while lookups go on. */
+    /* Required. Stores the value (size bytes, opaque) under name, replacing any: KCACHE_OK once a
+       get would return it, or a failure (ENOSPC, EROFS: see above). A backend may drop values at
+       any time (an LRU, an expiry): a later get then misses. */
     kcache_status (*put)(void *user, const char *name, const void *data, size_t size);
-    /* KCACHE_OK, or KCACHE_MISS when there was nothing. */
+    /* Optional (NULL: kcache_remove leaves the remote copy, and a rejected value stays until the
+       next put replaces it). Deletes name's value: KCACHE_OK, or KCACHE_MISS when there was none. */
     kcache_status (*remove)(void *user, const char *name);
-    /* The cluster-wide build claim of kcache_get_or_build (NULL: no such claim; every machine that
-       misses builds). op is one of:
-         KCACHE_CLAIM_TAKE     take the claim on name for ms milliseconds, tagged with token, unless
-                               someone holds it: KCACHE_OK (taken) or KCACHE_EEXIST (held)
-         KCACHE_CLAIM_RENEW    make token's claim last ms from now: KCACHE_OK, or KCACHE_MISS (lost)
-         KCACHE_CLAIM_RELEASE  drop token's claim and wake the waiters: the value was stored
-         KCACHE_CLAIM_ABANDON  the same, but nothing was stored: the waiters build on their own
-         KCACHE_CLAIM_WAIT     block until the claim is released, abandoned or gone, ms at most:
-                               KCACHE_OK (released or gone: look again), KCACHE_MISS (abandoned),
-                               KCACHE_EEXIST (still held after ms)
-       A claim nobody renews must end by itself after its ms (a builder may die). */
+    /* Optional (NULL: no cluster-wide claim; every machine that misses a key builds it). The build
+       claim of kcache_get_or_build on name: at most one token holds it at a time, and it ends by
+       itself ms after it was taken or last renewed (its builder may die). token: the holder's id,
+       printable, under 200 bytes (host:pid:sequence:time, then with a secret ".<64 hex digits>",
+       an HMAC a Redis-based fleet checks); compare it as bytes. op is one of:
+         KCACHE_CLAIM_TAKE     take it for ms unless another holds it: KCACHE_OK (taken) or
+                               KCACHE_EEXIST (held)
+         KCACHE_CLAIM_RENEW    token's claim lasts ms from now: KCACHE_OK, or KCACHE_MISS (not
+                               token's any more: it expired, another took it)
+         KCACHE_CLAIM_RELEASE  token's claim ends and its waiters wake: the value was put
+         KCACHE_CLAIM_ABANDON  the same, but nothing was put: the waiters build on their own
+         KCACHE_CLAIM_WAIT     block until the claim ends (released, abandoned, expired or gone),
+                               ms at most (token: the waiter's own): KCACHE_OK (released, or gone:
+                               kcache looks for the value), KCACHE_MISS (abandoned: build),
+                               KCACHE_EEXIST (still held after ms: kcache waits again within
+                               KCACHE_BUILD_WAIT), and two answers that are no failure: KCACHE_ENOENT
+                               (no claim at all when looked at: kcache looks for the value, and after
+                               a few such rounds without one builds), KCACHE_ECORRUPT (a claim not
+                               worth waiting for, e.g. one that lives longer than ms: built here)
+       RELEASE and ABANDON of a claim that is not token's any more do nothing (and may return
+       KCACHE_OK). Never called in KCACHE_REMOTE_MODE=ro; TAKE is a write, not called while the
+       shard refuses writes. RENEW comes from a thread of kcache's own (the renewer). */
     kcache_status (*claim)(void *user, const char *name, int op, const char *token, uint32_t ms);
-    /* Optional (NULL: one get per name): n names looked up in one exchange (kcache_get_or_build_many
-       reads back what other machines built so). KCACHE_OK with st[i] as get would return for
-       names[i] (KCACHE_OK with data[i], size[i] until release(user, hold[i]) when hold[i] is not
-       NULL; KCACHE_MISS), or the exchange's failure, with nothing held. */
+    /* Optional (NULL: one get per name): n names (at most 64) looked up in one exchange, for
+       kcache_get_or_build_many's read-back of what other machines built. KCACHE_OK with st[i] as
+       get would return for names[i] (KCACHE_OK with data[i], size[i] until release(user, hold[i])
+       when hold[i] is not NULL; KCACHE_MISS), or the exchange's failure, with nothing held. */
     kcache_status (*get_many)(void *user, const char *const *names, size_t n, const void **data, size_t *size, void **hold,
                               kcache_status *st);
 } kcache_remote_ops;
@@ -375,7 +424,17 @@ typedef struct kcache_config {
                                    NULL: unsigned; "": refused (no remote)                       */
     uint64_t remote_max_entry;  /* larger entries stay local; 0: 4 MiB (KCACHE_REMOTE_MAX_ENTRY)  */
     const kcache_remote_ops *remote_ops; /* a backend of your own; NULL: Redis at `remote`       */
-    void *remote_user;          /* passed to every remote_ops callback                           */
+    void *remote_user;          /* passed to every remote_ops callback (see remote_open_shard)   */
+    /* Optional, with remote_ops: a backend of several servers, one shard per URL of `remote`
+       (space-separated, at most 64), each with a breaker of its own. Called for each URL at
+       kcache_open (and again in a forked child's own kcache), with remote_user: returns the pointer
+       that shard's callbacks get as their user, or NULL (why: a reason, cap bytes) to refuse the
+       remote, which kcache then does without. The URL is the backend's to parse, and kcache shows
+       it as given (messages, kcache_get_remote_shards, kcache-top): credentials go in remote_user,
+       not in it. NULL: the backend is one shard, `remote` only names it. */
+    void *(*remote_open_shard)(void *remote_user, const char *url, char *why, size_t cap);
+    void (*remote_close_shard)(void *shard); /* frees what remote_open_shard returned (at
+                                   kcache_close, or when a later shard is refused); NULL: nothing */
     uint32_t remote_claim_ms;   /* lifetime of a cluster build claim, renewed while the build
                                    runs (a dead builder's ends after it); 0: 3000               */
     uint32_t remote_backoff_ms; /* the circuit breaker's first back-off (then doubling, to 32x);
@@ -10685,6 +10744,37 @@ static int kcache__remote_add(kcache__remote *r, const char *shown, const kcache
     return 1;
 }
 
+/* A backend of the caller's with several servers: one shard per URL in urls, each opened by
+   cfg->remote_open_shard (kcache_config). 0 on failure, with *why (the shards opened so far are
+   closed with the remote). */
+static int kcache__remote_open_shards(kcache__remote *r, const char *urls, const kcache_config *cfg, char *why, size_t cap) {
+    const char *p = urls;
+    if (!*p) { kcache__say(why, cap, "remote_open_shard without URLs in remote: no remote"); return 0; }
+    while (*p) {
+        const char *e = p;
+        char url[256], said[300]; /* (kcache_remote_shard's url holds 255 bytes) */
+        void *shard;
+        while (*e && !kcache__is_space(*e)) e++;
+        if (r->n == KCACHE__REMOTE_SHARDS) { kcache__say(why, cap, "more than %d remote shards", KCACHE__REMOTE_SHARDS); return 0; }
+        if ((size_t)(e - p) >= sizeof url) { kcache__say(why, cap, "a remote URL of more than %u bytes", (unsigned)sizeof url - 1); return 0; }
+        memcpy(url, p, (size_t)(e - p));
+        url[e - p] = 0;
+        said[0] = 0;
+        if (!(shard = cfg->remote_open_shard(cfg->remote_user, url, said, sizeof said))) {
+            said[sizeof said - 1] = 0; /* (the backend's words, escaped by kcache__say) */
+            kcache__say(why, cap, "%s: %s; no remote", url, said[0] ? said : "refused by remote_open_shard");
+            return 0;
+        }
+        if (!kcache__remote_add(r, url, cfg->remote_ops, shard, cfg->remote_close_shard, why, cap)) {
+            if (cfg->remote_close_shard) cfg->remote_close_shard(shard);
+            return 0;
+        }
+        for (p = e; kcache__is_space(*p); p++) {
+        }
+    }
+    return 1;
+}
+
 /* Sets up the remote tier cfg asks for. *out NULL: none asked for, or (with *why) one that cannot be
    used; the cache then works without it. */
 static void kcache__remote_open(kcache__remote **out, const kcache_config *cfg, char *why, size_t cap) {
@@ -10755,7 +10845,9 @@ static void kcache__remote_open(kcache__remote **out, const kcache_config *cfg, 
         }
     }
     if (!(r->shard = (kcache__shard *)KCACHE_MALLOC(sizeof *r->shard * KCACHE__REMOTE_SHARDS))) goto oom;
-    if (cfg->remote_ops) {
+    if (cfg->remote_ops && cfg->remote_open_shard) {
+        if (!kcache__remote_open_shards(r, urls, cfg, why, cap)) goto bad;
+    } else if (cfg->remote_ops) {
         if (!kcache__remote_add(r, *urls ? urls : "remote_ops", cfg->remote_ops, cfg->remote_user, NULL, why, cap)) goto bad;
     } else {
 #ifdef KCACHE_REDIS
