@@ -82,6 +82,14 @@ $(B)/asan/test_%: tests/test_%.c kcache.h tests/kt.h | $(B)/asan
 # the remote tier: through a backend table of the test's own (test_backend, a plain build), and
 # against real redis-server processes the test starts (test_remote)
 $(B)/test_backend $(B)/asan/test_backend: tests/kt_remote.h
+# the same backend with the core's optional value parts, signing (libcrypto) and zstd: the groups
+# that prove the core signs, compresses and checks for any backend, which the plain build skips
+BACKEND_OPT := -DKCACHE_HMAC_OPENSSL -DKCACHE_ZSTD
+BACKEND_OPT_LIBS := -lzstd -lcrypto $(LDLIBS)
+$(B)/test_backend_signed: tests/test_backend.c kcache.h tests/kt.h tests/kt_remote.h | $(B)
+	$(CC) $(STD) $(CFLAGS) $(BACKEND_OPT) $(WARN) -I. -o $@ $< $(BACKEND_OPT_LIBS)
+$(B)/asan/test_backend_signed: tests/test_backend.c kcache.h tests/kt.h tests/kt_remote.h | $(B)/asan
+	$(CC) $(STD) $(SAN) $(BACKEND_OPT) $(WARN) -I. -o $@ $< $(BACKEND_OPT_LIBS)
 $(B)/test_remote: tests/test_remote.c kcache.h tests/kt.h tests/kt_remote.h | $(B)
 	$(CC) $(STD) $(CFLAGS) $(WARN) -I. -o $@ $< $(REMOTE_LIBS)
 $(B)/asan/test_remote: tests/test_remote.c kcache.h tests/kt.h tests/kt_remote.h | $(B)/asan
@@ -96,6 +104,7 @@ $(B)/asan/test_layers: tests/test_layers.c kcache.h tests/kt.h tests/kt_remote.h
 $(B)/asan/kcache-inspect: $(TOOL_INSPECT_DEPS) | $(B)/asan
 	$(CC) $(STD) $(SAN) $(WARN) -I. -o $@ $(TOOL_INSPECT_SRC) $(LDLIBS)
 REMOTE_TESTS := $(B)/test_remote $(B)/asan/test_remote $(B)/test_layers $(B)/asan/test_layers $(B)/asan/kcache-inspect
+REMOTE_TESTS += $(B)/test_backend_signed $(B)/asan/test_backend_signed
 # the batch call (kcache_get_or_build_many): processes and threads on one store, and stores of their
 # own sharing a redis-server
 $(B)/test_many: tests/test_many.c kcache.h tests/kt.h tests/kt_remote.h | $(B)
@@ -209,6 +218,7 @@ test: check-deps
 	  faults=$(FAULTS) \
 	  remote="$(B)/test_remote $(B)/kcache-top" asan/remote="$(B)/asan/test_remote $(B)/kcache-top" \
 	  many=$(B)/test_many asan/many=$(B)/asan/test_many \
+	  backend-signed=$(B)/test_backend_signed asan/backend-signed=$(B)/asan/test_backend_signed \
 	  layers="bash tests/test_layers.sh $(B)/test_layers $(B)/kcache-inspect $(B)/kcache-top" \
 	  asan/layers="bash tests/test_layers.sh $(B)/asan/test_layers $(B)/asan/kcache-inspect $(B)/kcache-top" \
 	  attack="bash tests/test_attack.sh $(B)/test_attack" \

@@ -295,42 +295,91 @@ enum { KCACHE_STAMP_HYBRID = 0, KCACHE_STAMP_MTIME = 1, KCACHE_STAMP_CONTENT = 2
 typedef void (*kcache_log_fn)(void *user, const char *line);
 
 /* ---- the remote tier's backend: a table of callbacks ------------------------------------------
-   After a local miss kcache asks the remote tier, and it sends every put there too (KCACHE_REMOTE).
-   Redis is the built-in backend (KCACHE_REDIS); an HTTP, S3 or memcached one is a table of these
-   callbacks in kcache_config.remote_ops, with kcache_config.remote_user passed to each.
-   `name` names an entry: its key's digest, 32 lower-case hex digits. Values are opaque bytes that
-   kcache validates itself (checksums, the whole key, a signature with KCACHE_REMOTE_SECRET), so a
-   backend checks nothing. Every callback may be called from several threads at once and must
-   return in bounded time: KCACHE_ETIMEOUT for a timeout, KCACHE_EIO (or another error) for any
-   other failure; either opens kcache's circuit breaker (the backend is left alone for a back-off
-   period, then tried again by one call). */
+   After a local miss kcache asks the remote tier, and it sends every put there too. Redis is the
+   built-in backend (KCACHE_REDIS, KCACHE_REMOTE=redis://...); any other store (HTTP, S3, memcached,
+   a database) is a table of these callbacks in kcache_config.remote_ops, written by a third party
+   against this contract alone. tests/test_backend.c has a complete one (values in memory).
+
+   What the core does for every backend, so that a backend does none of it:
+   - placement: a key's shard is chosen by rendezvous hashing over the shards (one, or one per URL
+     with kcache_config.remote_open_shard), so adding a shard to N moves about 1/(N+1) of the keys;
+   - a circuit breaker per shard: a failed call opens it and the shard is skipped (a local miss,
+     counted as skipped) for kcache_config.remote_backoff_ms, doubling up to 32x while the one call
+     let through after it keeps failing; the other shards keep serving;
+   - the value's envelope: the entry as stored on disk (its whole key, its checksum), compressed with
+     zstd (KCACHE_ZSTD), signed with KCACHE_REMOTE_SECRET (GMAC or HMAC-SHA-256, KCACHE_HMAC_OPENSSL);
+     every value read back is checked (envelope, signature, checksum, key) before it is used, and one
+     that fails is a reject: counted and deleted through remove (not in KCACHE_REMOTE_MODE=ro);
+   - what is sent: nothing over kcache_config.remote_max_entry; nothing written (put, remove, claim)
+     in KCACHE_REMOTE_MODE=ro;
+   - the build claims' logic (kcache_get_or_build and the batch): the token, signed with the secret;
+     a thread that renews a held claim every third of its life while the build runs; waiting within
+     KCACHE_BUILD_WAIT and looking again after each wait; release or abandon on every path;
+   - the counters: kcache_stats, kcache_get_remote_shards, the stats file kcache-top reads.
+   What the backend does: keeps opaque values under names, and (optionally) claims that end by
+   themselves.
+
+   The contract of every callback:
+   - user: kcache_config.remote_user, or with remote_open_shard the pointer it returned for the
+     shard the call is for.
+   - name: an entry's name, its key's digest as 32 lower-case hex digits, NUL-terminated; valid
+     during the call.
+   - Threads: any callback may be called from several threads at once (the caller's threads, the
+     workers of kcache_get_or_build_many, the claim renewer), for one shard or several; kcache holds
+     none of its locks during a call. A callback must not call back into the kcache calling it.
+   - Deadlines: every call returns in bounded time, however the server behaves: no longer than
+     kcache_config.remote_timeout_ms while nothing arrives (connecting and name resolution included),
+     a transfer that keeps making progress may take longer. kcache cannot interrupt a callback: a
+     call that hangs holds its caller (and a shard's breaker cannot open before it returns).
+   - Results: KCACHE_OK, KCACHE_MISS (and a claim's KCACHE_EEXIST...) as each callback says;
+     KCACHE_ENOSPC or KCACHE_EROFS (a full or read-only store) skip the shard's writes for a back-off
+     period while lookups go on; any other status is a failure and opens the shard's breaker:
+     KCACHE_ETIMEOUT for a timeout (counted apart), KCACHE_EIO for a refused, broken or garbled
+     exchange. A backend never needs to judge a value's bytes: kcache does.
+   - Memory: what kcache passes (names, data, tokens, arrays) is kcache's and valid during the call
+     only; a backend copies what it keeps. What a get returns stays the backend's until kcache
+     passes its hold to release, which it does before the lookup returns, on the same thread. */
 enum { KCACHE_CLAIM_TAKE = 1, KCACHE_CLAIM_RENEW, KCACHE_CLAIM_RELEASE, KCACHE_CLAIM_ABANDON, KCACHE_CLAIM_WAIT };
 typedef struct kcache_remote_ops {
-    /* KCACHE_OK with the value in *data, *size until release(user, *hold) (release may be NULL),
-       or KCACHE_MISS when there is none. */
+    /* Required. KCACHE_OK with the value in *data, *size (readable until release(user, *hold)), or
+       KCACHE_MISS when there is none. */
     kcache_status (*get)(void *user, const char *name, const void **data, size_t *size, void **hold);
+    /* Optional (NULL: nothing to free). Frees what a get or get_many handed out with hold. */
     void (*release)(void *user, void *hold);
-    /* Stores the value under name, replacing any. KCACHE_ENOSPC or KCACHE_EROFS (a full or read-only
-       backend): puts are skipped for a back-off period while lookups go on. */
+    /* Required. Stores the value (size bytes, opaque) under name, replacing any: KCACHE_OK once a
+       get would return it, or a failure (ENOSPC, EROFS: see above). A backend may drop values at
+       any time (an LRU, an expiry): a later get then misses. */
     kcache_status (*put)(void *user, const char *name, const void *data, size_t size);
-    /* KCACHE_OK, or KCACHE_MISS when there was nothing. */
+    /* Optional (NULL: kcache_remove leaves the remote copy, and a rejected value stays until the
+       next put replaces it). Deletes name's value: KCACHE_OK, or KCACHE_MISS when there was none. */
     kcache_status (*remove)(void *user, const char *name);
-    /* The cluster-wide build claim of kcache_get_or_build (NULL: no such claim; every machine that
-       misses builds). op is one of:
-         KCACHE_CLAIM_TAKE     take the claim on name for ms milliseconds, tagged with token, unless
-                               someone holds it: KCACHE_OK (taken) or KCACHE_EEXIST (held)
-         KCACHE_CLAIM_RENEW    make token's claim last ms from now: KCACHE_OK, or KCACHE_MISS (lost)
-         KCACHE_CLAIM_RELEASE  drop token's claim and wake the waiters: the value was stored
-         KCACHE_CLAIM_ABANDON  the same, but nothing was stored: the waiters build on their own
-         KCACHE_CLAIM_WAIT     block until the claim is released, abandoned or gone, ms at most:
-                               KCACHE_OK (released or gone: look again), KCACHE_MISS (abandoned),
-                               KCACHE_EEXIST (still held after ms)
-       A claim nobody renews must end by itself after its ms (a builder may die). */
+    /* Optional (NULL: no cluster-wide claim; every machine that misses a key builds it). The build
+       claim of kcache_get_or_build on name: at most one token holds it at a time, and it ends by
+       itself ms after it was taken or last renewed (its builder may die). token: the holder's id,
+       printable, under 200 bytes (host:pid:sequence:time, then with a secret ".<64 hex digits>",
+       an HMAC a Redis-based fleet checks); compare it as bytes. op is one of:
+         KCACHE_CLAIM_TAKE     take it for ms unless another holds it: KCACHE_OK (taken) or
+                               KCACHE_EEXIST (held)
+         KCACHE_CLAIM_RENEW    token's claim lasts ms from now: KCACHE_OK, or KCACHE_MISS (not
+                               token's any more: it expired, another took it)
+         KCACHE_CLAIM_RELEASE  token's claim ends and its waiters wake: the value was put
+         KCACHE_CLAIM_ABANDON  the same, but nothing was put: the waiters build on their own
+         KCACHE_CLAIM_WAIT     block until the claim ends (released, abandoned, expired or gone),
+                               ms at most (token: the waiter's own): KCACHE_OK (released, or gone:
+                               kcache looks for the value), KCACHE_MISS (abandoned: build),
+                               KCACHE_EEXIST (still held after ms: kcache waits again within
+                               KCACHE_BUILD_WAIT), and two answers that are no failure: KCACHE_ENOENT
+                               (no claim at all when looked at: kcache looks for the value, and after
+                               a few such rounds without one builds), KCACHE_ECORRUPT (a claim not
+                               worth waiting for, e.g. one that lives longer than ms: built here)
+       RELEASE and ABANDON of a claim that is not token's any more do nothing (and may return
+       KCACHE_OK). Never called in KCACHE_REMOTE_MODE=ro; TAKE is a write, not called while the
+       shard refuses writes. RENEW comes from a thread of kcache's own (the renewer). */
     kcache_status (*claim)(void *user, const char *name, int op, const char *token, uint32_t ms);
-    /* Optional (NULL: one get per name): n names looked up in one exchange (kcache_get_or_build_many
-       reads back what other machines built so). KCACHE_OK with st[i] as get would return for
-       names[i] (KCACHE_OK with data[i], size[i] until release(user, hold[i]) when hold[i] is not
-       NULL; KCACHE_MISS), or the exchange's failure, with nothing held. */
+    /* Optional (NULL: one get per name): n names (at most 64) looked up in one exchange, for
+       kcache_get_or_build_many's read-back of what other machines built. KCACHE_OK with st[i] as
+       get would return for names[i] (KCACHE_OK with data[i], size[i] until release(user, hold[i])
+       when hold[i] is not NULL; KCACHE_MISS), or the exchange's failure, with nothing held. */
     kcache_status (*get_many)(void *user, const char *const *names, size_t n, const void **data, size_t *size, void **hold,
                               kcache_status *st);
 } kcache_remote_ops;
@@ -375,7 +424,17 @@ typedef struct kcache_config {
                                    NULL: unsigned; "": refused (no remote)                       */
     uint64_t remote_max_entry;  /* larger entries stay local; 0: 4 MiB (KCACHE_REMOTE_MAX_ENTRY)  */
     const kcache_remote_ops *remote_ops; /* a backend of your own; NULL: Redis at `remote`       */
-    void *remote_user;          /* passed to every remote_ops callback                           */
+    void *remote_user;          /* passed to every remote_ops callback (see remote_open_shard)   */
+    /* Optional, with remote_ops: a backend of several servers, one shard per URL of `remote`
+       (space-separated, at most 64), each with a breaker of its own. Called for each URL at
+       kcache_open (and again in a forked child's own kcache), with remote_user: returns the pointer
+       that shard's callbacks get as their user, or NULL (why: a reason, cap bytes) to refuse the
+       remote, which kcache then does without. The URL is the backend's to parse, and kcache shows
+       it as given (messages, kcache_get_remote_shards, kcache-top): credentials go in remote_user,
+       not in it. NULL: the backend is one shard, `remote` only names it. */
+    void *(*remote_open_shard)(void *remote_user, const char *url, char *why, size_t cap);
+    void (*remote_close_shard)(void *shard); /* frees what remote_open_shard returned (at
+                                   kcache_close, or when a later shard is refused); NULL: nothing */
     uint32_t remote_claim_ms;   /* lifetime of a cluster build claim, renewed while the build
                                    runs (a dead builder's ends after it); 0: 3000               */
     uint32_t remote_backoff_ms; /* the circuit breaker's first back-off (then doubling, to 32x);
@@ -8320,6 +8379,34 @@ typedef struct kcache__many {
     unsigned char asked[KCACHE__REMOTE_MANY];
 } kcache__many;
 
+/* The remote tier and its shards are this section's alone: the cache layer holds a kcache__remote
+   pointer (NULL: no remote) and reaches it only through the functions under "what the cache layer
+   asks", so that the KCACHE_NO_REMOTE stub below is those functions over these incomplete types. */
+typedef struct kcache__remote kcache__remote;
+typedef struct kcache__shard kcache__shard;
+struct kcache__pub; /* (>>pub: where each shard's counters are published) */
+
+/* A cluster build claim (kcache__rclaim_init ... kcache__rclaim_end), on the caller's stack; the
+   cache layer only passes it around. Held, it is renewed by a thread of its own while the build
+   runs (a build is the caller's code: nothing else could renew meanwhile). */
+typedef struct kcache__rclaim {
+    kcache__remote *r;         /* NULL: nothing set up (kcache__rclaim_reset) */
+    kcache__shard *s;
+    char name[33];
+    char token[200];           /* host:pid:seq:ns, then with a secret .HMAC (kcache__rclaim_sign) */
+    int held, stop, started;
+    kcache__mutex m;           /* guards stop and ev, which the renewer writes */
+    kcache__cond c;
+    kcache__thread th;
+    kcache__remote_ev ev;      /* what the renewer's calls did */
+} kcache__rclaim;
+
+/* Marks cl as holding nothing, before any kcache__rclaim_init. */
+static void kcache__rclaim_reset(kcache__rclaim *cl) { cl->r = NULL; }
+/* Whether kcache__rclaim_init set cl up on a remote: kcache__rclaim_end is then due (and has counts
+   to give back), whether or not a claim was taken. */
+static int kcache__rclaim_pending(const kcache__rclaim *cl) { return cl->r != NULL; }
+
 #ifndef KCACHE_NO_REMOTE
 
 #if defined(__GNUC__) || defined(__clang__)
@@ -8341,7 +8428,7 @@ static void kcache__rev_add(kcache__remote_ev *dst, const kcache__remote_ev *src
     if (!dst->note[0]) memcpy(dst->note, src->note, sizeof dst->note);
 }
 
-typedef struct kcache__shard {
+struct kcache__shard {
     char *url;                 /* as messages show it: canonical, without credentials */
     uint64_t seed;             /* its rendezvous weight seed: XXH3 of its identity (see
                                   kcache__remote_ring), else of url */
@@ -8360,9 +8447,9 @@ typedef struct kcache__shard {
     int64_t writes_until;      /* a full or read-only backend: puts skipped until then */
     uint32_t backoff_ms;       /* the next back-off */
     int probing;               /* a call is finding out whether it is back */
-} kcache__shard;
+};
 
-typedef struct kcache__remote {
+struct kcache__remote {
     kcache__mutex mutex;       /* guards the breakers */
     kcache__shard *shard;
     unsigned n;
@@ -8383,7 +8470,7 @@ typedef struct kcache__remote {
     kcache__mutex ring_mutex;  /* held by the one call that reads them */
     char *tls_ca, *tls_cert, *tls_key; /* rediss://'s files as configured (a forked child's handle reopens) */
     char *prefix;              /* KCACHE_REMOTE_PREFIX, copied (the same) */
-} kcache__remote;
+};
 
 /* ---- signatures and values ---- */
 
@@ -8677,6 +8764,73 @@ static uint64_t kcache__remote_open_count(kcache__remote *r) {
     return n;
 }
 
+/* ---- what the cache layer asks of the remote: its only way to kcache__remote's fields ---- */
+
+/* Whether this client writes nothing to the remote (KCACHE_REMOTE_MODE=ro). */
+static int kcache__remote_is_ro(const kcache__remote *r) { return r->ro; }
+
+/* Every shard as messages show it (no credentials), space-separated. */
+static const char *kcache__remote_names(const kcache__remote *r) { return r->names; }
+
+/* A build claim's life in ms: a wait for another's claim asks again after at most this long. */
+static uint32_t kcache__remote_claim_ms(const kcache__remote *r) { return r->claim_ms; }
+
+/* The remote as the debug log says it at open: its shards, then how it is used. */
+static void kcache__remote_describe(const kcache__remote *r, char *out, size_t cap) {
+#ifdef KCACHE_ZSTD
+    const char *zstd = ", zstd";
+#else
+    const char *zstd = "";
+#endif
+    snprintf(out, cap, "%s (%s, timeout %u ms, entries up to %llu bytes%s%s)", r->names, r->ro ? "read-only" : "read-write",
+             (unsigned)r->timeout_ms, (unsigned long long)r->max_entry, r->secret ? ", signed" : "", zstd);
+}
+
+/* Points cfg's remote strings at the remote's own copies (NULL without a remote): the caller's may
+   go away, or point into the environment. The URLs are as shown (no credentials) and the secret is
+   dropped: only the remote keeps them (kcache__remote_reopen_config gives them back). */
+static void kcache__remote_own_config(const kcache__remote *r, kcache_config *cfg) {
+    cfg->remote = r ? r->names : NULL;
+    cfg->remote_secret = NULL;
+    cfg->remote_ca = r ? r->tls_ca : NULL;
+    cfg->remote_cert = r ? r->tls_cert : NULL;
+    cfg->remote_key = r ? r->tls_key : NULL;
+    cfg->remote_prefix = r ? r->prefix : NULL;
+}
+
+/* For a forked child's own handle (kcache__reopen): cfg asks for this same remote again, the URLs
+   with their credentials and the secret (kept NUL-terminated) included. */
+static void kcache__remote_reopen_config(const kcache__remote *r, kcache_config *cfg) {
+    cfg->remote = r->spec;
+    if (r->secret) cfg->remote_secret = (const char *)r->secret;
+}
+
+/* Ties a remote just opened to its kcache: the allocator for the payloads it hands over, and each
+   shard's entry in the stats file's shard table (kcache-top), where pub publishes. */
+static uint64_t *kcache__pub_shard(const struct kcache__pub *p, const char *url);
+static void kcache__remote_attach(kcache__remote *r, const kcache__mem *mem, const struct kcache__pub *pub) {
+    unsigned i;
+    r->mem = mem;
+    for (i = 0; i < r->n; i++) r->shard[i].pub = kcache__pub_shard(pub, r->shard[i].url);
+}
+
+/* kcache_get_remote_shards: the first cap shards' counters and breakers into out (NULL: none);
+   returns how many shards there are. */
+static unsigned kcache__remote_shard_table(kcache__remote *r, kcache_remote_shard *out, unsigned cap) {
+    unsigned i;
+    kcache__mutex_lock(&r->mutex);
+    for (i = 0; i < r->n && i < cap && out; i++) {
+        const kcache__shard *s = &r->shard[i];
+        memset(&out[i], 0, sizeof out[i]);
+        snprintf(out[i].url, sizeof out[i].url, "%s", s->url);
+        out[i].hits = s->n[KCACHE__SH_HITS], out[i].misses = s->n[KCACHE__SH_MISSES], out[i].errors = s->n[KCACHE__SH_ERRORS];
+        out[i].timeouts = s->n[KCACHE__SH_TIMEOUTS], out[i].skipped = s->n[KCACHE__SH_SKIPPED], out[i].open = s->open_until != 0;
+        out[i].same = kcache__atomic_load_u32(&r->ring_done) ? s->same : 0; /* (set before ring_done) */
+    }
+    kcache__mutex_unlock(&r->mutex);
+    return r->n;
+}
+
 /* ---- the calls the cache layer makes ---- */
 
 /* Whether kcache_explain may look at shard s now: its breaker closed, or its backoff over with no
@@ -8838,21 +8992,6 @@ static kcache_status kcache__remote_put(kcache__remote *r, const kcache_key *k, 
 
 /* ---- the cluster-wide build claim (kcache_get_or_build) ---- */
 
-
-/* A claim this process holds, renewed by a thread of its own while the build runs (a build is the
-   caller's code: nothing else could renew meanwhile). */
-typedef struct kcache__rclaim {
-    kcache__remote *r;
-    kcache__shard *s;
-    char name[33];
-    char token[200];           /* host:pid:seq:ns, then with a secret .HMAC (kcache__rclaim_sign) */
-    int held, stop, started;
-    kcache__mutex m;           /* guards stop and ev, which the renewer writes */
-    kcache__cond c;
-    kcache__thread th;
-    kcache__remote_ev ev;      /* what the renewer's calls did */
-} kcache__rclaim;
-
 /* A claim's signature: HMAC-SHA-256 under the secret of "kcache claim", the entry's name and the
    claim's id (host:pid:seq:ns), as 64 hex digits after a '.'. Another secret, a client without
    one, or a claim moved to another name cannot make one. 0 when it cannot be made (no secret, or
@@ -8967,6 +9106,9 @@ static int kcache__rclaim_init(kcache__rclaim *cl, kcache__remote *r, const kcac
     kcache__cond_init(&cl->c);
     return 1;
 }
+
+/* The shard a claim set up by kcache__rclaim_init is on, as messages show it. */
+static const char *kcache__rclaim_url(const kcache__rclaim *cl) { return cl->s->url; }
 
 /* Takes the claim: KCACHE_OK (held, and renewed from now on), KCACHE_EEXIST (another holds it), or
    a failure (build without one). */
@@ -10602,6 +10744,37 @@ static int kcache__remote_add(kcache__remote *r, const char *shown, const kcache
     return 1;
 }
 
+/* A backend of the caller's with several servers: one shard per URL in urls, each opened by
+   cfg->remote_open_shard (kcache_config). 0 on failure, with *why (the shards opened so far are
+   closed with the remote). */
+static int kcache__remote_open_shards(kcache__remote *r, const char *urls, const kcache_config *cfg, char *why, size_t cap) {
+    const char *p = urls;
+    if (!*p) { kcache__say(why, cap, "remote_open_shard without URLs in remote: no remote"); return 0; }
+    while (*p) {
+        const char *e = p;
+        char url[256], said[300]; /* (kcache_remote_shard's url holds 255 bytes) */
+        void *shard;
+        while (*e && !kcache__is_space(*e)) e++;
+        if (r->n == KCACHE__REMOTE_SHARDS) { kcache__say(why, cap, "more than %d remote shards", KCACHE__REMOTE_SHARDS); return 0; }
+        if ((size_t)(e - p) >= sizeof url) { kcache__say(why, cap, "a remote URL of more than %u bytes", (unsigned)sizeof url - 1); return 0; }
+        memcpy(url, p, (size_t)(e - p));
+        url[e - p] = 0;
+        said[0] = 0;
+        if (!(shard = cfg->remote_open_shard(cfg->remote_user, url, said, sizeof said))) {
+            said[sizeof said - 1] = 0; /* (the backend's words, escaped by kcache__say) */
+            kcache__say(why, cap, "%s: %s; no remote", url, said[0] ? said : "refused by remote_open_shard");
+            return 0;
+        }
+        if (!kcache__remote_add(r, url, cfg->remote_ops, shard, cfg->remote_close_shard, why, cap)) {
+            if (cfg->remote_close_shard) cfg->remote_close_shard(shard);
+            return 0;
+        }
+        for (p = e; kcache__is_space(*p); p++) {
+        }
+    }
+    return 1;
+}
+
 /* Sets up the remote tier cfg asks for. *out NULL: none asked for, or (with *why) one that cannot be
    used; the cache then works without it. */
 static void kcache__remote_open(kcache__remote **out, const kcache_config *cfg, char *why, size_t cap) {
@@ -10672,7 +10845,9 @@ static void kcache__remote_open(kcache__remote **out, const kcache_config *cfg, 
         }
     }
     if (!(r->shard = (kcache__shard *)KCACHE_MALLOC(sizeof *r->shard * KCACHE__REMOTE_SHARDS))) goto oom;
-    if (cfg->remote_ops) {
+    if (cfg->remote_ops && cfg->remote_open_shard) {
+        if (!kcache__remote_open_shards(r, urls, cfg, why, cap)) goto bad;
+    } else if (cfg->remote_ops) {
         if (!kcache__remote_add(r, *urls ? urls : "remote_ops", cfg->remote_ops, cfg->remote_user, NULL, why, cap)) goto bad;
     } else {
 #ifdef KCACHE_REDIS
@@ -10719,27 +10894,25 @@ bad:
 }
 
 #else /* KCACHE_NO_REMOTE: no remote tier. kc->remote stays NULL, so the cache never calls these;
-         they keep its calls compiling. A configured remote is said to be compiled out. */
-typedef struct kcache__shard { const char *url; uint64_t *pub; } kcache__shard;
-typedef struct kcache__remote {
-    int ro;
-    uint32_t timeout_ms, claim_ms;
-    uint64_t max_entry;
-    char *names, *spec;
-    unsigned char *secret;
-    const kcache__mem *mem;
-    unsigned n;
-    kcache__shard *shard;
-    char *tls_ca, *tls_cert, *tls_key, *prefix;
-} kcache__remote;
-typedef struct kcache__rclaim { kcache__remote *r; kcache__shard *s; } kcache__rclaim;
-
+         they keep its calls compiling over the incomplete types above. A configured remote is said
+         to be compiled out. */
 static KCACHE__UNUSED char *kcache__strndup(const char *s, size_t n) {
     char *p = (char *)KCACHE_MALLOC(n + 1);
     if (p) { memcpy(p, s, n); p[n] = 0; }
     return p;
 }
 static uint64_t kcache__remote_open_count(kcache__remote *r) { (void)r; return 0; }
+static int kcache__remote_is_ro(const kcache__remote *r) { (void)r; return 1; }
+static const char *kcache__remote_names(const kcache__remote *r) { (void)r; return ""; }
+static uint32_t kcache__remote_claim_ms(const kcache__remote *r) { (void)r; return 0; }
+static void kcache__remote_describe(const kcache__remote *r, char *out, size_t cap) { (void)r; if (cap) out[0] = 0; }
+static void kcache__remote_own_config(const kcache__remote *r, kcache_config *cfg) {
+    (void)r;
+    cfg->remote = cfg->remote_secret = cfg->remote_ca = cfg->remote_cert = cfg->remote_key = cfg->remote_prefix = NULL;
+}
+static void kcache__remote_reopen_config(const kcache__remote *r, kcache_config *cfg) { (void)r; (void)cfg; }
+static void kcache__remote_attach(kcache__remote *r, const kcache__mem *mem, const struct kcache__pub *pub) { (void)r; (void)mem; (void)pub; }
+static const char *kcache__rclaim_url(const kcache__rclaim *cl) { (void)cl; return ""; }
 static void kcache__remote_remove(kcache__remote *r, const kcache_key *k, kcache__remote_ev *ev) {
     (void)r; (void)k; memset(ev, 0, sizeof *ev);
 }
@@ -10760,7 +10933,11 @@ static void kcache__remote_get_many(kcache__remote *r, kcache__many *mm, size_t 
     size_t i;
     for (i = 0; i < n; i++) kcache__remote_get(r, mm->rk[i], policy, 0, 0, &mm->rd[i], &mm->where[i], ev);
 }
-static int kcache__rclaim_init(kcache__rclaim *cl, kcache__remote *r, const kcache_key *k) { (void)k; cl->r = r; return 0; }
+static int kcache__rclaim_init(kcache__rclaim *cl, kcache__remote *r, const kcache_key *k) {
+    (void)r; (void)k;
+    kcache__rclaim_reset(cl);
+    return 0;
+}
 static kcache_status kcache__rclaim_take(kcache__rclaim *cl, kcache__remote_ev *ev) { (void)cl; (void)ev; return KCACHE_EDISABLED; }
 static kcache_status kcache__rclaim_call(kcache__rclaim *cl, int op, uint32_t ms, kcache__remote_ev *ev) {
     (void)cl; (void)op; (void)ms; (void)ev;
@@ -12174,8 +12351,7 @@ static kcache *kcache__reopen(const kcache *kc) {
         snprintf(group, sizeof group, "%u", (unsigned)kc->store->gid);
         cfg.shared_group = group;
     }
-    if (KCACHE__REMOTE(kc)) cfg.remote = kc->remote->spec; /* with its credentials (kc->cfg.remote: as shown) */
-    if (KCACHE__REMOTE(kc) && kc->remote->secret) cfg.remote_secret = (const char *)kc->remote->secret; /* kept NUL-terminated */
+    if (KCACHE__REMOTE(kc)) kcache__remote_reopen_config(kc->remote, &cfg); /* (kc->cfg.remote: as shown, no secret) */
     if (!kc->store) cfg.persistent = 0; /* a parent running from memory: so does its child */
     if (KCACHE__NLAYERS(kc)) { /* the layers kc uses, by the paths they were opened at */
         size_t n = 0, at = 0;
@@ -12264,8 +12440,8 @@ KCACHE_API int kcache_store_in_use(const kcache *kc, char *why, size_t cap) {
 KCACHE_API int kcache_remote_in_use(const kcache *kc, char *why, size_t cap) {
     if (why && cap) why[0] = 0;
     if (!kc) return 0;
-    if (kc->remote) {
-        if (why && cap) snprintf(why, cap, "%s", kc->remote->names);
+    if (KCACHE__REMOTE(kc)) {
+        if (why && cap) snprintf(why, cap, "%s", kcache__remote_names(kc->remote));
         return 1;
     }
     if (why && cap) snprintf(why, cap, "%s", kc->remote_why);
@@ -12749,12 +12925,6 @@ static kcache__node *kcache__keep_read(kcache *kc, kcache__node *nn, kcache__blo
 
 /* ---- the tiers below the store: read-only layers (searched first) and the remote ---- */
 
-#ifdef KCACHE_ZSTD
-#define KCACHE__REMOTE_ZSTD_NOTE ", zstd"
-#else
-#define KCACHE__REMOTE_ZSTD_NOTE ""
-#endif
-
 #ifndef KCACHE_NO_LAYERS
 /* A layer left out, and why: the debug log says it, and the first reason stays for kcache_explain.
    The walk and the level checks word a refusal for the store: the reason, then what it means for
@@ -12843,17 +13013,8 @@ static void kcache__lower_open(kcache *kc) {
     kcache__layers_open(kc, layers);
     why[0] = 0;
     kcache__remote_open(&kc->remote, &kc->cfg, why, sizeof why);
-    if (kc->remote) {
-        unsigned i;
-        kc->remote->mem = &kc->mem;
-        for (i = 0; i < kc->remote->n; i++) kc->remote->shard[i].pub = kcache__pub_shard(&kc->pub, kc->remote->shard[i].url);
-    }
-    kc->cfg.remote = kc->remote ? kc->remote->names : NULL; /* the caller's string may go away */
-    kc->cfg.remote_secret = NULL;
-    kc->cfg.remote_ca = kc->remote ? kc->remote->tls_ca : NULL; /* the same: they may point into the environment */
-    kc->cfg.remote_cert = kc->remote ? kc->remote->tls_cert : NULL;
-    kc->cfg.remote_key = kc->remote ? kc->remote->tls_key : NULL;
-    kc->cfg.remote_prefix = kc->remote ? kc->remote->prefix : NULL;
+    if (KCACHE__REMOTE(kc)) kcache__remote_attach(kc->remote, &kc->mem, &kc->pub);
+    kcache__remote_own_config(KCACHE__REMOTE(kc), &kc->cfg); /* the caller's strings may go away */
     if (why[0]) snprintf(kc->remote_why, sizeof kc->remote_why, "%s", why);
 #if defined(KCACHE_ZSTD)
     if (kc->cfg.compress && !kc->store) KCACHE__DEBUG(kc, "KCACHE_COMPRESS=1 has no store to compress");
@@ -12863,11 +13024,13 @@ static void kcache__lower_open(kcache *kc) {
 #ifdef KCACHE_NO_EXPLAIN
     if (kc->cfg.trace) KCACHE__DEBUG(kc, "KCACHE_TRACE=1 does nothing: per-unit indexes are compiled out (KCACHE_NO_EXPLAIN)");
 #endif
-    if (why[0]) KCACHE__DEBUG(kc, "remote: %s", why);
-    else if (KCACHE__REMOTE(kc))
-        KCACHE__DEBUG(kc, "remote %s (%s, timeout %u ms, entries up to %llu bytes%s%s)", kc->remote->names, kc->remote->ro ? "read-only" : "read-write",
-                      (unsigned)kc->remote->timeout_ms, (unsigned long long)kc->remote->max_entry, kc->remote->secret ? ", signed" : "",
-                      KCACHE__REMOTE_ZSTD_NOTE);
+    if (why[0]) {
+        KCACHE__DEBUG(kc, "remote: %s", why);
+    } else if (KCACHE__REMOTE(kc) && kc->cfg.debug) {
+        char said[768];
+        kcache__remote_describe(kc->remote, said, sizeof said);
+        KCACHE__DEBUG(kc, "remote %s", said);
+    }
 }
 
 /* The remote calls' counts into the stats and the stats file, their note into the debug log. */
@@ -13064,7 +13227,7 @@ static int kcache__lower_explain(kcache *kc, const kcache_key *k, kcache__sb *b)
         if (rd.status == KCACHE_OK) kcache__sb_add(b, "hit: remote (%s), unit \"%s\", %zu bytes", where, k->unit, rd.blob->size);
         else if (rd.status == KCACHE_ECORRUPT)
             kcache__sb_add(b, "miss: %s: the value for unit \"%s\" on the remote %s fails validation; the next get %s", kcache__reason_text[KCACHE_REASON_REJECTED],
-                           k->unit, where, kc->remote->ro ? "skips it (KCACHE_REMOTE_MODE=ro)" : "deletes it");
+                           k->unit, where, kcache__remote_is_ro(kc->remote) ? "skips it (KCACHE_REMOTE_MODE=ro)" : "deletes it");
         else said = 0;
         if (rd.blob) kcache__blob_unref(rd.blob);
         kcache__mem_free(rd.mem, rd.rec);
@@ -13484,7 +13647,7 @@ static kcache_status kcache__put_blob_key(kcache *kc, const kcache_key *k, kcach
         s = kcache__store_put(kc->store, k, b->data, b->size, &ev);
         kcache__store_stats(kc, &ev, s);
     }
-    if (KCACHE__REMOTE(kc) && !kc->remote->ro) {
+    if (KCACHE__REMOTE(kc) && !kcache__remote_is_ro(kc->remote)) {
         kcache__remote_ev ev;
         memset(&ev, 0, sizeof ev);
         rs = kcache__remote_put(kc->remote, k, b->data, b->size, &ev);
@@ -13583,27 +13746,12 @@ KCACHE_API kcache_status kcache_remove(kcache *kc, const kcache_key *k) {
 }
 
 KCACHE_API unsigned kcache_get_remote_shards(kcache *kc, kcache_remote_shard *out, unsigned cap) {
-#ifndef KCACHE_NO_REMOTE
-    kcache__remote *r;
-    unsigned i;
     KCACHE__CHECK_KC(kc, "kcache_get_remote_shards", 0);
-    if (!kc || (kc = kcache__live(kc, 1)) == NULL || !(r = kc->remote)) return 0;
-    kcache__mutex_lock(&r->mutex);
-    for (i = 0; i < r->n && i < cap && out; i++) {
-        const kcache__shard *s = &r->shard[i];
-        memset(&out[i], 0, sizeof out[i]);
-        snprintf(out[i].url, sizeof out[i].url, "%s", s->url);
-        out[i].hits = s->n[KCACHE__SH_HITS], out[i].misses = s->n[KCACHE__SH_MISSES], out[i].errors = s->n[KCACHE__SH_ERRORS];
-        out[i].timeouts = s->n[KCACHE__SH_TIMEOUTS], out[i].skipped = s->n[KCACHE__SH_SKIPPED], out[i].open = s->open_until != 0;
-        out[i].same = kcache__atomic_load_u32(&r->ring_done) ? s->same : 0; /* (set before ring_done) */
-    }
-    kcache__mutex_unlock(&r->mutex);
-    return r->n;
-#else
-    KCACHE__CHECK_KC(kc, "kcache_get_remote_shards", 0);
-    (void)kc; (void)out; (void)cap;
-    return 0; /* no remote tier: compiled out */
+#ifndef KCACHE_NO_REMOTE /* (compiled out: no shards, and no forked child's handle opened to say so) */
+    if (kc && (kc = kcache__live(kc, 1)) != NULL && kc->remote) return kcache__remote_shard_table(kc->remote, out, cap);
 #endif
+    (void)kc; (void)out; (void)cap;
+    return 0;
 }
 
 KCACHE_API void kcache_get_stats(kcache *kc, kcache_stats *out) {
@@ -14057,6 +14205,7 @@ static kcache_status kcache__cluster_claim(kcache *kc, const kcache_key *k, kcac
     kcache__remote_ev ev;
     kcache_status s = KCACHE_MISS, st;
     int waited = 0, rounds = 0;
+    uint32_t claim_ms;
     if (!kcache__rclaim_init(cl, kc->remote, k)) return KCACHE_MISS;
     memset(&ev, 0, sizeof ev);
     while ((st = kcache__rclaim_take(cl, &ev)) == KCACHE_EEXIST) {
@@ -14064,9 +14213,10 @@ static kcache_status kcache__cluster_claim(kcache *kc, const kcache_key *k, kcac
         if (left <= 0) break; /* waited long enough: build here */
         if (!waited) {
             waited = kcache__count_wait(kc);
-            KCACHE__DEBUG(kc, "wait %s: another machine builds it (%s)", k->unit, cl->s->url);
+            KCACHE__DEBUG(kc, "wait %s: another machine builds it (%s)", k->unit, kcache__rclaim_url(cl));
         }
-        st = kcache__rclaim_call(cl, KCACHE_CLAIM_WAIT, left < (int64_t)kc->remote->claim_ms ? (uint32_t)left : kc->remote->claim_ms, &ev);
+        claim_ms = kcache__remote_claim_ms(kc->remote);
+        st = kcache__rclaim_call(cl, KCACHE_CLAIM_WAIT, left < (int64_t)claim_ms ? (uint32_t)left : claim_ms, &ev);
         if (st == KCACHE_EEXIST) continue;                      /* still building */
         if (st != KCACHE_OK && st != KCACHE_ENOENT) break;      /* abandoned, not honoured, or no answer: build here */
         kcache__remote_stats(kc, &ev);
@@ -14158,7 +14308,7 @@ static kcache_status kcache__get_or_build(kcache *kc, const kcache_key *k, kcach
                the remote is asked again only after such a wait, and only when the store misses. */
             else if (claimed) s = kcache__get(kc, k, data, size, 0, claimed == 1 && claim_waited ? KCACHE__ASK_REMOTE : 0);
         }
-        cl.r = NULL;
+        kcache__rclaim_reset(&cl);
         if (s != KCACHE_OK && s != KCACHE__FORKED && KCACHE__REMOTE(kc)) s = kcache__cluster_claim(kc, k, &cl, data, size);
         if (s != KCACHE_OK && s != KCACHE__FORKED) {
             s = kcache__run_build(kc, build, user, &b, &child);
@@ -14170,7 +14320,7 @@ static kcache_status kcache__get_or_build(kcache *kc, const kcache_key *k, kcach
                 kcache__put_blob(kc, k, b, 1, &remote_put); /* to the store now: other processes wait for it there */
             }
         }
-        if (cl.r) { /* the other machines read the result, or build on their own when there is none */
+        if (kcache__rclaim_pending(&cl)) { /* the other machines read the result, or build on their own when there is none */
             kcache__remote_ev ev;
             memset(&ev, 0, sizeof ev);
             kcache__rclaim_end(&cl, remote_put == KCACHE_OK, &ev);
@@ -14250,7 +14400,7 @@ static kcache_status kcache__try_build(kcache *kc, const kcache_key *k, kcache_b
     *child = 0;
     *data = NULL;
     *size = 0;
-    cl.r = NULL;
+    kcache__rclaim_reset(&cl);
     if (!alone && k->error == KCACHE_OK && kc->cfg.enable) {
         kcache__mutex_lock(&kc->lock);
         for (f = kc->flights; f; f = f->next)
@@ -14299,7 +14449,7 @@ static kcache_status kcache__try_build(kcache *kc, const kcache_key *k, kcache_b
             }
         }
     }
-    if (cl.r) { /* the other machines read the result (ours, or the one we found), or build on their own */
+    if (kcache__rclaim_pending(&cl)) { /* the other machines read the result (ours, or the one we found), or build on their own */
         kcache__remote_ev ev;
         memset(&ev, 0, sizeof ev);
         kcache__rclaim_end(&cl, s == KCACHE_OK && (!built || remote_put == KCACHE_OK), &ev);
