@@ -60,7 +60,7 @@ VK_LIBS := -lvulkan $(LDLIBS)
 SHADERC_LIBS := -l:libshaderc_combined.a -lglslang -lMachineIndependent -lGenericCodeGen -lOSDependent -lOGLCompiler \
                 -lSPIRV -lSPIRV-Tools-opt -lSPIRV-Tools -lstdc++ -lm
 VK_EX := $(if $(and $(wildcard /usr/include/vulkan/vulkan.h),$(wildcard /usr/include/shaderc/shaderc.h)),$(B)/vk_pipeline)
-$(B)/vk_pipeline: examples/vk_pipeline.c examples/vk_compute.h kcache.h | $(B)
+$(B)/vk_pipeline: examples/vk_pipeline.c examples/vk_compute.h kcache.h kcache_vk.h | $(B)
 	$(CC) $(STD) $(CFLAGS) $(WARN) -I. -o $@ $< $(VK_LIBS) $(SHADERC_LIBS)
 $(B)/opencl_%: examples/opencl_%.c kcache.h | $(B)
 	$(CC) $(STD) $(CFLAGS) $(WARN) -I. -o $@ $< $(CL_LIBS)
@@ -126,9 +126,9 @@ CL_TESTS := $(B)/test_opencl $(B)/asan/test_opencl $(B)/opencl_demo
 CL_TESTS += $(B)/opencl_many
 
 # the Vulkan part's tests on lavapipe (mesa-vulkan-drivers), and the example run twice
-$(B)/test_vulkan: tests/test_vulkan.c examples/vk_compute.h kcache.h tests/kt.h | $(B)
+$(B)/test_vulkan: tests/test_vulkan.c examples/vk_compute.h kcache.h kcache_vk.h tests/kt.h | $(B)
 	$(CC) $(STD) $(CFLAGS) $(WARN) -I. -o $@ $< $(VK_LIBS)
-$(B)/asan/test_vulkan: tests/test_vulkan.c examples/vk_compute.h kcache.h tests/kt.h | $(B)/asan
+$(B)/asan/test_vulkan: tests/test_vulkan.c examples/vk_compute.h kcache.h kcache_vk.h tests/kt.h | $(B)/asan
 	$(CC) $(STD) $(SAN) $(WARN) -I. -o $@ $< $(VK_LIBS)
 VK_TESTS := $(B)/test_vulkan $(B)/asan/test_vulkan $(B)/vk_pipeline
 
@@ -271,7 +271,7 @@ $(B)/bench_opencl: bench/bench_opencl.c kcache.h | $(B)
 	$(CC) $(STD) $(BENCH_CFLAGS) $(WARN) -I. -o $@ $< $(CL_LIBS) -lm
 $(B)/bench_evict: bench/bench_evict.c bench/bench_util.h kcache.h | $(B)
 	$(CC) $(STD) $(BENCH_CFLAGS) $(WARN) -I. -o $@ $< $(LDLIBS) -lm
-$(B)/bench_vulkan: bench/bench_vulkan.c bench/bench_util.h examples/vk_compute.h kcache.h | $(B)
+$(B)/bench_vulkan: bench/bench_vulkan.c bench/bench_util.h examples/vk_compute.h kcache.h kcache_vk.h | $(B)
 	$(CC) $(STD) $(BENCH_CFLAGS) $(WARN) -I. -o $@ $< $(VK_LIBS)
 $(B)/bench_remote: bench/bench_remote.c bench/bench_util.h tests/kt_remote.h examples/opencl_demo_kernel.h kcache.h | $(B)
 	$(CC) $(STD) $(BENCH_CFLAGS) $(WARN) -I. -o $@ $< -lOpenCL $(REMOTE_LIBS)
