@@ -183,6 +183,43 @@ else
     echo "FAIL companion/vk: <vulkan/vulkan.h> missing (Debian: libvulkan-dev)"
 fi
 companion_missing vk-missing -DKCACHE_VULKAN kcache_vk.h
+cat >"$tmp/redis-new.c" <<'C'
+#define KCACHE_IMPLEMENTATION
+#include "kcache_redis.h"
+#include "kcache.h"
+int main(void) { /* KCACHE_REMOTE alone reaches the backend: a port nobody listens on is an error, not "built without" */
+    kcache_config cfg;
+    kcache *kc;
+    char why[512];
+    int reached;
+    kcache_config_defaults(&cfg);
+    cfg.persistent = 0;
+    cfg.remote = "redis://127.0.0.1:1";
+    if (kcache_open(&kc, &cfg) != KCACHE_OK) return 1;
+    reached = kcache_remote_in_use(kc, why, sizeof why) == 1;
+    kcache_close(kc);
+    return reached ? 0 : 1;
+}
+C
+cat >"$tmp/redis-late.c" <<'C'
+#define KCACHE_IMPLEMENTATION
+#include "kcache.h"
+#include "kcache_redis.h"
+int main(void) { return 0; }
+C
+rlibs="-lhiredis -lzstd -lssl -lcrypto"
+rdefs="-DKCACHE_ZSTD -DKCACHE_HMAC_OPENSSL -DKCACHE_TLS_OPENSSL"
+companion_case redis-new-gcc-c99 gcc "-std=c99 -Wpedantic $rdefs" "$tmp/redis-new.c" "$rlibs"
+companion_case redis-new-gxx-cxx11 g++ "-x c++ -std=c++11 -Wpedantic $rdefs" "$tmp/redis-new.c" "$rlibs"
+companion_case redis-new-plain-clang-c99 clang "-std=c99 -Wpedantic" "$tmp/redis-new.c" -lhiredis
+companion_case redis-04-gnu11-stdio-first gcc "-std=gnu11 -DKCACHE_REDIS $rdefs -include stdio.h" "$tmp/impl.c $tmp/decl.c" "$rlibs"
+out=$(cc -std=c99 -I"$root" -fsyntax-only "$tmp/redis-late.c" 2>&1)
+if [ "$(echo "$out" | grep -c 'error:')" -eq 1 ] && echo "$out" | grep 'error:' | grep -q 'kcache_redis.h.*KCACHE_REDIS'; then
+    echo "ok companion/redis-too-late"
+else
+    echo "FAIL companion/redis-too-late: want one error saying how to include kcache_redis.h: $(echo "$out" | grep -m3 error | tr '\n' ' ')"
+fi
+companion_missing redis-missing -DKCACHE_REDIS kcache_redis.h
 
 # ---- MSVC: the _MSC_VER branches (Interlocked atomics, intrinsics) compiled here with clang in MSVC
 # mode against the mingw-w64 headers (no MSVC on this machine; -fsyntax-only: there is no MSVC C
