@@ -37,6 +37,15 @@
        Every call that can fail returns a kcache_status (kcache_strerror: a sentence); a caching
        failure is never the caller's: on any error, compile and go on.
 
+   COMPANIONS (beside this file; each opens with how to use it)
+       kcache_redis.h  the Redis backend (hiredis, TLS, Cluster, Redis's claims): in the implementation
+                       file, include it instead of kcache.h (it includes kcache.h, defining
+                       KCACHE_REDIS first, so that KCACHE_REMOTE alone reaches it)
+       kcache_vk.h     Vulkan pipelines: include it after kcache.h
+       The 0.4 way still builds the same: defining KCACHE_REDIS / KCACHE_VULKAN where the
+       implementation is compiled makes this file include the companion from its own directory
+       (>>companions), with one #error naming it when it is missing.
+
    OPTIONS (define before including, in the implementation file)
        KCACHE_API          declaration prefix of every public function (default extern)
        KCACHE_STATIC       make every function static (two copies in one program)
@@ -47,11 +56,14 @@
                            KCACHE_ASSERT; default 1 unless NDEBUG (see the README's "Misuse")
        optional parts, each with its library:
        KCACHE_OPENCL       kcache_cl_build, kcache_cl_build_many, kcache_cl_key -lOpenCL
-       KCACHE_REDIS        the built-in Redis remote tier (hiredis >= 0.14; POSIX) -lhiredis
+       KCACHE_REDIS        the Redis backend of the remote tier: kcache_redis.h (hiredis
+                           >= 0.14; POSIX)                                       -lhiredis
        KCACHE_ZSTD         zstd entries on the remote, and KCACHE_COMPRESS      -lzstd
        KCACHE_HMAC_OPENSSL HMAC-SHA-256 and GMAC for KCACHE_REMOTE_SECRET        -lcrypto
-       KCACHE_TLS_OPENSSL  rediss:// (TLS to Redis), with KCACHE_REDIS           -lssl -lcrypto
-       KCACHE_VULKAN       kcache_vk_pipeline, kcache_vk_key: kcache_vk.h       -lvulkan
+       KCACHE_TLS_OPENSSL  rediss:// (TLS to Redis), with kcache_redis.h          -lssl -lcrypto
+       KCACHE_VULKAN       Vulkan pipelines: kcache_vk.h                        -lvulkan
+       KCACHE_REDIS and KCACHE_VULKAN switch on a companion file beside this one (see COMPANIONS);
+       this file alone includes no hiredis, TLS or Vulkan header.
        compile-out switches (the core alone, every switch: about 0.70x the code of the default
        build; a part compiled out ignores its kcache_config fields, and the debug log and
        kcache_explain say so when one is set; kcache_config keeps one layout whatever is defined):
@@ -115,10 +127,15 @@
                      the tiers below the store, explain, stats, single flight
          >>opencl    kcache_cl_build's implementation (KCACHE_OPENCL)
        companions: files beside this one, written on its API (each opens with how to use it)
+         kcache_redis.h  the Redis backend of >>remote: hiredis, TLS, Cluster (KCACHE_REDIS)
          kcache_vk.h     Vulkan pipelines: kcache_vk_pipeline, kcache_vk_key (KCACHE_VULKAN)
          >>companions    where this file includes them when their switch is defined (the 0.4 way)
 
    REVISIONS (README: Changes)
+       0.5  (in progress) the Redis backend and the Vulkan part moved to companion files,
+            kcache_redis.h and kcache_vk.h; the 0.4 switches include them
+       0.4  kcache_remote_ops.get_many; kcache_cl_build_many; remote values read (and their MAC
+            computed) as they arrive; the x86 feature names of LLVM 18-22 in kcache_key_host
        0.3  compile-out switches (KCACHE_NO_*); kcache_config's fields grouped (names unchanged);
             clean at every -O level in C++; no libgcc constructor
        0.2  owner-only stores, CLOCK eviction, remote tier, read-only layers, vendoring
@@ -297,7 +314,7 @@ typedef void (*kcache_log_fn)(void *user, const char *line);
 
 /* ---- the remote tier's backend: a table of callbacks ------------------------------------------
    After a local miss kcache asks the remote tier, and it sends every put there too (KCACHE_REMOTE).
-   Redis is the built-in backend (KCACHE_REDIS); an HTTP, S3 or memcached one is a table of these
+   Redis is the built-in backend (kcache_redis.h); an HTTP, S3 or memcached one is a table of these
    callbacks in kcache_config.remote_ops, with kcache_config.remote_user passed to each.
    `name` names an entry: its key's digest, 32 lower-case hex digits. Values are opaque bytes that
    kcache validates itself (checksums, the whole key, a signature with KCACHE_REMOTE_SECRET), so a
