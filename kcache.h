@@ -8935,7 +8935,7 @@ static void kcache__rclaim_end(kcache__rclaim *cl, int stored, kcache__remote_ev
 /* ---- the built-in backend, Redis: kcache_redis.h (see >>companions) ----
    The companion is compiled after this file's implementation, in the same file; the tier reaches it
    through these two (defined there). */
-#ifdef KCACHE_REDIS
+#if defined(KCACHE_REDIS) && !defined(_WIN32) /* (on Windows kcache_redis.h stops the build with one #error) */
 #define KCACHE__REDIS_HOOKED /* (kcache_redis.h checks that it did not come too late to be reached) */
 static int kcache__redis_open_urls(kcache__remote *r, const kcache_config *cfg, const char *urls, char *why, size_t cap);
 #else
@@ -8944,7 +8944,7 @@ static const unsigned char *kcache__remote_premac(const kcache__shard *s, const 
     (void)hold;
     return NULL;
 }
-#endif /* KCACHE_REDIS */
+#endif /* KCACHE__REDIS_HOOKED */
 
 /* ---- opening and closing ---- */
 
@@ -9062,7 +9062,7 @@ static void kcache__remote_open(kcache__remote **out, const kcache_config *cfg, 
     if (cfg->remote_ops) {
         if (!kcache__remote_add(r, *urls ? urls : "remote_ops", cfg->remote_ops, cfg->remote_user, NULL, why, cap)) goto bad;
     } else {
-#ifdef KCACHE_REDIS
+#ifdef KCACHE__REDIS_HOOKED
         if (!kcache__redis_open_urls(r, cfg, urls, why, cap)) goto bad;
 #endif
     }

@@ -41,7 +41,7 @@
 #define KCACHE_REDIS_H
 /* the core's implementation, compiled in this file without the switch, cannot reach this backend */
 #if defined(KCACHE_IMPLEMENTATION) && defined(KCACHE__IMPLEMENTED) && !defined(KCACHE__REDIS_HOOKED) && \
-    !defined(KCACHE_NO_REMOTE) && !defined(KCACHE__UNUSABLE)
+    !defined(KCACHE_NO_REMOTE) && !defined(KCACHE__UNUSABLE) && !defined(_WIN32)
 #error "kcache_redis.h came after kcache.h's implementation, which was compiled without KCACHE_REDIS and cannot reach it: in the file that defines KCACHE_IMPLEMENTATION, include kcache_redis.h instead of kcache.h (or before it), or define KCACHE_REDIS before including kcache.h"
 #define KCACHE_REDIS__TOO_LATE /* (nothing more is compiled: one message) */
 #endif
@@ -59,13 +59,13 @@
 /* ============================================================================================== */
 /* After the core's implementation (same file); not where the core could not be compiled
    (KCACHE__UNUSABLE: its one #error says why) nor without a remote tier (KCACHE_NO_REMOTE). */
-#if defined(KCACHE_IMPLEMENTATION) && defined(KCACHE_REDIS__DECLARED) && defined(KCACHE__IMPLEMENTED) && \
+#if defined(KCACHE_IMPLEMENTATION) && defined(_WIN32) && !defined(KCACHE_REDIS__IMPLEMENTED)
+#define KCACHE_REDIS__IMPLEMENTED
+#error "kcache: the Redis remote tier (kcache_redis.h, KCACHE_REDIS) is POSIX only for now; a backend of your own (remote_ops) works everywhere"
+#elif defined(KCACHE_IMPLEMENTATION) && defined(KCACHE_REDIS__DECLARED) && defined(KCACHE__IMPLEMENTED) && \
     !defined(KCACHE__UNUSABLE) && !defined(KCACHE_NO_REMOTE) && !defined(KCACHE_REDIS__TOO_LATE) && !defined(KCACHE_REDIS__IMPLEMENTED)
 #define KCACHE_REDIS__IMPLEMENTED
 
-#if defined(_WIN32)
-#error "kcache: the Redis remote tier (KCACHE_REDIS) is POSIX only for now; a backend of your own (remote_ops) works everywhere"
-#endif
 #include <hiredis/hiredis.h>
 #include <poll.h>
 #include <sys/socket.h>
