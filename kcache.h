@@ -9011,7 +9011,7 @@ static void kcache__remote_open(kcache__remote **out, const kcache_config *cfg, 
     }
 #endif
 #ifndef KCACHE_REDIS
-    if (!cfg->remote_ops) { kcache__say(why, cap, "KCACHE_REMOTE is set but kcache was built without KCACHE_REDIS: no remote"); return; }
+    if (!cfg->remote_ops) { kcache__say(why, cap, "KCACHE_REMOTE is set but kcache was built without KCACHE_REDIS (the Redis backend, kcache_redis.h): no remote"); return; }
 #endif
     if (!(r = (kcache__remote *)KCACHE_MALLOC(sizeof *r))) { kcache__say(why, cap, "out of memory"); return; }
     memset(r, 0, sizeof *r);
