@@ -28,11 +28,17 @@
        and an #error says what to do. With KCACHE_NO_REMOTE it compiles nothing.
 
    WHAT IT USES OF THE CORE
-       Compiled in the core's file, it uses the core's private services: the remote tier's types
-       (kcache__remote, kcache__shard) and shard opening (kcache__remote_add), the claim tokens'
-       signatures (kcache__rclaim_sign), GMAC in pieces (a value's MAC computed while it arrives),
-       mutexes, threads, clocks, the pid, fork detection, the debug log and escaping. README.md's
-       "Layout" lists them; a backend of a third party's uses kcache_remote_ops alone.
+       Compiled in the core's file, it still uses the core's private services (a backend of a
+       third party's uses kcache_remote_ops alone): the remote tier's types and shard opening
+       (kcache__remote, kcache__shard, kcache__remote_add, kcache__remote_ring,
+       kcache__remote_unpack, kcache__remote_what, KCACHE__REMOTE_SHARDS, _CONNECT_MS), claim
+       tokens and their signatures (kcache__rclaim_sign, kcache__rclaim_call), a value's framing
+       and GMAC in pieces (KCACHE__RV_*, KCACHE__GMAC_*, kcache__gmac_begin/_add/_end: the MAC is
+       computed while the value arrives), mutexes, condition variables, clocks and the pid
+       (kcache__mutex_*, kcache__cond_*, kcache__now_ns, kcache__mono_ns, kcache__pid), byte
+       order (kcache__get_u16/_u32), messages and escaping (kcache__say, kcache__esc, kcache__escs),
+       kcache__strndup and kcache__is_space. The core reaches it through kcache__redis_open_urls
+       and kcache__remote_premac, declared there when KCACHE_REDIS is defined.
 
    OPTIONS (define where the implementation is compiled)
        KCACHE_TLS_OPENSSL  rediss:// (TLS to Redis)                                -lssl -lcrypto

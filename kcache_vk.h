@@ -20,11 +20,14 @@
 
    WHAT IT USES OF THE CORE
        The public API (keys, kcache_get_or_build, kcache_put, kcache_remove, kcache_release) and,
-       compiled in the same file, a few of the core's private helpers: the key's validity and
-       failure state and its file dependencies (to copy a caller's key), the kcache's lock and
-       its slot for this part's state (the devices identified, freed at kcache_close), the debug
-       log, the reject count, byte order, escaping and the monotonic clock.
-       Windows: builds (no driver-library stamp there).
+       compiled in the same file, a few of the core's private helpers: a key's validity, failure
+       state and file dependencies (kcache__key_usable, kcache__key_fail, kcache__kfile: to copy
+       a caller's key), the kcache's lock and its slot for this part's state (kc->lock, kc->vk,
+       kc->vk_free: the devices identified, freed at kcache_close), the misuse check, the debug
+       log and the reject count (KCACHE__CHECK_KC, KCACHE__DEBUG, kcache__count_miss_quiet),
+       file opening (kcache__io_open), byte order (kcache__get_u32/_u64, kcache__put_u64),
+       messages and escaping (kcache__say, kcache__escs) and the monotonic clock.
+       Windows: compiles (with mingw-w64; no driver-library stamp there).
 */
 #ifndef KCACHE_VK_H
 #define KCACHE_VK_H
