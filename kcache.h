@@ -14641,9 +14641,10 @@ KCACHE_API cl_int kcache_cl_build_many(kcache *kc, cl_context ctx, cl_uint ndev,
 /* ============================================================================================== */
 /* Up to 0.4 the Redis backend and the Vulkan part were inside this file; they are companions beside
    it now. A program built the 0.4 way (-DKCACHE_REDIS / -DKCACHE_VULKAN, kcache.h alone) gets them
-   here: a quoted include looks in this file's directory first. Including a companion after kcache.h
-   yourself is the new way; the companion defines its switch and includes kcache.h, and its guard
-   makes this include a no-op then. */
+   here: a quoted include looks in this file's directory first. Including a companion yourself is
+   the new way (kcache_vk.h after kcache.h; kcache_redis.h in place of kcache.h where the
+   implementation is compiled, so that the core is compiled with its hook, >>remote); the companion
+   defines its switch and includes kcache.h, and its guard makes this include a no-op then. */
 #if defined(KCACHE_VULKAN) && !defined(KCACHE_VK_H)
 #if defined(__has_include)
 #if __has_include("kcache_vk.h")
