@@ -67,7 +67,7 @@ VK_LIBS := -lvulkan $(LDLIBS)
 SHADERC_LIBS := -l:libshaderc_combined.a -lglslang -lMachineIndependent -lGenericCodeGen -lOSDependent -lOGLCompiler \
                 -lSPIRV -lSPIRV-Tools-opt -lSPIRV-Tools -lstdc++ -lm
 VK_EX := $(if $(and $(wildcard /usr/include/vulkan/vulkan.h),$(wildcard /usr/include/shaderc/shaderc.h)),$(B)/vk_pipeline)
-$(B)/vk_pipeline: examples/vk_pipeline.c examples/vk_compute.h kcache.h | $(B)
+$(B)/vk_pipeline: examples/vk_pipeline.c examples/vk_compute.h kcache.h kcache_vk.h | $(B)
 	$(CC) $(STD) $(CFLAGS) $(WARN) -I. -o $@ $< $(VK_LIBS) $(SHADERC_LIBS)
 $(B)/opencl_%: examples/opencl_%.c kcache.h | $(B)
 	$(CC) $(STD) $(CFLAGS) $(WARN) -I. -o $@ $< $(CL_LIBS)
@@ -90,15 +90,15 @@ $(B)/test_backend_signed: tests/test_backend.c kcache.h tests/kt.h tests/kt_remo
 	$(CC) $(STD) $(CFLAGS) $(BACKEND_OPT) $(WARN) -I. -o $@ $< $(BACKEND_OPT_LIBS)
 $(B)/asan/test_backend_signed: tests/test_backend.c kcache.h tests/kt.h tests/kt_remote.h | $(B)/asan
 	$(CC) $(STD) $(SAN) $(BACKEND_OPT) $(WARN) -I. -o $@ $< $(BACKEND_OPT_LIBS)
-$(B)/test_remote: tests/test_remote.c kcache.h tests/kt.h tests/kt_remote.h | $(B)
+$(B)/test_remote: tests/test_remote.c kcache.h kcache_redis.h tests/kt.h tests/kt_remote.h | $(B)
 	$(CC) $(STD) $(CFLAGS) $(WARN) -I. -o $@ $< $(REMOTE_LIBS)
-$(B)/asan/test_remote: tests/test_remote.c kcache.h tests/kt.h tests/kt_remote.h | $(B)/asan
+$(B)/asan/test_remote: tests/test_remote.c kcache.h kcache_redis.h tests/kt.h tests/kt_remote.h | $(B)/asan
 	$(CC) $(STD) $(SAN) $(WARN) -I. -o $@ $< $(REMOTE_LIBS)
 # read-only layers (KCACHE_LAYERS) and kcache-inspect --make-layer; with a redis-server for the
 # order of layers and remote, and a second user (tests/test_layers.sh, as root) for the owners
-$(B)/test_layers: tests/test_layers.c kcache.h tests/kt.h tests/kt_remote.h | $(B)
+$(B)/test_layers: tests/test_layers.c kcache.h kcache_redis.h tests/kt.h tests/kt_remote.h | $(B)
 	$(CC) $(STD) $(CFLAGS) $(WARN) -I. -o $@ $< $(REMOTE_LIBS)
-$(B)/asan/test_layers: tests/test_layers.c kcache.h tests/kt.h tests/kt_remote.h | $(B)/asan
+$(B)/asan/test_layers: tests/test_layers.c kcache.h kcache_redis.h tests/kt.h tests/kt_remote.h | $(B)/asan
 	$(CC) $(STD) $(SAN) $(WARN) -I. -o $@ $< $(REMOTE_LIBS)
 # the ASan run checks --make-layer with an ASan+UBSan kcache-inspect too
 $(B)/asan/kcache-inspect: $(TOOL_INSPECT_DEPS) | $(B)/asan
@@ -107,9 +107,9 @@ REMOTE_TESTS := $(B)/test_remote $(B)/asan/test_remote $(B)/test_layers $(B)/asa
 REMOTE_TESTS += $(B)/test_backend_signed $(B)/asan/test_backend_signed
 # the batch call (kcache_get_or_build_many): processes and threads on one store, and stores of their
 # own sharing a redis-server
-$(B)/test_many: tests/test_many.c kcache.h tests/kt.h tests/kt_remote.h | $(B)
+$(B)/test_many: tests/test_many.c kcache.h kcache_redis.h tests/kt.h tests/kt_remote.h | $(B)
 	$(CC) $(STD) $(CFLAGS) $(WARN) -I. -o $@ $< $(REMOTE_LIBS)
-$(B)/asan/test_many: tests/test_many.c kcache.h tests/kt.h tests/kt_remote.h | $(B)/asan
+$(B)/asan/test_many: tests/test_many.c kcache.h kcache_redis.h tests/kt.h tests/kt_remote.h | $(B)/asan
 	$(CC) $(STD) $(SAN) $(WARN) -I. -o $@ $< $(REMOTE_LIBS)
 REMOTE_TESTS += $(B)/test_many $(B)/asan/test_many
 
@@ -142,9 +142,9 @@ CL_TESTS := $(B)/test_opencl $(B)/asan/test_opencl $(B)/opencl_demo
 CL_TESTS += $(B)/opencl_many
 
 # the Vulkan part's tests on lavapipe (mesa-vulkan-drivers), and the example run twice
-$(B)/test_vulkan: tests/test_vulkan.c examples/vk_compute.h kcache.h tests/kt.h | $(B)
+$(B)/test_vulkan: tests/test_vulkan.c examples/vk_compute.h kcache.h kcache_vk.h tests/kt.h | $(B)
 	$(CC) $(STD) $(CFLAGS) $(WARN) -I. -o $@ $< $(VK_LIBS)
-$(B)/asan/test_vulkan: tests/test_vulkan.c examples/vk_compute.h kcache.h tests/kt.h | $(B)/asan
+$(B)/asan/test_vulkan: tests/test_vulkan.c examples/vk_compute.h kcache.h kcache_vk.h tests/kt.h | $(B)/asan
 	$(CC) $(STD) $(SAN) $(WARN) -I. -o $@ $< $(VK_LIBS)
 VK_TESTS := $(B)/test_vulkan $(B)/asan/test_vulkan $(B)/vk_pipeline
 
@@ -164,7 +164,7 @@ $(B)/asan/torture: tests/torture.c kcache.h | $(B)/asan
 	$(CC) $(STD) $(SAN) $(WARN) -I. -o $@ $< $(LDLIBS)
 # its remote mode: processes on stores of their own sharing one redis-server (scripts/torture.sh
 # runs it after the filesystems when build/torture_remote is there)
-$(B)/torture_remote: tests/torture.c tests/kt_remote.h kcache.h | $(B)
+$(B)/torture_remote: tests/torture.c tests/kt_remote.h kcache.h kcache_redis.h | $(B)
 	$(CC) $(STD) $(CFLAGS) $(WARN) $(REMOTE_DEFS) -I. -o $@ $< $(REMOTE_LIBS)
 torture: $(B)/torture $(B)/torture_remote
 	@bash scripts/torture.sh $(TORTURE_TIME) $(B)/torture
@@ -291,11 +291,11 @@ $(B)/bench_opencl: bench/bench_opencl.c kcache.h | $(B)
 	$(CC) $(STD) $(BENCH_CFLAGS) $(WARN) -I. -o $@ $< $(CL_LIBS) -lm
 $(B)/bench_evict: bench/bench_evict.c bench/bench_util.h kcache.h | $(B)
 	$(CC) $(STD) $(BENCH_CFLAGS) $(WARN) -I. -o $@ $< $(LDLIBS) -lm
-$(B)/bench_vulkan: bench/bench_vulkan.c bench/bench_util.h examples/vk_compute.h kcache.h | $(B)
+$(B)/bench_vulkan: bench/bench_vulkan.c bench/bench_util.h examples/vk_compute.h kcache.h kcache_vk.h | $(B)
 	$(CC) $(STD) $(BENCH_CFLAGS) $(WARN) -I. -o $@ $< $(VK_LIBS)
-$(B)/bench_remote: bench/bench_remote.c bench/bench_util.h tests/kt_remote.h examples/opencl_demo_kernel.h kcache.h | $(B)
+$(B)/bench_remote: bench/bench_remote.c bench/bench_util.h tests/kt_remote.h examples/opencl_demo_kernel.h kcache.h kcache_redis.h | $(B)
 	$(CC) $(STD) $(BENCH_CFLAGS) $(WARN) -I. -o $@ $< -lOpenCL $(REMOTE_LIBS)
-$(B)/bench_many: bench/bench_many.c bench/bench_util.h tests/kt_remote.h kcache.h | $(B)
+$(B)/bench_many: bench/bench_many.c bench/bench_util.h tests/kt_remote.h kcache.h kcache_redis.h | $(B)
 	$(CC) $(STD) $(BENCH_CFLAGS) $(WARN) -I. -o $@ $< $(REMOTE_LIBS)
 $(B)/bench_%: bench/bench_%.c bench/bench_util.h kcache.h | $(B)
 	$(CC) $(STD) $(BENCH_CFLAGS) $(WARN) -I. -o $@ $< $(LDLIBS)
@@ -335,14 +335,18 @@ demo-cc: $(B)/demo_cc
 	@$(B)/demo_cc
 
 # ---- install ----
+# the core and its companions (kcache_redis.h, kcache_vk.h), each with a .pc naming its library
+HEADERS := kcache.h kcache_redis.h kcache_vk.h
+PCS     := kcache kcache-redis kcache-vk
+KC_VERSION := $(shell sed -n 's/^.define KCACHE_VERSION "\(.*\)"/\1/p' kcache.h)
 install: tools
 	install -d $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/share/man/man1
-	install -m 644 kcache.h $(DESTDIR)$(PREFIX)/include/kcache.h
-	sed 's|@PREFIX@|$(PREFIX)|' kcache.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/kcache.pc
+	install -m 644 $(HEADERS) $(DESTDIR)$(PREFIX)/include/
+	for p in $(PCS); do sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(KC_VERSION)|' $$p.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/$$p.pc; done
 	install -m 755 $(TOOLS) $(DESTDIR)$(PREFIX)/bin/
 	install -m 644 kcache-inspect.1 kcache-top.1 $(DESTDIR)$(PREFIX)/share/man/man1/
 uninstall:
-	rm -f $(DESTDIR)$(PREFIX)/include/kcache.h $(DESTDIR)$(PREFIX)/lib/pkgconfig/kcache.pc
+	rm -f $(addprefix $(DESTDIR)$(PREFIX)/include/,$(HEADERS)) $(PCS:%=$(DESTDIR)$(PREFIX)/lib/pkgconfig/%.pc)
 	rm -f $(DESTDIR)$(PREFIX)/bin/kcache-inspect $(DESTDIR)$(PREFIX)/share/man/man1/kcache-inspect.1
 	rm -f $(DESTDIR)$(PREFIX)/bin/kcache-top $(DESTDIR)$(PREFIX)/share/man/man1/kcache-top.1
 

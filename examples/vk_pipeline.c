@@ -10,8 +10,8 @@
    lavapipe compiles lazily; on a GPU driver it is the step that costs (DESIGN: 82-526 ms cold on
    an H100, under 1.5 ms from the blob). */
 #define KCACHE_IMPLEMENTATION
-#define KCACHE_VULKAN
 #include "kcache.h"
+#include "kcache_vk.h"
 #include "examples/vk_compute.h"
 
 #include <shaderc/shaderc.h>

@@ -98,7 +98,7 @@ for t in $TESTS; do
     [ "$t" = test_opencl ] && libs=-lOpenCL
     [ "$t" = test_remote ] || [ "$t" = test_layers ] || [ "$t" = test_many ] && libs="-lhiredis -lzstd -lssl -lcrypto"
     if [ ! -x "$out/$t" ] || [ "tests/$t.c" -nt "$out/$t" ] || [ kcache.h -nt "$out/$t" ] || [ tests/kt.h -nt "$out/$t" ] ||
-       [ tests/kt_remote.h -nt "$out/$t" ]; then
+       [ tests/kt_remote.h -nt "$out/$t" ] || [ kcache_redis.h -nt "$out/$t" ] || [ kcache_vk.h -nt "$out/$t" ]; then
         compile "$t" "$libs" || { echo "FAIL $tool/$t: does not build"; bad=1; continue; }
     fi
     if [ "$t" = test_opencl ] && [ "$quick" != 0 ]; then

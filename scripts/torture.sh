@@ -34,7 +34,8 @@ failed=0 ran=0
 case "$secs" in ''|*[!0-9]*) echo "usage: scripts/torture.sh SECONDS [BINARY]" >&2; exit 2 ;; esac
 
 # stale BIN: missing, or older than what it is built from
-stale() { [ ! -x "$1" ] || [ "$root/tests/torture.c" -nt "$1" ] || [ "$root/tests/kt_remote.h" -nt "$1" ] || [ "$root/kcache.h" -nt "$1" ]; }
+stale() { [ ! -x "$1" ] || [ "$root/tests/torture.c" -nt "$1" ] || [ "$root/tests/kt_remote.h" -nt "$1" ] || [ "$root/kcache.h" -nt "$1" ] ||
+          [ "$root/kcache_redis.h" -nt "$1" ]; }
 # build BIN FLAGS... : tests/torture.c into BIN (FLAGS: defines, then libraries)
 build() {
     local out=$1

@@ -139,6 +139,88 @@ for std in c11 gnu11; do
     fi
 done
 
+# ---- the companions (kcache_vk.h, kcache_redis.h) beside kcache.h: a program built the 0.4 way
+# (-DKCACHE_VULKAN / -DKCACHE_REDIS and kcache.h alone) builds and runs; the new way (the companion
+# included after kcache.h) too; kcache.h copied alone elsewhere stops with one #error naming the
+# missing file; and (issue 37) the Vulkan part after a system header under -std=gnu11 ----
+cat >"$tmp/vk-decl.c" <<'C'
+#include "kcache.h"
+int use_decls(void) { return kcache_vk_key(NULL, NULL) == KCACHE_EINVAL ? 0 : 1; }
+C
+cat >"$tmp/vk-new.c" <<'C'
+#define KCACHE_IMPLEMENTATION
+#include "kcache.h"
+#include "kcache_vk.h"
+int main(void) { return kcache_vk_key(NULL, NULL) == KCACHE_EINVAL ? 0 : 1; }
+C
+companion_case() { # name, compiler, flags, files, libraries
+    local name=$1 cc=$2 flags=$3 files=$4 libs=$5 out
+    if out=$($cc $flags $warn -I"$root" -o "$tmp/$name" $files $libs -lpthread 2>&1) && "$tmp/$name"; then
+        echo "ok companion/$name"
+    else
+        echo "FAIL companion/$name: $(echo "$out" | grep -m3 -E 'error|warning' | tr '\n' ' ')"
+    fi
+}
+companion_missing() { # name, switch, the companion's file name
+    local name=$1 sw=$2 file=$3 out n
+    mkdir -p "$tmp/alone" && cp "$root/kcache.h" "$tmp/alone/"
+    out=$(cc -std=c99 $sw -I"$tmp/alone" -fsyntax-only "$tmp/impl.c" 2>&1)
+    n=$(echo "$out" | grep -c 'error:')
+    if [ "$n" -eq 1 ] && echo "$out" | grep 'error:' | grep -q "$file"; then
+        echo "ok companion/$name"
+    else
+        echo "FAIL companion/$name: want one error naming $file, got $n: $(echo "$out" | grep -m3 error | tr '\n' ' ')"
+    fi
+}
+if [ -f /usr/include/vulkan/vulkan.h ]; then
+    companion_case vk-04-gcc-c99 gcc "-std=c99 -Wpedantic -DKCACHE_VULKAN" "$tmp/impl.c $tmp/vk-decl.c" -lvulkan
+    companion_case vk-04-gxx-cxx11 g++ "-x c++ -std=c++11 -Wpedantic -DKCACHE_VULKAN" "$tmp/impl.c $tmp/vk-decl.c" -lvulkan
+    companion_case vk-new-clang-c99 clang "-std=c99 -Wpedantic" "$tmp/vk-new.c" -lvulkan
+    companion_case vk-new-clangxx-cxx17 clang++ "-x c++ -std=c++17 -Wpedantic" "$tmp/vk-new.c" -lvulkan
+    printf '#include <stdint.h>\n#define KCACHE_IMPLEMENTATION\n#define KCACHE_VULKAN\n#include "kcache.h"\nint main(void) { return 0; }\n' >"$tmp/vk-gnu.c"
+    companion_case vk-gnu11-stdint-first gcc "-std=gnu11" "$tmp/vk-gnu.c" -lvulkan
+else
+    echo "FAIL companion/vk: <vulkan/vulkan.h> missing (Debian: libvulkan-dev)"
+fi
+companion_missing vk-missing -DKCACHE_VULKAN kcache_vk.h
+cat >"$tmp/redis-new.c" <<'C'
+#define KCACHE_IMPLEMENTATION
+#include "kcache_redis.h"
+#include "kcache.h"
+int main(void) { /* KCACHE_REMOTE alone reaches the backend: a port nobody listens on is an error, not "built without" */
+    kcache_config cfg;
+    kcache *kc;
+    char why[512];
+    int reached;
+    kcache_config_defaults(&cfg);
+    cfg.persistent = 0;
+    cfg.remote = "redis://127.0.0.1:1";
+    if (kcache_open(&kc, &cfg) != KCACHE_OK) return 1;
+    reached = kcache_remote_in_use(kc, why, sizeof why) == 1;
+    kcache_close(kc);
+    return reached ? 0 : 1;
+}
+C
+cat >"$tmp/redis-late.c" <<'C'
+#define KCACHE_IMPLEMENTATION
+#include "kcache.h"
+#include "kcache_redis.h"
+int main(void) { return 0; }
+C
+rlibs="-lhiredis -lzstd -lssl -lcrypto"
+rdefs="-DKCACHE_ZSTD -DKCACHE_HMAC_OPENSSL -DKCACHE_TLS_OPENSSL"
+companion_case redis-new-gcc-c99 gcc "-std=c99 -Wpedantic $rdefs" "$tmp/redis-new.c" "$rlibs"
+companion_case redis-new-gxx-cxx11 g++ "-x c++ -std=c++11 -Wpedantic $rdefs" "$tmp/redis-new.c" "$rlibs"
+companion_case redis-new-plain-clang-c99 clang "-std=c99 -Wpedantic" "$tmp/redis-new.c" -lhiredis
+companion_case redis-04-gnu11-stdio-first gcc "-std=gnu11 -DKCACHE_REDIS $rdefs -include stdio.h" "$tmp/impl.c $tmp/decl.c" "$rlibs"
+out=$(cc -std=c99 -I"$root" -fsyntax-only "$tmp/redis-late.c" 2>&1)
+if [ "$(echo "$out" | grep -c 'error:')" -eq 1 ] && echo "$out" | grep 'error:' | grep -q 'kcache_redis.h.*KCACHE_REDIS'; then
+    echo "ok companion/redis-too-late"
+else
+    echo "FAIL companion/redis-too-late: want one error saying how to include kcache_redis.h: $(echo "$out" | grep -m3 error | tr '\n' ' ')"
+fi
+companion_missing redis-missing -DKCACHE_REDIS kcache_redis.h
+
 # ---- MSVC: the _MSC_VER branches (Interlocked atomics, intrinsics) compiled here with clang in MSVC
 # mode against the mingw-w64 headers (no MSVC on this machine; -fsyntax-only: there is no MSVC C
 # runtime to link). -fgnuc-version and __declspec as a macro let the mingw headers take their GCC

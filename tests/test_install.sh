@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # make install / uninstall honour PREFIX and DESTDIR; a program builds against the installed header
-# through pkg-config.
+# through pkg-config, and against each installed companion (kcache_redis.h, kcache_vk.h) through its own
+# .pc (kcache-redis, kcache-vk), the new way and the 0.4 way (-DKCACHE_REDIS / -DKCACHE_VULKAN).
 set -u
 root=$(cd "$(dirname "$0")/.." && pwd)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 dest=$tmp/dest prefix=/opt/kc
 if make -s -C "$root" install DESTDIR="$dest" PREFIX="$prefix" >"$tmp/log" 2>&1; then echo "ok install-runs"; else echo "FAIL install-runs: $(tail -3 "$tmp/log" | tr '\n' ' ')"; fi
-for f in include/kcache.h lib/pkgconfig/kcache.pc bin/kcache-inspect share/man/man1/kcache-inspect.1; do
+for f in include/kcache.h include/kcache_redis.h include/kcache_vk.h lib/pkgconfig/kcache.pc lib/pkgconfig/kcache-redis.pc \
+         lib/pkgconfig/kcache-vk.pc bin/kcache-inspect share/man/man1/kcache-inspect.1; do
     if [ -f "$dest$prefix/$f" ]; then echo "ok installed-$(basename "$f")"; else echo "FAIL installed-$(basename "$f"): $dest$prefix/$f missing"; fi
 done
 cat >"$tmp/use.c" <<'C'
@@ -22,6 +24,33 @@ if cc -std=c99 -o "$tmp/use" "$tmp/use.c" $flags -I"$dest$prefix/include" 2>"$tm
 else
     echo "FAIL builds-against-installed-header: $flags $(head -3 "$tmp/cc.log" | tr '\n' ' ')"
 fi
+# the companions, each through its .pc (which brings kcache's): the new way, then the 0.4 way
+cat >"$tmp/use-redis.c" <<'C'
+#define KCACHE_IMPLEMENTATION
+#include <kcache_redis.h>
+int main(void) { kcache_config c; kcache *kc; int on; kcache_config_defaults(&c); c.persistent = 0; c.remote = "redis://127.0.0.1:1";
+                 if (kcache_open(&kc, &c) != KCACHE_OK) return 1; on = kcache_remote_in_use(kc, NULL, 0); kcache_close(kc); return on ? 0 : 1; }
+C
+cat >"$tmp/use-vk.c" <<'C'
+#define KCACHE_IMPLEMENTATION
+#include <kcache.h>
+#include <kcache_vk.h>
+int main(void) { return kcache_vk_key(NULL, NULL) == KCACHE_EINVAL ? 0 : 1; }
+C
+companion() { # name, .pc, source, extra flags
+    local f
+    f=$(PKG_CONFIG_PATH=$pc PKG_CONFIG_SYSROOT_DIR=$dest pkg-config --cflags --libs "$2" 2>&1)
+    if cc -std=c99 $4 -o "$tmp/$1" "$3" $f -I"$dest$prefix/include" 2>"$tmp/cc.log" && "$tmp/$1"; then echo "ok builds-against-installed-$1"
+    else echo "FAIL builds-against-installed-$1: $f $(head -3 "$tmp/cc.log" | tr '\n' ' ')"; fi
+}
+companion redis kcache-redis "$tmp/use-redis.c" ""
+companion redis-0.4 kcache-redis "$tmp/use.c" -DKCACHE_REDIS
+if [ -f /usr/include/vulkan/vulkan.h ]; then
+    companion vk kcache-vk "$tmp/use-vk.c" ""
+    companion vk-0.4 kcache-vk "$tmp/use.c" -DKCACHE_VULKAN
+else echo "FAIL builds-against-installed-vk: <vulkan/vulkan.h> missing (Debian: libvulkan-dev)"; fi
+if grep -q "^Version: $(sed -n 's/^.define KCACHE_VERSION "\(.*\)"/\1/p' "$root/kcache.h")\$" "$pc/kcache.pc"; then echo "ok pc-version"
+else echo "FAIL pc-version: $(grep Version "$pc/kcache.pc")"; fi
 if grep -q "^prefix=$prefix\$" "$pc/kcache.pc"; then echo "ok pc-prefix"; else echo "FAIL pc-prefix: $(head -1 "$pc/kcache.pc")"; fi
 make -s -C "$root" uninstall DESTDIR="$dest" PREFIX="$prefix" >/dev/null 2>&1
 left=$(find "$dest" -type f | wc -l)
