@@ -2,7 +2,7 @@
  * tools/kcache-inspect.c and tools/kcache-top.c after kcache.h's implementation).
  *
  * Whatever a tool prints came, often enough, from outside: a unit name, a file name found on
- * disk, a CPU name in a numba index. kcache.h's one rule (kcache__esc_char: valid printable UTF-8
+ * disk, a CPU name in a numba index. kcache.h's one rule (kcache_escape_char: valid printable UTF-8
  * as it is; control bytes, invalid UTF-8, the C1 and the bidi controls as \xHH or \u{XXXX})
  * applies here to every %s and %c argument, whatever the format says around it, so that a message
  * cannot forget it: such text never starts a line, moves the cursor or reorders what follows. The
@@ -63,7 +63,7 @@ static void ktext_esc(ktext *t, const char *s, size_t n, size_t width, int left)
     size_t i = 0, start = t->len, w;
     while (i < n) {
         char one[11];
-        size_t used, l = kcache__esc_char(p + i, n - i, one, &used);
+        size_t used, l = kcache_escape_char(p + i, n - i, one, &used);
         ktext_put(t, one, l);
         i += used;
     }
