@@ -23,11 +23,15 @@
  * Exit status: 0; 2 for a usage error, a directory that never appeared or cannot be read, or an
  * interactive run without a terminal.
  *
- * Build: cc -std=c99 -O2 -I. -o build/kcache-top tools/kcache-top.c -lncursesw -lpthread */
+ * Build: cc -std=c99 -O2 -I. -o build/kcache-top tools/kcache-top.c -lncursesw -lpthread
+ * Without curses: -DKCACHE_TOP_NO_CURSES and no -lncursesw: batch mode (-b) only; the interactive
+ * view says "built without curses: only -b" and exits 2. */
 #define KCACHE_IMPLEMENTATION
 #include "kcache.h"
 
+#ifndef KCACHE_TOP_NO_CURSES /* built without curses (no curses header): batch mode only */
 #include <curses.h>
+#endif
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -48,8 +52,10 @@
 
 #if defined(__GNUC__) || defined(__clang__)
 #define KT_PRINTF(a, b) __attribute__((format(printf, a, b)))
+#define KT_VIEW_ONLY __attribute__((unused)) /* used by the interactive view (and fuzz_stats) only */
 #else
 #define KT_PRINTF(a, b)
+#define KT_VIEW_ONLY
 #endif
 
 #define KT_HIST 240     /* rate samples kept for the sparklines */
@@ -634,7 +640,7 @@ static const char *kt_time(int64_t ns, int full, char *buf, size_t cap) {
     }
     return buf;
 }
-static const char *kt_ago(int64_t ns, char *buf, size_t cap) {
+KT_VIEW_ONLY static const char *kt_ago(int64_t ns, char *buf, size_t cap) {
     int64_t d = ns > 0 ? (K.wall - ns) / 1000000000 : 0; /* (a time from a damaged file may be anything) */
     if (ns <= 0) snprintf(buf, cap, "-");
     else if (d < 0) snprintf(buf, cap, "now");
@@ -673,7 +679,7 @@ static int kt_shard(unsigned i, char *url, size_t cap, uint64_t v[5]) {
     kcache_escape(url, cap, row.name, strlen(row.name));
     return 1;
 }
-static int kt_remote_used(void) { /* (layer hits are the layers', shown in the totals) */
+KT_VIEW_ONLY static int kt_remote_used(void) { /* (layer hits are the layers', shown in the totals) */
     return K.tot[KCACHE_CTR_REMOTE_LOOKUPS] || K.tot[KCACHE_CTR_REMOTE_PUTS] || K.tot[KCACHE_CTR_REMOTE_ERRORS] ||
            K.tot[KCACHE_CTR_REMOTE_SKIPPED];
 }
@@ -698,7 +704,7 @@ static const char *kt_kind_name(int k) {
     default: return "?";
     }
 }
-static int kt_kind_color(int k, int reason) {
+KT_VIEW_ONLY static int kt_kind_color(int k, int reason) {
     switch (k) {
     case KCACHE_EVENT_HIT_MEMORY: case KCACHE_EVENT_HIT_STORE: case KCACHE_EVENT_HIT_REMOTE: case KCACHE_EVENT_HIT_LAYER: return C_GOOD;
     case KCACHE_EVENT_MISS: return reason == KCACHE_REASON_REJECTED ? C_BAD : C_WARN;
@@ -729,7 +735,7 @@ static void kt_spark(kt_lb *b, int metric, int w, int ascii) {
     }
 }
 
-static const char *kt_metric_fmt(int m, double v, char *buf, size_t cap) {
+KT_VIEW_ONLY static const char *kt_metric_fmt(int m, double v, char *buf, size_t cap) {
     if (m == M_READ || m == M_WRITTEN) {
         char t[32];
         snprintf(buf, cap, "%s/s", kt_bytes((uint64_t)(v + 0.5), t, sizeof t));
@@ -1131,6 +1137,19 @@ static void kt_snapshot(kt_lines *L, int index, int count) {
 /* ---------------------------------------------------------------------------------------------- */
 /* the interactive view                                                                           */
 
+/* The interactive keys, for the help view and --help alike. */
+static const char *const kt_keys[] = {
+    "  q          quit",
+    "  p          pause / resume sampling",
+    "  s          cycle the units' sort: hits, misses, size, last use",
+    "  Tab        move between the units and the event log",
+    "  Up Down PgUp PgDn Home End   scroll",
+    "  Enter      a unit's detail: overloads, fields, dependency stamps, recent misses",
+    "  Esc        back",
+    "  ? or h     this help (any key leaves it)",
+};
+
+#ifndef KCACHE_TOP_NO_CURSES
 enum { V_MAIN, V_DETAIL, V_HELP };
 static struct {
     int view, paused, focus; /* focus 0: units, 1: events */
@@ -1415,18 +1434,6 @@ static void kt_draw_lines(const kt_lines *L, size_t *top, const char *title, con
     kt_draw(LINES - 1, keys, kt_attr[C_TITLE], 1);
 }
 
-/* The interactive keys, for the help view and --help alike. */
-static const char *const kt_keys[] = {
-    "  q          quit",
-    "  p          pause / resume sampling",
-    "  s          cycle the units' sort: hits, misses, size, last use",
-    "  Tab        move between the units and the event log",
-    "  Up Down PgUp PgDn Home End   scroll",
-    "  Enter      a unit's detail: overloads, fields, dependency stamps, recent misses",
-    "  Esc        back",
-    "  ? or h     this help (any key leaves it)",
-};
-
 static void kt_help(kt_lines *L) {
     size_t i;
     kt_line(L, C_HEAD, "kcache-top: a live view of a kcache store");
@@ -1566,6 +1573,10 @@ static int kt_interactive(void) {
     }
     return rc;
 }
+#define KT_INTERACTIVE 1
+#else
+#define KT_INTERACTIVE 0 /* (main says so before it starts anything) */
+#endif /* KCACHE_TOP_NO_CURSES */
 
 /* ---------------------------------------------------------------------------------------------- */
 
@@ -1675,6 +1686,7 @@ int main(int argc, char **argv) {
     } else {
         strcpy(K.dir, dir);
     }
+    if (!K.batch && !KT_INTERACTIVE) { fprintf(stderr, "kcache-top: built without curses: only -b\n"); return 2; }
     if (K.detail_unit && !K.batch) { fprintf(stderr, "kcache-top: -U is for batch mode (-b); interactively, press Enter on a unit\n"); return 2; }
     if ((s = kt_attach()) == 2) return 2;
     if (s == 1 && !K.batch) kt_eprintf("kcache-top: %s does not exist yet; waiting for it (a program makes it when it first uses the store)\n", K.dir);
@@ -1734,6 +1746,10 @@ int main(int argc, char **argv) {
         return 2;
     }
     if (!K.utf8) K.ascii = 1;
+#if KT_INTERACTIVE
     return kt_interactive();
+#else
+    return 2;
+#endif
 }
 #endif /* KCACHE_TOP_NO_MAIN */
