@@ -35,8 +35,15 @@ $(B) $(B)/asan $(B)/noofd $(B)/asan-noofd:
 tools: $(TOOLS)
 examples: $(EXAMPLES)
 
-$(B)/kcache-inspect: tools/kcache-inspect.c kcache.h | $(B)
-	$(CC) $(STD) $(CFLAGS) $(WARN) -I. -o $@ $< $(LDLIBS)
+# kcache-inspect: one program from the files below (tools/inspect.h says what each holds);
+# TOOL_INSPECT_LIB, all but main's, is what the fuzz targets and bench_inspect build with too
+TOOL_INSPECT_SRC := tools/inspect_main.c tools/inspect_common.c tools/inspect_pickle.c tools/inspect_sha.c \
+                    tools/inspect_numba.c tools/inspect_llvm.c tools/inspect_zip.c tools/inspect_pysrc.c \
+                    tools/inspect_store.c
+TOOL_INSPECT_LIB := $(filter-out tools/inspect_main.c,$(TOOL_INSPECT_SRC))
+TOOL_INSPECT_DEPS := $(TOOL_INSPECT_SRC) tools/inspect.h tools/ktext.h kcache.h
+$(B)/kcache-inspect: $(TOOL_INSPECT_DEPS) | $(B)
+	$(CC) $(STD) $(CFLAGS) $(WARN) -I. -o $@ $(TOOL_INSPECT_SRC) $(LDLIBS)
 
 $(B)/kcache-top: tools/kcache-top.c kcache.h | $(B)
 	$(CC) $(STD) $(CFLAGS) $(WARN) -I. -o $@ $< $(CURSES) $(LDLIBS)
@@ -86,8 +93,8 @@ $(B)/test_layers: tests/test_layers.c kcache.h tests/kt.h tests/kt_remote.h | $(
 $(B)/asan/test_layers: tests/test_layers.c kcache.h tests/kt.h tests/kt_remote.h | $(B)/asan
 	$(CC) $(STD) $(SAN) $(WARN) -I. -o $@ $< $(REMOTE_LIBS)
 # the ASan run checks --make-layer with an ASan+UBSan kcache-inspect too
-$(B)/asan/kcache-inspect: tools/kcache-inspect.c kcache.h | $(B)/asan
-	$(CC) $(STD) $(SAN) $(WARN) -I. -o $@ $< $(LDLIBS)
+$(B)/asan/kcache-inspect: $(TOOL_INSPECT_DEPS) | $(B)/asan
+	$(CC) $(STD) $(SAN) $(WARN) -I. -o $@ $(TOOL_INSPECT_SRC) $(LDLIBS)
 REMOTE_TESTS := $(B)/test_remote $(B)/asan/test_remote $(B)/test_layers $(B)/asan/test_layers $(B)/asan/kcache-inspect
 # the batch call (kcache_get_or_build_many): processes and threads on one store, and stores of their
 # own sharing a redis-server
@@ -240,10 +247,12 @@ FUZZERS    := fuzz_pickle fuzz_store fuzz_stats fuzz_env
 FUZZ_TIME  ?= 600
 FUZZ_SMOKE ?= 15
 FUZZ_FLAGS := -std=c99 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
-$(B)/fuzz_pickle: fuzz/fuzz_pickle.c fuzz/fuzz_json.h tools/kcache-inspect.c kcache.h | $(B)
-	clang $(FUZZ_FLAGS) -I. -DKCACHE_INSPECT_NO_MAIN -o $@ $< $(LDLIBS)
-$(B)/fuzz_store: fuzz/fuzz_store.c fuzz/fuzz_json.h tools/kcache-inspect.c kcache.h | $(B)
-	clang $(FUZZ_FLAGS) -I. -o $@ $< $(LDLIBS)
+# (both include inspect_store.c, the file of the tool that compiles kcache.h's implementation: they
+# call its private parsers, and fuzz_json.h its UTF-8 reader)
+$(B)/fuzz_pickle: fuzz/fuzz_pickle.c fuzz/fuzz_json.h $(TOOL_INSPECT_DEPS) | $(B)
+	clang $(FUZZ_FLAGS) -I. -o $@ $< $(filter-out tools/inspect_store.c,$(TOOL_INSPECT_LIB)) $(LDLIBS)
+$(B)/fuzz_store: fuzz/fuzz_store.c fuzz/fuzz_json.h $(TOOL_INSPECT_DEPS) | $(B)
+	clang $(FUZZ_FLAGS) -I. -o $@ $< $(filter-out tools/inspect_store.c,$(TOOL_INSPECT_LIB)) $(LDLIBS)
 $(B)/fuzz_stats: fuzz/fuzz_stats.c fuzz/fuzz_tmp.h tools/kcache-top.c kcache.h | $(B)
 	clang $(FUZZ_FLAGS) -I. -o $@ $< $(LDLIBS)
 $(B)/fuzz_env: fuzz/fuzz_env.c fuzz/fuzz_tmp.h kcache.h | $(B)
@@ -281,7 +290,9 @@ $(B)/bench_many: bench/bench_many.c bench/bench_util.h tests/kt_remote.h kcache.
 $(B)/bench_%: bench/bench_%.c bench/bench_util.h kcache.h | $(B)
 	$(CC) $(STD) $(BENCH_CFLAGS) $(WARN) -I. -o $@ $< $(LDLIBS)
 
-$(B)/bench_inspect: tools/kcache-inspect.c   # it includes the tool (and reads bench/data/numba-200)
+# kcache-inspect's files but its main, as the tool builds them (it reads bench/data/numba-200)
+$(B)/bench_inspect: bench/bench_inspect.c bench/bench_util.h $(TOOL_INSPECT_DEPS) | $(B)
+	$(CC) $(STD) $(BENCH_CFLAGS) $(WARN) -I. -o $@ $< $(TOOL_INSPECT_LIB) $(LDLIBS)
 # every build of a tool, or of a program that includes one, prints through tools/ktext.h
 $(TOOLS) $(B)/asan/kcache-inspect $(B)/fuzz_pickle $(B)/fuzz_store $(B)/fuzz_stats $(B)/bench_inspect: tools/ktext.h
 

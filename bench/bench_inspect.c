@@ -17,9 +17,8 @@
  * start, about 2 ms here); the machine is noisy: read the ratio, not the absolute numbers.
  * Everything runs in a temp directory on the filesystem of $TMPDIR (default /tmp).
  *
- * Build: make build/bench_inspect */
-#define KCACHE_INSPECT_NO_MAIN
-#include "../tools/kcache-inspect.c"
+ * Build: make build/bench_inspect (this file with kcache-inspect's files but its main) */
+#include "../tools/inspect.h"
 #include "bench_util.h"
 
 #include <stdio.h>
@@ -30,7 +29,7 @@
 
 static unsigned char *read_all(const char *path, size_t *len)
 {
-    unsigned char *b = slurp(path, KI_MAX_FILE, len);
+    unsigned char *b = ki_slurp(path, KI_MAX_FILE, len);
     if (!b) { fprintf(stderr, "bench_inspect: cannot read %s\n", path); exit(1); }
     return b;
 }
@@ -122,15 +121,15 @@ int main(int argc, char **argv)
         {
             double t1 = now_s();
             size_t n, total = 0;
-            unsigned char *b = slurp(ix_path, KI_MAX_FILE, &n);
+            unsigned char *b = ki_slurp(ix_path, KI_MAX_FILE, &n);
             total += n;
             free(b);
-            b = slurp(src_path, KI_MAX_FILE, &n);
+            b = ki_slurp(src_path, KI_MAX_FILE, &n);
             total += n;
             free(b);
             for (k = 1; k <= nfiles; k++) {
                 snprintf(path, sizeof path, "%s/__pycache__/m200.pick-4.py311.%zu.nbc", dir, k);
-                b = slurp(path, KI_MAX_FILE, &n);
+                b = ki_slurp(path, KI_MAX_FILE, &n);
                 total += n;
                 free(b);
             }

@@ -1,5 +1,6 @@
 /* fuzz_json.h - a strict JSON syntax check for the fuzz targets' --json reports (RFC 8259
-   grammar; strings must be valid UTF-8). Shared by fuzz_pickle.c and fuzz_store.c. */
+   grammar; strings must be valid UTF-8). Shared by fuzz_pickle.c and fuzz_store.c, included after
+   tools/inspect_store.c (kcache.h's kcache__utf8_seq, kcache-inspect's ki_hexval). */
 #ifndef FUZZ_JSON_H
 #define FUZZ_JSON_H
 typedef struct jp { const char *p, *e; int depth; } jp;
@@ -17,7 +18,7 @@ static int jp_string(jp *j)
             if (j->p >= j->e) return 0;
             if (*j->p == 'u') {
                 int k;
-                for (k = 1; k <= 4; k++) if (j->p + k >= j->e || hexval((unsigned char)j->p[k]) < 0) return 0;
+                for (k = 1; k <= 4; k++) if (j->p + k >= j->e || ki_hexval((unsigned char)j->p[k]) < 0) return 0;
                 j->p += 5;
                 continue;
             }

@@ -1,7 +1,7 @@
 /* fuzz_pickle.c - libFuzzer target for kcache-inspect's pickle reader and numba .nbi decoder.
  *
- *   clang -std=c99 -g -O1 -fsanitize=fuzzer,address,undefined -DKCACHE_INSPECT_NO_MAIN \
- *         -o build/fuzz_pickle fuzz/fuzz_pickle.c
+ *   make build/fuzz_pickle   (this file, which includes tools/inspect_store.c for kcache.h's
+ *                             implementation, with kcache-inspect's other files but its main)
  *   build/fuzz_pickle -max_total_time=300 build/fuzz-corpus fuzz/corpus/pickle
  *
  * Each input goes through: the bare pickle reader (every pickle in it, rendered), then the
@@ -10,7 +10,7 @@
  * (member lookup, inflate, CRC) and as raw deflate data, and as Python text (its lines, a
  * notebook cell's function, its imports).  The JSON is checked for well-formedness here, so a
  * malformed report aborts like a crash does.  Nothing is written to the terminal. */
-#include "../tools/kcache-inspect.c"
+#include "../tools/inspect_store.c"   /* kcache.h's implementation (fuzz_json.h's UTF-8 reader) */
 
 #include "fuzz_json.h"
 
@@ -104,7 +104,7 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
             for (k = 0; k < nl; k++)
                 if (L[k].start > L[k].end || L[k].end > size || L[k].code_end > L[k].end || (k && L[k].start != L[k - 1].end))
                     __builtin_trap();
-            if (cell_function(data, L, nl, "0000000000", &first, &last) && (first > last || last >= nl)) __builtin_trap();
+            if (py_cell_function(data, L, nl, "0000000000", &first, &last) && (first > last || last >= nl)) __builtin_trap();
             free(L);
         }
         {

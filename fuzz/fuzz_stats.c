@@ -32,7 +32,7 @@
  *      back. The payload read back is the payload put; tmp/ holds no leftover.
  *
  * tools/kcache-top.c has no switch yet to leave its main() and interactive view out (as
- * kcache-inspect.c has KCACHE_INSPECT_NO_MAIN): KCACHE_TOP_NO_MAIN is defined for when it has,
+ * kcache-inspect keeps its main in tools/inspect_main.c): KCACHE_TOP_NO_MAIN is defined for when it has,
  * and meanwhile its main is renamed while it is included (and the target links -lncursesw). */
 #define KCACHE_TOP_NO_MAIN
 #define main kcache_top_main_unused

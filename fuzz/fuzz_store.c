@@ -1,7 +1,7 @@
 /* fuzz_store.c - libFuzzer target for kcache's on-disk parsers and kcache-inspect's kcache mode.
  *
- *   clang -std=c99 -g -O1 -fsanitize=fuzzer,address,undefined -I. -o build/fuzz_store \
- *         fuzz/fuzz_store.c -lpthread
+ *   make build/fuzz_store   (this file, which includes tools/inspect_store.c for kcache.h's private
+ *                            parsers, with kcache-inspect's other files but its main)
  *   build/fuzz_store -max_total_time=300 build/fuzz-store-corpus fuzz/corpus/store
  *
  * Each input goes through every parser, as it is and "repaired": the checksums an input cannot
@@ -24,8 +24,7 @@
  *     pid 1 to 10 digits, hex groups 1 to 16 lower-case digits; anything else is never kcache's.
  * Nothing touches the filesystem (dependency checks are off) and nothing is written to the
  * terminal. */
-#define KCACHE_INSPECT_NO_MAIN
-#include "../tools/kcache-inspect.c"
+#include "../tools/inspect_store.c"
 
 #include "fuzz_json.h"
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # scripts/cross.sh ARCH [--build-only] [TEST...]
 #   TEST: a program of tests/ (default: test_hash test_key test_lru test_store test_index
-#   test_flight test_threads test_backend) or of tools/ (kcache-inspect, built by scripts/exchange.sh).
+#   test_flight test_threads test_backend) or kcache-inspect (from tools/inspect_*.c, for scripts/exchange.sh).
 #
 # Builds the C test programs for ARCH (aarch64: little-endian, NEON hash path; s390x: big-endian,
 # scalar hash path) with Debian's cross gcc, statically linked, and runs each under
@@ -60,15 +60,17 @@ failed=0
 pids=() names=()
 for t in "${tests[@]}"; do
     src=$root/tests/$t.c bin=$out/$t
-    [ -f "$src" ] || src=$root/tools/$t.c   # a tool (kcache-inspect, for scripts/exchange.sh)
-    if [ ! -f "$src" ]; then echo "FAIL $arch/$t: no tests/$t.c or tools/$t.c"; failed=1; continue; fi
-    if [ -x "$bin" ] && [ "$bin" -nt "$src" ] && [ "$bin" -nt "$root/kcache.h" ] && [ "$bin" -nt "$root/tests/kt.h" ] &&
-       [ "$bin" -nt "$0" ]; then
+    srcs=("$src")
+    [ "$t" = kcache-inspect ] && src=$root/tools/inspect_main.c srcs=("$root"/tools/inspect_*.c)   # the tool, for scripts/exchange.sh
+    if [ ! -f "$src" ]; then echo "FAIL $arch/$t: no tests/$t.c"; failed=1; continue; fi
+    fresh=1
+    for s in "${srcs[@]}" "$root/tools/inspect.h" "$root/kcache.h" "$root/tests/kt.h" "$0"; do [ "$bin" -nt "$s" ] || fresh=0; done
+    if [ -x "$bin" ] && [ $fresh -eq 1 ]; then
         continue
     fi
     while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do wait -n 2>/dev/null || sleep 0.2; done
     ( rm -f "$bin"
-      if ! $cc $flags -I"$root" -I"$root/tests" -o "$bin.tmp" "$src" -lpthread >"$out/$t.build.log" 2>&1; then exit 1; fi
+      if ! $cc $flags -I"$root" -I"$root/tests" -o "$bin.tmp" "${srcs[@]}" -lpthread >"$out/$t.build.log" 2>&1; then exit 1; fi
       mv "$bin.tmp" "$bin" ) &
     pids+=($!) names+=("$t")
 done

@@ -1,5 +1,5 @@
 /* ktext.h - printf for kcache's tools, with every string argument escaped (included by
- * tools/kcache-inspect.c and tools/kcache-top.c after kcache.h's implementation).
+ * kcache-inspect's tools/inspect_common.c and by tools/kcache-top.c, after kcache.h).
  *
  * Whatever a tool prints came, often enough, from outside: a unit name, a file name found on
  * disk, a CPU name in a numba index. kcache.h's one rule (kcache_escape_char: valid printable UTF-8
@@ -18,6 +18,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* The rule's one step (a character in, its text out): kcache.h's public kcache_escape_char (any
+   file of a tool may call it; the implementation is compiled in one of them). A tool may still
+   name a function of its own here. */
+#ifndef KTEXT_ESC_CHAR
+#define KTEXT_ESC_CHAR kcache_escape_char
+#endif
 
 typedef struct ktext {
     char *p;        /* the text (NUL-terminated); buf until it outgrows it */
@@ -63,7 +70,7 @@ static void ktext_esc(ktext *t, const char *s, size_t n, size_t width, int left)
     size_t i = 0, start = t->len, w;
     while (i < n) {
         char one[11];
-        size_t used, l = kcache_escape_char(p + i, n - i, one, &used);
+        size_t used, l = KTEXT_ESC_CHAR(p + i, n - i, one, &used);
         ktext_put(t, one, l);
         i += used;
     }

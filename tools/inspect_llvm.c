@@ -1,0 +1,403 @@
+/* inspect_llvm.c - kcache-inspect: this machine's CPU as each numba's LLVM names it.
+ *
+ * numba keys an overload on the CPU name and feature string of the LLVM it was built with, so
+ * which one an index must hold depends on the numba that reads it: the table of which numba
+ * builds with which LLVM, the host's name and features as that LLVM gives them, the feature
+ * strings compared (byte for byte, or name by name when another LLVM listed them), and --host,
+ * which prints the names of every LLVM the tool knows. */
+#include "inspect.h"
+
+/* ---------------------------------------------------------------------------------------- */
+/* Host CPU.                                                                                 */
+
+/* numba -> llvmlite -> LLVM.  numba's magic tuple holds the CPU name that *its* LLVM's host
+ * detection returns, and LLVM learns CPUs release by release (a CPU newer than the LLVM is
+ * "generic", or an older family name), so the name an index must hold to be used depends on
+ * the LLVM of the numba that reads it.  Each numba release pins one llvmlite minor (its wheels'
+ * metadata: numba 0.50.0 "llvmlite<0.34,>=0.33.0.dev0", 0.57.0 "<0.41,>=0.40.0dev0", ...,
+ * 0.63.0 and 0.64.0 both "<0.47,>=0.46.0dev0", 0.68.0 "<0.51,>=0.50.0dev0"; the PyPI pages of
+ * 0.51 and 0.54 say "llvmlite 0.34.*" and "0.37.*"), and each llvmlite builds with the LLVM of
+ * llvmlite's "Historical compatibility table" (its README: 0.33 LLVM 9, 0.34-0.36 10,
+ * 0.37-0.39 11, 0.40 11 and 14, 0.41-0.43 14, 0.44 15 and 16, 0.45-0.47 20, 0.48+ 22).  The
+ * LLVM of each wheel was checked by loading it (llvm_version_info: 0.33.0 9.0.1, 0.36.0 10.0.1,
+ * 0.39.1 11.1.0, 0.40.1 and 0.43.0 14.0.6, 0.44.0 15.0.7, 0.47.0 20.1.8, 0.50.0 22.1.0).
+ * Distributions may build with another LLVM: Debian 12's llvmlite 0.39.1 reports LLVM 14.  The
+ * index tells the two apart: each overload holds the target triple of the LLVM that wrote it,
+ * "x86_64-unknown-linux-gnu" from every PyPI wheel above, "x86_64-pc-linux-gnu" from Debian's
+ * LLVM (both checked with llvmlite's get_process_triple). */
+typedef struct ki_numba_llvm {
+    unsigned char lo, hi;          /* numba 0.lo .. 0.hi */
+    unsigned char llvm[2];         /* [0] the LLVM of PyPI's wheels; [1] another build's, 0: none known */
+    const char *other;             /* who builds with llvm[1] */
+    const char *other_triple;      /* the end of the target triple that build writes, NULL: not known */
+} ki_numba_llvm;
+
+#define KI_PYPI_TRIPLE "-unknown-linux-gnu"   /* llvmlite's wheels, x86-64 Linux */
+
+static const ki_numba_llvm ki_numba_llvms[] = {
+    {50, 50, {9, 0}, NULL, NULL},
+    {51, 53, {10, 0}, NULL, NULL},
+    {54, 55, {11, 0}, NULL, NULL},
+    {56, 56, {11, 14}, "Debian 12's python3-numba", "-pc-linux-gnu"},
+    {57, 57, {14, 11}, "llvmlite 0.40 built with LLVM 11", NULL},
+    {58, 60, {14, 0}, NULL, NULL},
+    {61, 61, {15, 16}, "llvmlite 0.44 built with LLVM 16", NULL},
+    {62, 65, {20, 0}, NULL, NULL},
+    {66, 68, {22, 0}, NULL, NULL},
+};
+
+/* "0.56.4" -> 56; -1 when it is not 0.N[...]. */
+int ki_numba_minor(const char *v, size_t n)
+{
+    size_t i = 2;
+    int m = 0;
+    if (n < 3 || v[0] != '0' || v[1] != '.' || v[2] < '0' || v[2] > '9') return -1;
+    while (i < n && v[i] >= '0' && v[i] <= '9' && m < 10000) m = m * 10 + (v[i++] - '0');
+    return m;
+}
+
+static int str_ieq(const char *a, const char *b)
+{
+    for (; *a && *b; a++, b++) {
+        int ca = *a >= 'A' && *a <= 'Z' ? *a + 32 : *a, cb = *b >= 'A' && *b <= 'Z' ? *b + 32 : *b;
+        if (ca != cb) return 0;
+    }
+    return *a == *b;
+}
+
+/* The LLVM majors the numba of version v builds with ([0]: PyPI's).  0 when numba is older than
+ * the table (LLVM 8 or older); a numba newer than the table is taken to use the newest LLVM. */
+static int numba_llvms(int minor, int *llvm, const char **other, const char **other_triple, int *beyond)
+{
+    size_t k;
+    *other = *other_triple = NULL;
+    *beyond = 0;
+    for (k = 0; k < sizeof ki_numba_llvms / sizeof ki_numba_llvms[0]; k++) {
+        const ki_numba_llvm *e = &ki_numba_llvms[k];
+        if (minor >= e->lo && minor <= e->hi) {
+            llvm[0] = e->llvm[0];
+            llvm[1] = e->llvm[1];
+            *other = e->other;
+            *other_triple = e->other_triple;
+            return e->llvm[1] ? 2 : 1;
+        }
+    }
+    if (minor > ki_numba_llvms[sizeof ki_numba_llvms / sizeof ki_numba_llvms[0] - 1].hi) {
+        llvm[0] = KI_LLVM_NEWEST;
+        *beyond = 1;
+        return 1;
+    }
+    return 0;
+}
+
+/* Whether an index holds an overload compiled on this machine by a numba that named it cpu: its
+ * CPU name and its features (by name: another LLVM's list) are this host's, so not an override
+ * such as NUMBA_CPU_NAME=generic (whose features are ""). */
+static int index_has_cpu(const nb_index *ix, const char *cpu, const char *feat)
+{
+    size_t k;
+    for (k = 0; k < ix->nov; k++)
+        if (ix->ov[k].shape_ok && ix->ov[k].cpu->n == strlen(cpu) && memcmp(ix->ov[k].cpu->s, cpu, ix->ov[k].cpu->n) == 0 &&
+            feat_match_by_name(ix->ov[k].features->s, ix->ov[k].features->n, (const unsigned char *)feat, strlen(feat)))
+            return 1;
+    return 0;
+}
+
+/* Whether an overload of ix has a target triple ending in tail. */
+static int index_has_triple(const nb_index *ix, const char *tail)
+{
+    size_t k, tl = strlen(tail);
+    for (k = 0; k < ix->nov; k++)
+        if (ix->ov[k].shape_ok && ix->ov[k].triple->n >= tl && memcmp(ix->ov[k].triple->s + ix->ov[k].triple->n - tl, tail, tl) == 0)
+            return 1;
+    return 0;
+}
+
+/* This machine's CPU as the numba that reads ix sees it.  --cpu, --features and numba's own
+ * NUMBA_CPU_NAME / NUMBA_CPU_FEATURES win.  Otherwise kcache.h's detector gives the name (its
+ * stable, newest-LLVM name, and what LLVM N calls this CPU) and the features: numba's LLVM
+ * names a different set of features than the detector (on a Zen 5, LLVM 14 knows 32 fewer,
+ * LLVM 22 6 fewer: names it dropped), so a detected feature string is compared with an index's name by name:
+ * every feature both name must agree, one named by only one side is not compared.  --features
+ * and NUMBA_CPU_FEATURES are compared byte for byte, as numba does. */
+void ki_host_resolve(const ki_opts *op, const nb_index *ix, ki_host *h)
+{
+    const char *env_cpu = getenv("NUMBA_CPU_NAME"), *env_feat = getenv("NUMBA_CPU_FEATURES");
+    const char *ver = op->numba_version;
+    size_t vn;
+    int minor, k, beyond = 0, in_table = 1;
+    const char *other = NULL, *other_triple = NULL;
+    memset(h, 0, sizeof *h);
+    h->llvm_used = -1;
+    if (op->cpu) { h->cpu = op->cpu; h->cpu_from = "--cpu"; }
+    else if (env_cpu) { h->cpu = env_cpu; h->cpu_from = "NUMBA_CPU_NAME"; }
+    if (op->features) { h->features = op->features; h->features_from = "--features"; }
+    else if (env_feat) { h->features = env_feat; h->features_from = "NUMBA_CPU_FEATURES"; }
+    else if (h->cpu && str_ieq(h->cpu, "generic")) { h->features = ""; h->features_from = "numba's default for generic"; }
+    if (h->cpu && h->features) return;
+    ki_host_cpu_name(h->detected, sizeof h->detected);
+    ki_host_cpu_features(h->feat_buf, sizeof h->feat_buf);
+    if (!h->features) {
+        h->features = h->feat_buf;
+        h->features_from = "detected (compared by name)";
+        h->features_by_name = 1;
+    }
+    if (h->cpu || !h->detected[0]) return;
+    h->cpu_from = "detected";
+    ki_fmt(h->cpu_buf, sizeof h->cpu_buf, "%s", h->detected);
+    h->cpu = h->cpu_buf;
+    /* which LLVM reads the index: --llvm-version, else the numba's (--numba-version, else the
+       index's own version) */
+    if (ver) {
+        vn = strlen(ver);
+    } else {
+        ver = (const char *)ix->version->s;
+        vn = ix->version->n;
+    }
+    minor = ki_numba_minor(ver, vn);
+    if (minor >= 0) ki_fmt(h->numba, sizeof h->numba, "0.%d", minor);
+    if (op->llvm_version > 0) {
+        h->llvm[0] = op->llvm_version;
+        h->nllvm = 1;
+        other = "--llvm-version";
+    } else if (minor >= 0) {
+        h->nllvm = numba_llvms(minor, h->llvm, &other, &other_triple, &beyond);
+    }
+    if (!h->nllvm) {
+        ki_fmt(h->llvm_note, sizeof h->llvm_note, "numba %.20s is older than kcache's table of numba's LLVMs (LLVM 8 or "
+               "older): taking the newest LLVM's name (pass --cpu or --llvm-version if numba names it otherwise)",
+               minor >= 0 ? h->numba : "of an unrecognized version");
+        return;
+    }
+    for (k = 0; k < h->nllvm; k++) {
+        int r = ki_host_cpu_name_llvm((unsigned)h->llvm[k], h->llvm_name[k], sizeof h->llvm_name[k]);
+        if (r != 1) in_table = 0;
+        if (r == 2) ki_fmt(h->llvm_note, sizeof h->llvm_note, "kcache does not track this platform's CPU names per LLVM version");
+    }
+    h->llvm_used = 0;
+    /* the triple says which build wrote the index, so which LLVM reads it, even where both
+       name this CPU alike (a Zen 5 is generic to LLVM 11 and 14): llvm_used reports that LLVM */
+    if (h->nllvm == 2 && other_triple) {
+        int t0 = index_has_triple(ix, KI_PYPI_TRIPLE), t1 = index_has_triple(ix, other_triple);
+        if (t0 != t1) h->llvm_used = t1;
+    }
+    if (h->nllvm == 2 && strcmp(h->llvm_name[0], h->llvm_name[1]) != 0) {
+        /* the two builds name this CPU differently: an index written here holds one of them */
+        int has0 = index_has_cpu(ix, h->llvm_name[0], h->feat_buf), has1 = index_has_cpu(ix, h->llvm_name[1], h->feat_buf);
+        int t0 = index_has_triple(ix, KI_PYPI_TRIPLE), t1 = other_triple && index_has_triple(ix, other_triple);
+        char pick[160];
+        if (t0 != t1) {   /* the triple says which build wrote the index */
+            h->llvm_used = t1;
+            ki_fmt(pick, sizeof pick, "the index's target triple (...%s) is that build's: taken as this numba's",
+                   t1 ? other_triple : KI_PYPI_TRIPLE);
+        } else if (has0 != has1) {
+            h->llvm_used = has1;
+            ki_fmt(pick, sizeof pick, "the index holds LLVM %d's name: taken as this numba's", h->llvm[h->llvm_used]);
+        } else {
+            ki_fmt(pick, sizeof pick, "taking PyPI's (pass --llvm-version N for the other)");
+        }
+        ki_fmt(h->llvm_note, sizeof h->llvm_note, "numba %s's LLVM %d (PyPI's wheels) calls it %s, LLVM %d (%s) %s; %s", h->numba,
+               h->llvm[0], h->llvm_name[0], h->llvm[1], other ? other : "another build", h->llvm_name[1], pick);
+    } else if (beyond) {
+        ki_fmt(h->llvm_note, sizeof h->llvm_note, "numba %s is newer than kcache's table of numba's LLVMs: taking LLVM %d's "
+               "name (pass --cpu or --llvm-version if its LLVM names this CPU otherwise)", h->numba, h->llvm[0]);
+    } else if (!in_table && !h->llvm_note[0]) {
+        ki_fmt(h->llvm_note, sizeof h->llvm_note, "LLVM %d is outside kcache's table of LLVM host names (LLVM %d-%d): "
+               "taking the nearest one's name", h->llvm[0], KI_LLVM_OLDEST, KI_LLVM_NEWEST);
+    }
+    if (h->llvm_name[h->llvm_used][0]) ki_fmt(h->cpu_buf, sizeof h->cpu_buf, "%s", h->llvm_name[h->llvm_used]);
+}
+
+/* Feature strings: "+name,-name,...". */
+typedef struct feat { const char *name; size_t len; char sign; } feat;
+
+static size_t feat_parse(const unsigned char *s, size_t n, feat *out, size_t cap)
+{
+    size_t i = 0, cnt = 0;
+    while (i < n) {
+        size_t j = i;
+        while (j < n && s[j] != ',' && s[j] != ' ') j++;
+        if (j > i && cnt < cap) {
+            feat *f = &out[cnt++];
+            f->sign = (s[i] == '+' || s[i] == '-') ? (char)s[i] : '+';
+            f->name = (const char *)s + i + (s[i] == '+' || s[i] == '-');
+            f->len = j - i - (size_t)(s[i] == '+' || s[i] == '-');
+        }
+        i = j + 1;
+    }
+    return cnt;
+}
+
+static int feat_cmp(const void *x, const void *y)
+{
+    const feat *a = (const feat *)x, *b = (const feat *)y;
+    size_t l = a->len < b->len ? a->len : b->len;
+    int c = memcmp(a->name, b->name, l);
+    return c ? c : a->len < b->len ? -1 : a->len > b->len;
+}
+
+#define KI_MAX_FEATS 1024
+
+static void feat_emit(ki_out *o, char sign, const feat *f, size_t *nd, size_t max, int json)
+{
+    char buf[160];
+    size_t l = f->len < 120 ? f->len : 120;
+    buf[0] = sign;
+    memcpy(buf + 1, f->name, l);
+    buf[l + 1] = 0;
+    if (*nd < max && o) {
+        if (json) { if (*nd) ko_putc(o, ','); ko_json_cstr(o, buf); }
+        else { ko_putc(o, ' '); ko_text(o, (const unsigned char *)buf, l + 1, 0); }
+    }
+    (*nd)++;
+}
+
+/* Writes the difference of features a against reference b, in name order: "+x" a enables x
+ * where b does not, "-x" a disables x where b enables it, "?x" named by only one of the two
+ * (left out with by_name: a detected reference names another LLVM's set of features).
+ * Returns the number of differences; writes at most max of them.  Sorted merge: O(n log n)
+ * whatever a hostile index holds; at most KI_MAX_FEATS entries of each string are compared. */
+size_t feat_diff(ki_out *o, const unsigned char *a, size_t an, const unsigned char *b, size_t bn,
+                 size_t max, int json, int by_name)
+{
+    static feat fa[KI_MAX_FEATS], fb[KI_MAX_FEATS];
+    size_t na = feat_parse(a, an, fa, KI_MAX_FEATS), nb = feat_parse(b, bn, fb, KI_MAX_FEATS), i = 0, j = 0, nd = 0;
+    qsort(fa, na, sizeof *fa, feat_cmp);
+    qsort(fb, nb, sizeof *fb, feat_cmp);
+    while (i < na || j < nb) {
+        int c = i >= na ? 1 : j >= nb ? -1 : feat_cmp(&fa[i], &fb[j]);
+        if (c < 0) { if (!by_name) feat_emit(o, '?', &fa[i], &nd, max, json); i++; }
+        else if (c > 0) { if (!by_name) feat_emit(o, '?', &fb[j], &nd, max, json); j++; }
+        else {
+            if (fa[i].sign != fb[j].sign) feat_emit(o, fa[i].sign, &fa[i], &nd, max, json);
+            i++; j++;
+        }
+    }
+    return nd;
+}
+
+/* Whether an index's feature string a matches a detected host string b name by name: every
+ * feature both name agrees, b names most (4 in 5) of a's features, and a names at least half
+ * of b's, so that two LLVMs' lists of one CPU match while "" or a short list never matches a
+ * full one.  b is kcache.h's list, every name of LLVM 14..22: an older LLVM's list names fewer
+ * (LLVM 14's 88 of its 120 on a Zen 5), so b's side is held to half, not 4 in 5. */
+int feat_match_by_name(const unsigned char *a, size_t an, const unsigned char *b, size_t bn)
+{
+    static feat fa[KI_MAX_FEATS], fb[KI_MAX_FEATS];
+    size_t na = feat_parse(a, an, fa, KI_MAX_FEATS), nb = feat_parse(b, bn, fb, KI_MAX_FEATS), i = 0, j = 0, common = 0;
+    qsort(fa, na, sizeof *fa, feat_cmp);
+    qsort(fb, nb, sizeof *fb, feat_cmp);
+    while (i < na && j < nb) {
+        int c = feat_cmp(&fa[i], &fb[j]);
+        if (c < 0) i++;
+        else if (c > 0) j++;
+        else {
+            if (fa[i].sign != fb[j].sign) return 0;
+            common++; i++; j++;
+        }
+    }
+    return common * 5 >= na * 4 && common * 2 >= nb;
+}
+
+/* Whether a feature string is in the form numba computes for the host: llvmlite's
+ * FeatureMap.flatten(), "+name" or "-name" for each feature, sorted by name, joined by ",".  A
+ * string in another order can only come from NUMBA_CPU_FEATURES, and numba compares the strings
+ * byte for byte: the same features in another order are another key. */
+int feat_in_flatten_order(const unsigned char *s, size_t n)
+{
+    static feat fs[KI_MAX_FEATS];
+    size_t nf = feat_parse(s, n, fs, KI_MAX_FEATS), k;
+    if (nf >= KI_MAX_FEATS) return 0;
+    for (k = 0; k < n; k++) if (s[k] == ' ') return 0;
+    for (k = 0; k < nf; k++) {
+        if (fs[k].name == (const char *)s || (fs[k].name[-1] != '+' && fs[k].name[-1] != '-')) return 0;
+        if (k && feat_cmp(&fs[k - 1], &fs[k]) >= 0) return 0;
+    }
+    return 1;
+}
+
+size_t feat_count(const pk_node *f, size_t *enabled)
+{
+    static feat fs[KI_MAX_FEATS];
+    size_t n = feat_parse(f->s, f->n, fs, KI_MAX_FEATS), k;
+    *enabled = 0;
+    for (k = 0; k < n; k++) if (fs[k].sign == '+') (*enabled)++;
+    return n;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* --host: this machine's CPU as each LLVM, and so each numba release, names it.             */
+
+void ki_host_report(const ki_opts *op, ki_out *o)
+{
+    char stable[128], name[128];
+    static char feat[KI_HOST_FEATURES_MAX];
+    unsigned v;
+    size_t k;
+    int r;
+    ki_host_cpu_name(stable, sizeof stable);
+    ki_host_cpu_features(feat, sizeof feat);
+    r = ki_host_cpu_name_llvm(KI_LLVM_NEWEST, name, sizeof name);
+    if (op->json) {
+        ko_puts(o, "{\n  \"cpu\": "); ko_json_cstr(o, stable);
+        ko_puts(o, ",\n  \"features\": "); ko_json_cstr(o, feat);
+        ko_printf(o, ",\n  \"names_per_llvm\": %s", r == 2 ? "false" : "true");
+        ko_puts(o, ",\n  \"llvm\": {");
+        for (v = KI_LLVM_OLDEST; v <= KI_LLVM_NEWEST; v++) {
+            ki_host_cpu_name_llvm(v, name, sizeof name);
+            ko_printf(o, "%s\"%u\": ", v == KI_LLVM_OLDEST ? "" : ", ", v);
+            ko_json_cstr(o, name);
+        }
+        ko_puts(o, "},\n  \"numba\": [");
+        for (k = 0; k < sizeof ki_numba_llvms / sizeof ki_numba_llvms[0]; k++) {
+            const ki_numba_llvm *e = &ki_numba_llvms[k];
+            int q;
+            ko_printf(o, "%s\n    {\"numba\": [\"0.%d\", \"0.%d\"], \"llvm\": [", k ? "," : "", e->lo, e->hi);
+            for (q = 0; q < 2 && e->llvm[q]; q++) ko_printf(o, "%s%d", q ? ", " : "", e->llvm[q]);
+            ko_puts(o, "], \"names\": [");
+            for (q = 0; q < 2 && e->llvm[q]; q++) {
+                ki_host_cpu_name_llvm(e->llvm[q], name, sizeof name);
+                if (q) ko_puts(o, ", ");
+                ko_json_cstr(o, name);
+            }
+            ko_puts(o, "], \"other_build\": "); ko_json_cstr(o, e->other);
+            ko_puts(o, "}");
+        }
+        ko_puts(o, "\n  ]\n}\n");
+        return;
+    }
+    ko_printf(o, "host CPU   %s (kcache's name: LLVM %d's)\n", stable, KI_LLVM_NEWEST);
+    {
+        size_t en = 0, nf;
+        pk_node tmpn;
+        memset(&tmpn, 0, sizeof tmpn);
+        tmpn.s = (const unsigned char *)feat;
+        tmpn.n = strlen(feat);
+        nf = feat_count(&tmpn, &en);
+        ko_printf(o, "features   %zu listed, %zu enabled (as kcache names them; numba's LLVM lists its own set):\n  %s\n", nf, en, feat);
+    }
+    if (r == 2) ko_puts(o, "per LLVM   not tracked on this platform: every LLVM is taken to name it as above\n");
+    else {
+        char prev[128] = "";
+        ko_puts(o, "per LLVM  ");
+        for (v = KI_LLVM_OLDEST; v <= KI_LLVM_NEWEST; v++) {
+            ki_host_cpu_name_llvm(v, name, sizeof name);
+            if (strcmp(name, prev) != 0) ko_printf(o, "%s %u+ %s", prev[0] ? "," : "", v, name);
+            ki_fmt(prev, sizeof prev, "%s", name);
+        }
+        ko_putc(o, '\n');
+    }
+    ko_puts(o, "numba's    (numba -> its LLVM -> what that LLVM calls this CPU)\n");
+    for (k = 0; k < sizeof ki_numba_llvms / sizeof ki_numba_llvms[0]; k++) {
+        const ki_numba_llvm *e = &ki_numba_llvms[k];
+        char n0[128], n1[128] = "";
+        ki_host_cpu_name_llvm(e->llvm[0], n0, sizeof n0);
+        if (e->llvm[1]) ki_host_cpu_name_llvm(e->llvm[1], n1, sizeof n1);
+        char label[32];
+        if (e->lo == e->hi) ki_fmt(label, sizeof label, "0.%d", e->lo);
+        else ki_fmt(label, sizeof label, "0.%d-0.%d", e->lo, e->hi);
+        ko_printf(o, "  %-10s LLVM %-2d %s", label, e->llvm[0], n0);
+        if (e->llvm[1]) ko_printf(o, "; LLVM %d (%s) %s", e->llvm[1], e->other, n1);
+        ko_putc(o, '\n');
+    }
+}
