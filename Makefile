@@ -13,7 +13,7 @@ SAN     := -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-om
 
 # one test program per layer; each runs plain and under ASan+UBSan (and, through scripts/memcheck.sh,
 # under valgrind memcheck and ThreadSanitizer)
-CTESTS  := test_hash test_host test_key test_lru test_threads test_store test_flight test_index test_exchange test_hostile test_backend
+CTESTS  := test_hash test_host test_key test_lru test_threads test_store test_flight test_index test_exchange test_hostile test_backend test_toolapi
 # misuse of the API caught in a debug build (KCACHE_ASSERT overridden to count), plain and under ASan
 CTESTS  += test_misuse
 TOOLS   := $(B)/kcache-inspect $(B)/kcache-top

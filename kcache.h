@@ -110,6 +110,7 @@
          >>api       opening, keys, lookups: kcache_open ... kcache_get_or_build
          >>opencl    kcache_cl_build (KCACHE_OPENCL)
          >>stats     kcache_stats, kcache_verify
+         >>toolapi   reading a store: index logs, records, accounting, the stats file (tools)
        implementation (KCACHE_IMPLEMENTATION), in dependency order
          >>platform  threads, time, atomics, files: everything that differs between systems
          >>registry  the one process-wide state: lock files, dependency stamps, the CPU's SIMD
@@ -125,6 +126,7 @@
          >>pub       publishing counters and events for kcache-top (KCACHE_NO_PUB)
          >>cache     the public calls: configuration (KCACHE_NO_ENV), open/close, get/put/remove,
                      the tiers below the store, explain, stats, single flight
+         >>toolapi   reading a store for tools: the decoders above behind public names
          >>opencl    kcache_cl_build's implementation (KCACHE_OPENCL)
        companions: files beside this one, written on its API (each opens with how to use it)
          kcache_redis.h  the Redis backend of >>remote: hiredis, TLS, Cluster (KCACHE_REDIS)
@@ -877,6 +879,270 @@ KCACHE_API kcache_status kcache_trim(kcache *kc, uint64_t bytes, int dry_run, kc
 KCACHE_API kcache_status kcache_remove_unit(kcache *kc, const char *unit, int dry_run, kcache_tidy *done);
 /* Removes every entry of the store (indexes stay: they say what left). */
 KCACHE_API kcache_status kcache_clear(kcache *kc, int dry_run, kcache_tidy *done);
+
+/* ============================================================================================== */
+/* >>toolapi  reading a store: index logs, records, accounting, the stats file, dependencies      */
+/* ============================================================================================== */
+
+/* What kcache-top and kcache-inspect read, for any tool: a store opened read-only (never locked,
+   written or repaired), its units' index logs and their key records, the accounting file
+   (config.file), the stats file (DIR/stats: what every process using the store publishes), a
+   dependency as it is now, and the text helpers both tools print with. Every decoder is the
+   library's own, with its validation: what the library would not trust (a file of another user,
+   a damaged record) is an error here too.
+   Stability: read-only; the structs below may gain fields at their end in a minor version (check
+   KCACHE_VERSION_MINOR before reading a field added later); names and meanings do not change.
+   Threads: a kcache_reader and what is opened from it are used by one thread at a time; separate
+   handles are independent. Allocation: bounded by what is read (an index log, at most 64 MiB),
+   through KCACHE_MALLOC. Compiled out: with KCACHE_NO_EXPLAIN the index calls return
+   KCACHE_EDISABLED, with KCACHE_NO_PUB the stats file calls do (the declarations and structs are
+   the same whatever is defined). */
+
+typedef struct kcache_reader kcache_reader;
+
+/* Opens the store at dir to read (the directory must exist; nothing is created). Its owner (the
+   directory's) is whom its files are trusted from, with root. KCACHE_ENOENT, KCACHE_EUNSAFE (not
+   a directory), KCACHE_ENOMEM. */
+KCACHE_API kcache_status kcache_reader_open(kcache_reader **out, const char *dir);
+KCACHE_API void kcache_reader_close(kcache_reader *r);
+/* The store owner's uid (0 on Windows). */
+KCACHE_API uint32_t kcache_reader_owner(const kcache_reader *r);
+/* The directory kcache_config_init picks when KCACHE_DIR is unset ($XDG_CACHE_HOME/kcache, else
+   $HOME/.cache/kcache; %LocalAppData%\kcache). KCACHE_ENOENT when neither is usable, KCACHE_ETOOBIG
+   when it does not fit cap. */
+KCACHE_API kcache_status kcache_default_dir(char *out, size_t cap);
+
+/* ---- text: DESIGN's one escaping rule, for every byte that came from outside ---- */
+/* One character of s (n bytes left) as it is printed: valid printable UTF-8 as it is; a byte below
+   0x20, 0x7f or invalid UTF-8 as \xHH; a C1 or bidi control as \u{XXXX}. Returns the length written
+   to out (NUL-terminated), *used the bytes of s it took (0 only when n is 0). */
+KCACHE_API size_t kcache_escape_char(const unsigned char *s, size_t n, char out[11], size_t *used);
+/* n bytes of s escaped character by character into out (cut at a character to fit cap, with
+   "..." when cut; always terminated; s NULL gives "(null)"). Returns out. */
+KCACHE_API char *kcache_escape(char *out, size_t cap, const void *s, size_t n);
+/* s quoted for a POSIX shell, so that a suggested command can be pasted exactly. Returns out. */
+KCACHE_API char *kcache_shell_quote(char *out, size_t cap, const char *s);
+/* A size: digits with an optional K, M, G or T (powers of 1024), optionally B or iB after it, as
+   KCACHE_MAX_SIZE reads it. KCACHE_EINVAL when it is not one. */
+KCACHE_API kcache_status kcache_parse_size(const char *s, uint64_t *out);
+/* The sentence for a miss reason ("a dependency changed"; kcache_reason_name has the word). */
+KCACHE_API const char *kcache_reason_text(kcache_reason r);
+
+/* ---- the accounting file (config.file) ---- */
+typedef struct kcache_accounting {
+    uint64_t bytes;       /* the entries' accounted size */
+    uint64_t entries;
+    uint64_t generation;  /* changes whenever an entry is added or removed */
+    uint64_t limit;       /* the limit its writer kept (KCACHE_MAX_SIZE) */
+    uint64_t evictions;   /* entries evicted by the size limit since the file was made */
+    int sound;            /* the header's checksum holds and no update is half done */
+} kcache_accounting;
+/* The header of DIR/config.file. KCACHE_ENOENT when there is none (no process made it yet),
+   KCACHE_ECORRUPT when it is not one. */
+KCACHE_API kcache_status kcache_read_accounting(kcache_reader *r, kcache_accounting *out);
+/* When the entry of that digest was last used, from the use table (ns since 1970). KCACHE_MISS
+   when the table has no row for it. */
+KCACHE_API kcache_status kcache_read_last_use(kcache_reader *r, kcache_hash128 digest, int64_t *when_ns);
+/* An entry's file, relative to the store: "e/XX/<32 hex>.kce" (cap: 48 is enough). */
+KCACHE_API kcache_status kcache_entry_path(kcache_hash128 digest, char *out, size_t cap);
+/* Whether the entry of that digest is in the store: KCACHE_OK with its file's size (when size is
+   not NULL), KCACHE_ENOENT (evicted or removed), KCACHE_EUNSAFE (something else in its place). */
+KCACHE_API kcache_status kcache_entry_stat(kcache_reader *r, kcache_hash128 digest, uint64_t *size);
+
+/* ---- key records: the fields of a key as the store keeps them ---- */
+/* Decodes a key record (an index item's) into k (kcache_key_free it, whatever the result; its
+   file fields hold the stamps as stored). KCACHE_ECORRUPT when the record fails validation. */
+KCACHE_API kcache_status kcache_record_decode(const void *record, size_t len, kcache_key *k);
+/* Field i (0 .. k->count - 1, in the key's canonical order) of a key; NULL past the end. */
+KCACHE_API const kcache_key_field *kcache_key_field_at(const kcache_key *k, uint32_t i);
+
+/* How a file field's stored stamp compares with the file now: the bits that differ (0: same). */
+enum { KCACHE_STAMP_DIFF_MTIME = 1, KCACHE_STAMP_DIFF_SIZE = 2, KCACHE_STAMP_DIFF_CONTENT = 4 };
+KCACHE_API int kcache_stamp_compare(const kcache_key_field *stored, const kcache_key_field *now);
+/* Whether such a difference makes the entry stale under a policy (KCACHE_STAMP_HYBRID ...): the
+   next get misses with the reason "stamp". */
+KCACHE_API int kcache_stamp_stale(int diff, int policy);
+
+/* ---- a dependency as it is now, looked at safely ---- */
+/* The store's owner chose the path; whoever looks (root, a reader of a shared store) must not block
+   on a FIFO put there, follow a symlink or read another user's file. So the file is opened without
+   following a link and without blocking, checked on the descriptor, and read only when it is a
+   regular file of owner_uid or root whose size is the stored one, and at most max_read bytes. */
+typedef enum kcache_dep_state {
+    KCACHE_DEP_READ,        /* stat and content now in `now` (content zero when over max_read) */
+    KCACHE_DEP_OTHER_SIZE,  /* another size than stored: stat in `now`, not read (it changed) */
+    KCACHE_DEP_MISSING,     /* no such file */
+    KCACHE_DEP_SYMLINK,     /* a symlink: not followed */
+    KCACHE_DEP_NOT_REGULAR, /* a FIFO, device, directory or socket: not read */
+    KCACHE_DEP_FOREIGN,     /* owned by another user (uid): not read */
+    KCACHE_DEP_ERROR        /* cannot be opened or stat'ed (error: an errno) */
+} kcache_dep_state;
+typedef struct kcache_dep {
+    kcache_dep_state state;
+    kcache_key_field now;   /* mtime_ns, file_size and content, as far as state says */
+    uint32_t uid;           /* the file's owner (KCACHE_DEP_FOREIGN) */
+    int error;              /* KCACHE_DEP_ERROR: the errno */
+} kcache_dep;
+/* KCACHE_OK with *out filled (whatever its state), KCACHE_EINVAL. */
+KCACHE_API kcache_status kcache_dep_now(const kcache_key_field *stored, const char *path, uint32_t owner_uid, uint64_t max_read,
+                                        kcache_dep *out);
+/* A few words for a state ("a symlink: not followed", "not a regular file: not read", ...). */
+KCACHE_API const char *kcache_dep_state_text(kcache_dep_state s);
+
+/* ---- a unit's index log: what is stored, what left and why, traced misses ---- */
+typedef struct kcache_index kcache_index;
+typedef enum kcache_index_list {
+    KCACHE_INDEX_LIVE,    /* overloads stored now (oldest first) */
+    KCACHE_INDEX_GONE,    /* overloads that left (the last 32), with why */
+    KCACHE_INDEX_MISSED,  /* traced misses (KCACHE_TRACE=1: the last 32) with the missing key */
+    KCACHE_INDEX_LISTS
+} kcache_index_list;
+typedef struct kcache_index_item {
+    kcache_hash128 digest;
+    int64_t when;                 /* stored, gone or missed at (ns since 1970); 0: not known */
+    uint64_t size;                /* payload bytes */
+    kcache_reason reason;         /* gone, missed: why */
+    uint32_t pid;                 /* missed: the process */
+    const unsigned char *record;  /* the key record (kcache_record_decode), valid until the index is freed */
+    uint32_t record_len;
+} kcache_index_item;
+/* Reads a unit's index log (replaying it as the library does). KCACHE_ENOENT when the unit has
+   none, KCACHE_ECORRUPT when it fails validation (or is not the owner's), KCACHE_EDISABLED with
+   KCACHE_NO_EXPLAIN. */
+KCACHE_API kcache_status kcache_index_read(kcache_reader *r, const char *unit, kcache_index **out);
+KCACHE_API uint32_t kcache_index_count(const kcache_index *ix, kcache_index_list list);
+/* Item i of a list; NULL past its end. */
+KCACHE_API const kcache_index_item *kcache_index_at(const kcache_index *ix, kcache_index_list list, uint32_t i);
+KCACHE_API void kcache_index_free(kcache_index *ix);
+/* The log as read: its records (every one appended since the last rewrite) and its bytes. */
+KCACHE_API void kcache_index_size(const kcache_index *ix, size_t *records, size_t *bytes);
+/* A unit's index file, relative to the store: "i/XX/<32 hex>.kci" (cap: 48 is enough). */
+KCACHE_API kcache_status kcache_index_path(const char *unit, char *out, size_t cap);
+/* Traced miss i of the index, explained as kcache_explain explained it then (the closest stored
+   overload and the fields that differ, the stamp that changed, when it was evicted). Returns the
+   length it needed, as snprintf; writes at most cap bytes, terminated. */
+KCACHE_API size_t kcache_index_explain(const kcache_index *ix, uint32_t missed_i, const char *unit, int policy, char *buf, size_t cap);
+
+/* The index files of a store, one at a time (for a tool that lists every unit). */
+typedef struct kcache_index_walk kcache_index_walk;
+typedef struct kcache_index_file {
+    uint64_t name_lo;       /* the low 64 bits of the unit name's digest (from the file name) */
+    uint64_t ino, size;     /* the file's, to tell a changed one */
+    int64_t mtime_ns;
+    char path[48];          /* relative to the store */
+} kcache_index_file;
+KCACHE_API kcache_status kcache_index_walk_open(kcache_reader *r, kcache_index_walk **out);
+/* The next index file: KCACHE_OK, or KCACHE_MISS when there is none left. */
+KCACHE_API kcache_status kcache_index_walk_next(kcache_index_walk *w, kcache_index_file *out);
+/* The unit the current file names in its header (cap: KCACHE_UNIT_MAX is enough). KCACHE_ECORRUPT
+   when the header is not an index's. */
+KCACHE_API kcache_status kcache_index_walk_unit(kcache_index_walk *w, char *unit, size_t cap);
+KCACHE_API void kcache_index_walk_close(kcache_index_walk *w);
+
+/* ---- the stats file: what every process using the store publishes ---- */
+/* Counters, one per kcache_stats field that counts events; a process's and the store's totals.
+   The names follow the metrics' (DESIGN: kcache_hits_total{tier=...}, ...). */
+typedef enum kcache_counter {
+    KCACHE_CTR_HITS_MEMORY = 0, KCACHE_CTR_HITS_STORE, KCACHE_CTR_MISSES, KCACHE_CTR_PUTS, KCACHE_CTR_EVICTIONS,
+    KCACHE_CTR_REJECTS, KCACHE_CTR_BYTES_READ, KCACHE_CTR_BYTES_WRITTEN, KCACHE_CTR_MEMORY_EVICTIONS,
+    KCACHE_CTR_BUILDS, KCACHE_CTR_BUILD_WAITS, KCACHE_CTR_STORE_ERRORS,
+    KCACHE_CTR_MISSES_BY_REASON = 16, /* + a kcache_reason: the misses of that reason */
+    KCACHE_CTR_HITS_REMOTE = 32, KCACHE_CTR_HITS_LAYER, KCACHE_CTR_REMOTE_LOOKUPS, KCACHE_CTR_REMOTE_PUTS,
+    KCACHE_CTR_REMOTE_ERRORS, KCACHE_CTR_REMOTE_TIMEOUTS, KCACHE_CTR_REMOTE_SKIPPED, KCACHE_CTR_REMOTE_CALLS,
+    KCACHE_CTR_REMOTE_LATENCY_NS, KCACHE_CTR_REMOTE_REJECTS,
+    KCACHE_CTR_BREAKER_OPENS, KCACHE_CTR_BREAKER_CLOSES, /* a process's breakers open now: opens - closes */
+    KCACHE_CTR_COUNT = 48
+} kcache_counter;
+/* Event kinds. Memory hits are sampled (the first of an entry, then at most one a second). */
+typedef enum kcache_event_kind {
+    KCACHE_EVENT_HIT_MEMORY = 1, KCACHE_EVENT_HIT_STORE, KCACHE_EVENT_MISS, KCACHE_EVENT_PUT, KCACHE_EVENT_EVICT,
+    KCACHE_EVENT_HIT_REMOTE, KCACHE_EVENT_HIT_LAYER
+} kcache_event_kind;
+#define KCACHE_STATS_SLOTS 64        /* process slots */
+#define KCACHE_STATS_UNITS 64        /* units per slot's table */
+#define KCACHE_STATS_EVENTS 64       /* events per slot's ring */
+#define KCACHE_STATS_UNIT_NAME 64    /* bytes of a unit's name kept in a unit table (cut) */
+#define KCACHE_STATS_EVENT_NAME 80   /* ... in an event */
+#define KCACHE_STATS_ROW_NAME 80     /* ... in a table row (a shard's URL) */
+#define KCACHE_STATS_ROW_VALUES 8
+
+typedef struct kcache_stats_file kcache_stats_file;
+typedef enum kcache_slot_state {
+    KCACHE_SLOT_FREE, KCACHE_SLOT_LIVE, KCACHE_SLOT_DEAD,
+    KCACHE_SLOT_OTHER_DOMAIN /* a process of another host or pid namespace, not judged dead */
+} kcache_slot_state;
+typedef struct kcache_stats_slot {
+    uint64_t owner;          /* pid << 32 | start time bits; 0: free (a new owner: a new session) */
+    uint64_t epoch;          /* odd while the slot changes hands */
+    uint64_t domain;
+    int64_t opened, last;    /* when its kcache opened, its last event (ns) */
+    uint64_t events;         /* events written (its ring's head) */
+    uint32_t pid;
+    kcache_slot_state state;
+    int setting_up;          /* being claimed right now */
+    char name[17];           /* the process's name, as it is (print it escaped) */
+    uint64_t counters[KCACHE_CTR_COUNT];
+} kcache_stats_slot;
+typedef struct kcache_stats_snapshot {
+    uint64_t totals[KCACHE_CTR_COUNT];     /* the store's: retired counters + every claimed slot's */
+    kcache_stats_slot slots[KCACHE_STATS_SLOTS];
+    unsigned claimed, processes;           /* slots claimed; live processes (one may hold several) */
+    int consistent;                        /* no slot changed hands while it was read */
+} kcache_stats_snapshot;
+typedef struct kcache_stats_unit {
+    uint64_t hash;           /* XXH3-128 lo of the unit's name; 0: an empty or changing entry */
+    uint64_t hits_memory, hits_store, misses, puts, bytes_put;
+    int64_t last;            /* its last event (ns) */
+    kcache_reason last_miss; /* the reason of its last miss (when misses) */
+    uint32_t name_len;       /* the name's full length (name is cut to KCACHE_STATS_UNIT_NAME) */
+    int changing;            /* being rewritten while read: read it again next time */
+    char name[KCACHE_STATS_UNIT_NAME + 1];
+} kcache_stats_unit;
+typedef struct kcache_stats_event {
+    uint64_t seq;            /* the slot's n-th event, from 1 */
+    int64_t time;
+    uint64_t unit_hash, size, count; /* count: entries, for evictions */
+    uint32_t pid, name_len;
+    kcache_event_kind kind;
+    int reason;              /* misses: a kcache_reason; puts: the kcache_status of the store write */
+    char unit[KCACHE_STATS_EVENT_NAME + 1];
+} kcache_stats_event;
+/* Tables a part publishes per row: the remote tier's shards today (values: hits, misses, errors,
+   timeouts, skipped calls), per-node tables of a backend later, each a new kcache_stats_table. */
+typedef enum kcache_stats_table { KCACHE_STATS_SHARDS } kcache_stats_table;
+typedef struct kcache_stats_row {
+    uint64_t id;             /* 0: a free row */
+    char name[KCACHE_STATS_ROW_NAME + 1];
+    unsigned nvalues;
+    uint64_t value[KCACHE_STATS_ROW_VALUES];
+} kcache_stats_row;
+
+/* Maps DIR/stats read-only. KCACHE_ENOENT when there is none, KCACHE_ECORRUPT when it is damaged
+   (the next process replaces it), KCACHE_EINVAL for a newer version's, KCACHE_EUNSAFE when it is
+   not a regular file of the owner or root, KCACHE_EDISABLED with KCACHE_NO_PUB (and on Windows).
+   The file is mapped: something outside kcache that truncates it makes reading it raise SIGBUS,
+   which a tool that must survive that catches around these calls (kcache-top does). */
+KCACHE_API kcache_status kcache_stats_file_open(kcache_reader *r, kcache_stats_file **out);
+/* The same over an image in memory (a copy of a stats file, len bytes, kept by the caller until
+   the handle is closed): for tests, fuzzers and saved snapshots. */
+KCACHE_API kcache_status kcache_stats_file_from_image(const void *image, size_t len, kcache_stats_file **out);
+KCACHE_API void kcache_stats_file_close(kcache_stats_file *sf);
+/* Whether DIR/stats is now another file than the one sf maps (replaced: open it again; what was
+   seen in the old one is history). An image is never replaced. */
+KCACHE_API int kcache_stats_file_replaced(const kcache_stats_file *sf, kcache_reader *r);
+/* When the file was made (ns since 1970). */
+KCACHE_API int64_t kcache_stats_file_created(const kcache_stats_file *sf);
+/* The slots and totals, consistent when it can (a few tries while slots change hands). */
+KCACHE_API kcache_status kcache_stats_file_read(const kcache_stats_file *sf, kcache_stats_snapshot *out);
+/* A slot's unit table: out[j] is entry j (hash 0 when empty or changing while read). */
+KCACHE_API kcache_status kcache_stats_file_units(const kcache_stats_file *sf, unsigned slot, kcache_stats_unit out[KCACHE_STATS_UNITS]);
+/* A slot's events after *seq (0: all its ring still holds), oldest first, at most cap; *seq becomes
+   the last one read (or the ring's head). *n the number written. */
+KCACHE_API kcache_status kcache_stats_file_events(const kcache_stats_file *sf, unsigned slot, uint64_t *seq, kcache_stats_event *out,
+                                                  unsigned cap, unsigned *n);
+/* The number of rows of a table, and row i of it (its id 0 when free). */
+KCACHE_API unsigned kcache_stats_file_rows(kcache_stats_table table);
+KCACHE_API kcache_status kcache_stats_file_row(const kcache_stats_file *sf, kcache_stats_table table, unsigned i, kcache_stats_row *out);
 
 #ifdef __cplusplus
 }
@@ -13130,6 +13396,796 @@ KCACHE_API kcache_status kcache_get_or_build_many(kcache *kc, kcache_job *jobs, 
     return KCACHE_OK;
 }
 
+
+/* ============================================================================================== */
+/* >>toolapi  reading a store for tools: the decoders above, behind public names                  */
+/* ============================================================================================== */
+
+/* Everything here calls the decoders the library itself reads with (kcache__ix_read,
+   kcache__record_parse, kcache__pub_*, kcache__cf_*): a tool sees the store exactly as kcache
+   does, and a format change is made once. A reader's store is a stand-in that only reads: its
+   directory, its owner (and group, for a group-shared store), an allocator; no lock file, no
+   config.file mapping, nothing written. */
+
+struct kcache_reader {
+    kcache__store st;
+};
+
+KCACHE_API kcache_status kcache_reader_open(kcache_reader **out, const char *dir) {
+    kcache_reader *r;
+    kcache__finfo fi;
+    size_t n;
+    int e;
+    if (!out) return KCACHE_EINVAL;
+    *out = NULL;
+    if (!dir || !dir[0]) return KCACHE_EINVAL;
+    n = strlen(dir);
+    if ((r = (kcache_reader *)KCACHE_MALLOC(sizeof *r + n + 1)) == NULL) return KCACHE_ENOMEM;
+    memset(r, 0, sizeof *r);
+    r->st.dir = (char *)(r + 1);
+    memcpy(r->st.dir, dir, n + 1);
+    r->st.tmpfd = r->st.cffd = -1;
+    r->st.dirfd = kcache__io_open(dir, KCACHE__RD | KCACHE__DIRECTORY);
+    if (r->st.dirfd < 0 || kcache__io_fstat(r->st.dirfd, &fi) != 0 || fi.kind != KCACHE__KIND_DIR) {
+        e = errno;
+        if (r->st.dirfd >= 0) kcache__io_close(r->st.dirfd);
+        KCACHE_FREE(r);
+        return e == ENOENT ? KCACHE_ENOENT : e == ENOTDIR ? KCACHE_EUNSAFE : e == ENOMEM ? KCACHE_ENOMEM : KCACHE_EIO;
+    }
+    r->st.readonly = 1;
+    r->st.uid = fi.uid; /* the store's owner is whom its files are trusted from (and root) */
+    r->st.gid = fi.gid;
+    r->st.shared = (fi.perm & 02070) == 02070; /* a group's store (KCACHE_SHARED_GROUP): its members too */
+    r->st.pid = kcache__pid();
+    kcache__mutex_init(&r->st.shard_mutex);
+    kcache__mutex_init(&r->st.mutex);
+    *out = r;
+    return KCACHE_OK;
+}
+
+KCACHE_API void kcache_reader_close(kcache_reader *r) {
+    if (!r) return;
+    kcache__io_close(r->st.dirfd);
+    kcache__mutex_destroy(&r->st.shard_mutex);
+    kcache__mutex_destroy(&r->st.mutex);
+    KCACHE_FREE(r);
+}
+
+KCACHE_API uint32_t kcache_reader_owner(const kcache_reader *r) { return r ? r->st.uid : 0; }
+
+KCACHE_API kcache_status kcache_default_dir(char *out, size_t cap) {
+    char buf[4096];
+    size_t n;
+    if (!out || !cap) return KCACHE_EINVAL;
+    out[0] = 0;
+    if (!kcache__default_dir(buf, sizeof buf)) return KCACHE_ENOENT;
+    if ((n = strlen(buf)) >= cap) return KCACHE_ETOOBIG;
+    memcpy(out, buf, n + 1);
+    return KCACHE_OK;
+}
+
+/* ---- text ---- */
+KCACHE_API size_t kcache_escape_char(const unsigned char *s, size_t n, char out[11], size_t *used) {
+    size_t u;
+    if (!used) used = &u;
+    if (!s) n = 0;
+    return kcache__esc_char(s, n, out, used);
+}
+KCACHE_API char *kcache_escape(char *out, size_t cap, const void *s, size_t n) {
+    if (!out || !cap) return out;
+    return s ? kcache__esc(out, cap, s, n) : kcache__esc(out, cap, "(null)", 6);
+}
+KCACHE_API char *kcache_shell_quote(char *out, size_t cap, const char *s) {
+    if (!out || !cap) return out;
+    return kcache__shell_quote(out, cap, s ? s : "");
+}
+KCACHE_API kcache_status kcache_parse_size(const char *s, uint64_t *out) {
+    uint64_t v;
+    if (!out || !kcache__parse_size(s, &v)) return KCACHE_EINVAL;
+    *out = v;
+    return KCACHE_OK;
+}
+KCACHE_API const char *kcache_reason_text(kcache_reason r) {
+    return (unsigned)r < (unsigned)KCACHE_REASON_COUNT ? kcache__reason_text[r] : "unknown";
+}
+
+/* ---- the accounting file ---- */
+
+/* config.file, opened to read when it is a regular file the store trusts; -1 (errno) otherwise. */
+static int kcache__reader_cf(kcache_reader *r) {
+    kcache__finfo fi;
+    int fd = kcache__open_in(&r->st, "config.file", KCACHE__RD | KCACHE__NONBLOCK);
+    if (fd < 0) return -1;
+    if (kcache__io_fstat(fd, &fi) != 0 || fi.kind != KCACHE__KIND_FILE || !kcache__trusted(&r->st, &fi)) {
+        kcache__io_close(fd);
+        errno = EPERM;
+        return -1;
+    }
+    return fd;
+}
+
+KCACHE_API kcache_status kcache_read_accounting(kcache_reader *r, kcache_accounting *out) {
+    unsigned char h[KCACHE__CF_SUMMED + 8];
+    int fd;
+    ptrdiff_t got;
+    if (!r || !out) return KCACHE_EINVAL;
+    memset(out, 0, sizeof *out);
+    if ((fd = kcache__reader_cf(r)) < 0) return errno == ENOENT ? KCACHE_ENOENT : KCACHE_ECORRUPT;
+    got = kcache__io_pread(fd, h, sizeof h, 0);
+    kcache__io_close(fd);
+    if (got != (ptrdiff_t)sizeof h || memcmp(h, "KCACHECF", 8) != 0) return KCACHE_ECORRUPT;
+    out->bytes = kcache__get_u64(h + 24);
+    out->entries = kcache__get_u64(h + 32);
+    out->generation = kcache__get_u64(h + 40);
+    out->limit = kcache__get_u64(h + 56);
+    out->evictions = kcache__get_u64(h + 64);
+    out->sound = kcache__get_u64(h + KCACHE__CF_SUMMED) == kcache__cf_sum(h) && kcache__get_u32(h + 48) == 0;
+    return KCACHE_OK;
+}
+
+KCACHE_API kcache_status kcache_read_last_use(kcache_reader *r, kcache_hash128 d, int64_t *when_ns) {
+    unsigned char h[32], s[KCACHE__WAYS * KCACHE__SLOT];
+    uint32_t lg;
+    uint64_t b;
+    int fd, w;
+    kcache_status st = KCACHE_MISS;
+    if (!r || !when_ns) return KCACHE_EINVAL;
+    *when_ns = 0;
+    if ((fd = kcache__reader_cf(r)) < 0) return errno == ENOENT ? KCACHE_ENOENT : KCACHE_ECORRUPT;
+    if (kcache__io_pread(fd, h, sizeof h, 0) != (ptrdiff_t)sizeof h || memcmp(h, "KCACHECF", 8) != 0 ||
+        (lg = kcache__get_u32(h + 16)) < 4 || lg > 24) {
+        kcache__io_close(fd);
+        return KCACHE_ECORRUPT;
+    }
+    b = (d.lo & (((uint64_t)1 << lg) - 1)) * KCACHE__WAYS; /* the bucket kcache__cf_find looks in */
+    if (kcache__io_pread(fd, s, sizeof s, KCACHE__CF_HEADER + b * KCACHE__SLOT) == (ptrdiff_t)sizeof s)
+        for (w = 0; w < KCACHE__WAYS; w++)
+            if (kcache__get_u64(s + w * KCACHE__SLOT) == d.lo && kcache__get_u64(s + w * KCACHE__SLOT + 8) == d.hi) {
+                *when_ns = (int64_t)kcache__get_u64(s + w * KCACHE__SLOT + 16);
+                st = KCACHE_OK;
+            }
+    kcache__io_close(fd);
+    return st;
+}
+
+KCACHE_API kcache_status kcache_entry_path(kcache_hash128 digest, char *out, size_t cap) {
+    char rel[48];
+    if (!out || cap < sizeof rel - 2) return KCACHE_EINVAL;
+    kcache__entry_name(digest, rel);
+    if (strlen(rel) >= cap) return KCACHE_ETOOBIG;
+    memcpy(out, rel, strlen(rel) + 1);
+    return KCACHE_OK;
+}
+
+KCACHE_API kcache_status kcache_entry_stat(kcache_reader *r, kcache_hash128 digest, uint64_t *size) {
+    char rel[48];
+    kcache__finfo fi;
+    if (size) *size = 0;
+    if (!r) return KCACHE_EINVAL;
+    kcache__entry_name(digest, rel);
+    if (kcache__io_statat(r->st.dirfd, rel, &fi) != 0) return errno == ENOENT || errno == ENOTDIR ? KCACHE_ENOENT : KCACHE_EIO;
+    if (fi.kind != KCACHE__KIND_FILE) return KCACHE_EUNSAFE;
+    if (size) *size = fi.size;
+    return KCACHE_OK;
+}
+
+/* ---- records and stamps ---- */
+KCACHE_API kcache_status kcache_record_decode(const void *record, size_t len, kcache_key *k) {
+    if (!k) return KCACHE_EINVAL;
+    if (!record) {
+        kcache_key_init(k, NULL);
+        return KCACHE_ECORRUPT;
+    }
+    return kcache__record_parse((const unsigned char *)record, len, k);
+}
+KCACHE_API const kcache_key_field *kcache_key_field_at(const kcache_key *k, uint32_t i) {
+    return k && i < k->count ? &kcache__key_fields(k)[i] : NULL;
+}
+
+#if defined(__cplusplus) && __cplusplus >= 201103L
+static_assert((int)KCACHE_STAMP_DIFF_MTIME == (int)KCACHE__STAMP_MTIME && (int)KCACHE_STAMP_DIFF_SIZE == (int)KCACHE__STAMP_SIZE &&
+                  (int)KCACHE_STAMP_DIFF_CONTENT == (int)KCACHE__STAMP_CONTENT, "kcache: stamp bits");
+#else
+typedef char kcache__stamp_bits_public[((int)KCACHE_STAMP_DIFF_MTIME == (int)KCACHE__STAMP_MTIME && (int)KCACHE_STAMP_DIFF_SIZE == (int)KCACHE__STAMP_SIZE &&
+                                        (int)KCACHE_STAMP_DIFF_CONTENT == (int)KCACHE__STAMP_CONTENT) ? 1 : -1];
+#endif
+KCACHE_API int kcache_stamp_compare(const kcache_key_field *stored, const kcache_key_field *now) {
+    if (!stored || !now) return KCACHE_STAMP_DIFF_MTIME | KCACHE_STAMP_DIFF_SIZE | KCACHE_STAMP_DIFF_CONTENT;
+    return kcache__stamp_diff(stored, now);
+}
+KCACHE_API int kcache_stamp_stale(int diff, int policy) { return kcache__stamp_stale(diff, policy); }
+
+/* ---- a dependency now ---- */
+#define KCACHE__DEP_BUF 65536
+KCACHE_API kcache_status kcache_dep_now(const kcache_key_field *stored, const char *path, uint32_t owner_uid, uint64_t max_read,
+                                        kcache_dep *out) {
+    kcache__finfo fi;
+    int fd;
+    if (out) memset(out, 0, sizeof *out);
+    if (!stored || !path || !path[0] || !out) return KCACHE_EINVAL;
+#if !defined(_WIN32)
+    fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+#else
+    fd = kcache__io_open(path, KCACHE__RD | KCACHE__NONBLOCK); /* (no symlinks, FIFOs or uids to guard against) */
+#endif
+    if (fd < 0) {
+        out->error = errno;
+        out->state = errno == ELOOP ? KCACHE_DEP_SYMLINK : errno == ENOENT || errno == ENOTDIR ? KCACHE_DEP_MISSING : KCACHE_DEP_ERROR;
+        return KCACHE_OK;
+    }
+    if (kcache__io_fstat(fd, &fi) != 0) {
+        out->error = errno;
+        out->state = KCACHE_DEP_ERROR;
+    } else if (fi.kind != KCACHE__KIND_FILE) {
+        out->state = KCACHE_DEP_NOT_REGULAR;
+    } else if (fi.uid != owner_uid && fi.uid != 0) {
+        out->uid = fi.uid;
+        out->state = KCACHE_DEP_FOREIGN;
+    } else {
+        out->uid = fi.uid;
+        out->now.type = KCACHE_FIELD_FILE;
+        out->now.mtime_ns = fi.mtime_ns;
+        out->now.file_size = fi.size;
+        out->state = fi.size == stored->file_size ? KCACHE_DEP_READ : KCACHE_DEP_OTHER_SIZE;
+    }
+    if (out->state == KCACHE_DEP_READ && fi.size <= max_read) { /* streamed: never more than the size stored */
+        unsigned char *buf = (unsigned char *)KCACHE_MALLOC(KCACHE__DEP_BUF);
+        kcache_hash_state hs;
+        uint64_t done = 0;
+        kcache_hash_init(&hs);
+        while (buf && done < fi.size) {
+            size_t want = fi.size - done < KCACHE__DEP_BUF ? (size_t)(fi.size - done) : KCACHE__DEP_BUF;
+            ptrdiff_t got = kcache__io_read(fd, buf, want);
+            if (got < 0 && errno == EINTR) continue;
+            if (got <= 0) break;
+            kcache_hash_update(&hs, buf, (size_t)got);
+            done += (uint64_t)got;
+        }
+        if (buf && done == fi.size) out->now.content = kcache_hash_final(&hs); /* (shrunk while read: left zero) */
+        KCACHE_FREE(buf);
+    }
+    kcache__io_close(fd);
+    return KCACHE_OK;
+}
+
+KCACHE_API const char *kcache_dep_state_text(kcache_dep_state s) {
+    switch (s) {
+    case KCACHE_DEP_READ: return "read";
+    case KCACHE_DEP_OTHER_SIZE: return "another size: not read";
+    case KCACHE_DEP_MISSING: return "missing";
+    case KCACHE_DEP_SYMLINK: return "a symlink: not followed";
+    case KCACHE_DEP_NOT_REGULAR: return "not a regular file: not read";
+    case KCACHE_DEP_FOREIGN: return "another user's: not read";
+    case KCACHE_DEP_ERROR: return "cannot be opened";
+    }
+    return "unknown";
+}
+
+/* ---- index logs ---- */
+struct kcache_index {
+    kcache__ix ix;
+    kcache_index_item *items[KCACHE__IX_LISTS];
+};
+
+KCACHE_API kcache_status kcache_index_path(const char *unit, char *out, size_t cap) {
+    char rel[48];
+    if (!unit || !out || cap < sizeof rel - 2) return KCACHE_EINVAL;
+    kcache__ix_name(unit, rel);
+    if (strlen(rel) >= cap) return KCACHE_ETOOBIG;
+    memcpy(out, rel, strlen(rel) + 1);
+    return KCACHE_OK;
+}
+
+KCACHE_API uint32_t kcache_index_count(const kcache_index *x, kcache_index_list list) {
+    return x && (unsigned)list < (unsigned)KCACHE_INDEX_LISTS ? x->ix.n[list] : 0;
+}
+KCACHE_API const kcache_index_item *kcache_index_at(const kcache_index *x, kcache_index_list list, uint32_t i) {
+    return i < kcache_index_count(x, list) ? &x->items[list][i] : NULL;
+}
+KCACHE_API void kcache_index_size(const kcache_index *x, size_t *records, size_t *bytes) {
+    if (records) *records = x ? x->ix.records : 0;
+    if (bytes) *bytes = x ? x->ix.file_len : 0;
+}
+KCACHE_API void kcache_index_free(kcache_index *x) {
+    int l;
+    if (!x) return;
+    kcache__ix_free(&x->ix);
+    for (l = 0; l < KCACHE__IX_LISTS; l++) KCACHE_FREE(x->items[l]);
+    KCACHE_FREE(x);
+}
+
+#ifndef KCACHE_NO_EXPLAIN
+KCACHE_API kcache_status kcache_index_read(kcache_reader *r, const char *unit, kcache_index **out) {
+    kcache_index *x;
+    kcache_status s;
+    int l;
+    uint32_t i;
+    if (out) *out = NULL;
+    if (!r || !unit || !out || !unit[0] || strlen(unit) >= KCACHE_UNIT_MAX) return KCACHE_EINVAL;
+    if ((x = (kcache_index *)KCACHE_MALLOC(sizeof *x)) == NULL) return KCACHE_ENOMEM;
+    memset(x, 0, sizeof *x);
+    if ((s = kcache__ix_read(&r->st, unit, &x->ix)) != KCACHE_OK) {
+        KCACHE_FREE(x);
+        return s;
+    }
+    for (l = 0; l < KCACHE__IX_LISTS; l++) {
+        if (!x->ix.n[l]) continue;
+        if ((x->items[l] = (kcache_index_item *)KCACHE_MALLOC(sizeof(kcache_index_item) * x->ix.n[l])) == NULL) {
+            kcache_index_free(x);
+            return KCACHE_ENOMEM;
+        }
+        for (i = 0; i < x->ix.n[l]; i++) {
+            const kcache__ix_item *it = &x->ix.items[l][i];
+            kcache_index_item *o = &x->items[l][i];
+            o->digest = it->digest;
+            o->when = it->when;
+            o->size = it->size;
+            o->reason = it->reason < KCACHE_REASON_COUNT ? (kcache_reason)it->reason : KCACHE_REASON_COUNT;
+            o->pid = it->pid;
+            o->record = it->rec;
+            o->record_len = it->rec_len;
+        }
+    }
+    *out = x;
+    return KCACHE_OK;
+}
+
+/* The explanation kcache_explain gave for a traced miss, from what the index holds: a field miss
+   against the overloads stored before it (what was there then; the key itself may have been
+   stored since), a stamp miss against the overload that left, an eviction with its time. */
+KCACHE_API size_t kcache_index_explain(const kcache_index *x, uint32_t missed_i, const char *unit, int policy, char *buf, size_t cap) {
+    const kcache__ix *ix;
+    const kcache__ix_item *m;
+    kcache__sb b;
+    kcache_key *now, *best, *cand;
+    uint32_t i;
+    b.p = buf;
+    b.cap = buf ? cap : 0;
+    b.len = 0;
+    b.mem = NULL;
+    if (buf && cap) buf[0] = 0;
+    if (!x || !unit || missed_i >= x->ix.n[KCACHE__IX_MISSED]) return 0;
+    ix = &x->ix;
+    m = &ix->items[KCACHE__IX_MISSED][missed_i];
+    now = kcache__key_alloc(NULL);
+    best = kcache__key_alloc(NULL);
+    cand = kcache__key_alloc(NULL);
+    if (!now || !best || !cand || kcache__record_parse(m->rec, m->rec_len, now) != KCACHE_OK) {
+        kcache__sb_add(&b, "miss: %s", kcache_reason_text((kcache_reason)m->reason));
+        goto done;
+    }
+    switch (m->reason) {
+    case KCACHE_REASON_FIELD: {
+        int best_eq = -1, pass;
+        uint32_t seen = 0;
+        for (pass = 0; pass < 2 && best_eq < 0; pass++)
+            for (i = 0; i < ix->n[KCACHE__IX_LIVE]; i++) {
+                const kcache__ix_item *it = &ix->items[KCACHE__IX_LIVE][i];
+                int eq;
+                if (kcache__same(it->digest, m->digest) || (pass == 0 && it->when > m->when)) continue;
+                eq = kcache__equal_fields(it->rec, it->rec_len, now, cand);
+                seen++;
+                if (eq >= 0) kcache__keep_closest(best, &best_eq, cand, eq);
+            }
+        kcache__sb_add(&b, "miss: %s: closest of %u stored overload(s) of unit \"%s\": ", kcache_reason_text(KCACHE_REASON_FIELD), seen, unit);
+        if (best_eq >= 0) kcache__sb_diff(&b, best, now);
+        else kcache__sb_add(&b, "(none stored now)");
+        if (kcache__ix_find(ix, KCACHE__IX_LIVE, m->digest) >= 0) kcache__sb_add(&b, " (stored since)");
+        break;
+    }
+    case KCACHE_REASON_STAMP: {
+        const kcache__ix_item *g = NULL;
+        for (i = 0; i < ix->n[KCACHE__IX_GONE]; i++)
+            if (kcache__same(ix->items[KCACHE__IX_GONE][i].digest, m->digest)) g = &ix->items[KCACHE__IX_GONE][i];
+        kcache__sb_add(&b, "miss: %s", kcache_reason_text(KCACHE_REASON_STAMP));
+        if (g && kcache__record_parse(g->rec, g->rec_len, best) == KCACHE_OK) {
+            kcache__sb_add(&b, ": ");
+            kcache__sb_stamps(&b, best, now, policy);
+        }
+        break;
+    }
+    case KCACHE_REASON_EVICTED:
+        kcache__sb_add(&b, "miss: %s", kcache_reason_text(KCACHE_REASON_EVICTED));
+        for (i = 0; i < ix->n[KCACHE__IX_GONE]; i++)
+            if (ix->items[KCACHE__IX_GONE][i].digest.lo == m->digest.lo && ix->items[KCACHE__IX_GONE][i].when) {
+                kcache__sb_add(&b, ": removed at ");
+                kcache__sb_time(&b, ix->items[KCACHE__IX_GONE][i].when);
+                break;
+            }
+        break;
+    case KCACHE_REASON_COLD: kcache__sb_add(&b, "miss: cold: unit \"%s\" never stored", unit); break;
+    default: kcache__sb_add(&b, "miss: %s", kcache_reason_text((kcache_reason)m->reason)); break;
+    }
+done:
+    kcache__key_drop(NULL, now); /* (best and cand: freed, or moved into best, by kcache__keep_closest) */
+    kcache__key_drop(NULL, best);
+    kcache__key_drop(NULL, cand);
+    return b.len;
+}
+#else
+KCACHE_API kcache_status kcache_index_read(kcache_reader *r, const char *unit, kcache_index **out) {
+    (void)r; (void)unit;
+    if (out) *out = NULL;
+    return KCACHE_EDISABLED;
+}
+KCACHE_API size_t kcache_index_explain(const kcache_index *x, uint32_t missed_i, const char *unit, int policy, char *buf, size_t cap) {
+    (void)x; (void)missed_i; (void)unit; (void)policy;
+    if (buf && cap) buf[0] = 0;
+    return 0;
+}
+#endif /* KCACHE_NO_EXPLAIN */
+
+/* ---- walking the index files ---- */
+struct kcache_index_walk {
+    kcache_reader *r;
+    int shard;            /* the next i/XX to list */
+    kcache__dir *dir;     /* the one being listed */
+    int dirfd;            /* its descriptor (dir lists it) */
+    char name[40];        /* the current file's name in it */
+};
+
+KCACHE_API kcache_status kcache_index_walk_open(kcache_reader *r, kcache_index_walk **out) {
+    kcache_index_walk *w;
+    if (out) *out = NULL;
+    if (!r || !out) return KCACHE_EINVAL;
+    if ((w = (kcache_index_walk *)KCACHE_MALLOC(sizeof *w)) == NULL) return KCACHE_ENOMEM;
+    memset(w, 0, sizeof *w);
+    w->r = r;
+    w->dirfd = -1;
+    *out = w;
+    return KCACHE_OK;
+}
+
+static void kcache__walk_shard_close(kcache_index_walk *w) {
+    if (w->dir) kcache__io_dir_close(w->dir);
+    if (w->dirfd >= 0) kcache__io_close(w->dirfd);
+    w->dir = NULL;
+    w->dirfd = -1;
+}
+
+KCACHE_API kcache_status kcache_index_walk_next(kcache_index_walk *w, kcache_index_file *out) {
+    if (!w || !out) return KCACHE_EINVAL;
+    memset(out, 0, sizeof *out);
+    for (;;) {
+        const char *n;
+        kcache__finfo fi;
+        uint64_t lo = 0;
+        int k, bad = 0;
+        if (!w->dir) {
+            char rel[8];
+            if (w->shard >= 256) return KCACHE_MISS;
+            snprintf(rel, sizeof rel, "i/%02x", w->shard++);
+            if ((w->dirfd = kcache__open_in(&w->r->st, rel, KCACHE__RD | KCACHE__DIRECTORY)) < 0) continue;
+            if ((w->dir = kcache__io_dir_open(&w->r->st.mem, w->dirfd, ".")) == NULL) { kcache__walk_shard_close(w); continue; }
+        }
+        if ((n = kcache__io_dir_next(w->dir)) == NULL) { kcache__walk_shard_close(w); continue; }
+        if (strlen(n) != 36 || strcmp(n + 32, ".kci") != 0) continue;
+        for (k = 0; k < 32; k++) { /* "<hi 16 hex><lo 16 hex>.kci", as kcache__entry_name writes it */
+            int v = kcache__hexval((unsigned char)n[k]);
+            if (v < 0) bad = 1;
+            else if (k >= 16) lo = (lo << 4) | (uint64_t)v;
+        }
+        if (bad || kcache__io_statat(w->dirfd, n, &fi) != 0 || fi.kind != KCACHE__KIND_FILE) continue;
+        memcpy(w->name, n, 37);
+        out->name_lo = lo;
+        out->ino = fi.ino;
+        out->size = fi.size;
+        out->mtime_ns = fi.mtime_ns;
+        snprintf(out->path, sizeof out->path, "i/%02x/%s", w->shard - 1, n);
+        return KCACHE_OK;
+    }
+}
+
+KCACHE_API kcache_status kcache_index_walk_unit(kcache_index_walk *w, char *unit, size_t cap) {
+    unsigned char h[26 + KCACHE_UNIT_MAX];
+    ptrdiff_t got;
+    size_t ul;
+    int fd;
+    if (!w || !unit || !cap) return KCACHE_EINVAL;
+    unit[0] = 0;
+    if (!w->dir || (fd = kcache__io_openat(w->dirfd, w->name, KCACHE__RD | KCACHE__NONBLOCK)) < 0) return KCACHE_ENOENT;
+    got = kcache__io_pread(fd, h, sizeof h, 0);
+    kcache__io_close(fd);
+    if (got < 26 || memcmp(h, "KCINDEX", 8) != 0) return KCACHE_ECORRUPT; /* (the index header: see >>index) */
+    ul = kcache__get_u16(h + 24);
+    if (ul == 0 || ul >= KCACHE_UNIT_MAX || (size_t)got < 26 + ul || memchr(h + 26, 0, ul)) return KCACHE_ECORRUPT;
+    if (ul >= cap) return KCACHE_ETOOBIG;
+    memcpy(unit, h + 26, ul);
+    unit[ul] = 0;
+    return KCACHE_OK;
+}
+
+KCACHE_API void kcache_index_walk_close(kcache_index_walk *w) {
+    if (!w) return;
+    kcache__walk_shard_close(w);
+    KCACHE_FREE(w);
+}
+
+/* ---- the stats file ---- */
+struct kcache_stats_file {
+    const unsigned char *map; /* the file mapped read-only, or the caller's image */
+    size_t len;
+    int mapped;
+    uint64_t dev, ino;
+    uint64_t domain;          /* where this process's pids mean something (kcache__pub_domain) */
+};
+
+KCACHE_API unsigned kcache_stats_file_rows(kcache_stats_table table) {
+#ifndef KCACHE_NO_PUB
+    return table == KCACHE_STATS_SHARDS ? KCACHE__PUB_SHARDS : 0;
+#else
+    (void)table;
+    return 0;
+#endif
+}
+
+#if !defined(KCACHE_NO_PUB) && !defined(_WIN32)
+#if defined(__cplusplus) && __cplusplus >= 201103L
+static_assert((int)KCACHE_CTR_COUNT == (int)KCACHE__PUB_COUNTERS && (int)KCACHE_CTR_HITS_REMOTE == (int)KCACHE__PUB_HITS_REMOTE &&
+                  (int)KCACHE_CTR_BREAKER_CLOSES == (int)KCACHE__PUB_REMOTE_CLOSES && (int)KCACHE_CTR_STORE_ERRORS == (int)KCACHE__PUB_STORE_ERRORS &&
+                  (int)KCACHE_CTR_MISSES_BY_REASON == (int)KCACHE__PUB_MISS_REASON && (int)KCACHE_EVENT_HIT_LAYER == (int)KCACHE__PUB_EV_HIT_LAYER &&
+                  (int)KCACHE_STATS_SLOTS == (int)KCACHE__PUB_SLOTS && (int)KCACHE_STATS_UNITS == (int)KCACHE__PUB_UNITS &&
+                  (int)KCACHE_STATS_EVENTS == (int)KCACHE__PUB_EVENTS && (int)KCACHE_STATS_UNIT_NAME == (int)KCACHE__PUB_UNIT_NAME &&
+                  (int)KCACHE_STATS_EVENT_NAME == (int)KCACHE__PUB_EVENT_NAME && (int)KCACHE_STATS_ROW_NAME == (int)KCACHE__PUB_SHARD_URL,
+              "kcache: the public stats names are the file's");
+#else
+typedef char kcache__stats_names_public[((int)KCACHE_CTR_COUNT == (int)KCACHE__PUB_COUNTERS && (int)KCACHE_CTR_HITS_REMOTE == (int)KCACHE__PUB_HITS_REMOTE &&
+                                         (int)KCACHE_CTR_BREAKER_CLOSES == (int)KCACHE__PUB_REMOTE_CLOSES &&
+                                         (int)KCACHE_CTR_STORE_ERRORS == (int)KCACHE__PUB_STORE_ERRORS &&
+                                         (int)KCACHE_CTR_MISSES_BY_REASON == (int)KCACHE__PUB_MISS_REASON &&
+                                         (int)KCACHE_EVENT_HIT_LAYER == (int)KCACHE__PUB_EV_HIT_LAYER && (int)KCACHE_STATS_SLOTS == (int)KCACHE__PUB_SLOTS &&
+                                         (int)KCACHE_STATS_UNITS == (int)KCACHE__PUB_UNITS && (int)KCACHE_STATS_EVENTS == (int)KCACHE__PUB_EVENTS &&
+                                         (int)KCACHE_STATS_UNIT_NAME == (int)KCACHE__PUB_UNIT_NAME &&
+                                         (int)KCACHE_STATS_EVENT_NAME == (int)KCACHE__PUB_EVENT_NAME &&
+                                         (int)KCACHE_STATS_ROW_NAME == (int)KCACHE__PUB_SHARD_URL) ? 1 : -1];
+#endif
+
+KCACHE_API kcache_status kcache_stats_file_open(kcache_reader *r, kcache_stats_file **out) {
+    unsigned char hdr[KCACHE__PUB_HEADER];
+    kcache_stats_file *sf;
+    kcache__finfo fi;
+    int fd, v = 0, e;
+    void *m;
+    if (out) *out = NULL;
+    if (!r || !out) return KCACHE_EINVAL;
+    if (kcache__io_statat(r->st.dirfd, "stats", &fi) != 0) return errno == ENOENT ? KCACHE_ENOENT : KCACHE_EIO;
+    if (fi.kind != KCACHE__KIND_FILE || !kcache__trusted(&r->st, &fi)) return KCACHE_EUNSAFE;
+    if ((fd = kcache__open_in(&r->st, "stats", KCACHE__RD | KCACHE__NONBLOCK)) < 0) return errno == ENOENT ? KCACHE_ENOENT : KCACHE_EIO;
+    if (kcache__io_fstat(fd, &fi) != 0 || fi.kind != KCACHE__KIND_FILE || !kcache__trusted(&r->st, &fi)) {
+        kcache__io_close(fd);
+        return KCACHE_EUNSAFE;
+    }
+    if (fi.size >= KCACHE__PUB_HEADER && kcache__io_pread(fd, hdr, sizeof hdr, 0) == (ptrdiff_t)sizeof hdr) v = kcache__pub_valid(hdr, fi.size);
+    if (v != 1) {
+        kcache__io_close(fd);
+        return v < 0 ? KCACHE_EINVAL : KCACHE_ECORRUPT;
+    }
+    m = mmap(NULL, (size_t)fi.size, PROT_READ, MAP_SHARED, fd, 0); /* read-only: a reader never writes it */
+    e = errno;
+    kcache__io_close(fd);
+    if (m == MAP_FAILED) {
+        errno = e;
+        return e == ENOMEM ? KCACHE_ENOMEM : KCACHE_EIO;
+    }
+    if ((sf = (kcache_stats_file *)KCACHE_MALLOC(sizeof *sf)) == NULL) {
+        munmap(m, (size_t)fi.size);
+        return KCACHE_ENOMEM;
+    }
+    sf->map = (const unsigned char *)m;
+    sf->len = (size_t)fi.size;
+    sf->mapped = 1;
+    sf->dev = fi.dev;
+    sf->ino = fi.ino;
+    sf->domain = kcache__pub_domain();
+    *out = sf;
+    return KCACHE_OK;
+}
+
+KCACHE_API kcache_status kcache_stats_file_from_image(const void *image, size_t len, kcache_stats_file **out) {
+    kcache_stats_file *sf;
+    int v;
+    if (out) *out = NULL;
+    if (!image || !out) return KCACHE_EINVAL;
+    v = len >= KCACHE__PUB_HEADER ? kcache__pub_valid((const unsigned char *)image, len) : 0;
+    if (v != 1) return v < 0 ? KCACHE_EINVAL : KCACHE_ECORRUPT;
+    if ((sf = (kcache_stats_file *)KCACHE_MALLOC(sizeof *sf)) == NULL) return KCACHE_ENOMEM;
+    memset(sf, 0, sizeof *sf);
+    sf->map = (const unsigned char *)image;
+    sf->len = len;
+    sf->domain = kcache__pub_domain();
+    *out = sf;
+    return KCACHE_OK;
+}
+
+KCACHE_API void kcache_stats_file_close(kcache_stats_file *sf) {
+    if (!sf) return;
+    if (sf->mapped) munmap((void *)(uintptr_t)sf->map, sf->len);
+    KCACHE_FREE(sf);
+}
+
+KCACHE_API int kcache_stats_file_replaced(const kcache_stats_file *sf, kcache_reader *r) {
+    kcache__finfo fi;
+    if (!sf || !sf->mapped) return 0;
+    if (!r || kcache__io_statat(r->st.dirfd, "stats", &fi) != 0) return 1;
+    return fi.ino != sf->ino || fi.dev != sf->dev;
+}
+
+KCACHE_API int64_t kcache_stats_file_created(const kcache_stats_file *sf) {
+    return sf ? (int64_t)kcache__get_u64(sf->map + 40) : 0;
+}
+
+/* The slots and totals, consistent: the retired counters plus every claimed slot's, read so that
+   no fold (a slot's counters moving to the retired ones) happened in between. */
+KCACHE_API kcache_status kcache_stats_file_read(const kcache_stats_file *sf, kcache_stats_snapshot *out) {
+    uint64_t e1[KCACHE__PUB_SLOTS], ret[KCACHE__PUB_COUNTERS];
+    int64_t now = kcache__now_ns();
+    int attempt, i, j, c, ok = 0;
+    if (!sf || !out) return KCACHE_EINVAL;
+    for (attempt = 0; attempt < 50 && !ok; attempt++) {
+        if (attempt) kcache__sleep_us(200);
+        for (i = 0; i < KCACHE__PUB_SLOTS; i++)
+            e1[i] = kcache__pub_ld_acq(kcache__pub_slot_word(kcache__pub_slot_at(sf->map, (unsigned)i), KCACHE__PUB_S_EPOCH));
+        kcache__atomic_fence();
+        for (c = 0; c < KCACHE__PUB_COUNTERS; c++) ret[c] = kcache__pub_ld(kcache__pub_retired(sf->map) + c);
+        kcache__atomic_fence();
+        ok = 1;
+        for (i = 0; i < KCACHE__PUB_SLOTS; i++) {
+            const unsigned char *s = kcache__pub_slot_at(sf->map, (unsigned)i);
+            kcache_stats_slot *v = &out->slots[i];
+            uint64_t ea, eb;
+            int alive;
+            v->owner = kcache__pub_ld_acq(kcache__pub_slot_word(s, KCACHE__PUB_S_OWNER));
+            ea = kcache__pub_ld_acq(kcache__pub_slot_word(s, KCACHE__PUB_S_EPOCH));
+            v->epoch = ea;
+            v->domain = kcache__pub_ld(kcache__pub_slot_word(s, KCACHE__PUB_S_DOMAIN));
+            v->opened = (int64_t)kcache__pub_ld(kcache__pub_slot_word(s, KCACHE__PUB_S_OPENED));
+            v->last = (int64_t)kcache__pub_ld(kcache__pub_slot_word(s, KCACHE__PUB_S_LAST));
+            v->events = kcache__pub_ld(kcache__pub_slot_word(s, KCACHE__PUB_S_EVENTS));
+            kcache__pub_get_name(kcache__pub_slot_word(s, KCACHE__PUB_S_NAME), 16, v->name, sizeof v->name);
+            for (c = 0; c < KCACHE__PUB_COUNTERS; c++) v->counters[c] = kcache__pub_ld(kcache__pub_slot_word(s, KCACHE__PUB_CTR_AT / 8) + c);
+            kcache__atomic_fence();
+            eb = kcache__pub_ld(kcache__pub_slot_word(s, KCACHE__PUB_S_EPOCH));
+            v->pid = (uint32_t)(v->owner >> 32);
+            v->setting_up = (v->owner & KCACHE__PUB_SETTING_UP) != 0;
+            alive = v->owner && kcache__pub_alive(s, sf->domain, now);
+            v->state = !v->owner ? KCACHE_SLOT_FREE : !alive ? KCACHE_SLOT_DEAD : v->domain != sf->domain ? KCACHE_SLOT_OTHER_DOMAIN : KCACHE_SLOT_LIVE;
+            if (ea != eb || ea != e1[i]) ok = 0;
+            else if ((ea & 1) && v->state != KCACHE_SLOT_DEAD) ok = 0; /* being claimed, reset or retired right now */
+        }
+    }
+    out->consistent = ok;
+    memcpy(out->totals, ret, sizeof ret);
+    out->claimed = out->processes = 0;
+    for (i = 0; i < KCACHE__PUB_SLOTS; i++) {
+        const kcache_stats_slot *v = &out->slots[i];
+        int dup = 0;
+        if (!v->owner) continue;
+        out->claimed++;
+        for (c = 0; c < KCACHE__PUB_COUNTERS; c++) out->totals[c] += v->counters[c];
+        if (v->state != KCACHE_SLOT_LIVE && v->state != KCACHE_SLOT_OTHER_DOMAIN) continue;
+        for (j = 0; j < i; j++)
+            if ((out->slots[j].state == KCACHE_SLOT_LIVE || out->slots[j].state == KCACHE_SLOT_OTHER_DOMAIN) &&
+                out->slots[j].owner == v->owner && out->slots[j].domain == v->domain)
+                dup = 1;
+        if (!dup) out->processes++; /* processes, not slots: a process may hold several caches */
+    }
+    return KCACHE_OK;
+}
+
+KCACHE_API kcache_status kcache_stats_file_units(const kcache_stats_file *sf, unsigned slot, kcache_stats_unit out[KCACHE_STATS_UNITS]) {
+    const unsigned char *s;
+    unsigned j;
+    if (!sf || !out || slot >= KCACHE__PUB_SLOTS) return KCACHE_EINVAL;
+    s = kcache__pub_slot_at(sf->map, slot);
+    for (j = 0; j < KCACHE__PUB_UNITS; j++) {
+        const uint64_t *e = kcache__pub_unit_at(s, j);
+        kcache_stats_unit *u = &out[j];
+        uint64_t info;
+        memset(u, 0, sizeof *u);
+        u->hash = kcache__pub_ld_acq(e + KCACHE__PUB_U_HASH);
+        u->hits_memory = kcache__pub_ld(e + KCACHE__PUB_U_HITS_MEM);
+        u->hits_store = kcache__pub_ld(e + KCACHE__PUB_U_HITS_DISK);
+        u->misses = kcache__pub_ld(e + KCACHE__PUB_U_MISSES);
+        u->puts = kcache__pub_ld(e + KCACHE__PUB_U_PUTS);
+        u->bytes_put = kcache__pub_ld(e + KCACHE__PUB_U_BYTES_PUT);
+        u->last = (int64_t)kcache__pub_ld(e + KCACHE__PUB_U_LAST);
+        info = kcache__pub_ld(e + KCACHE__PUB_U_INFO);
+        u->name_len = (uint32_t)((info >> 8) & 0xffff);
+        u->last_miss = (info & 0xff) < KCACHE_REASON_COUNT ? (kcache_reason)(info & 0xff) : KCACHE_REASON_COUNT;
+        kcache__pub_get_name(e + KCACHE__PUB_U_NAME, KCACHE__PUB_UNIT_NAME, u->name, sizeof u->name);
+        kcache__atomic_fence();
+        if (kcache__pub_ld(e + KCACHE__PUB_U_HASH) != u->hash) { /* changing right now */
+            memset(u, 0, sizeof *u);
+            u->changing = 1;
+        }
+    }
+    return KCACHE_OK;
+}
+
+KCACHE_API kcache_status kcache_stats_file_events(const kcache_stats_file *sf, unsigned slot, uint64_t *seq, kcache_stats_event *out,
+                                                  unsigned cap, unsigned *n) {
+    const unsigned char *s;
+    uint64_t head, q;
+    if (n) *n = 0;
+    if (!sf || !seq || !n || (cap && !out) || slot >= KCACHE__PUB_SLOTS) return KCACHE_EINVAL;
+    s = kcache__pub_slot_at(sf->map, slot);
+    head = kcache__pub_ld_acq(kcache__pub_slot_word(s, KCACHE__PUB_S_EVENTS)); /* the ring outlives its owners: its head only grows */
+    if (head < *seq) *seq = 0;
+    q = head > KCACHE__PUB_EVENTS ? head - KCACHE__PUB_EVENTS + 1 : 1;
+    if (q <= *seq) q = *seq + 1;
+    for (; q <= head && q != 0 && *n < cap; q++) { /* q wraps to 0 past a head of 2^64-1 (a damaged file) */
+        const uint64_t *e = kcache__pub_event_at(s, (unsigned)((q - 1) % KCACHE__PUB_EVENTS));
+        kcache_stats_event *ev = &out[*n];
+        uint64_t info;
+        if (kcache__pub_ld_acq(e + KCACHE__PUB_E_SEQ) != q) continue;
+        memset(ev, 0, sizeof *ev);
+        ev->seq = q;
+        ev->time = (int64_t)kcache__pub_ld(e + KCACHE__PUB_E_TIME);
+        ev->unit_hash = kcache__pub_ld(e + KCACHE__PUB_E_UNIT);
+        ev->size = kcache__pub_ld(e + KCACHE__PUB_E_SIZE);
+        info = kcache__pub_ld(e + KCACHE__PUB_E_INFO);
+        ev->pid = (uint32_t)kcache__pub_ld(e + KCACHE__PUB_E_PID);
+        kcache__pub_get_name(e + KCACHE__PUB_E_NAME, KCACHE__PUB_EVENT_NAME, ev->unit, sizeof ev->unit);
+        kcache__atomic_fence();
+        if (kcache__pub_ld(e + KCACHE__PUB_E_SEQ) != q) continue; /* rewritten while read */
+        ev->kind = (kcache_event_kind)(info & 0xff);
+        ev->reason = (int)((info >> 8) & 0xff);
+        ev->name_len = (uint32_t)((info >> 16) & 0xffff);
+        ev->count = info >> 32;
+        (*n)++;
+    }
+    *seq = q > head || q == 0 ? head : q - 1;
+    return KCACHE_OK;
+}
+
+KCACHE_API kcache_status kcache_stats_file_row(const kcache_stats_file *sf, kcache_stats_table table, unsigned i, kcache_stats_row *out) {
+    const uint64_t *e;
+    unsigned c;
+    if (out) memset(out, 0, sizeof *out);
+    if (!sf || !out || table != KCACHE_STATS_SHARDS || i >= KCACHE__PUB_SHARDS) return KCACHE_EINVAL;
+    e = kcache__pub_shard_at(sf->map, i);
+    if ((out->id = kcache__pub_ld_acq(e)) == 0) return KCACHE_OK;
+    out->nvalues = 5; /* hits, misses, errors, timeouts, skipped calls */
+    for (c = 0; c < out->nvalues; c++) out->value[c] = kcache__pub_ld(e + 1 + c);
+    kcache__pub_get_name(e + 6, KCACHE__PUB_SHARD_URL, out->name, sizeof out->name);
+    return KCACHE_OK;
+}
+
+#else /* KCACHE_NO_PUB (or Windows): no stats file to read */
+KCACHE_API kcache_status kcache_stats_file_open(kcache_reader *r, kcache_stats_file **out) {
+    (void)r;
+    if (out) *out = NULL;
+    return KCACHE_EDISABLED;
+}
+KCACHE_API kcache_status kcache_stats_file_from_image(const void *image, size_t len, kcache_stats_file **out) {
+    (void)image; (void)len;
+    if (out) *out = NULL;
+    return KCACHE_EDISABLED;
+}
+KCACHE_API void kcache_stats_file_close(kcache_stats_file *sf) { (void)sf; }
+KCACHE_API int kcache_stats_file_replaced(const kcache_stats_file *sf, kcache_reader *r) { (void)sf; (void)r; return 0; }
+KCACHE_API int64_t kcache_stats_file_created(const kcache_stats_file *sf) { (void)sf; return 0; }
+KCACHE_API kcache_status kcache_stats_file_read(const kcache_stats_file *sf, kcache_stats_snapshot *out) {
+    (void)sf;
+    if (out) memset(out, 0, sizeof *out);
+    return KCACHE_EDISABLED;
+}
+KCACHE_API kcache_status kcache_stats_file_units(const kcache_stats_file *sf, unsigned slot, kcache_stats_unit out[KCACHE_STATS_UNITS]) {
+    (void)sf; (void)slot; (void)out;
+    return KCACHE_EDISABLED;
+}
+KCACHE_API kcache_status kcache_stats_file_events(const kcache_stats_file *sf, unsigned slot, uint64_t *seq, kcache_stats_event *out,
+                                                  unsigned cap, unsigned *n) {
+    (void)sf; (void)slot; (void)seq; (void)out; (void)cap;
+    if (n) *n = 0;
+    return KCACHE_EDISABLED;
+}
+KCACHE_API kcache_status kcache_stats_file_row(const kcache_stats_file *sf, kcache_stats_table table, unsigned i, kcache_stats_row *out) {
+    (void)sf; (void)table; (void)i;
+    if (out) memset(out, 0, sizeof *out);
+    return KCACHE_EDISABLED;
+}
+#endif /* KCACHE_NO_PUB */
 
 /* ============================================================================================== */
 /* >>opencl  kcache_cl_build: a key per device, binary checks, the in-process program cache       */

@@ -77,7 +77,6 @@ static char g_dir[1024];
 static char g_path[1100], g_new[1100];
 static unsigned char *g_img, *g_after; /* the repaired image; the file read back after a writer */
 static size_t g_img_used;              /* bytes of g_img that may be non-zero */
-static uint64_t g_domain;
 static unsigned g_writer_runs;
 static unsigned long g_log_lines;
 static FILE *g_null;                   /* batch output goes nowhere: printing it is what is exercised */
@@ -103,7 +102,6 @@ static void init_once(void)
     g_img = (unsigned char *)calloc(1, FS_FILE);
     g_after = (unsigned char *)malloc(FS_FILE);
     CHECK(g_img && g_after);
-    g_domain = kcache__pub_domain();
     g_null = fopen("/dev/null", "w");
     CHECK(g_null != NULL);
     K.ev = (kt_event *)malloc(KT_EVENTS * sizeof *K.ev);
@@ -212,7 +210,7 @@ static void check_units(const unsigned char *img)
 static void top_reset(int sort, int ascii)
 {
     kt_event *ev = K.ev;
-    int dirfd = K.fst.dirfd;
+    kcache_reader *rd = K.rd;
     kt_unmap();
     free(K.u);
     free(K.uhash);
@@ -225,13 +223,8 @@ static void top_reset(int sort, int ascii)
     K.ascii = ascii;
     K.utf8 = !ascii;
     snprintf(K.dir, sizeof K.dir, "%s", g_dir);
-    if (dirfd <= 0) dirfd = open(g_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    CHECK(dirfd > 0);
-    K.fst.dirfd = dirfd;
-    K.fst.tmpfd = K.fst.cffd = -1; /* (no lock file: it only reads) */
-    K.fst.dir = K.dir;
-    K.fst.uid = (uint32_t)geteuid(); /* the fuzzer made the store: its files are trusted */
-    K.domain = g_domain;
+    if (!rd) CHECK(kcache_reader_open(&rd, g_dir) == KCACHE_OK); /* the fuzzer made the store: its files are trusted */
+    K.rd = rd;
 }
 
 /* Every line printable: colour marks (\001 and a colour digit) and printable bytes only. */
@@ -322,37 +315,45 @@ static void top_run(const fs_expect *x, uint64_t h, const char *unit, int bus)
     kt_sample();
     if (!x) {
         unsigned c;
-        CHECK(K.map == NULL && K.stats_note[0] && K.nclaimed == 0 && K.nev == 0);
+        CHECK(K.sf == NULL && K.stats_note[0] && K.nclaimed == 0 && K.nev == 0);
         for (c = 0; c < FS_NCTR; c++) CHECK(K.tot[c] == 0);
         snapshot_and_detail(NULL);
         return;
     }
-    CHECK(K.map != NULL && K.map_len == FS_FILE);
+    CHECK(K.sf != NULL);
     check_read(x);
-    check_units(K.map);
     {   /* the same file from an exact-size heap copy: ASan sees a read past its end */
         unsigned char *copy = (unsigned char *)malloc(FS_FILE);
-        CHECK(copy != NULL);
-        memcpy(copy, K.map, FS_FILE);
-        munmap(K.map, K.map_len);
-        K.map = copy;
-        for (round = 0; round < 2; round++) { /* the file is the same inode: kcache-top keeps its map */
+        kcache_stats_file *sf;
+        int fd = open(g_path, O_RDONLY | O_CLOEXEC);
+        size_t got = 0;
+        CHECK(copy != NULL && fd >= 0);
+        while (got < FS_FILE) {
+            ssize_t r = pread(fd, copy + got, FS_FILE - got, (off_t)got);
+            CHECK(r > 0);
+            got += (size_t)r;
+        }
+        close(fd);
+        check_units(copy);
+        kt_unmap();
+        CHECK(kcache_stats_file_from_image(copy, FS_FILE, &sf) == KCACHE_OK);
+        K.sf = sf;
+        for (round = 0; round < 2; round++) { /* an image is never replaced: kcache-top keeps it */
             kt_sample();
-            CHECK(K.map == copy);
+            CHECK(K.sf == sf);
             check_read(x);
             check_units(copy);
         }
         snapshot_and_detail(unit);
+        kt_unmap();
         free(copy);
-        K.map = NULL;
-        K.map_len = 0;
     }
     if (bus) { /* the mapped file cut short by something else: kcache-top's SIGBUS guard */
         struct sigaction sa, old;
         off_t keep = (off_t)FS_HEADER * (off_t)(1 + (h >> 16) % 200);
         top_reset(0, 1);
         kt_sample();
-        CHECK(K.map != NULL);
+        CHECK(K.sf != NULL);
         CHECK(truncate(g_path, keep) == 0);
         memset(&sa, 0, sizeof sa);
         sa.sa_handler = kt_on_bus;
@@ -360,7 +361,7 @@ static void top_run(const fs_expect *x, uint64_t h, const char *unit, int bus)
         sigaction(SIGBUS, &sa, &old); /* libFuzzer's own handler goes back afterwards */
         kt_sample();
         sigaction(SIGBUS, &old, NULL);
-        CHECK(K.map == NULL && strstr(K.stats_note, "truncated") != NULL);
+        CHECK(K.sf == NULL && strstr(K.stats_note, "truncated") != NULL);
     }
 }
 

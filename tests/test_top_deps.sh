@@ -10,8 +10,11 @@
 #   deps-same       her own unchanged file still reads "same" (the check itself still works)
 #   deps-foreign    (root) a file owned by a third user is reported "owned by uid N: not read"
 #   deps-root-file  (root) a root-owned file of another size: "changed: size", not read
+#   nocurses-*      kcache-top built with -DKCACHE_TOP_NO_CURSES and no curses library (what
+#                   `make check` builds where no curses header is found): -b prints what the
+#                   curses build prints; the interactive view says it is not there and exits 2
 #
-# Usage: tests/test_top_deps.sh [KCACHE_TOP [MAKE_STORE]]
+# Usage: tests/test_top_deps.sh [KCACHE_TOP [MAKE_STORE]]   (CC: the compiler for nocurses-*)
 # As root the store is made by a second user (useradd; removed afterwards, whatever happens) and
 # root runs kcache-top on it. Not root, the store is the caller's own: the cases that need other
 # users print "skip".
@@ -96,5 +99,26 @@ if [ "$made_user" = 1 ]; then
 else
     skip deps-foreign "not root (or no useradd/setpriv): no other user"
     skip deps-root-file "not root (or no useradd/setpriv): no other user"
+fi
+
+# ---- kcache-top without curses: batch mode only --------------------------------------------------
+nc=$tmp/kcache-top-nocurses
+if ${CC:-cc} -std=c99 -O1 -Wall -Wextra -Wpedantic -Werror -DKCACHE_TOP_NO_CURSES -I"$root" -o "$nc" "$root/tools/kcache-top.c" \
+    -lpthread 2>"$tmp/nc.err"; then
+    ok nocurses-builds
+    timeout -k 2 10 "$nc" -b -n 1 -U blur "$S" >"$tmp/nc.out" 2>&1
+    rc=$?
+    if [ $rc = 0 ] && cmp -s "$tmp/nc.out" "$tmp/out"; then ok nocurses-batch-detail
+    else fail nocurses-batch-detail "exit $rc, or not what the curses build printed: $(diff "$tmp/out" "$tmp/nc.out" | head -c 300)"; fi
+    timeout -k 2 10 "$nc" -b -n 1 "$S" >"$tmp/nc.snap" 2>&1
+    rc=$?
+    if [ $rc = 0 ] && grep -q '^store  *bytes [0-9]* .*entries 1 ' "$tmp/nc.snap" && grep -q '^  blur ' "$tmp/nc.snap"; then ok nocurses-batch-snapshot
+    else fail nocurses-batch-snapshot "exit $rc: $(head -c 300 "$tmp/nc.snap")"; fi
+    timeout -k 2 10 "$nc" "$S" </dev/null >"$tmp/nc.int" 2>&1
+    rc=$?
+    if [ $rc = 2 ] && grep -q 'built without curses: only -b' "$tmp/nc.int"; then ok nocurses-interactive-refused
+    else fail nocurses-interactive-refused "exit $rc: $(head -c 300 "$tmp/nc.int")"; fi
+else
+    fail nocurses-builds "$(head -c 600 "$tmp/nc.err")"
 fi
 [ "$failures" = 0 ]

@@ -2,11 +2,12 @@
  *
  *   kcache-top [-b] [-n N] [-d SECONDS] [-s hits|misses|size|last] [-U UNIT] [-a] [DIR]
  *
- * What it shows comes from the store itself, read-only: DIR/stats (where every process using the
- * store publishes its counters and recent events: see >>pub in kcache.h), config.file (the
- * accounted size, entries and limit) and the units' index logs (i/XX/<unit>.kci: overloads,
- * dependency stamps, what left and why, traced misses). It never writes, locks or repairs
- * anything in DIR, so it is safe to point at any store, live or not.
+ * What it shows comes from the store itself, read-only, through kcache.h's public API for tools
+ * (>>toolapi; no private name of the library is used here): DIR/stats (where every process using
+ * the store publishes its counters and recent events), config.file (the accounted size, entries
+ * and limit) and the units' index logs (i/XX/<unit>.kci: overloads, dependency stamps, what left
+ * and why, traced misses). It never writes, locks or repairs anything in DIR, so it is safe to
+ * point at any store, live or not.
  *
  * Interactive: a header (directory, size against the limit, entries, units, processes), the remote
  * tier when one is in use (its hit ratio, puts, errors and timeouts, calls skipped, mean latency,
@@ -22,11 +23,15 @@
  * Exit status: 0; 2 for a usage error, a directory that never appeared or cannot be read, or an
  * interactive run without a terminal.
  *
- * Build: cc -std=c99 -O2 -I. -o build/kcache-top tools/kcache-top.c -lncursesw -lpthread */
+ * Build: cc -std=c99 -O2 -I. -o build/kcache-top tools/kcache-top.c -lncursesw -lpthread
+ * Without curses: -DKCACHE_TOP_NO_CURSES and no -lncursesw: batch mode (-b) only; the interactive
+ * view says "built without curses: only -b" and exits 2. */
 #define KCACHE_IMPLEMENTATION
 #include "kcache.h"
 
+#ifndef KCACHE_TOP_NO_CURSES /* built without curses (no curses header): batch mode only */
 #include <curses.h>
+#endif
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -47,47 +52,39 @@
 
 #if defined(__GNUC__) || defined(__clang__)
 #define KT_PRINTF(a, b) __attribute__((format(printf, a, b)))
+#define KT_VIEW_ONLY __attribute__((unused)) /* used by the interactive view (and fuzz_stats) only */
 #else
 #define KT_PRINTF(a, b)
+#define KT_VIEW_ONLY
 #endif
 
 #define KT_HIST 240     /* rate samples kept for the sparklines */
 #define KT_EVENTS 2000  /* events kept (the rings hold the last 64 of each process) */
-#define KT_NCTR KCACHE__PUB_COUNTERS
-#define KT_NSLOT KCACHE__PUB_SLOTS
+#define KT_NCTR KCACHE_CTR_COUNT
+#define KT_NSLOT KCACHE_STATS_SLOTS
 
 enum { M_HITS, M_MISSES, M_PUTS, M_EVICTIONS, M_READ, M_WRITTEN, M_N };
 static const char *const kt_metric_name[M_N] = {"hits", "misses", "puts", "evictions", "bytes_read", "bytes_written"};
 enum { SORT_HITS, SORT_MISSES, SORT_SIZE, SORT_LAST, SORT_N };
 static const char *const kt_sort_name[SORT_N] = {"hits", "misses", "size", "last"};
-enum { ST_FREE, ST_LIVE, ST_DEAD, ST_OTHER };
-static const char *const kt_state_name[] = {"free", "live", "dead", "other-ns"};
+static const char *const kt_state_name[] = {"free", "live", "dead", "other-ns"}; /* by kcache_slot_state */
 /* colours */
 enum { C_NORM, C_HEAD, C_GOOD, C_WARN, C_BAD, C_DIM, C_SEL, C_TITLE, C_N };
 
 /* ---------------------------------------------------------------------------------------------- */
 /* the model                                                                                      */
 
-typedef struct kt_slot {
-    uint64_t owner, epoch, domain, opened, events;
-    int64_t last;
-    uint32_t pid;
-    int state;
-    char name[17];
-    uint64_t ctr[KT_NCTR];
-} kt_slot;
-
 enum { U_MEM, U_DISK, U_MISS, U_PUTS, U_BYTES, U_N };
 typedef struct kt_seen_unit {
     uint64_t hash, c[U_N];
     int64_t last;
     int reason; /* of its last miss, when it has missed */
-    char name[KCACHE__PUB_UNIT_NAME + 1];
+    char name[KCACHE_STATS_UNIT_NAME + 1];
     uint32_t namelen;
 } kt_seen_unit;
 typedef struct kt_seen_slot {
     uint64_t owner, opened;
-    kt_seen_unit u[KCACHE__PUB_UNITS];
+    kt_seen_unit u[KCACHE_STATS_UNITS];
     uint64_t ev_seq; /* the events read from this slot's ring so far */
 } kt_seen_slot;
 
@@ -120,7 +117,7 @@ typedef struct kt_event {
     uint32_t pid, namelen;
     int kind, reason;
     uint64_t size, count, hash;
-    char unit[KCACHE__PUB_EVENT_NAME + 1];
+    char unit[KCACHE_STATS_EVENT_NAME + 1];
 } kt_event;
 
 static struct {
@@ -131,16 +128,13 @@ static struct {
     long iterations;
     const char *detail_unit;
     /* the store */
-    kcache__store fst; /* a read-only stand-in (dirfd only) for kcache__open_in and kcache__ix_read */
-    uint64_t domain;
+    kcache_reader *rd; /* the store, opened to read (NULL until DIR exists) */
     int stamp_policy;
     /* config.file */
     int have_cf, cf_sound;
     uint64_t cf_bytes, cf_entries, cf_gen, cf_limit, cf_evictions;
     /* DIR/stats */
-    unsigned char *map;
-    size_t map_len;
-    uint64_t map_dev, map_ino;
+    kcache_stats_file *sf; /* NULL: none (stats_note says why) */
     char stats_note[160];
     int64_t stats_created;
     /* the latest sample */
@@ -149,7 +143,7 @@ static struct {
     int samples;
     uint64_t tot[KT_NCTR], tot_prev[KT_NCTR];
     int consistent;
-    kt_slot slot[KT_NSLOT];
+    kcache_stats_slot slot[KT_NSLOT];
     int nclaimed, nlive;
     double rate[M_N], hist[M_N][KT_HIST];
     int hist_n;
@@ -173,6 +167,20 @@ static double kt_mono(void) {
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
+static int64_t kt_wall_ns(void) { /* (the clock kcache stamps its events with) */
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+static void kt_sleep(double seconds) {
+    struct timespec ts;
+    if (seconds <= 0) return;
+    ts.tv_sec = (time_t)seconds;
+    ts.tv_nsec = (long)((seconds - (double)ts.tv_sec) * 1e9) + 1000;
+    if (ts.tv_nsec >= 1000000000) { ts.tv_sec++; ts.tv_nsec -= 1000000000; }
+    nanosleep(&ts, NULL);
+}
+
 
 /* ---------------------------------------------------------------------------------------------- */
 /* units                                                                                          */
@@ -231,68 +239,46 @@ static int64_t kt_last_use(const kt_unit *u) {
 /* reading the store                                                                              */
 
 static void kt_read_cf(void) {
-    unsigned char h[128];
-    int fd = kcache__open_in(&K.fst, "config.file", KCACHE__RD | KCACHE__NONBLOCK);
-    K.have_cf = 0;
-    if (fd < 0) return;
-    if (pread(fd, h, sizeof h, 0) == (ssize_t)sizeof h && memcmp(h, "KCACHECF", 8) == 0) {
-        K.have_cf = 1;
-        K.cf_bytes = kcache__get_u64(h + 24);
-        K.cf_entries = kcache__get_u64(h + 32);
-        K.cf_gen = kcache__get_u64(h + 40);
-        K.cf_limit = kcache__get_u64(h + 56);
-        K.cf_evictions = kcache__get_u64(h + 64);
-        K.cf_sound = kcache__get_u64(h + 120) == kcache_hash(h, 120).lo && kcache__get_u32(h + 48) == 0;
-    }
-    close(fd);
+    kcache_accounting a;
+    K.have_cf = kcache_read_accounting(K.rd, &a) == KCACHE_OK;
+    if (!K.have_cf) return;
+    K.cf_bytes = a.bytes;
+    K.cf_entries = a.entries;
+    K.cf_gen = a.generation;
+    K.cf_limit = a.limit;
+    K.cf_evictions = a.evictions;
+    K.cf_sound = a.sound;
 }
 
 static void kt_unmap(void) {
-    if (K.map) munmap(K.map, K.map_len);
-    K.map = NULL;
-    K.map_len = 0;
+    kcache_stats_file_close(K.sf);
+    K.sf = NULL;
 }
 
 static void kt_retire_seen(kt_seen_unit *s);
 
 /* Maps DIR/stats read-only (again when it was replaced). */
 static void kt_map_stats(void) {
-    struct stat sb;
-    unsigned char hdr[KCACHE__PUB_HEADER];
-    int fd, v;
-    void *m;
-    if (fstatat(K.fst.dirfd, "stats", &sb, AT_SYMLINK_NOFOLLOW) != 0) {
-        kt_unmap();
-        snprintf(K.stats_note, sizeof K.stats_note, "no stats file (no process has published here)");
-        return;
-    }
-    if (K.map && (uint64_t)sb.st_ino == K.map_ino && (uint64_t)sb.st_dev == K.map_dev) return;
+    kcache_status st;
+    if (K.sf && !kcache_stats_file_replaced(K.sf, K.rd)) return;
     kt_unmap();
-    fd = kcache__open_in(&K.fst, "stats", KCACHE__RD | KCACHE__NONBLOCK);
-    if (fd < 0) { snprintf(K.stats_note, sizeof K.stats_note, "stats file: %s", strerror(errno)); return; }
-    v = 0;
-    if (fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) && sb.st_size >= KCACHE__PUB_HEADER && pread(fd, hdr, sizeof hdr, 0) == (ssize_t)sizeof hdr)
-        v = kcache__pub_valid(hdr, (uint64_t)sb.st_size);
-    if (v != 1) {
-        close(fd);
-        snprintf(K.stats_note, sizeof K.stats_note, "stats file %s", v < 0 ? "of a newer version (not shown)" : "damaged (the next process replaces it)");
-        return;
+    st = kcache_stats_file_open(K.rd, &K.sf);
+    switch (st) {
+    case KCACHE_OK: break;
+    case KCACHE_ENOENT: snprintf(K.stats_note, sizeof K.stats_note, "no stats file (no process has published here)"); return;
+    case KCACHE_EINVAL: snprintf(K.stats_note, sizeof K.stats_note, "stats file of a newer version (not shown)"); return;
+    case KCACHE_ECORRUPT: snprintf(K.stats_note, sizeof K.stats_note, "stats file damaged (the next process replaces it)"); return;
+    case KCACHE_EUNSAFE: snprintf(K.stats_note, sizeof K.stats_note, "stats file not a regular file of the store's owner (not read)"); return;
+    default: snprintf(K.stats_note, sizeof K.stats_note, "stats file: %s", st == KCACHE_EIO ? strerror(errno) : kcache_strerror(st)); return;
     }
-    m = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_SHARED, fd, 0);
-    close(fd);
-    if (m == MAP_FAILED) { snprintf(K.stats_note, sizeof K.stats_note, "stats file: cannot map it (%s)", strerror(errno)); return; }
-    K.map = (unsigned char *)m;
-    K.map_len = (size_t)sb.st_size;
     {   /* another file (replaced): what was seen in the old one is history */
         int i, j;
         for (i = 0; i < KT_NSLOT; i++) {
-            for (j = 0; j < KCACHE__PUB_UNITS; j++) kt_retire_seen(&K.seen[i].u[j]);
+            for (j = 0; j < KCACHE_STATS_UNITS; j++) kt_retire_seen(&K.seen[i].u[j]);
             memset(&K.seen[i], 0, sizeof K.seen[i]);
         }
     }
-    K.map_dev = (uint64_t)sb.st_dev;
-    K.map_ino = (uint64_t)sb.st_ino;
-    K.stats_created = (int64_t)kcache__get_u64(hdr + 40);
+    K.stats_created = kcache_stats_file_created(K.sf);
     K.stats_note[0] = 0;
 }
 
@@ -305,55 +291,15 @@ static void kt_on_bus(int sig) {
     raise(sig);
 }
 
-/* The slots and totals, consistent: the retired counters plus every claimed slot's, read so that
-   no fold (a slot's counters moving to the retired ones) happened in between. */
+/* The slots and totals (kcache_stats_file_read: consistent, the retired counters included). */
 static void kt_read_slots(void) {
-    uint64_t e1[KT_NSLOT], ret[KT_NCTR];
-    int attempt, i, c, ok = 0;
-    for (attempt = 0; attempt < 50 && !ok; attempt++) {
-        if (attempt) kcache__sleep_us(200);
-        for (i = 0; i < KT_NSLOT; i++) e1[i] = kcache__pub_ld_acq(kcache__pub_slot_word(kcache__pub_slot_at(K.map, (unsigned)i), KCACHE__PUB_S_EPOCH));
-        __atomic_thread_fence(__ATOMIC_ACQUIRE);
-        for (c = 0; c < KT_NCTR; c++) ret[c] = kcache__pub_ld(kcache__pub_retired(K.map) + c);
-        __atomic_thread_fence(__ATOMIC_ACQUIRE);
-        ok = 1;
-        for (i = 0; i < KT_NSLOT; i++) {
-            const unsigned char *s = kcache__pub_slot_at(K.map, (unsigned)i);
-            kt_slot *v = &K.slot[i];
-            uint64_t ea, eb;
-            v->owner = kcache__pub_ld_acq(kcache__pub_slot_word(s, KCACHE__PUB_S_OWNER));
-            ea = kcache__pub_ld_acq(kcache__pub_slot_word(s, KCACHE__PUB_S_EPOCH));
-            v->epoch = ea;
-            v->domain = kcache__pub_ld(kcache__pub_slot_word(s, KCACHE__PUB_S_DOMAIN));
-            v->opened = kcache__pub_ld(kcache__pub_slot_word(s, KCACHE__PUB_S_OPENED));
-            v->last = (int64_t)kcache__pub_ld(kcache__pub_slot_word(s, KCACHE__PUB_S_LAST));
-            v->events = kcache__pub_ld(kcache__pub_slot_word(s, KCACHE__PUB_S_EVENTS));
-            kcache__pub_get_name(kcache__pub_slot_word(s, KCACHE__PUB_S_NAME), 16, v->name, sizeof v->name);
-            for (c = 0; c < KT_NCTR; c++) v->ctr[c] = kcache__pub_ld(kcache__pub_slot_word(s, KCACHE__PUB_CTR_AT / 8) + c);
-            __atomic_thread_fence(__ATOMIC_ACQUIRE);
-            eb = kcache__pub_ld(kcache__pub_slot_word(s, KCACHE__PUB_S_EPOCH));
-            v->pid = (uint32_t)(v->owner >> 32);
-            if (!v->owner) v->state = ST_FREE;
-            else if (v->domain != K.domain) v->state = kcache__pub_alive(s, K.domain, K.wall) ? ST_OTHER : ST_DEAD;
-            else v->state = kcache__pub_alive(s, K.domain, K.wall) ? ST_LIVE : ST_DEAD;
-            if (ea != eb || ea != e1[i]) ok = 0;
-            else if ((ea & 1) && v->state != ST_DEAD) ok = 0; /* being claimed, reset or retired right now */
-        }
-    }
-    K.consistent = ok;
-    memcpy(K.tot, ret, sizeof ret);
-    K.nclaimed = K.nlive = 0;
-    for (i = 0; i < KT_NSLOT; i++) {
-        const kt_slot *v = &K.slot[i];
-        int j, dup = 0;
-        if (!v->owner) continue;
-        K.nclaimed++;
-        for (c = 0; c < KT_NCTR; c++) K.tot[c] += v->ctr[c];
-        if (v->state != ST_LIVE && v->state != ST_OTHER) continue;
-        for (j = 0; j < i; j++)
-            if ((K.slot[j].state == ST_LIVE || K.slot[j].state == ST_OTHER) && K.slot[j].owner == v->owner && K.slot[j].domain == v->domain) dup = 1;
-        if (!dup) K.nlive++; /* processes, not slots: a process may hold several caches */
-    }
+    static kcache_stats_snapshot snap; /* (25 KiB: not on the stack) */
+    kcache_stats_file_read(K.sf, &snap);
+    K.consistent = snap.consistent;
+    memcpy(K.tot, snap.totals, sizeof K.tot);
+    memcpy(K.slot, snap.slots, sizeof K.slot);
+    K.nclaimed = (int)snap.claimed;
+    K.nlive = (int)snap.processes;
 }
 
 static void kt_retire_seen(kt_seen_unit *s) {
@@ -370,42 +316,38 @@ static void kt_retire_seen(kt_seen_unit *s) {
 static void kt_read_units(void) {
     int i, j, c;
     for (i = 0; i < KT_NSLOT; i++) {
-        const unsigned char *s = kcache__pub_slot_at(K.map, (unsigned)i);
         kt_seen_slot *ss = &K.seen[i];
-        const kt_slot *v = &K.slot[i];
-        if (v->owner & KCACHE__PUB_SETTING_UP) continue; /* being claimed: next time */
-        if (!v->owner || v->owner != ss->owner || v->opened != ss->opened) {
-            for (j = 0; j < KCACHE__PUB_UNITS; j++) kt_retire_seen(&ss->u[j]);
+        const kcache_stats_slot *v = &K.slot[i];
+        kcache_stats_unit tab[KCACHE_STATS_UNITS];
+        if (v->setting_up) continue; /* being claimed: next time */
+        if (!v->owner || v->owner != ss->owner || (uint64_t)v->opened != ss->opened) {
+            for (j = 0; j < KCACHE_STATS_UNITS; j++) kt_retire_seen(&ss->u[j]);
             ss->owner = v->owner;
-            ss->opened = v->opened;
+            ss->opened = (uint64_t)v->opened;
         }
-        if (!v->owner || (v->epoch & 1)) continue;
-        for (j = 0; j < KCACHE__PUB_UNITS; j++) {
-            const uint64_t *e = kcache__pub_unit_at(s, (unsigned)j);
+        if (!v->owner || (v->epoch & 1) || kcache_stats_file_units(K.sf, (unsigned)i, tab) != KCACHE_OK) continue;
+        for (j = 0; j < KCACHE_STATS_UNITS; j++) {
+            const kcache_stats_unit *e = &tab[j];
             kt_seen_unit cur;
-            uint64_t h2, info;
+            if (e->changing) continue; /* changing right now: keep what was seen */
             memset(&cur, 0, sizeof cur);
-            cur.hash = kcache__pub_ld_acq(e + KCACHE__PUB_U_HASH);
-            cur.c[U_MEM] = kcache__pub_ld(e + KCACHE__PUB_U_HITS_MEM);
-            cur.c[U_DISK] = kcache__pub_ld(e + KCACHE__PUB_U_HITS_DISK);
-            cur.c[U_MISS] = kcache__pub_ld(e + KCACHE__PUB_U_MISSES);
-            cur.c[U_PUTS] = kcache__pub_ld(e + KCACHE__PUB_U_PUTS);
-            cur.c[U_BYTES] = kcache__pub_ld(e + KCACHE__PUB_U_BYTES_PUT);
-            cur.last = (int64_t)kcache__pub_ld(e + KCACHE__PUB_U_LAST);
-            info = kcache__pub_ld(e + KCACHE__PUB_U_INFO);
-            cur.namelen = (uint32_t)((info >> 8) & 0xffff);
-            cur.reason = (int)(info & 0xff);
-            kcache__pub_get_name(e + KCACHE__PUB_U_NAME, KCACHE__PUB_UNIT_NAME, cur.name, sizeof cur.name);
-            __atomic_thread_fence(__ATOMIC_ACQUIRE);
-            h2 = kcache__pub_ld(e + KCACHE__PUB_U_HASH);
-            if (h2 != cur.hash) continue; /* changing right now: keep what was seen */
+            cur.hash = e->hash;
+            cur.c[U_MEM] = e->hits_memory;
+            cur.c[U_DISK] = e->hits_store;
+            cur.c[U_MISS] = e->misses;
+            cur.c[U_PUTS] = e->puts;
+            cur.c[U_BYTES] = e->bytes_put;
+            cur.last = e->last;
+            cur.namelen = e->name_len;
+            cur.reason = (int)e->last_miss;
+            memcpy(cur.name, e->name, sizeof cur.name);
             if (ss->u[j].hash != cur.hash) kt_retire_seen(&ss->u[j]);
             ss->u[j] = cur;
         }
     }
     for (i = 0; i < (int)K.nu; i++) memset(K.u[i].live, 0, sizeof K.u[i].live);
     for (i = 0; i < KT_NSLOT; i++)
-        for (j = 0; j < KCACHE__PUB_UNITS; j++) {
+        for (j = 0; j < KCACHE_STATS_UNITS; j++) {
             const kt_seen_unit *su = &K.seen[i].u[j];
             kt_unit *u;
             if (!su->hash || !(u = kt_unit_get(su->hash, 1))) continue;
@@ -416,9 +358,9 @@ static void kt_read_units(void) {
                 u->unit_table_reason = 1;
                 u->last_miss_pid = K.slot[i].pid;
             }
-            if (!u->name[0] || (!u->full_name && su->namelen <= KCACHE__PUB_UNIT_NAME)) {
-                snprintf(u->name, sizeof u->name, "%s%s", su->name, su->namelen > KCACHE__PUB_UNIT_NAME ? "..." : "");
-                u->full_name = su->namelen <= KCACHE__PUB_UNIT_NAME;
+            if (!u->name[0] || (!u->full_name && su->namelen <= KCACHE_STATS_UNIT_NAME)) {
+                snprintf(u->name, sizeof u->name, "%s%s", su->name, su->namelen > KCACHE_STATS_UNIT_NAME ? "..." : "");
+                u->full_name = su->namelen <= KCACHE_STATS_UNIT_NAME;
             }
         }
 }
@@ -433,33 +375,21 @@ static void kt_read_events(void) {
     int i;
     size_t before = K.nev;
     for (i = 0; i < KT_NSLOT; i++) {
-        const unsigned char *s = kcache__pub_slot_at(K.map, (unsigned)i);
-        kt_seen_slot *ss = &K.seen[i];
-        const kt_slot *v = &K.slot[i];
-        uint64_t head, seq;
-        if (v->epoch & 1) continue;
-        head = v->events; /* the ring outlives its owners: its head only grows */
-        if (head < ss->ev_seq) ss->ev_seq = 0;
-        seq = head > KCACHE__PUB_EVENTS ? head - KCACHE__PUB_EVENTS + 1 : 1;
-        if (seq <= ss->ev_seq) seq = ss->ev_seq + 1;
-        for (; seq <= head && seq != 0; seq++) { /* seq wraps to 0 past a head of 2^64-1 (a damaged file) */
-            const uint64_t *e = kcache__pub_event_at(s, (unsigned)((seq - 1) % KCACHE__PUB_EVENTS));
+        kcache_stats_event got[KCACHE_STATS_EVENTS];
+        unsigned n = 0, k;
+        if (K.slot[i].epoch & 1) continue;
+        kcache_stats_file_events(K.sf, (unsigned)i, &K.seen[i].ev_seq, got, KCACHE_STATS_EVENTS, &n);
+        for (k = 0; k < n; k++) {
             kt_event ev;
-            uint64_t s1 = kcache__pub_ld_acq(e + KCACHE__PUB_E_SEQ), s2, info;
-            if (s1 != seq) continue;
-            ev.time = (int64_t)kcache__pub_ld(e + KCACHE__PUB_E_TIME);
-            ev.hash = kcache__pub_ld(e + KCACHE__PUB_E_UNIT);
-            ev.size = kcache__pub_ld(e + KCACHE__PUB_E_SIZE);
-            info = kcache__pub_ld(e + KCACHE__PUB_E_INFO);
-            ev.pid = (uint32_t)kcache__pub_ld(e + KCACHE__PUB_E_PID);
-            kcache__pub_get_name(e + KCACHE__PUB_E_NAME, KCACHE__PUB_EVENT_NAME, ev.unit, sizeof ev.unit);
-            __atomic_thread_fence(__ATOMIC_ACQUIRE);
-            s2 = kcache__pub_ld(e + KCACHE__PUB_E_SEQ);
-            if (s2 != seq) continue;
-            ev.kind = (int)(info & 0xff);
-            ev.reason = (int)((info >> 8) & 0xff);
-            ev.namelen = (uint32_t)((info >> 16) & 0xffff);
-            ev.count = info >> 32;
+            ev.time = got[k].time;
+            ev.hash = got[k].unit_hash;
+            ev.size = got[k].size;
+            ev.pid = got[k].pid;
+            ev.kind = (int)got[k].kind;
+            ev.reason = got[k].reason;
+            ev.namelen = got[k].name_len;
+            ev.count = got[k].count;
+            memcpy(ev.unit, got[k].unit, sizeof ev.unit);
             if (K.nev == KT_EVENTS) { /* full: the oldest goes (the list is sorted newest first) */
                 qsort(K.ev, K.nev, sizeof *K.ev, kt_ev_cmp);
                 K.nev = KT_EVENTS * 3 / 4;
@@ -467,7 +397,6 @@ static void kt_read_events(void) {
             }
             K.ev[K.nev++] = ev;
         }
-        ss->ev_seq = head;
     }
     if (K.nev != before) {
         size_t j;
@@ -475,102 +404,67 @@ static void kt_read_events(void) {
         for (j = K.nev; j-- > 0;) { /* oldest first: the newest miss of a unit wins */
             const kt_event *e = &K.ev[j];
             kt_unit *u;
-            if (e->kind != KCACHE__PUB_EV_MISS || !e->hash || !(u = kt_unit_get(e->hash, 1))) continue;
+            if (e->kind != KCACHE_EVENT_MISS || !e->hash || !(u = kt_unit_get(e->hash, 1))) continue;
             if (e->time >= u->last_miss) {
                 u->last_miss = e->time;
                 u->unit_table_reason = 0;
                 u->last_reason = e->reason;
                 u->last_miss_pid = e->pid;
             }
-            if (!u->name[0]) snprintf(u->name, sizeof u->name, "%s%s", e->unit, e->namelen > KCACHE__PUB_EVENT_NAME ? "..." : "");
+            if (!u->name[0]) snprintf(u->name, sizeof u->name, "%s%s", e->unit, e->namelen > KCACHE_STATS_EVENT_NAME ? "..." : "");
         }
     }
 }
 
-static int kt_hexval(int c) { return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1; }
-
 /* Summarises one unit's index log (unit: its name, from the header). */
 static void kt_index_one(kt_unit *u, const char *unit) {
-    kcache__ix ix;
-    uint32_t i;
-    if (kcache__ix_read(&K.fst, unit, &ix) != KCACHE_OK) return;
+    kcache_index *ix;
+    uint32_t i, nl;
+    if (kcache_index_read(K.rd, unit, &ix) != KCACHE_OK) return;
     snprintf(u->name, sizeof u->name, "%s", unit);
     u->full_name = 1;
-    u->overloads = ix.n[KCACHE__IX_LIVE];
-    u->gone_n = ix.n[KCACHE__IX_GONE];
-    u->missed_n = ix.n[KCACHE__IX_MISSED];
+    u->overloads = nl = kcache_index_count(ix, KCACHE_INDEX_LIVE);
+    u->gone_n = kcache_index_count(ix, KCACHE_INDEX_GONE);
+    u->missed_n = kcache_index_count(ix, KCACHE_INDEX_MISSED);
     u->bytes = 0;
     u->stored = 0;
-    for (i = 0; i < ix.n[KCACHE__IX_LIVE]; i++) {
-        u->bytes += ix.items[KCACHE__IX_LIVE][i].size;
-        if (ix.items[KCACHE__IX_LIVE][i].when > u->stored) u->stored = ix.items[KCACHE__IX_LIVE][i].when;
+    for (i = 0; i < nl; i++) {
+        const kcache_index_item *it = kcache_index_at(ix, KCACHE_INDEX_LIVE, i);
+        u->bytes += it->size;
+        if (it->when > u->stored) u->stored = it->when;
     }
-    if (ix.n[KCACHE__IX_MISSED]) {
-        const kcache__ix_item *m = &ix.items[KCACHE__IX_MISSED][ix.n[KCACHE__IX_MISSED] - 1];
+    if (u->missed_n) {
+        const kcache_index_item *m = kcache_index_at(ix, KCACHE_INDEX_MISSED, u->missed_n - 1);
         u->traced_reason = (int)m->reason;
         u->traced_when = m->when;
         u->traced_pid = m->pid;
     }
-    kcache__ix_free(&ix);
+    kcache_index_free(ix);
 }
 
 /* Walks i/XX/ for the units' index logs; re-reads only those that changed since the last walk. */
 static void kt_scan_index(void) {
-    int shard;
+    kcache_index_walk *w;
+    kcache_index_file f;
     size_t i;
     for (i = 0; i < K.nu; i++) K.u[i].ix_seen = 0;
     K.nindex = 0;
-    for (shard = 0; shard < 256; shard++) {
-        char rel[8];
-        int fd;
-        DIR *dp;
-        struct dirent *de;
-        snprintf(rel, sizeof rel, "i/%02x", shard);
-        fd = kcache__open_in(&K.fst, rel, KCACHE__RD | KCACHE__DIRECTORY);
-        if (fd < 0) continue;
-        dp = fdopendir(fd);
-        if (!dp) { close(fd); continue; }
-        while ((de = readdir(dp)) != NULL) {
-            struct stat sb;
-            uint64_t lo = 0;
-            int k, bad = 0, ifd;
-            kt_unit *u;
-            unsigned char h[26 + KCACHE_UNIT_MAX];
-            ssize_t n;
-            if (strlen(de->d_name) != 36 || strcmp(de->d_name + 32, ".kci") != 0) continue;
-            for (k = 0; k < 32; k++) {
-                int v = kt_hexval((unsigned char)de->d_name[k]);
-                if (v < 0) bad = 1;
-                else if (k >= 16) lo = (lo << 4) | (uint64_t)v;
-            }
-            if (bad || fstatat(fd, de->d_name, &sb, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(sb.st_mode)) continue;
-            K.nindex++;
-            u = kt_unit_get(lo ? lo : 1, 1);
-            if (!u) continue;
-            u->ix_seen = 1;
-            if (u->in_index && u->ix_ino == (uint64_t)sb.st_ino && u->ix_size == (uint64_t)sb.st_size &&
-                u->ix_mtime == (int64_t)sb.st_mtim.tv_sec * 1000000000 + sb.st_mtim.tv_nsec)
-                continue;
-            ifd = openat(fd, de->d_name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-            if (ifd < 0) continue;
-            n = pread(ifd, h, sizeof h, 0);
-            close(ifd);
-            if (n >= 26 && memcmp(h, "KCINDEX", 8) == 0) {
-                size_t ul = kcache__get_u16(h + 24);
-                char unit[KCACHE_UNIT_MAX];
-                if (ul > 0 && ul < KCACHE_UNIT_MAX && (size_t)n >= 26 + ul) {
-                    memcpy(unit, h + 26, ul);
-                    unit[ul] = 0;
-                    kt_index_one(u, unit);
-                }
-            }
-            u->in_index = 1;
-            u->ix_ino = (uint64_t)sb.st_ino;
-            u->ix_size = (uint64_t)sb.st_size;
-            u->ix_mtime = (int64_t)sb.st_mtim.tv_sec * 1000000000 + sb.st_mtim.tv_nsec;
-        }
-        closedir(dp);
+    if (kcache_index_walk_open(K.rd, &w) != KCACHE_OK) return;
+    while (kcache_index_walk_next(w, &f) == KCACHE_OK) {
+        kt_unit *u;
+        char unit[KCACHE_UNIT_MAX];
+        K.nindex++;
+        u = kt_unit_get(f.name_lo ? f.name_lo : 1, 1);
+        if (!u) continue;
+        u->ix_seen = 1;
+        if (u->in_index && u->ix_ino == f.ino && u->ix_size == f.size && u->ix_mtime == f.mtime_ns) continue;
+        if (kcache_index_walk_unit(w, unit, sizeof unit) == KCACHE_OK) kt_index_one(u, unit);
+        u->in_index = 1;
+        u->ix_ino = f.ino;
+        u->ix_size = f.size;
+        u->ix_mtime = f.mtime_ns;
     }
+    kcache_index_walk_close(w);
     for (i = 0; i < K.nu; i++)
         if (K.u[i].in_index && !K.u[i].ix_seen) { /* its index is gone: the unit left the store */
             K.u[i].in_index = 0;
@@ -586,10 +480,10 @@ static void kt_sample(void) {
     K.t_prev = K.t;
     memcpy(K.tot_prev, K.tot, sizeof K.tot);
     K.t = kt_mono();
-    K.wall = kcache__now_ns();
+    K.wall = kt_wall_ns();
     kt_read_cf();
     kt_map_stats();
-    if (K.map) {
+    if (K.sf) {
         kt_bus_armed = 1;
         if (sigsetjmp(kt_bus_jmp, 1) == 0) {
             kt_read_slots();
@@ -619,13 +513,13 @@ static void kt_sample(void) {
     if (K.samples && dt > 0) {
         double d[M_N];
 #define KT_DELTA(x) (K.tot[x] >= K.tot_prev[x] ? (double)(K.tot[x] - K.tot_prev[x]) : 0.0)
-        d[M_HITS] = KT_DELTA(KCACHE__PUB_HITS_MEM) + KT_DELTA(KCACHE__PUB_HITS_DISK) + KT_DELTA(KCACHE__PUB_HITS_REMOTE) +
-                    KT_DELTA(KCACHE__PUB_HITS_LAYER);
-        d[M_MISSES] = KT_DELTA(KCACHE__PUB_MISSES);
-        d[M_PUTS] = KT_DELTA(KCACHE__PUB_PUTS);
-        d[M_EVICTIONS] = KT_DELTA(KCACHE__PUB_EVICTIONS);
-        d[M_READ] = KT_DELTA(KCACHE__PUB_BYTES_READ);
-        d[M_WRITTEN] = KT_DELTA(KCACHE__PUB_BYTES_WRITTEN);
+        d[M_HITS] = KT_DELTA(KCACHE_CTR_HITS_MEMORY) + KT_DELTA(KCACHE_CTR_HITS_STORE) + KT_DELTA(KCACHE_CTR_HITS_REMOTE) +
+                    KT_DELTA(KCACHE_CTR_HITS_LAYER);
+        d[M_MISSES] = KT_DELTA(KCACHE_CTR_MISSES);
+        d[M_PUTS] = KT_DELTA(KCACHE_CTR_PUTS);
+        d[M_EVICTIONS] = KT_DELTA(KCACHE_CTR_EVICTIONS);
+        d[M_READ] = KT_DELTA(KCACHE_CTR_BYTES_READ);
+        d[M_WRITTEN] = KT_DELTA(KCACHE_CTR_BYTES_WRITTEN);
 #undef KT_DELTA
         for (c = 0; c < M_N; c++) {
             K.rate[c] = d[c] / dt;
@@ -746,7 +640,7 @@ static const char *kt_time(int64_t ns, int full, char *buf, size_t cap) {
     }
     return buf;
 }
-static const char *kt_ago(int64_t ns, char *buf, size_t cap) {
+KT_VIEW_ONLY static const char *kt_ago(int64_t ns, char *buf, size_t cap) {
     int64_t d = ns > 0 ? (K.wall - ns) / 1000000000 : 0; /* (a time from a damaged file may be anything) */
     if (ns <= 0) snprintf(buf, cap, "-");
     else if (d < 0) snprintf(buf, cap, "now");
@@ -757,10 +651,10 @@ static const char *kt_ago(int64_t ns, char *buf, size_t cap) {
     return buf;
 }
 static const char *kt_reason_word(int r) { return r >= 0 && r < KCACHE_REASON_COUNT ? kcache_reason_name((kcache_reason)r) : "-"; }
-static const char *kt_reason_text(int r) { return r >= 0 && r < KCACHE_REASON_COUNT ? kcache__reason_text[r] : "unknown"; }
+static const char *kt_reason_text(int r) { return kcache_reason_text((kcache_reason)r); }
 /* Hits from every tier: memory, the store, and below it (read-only layers, the remote). */
 static uint64_t kt_all_hits(void) {
-    return K.tot[KCACHE__PUB_HITS_MEM] + K.tot[KCACHE__PUB_HITS_DISK] + K.tot[KCACHE__PUB_HITS_REMOTE] + K.tot[KCACHE__PUB_HITS_LAYER];
+    return K.tot[KCACHE_CTR_HITS_MEMORY] + K.tot[KCACHE_CTR_HITS_STORE] + K.tot[KCACHE_CTR_HITS_REMOTE] + K.tot[KCACHE_CTR_HITS_LAYER];
 }
 /* Circuit breakers open now: each live process's opens minus closes (a closing cache closes its
    own; a dead process's are not open anywhere). */
@@ -768,9 +662,9 @@ static uint64_t kt_breakers_open(void) {
     uint64_t n = 0;
     int i;
     for (i = 0; i < KT_NSLOT; i++) {
-        const kt_slot *v = &K.slot[i];
-        if ((v->state == ST_LIVE || v->state == ST_OTHER) && v->ctr[KCACHE__PUB_REMOTE_OPENS] > v->ctr[KCACHE__PUB_REMOTE_CLOSES])
-            n += v->ctr[KCACHE__PUB_REMOTE_OPENS] - v->ctr[KCACHE__PUB_REMOTE_CLOSES];
+        const kcache_stats_slot *v = &K.slot[i];
+        if ((v->state == KCACHE_SLOT_LIVE || v->state == KCACHE_SLOT_OTHER_DOMAIN) && v->counters[KCACHE_CTR_BREAKER_OPENS] > v->counters[KCACHE_CTR_BREAKER_CLOSES])
+            n += v->counters[KCACHE_CTR_BREAKER_OPENS] - v->counters[KCACHE_CTR_BREAKER_CLOSES];
     }
     return n;
 }
@@ -778,47 +672,43 @@ static uint64_t kt_breakers_open(void) {
    it): 1 with its URL (escaped: it came from the file) and hits, misses, errors, timeouts and
    skipped calls in v; 0 when that entry is free. */
 static int kt_shard(unsigned i, char *url, size_t cap, uint64_t v[5]) {
-    const uint64_t *e;
-    char raw[KCACHE__PUB_SHARD_URL + 1];
+    kcache_stats_row row;
     int c;
-    if (!K.map || i >= KCACHE__PUB_SHARDS) return 0;
-    e = kcache__pub_shard_at(K.map, i);
-    if (!kcache__pub_ld(e)) return 0;
-    for (c = 0; c < 5; c++) v[c] = kcache__pub_ld(e + 1 + c);
-    kcache__pub_get_name(e + 6, KCACHE__PUB_SHARD_URL, raw, sizeof raw);
-    kcache__escs(url, cap, raw);
+    if (!K.sf || kcache_stats_file_row(K.sf, KCACHE_STATS_SHARDS, i, &row) != KCACHE_OK || !row.id) return 0;
+    for (c = 0; c < 5; c++) v[c] = row.value[c];
+    kcache_escape(url, cap, row.name, strlen(row.name));
     return 1;
 }
-static int kt_remote_used(void) { /* (layer hits are the layers', shown in the totals) */
-    return K.tot[KCACHE__PUB_REMOTE_LOOKUPS] || K.tot[KCACHE__PUB_REMOTE_PUTS] || K.tot[KCACHE__PUB_REMOTE_ERRORS] ||
-           K.tot[KCACHE__PUB_REMOTE_SKIPPED];
+KT_VIEW_ONLY static int kt_remote_used(void) { /* (layer hits are the layers', shown in the totals) */
+    return K.tot[KCACHE_CTR_REMOTE_LOOKUPS] || K.tot[KCACHE_CTR_REMOTE_PUTS] || K.tot[KCACHE_CTR_REMOTE_ERRORS] ||
+           K.tot[KCACHE_CTR_REMOTE_SKIPPED];
 }
 static double kt_remote_ratio(void) {
-    uint64_t n = K.tot[KCACHE__PUB_REMOTE_LOOKUPS];
-    return n ? 100.0 * (double)K.tot[KCACHE__PUB_HITS_REMOTE] / (double)n : 0.0;
+    uint64_t n = K.tot[KCACHE_CTR_REMOTE_LOOKUPS];
+    return n ? 100.0 * (double)K.tot[KCACHE_CTR_HITS_REMOTE] / (double)n : 0.0;
 }
 static double kt_remote_latency_ms(void) {
-    uint64_t n = K.tot[KCACHE__PUB_REMOTE_CALLS];
-    return n ? (double)K.tot[KCACHE__PUB_REMOTE_LATENCY_NS] / (double)n / 1e6 : 0.0;
+    uint64_t n = K.tot[KCACHE_CTR_REMOTE_CALLS];
+    return n ? (double)K.tot[KCACHE_CTR_REMOTE_LATENCY_NS] / (double)n / 1e6 : 0.0;
 }
 
 static const char *kt_kind_name(int k) {
     switch (k) {
-    case KCACHE__PUB_EV_HIT_MEM: return "hit-mem";
-    case KCACHE__PUB_EV_HIT_DISK: return "hit-disk";
-    case KCACHE__PUB_EV_HIT_REMOTE: return "hit-remote";
-    case KCACHE__PUB_EV_HIT_LAYER: return "hit-layer";
-    case KCACHE__PUB_EV_MISS: return "miss";
-    case KCACHE__PUB_EV_PUT: return "put";
-    case KCACHE__PUB_EV_EVICT: return "evict";
+    case KCACHE_EVENT_HIT_MEMORY: return "hit-mem";
+    case KCACHE_EVENT_HIT_STORE: return "hit-disk";
+    case KCACHE_EVENT_HIT_REMOTE: return "hit-remote";
+    case KCACHE_EVENT_HIT_LAYER: return "hit-layer";
+    case KCACHE_EVENT_MISS: return "miss";
+    case KCACHE_EVENT_PUT: return "put";
+    case KCACHE_EVENT_EVICT: return "evict";
     default: return "?";
     }
 }
-static int kt_kind_color(int k, int reason) {
+KT_VIEW_ONLY static int kt_kind_color(int k, int reason) {
     switch (k) {
-    case KCACHE__PUB_EV_HIT_MEM: case KCACHE__PUB_EV_HIT_DISK: case KCACHE__PUB_EV_HIT_REMOTE: case KCACHE__PUB_EV_HIT_LAYER: return C_GOOD;
-    case KCACHE__PUB_EV_MISS: return reason == KCACHE_REASON_REJECTED ? C_BAD : C_WARN;
-    case KCACHE__PUB_EV_EVICT: return C_BAD;
+    case KCACHE_EVENT_HIT_MEMORY: case KCACHE_EVENT_HIT_STORE: case KCACHE_EVENT_HIT_REMOTE: case KCACHE_EVENT_HIT_LAYER: return C_GOOD;
+    case KCACHE_EVENT_MISS: return reason == KCACHE_REASON_REJECTED ? C_BAD : C_WARN;
+    case KCACHE_EVENT_EVICT: return C_BAD;
     default: return C_NORM;
     }
 }
@@ -845,7 +735,7 @@ static void kt_spark(kt_lb *b, int metric, int w, int ascii) {
     }
 }
 
-static const char *kt_metric_fmt(int m, double v, char *buf, size_t cap) {
+KT_VIEW_ONLY static const char *kt_metric_fmt(int m, double v, char *buf, size_t cap) {
     if (m == M_READ || m == M_WRITTEN) {
         char t[32];
         snprintf(buf, cap, "%s/s", kt_bytes((uint64_t)(v + 0.5), t, sizeof t));
@@ -889,25 +779,7 @@ static kt_unit **kt_sorted_units(size_t *n) {
 /* ---------------------------------------------------------------------------------------------- */
 /* a unit's detail                                                                                */
 
-static int kt_cf_use(kcache_hash128 d, int64_t *use) {
-    unsigned char h[32], s[KCACHE__WAYS * KCACHE__SLOT];
-    int fd = kcache__open_in(&K.fst, "config.file", KCACHE__RD | KCACHE__NONBLOCK), w, ok = 0;
-    uint64_t buckets, b;
-    if (fd < 0) return 0;
-    if (pread(fd, h, sizeof h, 0) == (ssize_t)sizeof h && memcmp(h, "KCACHECF", 8) == 0 && kcache__get_u32(h + 16) >= 4 &&
-        kcache__get_u32(h + 16) <= 24) {
-        buckets = (uint64_t)1 << kcache__get_u32(h + 16);
-        b = (d.lo & (buckets - 1)) * KCACHE__WAYS;
-        if (pread(fd, s, sizeof s, (off_t)(KCACHE__CF_HEADER + b * KCACHE__SLOT)) == (ssize_t)sizeof s)
-            for (w = 0; w < KCACHE__WAYS; w++)
-                if (kcache__get_u64(s + w * KCACHE__SLOT) == d.lo && kcache__get_u64(s + w * KCACHE__SLOT + 8) == d.hi) {
-                    *use = (int64_t)kcache__get_u64(s + w * KCACHE__SLOT + 16);
-                    ok = 1;
-                }
-    }
-    close(fd);
-    return ok;
-}
+static int kt_cf_use(kcache_hash128 d, int64_t *use) { return kcache_read_last_use(K.rd, d, use) == KCACHE_OK; }
 
 static const char *kt_field_type(uint32_t t) {
     switch (t) {
@@ -919,87 +791,37 @@ static const char *kt_field_type(uint32_t t) {
     }
 }
 
-/* A dependency as it is now, looked at the safe way. Its path comes from the store, so its owner
-   chose it: whoever looks (root, a reader of a shared store) must not block on a FIFO she put
-   there, follow her symlink, or read a file that is neither hers nor root's. So it is opened
-   without following a link and without blocking, checked on the descriptor, and read only when it
-   is a regular file of the store's owner or root whose size is the one recorded (another size is
-   a change already; reading it would only cost). NULL with *now filled (its content left zero when
-   not read), or why it was not looked into. */
+/* A dependency's stamp as stored, and the file as it is now. Its path came from the store, so the
+   store's owner chose it: kcache_dep_now looks without following a link or blocking, and reads
+   only her (or root's) regular file of the size recorded, at most KT_DEP_READ_MAX of it. */
 #define KT_DEP_READ_MAX ((uint64_t)64 << 20) /* a refresh hashes no more than this per dependency */
-#define KT_DEP_BUF 65536
-static const char *kt_dep_now(const kcache_key_field *f, kcache_key_field *now, char *why, size_t cap) {
-    kcache__finfo fi;
-    int fd = open(f->preview, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
-    memset(now, 0, sizeof *now);
-    if (fd < 0) {
-        if (errno == ELOOP) return "a symlink: not followed";
-        if (errno == ENOENT || errno == ENOTDIR) return "missing";
-        snprintf(why, cap, "cannot open: %s", strerror(errno));
-        return why;
-    }
-    if (kcache__io_fstat(fd, &fi) != 0) {
-        snprintf(why, cap, "cannot stat: %s", strerror(errno));
-        close(fd);
-        return why;
-    }
-    if (fi.kind != KCACHE__KIND_FILE) {
-        close(fd);
-        return "not a regular file: not read";
-    }
-    if (fi.uid != K.fst.uid && fi.uid != 0) {
-        snprintf(why, cap, "owned by uid %lu: not read", (unsigned long)fi.uid);
-        close(fd);
-        return why;
-    }
-    now->mtime_ns = fi.mtime_ns;
-    now->file_size = fi.size;
-    if (fi.size == f->file_size && fi.size <= KT_DEP_READ_MAX) {
-        unsigned char *buf = (unsigned char *)malloc(KT_DEP_BUF);
-        kcache_hash_state st;
-        uint64_t done = 0;
-        ssize_t r = 0;
-        kcache_hash_init(&st);
-        while (buf && done < fi.size) {
-            size_t want = fi.size - done < KT_DEP_BUF ? (size_t)(fi.size - done) : KT_DEP_BUF;
-            if ((r = read(fd, buf, want)) < 0 && errno == EINTR) continue;
-            if (r <= 0) break;
-            kcache_hash_update(&st, buf, (size_t)r);
-            done += (uint64_t)r;
-        }
-        if (buf && done == fi.size) now->content = kcache_hash_final(&st); /* (shrunk while read: left zero, "changed") */
-        free(buf);
-    }
-    close(fd);
-    return NULL;
-}
-
-/* A dependency's stamp as stored, and the file as it is now. */
 static void kt_dep_line(kt_lines *L, const kcache_key_field *f) {
     kt_lb b;
-    char t1[48], h[33], why[96];
+    char t1[48], h[33];
     kt_lb_reset(&b);
     kcache_hash_hex(f->content, h);
     kt_lb_add(&b, "        stamp  mtime %s  size %llu  xxh128 %.16s", kt_time(f->mtime_ns, 1, t1, sizeof t1), (unsigned long long)f->file_size, h);
     if (strncmp(f->preview, "...", 3) != 0 && kcache_hash(f->preview, strlen(f->preview)).lo == f->digest.lo) {
-        kcache_key_field now;
-        const char *not_read = kt_dep_now(f, &now, why, sizeof why);
+        kcache_dep dep;
+        kcache_dep_now(f, f->preview, kcache_reader_owner(K.rd), KT_DEP_READ_MAX, &dep);
         kt_lb_add(&b, "  now: ");
-        if (not_read) {
-            kt_lb_col(&b, C_BAD);
-            kt_lb_add(&b, "%s", not_read);
-        } else {
-            int d = kcache__stamp_diff(f, &now);
-            if (now.file_size != f->file_size) d |= KCACHE__STAMP_CONTENT; /* another size is other bytes */
+        if (dep.state == KCACHE_DEP_READ || dep.state == KCACHE_DEP_OTHER_SIZE) {
+            int d = kcache_stamp_compare(f, &dep.now);
+            if (dep.state == KCACHE_DEP_OTHER_SIZE) d |= KCACHE_STAMP_DIFF_CONTENT; /* another size is other bytes */
             if (!d) {
                 kt_lb_col(&b, C_GOOD);
                 kt_lb_add(&b, "same");
             } else {
-                kt_lb_col(&b, kcache__stamp_stale(d, K.stamp_policy) ? C_BAD : C_WARN);
-                kt_lb_add(&b, "changed:%s%s%s%s", (d & KCACHE__STAMP_MTIME) ? " mtime" : "", (d & KCACHE__STAMP_SIZE) ? " size" : "",
-                          (d & KCACHE__STAMP_CONTENT) ? " content" : "",
-                          kcache__stamp_stale(d, K.stamp_policy) ? " (stale: the next get misses)" : " (content same: still used)");
+                kt_lb_col(&b, kcache_stamp_stale(d, K.stamp_policy) ? C_BAD : C_WARN);
+                kt_lb_add(&b, "changed:%s%s%s%s", (d & KCACHE_STAMP_DIFF_MTIME) ? " mtime" : "", (d & KCACHE_STAMP_DIFF_SIZE) ? " size" : "",
+                          (d & KCACHE_STAMP_DIFF_CONTENT) ? " content" : "",
+                          kcache_stamp_stale(d, K.stamp_policy) ? " (stale: the next get misses)" : " (content same: still used)");
             }
+        } else {
+            kt_lb_col(&b, C_BAD);
+            if (dep.state == KCACHE_DEP_FOREIGN) kt_lb_add(&b, "owned by uid %lu: not read", (unsigned long)dep.uid);
+            else if (dep.state == KCACHE_DEP_ERROR) kt_lb_add(&b, "cannot open: %s", strerror(dep.error));
+            else kt_lb_add(&b, "%s", kcache_dep_state_text(dep.state));
         }
     } else {
         kt_lb_add(&b, "  now: (path cut in the preview; not checked)");
@@ -1011,80 +833,18 @@ static void kt_dep_line(kt_lines *L, const kcache_key_field *f) {
 static void kt_fields(kt_lines *L, const unsigned char *rec, uint32_t len) {
     kcache_key k;
     uint32_t i;
-    if (kcache__record_parse(rec, len, &k) != KCACHE_OK) {
+    if (kcache_record_decode(rec, len, &k) != KCACHE_OK) {
         kt_line(L, C_BAD, "      (key record damaged)");
         kcache_key_free(&k);
         return;
     }
     for (i = 0; i < k.count; i++) {
-        const kcache_key_field *f = &kcache__key_fields(&k)[i];
+        const kcache_key_field *f = kcache_key_field_at(&k, i);
         kt_line(L, 0, "      %-20s %-5s = \"%s\"%s", f->name, kt_field_type(f->type), f->preview,
                 f->type == KCACHE_FIELD_BYTES && f->size > 64 ? "  (long: compared by digest)" : "");
         if (f->type == KCACHE_FIELD_FILE) kt_dep_line(L, f);
     }
     kcache_key_free(&k);
-}
-
-/* A traced miss, explained as kcache_explain explains it. */
-static void kt_explain_traced(kcache__sb *b, const kcache__ix *ix, const kcache__ix_item *m, const char *unit) {
-    kcache_key now;
-    uint32_t i;
-    if (kcache__record_parse(m->rec, m->rec_len, &now) != KCACHE_OK) {
-        kcache_key_free(&now);
-        kcache__sb_add(b, "miss: %s", kt_reason_text((int)m->reason));
-        return;
-    }
-    switch (m->reason) {
-    case KCACHE_REASON_FIELD: {
-        /* against the overloads stored before the miss (what kcache_explain saw then); the key
-           itself may have been stored since */
-        kcache_key best, cand;
-        int best_eq = -1, pass;
-        uint32_t seen = 0;
-        for (pass = 0; pass < 2 && best_eq < 0; pass++)
-            for (i = 0; i < ix->n[KCACHE__IX_LIVE]; i++) {
-                const kcache__ix_item *it = &ix->items[KCACHE__IX_LIVE][i];
-                int eq;
-                if ((it->digest.lo == m->digest.lo && it->digest.hi == m->digest.hi) || (pass == 0 && it->when > m->when)) continue;
-                eq = kcache__equal_fields(it->rec, it->rec_len, &now, &cand);
-                seen++;
-                if (eq >= 0) kcache__keep_closest(&best, &best_eq, &cand, eq);
-            }
-        kcache__sb_add(b, "miss: %s: closest of %u stored overload(s) of unit \"%s\": ", kt_reason_text(KCACHE_REASON_FIELD), seen, unit);
-        if (best_eq >= 0) { kcache__sb_diff(b, &best, &now); kcache_key_free(&best); }
-        else kcache__sb_add(b, "(none stored now)");
-        if (kcache__ix_find(ix, KCACHE__IX_LIVE, m->digest) >= 0) kcache__sb_add(b, " (stored since)");
-        break;
-    }
-    case KCACHE_REASON_STAMP: {
-        const kcache__ix_item *g = NULL;
-        kcache_key stored;
-        for (i = 0; i < ix->n[KCACHE__IX_GONE]; i++)
-            if (ix->items[KCACHE__IX_GONE][i].digest.lo == m->digest.lo && ix->items[KCACHE__IX_GONE][i].digest.hi == m->digest.hi)
-                g = &ix->items[KCACHE__IX_GONE][i];
-        kcache__sb_add(b, "miss: %s", kt_reason_text(KCACHE_REASON_STAMP));
-        if (g && kcache__record_parse(g->rec, g->rec_len, &stored) == KCACHE_OK) {
-            kcache__sb_add(b, ": ");
-            kcache__sb_stamps(b, &stored, &now, K.stamp_policy);
-            kcache_key_free(&stored);
-        } else if (g) {
-            kcache_key_free(&stored);
-        }
-        break;
-    }
-    case KCACHE_REASON_EVICTED:
-        kcache__sb_add(b, "miss: %s", kt_reason_text(KCACHE_REASON_EVICTED));
-        for (i = 0; i < ix->n[KCACHE__IX_GONE]; i++)
-            if (ix->items[KCACHE__IX_GONE][i].digest.lo == m->digest.lo && ix->items[KCACHE__IX_GONE][i].when) {
-                kcache__sb_add(b, ": removed at ");
-                kcache__sb_time(b, ix->items[KCACHE__IX_GONE][i].when);
-                break;
-            }
-        break;
-    case KCACHE_REASON_COLD: kcache__sb_add(b, "miss: cold: unit \"%s\" never stored", unit); break;
-    default: kcache__sb_add(b, "miss: %s", kt_reason_text((int)m->reason)); break;
-    }
-    kcache_key_free(&now);
 }
 
 typedef struct kt_miss { int64_t when; uint32_t pid; int reason, traced; char text[1024]; } kt_miss;
@@ -1104,19 +864,25 @@ static int kt_miss_room(kt_miss **ms, size_t n, size_t *cap) {
 }
 
 static void kt_detail(kt_lines *L, kt_unit *u) {
-    kcache__ix ix;
+    kcache_index *ix = NULL;
     kcache_status r = KCACHE_ENOENT;
     char t1[48], t2[48], hex[33], rel[48], b1[32];
     kt_miss *ms = NULL;
     size_t nm = 0, cap = 0, j;
-    uint32_t i;
+    uint32_t i, n_live = 0, n_gone = 0, n_missed = 0;
     kt_lb b;
-    memset(&ix, 0, sizeof ix);
-    if (u->full_name) r = kcache__ix_read(&K.fst, u->name, &ix);
+    if (u->full_name) r = kcache_index_read(K.rd, u->name, &ix);
+    if (r == KCACHE_OK) {
+        n_live = kcache_index_count(ix, KCACHE_INDEX_LIVE);
+        n_gone = kcache_index_count(ix, KCACHE_INDEX_GONE);
+        n_missed = kcache_index_count(ix, KCACHE_INDEX_MISSED);
+    }
     kt_line(L, C_TITLE, "UNIT %s", u->name);
     if (r == KCACHE_OK) {
-        kcache__ix_name(u->name, rel);
-        kt_line(L, 0, "  index     %s/%s (%zu records, %zu bytes)", K.dir, rel, ix.records, ix.file_len);
+        size_t records, bytes;
+        kcache_index_path(u->name, rel, sizeof rel);
+        kcache_index_size(ix, &records, &bytes);
+        kt_line(L, 0, "  index     %s/%s (%zu records, %zu bytes)", K.dir, rel, records, bytes);
     } else if (r == KCACHE_ECORRUPT) {
         kt_line(L, C_BAD, "  index     damaged (the next put of the unit rewrites it)");
     } else {
@@ -1138,9 +904,9 @@ static void kt_detail(kt_lines *L, kt_unit *u) {
         for (j = 0; j < K.nev; j++)
             if (K.ev[j].hash == u->hash && K.ev[j].kind > 0 && K.ev[j].kind < 8) n[K.ev[j].kind]++;
         kt_line(L, 0, "  in log    hits %llu (memory %llu sampled, disk %llu)  misses %llu  puts %llu",
-                (unsigned long long)(n[KCACHE__PUB_EV_HIT_MEM] + n[KCACHE__PUB_EV_HIT_DISK]), (unsigned long long)n[KCACHE__PUB_EV_HIT_MEM],
-                (unsigned long long)n[KCACHE__PUB_EV_HIT_DISK], (unsigned long long)n[KCACHE__PUB_EV_MISS], (unsigned long long)n[KCACHE__PUB_EV_PUT]);
-        kt_line(L, C_DIM, "            (the store's own record: the events DIR/stats keeps, the last %d of each process slot,", KCACHE__PUB_EVENTS);
+                (unsigned long long)(n[KCACHE_EVENT_HIT_MEMORY] + n[KCACHE_EVENT_HIT_STORE]), (unsigned long long)n[KCACHE_EVENT_HIT_MEMORY],
+                (unsigned long long)n[KCACHE_EVENT_HIT_STORE], (unsigned long long)n[KCACHE_EVENT_MISS], (unsigned long long)n[KCACHE_EVENT_PUT]);
+        kt_line(L, C_DIM, "            (the store's own record: the events DIR/stats keeps, the last %d of each process slot,", KCACHE_STATS_EVENTS);
         kt_line(L, C_DIM, "            those of processes that have exited included)");
     }
     kt_lb_reset(&b);
@@ -1163,26 +929,22 @@ static void kt_detail(kt_lines *L, kt_unit *u) {
     kt_push(L, &b);
     /* recent misses: traced ones (KCACHE_TRACE) explained in full, then the events' */
     if (r == KCACHE_OK)
-        for (i = 0; i < ix.n[KCACHE__IX_MISSED]; i++) {
-            const kcache__ix_item *it = &ix.items[KCACHE__IX_MISSED][i];
-            kcache__sb sb;
+        for (i = 0; i < n_missed; i++) {
+            const kcache_index_item *it = kcache_index_at(ix, KCACHE_INDEX_MISSED, i);
             if (!kt_miss_room(&ms, nm, &cap)) break;
             memset(&ms[nm], 0, sizeof ms[nm]);
             ms[nm].when = it->when;
             ms[nm].pid = it->pid;
             ms[nm].reason = (int)it->reason;
             ms[nm].traced = 1;
-            sb.p = ms[nm].text;
-            sb.cap = sizeof ms[nm].text;
-            sb.len = 0;
-            kt_explain_traced(&sb, &ix, it, u->name);
+            kcache_index_explain(ix, i, u->name, K.stamp_policy, ms[nm].text, sizeof ms[nm].text);
             nm++;
         }
     for (j = 0; j < K.nev; j++) {
         const kt_event *e = &K.ev[j];
         size_t k;
         int dup = 0;
-        if (e->kind != KCACHE__PUB_EV_MISS || e->hash != u->hash) continue;
+        if (e->kind != KCACHE_EVENT_MISS || e->hash != u->hash) continue;
         for (k = 0; k < nm; k++)
             if (ms[k].traced && ms[k].pid == e->pid && ms[k].reason == e->reason && ms[k].when - e->time < 1000000000 &&
                 e->time - ms[k].when < 1000000000)
@@ -1211,15 +973,12 @@ static void kt_detail(kt_lines *L, kt_unit *u) {
     if (!nm) kt_line(L, C_DIM, "  none seen (KCACHE_TRACE=1 in a program keeps its misses' fields in the index)");
     kt_line(L, 0, "%s", "");
     if (r == KCACHE_OK) {
-        kt_line(L, C_HEAD, "OVERLOADS (%u stored)", ix.n[KCACHE__IX_LIVE]);
-        for (i = 0; i < ix.n[KCACHE__IX_LIVE]; i++) {
-            const kcache__ix_item *it = &ix.items[KCACHE__IX_LIVE][ix.n[KCACHE__IX_LIVE] - 1 - i];
-            char ename[48];
-            struct stat sb;
+        kt_line(L, C_HEAD, "OVERLOADS (%u stored)", n_live);
+        for (i = 0; i < n_live; i++) {
+            const kcache_index_item *it = kcache_index_at(ix, KCACHE_INDEX_LIVE, n_live - 1 - i);
             int64_t use = 0;
             int present;
-            kcache__entry_name(it->digest, ename);
-            present = fstatat(K.fst.dirfd, ename, &sb, AT_SYMLINK_NOFOLLOW) == 0;
+            present = kcache_entry_stat(K.rd, it->digest, NULL) == KCACHE_OK; /* (a file there, if not a sound one) */
             kcache_hash_hex(it->digest, hex);
             kt_lb_reset(&b);
             kt_lb_add(&b, "  [%u] %.16s  %s  stored %s by pid %u  last use %s  ", i + 1, hex, kt_bytes(it->size, b1, sizeof b1),
@@ -1228,14 +987,14 @@ static void kt_detail(kt_lines *L, kt_unit *u) {
             kt_lb_col(&b, present ? C_GOOD : C_BAD);
             kt_lb_add(&b, "%s", present ? "entry present" : "entry missing (evicted)");
             kt_push(L, &b);
-            kt_fields(L, it->rec, it->rec_len);
+            kt_fields(L, it->record, it->record_len);
         }
-        if (ix.n[KCACHE__IX_GONE]) {
+        if (n_gone) {
             kt_line(L, 0, "%s", "");
-            kt_line(L, C_HEAD, "GONE (%u)", ix.n[KCACHE__IX_GONE]);
+            kt_line(L, C_HEAD, "GONE (%u)", n_gone);
         }
-        for (i = 0; i < ix.n[KCACHE__IX_GONE]; i++) {
-            const kcache__ix_item *it = &ix.items[KCACHE__IX_GONE][ix.n[KCACHE__IX_GONE] - 1 - i];
+        for (i = 0; i < n_gone; i++) {
+            const kcache_index_item *it = kcache_index_at(ix, KCACHE_INDEX_GONE, n_gone - 1 - i);
             kcache_hash_hex(it->digest, hex);
             kt_lb_reset(&b);
             kt_lb_add(&b, "  [%u] %.16s  ", i + 1, hex);
@@ -1247,7 +1006,7 @@ static void kt_detail(kt_lines *L, kt_unit *u) {
         }
     }
     free(ms);
-    if (r == KCACHE_OK) kcache__ix_free(&ix);
+    kcache_index_free(ix);
 }
 
 /* The unit named (exactly, else the only one it begins) for -U. */
@@ -1287,27 +1046,27 @@ static void kt_snapshot(kt_lines *L, int index, int count) {
                 (unsigned long long)K.cf_evictions, K.cf_sound ? "" : " (accounting being updated or to be rebuilt)");
     else
         kt_line(L, 0, "store      no config.file (not a kcache store yet) units %zu", K.nindex);
-    if (K.map)
+    if (K.sf)
         kt_line(L, 0, "stats      created %s slots %d of %d claimed processes %d%s", kt_time(K.stats_created, 1, t1, sizeof t1),
                 K.nclaimed, KT_NSLOT, K.nlive, K.consistent ? "" : " (read while changing)");
     else
         kt_line(L, 0, "stats      %s processes 0", K.stats_note[0] ? K.stats_note : "none");
     kt_lb_reset(&b);
     kt_lb_add(&b, "totals     hits=%llu", (unsigned long long)kt_all_hits());
-    for (c = 0; c <= KCACHE__PUB_STORE_ERRORS; c++) kt_lb_add(&b, " %s=%llu", cn[c], (unsigned long long)K.tot[c]);
+    for (c = 0; c <= KCACHE_CTR_STORE_ERRORS; c++) kt_lb_add(&b, " %s=%llu", cn[c], (unsigned long long)K.tot[c]);
     kt_push(L, &b);
     kt_line(L, 0,
             "remote     hits_remote=%llu hits_layer=%llu lookups=%llu ratio=%.1f%% puts=%llu errors=%llu timeouts=%llu skipped=%llu "
             "rejects=%llu calls=%llu latency_ms=%.3f breaker_opens=%llu breakers_open=%llu",
-            (unsigned long long)K.tot[KCACHE__PUB_HITS_REMOTE], (unsigned long long)K.tot[KCACHE__PUB_HITS_LAYER],
-            (unsigned long long)K.tot[KCACHE__PUB_REMOTE_LOOKUPS], kt_remote_ratio(), (unsigned long long)K.tot[KCACHE__PUB_REMOTE_PUTS],
-            (unsigned long long)K.tot[KCACHE__PUB_REMOTE_ERRORS], (unsigned long long)K.tot[KCACHE__PUB_REMOTE_TIMEOUTS],
-            (unsigned long long)K.tot[KCACHE__PUB_REMOTE_SKIPPED], (unsigned long long)K.tot[KCACHE__PUB_REMOTE_REJECTS],
-            (unsigned long long)K.tot[KCACHE__PUB_REMOTE_CALLS], kt_remote_latency_ms(), (unsigned long long)K.tot[KCACHE__PUB_REMOTE_OPENS],
+            (unsigned long long)K.tot[KCACHE_CTR_HITS_REMOTE], (unsigned long long)K.tot[KCACHE_CTR_HITS_LAYER],
+            (unsigned long long)K.tot[KCACHE_CTR_REMOTE_LOOKUPS], kt_remote_ratio(), (unsigned long long)K.tot[KCACHE_CTR_REMOTE_PUTS],
+            (unsigned long long)K.tot[KCACHE_CTR_REMOTE_ERRORS], (unsigned long long)K.tot[KCACHE_CTR_REMOTE_TIMEOUTS],
+            (unsigned long long)K.tot[KCACHE_CTR_REMOTE_SKIPPED], (unsigned long long)K.tot[KCACHE_CTR_REMOTE_REJECTS],
+            (unsigned long long)K.tot[KCACHE_CTR_REMOTE_CALLS], kt_remote_latency_ms(), (unsigned long long)K.tot[KCACHE_CTR_BREAKER_OPENS],
             (unsigned long long)kt_breakers_open());
     {
         unsigned i;
-        for (i = 0; i < KCACHE__PUB_SHARDS; i++) {
+        for (i = 0; i < kcache_stats_file_rows(KCACHE_STATS_SHARDS); i++) {
             char url[400];
             uint64_t v[5];
             if (kt_shard(i, url, sizeof url, v))
@@ -1318,7 +1077,7 @@ static void kt_snapshot(kt_lines *L, int index, int count) {
     kt_lb_reset(&b);
     kt_lb_add(&b, "misses     ");
     for (c = 1; c < KCACHE_REASON_COUNT; c++)
-        kt_lb_add(&b, "%s%s=%llu", c > 1 ? " " : "", kt_reason_word(c), (unsigned long long)K.tot[KCACHE__PUB_MISS_REASON + c]);
+        kt_lb_add(&b, "%s%s=%llu", c > 1 ? " " : "", kt_reason_word(c), (unsigned long long)K.tot[KCACHE_CTR_MISSES_BY_REASON + c]);
     kt_push(L, &b);
     kt_lb_reset(&b);
     kt_lb_add(&b, "rates/s   ");
@@ -1340,12 +1099,12 @@ static void kt_snapshot(kt_lines *L, int index, int count) {
     kt_line(L, 0, "  %-4s %-8s %-16s %-8s %-23s %10s %10s %8s %8s", "SLOT", "PID", "NAME", "STATE", "OPENED", "HITS_MEM", "HITS_DISK",
             "MISSES", "PUTS");
     for (i = 0; i < KT_NSLOT; i++) {
-        const kt_slot *v = &K.slot[i];
+        const kcache_stats_slot *v = &K.slot[i];
         if (!v->owner) continue;
         kt_line(L, 0, "  %-4zu %-8u %-16s %-8s %-23s %10llu %10llu %8llu %8llu", i, (unsigned)v->pid, v->name[0] ? v->name : "?",
-                kt_state_name[v->state], kt_time((int64_t)v->opened, 1, t1, sizeof t1), (unsigned long long)v->ctr[KCACHE__PUB_HITS_MEM],
-                (unsigned long long)v->ctr[KCACHE__PUB_HITS_DISK], (unsigned long long)v->ctr[KCACHE__PUB_MISSES],
-                (unsigned long long)v->ctr[KCACHE__PUB_PUTS]);
+                kt_state_name[v->state], kt_time((int64_t)v->opened, 1, t1, sizeof t1), (unsigned long long)v->counters[KCACHE_CTR_HITS_MEMORY],
+                (unsigned long long)v->counters[KCACHE_CTR_HITS_STORE], (unsigned long long)v->counters[KCACHE_CTR_MISSES],
+                (unsigned long long)v->counters[KCACHE_CTR_PUTS]);
     }
     shown = K.nev < 30 ? (int)K.nev : 30;
     kt_line(L, 0, "EVENTS (newest first, %d of %zu)", shown, K.nev);
@@ -1353,9 +1112,9 @@ static void kt_snapshot(kt_lines *L, int index, int count) {
     for (c = 0; c < shown; c++) {
         const kt_event *e = &K.ev[c];
         char what[64];
-        if (e->kind == KCACHE__PUB_EV_PUT) snprintf(what, sizeof what, "%s", e->reason ? kcache_strerror((kcache_status)e->reason) : "stored");
-        else if (e->kind == KCACHE__PUB_EV_EVICT) snprintf(what, sizeof what, "%llu entries", (unsigned long long)e->count);
-        else snprintf(what, sizeof what, "%s", e->kind == KCACHE__PUB_EV_MISS ? kt_reason_word(e->reason) : "-");
+        if (e->kind == KCACHE_EVENT_PUT) snprintf(what, sizeof what, "%s", e->reason ? kcache_strerror((kcache_status)e->reason) : "stored");
+        else if (e->kind == KCACHE_EVENT_EVICT) snprintf(what, sizeof what, "%llu entries", (unsigned long long)e->count);
+        else snprintf(what, sizeof what, "%s", e->kind == KCACHE_EVENT_MISS ? kt_reason_word(e->reason) : "-");
         kt_line(L, 0, "  %-23s %-8u %-8s %-32s %10llu %s", kt_time(e->time, 1, t1, sizeof t1), (unsigned)e->pid, kt_kind_name(e->kind),
                 e->unit[0] ? e->unit : "-", (unsigned long long)e->size, what);
     }
@@ -1378,6 +1137,19 @@ static void kt_snapshot(kt_lines *L, int index, int count) {
 /* ---------------------------------------------------------------------------------------------- */
 /* the interactive view                                                                           */
 
+/* The interactive keys, for the help view and --help alike. */
+static const char *const kt_keys[] = {
+    "  q          quit",
+    "  p          pause / resume sampling",
+    "  s          cycle the units' sort: hits, misses, size, last use",
+    "  Tab        move between the units and the event log",
+    "  Up Down PgUp PgDn Home End   scroll",
+    "  Enter      a unit's detail: overloads, fields, dependency stamps, recent misses",
+    "  Esc        back",
+    "  ? or h     this help (any key leaves it)",
+};
+
+#ifndef KCACHE_TOP_NO_CURSES
 enum { V_MAIN, V_DETAIL, V_HELP };
 static struct {
     int view, paused, focus; /* focus 0: units, 1: events */
@@ -1450,7 +1222,7 @@ static void kt_draw(int y, const char *s, attr_t base, int fill) {
 static void kt_draw_title(const char *what) {
     char t1[48], line[600];
     char dir[sizeof line];
-    snprintf(line, sizeof line, " kcache-top  %.500s%s%.60s", kcache__escs(dir, sizeof dir, K.dir), what ? "  " : "", what ? what : "");
+    snprintf(line, sizeof line, " kcache-top  %.500s%s%.60s", kcache_escape(dir, sizeof dir, K.dir, strlen(K.dir)), what ? "  " : "", what ? what : "");
     kt_draw(0, line, kt_attr[C_TITLE], 1);
     snprintf(line, sizeof line, "%s  every %gs%s ", kt_time(K.wall, 0, t1, sizeof t1), K.interval, V.paused ? "  PAUSED" : "");
     if ((int)strlen(line) < COLS) {
@@ -1494,23 +1266,23 @@ static void kt_draw_main(void) {
     kt_lb_col(&b, C_HEAD);
     kt_lb_add(&b, "Total ");
     kt_lb_col(&b, 0);
-    kt_lb_add(&b, "hits %llu (mem %llu, disk %llu", (unsigned long long)hits, (unsigned long long)K.tot[KCACHE__PUB_HITS_MEM],
-              (unsigned long long)K.tot[KCACHE__PUB_HITS_DISK]);
+    kt_lb_add(&b, "hits %llu (mem %llu, disk %llu", (unsigned long long)hits, (unsigned long long)K.tot[KCACHE_CTR_HITS_MEMORY],
+              (unsigned long long)K.tot[KCACHE_CTR_HITS_STORE]);
     /* the tiers below the store, each its own counter: a layer hit is no remote hit */
-    if (K.tot[KCACHE__PUB_HITS_LAYER]) kt_lb_add(&b, ", layer %llu", (unsigned long long)K.tot[KCACHE__PUB_HITS_LAYER]);
-    if (K.tot[KCACHE__PUB_HITS_REMOTE]) kt_lb_add(&b, ", remote %llu", (unsigned long long)K.tot[KCACHE__PUB_HITS_REMOTE]);
+    if (K.tot[KCACHE_CTR_HITS_LAYER]) kt_lb_add(&b, ", layer %llu", (unsigned long long)K.tot[KCACHE_CTR_HITS_LAYER]);
+    if (K.tot[KCACHE_CTR_HITS_REMOTE]) kt_lb_add(&b, ", remote %llu", (unsigned long long)K.tot[KCACHE_CTR_HITS_REMOTE]);
     kt_lb_add(&b, ")  ratio %.1f%%  misses %llu  puts %llu  evictions %llu  rejects %llu",
-              hits + K.tot[KCACHE__PUB_MISSES] ? 100.0 * (double)hits / (double)(hits + K.tot[KCACHE__PUB_MISSES]) : 0.0,
-              (unsigned long long)K.tot[KCACHE__PUB_MISSES], (unsigned long long)K.tot[KCACHE__PUB_PUTS],
-              (unsigned long long)K.tot[KCACHE__PUB_EVICTIONS], (unsigned long long)K.tot[KCACHE__PUB_REJECTS]);
+              hits + K.tot[KCACHE_CTR_MISSES] ? 100.0 * (double)hits / (double)(hits + K.tot[KCACHE_CTR_MISSES]) : 0.0,
+              (unsigned long long)K.tot[KCACHE_CTR_MISSES], (unsigned long long)K.tot[KCACHE_CTR_PUTS],
+              (unsigned long long)K.tot[KCACHE_CTR_EVICTIONS], (unsigned long long)K.tot[KCACHE_CTR_REJECTS]);
     kt_draw(y++, b.s, 0, 0);
     kt_lb_reset(&b);
     kt_lb_col(&b, C_HEAD);
     kt_lb_add(&b, "Miss  ");
     kt_lb_col(&b, 0);
     for (c = 1; c < KCACHE_REASON_COUNT; c++)
-        kt_lb_add(&b, "%s %llu  ", kt_reason_word(c), (unsigned long long)K.tot[KCACHE__PUB_MISS_REASON + c]);
-    if (!K.map) kt_lb_add(&b, " [%s]", K.stats_note);
+        kt_lb_add(&b, "%s %llu  ", kt_reason_word(c), (unsigned long long)K.tot[KCACHE_CTR_MISSES_BY_REASON + c]);
+    if (!K.sf) kt_lb_add(&b, " [%s]", K.stats_note);
     kt_draw(y++, b.s, 0, 0);
     if (kt_remote_used()) { /* the tiers below the store */
         uint64_t open = kt_breakers_open();
@@ -1518,12 +1290,12 @@ static void kt_draw_main(void) {
         kt_lb_col(&b, C_HEAD);
         kt_lb_add(&b, "Remote ");
         kt_lb_col(&b, 0);
-        kt_lb_add(&b, "hits %llu of %llu lookups (%.1f%%)  puts %llu  ", (unsigned long long)K.tot[KCACHE__PUB_HITS_REMOTE],
-                  (unsigned long long)K.tot[KCACHE__PUB_REMOTE_LOOKUPS], kt_remote_ratio(), (unsigned long long)K.tot[KCACHE__PUB_REMOTE_PUTS]);
-        kt_lb_col(&b, K.tot[KCACHE__PUB_REMOTE_ERRORS] ? C_WARN : 0);
-        kt_lb_add(&b, "errors %llu (timeouts %llu)  skipped %llu  rejects %llu", (unsigned long long)K.tot[KCACHE__PUB_REMOTE_ERRORS],
-                  (unsigned long long)K.tot[KCACHE__PUB_REMOTE_TIMEOUTS], (unsigned long long)K.tot[KCACHE__PUB_REMOTE_SKIPPED],
-                  (unsigned long long)K.tot[KCACHE__PUB_REMOTE_REJECTS]);
+        kt_lb_add(&b, "hits %llu of %llu lookups (%.1f%%)  puts %llu  ", (unsigned long long)K.tot[KCACHE_CTR_HITS_REMOTE],
+                  (unsigned long long)K.tot[KCACHE_CTR_REMOTE_LOOKUPS], kt_remote_ratio(), (unsigned long long)K.tot[KCACHE_CTR_REMOTE_PUTS]);
+        kt_lb_col(&b, K.tot[KCACHE_CTR_REMOTE_ERRORS] ? C_WARN : 0);
+        kt_lb_add(&b, "errors %llu (timeouts %llu)  skipped %llu  rejects %llu", (unsigned long long)K.tot[KCACHE_CTR_REMOTE_ERRORS],
+                  (unsigned long long)K.tot[KCACHE_CTR_REMOTE_TIMEOUTS], (unsigned long long)K.tot[KCACHE_CTR_REMOTE_SKIPPED],
+                  (unsigned long long)K.tot[KCACHE_CTR_REMOTE_REJECTS]);
         kt_lb_col(&b, 0);
         kt_lb_add(&b, "  latency %.2f ms  breaker ", kt_remote_latency_ms());
         kt_lb_col(&b, open ? C_BAD : C_GOOD);
@@ -1531,7 +1303,7 @@ static void kt_draw_main(void) {
         else kt_lb_add(&b, "closed");
         kt_lb_col(&b, 0);
         kt_draw(y++, b.s, 0, 0);
-        for (i = 0; i < KCACHE__PUB_SHARDS && h >= 30 && i < 4; i++) { /* the first shards, one line each, on a tall screen */
+        for (i = 0; i < (int)kcache_stats_file_rows(KCACHE_STATS_SHARDS) && h >= 30 && i < 4; i++) { /* the first shards, one line each, on a tall screen */
             char url[200];
             uint64_t v[5];
             if (!kt_shard((unsigned)i, url, sizeof url, v)) continue;
@@ -1584,9 +1356,9 @@ static void kt_draw_main(void) {
         char what[64];
         if (at >= K.nev) { if (i == 0) kt_draw(y, "  (no events yet)", kt_attr[C_DIM], 0); y++; continue; }
         e = &K.ev[at];
-        if (e->kind == KCACHE__PUB_EV_PUT) snprintf(what, sizeof what, "%s", e->reason ? kcache_strerror((kcache_status)e->reason) : "");
-        else if (e->kind == KCACHE__PUB_EV_EVICT) snprintf(what, sizeof what, "%llu entries", (unsigned long long)e->count);
-        else snprintf(what, sizeof what, "%s", e->kind == KCACHE__PUB_EV_MISS ? kt_reason_word(e->reason) : "");
+        if (e->kind == KCACHE_EVENT_PUT) snprintf(what, sizeof what, "%s", e->reason ? kcache_strerror((kcache_status)e->reason) : "");
+        else if (e->kind == KCACHE_EVENT_EVICT) snprintf(what, sizeof what, "%llu entries", (unsigned long long)e->count);
+        else snprintf(what, sizeof what, "%s", e->kind == KCACHE_EVENT_MISS ? kt_reason_word(e->reason) : "");
         kt_lb_reset(&b);
         kt_lb_add(&b, " %s  %-7u ", kt_time(e->time, 1, t1, sizeof t1) + 11, (unsigned)e->pid);
         kt_lb_col(&b, kt_kind_color(e->kind, e->reason));
@@ -1662,18 +1434,6 @@ static void kt_draw_lines(const kt_lines *L, size_t *top, const char *title, con
     kt_draw(LINES - 1, keys, kt_attr[C_TITLE], 1);
 }
 
-/* The interactive keys, for the help view and --help alike. */
-static const char *const kt_keys[] = {
-    "  q          quit",
-    "  p          pause / resume sampling",
-    "  s          cycle the units' sort: hits, misses, size, last use",
-    "  Tab        move between the units and the event log",
-    "  Up Down PgUp PgDn Home End   scroll",
-    "  Enter      a unit's detail: overloads, fields, dependency stamps, recent misses",
-    "  Esc        back",
-    "  ? or h     this help (any key leaves it)",
-};
-
 static void kt_help(kt_lines *L) {
     size_t i;
     kt_line(L, C_HEAD, "kcache-top: a live view of a kcache store");
@@ -1691,9 +1451,9 @@ static void kt_render(void) {
     erase();
     if (LINES < 8 || COLS < 40) {
         mvaddstr(0, 0, "kcache-top: terminal too small");
-    } else if (K.fst.dirfd < 0) {
+    } else if (!K.rd) {
         char line[600];
-        K.wall = kcache__now_ns();
+        K.wall = kt_wall_ns();
         kt_draw_title("waiting");
         snprintf(line, sizeof line, " %.500s does not exist yet: waiting for it to appear", K.dir);
         kt_draw(2, line, kt_attr[C_WARN], 0);
@@ -1743,7 +1503,7 @@ static int kt_attach(void);
 static int kt_interactive(void) {
     int quit = 0, rc = 0;
     long refreshes = 1;
-    if (K.fst.dirfd >= 0) kt_sample();
+    if (K.rd != NULL) kt_sample();
     initscr();
     cbreak();
     noecho();
@@ -1791,7 +1551,7 @@ static int kt_interactive(void) {
             continue;
         }
         if (kt_mono() + 0.001 >= V.next) {
-            int was = K.fst.dirfd >= 0, at = kt_attach(); /* (waiting for the store to appear) */
+            int was = K.rd != NULL, at = kt_attach(); /* (waiting for the store to appear) */
             if (at == 2) { quit = 1; rc = 2; }
             if (at == 0 && (!V.paused || !was)) {
                 kt_sample();
@@ -1807,12 +1567,16 @@ static int kt_interactive(void) {
     }
     endwin();
     kt_lines_free(&V.detail);
-    if (K.fst.dirfd < 0 && rc == 0) {
+    if (!K.rd && rc == 0) {
         fprintf(stderr, "kcache-top: %s never appeared\n", K.dir);
         rc = 2;
     }
     return rc;
 }
+#define KT_INTERACTIVE 1
+#else
+#define KT_INTERACTIVE 0 /* (main says so before it starts anything) */
+#endif /* KCACHE_TOP_NO_CURSES */
 
 /* ---------------------------------------------------------------------------------------------- */
 
@@ -1834,7 +1598,7 @@ static void kt_eprintf(const char *fmt, ...) {
 static int kt_attach(void) {
     struct stat sb;
     DIR *dp;
-    if (K.fst.dirfd >= 0) return 0;
+    if (K.rd != NULL) return 0;
     if (stat(K.dir, &sb) != 0) {
         if (errno == ENOENT) return 1;
         kt_eprintf("kcache-top: %s: %s\n", K.dir, strerror(errno));
@@ -1843,9 +1607,10 @@ static int kt_attach(void) {
     if (!S_ISDIR(sb.st_mode)) { kt_eprintf("kcache-top: %s: not a directory\n", K.dir); return 2; }
     if ((dp = opendir(K.dir)) == NULL) { kt_eprintf("kcache-top: %s: cannot read it: %s\n", K.dir, strerror(errno)); return 2; }
     closedir(dp);
-    K.fst.dirfd = open(K.dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (K.fst.dirfd < 0) { kt_eprintf("kcache-top: %s: cannot open it: %s\n", K.dir, strerror(errno)); return 2; }
-    K.fst.uid = (uint32_t)sb.st_uid; /* the store's owner is whom its files are trusted from */
+    if (kcache_reader_open(&K.rd, K.dir) != KCACHE_OK) { /* (its owner is whom its files are trusted from) */
+        kt_eprintf("kcache-top: %s: cannot open it: %s\n", K.dir, strerror(errno));
+        return 2;
+    }
     return 0;
 }
 
@@ -1914,21 +1679,17 @@ int main(int argc, char **argv) {
     K.stamp_policy = cfg.stamp;
     if (!dir) dir = cfg.dir;
     if (!dir || !*dir) {
-        if (!kcache__default_dir(K.dir, sizeof K.dir)) { fprintf(stderr, "kcache-top: no directory given and no KCACHE_DIR, XDG_CACHE_HOME or HOME\n"); return 2; }
+        if (kcache_default_dir(K.dir, sizeof K.dir) != KCACHE_OK) { fprintf(stderr, "kcache-top: no directory given and no KCACHE_DIR, XDG_CACHE_HOME or HOME\n"); return 2; }
     } else if (strlen(dir) >= sizeof K.dir) {
         fprintf(stderr, "kcache-top: the path is too long\n");
         return 2;
     } else {
         strcpy(K.dir, dir);
     }
-    K.fst.dirfd = K.fst.tmpfd = K.fst.cffd = -1; /* (no lock file: it only reads) */
-    K.fst.dir = K.dir;
-    K.fst.readonly = 1;
-    kcache__mutex_init(&K.fst.shard_mutex);
+    if (!K.batch && !KT_INTERACTIVE) { fprintf(stderr, "kcache-top: built without curses: only -b\n"); return 2; }
     if (K.detail_unit && !K.batch) { fprintf(stderr, "kcache-top: -U is for batch mode (-b); interactively, press Enter on a unit\n"); return 2; }
     if ((s = kt_attach()) == 2) return 2;
     if (s == 1 && !K.batch) kt_eprintf("kcache-top: %s does not exist yet; waiting for it (a program makes it when it first uses the store)\n", K.dir);
-    K.domain = kcache__pub_domain();
     K.ev = (kt_event *)malloc(KT_EVENTS * sizeof *K.ev);
     if (!K.ev) return 1;
     memset(&sa, 0, sizeof sa);
@@ -1947,7 +1708,7 @@ int main(int argc, char **argv) {
             if ((s = kt_attach()) == 2) return 2;
             if (s == 1) {
                 char t1[48];
-                K.wall = kcache__now_ns();
+                K.wall = kt_wall_ns();
                 kt_line(&L, 0, "kcache-top snapshot %d of %d  %s  dir %s", (int)it, (int)n, kt_time(K.wall, 1, t1, sizeof t1), K.dir);
                 if (it < n) kt_line(&L, 0, "store      none yet: %s does not exist; waiting for a program to make it", K.dir);
                 else kt_line(&L, 0, "store      never appeared: %s still does not exist after %ld snapshot(s)", K.dir, n);
@@ -1975,7 +1736,7 @@ int main(int argc, char **argv) {
             if (s == 1 && it == n) return 2; /* the store never came */
             if (it < n) {
                 double until = kt_mono() + K.interval;
-                while (kt_mono() < until) kcache__sleep_us((unsigned)((until - kt_mono()) * 1e6) + 1);
+                while (kt_mono() < until) kt_sleep(until - kt_mono());
             }
         }
         return 0;
@@ -1985,6 +1746,10 @@ int main(int argc, char **argv) {
         return 2;
     }
     if (!K.utf8) K.ascii = 1;
+#if KT_INTERACTIVE
     return kt_interactive();
+#else
+    return 2;
+#endif
 }
 #endif /* KCACHE_TOP_NO_MAIN */

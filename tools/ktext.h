@@ -2,7 +2,7 @@
  * kcache-inspect's tools/inspect_common.c and by tools/kcache-top.c, after kcache.h).
  *
  * Whatever a tool prints came, often enough, from outside: a unit name, a file name found on
- * disk, a CPU name in a numba index. kcache.h's one rule (kcache__esc_char: valid printable UTF-8
+ * disk, a CPU name in a numba index. kcache.h's one rule (kcache_escape_char: valid printable UTF-8
  * as it is; control bytes, invalid UTF-8, the C1 and the bidi controls as \xHH or \u{XXXX})
  * applies here to every %s and %c argument, whatever the format says around it, so that a message
  * cannot forget it: such text never starts a line, moves the cursor or reorders what follows. The
@@ -19,11 +19,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The rule's one step (a character in, its text out): kcache.h's own where its implementation is
-   compiled in the same file; a tool built from several files, only one of which compiles it,
-   names a function of its own that calls it (kcache-inspect: ki_esc_char). */
+/* The rule's one step (a character in, its text out): kcache.h's public kcache_escape_char (any
+   file of a tool may call it; the implementation is compiled in one of them). A tool may still
+   name a function of its own here. */
 #ifndef KTEXT_ESC_CHAR
-#define KTEXT_ESC_CHAR kcache__esc_char
+#define KTEXT_ESC_CHAR kcache_escape_char
 #endif
 
 typedef struct ktext {
