@@ -2375,7 +2375,7 @@ static int kcache__os_pid_gone(uint32_t pid) {
    directory's ACL (inherited from %LocalAppData%, the user's own) is what protects it. */
 static uint32_t kcache__os_euid(void) { return 0; }
 /* Modes and groups of the POSIX store checks have no Win32 counterpart here (ACLs); the store's
-   path is not walked by hand (kcache__walk's Win32 form), so there is no readlink. */
+   path is not walked by hand (kcache__resolve_store_dir's Win32 form), so there is no readlink. */
 static int kcache__os_chmod(int fd, unsigned mode) { (void)fd; (void)mode; return 0; }
 static int kcache__os_chgrp(int fd, uint32_t gid) { (void)fd; (void)gid; return 0; }
 /* Free bytes for this user (quotas included) and the volume's size. */
@@ -5115,6 +5115,9 @@ static const char *const kcache__status_text[] = {
     KCACHE_STATUSES(KCACHE__STATUS_TEXT)
 #undef KCACHE__STATUS_TEXT
 };
+/* Inside the library, "no reason yet" (a lookup not yet judged, a removal that records none): the
+   value one past the last reason, which the public KCACHE_REASON_COUNT counts. */
+#define KCACHE__REASON_UNSET KCACHE_REASON_COUNT
 static const char *const kcache__reason_word[] = {
 #define KCACHE__REASON_WORD(name, word, text) word,
     KCACHE_REASONS(KCACHE__REASON_WORD)
@@ -6013,14 +6016,14 @@ static unsigned char *kcache__zstd_pack(const kcache__mem *m, const void *data, 
    whose hand is at slot 0 and whose marks are noise (a second chance for some entries, once), and
    kcache builds that predate them keep using such a file (they ignore byte 112, and their hits
    write times whose bit 0 is noise), so stores shared by both keep working. */
-#define KCACHE__CF_VERSION 1
-#define KCACHE__CF_HEADER 4096
-#define KCACHE__CF_SUMMED 120
+#define KCACHE__ACCT_VERSION 1
+#define KCACHE__ACCT_HEADER 4096
+#define KCACHE__ACCT_SUMMED 120
 #define KCACHE__WAYS 4
 #define KCACHE__SLOT 32
 #define KCACHE__EVLOG_AT 512
 #define KCACHE__EVLOG_SLOTS 64
-#define KCACHE__CF_HAND 112
+#define KCACHE__ACCT_HAND 112
 #define KCACHE__USE_MARK 1u    /* bit 0 of a slot's last use: used since the eviction hand passed */
 #define KCACHE__EVICT_LOOK 64  /* marked entries the hand passes for one victim, at most */
 #define KCACHE__MIN_SLOTS 4096 /* a new store's use table: 128 KiB */
@@ -6061,7 +6064,7 @@ typedef struct kcache__store {
     int compress;              /* KCACHE_COMPRESS: entries written as zstd (version 2) */
     uint32_t lock_timeout_ms;
     uint32_t pid;              /* the process that opened it */
-    int growing;               /* inside kcache__cf_grow */
+    int growing;               /* inside kcache__acct_grow */
     /* the index log last appended to, kept open: the next put of the same unit appends to it with
        no open or close, once fstat shows it is still that name's file (linked) at the size left */
     struct { uint64_t dev, ino, size, room; int fd; char rel[48]; } ix_last;
@@ -6155,7 +6158,7 @@ static uint64_t kcache__le64(uint64_t v) {
 }
 /* Slots are shared with other processes: every access is a relaxed atomic of a little-endian u64. */
 static uint64_t *kcache__slot(const kcache__store *st, uint64_t i) {
-    return (uint64_t *)(void *)(st->map + KCACHE__CF_HEADER + i * KCACHE__SLOT);
+    return (uint64_t *)(void *)(st->map + KCACHE__ACCT_HEADER + i * KCACHE__SLOT);
 }
 static uint64_t kcache__sl_get(const uint64_t *s, int f) { return kcache__le64(kcache__atomic_load_u64(s + f)); }
 static void kcache__sl_set(uint64_t *s, int f, uint64_t v) { kcache__atomic_store_u64(s + f, kcache__le64(v)); }
@@ -6163,11 +6166,11 @@ enum { KCACHE__SL_LO, KCACHE__SL_HI, KCACHE__SL_USE, KCACHE__SL_SIZE };
 
 /* Header fields are 8-byte aligned little-endian u64s, accessed atomically: readers without the
    lock (stats, the eviction log) may look while a lock holder writes. */
-static uint64_t kcache__cf_at(const unsigned char *map, size_t off) {
+static uint64_t kcache__acct_at(const unsigned char *map, size_t off) {
     return kcache__le64(kcache__atomic_load_u64((const uint64_t *)(const void *)(map + off)));
 }
-static uint64_t kcache__cf_get(const kcache__store *st, size_t off) { return kcache__cf_at(st->map, off); }
-static void kcache__cf_set(kcache__store *st, size_t off, uint64_t v) {
+static uint64_t kcache__acct_get(const kcache__store *st, size_t off) { return kcache__acct_at(st->map, off); }
+static void kcache__acct_set(kcache__store *st, size_t off, uint64_t v) {
     kcache__atomic_store_u64((uint64_t *)(void *)(st->map + off), kcache__le64(v));
 }
 
@@ -6195,9 +6198,9 @@ static uint64_t *kcache__slot_lookup(const unsigned char *slots, uint64_t nslots
     return NULL;
 }
 static uint64_t *kcache__slot_find_in(const kcache__table *t, kcache_hash128 d) {
-    return t && t->map ? kcache__slot_lookup(t->map + KCACHE__CF_HEADER, t->nslots, d) : NULL;
+    return t && t->map ? kcache__slot_lookup(t->map + KCACHE__ACCT_HEADER, t->nslots, d) : NULL;
 }
-static uint64_t kcache__cf_sum(const unsigned char *hdr) { return kcache_hash(hdr, KCACHE__CF_SUMMED).lo; }
+static uint64_t kcache__acct_sum(const unsigned char *hdr) { return kcache_hash(hdr, KCACHE__ACCT_SUMMED).lo; }
 
 static void kcache__entry_name(kcache_hash128 d, char out[48]) { /* "e/XX/<32 hex>.kce" */
     kcache_hash_hex(d, out + 5);
@@ -6350,44 +6353,44 @@ static int kcache__store_lockfile(kcache__store *st, char *why, size_t cap) {
     return st->lf ? 0 : -1;
 }
 
-static int kcache__cf_valid(const unsigned char *h, uint64_t file_size) {
+static int kcache__acct_valid(const unsigned char *h, uint64_t file_size) {
     uint32_t lg = kcache__get_u32(h + 16);
-    if (memcmp(h, "KCACHECF", 8) != 0 || kcache__get_u32(h + 8) != KCACHE__CF_VERSION ||
-        kcache__get_u32(h + 12) != KCACHE__CF_HEADER || kcache__get_u32(h + 20) != KCACHE__WAYS || lg < 4 || lg > 24)
+    if (memcmp(h, "KCACHECF", 8) != 0 || kcache__get_u32(h + 8) != KCACHE__ACCT_VERSION ||
+        kcache__get_u32(h + 12) != KCACHE__ACCT_HEADER || kcache__get_u32(h + 20) != KCACHE__WAYS || lg < 4 || lg > 24)
         return 0;
-    if (file_size != KCACHE__CF_HEADER + ((uint64_t)KCACHE__WAYS << lg) * KCACHE__SLOT) return 0;
-    return kcache__get_u64(h + KCACHE__CF_SUMMED) == kcache__cf_sum(h);
+    if (file_size != KCACHE__ACCT_HEADER + ((uint64_t)KCACHE__WAYS << lg) * KCACHE__SLOT) return 0;
+    return kcache__get_u64(h + KCACHE__ACCT_SUMMED) == kcache__acct_sum(h);
 }
 
-static void kcache__cf_seal(kcache__store *st) {
-    kcache__cf_set(st, KCACHE__CF_SUMMED, kcache__cf_sum(st->map));
+static void kcache__acct_seal(kcache__store *st) {
+    kcache__acct_set(st, KCACHE__ACCT_SUMMED, kcache__acct_sum(st->map));
 }
 
 /* Creates a fresh config.file under a temp name and puts it in place: with link() when none should
    exist (two first openers race; one wins, both use the winner), with rename() to replace a bad one. */
-static kcache_status kcache__cf_create(kcache__store *st, uint64_t limit, int replace) {
-    unsigned char *hdr = (unsigned char *)kcache__mem_alloc(&st->mem, KCACHE__CF_HEADER); /* (not on the stack: small thread stacks) */
+static kcache_status kcache__acct_create(kcache__store *st, uint64_t limit, int replace) {
+    unsigned char *hdr = (unsigned char *)kcache__mem_alloc(&st->mem, KCACHE__ACCT_HEADER); /* (not on the stack: small thread stacks) */
     char tmp[64];
-    uint64_t slots = KCACHE__MIN_SLOTS; /* the table grows with the entries (kcache__cf_grow) */
+    uint64_t slots = KCACHE__MIN_SLOTS; /* the table grows with the entries (kcache__acct_grow) */
     uint32_t lg = 0;
     int fd, rc;
     (void)limit;
     if (!hdr) return KCACHE_ENOMEM;
     while (((uint64_t)KCACHE__WAYS << lg) < slots) lg++;
-    if (kcache__shortfall(st, KCACHE__CF_HEADER + ((uint64_t)KCACHE__WAYS << lg) * KCACHE__SLOT)) { /* the reserve */
+    if (kcache__shortfall(st, KCACHE__ACCT_HEADER + ((uint64_t)KCACHE__WAYS << lg) * KCACHE__SLOT)) { /* the reserve */
         kcache__mem_free(&st->mem, hdr);
         return KCACHE_ENOSPC;
     }
-    memset(hdr, 0, KCACHE__CF_HEADER);
+    memset(hdr, 0, KCACHE__ACCT_HEADER);
     memcpy(hdr, "KCACHECF", 8);
-    kcache__put_u32(hdr + 8, KCACHE__CF_VERSION);
-    kcache__put_u32(hdr + 12, KCACHE__CF_HEADER);
+    kcache__put_u32(hdr + 8, KCACHE__ACCT_VERSION);
+    kcache__put_u32(hdr + 12, KCACHE__ACCT_HEADER);
     kcache__put_u32(hdr + 16, lg);
     kcache__put_u32(hdr + 20, KCACHE__WAYS);
     kcache__put_u64(hdr + 56, limit);
     kcache__put_u64(hdr + 72, (uint64_t)kcache__now_ns());
     kcache__put_u32(hdr + 48, 1); /* busy: the first locked update scans for entries already there */
-    kcache__put_u64(hdr + KCACHE__CF_SUMMED, kcache_hash(hdr, KCACHE__CF_SUMMED).lo);
+    kcache__put_u64(hdr + KCACHE__ACCT_SUMMED, kcache_hash(hdr, KCACHE__ACCT_SUMMED).lo);
     snprintf(tmp, sizeof tmp, "tmp/%u-cf-%llx.tmp", (unsigned)kcache__pid(), (unsigned long long)kcache__now_ns());
     fd = kcache__open_in(st, tmp, KCACHE__RW | KCACHE__CREATE | KCACHE__EXCL | kcache__gmode(st));
     if (fd < 0) {
@@ -6399,16 +6402,16 @@ static kcache_status kcache__cf_create(kcache__store *st, uint64_t limit, int re
        the disk is full would be SIGBUS, not an error. A filesystem without room for the table
        gets a smaller one (down to 4096 slots) rather than no store. */
     rc = -1;
-    if (kcache__io_pwrite(fd, hdr, KCACHE__CF_HEADER, 0) == (ptrdiff_t)KCACHE__CF_HEADER) {
+    if (kcache__io_pwrite(fd, hdr, KCACHE__ACCT_HEADER, 0) == (ptrdiff_t)KCACHE__ACCT_HEADER) {
         for (;;) {
-            int e = kcache__io_allocate(fd, (uint64_t)(KCACHE__CF_HEADER + ((uint64_t)KCACHE__WAYS << lg) * KCACHE__SLOT));
+            int e = kcache__io_allocate(fd, (uint64_t)(KCACHE__ACCT_HEADER + ((uint64_t)KCACHE__WAYS << lg) * KCACHE__SLOT));
             if (e == 0) { rc = 0; break; }
             if (e != ENOSPC || ((uint64_t)KCACHE__WAYS << lg) <= 4096) break;
             lg--;
             kcache__put_u32(hdr + 16, lg);
-            kcache__put_u64(hdr + KCACHE__CF_SUMMED, kcache_hash(hdr, KCACHE__CF_SUMMED).lo);
-            if (kcache__io_pwrite(fd, hdr, KCACHE__CF_HEADER, 0) != (ptrdiff_t)KCACHE__CF_HEADER ||
-                kcache__io_truncate(fd, KCACHE__CF_HEADER) != 0)
+            kcache__put_u64(hdr + KCACHE__ACCT_SUMMED, kcache_hash(hdr, KCACHE__ACCT_SUMMED).lo);
+            if (kcache__io_pwrite(fd, hdr, KCACHE__ACCT_HEADER, 0) != (ptrdiff_t)KCACHE__ACCT_HEADER ||
+                kcache__io_truncate(fd, KCACHE__ACCT_HEADER) != 0)
                 break;
         }
     }
@@ -6427,7 +6430,7 @@ static kcache_status kcache__cf_create(kcache__store *st, uint64_t limit, int re
 
 /* Lets go of the mapping (lock held): readers may still use it, so it stays mapped (see
    kcache__table) and is unmapped at close. */
-static void kcache__cf_unmap(kcache__store *st) {
+static void kcache__acct_unmap(kcache__store *st) {
     if (st->cffd >= 0) kcache__io_close(st->cffd);
     st->cffd = -1;
     if (st->map) {
@@ -6437,26 +6440,26 @@ static void kcache__cf_unmap(kcache__store *st) {
 }
 
 /* Maps config.file as it is now. 0 when mapped (valid or not: *valid says), else an errno-ish -1. */
-static int kcache__cf_map(kcache__store *st, int *valid) {
+static int kcache__acct_map(kcache__store *st, int *valid) {
     kcache__finfo s;
-    unsigned char hdr[KCACHE__CF_SUMMED + 8]; /* what kcache__cf_valid reads */
+    unsigned char hdr[KCACHE__ACCT_SUMMED + 8]; /* what kcache__acct_valid reads */
     size_t len;
     *valid = 0;
-    kcache__cf_unmap(st);
+    kcache__acct_unmap(st);
     st->cffd = kcache__open_in(st, "config.file", KCACHE__RW);
     if (st->cffd < 0) return -1;
-    if (kcache__io_fstat(st->cffd, &s) != 0 || s.kind != KCACHE__KIND_FILE || !kcache__trusted(st, &s) || s.size < KCACHE__CF_HEADER ||
-        kcache__io_pread(st->cffd, hdr, sizeof hdr, 0) != (ptrdiff_t)sizeof hdr || !kcache__cf_valid(hdr, s.size)) {
-        kcache__cf_unmap(st);
+    if (kcache__io_fstat(st->cffd, &s) != 0 || s.kind != KCACHE__KIND_FILE || !kcache__trusted(st, &s) || s.size < KCACHE__ACCT_HEADER ||
+        kcache__io_pread(st->cffd, hdr, sizeof hdr, 0) != (ptrdiff_t)sizeof hdr || !kcache__acct_valid(hdr, s.size)) {
+        kcache__acct_unmap(st);
         return 0; /* present but unusable: the caller replaces it */
     }
     if ((s.perm & 0777) != kcache__file_mode(st) && s.uid == st->uid) /* others may not read it */
         kcache__io_chmod(st->cffd, kcache__file_mode(st));
     len = (size_t)s.size;
     st->map = kcache__io_map(st->cffd, len);
-    if (!st->map) { kcache__cf_unmap(st); return -1; }
+    if (!st->map) { kcache__acct_unmap(st); return -1; }
     st->map_len = len;
-    st->nslots = (len - KCACHE__CF_HEADER) / KCACHE__SLOT;
+    st->nslots = (len - KCACHE__ACCT_HEADER) / KCACHE__SLOT;
     kcache__publish(st);
     st->cf_dev = s.dev;
     st->cf_ino = s.ino;
@@ -6465,7 +6468,7 @@ static int kcache__cf_map(kcache__store *st, int *valid) {
 }
 
 static uint64_t *kcache__slot_find(const kcache__store *st, kcache_hash128 d) { /* lock held */
-    return kcache__slot_lookup(st->map + KCACHE__CF_HEADER, st->nslots, d);
+    return kcache__slot_lookup(st->map + KCACHE__ACCT_HEADER, st->nslots, d);
 }
 static int kcache__slot_used(const uint64_t *s) {
     return kcache__sl_get(s, KCACHE__SL_LO) != 0 || kcache__sl_get(s, KCACHE__SL_HI) != 0;
@@ -6519,18 +6522,18 @@ static void kcache__store_drop_in(kcache__store *st, uint64_t *s, int evicted, k
     if (evicted && ev && st->debug) kcache__entry_unit(st, rel, ev->units, sizeof ev->units);
     if (shardfd >= 0) kcache__clear_name(st, shardfd, rel + 5);
     else kcache__unlink_entry(st, rel);
-    kcache__cf_set(st, 24, kcache__cf_get(st, 24) - (size <= kcache__cf_get(st, 24) ? size : kcache__cf_get(st, 24)));
-    kcache__cf_set(st, 32, kcache__cf_get(st, 32) ? kcache__cf_get(st, 32) - 1 : 0);
+    kcache__acct_set(st, 24, kcache__acct_get(st, 24) - (size <= kcache__acct_get(st, 24) ? size : kcache__acct_get(st, 24)));
+    kcache__acct_set(st, 32, kcache__acct_get(st, 32) ? kcache__acct_get(st, 32) - 1 : 0);
     kcache__slot_clear(s);
     if (evicted) {
-        uint64_t at = kcache__cf_get(st, KCACHE__EVLOG_AT - 8) % KCACHE__EVLOG_SLOTS;
+        uint64_t at = kcache__acct_get(st, KCACHE__EVLOG_AT - 8) % KCACHE__EVLOG_SLOTS;
         size_t o = KCACHE__EVLOG_AT + (size_t)at * 32;
-        kcache__cf_set(st, o, d.lo);
-        kcache__cf_set(st, o + 8, d.hi);
-        kcache__cf_set(st, o + 16, (uint64_t)kcache__now_ns());
-        kcache__cf_set(st, o + 24, size);
-        kcache__cf_set(st, KCACHE__EVLOG_AT - 8, at + 1);
-        kcache__cf_set(st, 64, kcache__cf_get(st, 64) + 1);
+        kcache__acct_set(st, o, d.lo);
+        kcache__acct_set(st, o + 8, d.hi);
+        kcache__acct_set(st, o + 16, (uint64_t)kcache__now_ns());
+        kcache__acct_set(st, o + 24, size);
+        kcache__acct_set(st, KCACHE__EVLOG_AT - 8, at + 1);
+        kcache__acct_set(st, 64, kcache__acct_get(st, 64) + 1);
         if (ev) { ev->evicted++; ev->evicted_bytes += size; }
     }
 }
@@ -6546,8 +6549,8 @@ static int kcache__store_evicted_when(const kcache__store *st, kcache_hash128 d,
     if (!t || !t->map) return 0;
     for (i = 0; i < KCACHE__EVLOG_SLOTS; i++) {
         size_t o = KCACHE__EVLOG_AT + (size_t)i * 32;
-        if (kcache__cf_at(t->map, o) == d.lo && kcache__cf_at(t->map, o + 8) == d.hi) {
-            *when = (int64_t)kcache__cf_at(t->map, o + 16);
+        if (kcache__acct_at(t->map, o) == d.lo && kcache__acct_at(t->map, o + 8) == d.hi) {
+            *when = (int64_t)kcache__acct_at(t->map, o + 16);
             return 1;
         }
     }
@@ -6581,7 +6584,7 @@ static int kcache__store_evicted_when(const kcache__store *st, kcache_hash128 d,
    up to 7 % more there (old favourites linger three sweeps). The store itself, measured by
    bench_evict: 1.07  1.03  1.02  1.07 (the rule before: 0.84  0.90  0.95  0.88). */
 static uint64_t *kcache__evict_victim(kcache__store *st) {
-    uint64_t hand = kcache__cf_get(st, KCACHE__CF_HAND) % st->nslots, i, passed = 0;
+    uint64_t hand = kcache__acct_get(st, KCACHE__ACCT_HAND) % st->nslots, i, passed = 0;
     uint64_t *victim = NULL;
     for (i = 0; i < st->nslots; i++) {
         uint64_t *s = kcache__slot(st, hand), use;
@@ -6594,7 +6597,7 @@ static uint64_t *kcache__evict_victim(kcache__store *st) {
         if (!victim || use < kcache__sl_get(victim, KCACHE__SL_USE)) victim = s; /* the least recent passed, should none be unmarked */
         if (++passed == KCACHE__EVICT_LOOK) break;
     }
-    kcache__cf_set(st, KCACHE__CF_HAND, hand);
+    kcache__acct_set(st, KCACHE__ACCT_HAND, hand);
     return victim; /* NULL: no entry in the whole table */
 }
 
@@ -6602,9 +6605,9 @@ static uint64_t *kcache__evict_victim(kcache__store *st) {
    policy's order until the store accounts at most target bytes or is empty. Each victim is logged
    as evicted by the size limit. */
 static void kcache__store_evict_to(kcache__store *st, uint64_t target, kcache__store_ev *ev) {
-    while (kcache__cf_get(st, 24) > target && kcache__cf_get(st, 32) > 0) {
+    while (kcache__acct_get(st, 24) > target && kcache__acct_get(st, 32) > 0) {
         uint64_t *victim = kcache__evict_victim(st);
-        if (!victim) { kcache__cf_set(st, 24, 0); kcache__cf_set(st, 32, 0); break; } /* accounting said more */
+        if (!victim) { kcache__acct_set(st, 24, 0); kcache__acct_set(st, 32, 0); break; } /* accounting said more */
         kcache__store_drop(st, victim, 1, ev);
     }
 }
@@ -6615,7 +6618,7 @@ static void kcache__store_evict_to(kcache__store *st, uint64_t target, kcache__s
    at once, threw away a third of what was worth keeping). */
 static void kcache__store_make_room(kcache__store *st, uint64_t bytes, kcache__store_ev *ev) {
     uint64_t room = st->limit > bytes ? st->limit - bytes : 0, margin = st->limit >> 10;
-    if (st->limit && kcache__cf_get(st, 24) > room) kcache__store_evict_to(st, room > margin ? room - margin : 0, ev);
+    if (st->limit && kcache__acct_get(st, 24) > room) kcache__store_evict_to(st, room > margin ? room - margin : 0, ev);
 }
 
 /* Whether a slot's last use a goes before b's: unmarked before marked, then older first. */
@@ -6639,7 +6642,7 @@ static int kcache__parse_entry_name(const char *name, kcache_hash128 *d) {
 
 /* Puts an entry's slot in the table (lock held); a full bucket gives up its least recent entry,
    one not marked used since the eviction hand passed if it has one. */
-static void kcache__cf_grow(kcache__store *st, kcache__store_ev *ev);
+static void kcache__acct_grow(kcache__store *st, kcache__store_ev *ev);
 
 static void kcache__slot_insert(kcache__store *st, kcache_hash128 d, uint64_t size, int64_t use, kcache__store_ev *ev) {
     uint64_t b, w;
@@ -6654,7 +6657,7 @@ static void kcache__slot_insert(kcache__store *st, kcache_hash128 d, uint64_t si
             if (!oldest || kcache__use_before(kcache__sl_get(s, KCACHE__SL_USE), kcache__sl_get(oldest, KCACHE__SL_USE))) oldest = s;
         }
         if (free_slot || st->growing || st->nslots >= kcache__max_slots(st->limit)) break;
-        kcache__cf_grow(st, ev); /* a full bucket while the table may still grow: grow, look again */
+        kcache__acct_grow(st, ev); /* a full bucket while the table may still grow: grow, look again */
         if (st->nslots == before) break;
     }
     if (!free_slot) {
@@ -6665,8 +6668,8 @@ static void kcache__slot_insert(kcache__store *st, kcache_hash128 d, uint64_t si
     kcache__sl_set(free_slot, KCACHE__SL_HI, d.hi);
     kcache__sl_set(free_slot, KCACHE__SL_SIZE, size);
     kcache__sl_set(free_slot, KCACHE__SL_USE, (uint64_t)use);
-    kcache__cf_set(st, 24, kcache__cf_get(st, 24) + size);
-    kcache__cf_set(st, 32, kcache__cf_get(st, 32) + 1);
+    kcache__acct_set(st, 24, kcache__acct_get(st, 24) + size);
+    kcache__acct_set(st, 32, kcache__acct_get(st, 32) + 1);
 }
 
 /* Calls fn for every entry file in the shards (regular files with an entry's name, made by someone
@@ -6720,7 +6723,7 @@ static void kcache__rebuild_one(void *ctx, kcache_hash128 d, const kcache__finfo
 static void kcache__store_rebuild(kcache__store *st, kcache__store_ev *ev) {
     size_t table = (size_t)st->nslots * KCACHE__SLOT;
     unsigned char *old = (unsigned char *)kcache__mem_alloc(&st->mem, table);
-    unsigned char *live = st->map + KCACHE__CF_HEADER;
+    unsigned char *live = st->map + KCACHE__ACCT_HEADER;
     kcache__rebuild_ctx c;
     if (old) { /* hits may be recording uses meanwhile: copy slot words atomically */
         size_t i;
@@ -6731,8 +6734,8 @@ static void kcache__store_rebuild(kcache__store *st, kcache__store_ev *ev) {
         size_t i;
         for (i = 0; i < table / 8; i++) kcache__atomic_store_u64((uint64_t *)(void *)(live + i * 8), 0);
     }
-    kcache__cf_set(st, 24, 0);
-    kcache__cf_set(st, 32, 0);
+    kcache__acct_set(st, 24, 0);
+    kcache__acct_set(st, 32, 0);
     c.st = st;
     c.old = old;
     c.old_slots = st->nslots;
@@ -6745,10 +6748,10 @@ static void kcache__store_rebuild(kcache__store *st, kcache__store_ev *ev) {
 /* Doubles the use table (lock held): a new config.file with the same header and every slot
    inserted again, renamed over the old one. Other processes map the new one at their next locked
    update; until then their hits record use in the old one, which only ages those entries a little. */
-static void kcache__cf_grow(kcache__store *st, kcache__store_ev *ev) {
+static void kcache__acct_grow(kcache__store *st, kcache__store_ev *ev) {
     uint32_t lg = kcache__get_u32(st->map + 16) + 1;
     uint64_t nslots = (uint64_t)KCACHE__WAYS << lg, old_slots = st->nslots, i;
-    size_t len = KCACHE__CF_HEADER + (size_t)nslots * KCACHE__SLOT, old_len = st->map_len;
+    size_t len = KCACHE__ACCT_HEADER + (size_t)nslots * KCACHE__SLOT, old_len = st->map_len;
     unsigned char *map, *old_map = st->map;
     int fd, old_fd = st->cffd;
     kcache__finfo sb;
@@ -6764,16 +6767,16 @@ static void kcache__cf_grow(kcache__store *st, kcache__store_ev *ev) {
         kcache__io_unlink(st->tmpfd, tmp);
         return;
     }
-    memcpy(map, old_map, KCACHE__CF_HEADER);
+    memcpy(map, old_map, KCACHE__ACCT_HEADER);
     kcache__put_u32(map + 16, lg);
     st->map = map;
     st->map_len = len;
     st->nslots = nslots;
     st->growing = 1;
-    kcache__cf_set(st, 24, 0);
-    kcache__cf_set(st, 32, 0);
+    kcache__acct_set(st, 24, 0);
+    kcache__acct_set(st, 32, 0);
     for (i = 0; i < old_slots; i++) {
-        const uint64_t *o = (const uint64_t *)(const void *)(old_map + KCACHE__CF_HEADER + i * KCACHE__SLOT);
+        const uint64_t *o = (const uint64_t *)(const void *)(old_map + KCACHE__ACCT_HEADER + i * KCACHE__SLOT);
         kcache_hash128 d;
         d.lo = kcache__sl_get(o, KCACHE__SL_LO);
         d.hi = kcache__sl_get(o, KCACHE__SL_HI);
@@ -6812,19 +6815,19 @@ static kcache_status kcache__store_begin(kcache__store *st, kcache__store_ev *ev
     }
     if (!present ||
         s.dev != st->cf_dev || s.ino != st->cf_ino || !st->map || (size_t)s.size != st->map_len) {
-        if (kcache__cf_map(st, &valid) != 0 || !valid) {
-            if (kcache__cf_create(st, st->limit, 1) != KCACHE_OK || kcache__cf_map(st, &valid) != 0 || !valid)
+        if (kcache__acct_map(st, &valid) != 0 || !valid) {
+            if (kcache__acct_create(st, st->limit, 1) != KCACHE_OK || kcache__acct_map(st, &valid) != 0 || !valid)
                 return KCACHE_EIO;
             kcache__store_rebuild(st, ev);
         }
     }
-    if (!kcache__cf_valid(st->map, st->map_len) || kcache__get_u32(st->map + 48) != 0) {
+    if (!kcache__acct_valid(st->map, st->map_len) || kcache__get_u32(st->map + 48) != 0) {
         /* a garbage header or a holder that died mid-update: the geometry is the mapped size's */
         uint32_t lg = 0;
         while (((uint64_t)KCACHE__WAYS << lg) < st->nslots) lg++;
         memcpy(st->map, "KCACHECF", 8);
-        kcache__put_u32(st->map + 8, KCACHE__CF_VERSION);
-        kcache__put_u32(st->map + 12, KCACHE__CF_HEADER);
+        kcache__put_u32(st->map + 8, KCACHE__ACCT_VERSION);
+        kcache__put_u32(st->map + 12, KCACHE__ACCT_HEADER);
         kcache__put_u32(st->map + 16, lg);
         kcache__put_u32(st->map + 20, KCACHE__WAYS);
         kcache__store_rebuild(st, ev);
@@ -6835,10 +6838,10 @@ static kcache_status kcache__store_begin(kcache__store *st, kcache__store_ev *ev
 }
 static void kcache__store_end(kcache__store *st) {
     st->cur_ev = NULL;
-    kcache__cf_set(st, 40, kcache__cf_get(st, 40) + 1);
-    kcache__cf_set(st, 56, st->limit);
+    kcache__acct_set(st, 40, kcache__acct_get(st, 40) + 1);
+    kcache__acct_set(st, 56, st->limit);
     kcache__put_u32(st->map + 48, 0);
-    kcache__cf_seal(st);
+    kcache__acct_seal(st);
 }
 
 static kcache_status kcache__errno_status(int e) {
@@ -7411,7 +7414,7 @@ static kcache_status kcache__store_room(kcache__store *st, uint64_t total, uint6
     if (st->limit && t && t->map) { /* in flight first: a write that ends meanwhile is then in the stored bytes read after */
         uint64_t flying = kcache__flight_sum(t->map, 0);
         kcache__atomic_fence();
-        over = kcache__cf_at(t->map, 24) + flying > st->limit;
+        over = kcache__acct_at(t->map, 24) + flying > st->limit;
     }
     if (!disk_short && !over) return KCACHE_OK;
     s = kcache__store_lock(st);
@@ -7423,7 +7426,7 @@ static kcache_status kcache__store_room(kcache__store *st, uint64_t total, uint6
             pending = kcache__flight_sum(st->map, 0) + (*cmap && *cmap != st->map ? total : 0);
             /* writers that claimed together all make room, for every write in flight */
             kcache__store_make_room(st, pending, ev);
-            have = kcache__cf_get(st, 24);
+            have = kcache__acct_get(st, 24);
             if (disk_short) {
                 if (have < disk_short) {
                     s = KCACHE_ENOSPC;
@@ -7530,7 +7533,7 @@ static kcache_status kcache__store_put(kcache__store *st, const kcache_key *k, c
         if (s == KCACHE_OK) {
             kcache__store_make_room(st, total + pending, ev); /* before the insert: the new entry is no candidate */
             kcache__slot_insert(st, k->digest, total, kcache__now_ns() & ~(int64_t)KCACHE__USE_MARK, ev);
-            if (kcache__cf_get(st, 32) * 4 > st->nslots * 3) kcache__cf_grow(st, ev); /* keep buckets from filling */
+            if (kcache__acct_get(st, 32) * 4 > st->nslots * 3) kcache__acct_grow(st, ev); /* keep buckets from filling */
             kcache__ix_update(st, k, hdr + KCACHE__ENTRY_FIXED, rec_len, size, KCACHE__IX_LIVE, KCACHE_REASON_HIT);
         }
         /* The claim goes only now that the entry is accounted (or gone): a writer making room without
@@ -7569,7 +7572,7 @@ static int kcache__depends_on_stale(const unsigned char *rec, size_t len, const 
 }
 
 /* Removes one entry and its accounting; the unit's index remembers why (reason, with the entry's
-   record when given, else the key's), or forgets the overload (KCACHE_REASON_COUNT: the caller
+   record when given, else the key's), or forgets the overload (KCACHE__REASON_UNSET: the caller
    removed it). A stale dependency (KCACHE_REASON_STAMP) also purges every other overload of the
    unit that depends on the same file as it was, as numba discards a stale index. */
 static kcache_status kcache__store_remove(kcache__store *st, const kcache_key *k, kcache_reason reason, const unsigned char *rec,
@@ -7589,7 +7592,7 @@ static kcache_status kcache__store_remove(kcache__store *st, const kcache_key *k
             kcache__entry_name(k->digest, rel);
             had = kcache__unlink_entry(st, rel) == 0;
         }
-        if (reason != KCACHE_REASON_COUNT && !rec) rec = own = kcache__record_new(&st->mem, k, &rec_len);
+        if (reason != KCACHE__REASON_UNSET && !rec) rec = own = kcache__record_new(&st->mem, k, &rec_len);
         if (reason == KCACHE_REASON_STAMP) {
             kcache__ix ix;
             uint32_t i;
@@ -7609,7 +7612,7 @@ static kcache_status kcache__store_remove(kcache__store *st, const kcache_key *k
                 kcache__ix_free(&ix);
             }
         }
-        if (reason == KCACHE_REASON_COUNT) kcache__ix_update(st, k, NULL, 0, 0, KCACHE__IX_FORGET, reason);
+        if (reason == KCACHE__REASON_UNSET) kcache__ix_update(st, k, NULL, 0, 0, KCACHE__IX_FORGET, reason);
         else if (rec) kcache__ix_update(st, k, rec, rec_len, 0, KCACHE__IX_GONE, reason);
         kcache__store_end(st);
     }
@@ -7840,7 +7843,7 @@ static void kcache__store_sweep_temps(kcache__store *st) {
 static void kcache__store_close(kcache__store *st) {
     kcache__table *t;
     if (!st) return;
-    kcache__cf_unmap(st);
+    kcache__acct_unmap(st);
     while ((t = st->pub) != NULL) {
         st->pub = t->older;
         if (t->map) kcache__io_unmap(t->map, t->len); /* each mapping was published once */
@@ -7980,7 +7983,7 @@ static const char *kcache__ancestor_problem(const kcache__store *st, const kcach
    is not made real). Returns the store directory's descriptor and its finfo; -1 with *why naming
    the component and what is wrong (errno: the failure, EPERM for a refusal). A store of root's
    that the caller (not root) reaches is marked read-only. */
-static int kcache__walk(kcache__store *st, const char *path, int create, kcache__finfo *top, char *why, size_t cap) {
+static int kcache__resolve_store_dir(kcache__store *st, const char *path, int create, kcache__finfo *top, char *why, size_t cap) {
     size_t rem_cap = 3 * 4096 + 8, pos = 0, link_end = 0, curlen = 0;
     char *rem = (char *)kcache__mem_alloc(&st->mem, rem_cap), *cur = (char *)kcache__mem_alloc(&st->mem, 4096), *target = (char *)kcache__mem_alloc(&st->mem, 4096);
     int fd = -1, links = 0, tries = 0, e = 0;
@@ -8136,7 +8139,7 @@ fail:
 #else
 /* Win32: no owners or mode bits kcache can read (the directory's ACL, inherited from the user's
    %LocalAppData%, protects it); the path is created and opened, links inside refused as before. */
-static int kcache__walk(kcache__store *st, const char *path, int create, kcache__finfo *top, char *why, size_t cap) {
+static int kcache__resolve_store_dir(kcache__store *st, const char *path, int create, kcache__finfo *top, char *why, size_t cap) {
     size_t n = strlen(path), i;
     char *buf = create && n > 0 && n < 4096 ? (char *)kcache__mem_alloc(&st->mem, n + 1) : NULL; /* (not on the stack: small thread stacks) */
     int fd;
@@ -8419,7 +8422,7 @@ static kcache_status kcache__store_open(kcache__store **out, const char *dir, co
         }
         st->shared = 1;
     }
-    st->dirfd = kcache__walk(st, dir, 1, &s, why, why_cap);
+    st->dirfd = kcache__resolve_store_dir(st, dir, 1, &s, why, why_cap);
     if (st->dirfd < 0) {
         r = errno == EPERM ? KCACHE_EUNSAFE : kcache__errno_status(errno);
         kcache__store_close(st);
@@ -8470,7 +8473,7 @@ static kcache_status kcache__store_open(kcache__store **out, const char *dir, co
         *out = st;
         return KCACHE_OK;
     }
-    if (kcache__cf_map(st, &valid) != 0 && errno == ENOENT) kcache__cf_create(st, st->limit, 0);
+    if (kcache__acct_map(st, &valid) != 0 && errno == ENOENT) kcache__acct_create(st, st->limit, 0);
     if (!st->map) {
         kcache__store_ev ev;
         memset(&ev, 0, sizeof ev);
@@ -8495,7 +8498,7 @@ static kcache_status kcache__store_open(kcache__store **out, const char *dir, co
 #ifndef KCACHE_NO_LAYERS
 /* Opens a read-only layer (KCACHE_LAYERS): a store that is only ever read, whatever its
    permissions: no lock, no use table, no stats, nothing created, written or repaired. It is
-   checked as a read-only store is (kcache__walk, kcache__level_problem): the path as a store's,
+   checked as a read-only store is (kcache__resolve_store_dir, kcache__level_problem): the path as a store's,
    the layer and each level in it root's or the caller's and writable by no one else; entries and
    indexes of anyone else are never read. A group's store (KCACHE_SHARED_GROUP) is not a layer:
    one member could then choose the binaries every other member loads. */
@@ -8506,7 +8509,7 @@ static kcache_status kcache__layer_open(kcache__store **out, const char *dir, co
     *out = NULL;
     if (!(st = kcache__store_new(dir, cfg))) return KCACHE_ENOMEM;
     st->readonly = 1; /* before the walk: a layer of root's is as good as the caller's */
-    st->dirfd = kcache__walk(st, dir, 0, &s, why, why_cap);
+    st->dirfd = kcache__resolve_store_dir(st, dir, 0, &s, why, why_cap);
     if (st->dirfd < 0) {
         r = errno == EPERM ? KCACHE_EUNSAFE : kcache__errno_status(errno);
         kcache__store_close(st);
@@ -8636,7 +8639,7 @@ static int kcache__rclaim_pending(const kcache__rclaim *cl) { return cl->r != NU
 #if defined(__GNUC__) || defined(__clang__)
 __attribute__((format(printf, 2, 3)))
 #endif
-static void kcache__rev_note(kcache__remote_ev *ev, const char *fmt, ...) {
+static void kcache__remote_ev_note(kcache__remote_ev *ev, const char *fmt, ...) {
     va_list ap;
     if (ev->note[0]) return;
     va_start(ap, fmt);
@@ -8645,7 +8648,7 @@ static void kcache__rev_note(kcache__remote_ev *ev, const char *fmt, ...) {
 }
 
 /* Adds what src counted to dst; src's note when dst has none. */
-static void kcache__rev_add(kcache__remote_ev *dst, const kcache__remote_ev *src) {
+static void kcache__remote_ev_add(kcache__remote_ev *dst, const kcache__remote_ev *src) {
     dst->lookups += src->lookups; dst->puts += src->puts; dst->calls += src->calls; dst->latency_ns += src->latency_ns;
     dst->errors += src->errors; dst->timeouts += src->timeouts; dst->skipped += src->skipped; dst->rejects += src->rejects;
     dst->opened += src->opened; dst->closed += src->closed;
@@ -8968,13 +8971,13 @@ static void kcache__remote_done(kcache__remote *r, kcache__shard *s, kcache_stat
     }
     kcache__mutex_unlock(&r->mutex);
     if (failed)
-        kcache__rev_note(ev, "remote %s: %s failed (%s, after %.1f ms); %s skipped for %u ms", s->url, what, kcache__remote_what(st),
+        kcache__remote_ev_note(ev, "remote %s: %s failed (%s, after %.1f ms); %s skipped for %u ms", s->url, what, kcache__remote_what(st),
                          (double)(now - t0) / 1e6, was_open ? "still down:" : "circuit breaker open:", (unsigned)backoff);
     else if (st == KCACHE_ENOSPC || st == KCACHE_EROFS)
-        kcache__rev_note(ev, "remote %s: %s refused (%s); puts skipped for %u ms", s->url, what, kcache__remote_what(st),
+        kcache__remote_ev_note(ev, "remote %s: %s refused (%s); puts skipped for %u ms", s->url, what, kcache__remote_what(st),
                          (unsigned)r->backoff_ms);
     else if (was_open)
-        kcache__rev_note(ev, "remote %s: back (circuit breaker closed)", s->url);
+        kcache__remote_ev_note(ev, "remote %s: back (circuit breaker closed)", s->url);
 }
 
 /* Shards whose breaker is open now. */
@@ -9096,10 +9099,10 @@ static void kcache__remote_take(kcache__remote *r, kcache__shard *s, const kcach
     if (out->status != KCACHE_ECORRUPT) return;
     ev->rejects++;
     if (r->ro) {
-        kcache__rev_note(ev, "reject %s: the remote value on %s %s (KCACHE_REMOTE_MODE=ro: left there)", k->unit, s->url, why);
+        kcache__remote_ev_note(ev, "reject %s: the remote value on %s %s (KCACHE_REMOTE_MODE=ro: left there)", k->unit, s->url, why);
         return;
     }
-    kcache__rev_note(ev, "reject %s: the remote value on %s %s; deleted there", k->unit, s->url, why);
+    kcache__remote_ev_note(ev, "reject %s: the remote value on %s %s; deleted there", k->unit, s->url, why);
     kcache__remote_remove(r, k, ev);
 }
 
@@ -9200,7 +9203,7 @@ static kcache_status kcache__remote_put(kcache__remote *r, const kcache_key *k, 
     v = kcache__remote_pack(r, k, data, size, &len, &st);
     if (!v) {
         if (st == KCACHE_ETOOBIG)
-            kcache__rev_note(ev, "put %s: %llu bytes stay local (over KCACHE_REMOTE_MAX_ENTRY = %llu)", k->unit, (unsigned long long)size,
+            kcache__remote_ev_note(ev, "put %s: %llu bytes stay local (over KCACHE_REMOTE_MAX_ENTRY = %llu)", k->unit, (unsigned long long)size,
                              (unsigned long long)r->max_entry);
         return st;
     }
@@ -9262,7 +9265,7 @@ static kcache_status kcache__rclaim_call(kcache__rclaim *cl, int op, uint32_t ms
     }
     if (op == KCACHE_CLAIM_WAIT && st == KCACHE_ECORRUPT) {
         kcache__remote_done(cl->r, cl->s, KCACHE_MISS, t0, what[op], ev);
-        kcache__rev_note(ev, "remote %s: the build claim on %s is %s: not honoured, built here", cl->s->url, cl->name,
+        kcache__remote_ev_note(ev, "remote %s: the build claim on %s is %s: not honoured, built here", cl->s->url, cl->name,
                          cl->r->secret ? "not signed with KCACHE_REMOTE_SECRET, or lives longer than kcache's claims"
                                        : "longer-lived than kcache's claims");
         return st;
@@ -9281,9 +9284,9 @@ KCACHE__THREAD_FN(kcache__rclaim_renewer, arg) {
         kcache__mutex_unlock(&cl->m);
         memset(&ev, 0, sizeof ev);
         if (kcache__rclaim_call(cl, KCACHE_CLAIM_RENEW, cl->r->claim_ms, &ev) == KCACHE_MISS)
-            kcache__rev_note(&ev, "remote %s: the build claim on %s was lost (expired): another machine may build too", cl->s->url, cl->name);
+            kcache__remote_ev_note(&ev, "remote %s: the build claim on %s was lost (expired): another machine may build too", cl->s->url, cl->name);
         kcache__mutex_lock(&cl->m);
-        kcache__rev_add(&cl->ev, &ev);
+        kcache__remote_ev_add(&cl->ev, &ev);
     }
     kcache__mutex_unlock(&cl->m);
     KCACHE__THREAD_END;
@@ -9334,7 +9337,7 @@ static void kcache__rclaim_end(kcache__rclaim *cl, int stored, kcache__remote_ev
         kcache__thread_join(cl->th);
     }
     if (cl->held) kcache__rclaim_call(cl, stored ? KCACHE_CLAIM_RELEASE : KCACHE_CLAIM_ABANDON, cl->r->claim_ms, ev);
-    kcache__rev_add(ev, &cl->ev);
+    kcache__remote_ev_add(ev, &cl->ev);
     kcache__cond_destroy(&cl->c);
     kcache__mutex_destroy(&cl->m);
     cl->r = NULL;
@@ -11435,7 +11438,7 @@ static kcache_reason kcache__ix_classify(kcache *kc, const kcache_key *k, int64_
             {
                 const kcache__table *t = kcache__tab(st); /* the limit the store's last writer had */
                 kcache__sb_add(b, " (store limit %llu bytes)",
-                               (unsigned long long)(t && t->map ? kcache__cf_at(t->map, 56) : st->limit));
+                               (unsigned long long)(t && t->map ? kcache__acct_at(t->map, 56) : st->limit));
             }
             break;
         case KCACHE_REASON_REJECTED:
@@ -11732,7 +11735,7 @@ static kcache_status kcache__layers_get(kcache *kc, const kcache_key *k, uint64_
         if (rd.status == KCACHE_OK) return kcache__lower_hit(kc, k, gen, rd.blob, 1, ly->dir, data, size);
         if (rd.status == KCACHE_ENOENT) continue;
         if (rd.reason == KCACHE_REASON_STAMP) {
-            if (*reason == KCACHE_REASON_COUNT) *reason = KCACHE_REASON_STAMP;
+            if (*reason == KCACHE__REASON_UNSET) *reason = KCACHE_REASON_STAMP;
             KCACHE__DEBUG(kc, "layer %s: %s: %s", ly->dir, k->unit, kcache__reason_text[KCACHE_REASON_STAMP]);
         } else if (rd.status == KCACHE_ECORRUPT) {
             if (count) {
@@ -12097,7 +12100,7 @@ static kcache_status kcache__get_once(kcache *kc, const kcache_key *k, const voi
                                       unsigned ask, int *need) {
     kcache__node *n, *stale = NULL;
     kcache__read rd;
-    kcache_reason reason = KCACHE_REASON_COUNT;
+    kcache_reason reason = KCACHE__REASON_UNSET;
     int64_t when;
     uint64_t gen;
     if (data) *data = NULL;
@@ -12161,7 +12164,7 @@ static kcache_status kcache__get_once(kcache *kc, const kcache_key *k, const voi
         if (kc->store) kcache__remove_stale(kc, k, stale->rec, stale->rec_len);
         kcache__release_nodes(kc, stale);
     }
-    if (kc->store && reason == KCACHE_REASON_COUNT) {
+    if (kc->store && reason == KCACHE__REASON_UNSET) {
         kcache__store_read(kc->store, k, kc->cfg.stamp, 0, &rd);
         if (rd.need) {
             *need = 1;
@@ -12211,7 +12214,7 @@ static kcache_status kcache__get_once(kcache *kc, const kcache_key *k, const voi
         kcache__lower_get(kc, k, gen, data, size, &reason, count_miss, ask) == KCACHE_OK)
         return KCACHE_OK;
     if (!count_miss) return KCACHE_MISS;
-    if (reason == KCACHE_REASON_COUNT) reason = kcache__absent_reason(kc, k, &when);
+    if (reason == KCACHE__REASON_UNSET) reason = kcache__absent_reason(kc, k, &when);
     if (reason == KCACHE_REASON_COLD && KCACHE__NLAYERS(kc) && kcache__layers_closest(kc, k, NULL)) reason = KCACHE_REASON_FIELD;
     kcache__count_miss(kc, k, reason);
     if (kc->cfg.trace && kc->store) { /* the record keeps every content digest */
@@ -12357,7 +12360,7 @@ KCACHE_API kcache_status kcache_remove(kcache *kc, const kcache_key *k) {
     if (kc->store) {
         kcache__store_ev ev;
         memset(&ev, 0, sizeof ev);
-        if (kcache__store_remove(kc->store, k, KCACHE_REASON_COUNT, NULL, 0, kc->cfg.stamp, &ev) == KCACHE_OK) s = KCACHE_OK;
+        if (kcache__store_remove(kc->store, k, KCACHE__REASON_UNSET, NULL, 0, kc->cfg.stamp, &ev) == KCACHE_OK) s = KCACHE_OK;
     }
     if (KCACHE__REMOTE(kc)) { /* else the next lookup would bring it back */
         kcache__remote_ev rev;
@@ -12397,8 +12400,8 @@ KCACHE_API void kcache_get_stats(kcache *kc, kcache_stats *out) {
     if (kc->store) {
         const kcache__table *t = kcache__tab(kc->store);
         if (t && t->map) {
-            out->disk_bytes = kcache__cf_at(t->map, 24);
-            out->disk_entries = kcache__cf_at(t->map, 32);
+            out->disk_bytes = kcache__acct_at(t->map, 24);
+            out->disk_entries = kcache__acct_at(t->map, 32);
         }
     }
 }
@@ -12427,7 +12430,7 @@ KCACHE_API kcache_status kcache_verify(kcache *kc, int fix) {
     if (s == KCACHE_OK) {
         real.bytes = real.count = 0;
         kcache__store_walk(kc->store, kcache__sum_one, &real);
-        same = real.bytes == kcache__cf_get(kc->store, 24) && real.count == kcache__cf_get(kc->store, 32);
+        same = real.bytes == kcache__acct_get(kc->store, 24) && real.count == kcache__acct_get(kc->store, 32);
         if (!same && fix) kcache__store_rebuild(kc->store, &ev);
         else if (!same) s = KCACHE_ECORRUPT;
         kcache__store_end(kc->store);
@@ -12513,7 +12516,7 @@ static kcache_status kcache__tidy(kcache *kc, int what, uint64_t arg, const char
         take = n;
         if (p && what == KCACHE__TIDY_TRIM) {
             qsort(p, n, sizeof *p, kcache__tidy_cmp);
-            for (left = kcache__cf_get(st, 24), take = 0; take < n && left > arg; take++)
+            for (left = kcache__acct_get(st, 24), take = 0; take < n && left > arg; take++)
                 left -= p[take].size <= left ? p[take].size : left;
         }
         for (i = 0; i < take; i++) {
@@ -13402,7 +13405,7 @@ KCACHE_API kcache_status kcache_get_or_build_many(kcache *kc, kcache_job *jobs, 
 /* ============================================================================================== */
 
 /* Everything here calls the decoders the library itself reads with (kcache__ix_read,
-   kcache__record_parse, kcache__pub_*, kcache__cf_*): a tool sees the store exactly as kcache
+   kcache__record_parse, kcache__pub_*, kcache__acct_*): a tool sees the store exactly as kcache
    does, and a format change is made once. A reader's store is a stand-in that only reads: its
    directory, its owner (and group, for a group-shared store), an allocator; no lock file, no
    config.file mapping, nothing written. */
@@ -13505,7 +13508,7 @@ static int kcache__reader_cf(kcache_reader *r) {
 }
 
 KCACHE_API kcache_status kcache_read_accounting(kcache_reader *r, kcache_accounting *out) {
-    unsigned char h[KCACHE__CF_SUMMED + 8];
+    unsigned char h[KCACHE__ACCT_SUMMED + 8];
     int fd;
     ptrdiff_t got;
     if (!r || !out) return KCACHE_EINVAL;
@@ -13519,7 +13522,7 @@ KCACHE_API kcache_status kcache_read_accounting(kcache_reader *r, kcache_account
     out->generation = kcache__get_u64(h + 40);
     out->limit = kcache__get_u64(h + 56);
     out->evictions = kcache__get_u64(h + 64);
-    out->sound = kcache__get_u64(h + KCACHE__CF_SUMMED) == kcache__cf_sum(h) && kcache__get_u32(h + 48) == 0;
+    out->sound = kcache__get_u64(h + KCACHE__ACCT_SUMMED) == kcache__acct_sum(h) && kcache__get_u32(h + 48) == 0;
     return KCACHE_OK;
 }
 
@@ -13537,8 +13540,8 @@ KCACHE_API kcache_status kcache_read_last_use(kcache_reader *r, kcache_hash128 d
         kcache__io_close(fd);
         return KCACHE_ECORRUPT;
     }
-    b = (d.lo & (((uint64_t)1 << lg) - 1)) * KCACHE__WAYS; /* the bucket kcache__cf_find looks in */
-    if (kcache__io_pread(fd, s, sizeof s, KCACHE__CF_HEADER + b * KCACHE__SLOT) == (ptrdiff_t)sizeof s)
+    b = (d.lo & (((uint64_t)1 << lg) - 1)) * KCACHE__WAYS; /* the bucket kcache__acct_find looks in */
+    if (kcache__io_pread(fd, s, sizeof s, KCACHE__ACCT_HEADER + b * KCACHE__SLOT) == (ptrdiff_t)sizeof s)
         for (w = 0; w < KCACHE__WAYS; w++)
             if (kcache__get_u64(s + w * KCACHE__SLOT) == d.lo && kcache__get_u64(s + w * KCACHE__SLOT + 8) == d.hi) {
                 *when_ns = (int64_t)kcache__get_u64(s + w * KCACHE__SLOT + 16);

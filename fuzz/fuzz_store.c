@@ -16,7 +16,7 @@
  *   - the index log: kcache__ix_decode through kcache-inspect's replay (which skips damaged bytes
  *     and resyncs as kcache__ix_read does), reports as above, and the traced misses explained
  *     (kcache__sb_diff, kcache__sb_stamps).
- *   - config.file's header: kcache__cf_valid and kcache-inspect's decoder, eviction log included.
+ *   - config.file's header: kcache__acct_valid and kcache-inspect's decoder, eviction log included.
  *   - environment values: kcache__parse_size and kcache__parse_bool, with properties (a plain
  *     number parses to itself, a suffix multiplies, "1"/"0" and friends are booleans).
  *   - temp file names: kcache__temp_name (which names the temp sweep may remove), against the
@@ -194,7 +194,7 @@ static unsigned char *make_index(const unsigned char *p, size_t n, size_t *outle
 
 static void fuzz_cf(const unsigned char *p, size_t n, int fix)
 {
-    unsigned char h[KCACHE__CF_HEADER];
+    unsigned char h[KCACHE__ACCT_HEADER];
     ks_cf c;
     uint64_t size;
     uint32_t lg;
@@ -204,16 +204,16 @@ static void fuzz_cf(const unsigned char *p, size_t n, int fix)
     size = n;
     if (fix) {
         memcpy(h, "KCACHECF", 8);
-        kcache__put_u32(h + 8, KCACHE__CF_VERSION);
-        kcache__put_u32(h + 12, KCACHE__CF_HEADER);
+        kcache__put_u32(h + 8, KCACHE__ACCT_VERSION);
+        kcache__put_u32(h + 12, KCACHE__ACCT_HEADER);
         lg = 4 + lg % 21;
         kcache__put_u32(h + 16, lg);
         kcache__put_u32(h + 20, KCACHE__WAYS);
-        kcache__put_u64(h + KCACHE__CF_SUMMED, kcache_hash(h, KCACHE__CF_SUMMED).lo);
-        size = KCACHE__CF_HEADER + ((uint64_t)KCACHE__WAYS << lg) * KCACHE__SLOT;
+        kcache__put_u64(h + KCACHE__ACCT_SUMMED, kcache_hash(h, KCACHE__ACCT_SUMMED).lo);
+        size = KCACHE__ACCT_HEADER + ((uint64_t)KCACHE__WAYS << lg) * KCACHE__SLOT;
     }
     ks_cf_decode(h, size, &c);
-    CHECK(c.valid == kcache__cf_valid(h, size));
+    CHECK(c.valid == kcache__acct_valid(h, size));
     if (fix) CHECK(c.valid && c.nslots == ((uint64_t)KCACHE__WAYS << lg));
     {
         kcache_hash128 d;

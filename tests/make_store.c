@@ -51,13 +51,13 @@ static int add_field(kcache_key *k, const char *spec)
 static int account(const char *dir, long long delta)
 {
     char path[4096];
-    unsigned char h[KCACHE__CF_HEADER];
+    unsigned char h[KCACHE__ACCT_HEADER];
     int fd;
     snprintf(path, sizeof path, "%s/config.file", dir);
     fd = open(path, O_RDWR);
     if (fd < 0 || pread(fd, h, sizeof h, 0) != (ssize_t)sizeof h) { perror(path); return 1; }
     kcache__put_u64(h + 24, kcache__get_u64(h + 24) + (uint64_t)delta);
-    kcache__put_u64(h + KCACHE__CF_SUMMED, kcache_hash(h, KCACHE__CF_SUMMED).lo);
+    kcache__put_u64(h + KCACHE__ACCT_SUMMED, kcache_hash(h, KCACHE__ACCT_SUMMED).lo);
     if (pwrite(fd, h, sizeof h, 0) != (ssize_t)sizeof h) { perror(path); close(fd); return 1; }
     close(fd);
     return 0;

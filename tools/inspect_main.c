@@ -24,7 +24,7 @@
  *
  * kcache mode (inspect_store.c) reads a store without changing it: no kcache_open (which
  * creates and repairs), no lock, no write; config.file is read with pread.  It decodes with
- * kcache.h's own static functions (kcache__record_parse, kcache__ix_decode, kcache__cf_valid,
+ * kcache.h's own static functions (kcache__record_parse, kcache__ix_decode, kcache__acct_valid,
  * ...) so that the tool and the library cannot disagree on what is valid, and takes the host CPU
  * from kcache.h's detector for the numba half as well.
  *

@@ -973,7 +973,7 @@ static unsigned char *ks_read_index_fd(int fd, size_t *len, char *err, size_t er
 
 typedef struct ks_cf {
     int present;             /* a regular file of at least a header's size */
-    int valid;               /* as kcache__cf_valid decides */
+    int valid;               /* as kcache__acct_valid decides */
     int magic_ok, version_ok, geometry_ok, sum_ok;
     uint64_t file_size, nslots;
     uint32_t version, lg;
@@ -986,7 +986,7 @@ typedef struct ks_cf {
     char why[160];           /* when not present or not valid */
 } ks_cf;
 
-/* Decodes config.file's first page (hdr holds KCACHE__CF_HEADER bytes) of a file of file_size. */
+/* Decodes config.file's first page (hdr holds KCACHE__ACCT_HEADER bytes) of a file of file_size. */
 static void ks_cf_decode(const unsigned char *hdr, uint64_t file_size, ks_cf *c)
 {
     int i;
@@ -995,12 +995,12 @@ static void ks_cf_decode(const unsigned char *hdr, uint64_t file_size, ks_cf *c)
     c->file_size = file_size;
     c->magic_ok = memcmp(hdr, "KCACHECF", 8) == 0;
     c->version = kcache__get_u32(hdr + 8);
-    c->version_ok = c->version == KCACHE__CF_VERSION && kcache__get_u32(hdr + 12) == KCACHE__CF_HEADER;
+    c->version_ok = c->version == KCACHE__ACCT_VERSION && kcache__get_u32(hdr + 12) == KCACHE__ACCT_HEADER;
     c->lg = kcache__get_u32(hdr + 16);
     c->geometry_ok = kcache__get_u32(hdr + 20) == KCACHE__WAYS && c->lg >= 4 && c->lg <= 24 &&
-                     file_size == KCACHE__CF_HEADER + ((uint64_t)KCACHE__WAYS << c->lg) * KCACHE__SLOT;
-    c->sum_ok = kcache__get_u64(hdr + KCACHE__CF_SUMMED) == kcache_hash(hdr, KCACHE__CF_SUMMED).lo;
-    c->valid = kcache__cf_valid(hdr, file_size);
+                     file_size == KCACHE__ACCT_HEADER + ((uint64_t)KCACHE__WAYS << c->lg) * KCACHE__SLOT;
+    c->sum_ok = kcache__get_u64(hdr + KCACHE__ACCT_SUMMED) == kcache_hash(hdr, KCACHE__ACCT_SUMMED).lo;
+    c->valid = kcache__acct_valid(hdr, file_size);
     c->accounted = kcache__get_u64(hdr + 24);
     c->entries = kcache__get_u64(hdr + 32);
     c->generation = kcache__get_u64(hdr + 40);
@@ -1018,8 +1018,8 @@ static void ks_cf_decode(const unsigned char *hdr, uint64_t file_size, ks_cf *c)
         if (c->evlog[i].d.lo || c->evlog[i].d.hi) c->evlog_n++;
     }
     /* the use table's geometry: the file's size decides it, as kcache maps it */
-    if (file_size > KCACHE__CF_HEADER && (file_size - KCACHE__CF_HEADER) % KCACHE__SLOT == 0) {
-        uint64_t n = (file_size - KCACHE__CF_HEADER) / KCACHE__SLOT;
+    if (file_size > KCACHE__ACCT_HEADER && (file_size - KCACHE__ACCT_HEADER) % KCACHE__SLOT == 0) {
+        uint64_t n = (file_size - KCACHE__ACCT_HEADER) / KCACHE__SLOT;
         if (n >= 4 * KCACHE__WAYS && n <= ((uint64_t)KCACHE__WAYS << 24) && (n & (n - 1)) == 0) c->nslots = n;
     }
     if (!c->valid)
@@ -1040,13 +1040,13 @@ static int64_t ks_cf_evicted(const ks_cf *c, kcache_hash128 d)
 /* Reads config.file in a store (pread only).  0 when it is there and readable (valid or not). */
 static int ks_cf_read(int dirfd, ks_cf *c)
 {
-    unsigned char hdr[KCACHE__CF_HEADER];
+    unsigned char hdr[KCACHE__ACCT_HEADER];
     struct stat sb;
     int fd = ks_open_in(dirfd, "config.file");
     memset(c, 0, sizeof *c);
     if (fd < 0) { ki_fmt(c->why, sizeof c->why, "%s", errno == ENOENT ? "missing" : strerror(errno)); return -1; }
     if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) { close(fd); ki_fmt(c->why, sizeof c->why, "not a regular file"); return -1; }
-    if (sb.st_size < KCACHE__CF_HEADER || ks_pread(fd, hdr, sizeof hdr, 0) != (long long)sizeof hdr) {
+    if (sb.st_size < KCACHE__ACCT_HEADER || ks_pread(fd, hdr, sizeof hdr, 0) != (long long)sizeof hdr) {
         close(fd);
         ki_fmt(c->why, sizeof c->why, "truncated (%lld bytes)", (long long)sb.st_size);
         return -1;
@@ -1064,7 +1064,7 @@ static int ks_slot_lookup(int cffd, const ks_cf *c, kcache_hash128 d, int64_t *u
     int w;
     if (cffd < 0 || !c->nslots) return 0;
     bucket = (d.lo & (c->nslots / KCACHE__WAYS - 1)) * KCACHE__WAYS;
-    if (ks_pread(cffd, b, sizeof b, KCACHE__CF_HEADER + bucket * KCACHE__SLOT) != (long long)sizeof b) return 0;
+    if (ks_pread(cffd, b, sizeof b, KCACHE__ACCT_HEADER + bucket * KCACHE__SLOT) != (long long)sizeof b) return 0;
     for (w = 0; w < KCACHE__WAYS; w++) {
         const unsigned char *s = b + w * KCACHE__SLOT;
         if (kcache__get_u64(s) == d.lo && kcache__get_u64(s + 8) == d.hi) {
@@ -1792,7 +1792,7 @@ static void ks_walk_table(ks_store *S)
     uint64_t i = 0, n = S->ref.cf.nslots;
     while (i < n) {
         size_t want = (size_t)((n - i) * KCACHE__SLOT < sizeof buf ? (n - i) * KCACHE__SLOT : sizeof buf), k;
-        long long got = ks_pread(S->ref.cffd, buf, want, KCACHE__CF_HEADER + i * KCACHE__SLOT);
+        long long got = ks_pread(S->ref.cffd, buf, want, KCACHE__ACCT_HEADER + i * KCACHE__SLOT);
         if (got < (long long)want) { S->table_read = 0; return; }
         for (k = 0; k < want; k += KCACHE__SLOT) {
             kcache_hash128 d;
