@@ -124,8 +124,18 @@
                      read-only layers' opening (KCACHE_NO_LAYERS)
          >>remote    the remote tier: backends, shards, breakers, signed values (KCACHE_NO_REMOTE)
          >>pub       publishing counters and events for kcache-top (KCACHE_NO_PUB)
-         >>cache     the public calls: configuration (KCACHE_NO_ENV), open/close, get/put/remove,
-                     the tiers below the store, explain, stats, single flight
+         the public calls, one part each:
+         >>handle    struct kcache: what an open cache holds, its log
+         >>misuse    misuse caught in debug builds (KCACHE_CHECKS)
+         >>configuration  kcache_config's defaults, the environment (KCACHE_NO_ENV)
+         >>open      kcache_open, kcache_close, a forked child's handle, the memory tier
+         >>reasons   a miss's reason: the field, the dependency, the closest overload
+         >>tiers     below the store: read-only layers, then the remote
+         >>lookup    get, put, remove, the stats, kcache_verify
+         >>explain   kcache_explain (KCACHE_NO_EXPLAIN)
+         >>upkeep    tidying a store: evict, trim, remove a unit, clear (KCACHE_NO_TIDY)
+         >>flight    single flight: kcache_get_or_build
+         >>batch     the batch call: kcache_get_or_build_many
          >>toolapi   reading a store for tools: the decoders above behind public names
          >>opencl    kcache_cl_build's implementation (KCACHE_OPENCL)
        companions: files beside this one, written on its API (each opens with how to use it)
@@ -1178,7 +1188,7 @@ KCACHE_API kcache_status kcache_stats_file_row(const kcache_stats_file *sf, kcac
 #include <assert.h>
 #define KCACHE_ASSERT(x) assert(x)
 #endif
-/* Misuse checks (>>cache, "misuse"): debug builds only, so a release build's calls cost what they did. */
+/* Misuse checks (>>misuse): debug builds only, so a release build's calls cost what they did. */
 #ifndef KCACHE_CHECKS
 #ifdef NDEBUG
 #define KCACHE_CHECKS 0
@@ -10327,7 +10337,7 @@ static void kcache__pub_evict(kcache__pub *p, uint64_t entries, uint64_t bytes, 
 #endif /* KCACHE_NO_PUB */
 
 /* ============================================================================================== */
-/* >>cache  the public calls: configuration, open/close, get/put/remove, explain, stats           */
+/* >>handle  struct kcache: what an open cache holds, and its log                                 */
 /* ============================================================================================== */
 
 #define KCACHE__TOMBS 128  /* entries remembered after the memory LRU dropped them (memory only) */
@@ -10424,7 +10434,11 @@ static void kcache__log(const kcache_config *cfg, const char *fmt, ...) {
 #define KCACHE__REMOTE(kc) ((kc)->remote)
 #endif
 
-/* ---- misuse (KCACHE_CHECKS: debug builds) ------------------------------------------------------
+/* ============================================================================================== */
+/* >>misuse  misuse caught before any damage (KCACHE_CHECKS: debug builds)                        */
+/* ============================================================================================== */
+
+/* ---- what a debug build catches ----
    What a debug build catches before any damage, each with one message naming the call (through the
    log, stderr without one) and then KCACHE_ASSERT; the call then does nothing (returns an error):
    - a call on a closed kcache: the registry keeps the set of open handles (a table read without a
@@ -10591,6 +10605,10 @@ static int kcache__held_take(kcache *kc, const void *data) {
     return r;
 }
 #endif
+
+/* ============================================================================================== */
+/* >>configuration  kcache_config: defaults, the environment (KCACHE_NO_ENV), the directory       */
+/* ============================================================================================== */
 
 /* A size: digits with an optional K, M, G or T (powers of 1024), optionally followed by B or iB. */
 static KCACHE__UNUSED int kcache__parse_size(const char *s, uint64_t *out) {
@@ -10883,6 +10901,10 @@ static int kcache__expand_tilde(const char *in, char *out, size_t cap, char *why
     if (n < 0 || (size_t)n >= cap) { kcache__say(why, why_cap, "memory only: the store path is too long"); return 0; }
     return 1;
 }
+
+/* ============================================================================================== */
+/* >>open  kcache_open and kcache_close, a forked child's handle, the memory tier                 */
+/* ============================================================================================== */
 
 typedef struct { char dir[4096], why[400]; } kcache__open_scratch; /* on the heap: calls fit small stacks */
 KCACHE_API kcache_status kcache_open(kcache **out, const kcache_config *cfg) {
@@ -11272,7 +11294,10 @@ static int kcache__unit_in_memory(const kcache *kc, const kcache_key *k) {
     return 0;
 }
 
-/* ---- explaining a lookup ---- */
+/* ============================================================================================== */
+/* >>reasons  a miss's reason: the field, the dependency, the closest overload                    */
+/* ============================================================================================== */
+
 
 /* snprintf-style appender: len counts the whole text, p holds what fits (NUL-terminated, cut at a
    whole character). Everything appended is escaped as kcache__log escapes a line (kcache_explain
@@ -11555,7 +11580,10 @@ static kcache__node *kcache__keep_read(kcache *kc, kcache__node *nn, kcache__blo
     return NULL;
 }
 
-/* ---- the tiers below the store: read-only layers (searched first) and the remote ---- */
+/* ============================================================================================== */
+/* >>tiers  below the store: read-only layers (searched first), then the remote                   */
+/* ============================================================================================== */
+
 
 #ifndef KCACHE_NO_LAYERS
 /* A layer left out, and why: the debug log says it, and the first reason stays for kcache_explain.
@@ -11923,7 +11951,11 @@ static void kcache__remote_note(const kcache *kc, kcache__sb *b) {
 #endif
 }
 
-/* ---- dependencies' content, when a lookup needs it -------------------------------------------
+/* ============================================================================================== */
+/* >>lookup  kcache_get, kcache_put, kcache_remove, the stats, kcache_verify                      */
+/* ============================================================================================== */
+
+/* ---- dependencies' content, when a lookup needs it ----
    A file field's content digest is taken lazily (kcache_key_file): from the process's stamp memo,
    then (files of KCACHE__STAMP_STORE_MIN or more) from the store, where an entry of unit
    "kcache.stamp" keeps it under the file's path and full stat, else by reading the file, after
@@ -12439,8 +12471,158 @@ KCACHE_API kcache_status kcache_verify(kcache *kc, int fix) {
     return s;
 }
 
+/* ============================================================================================== */
+/* >>explain  kcache_explain: why a key misses, or that it hits                                   */
+/* ============================================================================================== */
+
+/* The stored overload of the key's unit (in memory) with the most fields equal to the key's. */
+static int kcache__closest_in_memory(kcache *kc, const kcache_key *k, kcache_key *best, uint32_t *overloads) {
+    uint64_t uh = kcache_hash(k->unit, strlen(k->unit)).lo;
+    const kcache__node *n;
+    int best_eq = -1;
+    kcache_key *cand = kcache__key_alloc(&kc->mem);
+    *overloads = 0;
+    for (n = kc->lru.head.next; cand && n != &kc->lru.head; n = n->next) {
+        int eq;
+        if (n->unit_hash != uh || (eq = kcache__equal_fields(n->rec, n->rec_len, k, cand)) < 0) continue;
+        (*overloads)++;
+        kcache__keep_closest(best, &best_eq, cand, eq);
+    }
+    kcache__mem_free(&kc->mem, cand); /* (freed or moved into best already) */
+    return best_eq >= 0;
+}
+
+static size_t kcache__explain(kcache *kc, const kcache_key *k, char *buf, size_t cap, kcache_key *stored);
+KCACHE_API size_t kcache_explain(kcache *kc, const kcache_key *k, char *buf, size_t cap) {
+    const kcache__mem *m; /* (a forked child's own handle has the same allocator) */
+    kcache_key *copy = NULL, *stored; /* scratch for a stored overload */
+    size_t n;
+    if (buf && cap) buf[0] = 0;
+    KCACHE__CHECK_KC(kc, "kcache_explain", 0);
+    KCACHE__CHECK_KEY(kc, k, "kcache_explain", 0);
+    m = kc ? &kc->mem : NULL;
+    stored = kcache__key_alloc(m);
+    if (kc) kc = kcache__live(kc, 1);
+    if (kc && k && k->magic == KCACHE__KEY_LIVE && k->error == KCACHE_OK && kc->cfg.enable) {
+        const kcache_key *rk = kcache__key_resolve(kc, k, kc->cfg.stamp, &copy); /* stamps are compared whole */
+        if (rk) k = rk;
+    }
+    if (!stored) kc = NULL; /* "invalid": out of memory */
+    n = kcache__explain(kc, k, buf, cap, stored);
+    if (kc && kc->store && kc->store->readonly && buf && cap > 12 &&
+        strncmp(buf, "miss", 4) == 0) {
+        /* why nothing this process puts ever reaches the store, said where the user looks */
+        size_t at = n < cap ? n : cap - 1;
+        char e[600];
+        int more = snprintf(buf + at, cap - at, "; the store %s is read-only: puts are kept in memory only", kcache__escs(e, sizeof e, kc->store->dir));
+        if (more > 0) n = at + (size_t)more;
+    }
+    kcache__key_drop(m, copy);
+    kcache__key_drop(m, stored);
+    return n;
+}
+static size_t kcache__explain(kcache *kc, const kcache_key *k, char *buf, size_t cap, kcache_key *stored) {
+    kcache__sb b;
+    kcache__node *n;
+    int64_t when = 0;
+    uint32_t overloads = 0;
+    int cold = 0;
+    b.p = buf;
+    b.mem = kc ? &kc->mem : NULL;
+    b.cap = buf ? cap : 0;
+    b.len = 0;
+    if (buf && cap) buf[0] = 0;
+    if (!kc || !k || k->magic != KCACHE__KEY_LIVE) { kcache__sb_add(&b, "miss: invalid key or cache"); return b.len; }
+    if (k->error != KCACHE_OK) {
+        const kcache_key_field *dep = kcache__unreadable_dep(k);
+        if (dep)
+            kcache__sb_add(&b, "miss: " KCACHE__DEP_MISSING ", so the key of unit \"%s\" never matches", dep->name, dep->preview,
+                           KCACHE__DEP_RELATIVE(dep), k->unit);
+        else
+            kcache__sb_add(&b, "miss: the key of unit \"%s\" is incomplete (%s), so it never matches", k->unit, kcache_strerror(k->error));
+        return b.len;
+    }
+    if (!kc->cfg.enable) { kcache__sb_add(&b, "miss: %s (KCACHE_ENABLE=0)", kcache__reason_text[KCACHE_REASON_OFF]); return b.len; }
+    kcache__mutex_lock(&kc->lock);
+    n = kcache__lru_find(&kc->lru, k->digest);
+    if (n) {
+        int m = kcache__record_match(n->rec, n->rec_len, k, kc->cfg.stamp);
+        if (m == KCACHE__MATCH) {
+            kcache__sb_add(&b, "hit: memory (unit \"%s\", %zu bytes)", k->unit, n->blob->size);
+            kcache__mutex_unlock(&kc->lock);
+            return b.len;
+        }
+        if (m == KCACHE__MATCH_STAMP && kcache__record_parse(n->rec, n->rec_len, stored) == KCACHE_OK) {
+            kcache__sb_add(&b, "miss: %s: ", kcache__reason_text[KCACHE_REASON_STAMP]);
+            kcache__sb_stamps(&b, stored, k, kc->cfg.stamp);
+            kcache_key_free(stored);
+            kcache__mutex_unlock(&kc->lock);
+            return b.len;
+        }
+    }
+    kcache__mutex_unlock(&kc->lock);
+    if (kc->store) {
+        kcache__read rd;
+        kcache__store_read(kc->store, k, kc->cfg.stamp, 1, &rd);
+        if (rd.status == KCACHE_OK) {
+            kcache__sb_add(&b, "hit: disk (unit \"%s\", %zu bytes, in %s)", k->unit, rd.blob->size, kc->dir);
+            kcache__blob_unref(rd.blob);
+        } else if (rd.reason == KCACHE_REASON_STAMP && rd.rec && kcache__record_parse(rd.rec, rd.rec_len, stored) == KCACHE_OK) {
+            kcache__sb_add(&b, "miss: %s: ", kcache__reason_text[KCACHE_REASON_STAMP]);
+            kcache__sb_stamps(&b, stored, k, kc->cfg.stamp);
+            kcache_key_free(stored);
+        } else if (rd.status == KCACHE_ECORRUPT) {
+            kcache__sb_add(&b, "miss: %s: the entry for unit \"%s\" in %s fails validation; the next get removes it",
+                           kcache__reason_text[KCACHE_REASON_REJECTED], k->unit, kc->dir);
+        } else if (rd.status == KCACHE_EUNSAFE && rd.reason == KCACHE_REASON_UNWRITABLE) {
+            kcache__sb_add(&b, "miss: %s: %s", kcache__reason_text[KCACHE_REASON_UNWRITABLE], kc->store->shard_why);
+        } else if (rd.status != KCACHE_ENOENT) {
+            kcache__sb_add(&b, "miss: %s: reading %s failed (%s)", kcache__reason_text[KCACHE_REASON_UNWRITABLE], kc->dir,
+                           kcache_strerror(rd.status));
+        }
+        if (rd.status != KCACHE_ENOENT && b.len == 0) kcache__sb_add(&b, "miss: %s", kcache__reason_text[rd.reason]);
+        kcache__mem_free(rd.mem, rd.rec);
+        if (rd.status == KCACHE_ENOENT && !kcache__lower_explain(kc, k, &b)) {
+            if (kcache__ix_classify(kc, k, &when, &b) == KCACHE_REASON_COLD) kcache__layers_closest(kc, k, &b);
+            kcache__layers_note(kc, &b);
+            kcache__remote_note(kc, &b);
+        }
+        return b.len;
+    }
+    if (kcache__lower_explain(kc, k, &b)) return b.len;
+    if (kc->store_refused) {
+        kcache__sb_add(&b, "miss: %s: %s", kcache__reason_text[KCACHE_REASON_UNWRITABLE], kc->store_why);
+        return b.len;
+    }
+    kcache__mutex_lock(&kc->lock);
+    if ((when = kcache__tomb_find(kc, k->digest)) != 0) {
+        kcache__sb_add(&b, "miss: %s: dropped from memory at ", kcache__reason_text[KCACHE_REASON_EVICTED]);
+        kcache__sb_time(&b, when);
+        kcache__sb_add(&b, " (memory limit %u entries / %llu bytes; %s)", kc->cfg.mem_entries, (unsigned long long)kc->cfg.mem_size,
+                       kc->store_why);
+    } else if (kcache__closest_in_memory(kc, k, stored, &overloads)) {
+        kcache__sb_add(&b, "miss: %s: closest of %u stored overload(s) of unit \"%s\": ", kcache__reason_text[KCACHE_REASON_FIELD],
+                       overloads, k->unit);
+        kcache__sb_diff(&b, stored, k);
+        kcache_key_free(stored);
+    } else {
+        kcache__sb_add(&b, "miss: cold: unit \"%s\" %s", k->unit, kcache__reason_text[KCACHE_REASON_COLD]);
+        if (!kc->store) kcache__sb_add(&b, " (%s)", kc->store_why);
+        cold = 1; /* here: a layer may know the unit */
+    }
+    kcache__mutex_unlock(&kc->lock);
+    if (cold) kcache__layers_closest(kc, k, &b);
+    kcache__layers_note(kc, &b);
+    kcache__remote_note(kc, &b);
+    return b.len;
+}
+
+/* ============================================================================================== */
+/* >>upkeep  tidying a store: evict older than, trim, remove a unit, clear                        */
+/* ============================================================================================== */
+
 #ifndef KCACHE_NO_TIDY
-/* ---- tidying a store: kcache_evict_older_than, kcache_trim, kcache_remove_unit, kcache_clear ----
+/* ---- kcache_evict_older_than, kcache_trim, kcache_remove_unit, kcache_clear ----
    One pass over the use table under the store's lock picks the entries; each goes as kcache_remove's
    do (kcache__store_drop: file and accounting together), so the accounting stays exact whatever
    other processes do meanwhile (they wait for the lock to put, and a reader that opened an entry
@@ -12596,149 +12778,10 @@ KCACHE_API kcache_status kcache_clear(kcache *kc, int dry_run, kcache_tidy *done
 }
 #endif /* KCACHE_NO_TIDY */
 
-/* The stored overload of the key's unit (in memory) with the most fields equal to the key's. */
-static int kcache__closest_in_memory(kcache *kc, const kcache_key *k, kcache_key *best, uint32_t *overloads) {
-    uint64_t uh = kcache_hash(k->unit, strlen(k->unit)).lo;
-    const kcache__node *n;
-    int best_eq = -1;
-    kcache_key *cand = kcache__key_alloc(&kc->mem);
-    *overloads = 0;
-    for (n = kc->lru.head.next; cand && n != &kc->lru.head; n = n->next) {
-        int eq;
-        if (n->unit_hash != uh || (eq = kcache__equal_fields(n->rec, n->rec_len, k, cand)) < 0) continue;
-        (*overloads)++;
-        kcache__keep_closest(best, &best_eq, cand, eq);
-    }
-    kcache__mem_free(&kc->mem, cand); /* (freed or moved into best already) */
-    return best_eq >= 0;
-}
+/* ============================================================================================== */
+/* >>flight  single flight: kcache_get_or_build                                                   */
+/* ============================================================================================== */
 
-static size_t kcache__explain(kcache *kc, const kcache_key *k, char *buf, size_t cap, kcache_key *stored);
-KCACHE_API size_t kcache_explain(kcache *kc, const kcache_key *k, char *buf, size_t cap) {
-    const kcache__mem *m; /* (a forked child's own handle has the same allocator) */
-    kcache_key *copy = NULL, *stored; /* scratch for a stored overload */
-    size_t n;
-    if (buf && cap) buf[0] = 0;
-    KCACHE__CHECK_KC(kc, "kcache_explain", 0);
-    KCACHE__CHECK_KEY(kc, k, "kcache_explain", 0);
-    m = kc ? &kc->mem : NULL;
-    stored = kcache__key_alloc(m);
-    if (kc) kc = kcache__live(kc, 1);
-    if (kc && k && k->magic == KCACHE__KEY_LIVE && k->error == KCACHE_OK && kc->cfg.enable) {
-        const kcache_key *rk = kcache__key_resolve(kc, k, kc->cfg.stamp, &copy); /* stamps are compared whole */
-        if (rk) k = rk;
-    }
-    if (!stored) kc = NULL; /* "invalid": out of memory */
-    n = kcache__explain(kc, k, buf, cap, stored);
-    if (kc && kc->store && kc->store->readonly && buf && cap > 12 &&
-        strncmp(buf, "miss", 4) == 0) {
-        /* why nothing this process puts ever reaches the store, said where the user looks */
-        size_t at = n < cap ? n : cap - 1;
-        char e[600];
-        int more = snprintf(buf + at, cap - at, "; the store %s is read-only: puts are kept in memory only", kcache__escs(e, sizeof e, kc->store->dir));
-        if (more > 0) n = at + (size_t)more;
-    }
-    kcache__key_drop(m, copy);
-    kcache__key_drop(m, stored);
-    return n;
-}
-static size_t kcache__explain(kcache *kc, const kcache_key *k, char *buf, size_t cap, kcache_key *stored) {
-    kcache__sb b;
-    kcache__node *n;
-    int64_t when = 0;
-    uint32_t overloads = 0;
-    int cold = 0;
-    b.p = buf;
-    b.mem = kc ? &kc->mem : NULL;
-    b.cap = buf ? cap : 0;
-    b.len = 0;
-    if (buf && cap) buf[0] = 0;
-    if (!kc || !k || k->magic != KCACHE__KEY_LIVE) { kcache__sb_add(&b, "miss: invalid key or cache"); return b.len; }
-    if (k->error != KCACHE_OK) {
-        const kcache_key_field *dep = kcache__unreadable_dep(k);
-        if (dep)
-            kcache__sb_add(&b, "miss: " KCACHE__DEP_MISSING ", so the key of unit \"%s\" never matches", dep->name, dep->preview,
-                           KCACHE__DEP_RELATIVE(dep), k->unit);
-        else
-            kcache__sb_add(&b, "miss: the key of unit \"%s\" is incomplete (%s), so it never matches", k->unit, kcache_strerror(k->error));
-        return b.len;
-    }
-    if (!kc->cfg.enable) { kcache__sb_add(&b, "miss: %s (KCACHE_ENABLE=0)", kcache__reason_text[KCACHE_REASON_OFF]); return b.len; }
-    kcache__mutex_lock(&kc->lock);
-    n = kcache__lru_find(&kc->lru, k->digest);
-    if (n) {
-        int m = kcache__record_match(n->rec, n->rec_len, k, kc->cfg.stamp);
-        if (m == KCACHE__MATCH) {
-            kcache__sb_add(&b, "hit: memory (unit \"%s\", %zu bytes)", k->unit, n->blob->size);
-            kcache__mutex_unlock(&kc->lock);
-            return b.len;
-        }
-        if (m == KCACHE__MATCH_STAMP && kcache__record_parse(n->rec, n->rec_len, stored) == KCACHE_OK) {
-            kcache__sb_add(&b, "miss: %s: ", kcache__reason_text[KCACHE_REASON_STAMP]);
-            kcache__sb_stamps(&b, stored, k, kc->cfg.stamp);
-            kcache_key_free(stored);
-            kcache__mutex_unlock(&kc->lock);
-            return b.len;
-        }
-    }
-    kcache__mutex_unlock(&kc->lock);
-    if (kc->store) {
-        kcache__read rd;
-        kcache__store_read(kc->store, k, kc->cfg.stamp, 1, &rd);
-        if (rd.status == KCACHE_OK) {
-            kcache__sb_add(&b, "hit: disk (unit \"%s\", %zu bytes, in %s)", k->unit, rd.blob->size, kc->dir);
-            kcache__blob_unref(rd.blob);
-        } else if (rd.reason == KCACHE_REASON_STAMP && rd.rec && kcache__record_parse(rd.rec, rd.rec_len, stored) == KCACHE_OK) {
-            kcache__sb_add(&b, "miss: %s: ", kcache__reason_text[KCACHE_REASON_STAMP]);
-            kcache__sb_stamps(&b, stored, k, kc->cfg.stamp);
-            kcache_key_free(stored);
-        } else if (rd.status == KCACHE_ECORRUPT) {
-            kcache__sb_add(&b, "miss: %s: the entry for unit \"%s\" in %s fails validation; the next get removes it",
-                           kcache__reason_text[KCACHE_REASON_REJECTED], k->unit, kc->dir);
-        } else if (rd.status == KCACHE_EUNSAFE && rd.reason == KCACHE_REASON_UNWRITABLE) {
-            kcache__sb_add(&b, "miss: %s: %s", kcache__reason_text[KCACHE_REASON_UNWRITABLE], kc->store->shard_why);
-        } else if (rd.status != KCACHE_ENOENT) {
-            kcache__sb_add(&b, "miss: %s: reading %s failed (%s)", kcache__reason_text[KCACHE_REASON_UNWRITABLE], kc->dir,
-                           kcache_strerror(rd.status));
-        }
-        if (rd.status != KCACHE_ENOENT && b.len == 0) kcache__sb_add(&b, "miss: %s", kcache__reason_text[rd.reason]);
-        kcache__mem_free(rd.mem, rd.rec);
-        if (rd.status == KCACHE_ENOENT && !kcache__lower_explain(kc, k, &b)) {
-            if (kcache__ix_classify(kc, k, &when, &b) == KCACHE_REASON_COLD) kcache__layers_closest(kc, k, &b);
-            kcache__layers_note(kc, &b);
-            kcache__remote_note(kc, &b);
-        }
-        return b.len;
-    }
-    if (kcache__lower_explain(kc, k, &b)) return b.len;
-    if (kc->store_refused) {
-        kcache__sb_add(&b, "miss: %s: %s", kcache__reason_text[KCACHE_REASON_UNWRITABLE], kc->store_why);
-        return b.len;
-    }
-    kcache__mutex_lock(&kc->lock);
-    if ((when = kcache__tomb_find(kc, k->digest)) != 0) {
-        kcache__sb_add(&b, "miss: %s: dropped from memory at ", kcache__reason_text[KCACHE_REASON_EVICTED]);
-        kcache__sb_time(&b, when);
-        kcache__sb_add(&b, " (memory limit %u entries / %llu bytes; %s)", kc->cfg.mem_entries, (unsigned long long)kc->cfg.mem_size,
-                       kc->store_why);
-    } else if (kcache__closest_in_memory(kc, k, stored, &overloads)) {
-        kcache__sb_add(&b, "miss: %s: closest of %u stored overload(s) of unit \"%s\": ", kcache__reason_text[KCACHE_REASON_FIELD],
-                       overloads, k->unit);
-        kcache__sb_diff(&b, stored, k);
-        kcache_key_free(stored);
-    } else {
-        kcache__sb_add(&b, "miss: cold: unit \"%s\" %s", k->unit, kcache__reason_text[KCACHE_REASON_COLD]);
-        if (!kc->store) kcache__sb_add(&b, " (%s)", kc->store_why);
-        cold = 1; /* here: a layer may know the unit */
-    }
-    kcache__mutex_unlock(&kc->lock);
-    if (cold) kcache__layers_closest(kc, k, &b);
-    kcache__layers_note(kc, &b);
-    kcache__remote_note(kc, &b);
-    return b.len;
-}
-
-/* ---- single flight ---- */
 
 /* The byte of the lock file that stands for a key's build, far past byte 0 (the store lock). */
 static uint64_t kcache__claim_offset(kcache_hash128 d) {
@@ -12992,7 +13035,11 @@ KCACHE_API kcache_status kcache_get_or_build(kcache *kc, const kcache_key *k, kc
     return s == KCACHE__FORKED ? KCACHE_ELOCK : s;
 }
 
-/* ---- the batch: kcache_get_or_build_many ----
+/* ============================================================================================== */
+/* >>batch  the batch call: kcache_get_or_build_many                                              */
+/* ============================================================================================== */
+
+/* ---- one claim tried per key ----
    The same claims as kcache_get_or_build (this process's flights, the store's claim bytes, the
    remote's claims), each only tried: a key someone else builds is left for later, so every caller
    builds a key nobody builds while there is one, and waits only when none is left. */
