@@ -170,7 +170,6 @@ unsigned char *ki_slurp(const char *path, size_t max, size_t *len);
 unsigned char *ki_slurp_at(int dfd, const char *name, size_t max, size_t *len);
 void ko_json_tri(ki_out *o, int v);
 unsigned char *ki_read_file(const char *path, size_t *len, char *err, size_t errcap);
-void ki_eprintf(const char *fmt, ...) KI_PRINTF(1, 2);
 
 /* ---------------------------------------------------------------------------------------- */
 /* inspect_pickle.c: the pickle reader.                                                      */
