@@ -13,16 +13,16 @@
 /* ---------------------------------------------------------------------------------------- */
 /* What the other files take from kcache.h's private half (only this file compiles it).      */
 
-/* the sizes inspect.h gives them hold what kcache.h writes */
+/* a feature string fits the size inspect.h gives it */
 typedef char ki_host_features_fit[KI_HOST_FEATURES_MAX >= KCACHE__HOST_FEATURES_MAX ? 1 : -1];
-typedef char ki_llvm_range_same[KI_LLVM_OLDEST == KCACHE__LLVM_OLDEST && KI_LLVM_NEWEST == KCACHE__LLVM_NEWEST ? 1 : -1];
+/* kcache.h names the CPU as the newest LLVM inspect_llvm.c knows */
+typedef char ki_llvm_newest_same[KI_LLVM_NEWEST == KCACHE__LLVM_NEWEST ? 1 : -1];
 
 size_t ki_esc_char(const unsigned char *s, size_t n, char out[11], size_t *used) { return kcache__esc_char(s, n, out, used); }
 char *ki_escs(char *out, size_t cap, const char *s) { return kcache__escs(out, cap, s); }
 char *ki_shell_quote(char *out, size_t cap, const char *s) { return kcache__shell_quote(out, cap, s); }
 void ki_host_cpu_name(char *out, size_t cap) { kcache__host_cpu_name(out, cap); }
 size_t ki_host_cpu_features(char *out, size_t cap) { return kcache__host_cpu_features(out, cap); }
-int ki_host_cpu_name_llvm(unsigned llvm, char *out, size_t cap) { return kcache__host_cpu_name_llvm(llvm, out, cap); }
 
 /* ======================================================================================== */
 /* kcache stores.                                                                            */
