@@ -181,7 +181,7 @@ check-deps:
 
 # Runs everything; the last line is "N passed, N failed".
 test: check-deps
-	@$(MAKE) --no-print-directory -j2 $(TEST_BINS) $(CL_TESTS) $(VK_TESTS) $(REMOTE_TESTS) $(TOOLS) $(FAULTS) $(B)/torture $(B)/torture_remote $(B)/demo_cc $(NVRTC_EX) $(B)/kcache_load $(B)/make_store $(addprefix $(B)/,$(FUZZERS))
+	@$(MAKE) --no-print-directory -j2 $(TEST_BINS) $(CL_TESTS) $(VK_TESTS) $(REMOTE_TESTS) $(TOOLS) $(INSPECT_TESTS) $(FAULTS) $(B)/torture $(B)/torture_remote $(B)/demo_cc $(NVRTC_EX) $(B)/kcache_load $(B)/make_store $(addprefix $(B)/,$(FUZZERS))
 	@# PyPI's numba (build/venv-numba) before the tests that use it (test_host, test_inspect): made once, kept
 	@bash scripts/numba-venv.sh >$(B)/numba-venv.log 2>&1 || echo "# build/venv-numba not made ($$(tail -n 1 $(B)/numba-venv.log)): test_inspect says what is skipped"
 	@bash tests/run.sh \
@@ -196,6 +196,7 @@ test: check-deps
 	  tsan="bash scripts/memcheck.sh tsan" \
 	  valgrind="bash scripts/memcheck.sh valgrind" \
 	  inspect="tests/test_inspect.sh $(B)/kcache-inspect" \
+	  inspect-llvm=$(B)/test_inspect_llvm asan/inspect-llvm=$(B)/asan/test_inspect_llvm \
 	  inspect-store="tests/test_inspect_store.sh $(B)/kcache-inspect $(B)/make_store" \
 	  store-cmds="tests/test_store_cmds.sh $(B)/kcache-inspect $(B)/make_store $(B)/kcache_load" \
 	  asan/store-cmds="tests/test_store_cmds.sh $(B)/asan/kcache-inspect $(B)/make_store $(B)/kcache_load" \
@@ -300,6 +301,13 @@ $(B)/bench_many: bench/bench_many.c bench/bench_util.h tests/kt_remote.h kcache.
 $(B)/bench_%: bench/bench_%.c bench/bench_util.h kcache.h | $(B)
 	$(CC) $(STD) $(BENCH_CFLAGS) $(WARN) -I. -o $@ $< $(LDLIBS)
 
+# kcache-inspect's CPU names per LLVM (tools/inspect_llvm.c; kcache.h keeps the newest LLVM's),
+# from the tool's files but its main, plain and under ASan+UBSan
+INSPECT_TESTS := $(B)/test_inspect_llvm $(B)/asan/test_inspect_llvm
+$(B)/test_inspect_llvm: tests/test_inspect_llvm.c tests/kt.h $(TOOL_INSPECT_DEPS) | $(B)
+	$(CC) $(STD) $(CFLAGS) $(WARN) -I. -o $@ $< $(TOOL_INSPECT_LIB) $(LDLIBS)
+$(B)/asan/test_inspect_llvm: tests/test_inspect_llvm.c tests/kt.h $(TOOL_INSPECT_DEPS) | $(B)/asan
+	$(CC) $(STD) $(SAN) $(WARN) -I. -o $@ $< $(TOOL_INSPECT_LIB) $(LDLIBS)
 # kcache-inspect's files but its main, as the tool builds them (it reads bench/data/numba-200)
 $(B)/bench_inspect: bench/bench_inspect.c bench/bench_util.h $(TOOL_INSPECT_DEPS) | $(B)
 	$(CC) $(STD) $(BENCH_CFLAGS) $(WARN) -I. -o $@ $< $(TOOL_INSPECT_LIB) $(LDLIBS)

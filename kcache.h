@@ -3944,8 +3944,6 @@ KCACHE_API void kcache_hash_hex(kcache_hash128 h, char out[33])
  *                                        (KCACHE__LLVM_NEWEST) gives; a CPU newer than that
  *                                        gets what LLVM 22 gives it ("generic", or for an
  *                                        unknown Intel family-6 model its feature guess).
- *   kcache__host_cpu_name_llvm(N, out, cap)  what LLVM major version N calls it (x86: LLVM
- *                                        9-22, as numba's magic tuple of that LLVM holds it).
  *   kcache__host_cpu_features(out, cap)  "+a,+b,-c": every feature this code checks, with its
  *                                        LLVM name, sorted by name (strcmp order).  Returns the
  *                                        length written (always < cap).  A cap too small drops
@@ -3959,9 +3957,9 @@ KCACHE_API void kcache_hash_hex(kcache_hash128 h, char out[33])
  *
  * x86 / x86-64 (GCC, clang: <cpuid.h>; MSVC: <intrin.h>): vendor, family and model from CPUID,
  * mapped to LLVM's processor names (Intel Core 2 .. Nova Lake, the Atom line, Xeon Phi; AMD K6
- * .. Zen 5), with LLVM's feature-based guess for an unlisted Intel family-6 model, as each LLVM
- * from 9 to 22 names them ("x86 CPU names, per LLVM version" below says how that was checked).
- * ARM: the names of the newest LLVM only; they are not tracked per LLVM version.
+ * .. Zen 5), with LLVM's feature-based guess for an unlisted Intel family-6 model, as LLVM 22
+ * names them ("x86 CPU names" below; what older LLVMs call them is kcache-inspect's, in
+ * tools/inspect_llvm.c).  ARM: the newest LLVM's names too.
  * Features follow LLVM's host detection: AVX-class, AVX-512-class and AMX-class features are
  * reported as '-' unless XGETBV shows the OS saves that register state (macOS saves AVX-512
  * state lazily, so there AVX-512 is taken as saved, as LLVM does).
@@ -4004,8 +4002,7 @@ KCACHE_API void kcache_hash_hex(kcache_hash128 h, char out[33])
 #define KCACHE__HOST_NAME_MAX 64       /* ... the CPU name */
 #define KCACHE__HOST_OS_ARCH_MAX 64    /* ... the OS/arch string */
 #define KCACHE__HOST_MAX_FEATS 160     /* more entries than any table below */
-#define KCACHE__LLVM_OLDEST 9          /* the LLVMs whose CPU names are known (x86): the oldest a */
-#define KCACHE__LLVM_NEWEST 22         /* numba release uses (0.50's), the newest (0.66-0.68's) */
+#define KCACHE__LLVM_NEWEST 22         /* the LLVM whose CPU names kcache gives (numba 0.66-0.68's) */
 
 /* Copies s into out[cap], cut to fit, NUL-terminated when cap > 0. */
 static void kcache__host_copy(char *out, size_t cap, const char *s)
@@ -4507,86 +4504,70 @@ static KCACHE__UNUSED int kcache__x86_has(const kcache__x86_info *x, const char 
 }
 
 #ifndef KCACHE_NO_CPU_NAMES
-/* ---- x86 CPU names, per LLVM version ---------------------------------------------------
+/* ---- x86 CPU names, as the newest LLVM gives them ------------------------------------------
  * numba keys its cache on the name its own LLVM's host detection gives the CPU, and LLVM learns
- * CPUs release by release: a CPU newer than an LLVM gets "generic" (an unknown family) or, for
- * an unknown Intel family-6 model, the newest line whose features it has (the "guess" below,
- * present in every LLVM from 9 to 22).  So the decoders take the LLVM major version v.
- *
- * What each entry rests on: LLVM 9, 10, 11, 13, 14, 15, 16, 19, 20 and 22 (llvmlite's wheels
- * 0.33.0, 0.36.0, 0.39.1, 0.43.0, 0.44.0, 0.47.0 and 0.50.0; Debian 12's libLLVM 13, 16 and
- * 19) were asked for the host CPU name under qemu-x86_64 (7.2) with made-up CPUIDs: every model
- * 0x00-0xff of Intel family 6 and AMD families 23, 25 and 26, models 0x00-0x3f of Intel
- * families 18 and 19, the other families' listed models, and the non-AVX-512 steps of the
- * guess (scripts/llvm-host-names.sh repeats it).  LLVM 12, 17, 18 and 21, which no numba
- * release uses, were not run: a name first seen in a checked version is dated to it (an LLVM
- * 12, 17, 18 or 21 may already have it), except where LLVM's history dates it (noted).  The
- * guess's AVX-512 steps cannot be run under qemu (TCG has no AVX-512) and follow LLVM's source
- * (the same in the LLVM 17, 18 and 22 Host.cpp read).  kcache__host_cpu_name gives the newest
- * LLVM's names (KCACHE__LLVM_NEWEST); a CPU newer than that LLVM gets what it gives: "generic",
- * or the guess's name. */
+ * CPUs release by release.  kcache names the CPU as LLVM 22 (KCACHE__LLVM_NEWEST) does: a CPU
+ * newer than that LLVM gets what it gives, "generic" (an unknown family) or, for an unknown
+ * Intel family-6 model, the newest line whose features it has (the "guess" below).  What older
+ * LLVMs call a CPU only kcache-inspect needs (for numba releases built on them): its
+ * tools/inspect_llvm.c keeps the names of LLVM 9 to 22 and says how they were checked (LLVM 22:
+ * llvmlite 0.50.0's, asked under qemu-x86_64 with made-up CPUIDs, scripts/llvm-host-names.sh;
+ * the guess's AVX-512 steps, which qemu cannot run, from LLVM's Host.cpp); these are its LLVM 22
+ * column. */
 typedef struct kcache__x86_model {
     unsigned char model;
-    unsigned char since, until; /* the LLVM majors naming it so; until 0: still */
     const char *name;
 } kcache__x86_model;
 
 /* Intel family 6 models with a fixed LLVM name (0x55 and unlisted models are decided from the
- * features below).  since 9: every checked LLVM; a later since or an until: as run. */
+ * features below). */
 static const kcache__x86_model kcache__x86_intel6[] = {
-    /* the P6 line: LLVM 9 and 10 only (from 11 on these models go to the guess) */
-    {0x01, 9, 10, "pentiumpro"},
-    {0x03, 9, 10, "pentium2"}, {0x05, 9, 10, "pentium2"}, {0x06, 9, 10, "pentium2"},
-    {0x07, 9, 10, "pentium3"}, {0x08, 9, 10, "pentium3"}, {0x0a, 9, 10, "pentium3"},
-    {0x0b, 9, 10, "pentium3"},
-    {0x09, 9, 10, "pentium-m"}, {0x0d, 9, 10, "pentium-m"}, {0x15, 9, 10, "pentium-m"},
-    {0x0e, 9, 10, "yonah"},
-    {0x0f, 9, 0, "core2"}, {0x16, 9, 0, "core2"},
-    {0x17, 9, 0, "penryn"}, {0x1d, 9, 0, "penryn"},
-    {0x1a, 9, 0, "nehalem"}, {0x1e, 9, 0, "nehalem"}, {0x1f, 9, 0, "nehalem"}, {0x2e, 9, 0, "nehalem"},
-    {0x25, 9, 0, "westmere"}, {0x2c, 9, 0, "westmere"}, {0x2f, 9, 0, "westmere"},
-    {0x2a, 9, 0, "sandybridge"}, {0x2d, 9, 0, "sandybridge"},
-    {0x3a, 9, 0, "ivybridge"}, {0x3e, 9, 0, "ivybridge"},
-    {0x3c, 9, 0, "haswell"}, {0x3f, 9, 0, "haswell"}, {0x45, 9, 0, "haswell"}, {0x46, 9, 0, "haswell"},
-    {0x3d, 9, 0, "broadwell"}, {0x47, 9, 0, "broadwell"}, {0x4f, 9, 0, "broadwell"}, {0x56, 9, 0, "broadwell"},
-    {0x4e, 9, 0, "skylake"}, {0x5e, 9, 0, "skylake"}, {0x8e, 9, 0, "skylake"}, {0x9e, 9, 0, "skylake"},
-    {0xa5, 11, 0, "skylake"}, {0xa6, 11, 0, "skylake"},   /* Comet Lake */
-    {0xa7, 13, 0, "rocketlake"},
-    {0x66, 9, 0, "cannonlake"},
-    {0x7d, 9, 0, "icelake-client"}, {0x7e, 9, 0, "icelake-client"},
-    {0x6a, 9, 0, "icelake-server"}, {0x6c, 9, 0, "icelake-server"},
-    {0x8c, 14, 0, "tigerlake"}, {0x8d, 14, 0, "tigerlake"},
-    {0x97, 14, 0, "alderlake"}, {0x9a, 14, 0, "alderlake"},
-    {0xbe, 19, 19, "alderlake"}, {0xbe, 20, 0, "gracemont"},
-    {0xb7, 16, 19, "alderlake"}, {0xb7, 20, 0, "raptorlake"},
-    {0xba, 19, 19, "alderlake"}, {0xba, 20, 0, "raptorlake"},
-    {0xbf, 19, 19, "alderlake"}, {0xbf, 20, 0, "raptorlake"},
-    {0xaa, 16, 19, "alderlake"}, {0xaa, 20, 0, "meteorlake"},
-    {0xac, 16, 19, "alderlake"}, {0xac, 20, 0, "meteorlake"},
-    {0xc5, 19, 0, "arrowlake"}, {0xb5, 20, 0, "arrowlake"},
-    {0xc6, 19, 0, "arrowlake-s"},
-    {0xbd, 19, 19, "arrowlake-s"}, {0xbd, 20, 0, "lunarlake"},
-    {0xcc, 19, 0, "pantherlake"},
-    {0xd5, 22, 0, "wildcatlake"},
-    {0x8f, 13, 0, "sapphirerapids"},
-    {0xcf, 16, 19, "sapphirerapids"}, {0xcf, 20, 0, "emeraldrapids"},
-    {0xad, 16, 0, "graniterapids"},
-    {0xae, 16, 18, "graniterapids"}, {0xae, 19, 0, "graniterapids-d"},
-    {0x1c, 9, 0, "bonnell"}, {0x26, 9, 0, "bonnell"}, {0x27, 9, 0, "bonnell"}, {0x35, 9, 0, "bonnell"},
-    {0x36, 9, 0, "bonnell"},
-    {0x37, 9, 0, "silvermont"}, {0x4a, 9, 0, "silvermont"}, {0x4d, 9, 0, "silvermont"}, {0x5a, 9, 0, "silvermont"},
-    {0x5d, 9, 0, "silvermont"}, {0x4c, 9, 0, "silvermont"},
-    {0x5c, 9, 0, "goldmont"}, {0x5f, 9, 0, "goldmont"},
-    {0x7a, 9, 0, "goldmont-plus"},
-    {0x86, 9, 0, "tremont"}, {0x8a, 19, 0, "tremont"}, {0x96, 19, 0, "tremont"}, {0x9c, 19, 0, "tremont"},
-    {0xaf, 16, 0, "sierraforest"},
-    {0xb6, 16, 0, "grandridge"},
-    {0xdd, 19, 0, "clearwaterforest"},
-    {0x57, 9, 0, "knl"},
-    {0x85, 9, 0, "knm"},
+    {0x0f, "core2"}, {0x16, "core2"},
+    {0x17, "penryn"}, {0x1d, "penryn"},
+    {0x1a, "nehalem"}, {0x1e, "nehalem"}, {0x1f, "nehalem"}, {0x2e, "nehalem"},
+    {0x25, "westmere"}, {0x2c, "westmere"}, {0x2f, "westmere"},
+    {0x2a, "sandybridge"}, {0x2d, "sandybridge"},
+    {0x3a, "ivybridge"}, {0x3e, "ivybridge"},
+    {0x3c, "haswell"}, {0x3f, "haswell"}, {0x45, "haswell"}, {0x46, "haswell"},
+    {0x3d, "broadwell"}, {0x47, "broadwell"}, {0x4f, "broadwell"}, {0x56, "broadwell"},
+    {0x4e, "skylake"}, {0x5e, "skylake"}, {0x8e, "skylake"}, {0x9e, "skylake"},
+    {0xa5, "skylake"}, {0xa6, "skylake"}, /* Comet Lake */
+    {0xa7, "rocketlake"},
+    {0x66, "cannonlake"},
+    {0x7d, "icelake-client"}, {0x7e, "icelake-client"},
+    {0x6a, "icelake-server"}, {0x6c, "icelake-server"},
+    {0x8c, "tigerlake"}, {0x8d, "tigerlake"},
+    {0x97, "alderlake"}, {0x9a, "alderlake"},
+    {0xbe, "gracemont"},
+    {0xb7, "raptorlake"},
+    {0xba, "raptorlake"},
+    {0xbf, "raptorlake"},
+    {0xaa, "meteorlake"},
+    {0xac, "meteorlake"},
+    {0xc5, "arrowlake"}, {0xb5, "arrowlake"},
+    {0xc6, "arrowlake-s"},
+    {0xbd, "lunarlake"},
+    {0xcc, "pantherlake"},
+    {0xd5, "wildcatlake"},
+    {0x8f, "sapphirerapids"},
+    {0xcf, "emeraldrapids"},
+    {0xad, "graniterapids"},
+    {0xae, "graniterapids-d"},
+    {0x1c, "bonnell"}, {0x26, "bonnell"}, {0x27, "bonnell"}, {0x35, "bonnell"},
+    {0x36, "bonnell"},
+    {0x37, "silvermont"}, {0x4a, "silvermont"}, {0x4d, "silvermont"}, {0x5a, "silvermont"},
+    {0x5d, "silvermont"}, {0x4c, "silvermont"},
+    {0x5c, "goldmont"}, {0x5f, "goldmont"},
+    {0x7a, "goldmont-plus"},
+    {0x86, "tremont"}, {0x8a, "tremont"}, {0x96, "tremont"}, {0x9c, "tremont"},
+    {0xaf, "sierraforest"},
+    {0xb6, "grandridge"},
+    {0xdd, "clearwaterforest"},
+    {0x57, "knl"},
+    {0x85, "knm"},
 };
 
-static const char *kcache__x86_intel_name(const kcache__x86_info *x, unsigned v)
+static const char *kcache__x86_intel_name(const kcache__x86_info *x)
 {
     size_t i;
     switch (x->family) {
@@ -4599,10 +4580,8 @@ static const char *kcache__x86_intel_name(const kcache__x86_info *x, unsigned v)
             if (kcache__x86_has(x, "avx512vnni")) return "cascadelake";
             return "skylake-avx512";
         }
-        for (i = 0; i < sizeof kcache__x86_intel6 / sizeof kcache__x86_intel6[0]; i++) {
-            const kcache__x86_model *e = &kcache__x86_intel6[i];
-            if (e->model == x->model && v >= e->since && (e->until == 0 || v <= e->until)) return e->name;
-        }
+        for (i = 0; i < sizeof kcache__x86_intel6 / sizeof kcache__x86_intel6[0]; i++)
+            if (kcache__x86_intel6[i].model == x->model) return kcache__x86_intel6[i].name;
         /* An unlisted family-6 model: the newest line whose features it has. */
         if (kcache__x86_has(x, "avx512vp2intersect")) return "tigerlake";
         if (kcache__x86_has(x, "avx512vbmi2")) return "icelake-client";
@@ -4631,15 +4610,15 @@ static const char *kcache__x86_intel_name(const kcache__x86_info *x, unsigned v)
         if (kcache__x86_has(x, "64bit")) return "nocona";
         if (kcache__x86_has(x, "sse3")) return "prescott";
         return "pentium4";
-    case 18: /* Nova Lake: LLVM 22 */
-        return v >= 22 && (x->model == 0x01 || x->model == 0x03) ? "novalake" : "generic";
-    case 19: /* Diamond Rapids: LLVM 20 (-march=diamondrapids, #116564, Nov 2024) */
-        return v >= 20 && x->model == 0x01 ? "diamondrapids" : "generic";
+    case 18: /* Nova Lake */
+        return x->model == 0x01 || x->model == 0x03 ? "novalake" : "generic";
+    case 19: /* Diamond Rapids */
+        return x->model == 0x01 ? "diamondrapids" : "generic";
     default: return "generic";
     }
 }
 
-static const char *kcache__x86_amd_name(const kcache__x86_info *x, unsigned v)
+static const char *kcache__x86_amd_name(const kcache__x86_info *x)
 {
     unsigned m = x->model;
     switch (x->family) {
@@ -4655,7 +4634,7 @@ static const char *kcache__x86_amd_name(const kcache__x86_info *x, unsigned v)
     case 6: return kcache__x86_has(x, "sse") ? "athlon-xp" : "athlon";
     case 15: return kcache__x86_has(x, "sse3") ? "k8-sse3" : "k8";
     case 16: return "amdfam10";
-    case 18: return v >= 20 ? "amdfam10" : "generic"; /* Llano: LLVM 20 (#111312, Oct 2024) */
+    case 18: return "amdfam10"; /* Llano */
     case 20: return "btver1";
     case 21: /* Bulldozer, Piledriver, Steamroller, Excavator */
         if (m >= 0x60 && m <= 0x7f) return "bdver4";
@@ -4663,34 +4642,23 @@ static const char *kcache__x86_amd_name(const kcache__x86_info *x, unsigned v)
         if ((m >= 0x10 && m <= 0x1f) || m == 0x02) return "bdver2";
         return "bdver1";
     case 22: return "btver2";
-    case 23: /* Zen, Zen+, Zen 2 */
-        if (v >= 18) { /* Renoir, Lucienne, Mendocino, ...: #74955 (merged 2023-12-12, before LLVM 18 branched) */
-            if ((m >= 0x30 && m <= 0x3f) || m == 0x47 || (m >= 0x60 && m <= 0x7f) ||
-                (m >= 0x84 && m <= 0x87) || (m >= 0x90 && m <= 0xaf))
-                return "znver2";
-        } else if ((m >= 0x30 && m <= 0x3f) || (v >= 10 && m == 0x71)) {
+    case 23: /* Zen, Zen+, Zen 2 (Renoir, Lucienne, Mendocino, ...) */
+        if ((m >= 0x30 && m <= 0x3f) || m == 0x47 || (m >= 0x60 && m <= 0x7f) ||
+            (m >= 0x84 && m <= 0x87) || (m >= 0x90 && m <= 0xaf))
             return "znver2";
-        }
         return "znver1";
-    case 25: /* Zen 3, Zen 4: family 19h is generic to LLVM 11, znver3 to LLVM 13 */
-        if (v < 13) return "generic";
-        if (v >= 18) { /* with the Zen 2 models above (the Host.cpp that has #74955 has these too) */
-            if ((m >= 0x10 && m <= 0x1f) || (m >= 0x60 && m <= 0x7f) || (m >= 0xa0 && m <= 0xaf)) return "znver4";
-        } else if (v >= 16) { /* LLVM 16 added znver4 (D139073, "AMD Zen 4 Initial enablement") */
-            if ((m >= 0x10 && m <= 0x1f) || (m >= 0x60 && m <= 0x74) || (m >= 0x78 && m <= 0x7b) ||
-                (m >= 0xa0 && m <= 0xaf))
-                return "znver4";
-        }
+    case 25: /* Zen 3, Zen 4 */
+        if ((m >= 0x10 && m <= 0x1f) || (m >= 0x60 && m <= 0x7f) || (m >= 0xa0 && m <= 0xaf)) return "znver4";
         return "znver3";
-    case 26: return v >= 19 ? "znver5" : "generic"; /* Zen 5 (every model): LLVM 19 */
+    case 26: return "znver5"; /* Zen 5, every model */
     default: return "generic";
     }
 }
 
-static const char *kcache__x86_name(const kcache__x86_info *x, unsigned v)
+static const char *kcache__x86_name(const kcache__x86_info *x)
 {
-    if (x->vendor == KCACHE__X86_INTEL) return kcache__x86_intel_name(x, v);
-    if (x->vendor == KCACHE__X86_AMD) return kcache__x86_amd_name(x, v);
+    if (x->vendor == KCACHE__X86_INTEL) return kcache__x86_intel_name(x);
+    if (x->vendor == KCACHE__X86_AMD) return kcache__x86_amd_name(x);
     return "generic";
 }
 #else /* KCACHE_NO_CPU_NAMES: the CPU as CPUID gives it (vendor, family, model), not LLVM's name */
@@ -5053,44 +5021,26 @@ static size_t kcache__darwin_arm_features(char *out, size_t cap)
 
 /* ---- the three entry points -------------------------------------------------------------- */
 
-/* What LLVM major version llvm's host detection calls this CPU.  Returns 1 for a version in
- * the table (KCACHE__LLVM_OLDEST..KCACHE__LLVM_NEWEST, x86), 0 for one outside it (out gets the
- * nearest version's name), 2 where names are not tracked per version (ARM, others: out gets the
- * one name kcache knows). */
-static int kcache__host_cpu_name_llvm(unsigned llvm, char *out, size_t cap)
-{
-    const char *name = "generic";
-    int r = 2;
-#if defined(KCACHE__HOST_X86) && defined(KCACHE_NO_CPU_NAMES)
-    kcache__x86_info x;
-    (void)llvm;
-    (void)name;
-    kcache__x86_read(&x);
-    kcache__x86_id(&x, out, cap);
-    return r;
-#elif defined(KCACHE__HOST_X86)
-    kcache__x86_info x;
-    unsigned v = llvm < KCACHE__LLVM_OLDEST ? KCACHE__LLVM_OLDEST : llvm > KCACHE__LLVM_NEWEST ? KCACHE__LLVM_NEWEST : llvm;
-    kcache__x86_read(&x);
-    name = kcache__x86_name(&x, v);
-    r = v == llvm;
-#elif defined(KCACHE__HOST_ARM_LINUX)
-    (void)llvm;
-    name = kcache__arm_linux_name();
-#elif defined(KCACHE__HOST_ARM_DARWIN)
-    (void)llvm;
-    name = kcache__darwin_arm_name();
-#else
-    (void)llvm;
-#endif
-    kcache__host_copy(out, cap, name);
-    return r;
-}
-
 /* The host CPU's one stable name: the newest LLVM's (see the x86 names above). */
 static void kcache__host_cpu_name(char *out, size_t cap)
 {
-    (void)kcache__host_cpu_name_llvm(KCACHE__LLVM_NEWEST, out, cap);
+    const char *name = "generic";
+#if defined(KCACHE__HOST_X86) && defined(KCACHE_NO_CPU_NAMES)
+    kcache__x86_info x;
+    (void)name;
+    kcache__x86_read(&x);
+    kcache__x86_id(&x, out, cap);
+    return;
+#elif defined(KCACHE__HOST_X86)
+    kcache__x86_info x;
+    kcache__x86_read(&x);
+    name = kcache__x86_name(&x);
+#elif defined(KCACHE__HOST_ARM_LINUX)
+    name = kcache__arm_linux_name();
+#elif defined(KCACHE__HOST_ARM_DARWIN)
+    name = kcache__darwin_arm_name();
+#endif
+    kcache__host_copy(out, cap, name);
 }
 
 static size_t kcache__host_cpu_features(char *out, size_t cap)

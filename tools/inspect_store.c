@@ -8,20 +8,21 @@
  * at the top of this file. */
 #define KCACHE_IMPLEMENTATION
 #include "inspect.h"
+#include "ktext.h"   /* ktext_eprintf: the store commands' messages */
 
 /* ---------------------------------------------------------------------------------------- */
 /* What the other files take from kcache.h's private half (only this file compiles it).      */
 
-/* the sizes inspect.h gives them hold what kcache.h writes */
+/* a feature string fits the size inspect.h gives it */
 typedef char ki_host_features_fit[KI_HOST_FEATURES_MAX >= KCACHE__HOST_FEATURES_MAX ? 1 : -1];
-typedef char ki_llvm_range_same[KI_LLVM_OLDEST == KCACHE__LLVM_OLDEST && KI_LLVM_NEWEST == KCACHE__LLVM_NEWEST ? 1 : -1];
+/* kcache.h names the CPU as the newest LLVM inspect_llvm.c knows */
+typedef char ki_llvm_newest_same[KI_LLVM_NEWEST == KCACHE__LLVM_NEWEST ? 1 : -1];
 
 size_t ki_esc_char(const unsigned char *s, size_t n, char out[11], size_t *used) { return kcache__esc_char(s, n, out, used); }
 char *ki_escs(char *out, size_t cap, const char *s) { return kcache__escs(out, cap, s); }
 char *ki_shell_quote(char *out, size_t cap, const char *s) { return kcache__shell_quote(out, cap, s); }
 void ki_host_cpu_name(char *out, size_t cap) { kcache__host_cpu_name(out, cap); }
 size_t ki_host_cpu_features(char *out, size_t cap) { return kcache__host_cpu_features(out, cap); }
-int ki_host_cpu_name_llvm(unsigned llvm, char *out, size_t cap) { return kcache__host_cpu_name_llvm(llvm, out, cap); }
 
 /* ======================================================================================== */
 /* kcache stores.                                                                            */
@@ -2712,7 +2713,10 @@ out:
    Through the library's own calls (kcache_evict_older_than, ...), on the store opened as a program
    opens it: its lock, its accounting kept exact, its checks (another user's store is refused). */
 
-/* AGE as 90s, 30m, 12h, 7d (a bare number: seconds). 1 with *secs, 0 when it is not one. */
+/* AGE as 90s, 30m, 12h, 7d (a bare number: seconds). 1 with *secs, 0 when it is not one.
+   Beside kcache.h's size parser (kcache__parse_size, --trim's) rather than through it: the digits
+   are read the same way, but the suffixes say other things ("m" is minutes here, MiB there, which
+   also takes upper case and a trailing B or iB), and the library itself has no use for an age. */
 static int ki_parse_age(const char *s, uint64_t *secs)
 {
     uint64_t v = 0, mul = 1;
@@ -2744,21 +2748,21 @@ int ki_tidy(int what, const char *arg, const char *dir, int yes)
     uint64_t v = 0;
     int fd;
     if (what == KI_TIDY_OLDER && !ki_parse_age(arg, &v)) {
-        ki_eprintf("kcache-inspect: --evict-older-than '%s' is not an age (90s, 30m, 12h, 7d)\n", arg);
+        ktext_eprintf("kcache-inspect: --evict-older-than '%s' is not an age (90s, 30m, 12h, 7d)\n", arg);
         return 2;
     }
     if (what == KI_TIDY_TRIM && !kcache__parse_size(arg, &v)) {
-        ki_eprintf("kcache-inspect: --trim '%s' is not a size (bytes, or with K, M, G, T as KCACHE_MAX_SIZE takes it)\n", arg);
+        ktext_eprintf("kcache-inspect: --trim '%s' is not a size (bytes, or with K, M, G, T as KCACHE_MAX_SIZE takes it)\n", arg);
         return 2;
     }
     /* a store that is there: a mistyped DIR must not become a new, empty store */
     if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
-        ki_eprintf("kcache-inspect: %s %s: %s\n", name[what], dir, stat(dir, &sb) != 0 ? strerror(errno) : "not a directory");
+        ktext_eprintf("kcache-inspect: %s %s: %s\n", name[what], dir, stat(dir, &sb) != 0 ? strerror(errno) : "not a directory");
         return 2;
     }
     snprintf(cf, sizeof cf, "%s/config.file", dir);
     if (lstat(cf, &sb) != 0 || !S_ISREG(sb.st_mode)) {
-        ki_eprintf("kcache-inspect: %s %s: not a kcache store (no config.file)\n", name[what], dir);
+        ktext_eprintf("kcache-inspect: %s %s: not a kcache store (no config.file)\n", name[what], dir);
         return 2;
     }
     kcache_config_defaults(&cfg); /* as given: no KCACHE_ENABLE=0 or KCACHE_DIR from the environment */
@@ -2770,9 +2774,9 @@ int ki_tidy(int what, const char *arg, const char *dir, int yes)
         if (ks_pread(fd, h, sizeof h, 0) == (long long)sizeof h && memcmp(h, "KCACHECF", 8) == 0) cfg.max_size = kcache__get_u64(h + 56);
         close(fd);
     }
-    if (kcache_open(&kc, &cfg) != KCACHE_OK || !kc) { ki_eprintf("kcache-inspect: out of memory\n"); return 2; }
+    if (kcache_open(&kc, &cfg) != KCACHE_OK || !kc) { ktext_eprintf("kcache-inspect: out of memory\n"); return 2; }
     if (!kcache_store_in_use(kc, why, sizeof why) || why[0]) {
-        ki_eprintf("kcache-inspect: %s %s: %s\n", name[what], dir, why[0] ? why : "the store cannot be used");
+        ktext_eprintf("kcache-inspect: %s %s: %s\n", name[what], dir, why[0] ? why : "the store cannot be used");
         kcache_close(kc);
         return 2;
     }
@@ -2783,7 +2787,7 @@ int ki_tidy(int what, const char *arg, const char *dir, int yes)
     default: s = kcache_clear(kc, !yes, &done); break;
     }
     if (s != KCACHE_OK) {
-        ki_eprintf("kcache-inspect: %s %s: %s\n", name[what], dir, kcache_strerror(s));
+        ktext_eprintf("kcache-inspect: %s %s: %s\n", name[what], dir, kcache_strerror(s));
         kcache_close(kc);
         return 2;
     }

@@ -1580,19 +1580,6 @@ static int kt_interactive(void) {
 
 /* ---------------------------------------------------------------------------------------------- */
 
-/* A message on stderr, its %s and %c arguments escaped as kt_line's (a path from the command line). */
-static void kt_eprintf(const char *fmt, ...) KT_PRINTF(1, 2);
-static void kt_eprintf(const char *fmt, ...) {
-    ktext t;
-    va_list ap;
-    ktext_init(&t);
-    va_start(ap, fmt);
-    ktext_vfmt(&t, fmt, ap);
-    va_end(ap);
-    fputs(t.p, stderr);
-    ktext_free(&t);
-}
-
 /* Opens the store directory once it is there: 0 attached; 1 not there yet (kcache-top was started
    before the first program that uses the store: it waits); 2 an error, said on stderr. */
 static int kt_attach(void) {
@@ -1601,14 +1588,14 @@ static int kt_attach(void) {
     if (K.rd != NULL) return 0;
     if (stat(K.dir, &sb) != 0) {
         if (errno == ENOENT) return 1;
-        kt_eprintf("kcache-top: %s: %s\n", K.dir, strerror(errno));
+        ktext_eprintf("kcache-top: %s: %s\n", K.dir, strerror(errno));
         return 2;
     }
-    if (!S_ISDIR(sb.st_mode)) { kt_eprintf("kcache-top: %s: not a directory\n", K.dir); return 2; }
-    if ((dp = opendir(K.dir)) == NULL) { kt_eprintf("kcache-top: %s: cannot read it: %s\n", K.dir, strerror(errno)); return 2; }
+    if (!S_ISDIR(sb.st_mode)) { ktext_eprintf("kcache-top: %s: not a directory\n", K.dir); return 2; }
+    if ((dp = opendir(K.dir)) == NULL) { ktext_eprintf("kcache-top: %s: cannot read it: %s\n", K.dir, strerror(errno)); return 2; }
     closedir(dp);
     if (kcache_reader_open(&K.rd, K.dir) != KCACHE_OK) { /* (its owner is whom its files are trusted from) */
-        kt_eprintf("kcache-top: %s: cannot open it: %s\n", K.dir, strerror(errno));
+        ktext_eprintf("kcache-top: %s: cannot open it: %s\n", K.dir, strerror(errno));
         return 2;
     }
     return 0;
@@ -1651,7 +1638,7 @@ int main(int argc, char **argv) {
         if (a[0] == '-' && a[1] && strchr("ndsU", a[1]) && !a[2]) {
             const char *v = i + 1 < argc ? argv[++i] : NULL;
             char *end;
-            if (!v) { kt_eprintf("kcache-top: %s needs a value\n", a); kt_usage(stderr); return 2; }
+            if (!v) { ktext_eprintf("kcache-top: %s needs a value\n", a); kt_usage(stderr); return 2; }
             if (a[1] == 'n') {
                 K.iterations = strtol(v, &end, 10);
                 if (end == v || *end || K.iterations < 1) { fprintf(stderr, "kcache-top: -n wants a count of 1 or more\n"); return 2; }
@@ -1671,7 +1658,7 @@ int main(int argc, char **argv) {
             }
             continue;
         }
-        if (a[0] == '-' && a[1]) { kt_eprintf("kcache-top: unknown option %s\n", a); kt_usage(stderr); return 2; }
+        if (a[0] == '-' && a[1]) { ktext_eprintf("kcache-top: unknown option %s\n", a); kt_usage(stderr); return 2; }
         if (dir) { fprintf(stderr, "kcache-top: one directory only\n"); return 2; }
         dir = a;
     }
@@ -1689,7 +1676,7 @@ int main(int argc, char **argv) {
     if (!K.batch && !KT_INTERACTIVE) { fprintf(stderr, "kcache-top: built without curses: only -b\n"); return 2; }
     if (K.detail_unit && !K.batch) { fprintf(stderr, "kcache-top: -U is for batch mode (-b); interactively, press Enter on a unit\n"); return 2; }
     if ((s = kt_attach()) == 2) return 2;
-    if (s == 1 && !K.batch) kt_eprintf("kcache-top: %s does not exist yet; waiting for it (a program makes it when it first uses the store)\n", K.dir);
+    if (s == 1 && !K.batch) ktext_eprintf("kcache-top: %s does not exist yet; waiting for it (a program makes it when it first uses the store)\n", K.dir);
     K.ev = (kt_event *)malloc(KT_EVENTS * sizeof *K.ev);
     if (!K.ev) return 1;
     memset(&sa, 0, sizeof sa);
