@@ -227,7 +227,7 @@ test-core: check-deps
 # one says "skip"). Built at -O0 (5x faster to compile than -O1) into build/check (B), plain only
 # (`make test` has the sanitizers); the core's tests also with every compile-out switch (CORE_SW).
 # KT_SKIP_MISSING=1 tells the tests that a missing tool is a skip here, a failure in `make test`.
-# Each file it runs is run by `make test` too. 2-3 minutes on 2 cores, over 300 checks. ----
+# Each file it runs is run by `make test` too. Over 300 checks in 2-4 minutes on 2 cores. ----
 CHECK_DIR    := $(B)/check
 CHECK_CTESTS := test_hash test_key test_lru test_store test_flight test_index test_threads test_misuse test_hostile \
                 test_backend test_many
