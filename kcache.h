@@ -80,6 +80,12 @@
        KCACHE_NO_TIDY      no store commands: kcache_evict_older_than, kcache_trim, kcache_remove_unit
                            and kcache_clear return KCACHE_EDISABLED (kcache-inspect's do the same)
        KCACHE_TEST_NO_OFD  tests only: compile the open-file-description locks out
+       KCACHE_TEST_HASH_PATHS  tests and benches only: declares kcache_test_hash_path and
+                           kcache_test_hash_path_for (each SIMD path of the hash, by name)
+       KCACHE_TEST_PUB     tests and benches only: declares kcache_test_pub_switch and
+                           kcache_test_pub_hit_mem (publishing off and on, one hit's share)
+       KCACHE_TEST_CL      tests and benches only (with KCACHE_OPENCL): declares
+                           kcache_test_cl_payload_ok (the check of a stored binary, alone)
        At run time, kcache_config's vendor hooks: log / log_user (every message), alloc_fn /
        free_fn / alloc_user (allocator callbacks), kcache_config_defaults (no environment).
        Version: KCACHE_VERSION_MAJOR / _MINOR / _PATCH, KCACHE_VERSION, kcache_version().
@@ -311,6 +317,18 @@ KCACHE_API void kcache_hash_update(kcache_hash_state *st, const void *data, size
  * again, and updates may continue afterwards. Safe to call concurrently with other finals on
  * the same state, not with an update of it. */
 KCACHE_API kcache_hash128 kcache_hash_final(const kcache_hash_state *st);
+
+#ifdef KCACHE_TEST_HASH_PATHS
+/* Tests and benches only (bench/bench_hash.c times each path); not a stable interface.
+ * kcache_test_hash_path: the one-shot hash forced onto one implementation path, by name
+ * ("scalar", "sse2", "avx2", "avx512", "neon"), or NULL when this build or CPU lacks that path.
+ * Inputs of up to 240 bytes take the short (scalar) algorithms on every path.
+ * kcache_test_hash_path_for: the path kcache_hash takes for len bytes on this CPU ("short" for
+ * inputs of up to 240 bytes). */
+typedef kcache_hash128 (*kcache_test_hash_fn)(const void *data, size_t len);
+KCACHE_API kcache_test_hash_fn kcache_test_hash_path(const char *name);
+KCACHE_API const char *kcache_test_hash_path_for(size_t len);
+#endif
 
 /* ============================================================================================== */
 /* >>config                                                                                       */
@@ -815,6 +833,14 @@ KCACHE_API kcache_status kcache_cl_key(kcache *kc, kcache_key *k, cl_device_id d
    references it held, so that releasing ctx frees it. The stored binaries stay. */
 KCACHE_API void kcache_cl_forget(kcache *kc, cl_context ctx);
 
+#ifdef KCACHE_TEST_CL
+/* Tests and benches only (bench/bench_opencl.c times a hit's parts); not a stable interface.
+   Whether data[0..size), a payload kcache_cl_build stored, would be handed to dev's driver: the
+   check a hit makes before clCreateProgramWithBinary. 0, with the reason in why (snprintf-style,
+   cap bytes), when it would not. */
+KCACHE_API int kcache_test_cl_payload_ok(cl_device_id dev, const void *data, size_t size, char *why, size_t cap);
+#endif
+
 #endif /* KCACHE_OPENCL */
 
 /* ============================================================================================== */
@@ -849,6 +875,16 @@ typedef struct kcache_stats {
 
 /* A consistent snapshot of this kcache's counters (this process only). */
 KCACHE_API void kcache_get_stats(kcache *kc, kcache_stats *out);
+
+#ifdef KCACHE_TEST_PUB
+/* Tests and benches only (bench/bench_pub.c times one handle's memory hits published and not);
+ * not a stable interface, not thread-safe. kcache_test_pub_switch points kc's publishing at
+ * `counters`: what an earlier call returned (on again) or NULL (off, as with KCACHE_STATS=0), and
+ * returns what it pointed at before (NULL: kc was not publishing). kcache_test_pub_hit_mem
+ * publishes one memory hit as a hit does, alone: unit_hash is kcache_hash(unit, strlen(unit)).lo. */
+KCACHE_API void *kcache_test_pub_switch(kcache *kc, void *counters);
+KCACHE_API void kcache_test_pub_hit_mem(kcache *kc, uint64_t unit_hash, uint64_t size);
+#endif
 
 /* One shard of the remote tier and what this process's calls to it did (kcache_get_remote_shards). */
 typedef struct kcache_remote_shard {
@@ -3824,6 +3860,30 @@ static kcache_hash128 kcache__hash_with_path(int path, const void *data, size_t 
         return kcache__hash_short(p, len);
     return kcache__hash_long(kcache__hash_resolve(path, len), p, len);
 }
+
+#ifdef KCACHE_TEST_HASH_PATHS
+static const char *const kcache__hash_path_names[KCACHE__HASH_PATHS] = { "scalar", "sse2", "avx2", "neon", "avx512" };
+static kcache_hash128 kcache__test_scalar(const void *d, size_t n) { return kcache__hash_with_path(KCACHE__HASH_SCALAR, d, n); }
+static kcache_hash128 kcache__test_sse2(const void *d, size_t n) { return kcache__hash_with_path(KCACHE__HASH_SSE2, d, n); }
+static kcache_hash128 kcache__test_avx2(const void *d, size_t n) { return kcache__hash_with_path(KCACHE__HASH_AVX2, d, n); }
+static kcache_hash128 kcache__test_neon(const void *d, size_t n) { return kcache__hash_with_path(KCACHE__HASH_NEON, d, n); }
+static kcache_hash128 kcache__test_avx512(const void *d, size_t n) { return kcache__hash_with_path(KCACHE__HASH_AVX512, d, n); }
+
+KCACHE_API kcache_test_hash_fn kcache_test_hash_path(const char *name)
+{
+    static const kcache_test_hash_fn fns[KCACHE__HASH_PATHS] = { kcache__test_scalar, kcache__test_sse2, kcache__test_avx2,
+                                                                 kcache__test_neon, kcache__test_avx512 };
+    int path;
+    for (path = 0; name && path < KCACHE__HASH_PATHS; path++)
+        if (strcmp(name, kcache__hash_path_names[path]) == 0) return kcache__hash_path_supported(path) ? fns[path] : NULL;
+    return NULL;
+}
+
+KCACHE_API const char *kcache_test_hash_path_for(size_t len)
+{
+    return len <= KCACHE__MIDSIZE_MAX ? "short" : kcache__hash_path_names[kcache__hash_resolve(KCACHE__HASH_AUTO, len)];
+}
+#endif
 
 /* -- streaming ------------------------------------------------------------------------------------
  * buf_ keeps everything until more than 256 bytes have come (the 0..240-byte algorithms need
@@ -12368,6 +12428,15 @@ KCACHE_API unsigned kcache_get_remote_shards(kcache *kc, kcache_remote_shard *ou
     return 0;
 }
 
+#ifdef KCACHE_TEST_PUB
+KCACHE_API void *kcache_test_pub_switch(kcache *kc, void *counters) {
+    void *was = kc->pub.ctr;
+    kc->pub.ctr = (uint64_t *)counters;
+    return was;
+}
+KCACHE_API void kcache_test_pub_hit_mem(kcache *kc, uint64_t unit_hash, uint64_t size) { kcache__pub_hit_mem(&kc->pub, unit_hash, size); }
+#endif
+
 KCACHE_API void kcache_get_stats(kcache *kc, kcache_stats *out) {
     if (out) memset(out, 0, sizeof *out);
     KCACHE__CHECK_KC(kc, "kcache_get_stats", );
@@ -14965,6 +15034,22 @@ static int kcache__cl_payload_ok(const void *data, size_t size, const kcache__cl
     if (dv->pocl && n < 4) { kcache__say(why, cap, "a %llu-byte binary", (unsigned long long)n); return 0; }
     return 1;
 }
+
+#ifdef KCACHE_TEST_CL
+KCACHE_API int kcache_test_cl_payload_ok(cl_device_id dev, const void *data, size_t size, char *why, size_t cap) {
+    kcache__cl_dev *dv = (kcache__cl_dev *)KCACHE_MALLOC(sizeof *dv); /* (holds a key: not on the stack) */
+    int ok;
+    if (!dv) {
+        kcache__say(why, cap, "out of memory");
+        return 0;
+    }
+    memset(dv, 0, sizeof *dv);
+    dv->id = dev;
+    ok = kcache__cl_payload_ok(data, size, dv, why, cap);
+    KCACHE_FREE(dv);
+    return ok;
+}
+#endif
 
 /* Counts a stored binary that failed a check or that the driver refused, and removes it. */
 static void kcache__cl_reject(kcache *kc, kcache__cl_dev *dv, const char *why) {
