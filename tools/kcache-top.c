@@ -1,6 +1,7 @@
 /* kcache-top.c - a live view of a kcache store that other processes are using.
  *
  *   kcache-top [-b] [-n N] [-d SECONDS] [-s hits|misses|size|last] [-U UNIT] [-a] [DIR]
+ *   kcache-top -b --json|--prometheus [--output FILE] [-n N] [-d SECONDS] [DIR]
  *
  * What it shows comes from the store itself, read-only, through kcache.h's public API for tools
  * (>>toolapi; no private name of the library is used here): DIR/stats (where every process using
@@ -17,7 +18,9 @@
  * with their reasons), Esc goes back. Keys: q quit, p pause, s sort, Tab switch list, ? help,
  * arrows / PgUp / PgDn / Home / End scroll.
  * Batch (-b): N plain-text snapshots (-n N, default 1) on stdout, for scripts, logs and tests;
- * with -U UNIT, the unit's detail instead.
+ * with -U UNIT, the unit's detail instead. --json (a JSON object per line and snapshot) and
+ * --prometheus (the text exposition format) carry every counter for monitoring; --output FILE
+ * replaces FILE atomically at each snapshot (node_exporter's textfile collector).
  * Started before the store exists, it waits for DIR to appear (batch: each snapshot waits its
  * interval, and the last says if it never came).
  * Exit status: 0; 2 for a usage error, a directory that never appeared or cannot be read, or an
