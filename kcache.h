@@ -14250,10 +14250,10 @@ KCACHE_API kcache_status kcache_stats_file_row(const kcache_stats_file *sf, kcac
     if ((out->id = kcache__pub_ld_acq(e)) == 0) return KCACHE_OK;
     out->nvalues = 7; /* hits, misses, errors, timeouts, skipped calls; calls made, breaker open since */
     for (c = 0; c < 5; c++) out->value[c] = kcache__pub_ld(e + 1 + c);
+    kcache__pub_get_name(e + 6, KCACHE__PUB_SHARD_URL, out->name, sizeof out->name);
     e = kcache__pub_shard_more_at(sf->map, i);
     out->value[5] = kcache__pub_ld(e);
     out->value[6] = kcache__pub_ld(e + 1);
-    kcache__pub_get_name(e + 6, KCACHE__PUB_SHARD_URL, out->name, sizeof out->name);
     return KCACHE_OK;
 }
 

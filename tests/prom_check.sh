@@ -51,6 +51,7 @@ label_re = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\\n]|\\[\\"n])*)"')
 bad = []
 helped, typed, seen_sample, series = set(), {}, set(), set()
 if text and not text.endswith("\n"): bad.append("no newline at the end")
+if re.search(r"[\x00-\x09\x0b-\x1f\x7f]", text): bad.append("a control character in the text")
 for i, l in enumerate(text.split("\n")[:-1], 1):
     if not l: continue
     m = re.match(r"# (HELP|TYPE) (\S+) (.+)$", l)

@@ -1164,6 +1164,7 @@ static void kt_bputs(kt_buf *o, const char *s, size_t n) {
     o->n += n;
     o->s[o->n] = 0;
 }
+static void kt_bstr(kt_buf *o, const char *s) { kt_bputs(o, s, strlen(s)); }
 static void kt_bprintf(kt_buf *o, const char *fmt, ...) KT_PRINTF(2, 3);
 static void kt_bprintf(kt_buf *o, const char *fmt, ...) {
     char tmp[1024];
@@ -1181,12 +1182,12 @@ static void kt_bquote(kt_buf *o, const char *s) {
     char e[1024];
     const char *p;
     kcache_escape(e, sizeof e, s, strlen(s));
-    kt_bputs(o, "\"", 1);
+    kt_bstr(o, "\"");
     for (p = e; *p; p++) {
-        if (*p == '\\' || *p == '"') kt_bputs(o, "\\", 1);
+        if (*p == '\\' || *p == '"') kt_bstr(o, "\\");
         kt_bputs(o, p, 1);
     }
-    kt_bputs(o, "\"", 1);
+    kt_bstr(o, "\"");
 }
 
 /* What the counters say, in one place for both formats. */
@@ -1244,30 +1245,30 @@ static void kt_json(kt_buf *o, int attached) {
     kt_row r;
     kt_bprintf(o, "{\"time\":%.3f,\"dir\":", (double)K.wall / 1e9);
     kt_bquote(o, K.dir);
-    if (!attached) { kt_bputs(o, ",\"store\":null,\"stats\":null}\n", 28); return; }
+    if (!attached) { kt_bstr(o, ",\"store\":null,\"stats\":null}\n"); return; }
     if (K.have_cf)
         kt_bprintf(o, ",\"store_bytes\":%llu,\"store_limit_bytes\":%llu,\"store_entries\":%llu", (unsigned long long)K.cf_bytes,
                    (unsigned long long)K.cf_limit, (unsigned long long)K.cf_entries);
     kt_bprintf(o, ",\"stats\":%s", K.sf ? "true" : "false");
     if (!K.sf) {
-        kt_bputs(o, ",\"stats_note\":", 14);
+        kt_bstr(o, ",\"stats_note\":");
         kt_bquote(o, K.stats_note[0] ? K.stats_note : "none");
     } else {
         kt_bprintf(o, ",\"stats_created\":%.3f,\"consistent\":%s", (double)K.stats_created / 1e9, K.consistent ? "true" : "false");
     }
     kt_bprintf(o, ",\"processes\":%d,\"slots_claimed\":%d,\"hits\":{", K.nlive, K.nclaimed);
     for (i = 0; i < KT_TIERS; i++) kt_bprintf(o, "%s\"%s\":%llu", i ? "," : "", kt_tier_name[i], (unsigned long long)K.tot[kt_tier_ctr[i]]);
-    kt_bputs(o, "},\"misses\":{", 12);
+    kt_bstr(o, "},\"misses\":{");
     for (c = 1; c < KCACHE_REASON_COUNT; c++)
         kt_bprintf(o, "%s\"%s\":%llu", c > 1 ? "," : "", kt_reason_word((int)c), (unsigned long long)K.tot[KCACHE_CTR_MISSES_BY_REASON + c]);
-    kt_bputs(o, "}", 1);
+    kt_bstr(o, "}");
     for (i = 0; i < sizeof kt_plain / sizeof kt_plain[0]; i++)
         kt_bprintf(o, ",\"%s\":%llu", kt_plain[i].name, (unsigned long long)K.tot[kt_plain[i].ctr]);
     kt_bprintf(o, ",\"remote_call_seconds\":%.6f,\"remote_breakers_open\":%llu,\"shards\":[",
                (double)K.tot[KCACHE_CTR_REMOTE_LATENCY_NS] / 1e9, (unsigned long long)kt_breakers_open());
     for (i = 0; i < kcache_stats_file_rows(KCACHE_STATS_SHARDS); i++) {
         if (!kt_row_get(i, &r)) continue;
-        kt_bputs(o, first ? "{\"shard\":" : ",{\"shard\":", first ? 9 : 10);
+        kt_bstr(o, first ? "{\"shard\":" : ",{\"shard\":");
         first = 0;
         kt_bquote(o, r.url);
         kt_bprintf(o, ",\"node\":\"\",\"remote_calls\":{\"ok\":%llu,\"error\":%llu,\"timeout\":%llu,\"skipped\":%llu}", (unsigned long long)r.calls_ok,
@@ -1276,7 +1277,7 @@ static void kt_json(kt_buf *o, int attached) {
                    (unsigned long long)r.hits, (unsigned long long)r.misses, r.open, r.open_since);
     }
     /* per-node rows come with a backend that publishes them (Redis Cluster): same fields, node set */
-    kt_bputs(o, "],\"nodes\":[],\"slots\":[", 22);
+    kt_bstr(o, "],\"nodes\":[],\"slots\":[");
     for (i = 0, first = 1; i < KT_NSLOT; i++) {
         const kcache_stats_slot *v = &K.slot[i];
         if (!v->owner) continue;
@@ -1288,7 +1289,7 @@ static void kt_json(kt_buf *o, int attached) {
                    (unsigned long long)v->counters[KCACHE_CTR_HITS_STORE], (unsigned long long)v->counters[KCACHE_CTR_MISSES],
                    (unsigned long long)v->counters[KCACHE_CTR_PUTS], (unsigned long long)v->counters[KCACHE_CTR_BUILDS]);
     }
-    kt_bputs(o, "]}\n", 3);
+    kt_bstr(o, "]}\n");
 }
 
 /* Prometheus's text exposition format (version 0.0.4): each family's HELP and TYPE, then its
@@ -1299,7 +1300,7 @@ static void kt_prom_family(kt_buf *o, const char *name, const char *type, const 
 static void kt_prom_shard_labels(kt_buf *o, const char *name, const kt_row *r) {
     kt_bprintf(o, "%s{shard=", name);
     kt_bquote(o, r->url);
-    kt_bputs(o, ",node=\"\"", 9);
+    kt_bstr(o, ",node=\"\"");
 }
 static void kt_prometheus(kt_buf *o, int attached) {
     unsigned i, c, nrows = kcache_stats_file_rows(KCACHE_STATS_SHARDS);
