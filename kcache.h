@@ -510,6 +510,16 @@ typedef struct kcache_config {
     void *alloc_user;         /* passed to both */
     uint32_t env_bad;         /* kcache_config_init: the variables whose value was bad (for kcache_open
                                  to say through the log, which is set only after kcache_config_init) */
+    /* (added in 0.5, at the end so that older initialisers keep their meaning) */
+    const char *stats_dir;    /* KCACHE_STATS_DIR: where a kcache without a store of its own (memory
+                                 only, KCACHE_PERSISTENT=0, no resolvable or a refused directory, a
+                                 read-only store) publishes its stats file for kcache-top, so that
+                                 `kcache-top -b --prometheus DIR` sees it. Checked as a store's
+                                 directory is (its owner's alone, no symlink another user controls;
+                                 created 0700 when missing; it may hold only kcache's files); a
+                                 refused one is said in the debug log and nothing is published.
+                                 NULL: such a kcache publishes nothing. Ignored with a store (its
+                                 DIR/stats is used) and with KCACHE_NO_PUB */
 } kcache_config;
 
 /* Fills cfg with the defaults, then applies the environment variables (KCACHE_*). A bad value keeps
@@ -871,6 +881,11 @@ typedef struct kcache_stats {
     uint64_t remote_rejects;    /* remote entries that failed validation (deleted there; in rejects) */
     uint64_t remote_breaker_opens; /* times a shard's breaker opened                                */
     uint64_t remote_open;       /* shards whose breaker is open now                                 */
+    /* (0.5) */
+    uint64_t builds_claimed_elsewhere; /* builds here of a key whose cluster build claim another
+                                   process or machine held when this one asked (it waited, then the
+                                   claim was abandoned, expired or not answered): duplicate builds,
+                                   a rebuild storm's measure (kcache_get_or_build; in builds too) */
 } kcache_stats;
 
 /* A consistent snapshot of this kcache's counters (this process only). */
@@ -1097,6 +1112,7 @@ typedef enum kcache_counter {
     KCACHE_CTR_REMOTE_ERRORS, KCACHE_CTR_REMOTE_TIMEOUTS, KCACHE_CTR_REMOTE_SKIPPED, KCACHE_CTR_REMOTE_CALLS,
     KCACHE_CTR_REMOTE_LATENCY_NS, KCACHE_CTR_REMOTE_REJECTS,
     KCACHE_CTR_BREAKER_OPENS, KCACHE_CTR_BREAKER_CLOSES, /* a process's breakers open now: opens - closes */
+    KCACHE_CTR_BUILDS_CLAIMED_ELSEWHERE, /* (0.5) kcache_stats.builds_claimed_elsewhere */
     KCACHE_CTR_COUNT = 48
 } kcache_counter;
 /* Event kinds. Memory hits are sampled (the first of an entry, then at most one a second). */
@@ -1154,7 +1170,10 @@ typedef struct kcache_stats_event {
     char unit[KCACHE_STATS_EVENT_NAME + 1];
 } kcache_stats_event;
 /* Tables a part publishes per row: the remote tier's shards today (values: hits, misses, errors,
-   timeouts, skipped calls), per-node tables of a backend later, each a new kcache_stats_table. */
+   timeouts, skipped calls; from 0.5 also [5] calls made and [6] since when a breaker of the shard
+   is open, ns since 1970, 0: closed (set by the failure that opened it, cleared by the next call
+   that succeeds); nvalues says how many), per-node tables of a backend later, each a new
+   kcache_stats_table. Counted by every process using the store, since the file was made. */
 typedef enum kcache_stats_table { KCACHE_STATS_SHARDS } kcache_stats_table;
 typedef struct kcache_stats_row {
     uint64_t id;             /* 0: a free row */
@@ -8686,6 +8705,7 @@ struct kcache__shard {
                                   cluster, the same server spelled twice): not in the ring */
     uint64_t n[5];             /* KCACHE__SH_HITS...: kcache_get_remote_shards (remote->mutex) */
     uint64_t *pub;             /* its entry in the stats file's shard table (>>pub), NULL: none */
+    uint64_t *pub_more;        /* the rest of that entry: calls made, breaker open since */
     const kcache_remote_ops *ops;
     void *user;
     void (*close)(void *user); /* frees the built-in backend's state; NULL for the user's */
@@ -8920,6 +8940,7 @@ static kcache__shard *kcache__remote_shard(kcache__remote *r, kcache_hash128 d) 
 /* A shard's counters (kcache_get_remote_shards), in the order of the stats file's shard entries. */
 enum { KCACHE__SH_HITS, KCACHE__SH_MISSES, KCACHE__SH_ERRORS, KCACHE__SH_TIMEOUTS, KCACHE__SH_SKIPPED };
 static void kcache__pub_fetch_add(uint64_t *w, uint64_t n);
+static void kcache__pub_shard_call(uint64_t *more, int failed);
 /* Counts one for shard s (with r->mutex held): here, and for kcache-top in the stats file. */
 static void kcache__shard_count(kcache__shard *s, int what) {
     s->n[what]++;
@@ -8978,6 +8999,7 @@ static void kcache__remote_done(kcache__remote *r, kcache__shard *s, kcache_stat
         kcache__shard_count(s, KCACHE__SH_ERRORS);
         if (st == KCACHE_ETIMEOUT) kcache__shard_count(s, KCACHE__SH_TIMEOUTS);
     }
+    kcache__pub_shard_call(s->pub_more, failed);
     if (failed) {
         backoff = s->backoff_ms;
         s->open_until = now + (int64_t)backoff * 1000000;
@@ -9054,11 +9076,11 @@ static void kcache__remote_reopen_config(const kcache__remote *r, kcache_config 
 
 /* Ties a remote just opened to its kcache: the allocator for the payloads it hands over, and each
    shard's entry in the stats file's shard table (kcache-top), where pub publishes. */
-static uint64_t *kcache__pub_shard(const struct kcache__pub *p, const char *url);
+static uint64_t *kcache__pub_shard(const struct kcache__pub *p, const char *url, uint64_t **more);
 static void kcache__remote_attach(kcache__remote *r, const kcache__mem *mem, const struct kcache__pub *pub) {
     unsigned i;
     r->mem = mem;
-    for (i = 0; i < r->n; i++) r->shard[i].pub = kcache__pub_shard(pub, r->shard[i].url);
+    for (i = 0; i < r->n; i++) r->shard[i].pub = kcache__pub_shard(pub, r->shard[i].url, &r->shard[i].pub_more);
 }
 
 /* kcache_get_remote_shards: the first cap shards' counters and breakers into out (NULL: none);
@@ -9629,6 +9651,10 @@ static void kcache__remote_open(kcache__remote **out, const kcache_config *cfg, 
            0 = free, taken by compare-and-swap), u64 hits, misses, errors, timeouts, skipped
            calls (fetch-add), then the URL (80 bytes, cut, NUL padded; written after the id is
            taken). A file made before these existed has zeros here: no shards.
+     3584  24 x 16 bytes, more of shard entry i (0.5): u64 calls made (let through by the breaker;
+           fetch-add), i64 breaker open since (ns since 1970: the failure that opened a breaker,
+           set by compare-and-swap from 0; back to 0 after a call that succeeds: metrics' gauge).
+           A file made before has zeros here, as do writers older than 0.5.
    slot i at 4096 + i * 16896
         0  u64 owner: pid << 32 | the low 31 bits of the process's start time; 0 = free; bit 31
            set while the claimer sets the slot up. Claimed by compare-and-swap; a slot whose pid
@@ -9681,6 +9707,8 @@ static void kcache__remote_open(kcache__remote **out, const kcache_config *cfg, 
 #define KCACHE__PUB_SHARDS 24
 #define KCACHE__PUB_SHARD_BYTES 128
 #define KCACHE__PUB_SHARD_URL 80
+#define KCACHE__PUB_SHARDS_MORE_AT (KCACHE__PUB_SHARDS_AT + KCACHE__PUB_SHARDS * KCACHE__PUB_SHARD_BYTES) /* 3584 */
+#define KCACHE__PUB_SHARD_MORE_BYTES 16
 #define KCACHE__PUB_UNITS_AT 512
 #define KCACHE__PUB_EVENTS_AT (KCACHE__PUB_UNITS_AT + KCACHE__PUB_UNITS * KCACHE__PUB_UNIT_BYTES)
 #define KCACHE__PUB_SLOT_BYTES (KCACHE__PUB_EVENTS_AT + KCACHE__PUB_EVENTS * KCACHE__PUB_EVENT_BYTES)
@@ -9698,7 +9726,8 @@ enum {
        breakers open now = its opens - closes (a closing kcache closes its open ones) */
     KCACHE__PUB_HITS_REMOTE = 32, KCACHE__PUB_HITS_LAYER, KCACHE__PUB_REMOTE_LOOKUPS, KCACHE__PUB_REMOTE_PUTS,
     KCACHE__PUB_REMOTE_ERRORS, KCACHE__PUB_REMOTE_TIMEOUTS, KCACHE__PUB_REMOTE_SKIPPED, KCACHE__PUB_REMOTE_CALLS,
-    KCACHE__PUB_REMOTE_LATENCY_NS, KCACHE__PUB_REMOTE_REJECTS, KCACHE__PUB_REMOTE_OPENS, KCACHE__PUB_REMOTE_CLOSES
+    KCACHE__PUB_REMOTE_LATENCY_NS, KCACHE__PUB_REMOTE_REJECTS, KCACHE__PUB_REMOTE_OPENS, KCACHE__PUB_REMOTE_CLOSES,
+    KCACHE__PUB_BUILDS_CLAIMED /* (0.5) builds of a key another process or machine had claimed */
 };
 /* Event kinds. Memory hits are sampled: one event when a hit records the entry's use in the store
    (the first hit of an entry in memory, then at most one a second per entry). */
@@ -10131,6 +10160,39 @@ static KCACHE__UNUSED void kcache__pub_open(kcache__pub *p, kcache__store *st, c
     }
 }
 
+/* KCACHE_STATS_DIR: a kcache without a store of its own publishes in dir. The directory is opened
+   as a store's is (kcache__resolve_store_dir: every component checked, no symlink another user
+   controls, created 0700; kcache__store_proven: nothing in it but kcache's files; its tmp/ checked
+   as a level), but nothing of a store is made in it: no lock, config.file, e/ or i/, only stats
+   and its temp file. *st: the directory's handle (closed at kcache_close), NULL when refused, with
+   a debug line saying why; the process runs on either way. */
+static KCACHE__UNUSED void kcache__pub_open_dir(kcache__pub *p, kcache__store **st, const char *dir, const kcache_config *cfg) {
+    kcache__store *d;
+    kcache__finfo top;
+    char why[400];
+    *st = NULL;
+    memset(p, 0, sizeof *p);
+    p->debug = cfg->debug;
+    p->log = cfg->log;
+    p->log_user = cfg->log_user;
+    if (!cfg->publish) { kcache__pub_say(p, "stats: not published (KCACHE_STATS=0)"); return; }
+    if (!(d = kcache__store_new(dir, cfg))) return;
+    why[0] = 0;
+    d->dirfd = kcache__resolve_store_dir(d, dir, 1, &top, why, sizeof why);
+    if (d->dirfd >= 0 && d->readonly) kcache__say(why, sizeof why, "%s is root's: not writable here", dir);
+    if (d->dirfd >= 0 && !d->readonly && kcache__store_proven(d, why, sizeof why))
+        d->tmpfd = kcache__level_open(d, d->dirfd, dir, "tmp", 1, why, sizeof why);
+    if (d->tmpfd < 0) {
+        kcache__pub_say(p, "stats: KCACHE_STATS_DIR refused: %s; not published", why[0] ? why : strerror(errno));
+        kcache__store_close(d);
+        return;
+    }
+    kcache__pub_open(p, d, cfg);
+    if (!p->map) { kcache__store_close(d); return; }
+    kcache__pub_say(p, "stats: published in %s/stats (KCACHE_STATS_DIR)", dir);
+    *st = d;
+}
+
 /* Gives the slot back: its counters go to the retired ones, its events stay for the record. */
 static KCACHE__UNUSED void kcache__pub_close(kcache__pub *p) {
     if (p->map && p->slot && p->pid == kcache__pid() &&
@@ -10174,22 +10236,40 @@ static KCACHE__UNUSED void kcache__pub_add(kcache__pub *p, int counter, uint64_t
 static KCACHE__UNUSED uint64_t *kcache__pub_shard_at(const unsigned char *map, unsigned i) {
     return (uint64_t *)(uintptr_t)(map + KCACHE__PUB_SHARDS_AT + (size_t)i * KCACHE__PUB_SHARD_BYTES);
 }
+/* The rest of shard entry i: calls made, breaker open since. */
+static KCACHE__UNUSED uint64_t *kcache__pub_shard_more_at(const unsigned char *map, unsigned i) {
+    return (uint64_t *)(uintptr_t)(map + KCACHE__PUB_SHARDS_MORE_AT + (size_t)i * KCACHE__PUB_SHARD_MORE_BYTES);
+}
 /* The shard table's entry for url (found, or taken now), or NULL (not publishing, or the table is
-   full: that shard goes uncounted there). */
-static KCACHE__UNUSED uint64_t *kcache__pub_shard(const kcache__pub *p, const char *url) {
+   full: that shard goes uncounted there); *more: the rest of that entry (or NULL). */
+static KCACHE__UNUSED uint64_t *kcache__pub_shard(const kcache__pub *p, const char *url, uint64_t **more) {
     uint64_t id = kcache_hash(url, strlen(url)).lo | 1;
     unsigned i;
+    *more = NULL;
     if (!p->map) return NULL;
     for (i = 0; i < KCACHE__PUB_SHARDS; i++) {
         uint64_t *e = kcache__pub_shard_at(p->map, i);
-        if (kcache__pub_ld(e) == id) return e;
-        if (kcache__pub_ld(e) == 0 && kcache__pub_cas(e, 0, id)) {
+        int mine = kcache__pub_ld(e) == id;
+        if (!mine && kcache__pub_ld(e) == 0 && kcache__pub_cas(e, 0, id)) {
             kcache__pub_put_name(e + 6, KCACHE__PUB_SHARD_URL, url, strlen(url));
+            mine = 1;
+        }
+        if (mine || kcache__pub_ld(e) == id) { /* (or another process took it for the same URL just now) */
+            *more = kcache__pub_shard_more_at(p->map, i);
             return e;
         }
-        if (kcache__pub_ld(e) == id) return e; /* another process took it for the same URL just now */
     }
     return NULL;
+}
+/* After a call to a shard (more: its kcache__pub_shard's): counted, and its breaker's time. */
+static KCACHE__UNUSED void kcache__pub_shard_call(uint64_t *more, int failed) {
+    if (!more) return;
+    kcache__pub_fetch_add(more, 1);
+    if (failed) {
+        if (!kcache__pub_ld(more + 1)) kcache__pub_cas(more + 1, 0, (uint64_t)kcache__now_ns());
+    } else if (kcache__pub_ld(more + 1)) {
+        kcache__pub_st(more + 1, 0); /* a call got through: the shard answers again */
+    }
 }
 
 /* The unit's entry in this slot's table, or NULL (probing hash & 63 and the 3 after). */
@@ -10328,6 +10408,11 @@ static void kcache__pub_open(kcache__pub *p, kcache__store *st, const kcache_con
     }
 }
 static void kcache__pub_close(kcache__pub *p) { (void)p; }
+static void kcache__pub_open_dir(kcache__pub *p, kcache__store **st, const char *dir, const kcache_config *cfg) {
+    *st = NULL;
+    (void)dir;
+    kcache__pub_open(p, NULL, cfg);
+}
 static void kcache__pub_add(kcache__pub *p, int counter, uint64_t n) { (void)p; (void)counter; (void)n; }
 static void kcache__pub_event(kcache__pub *p, int kind, const char *unit, uint64_t unit_hash, uint64_t size, int reason,
                               uint64_t count, int64_t now) {
@@ -10338,7 +10423,12 @@ static void kcache__pub_hit_disk(kcache__pub *p, const char *unit, uint64_t unit
     (void)p; (void)unit; (void)unit_hash; (void)size; (void)now;
 }
 static void kcache__pub_miss(kcache__pub *p, const char *unit, kcache_reason r) { (void)p; (void)unit; (void)r; }
-static KCACHE__UNUSED uint64_t *kcache__pub_shard(const kcache__pub *p, const char *url) { (void)p; (void)url; return NULL; }
+static KCACHE__UNUSED uint64_t *kcache__pub_shard(const kcache__pub *p, const char *url, uint64_t **more) {
+    (void)p; (void)url;
+    *more = NULL;
+    return NULL;
+}
+static KCACHE__UNUSED void kcache__pub_shard_call(uint64_t *more, int failed) { (void)more; (void)failed; }
 static KCACHE__UNUSED void kcache__pub_fetch_add(uint64_t *w, uint64_t n) { (void)w; (void)n; } /* (no shard has a counter to add to) */
 static void kcache__pub_put(kcache__pub *p, const char *unit, uint64_t size, kcache_status s) { (void)p; (void)unit; (void)size; (void)s; }
 static void kcache__pub_evict(kcache__pub *p, uint64_t entries, uint64_t bytes, const char *units) {
@@ -10375,6 +10465,7 @@ struct kcache {
     char *dir;                   /* the store's directory (owned), NULL when memory only */
     kcache__store *store;
     kcache__pub pub;             /* this kcache's slot in DIR/stats (kcache-top); zeroed: not publishing */
+    kcache__store *stats_dir;    /* KCACHE_STATS_DIR's directory, when pub publishes there (no store) */
     char store_why[512];         /* why there is no store (store_refused), or why it is read-only */
     int store_refused;           /* a store was asked for and could not be used */
     kcache__lru lru;
@@ -10759,6 +10850,7 @@ KCACHE_API void kcache_config_init(kcache_config *cfg) {
     if ((v = getenv("KCACHE_DIR")) != NULL && *v) cfg->dir = v;
     if ((v = getenv("KCACHE_SHARED_GROUP")) != NULL && *v) cfg->shared_group = v;
     if ((v = getenv("KCACHE_LAYERS")) != NULL && *v) cfg->layers = v;
+    if ((v = getenv("KCACHE_STATS_DIR")) != NULL && *v) cfg->stats_dir = v;
     if ((v = getenv("KCACHE_REMOTE")) != NULL && *v) cfg->remote = v;
     if ((v = getenv("KCACHE_REMOTE_SECRET")) != NULL) cfg->remote_secret = v; /* empty: refused at open, not unsigned */
     if ((v = getenv("KCACHE_REMOTE_CA")) != NULL && *v) cfg->remote_ca = v;
@@ -10978,6 +11070,10 @@ KCACHE_API kcache_status kcache_open(kcache **out, const kcache_config *cfg) {
     }
     if (!kc->store || kc->store->readonly) KCACHE__DEBUG(kc, "%s", kc->store_why);
     else KCACHE__DEBUG(kc, "store %s (limit %llu bytes)%s%s", kc->dir, (unsigned long long)kc->cfg.max_size, why[0] ? "; " : "", why);
+    /* no store of its own to publish in: KCACHE_STATS_DIR (memory-only processes show in kcache-top) */
+    if ((!kc->store || kc->store->readonly) && cfg->stats_dir && cfg->stats_dir[0])
+        kcache__pub_open_dir(&kc->pub, &kc->stats_dir, cfg->stats_dir, &kc->cfg);
+    kc->cfg.stats_dir = kc->stats_dir ? kc->stats_dir->dir : NULL; /* (cfg's may point into the environment) */
     kcache__say_relative(kc, cfg->dir, kc->cfg.layers);
     if (kc->cfg.enable) kcache__lower_open(kc);
     kcache__mem_free(&kc->mem, t);
@@ -11241,6 +11337,7 @@ KCACHE_API void kcache_close(kcache *kc) {
     kcache__remote_close(kc->remote);
     while (kc->nlayers > 0) kcache__store_close(kc->layers[--kc->nlayers]);
     kcache__pub_close(&kc->pub);
+    kcache__store_close(kc->stats_dir);
     kcache__store_close(kc->store);
     {
         kcache__mem al = kc->mem;
@@ -12924,6 +13021,12 @@ static kcache_status kcache__cluster_claim(kcache *kc, const kcache_key *k, kcac
         if (st == KCACHE_ENOENT && ++rounds == 4) break;
     }
     kcache__remote_stats(kc, &ev);
+    if (waited && s != KCACHE_OK) { /* another held the claim, yet this process builds: a duplicate build */
+        kcache__mutex_lock(&kc->lock);
+        kc->stats.builds_claimed_elsewhere++;
+        kcache__pub_add(&kc->pub, KCACHE__PUB_BUILDS_CLAIMED, 1);
+        kcache__mutex_unlock(&kc->lock);
+    }
     return s;
 }
 
@@ -13991,7 +14094,7 @@ KCACHE_API unsigned kcache_stats_file_rows(kcache_stats_table table) {
 #if !defined(KCACHE_NO_PUB) && !defined(_WIN32)
 #if defined(__cplusplus) && __cplusplus >= 201103L
 static_assert((int)KCACHE_CTR_COUNT == (int)KCACHE__PUB_COUNTERS && (int)KCACHE_CTR_HITS_REMOTE == (int)KCACHE__PUB_HITS_REMOTE &&
-                  (int)KCACHE_CTR_BREAKER_CLOSES == (int)KCACHE__PUB_REMOTE_CLOSES && (int)KCACHE_CTR_STORE_ERRORS == (int)KCACHE__PUB_STORE_ERRORS &&
+                  (int)KCACHE_CTR_BREAKER_CLOSES == (int)KCACHE__PUB_REMOTE_CLOSES && (int)KCACHE_CTR_BUILDS_CLAIMED_ELSEWHERE == (int)KCACHE__PUB_BUILDS_CLAIMED && (int)KCACHE_CTR_STORE_ERRORS == (int)KCACHE__PUB_STORE_ERRORS &&
                   (int)KCACHE_CTR_MISSES_BY_REASON == (int)KCACHE__PUB_MISS_REASON && (int)KCACHE_EVENT_HIT_LAYER == (int)KCACHE__PUB_EV_HIT_LAYER &&
                   (int)KCACHE_STATS_SLOTS == (int)KCACHE__PUB_SLOTS && (int)KCACHE_STATS_UNITS == (int)KCACHE__PUB_UNITS &&
                   (int)KCACHE_STATS_EVENTS == (int)KCACHE__PUB_EVENTS && (int)KCACHE_STATS_UNIT_NAME == (int)KCACHE__PUB_UNIT_NAME &&
@@ -13999,7 +14102,7 @@ static_assert((int)KCACHE_CTR_COUNT == (int)KCACHE__PUB_COUNTERS && (int)KCACHE_
               "kcache: the public stats names are the file's");
 #else
 typedef char kcache__stats_names_public[((int)KCACHE_CTR_COUNT == (int)KCACHE__PUB_COUNTERS && (int)KCACHE_CTR_HITS_REMOTE == (int)KCACHE__PUB_HITS_REMOTE &&
-                                         (int)KCACHE_CTR_BREAKER_CLOSES == (int)KCACHE__PUB_REMOTE_CLOSES &&
+                                         (int)KCACHE_CTR_BREAKER_CLOSES == (int)KCACHE__PUB_REMOTE_CLOSES && (int)KCACHE_CTR_BUILDS_CLAIMED_ELSEWHERE == (int)KCACHE__PUB_BUILDS_CLAIMED &&
                                          (int)KCACHE_CTR_STORE_ERRORS == (int)KCACHE__PUB_STORE_ERRORS &&
                                          (int)KCACHE_CTR_MISSES_BY_REASON == (int)KCACHE__PUB_MISS_REASON &&
                                          (int)KCACHE_EVENT_HIT_LAYER == (int)KCACHE__PUB_EV_HIT_LAYER && (int)KCACHE_STATS_SLOTS == (int)KCACHE__PUB_SLOTS &&
@@ -14214,9 +14317,12 @@ KCACHE_API kcache_status kcache_stats_file_row(const kcache_stats_file *sf, kcac
     if (!sf || !out || table != KCACHE_STATS_SHARDS || i >= KCACHE__PUB_SHARDS) return KCACHE_EINVAL;
     e = kcache__pub_shard_at(sf->map, i);
     if ((out->id = kcache__pub_ld_acq(e)) == 0) return KCACHE_OK;
-    out->nvalues = 5; /* hits, misses, errors, timeouts, skipped calls */
-    for (c = 0; c < out->nvalues; c++) out->value[c] = kcache__pub_ld(e + 1 + c);
+    out->nvalues = 7; /* hits, misses, errors, timeouts, skipped calls; calls made, breaker open since */
+    for (c = 0; c < 5; c++) out->value[c] = kcache__pub_ld(e + 1 + c);
     kcache__pub_get_name(e + 6, KCACHE__PUB_SHARD_URL, out->name, sizeof out->name);
+    e = kcache__pub_shard_more_at(sf->map, i);
+    out->value[5] = kcache__pub_ld(e);
+    out->value[6] = kcache__pub_ld(e + 1);
     return KCACHE_OK;
 }
 
