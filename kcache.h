@@ -11474,6 +11474,51 @@ static void kcache__sb_closest(kcache__sb *b, const kcache__ix *ix, const kcache
     kcache__mem_free(b->mem, cand);
 }
 
+/* Whether k, absent, is a new overload of its unit rather than a changed one: the unit has stored
+   overloads that differ among themselves in exactly the fields in which k differs from the closest
+   of them (numba's signatures, a kernel's specialisations by id: a new value there was never
+   stored). One overload alone, a field the stored ones share (a source, a compiler version), a
+   field k lacks or adds: a field differs. Only asked on a miss (it parses the unit's records). */
+static int kcache__new_overload(const kcache__mem *mem, const kcache__ix *ix, const kcache_key *k) {
+    kcache_key *best = kcache__key_alloc(mem), *cand = kcache__key_alloc(mem);
+    unsigned char *varies = k->count ? (unsigned char *)kcache__mem_alloc(mem, k->count) : NULL;
+    const kcache_key_field *f = kcache__key_fields(k), *g, *h;
+    int best_eq = -1, verdict = 0, found;
+    uint32_t i, j, at, n = ix->n[KCACHE__IX_LIVE];
+    for (i = 0; best && cand && varies && n >= 2 && i < n; i++) {
+        int eq = kcache__equal_fields(ix->items[KCACHE__IX_LIVE][i].rec, ix->items[KCACHE__IX_LIVE][i].rec_len, k, cand);
+        if (eq >= 0) kcache__keep_closest(best, &best_eq, cand, eq);
+    }
+    if (best_eq >= 0 && best->count == k->count) {
+        verdict = 1;
+        memset(varies, 0, k->count);
+        g = kcache__key_fields(best);
+        for (j = 0; verdict && j < k->count; j++) verdict = (kcache__key_find(best, f[j].name, &found), found);
+        for (i = 0; verdict && i < n; i++) { /* which of best's fields differ among the stored ones */
+            if (kcache__equal_fields(ix->items[KCACHE__IX_LIVE][i].rec, ix->items[KCACHE__IX_LIVE][i].rec_len, k, cand) < 0) continue;
+            h = kcache__key_fields(cand);
+            for (j = 0; j < k->count; j++) {
+                int there;
+                uint32_t at2 = kcache__key_find(cand, f[j].name, &there);
+                at = kcache__key_find(best, f[j].name, &found);
+                if (!there || !kcache__same(h[at2].digest, g[at].digest) || h[at2].type != g[at].type) varies[j] = 1;
+            }
+            kcache_key_free(cand);
+        }
+        for (j = 0; verdict && j < k->count; j++) {
+            int differs;
+            at = kcache__key_find(best, f[j].name, &found);
+            differs = g[at].type != f[j].type || !kcache__same(g[at].digest, f[j].digest);
+            verdict = differs == (varies[j] != 0);
+        }
+    }
+    if (best_eq >= 0) kcache_key_free(best);
+    kcache__mem_free(mem, best); /* (cand was freed or moved into best) */
+    kcache__mem_free(mem, cand);
+    kcache__mem_free(mem, varies);
+    return verdict;
+}
+
 /* Why a key whose entry is not in the store misses, from its unit's index (no lock); with b, says
    so in words. */
 static kcache_reason kcache__ix_classify(kcache *kc, const kcache_key *k, int64_t *when, kcache__sb *b) {
@@ -11495,7 +11540,7 @@ static kcache_reason kcache__ix_classify(kcache *kc, const kcache_key *k, int64_
         reason = KCACHE_REASON_EVICTED; /* listed, but its entry is gone: only eviction does that */
         if (!*when) kcache__store_evicted_when(st, k->digest, when);
     } else if (r == KCACHE_OK && ix.n[KCACHE__IX_LIVE] > 0) {
-        reason = KCACHE_REASON_FIELD;
+        reason = kcache__new_overload(&kc->mem, &ix, k) ? KCACHE_REASON_COLD : KCACHE_REASON_FIELD;
     }
     if (b) {
         kcache__sb_add(b, "miss: %s", kcache__reason_text[reason]);
@@ -11534,9 +11579,13 @@ static kcache_reason kcache__ix_classify(kcache *kc, const kcache_key *k, int64_
         default:
             b->len = 0; /* cold reads "miss: cold: unit ... never stored", as in memory-only mode */
             if (b->cap) b->p[0] = 0;
-            kcache__sb_add(b, "miss: cold: unit \"%s\" %s in %s", k->unit,
-                           r == KCACHE_ECORRUPT ? "has a damaged index (the next put rebuilds it): nothing known" : "never stored",
-                           kc->dir);
+            if (r == KCACHE_OK && ix.n[KCACHE__IX_LIVE] > 0)
+                kcache__sb_add(b, "miss: cold: never stored: a new overload of unit \"%s\" in %s (its %u stored overload(s) differ among themselves where they differ from it)",
+                               k->unit, kc->dir, ix.n[KCACHE__IX_LIVE]);
+            else
+                kcache__sb_add(b, "miss: cold: unit \"%s\" %s in %s", k->unit,
+                               r == KCACHE_ECORRUPT ? "has a damaged index (the next put rebuilds it): nothing known" : "never stored",
+                               kc->dir);
             if (r == KCACHE_OK && ix.n[KCACHE__IX_GONE]) kcache__sb_add(b, " (%u overload(s) left it)", ix.n[KCACHE__IX_GONE]);
 #ifdef KCACHE_NO_EXPLAIN
             kcache__sb_add(b, " (as far as kcache can tell: per-unit indexes are compiled out, KCACHE_NO_EXPLAIN)");
@@ -12299,9 +12348,29 @@ static kcache_status kcache__get_once(kcache *kc, const kcache_key *k, const voi
         kcache__lower_get(kc, k, gen, data, size, &reason, count_miss, ask, from) == KCACHE_OK)
         return KCACHE_OK;
     if (!count_miss) return KCACHE_MISS;
-    if (reason == KCACHE__REASON_UNSET) reason = kcache__absent_reason(kc, k, &when);
-    if (reason == KCACHE_REASON_COLD && KCACHE__NLAYERS(kc) && kcache__layers_closest(kc, k, NULL)) reason = KCACHE_REASON_FIELD;
-    kcache__count_miss(kc, k, reason);
+    if (reason == KCACHE__REASON_UNSET && kc->cfg.debug && kc->store) {
+        /* the debug line says what kcache_explain says: which field differs, and from what */
+        char why[1024];
+        kcache__sb b;
+        b.p = why;
+        b.cap = sizeof why;
+        b.len = 0;
+        b.mem = &kc->mem;
+        why[0] = 0;
+        reason = kcache__ix_classify(kc, k, &when, &b);
+        if (reason == KCACHE_REASON_COLD && KCACHE__NLAYERS(kc) && kcache__layers_closest(kc, k, NULL)) reason = KCACHE_REASON_FIELD;
+        kcache__count_miss_quiet(kc, k, reason);
+        if (reason == KCACHE_REASON_FIELD && strncmp(why, "miss: ", 6) == 0) /* "a field differs: closest of ...: name: ..." */
+            kcache__log(&kc->cfg, "miss %s: %s", k->unit, why + 6);
+        else if (reason == KCACHE_REASON_COLD && strstr(why, "a new overload"))
+            kcache__log(&kc->cfg, "miss %s: %s: a new overload of its unit", k->unit, kcache__reason_text[reason]);
+        else
+            kcache__log(&kc->cfg, "miss %s: %s", k->unit, kcache__reason_text[reason]);
+    } else {
+        if (reason == KCACHE__REASON_UNSET) reason = kcache__absent_reason(kc, k, &when);
+        if (reason == KCACHE_REASON_COLD && KCACHE__NLAYERS(kc) && kcache__layers_closest(kc, k, NULL)) reason = KCACHE_REASON_FIELD;
+        kcache__count_miss(kc, k, reason);
+    }
     if (kc->cfg.trace && kc->store) { /* the record keeps every content digest */
         kcache_key *copy = NULL;
         const kcache_key *rk = kcache__key_resolve(kc, k, kc->cfg.stamp, &copy);
