@@ -26,6 +26,12 @@
  *                            rounds of one new key: 1 build per round (the handles share the lock
  *                            file through the process's registry; with process-associated locks,
  *                            KCACHE_TEST_NO_OFD, nothing else would make them exclude each other)
+ *   flight_two_steps         kcache_get_or_claim: 4 processes, then 4 threads, on one key: 1
+ *                            claim, 3 payloads BUILT_ELSEWHERE; drop_claim, a SIGKILLed holder and
+ *                            kcache_close with a ticket open each hand the claim to a waiter at
+ *                            once (a 20 s watchdog, KCACHE_BUILD_WAIT 60 s); two processes holding
+ *                            mutually dependent claims both go on; caching off: CLAIMED, a put
+ *                            that says KCACHE_EDISABLED
  *
  * The checks are behaviour checks (build counts, payloads, who finished before whom, CPU used
  * against wall time), with generous bounds; none asserts a speed. Measurements are printed on
