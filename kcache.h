@@ -233,7 +233,8 @@ extern "C" {
     X(EBUILD, "the build function failed")                                                      \
     X(ENOSPC, "no space left in the store's filesystem")                                        \
     X(EROFS, "the store is read-only or not writable")                                          \
-    X(ETIMEOUT, "the remote tier did not answer in time")
+    X(ETIMEOUT, "the remote tier did not answer in time")                                     \
+    X(CLAIMED, "not in the cache: this caller holds the build claim (build, then kcache_put_claimed or kcache_drop_claim)")
 
 typedef enum kcache_status {
 #define KCACHE__STATUS_ENUM(name, text) KCACHE_##name,
@@ -704,6 +705,15 @@ KCACHE_API kcache_status kcache_get_or_build(kcache *kc, const kcache_key *k, kc
    KCACHE_OK holds a payload to release with kcache_release, whatever the return. One failed build
    fails its own job only. The builds may run on several threads at once (threads > 1): a build
    that forks returns in the child only when threads is 0 or 1. */
+typedef enum kcache_origin {     /* where a payload came from (kcache_job.origin, kcache_get_or_claim) */
+    KCACHE_FROM_MEMORY,         /* there at the first look: this process's memory */
+    KCACHE_FROM_STORE,          /* there at the first look: the persistent store */
+    KCACHE_FROM_LAYER,          /* there at the first look: a read-only layer (KCACHE_LAYERS) */
+    KCACHE_FROM_REMOTE,         /* there at the first look: the remote tier (KCACHE_REMOTE) */
+    KCACHE_BUILT_HERE,          /* missing: this call built it */
+    KCACHE_BUILT_ELSEWHERE      /* missing at the first look; another thread, process or machine
+                                   built it (this call waited on its claim, or found it done) */
+} kcache_origin;
 typedef struct kcache_job {
     const kcache_key *key;      /* in */
     kcache_build_fn build;      /* in: as for kcache_get_or_build */
@@ -711,8 +721,39 @@ typedef struct kcache_job {
     const void *data;           /* out: the payload, released with kcache_release */
     size_t size;                /* out */
     kcache_status status;       /* out: this job's own status */
+    kcache_origin origin;       /* out, when status is KCACHE_OK: where the payload came from (a
+                                   one-job batch is kcache_get_or_build telling where) */
 } kcache_job;
 KCACHE_API kcache_status kcache_get_or_build_many(kcache *kc, kcache_job *jobs, size_t n, unsigned threads);
+
+/* Get-or-build in two steps, for a caller whose build is not a callback (numba compiles between
+   its cache's load and save). KCACHE_OK: *data / *size hold the payload (release it as usual) and
+   *origin says where it came from. KCACHE_CLAIMED: the key is missing and this caller builds it;
+   *ticket is the claim: the same claims kcache_get_or_build takes (this process's flight, the
+   store's claim byte, the remote's claim, renewed by the claim renewer thread), so every other
+   kcache_get_or_build / kcache_get_or_claim of the key waits for it as for a build. On every path
+   the caller then calls exactly one of kcache_put_claimed (stores the payload, wakes the waiters
+   with it) or kcache_drop_claim (nothing stored: a waiter builds next, at once). k must stay valid
+   and unchanged until then. Never an error to handle differently: whenever there is nothing to
+   claim (caching off, an incomplete key, KCACHE_BUILD_WAIT spent waiting, out of memory) the
+   answer is still KCACHE_CLAIMED, with a ticket that claims nothing (*ticket may then be NULL), and
+   the caller builds and puts as usual (put_claimed then stores what kcache_put would; with a NULL
+   ticket it stores nothing). Other errors (KCACHE_EINVAL for NULL arguments) set *ticket NULL.
+   Two processes claiming mutually dependent keys cannot deadlock: a thread that already holds a
+   ticket on kc only tries the next key's claims (busy: KCACHE_CLAIMED with a ticket claiming
+   nothing, built here too, as numba would). kcache_close drops the tickets still open (logged). A
+   forked child does not hold its parent's claims: put_claimed on a ticket of the parent's stores as
+   kcache_put does, drop_claim does nothing there; the parent still ends its own ticket. A ticket
+   ended twice (or not kc's) is a misuse: a debug build says so; either call then does nothing. */
+typedef struct kcache_ticket kcache_ticket;
+KCACHE_API kcache_status kcache_get_or_claim(kcache *kc, const kcache_key *k, const void **data, size_t *size,
+                                             kcache_origin *origin, kcache_ticket **ticket);
+/* Stores what the claimed build made (copied, as kcache_put) and ends the ticket: its waiters get
+   the payload. The status is kcache_put's (a failure here is only a lost cache entry). */
+KCACHE_API kcache_status kcache_put_claimed(kcache *kc, kcache_ticket *t, const void *data, size_t size);
+/* Ends the ticket without a payload (the build failed, or its result cannot be cached): the claims
+   are given back at once, so a waiter builds without waiting out KCACHE_BUILD_WAIT. NULL: nothing. */
+KCACHE_API void kcache_drop_claim(kcache *kc, kcache_ticket *t);
 
 /* ============================================================================================== */
 /* >>opencl  kcache_cl_build: OpenCL programs built once, loaded from the cache after that        */
@@ -10473,6 +10514,7 @@ struct kcache {
     unsigned tomb_next;
     kcache_stats stats;
     kcache__flight *flights;
+    struct kcache_ticket *tickets; /* kcache_get_or_claim's claims not yet ended (>>flight) */
     kcache__host host;           /* detected once at open, for kcache_key_host_from */
     /* Puts and removes bump gen and are remembered here, so that a get which read the store
        without the lock does not put back in memory what a put or remove replaced meanwhile. */
@@ -11309,6 +11351,7 @@ static void kcache__release_nodes(kcache *kc, kcache__node *list) {
     }
 }
 
+static void kcache__tickets_close(kcache *kc);
 KCACHE_API void kcache_close(kcache *kc) {
     kcache__node *n, *all = NULL;
     if (!kc) return;
@@ -11321,6 +11364,7 @@ KCACHE_API void kcache_close(kcache *kc) {
 #if KCACHE_CHECKS
     kcache__live_remove(kc); /* from here on a call on kc is said to be on a closed kcache */
 #endif
+    kcache__tickets_close(kc);
     kcache__mutex_lock(&kc->lock);
     while ((n = kc->lru.head.next) != &kc->lru.head) {
         kcache__lru_detach(&kc->lru, n);
@@ -11537,6 +11581,51 @@ static void kcache__sb_closest(kcache__sb *b, const kcache__ix *ix, const kcache
     kcache__mem_free(b->mem, cand);
 }
 
+/* Whether k, absent, is a new overload of its unit rather than a changed one: the unit has stored
+   overloads that differ among themselves in exactly the fields in which k differs from the closest
+   of them (numba's signatures, a kernel's specialisations by id: a new value there was never
+   stored). One overload alone, a field the stored ones share (a source, a compiler version), a
+   field k lacks or adds: a field differs. Only asked on a miss (it parses the unit's records). */
+static int kcache__new_overload(const kcache__mem *mem, const kcache__ix *ix, const kcache_key *k) {
+    kcache_key *best = kcache__key_alloc(mem), *cand = kcache__key_alloc(mem);
+    unsigned char *varies = k->count ? (unsigned char *)kcache__mem_alloc(mem, k->count) : NULL;
+    const kcache_key_field *f = kcache__key_fields(k), *g, *h;
+    int best_eq = -1, verdict = 0, found;
+    uint32_t i, j, at, n = ix->n[KCACHE__IX_LIVE];
+    for (i = 0; best && cand && varies && n >= 2 && i < n; i++) {
+        int eq = kcache__equal_fields(ix->items[KCACHE__IX_LIVE][i].rec, ix->items[KCACHE__IX_LIVE][i].rec_len, k, cand);
+        if (eq >= 0) kcache__keep_closest(best, &best_eq, cand, eq);
+    }
+    if (best_eq >= 0 && best->count == k->count) {
+        verdict = 1;
+        memset(varies, 0, k->count);
+        g = kcache__key_fields(best);
+        for (j = 0; verdict && j < k->count; j++) verdict = (kcache__key_find(best, f[j].name, &found), found);
+        for (i = 0; verdict && i < n; i++) { /* which of best's fields differ among the stored ones */
+            if (kcache__equal_fields(ix->items[KCACHE__IX_LIVE][i].rec, ix->items[KCACHE__IX_LIVE][i].rec_len, k, cand) < 0) continue;
+            h = kcache__key_fields(cand);
+            for (j = 0; j < k->count; j++) {
+                int there;
+                uint32_t at2 = kcache__key_find(cand, f[j].name, &there);
+                at = kcache__key_find(best, f[j].name, &found);
+                if (!there || !kcache__same(h[at2].digest, g[at].digest) || h[at2].type != g[at].type) varies[j] = 1;
+            }
+            kcache_key_free(cand);
+        }
+        for (j = 0; verdict && j < k->count; j++) {
+            int differs;
+            at = kcache__key_find(best, f[j].name, &found);
+            differs = g[at].type != f[j].type || !kcache__same(g[at].digest, f[j].digest);
+            verdict = differs == (varies[j] != 0);
+        }
+    }
+    if (best_eq >= 0) kcache_key_free(best);
+    kcache__mem_free(mem, best); /* (cand was freed or moved into best) */
+    kcache__mem_free(mem, cand);
+    kcache__mem_free(mem, varies);
+    return verdict;
+}
+
 /* Why a key whose entry is not in the store misses, from its unit's index (no lock); with b, says
    so in words. */
 static kcache_reason kcache__ix_classify(kcache *kc, const kcache_key *k, int64_t *when, kcache__sb *b) {
@@ -11558,7 +11647,7 @@ static kcache_reason kcache__ix_classify(kcache *kc, const kcache_key *k, int64_
         reason = KCACHE_REASON_EVICTED; /* listed, but its entry is gone: only eviction does that */
         if (!*when) kcache__store_evicted_when(st, k->digest, when);
     } else if (r == KCACHE_OK && ix.n[KCACHE__IX_LIVE] > 0) {
-        reason = KCACHE_REASON_FIELD;
+        reason = kcache__new_overload(&kc->mem, &ix, k) ? KCACHE_REASON_COLD : KCACHE_REASON_FIELD;
     }
     if (b) {
         kcache__sb_add(b, "miss: %s", kcache__reason_text[reason]);
@@ -11597,9 +11686,13 @@ static kcache_reason kcache__ix_classify(kcache *kc, const kcache_key *k, int64_
         default:
             b->len = 0; /* cold reads "miss: cold: unit ... never stored", as in memory-only mode */
             if (b->cap) b->p[0] = 0;
-            kcache__sb_add(b, "miss: cold: unit \"%s\" %s in %s", k->unit,
-                           r == KCACHE_ECORRUPT ? "has a damaged index (the next put rebuilds it): nothing known" : "never stored",
-                           kc->dir);
+            if (r == KCACHE_OK && ix.n[KCACHE__IX_LIVE] > 0)
+                kcache__sb_add(b, "miss: cold: never stored: a new overload of unit \"%s\" in %s (its %u stored overload(s) differ among themselves where they differ from it)",
+                               k->unit, kc->dir, ix.n[KCACHE__IX_LIVE]);
+            else
+                kcache__sb_add(b, "miss: cold: unit \"%s\" %s in %s", k->unit,
+                               r == KCACHE_ECORRUPT ? "has a damaged index (the next put rebuilds it): nothing known" : "never stored",
+                               kc->dir);
             if (r == KCACHE_OK && ix.n[KCACHE__IX_GONE]) kcache__sb_add(b, " (%u overload(s) left it)", ix.n[KCACHE__IX_GONE]);
 #ifdef KCACHE_NO_EXPLAIN
             kcache__sb_add(b, " (as far as kcache can tell: per-unit indexes are compiled out, KCACHE_NO_EXPLAIN)");
@@ -11901,7 +11994,7 @@ static kcache_status kcache__layers_get(kcache *kc, const kcache_key *k, uint64_
    the store, with every content digest: see kcache__key_resolve). */
 static const kcache_key *kcache__key_resolve(kcache *kc, const kcache_key *k, int policy, kcache_key **copy);
 static kcache_status kcache__lower_get(kcache *kc, const kcache_key *k, uint64_t gen, const void **data, size_t *size,
-                                       kcache_reason *reason, int count, unsigned ask) {
+                                       kcache_reason *reason, int count, unsigned ask, kcache_origin *from) {
     kcache_key *copy = NULL;
     const kcache_key *rk = kcache__key_resolve(kc, k, kc->cfg.stamp, &copy);
     kcache_status s = KCACHE_MISS;
@@ -11911,13 +12004,13 @@ static kcache_status kcache__lower_get(kcache *kc, const kcache_key *k, uint64_t
     if (!rk || rk->error != KCACHE_OK) /* out of memory, or a dependency that cannot be read */
         s = KCACHE_MISS;
     else if (KCACHE__NLAYERS(kc) && (ask & KCACHE__ASK_LAYERS) && kcache__layers_get(kc, rk, gen, data, size, reason, count) == KCACHE_OK)
-        s = KCACHE_OK;
+        s = KCACHE_OK, *from = KCACHE_FROM_LAYER;
     else if (KCACHE__REMOTE(kc) && (ask & KCACHE__ASK_REMOTE)) {
         memset(&ev, 0, sizeof ev);
         kcache__remote_get(kc->remote, rk, kc->cfg.stamp, 0, 0, &rd, &where, &ev);
         kcache__remote_stats(kc, &ev);
         kcache__mem_free(rd.mem, rd.rec);
-        if (rd.status == KCACHE_OK) s = kcache__lower_hit(kc, rk, gen, rd.blob, 0, where, data, size);
+        if (rd.status == KCACHE_OK) s = kcache__lower_hit(kc, rk, gen, rd.blob, 0, where, data, size), *from = KCACHE_FROM_REMOTE;
     }
     kcache__key_drop(&kc->mem, copy);
     return s;
@@ -12216,27 +12309,34 @@ static void kcache__remove_stale(kcache *kc, const kcache_key *k, const unsigned
 }
 
 static kcache_status kcache__get_once(kcache *kc, const kcache_key *k, const void **data, size_t *size, int count_miss,
-                                      unsigned ask, int *need);
+                                      unsigned ask, int *need, kcache_origin *from);
 /* kcache_get; count_miss 0 for a re-check (single flight) whose miss was counted already; ask: the
    tiers below the store to ask after a local miss (KCACHE__ASK_*; a counted lookup asks all). A
    key whose dependencies' content the answer depends on is asked again with that content taken (the
    first try returns before any lower tier is asked). */
-static kcache_status kcache__get(kcache *kc, const kcache_key *k, const void **data, size_t *size, int count_miss, unsigned ask) {
+static kcache_status kcache__get_from(kcache *kc, const kcache_key *k, const void **data, size_t *size, int count_miss, unsigned ask,
+                                      kcache_origin *from) {
     int need = 0;
-    kcache_status s = kcache__get_once(kc, k, data, size, count_miss, ask, &need);
+    kcache_origin none;
+    kcache_status s;
+    if (!from) from = &none;
+    s = kcache__get_once(kc, k, data, size, count_miss, ask, &need, from);
     if (need) {
         kcache_key *copy = NULL;
         const kcache_key *rk = kcache__key_resolve(kc, k, kc->cfg.stamp, &copy);
         if (!rk) return KCACHE_ENOMEM;
         need = 0;
-        s = kcache__get_once(kc, rk, data, size, count_miss, ask, &need);
+        s = kcache__get_once(kc, rk, data, size, count_miss, ask, &need, from);
         kcache__key_drop(&kc->mem, copy);
     }
     return s;
 }
+static kcache_status kcache__get(kcache *kc, const kcache_key *k, const void **data, size_t *size, int count_miss, unsigned ask) {
+    return kcache__get_from(kc, k, data, size, count_miss, ask, NULL);
+}
 
 static kcache_status kcache__get_once(kcache *kc, const kcache_key *k, const void **data, size_t *size, int count_miss,
-                                      unsigned ask, int *need) {
+                                      unsigned ask, int *need, kcache_origin *from) {
     kcache__node *n, *stale = NULL;
     kcache__read rd;
     kcache_reason reason = KCACHE__REASON_UNSET;
@@ -12281,6 +12381,7 @@ static kcache_status kcache__get_once(kcache *kc, const kcache_key *k, const voi
             kcache__mutex_unlock(&kc->lock);
             if (now) kcache__store_touch(kc->store, k->digest, now); /* keeps the store's use marks honest */
             if (kc->cfg.debug) KCACHE__DEBUG(kc, "hit memory %s (%zu bytes)", k->unit, *size);
+            *from = KCACHE_FROM_MEMORY;
             return KCACHE_OK;
         }
         if (m == KCACHE__MATCH_NEED) { /* a dependency's content decides: the caller takes it and asks again */
@@ -12328,6 +12429,7 @@ static kcache_status kcache__get_once(kcache *kc, const kcache_key *k, const voi
             kcache__mutex_unlock(&kc->lock);
             kcache__release_nodes(kc, gone);
             if (kc->cfg.debug) KCACHE__DEBUG(kc, "hit disk %s (%zu bytes)", k->unit, *size);
+            *from = KCACHE_FROM_STORE;
             return KCACHE_OK;
         }
         if (rd.status != KCACHE_ENOENT) {
@@ -12350,12 +12452,32 @@ static kcache_status kcache__get_once(kcache *kc, const kcache_key *k, const voi
         }
     }
     if ((KCACHE__NLAYERS(kc) || KCACHE__REMOTE(kc)) && ask && reason != KCACHE_REASON_FIELD &&
-        kcache__lower_get(kc, k, gen, data, size, &reason, count_miss, ask) == KCACHE_OK)
+        kcache__lower_get(kc, k, gen, data, size, &reason, count_miss, ask, from) == KCACHE_OK)
         return KCACHE_OK;
     if (!count_miss) return KCACHE_MISS;
-    if (reason == KCACHE__REASON_UNSET) reason = kcache__absent_reason(kc, k, &when);
-    if (reason == KCACHE_REASON_COLD && KCACHE__NLAYERS(kc) && kcache__layers_closest(kc, k, NULL)) reason = KCACHE_REASON_FIELD;
-    kcache__count_miss(kc, k, reason);
+    if (reason == KCACHE__REASON_UNSET && kc->cfg.debug && kc->store) {
+        /* the debug line says what kcache_explain says: which field differs, and from what */
+        char why[1024];
+        kcache__sb b;
+        b.p = why;
+        b.cap = sizeof why;
+        b.len = 0;
+        b.mem = &kc->mem;
+        why[0] = 0;
+        reason = kcache__ix_classify(kc, k, &when, &b);
+        if (reason == KCACHE_REASON_COLD && KCACHE__NLAYERS(kc) && kcache__layers_closest(kc, k, NULL)) reason = KCACHE_REASON_FIELD;
+        kcache__count_miss_quiet(kc, k, reason);
+        if (reason == KCACHE_REASON_FIELD && strncmp(why, "miss: ", 6) == 0) /* "a field differs: closest of ...: name: ..." */
+            kcache__log(&kc->cfg, "miss %s: %s", k->unit, why + 6);
+        else if (reason == KCACHE_REASON_COLD && strstr(why, "a new overload"))
+            kcache__log(&kc->cfg, "miss %s: %s: a new overload of its unit", k->unit, kcache__reason_text[reason]);
+        else
+            kcache__log(&kc->cfg, "miss %s: %s", k->unit, kcache__reason_text[reason]);
+    } else {
+        if (reason == KCACHE__REASON_UNSET) reason = kcache__absent_reason(kc, k, &when);
+        if (reason == KCACHE_REASON_COLD && KCACHE__NLAYERS(kc) && kcache__layers_closest(kc, k, NULL)) reason = KCACHE_REASON_FIELD;
+        kcache__count_miss(kc, k, reason);
+    }
     if (kc->cfg.trace && kc->store) { /* the record keeps every content digest */
         kcache_key *copy = NULL;
         const kcache_key *rk = kcache__key_resolve(kc, k, kc->cfg.stamp, &copy);
@@ -12918,8 +13040,8 @@ static int kcache__count_wait(kcache *kc) {
    that dies releases it at once. Waiting sleeps (1 ms doubling to 50 ms between tries): no CPU to
    speak of, no storm on the lock. Returns 1 when claimed, 2 when the entry appeared meanwhile, 0
    otherwise (-1 in a process forked from the store's: see kcache__store_lock); *waited: 1 when
-   another held the claim first (a build ran meanwhile). */
-static int kcache__claim(kcache *kc, kcache_hash128 d, int *waited) {
+   another held the claim first (a build ran meanwhile). try_only: one try, no wait (0 when busy). */
+static int kcache__claim(kcache *kc, kcache_hash128 d, int *waited, int try_only) {
     int64_t deadline = kcache__mono_ns() + (int64_t)kc->cfg.build_wait_ms * 1000000;
     unsigned pause = 1;
     int got;
@@ -12931,7 +13053,7 @@ static int kcache__claim(kcache *kc, kcache_hash128 d, int *waited) {
             kcache__atomic_store_u32(&kc->store->forked, 1);
             return -1;
         }
-        if (got < 0 || kcache__mono_ns() > deadline) return 0;
+        if (got < 0 || try_only || kcache__mono_ns() > deadline) return 0;
         /* the builder's put shows in the use table at once: no need to queue on its claim */
         if (kcache__slot_find_in(kcache__tab(kc->store), d)) return 2;
         if (!*waited) *waited = kcache__count_wait(kc);
@@ -13030,6 +13152,8 @@ static kcache_status kcache__cluster_claim(kcache *kc, const kcache_key *k, kcac
     return s;
 }
 
+static kcache_status kcache__cluster_try(kcache *kc, const kcache_key *k, kcache__rclaim *cl, const void **data, size_t *size);
+
 /* Ends this thread's flight (kc->lock taken here): waiters look again. */
 static void kcache__flight_end(kcache *kc, kcache__flight *f) {
     kcache__flight **p;
@@ -13043,31 +13167,78 @@ static void kcache__flight_end(kcache *kc, kcache__flight *f) {
     kcache__mutex_unlock(&kc->lock);
 }
 
-/* kcache_get_or_build on the handle kcache__live chose; KCACHE__FORKED when it finds the process is
-   a fork of kc's (the caller moves to the child's own handle). */
-static kcache_status kcache__get_or_build(kcache *kc, const kcache_key *k, kcache_build_fn build, void *user, const void **data,
-                                          size_t *size) {
+/* What a caller holds between finding a key missing and ending its build: this process's flight
+   (NULL: nothing, the build runs alone and its result is not stored), the store's claim byte
+   (claimed 1) and the remote's claim (cl, whose renewer thread points into it: never moved). */
+typedef struct kcache__hold {
+    kcache__flight *f;
+    int claimed;
+    kcache__rclaim cl;
+} kcache__hold;
+
+/* The calling thread, to tell whether it already holds a ticket (see kcache__holds_ticket). */
+#if defined(_WIN32)
+typedef DWORD kcache__tid;
+static kcache__tid kcache__tid_self(void) { return GetCurrentThreadId(); }
+static int kcache__tid_same(kcache__tid a, kcache__tid b) { return a == b; }
+#else
+typedef pthread_t kcache__tid;
+static kcache__tid kcache__tid_self(void) { return pthread_self(); }
+static int kcache__tid_same(kcache__tid a, kcache__tid b) { return pthread_equal(a, b) != 0; }
+#endif
+
+/* A claim of the two-step form (kcache_get_or_claim), linked into its kcache's list until it ends. */
+struct kcache_ticket {
+    struct kcache_ticket *next;
+    const kcache_key *k;       /* the caller's, valid until the ticket ends (kcache_put_claimed's key) */
+    kcache_hash128 digest;
+    kcache__tid tid;           /* the thread that took it */
+    uint32_t pid;              /* the process that took it (a forked child's put does not end it) */
+    kcache__hold hd;
+};
+
+/* Whether the calling thread holds a ticket on kc: then it only tries the next key's claims, so that
+   two holders waiting for each other's keys (numba compiling mutually dependent functions in two
+   processes) build both instead of waiting forever. */
+static int kcache__holds_ticket(kcache *kc) {
+    kcache_ticket *t;
+    kcache__tid me;
+    int held = 0;
+    if (!kcache__atomic_load_ptr((void *const *)&kc->tickets)) return 0;
+    me = kcache__tid_self();
+    kcache__mutex_lock(&kc->lock);
+    for (t = kc->tickets; t && !held; t = t->next) held = kcache__tid_same(t->tid, me);
+    kcache__mutex_unlock(&kc->lock);
+    return held;
+}
+
+/* Takes the claims for a key that missed, as kcache_get_or_build does before it builds. KCACHE_OK:
+   the payload (*from: where; BUILT_ELSEWHERE when it was missing at the first look); KCACHE__FORKED;
+   else KCACHE_MISS: build now, holding hd (hd->f NULL: build alone, nothing to store). hd holds
+   something in every case; kcache__hold_end gives it back. try_only: a claim another holds is not
+   waited for (the key is then built alone: see kcache__holds_ticket). */
+static kcache_status kcache__acquire(kcache *kc, const kcache_key *k, const void **data, size_t *size, kcache_origin *from,
+                                     kcache__hold *hd, int try_only) {
     kcache_status s;
-    kcache__blob *b;
-    int counted = 0, child = 0;
-    if (data) *data = NULL;
-    if (size) *size = 0;
-    if (!kc || !build || !data || !size || !kcache__key_usable(k)) return KCACHE_EINVAL;
+    int counted = 0;
+    hd->f = NULL;
+    hd->claimed = 0;
+    kcache__rclaim_reset(&hd->cl);
     /* The tiers below the store (layers, remote: a round trip each) are asked once, by the first
        look, which counts the miss. Every re-check after it looks at memory and the store, and at
        the remote only after a wait that let a builder put the entry there alone (see each
        re-check); a layer is read-only to everyone, so nothing new ever appears in one. */
     for (;;) {
         kcache__flight *f;
-        kcache__rclaim cl;
-        kcache_status remote_put = KCACHE_EDISABLED;
-        int claimed = 0, waited_out = 0, claim_waited = 0;
+        int waited_out = 0, claim_waited = 0;
         /* after another thread's flight (continue below): it put its result into memory (and the
            store) before it ended the flight, so memory and the store are enough */
-        s = kcache__get(kc, k, data, size, !counted, counted ? 0 : KCACHE__ASK_LOWER);
+        s = kcache__get_from(kc, k, data, size, !counted, counted ? 0 : KCACHE__ASK_LOWER, from);
+        if (s == KCACHE_OK && counted) *from = KCACHE_BUILT_ELSEWHERE;
         counted = 1;
         if (s == KCACHE_OK || s == KCACHE__FORKED) return s;
-        if (k->error != KCACHE_OK || !kc->cfg.enable) break; /* nothing to share: just build */
+        if (k->error != KCACHE_OK || !kc->cfg.enable) return KCACHE_MISS; /* nothing to share: just build */
+        if (!try_only) try_only = kcache__holds_ticket(kc);
         kcache__mutex_lock(&kc->lock);
         for (f = kc->flights; f; f = f->next)
             if (f->digest.lo == k->digest.lo && f->digest.hi == k->digest.hi) break;
@@ -13078,6 +13249,10 @@ static kcache_status kcache__get_or_build(kcache *kc, const kcache_key *k, kcach
                 kcache__mutex_unlock(&kc->lock);
                 return KCACHE__FORKED;
             }
+            if (try_only) { /* (a holder does not wait: built here too) */
+                kcache__mutex_unlock(&kc->lock);
+                return KCACHE_MISS;
+            }
             f->refs++;
             kc->stats.build_waits++;
             kcache__pub_add(&kc->pub, KCACHE__PUB_BUILD_WAITS, 1);
@@ -13085,11 +13260,12 @@ static kcache_status kcache__get_or_build(kcache *kc, const kcache_key *k, kcach
             kcache__flight_leave(kc, f);
             kcache__mutex_unlock(&kc->lock);
             if (!waited_out) continue;
-            break; /* waited long enough: build here */
+            return KCACHE_MISS; /* waited long enough: build here */
         }
         f = kcache__flight_new(kc, k->digest);
         kcache__mutex_unlock(&kc->lock);
-        if (!f) break;
+        if (!f) return KCACHE_MISS;
+        hd->f = f;
 
         /* Built by a thread or process that finished between the miss and the flight? A thread of
            this process put it into memory, a process on this store into the store: both local. (A
@@ -13097,45 +13273,77 @@ static kcache_status kcache__get_or_build(kcache *kc, const kcache_key *k, kcach
            it would be an instant later; the cluster claim below waits for one still building.) */
         s = kcache__get(kc, k, data, size, 0, 0);
         if (s != KCACHE_OK && kc->store && !kc->store->readonly) {
-            claimed = kcache__claim(kc, k->digest, &claim_waited);
-            if (claimed < 0) s = KCACHE__FORKED;
+            hd->claimed = kcache__claim(kc, k->digest, &claim_waited, try_only);
+            if (hd->claimed < 0) s = KCACHE__FORKED;
             /* Built by the process we waited for? It held this store's claim and writes through to
                this store before the remote, so the store has it (2: seen there already) unless the
                store refused it (over its size limit, a write error), when only the remote has it:
                the remote is asked again only after such a wait, and only when the store misses. */
-            else if (claimed) s = kcache__get(kc, k, data, size, 0, claimed == 1 && claim_waited ? KCACHE__ASK_REMOTE : 0);
+            else if (hd->claimed) s = kcache__get(kc, k, data, size, 0, hd->claimed == 1 && claim_waited ? KCACHE__ASK_REMOTE : 0);
         }
-        kcache__rclaim_reset(&cl);
-        if (s != KCACHE_OK && s != KCACHE__FORKED && KCACHE__REMOTE(kc)) s = kcache__cluster_claim(kc, k, &cl, data, size);
-        if (s != KCACHE_OK && s != KCACHE__FORKED) {
-            s = kcache__run_build(kc, build, user, &b, &child);
-            if (child) break; /* forked inside the build: the child takes its payload and goes */
-            if (s == KCACHE_OK) {
+        if (s != KCACHE_OK && s != KCACHE__FORKED && KCACHE__REMOTE(kc)) {
+            if (!try_only) s = kcache__cluster_claim(kc, k, &hd->cl, data, size);
+            else if ((s = kcache__cluster_try(kc, k, &hd->cl, data, size)) == KCACHE_EEXIST) s = KCACHE_MISS;
+        }
+        if (s == KCACHE_OK) *from = KCACHE_BUILT_ELSEWHERE;
+        return s == KCACHE_OK || s == KCACHE__FORKED ? s : KCACHE_MISS;
+    }
+}
+
+/* Gives back what kcache__acquire took: the remote's claim (released with the value when stored
+   says it reached the remote, else abandoned), the store's claim byte, then the flight, whose
+   waiters look again. */
+static void kcache__hold_end(kcache *kc, kcache_hash128 digest, kcache__hold *hd, int stored) {
+    if (kcache__rclaim_pending(&hd->cl)) { /* the other machines read the result, or build on their own when there is none */
+        kcache__remote_ev ev;
+        memset(&ev, 0, sizeof ev);
+        kcache__rclaim_end(&hd->cl, stored, &ev);
+        kcache__remote_stats(kc, &ev);
+    }
+    if (hd->claimed == 1) kcache__unclaim(kc, digest);
+    hd->claimed = 0;
+    if (hd->f) kcache__flight_end(kc, hd->f);
+    hd->f = NULL;
+}
+
+/* kcache_get_or_build on the handle kcache__live chose; KCACHE__FORKED when it finds the process is
+   a fork of kc's (the caller moves to the child's own handle). */
+static kcache_status kcache__get_or_build(kcache *kc, const kcache_key *k, kcache_build_fn build, void *user, const void **data,
+                                          size_t *size, kcache_origin *from) {
+    kcache_status s, remote_put = KCACHE_EDISABLED;
+    kcache__blob *b;
+    kcache__hold hd;
+    int child = 0;
+    if (data) *data = NULL;
+    if (size) *size = 0;
+    if (!kc || !build || !data || !size || !kcache__key_usable(k)) return KCACHE_EINVAL;
+    s = kcache__acquire(kc, k, data, size, from, &hd, 0);
+    if (s != KCACHE_OK && s != KCACHE__FORKED) {
+        s = kcache__run_build(kc, build, user, &b, &child);
+        if (child) { /* forked inside the build: the child takes its payload and goes */
+            if (s != KCACHE_OK) return s;
+            *data = b->data;
+            *size = b->size;
+            *from = KCACHE_BUILT_HERE;
+            return s;
+        }
+        if (s == KCACHE_OK) {
+            *data = b->data;
+            *size = b->size;
+            *from = KCACHE_BUILT_HERE;
+            if (hd.f) { /* (alone: as after a wait spent, the result is not stored) */
                 kcache__blob_ref(b);
-                *data = b->data;
-                *size = b->size;
                 kcache__put_blob(kc, k, b, 1, &remote_put); /* to the store now: other processes wait for it there */
             }
         }
-        if (kcache__rclaim_pending(&cl)) { /* the other machines read the result, or build on their own when there is none */
-            kcache__remote_ev ev;
-            memset(&ev, 0, sizeof ev);
-            kcache__rclaim_end(&cl, remote_put == KCACHE_OK, &ev);
-            kcache__remote_stats(kc, &ev);
-        }
-        if (claimed == 1) kcache__unclaim(kc, k->digest);
-        kcache__flight_end(kc, f);
-        return s;
     }
-    if (!child) s = kcache__run_build(kc, build, user, &b, &child);
-    if (s != KCACHE_OK) return s;
-    *data = b->data;
-    *size = b->size;
-    return KCACHE_OK;
+    kcache__hold_end(kc, k->digest, &hd, remote_put == KCACHE_OK);
+    return s;
 }
 
-KCACHE_API kcache_status kcache_get_or_build(kcache *kc, const kcache_key *k, kcache_build_fn build, void *user,
-                                             const void **data, size_t *size) {
+/* kcache_get_or_build, saying where the payload came from (*from, when KCACHE_OK). */
+static kcache_status kcache__get_or_build_from(kcache *kc, const kcache_key *k, kcache_build_fn build, void *user, const void **data,
+                                               size_t *size, kcache_origin *from) {
     kcache_status s;
     kcache *h;
     int tries = 0;
@@ -13148,13 +13356,157 @@ KCACHE_API kcache_status kcache_get_or_build(kcache *kc, const kcache_key *k, kc
     do {
         h = kcache__live(kc, 0);
         if (kc && !h) return KCACHE_ENOMEM; /* a forked child that could not open its own */
-        s = kcache__get_or_build(h, k, build, user, data, size);
+        s = kcache__get_or_build(h, k, build, user, data, size, from);
     } while (s == KCACHE__FORKED && ++tries < 3);
 #if KCACHE_CHECKS
     /* (the handle that ran the build: a build that forked hands its payload out in the child) */
     if (s == KCACHE_OK && (h = kcache__pid() == h->pid ? h : kcache__live(h, 1)) != NULL) kcache__held_add(h, *data);
 #endif
     return s == KCACHE__FORKED ? KCACHE_ELOCK : s;
+}
+
+KCACHE_API kcache_status kcache_get_or_build(kcache *kc, const kcache_key *k, kcache_build_fn build, void *user,
+                                             const void **data, size_t *size) {
+    kcache_origin from;
+    return kcache__get_or_build_from(kc, k, build, user, data, size, &from);
+}
+
+/* ---- the two-step form: kcache_get_or_claim, then kcache_put_claimed or kcache_drop_claim ----
+   The ticket holds what kcache__acquire took, exactly as kcache_get_or_build holds it around its
+   build callback; the caller's build runs between the two calls. */
+
+KCACHE_API kcache_status kcache_get_or_claim(kcache *kc, const kcache_key *k, const void **data, size_t *size,
+                                             kcache_origin *origin, kcache_ticket **ticket) {
+    kcache_status s = KCACHE__FORKED;
+    kcache_origin from = KCACHE_BUILT_HERE;
+    kcache_ticket *t = NULL;
+    kcache *h = NULL;
+    int tries = 0;
+    if (data) *data = NULL;
+    if (size) *size = 0;
+    if (ticket) *ticket = NULL;
+    if (origin) *origin = KCACHE_BUILT_HERE;
+    KCACHE__CHECK_KC(kc, "kcache_get_or_claim", KCACHE_EINVAL);
+    KCACHE__CHECK_KEY(kc, k, "kcache_get_or_claim", KCACHE_EINVAL);
+    if (!kc || !data || !size || !ticket || !kcache__key_usable(k)) return KCACHE_EINVAL;
+    while (s == KCACHE__FORKED && tries++ < 3) {
+        if ((h = kcache__live(kc, 0)) == NULL) return KCACHE_CLAIMED; /* a forked child without its own: build, nothing held */
+        /* the ticket first: claims are never taken without a place to keep them */
+        if ((t = (kcache_ticket *)kcache__mem_alloc(&h->mem, sizeof *t)) == NULL) return KCACHE_CLAIMED;
+        memset(t, 0, sizeof *t);
+        t->k = k;
+        t->digest = k->digest;
+        t->tid = kcache__tid_self();
+        t->pid = h->pid;
+        s = kcache__acquire(h, k, data, size, &from, &t->hd, 0);
+        if (s == KCACHE_OK || s == KCACHE__FORKED) {
+            kcache__hold_end(h, k->digest, &t->hd, 0);
+            kcache__mem_free(&h->mem, t);
+            t = NULL;
+        }
+    }
+    if (s == KCACHE__FORKED) return KCACHE_CLAIMED; /* (three forks in a row: build, nothing held) */
+    if (s == KCACHE_OK) {
+        if (origin) *origin = from;
+#if KCACHE_CHECKS
+        kcache__held_add(h, *data);
+#endif
+        return KCACHE_OK;
+    }
+    kcache__mutex_lock(&h->lock);
+    t->next = h->tickets;
+    h->tickets = t;
+    kcache__mutex_unlock(&h->lock);
+    *ticket = t;
+    return KCACHE_CLAIMED;
+}
+
+/* Finds t among the open tickets: unlinked from its kcache (*owner) and returned, 1; 2 when it is
+   a ticket of the parent's seen in a forked child (left as it is: the parent ends it); 0 when it is
+   not an open ticket of kc's (ended already, or another kcache's: misuse). */
+static int kcache__ticket_take(kcache *kc, kcache_ticket *t, kcache **owner, const char *call) {
+    kcache *h = kcache__live(kc, 1);
+    kcache_ticket **p;
+    int found = 0;
+    *owner = h;
+    if (h) {
+        kcache__mutex_lock(&h->lock);
+        for (p = &h->tickets; *p; p = &(*p)->next)
+            if (*p == t) {
+                *p = t->next;
+                found = 1;
+                break;
+            }
+        kcache__mutex_unlock(&h->lock);
+    }
+    if (!found && h != kc) { /* a forked child: the parent's list as it was at the fork (none of its threads runs here) */
+        const kcache_ticket *q;
+        for (q = kc->tickets; q; q = q->next)
+            if (q == t) return 2;
+    }
+#if KCACHE_CHECKS
+    if (!found)
+        kcache__misuse(kc->cfg.log, kc->cfg.log_user,
+                       "%s: the ticket was ended already (kcache_put_claimed or kcache_drop_claim) or is not this kcache's; nothing done", call);
+#else
+    (void)call;
+#endif
+    return found;
+}
+
+/* A claimed build ended (stored or dropped): counted as kcache_get_or_build counts its builds. */
+static void kcache__count_build(kcache *kc) {
+    kcache__mutex_lock(&kc->lock);
+    kc->stats.builds++;
+    kcache__pub_add(&kc->pub, KCACHE__PUB_BUILDS, 1);
+    kcache__mutex_unlock(&kc->lock);
+}
+
+KCACHE_API kcache_status kcache_put_claimed(kcache *kc, kcache_ticket *t, const void *data, size_t size) {
+    kcache_status s, remote_put = KCACHE_EDISABLED;
+    kcache__blob *b;
+    kcache *h;
+    int got;
+    KCACHE__CHECK_KC(kc, "kcache_put_claimed", KCACHE_EINVAL);
+    if (!kc || !t) return KCACHE_EINVAL; /* a ticket that claimed nothing and had nowhere to keep the key */
+    got = kcache__ticket_take(kc, t, &h, "kcache_put_claimed");
+    if (got == 0) return KCACHE_EINVAL;
+    if (got == 2) return kcache_put(kc, t->k, data, size); /* a forked child: a plain put (the claims are the parent's) */
+    kcache__count_build(h);
+    if (!data && size) s = KCACHE_EINVAL; /* (as kcache_put; the claim is given back all the same) */
+    else if (!t->hd.f) s = kcache_put(h, t->k, data, size); /* claimed nothing: a plain put */
+    else if ((b = kcache__blob_copy(h, data, size)) == NULL) s = KCACHE_ENOMEM;
+    else s = kcache__put_blob(h, t->k, b, 1, &remote_put); /* to the store now: the waiters look there */
+    kcache__hold_end(h, t->digest, &t->hd, remote_put == KCACHE_OK);
+    kcache__mem_free(&h->mem, t);
+    return s;
+}
+
+KCACHE_API void kcache_drop_claim(kcache *kc, kcache_ticket *t) {
+    kcache *h;
+    KCACHE__CHECK_KC(kc, "kcache_drop_claim", );
+    if (!kc || !t || kcache__ticket_take(kc, t, &h, "kcache_drop_claim") != 1) return;
+    kcache__count_build(h);
+    kcache__hold_end(h, t->digest, &t->hd, 0);
+    kcache__mem_free(&h->mem, t);
+}
+
+/* kcache_close: the tickets never ended are dropped (their waiters build), so that nothing waits
+   out KCACHE_BUILD_WAIT for a cache that is gone. Their keys are not read: they may be freed. */
+static void kcache__tickets_close(kcache *kc) {
+    kcache_ticket *t, *next;
+    kcache__mutex_lock(&kc->lock);
+    t = kc->tickets;
+    kc->tickets = NULL;
+    kcache__mutex_unlock(&kc->lock);
+    for (; t; t = next) {
+        char hex[33];
+        next = t->next;
+        kcache_hash_hex(t->digest, hex);
+        KCACHE__DEBUG(kc, "close: the claim on %s (kcache_get_or_claim) was never ended; dropped", hex);
+        kcache__hold_end(kc, t->digest, &t->hd, 0);
+        kcache__mem_free(&kc->mem, t);
+    }
 }
 
 /* ============================================================================================== */
@@ -13192,7 +13544,7 @@ static kcache_status kcache__cluster_try(kcache *kc, const kcache_key *k, kcache
    KCACHE_BUILD_WAIT, so build without claims, as kcache_get_or_build does. *child: as
    kcache__run_build's (the child takes its payload and touches nothing else). */
 static kcache_status kcache__try_build(kcache *kc, const kcache_key *k, kcache_build_fn build, void *user, int waited, int alone,
-                                       const void **data, size_t *size, int *child) {
+                                       const void **data, size_t *size, int *child, kcache_origin *from) {
     kcache__flight *f = NULL;
     kcache__rclaim cl;
     kcache__blob *b;
@@ -13234,6 +13586,7 @@ static kcache_status kcache__try_build(kcache *kc, const kcache_key *k, kcache_b
     if (s != KCACHE_OK && s != KCACHE__FORKED && s != KCACHE_EEXIST) {
         s = kcache__run_build(kc, build, user, &b, child);
         if (*child) { /* forked inside the build: the child takes its payload and goes */
+            *from = KCACHE_BUILT_HERE;
             if (s == KCACHE_OK) {
                 *data = b->data;
                 *size = b->size;
@@ -13258,6 +13611,7 @@ static kcache_status kcache__try_build(kcache *kc, const kcache_key *k, kcache_b
     }
     if (claimed) kcache__unclaim(kc, k->digest);
     if (f) kcache__flight_end(kc, f);
+    *from = built ? KCACHE_BUILT_HERE : KCACHE_BUILT_ELSEWHERE; /* (missing at the batch's first look) */
     return s;
 }
 
@@ -13319,6 +13673,7 @@ static size_t kcache__batch_fetch(kcache__batch *bt, kcache__many *mm, size_t fi
         job->data = mm->d[j];
         job->size = mm->sz[j];
         job->status = KCACHE_OK;
+        job->origin = KCACHE_BUILT_ELSEWHERE; /* (missing at the batch's first look) */
         bt->state[mm->at[j]] = KCACHE__JOB_DONE;
         bt->left--;
         bt->ends++;
@@ -13364,6 +13719,7 @@ static void kcache__batch_work(kcache__batch *bt) {
             size_t n;
             kcache_job *j;
             kcache_status s;
+            kcache_origin from;
             int child, alone;
             i = (first + step) % bt->ntodo;
             if (bt->state[i] != KCACHE__JOB_OPEN) continue;
@@ -13375,11 +13731,12 @@ static void kcache__batch_work(kcache__batch *bt) {
             bt->state[i] = KCACHE__JOB_TAKEN;
             alone = bt->busy_since[i] && kcache__mono_ns() - bt->busy_since[i] > (int64_t)bt->kc->cfg.build_wait_ms * 1000000;
             kcache__mutex_unlock(&bt->m);
-            s = kcache__try_build(bt->kc, j->key, j->build, j->user, bt->busy_since[i] != 0 && !mm, alone, &d, &n, &child);
+            s = kcache__try_build(bt->kc, j->key, j->build, j->user, bt->busy_since[i] != 0 && !mm, alone, &d, &n, &child, &from);
             if (child) { /* this thread alone in a forked child: no lock of the parent's is touched */
                 j->data = d;
                 j->size = n;
                 j->status = s;
+                j->origin = from;
                 bt->state[i] = KCACHE__JOB_DONE;
                 bt->child = 1;
                 kcache__mem_free(&bt->kc->mem, mm); /* (as the batch's arrays are, by its caller) */
@@ -13396,6 +13753,7 @@ static void kcache__batch_work(kcache__batch *bt) {
             j->data = d;
             j->size = n;
             j->status = s;
+            j->origin = from;
             bt->state[i] = KCACHE__JOB_DONE;
             bt->left--;
             bt->ends++;
@@ -13441,6 +13799,7 @@ KCACHE_API kcache_status kcache_get_or_build_many(kcache *kc, kcache_job *jobs, 
     for (i = 0; i < n; i++) {
         jobs[i].data = NULL;
         jobs[i].size = 0;
+        jobs[i].origin = KCACHE_BUILT_HERE;
         jobs[i].status = !kc || !jobs[i].build || !kcache__key_usable(jobs[i].key) ? KCACHE_EINVAL : KCACHE_MISS;
     }
     if (kc && (h = kcache__live(kc, 0)) == NULL)
@@ -13453,10 +13812,11 @@ KCACHE_API kcache_status kcache_get_or_build_many(kcache *kc, kcache_job *jobs, 
         int count = !KCACHE__REMOTE(h);
         unsigned ask = count ? KCACHE__ASK_LOWER : KCACHE__ASK_LAYERS;
         if (jobs[i].status != KCACHE_MISS) continue;
-        s = kcache__get(h, jobs[i].key, &jobs[i].data, &jobs[i].size, count, ask);
+        s = kcache__get_from(h, jobs[i].key, &jobs[i].data, &jobs[i].size, count, ask, &jobs[i].origin);
         while (s == KCACHE__FORKED && ++tries < 3 && (h = kcache__live(kc, 0)) != NULL) {
             count = !KCACHE__REMOTE(h);
-            s = kcache__get(h, jobs[i].key, &jobs[i].data, &jobs[i].size, count, count ? KCACHE__ASK_LOWER : KCACHE__ASK_LAYERS);
+            s = kcache__get_from(h, jobs[i].key, &jobs[i].data, &jobs[i].size, count, count ? KCACHE__ASK_LOWER : KCACHE__ASK_LAYERS,
+                                 &jobs[i].origin);
         }
         if (s == KCACHE__FORKED || !h) break; /* the rest goes through kcache_get_or_build below */
         if (s == KCACHE_OK) jobs[i].status = KCACHE_OK;
@@ -13470,15 +13830,15 @@ KCACHE_API kcache_status kcache_get_or_build_many(kcache *kc, kcache_job *jobs, 
                 if (jobs[i].status == KCACHE_MISS) {
                     kcache_status s = KCACHE_MISS;
                     if (mm) mm->at[m] = i, mm->ask[m++] = jobs[i].key;
-                    else s = kcache__get(h, jobs[i].key, &jobs[i].data, &jobs[i].size, 1, KCACHE__ASK_REMOTE); /* (no room: one by one) */
+                    else s = kcache__get_from(h, jobs[i].key, &jobs[i].data, &jobs[i].size, 1, KCACHE__ASK_REMOTE, &jobs[i].origin); /* (no room: one by one) */
                     if (s == KCACHE_OK) jobs[i].status = KCACHE_OK, nmiss--;
                 }
             if (mm) kcache__remote_fetch(h, mm, m);
             for (j = 0; j < m; j++) {
                 kcache_job *job = &jobs[mm->at[j]];
                 kcache_status s = mm->got[j];
-                if (s == KCACHE_OK) job->data = mm->data[j], job->size = mm->size[j];
-                else s = kcache__get(h, job->key, &job->data, &job->size, 1, 0); /* counts the miss */
+                if (s == KCACHE_OK) job->data = mm->data[j], job->size = mm->size[j], job->origin = KCACHE_FROM_REMOTE;
+                else s = kcache__get_from(h, job->key, &job->data, &job->size, 1, 0, &job->origin); /* counts the miss */
                 if (s == KCACHE_OK) job->status = KCACHE_OK, nmiss--;
             }
         }
@@ -13536,6 +13896,7 @@ KCACHE_API kcache_status kcache_get_or_build_many(kcache *kc, kcache_job *jobs, 
         for (i = 0; i < n; i++) /* the same key's other jobs share its payload */
             if (lead[i] != i && jobs[lead[i]].status != KCACHE_MISS) {
                 jobs[i].status = jobs[lead[i]].status;
+                jobs[i].origin = jobs[lead[i]].origin;
                 if (jobs[i].status == KCACHE_OK) {
                     kcache__blob_ref(kcache__blob_of(jobs[lead[i]].data));
                     jobs[i].data = jobs[lead[i]].data;
@@ -13562,7 +13923,8 @@ KCACHE_API kcache_status kcache_get_or_build_many(kcache *kc, kcache_job *jobs, 
     /* anything left (out of memory, a fork): one key at a time */
     for (i = 0; i < n; i++)
         if (jobs[i].status == KCACHE_MISS)
-            jobs[i].status = kcache_get_or_build(kc, jobs[i].key, jobs[i].build, jobs[i].user, &jobs[i].data, &jobs[i].size);
+            jobs[i].status = kcache__get_or_build_from(kc, jobs[i].key, jobs[i].build, jobs[i].user, &jobs[i].data, &jobs[i].size,
+                                                       &jobs[i].origin);
     for (i = 0; i < n; i++)
         if (jobs[i].status != KCACHE_OK) return jobs[i].status;
     return KCACHE_OK;

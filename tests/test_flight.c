@@ -26,6 +26,12 @@
  *                            rounds of one new key: 1 build per round (the handles share the lock
  *                            file through the process's registry; with process-associated locks,
  *                            KCACHE_TEST_NO_OFD, nothing else would make them exclude each other)
+ *   flight_two_steps         kcache_get_or_claim: 4 processes, then 4 threads, on one key: 1
+ *                            claim, 3 payloads BUILT_ELSEWHERE; drop_claim, a SIGKILLed holder and
+ *                            kcache_close with a ticket open each hand the claim to a waiter at
+ *                            once (a 20 s watchdog, KCACHE_BUILD_WAIT 60 s); two processes holding
+ *                            mutually dependent claims both go on; caching off: CLAIMED, a put
+ *                            that says KCACHE_EDISABLED
  *
  * The checks are behaviour checks (build counts, payloads, who finished before whom, CPU used
  * against wall time), with generous bounds; none asserts a speed. Measurements are printed on
@@ -1149,6 +1155,232 @@ static void flight_two_handles(void)
 
 /* ---- main ------------------------------------------------------------------------------------- */
 
+/* ---- get-or-build in two steps: kcache_get_or_claim, then put_claimed or drop_claim ---- */
+
+typedef struct claim_shared {
+    int status[8], origin[8], ok[8], claimed, done[8];
+} claim_shared;
+static claim_shared *CS;
+
+/* One caller of the two-step form on key id: a claim builds (hold_ms) and puts, or drops when
+   drop; a payload is checked. Records status, origin and payload check in slot. */
+static void claim_call(kcache *kc, unsigned id, int slot, unsigned hold_ms, int drop) {
+    kcache_key k;
+    const void *d = NULL;
+    size_t n = 0;
+    kcache_origin o = (kcache_origin)99;
+    kcache_ticket *t = NULL;
+    kcache_status s;
+    make_key(&k, id);
+    s = kcache_get_or_claim(kc, &k, &d, &n, &o, &t);
+    CS->status[slot] = s;
+    if (s == KCACHE_OK) {
+        CS->origin[slot] = o;
+        CS->ok[slot] = payload_ok(id, d, n);
+        kcache_release(kc, d);
+    } else if (s == KCACHE_CLAIMED) {
+        __atomic_add_fetch(&CS->claimed, 1, __ATOMIC_SEQ_CST);
+        sleep_ms(hold_ms);
+        if (drop) {
+            kcache_drop_claim(kc, t);
+        } else {
+            unsigned char *p = (unsigned char *)malloc(payload_len(id));
+            payload_fill(p, id);
+            CS->ok[slot] = kcache_put_claimed(kc, t, p, payload_len(id)) == KCACHE_OK;
+            free(p);
+        }
+    }
+    __atomic_store_n(&CS->done[slot], 1, __ATOMIC_SEQ_CST);
+    kcache_key_free(&k);
+}
+
+typedef struct claim_arg { kcache *kc; unsigned id; int slot; int gate; } claim_arg;
+static void *claim_thread(void *p) {
+    claim_arg *a = (claim_arg *)p;
+    wait_release(a->gate);
+    claim_call(a->kc, a->id, a->slot, 300, 0);
+    return NULL;
+}
+
+/* n callers released together (threads of one process, or processes): exactly one claims and
+   builds, the others get its payload, saying BUILT_ELSEWHERE. */
+static void claim_herd(const char *dir, int procs) {
+    int gate[2], i, claimed = 0, elsewhere = 0;
+    pid_t pids[4];
+    memset(CS, 0, sizeof *CS);
+    if (pipe(gate) != 0) { KT_FAILF("pipe"); return; }
+    if (procs) {
+        for (i = 0; i < 4; i++)
+            if ((pids[i] = fork()) == 0) {
+                kcache *kc = open_cache(dir, 1, 60000, KCACHE_WRITE_THROUGH);
+                close(gate[1]);
+                alarm(60);
+                wait_release(gate[0]);
+                if (kc) claim_call(kc, 41, i, 300, 0);
+                kcache_close(kc);
+                _exit(0);
+            }
+        close(gate[0]);
+        sleep_ms(100);
+        close(gate[1]);
+        for (i = 0; i < 4; i++) waitpid(pids[i], NULL, 0);
+    } else {
+        kcache *kc = open_cache(dir, 1, 60000, KCACHE_WRITE_THROUGH);
+        pthread_t th[4];
+        claim_arg a[4];
+        for (i = 0; i < 4; i++) {
+            a[i].kc = kc;
+            a[i].id = 42;
+            a[i].slot = i;
+            a[i].gate = gate[0];
+            pthread_create(&th[i], NULL, claim_thread, &a[i]);
+        }
+        sleep_ms(100);
+        close(gate[1]);
+        for (i = 0; i < 4; i++) pthread_join(th[i], NULL);
+        close(gate[0]);
+        kcache_close(kc);
+    }
+    for (i = 0; i < 4; i++) {
+        KT_CHECK_MSG(CS->ok[i], "caller %d: payload wrong or not stored (status %d)", i, CS->status[i]);
+        claimed += CS->status[i] == KCACHE_CLAIMED;
+        elsewhere += CS->status[i] == KCACHE_OK && CS->origin[i] == KCACHE_BUILT_ELSEWHERE;
+    }
+    KT_CHECK_MSG(claimed == 1 && elsewhere == 3, "%s: %d claimed, %d BUILT_ELSEWHERE", procs ? "processes" : "threads", claimed,
+                 elsewhere);
+}
+
+/* A waiter in a process of its own (build wait 60 s, a 20 s watchdog): forked now, blocked on the
+   claim until the claim's end hands it over; returns its pid (slot 1). */
+static pid_t claim_waiter(const char *dir, int ready_fd) {
+    pid_t pid = fork();
+    if (pid == 0) {
+        kcache *kc = open_cache(dir, 1, 60000, KCACHE_WRITE_THROUGH);
+        alarm(20); /* the watchdog: a waiter that waits out the build wait never reports */
+        if (write(ready_fd, "r", 1) != 1) _exit(3);
+        if (kc) claim_call(kc, 43, 1, 0, 1);
+        kcache_close(kc);
+        _exit(0);
+    }
+    return pid;
+}
+
+/* How the holder (slot 0, a process of its own) ends: 0 drop_claim; 1 killed; 2 kcache_close with
+   the ticket open (then it lives on). Each time the waiter builds next (CLAIMED), without waiting
+   out the build wait (its watchdog). */
+static void claim_handover(const char *dir, int how) {
+    int ready[2], st = -1;
+    char c;
+    pid_t holder, waiter;
+    memset(CS, 0, sizeof *CS);
+    if (pipe(ready) != 0) { KT_FAILF("pipe"); return; }
+    if ((holder = fork()) == 0) {
+        kcache *kc = open_cache(dir, 1, 60000, KCACHE_WRITE_THROUGH);
+        kcache_key k;
+        const void *d;
+        size_t n;
+        kcache_ticket *t = NULL;
+        alarm(30);
+        make_key(&k, 43);
+        CS->status[0] = kc ? kcache_get_or_claim(kc, &k, &d, &n, NULL, &t) : KCACHE_EINVAL;
+        if (write(ready[1], "h", 1) != 1) _exit(3);
+        sleep_ms(500); /* the waiter starts waiting meanwhile */
+        if (how == 0) kcache_drop_claim(kc, t);
+        if (how == 1) sleep_ms(30000); /* killed here */
+        if (how == 2) kcache_close(kc);
+        else kcache_close(kc);
+        kcache_key_free(&k);
+        if (how == 2) sleep_ms(30000); /* still alive: only kcache_close let the claim go */
+        _exit(0);
+    }
+    if (read(ready[0], &c, 1) != 1) KT_FAILF("holder did not start");
+    KT_CHECK_EQ_U64(CS->status[0], KCACHE_CLAIMED);
+    waiter = claim_waiter(dir, ready[1]);
+    if (read(ready[0], &c, 1) != 1) KT_FAILF("waiter did not start");
+    if (how == 1) {
+        sleep_ms(300);
+        kill(holder, SIGKILL);
+    }
+    waitpid(waiter, &st, 0);
+    if (how != 0) kill(holder, SIGKILL);
+    waitpid(holder, NULL, 0);
+    close(ready[0]);
+    close(ready[1]);
+    KT_CHECK_MSG(exited_ok(st) && CS->done[1], "waiter did not finish (watchdog: it waited for the build wait)");
+    KT_CHECK_MSG(CS->status[1] == KCACHE_CLAIMED, "waiter: status %d, not KCACHE_CLAIMED", CS->status[1]);
+}
+
+/* Mutually dependent keys in two processes: each holds a claim on its key, then asks for the
+   other's. A holder only tries the next claim, so both go on (else: a deadlock until the watchdog). */
+static void claim_no_deadlock(const char *dir) {
+    int gate[2], i, st[2];
+    pid_t pids[2];
+    memset(CS, 0, sizeof *CS);
+    if (pipe(gate) != 0) { KT_FAILF("pipe"); return; }
+    for (i = 0; i < 2; i++)
+        if ((pids[i] = fork()) == 0) {
+            kcache *kc = open_cache(dir, 1, 60000, KCACHE_WRITE_THROUGH);
+            kcache_key mine, other;
+            const void *d;
+            size_t n;
+            kcache_ticket *t1 = NULL, *t2 = NULL;
+            kcache_status s;
+            close(gate[1]);
+            alarm(20);
+            make_key(&mine, 50 + (unsigned)i);
+            make_key(&other, 51 - (unsigned)i);
+            s = kcache_get_or_claim(kc, &mine, &d, &n, NULL, &t1);
+            __atomic_add_fetch(&CS->claimed, 1, __ATOMIC_SEQ_CST);
+            while (__atomic_load_n(&CS->claimed, __ATOMIC_SEQ_CST) < 2) sleep_ms(1); /* both hold theirs */
+            CS->status[i] = kcache_get_or_claim(kc, &other, &d, &n, NULL, &t2);
+            if (CS->status[i] == KCACHE_CLAIMED) kcache_drop_claim(kc, t2);
+            else if (CS->status[i] == KCACHE_OK) kcache_release(kc, d);
+            if (s == KCACHE_CLAIMED) kcache_drop_claim(kc, t1);
+            CS->done[i] = 1;
+            kcache_key_free(&mine);
+            kcache_key_free(&other);
+            kcache_close(kc);
+            _exit(0);
+        }
+    close(gate[0]);
+    close(gate[1]);
+    for (i = 0; i < 2; i++) waitpid(pids[i], &st[i], 0);
+    for (i = 0; i < 2; i++) {
+        KT_CHECK_MSG(exited_ok(st[i]) && CS->done[i], "process %d deadlocked (watchdog)", i);
+        KT_CHECK_EQ_U64(CS->status[i], KCACHE_CLAIMED);
+    }
+}
+
+static void flight_two_steps(void)
+{
+    char dir[600];
+    CS = (claim_shared *)mmap(NULL, sizeof *CS, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (CS == MAP_FAILED) { KT_FAILF("mmap"); return; }
+    claim_herd(new_store(dir, sizeof dir, "claim-procs"), 1);
+    claim_handover(new_store(dir, sizeof dir, "claim-drop"), 0);
+    claim_handover(new_store(dir, sizeof dir, "claim-killed"), 1);
+    claim_handover(new_store(dir, sizeof dir, "claim-close"), 2);
+    claim_no_deadlock(new_store(dir, sizeof dir, "claim-dep"));
+    claim_herd(new_store(dir, sizeof dir, "claim-threads"), 0); /* (threads last: forks are done) */
+    { /* caching off: still KCACHE_CLAIMED, with a ticket that claims nothing; put_claimed says why */
+        kcache_config cfg;
+        kcache *kc = NULL;
+        kcache_key k;
+        const void *d;
+        size_t n;
+        kcache_ticket *t = NULL;
+        kcache_config_init(&cfg);
+        cfg.enable = 0;
+        KT_CHECK(kcache_open(&kc, &cfg) == KCACHE_OK);
+        make_key(&k, 60);
+        KT_CHECK(kcache_get_or_claim(kc, &k, &d, &n, NULL, &t) == KCACHE_CLAIMED);
+        KT_CHECK(kcache_put_claimed(kc, t, "x", 1) == KCACHE_EDISABLED);
+        kcache_key_free(&k);
+        kcache_close(kc);
+    }
+    munmap(CS, sizeof *CS);
+}
+
 int main(void)
 {
     const char *tmp = getenv("TMPDIR");
@@ -1178,6 +1410,7 @@ int main(void)
     KT_RUN(flight_late_arrival);
     KT_RUN(flight_hit_no_build);
     KT_RUN(flight_two_handles);
+    KT_RUN(flight_two_steps);
 
     nftw(tmproot, rm_one, 16, FTW_DEPTH | FTW_PHYS);
     munmap(S, sizeof *S);

@@ -539,6 +539,142 @@ static void many_remote(void) {
 }
 #endif
 
+/* ---- where a payload came from (kcache_job.origin; a one-job batch is the single-key form) ---- */
+
+typedef struct origin_shared { int origin[8], status[8], builds; } origin_shared;
+static origin_shared *OS;
+static int origin_build(void *user, void **out, size_t *out_size) {
+    unsigned id = *(const unsigned *)user;
+    unsigned char *p = (unsigned char *)malloc(PAYLOAD(id));
+    __atomic_add_fetch(&OS->builds, 1, __ATOMIC_SEQ_CST);
+    kt_sleep_ms(300); /* long enough that every caller released together misses at its first look */
+    if (!p) return 1;
+    kt_payload(p, PAYLOAD(id), id);
+    *out = p;
+    *out_size = PAYLOAD(id);
+    return 0;
+}
+/* One job: its status, and where its payload came from in *origin (released here). */
+static kcache_status origin_one(kcache *kc, const char *unit, unsigned id, kcache_origin *origin) {
+    kcache_job job;
+    kcache_key k;
+    kcache_status s;
+    kt_key(&k, unit, id);
+    memset(&job, 0, sizeof job);
+    job.key = &k;
+    job.build = origin_build;
+    job.user = &id;
+    job.origin = (kcache_origin)99;
+    s = kcache_get_or_build_many(kc, &job, 1, 1);
+    *origin = job.origin;
+    if (s == KCACHE_OK && !kt_payload_ok(job.data, job.size, PAYLOAD(id), id)) s = KCACHE_ECORRUPT;
+    if (job.status == KCACHE_OK) kcache_release(kc, job.data);
+    kcache_key_free(&k);
+    return s;
+}
+typedef struct origin_arg { kcache *kc; int slot; pthread_barrier_t *go; } origin_arg;
+static void *origin_thread(void *p) {
+    origin_arg *a = (origin_arg *)p;
+    kcache_origin o;
+    pthread_barrier_wait(a->go);
+    OS->status[a->slot] = origin_one(a->kc, "origin", 2, &o);
+    OS->origin[a->slot] = o;
+    return NULL;
+}
+static void count_origins(int n, int *here, int *elsewhere) {
+    int i;
+    *here = *elsewhere = 0;
+    for (i = 0; i < n; i++) {
+        KT_CHECK_EQ_U64(OS->status[i], KCACHE_OK);
+        *here += OS->origin[i] == KCACHE_BUILT_HERE;
+        *elsewhere += OS->origin[i] == KCACHE_BUILT_ELSEWHERE;
+    }
+}
+
+static void many_origin(void) {
+    kcache *kc = open_store("origin", NULL), *kc2 = open_store("origin", NULL), *kl;
+    kcache_config cfg;
+    char ldir[400], dir[400];
+    kcache_origin o = KCACHE_FROM_MEMORY;
+    int i, here, elsewhere, gate[2];
+    pid_t pids[3];
+    KT_CHECK(kc && kc2);
+    if (!kc || !kc2) return;
+    OS = (origin_shared *)mmap(NULL, sizeof *OS, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    KT_CHECK(OS != MAP_FAILED);
+    if (OS == MAP_FAILED) return;
+    /* one caller: built by this call, then from memory; another handle on the store: from the store */
+    KT_CHECK(origin_one(kc, "origin", 1, &o) == KCACHE_OK && o == KCACHE_BUILT_HERE);
+    KT_CHECK(origin_one(kc, "origin", 1, &o) == KCACHE_OK && o == KCACHE_FROM_MEMORY);
+    KT_CHECK(origin_one(kc2, "origin", 1, &o) == KCACHE_OK && o == KCACHE_FROM_STORE);
+    KT_CHECK_EQ_U64(OS->builds, 1);
+    /* four threads on one key: one builds it, the three others got its result */
+    {
+        pthread_t th[4];
+        origin_arg a[4];
+        pthread_barrier_t go;
+        memset(OS, 0, sizeof *OS);
+        pthread_barrier_init(&go, NULL, 4);
+        for (i = 0; i < 4; i++) {
+            a[i].kc = kc;
+            a[i].slot = i;
+            a[i].go = &go;
+            pthread_create(&th[i], NULL, origin_thread, &a[i]);
+        }
+        for (i = 0; i < 4; i++) pthread_join(th[i], NULL);
+        pthread_barrier_destroy(&go);
+        count_origins(4, &here, &elsewhere);
+        KT_CHECK_MSG(here == 1 && elsewhere == 3 && OS->builds == 1, "threads: %d built here, %d elsewhere, %d builds", here, elsewhere,
+                     OS->builds);
+    }
+    kcache_close(kc);
+    kcache_close(kc2);
+    /* three processes on one key (one store): one builds, two got its result */
+    memset(OS, 0, sizeof *OS);
+    KT_CHECK(pipe(gate) == 0);
+    for (i = 0; i < 3; i++) {
+        if ((pids[i] = fork()) == 0) {
+            kcache *c = open_store("origin", NULL);
+            char ch;
+            close(gate[1]);
+            alarm(60);
+            if (read(gate[0], &ch, 1) < 0) _exit(2);
+            OS->status[i] = c ? origin_one(c, "origin", 3, &o) : KCACHE_EINVAL;
+            OS->origin[i] = o;
+            kcache_close(c);
+            _exit(0);
+        }
+    }
+    close(gate[0]);
+    kt_sleep_ms(100);
+    close(gate[1]);
+    for (i = 0; i < 3; i++) waitpid(pids[i], NULL, 0);
+    count_origins(3, &here, &elsewhere);
+    KT_CHECK_MSG(here == 1 && elsewhere == 2 && OS->builds == 1, "processes: %d built here, %d elsewhere, %d builds", here, elsewhere,
+                 OS->builds);
+    /* a read-only layer: a store of its own that has the key, searched after this one */
+    kl = open_store("origin-layer", NULL);
+    KT_CHECK(kl && origin_one(kl, "origin", 4, &o) == KCACHE_OK && o == KCACHE_BUILT_HERE);
+    kcache_close(kl);
+    snprintf(ldir, sizeof ldir, "%s/origin-layer", g_root);
+    kt_config(&cfg, dir, sizeof dir, g_root, "origin-over-layer");
+    cfg.layers = ldir;
+    kl = NULL;
+    KT_CHECK(kcache_open(&kl, &cfg) == KCACHE_OK && kl);
+    KT_CHECK(kl && origin_one(kl, "origin", 4, &o) == KCACHE_OK && o == KCACHE_FROM_LAYER);
+    kcache_close(kl);
+    /* the remote: another store's put there, read by a store of its own */
+    if (have_redis) {
+        kcache *ka = open_store("origin-ra", R.url), *kb = open_store("origin-rb", R.url);
+        KT_CHECK(ka && kb);
+        KT_CHECK(ka && origin_one(ka, "origin", 5, &o) == KCACHE_OK && o == KCACHE_BUILT_HERE);
+        KT_CHECK(kb && origin_one(kb, "origin", 5, &o) == KCACHE_OK && o == KCACHE_FROM_REMOTE);
+        kcache_close(ka);
+        kcache_close(kb);
+    }
+    munmap(OS, sizeof *OS);
+}
+
 int main(void) {
     setvbuf(stdout, NULL, _IOLBF, 0);
     S = (shared *)mmap(NULL, sizeof *S, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
@@ -555,9 +691,11 @@ int main(void) {
         KT_RUN(many_remote);
         KT_RUN(many_remote_readback);
         KT_RUN(many_remote_killed);
+        KT_RUN(many_origin); /* (with the remote's case) */
         kt_redis_stop(&R);
     } else {
         printf("skip many_remote: redis-server did not start (scripts/deps.sh installs it)\n");
+        KT_RUN(many_origin);
     }
 #else
     printf("skip many_remote: built without Redis (KT_NO_REDIS)\n");

@@ -19,6 +19,8 @@
  *                           order: no report; one more release is reported
  *   misuse_fork             a payload got before a fork, released in the child; the child's own
  *                           gets and releases: no report
+ *   misuse_ticket_twice     a ticket of kcache_get_or_claim ended twice, or through another kcache:
+ *                           reported, never read; one left open at close: dropped, no report
  *   misuse_none             a normal life (puts, gets, get_or_build from 4 threads, explain, stats,
  *                           remove, close): no message, no assertion
  *
@@ -394,6 +396,37 @@ static int rm_one(const char *p, const struct stat *s, int flag, struct FTW *f)
     return 0;
 }
 
+/* a ticket of kcache_get_or_claim ended twice (put twice, put then dropped), or ended through
+   another kcache: reported, nothing done (the ticket is freed at its first end: never read) */
+static void misuse_ticket_twice(void)
+{
+    kcache *kc = open_cache(1), *other = open_cache(0);
+    kcache_key k;
+    const void *d;
+    size_t n;
+    kcache_ticket *t = NULL;
+    reset();
+    mkkey(&k, 70);
+    KT_CHECK(kcache_get_or_claim(kc, &k, &d, &n, NULL, &t) == KCACHE_CLAIMED && t);
+    KT_CHECK(kcache_put_claimed(other, t, "abc", 3) == KCACHE_EINVAL); /* not other's */
+    EXPECT_ONE("kcache_put_claimed", "not this kcache's");
+    KT_CHECK(kcache_put_claimed(kc, t, "abc", 3) == KCACHE_OK);
+    EXPECT_NONE("a claim and its put");
+    KT_CHECK(kcache_put_claimed(kc, t, "abc", 3) == KCACHE_EINVAL);
+    EXPECT_ONE("kcache_put_claimed", "ended already");
+    kcache_drop_claim(kc, t);
+    EXPECT_ONE("kcache_drop_claim", "ended already");
+    KT_CHECK(kcache_get_or_claim(kc, &k, &d, &n, NULL, &t) == KCACHE_OK && n == 3 && memcmp(d, "abc", 3) == 0);
+    kcache_release(kc, d);
+    kcache_key_free(&k);
+    mkkey(&k, 71); /* a ticket left open at close: dropped, no report */
+    KT_CHECK(kcache_get_or_claim(kc, &k, &d, &n, NULL, &t) == KCACHE_CLAIMED && t);
+    kcache_key_free(&k);
+    kcache_close(kc);
+    kcache_close(other);
+    EXPECT_NONE("close with a ticket open");
+}
+
 int main(void)
 {
     const char *t = getenv("TMPDIR");
@@ -412,6 +445,7 @@ int main(void)
     KT_RUN(misuse_key_freed);
     KT_RUN(misuse_many_held);
     KT_RUN(misuse_fork);
+    KT_RUN(misuse_ticket_twice);
     KT_RUN(misuse_none);
     nftw(g_root, rm_one, 16, FTW_DEPTH | FTW_PHYS);
     KT_EXIT();
