@@ -55,7 +55,8 @@
                            closed kcache, a freed key): one message through the log, then
                            KCACHE_ASSERT; default 1 unless NDEBUG (see the README's "Misuse")
        optional parts, each with its library:
-       KCACHE_OPENCL       kcache_cl_build, kcache_cl_build_many, kcache_cl_key -lOpenCL
+       KCACHE_OPENCL       kcache_cl_build, kcache_cl_build_many, kcache_cl_key, -lOpenCL
+                           kcache_cl_device_key
        KCACHE_REDIS        the Redis backend of the remote tier: kcache_redis.h (hiredis
                            >= 0.14; POSIX)                                       -lhiredis
        KCACHE_ZSTD         zstd entries on the remote, and KCACHE_COMPRESS      -lzstd
@@ -810,6 +811,18 @@ KCACHE_API size_t kcache_cl_build_log(kcache *kc, char *buf, size_t cap);
    KCACHE_OK, or an error (the key is then still safe to free and never matches). */
 KCACHE_API kcache_status kcache_cl_key(kcache *kc, kcache_key *k, cl_device_id dev, const char *unit, cl_uint nsrc,
                                        const char **srcs, const size_t *lens, const char *options);
+
+/* Adds the identity of a device and its driver to a key the caller initialised with what it knows
+   (a plan, a blob of its own, anything built for one device): the fields kcache_cl_build and
+   kcache_cl_key put in every program key, so that a driver upgrade is a miss there too and
+   kcache_explain names the field that changed: "cl.platform.name", "cl.platform.version",
+   "cl.device.name", "cl.device.version", "cl.driver.version", "cl.device.vendor_id",
+   "cl.device.address_bits", "cl.driver.uuid" (where cl_khr_device_uuid is there) and
+   "cl.driver.library" (the stamp of the driver library the process loaded, a file dependency; its
+   path alone when it cannot be read). The Vulkan companion's kcache_vk_key is its counterpart.
+   KCACHE_OK, or an error that the key then records (it never matches; freeing it is still safe);
+   KCACHE_EINVAL for k NULL or not initialised, or device NULL. Thread-safe. */
+KCACHE_API kcache_status kcache_cl_device_key(kcache_key *k, cl_device_id device);
 
 /* Drops the programs of ctx (NULL: of every context) from kc's in-process cache and releases the
    references it held, so that releasing ctx frees it. The stored binaries stay. */
@@ -14792,29 +14805,16 @@ static void kcache__cl_find_deps(cl_uint nsrc, const char *const *srcs, const si
 
 /* ---- keys ----------------------------------------------------------------------------------- */
 
-/* The key of one device (k is initialised here; free it with kcache_key_free). */
-static kcache_status kcache__cl_key_dev(kcache *kc, kcache_key *k, kcache__cl_dev *dv, const char *unit, cl_uint nsrc,
-                                        const char *const *srcs, const size_t *lens, const char *options,
-                                        const kcache__cl_deps *deps) {
+/* Adds the identity of dv->id's device and driver to k (the fields kcache_cl_device_key documents)
+   and learns what kcache needs of the device (platform, PoCL or not, PoCL's device id, its name). */
+static kcache_status kcache__cl_key_device(kcache *kc, kcache_key *k, kcache__cl_dev *dv) {
     static const struct { const char *name; cl_uint what; int platform; } strs[] = {
         {"cl.platform.name", CL_PLATFORM_NAME, 1},   {"cl.platform.version", CL_PLATFORM_VERSION, 1},
         {"cl.device.name", CL_DEVICE_NAME, 0},       {"cl.device.version", CL_DEVICE_VERSION, 0},
         {"cl.driver.version", CL_DRIVER_VERSION, 0},
     };
-    char name[KCACHE_FIELD_NAME_MAX];
     cl_uint u, i;
     char *s;
-    kcache_status st = kcache_key_init(k, unit);
-    if (nsrc == 1) {
-        kcache_key_bytes(k, "cl.source", srcs[0], lens[0]);
-    } else {
-        for (i = 0; i < nsrc; i++) {
-            snprintf(name, sizeof name, "cl.source.%u", (unsigned)i);
-            kcache_key_bytes(k, name, srcs[i], lens[i]);
-        }
-    }
-    kcache_key_str(k, "cl.options", options);
-    kcache_key_u64(k, "cl.layer", KCACHE__CL_LAYER);
     if (clGetDeviceInfo(dv->id, CL_DEVICE_PLATFORM, sizeof dv->plat, &dv->plat, NULL) != CL_SUCCESS)
         return kcache__key_fail(k, KCACHE_EINVAL);
     for (i = 0; i < sizeof strs / sizeof strs[0]; i++) {
@@ -14838,13 +14838,47 @@ static kcache_status kcache__cl_key_dev(kcache *kc, kcache_key *k, kcache__cl_de
         KCACHE_FREE(s);
     }
     kcache__cl_key_driver(kc, k, dv->plat);
+    return k->error;
+}
+
+/* The key of one device (k is initialised here; free it with kcache_key_free). */
+static kcache_status kcache__cl_key_dev(kcache *kc, kcache_key *k, kcache__cl_dev *dv, const char *unit, cl_uint nsrc,
+                                        const char *const *srcs, const size_t *lens, const char *options,
+                                        const kcache__cl_deps *deps) {
+    char name[KCACHE_FIELD_NAME_MAX];
+    cl_uint u, i;
+    kcache_key_init(k, unit);
+    if (nsrc == 1) {
+        kcache_key_bytes(k, "cl.source", srcs[0], lens[0]);
+    } else {
+        for (i = 0; i < nsrc; i++) {
+            snprintf(name, sizeof name, "cl.source.%u", (unsigned)i);
+            kcache_key_bytes(k, name, srcs[i], lens[i]);
+        }
+    }
+    kcache_key_str(k, "cl.options", options);
+    kcache_key_u64(k, "cl.layer", KCACHE__CL_LAYER);
+    if (kcache__cl_key_device(kc, k, dv) != KCACHE_OK) return k->error;
     for (u = 0; deps && u < deps->n; u++) {
         snprintf(name, sizeof name, "cl.include.%u", (unsigned)u);
         kcache_key_file(k, name, deps->v[u].path);
     }
     if (deps && deps->failed) kcache__key_fail(k, KCACHE_ETOOBIG);
-    (void)st;
     return k->error;
+}
+
+KCACHE_API kcache_status kcache_cl_device_key(kcache_key *k, cl_device_id device) {
+    kcache__cl_dev *dv;
+    kcache_status s;
+    if (!k || !kcache__key_usable(k)) return KCACHE_EINVAL;
+    if (!device) return kcache__key_fail(k, KCACHE_EINVAL);
+    dv = (kcache__cl_dev *)KCACHE_MALLOC(sizeof *dv); /* (holds a key: not on the stack) */
+    if (!dv) return kcache__key_fail(k, KCACHE_ENOMEM);
+    memset(dv, 0, sizeof *dv);
+    dv->id = device;
+    s = kcache__cl_key_device(NULL, k, dv);
+    KCACHE_FREE(dv);
+    return s;
 }
 
 /* Lengths of the sources: lens[i], or strlen where lens is NULL or lens[i] is 0. */

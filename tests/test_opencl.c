@@ -1213,6 +1213,65 @@ static void several_devices_spread_over_processes(void) {
                  g_sh->hit[0], (unsigned long long)g_sh->builds[0]);
 }
 
+/* kcache_cl_device_key: a device's identity on a key of the caller's own (a plan blob): the same
+   fields kcache_cl_key uses, so a program key made by hand from it has kcache_cl_key's digest; a blob
+   keyed on one device misses on another, and kcache_explain names the device field */
+static void child_device_key(int slot) {
+    clenv E;
+    kcache_key a, b, c;
+    const void *data;
+    size_t size;
+    char why[2048];
+    cl_uint other;
+    (void)slot;
+    if (!cl_up(&E)) return;
+    KT_CHECK(kcache_cl_key(E.kc, &a, E.dev[0], "k", 1, &K_SRC, NULL, K_OPT) == KCACHE_OK);
+    kcache_key_init(&b, "k");
+    kcache_key_bytes(&b, "cl.source", K_SRC, strlen(K_SRC));
+    kcache_key_str(&b, "cl.options", K_OPT);
+    kcache_key_u64(&b, "cl.layer", KCACHE__CL_LAYER);
+    KT_CHECK(kcache_cl_device_key(&b, E.dev[0]) == KCACHE_OK);
+    KT_CHECK_MSG(kcache__same(kcache_key_digest(&a), kcache_key_digest(&b)) && a.count == b.count,
+                 "kcache_cl_key and a key made with kcache_cl_device_key differ (%u and %u fields)", (unsigned)a.count,
+                 (unsigned)b.count);
+    kcache_key_free(&a);
+    kcache_key_free(&b);
+
+    /* a plan blob keyed by device */
+    kcache_key_init(&a, "plan");
+    kcache_key_str(&a, "plan.desc", "1d c2c 1024");
+    KT_CHECK(kcache_cl_device_key(&a, E.dev[0]) == KCACHE_OK);
+    KT_CHECK(kcache_put(E.kc, &a, "blob", 4) == KCACHE_OK);
+    KT_CHECK(kcache_get(E.kc, &a, &data, &size) == KCACHE_OK && size == 4);
+    if (size == 4) kcache_release(E.kc, data);
+    other = 1; /* "basic" and "pthread": two devices of one driver, told apart by name and version */
+    if (E.ndev == 2) {
+        kcache_key_init(&c, "plan");
+        kcache_key_str(&c, "plan.desc", "1d c2c 1024");
+        KT_CHECK(kcache_cl_device_key(&c, E.dev[other]) == KCACHE_OK);
+        KT_CHECK(kcache_get(E.kc, &c, &data, &size) == KCACHE_MISS);
+        kcache_explain(E.kc, &c, why, sizeof why);
+        KT_CHECK_MSG(strstr(why, "cl.device.") != NULL, "explain on another device: %s", why);
+        kcache_key_free(&c);
+    } else {
+        KT_FAILF("POCL_DEVICES=\"basic pthread\" gave %u devices", (unsigned)E.ndev);
+    }
+    kcache_key_free(&a);
+
+    /* misuse: an error, recorded in the key */
+    kcache_key_init(&c, "plan");
+    KT_CHECK(kcache_cl_device_key(&c, NULL) == KCACHE_EINVAL && c.error == KCACHE_EINVAL);
+    KT_CHECK(kcache_put(E.kc, &c, "x", 1) != KCACHE_OK);
+    kcache_key_free(&c);
+    KT_CHECK(kcache_cl_device_key(NULL, E.dev[0]) == KCACHE_EINVAL);
+    cl_down(&E);
+}
+
+static void device_key_for_any_blob(void) {
+    setenv("POCL_DEVICES", "basic pthread", 1);
+    in_child(child_device_key, 0);
+}
+
 int main(void) {
     g_sh = (shared *)mmap(NULL, sizeof *g_sh, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     if (g_sh == MAP_FAILED) { perror("mmap"); return 2; }
@@ -1239,5 +1298,6 @@ int main(void) {
     RUN(many_programs_spread_over_processes_and_threads);
     RUN(many_programs_duplicate_and_failure);
     RUN(several_devices_spread_over_processes);
+    RUN(device_key_for_any_blob);
     KT_EXIT();
 }
