@@ -1272,6 +1272,149 @@ static void device_key_for_any_blob(void) {
     in_child(child_device_key, 0);
 }
 
+/* kcache_cl_build_program: where clBuildProgram was. g_bp says how a child builds K_SRC with
+   g_opt2 (checked by running it: y = x * g_mul2 + g_add2) on device g_bp_dev (-1: all, as 0/NULL) */
+enum { BP_SWAP, BP_HELD, BP_CL_BUILD };
+static int g_bp = BP_SWAP, g_bp_dev = 0;
+static void child_bp(int slot) {
+    clenv E;
+    cl_program p, orig;
+    cl_int e;
+    cl_uint nd = g_bp_dev < 0 ? 0 : 1;
+    const cl_device_id *devs;
+    int hit = -1;
+    if (!cl_up(&E)) return;
+    devs = g_bp_dev < 0 ? NULL : &E.dev[g_bp_dev];
+    if (g_bp == BP_CL_BUILD) {
+        p = kcache_cl_build(E.kc, E.ctx, nd, devs, NULL, 1, &K_SRC, NULL, g_opt2, &hit, &e);
+    } else {
+        orig = p = clCreateProgramWithSource(E.ctx, 1, &K_SRC, NULL, &e);
+        if (g_bp == BP_HELD) clRetainProgram(p);
+        e = kcache_cl_build_program(E.kc, &p, nd, devs, g_opt2);
+        if (g_bp == BP_HELD) {
+            KT_CHECK_MSG(p == orig, "a program others hold was swapped");
+            clReleaseProgram(orig);
+        }
+        KT_CHECK_MSG(e == CL_SUCCESS, "kcache_cl_build_program: %d", (int)e);
+    }
+    right(&E, p, g_bp_dev < 0 ? 0 : (cl_uint)g_bp_dev, g_mul2, g_add2);
+    if (g_bp_dev < 0 && E.ndev > 1) right(&E, p, 1, g_mul2, g_add2);
+    note_stats(&E, slot, hit);
+    if (p) clReleaseProgram(p);
+    cl_down(&E);
+}
+
+static void bp_run(int slot, int how, int dev, const char *opt, float mul) {
+    g_bp = how;
+    g_bp_dev = dev;
+    g_opt2 = opt;
+    g_mul2 = mul;
+    g_add2 = 1;
+    in_child(child_bp, slot);
+}
+
+#define BP_COMPILES (g_sh->compiles[KT_PROGS - 1])
+static void build_program_hits_in_new_process(void) {
+    bp_run(0, BP_SWAP, 0, K_OPT, 2);
+    KT_CHECK_MSG(BP_COMPILES == 1 && g_sh->builds[0] == 1, "first: %d compiles, %llu builds", BP_COMPILES,
+                 (unsigned long long)g_sh->builds[0]);
+    bp_run(1, BP_SWAP, 0, K_OPT, 2);
+    KT_CHECK_MSG(BP_COMPILES == 1 && g_sh->builds[1] == 0 && g_sh->hits_disk[1] == 1, "second process: %d compiles, %llu builds, %llu disk hits",
+                 BP_COMPILES, (unsigned long long)g_sh->builds[1], (unsigned long long)g_sh->hits_disk[1]);
+    bp_run(2, BP_CL_BUILD, 0, K_OPT, 2); /* kcache_cl_build (unit NULL) shares its entries */
+    KT_CHECK_MSG(BP_COMPILES == 1 && g_sh->hit[2] == 1, "kcache_cl_build after it: %d compiles, hit %d", BP_COMPILES, g_sh->hit[2]);
+    bp_run(3, BP_SWAP, 0, "-DMUL=3 -DADD=1", 3); /* other options: a miss, never the other's binary */
+    KT_CHECK_MSG(BP_COMPILES == 2 && g_sh->builds[3] == 1 && g_sh->hits_disk[3] == 0, "other options: %d compiles, %llu disk hits",
+                 BP_COMPILES, (unsigned long long)g_sh->hits_disk[3]);
+}
+
+static void build_program_shares_kcache_cl_build_entries(void) {
+    bp_run(0, BP_CL_BUILD, 0, K_OPT, 2);
+    bp_run(1, BP_SWAP, 0, K_OPT, 2);
+    KT_CHECK_MSG(BP_COMPILES == 1 && g_sh->hits_disk[1] == 1, "after kcache_cl_build: %d compiles, %llu disk hits", BP_COMPILES,
+                 (unsigned long long)g_sh->hits_disk[1]);
+}
+
+static void build_program_held_built_in_place_and_stored(void) {
+    bp_run(0, BP_HELD, 0, K_OPT, 2); /* in place, then stored */
+    KT_CHECK_MSG(BP_COMPILES == 1, "held: %d compiles", BP_COMPILES);
+    bp_run(1, BP_SWAP, 0, K_OPT, 2);
+    KT_CHECK_MSG(BP_COMPILES == 1 && g_sh->hits_disk[1] == 1, "after an in-place build: %d compiles, %llu disk hits", BP_COMPILES,
+                 (unsigned long long)g_sh->hits_disk[1]);
+}
+
+/* devices: built for one, then the other alone misses; then both (0/NULL) hit */
+static void build_program_devices_keyed(void) {
+    setenv("POCL_DEVICES", "basic pthread", 1);
+    bp_run(0, BP_SWAP, 1, K_OPT, 2);
+    bp_run(1, BP_SWAP, 0, K_OPT, 2);
+    KT_CHECK_MSG(BP_COMPILES == 2 && g_sh->hits_disk[1] == 0, "device 0 after device 1: %d compiles, %llu disk hits", BP_COMPILES,
+                 (unsigned long long)g_sh->hits_disk[1]);
+    bp_run(2, BP_SWAP, -1, K_OPT, 2);
+    KT_CHECK_MSG(BP_COMPILES == 2 && g_sh->hits_disk[2] == 2, "both devices: %d compiles, %llu disk hits", BP_COMPILES,
+                 (unsigned long long)g_sh->hits_disk[2]);
+}
+
+/* processes at once on a cold store: one compile */
+static void child_bp_together(int slot) {
+    wait_gate();
+    child_bp(slot);
+}
+static void build_program_processes_compile_once(void) {
+    g_bp = BP_SWAP;
+    g_bp_dev = 0;
+    g_opt2 = K_OPT;
+    g_mul2 = 2;
+    g_add2 = 1;
+    run_together(3, child_bp_together);
+    KT_CHECK_MSG(BP_COMPILES == 1, "3 processes at once: %d compiles", BP_COMPILES);
+}
+
+/* what clBuildProgram says: a failure's code and log on the caller's program; misuse; a program from
+   binaries passed straight through */
+static void child_bp_errors(int slot) {
+    clenv E;
+    cl_program p, q;
+    cl_int e, st = 0;
+    char log[4096] = {0};
+    const char *bad = BAD_SRC;
+    unsigned char *bin = NULL;
+    size_t bsize = 0;
+    (void)slot;
+    if (!cl_up(&E)) return;
+    p = clCreateProgramWithSource(E.ctx, 1, &bad, NULL, &e);
+    q = p;
+    e = kcache_cl_build_program(E.kc, &p, 1, E.dev, K_OPT);
+    KT_CHECK_MSG(e == CL_BUILD_PROGRAM_FAILURE && p == q, "a bad source: %d", (int)e);
+    clGetProgramBuildInfo(p, E.dev[0], CL_PROGRAM_BUILD_LOG, sizeof log - 1, log, NULL);
+    KT_CHECK_MSG(strstr(log, "undefined_thing") != NULL, "the caller's program's log: %s", log);
+    clReleaseProgram(p);
+    KT_CHECK(kcache_cl_build_program(E.kc, NULL, 0, NULL, NULL) == CL_INVALID_PROGRAM);
+    p = NULL;
+    KT_CHECK(kcache_cl_build_program(E.kc, &p, 0, NULL, NULL) == CL_INVALID_PROGRAM);
+    p = clCreateProgramWithSource(E.ctx, 1, &K_SRC, NULL, &e);
+    KT_CHECK(kcache_cl_build_program(E.kc, &p, 1, NULL, K_OPT) == CL_INVALID_VALUE);
+    KT_CHECK(kcache_cl_build_program(E.kc, &p, 1, E.dev, K_OPT) == CL_SUCCESS && right(&E, p, 0, 2, 1));
+    /* a program from binaries: the driver's build, as it is */
+    if (clGetProgramInfo(p, CL_PROGRAM_BINARY_SIZES, sizeof bsize, &bsize, NULL) == CL_SUCCESS && bsize &&
+        (bin = (unsigned char *)malloc(bsize)) != NULL &&
+        clGetProgramInfo(p, CL_PROGRAM_BINARIES, sizeof bin, &bin, NULL) == CL_SUCCESS) {
+        const unsigned char *cb = bin;
+        int before = BP_COMPILES;
+        q = clCreateProgramWithBinary(E.ctx, 1, E.dev, &bsize, &cb, &st, &e);
+        cl_program was = q;
+        KT_CHECK(kcache_cl_build_program(E.kc, &q, 1, E.dev, K_OPT) == CL_SUCCESS && q == was && right(&E, q, 0, 2, 1));
+        KT_CHECK(BP_COMPILES == before);
+        clReleaseProgram(q);
+    } else {
+        KT_FAILF("no binary to load");
+    }
+    free(bin);
+    clReleaseProgram(p);
+    cl_down(&E);
+}
+static void build_program_errors_as_clBuildProgram(void) { in_child(child_bp_errors, 0); }
+
 int main(void) {
     g_sh = (shared *)mmap(NULL, sizeof *g_sh, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     if (g_sh == MAP_FAILED) { perror("mmap"); return 2; }
@@ -1299,5 +1442,11 @@ int main(void) {
     RUN(many_programs_duplicate_and_failure);
     RUN(several_devices_spread_over_processes);
     RUN(device_key_for_any_blob);
+    RUN(build_program_hits_in_new_process);
+    RUN(build_program_shares_kcache_cl_build_entries);
+    RUN(build_program_held_built_in_place_and_stored);
+    RUN(build_program_devices_keyed);
+    RUN(build_program_processes_compile_once);
+    RUN(build_program_errors_as_clBuildProgram);
     KT_EXIT();
 }
