@@ -56,7 +56,8 @@
                            KCACHE_ASSERT; default 1 unless NDEBUG (see the README's "Misuse")
        optional parts, each with its library:
        KCACHE_OPENCL       kcache_cl_build, kcache_cl_build_many, kcache_cl_key, -lOpenCL
-                           kcache_cl_device_key, kcache_cl_build_program
+                           kcache_cl_device_key, kcache_cl_build_program,
+                           kcache_cl_update
        KCACHE_REDIS        the Redis backend of the remote tier: kcache_redis.h (hiredis
                            >= 0.14; POSIX)                                       -lhiredis
        KCACHE_ZSTD         zstd entries on the remote, and KCACHE_COMPRESS      -lzstd
@@ -837,6 +838,21 @@ KCACHE_API kcache_status kcache_cl_key(kcache *kc, kcache_key *k, cl_device_id d
    kcache_cl_build. Thread-safe, for different programs. */
 KCACHE_API cl_int kcache_cl_build_program(kcache *kc, cl_program *program, cl_uint num_devices,
                                           const cl_device_id *device_list, const char *options);
+
+/* Stores a built program's binaries again where the driver's binary has grown since it was stored,
+   and stores those of devices with no entry: for drivers that add to a program's binary as it runs.
+   PoCL compiles a kernel's work-group function at its first launch and keeps it in the binary if the
+   binary is first asked for after that launch; a binary taken right after the build lacks it, so a
+   load of that binary into an empty PoCL cache (a fresh container, CI) pays the compile again at the
+   first launch. Call it once the program's kernels have run (its first launches), with a program
+   built from source (kcache_cl_build_program's in-place build, clBuildProgram, or a kcache_cl_build
+   miss): each built device's entry (keyed as kcache_cl_build_program keys it, with the options the
+   driver reports) is compared by size with CL_PROGRAM_BINARY_SIZES (no binary is read unless it
+   grew) and replaced when the driver's is larger. Note that a binary the driver was already asked
+   for stays as it was then (PoCL freezes it at the first CL_PROGRAM_BINARIES query).
+   KCACHE_OK (also when nothing grew, or kc is NULL or caching off); KCACHE_EINVAL for program NULL
+   or not a built program made from source. Thread-safe. */
+KCACHE_API kcache_status kcache_cl_update(kcache *kc, cl_program program);
 
 /* Adds the identity of a device and its driver to a key the caller initialised with what it knows
    (a plan, a blob of its own, anything built for one device): the fields kcache_cl_build and
@@ -15946,7 +15962,7 @@ static void kcache__cl_prog_info_free(kcache__cl_prog_info *pi) {
 }
 
 static int kcache__cl_prog_info_get(cl_program prog, cl_uint num_devices, const cl_device_id *device_list,
-                                    kcache__cl_prog_info *pi) {
+                                    kcache__cl_prog_info *pi, int built) {
     cl_uint nd = 0, i, m;
     cl_device_id *pd = NULL;
     size_t len = 0;
@@ -15970,8 +15986,12 @@ static int kcache__cl_prog_info_get(cl_program prog, cl_uint num_devices, const 
         cl_build_status bs = CL_BUILD_NONE;
         int asked = num_devices == 0;
         for (i = 0; i < num_devices && !asked; i++) asked = device_list[i] == pd[m];
-        if (clGetProgramBuildInfo(prog, pd[m], CL_PROGRAM_BUILD_STATUS, sizeof bs, &bs, NULL) != CL_SUCCESS || bs != CL_BUILD_NONE)
-            goto no; /* built (or building) already: a rebuild is the driver's business */
+        if (clGetProgramBuildInfo(prog, pd[m], CL_PROGRAM_BUILD_STATUS, sizeof bs, &bs, NULL) != CL_SUCCESS) goto no;
+        if (built) { /* kcache_cl_update: the devices it was built for */
+            if (bs == CL_BUILD_SUCCESS) pi->devs[pi->ndev++] = pd[m];
+            continue;
+        }
+        if (bs != CL_BUILD_NONE) goto no; /* built (or building) already: a rebuild is the driver's business */
         if (asked) pi->devs[pi->ndev++] = pd[m];
     }
     for (i = 0; i < num_devices; i++) { /* every device asked for is the program's, and once */
@@ -15979,7 +15999,7 @@ static int kcache__cl_prog_info_get(cl_program prog, cl_uint num_devices, const 
         for (m = 0; m < pi->ndev; m++) seen += pi->devs[m] == device_list[i];
         if (seen != 1) goto no;
     }
-    if (pi->ndev != (num_devices ? num_devices : nd)) goto no;
+    if (built ? pi->ndev == 0 : pi->ndev != (num_devices ? num_devices : nd)) goto no;
     KCACHE_FREE(pd);
     return 1;
 no:
@@ -16059,7 +16079,7 @@ KCACHE_API cl_int kcache_cl_build_program(kcache *kc, cl_program *program, cl_ui
     if (kc && !kcache__kc_ok(kc, "kcache_cl_build_program")) kc = NULL; /* (said): the driver's build, uncached */
 #endif
     if (kc) kc = kcache__live(kc, 1);
-    if (!kc || !kc->cfg.enable || !kcache__cl_prog_info_get(*program, num_devices, device_list, &pi))
+    if (!kc || !kc->cfg.enable || !kcache__cl_prog_info_get(*program, num_devices, device_list, &pi, 0))
         return clBuildProgram(*program, num_devices, device_list, options, NULL, NULL);
     if (!options) options = "";
     if (pi.refs > 1) { /* others hold it: built where it is, then stored */
@@ -16087,6 +16107,29 @@ KCACHE_API cl_int kcache_cl_build_program(kcache *kc, cl_program *program, cl_ui
     }
     kcache__cl_prog_info_free(&pi);
     return e;
+}
+
+KCACHE_API kcache_status kcache_cl_update(kcache *kc, cl_program program) {
+    kcache__cl_prog_info pi;
+    char *opts = NULL;
+    size_t n = 0;
+    kcache_status s = KCACHE_OK;
+    KCACHE__CHECK_KC(kc, "kcache_cl_update", KCACHE_EINVAL);
+    if (!program) return KCACHE_EINVAL;
+    if (!kc || (kc = kcache__live(kc, 1)) == NULL || !kc->cfg.enable) return KCACHE_OK; /* nothing to store into */
+    if (!kcache__cl_prog_info_get(program, 0, NULL, &pi, 1)) return KCACHE_EINVAL; /* not a built source program */
+    /* the options it was built with, as the driver kept them (those of its first device) */
+    if (clGetProgramBuildInfo(program, pi.devs[0], CL_PROGRAM_BUILD_OPTIONS, 0, NULL, &n) != CL_SUCCESS ||
+        (opts = (char *)KCACHE_MALLOC(n + 1)) == NULL ||
+        clGetProgramBuildInfo(program, pi.devs[0], CL_PROGRAM_BUILD_OPTIONS, n, opts, NULL) != CL_SUCCESS) {
+        s = opts ? KCACHE_EINVAL : KCACHE_ENOMEM;
+    } else {
+        opts[n] = 0;
+        kcache__cl_store_prog(kc, program, &pi, opts, 1);
+    }
+    KCACHE_FREE(opts);
+    kcache__cl_prog_info_free(&pi);
+    return s;
 }
 
 KCACHE_API cl_int kcache_cl_build_many(kcache *kc, cl_context ctx, cl_uint ndev, const cl_device_id *devs,

@@ -1415,6 +1415,62 @@ static void child_bp_errors(int slot) {
 }
 static void build_program_errors_as_clBuildProgram(void) { in_child(child_bp_errors, 0); }
 
+/* kcache_cl_update: a binary the driver grew at the first launch (PoCL's work-group function) is
+   stored again; one that did not grow, or a program kcache cannot key, is left alone */
+static uint64_t stored_size(clenv *E, const char *opt) {
+    kcache_key k;
+    const void *d;
+    size_t n = 0;
+    const char *src = K_SRC;
+    if (kcache_cl_key(E->kc, &k, E->dev[0], "opencl", 1, &src, NULL, opt) != KCACHE_OK) KT_FAILF("kcache_cl_key");
+    if (kcache_get(E->kc, &k, &d, &n) == KCACHE_OK) kcache_release(E->kc, d);
+    else n = 0;
+    kcache_key_free(&k);
+    return n;
+}
+
+static void child_update(int slot) {
+    clenv E;
+    cl_program p;
+    cl_int e;
+    kcache_stats s0, s1, s2;
+    if (!cl_up(&E)) return;
+    g_sh->builds[slot] = stored_size(&E, K_OPT); /* (the size field carries the stored payload's size) */
+    p = clCreateProgramWithSource(E.ctx, 1, &K_SRC, NULL, &e);
+    e = clBuildProgram(p, 1, E.dev, K_OPT, NULL, NULL);
+    KT_CHECK(e == CL_SUCCESS);
+    right(&E, p, 0, 2, 1); /* the first launch */
+    kcache_get_stats(E.kc, &s0);
+    KT_CHECK(kcache_cl_update(E.kc, p) == KCACHE_OK);
+    kcache_get_stats(E.kc, &s1);
+    KT_CHECK(kcache_cl_update(E.kc, p) == KCACHE_OK); /* nothing grew since */
+    kcache_get_stats(E.kc, &s2);
+    g_sh->rejects[slot] = s1.puts - s0.puts;
+    g_sh->hits_disk[slot] = s2.puts - s1.puts;
+    g_sh->hit[slot] = (int)stored_size(&E, K_OPT);
+    KT_CHECK(kcache_cl_update(E.kc, NULL) == KCACHE_EINVAL);
+    clReleaseProgram(p);
+    cl_down(&E);
+}
+
+static void update_stores_grown_binary(void) {
+    char dir[600];
+    bp_run(0, BP_SWAP, 0, K_OPT, 2); /* stored right after the build */
+    in_child(child_update, 1);
+    fprintf(stderr, "  stored after the build: %llu bytes; after the first launch: %d bytes\n",
+            (unsigned long long)g_sh->builds[1], g_sh->hit[1]);
+    KT_CHECK_MSG(g_sh->builds[1] > 0 && (uint64_t)g_sh->hit[1] > g_sh->builds[1] && g_sh->rejects[1] == 1 && g_sh->hits_disk[1] == 0,
+                 "update: %llu bytes stored before, %d after, %llu puts, then %llu", (unsigned long long)g_sh->builds[1], g_sh->hit[1],
+                 (unsigned long long)g_sh->rejects[1], (unsigned long long)g_sh->hits_disk[1]);
+    /* a hit into an empty PoCL cache (PoCL's cache on) loads it and computes right */
+    snprintf(dir, sizeof dir, "%s/pocl-empty", g_base);
+    setenv("POCL_CACHE_DIR", dir, 1);
+    setenv("POCL_KERNEL_CACHE", "1", 1);
+    bp_run(2, BP_SWAP, 0, K_OPT, 2);
+    KT_CHECK_MSG(BP_COMPILES == 1 && g_sh->hits_disk[2] == 1, "hit after the update: %d compiles, %llu disk hits", BP_COMPILES,
+                 (unsigned long long)g_sh->hits_disk[2]);
+}
+
 int main(void) {
     g_sh = (shared *)mmap(NULL, sizeof *g_sh, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     if (g_sh == MAP_FAILED) { perror("mmap"); return 2; }
@@ -1448,5 +1504,6 @@ int main(void) {
     RUN(build_program_devices_keyed);
     RUN(build_program_processes_compile_once);
     RUN(build_program_errors_as_clBuildProgram);
+    RUN(update_stores_grown_binary);
     KT_EXIT();
 }
