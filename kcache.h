@@ -15087,6 +15087,12 @@ static int kcache__cl_pocl_check(const unsigned char *b, size_t n, const kcache_
     return 1;
 }
 
+/* Whether PoCL's own kernel cache is off (POCL_KERNEL_CACHE=0; it is on by default). */
+static int kcache__cl_pocl_cache_off(void) {
+    const char *env = getenv("POCL_KERNEL_CACHE");
+    return env && (strcmp(env, "0") == 0 || strcmp(env, "false") == 0 || strcmp(env, "off") == 0 || strcmp(env, "no") == 0);
+}
+
 /* PoCL unpacks a binary's files into <POCL_CACHE_DIR>/<the binary's build hash>/ and, with its
    kernel cache off (POCL_KERNEL_CACHE=0), deletes that directory when the program is released. A
    binary built with the cache off names a temporary directory ("_UNCACHED_..."), and any binary
@@ -15097,11 +15103,10 @@ static int kcache__cl_pocl_check(const unsigned char *b, size_t n, const kcache_
    a temporary one (the same files, unpacked once and kept, as PoCL's own cache does). Returns the
    renamed copy (KCACHE_MALLOC), or NULL when the binary is fine as it is. */
 static unsigned char *kcache__cl_pocl_rename(kcache *kc, const unsigned char *b, size_t n) {
-    const char *env = getenv("POCL_KERNEL_CACHE");
     char name[48];
     unsigned char *copy;
     uint32_t version;
-    int off = env && (strcmp(env, "0") == 0 || strcmp(env, "false") == 0 || strcmp(env, "off") == 0 || strcmp(env, "no") == 0);
+    int off = kcache__cl_pocl_cache_off();
     if (n < 77 || memcmp(b, "poclbin", 8) != 0) return NULL;
     version = kcache__get_u32(b + 16);
     if (version < 9 || version > 11) return NULL;
@@ -15338,7 +15343,28 @@ static int kcache__cl_build_fn(void *user, void **out, size_t *out_size) {
     dv->state = KCACHE__CL_BUILT;
     if (dv->prog) clReleaseProgram(dv->prog);
     dv->prog = one.prog;
-    ok = kcache__cl_extract(&one, one.prog, dv->id, out, out_size);
+    /* The binary for the store, which waiters need as soon as the build ends. PoCL freezes a
+       program's binary at the first query, before the work-group functions of its first launches
+       are in it; so with PoCL's own cache on, the binary is read from a second program of the same
+       source, which PoCL builds from its cache (tens of ms against a compile's hundreds), and the
+       caller's program stays unfrozen: kcache_cl_update can store its grown binary after the first
+       launch. With PoCL's cache off a second program would be a second compile: the binary is read
+       from the caller's program, as other drivers' are. */
+    {
+        cl_program second = NULL;
+        if (dv->pocl && !kcache__cl_pocl_cache_off()) {
+            kcache__cl_job two = one;
+            two.prog = NULL;
+            two.built = NULL; /* (its own: kcache__cl_compile replaces it) */
+            two.nbuilt = 0;
+            memset(&two.log, 0, sizeof two.log);
+            if (kcache__cl_compile(&two, 1, &dv->id) == CL_SUCCESS) second = two.prog;
+            KCACHE_FREE(two.log.p);
+            KCACHE_FREE(two.built);
+        }
+        ok = kcache__cl_extract(&one, second ? second : one.prog, dv->id, out, out_size);
+        if (second) clReleaseProgram(second);
+    }
     KCACHE_FREE(one.built);
     if (ok && !kcache__cl_payload_ok(*out, *out_size, dv, why, sizeof why)) {
         KCACHE__DEBUG(one.kc, "not storing %s for %s: %s", dv->key.unit, dv->name, why);

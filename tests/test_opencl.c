@@ -1471,6 +1471,43 @@ static void update_stores_grown_binary(void) {
                  (unsigned long long)g_sh->hits_disk[2]);
 }
 
+/* with PoCL's own cache on, a kcache miss leaves the caller's program unfrozen (the stored binary is
+   read from a second program PoCL builds from its cache): after the first launch kcache_cl_update
+   stores the grown binary. (Before, the caller's own program was read right after the build, and
+   the update found nothing grown.) */
+static void child_miss_then_update(int slot) {
+    clenv E;
+    cl_program p;
+    cl_int e;
+    uint64_t before;
+    kcache_stats s0, s1;
+    if (!cl_up(&E)) return;
+    p = clCreateProgramWithSource(E.ctx, 1, &K_SRC, NULL, &e);
+    KT_CHECK(kcache_cl_build_program(E.kc, &p, 1, E.dev, K_OPT) == CL_SUCCESS);
+    before = stored_size(&E, K_OPT);
+    right(&E, p, 0, 2, 1); /* the first launch */
+    kcache_get_stats(E.kc, &s0);
+    KT_CHECK(kcache_cl_update(E.kc, p) == KCACHE_OK);
+    kcache_get_stats(E.kc, &s1);
+    g_sh->builds[slot] = before;
+    g_sh->hit[slot] = (int)stored_size(&E, K_OPT);
+    g_sh->rejects[slot] = s1.puts - s0.puts;
+    clReleaseProgram(p);
+    cl_down(&E);
+}
+
+static void miss_leaves_program_unfrozen_with_pocl_cache(void) {
+    setenv("POCL_KERNEL_CACHE", "1", 1);
+    in_child(child_miss_then_update, 0);
+    fprintf(stderr, "  stored at the miss: %llu bytes; after the first launch and kcache_cl_update: %d bytes\n",
+            (unsigned long long)g_sh->builds[0], g_sh->hit[0]);
+    KT_CHECK_MSG(g_sh->builds[0] > 0 && (uint64_t)g_sh->hit[0] > g_sh->builds[0] && g_sh->rejects[0] == 1,
+                 "update after a miss: %llu bytes stored, then %d, %llu puts", (unsigned long long)g_sh->builds[0], g_sh->hit[0],
+                 (unsigned long long)g_sh->rejects[0]);
+    /* compiles: the miss, and its second program built from PoCL's cache */
+    KT_CHECK_MSG(BP_COMPILES == 2, "%d builds from source", BP_COMPILES);
+}
+
 int main(void) {
     g_sh = (shared *)mmap(NULL, sizeof *g_sh, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     if (g_sh == MAP_FAILED) { perror("mmap"); return 2; }
@@ -1505,5 +1542,6 @@ int main(void) {
     RUN(build_program_processes_compile_once);
     RUN(build_program_errors_as_clBuildProgram);
     RUN(update_stores_grown_binary);
+    RUN(miss_leaves_program_unfrozen_with_pocl_cache);
     KT_EXIT();
 }
