@@ -55,7 +55,9 @@
                            closed kcache, a freed key): one message through the log, then
                            KCACHE_ASSERT; default 1 unless NDEBUG (see the README's "Misuse")
        optional parts, each with its library:
-       KCACHE_OPENCL       kcache_cl_build, kcache_cl_build_many, kcache_cl_key -lOpenCL
+       KCACHE_OPENCL       kcache_cl_build, kcache_cl_build_many, kcache_cl_key, -lOpenCL
+                           kcache_cl_device_key, kcache_cl_build_program,
+                           kcache_cl_update
        KCACHE_REDIS        the Redis backend of the remote tier: kcache_redis.h (hiredis
                            >= 0.14; POSIX)                                       -lhiredis
        KCACHE_ZSTD         zstd entries on the remote, and KCACHE_COMPRESS      -lzstd
@@ -879,6 +881,59 @@ KCACHE_API size_t kcache_cl_build_log(kcache *kc, char *buf, size_t cap);
    KCACHE_OK, or an error (the key is then still safe to free and never matches). */
 KCACHE_API kcache_status kcache_cl_key(kcache *kc, kcache_key *k, cl_device_id dev, const char *unit, cl_uint nsrc,
                                        const char **srcs, const size_t *lens, const char *options);
+
+/* The one-line replacement of clBuildProgram(*program, num_devices, device_list, options, NULL,
+   NULL) for a program made with clCreateProgramWithSource, called where clBuildProgram was (before
+   any kernel is made): the same arguments, return codes and build log.
+
+   Each device's binary is looked up under the key kcache_cl_build gives the program's source (its
+   strings joined, as CL_PROGRAM_SOURCE gives them: one string), options and that device, with unit
+   "opencl" (kcache_cl_build's unit NULL): the two calls share entries. When every device asked for
+   is there (in the store, or a program this process built already), the source program is released
+   and *program becomes a program made from the stored binaries for those devices (CL_PROGRAM_DEVICES
+   then lists only them); devices that miss are compiled once (single flight, as kcache_cl_build:
+   concurrent threads and processes compile each once) and their binaries stored, and *program
+   becomes the built program. So the caller keeps using *program as after clBuildProgram; a copy of
+   the old handle kept elsewhere must not be used (that is why a program with other references is not
+   swapped, below). Another set of options, or of devices, is another key: never another's binary.
+
+   Built in place by clBuildProgram, never swapped: a program others hold (CL_PROGRAM_REFERENCE_COUNT
+   above 1: it is then stored after its build, for the devices that missed); a program made from
+   binaries or IL, or built already (a rebuild: the driver says whether kernels forbid it); a device
+   list the program does not have; kc NULL or caching off. A build that fails is run again by
+   clBuildProgram on the caller's program, so that its error and CL_PROGRAM_BUILD_LOG are the
+   driver's own (a failure compiles twice; failures are not cached). program NULL or *program NULL:
+   CL_INVALID_PROGRAM. kcache_cl_build_log says the log of the build kcache ran, as after
+   kcache_cl_build. Thread-safe, for different programs. */
+KCACHE_API cl_int kcache_cl_build_program(kcache *kc, cl_program *program, cl_uint num_devices,
+                                          const cl_device_id *device_list, const char *options);
+
+/* Stores a built program's binaries again where the driver's binary has grown since it was stored,
+   and stores those of devices with no entry: for drivers that add to a program's binary as it runs.
+   PoCL compiles a kernel's work-group function at its first launch and keeps it in the binary if the
+   binary is first asked for after that launch; a binary taken right after the build lacks it, so a
+   load of that binary into an empty PoCL cache (a fresh container, CI) pays the compile again at the
+   first launch. Call it once the program's kernels have run (its first launches), with a program
+   built from source (kcache_cl_build_program's in-place build, clBuildProgram, or a kcache_cl_build
+   miss): each built device's entry (keyed as kcache_cl_build_program keys it, with the options the
+   driver reports) is compared by size with CL_PROGRAM_BINARY_SIZES (no binary is read unless it
+   grew) and replaced when the driver's is larger. Note that a binary the driver was already asked
+   for stays as it was then (PoCL freezes it at the first CL_PROGRAM_BINARIES query).
+   KCACHE_OK (also when nothing grew, or kc is NULL or caching off); KCACHE_EINVAL for program NULL
+   or not a built program made from source. Thread-safe. */
+KCACHE_API kcache_status kcache_cl_update(kcache *kc, cl_program program);
+
+/* Adds the identity of a device and its driver to a key the caller initialised with what it knows
+   (a plan, a blob of its own, anything built for one device): the fields kcache_cl_build and
+   kcache_cl_key put in every program key, so that a driver upgrade is a miss there too and
+   kcache_explain names the field that changed: "cl.platform.name", "cl.platform.version",
+   "cl.device.name", "cl.device.version", "cl.driver.version", "cl.device.vendor_id",
+   "cl.device.address_bits", "cl.driver.uuid" (where cl_khr_device_uuid is there) and
+   "cl.driver.library" (the stamp of the driver library the process loaded, a file dependency; its
+   path alone when it cannot be read). The Vulkan companion's kcache_vk_key is its counterpart.
+   KCACHE_OK, or an error that the key then records (it never matches; freeing it is still safe);
+   KCACHE_EINVAL for k NULL or not initialised, or device NULL. Thread-safe. */
+KCACHE_API kcache_status kcache_cl_device_key(kcache_key *k, cl_device_id device);
 
 /* Drops the programs of ctx (NULL: of every context) from kc's in-process cache and releases the
    references it held, so that releasing ctx frees it. The stored binaries stay. */
@@ -15145,6 +15200,52 @@ static int kcache__cl_is_file(const char *path) {
 static void kcache__cl_scan_text(kcache__cl_scan *sc, const char *text, size_t len, const char *curdir, int depth);
 
 /* Follows one #include: finds the file, records it once, and scans it in turn. */
+/* A found #include file's canonical path, allocated with malloc (free() it), or NULL: realpath where
+   the headers declare it (it is XSI, not in POSIX 2008's base: a strict -std with
+   -D_POSIX_C_SOURCE=200809L hides it), else the path made absolute from the working directory with
+   its ".", ".." and repeated slashes taken out by their names (symlinks are not resolved: a file
+   reached through two links is two dependencies, which costs a stat, never a wrong hit). */
+#if defined(__GLIBC__) ? (defined(__USE_MISC) || defined(__USE_XOPEN_EXTENDED)) \
+                       : (!defined(_POSIX_C_SOURCE) || defined(_XOPEN_SOURCE) || defined(_GNU_SOURCE) || defined(_BSD_SOURCE) || defined(_DEFAULT_SOURCE))
+#define KCACHE__CL_REALPATH(p) realpath((p), NULL)
+#else
+#define KCACHE__CL_REALPATH(p) kcache__cl_abspath(p)
+static char *kcache__cl_abspath(const char *p) {
+    size_t cap = KCACHE__PATH_MAX, n = 0, at;
+    char *out = (char *)malloc(cap);
+    const char *q = p;
+    if (!out) return NULL;
+    if (p[0] != '/') {
+        if (!getcwd(out, cap)) { free(out); return NULL; }
+        n = strlen(out);
+        if (n == 1) n = 0; /* "/" */
+    }
+    while (*q) {
+        const char *e;
+        size_t len;
+        while (*q == '/') q++;
+        for (e = q; *e && *e != '/'; e++) {
+        }
+        len = (size_t)(e - q);
+        if (len == 0 || (len == 1 && q[0] == '.')) {
+        } else if (len == 2 && q[0] == '.' && q[1] == '.') {
+            for (at = n; at > 0 && out[at - 1] != '/'; at--) {
+            }
+            n = at > 0 ? at - 1 : 0;
+        } else {
+            if (n + 1 + len + 1 > cap) { free(out); return NULL; }
+            out[n++] = '/';
+            memcpy(out + n, q, len);
+            n += len;
+        }
+        q = e;
+    }
+    if (n == 0) out[n++] = '/';
+    out[n] = 0;
+    return out;
+}
+#endif
+
 static void kcache__cl_follow(kcache__cl_scan *sc, const char *name, size_t nlen, int angle, const char *curdir, int depth) {
     char *want = sc->want, *cand = sc->cand;
     char *real = NULL;
@@ -15173,7 +15274,7 @@ static void kcache__cl_follow(kcache__cl_scan *sc, const char *name, size_t nlen
             found = kcache__cl_is_file(cand);
         }
     }
-    if (!found || (real = realpath(cand, NULL)) == NULL) return; /* the compiler will say */
+    if (!found || (real = KCACHE__CL_REALPATH(cand)) == NULL) return; /* the compiler will say */
     for (i = 0; i < sc->deps->n; i++)
         if (strcmp(sc->deps->v[i].path, real) == 0) { free(real); return; } /* seen (include guards) */
     if (sc->deps->n >= KCACHE__CL_MAX_DEPS || depth >= KCACHE__CL_MAX_DEPTH) { free(real); sc->deps->failed = 1; return; }
@@ -15279,29 +15380,16 @@ static void kcache__cl_find_deps(cl_uint nsrc, const char *const *srcs, const si
 
 /* ---- keys ----------------------------------------------------------------------------------- */
 
-/* The key of one device (k is initialised here; free it with kcache_key_free). */
-static kcache_status kcache__cl_key_dev(kcache *kc, kcache_key *k, kcache__cl_dev *dv, const char *unit, cl_uint nsrc,
-                                        const char *const *srcs, const size_t *lens, const char *options,
-                                        const kcache__cl_deps *deps) {
+/* Adds the identity of dv->id's device and driver to k (the fields kcache_cl_device_key documents)
+   and learns what kcache needs of the device (platform, PoCL or not, PoCL's device id, its name). */
+static kcache_status kcache__cl_key_device(kcache *kc, kcache_key *k, kcache__cl_dev *dv) {
     static const struct { const char *name; cl_uint what; int platform; } strs[] = {
         {"cl.platform.name", CL_PLATFORM_NAME, 1},   {"cl.platform.version", CL_PLATFORM_VERSION, 1},
         {"cl.device.name", CL_DEVICE_NAME, 0},       {"cl.device.version", CL_DEVICE_VERSION, 0},
         {"cl.driver.version", CL_DRIVER_VERSION, 0},
     };
-    char name[KCACHE_FIELD_NAME_MAX];
     cl_uint u, i;
     char *s;
-    kcache_status st = kcache_key_init(k, unit);
-    if (nsrc == 1) {
-        kcache_key_bytes(k, "cl.source", srcs[0], lens[0]);
-    } else {
-        for (i = 0; i < nsrc; i++) {
-            snprintf(name, sizeof name, "cl.source.%u", (unsigned)i);
-            kcache_key_bytes(k, name, srcs[i], lens[i]);
-        }
-    }
-    kcache_key_str(k, "cl.options", options);
-    kcache_key_u64(k, "cl.layer", KCACHE__CL_LAYER);
     if (clGetDeviceInfo(dv->id, CL_DEVICE_PLATFORM, sizeof dv->plat, &dv->plat, NULL) != CL_SUCCESS)
         return kcache__key_fail(k, KCACHE_EINVAL);
     for (i = 0; i < sizeof strs / sizeof strs[0]; i++) {
@@ -15325,13 +15413,47 @@ static kcache_status kcache__cl_key_dev(kcache *kc, kcache_key *k, kcache__cl_de
         KCACHE_FREE(s);
     }
     kcache__cl_key_driver(kc, k, dv->plat);
+    return k->error;
+}
+
+/* The key of one device (k is initialised here; free it with kcache_key_free). */
+static kcache_status kcache__cl_key_dev(kcache *kc, kcache_key *k, kcache__cl_dev *dv, const char *unit, cl_uint nsrc,
+                                        const char *const *srcs, const size_t *lens, const char *options,
+                                        const kcache__cl_deps *deps) {
+    char name[KCACHE_FIELD_NAME_MAX];
+    cl_uint u, i;
+    kcache_key_init(k, unit);
+    if (nsrc == 1) {
+        kcache_key_bytes(k, "cl.source", srcs[0], lens[0]);
+    } else {
+        for (i = 0; i < nsrc; i++) {
+            snprintf(name, sizeof name, "cl.source.%u", (unsigned)i);
+            kcache_key_bytes(k, name, srcs[i], lens[i]);
+        }
+    }
+    kcache_key_str(k, "cl.options", options);
+    kcache_key_u64(k, "cl.layer", KCACHE__CL_LAYER);
+    if (kcache__cl_key_device(kc, k, dv) != KCACHE_OK) return k->error;
     for (u = 0; deps && u < deps->n; u++) {
         snprintf(name, sizeof name, "cl.include.%u", (unsigned)u);
         kcache_key_file(k, name, deps->v[u].path);
     }
     if (deps && deps->failed) kcache__key_fail(k, KCACHE_ETOOBIG);
-    (void)st;
     return k->error;
+}
+
+KCACHE_API kcache_status kcache_cl_device_key(kcache_key *k, cl_device_id device) {
+    kcache__cl_dev *dv;
+    kcache_status s;
+    if (!k || !kcache__key_usable(k)) return KCACHE_EINVAL;
+    if (!device) return kcache__key_fail(k, KCACHE_EINVAL);
+    dv = (kcache__cl_dev *)KCACHE_MALLOC(sizeof *dv); /* (holds a key: not on the stack) */
+    if (!dv) return kcache__key_fail(k, KCACHE_ENOMEM);
+    memset(dv, 0, sizeof *dv);
+    dv->id = device;
+    s = kcache__cl_key_device(NULL, k, dv);
+    KCACHE_FREE(dv);
+    return s;
 }
 
 /* Lengths of the sources: lens[i], or strlen where lens is NULL or lens[i] is 0. */
@@ -15452,6 +15574,12 @@ static int kcache__cl_pocl_check(const unsigned char *b, size_t n, const kcache_
     return 1;
 }
 
+/* Whether PoCL's own kernel cache is off (POCL_KERNEL_CACHE=0; it is on by default). */
+static int kcache__cl_pocl_cache_off(void) {
+    const char *env = getenv("POCL_KERNEL_CACHE");
+    return env && (strcmp(env, "0") == 0 || strcmp(env, "false") == 0 || strcmp(env, "off") == 0 || strcmp(env, "no") == 0);
+}
+
 /* PoCL unpacks a binary's files into <POCL_CACHE_DIR>/<the binary's build hash>/ and, with its
    kernel cache off (POCL_KERNEL_CACHE=0), deletes that directory when the program is released. A
    binary built with the cache off names a temporary directory ("_UNCACHED_..."), and any binary
@@ -15462,11 +15590,10 @@ static int kcache__cl_pocl_check(const unsigned char *b, size_t n, const kcache_
    a temporary one (the same files, unpacked once and kept, as PoCL's own cache does). Returns the
    renamed copy (KCACHE_MALLOC), or NULL when the binary is fine as it is. */
 static unsigned char *kcache__cl_pocl_rename(kcache *kc, const unsigned char *b, size_t n) {
-    const char *env = getenv("POCL_KERNEL_CACHE");
     char name[48];
     unsigned char *copy;
     uint32_t version;
-    int off = env && (strcmp(env, "0") == 0 || strcmp(env, "false") == 0 || strcmp(env, "off") == 0 || strcmp(env, "no") == 0);
+    int off = kcache__cl_pocl_cache_off();
     if (n < 77 || memcmp(b, "poclbin", 8) != 0) return NULL;
     version = kcache__get_u32(b + 16);
     if (version < 9 || version > 11) return NULL;
@@ -15719,7 +15846,28 @@ static int kcache__cl_build_fn(void *user, void **out, size_t *out_size) {
     dv->state = KCACHE__CL_BUILT;
     if (dv->prog) clReleaseProgram(dv->prog);
     dv->prog = one.prog;
-    ok = kcache__cl_extract(&one, one.prog, dv->id, out, out_size);
+    /* The binary for the store, which waiters need as soon as the build ends. PoCL freezes a
+       program's binary at the first query, before the work-group functions of its first launches
+       are in it; so with PoCL's own cache on, the binary is read from a second program of the same
+       source, which PoCL builds from its cache (tens of ms against a compile's hundreds), and the
+       caller's program stays unfrozen: kcache_cl_update can store its grown binary after the first
+       launch. With PoCL's cache off a second program would be a second compile: the binary is read
+       from the caller's program, as other drivers' are. */
+    {
+        cl_program second = NULL;
+        if (dv->pocl && !kcache__cl_pocl_cache_off()) {
+            kcache__cl_job two = one;
+            two.prog = NULL;
+            two.built = NULL; /* (its own: kcache__cl_compile replaces it) */
+            two.nbuilt = 0;
+            memset(&two.log, 0, sizeof two.log);
+            if (kcache__cl_compile(&two, 1, &dv->id) == CL_SUCCESS) second = two.prog;
+            KCACHE_FREE(two.log.p);
+            KCACHE_FREE(two.built);
+        }
+        ok = kcache__cl_extract(&one, second ? second : one.prog, dv->id, out, out_size);
+        if (second) clReleaseProgram(second);
+    }
     KCACHE_FREE(one.built);
     if (ok && !kcache__cl_payload_ok(*out, *out_size, dv, why, sizeof why)) {
         KCACHE__DEBUG(one.kc, "not storing %s for %s: %s", dv->key.unit, dv->name, why);
@@ -16318,6 +16466,199 @@ KCACHE_API cl_program kcache_cl_build(kcache *kc, cl_context ctx, cl_uint ndev, 
     if (hit) *hit = o.hit;
     if (err) *err = o.e;
     return o.prog;
+}
+
+/* ---- kcache_cl_build_program: where clBuildProgram was ------------------------------------ */
+
+/* What kcache_cl_build_program needs of a program made from source: its context, its one source
+   string (CL_PROGRAM_SOURCE: the strings it was made from, joined), the devices to build for in the
+   program's order, and whether it may be swapped. 0 when it is not such a program (made from
+   binaries or IL, built already, a device not its own, a query the driver refuses): clBuildProgram
+   then gives the driver's own answer. */
+typedef struct kcache__cl_prog_info {
+    cl_context ctx;
+    char *src;
+    size_t len;
+    cl_device_id *devs; /* the devices asked for, in the program's device order */
+    cl_uint ndev;
+    cl_uint refs;
+} kcache__cl_prog_info;
+
+static void kcache__cl_prog_info_free(kcache__cl_prog_info *pi) {
+    KCACHE_FREE(pi->src);
+    KCACHE_FREE(pi->devs);
+    memset(pi, 0, sizeof *pi);
+}
+
+static int kcache__cl_prog_info_get(cl_program prog, cl_uint num_devices, const cl_device_id *device_list,
+                                    kcache__cl_prog_info *pi, int built) {
+    cl_uint nd = 0, i, m;
+    cl_device_id *pd = NULL;
+    size_t len = 0;
+    memset(pi, 0, sizeof *pi);
+    if ((num_devices == 0) != (device_list == NULL)) return 0;
+    if (clGetProgramInfo(prog, CL_PROGRAM_CONTEXT, sizeof pi->ctx, &pi->ctx, NULL) != CL_SUCCESS || !pi->ctx ||
+        clGetProgramInfo(prog, CL_PROGRAM_REFERENCE_COUNT, sizeof pi->refs, &pi->refs, NULL) != CL_SUCCESS ||
+        clGetProgramInfo(prog, CL_PROGRAM_NUM_DEVICES, sizeof nd, &nd, NULL) != CL_SUCCESS || nd == 0 || nd > 4096 ||
+        clGetProgramInfo(prog, CL_PROGRAM_SOURCE, 0, NULL, &len) != CL_SUCCESS || len <= 1 || len > ((size_t)1 << 30))
+        return 0;
+    pd = (cl_device_id *)KCACHE_MALLOC(sizeof *pd * nd);
+    pi->devs = (cl_device_id *)KCACHE_MALLOC(sizeof *pd * nd);
+    pi->src = (char *)KCACHE_MALLOC(len + 1);
+    if (!pd || !pi->devs || !pi->src || clGetProgramInfo(prog, CL_PROGRAM_DEVICES, sizeof *pd * nd, pd, NULL) != CL_SUCCESS ||
+        clGetProgramInfo(prog, CL_PROGRAM_SOURCE, len, pi->src, NULL) != CL_SUCCESS)
+        goto no;
+    pi->src[len] = 0;
+    pi->len = strlen(pi->src);
+    if (pi->len == 0) goto no;
+    for (m = 0; m < nd; m++) {
+        cl_build_status bs = CL_BUILD_NONE;
+        int asked = num_devices == 0;
+        for (i = 0; i < num_devices && !asked; i++) asked = device_list[i] == pd[m];
+        if (clGetProgramBuildInfo(prog, pd[m], CL_PROGRAM_BUILD_STATUS, sizeof bs, &bs, NULL) != CL_SUCCESS) goto no;
+        if (built) { /* kcache_cl_update: the devices it was built for */
+            if (bs == CL_BUILD_SUCCESS) pi->devs[pi->ndev++] = pd[m];
+            continue;
+        }
+        if (bs != CL_BUILD_NONE) goto no; /* built (or building) already: a rebuild is the driver's business */
+        if (asked) pi->devs[pi->ndev++] = pd[m];
+    }
+    for (i = 0; i < num_devices; i++) { /* every device asked for is the program's, and once */
+        cl_uint seen = 0;
+        for (m = 0; m < pi->ndev; m++) seen += pi->devs[m] == device_list[i];
+        if (seen != 1) goto no;
+    }
+    if (built ? pi->ndev == 0 : pi->ndev != (num_devices ? num_devices : nd)) goto no;
+    KCACHE_FREE(pd);
+    return 1;
+no:
+    KCACHE_FREE(pd);
+    kcache__cl_prog_info_free(pi);
+    return 0;
+}
+
+/* Stores the binaries of a program built in place (kcache_cl_build_program, kcache_cl_update) for
+   the devices of pi whose entry is missing, or (grown) whose stored binary is smaller than the
+   driver's now. Returns how many it stored. */
+static unsigned kcache__cl_store_prog(kcache *kc, cl_program prog, const kcache__cl_prog_info *pi, const char *options,
+                                      int grown) {
+    kcache__cl_dev *dv;
+    kcache__cl_deps deps;
+    kcache__cl_job j;
+    const char *src = pi->src;
+    size_t len = pi->len;
+    unsigned stored = 0;
+    cl_uint i;
+    char why[256];
+    dv = (kcache__cl_dev *)KCACHE_MALLOC(sizeof *dv); /* (holds a key: not on the stack) */
+    if (!dv) return 0;
+    memset(&j, 0, sizeof j);
+    j.kc = kc;
+    j.unit = "opencl";
+    j.ctx = pi->ctx;
+    j.built = pi->devs;
+    j.nbuilt = pi->ndev;
+    kcache__cl_find_deps(1, &src, &len, options, &deps);
+    for (i = 0; i < pi->ndev; i++) {
+        const void *data = NULL;
+        size_t size = 0, now = 0;
+        void *p;
+        size_t sz;
+        int want;
+        memset(dv, 0, sizeof *dv);
+        dv->id = pi->devs[i];
+        if (kcache__cl_key_dev(kc, &dv->key, dv, j.unit, 1, &src, &len, options, &deps) != KCACHE_OK) {
+            kcache_key_free(&dv->key);
+            continue;
+        }
+        want = kcache_get(kc, &dv->key, &data, &size) != KCACHE_OK;
+        if (!want) {
+            if (grown) { /* the driver's binary now, against the stored one: its size alone (no query of the binary) */
+                size_t *sizes = (size_t *)KCACHE_MALLOC(sizeof *sizes * pi->ndev);
+                size_t ret = 0;
+                if (sizes && clGetProgramInfo(prog, CL_PROGRAM_BINARY_SIZES, 0, NULL, &ret) == CL_SUCCESS &&
+                    ret == sizeof *sizes * pi->ndev &&
+                    clGetProgramInfo(prog, CL_PROGRAM_BINARY_SIZES, ret, sizes, NULL) == CL_SUCCESS)
+                    now = sizes[i];
+                KCACHE_FREE(sizes);
+                want = size >= KCACHE__CL_HDR && now > size - KCACHE__CL_HDR;
+            }
+            kcache_release(kc, data);
+        }
+        if (want && kcache__cl_extract(&j, prog, dv->id, &p, &sz)) {
+            if (kcache__cl_payload_ok(p, sz, dv, why, sizeof why) && kcache_put(kc, &dv->key, p, sz) == KCACHE_OK) stored++;
+            KCACHE_FREE(p);
+        }
+        kcache_key_free(&dv->key);
+    }
+    kcache__cl_deps_free(deps.v, deps.n);
+    KCACHE_FREE(dv);
+    return stored;
+}
+
+KCACHE_API cl_int kcache_cl_build_program(kcache *kc, cl_program *program, cl_uint num_devices,
+                                          const cl_device_id *device_list, const char *options) {
+    kcache__cl_prog_info pi;
+    kcache__cl_one o;
+    kcache_job *jobs = NULL;
+    const char *src;
+    cl_int e;
+    if (!program || !*program) return CL_INVALID_PROGRAM;
+#if KCACHE_CHECKS
+    if (kc && !kcache__kc_ok(kc, "kcache_cl_build_program")) kc = NULL; /* (said): the driver's build, uncached */
+#endif
+    if (kc) kc = kcache__live(kc, 1);
+    if (!kc || !kc->cfg.enable || !kcache__cl_prog_info_get(*program, num_devices, device_list, &pi, 0))
+        return clBuildProgram(*program, num_devices, device_list, options, NULL, NULL);
+    if (!options) options = "";
+    if (pi.refs > 1) { /* others hold it: built where it is, then stored */
+        e = clBuildProgram(*program, num_devices, device_list, options, NULL, NULL);
+        if (e == CL_SUCCESS) kcache__cl_store_prog(kc, *program, &pi, options, 0);
+        kcache__cl_prog_info_free(&pi);
+        return e;
+    }
+    src = pi.src;
+    kcache__cl_begin(kc, &o, pi.ctx, pi.ndev, pi.devs, NULL, 1, &src, &pi.len, options);
+    if (o.njobs && (jobs = (kcache_job *)KCACHE_MALLOC(sizeof *jobs * o.njobs)) != NULL) {
+        kcache__cl_jobs(&o, jobs);
+        kcache_get_or_build_many(kc, jobs, o.njobs, 1);
+    }
+    kcache__cl_finish(&o, jobs);
+    KCACHE_FREE(jobs);
+    if (o.memhit) KCACHE_FREE(o.log.p);
+    else kcache__cl_log_set(kc, o.log.p, o.log.len);
+    if (o.prog) { /* the caller's program is now the built one */
+        clReleaseProgram(*program);
+        *program = o.prog;
+        e = CL_SUCCESS;
+    } else { /* the driver's own answer and log, on the caller's program (a failure compiles twice) */
+        e = clBuildProgram(*program, num_devices, device_list, options, NULL, NULL);
+    }
+    kcache__cl_prog_info_free(&pi);
+    return e;
+}
+
+KCACHE_API kcache_status kcache_cl_update(kcache *kc, cl_program program) {
+    kcache__cl_prog_info pi;
+    char *opts = NULL;
+    size_t n = 0;
+    kcache_status s = KCACHE_OK;
+    KCACHE__CHECK_KC(kc, "kcache_cl_update", KCACHE_EINVAL);
+    if (!program) return KCACHE_EINVAL;
+    if (!kc || (kc = kcache__live(kc, 1)) == NULL || !kc->cfg.enable) return KCACHE_OK; /* nothing to store into */
+    if (!kcache__cl_prog_info_get(program, 0, NULL, &pi, 1)) return KCACHE_EINVAL; /* not a built source program */
+    /* the options it was built with, as the driver kept them (those of its first device) */
+    if (clGetProgramBuildInfo(program, pi.devs[0], CL_PROGRAM_BUILD_OPTIONS, 0, NULL, &n) != CL_SUCCESS ||
+        (opts = (char *)KCACHE_MALLOC(n + 1)) == NULL ||
+        clGetProgramBuildInfo(program, pi.devs[0], CL_PROGRAM_BUILD_OPTIONS, n, opts, NULL) != CL_SUCCESS) {
+        s = opts ? KCACHE_EINVAL : KCACHE_ENOMEM;
+    } else {
+        opts[n] = 0;
+        kcache__cl_store_prog(kc, program, &pi, opts, 1);
+    }
+    KCACHE_FREE(opts);
+    kcache__cl_prog_info_free(&pi);
+    return s;
 }
 
 KCACHE_API cl_int kcache_cl_build_many(kcache *kc, cl_context ctx, cl_uint ndev, const cl_device_id *devs,

@@ -245,3 +245,50 @@ else
     msvc_case x64-cxx x86_64-pc-windows-msvc "-x c++ -std=c++17"
     msvc_case arm64-c aarch64-pc-windows-msvc "-x c -std=c11"
 fi
+
+# ---- the OpenCL part under -std=c99 -D_POSIX_C_SOURCE=200809L after a system header: no XSI
+# realpath there, so the #include scanner makes a found header's path absolute by itself; a key
+# made there names the same file, "sub/../h.h" from the working directory, as realpath would ----
+mkdir -p "$tmp/clinc/sub"
+echo '#define ADD 1' >"$tmp/clinc/h.h"
+cat >"$tmp/clinc/key.c" <<'C'
+#include <stdint.h>
+#define KCACHE_IMPLEMENTATION
+#define KCACHE_OPENCL
+#include "kcache.h"
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+int main(void) {
+    const char *src = "#include \"sub/../h.h\"\nkernel void k(global float *y) { y[0] = ADD; }\n";
+    char want[4096], name[64];
+    cl_platform_id plat;
+    cl_device_id dev;
+    cl_uint n = 0, i;
+    kcache_key k;
+    int found = 0;
+    if (clGetPlatformIDs(1, &plat, &n) != CL_SUCCESS || n == 0 || clGetDeviceIDs(plat, CL_DEVICE_TYPE_ALL, 1, &dev, NULL) != CL_SUCCESS) {
+        puts("no OpenCL device");
+        return 1;
+    }
+    if (!getcwd(want, sizeof want - 8)) return 1;
+    strcat(want, "/h.h");
+    if (kcache_cl_key(NULL, &k, dev, "k", 1, &src, NULL, "") != KCACHE_OK) { puts("kcache_cl_key failed"); return 1; }
+    for (i = 0; i < k.count; i++) {
+        const kcache_key_field *f = kcache_key_field_at(&k, i);
+        kcache_hash128 h = kcache_hash(want, strlen(want));
+        snprintf(name, sizeof name, "%s", f->name);
+        if (strcmp(name, "cl.include.0") == 0) found = f->digest.lo == h.lo && f->digest.hi == h.hi ? 1 : -1;
+    }
+    kcache_key_free(&k);
+    if (found != 1) printf("cl.include.0 %s %s\n", found ? "is not" : "missing, want", want);
+    return found == 1 ? 0 : 1;
+}
+C
+if ! out=$(gcc -std=c99 -D_POSIX_C_SOURCE=200809L $warn -I"$root" -o "$tmp/clinc/key" "$tmp/clinc/key.c" -lOpenCL -lpthread 2>&1); then
+    echo "FAIL opencl-posix2008-include-path: does not build: $(echo "$out" | grep -m3 -E 'error|warning' | tr '\n' ' ')"
+elif out=$(cd "$tmp/clinc" && KCACHE_ENABLE=0 ./key 2>&1); then
+    echo "ok opencl-posix2008-include-path"
+else
+    echo "FAIL opencl-posix2008-include-path: $out"
+fi

@@ -8,6 +8,8 @@
 #     all of them with g++, clang and clang++ -O2 too;
 #   - no libgcc CPU-model constructor pulled in (__builtin_cpu_supports: __cpu_indicator_init,
 #     __cpu_model), and _GNU_SOURCE left as the including file had it.
+#   - include order: each part (core, OpenCL, Vulkan, Redis) after <stdint.h> or its own library's
+#     header, in gnu11/gnu17, in c99/c11 with -D_POSIX_C_SOURCE=200809L, and as C++17.
 # The builds run in parallel (one job per CPU). Prints "ok NAME" / "FAIL NAME: ..." lines
 # (tests/kt.h's protocol). tests/compile_check.sh covers the other ways of including kcache.h.
 set -u
@@ -55,6 +57,31 @@ strict="-Wall -Wextra -Werror -Wshadow -Wconversion -Wcast-qual"
             fi
         done
         printf '%s\tclang -std=c99 -fsyntax-only %s -Wpedantic %s impl.c\n' "$name" "$strict" "$defs"
+    done
+    # include order (issue 37): every part with a system header (or its own library's header) before
+    # kcache.h, warning-free: C in GNU modes, C in strict modes with the feature macro the README
+    # names (-D_POSIX_C_SOURCE=200809L), and C++
+    for part in core:none opencl:CL/cl.h vulkan:vulkan/vulkan.h redis:hiredis/hiredis.h; do
+        pn=${part%%:*} ph=${part#*:}
+        for pre in stdint "$ph"; do
+            [ "$pre" = none ] && continue
+            f="inc-$pn-${pre//\//_}"
+            def=""
+            [ "$pn" != core ] && def="#define KCACHE_$(echo "$pn" | tr a-z A-Z)"
+            [ "$pre" = stdint ] && inc="#include <stdint.h>" || inc="#include <$pre>"
+            # (<CL/cl.h> says, as a note, which OpenCL version it defaults to when none is named)
+            [ "$pn" = opencl ] && inc="#define CL_TARGET_OPENCL_VERSION 120\n$inc"
+            printf '%b\n#define KCACHE_IMPLEMENTATION\n%s\n#include "kcache.h"\nint main(void) { return kcache_version()[0] == 0; }\n' \
+                "$inc" "$def" >"$tmp/$f.c"
+            cp "$tmp/$f.c" "$tmp/$f.cpp"
+            for m in "gcc:-std=gnu11" "gcc:-std=gnu17" "gcc:-std=c99 -D_POSIX_C_SOURCE=200809L" "gcc:-std=c11 -D_POSIX_C_SOURCE=200809L" \
+                     "clang:-std=gnu11" "clang:-std=c11 -D_POSIX_C_SOURCE=200809L" "g++:-std=c++17" "clang++:-std=c++17"; do
+                cc=${m%%:*} fl=${m#*:} src="$f.c"
+                case $cc in *++) src="$f.cpp" ;; esac
+                name="include-order/$pn/${pre//\//_}/$cc${fl// /}"
+                printf '%s\t%s %s -Wall -Wextra -Werror -fsyntax-only %s\n' "$name" "$cc" "$fl" "$src"
+            done
+        done
     done
 } >"$tmp/builds"
 

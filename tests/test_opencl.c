@@ -1213,6 +1213,301 @@ static void several_devices_spread_over_processes(void) {
                  g_sh->hit[0], (unsigned long long)g_sh->builds[0]);
 }
 
+/* kcache_cl_device_key: a device's identity on a key of the caller's own (a plan blob): the same
+   fields kcache_cl_key uses, so a program key made by hand from it has kcache_cl_key's digest; a blob
+   keyed on one device misses on another, and kcache_explain names the device field */
+static void child_device_key(int slot) {
+    clenv E;
+    kcache_key a, b, c;
+    const void *data;
+    size_t size;
+    char why[2048];
+    cl_uint other;
+    (void)slot;
+    if (!cl_up(&E)) return;
+    KT_CHECK(kcache_cl_key(E.kc, &a, E.dev[0], "k", 1, &K_SRC, NULL, K_OPT) == KCACHE_OK);
+    kcache_key_init(&b, "k");
+    kcache_key_bytes(&b, "cl.source", K_SRC, strlen(K_SRC));
+    kcache_key_str(&b, "cl.options", K_OPT);
+    kcache_key_u64(&b, "cl.layer", KCACHE__CL_LAYER);
+    KT_CHECK(kcache_cl_device_key(&b, E.dev[0]) == KCACHE_OK);
+    KT_CHECK_MSG(kcache__same(kcache_key_digest(&a), kcache_key_digest(&b)) && a.count == b.count,
+                 "kcache_cl_key and a key made with kcache_cl_device_key differ (%u and %u fields)", (unsigned)a.count,
+                 (unsigned)b.count);
+    kcache_key_free(&a);
+    kcache_key_free(&b);
+
+    /* a plan blob keyed by device */
+    kcache_key_init(&a, "plan");
+    kcache_key_str(&a, "plan.desc", "1d c2c 1024");
+    KT_CHECK(kcache_cl_device_key(&a, E.dev[0]) == KCACHE_OK);
+    KT_CHECK(kcache_put(E.kc, &a, "blob", 4) == KCACHE_OK);
+    KT_CHECK(kcache_get(E.kc, &a, &data, &size) == KCACHE_OK && size == 4);
+    if (size == 4) kcache_release(E.kc, data);
+    other = 1; /* "basic" and "pthread": two devices of one driver, told apart by name and version */
+    if (E.ndev == 2) {
+        kcache_key_init(&c, "plan");
+        kcache_key_str(&c, "plan.desc", "1d c2c 1024");
+        KT_CHECK(kcache_cl_device_key(&c, E.dev[other]) == KCACHE_OK);
+        KT_CHECK(kcache_get(E.kc, &c, &data, &size) == KCACHE_MISS);
+        kcache_explain(E.kc, &c, why, sizeof why);
+        KT_CHECK_MSG(strstr(why, "cl.device.") != NULL, "explain on another device: %s", why);
+        kcache_key_free(&c);
+    } else {
+        KT_FAILF("POCL_DEVICES=\"basic pthread\" gave %u devices", (unsigned)E.ndev);
+    }
+    kcache_key_free(&a);
+
+    /* misuse: an error, recorded in the key */
+    kcache_key_init(&c, "plan");
+    KT_CHECK(kcache_cl_device_key(&c, NULL) == KCACHE_EINVAL && c.error == KCACHE_EINVAL);
+    KT_CHECK(kcache_put(E.kc, &c, "x", 1) != KCACHE_OK);
+    kcache_key_free(&c);
+    KT_CHECK(kcache_cl_device_key(NULL, E.dev[0]) == KCACHE_EINVAL);
+    cl_down(&E);
+}
+
+static void device_key_for_any_blob(void) {
+    setenv("POCL_DEVICES", "basic pthread", 1);
+    in_child(child_device_key, 0);
+}
+
+/* kcache_cl_build_program: where clBuildProgram was. g_bp says how a child builds K_SRC with
+   g_opt2 (checked by running it: y = x * g_mul2 + g_add2) on device g_bp_dev (-1: all, as 0/NULL) */
+enum { BP_SWAP, BP_HELD, BP_CL_BUILD };
+static int g_bp = BP_SWAP, g_bp_dev = 0;
+static void child_bp(int slot) {
+    clenv E;
+    cl_program p, orig;
+    cl_int e;
+    cl_uint nd = g_bp_dev < 0 ? 0 : 1;
+    const cl_device_id *devs;
+    int hit = -1;
+    if (!cl_up(&E)) return;
+    devs = g_bp_dev < 0 ? NULL : &E.dev[g_bp_dev];
+    if (g_bp == BP_CL_BUILD) {
+        p = kcache_cl_build(E.kc, E.ctx, nd, devs, NULL, 1, &K_SRC, NULL, g_opt2, &hit, &e);
+    } else {
+        orig = p = clCreateProgramWithSource(E.ctx, 1, &K_SRC, NULL, &e);
+        if (g_bp == BP_HELD) clRetainProgram(p);
+        e = kcache_cl_build_program(E.kc, &p, nd, devs, g_opt2);
+        if (g_bp == BP_HELD) {
+            KT_CHECK_MSG(p == orig, "a program others hold was swapped");
+            clReleaseProgram(orig);
+        }
+        KT_CHECK_MSG(e == CL_SUCCESS, "kcache_cl_build_program: %d", (int)e);
+    }
+    right(&E, p, g_bp_dev < 0 ? 0 : (cl_uint)g_bp_dev, g_mul2, g_add2);
+    if (g_bp_dev < 0 && E.ndev > 1) right(&E, p, 1, g_mul2, g_add2);
+    note_stats(&E, slot, hit);
+    if (p) clReleaseProgram(p);
+    cl_down(&E);
+}
+
+static void bp_run(int slot, int how, int dev, const char *opt, float mul) {
+    g_bp = how;
+    g_bp_dev = dev;
+    g_opt2 = opt;
+    g_mul2 = mul;
+    g_add2 = 1;
+    in_child(child_bp, slot);
+}
+
+#define BP_COMPILES (g_sh->compiles[KT_PROGS - 1])
+static void build_program_hits_in_new_process(void) {
+    bp_run(0, BP_SWAP, 0, K_OPT, 2);
+    KT_CHECK_MSG(BP_COMPILES == 1 && g_sh->builds[0] == 1, "first: %d compiles, %llu builds", BP_COMPILES,
+                 (unsigned long long)g_sh->builds[0]);
+    bp_run(1, BP_SWAP, 0, K_OPT, 2);
+    KT_CHECK_MSG(BP_COMPILES == 1 && g_sh->builds[1] == 0 && g_sh->hits_disk[1] == 1, "second process: %d compiles, %llu builds, %llu disk hits",
+                 BP_COMPILES, (unsigned long long)g_sh->builds[1], (unsigned long long)g_sh->hits_disk[1]);
+    bp_run(2, BP_CL_BUILD, 0, K_OPT, 2); /* kcache_cl_build (unit NULL) shares its entries */
+    KT_CHECK_MSG(BP_COMPILES == 1 && g_sh->hit[2] == 1, "kcache_cl_build after it: %d compiles, hit %d", BP_COMPILES, g_sh->hit[2]);
+    bp_run(3, BP_SWAP, 0, "-DMUL=3 -DADD=1", 3); /* other options: a miss, never the other's binary */
+    KT_CHECK_MSG(BP_COMPILES == 2 && g_sh->builds[3] == 1 && g_sh->hits_disk[3] == 0, "other options: %d compiles, %llu disk hits",
+                 BP_COMPILES, (unsigned long long)g_sh->hits_disk[3]);
+}
+
+static void build_program_shares_kcache_cl_build_entries(void) {
+    bp_run(0, BP_CL_BUILD, 0, K_OPT, 2);
+    bp_run(1, BP_SWAP, 0, K_OPT, 2);
+    KT_CHECK_MSG(BP_COMPILES == 1 && g_sh->hits_disk[1] == 1, "after kcache_cl_build: %d compiles, %llu disk hits", BP_COMPILES,
+                 (unsigned long long)g_sh->hits_disk[1]);
+}
+
+static void build_program_held_built_in_place_and_stored(void) {
+    bp_run(0, BP_HELD, 0, K_OPT, 2); /* in place, then stored */
+    KT_CHECK_MSG(BP_COMPILES == 1, "held: %d compiles", BP_COMPILES);
+    bp_run(1, BP_SWAP, 0, K_OPT, 2);
+    KT_CHECK_MSG(BP_COMPILES == 1 && g_sh->hits_disk[1] == 1, "after an in-place build: %d compiles, %llu disk hits", BP_COMPILES,
+                 (unsigned long long)g_sh->hits_disk[1]);
+}
+
+/* devices: built for one, then the other alone misses; then both (0/NULL) hit */
+static void build_program_devices_keyed(void) {
+    setenv("POCL_DEVICES", "basic pthread", 1);
+    bp_run(0, BP_SWAP, 1, K_OPT, 2);
+    bp_run(1, BP_SWAP, 0, K_OPT, 2);
+    KT_CHECK_MSG(BP_COMPILES == 2 && g_sh->hits_disk[1] == 0, "device 0 after device 1: %d compiles, %llu disk hits", BP_COMPILES,
+                 (unsigned long long)g_sh->hits_disk[1]);
+    bp_run(2, BP_SWAP, -1, K_OPT, 2);
+    KT_CHECK_MSG(BP_COMPILES == 2 && g_sh->hits_disk[2] == 2, "both devices: %d compiles, %llu disk hits", BP_COMPILES,
+                 (unsigned long long)g_sh->hits_disk[2]);
+}
+
+/* processes at once on a cold store: one compile */
+static void child_bp_together(int slot) {
+    wait_gate();
+    child_bp(slot);
+}
+static void build_program_processes_compile_once(void) {
+    g_bp = BP_SWAP;
+    g_bp_dev = 0;
+    g_opt2 = K_OPT;
+    g_mul2 = 2;
+    g_add2 = 1;
+    run_together(3, child_bp_together);
+    KT_CHECK_MSG(BP_COMPILES == 1, "3 processes at once: %d compiles", BP_COMPILES);
+}
+
+/* what clBuildProgram says: a failure's code and log on the caller's program; misuse; a program from
+   binaries passed straight through */
+static void child_bp_errors(int slot) {
+    clenv E;
+    cl_program p, q;
+    cl_int e, st = 0;
+    char log[4096] = {0};
+    const char *bad = BAD_SRC;
+    unsigned char *bin = NULL;
+    size_t bsize = 0;
+    (void)slot;
+    if (!cl_up(&E)) return;
+    p = clCreateProgramWithSource(E.ctx, 1, &bad, NULL, &e);
+    q = p;
+    e = kcache_cl_build_program(E.kc, &p, 1, E.dev, K_OPT);
+    KT_CHECK_MSG(e == CL_BUILD_PROGRAM_FAILURE && p == q, "a bad source: %d", (int)e);
+    clGetProgramBuildInfo(p, E.dev[0], CL_PROGRAM_BUILD_LOG, sizeof log - 1, log, NULL);
+    KT_CHECK_MSG(strstr(log, "undefined_thing") != NULL, "the caller's program's log: %s", log);
+    clReleaseProgram(p);
+    KT_CHECK(kcache_cl_build_program(E.kc, NULL, 0, NULL, NULL) == CL_INVALID_PROGRAM);
+    p = NULL;
+    KT_CHECK(kcache_cl_build_program(E.kc, &p, 0, NULL, NULL) == CL_INVALID_PROGRAM);
+    p = clCreateProgramWithSource(E.ctx, 1, &K_SRC, NULL, &e);
+    KT_CHECK(kcache_cl_build_program(E.kc, &p, 1, NULL, K_OPT) == CL_INVALID_VALUE);
+    KT_CHECK(kcache_cl_build_program(E.kc, &p, 1, E.dev, K_OPT) == CL_SUCCESS && right(&E, p, 0, 2, 1));
+    /* a program from binaries: the driver's build, as it is */
+    if (clGetProgramInfo(p, CL_PROGRAM_BINARY_SIZES, sizeof bsize, &bsize, NULL) == CL_SUCCESS && bsize &&
+        (bin = (unsigned char *)malloc(bsize)) != NULL &&
+        clGetProgramInfo(p, CL_PROGRAM_BINARIES, sizeof bin, &bin, NULL) == CL_SUCCESS) {
+        const unsigned char *cb = bin;
+        int before = BP_COMPILES;
+        q = clCreateProgramWithBinary(E.ctx, 1, E.dev, &bsize, &cb, &st, &e);
+        cl_program was = q;
+        KT_CHECK(kcache_cl_build_program(E.kc, &q, 1, E.dev, K_OPT) == CL_SUCCESS && q == was && right(&E, q, 0, 2, 1));
+        KT_CHECK(BP_COMPILES == before);
+        clReleaseProgram(q);
+    } else {
+        KT_FAILF("no binary to load");
+    }
+    free(bin);
+    clReleaseProgram(p);
+    cl_down(&E);
+}
+static void build_program_errors_as_clBuildProgram(void) { in_child(child_bp_errors, 0); }
+
+/* kcache_cl_update: a binary the driver grew at the first launch (PoCL's work-group function) is
+   stored again; one that did not grow, or a program kcache cannot key, is left alone */
+static uint64_t stored_size(clenv *E, const char *opt) {
+    kcache_key k;
+    const void *d;
+    size_t n = 0;
+    const char *src = K_SRC;
+    if (kcache_cl_key(E->kc, &k, E->dev[0], "opencl", 1, &src, NULL, opt) != KCACHE_OK) KT_FAILF("kcache_cl_key");
+    if (kcache_get(E->kc, &k, &d, &n) == KCACHE_OK) kcache_release(E->kc, d);
+    else n = 0;
+    kcache_key_free(&k);
+    return n;
+}
+
+static void child_update(int slot) {
+    clenv E;
+    cl_program p;
+    cl_int e;
+    kcache_stats s0, s1, s2;
+    if (!cl_up(&E)) return;
+    g_sh->builds[slot] = stored_size(&E, K_OPT); /* (the size field carries the stored payload's size) */
+    p = clCreateProgramWithSource(E.ctx, 1, &K_SRC, NULL, &e);
+    e = clBuildProgram(p, 1, E.dev, K_OPT, NULL, NULL);
+    KT_CHECK(e == CL_SUCCESS);
+    right(&E, p, 0, 2, 1); /* the first launch */
+    kcache_get_stats(E.kc, &s0);
+    KT_CHECK(kcache_cl_update(E.kc, p) == KCACHE_OK);
+    kcache_get_stats(E.kc, &s1);
+    KT_CHECK(kcache_cl_update(E.kc, p) == KCACHE_OK); /* nothing grew since */
+    kcache_get_stats(E.kc, &s2);
+    g_sh->rejects[slot] = s1.puts - s0.puts;
+    g_sh->hits_disk[slot] = s2.puts - s1.puts;
+    g_sh->hit[slot] = (int)stored_size(&E, K_OPT);
+    KT_CHECK(kcache_cl_update(E.kc, NULL) == KCACHE_EINVAL);
+    clReleaseProgram(p);
+    cl_down(&E);
+}
+
+static void update_stores_grown_binary(void) {
+    char dir[600];
+    bp_run(0, BP_SWAP, 0, K_OPT, 2); /* stored right after the build */
+    in_child(child_update, 1);
+    fprintf(stderr, "  stored after the build: %llu bytes; after the first launch: %d bytes\n",
+            (unsigned long long)g_sh->builds[1], g_sh->hit[1]);
+    KT_CHECK_MSG(g_sh->builds[1] > 0 && (uint64_t)g_sh->hit[1] > g_sh->builds[1] && g_sh->rejects[1] == 1 && g_sh->hits_disk[1] == 0,
+                 "update: %llu bytes stored before, %d after, %llu puts, then %llu", (unsigned long long)g_sh->builds[1], g_sh->hit[1],
+                 (unsigned long long)g_sh->rejects[1], (unsigned long long)g_sh->hits_disk[1]);
+    /* a hit into an empty PoCL cache (PoCL's cache on) loads it and computes right */
+    snprintf(dir, sizeof dir, "%s/pocl-empty", g_base);
+    setenv("POCL_CACHE_DIR", dir, 1);
+    setenv("POCL_KERNEL_CACHE", "1", 1);
+    bp_run(2, BP_SWAP, 0, K_OPT, 2);
+    KT_CHECK_MSG(BP_COMPILES == 1 && g_sh->hits_disk[2] == 1, "hit after the update: %d compiles, %llu disk hits", BP_COMPILES,
+                 (unsigned long long)g_sh->hits_disk[2]);
+}
+
+/* with PoCL's own cache on, a kcache miss leaves the caller's program unfrozen (the stored binary is
+   read from a second program PoCL builds from its cache): after the first launch kcache_cl_update
+   stores the grown binary. (Before, the caller's own program was read right after the build, and
+   the update found nothing grown.) */
+static void child_miss_then_update(int slot) {
+    clenv E;
+    cl_program p;
+    cl_int e;
+    uint64_t before;
+    kcache_stats s0, s1;
+    if (!cl_up(&E)) return;
+    p = clCreateProgramWithSource(E.ctx, 1, &K_SRC, NULL, &e);
+    KT_CHECK(kcache_cl_build_program(E.kc, &p, 1, E.dev, K_OPT) == CL_SUCCESS);
+    before = stored_size(&E, K_OPT);
+    right(&E, p, 0, 2, 1); /* the first launch */
+    kcache_get_stats(E.kc, &s0);
+    KT_CHECK(kcache_cl_update(E.kc, p) == KCACHE_OK);
+    kcache_get_stats(E.kc, &s1);
+    g_sh->builds[slot] = before;
+    g_sh->hit[slot] = (int)stored_size(&E, K_OPT);
+    g_sh->rejects[slot] = s1.puts - s0.puts;
+    clReleaseProgram(p);
+    cl_down(&E);
+}
+
+static void miss_leaves_program_unfrozen_with_pocl_cache(void) {
+    setenv("POCL_KERNEL_CACHE", "1", 1);
+    in_child(child_miss_then_update, 0);
+    fprintf(stderr, "  stored at the miss: %llu bytes; after the first launch and kcache_cl_update: %d bytes\n",
+            (unsigned long long)g_sh->builds[0], g_sh->hit[0]);
+    KT_CHECK_MSG(g_sh->builds[0] > 0 && (uint64_t)g_sh->hit[0] > g_sh->builds[0] && g_sh->rejects[0] == 1,
+                 "update after a miss: %llu bytes stored, then %d, %llu puts", (unsigned long long)g_sh->builds[0], g_sh->hit[0],
+                 (unsigned long long)g_sh->rejects[0]);
+    /* compiles: the miss, and its second program built from PoCL's cache */
+    KT_CHECK_MSG(BP_COMPILES == 2, "%d builds from source", BP_COMPILES);
+}
+
 int main(void) {
     g_sh = (shared *)mmap(NULL, sizeof *g_sh, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     if (g_sh == MAP_FAILED) { perror("mmap"); return 2; }
@@ -1239,5 +1534,14 @@ int main(void) {
     RUN(many_programs_spread_over_processes_and_threads);
     RUN(many_programs_duplicate_and_failure);
     RUN(several_devices_spread_over_processes);
+    RUN(device_key_for_any_blob);
+    RUN(build_program_hits_in_new_process);
+    RUN(build_program_shares_kcache_cl_build_entries);
+    RUN(build_program_held_built_in_place_and_stored);
+    RUN(build_program_devices_keyed);
+    RUN(build_program_processes_compile_once);
+    RUN(build_program_errors_as_clBuildProgram);
+    RUN(update_stores_grown_binary);
+    RUN(miss_leaves_program_unfrozen_with_pocl_cache);
     KT_EXIT();
 }
