@@ -108,6 +108,8 @@
          >>hash      XXH3-128: kcache_hash and its streaming form
          >>config    kcache_config, the remote backend table (kcache_remote_ops), callbacks
          >>api       opening, keys, lookups: kcache_open ... kcache_get_or_build
+         >>kit       services for companions and backends: key copies, a companion's state,
+                     rejects, the clock
          >>opencl    kcache_cl_build (KCACHE_OPENCL)
          >>stats     kcache_stats, kcache_verify
          >>toolapi   reading a store: index logs, records, accounting, the stats file (tools)
@@ -127,6 +129,7 @@
          >>cache     the public calls: configuration (KCACHE_NO_ENV), open/close, get/put/remove,
                      the tiers below the store, explain, stats, single flight
          >>toolapi   reading a store for tools: the decoders above behind public names
+         >>kit       the services for companions and backends
          >>opencl    kcache_cl_build's implementation (KCACHE_OPENCL)
        companions: files beside this one, written on its API (each opens with how to use it)
          kcache_redis.h  the Redis backend of >>remote: hiredis, TLS, Cluster (KCACHE_REDIS)
@@ -621,6 +624,19 @@ KCACHE_API kcache_hash128 kcache_key_digest(const kcache_key *k);
 /* Frees what the key allocated; the key must be initialised again before reuse. */
 KCACHE_API void kcache_key_free(kcache_key *k);
 
+/* A copy of src that can take more fields, so that a companion adds its own to a caller's key
+   and leaves the caller's as it was (kcache_vk.h adds a device's identity): the unit, the fields,
+   the file dependencies and any error. dst is initialised by the call: free it with
+   kcache_key_free whatever the result. Returns src's error (KCACHE_OK when it has none),
+   KCACHE_ENOMEM, or KCACHE_EINVAL for dst NULL or src NULL, never initialised or freed; dst
+   then never matches. Thread safety: src is only read. */
+KCACHE_API kcache_status kcache_key_copy(kcache_key *dst, const kcache_key *src);
+
+/* Records s, an error of the caller's (a value it could not get for the key), as k's failure
+   unless k has one already, so that k never matches, as after a failed kcache_key_* add. Returns
+   s, or KCACHE_EINVAL for k NULL, never initialised or freed. */
+KCACHE_API kcache_status kcache_key_fail(kcache_key *k, kcache_status s);
+
 /* Looks a key up: memory first, then the store. On KCACHE_OK *data points to the payload (16-byte
    aligned, read-only, valid until kcache_release) and *size is its length. KCACHE_MISS when absent;
    an error status also means "compile it". */
@@ -675,6 +691,43 @@ typedef struct kcache_job {
     kcache_status status;       /* out: this job's own status */
 } kcache_job;
 KCACHE_API kcache_status kcache_get_or_build_many(kcache *kc, kcache_job *jobs, size_t n, unsigned threads);
+
+/* ============================================================================================== */
+/* >>kit  services for companions and backends                                                    */
+/* ============================================================================================== */
+
+/* What a companion (kcache_vk.h, kcache_redis.h, or a third party's file of the same kind) needs
+   of the core besides the calls above, so that it is written on public names alone. Each call is
+   thread-safe and, like every call, checks a kcache for misuse in debug builds (KCACHE_CHECKS). */
+
+/* Whether kc caches: 0 for kc NULL or caching off (KCACHE_ENABLE=0), else 1. A companion that
+   would only waste work on a cache that stores nothing asks this first. */
+KCACHE_API int kcache_enabled(kcache *kc);
+
+/* Calls fn(state, arg) with kc's lock held, state being the block of size bytes kc keeps for the
+   companion called name: zeroed when the first call makes it (through kc's allocator), given to
+   destroy (when not NULL) and freed at kcache_close. So a companion keeps what it learnt per
+   kcache (kcache_vk.h: the devices it identified) with no state or lock of its own. The first
+   call for a name fixes its size and destroy. fn runs under the lock every call on kc takes: it
+   must be short and call nothing of kcache's; destroy may not call kcache either. In a forked
+   child that uses the kcache it inherited, the state starts afresh (the child's own, as the rest).
+   Returns KCACHE_OK (fn was called), KCACHE_EINVAL (kc, name or fn NULL, name longer than 31
+   bytes, or size 0), KCACHE_ENOMEM (fn was not called). */
+typedef void (*kcache_state_fn)(void *state, void *arg);
+KCACHE_API kcache_status kcache_companion_state(kcache *kc, const char *name, size_t size, void (*destroy)(void *state),
+                                                kcache_state_fn fn, void *arg);
+
+/* Counts a payload of k's that a companion found unusable after kcache handed it out (a blob the
+   driver refused) as kcache counts its own rejects: a miss of reason KCACHE_REASON_REJECTED in
+   kcache_stats (misses, misses_by_reason, rejects) and in the stats file kcache-top reads, and,
+   when debugging (KCACHE_DEBUG), the line "reject UNIT: WHY" through the log (escaped). The
+   companion removes the entry itself (kcache_remove), so that the next lookup misses. kc or k
+   NULL: nothing. */
+KCACHE_API void kcache_count_reject(kcache *kc, const kcache_key *k, const char *why);
+
+/* A monotonic clock in nanoseconds (CLOCK_MONOTONIC; QueryPerformanceCounter on Windows): for
+   deadlines and durations, never for dates. */
+KCACHE_API int64_t kcache_monotonic_ns(void);
 
 /* ============================================================================================== */
 /* >>opencl  kcache_cl_build: OpenCL programs built once, loaded from the cache after that        */
@@ -10369,8 +10422,7 @@ struct kcache {
     struct { kcache_hash128 digest; uint64_t gen; } changed[KCACHE__CHANGED];
     unsigned changed_next;
     void *cl;                    /* the OpenCL layer's state (programs built in this process) */
-    void *vk;                    /* the Vulkan part's state (the devices it has identified) */
-    void (*vk_free)(void *vk);   /* frees it at close */
+    struct kcache__companion *companions; /* companions' states (kcache_companion_state), freed at close */
     void (*cl_free)(void *cl);   /* frees it at close */
     long cl_loads;               /* OpenCL binaries loaded (names PoCL's unpack directories) */
     kcache__remote *remote;      /* the remote tier (>>remote), NULL when none */
@@ -10391,6 +10443,7 @@ struct kcache {
 #endif
 };
 static void kcache__lower_open(kcache *kc);
+static void kcache__companions_free(kcache *kc); /* (>>kit) */
 
 /* Internal result of a call that found it runs in a process forked from kc's: the public call
    moves to the child's own handle and tries again (never returned to the caller). */
@@ -11202,7 +11255,7 @@ KCACHE_API void kcache_close(kcache *kc) {
     kcache__mutex_unlock(&kc->lock);
     kcache__release_nodes(kc, all); /* flushes what KCACHE_WRITE=evict kept in memory only */
     if (kc->cl_free) kc->cl_free(kc->cl);
-    if (kc->vk_free) kc->vk_free(kc->vk);
+    kcache__companions_free(kc);
     kcache__mutex_lock(&kc->lock);
     kcache__pub_add(&kc->pub, KCACHE__PUB_REMOTE_CLOSES, kcache__remote_open_count(kc->remote)); /* none left open in the stats */
     kcache__mutex_unlock(&kc->lock);
@@ -14191,6 +14244,105 @@ KCACHE_API kcache_status kcache_stats_file_row(const kcache_stats_file *sf, kcac
 #endif /* KCACHE_NO_PUB */
 
 /* ============================================================================================== */
+/* >>kit  services for companions and backends                                                    */
+/* ============================================================================================== */
+
+KCACHE_API kcache_status kcache_key_copy(kcache_key *dst, const kcache_key *src) {
+    const kcache__kfile *kf;
+    kcache__kfile **tail;
+    if (!dst) return KCACHE_EINVAL;
+    KCACHE__CHECK_KEY(NULL, src, "kcache_key_copy", kcache_key_init(dst, NULL));
+    if (!kcache__key_usable(src)) return kcache_key_init(dst, NULL); /* (an empty key that failed) */
+    memcpy(dst, src, offsetof(kcache_key, inline_fields));
+    dst->files = NULL;
+    if (src->heap) {
+        if ((dst->heap = (kcache_key_field *)KCACHE_MALLOC(sizeof(kcache_key_field) * src->cap)) == NULL) {
+            dst->count = 0;
+            return kcache__key_fail(dst, KCACHE_ENOMEM);
+        }
+        memcpy(dst->heap, src->heap, sizeof(kcache_key_field) * src->count);
+    } else {
+        memcpy(dst->inline_fields, src->inline_fields, sizeof(kcache_key_field) * src->count);
+    }
+    tail = (kcache__kfile **)&dst->files;
+    for (kf = (const kcache__kfile *)src->files; kf; kf = kf->next) {
+        size_t n = strlen(kf->path);
+        kcache__kfile *c = (kcache__kfile *)KCACHE_MALLOC(sizeof *c + n + 1);
+        if (!c) return kcache__key_fail(dst, KCACHE_ENOMEM);
+        memcpy(c, kf, sizeof *c);
+        c->path = (char *)(c + 1);
+        memcpy(c->path, kf->path, n + 1);
+        c->next = NULL;
+        *tail = c;
+        tail = &c->next;
+    }
+    return dst->error;
+}
+
+KCACHE_API kcache_status kcache_key_fail(kcache_key *k, kcache_status s) {
+    KCACHE__CHECK_KEY(NULL, k, "kcache_key_fail", KCACHE_EINVAL);
+    if (!kcache__key_usable(k)) return KCACHE_EINVAL;
+    return s == KCACHE_OK ? KCACHE_OK : kcache__key_fail(k, s);
+}
+
+KCACHE_API int kcache_enabled(kcache *kc) {
+    KCACHE__CHECK_KC(kc, "kcache_enabled", 0);
+    return kc && kc->cfg.enable;
+}
+
+/* One companion's state (kcache_companion_state): the block follows the header. */
+#define KCACHE__COMPANION_NAME 32
+typedef struct kcache__companion {
+    struct kcache__companion *next;
+    char name[KCACHE__COMPANION_NAME];
+    void (*destroy)(void *state);
+    void *state;
+} kcache__companion;
+
+KCACHE_API kcache_status kcache_companion_state(kcache *kc, const char *name, size_t size, void (*destroy)(void *state),
+                                                kcache_state_fn fn, void *arg) {
+    kcache__companion *c;
+    size_t head = (sizeof(kcache__companion) + 15) & ~(size_t)15; /* the state as aligned as an allocation */
+    KCACHE__CHECK_KC(kc, "kcache_companion_state", KCACHE_EINVAL);
+    if (!kc || !name || !fn || !size || strlen(name) >= KCACHE__COMPANION_NAME || size > SIZE_MAX - head) return KCACHE_EINVAL;
+    if ((kc = kcache__live(kc, 1)) == NULL) return KCACHE_ENOMEM;
+    kcache__mutex_lock(&kc->lock);
+    for (c = kc->companions; c && strcmp(c->name, name) != 0; c = c->next) {
+    }
+    if (!c && (c = (kcache__companion *)kcache__mem_alloc(&kc->mem, head + size)) != NULL) {
+        memset(c, 0, head + size);
+        strcpy(c->name, name);
+        c->destroy = destroy;
+        c->state = (unsigned char *)c + head;
+        c->next = kc->companions;
+        kc->companions = c;
+    }
+    if (c) fn(c->state, arg);
+    kcache__mutex_unlock(&kc->lock);
+    return c ? KCACHE_OK : KCACHE_ENOMEM;
+}
+
+/* At kcache_close: every companion's state, destroyed and freed. */
+static void kcache__companions_free(kcache *kc) {
+    while (kc->companions) {
+        kcache__companion *c = kc->companions;
+        kc->companions = c->next;
+        if (c->destroy) c->destroy(c->state);
+        kcache__mem_free(&kc->mem, c);
+    }
+}
+
+KCACHE_API void kcache_count_reject(kcache *kc, const kcache_key *k, const char *why) {
+    KCACHE__CHECK_KC(kc, "kcache_count_reject", );
+    KCACHE__CHECK_KEY(kc, k, "kcache_count_reject", );
+    if (!kc || !kcache__key_usable(k) || (kc = kcache__live(kc, 1)) == NULL) return;
+    kcache__count_miss_quiet(kc, k, KCACHE_REASON_REJECTED);
+    KCACHE__DEBUG(kc, "reject %s: %s", k->unit, why ? why : "");
+}
+
+KCACHE_API int64_t kcache_monotonic_ns(void) { return kcache__mono_ns(); }
+
+/* ============================================================================================== */
 /* >>opencl  kcache_cl_build: a key per device, binary checks, the in-process program cache       */
 /* ============================================================================================== */
 #ifdef KCACHE_OPENCL
@@ -15841,6 +15993,8 @@ KCACHE_API cl_int kcache_cl_build_many(kcache *kc, cl_context ctx, cl_uint ndev,
 
 #endif /* KCACHE_OPENCL */
 
+/* Public: the core's implementation is compiled in this file; a companion compiles its own after it. */
+#define KCACHE_IMPLEMENTED 1
 #endif /* !KCACHE__UNUSABLE */
 #endif /* KCACHE__IMPLEMENTED */
 #endif /* KCACHE_IMPLEMENTATION */
