@@ -9564,7 +9564,13 @@ KCACHE_API int kcache_remote_mac_end(kcache_remote_mac *m, unsigned char out[KCA
    implementation, in the same file, where KCACHE_REDIS is defined; the tier opens it for the URLs
    of a configuration that names no backend of its own, so that KCACHE_REMOTE alone reaches it. */
 #if defined(KCACHE_REDIS) && !defined(_WIN32) /* (on Windows kcache_redis.h stops the build with one #error) */
+#ifdef __cplusplus
+extern "C" {
+#endif
 KCACHE_API const kcache_remote_backend *kcache_redis_backend(void);
+#ifdef __cplusplus
+}
+#endif
 #define KCACHE__DEFAULT_BACKEND() kcache_redis_backend()
 #else
 #define KCACHE__DEFAULT_BACKEND() ((const kcache_remote_backend *)NULL)
