@@ -106,7 +106,8 @@
        declarations
          >>status    results (kcache_status) and miss reasons
          >>hash      XXH3-128: kcache_hash and its streaming form
-         >>config    kcache_config, the remote backend table (kcache_remote_ops), callbacks
+         >>config    kcache_config, the remote backend table (kcache_remote_ops), the backend
+                     kit (kcache_remote_backend and its services), callbacks
          >>api       opening, keys, lookups: kcache_open ... kcache_get_or_build
          >>kit       services for companions and backends: key copies, a companion's state,
                      rejects, the clock
@@ -124,7 +125,8 @@
          >>store     the persistent store: entries, accounting, use record, eviction, repair;
                      within it >>index, the per-unit index files (KCACHE_NO_EXPLAIN), and the
                      read-only layers' opening (KCACHE_NO_LAYERS)
-         >>remote    the remote tier: backends, shards, breakers, signed values (KCACHE_NO_REMOTE)
+         >>remote    the remote tier: backends, shards, breakers, signed values, the backend
+                     kit's services (KCACHE_NO_REMOTE)
          >>pub       publishing counters and events for kcache-top (KCACHE_NO_PUB)
          >>cache     the public calls: configuration (KCACHE_NO_ENV), open/close, get/put/remove,
                      the tiers below the store, explain, stats, single flight
@@ -138,7 +140,8 @@
 
    REVISIONS (README: Changes)
        0.5  (in progress) the Redis backend and the Vulkan part moved to companion files,
-            kcache_redis.h and kcache_vk.h; the 0.4 switches include them
+            kcache_redis.h and kcache_vk.h, written on public names (>>kit, the backend kit:
+            kcache_config.remote_backend); the 0.4 switches include them
        0.4  kcache_remote_ops.get_many; kcache_cl_build_many; remote values read (and their MAC
             computed) as they arrive; the x86 feature names of LLVM 18-22 in kcache_key_host
        0.3  compile-out switches (KCACHE_NO_*); kcache_config's fields grouped (names unchanged);
