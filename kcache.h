@@ -114,8 +114,11 @@
        declarations
          >>status    results (kcache_status) and miss reasons
          >>hash      XXH3-128: kcache_hash and its streaming form
-         >>config    kcache_config, the remote backend table (kcache_remote_ops), callbacks
+         >>config    kcache_config, the remote backend table (kcache_remote_ops), the backend
+                     kit (kcache_remote_backend and its services), callbacks
          >>api       opening, keys, lookups: kcache_open ... kcache_get_or_build
+         >>kit       services for companions and backends: key copies, a companion's state,
+                     rejects, the clock
          >>opencl    kcache_cl_build (KCACHE_OPENCL)
          >>stats     kcache_stats, kcache_verify
          >>toolapi   reading a store: index logs, records, accounting, the stats file (tools)
@@ -130,7 +133,8 @@
          >>store     the persistent store: entries, accounting, use record, eviction, repair;
                      within it >>index, the per-unit index files (KCACHE_NO_EXPLAIN), and the
                      read-only layers' opening (KCACHE_NO_LAYERS)
-         >>remote    the remote tier: backends, shards, breakers, signed values (KCACHE_NO_REMOTE)
+         >>remote    the remote tier: backends, shards, breakers, signed values, the backend
+                     kit's services (KCACHE_NO_REMOTE)
          >>pub       publishing counters and events for kcache-top (KCACHE_NO_PUB)
          the public calls, one part each:
          >>handle    struct kcache: what an open cache holds, its log
@@ -145,6 +149,7 @@
          >>flight    single flight: kcache_get_or_build
          >>batch     the batch call: kcache_get_or_build_many
          >>toolapi   reading a store for tools: the decoders above behind public names
+         >>kit       the services for companions and backends
          >>opencl    kcache_cl_build's implementation (KCACHE_OPENCL)
        companions: files beside this one, written on its API (each opens with how to use it)
          kcache_redis.h  the Redis backend of >>remote: hiredis, TLS, Cluster (KCACHE_REDIS)
@@ -153,7 +158,8 @@
 
    REVISIONS (README: Changes)
        0.5  (in progress) the Redis backend and the Vulkan part moved to companion files,
-            kcache_redis.h and kcache_vk.h; the 0.4 switches include them
+            kcache_redis.h and kcache_vk.h, written on public names (>>kit, the backend kit:
+            kcache_config.remote_backend); the 0.4 switches include them
        0.4  kcache_remote_ops.get_many; kcache_cl_build_many; remote values read (and their MAC
             computed) as they arrive; the x86 feature names of LLVM 18-22 in kcache_key_host
        0.3  compile-out switches (KCACHE_NO_*); kcache_config's fields grouped (names unchanged);
@@ -438,6 +444,82 @@ typedef struct kcache_remote_ops {
 enum { KCACHE_REMOTE_RW = 0, KCACHE_REMOTE_RO = 1 };
 enum { KCACHE_REMOTE_MAC_GMAC = 0, KCACHE_REMOTE_MAC_HMAC = 1 };
 
+/* ---- the backend kit: a backend of several servers, built on the core's services ---------------
+   kcache_redis.h is such a backend; any other may be one. kcache_config.remote_backend points at a
+   kcache_remote_backend; kcache_open then opens one shard per URL of kcache_config.remote
+   (space-separated, at most 64), each with a breaker of its own, through open_shard, which is
+   handed the remote tier (a kcache_remote) for the services below: the tier's parameters, whether
+   another client's build claim is to be honoured, and a value's MAC computed while it arrives. The
+   tier outlives every shard (valid until close_shard). Everything kcache_remote_ops says holds for
+   ops; identity and premac are called on the same terms (any thread, bounded time, no kcache
+   call). Compiled out with KCACHE_NO_REMOTE (the calls then do nothing, as said per call). */
+typedef struct kcache_remote kcache_remote;
+typedef struct kcache_remote_backend {
+    const kcache_remote_ops *ops; /* required, with get and put */
+    /* Required. Opens the shard for url (one word of kcache_config.remote, credentials included):
+       returns the pointer the shard's callbacks get as their user, or NULL with why (cap bytes,
+       said as it is: name the URL without its credentials) to refuse the remote. shown (shown_cap
+       bytes, empty on entry): the URL as messages, kcache_get_remote_shards and kcache-top show
+       it, without credentials; left empty, url itself. user: kcache_config.remote_user. */
+    void *(*open_shard)(void *user, const kcache_remote *remote, const char *url, char *shown, size_t shown_cap, char *why,
+                        size_t cap);
+    void (*close_shard)(void *shard); /* frees what open_shard returned; NULL: nothing */
+    /* Optional. The server's identity however its URL spells it (Redis: an id kept on the server),
+       asked once before the first call (ro: KCACHE_REMOTE_MODE=ro, nothing may be written): 1 with
+       it in out (cap bytes), 0 when it cannot be had now. Shards of one identity are one shard for
+       placement (kcache_remote_shard.same). NULL: the URL is the identity. */
+    int (*identity)(void *shard, int ro, char *out, size_t cap);
+    /* Optional. What the shard's get computed of a value's MAC while it arrived, from the hold that
+       get returned: KCACHE_REMOTE_MAC_NONCE bytes of nonce then KCACHE_REMOTE_MAC_TAG of tag
+       (kcache_remote_mac_end) over the very bytes that get returned, valid until the hold's
+       release; NULL when none. kcache uses it in place of computing the MAC when the value ends
+       with that nonce (a value replaced between a backend's reads then costs the full check). */
+    const unsigned char *(*premac)(void *shard, const void *hold);
+} kcache_remote_backend;
+
+/* The remote tier's settings, as a backend needs them (defaults resolved). */
+typedef struct kcache_remote_params {
+    uint32_t timeout_ms;  /* one operation's bound (remote_timeout_ms)                            */
+    uint32_t connect_ms;  /* a connection's (name resolution included): at most 100, timeout_ms   */
+    uint32_t claim_ms;    /* a build claim's life (remote_claim_ms)                              */
+    uint32_t ttl_s;       /* remote_ttl_s: a value expires this long after its put; 0: never      */
+    uint64_t max_entry;   /* the largest value this client sends (remote_max_entry)              */
+    int ro;               /* KCACHE_REMOTE_MODE=ro: write nothing                                 */
+    int is_signed;        /* a secret is set: values and claims are signed (remote_secret)         */
+    const char *ca, *cert, *key; /* remote_ca, remote_cert, remote_key (TLS files); NULL: none     */
+    const char *prefix;   /* remote_prefix (checked: printable, no space, '{' or '}'); NULL: none */
+} kcache_remote_params;
+/* Fills out with r's settings; the strings are r's copies, valid as long as r. */
+KCACHE_API void kcache_remote_get_params(const kcache_remote *r, kcache_remote_params *out);
+
+/* Whether another client's build claim on name (an entry's name; token: the claim's value, len
+   bytes; left_ms: what remains of its life, -1 when it has no expiry) is one to wait for: with a
+   secret only a claim signed with it, for this name; without one any claim; either way one that
+   lives no longer than this client's claims (claim_ms). A claim planted by a client without the
+   secret, or for longer than a builder's, then costs its waiters nothing: they build. 1 or 0. */
+KCACHE_API int kcache_remote_claim_honoured(const kcache_remote *r, const char *name, const char *token, size_t len, long long left_ms);
+
+/* A signed value's MAC computed while the value arrives, in the time the transfer leaves free
+   (a 1 MiB hit is then checked when its last byte lands). A value signed the default way
+   (KCACHE_REMOTE_MAC=gmac) ends with a nonce and a tag; a backend reads that tail first (Redis:
+   GETRANGE name -28 -1 in the same write as the GET), begins with the value's first
+   KCACHE_REMOTE_VALUE_HEAD bytes, its length and the tail's nonce, adds the value's bytes in order
+   as they arrive up to len - KCACHE_REMOTE_MAC_NONCE - KCACHE_REMOTE_MAC_TAG (the tail is not
+   covered), and ends: the nonce and the tag it gives are what premac returns. */
+#define KCACHE_REMOTE_VALUE_HEAD 16
+#define KCACHE_REMOTE_MAC_NONCE 12
+#define KCACHE_REMOTE_MAC_TAG 16
+typedef struct kcache_remote_mac kcache_remote_mac;
+/* NULL when there is nothing to compute (r has no secret, head is not a GMAC-signed value's of len
+   bytes, kcache was built without KCACHE_HMAC_OPENSSL, no memory): kcache then checks the whole
+   value after it arrived, as for any backend. */
+KCACHE_API kcache_remote_mac *kcache_remote_mac_begin(const kcache_remote *r, const void *head, uint64_t len,
+                                                      const unsigned char nonce[KCACHE_REMOTE_MAC_NONCE]);
+/* The value's next n bytes: 1, or 0 on a failure (end it then: it gives nothing). */
+KCACHE_API int kcache_remote_mac_add(kcache_remote_mac *m, const void *p, size_t n);
+/* Ends m and frees it (NULL: nothing): 1 with the tag in out, else 0. */
+KCACHE_API int kcache_remote_mac_end(kcache_remote_mac *m, unsigned char out[KCACHE_REMOTE_MAC_TAG]);
+
 /* Allocator callbacks (both or neither): what a kcache allocates for itself goes through them, with
    alloc_user (see kcache_config). alloc_fn returns memory aligned for any type, or NULL. */
 typedef void *(*kcache_alloc_fn)(void *user, size_t size);
@@ -486,6 +568,10 @@ typedef struct kcache_config {
     void *(*remote_open_shard)(void *remote_user, const char *url, char *why, size_t cap);
     void (*remote_close_shard)(void *shard); /* frees what remote_open_shard returned (at
                                    kcache_close, or when a later shard is refused); NULL: nothing */
+    const kcache_remote_backend *remote_backend; /* a backend on the core's services, one shard per
+                                   URL of `remote` (the backend kit, above; remote_ops and
+                                   remote_open_shard are then unused); NULL: remote_ops, else the
+                                   built-in Redis (kcache_redis_backend) where it is compiled in */
     uint32_t remote_claim_ms;   /* lifetime of a cluster build claim, renewed while the build
                                    runs (a dead builder's ends after it); 0: 3000               */
     uint32_t remote_backoff_ms; /* the circuit breaker's first back-off (then doubling, to 32x);
@@ -662,6 +748,19 @@ KCACHE_API kcache_hash128 kcache_key_digest(const kcache_key *k);
 /* Frees what the key allocated; the key must be initialised again before reuse. */
 KCACHE_API void kcache_key_free(kcache_key *k);
 
+/* A copy of src that can take more fields, so that a companion adds its own to a caller's key
+   and leaves the caller's as it was (kcache_vk.h adds a device's identity): the unit, the fields,
+   the file dependencies and any error. dst is initialised by the call: free it with
+   kcache_key_free whatever the result. Returns src's error (KCACHE_OK when it has none),
+   KCACHE_ENOMEM, or KCACHE_EINVAL for dst NULL or src NULL, never initialised or freed; dst
+   then never matches. Thread safety: src is only read. */
+KCACHE_API kcache_status kcache_key_copy(kcache_key *dst, const kcache_key *src);
+
+/* Records s, an error of the caller's (a value it could not get for the key), as k's failure
+   unless k has one already, so that k never matches, as after a failed kcache_key_* add. Returns
+   s, or KCACHE_EINVAL for k NULL, never initialised or freed. */
+KCACHE_API kcache_status kcache_key_fail(kcache_key *k, kcache_status s);
+
 /* Looks a key up: memory first, then the store. On KCACHE_OK *data points to the payload (16-byte
    aligned, read-only, valid until kcache_release) and *size is its length. KCACHE_MISS when absent;
    an error status also means "compile it". */
@@ -756,6 +855,43 @@ KCACHE_API kcache_status kcache_put_claimed(kcache *kc, kcache_ticket *t, const 
 /* Ends the ticket without a payload (the build failed, or its result cannot be cached): the claims
    are given back at once, so a waiter builds without waiting out KCACHE_BUILD_WAIT. NULL: nothing. */
 KCACHE_API void kcache_drop_claim(kcache *kc, kcache_ticket *t);
+
+/* ============================================================================================== */
+/* >>kit  services for companions and backends                                                    */
+/* ============================================================================================== */
+
+/* What a companion (kcache_vk.h, kcache_redis.h, or a third party's file of the same kind) needs
+   of the core besides the calls above, so that it is written on public names alone. Each call is
+   thread-safe and, like every call, checks a kcache for misuse in debug builds (KCACHE_CHECKS). */
+
+/* Whether kc caches: 0 for kc NULL or caching off (KCACHE_ENABLE=0), else 1. A companion that
+   would only waste work on a cache that stores nothing asks this first. */
+KCACHE_API int kcache_enabled(kcache *kc);
+
+/* Calls fn(state, arg) with kc's lock held, state being the block of size bytes kc keeps for the
+   companion called name: zeroed when the first call makes it (through kc's allocator), given to
+   destroy (when not NULL) and freed at kcache_close. So a companion keeps what it learnt per
+   kcache (kcache_vk.h: the devices it identified) with no state or lock of its own. The first
+   call for a name fixes its size and destroy. fn runs under the lock every call on kc takes: it
+   must be short and call nothing of kcache's; destroy may not call kcache either. In a forked
+   child that uses the kcache it inherited, the state starts afresh (the child's own, as the rest).
+   Returns KCACHE_OK (fn was called), KCACHE_EINVAL (kc, name or fn NULL, name longer than 31
+   bytes, or size 0), KCACHE_ENOMEM (fn was not called). */
+typedef void (*kcache_state_fn)(void *state, void *arg);
+KCACHE_API kcache_status kcache_companion_state(kcache *kc, const char *name, size_t size, void (*destroy)(void *state),
+                                                kcache_state_fn fn, void *arg);
+
+/* Counts a payload of k's that a companion found unusable after kcache handed it out (a blob the
+   driver refused) as kcache counts its own rejects: a miss of reason KCACHE_REASON_REJECTED in
+   kcache_stats (misses, misses_by_reason, rejects) and in the stats file kcache-top reads, and,
+   when debugging (KCACHE_DEBUG), the line "reject UNIT: WHY" through the log (escaped). The
+   companion removes the entry itself (kcache_remove), so that the next lookup misses. kc or k
+   NULL: nothing. */
+KCACHE_API void kcache_count_reject(kcache *kc, const kcache_key *k, const char *why);
+
+/* A monotonic clock in nanoseconds (CLOCK_MONOTONIC; QueryPerformanceCounter on Windows): for
+   deadlines and durations, never for dates. */
+KCACHE_API int64_t kcache_monotonic_ns(void);
 
 /* ============================================================================================== */
 /* >>opencl  kcache_cl_build: OpenCL programs built once, loaded from the cache after that        */
@@ -8804,7 +8940,8 @@ struct kcache__shard {
     uint64_t *pub_more;        /* the rest of that entry: calls made, breaker open since */
     const kcache_remote_ops *ops;
     void *user;
-    void (*close)(void *user); /* frees the built-in backend's state; NULL for the user's */
+    void (*close)(void *user); /* frees what the backend opened for it; NULL: nothing */
+    const unsigned char *(*premac)(void *user, const void *hold); /* (kcache_remote_backend) */
     /* the breaker (remote->mutex) */
     int64_t open_until;        /* monotonic ns; 0: closed */
     int64_t writes_until;      /* a full or read-only backend: puts skipped until then */
@@ -8833,6 +8970,7 @@ struct kcache__remote {
     kcache__mutex ring_mutex;  /* held by the one call that reads them */
     char *tls_ca, *tls_cert, *tls_key; /* rediss://'s files as configured (a forked child's handle reopens) */
     char *prefix;              /* KCACHE_REMOTE_PREFIX, copied (the same) */
+    uint32_t ttl_s;            /* KCACHE_REMOTE_TTL, for a backend (kcache_remote_get_params) */
 };
 
 /* ---- signatures and values ---- */
@@ -8844,7 +8982,7 @@ static int kcache__hmac(const unsigned char *key, size_t klen, const unsigned ch
 }
 
 /* GMAC (AES-256-GCM over authenticated data only) in pieces, so that a value's MAC can be computed
-   while its bytes arrive (kcache__redis_sink): begin (NULL: no memory, or OpenSSL refused), add
+   while its bytes arrive (kcache_remote_mac_begin, for a backend's get): begin (NULL: no memory, or OpenSSL refused), add
    the bytes in order, end (the tag into out; frees c). */
 static EVP_CIPHER_CTX *kcache__gmac_begin(const unsigned char key[32], const unsigned char nonce[KCACHE__GMAC_NONCE]) {
     EVP_CIPHER_CTX *c = EVP_CIPHER_CTX_new();
@@ -8935,7 +9073,7 @@ static unsigned char *kcache__remote_pack(const kcache__remote *r, const kcache_
    the envelope, the signature, then the entry (kcache__entry_check). out->status KCACHE_ECORRUPT is
    a reject (why says which check), KCACHE_ENOENT a value that is not for this client. premac (NULL:
    none) is a nonce and the GMAC of the value's bytes 0 .. 16 + E under it, computed while the value
-   arrived (kcache__redis_sink): used when the value's own nonce is that one. A value whose signature
+   arrived (kcache_remote_backend.premac): used when the value's own nonce is that one. A value whose signature
    holds needs no payload checksum: the MAC covers the checksum and the bytes it was made of. */
 static void kcache__remote_unpack(const kcache__remote *r, const kcache_key *k, int policy, int want_record,
                                   const unsigned char *v, size_t n, const unsigned char *premac, kcache__read *out, const char **why) {
@@ -9219,17 +9357,14 @@ static void kcache__remote_remove(kcache__remote *r, const kcache_key *k, kcache
     kcache__remote_done(r, s, s->ops->remove(s->user, name), t0, "delete", ev);
 }
 
-/* What the built-in Redis backend computed of a signed value while it arrived (see
-   kcache__redis_sink), from the hold its get returned: NULL when nothing (another backend). */
-static const unsigned char *kcache__remote_premac(const kcache__shard *s, const void *hold);
-
 /* A value shard s returned for k (hold: what its get gave with it), unpacked and validated into out.
    Unless peek: counted as the shard's hit or miss, and a value that fails validation is counted as a
    reject and deleted there (in mode rw). */
 static void kcache__remote_take(kcache__remote *r, kcache__shard *s, const kcache_key *k, int policy, int want_record, int peek,
                                 const void *v, size_t n, const void *hold, kcache__read *out, kcache__remote_ev *ev) {
     const char *why = "";
-    kcache__remote_unpack(r, k, policy, want_record, (const unsigned char *)v, n, kcache__remote_premac(s, hold), out, &why);
+    kcache__remote_unpack(r, k, policy, want_record, (const unsigned char *)v, n, s->premac && hold ? s->premac(s->user, hold) : NULL, out,
+                          &why);
     if (peek) return;
     kcache__mutex_lock(&r->mutex); /* a value that is not valid, or not for this client: a miss too */
     kcache__shard_count(s, out->status == KCACHE_OK ? KCACHE__SH_HITS : KCACHE__SH_MISSES);
@@ -9481,19 +9616,106 @@ static void kcache__rclaim_end(kcache__rclaim *cl, int stored, kcache__remote_ev
     cl->r = NULL;
 }
 
-/* ---- the built-in backend, Redis: kcache_redis.h (see >>companions) ----
-   The companion is compiled after this file's implementation, in the same file; the tier reaches it
-   through these two (defined there). */
-#if defined(KCACHE_REDIS) && !defined(_WIN32) /* (on Windows kcache_redis.h stops the build with one #error) */
-#define KCACHE__REDIS_HOOKED /* (kcache_redis.h checks that it did not come too late to be reached) */
-static int kcache__redis_open_urls(kcache__remote *r, const kcache_config *cfg, const char *urls, char *why, size_t cap);
-#else
-static const unsigned char *kcache__remote_premac(const kcache__shard *s, const void *hold) {
-    (void)s;
-    (void)hold;
-    return NULL;
+/* ---- the backend kit (kcache_remote_backend): what a backend asks of the tier ---- */
+
+KCACHE_API void kcache_remote_get_params(const kcache_remote *remote, kcache_remote_params *out) {
+    const kcache__remote *r = (const kcache__remote *)remote;
+    if (!out) return;
+    memset(out, 0, sizeof *out);
+    if (!r) return;
+    out->timeout_ms = r->timeout_ms;
+    out->connect_ms = r->timeout_ms < KCACHE__REMOTE_CONNECT_MS ? r->timeout_ms : KCACHE__REMOTE_CONNECT_MS;
+    out->claim_ms = r->claim_ms;
+    out->ttl_s = r->ttl_s;
+    out->max_entry = r->max_entry;
+    out->ro = r->ro;
+    out->is_signed = r->secret != NULL;
+    out->ca = r->tls_ca, out->cert = r->tls_cert, out->key = r->tls_key;
+    out->prefix = r->prefix;
 }
-#endif /* KCACHE__REDIS_HOOKED */
+
+KCACHE_API int kcache_remote_claim_honoured(const kcache_remote *remote, const char *name, const char *token, size_t len, long long left_ms) {
+    const kcache__remote *r = (const kcache__remote *)remote;
+    char mac[66];
+    const char *dot;
+    if (!r || !name || !token) return 0;
+    if (left_ms < 0 || left_ms > (long long)r->claim_ms) return 0; /* -1: no expiry at all */
+    if (!r->secret) return 1;
+    dot = len > 65 ? token + len - 65 : NULL;
+#ifdef KCACHE_HMAC_OPENSSL
+    return dot && *dot == '.' && strlen(name) == 32 && kcache__rclaim_sign(r, name, token, (size_t)(dot - token), mac) &&
+           CRYPTO_memcmp(mac, dot, 65) == 0;
+#else
+    (void)mac; (void)dot;
+    return 0; /* a secret without HMAC: kcache__remote_open refused it */
+#endif
+}
+
+#ifdef KCACHE_HMAC_OPENSSL
+struct kcache_remote_mac { EVP_CIPHER_CTX *c; };
+#else
+struct kcache_remote_mac { int unused; };
+#endif
+
+KCACHE_API kcache_remote_mac *kcache_remote_mac_begin(const kcache_remote *remote, const void *head, uint64_t len,
+                                                      const unsigned char nonce[KCACHE_REMOTE_MAC_NONCE]) {
+#ifdef KCACHE_HMAC_OPENSSL
+    const kcache__remote *r = (const kcache__remote *)remote;
+    const unsigned char *v = (const unsigned char *)head;
+    kcache_remote_mac *m;
+    if (!r || !r->secret || !v || !nonce || memcmp(v, "KCREMOTE", 8) != 0 || kcache__get_u16(v + 8) != KCACHE__RV_VERSION_GMAC ||
+        kcache__get_u16(v + 10) != KCACHE__RV_GMAC || len != KCACHE__RV_HEADER + (uint64_t)kcache__get_u32(v + 12) + KCACHE__GMAC_NONCE + KCACHE__GMAC_TAG)
+        return NULL;
+    if ((m = (kcache_remote_mac *)KCACHE_MALLOC(sizeof *m)) == NULL) return NULL;
+    if ((m->c = kcache__gmac_begin(r->gmac_key, nonce)) == NULL) { KCACHE_FREE(m); return NULL; }
+    return m;
+#else
+    (void)remote; (void)head; (void)len; (void)nonce;
+    return NULL;
+#endif
+}
+
+KCACHE_API int kcache_remote_mac_add(kcache_remote_mac *m, const void *p, size_t n) {
+#ifdef KCACHE_HMAC_OPENSSL
+    return m && (p || !n) && kcache__gmac_add(m->c, (const unsigned char *)p, n);
+#else
+    (void)m; (void)p; (void)n;
+    return 0;
+#endif
+}
+
+KCACHE_API int kcache_remote_mac_end(kcache_remote_mac *m, unsigned char out[KCACHE_REMOTE_MAC_TAG]) {
+    int ok = 0;
+    if (!m) return 0;
+#ifdef KCACHE_HMAC_OPENSSL
+    {
+        unsigned char tag[KCACHE__GMAC_TAG];
+        ok = kcache__gmac_end(m->c, tag);
+        if (ok && out) memcpy(out, tag, sizeof tag);
+        ok = ok && out;
+    }
+#else
+    (void)out;
+#endif
+    KCACHE_FREE(m);
+    return ok;
+}
+
+/* The built-in backend, Redis (kcache_redis.h, see >>companions): defined after this file's
+   implementation, in the same file, where KCACHE_REDIS is defined; the tier opens it for the URLs
+   of a configuration that names no backend of its own, so that KCACHE_REMOTE alone reaches it. */
+#if defined(KCACHE_REDIS) && !defined(_WIN32) /* (on Windows kcache_redis.h stops the build with one #error) */
+#ifdef __cplusplus
+extern "C" {
+#endif
+KCACHE_API const kcache_remote_backend *kcache_redis_backend(void);
+#ifdef __cplusplus
+}
+#endif
+#define KCACHE__DEFAULT_BACKEND() kcache_redis_backend()
+#else
+#define KCACHE__DEFAULT_BACKEND() ((const kcache_remote_backend *)NULL)
+#endif
 
 /* ---- opening and closing ---- */
 
@@ -9538,10 +9760,42 @@ static int kcache__remote_add(kcache__remote *r, const char *shown, const kcache
     return 1;
 }
 
+/* One shard of a backend on the kit (kcache_remote_backend) for url (n bytes: a word of the list).
+   0 on failure, with *why. */
+static int kcache__remote_open_kit_shard(kcache__remote *r, const kcache_remote_backend *be, void *user, const char *url, size_t n,
+                                         char *why, size_t cap) {
+    char *copy = kcache__strndup(url, n), shown[400];
+    void *shard;
+    if (!copy) { kcache__say(why, cap, "out of memory"); return 0; }
+    shown[0] = 0;
+    if (cap) why[0] = 0;
+    shard = be->open_shard(user, (const kcache_remote *)r, copy, shown, sizeof shown, why, cap);
+    if (!shard) {
+        if (!cap || !why[0]) kcache__say(why, cap, "a remote URL was refused by its backend; no remote");
+        memset(copy, 0, n); /* (credentials) */
+        KCACHE_FREE(copy);
+        return 0;
+    }
+    shown[sizeof shown - 1] = 0;
+    if (!kcache__remote_add(r, shown[0] ? shown : copy, be->ops, shard, be->close_shard, why, cap)) {
+        if (be->close_shard) be->close_shard(shard);
+        memset(copy, 0, n);
+        KCACHE_FREE(copy);
+        return 0;
+    }
+    r->shard[r->n - 1].identity = be->identity;
+    r->shard[r->n - 1].premac = be->premac;
+    memset(copy, 0, n);
+    KCACHE_FREE(copy);
+    return 1;
+}
+
 /* A backend of the caller's with several servers: one shard per URL in urls, each opened by
-   cfg->remote_open_shard (kcache_config). 0 on failure, with *why (the shards opened so far are
-   closed with the remote). */
-static int kcache__remote_open_shards(kcache__remote *r, const char *urls, const kcache_config *cfg, char *why, size_t cap) {
+   cfg->remote_open_shard (kcache_config), or by be's open_shard (be not NULL: a backend on the
+   kit, such as the built-in Redis). 0 on failure, with *why (the shards opened so far are closed
+   with the remote). */
+static int kcache__remote_open_shards(kcache__remote *r, const char *urls, const kcache_config *cfg, const kcache_remote_backend *be,
+                                      char *why, size_t cap) {
     const char *p = urls;
     if (!*p) { kcache__say(why, cap, "remote_open_shard without URLs in remote: no remote"); return 0; }
     while (*p) {
@@ -9550,6 +9804,12 @@ static int kcache__remote_open_shards(kcache__remote *r, const char *urls, const
         void *shard;
         while (*e && !kcache__is_space(*e)) e++;
         if (r->n == KCACHE__REMOTE_SHARDS) { kcache__say(why, cap, "more than %d remote shards", KCACHE__REMOTE_SHARDS); return 0; }
+        if (be) {
+            if (!kcache__remote_open_kit_shard(r, be, cfg->remote_user, p, (size_t)(e - p), why, cap)) return 0;
+            for (p = e; kcache__is_space(*p); p++) {
+            }
+            continue;
+        }
         if ((size_t)(e - p) >= sizeof url) { kcache__say(why, cap, "a remote URL of more than %u bytes", (unsigned)sizeof url - 1); return 0; }
         memcpy(url, p, (size_t)(e - p));
         url[e - p] = 0;
@@ -9573,26 +9833,32 @@ static int kcache__remote_open_shards(kcache__remote *r, const char *urls, const
    used; the cache then works without it. */
 static void kcache__remote_open(kcache__remote **out, const kcache_config *cfg, char *why, size_t cap) {
     const char *urls = cfg->remote ? cfg->remote : "";
+    const kcache_remote_backend *be = cfg->remote_backend ? cfg->remote_backend : cfg->remote_ops ? NULL : KCACHE__DEFAULT_BACKEND();
     kcache__remote *r;
     size_t names = 0;
     unsigned i;
     *out = NULL;
     while (kcache__is_space(*urls)) urls++;
-    if (!cfg->remote_ops && !*urls) return;
+    if (!cfg->remote_ops && !cfg->remote_backend && !*urls) return;
     if (cfg->remote_secret && !cfg->remote_secret[0]) { /* a typo must not turn signing off without a word */
         kcache__say(why, cap, "KCACHE_REMOTE_SECRET is set but empty: no remote (unset it for an unsigned remote)");
         return;
     }
-    if (cfg->remote_ops && (!cfg->remote_ops->get || !cfg->remote_ops->put)) { kcache__say(why, cap, "remote_ops needs get and put; no remote"); return; }
+    if (cfg->remote_ops && !cfg->remote_backend && (!cfg->remote_ops->get || !cfg->remote_ops->put)) {
+        kcache__say(why, cap, "remote_ops needs get and put; no remote");
+        return;
+    }
+    if (cfg->remote_backend && (!be->ops || !be->ops->get || !be->ops->put || !be->open_shard)) {
+        kcache__say(why, cap, "remote_backend needs ops with get and put, and open_shard; no remote");
+        return;
+    }
 #ifndef KCACHE_HMAC_OPENSSL
     if (cfg->remote_secret && cfg->remote_secret[0]) {
         kcache__say(why, cap, "KCACHE_REMOTE_SECRET is set but kcache was built without KCACHE_HMAC_OPENSSL: no remote (its values could not be checked)");
         return;
     }
 #endif
-#ifndef KCACHE_REDIS
-    if (!cfg->remote_ops) { kcache__say(why, cap, "KCACHE_REMOTE is set but kcache was built without KCACHE_REDIS (the Redis backend, kcache_redis.h): no remote"); return; }
-#endif
+    if (!cfg->remote_ops && !be) { kcache__say(why, cap, "KCACHE_REMOTE is set but kcache was built without KCACHE_REDIS (the Redis backend, kcache_redis.h): no remote"); return; }
     if (!(r = (kcache__remote *)KCACHE_MALLOC(sizeof *r))) { kcache__say(why, cap, "out of memory"); return; }
     memset(r, 0, sizeof *r);
     kcache__mutex_init(&r->mutex);
@@ -9602,6 +9868,7 @@ static void kcache__remote_open(kcache__remote **out, const kcache_config *cfg, 
     r->claim_ms = cfg->remote_claim_ms ? cfg->remote_claim_ms : KCACHE__REMOTE_CLAIM_MS;
     r->backoff_ms = cfg->remote_backoff_ms ? cfg->remote_backoff_ms : KCACHE__REMOTE_BACKOFF_MS;
     r->max_entry = cfg->remote_max_entry ? cfg->remote_max_entry : KCACHE__REMOTE_MAX_ENTRY;
+    r->ttl_s = cfg->remote_ttl_s;
 #if !defined(_WIN32)
     if (gethostname(r->host, sizeof r->host - 1) != 0) r->host[0] = 0;
     r->host[sizeof r->host - 1] = 0;
@@ -9639,14 +9906,12 @@ static void kcache__remote_open(kcache__remote **out, const kcache_config *cfg, 
         }
     }
     if (!(r->shard = (kcache__shard *)KCACHE_MALLOC(sizeof *r->shard * KCACHE__REMOTE_SHARDS))) goto oom;
-    if (cfg->remote_ops && cfg->remote_open_shard) {
-        if (!kcache__remote_open_shards(r, urls, cfg, why, cap)) goto bad;
-    } else if (cfg->remote_ops) {
-        if (!kcache__remote_add(r, *urls ? urls : "remote_ops", cfg->remote_ops, cfg->remote_user, NULL, why, cap)) goto bad;
+    if (be) {
+        if (!kcache__remote_open_shards(r, urls, cfg, be, why, cap)) goto bad;
+    } else if (cfg->remote_open_shard) {
+        if (!kcache__remote_open_shards(r, urls, cfg, NULL, why, cap)) goto bad;
     } else {
-#ifdef KCACHE__REDIS_HOOKED
-        if (!kcache__redis_open_urls(r, cfg, urls, why, cap)) goto bad;
-#endif
+        if (!kcache__remote_add(r, *urls ? urls : "remote_ops", cfg->remote_ops, cfg->remote_user, NULL, why, cap)) goto bad;
     }
     for (i = 0; i < r->n; i++) names += strlen(r->shard[i].url) + 1;
     if (!(r->names = (char *)KCACHE_MALLOC(names + 1))) goto oom;
@@ -9719,9 +9984,26 @@ static void kcache__remote_open(kcache__remote **out, const kcache_config *cfg, 
     const char *urls = cfg->remote ? cfg->remote : "";
     *out = NULL;
     while (*urls == ' ' || *urls == '\t') urls++;
-    if (cfg->remote_ops || *urls)
-        kcache__say(why, cap, "%s not used: the remote tier is compiled out (KCACHE_NO_REMOTE)", cfg->remote_ops ? "remote_ops" : "KCACHE_REMOTE");
+    if (cfg->remote_ops || cfg->remote_backend || *urls)
+        kcache__say(why, cap, "%s not used: the remote tier is compiled out (KCACHE_NO_REMOTE)",
+                    cfg->remote_backend ? "remote_backend" : cfg->remote_ops ? "remote_ops" : "KCACHE_REMOTE");
 }
+/* the backend kit: no tier ever hands a kcache_remote to a backend */
+KCACHE_API void kcache_remote_get_params(const kcache_remote *remote, kcache_remote_params *out) {
+    (void)remote;
+    if (out) memset(out, 0, sizeof *out);
+}
+KCACHE_API int kcache_remote_claim_honoured(const kcache_remote *remote, const char *name, const char *token, size_t len, long long left_ms) {
+    (void)remote; (void)name; (void)token; (void)len; (void)left_ms;
+    return 0;
+}
+KCACHE_API kcache_remote_mac *kcache_remote_mac_begin(const kcache_remote *remote, const void *head, uint64_t len,
+                                                      const unsigned char nonce[KCACHE_REMOTE_MAC_NONCE]) {
+    (void)remote; (void)head; (void)len; (void)nonce;
+    return NULL;
+}
+KCACHE_API int kcache_remote_mac_add(kcache_remote_mac *m, const void *p, size_t n) { (void)m; (void)p; (void)n; return 0; }
+KCACHE_API int kcache_remote_mac_end(kcache_remote_mac *m, unsigned char out[KCACHE_REMOTE_MAC_TAG]) { (void)m; (void)out; return 0; }
 #endif /* KCACHE_NO_REMOTE */
 
 /* ============================================================================================== */
@@ -10577,8 +10859,7 @@ struct kcache {
     struct { kcache_hash128 digest; uint64_t gen; } changed[KCACHE__CHANGED];
     unsigned changed_next;
     void *cl;                    /* the OpenCL layer's state (programs built in this process) */
-    void *vk;                    /* the Vulkan part's state (the devices it has identified) */
-    void (*vk_free)(void *vk);   /* frees it at close */
+    struct kcache__companion *companions; /* companions' states (kcache_companion_state), freed at close */
     void (*cl_free)(void *cl);   /* frees it at close */
     long cl_loads;               /* OpenCL binaries loaded (names PoCL's unpack directories) */
     kcache__remote *remote;      /* the remote tier (>>remote), NULL when none */
@@ -10599,6 +10880,7 @@ struct kcache {
 #endif
 };
 static void kcache__lower_open(kcache *kc);
+static void kcache__companions_free(kcache *kc); /* (>>kit) */
 
 /* Internal result of a call that found it runs in a process forked from kc's: the public call
    moves to the child's own handle and tries again (never returned to the caller). */
@@ -11429,7 +11711,7 @@ KCACHE_API void kcache_close(kcache *kc) {
     kcache__mutex_unlock(&kc->lock);
     kcache__release_nodes(kc, all); /* flushes what KCACHE_WRITE=evict kept in memory only */
     if (kc->cl_free) kc->cl_free(kc->cl);
-    if (kc->vk_free) kc->vk_free(kc->vk);
+    kcache__companions_free(kc);
     kcache__mutex_lock(&kc->lock);
     kcache__pub_add(&kc->pub, KCACHE__PUB_REMOTE_CLOSES, kcache__remote_open_count(kc->remote)); /* none left open in the stats */
     kcache__mutex_unlock(&kc->lock);
@@ -14780,6 +15062,105 @@ KCACHE_API kcache_status kcache_stats_file_row(const kcache_stats_file *sf, kcac
 #endif /* KCACHE_NO_PUB */
 
 /* ============================================================================================== */
+/* >>kit  services for companions and backends                                                    */
+/* ============================================================================================== */
+
+KCACHE_API kcache_status kcache_key_copy(kcache_key *dst, const kcache_key *src) {
+    const kcache__kfile *kf;
+    kcache__kfile **tail;
+    if (!dst) return KCACHE_EINVAL;
+    KCACHE__CHECK_KEY(NULL, src, "kcache_key_copy", kcache_key_init(dst, NULL));
+    if (!kcache__key_usable(src)) return kcache_key_init(dst, NULL); /* (an empty key that failed) */
+    memcpy(dst, src, offsetof(kcache_key, inline_fields));
+    dst->files = NULL;
+    if (src->heap) {
+        if ((dst->heap = (kcache_key_field *)KCACHE_MALLOC(sizeof(kcache_key_field) * src->cap)) == NULL) {
+            dst->count = 0;
+            return kcache__key_fail(dst, KCACHE_ENOMEM);
+        }
+        memcpy(dst->heap, src->heap, sizeof(kcache_key_field) * src->count);
+    } else {
+        memcpy(dst->inline_fields, src->inline_fields, sizeof(kcache_key_field) * src->count);
+    }
+    tail = (kcache__kfile **)&dst->files;
+    for (kf = (const kcache__kfile *)src->files; kf; kf = kf->next) {
+        size_t n = strlen(kf->path);
+        kcache__kfile *c = (kcache__kfile *)KCACHE_MALLOC(sizeof *c + n + 1);
+        if (!c) return kcache__key_fail(dst, KCACHE_ENOMEM);
+        memcpy(c, kf, sizeof *c);
+        c->path = (char *)(c + 1);
+        memcpy(c->path, kf->path, n + 1);
+        c->next = NULL;
+        *tail = c;
+        tail = &c->next;
+    }
+    return dst->error;
+}
+
+KCACHE_API kcache_status kcache_key_fail(kcache_key *k, kcache_status s) {
+    KCACHE__CHECK_KEY(NULL, k, "kcache_key_fail", KCACHE_EINVAL);
+    if (!kcache__key_usable(k)) return KCACHE_EINVAL;
+    return s == KCACHE_OK ? KCACHE_OK : kcache__key_fail(k, s);
+}
+
+KCACHE_API int kcache_enabled(kcache *kc) {
+    KCACHE__CHECK_KC(kc, "kcache_enabled", 0);
+    return kc && kc->cfg.enable;
+}
+
+/* One companion's state (kcache_companion_state): the block follows the header. */
+#define KCACHE__COMPANION_NAME 32
+typedef struct kcache__companion {
+    struct kcache__companion *next;
+    char name[KCACHE__COMPANION_NAME];
+    void (*destroy)(void *state);
+    void *state;
+} kcache__companion;
+
+KCACHE_API kcache_status kcache_companion_state(kcache *kc, const char *name, size_t size, void (*destroy)(void *state),
+                                                kcache_state_fn fn, void *arg) {
+    kcache__companion *c;
+    size_t head = (sizeof(kcache__companion) + 15) & ~(size_t)15; /* the state as aligned as an allocation */
+    KCACHE__CHECK_KC(kc, "kcache_companion_state", KCACHE_EINVAL);
+    if (!kc || !name || !fn || !size || strlen(name) >= KCACHE__COMPANION_NAME || size > SIZE_MAX - head) return KCACHE_EINVAL;
+    if ((kc = kcache__live(kc, 1)) == NULL) return KCACHE_ENOMEM;
+    kcache__mutex_lock(&kc->lock);
+    for (c = kc->companions; c && strcmp(c->name, name) != 0; c = c->next) {
+    }
+    if (!c && (c = (kcache__companion *)kcache__mem_alloc(&kc->mem, head + size)) != NULL) {
+        memset(c, 0, head + size);
+        strcpy(c->name, name);
+        c->destroy = destroy;
+        c->state = (unsigned char *)c + head;
+        c->next = kc->companions;
+        kc->companions = c;
+    }
+    if (c) fn(c->state, arg);
+    kcache__mutex_unlock(&kc->lock);
+    return c ? KCACHE_OK : KCACHE_ENOMEM;
+}
+
+/* At kcache_close: every companion's state, destroyed and freed. */
+static void kcache__companions_free(kcache *kc) {
+    while (kc->companions) {
+        kcache__companion *c = kc->companions;
+        kc->companions = c->next;
+        if (c->destroy) c->destroy(c->state);
+        kcache__mem_free(&kc->mem, c);
+    }
+}
+
+KCACHE_API void kcache_count_reject(kcache *kc, const kcache_key *k, const char *why) {
+    KCACHE__CHECK_KC(kc, "kcache_count_reject", );
+    KCACHE__CHECK_KEY(kc, k, "kcache_count_reject", );
+    if (!kc || !kcache__key_usable(k) || (kc = kcache__live(kc, 1)) == NULL) return;
+    kcache__count_miss_quiet(kc, k, KCACHE_REASON_REJECTED);
+    KCACHE__DEBUG(kc, "reject %s: %s", k->unit, why ? why : "");
+}
+
+KCACHE_API int64_t kcache_monotonic_ns(void) { return kcache__mono_ns(); }
+
+/* ============================================================================================== */
 /* >>opencl  kcache_cl_build: a key per device, binary checks, the in-process program cache       */
 /* ============================================================================================== */
 #ifdef KCACHE_OPENCL
@@ -16732,6 +17113,8 @@ KCACHE_API cl_int kcache_cl_build_many(kcache *kc, cl_context ctx, cl_uint ndev,
 
 #endif /* KCACHE_OPENCL */
 
+/* Public: the core's implementation is compiled in this file; a companion compiles its own after it. */
+#define KCACHE_IMPLEMENTED 1
 #endif /* !KCACHE__UNUSABLE */
 #endif /* KCACHE__IMPLEMENTED */
 #endif /* KCACHE_IMPLEMENTATION */
@@ -16743,7 +17126,7 @@ KCACHE_API cl_int kcache_cl_build_many(kcache *kc, cl_context ctx, cl_uint ndev,
    it now. A program built the 0.4 way (-DKCACHE_REDIS / -DKCACHE_VULKAN, kcache.h alone) gets them
    here: a quoted include looks in this file's directory first. Including a companion yourself is
    the new way (kcache_vk.h after kcache.h; kcache_redis.h in place of kcache.h where the
-   implementation is compiled, so that the core is compiled with its hook, >>remote); the companion
+   implementation is compiled, so that the core names its kcache_redis_backend, >>remote); the companion
    defines its switch and includes kcache.h, and its guard makes this include a no-op then. */
 #if defined(KCACHE_VULKAN) && !defined(KCACHE_VK_H)
 #if defined(__has_include)

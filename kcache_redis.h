@@ -20,25 +20,23 @@
 
    HOW THE CORE REACHES IT (one file, no global state)
        kcache.h parses every KCACHE_REMOTE* variable into kcache_config, whatever is compiled in.
-       When KCACHE_REDIS is defined where the core's implementation is compiled, the core declares
-       this file's opener (static; defined below, later in the same file) and calls it for the
-       URLs when no remote_ops is set: KCACHE_REMOTE alone turns Redis on. This file defines
-       KCACHE_REDIS before it includes kcache.h, so including it first is enough; included after
-       the core's implementation was compiled without the switch, it is too late to be reached,
-       and an #error says what to do. With KCACHE_NO_REMOTE it compiles nothing.
+       This file is a backend on the core's backend kit (kcache.h's kcache_remote_backend): a
+       kcache_remote_ops table, an opener per URL (one shard each, with its own breaker), the
+       server's identity and a value's MAC computed while it arrives; kcache_redis_backend()
+       gives it. When KCACHE_REDIS is defined where the core's implementation is compiled, the
+       core uses that backend for a configuration with URLs and no backend of its own:
+       KCACHE_REMOTE alone turns Redis on. This file defines KCACHE_REDIS before it includes
+       kcache.h, so including it first is enough; included after the core's implementation was
+       compiled without the switch, it is too late to be reached that way, and an #error says
+       what to do. With KCACHE_NO_REMOTE it compiles nothing but kcache_redis_backend (NULL).
 
    WHAT IT USES OF THE CORE
-       Compiled in the core's file, it still uses the core's private services (a backend of a
-       third party's uses kcache_remote_ops alone): the remote tier's types and shard opening
-       (kcache__remote, kcache__shard, kcache__remote_add, kcache__remote_ring,
-       kcache__remote_unpack, kcache__remote_what, KCACHE__REMOTE_SHARDS, _CONNECT_MS), claim
-       tokens and their signatures (kcache__rclaim_sign, kcache__rclaim_call), a value's framing
-       and GMAC in pieces (KCACHE__RV_*, KCACHE__GMAC_*, kcache__gmac_begin/_add/_end: the MAC is
-       computed while the value arrives), mutexes, condition variables, clocks and the pid
-       (kcache__mutex_*, kcache__cond_*, kcache__now_ns, kcache__mono_ns, kcache__pid), byte
-       order (kcache__get_u16/_u32), messages and escaping (kcache__say, kcache__esc, kcache__escs),
-       kcache__strndup and kcache__is_space. The core reaches it through kcache__redis_open_urls
-       and kcache__remote_premac, declared there when KCACHE_REDIS is defined.
+       Public names alone: kcache_remote_ops and kcache_remote_backend, the backend kit
+       (kcache_remote_get_params: timeouts, claims' life, the entry bound, the TLS files, the
+       prefix; kcache_remote_claim_honoured: whether another client's claim is signed with the
+       secret; kcache_remote_mac_begin/_add/_end: a signed value's MAC as it arrives), and
+       kcache_escape, kcache_monotonic_ns, kcache_hash, kcache_hash_hex. Its private names start
+       with kcache_redis__ / KCACHE_REDIS__; the rest is POSIX (threads, clocks, sockets).
 
    OPTIONS (define where the implementation is compiled)
        KCACHE_TLS_OPENSSL  rediss:// (TLS to Redis)                                -lssl -lcrypto
@@ -46,8 +44,8 @@
 #ifndef KCACHE_REDIS_H
 #define KCACHE_REDIS_H
 /* the core's implementation, compiled in this file without the switch, cannot reach this backend */
-#if defined(KCACHE_IMPLEMENTATION) && defined(KCACHE__IMPLEMENTED) && !defined(KCACHE__REDIS_HOOKED) && \
-    !defined(KCACHE_NO_REMOTE) && !defined(KCACHE__UNUSABLE) && !defined(_WIN32)
+#if defined(KCACHE_IMPLEMENTATION) && defined(KCACHE_IMPLEMENTED) && !defined(KCACHE_REDIS) && !defined(KCACHE_NO_REMOTE) && \
+    !defined(_WIN32)
 #error "kcache_redis.h came after kcache.h's implementation, which was compiled without KCACHE_REDIS and cannot reach it: in the file that defines KCACHE_IMPLEMENTATION, include kcache_redis.h instead of kcache.h (or before it), or define KCACHE_REDIS before including kcache.h"
 #define KCACHE_REDIS__TOO_LATE /* (nothing more is compiled: one message) */
 #endif
@@ -55,21 +53,37 @@
 #define KCACHE_REDIS /* the core's implementation, when it comes next, reaches this backend */
 #endif
 #include "kcache.h"
-/* No declarations of its own: the backend is configured through kcache_config's remote fields
-   (KCACHE_REMOTE*) and counted in kcache_stats and kcache_get_remote_shards. */
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+/* The Redis backend, for kcache_config.remote_backend. Configured through kcache_config's remote
+   fields (KCACHE_REMOTE*) and counted in kcache_stats and kcache_get_remote_shards. kcache_open
+   uses it by itself for a configuration with URLs and no backend of its own (no remote_ops, no
+   remote_backend) when this file is compiled with the core; setting it is needed only beside a
+   core compiled without KCACHE_REDIS. NULL with KCACHE_NO_REMOTE. */
+KCACHE_API const kcache_remote_backend *kcache_redis_backend(void);
+#ifdef __cplusplus
+}
+#endif
 #define KCACHE_REDIS__DECLARED /* (kcache.h's own include of this file, inside the one above, compiles nothing) */
 #endif /* KCACHE_REDIS_H */
 
 /* ============================================================================================== */
 /*                                        IMPLEMENTATION                                          */
 /* ============================================================================================== */
-/* After the core's implementation (same file); not where the core could not be compiled
-   (KCACHE__UNUSABLE: its one #error says why) nor without a remote tier (KCACHE_NO_REMOTE). */
+/* After the core's implementation (same file: KCACHE_IMPLEMENTED, left undefined where the core
+   could not be compiled, its one #error saying why); without a remote tier (KCACHE_NO_REMOTE),
+   kcache_redis_backend alone, which has no backend to give. */
 #if defined(KCACHE_IMPLEMENTATION) && defined(_WIN32) && !defined(KCACHE_REDIS__IMPLEMENTED)
 #define KCACHE_REDIS__IMPLEMENTED
 #error "kcache: the Redis remote tier (kcache_redis.h, KCACHE_REDIS) is POSIX only for now; a backend of your own (remote_ops) works everywhere"
-#elif defined(KCACHE_IMPLEMENTATION) && defined(KCACHE_REDIS__DECLARED) && defined(KCACHE__IMPLEMENTED) && \
-    !defined(KCACHE__UNUSABLE) && !defined(KCACHE_NO_REMOTE) && !defined(KCACHE_REDIS__TOO_LATE) && !defined(KCACHE_REDIS__IMPLEMENTED)
+#elif defined(KCACHE_IMPLEMENTATION) && defined(KCACHE_REDIS__DECLARED) && defined(KCACHE_IMPLEMENTED) && \
+    defined(KCACHE_NO_REMOTE) && !defined(KCACHE_REDIS__IMPLEMENTED)
+#define KCACHE_REDIS__IMPLEMENTED
+KCACHE_API const kcache_remote_backend *kcache_redis_backend(void) { return NULL; }
+#elif defined(KCACHE_IMPLEMENTATION) && defined(KCACHE_REDIS__DECLARED) && defined(KCACHE_IMPLEMENTED) && \
+    !defined(KCACHE_REDIS__TOO_LATE) && !defined(KCACHE_REDIS__IMPLEMENTED)
 #define KCACHE_REDIS__IMPLEMENTED
 
 #include <hiredis/hiredis.h>
@@ -83,67 +97,85 @@
 #include <openssl/x509v3.h>
 #endif
 
-#define KCACHE__REDIS_KEY_MAX 200    /* a key kcache names on the server: prefix, kcache:1:, name, suffix */
+#include <pthread.h>
+#include <stdarg.h>
+#include <time.h>
+#include <unistd.h>
 
-/* Whether another's claim on name (its token, and what remains of its life) is one to wait for.
-   With a secret only a signed claim is; without one, any claim that lives no longer than the
-   claims this kcache sets. A claim planted by a client without the secret, or for longer than a
-   builder's, or by a server that says every claim is held, then costs its waiters nothing: they
-   build (see the README for what an unsigned fleet cannot prevent). Asked by the Redis backend's
-   WAIT (a backend of the user's keeps its own claims). */
-static int kcache__rclaim_honoured(const kcache__remote *r, const char *name, const char *token, size_t len, long long left_ms) {
-    char mac[66];
-    const char *dot;
-    if (left_ms < 0 || left_ms > (long long)r->claim_ms) return 0; /* -1: no expiry at all */
-    if (!r->secret) return 1;
-    dot = len > 65 ? token + len - 65 : NULL;
-#ifdef KCACHE_HMAC_OPENSSL
-    return dot && *dot == '.' && kcache__rclaim_sign(r, name, token, (size_t)(dot - token), mac) && CRYPTO_memcmp(mac, dot, 65) == 0;
-#else
-    (void)name; (void)mac; (void)dot;
-    return 0; /* a secret without HMAC: kcache__remote_open refused it */
-#endif
+/* ---- small helpers of this file's own (POSIX: the backend is POSIX only) ---- */
+static int64_t kcache_redis__now_ns(void) { /* the wall clock, for condition variables' deadlines */
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
+/* Waits until signalled or the wall-clock deadline (ns since 1970); 0 when the deadline passed. */
+static int kcache_redis__cond_wait_until(pthread_cond_t *c, pthread_mutex_t *m, int64_t deadline_ns) {
+    struct timespec ts;
+    ts.tv_sec = (time_t)(deadline_ns / 1000000000);
+    ts.tv_nsec = (long)(deadline_ns % 1000000000);
+    return pthread_cond_timedwait(c, m, &ts) != ETIMEDOUT;
+}
+/* A "why" text: formatted, then escaped whole (a URL, a host or a file name came from outside). */
+#if defined(__GNUC__) || defined(__clang__)
+__attribute__((format(printf, 3, 4)))
+#endif
+static void kcache_redis__say(char *out, size_t cap, const char *fmt, ...) {
+    char raw[1024];
+    va_list ap;
+    int n;
+    if (!out || !cap) return;
+    va_start(ap, fmt);
+    n = vsnprintf(raw, sizeof raw, fmt, ap);
+    va_end(ap);
+    kcache_escape(out, cap, raw, n < 0 ? 0 : (size_t)n < sizeof raw ? (size_t)n : sizeof raw - 1);
+}
+static char *kcache_redis__strndup(const char *s, size_t n) {
+    char *p = (char *)KCACHE_MALLOC(n + 1);
+    if (p) { memcpy(p, s, n); p[n] = 0; }
+    return p;
+}
+
+#define KCACHE_REDIS__KEY_MAX 200    /* a key kcache names on the server: prefix, kcache:1:, name, suffix */
 
 /* Names on the server: kcache:1:<name> holds a value, kcache:1:<name>:claim a build claim (SET NX
    PX; the value is the holder's token), and the end of a build is published on kcache:1:<name>:done
    ("1": the value was stored, "0": abandoned). Every call runs on a non-blocking socket under
    poll() with a deadline, so that a hung server costs one timeout, not the kernel's. Connections
    are pooled per shard and never used by two threads at once; a forked child opens its own. */
-#define KCACHE__REDIS_IDLE 4
-#define KCACHE__REDIS_PREFIX "kcache:1:"
-#define KCACHE__REDIS_MAX_ELEMENTS 65536 /* in one reply (kcache's own have a few): more is garbage */
-#define KCACHE__REDIS_MIN_RATE 1048576   /* bytes/s a transfer past its timeout keeps up, or it ends */
-#define KCACHE__REDIS_READ_MAX ((size_t)256 << 10) /* the largest read of a value (kcache__redis_io_max) */
-#define KCACHE__RESOLVE_KEEP_NS ((int64_t)60 * 1000000000) /* a resolved address is used this long */
+#define KCACHE_REDIS__IDLE 4
+#define KCACHE_REDIS__PREFIX "kcache:1:"
+#define KCACHE_REDIS__MAX_ELEMENTS 65536 /* in one reply (kcache's own have a few): more is garbage */
+#define KCACHE_REDIS__MIN_RATE 1048576   /* bytes/s a transfer past its timeout keeps up, or it ends */
+#define KCACHE_REDIS__READ_MAX ((size_t)256 << 10) /* the largest read of a value (kcache_redis__io_max) */
+#define KCACHE_REDIS__RESOLVE_KEEP_NS ((int64_t)60 * 1000000000) /* a resolved address is used this long */
 
 /* A host name being resolved. getaddrinfo cannot be given a deadline, so it runs on a detached
    thread of its own while connects wait for it no longer than their connect timeout; the thread
    and everyone waiting share this (refs), and the last one out frees it. A name whose server never
    answers then costs each connect its timeout, and at most one thread per shard at a time. */
-typedef struct kcache__resolve {
-    kcache__mutex m;
-    kcache__cond c;
+typedef struct kcache_redis__resolution {
+    pthread_mutex_t m;
+    pthread_cond_t c;
     unsigned refs;
     int done, ok;
     int64_t done_at;        /* monotonic ns */
     char host[256];
     char addr[64];          /* numeric, when ok */
-} kcache__resolve;
+} kcache_redis__resolution;
 
-static void kcache__resolve_unref(kcache__resolve *q) {
+static void kcache_redis__resolution_unref(kcache_redis__resolution *q) {
     int last;
-    kcache__mutex_lock(&q->m);
+    pthread_mutex_lock(&q->m);
     last = --q->refs == 0;
-    kcache__mutex_unlock(&q->m);
+    pthread_mutex_unlock(&q->m);
     if (!last) return;
-    kcache__cond_destroy(&q->c);
-    kcache__mutex_destroy(&q->m);
+    pthread_cond_destroy(&q->c);
+    pthread_mutex_destroy(&q->m);
     KCACHE_FREE(q);
 }
 
-static void *kcache__resolver(void *arg) {
-    kcache__resolve *q = (kcache__resolve *)arg;
+static void *kcache_redis__resolver(void *arg) {
+    kcache_redis__resolution *q = (kcache_redis__resolution *)arg;
     struct addrinfo hints, *ai = NULL;
     char addr[64];
     int ok;
@@ -154,83 +186,85 @@ static void *kcache__resolver(void *arg) {
     ok = getaddrinfo(q->host, NULL, &hints, &ai) == 0 && ai &&
          getnameinfo(ai->ai_addr, ai->ai_addrlen, addr, sizeof addr, NULL, 0, NI_NUMERICHOST) == 0;
     if (ai) freeaddrinfo(ai);
-    kcache__mutex_lock(&q->m);
+    pthread_mutex_lock(&q->m);
     q->ok = ok;
     memcpy(q->addr, addr, sizeof addr);
-    q->done_at = kcache__mono_ns();
+    q->done_at = kcache_monotonic_ns();
     q->done = 1;
-    kcache__cond_broadcast(&q->c);
-    kcache__mutex_unlock(&q->m);
-    kcache__resolve_unref(q);
+    pthread_cond_broadcast(&q->c);
+    pthread_mutex_unlock(&q->m);
+    kcache_redis__resolution_unref(q);
     return NULL;
 }
 
-typedef struct kcache__redis {
+typedef struct kcache_redis__server {
     char *host, *path, *user, *pass; /* host and port, or a unix socket's path */
     int port;
     long db;
     uint32_t connect_ms, op_ms;
     size_t max_reply;               /* a reply larger than this is garbage, not a value */
-    const kcache__remote *remote;   /* its remote: the claims it would wait for (kcache__rclaim_honoured) */
-    struct kcache__resolve *resolving; /* the host's latest name resolution (rb->mutex; see kcache__redis_resolve) */
+    const kcache_remote *remote;    /* its remote tier: the claims it would wait for, a value's MAC */
+    uint32_t claim_ms;              /* the tier's claims' life: a longer one is not waited for */
+    int is_signed;                  /* the tier has a secret: values are signed, claims checked */
+    struct kcache_redis__resolution *resolving; /* the host's latest name resolution (rb->mutex; see kcache_redis__resolve) */
     uint32_t resolving_pid;            /* the process it belongs to (a forked child leaves its parent's alone) */
     redisReplyObjectFunctions *base;   /* hiredis's own reply functions; NULL until the first connect */
-    redisReplyObjectFunctions fns;     /* the same, counting what a reply costs (kcache__redis_budget) */
-    kcache__mutex mutex;            /* guards the pool */
-    redisContext *idle[KCACHE__REDIS_IDLE];
+    redisReplyObjectFunctions fns;     /* the same, counting what a reply costs (kcache_redis__budget) */
+    pthread_mutex_t mutex;            /* guards the pool */
+    redisContext *idle[KCACHE_REDIS__IDLE];
     unsigned nidle;
     uint32_t pid;                   /* the process the pooled connections belong to */
     int tls;                        /* rediss:// */
     uint32_t ttl_s;                 /* SET ... EX ttl_s; 0: entries do not expire */
     const char *prefix;             /* before every key (the remote's copy); NULL: none */
-    /* a cluster (see kcache__redis_run): which node serves each slot (index + 1; 0: not known, the
+    /* a cluster (see kcache_redis__run): which node serves each slot (index + 1; 0: not known, the
        seed is asked), the nodes met so far, and whether the map is to be read again (guarded by mutex) */
     uint8_t *slot;
-    struct kcache__redis **node;
+    struct kcache_redis__server **node;
     unsigned nnodes;
     int refresh;
 #ifdef KCACHE_TLS_OPENSSL
     SSL_CTX *tls_ctx;               /* its CAs, client certificate, verification */
 #endif
-} kcache__redis;
+} kcache_redis__server;
 
-/* What one reply has cost so far, while kcache__redis_io reads it, so that the object functions
-   (rb->fns) can refuse a reply past KCACHE__REDIS_MAX_ELEMENTS (an array announced that large, or
+/* What one reply has cost so far, while kcache_redis__io reads it, so that the object functions
+   (rb->fns) can refuse a reply past KCACHE_REDIS__MAX_ELEMENTS (an array announced that large, or
    elements without end: hiredis would keep each one). */
-typedef struct kcache__redis_budget {
-    const kcache__redis *rb;
+typedef struct kcache_redis__budget {
+    const kcache_redis__server *rb;
     size_t elements;
-} kcache__redis_budget;
+} kcache_redis__budget;
 
 /* What kcache keeps with each connection, in its reader's user field (privdata, "user-settable":
    hiredis's own reply functions do not use it; the reader's tasks carry it to the object
    functions): the budget of the reply being read (NULL between reads: a reply then is refused)
-   and, over TLS, the SSL object. Made by kcache__redis_counting, freed by kcache__redis_drop. */
-typedef struct kcache__redis_link {
-    kcache__redis_budget *budget;
-    struct kcache__redis_value *value; /* a GET's value to read straight into memory (NULL: none) */
+   and, over TLS, the SSL object. Made by kcache_redis__counting, freed by kcache_redis__drop. */
+typedef struct kcache_redis__link {
+    kcache_redis__budget *budget;
+    struct kcache_redis__value *value; /* a GET's value to read straight into memory (NULL: none) */
 #ifdef KCACHE_TLS_OPENSSL
     SSL *ssl;
 #endif
-} kcache__redis_link;
-static kcache__redis_link *kcache__redis_link_of(const redisContext *c) {
-    return c->reader ? (kcache__redis_link *)c->reader->privdata : NULL;
+} kcache_redis__link;
+static kcache_redis__link *kcache_redis__link_of(const redisContext *c) {
+    return c->reader ? (kcache_redis__link *)c->reader->privdata : NULL;
 }
 
 /* ---- TLS (rediss://): OpenSSL on the connection's own non-blocking socket, hiredis for the protocol.
    hiredis 0.14 (Debian 12's) has no TLS. A TLS connection stays a redisContext: hiredis formats
    commands and parses replies with its reader, while the bytes go through an SSL object on the
-   context's socket, kept in the connection's kcache__redis_link. ---- */
+   context's socket, kept in the connection's kcache_redis__link. ---- */
 #ifdef KCACHE_TLS_OPENSSL
-static SSL *kcache__tls_of(const redisContext *c) {
-    const kcache__redis_link *k = kcache__redis_link_of(c);
+static SSL *kcache_redis__tls_of(const redisContext *c) {
+    const kcache_redis__link *k = kcache_redis__link_of(c);
     return k ? k->ssl : NULL;
 }
 #endif
 
 /* Closes a connection (its TLS state too). Sends nothing: a forked child closes its parent's this way. */
-static void kcache__redis_drop(redisContext *c) {
-    kcache__redis_link *k = kcache__redis_link_of(c);
+static void kcache_redis__drop(redisContext *c) {
+    kcache_redis__link *k = kcache_redis__link_of(c);
 #ifdef KCACHE_TLS_OPENSSL
     if (k && k->ssl) SSL_free(k->ssl);
 #endif
@@ -239,19 +273,19 @@ static void kcache__redis_drop(redisContext *c) {
     redisFree(c);
 }
 
-static void kcache__redis_free(void *user) {
-    kcache__redis *rb = (kcache__redis *)user;
+static void kcache_redis__free(void *user) {
+    kcache_redis__server *rb = (kcache_redis__server *)user;
     unsigned i;
     if (!rb) return;
-    for (i = 0; i < rb->nidle; i++) kcache__redis_drop(rb->idle[i]);
-    if (rb->resolving && rb->resolving_pid == kcache__pid()) kcache__resolve_unref(rb->resolving);
-    for (i = 0; i < rb->nnodes; i++) kcache__redis_free(rb->node[i]);
+    for (i = 0; i < rb->nidle; i++) kcache_redis__drop(rb->idle[i]);
+    if (rb->resolving && rb->resolving_pid == (uint32_t)getpid()) kcache_redis__resolution_unref(rb->resolving);
+    for (i = 0; i < rb->nnodes; i++) kcache_redis__free(rb->node[i]);
     KCACHE_FREE(rb->node);
     KCACHE_FREE(rb->slot);
 #ifdef KCACHE_TLS_OPENSSL
     if (rb->tls_ctx) SSL_CTX_free(rb->tls_ctx);
 #endif
-    kcache__mutex_destroy(&rb->mutex);
+    pthread_mutex_destroy(&rb->mutex);
     KCACHE_FREE(rb->host);
     KCACHE_FREE(rb->path);
     KCACHE_FREE(rb->user);
@@ -261,7 +295,7 @@ static void kcache__redis_free(void *user) {
 
 /* The last '@' of a URL's first len bytes (the user-info ends there: a host, port or database has
    none), or NULL. */
-static const char *kcache__url_at(const char *url, size_t len) {
+static const char *kcache_redis__url_at(const char *url, size_t len) {
     const char *at = NULL, *p;
     for (p = url; p < url + len; p++)
         if (*p == '@') at = p;
@@ -270,21 +304,21 @@ static const char *kcache__url_at(const char *url, size_t len) {
 
 /* url as a message may show it: escaped, and with its password (user-info after the first ':')
    replaced by "***", so that no log line, debug line or kcache_explain carries it. */
-static char *kcache__url_safe(char *out, size_t cap, const char *url, size_t len) {
-    const char *at = kcache__url_at(url, len), *scheme = NULL, *colon;
+static char *kcache_redis__url_safe(char *out, size_t cap, const char *url, size_t len) {
+    const char *at = kcache_redis__url_at(url, len), *scheme = NULL, *colon;
     size_t i, o;
     for (i = 0; i + 2 < len && url + i < (at ? at : url + len); i++)
         if (url[i] == ':' && url[i + 1] == '/' && url[i + 2] == '/') { scheme = url + i + 3; break; }
-    if (!at || !scheme || scheme > at || !cap) return kcache__esc(out, cap, url, len);
+    if (!at || !scheme || scheme > at || !cap) return kcache_escape(out, cap, url, len);
     colon = (const char *)memchr(scheme, ':', (size_t)(at - scheme));
-    kcache__esc(out, cap, url, (size_t)((colon ? colon : at) - url));
+    kcache_escape(out, cap, url, (size_t)((colon ? colon : at) - url));
     o = strlen(out);
     if (colon && o + 4 < cap) { memcpy(out + o, ":***", 5); o += 4; }
-    kcache__esc(out + o, cap - o, at, (size_t)(url + len - at));
+    kcache_escape(out + o, cap - o, at, (size_t)(url + len - at));
     return out;
 }
 
-static int kcache__url_hex(char c) {
+static int kcache_redis__url_hex(char c) {
     if (c >= '0' && c <= '9') return c - '0';
     if (c >= 'a' && c <= 'f') return c - 'a' + 10;
     if (c >= 'A' && c <= 'F') return c - 'A' + 10;
@@ -293,7 +327,7 @@ static int kcache__url_hex(char c) {
 
 /* Decodes RFC 3986 percent-escapes of a URL's user-info (%40 is '@', %3A ':', %25 '%') into a new
    string. NULL with *bad set for a malformed escape or a NUL byte (a password is a C string). */
-static char *kcache__url_decode(const char *s, size_t n, int *bad) {
+static char *kcache_redis__url_decode(const char *s, size_t n, int *bad) {
     char *out = (char *)KCACHE_MALLOC(n + 1), *o = out;
     size_t i;
     *bad = 0;
@@ -301,8 +335,8 @@ static char *kcache__url_decode(const char *s, size_t n, int *bad) {
     for (i = 0; i < n; i++) {
         int hi, lo;
         if (s[i] != '%') { *o++ = s[i]; continue; }
-        hi = i + 2 < n ? kcache__url_hex(s[i + 1]) : -1;
-        lo = i + 2 < n ? kcache__url_hex(s[i + 2]) : -1;
+        hi = i + 2 < n ? kcache_redis__url_hex(s[i + 1]) : -1;
+        lo = i + 2 < n ? kcache_redis__url_hex(s[i + 2]) : -1;
         if (hi < 0 || lo < 0 || (hi == 0 && lo == 0)) { *bad = 1; KCACHE_FREE(out); return NULL; }
         *o++ = (char)(hi * 16 + lo);
         i += 2;
@@ -314,92 +348,92 @@ static char *kcache__url_decode(const char *s, size_t n, int *bad) {
 /* Parses redis://[[USER]:PASSWORD@]HOST[:PORT][/DB] or unix:///PATH into a new backend (NULL and
    *why when it is not one). USER and PASSWORD may hold percent-escapes (RFC 3986: %40 for '@').
    shown gets the canonical form without credentials; why never holds the password. */
-static kcache__redis *kcache__redis_parse(const char *url, size_t len, char *shown, size_t shown_cap, char *why, size_t cap) {
-    kcache__redis *rb = (kcache__redis *)KCACHE_MALLOC(sizeof *rb);
+static kcache_redis__server *kcache_redis__parse(const char *url, size_t len, char *shown, size_t shown_cap, char *why, size_t cap) {
+    kcache_redis__server *rb = (kcache_redis__server *)KCACHE_MALLOC(sizeof *rb);
     char safe[300]; /* url as messages show it */
     const char *p = url, *end = url + len, *at, *h, *he;
     char num[16];
     int bad = 0;
-    kcache__url_safe(safe, sizeof safe, url, len);
-    if (!rb) { kcache__say(why, cap, "out of memory"); return NULL; }
+    kcache_redis__url_safe(safe, sizeof safe, url, len);
+    if (!rb) { kcache_redis__say(why, cap, "out of memory"); return NULL; }
     memset(rb, 0, sizeof *rb);
-    kcache__mutex_init(&rb->mutex);
+    pthread_mutex_init(&rb->mutex, NULL);
     rb->port = 6379;
     if (len > 8 && memcmp(p, "unix:///", 8) == 0) {
-        if (len - 7 >= 108 || memchr(p + 7, '?', len - 7)) { kcache__say(why, cap, "%s: the socket path is too long or has a query", safe); goto bad; }
-        rb->path = kcache__strndup(p + 7, len - 7);
+        if (len - 7 >= 108 || memchr(p + 7, '?', len - 7)) { kcache_redis__say(why, cap, "%s: the socket path is too long or has a query", safe); goto bad; }
+        rb->path = kcache_redis__strndup(p + 7, len - 7);
         snprintf(shown, shown_cap, "unix://%s", rb->path ? rb->path : "");
         if (!rb->path) goto oom;
         return rb;
     }
     if (len > 9 && memcmp(p, "rediss://", 9) == 0) { /* TLS */
 #ifndef KCACHE_TLS_OPENSSL
-        kcache__say(why, cap, "%s: rediss:// (TLS) needs kcache built with KCACHE_TLS_OPENSSL (-lssl -lcrypto)", safe);
+        kcache_redis__say(why, cap, "%s: rediss:// (TLS) needs kcache built with KCACHE_TLS_OPENSSL (-lssl -lcrypto)", safe);
         goto bad;
 #endif
         rb->tls = 1;
         p++;
     } else if (len <= 8 || memcmp(p, "redis://", 8) != 0) {
-        kcache__say(why, cap, "%s is not redis[s]://HOST[:PORT][/DB] or unix:///PATH.sock", safe);
+        kcache_redis__say(why, cap, "%s is not redis[s]://HOST[:PORT][/DB] or unix:///PATH.sock", safe);
         goto bad;
     }
     p += 8;
-    at = kcache__url_at(p, (size_t)(end - p));
+    at = kcache_redis__url_at(p, (size_t)(end - p));
     if (at) { /* [USER]:PASSWORD@, percent-encoded */
         const char *colon = (const char *)memchr(p, ':', (size_t)(at - p));
-        if (!colon) { kcache__say(why, cap, "redis URL: credentials must be [USER]:PASSWORD@"); goto bad; }
-        if (colon > p && !(rb->user = kcache__url_decode(p, (size_t)(colon - p), &bad)) && !bad) goto oom;
-        if (!bad && !(rb->pass = kcache__url_decode(colon + 1, (size_t)(at - colon - 1), &bad)) && !bad) goto oom;
-        if (bad) { kcache__say(why, cap, "redis URL %s: a '%%' in the user or password starts no %%HH escape (a '%%' itself is %%25; %%00 is not allowed)", safe); goto bad; }
+        if (!colon) { kcache_redis__say(why, cap, "redis URL: credentials must be [USER]:PASSWORD@"); goto bad; }
+        if (colon > p && !(rb->user = kcache_redis__url_decode(p, (size_t)(colon - p), &bad)) && !bad) goto oom;
+        if (!bad && !(rb->pass = kcache_redis__url_decode(colon + 1, (size_t)(at - colon - 1), &bad)) && !bad) goto oom;
+        if (bad) { kcache_redis__say(why, cap, "redis URL %s: a '%%' in the user or password starts no %%HH escape (a '%%' itself is %%25; %%00 is not allowed)", safe); goto bad; }
         p = at + 1;
     }
     if (p < end && *p == '[') { /* [IPv6] */
         h = p + 1;
         he = (const char *)memchr(h, ']', (size_t)(end - h));
-        if (!he) { kcache__say(why, cap, "redis URL: no ] after an IPv6 address"); goto bad; }
+        if (!he) { kcache_redis__say(why, cap, "redis URL: no ] after an IPv6 address"); goto bad; }
         p = he + 1;
     } else {
         h = p;
         while (p < end && *p != ':' && *p != '/') p++;
         he = p;
     }
-    if (he == h || he - h > 255) { kcache__say(why, cap, "redis URL %s: no host", safe); goto bad; }
+    if (he == h || he - h > 255) { kcache_redis__say(why, cap, "redis URL %s: no host", safe); goto bad; }
     for (at = h; at < he; at++)
         if (!((*at >= 'a' && *at <= 'z') || (*at >= 'A' && *at <= 'Z') || (*at >= '0' && *at <= '9') || *at == '.' || *at == '-' ||
               *at == '_' || *at == ':')) {
-            kcache__say(why, cap, "redis URL %s: a host has letters, digits, '.', '-' and ':' only", safe);
+            kcache_redis__say(why, cap, "redis URL %s: a host has letters, digits, '.', '-' and ':' only", safe);
             goto bad;
         }
-    if (!(rb->host = kcache__strndup(h, (size_t)(he - h)))) goto oom;
+    if (!(rb->host = kcache_redis__strndup(h, (size_t)(he - h)))) goto oom;
     if (p < end && *p == ':') {
         const char *q = ++p;
         long v = 0;
         while (p < end && *p >= '0' && *p <= '9' && v <= 65535) v = v * 10 + (*p++ - '0');
-        if (p == q || v < 1 || v > 65535 || (p < end && *p != '/')) { kcache__say(why, cap, "redis URL %s: the port is 1 to 65535", safe); goto bad; }
+        if (p == q || v < 1 || v > 65535 || (p < end && *p != '/')) { kcache_redis__say(why, cap, "redis URL %s: the port is 1 to 65535", safe); goto bad; }
         rb->port = (int)v;
     }
     if (p < end && *p == '/') {
         p++;
         while (p < end && *p >= '0' && *p <= '9' && rb->db < 1000000) rb->db = rb->db * 10 + (*p++ - '0');
-        if (p != end || rb->db >= 1000000) { kcache__say(why, cap, "redis URL %s: the database is a number", safe); goto bad; }
+        if (p != end || rb->db >= 1000000) { kcache_redis__say(why, cap, "redis URL %s: the database is a number", safe); goto bad; }
     }
-    if (p != end) { kcache__say(why, cap, "redis URL %s: unexpected text after the host", safe); goto bad; }
+    if (p != end) { kcache_redis__say(why, cap, "redis URL %s: unexpected text after the host", safe); goto bad; }
     snprintf(num, sizeof num, "%d", rb->port);
     snprintf(shown, shown_cap, "redis%s://%s%s%s:%s/%ld", rb->tls ? "s" : "", strchr(rb->host, ':') ? "[" : "", rb->host, strchr(rb->host, ':') ? "]" : "", num, rb->db);
     return rb;
 oom:
-    kcache__say(why, cap, "out of memory");
+    kcache_redis__say(why, cap, "out of memory");
 bad:
-    kcache__redis_free(rb);
+    kcache_redis__free(rb);
     return NULL;
 }
 
 /* Waits until fd is ready for ev, or the deadline (monotonic ns). Past the deadline it still
    looks once: a caller that was not scheduled until then (a loaded machine) finds what arrived. */
-static kcache_status kcache__redis_wait(int fd, short ev, int64_t deadline) {
+static kcache_status kcache_redis__wait(int fd, short ev, int64_t deadline) {
     for (;;) {
         struct pollfd p;
-        int64_t left = deadline - kcache__mono_ns();
+        int64_t left = deadline - kcache_monotonic_ns();
         int r;
         p.fd = fd;
         p.events = ev;
@@ -414,7 +448,7 @@ static kcache_status kcache__redis_wait(int fd, short ev, int64_t deadline) {
 /* redisBufferWrite without SIGPIPE: a server that went away must not end the caller's process.
    The signal is blocked in this thread for the write, and one it raised is taken before unblocking
    (a SIGPIPE that was already pending stays for the program). */
-static int kcache__redis_write(redisContext *c, int *done) {
+static int kcache_redis__write(redisContext *c, int *done) {
     sigset_t pipe_set, old, pend;
     int rc, had;
     sigemptyset(&pipe_set);
@@ -430,62 +464,62 @@ static int kcache__redis_write(redisContext *c, int *done) {
     return rc;
 }
 
-static const redisReplyObjectFunctions *kcache__redis_count(const redisReadTask *t, size_t n) {
-    const kcache__redis_link *k = (const kcache__redis_link *)t->privdata;
-    kcache__redis_budget *b = k ? k->budget : NULL;
-    if (!b || b->elements > KCACHE__REDIS_MAX_ELEMENTS || n > KCACHE__REDIS_MAX_ELEMENTS - b->elements) return NULL;
+static const redisReplyObjectFunctions *kcache_redis__count(const redisReadTask *t, size_t n) {
+    const kcache_redis__link *k = (const kcache_redis__link *)t->privdata;
+    kcache_redis__budget *b = k ? k->budget : NULL;
+    if (!b || b->elements > KCACHE_REDIS__MAX_ELEMENTS || n > KCACHE_REDIS__MAX_ELEMENTS - b->elements) return NULL;
     b->elements += n;
     return b->rb->base;
 }
-static void *kcache__redis_new_string(const redisReadTask *t, char *str, size_t len) {
-    const redisReplyObjectFunctions *f = kcache__redis_count(t, 1);
+static void *kcache_redis__new_string(const redisReadTask *t, char *str, size_t len) {
+    const redisReplyObjectFunctions *f = kcache_redis__count(t, 1);
     return f ? f->createString(t, str, len) : NULL; /* NULL: the reader fails the reply */
 }
-static void *kcache__redis_new_array(const redisReadTask *t, int n) {
-    const redisReplyObjectFunctions *f = n >= 0 ? kcache__redis_count(t, 1 + (size_t)n) : NULL;
+static void *kcache_redis__new_array(const redisReadTask *t, int n) {
+    const redisReplyObjectFunctions *f = n >= 0 ? kcache_redis__count(t, 1 + (size_t)n) : NULL;
     return f ? f->createArray(t, n) : NULL;
 }
-static void *kcache__redis_new_int(const redisReadTask *t, long long v) {
-    const redisReplyObjectFunctions *f = kcache__redis_count(t, 1);
+static void *kcache_redis__new_int(const redisReadTask *t, long long v) {
+    const redisReplyObjectFunctions *f = kcache_redis__count(t, 1);
     return f ? f->createInteger(t, v) : NULL;
 }
-static void *kcache__redis_new_nil(const redisReadTask *t) {
-    const redisReplyObjectFunctions *f = kcache__redis_count(t, 1);
+static void *kcache_redis__new_nil(const redisReadTask *t) {
+    const redisReplyObjectFunctions *f = kcache_redis__count(t, 1);
     return f ? f->createNil(t) : NULL;
 }
 
-/* Gives a new connection its kcache__redis_link and its reader the counting object functions
+/* Gives a new connection its kcache_redis__link and its reader the counting object functions
    (made from hiredis's own at the first connect). */
-static kcache_status kcache__redis_counting(kcache__redis *rb, redisContext *c) {
-    kcache__redis_link *k;
+static kcache_status kcache_redis__counting(kcache_redis__server *rb, redisContext *c) {
+    kcache_redis__link *k;
     if (!c->reader) return KCACHE_EIO;
-    if (!(k = (kcache__redis_link *)KCACHE_MALLOC(sizeof *k))) return KCACHE_ENOMEM;
+    if (!(k = (kcache_redis__link *)KCACHE_MALLOC(sizeof *k))) return KCACHE_ENOMEM;
     memset(k, 0, sizeof *k);
     c->reader->privdata = k; /* (hiredis 0.14's redisReaderSetPrivdata casts the pointer to int) */
-    kcache__mutex_lock(&rb->mutex);
+    pthread_mutex_lock(&rb->mutex);
     if (!rb->base) {
         rb->base = c->reader->fn;
         rb->fns = *rb->base;
-        rb->fns.createString = kcache__redis_new_string;
-        rb->fns.createArray = kcache__redis_new_array;
-        rb->fns.createInteger = kcache__redis_new_int;
-        rb->fns.createNil = kcache__redis_new_nil;
+        rb->fns.createString = kcache_redis__new_string;
+        rb->fns.createArray = kcache_redis__new_array;
+        rb->fns.createInteger = kcache_redis__new_int;
+        rb->fns.createNil = kcache_redis__new_nil;
     }
-    kcache__mutex_unlock(&rb->mutex);
+    pthread_mutex_unlock(&rb->mutex);
     if (c->reader->fn == rb->base) c->reader->fn = &rb->fns;
     return KCACHE_OK;
 }
 
 #if defined(HIREDIS_MAJOR) && HIREDIS_MAJOR >= 1
-#define KCACHE__REDIS_UNSENT(c) ((c)->obuf ? hisdslen((c)->obuf) : 0)
+#define KCACHE_REDIS__UNSENT(c) ((c)->obuf ? hisdslen((c)->obuf) : 0)
 #else
-#define KCACHE__REDIS_UNSENT(c) ((c)->obuf ? sdslen((c)->obuf) : 0)
+#define KCACHE_REDIS__UNSENT(c) ((c)->obuf ? sdslen((c)->obuf) : 0)
 #endif
 
 /* The length the bulk string being read announced (hiredis leaves its reader at the digits until
    the whole string is in), or 0: a value announced longer than any this client reads is garbage
    before its bytes arrive, however fast they come. */
-static uint64_t kcache__redis_announced(const redisReader *r) {
+static uint64_t kcache_redis__announced(const redisReader *r) {
 #if defined(HIREDIS_MAJOR) && HIREDIS_MAJOR >= 1
     const redisReadTask *t = r->ridx >= 0 && r->task ? r->task[r->ridx] : NULL;
 #else
@@ -497,21 +531,21 @@ static uint64_t kcache__redis_announced(const redisReader *r) {
     for (i = r->pos; i < r->len && i < r->pos + 19 && r->buf[i] >= '0' && r->buf[i] <= '9'; i++) v = v * 10 + (uint64_t)(r->buf[i] - '0');
     return v;
 }
-/* A GET's value, read straight from the socket into memory of kcache's (kcache__redis_read_value). */
-typedef struct kcache__redis_value {
+/* A GET's value, read straight from the socket into memory of kcache's (kcache_redis__read_value). */
+typedef struct kcache_redis__value {
     char *buf;                       /* the value (KCACHE_MALLOC), NULL until it is read */
     size_t len;
-    struct kcache__redis_sink *sink; /* a signed value's MAC, computed as it arrives (NULL: none) */
-} kcache__redis_value;
-static kcache_status kcache__redis_read_value(redisContext *c, kcache__redis_value *v, size_t at, int64_t start, int64_t deadline,
+    struct kcache_redis__sink *sink; /* a signed value's MAC, computed as it arrives (NULL: none) */
+} kcache_redis__value;
+static kcache_status kcache_redis__read_value(redisContext *c, kcache_redis__value *v, size_t at, int64_t start, int64_t deadline,
                                               int64_t *last, uint64_t *moved);
-static void *kcache__redis_stand_in(const kcache__redis *rb);
+static void *kcache_redis__stand_in(const kcache_redis__server *rb);
 
 /* Where the bytes of the reply's bulk string (a reply of one string, as GET's) begin in the
    reader's buffer once its length line is whole; 0 before, or for any other reply. */
-static size_t kcache__redis_body(const redisReader *r) {
+static size_t kcache_redis__body(const redisReader *r) {
     size_t i;
-    if (r->ridx != 0 || !kcache__redis_announced(r)) return 0;
+    if (r->ridx != 0 || !kcache_redis__announced(r)) return 0;
     for (i = r->pos; i < r->len && r->buf[i] >= '0' && r->buf[i] <= '9'; i++) {
     }
     return i + 1 < r->len && r->buf[i] == '\r' && r->buf[i + 1] == '\n' ? i + 2 : 0;
@@ -519,52 +553,50 @@ static size_t kcache__redis_body(const redisReader *r) {
 
 #ifdef KCACHE_HMAC_OPENSSL
 /* A signed GET computes a GMAC value's MAC while the value arrives, in the time the transfer
-   leaves free, instead of after it: kcache__redis_get_mac asks for the value's last 28 bytes (its
+   leaves free, instead of after it: kcache_redis__get_mac asks for the value's last 28 bytes (its
    nonce and tag) in the same write as the GET, and the GET's bytes then go through GMAC under
-   that nonce as the reads bring them. The nonce is only a hint: kcache__remote_unpack uses the
+   that nonce as the reads bring them. The nonce is only a hint: kcache (kcache_remote_backend.premac) uses the
    result only when the value's own nonce is the same (it is, unless a writer replaced the value
    between the two commands), and otherwise computes the MAC itself. */
-typedef struct kcache__redis_sink {
-    const unsigned char *key;               /* the remote's GMAC key */
-    unsigned char nonce[KCACHE__GMAC_NONCE];
-    EVP_CIPHER_CTX *mac;                    /* NULL until the value's envelope said version 2 */
+typedef struct kcache_redis__sink {
+    const kcache_remote *remote;            /* whose secret signs */
+    unsigned char nonce[KCACHE_REMOTE_MAC_NONCE];
+    kcache_remote_mac *mac;                 /* NULL until the value's envelope said version 2 */
     uint64_t done;                          /* the value's bytes gone through it */
     int state;                              /* 0: no envelope yet; 1: computing; -1: not used (no
                                                nonce, not a GMAC value, a failure) */
-} kcache__redis_sink;
+} kcache_redis__sink;
 
 /* Takes the first `have` of the value's len bytes (as many as have arrived). */
-static void kcache__redis_sink_add(kcache__redis_sink *k, const unsigned char *v, uint64_t have, uint64_t len) {
+static void kcache_redis__sink_add(kcache_redis__sink *k, const unsigned char *v, uint64_t have, uint64_t len) {
     uint64_t upto;
     if (k->state == 0) {
-        if (have < KCACHE__RV_HEADER) return;
-        if (memcmp(v, "KCREMOTE", 8) != 0 || kcache__get_u16(v + 8) != KCACHE__RV_VERSION_GMAC || kcache__get_u16(v + 10) != KCACHE__RV_GMAC ||
-            len != KCACHE__RV_HEADER + (uint64_t)kcache__get_u32(v + 12) + KCACHE__GMAC_NONCE + KCACHE__GMAC_TAG ||
-            !(k->mac = kcache__gmac_begin(k->key, k->nonce))) {
+        if (have < KCACHE_REMOTE_VALUE_HEAD) return;
+        if (!(k->mac = kcache_remote_mac_begin(k->remote, v, len, k->nonce))) { /* (not a GMAC value of len bytes) */
             k->state = -1;
             return;
         }
         k->state = 1;
     }
     if (k->state != 1) return;
-    upto = len - KCACHE__GMAC_NONCE - KCACHE__GMAC_TAG; /* the MAC covers all but the nonce and tag */
+    upto = len - KCACHE_REMOTE_MAC_NONCE - KCACHE_REMOTE_MAC_TAG; /* the MAC covers all but the nonce and tag */
     if (have < upto) upto = have;
     if (upto > k->done) {
-        if (!kcache__gmac_add(k->mac, v + k->done, (size_t)(upto - k->done))) k->state = -1;
+        if (!kcache_remote_mac_add(k->mac, v + k->done, (size_t)(upto - k->done))) k->state = -1;
         k->done = upto;
     }
 }
 /* Ends k (frees what it holds). With v, the GET's whole value (n bytes): 1 with the nonce and the
    MAC of v into out when it was computed; 0 otherwise. */
-static int kcache__redis_sink_end(kcache__redis_sink *k, const char *v, size_t n, unsigned char out[KCACHE__GMAC_NONCE + KCACHE__GMAC_TAG]) {
-    unsigned char tag[KCACHE__GMAC_TAG];
+static int kcache_redis__sink_end(kcache_redis__sink *k, const char *v, size_t n, unsigned char out[KCACHE_REMOTE_MAC_NONCE + KCACHE_REMOTE_MAC_TAG]) {
+    unsigned char tag[KCACHE_REMOTE_MAC_TAG];
     int ok;
-    if (v && k->state >= 0) kcache__redis_sink_add(k, (const unsigned char *)v, n, n);
+    if (v && k->state >= 0) kcache_redis__sink_add(k, (const unsigned char *)v, n, n);
     if (!k->mac) return 0;
-    ok = kcache__gmac_end(k->mac, tag) && k->state == 1 && v && out && k->done + KCACHE__GMAC_NONCE + KCACHE__GMAC_TAG == n;
+    ok = kcache_remote_mac_end(k->mac, tag) && k->state == 1 && v && out && k->done + KCACHE_REMOTE_MAC_NONCE + KCACHE_REMOTE_MAC_TAG == n;
     k->mac = NULL;
     k->state = -1;
-    if (ok) memcpy(out, k->nonce, KCACHE__GMAC_NONCE), memcpy(out + KCACHE__GMAC_NONCE, tag, KCACHE__GMAC_TAG);
+    if (ok) memcpy(out, k->nonce, KCACHE_REMOTE_MAC_NONCE), memcpy(out + KCACHE_REMOTE_MAC_NONCE, tag, KCACHE_REMOTE_MAC_TAG);
     return ok;
 }
 #endif
@@ -572,24 +604,24 @@ static int kcache__redis_sink_end(kcache__redis_sink *k, const char *v, size_t n
 /* Until when a transfer that began at start may wait for its next bytes, having moved `moved`
    bytes, the last at `last`: its deadline while nothing moved; past it, while bytes keep moving,
    no wait longer than the timeout (deadline - start) itself and no slower than
-   KCACHE__REDIS_MIN_RATE on average: each byte moved buys 1/rate s, so a one-byte drip is a dead
+   KCACHE_REDIS__MIN_RATE on average: each byte moved buys 1/rate s, so a one-byte drip is a dead
    server while a hot value on a busy link arrives. */
-static int64_t kcache__redis_limit(int64_t start, int64_t deadline, int64_t last, uint64_t moved) {
+static int64_t kcache_redis__limit(int64_t start, int64_t deadline, int64_t last, uint64_t moved) {
     int64_t idle = deadline - start, paid;
     if (idle <= 0 || !moved) return deadline;
     if (moved > ((uint64_t)1 << 40)) moved = (uint64_t)1 << 40;
-    paid = deadline + (int64_t)(moved * 1000000000u / KCACHE__REDIS_MIN_RATE);
+    paid = deadline + (int64_t)(moved * 1000000000u / KCACHE_REDIS__MIN_RATE);
     return last + idle < paid ? last + idle : paid;
 }
 
 #ifdef KCACHE_TLS_OPENSSL
 /* rediss://'s context: the CAs of ca (a PEM file; NULL: the system's store), the client certificate
    and key when given, the server verified. NULL with *why. */
-static SSL_CTX *kcache__tls_ctx(const char *ca, const char *cert, const char *key, char *why, size_t cap) {
+static SSL_CTX *kcache_redis__tls_ctx(const char *ca, const char *cert, const char *key, char *why, size_t cap) {
     SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());
     char err[200], name[300];
     const char *what = NULL, *file = NULL;
-    if (!ctx) { kcache__say(why, cap, "rediss://: no TLS context (out of memory)"); return NULL; }
+    if (!ctx) { kcache_redis__say(why, cap, "rediss://: no TLS context (out of memory)"); return NULL; }
     SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
     SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
     SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
@@ -605,31 +637,31 @@ static SSL_CTX *kcache__tls_ctx(const char *ca, const char *cert, const char *ke
     err[0] = 0;
     if (ERR_peek_error()) ERR_error_string_n(ERR_get_error(), err, sizeof err);
     ERR_clear_error();
-    kcache__say(why, cap, "rediss://: %s %s%s%s", what, kcache__escs(name, sizeof name, file), err[0] ? ": " : "", err);
+    kcache_redis__say(why, cap, "rediss://: %s %s%s%s", what, kcache_escape(name, sizeof name, file, file ? strlen(file) : 0), err[0] ? ": " : "", err);
     SSL_CTX_free(ctx);
     return NULL;
 }
 
 /* Waits for what an SSL call that returned rc needs (reading or writing the socket), by the
    deadline; KCACHE_EIO when it failed for good. */
-static kcache_status kcache__tls_wait(SSL *s, int fd, int rc, int64_t deadline) {
+static kcache_status kcache_redis__tls_wait(SSL *s, int fd, int rc, int64_t deadline) {
     int e = SSL_get_error(s, rc);
-    if (e == SSL_ERROR_WANT_READ) return kcache__redis_wait(fd, POLLIN, deadline);
-    if (e == SSL_ERROR_WANT_WRITE) return kcache__redis_wait(fd, POLLOUT, deadline);
+    if (e == SSL_ERROR_WANT_READ) return kcache_redis__wait(fd, POLLIN, deadline);
+    if (e == SSL_ERROR_WANT_WRITE) return kcache_redis__wait(fd, POLLOUT, deadline);
     ERR_clear_error(); /* the thread's OpenSSL error queue is left empty for the program */
     return KCACHE_EIO;
 }
 
-/* Blocks SIGPIPE in this thread around TLS's socket writes, as kcache__redis_write does. */
-typedef struct kcache__nopipe { sigset_t set, old; int had; } kcache__nopipe;
-static void kcache__nopipe_begin(kcache__nopipe *np) {
+/* Blocks SIGPIPE in this thread around TLS's socket writes, as kcache_redis__write does. */
+typedef struct kcache_redis__nopipe { sigset_t set, old; int had; } kcache_redis__nopipe;
+static void kcache_redis__nopipe_begin(kcache_redis__nopipe *np) {
     sigset_t pend;
     sigemptyset(&np->set);
     sigaddset(&np->set, SIGPIPE);
     pthread_sigmask(SIG_BLOCK, &np->set, &np->old);
     np->had = sigpending(&pend) == 0 && sigismember(&pend, SIGPIPE);
 }
-static void kcache__nopipe_end(kcache__nopipe *np) {
+static void kcache_redis__nopipe_end(kcache_redis__nopipe *np) {
     sigset_t pend;
     if (!np->had && sigpending(&pend) == 0 && sigismember(&pend, SIGPIPE)) {
         int sig;
@@ -640,60 +672,60 @@ static void kcache__nopipe_end(kcache__nopipe *np) {
 
 /* The TLS handshake on c's connected socket: the server's certificate must chain to the CAs and
    name the host (DNS name, sent as SNI too) or address it was reached by. */
-static kcache_status kcache__tls_start(kcache__redis *rb, redisContext *c, int64_t deadline) {
-    kcache__redis_link *k = kcache__redis_link_of(c);
+static kcache_status kcache_redis__tls_start(kcache_redis__server *rb, redisContext *c, int64_t deadline) {
+    kcache_redis__link *k = kcache_redis__link_of(c);
     SSL *s;
     unsigned char addr[16];
-    kcache__nopipe np;
+    kcache_redis__nopipe np;
     kcache_status st = KCACHE_OK;
     if (!k) return KCACHE_EIO;
     if (!(s = SSL_new(rb->tls_ctx))) return KCACHE_ENOMEM;
-    k->ssl = s; /* freed with the connection (kcache__redis_drop) */
+    k->ssl = s; /* freed with the connection (kcache_redis__drop) */
     if (inet_pton(AF_INET, rb->host, addr) == 1 || inet_pton(AF_INET6, rb->host, addr) == 1) {
         if (X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(s), rb->host) != 1) st = KCACHE_EIO;
     } else if (SSL_set_tlsext_host_name(s, rb->host) != 1 || SSL_set1_host(s, rb->host) != 1) {
         st = KCACHE_EIO;
     }
     if (st == KCACHE_OK && SSL_set_fd(s, c->fd) != 1) st = KCACHE_EIO;
-    kcache__nopipe_begin(&np);
+    kcache_redis__nopipe_begin(&np);
     while (st == KCACHE_OK) {
         int rc = SSL_connect(s);
         if (rc == 1) break;
-        st = kcache__tls_wait(s, c->fd, rc, deadline);
-        if (st == KCACHE_EIO && SSL_get_verify_result(s) != X509_V_OK) st = KCACHE_EUNSAFE; /* said as such (kcache__remote_what) */
+        st = kcache_redis__tls_wait(s, c->fd, rc, deadline);
+        if (st == KCACHE_EIO && SSL_get_verify_result(s) != X509_V_OK) st = KCACHE_EUNSAFE; /* said as such by the core */
     }
-    kcache__nopipe_end(&np);
+    kcache_redis__nopipe_end(&np);
     ERR_clear_error();
     return st;
 }
 
-/* kcache__redis_io_max over TLS: n bytes of a formatted command (none: only a reply is awaited) go
+/* kcache_redis__io_max over TLS: n bytes of a formatted command (none: only a reply is awaited) go
    out through c's SSL, what comes in is fed to c's reader (SSL_read first: a record may already sit
-   decrypted in the SSL); the same bounds (max_reply bytes, KCACHE__REDIS_MAX_ELEMENTS elements) and
-   the same idle-time deadline (kcache__redis_limit). c's own output buffer is not used (sds.h has no
+   decrypted in the SSL); the same bounds (max_reply bytes, KCACHE_REDIS__MAX_ELEMENTS elements) and
+   the same idle-time deadline (kcache_redis__limit). c's own output buffer is not used (sds.h has no
    C++ linkage to trim it). */
-static kcache_status kcache__tls_io(kcache__redis *rb, redisContext *c, const char *cmd, size_t n_cmd, int64_t deadline, size_t max_reply,
+static kcache_status kcache_redis__tls_io(kcache_redis__server *rb, redisContext *c, const char *cmd, size_t n_cmd, int64_t deadline, size_t max_reply,
                                     redisReply **out) {
-    kcache__redis_link *k = kcache__redis_link_of(c);
+    kcache_redis__link *k = kcache_redis__link_of(c);
     SSL *s = k->ssl;
-    kcache__redis_budget budget;
+    kcache_redis__budget budget;
     char buf[16384];
     void *reply = NULL;
-    kcache__nopipe np;
+    kcache_redis__nopipe np;
     kcache_status st = KCACHE_OK;
-    int64_t start = kcache__mono_ns(), last = start;
+    int64_t start = kcache_monotonic_ns(), last = start;
     uint64_t moved = 0, got = 0;
     size_t sent = 0;
-    kcache__nopipe_begin(&np);
+    kcache_redis__nopipe_begin(&np);
     while (st == KCACHE_OK && sent < n_cmd) {
         size_t left = n_cmd - sent;
         int n = SSL_write(s, cmd + sent, left > (1u << 30) ? 1 << 30 : (int)left);
         if (n > 0) {
             sent += (size_t)n;
             moved += (uint64_t)n;
-            last = kcache__mono_ns();
+            last = kcache_monotonic_ns();
         } else {
-            st = kcache__tls_wait(s, c->fd, n, kcache__redis_limit(start, deadline, last, moved));
+            st = kcache_redis__tls_wait(s, c->fd, n, kcache_redis__limit(start, deadline, last, moved));
         }
     }
     budget.rb = rb;
@@ -704,33 +736,33 @@ static kcache_status kcache__tls_io(kcache__redis *rb, redisContext *c, const ch
         size_t at;
         if (redisGetReplyFromReader(c, &reply) != REDIS_OK) { st = KCACHE_EIO; break; } /* garbage, or past the bounds */
         if (reply) break;
-        if (kcache__redis_announced(c->reader) > max_reply) { st = KCACHE_EIO; break; }
-        if (k->value && (at = kcache__redis_body(c->reader)) != 0) { /* a GET's value: read it here */
-            if ((st = kcache__redis_read_value(c, k->value, at, start, deadline, &last, &moved)) == KCACHE_OK && !(reply = kcache__redis_stand_in(rb)))
+        if (kcache_redis__announced(c->reader) > max_reply) { st = KCACHE_EIO; break; }
+        if (k->value && (at = kcache_redis__body(c->reader)) != 0) { /* a GET's value: read it here */
+            if ((st = kcache_redis__read_value(c, k->value, at, start, deadline, &last, &moved)) == KCACHE_OK && !(reply = kcache_redis__stand_in(rb)))
                 st = KCACHE_ENOMEM;
             break;
         }
         n = SSL_read(s, buf, (int)sizeof buf);
         if (n <= 0) {
-            st = kcache__tls_wait(s, c->fd, n, kcache__redis_limit(start, deadline, last, moved)); /* closed, or an error: EIO */
+            st = kcache_redis__tls_wait(s, c->fd, n, kcache_redis__limit(start, deadline, last, moved)); /* closed, or an error: EIO */
             continue;
         }
         moved += (uint64_t)n;
         got += (uint64_t)n;
-        last = kcache__mono_ns();
+        last = kcache_monotonic_ns();
         if (redisReaderFeed(c->reader, buf, (size_t)n) != REDIS_OK || got > max_reply) st = KCACHE_EIO; /* bigger than any value */
     }
     k->budget = NULL;
-    kcache__nopipe_end(&np);
+    kcache_redis__nopipe_end(&np);
     *out = (redisReply *)reply;
     if (st != KCACHE_OK && reply) { freeReplyObject(reply); *out = NULL; }
     return st;
 }
 #endif
 
-/* The reply a value read by kcache__redis_read_value stands for, for the code that looks at replies:
-   a nil (neither an error nor a redirection; kcache__redis_get takes the value). */
-static void *kcache__redis_stand_in(const kcache__redis *rb) {
+/* The reply a value read by kcache_redis__read_value stands for, for the code that looks at replies:
+   a nil (neither an error nor a redirection; kcache_redis__get takes the value). */
+static void *kcache_redis__stand_in(const kcache_redis__server *rb) {
     redisReadTask t;
     memset(&t, 0, sizeof t);
     return rb->base->createNil(&t);
@@ -738,19 +770,19 @@ static void *kcache__redis_stand_in(const kcache__redis *rb) {
 
 /* Reads the rest of the bulk string whose length line c's reader has parsed (its bytes begin at
    `at` in the reader's buffer) straight into v->buf, with the same deadline as every read
-   (kcache__redis_limit), checks the \r\n after it, and gives c a fresh reader (the old one stopped
+   (kcache_redis__limit), checks the \r\n after it, and gives c a fresh reader (the old one stopped
    inside this reply). The value is copied once on its way (the kernel's copy), not three times
    (into hiredis's buffer, its reply, then kcache's blob), and the signed value's MAC (v->sink)
    goes along as the bytes arrive. */
-static kcache_status kcache__redis_read_value(redisContext *c, kcache__redis_value *v, size_t at, int64_t start, int64_t deadline,
+static kcache_status kcache_redis__read_value(redisContext *c, kcache_redis__value *v, size_t at, int64_t start, int64_t deadline,
                                               int64_t *last, uint64_t *moved) {
     redisReader *r = c->reader, *fresh;
-    uint64_t len = kcache__redis_announced(r);
+    uint64_t len = kcache_redis__announced(r);
     size_t have = r->len - at, total, n;
     char crlf[2] = {0, 0};
     kcache_status st = KCACHE_OK;
 #ifdef KCACHE_TLS_OPENSSL
-    SSL *s = kcache__tls_of(c);
+    SSL *s = kcache_redis__tls_of(c);
 #endif
     if (!len || len > (uint64_t)((size_t)-1 / 2)) return KCACHE_EIO;
     total = (size_t)len + 2;
@@ -764,14 +796,14 @@ static kcache_status kcache__redis_read_value(redisContext *c, kcache__redis_val
         size_t want = have < (size_t)len ? (size_t)len - have : total - have;
         ptrdiff_t got;
 #ifdef KCACHE_HMAC_OPENSSL
-        if (v->sink) kcache__redis_sink_add(v->sink, (const unsigned char *)v->buf, have < (size_t)len ? have : (size_t)len, len);
+        if (v->sink) kcache_redis__sink_add(v->sink, (const unsigned char *)v->buf, have < (size_t)len ? have : (size_t)len, len);
 #endif
         if (have == total) break;
 #ifdef KCACHE_TLS_OPENSSL
         if (s) {
             int k = SSL_read(s, into, want > ((size_t)1 << 30) ? 1 << 30 : (int)want);
             if (k <= 0) {
-                if ((st = kcache__tls_wait(s, c->fd, k, kcache__redis_limit(start, deadline, *last, *moved))) != KCACHE_OK) break;
+                if ((st = kcache_redis__tls_wait(s, c->fd, k, kcache_redis__limit(start, deadline, *last, *moved))) != KCACHE_OK) break;
                 continue;
             }
             got = k;
@@ -780,14 +812,14 @@ static kcache_status kcache__redis_read_value(redisContext *c, kcache__redis_val
         {
             got = read(c->fd, into, want);
             if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
-                if ((st = kcache__redis_wait(c->fd, POLLIN, kcache__redis_limit(start, deadline, *last, *moved))) != KCACHE_OK) break;
+                if ((st = kcache_redis__wait(c->fd, POLLIN, kcache_redis__limit(start, deadline, *last, *moved))) != KCACHE_OK) break;
                 continue;
             }
             if (got <= 0) { st = KCACHE_EIO; break; } /* closed, or an error */
         }
         have += (size_t)got;
         *moved += (uint64_t)got;
-        *last = kcache__mono_ns();
+        *last = kcache_monotonic_ns();
     }
     if (st == KCACHE_OK && memcmp(crlf, "\r\n", 2) != 0) st = KCACHE_EIO; /* not the protocol */
     if (st == KCACHE_OK && !(fresh = redisReaderCreateWithFunctions(r->fn))) st = KCACHE_ENOMEM;
@@ -807,16 +839,16 @@ static kcache_status kcache__redis_read_value(redisContext *c, kcache__redis_val
 /* Whether a pooled connection is still good: nothing to read on it (a server that closed it, or
    sent what no command asked for, is not). Over TLS, records that carry no data (session tickets
    sent after the handshake) are taken and the connection kept. */
-static int kcache__redis_idle_ok(redisContext *c) {
+static int kcache_redis__idle_ok(redisContext *c) {
     struct pollfd p;
     p.fd = c->fd;
     p.events = POLLIN;
     p.revents = 0;
     if (poll(&p, 1, 0) == 0) return 1;
 #ifdef KCACHE_TLS_OPENSSL
-    if (kcache__tls_of(c) && !(p.revents & (POLLERR | POLLHUP))) {
+    if (kcache_redis__tls_of(c) && !(p.revents & (POLLERR | POLLHUP))) {
         char b;
-        int n = SSL_read(kcache__tls_of(c), &b, 1), ok = n <= 0 && SSL_get_error(kcache__tls_of(c), n) == SSL_ERROR_WANT_READ;
+        int n = SSL_read(kcache_redis__tls_of(c), &b, 1), ok = n <= 0 && SSL_get_error(kcache_redis__tls_of(c), n) == SSL_ERROR_WANT_READ;
         ERR_clear_error();
         return ok;
     }
@@ -825,33 +857,33 @@ static int kcache__redis_idle_ok(redisContext *c) {
 }
 
 /* Sends what is queued on c and reads one reply of at most max_reply bytes and
-   KCACHE__REDIS_MAX_ELEMENTS elements, by the deadline (stretched for a transfer that is making
-   progress: kcache__redis_limit). */
-static kcache_status kcache__redis_io_max(kcache__redis *rb, redisContext *c, int64_t deadline, size_t max_reply, redisReply **out) {
-    kcache__redis_budget budget;
-    kcache__redis_link *link;
+   KCACHE_REDIS__MAX_ELEMENTS elements, by the deadline (stretched for a transfer that is making
+   progress: kcache_redis__limit). */
+static kcache_status kcache_redis__io_max(kcache_redis__server *rb, redisContext *c, int64_t deadline, size_t max_reply, redisReply **out) {
+    kcache_redis__budget budget;
+    kcache_redis__link *link;
     void *reply = NULL;
     char small[16384], *big = NULL;
     size_t big_cap = 0;
-    int64_t start = kcache__mono_ns(), last = start;
+    int64_t start = kcache_monotonic_ns(), last = start;
     uint64_t moved = 0, got = 0;
     int done = 0;
     kcache_status st = KCACHE_OK;
     *out = NULL;
 #ifdef KCACHE_TLS_OPENSSL
-    if (kcache__tls_of(c)) return kcache__tls_io(rb, c, NULL, 0, deadline, max_reply, out);
+    if (kcache_redis__tls_of(c)) return kcache_redis__tls_io(rb, c, NULL, 0, deadline, max_reply, out);
 #endif
     while (!done) {
-        size_t unsent = KCACHE__REDIS_UNSENT(c), left;
-        if (kcache__redis_write(c, &done) != REDIS_OK) return KCACHE_EIO;
-        if ((left = KCACHE__REDIS_UNSENT(c)) < unsent) { moved += unsent - left; last = kcache__mono_ns(); }
-        if (!done && (st = kcache__redis_wait(c->fd, POLLOUT, kcache__redis_limit(start, deadline, last, moved))) != KCACHE_OK) return st;
+        size_t unsent = KCACHE_REDIS__UNSENT(c), left;
+        if (kcache_redis__write(c, &done) != REDIS_OK) return KCACHE_EIO;
+        if ((left = KCACHE_REDIS__UNSENT(c)) < unsent) { moved += unsent - left; last = kcache_monotonic_ns(); }
+        if (!done && (st = kcache_redis__wait(c->fd, POLLOUT, kcache_redis__limit(start, deadline, last, moved))) != KCACHE_OK) return st;
     }
     budget.rb = rb;
     budget.elements = 0;
-    if ((link = kcache__redis_link_of(c)) != NULL) link->budget = &budget;
+    if ((link = kcache_redis__link_of(c)) != NULL) link->budget = &budget;
     /* The socket is read before poll() is asked (a reply is usually there already), a large reply
-       in reads of up to KCACHE__REDIS_READ_MAX (hiredis's own reads are 16 KiB): a 1 MiB value
+       in reads of up to KCACHE_REDIS__READ_MAX (hiredis's own reads are 16 KiB): a 1 MiB value
        costs about 10 system calls, not 130. hiredis parses every reply; the bytes of a GET's value
        (link->value), once it has parsed their length, go straight into kcache's memory. */
     for (;;) {
@@ -861,26 +893,26 @@ static kcache_status kcache__redis_io_max(kcache__redis *rb, redisContext *c, in
         ptrdiff_t n;
         if (redisGetReplyFromReader(c, &reply) != REDIS_OK) { st = KCACHE_EIO; break; } /* garbage, or past the bounds */
         if (reply) break;
-        if ((want = kcache__redis_announced(c->reader)) > max_reply) { st = KCACHE_EIO; break; }
-        if (link && link->value && (at = kcache__redis_body(c->reader)) != 0) { /* a GET's value: read it here */
-            if ((st = kcache__redis_read_value(c, link->value, at, start, deadline, &last, &moved)) == KCACHE_OK &&
-                !(reply = kcache__redis_stand_in(rb)))
+        if ((want = kcache_redis__announced(c->reader)) > max_reply) { st = KCACHE_EIO; break; }
+        if (link && link->value && (at = kcache_redis__body(c->reader)) != 0) { /* a GET's value: read it here */
+            if ((st = kcache_redis__read_value(c, link->value, at, start, deadline, &last, &moved)) == KCACHE_OK &&
+                !(reply = kcache_redis__stand_in(rb)))
                 st = KCACHE_ENOMEM;
             break;
         }
         if (want > sizeof small) { /* (allocated once per reply, as large as the value or the cap) */
-            if (!big) big = (char *)KCACHE_MALLOC(big_cap = want + 2 < KCACHE__REDIS_READ_MAX ? (size_t)want + 2 : KCACHE__REDIS_READ_MAX);
+            if (!big) big = (char *)KCACHE_MALLOC(big_cap = want + 2 < KCACHE_REDIS__READ_MAX ? (size_t)want + 2 : KCACHE_REDIS__READ_MAX);
             if (big) into = big, cap = big_cap;
         }
         n = read(c->fd, into, cap);
         if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
-            if ((st = kcache__redis_wait(c->fd, POLLIN, kcache__redis_limit(start, deadline, last, moved))) != KCACHE_OK) break;
+            if ((st = kcache_redis__wait(c->fd, POLLIN, kcache_redis__limit(start, deadline, last, moved))) != KCACHE_OK) break;
             continue;
         }
         if (n <= 0) { st = KCACHE_EIO; break; } /* closed, or an error */
         moved += (uint64_t)n;
         got += (uint64_t)n;
-        last = kcache__mono_ns();
+        last = kcache_monotonic_ns();
         if (got > max_reply) { st = KCACHE_EIO; break; } /* bigger than any value: not a server of ours */
         if (redisReaderFeed(c->reader, into, (size_t)n) != REDIS_OK) { st = KCACHE_EIO; break; }
     }
@@ -893,29 +925,29 @@ static kcache_status kcache__redis_io_max(kcache__redis *rb, redisContext *c, in
     *out = (redisReply *)reply;
     return KCACHE_OK;
 }
-static kcache_status kcache__redis_io(kcache__redis *rb, redisContext *c, int64_t deadline, redisReply **out) {
-    return kcache__redis_io_max(rb, c, deadline, rb->max_reply, out);
+static kcache_status kcache_redis__io(kcache_redis__server *rb, redisContext *c, int64_t deadline, redisReply **out) {
+    return kcache_redis__io_max(rb, c, deadline, rb->max_reply, out);
 }
 
-static kcache_status kcache__redis_cmd(kcache__redis *rb, redisContext *c, int argc, const char **argv, const size_t *lens,
+static kcache_status kcache_redis__cmd(kcache_redis__server *rb, redisContext *c, int argc, const char **argv, const size_t *lens,
                                        int64_t deadline, redisReply **out) {
     *out = NULL;
 #ifdef KCACHE_TLS_OPENSSL
-    if (kcache__tls_of(c)) {
+    if (kcache_redis__tls_of(c)) {
         char *cmd = NULL;
         int n = redisFormatCommandArgv(&cmd, argc, argv, lens);
-        kcache_status st = n < 0 ? KCACHE_ENOMEM : kcache__tls_io(rb, c, cmd, (size_t)n, deadline, rb->max_reply, out);
+        kcache_status st = n < 0 ? KCACHE_ENOMEM : kcache_redis__tls_io(rb, c, cmd, (size_t)n, deadline, rb->max_reply, out);
         if (cmd) redisFreeCommand(cmd);
         return st;
     }
 #endif
     if (redisAppendCommandArgv(c, argc, argv, lens) != REDIS_OK) return KCACHE_ENOMEM;
-    return kcache__redis_io(rb, c, deadline, out);
+    return kcache_redis__io(rb, c, deadline, out);
 }
 
 /* An error reply: a full server (maxmemory with noeviction) and a read-only replica refuse writes;
    anything else (NOAUTH, LOADING, a disabled command...) is a failure. */
-static kcache_status kcache__redis_error(const redisReply *r) {
+static kcache_status kcache_redis__error(const redisReply *r) {
     if (r->type != REDIS_REPLY_ERROR || !r->str) return KCACHE_EIO;
     if (strncmp(r->str, "OOM", 3) == 0) return KCACHE_ENOSPC;
     if (strncmp(r->str, "READONLY", 8) == 0) return KCACHE_EROFS;
@@ -925,14 +957,14 @@ static kcache_status kcache__redis_error(const redisReply *r) {
 /* An error reply to a write (a value, a delete, a claim). A user the server's ACL lets read but
    not write (NOPERM), a replica (READONLY), a server that cannot save (MISCONF) or a full one (OOM)
    refuses writes, not reads: kcache skips writes for a while and reads go on. */
-static kcache_status kcache__redis_write_error(const redisReply *r) {
+static kcache_status kcache_redis__write_error(const redisReply *r) {
     if (r->type == REDIS_REPLY_ERROR && r->str && (strncmp(r->str, "NOPERM", 6) == 0 || strncmp(r->str, "MISCONF", 7) == 0))
         return KCACHE_EROFS;
-    return kcache__redis_error(r);
+    return kcache_redis__error(r);
 }
 
 /* A command that readies a new connection (AUTH [user] password, SELECT db): it must say OK. */
-static kcache_status kcache__redis_setup(kcache__redis *rb, redisContext *c, const char *verb, const char *a, const char *b, int64_t deadline) {
+static kcache_status kcache_redis__setup(kcache_redis__server *rb, redisContext *c, const char *verb, const char *a, const char *b, int64_t deadline) {
     const char *argv[3];
     size_t lens[3];
     redisReply *r;
@@ -941,7 +973,7 @@ static kcache_status kcache__redis_setup(kcache__redis *rb, redisContext *c, con
     argv[n] = verb, lens[n++] = strlen(verb);
     if (a) argv[n] = a, lens[n++] = strlen(a);
     argv[n] = b, lens[n++] = strlen(b);
-    st = kcache__redis_cmd(rb, c, n, argv, lens, deadline, &r);
+    st = kcache_redis__cmd(rb, c, n, argv, lens, deadline, &r);
     if (st == KCACHE_OK && r->type != REDIS_REPLY_STATUS) st = KCACHE_EIO;
     if (r) freeReplyObject(r);
     return st;
@@ -949,73 +981,73 @@ static kcache_status kcache__redis_setup(kcache__redis *rb, redisContext *c, con
 
 /* rb's host as a numeric address to connect to, by `by` (monotonic ns): an address at once; a
    name through the latest resolution when it ended less than a minute ago, else the one under way
-   or a new one (kcache__resolve). The name itself stays rb->host. */
-static kcache_status kcache__redis_resolve(kcache__redis *rb, int64_t by, char addr[64]) {
+   or a new one (kcache_redis__resolution). The name itself stays rb->host. */
+static kcache_status kcache_redis__resolve(kcache_redis__server *rb, int64_t by, char addr[64]) {
     unsigned char bin[16];
-    kcache__resolve *q, *old = NULL;
+    kcache_redis__resolution *q, *old = NULL;
     pthread_t th;
     pthread_attr_t attr;
-    uint32_t pid = kcache__pid();
+    uint32_t pid = (uint32_t)getpid();
     kcache_status st;
     if (inet_pton(AF_INET, rb->host, bin) == 1 || inet_pton(AF_INET6, rb->host, bin) == 1) {
         snprintf(addr, 64, "%s", rb->host);
         return KCACHE_OK;
     }
-    kcache__mutex_lock(&rb->mutex);
+    pthread_mutex_lock(&rb->mutex);
     if (rb->resolving_pid != pid) rb->resolving = NULL; /* a forked child: its parent's, with its parent's thread */
     rb->resolving_pid = pid;
     if ((q = rb->resolving) != NULL) {
         int stale;
-        kcache__mutex_lock(&q->m);
-        stale = q->done && (!q->ok || kcache__mono_ns() - q->done_at > KCACHE__RESOLVE_KEEP_NS);
-        kcache__mutex_unlock(&q->m);
+        pthread_mutex_lock(&q->m);
+        stale = q->done && (!q->ok || kcache_monotonic_ns() - q->done_at > KCACHE_REDIS__RESOLVE_KEEP_NS);
+        pthread_mutex_unlock(&q->m);
         if (stale) { old = q; q = rb->resolving = NULL; }
     }
     if (!q) {
         int started = 0;
-        if ((q = (kcache__resolve *)KCACHE_MALLOC(sizeof *q)) != NULL) {
+        if ((q = (kcache_redis__resolution *)KCACHE_MALLOC(sizeof *q)) != NULL) {
             memset(q, 0, sizeof *q);
-            kcache__mutex_init(&q->m);
-            kcache__cond_init(&q->c);
+            pthread_mutex_init(&q->m, NULL);
+            pthread_cond_init(&q->c, NULL);
             q->refs = 2; /* rb's and the thread's */
             snprintf(q->host, sizeof q->host, "%s", rb->host);
             if (pthread_attr_init(&attr) == 0) {
-                started = pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED) == 0 && pthread_create(&th, &attr, kcache__resolver, q) == 0;
+                started = pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED) == 0 && pthread_create(&th, &attr, kcache_redis__resolver, q) == 0;
                 pthread_attr_destroy(&attr);
             }
             if (!started) {
-                kcache__cond_destroy(&q->c);
-                kcache__mutex_destroy(&q->m);
+                pthread_cond_destroy(&q->c);
+                pthread_mutex_destroy(&q->m);
                 KCACHE_FREE(q);
                 q = NULL;
             }
         }
         if (!q) {
-            kcache__mutex_unlock(&rb->mutex);
-            if (old) kcache__resolve_unref(old);
+            pthread_mutex_unlock(&rb->mutex);
+            if (old) kcache_redis__resolution_unref(old);
             return KCACHE_ENOMEM;
         }
         rb->resolving = q;
     }
-    kcache__mutex_lock(&q->m);
+    pthread_mutex_lock(&q->m);
     q->refs++; /* this caller's */
-    kcache__mutex_unlock(&q->m);
-    kcache__mutex_unlock(&rb->mutex);
-    if (old) kcache__resolve_unref(old);
-    kcache__mutex_lock(&q->m);
-    while (!q->done && kcache__mono_ns() < by)
-        kcache__cond_wait_until(&q->c, &q->m, kcache__now_ns() + (by - kcache__mono_ns()));
+    pthread_mutex_unlock(&q->m);
+    pthread_mutex_unlock(&rb->mutex);
+    if (old) kcache_redis__resolution_unref(old);
+    pthread_mutex_lock(&q->m);
+    while (!q->done && kcache_monotonic_ns() < by)
+        kcache_redis__cond_wait_until(&q->c, &q->m, kcache_redis__now_ns() + (by - kcache_monotonic_ns()));
     st = !q->done ? KCACHE_ETIMEOUT : q->ok ? KCACHE_OK : KCACHE_EIO;
     if (st == KCACHE_OK) memcpy(addr, q->addr, 64);
-    kcache__mutex_unlock(&q->m);
-    kcache__resolve_unref(q);
+    pthread_mutex_unlock(&q->m);
+    kcache_redis__resolution_unref(q);
     return st;
 }
 
 /* A new connection, ready for commands (connected, authenticated, database selected). The name
    resolution and the connect share the connect timeout. */
-static kcache_status kcache__redis_connect(kcache__redis *rb, int64_t deadline, redisContext **out) {
-    int64_t by = kcache__mono_ns() + (int64_t)rb->connect_ms * 1000000;
+static kcache_status kcache_redis__connect(kcache_redis__server *rb, int64_t deadline, redisContext **out) {
+    int64_t by = kcache_monotonic_ns() + (int64_t)rb->connect_ms * 1000000;
     char addr[64];
     redisContext *c;
     kcache_status st;
@@ -1023,51 +1055,51 @@ static kcache_status kcache__redis_connect(kcache__redis *rb, int64_t deadline, 
     socklen_t elen = sizeof err;
     *out = NULL;
     if (by > deadline) by = deadline;
-    if (!rb->path && (st = kcache__redis_resolve(rb, by, addr)) != KCACHE_OK) return st;
+    if (!rb->path && (st = kcache_redis__resolve(rb, by, addr)) != KCACHE_OK) return st;
     c = rb->path ? redisConnectUnixNonBlock(rb->path) : redisConnectNonBlock(addr, rb->port);
     if (!c) return KCACHE_ENOMEM;
     if (c->err) { redisFree(c); return KCACHE_EIO; } /* refused, no such socket, no route... */
-    if ((st = kcache__redis_counting(rb, c)) != KCACHE_OK) { redisFree(c); return st; }
-    st = kcache__redis_wait(c->fd, POLLOUT, by);
+    if ((st = kcache_redis__counting(rb, c)) != KCACHE_OK) { redisFree(c); return st; }
+    st = kcache_redis__wait(c->fd, POLLOUT, by);
     if (st == KCACHE_OK && (getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &err, &elen) != 0 || err != 0)) st = KCACHE_EIO;
 #ifdef KCACHE_TLS_OPENSSL
-    if (st == KCACHE_OK && rb->tls) st = kcache__tls_start(rb, c, deadline);
+    if (st == KCACHE_OK && rb->tls) st = kcache_redis__tls_start(rb, c, deadline);
 #endif
-    if (st == KCACHE_OK && rb->pass) st = kcache__redis_setup(rb, c, "AUTH", rb->user, rb->pass, deadline);
+    if (st == KCACHE_OK && rb->pass) st = kcache_redis__setup(rb, c, "AUTH", rb->user, rb->pass, deadline);
     if (st == KCACHE_OK && rb->db) {
         char db[24];
         snprintf(db, sizeof db, "%ld", rb->db);
-        st = kcache__redis_setup(rb, c, "SELECT", NULL, db, deadline);
+        st = kcache_redis__setup(rb, c, "SELECT", NULL, db, deadline);
     }
-    if (st != KCACHE_OK) { kcache__redis_drop(c); return st; }
+    if (st != KCACHE_OK) { kcache_redis__drop(c); return st; }
     *out = c;
     return KCACHE_OK;
 }
 
 /* A pooled connection of this process that the server has not closed, or a new one. */
-static kcache_status kcache__redis_take(kcache__redis *rb, int64_t deadline, redisContext **out) {
-    redisContext *c = NULL, *stale[KCACHE__REDIS_IDLE];
+static kcache_status kcache_redis__take(kcache_redis__server *rb, int64_t deadline, redisContext **out) {
+    redisContext *c = NULL, *stale[KCACHE_REDIS__IDLE];
     unsigned nstale = 0, i;
-    uint32_t pid = kcache__pid();
-    kcache__mutex_lock(&rb->mutex);
+    uint32_t pid = (uint32_t)getpid();
+    pthread_mutex_lock(&rb->mutex);
     if (rb->pid != pid) { /* forked: the parent's sockets are the parent's */
         while (rb->nidle) stale[nstale++] = rb->idle[--rb->nidle];
         rb->pid = pid;
     }
     while (!c && rb->nidle) {
         c = rb->idle[--rb->nidle];
-        if (!kcache__redis_idle_ok(c)) { stale[nstale++] = c; c = NULL; } /* closed by the server (or garbage): not reused */
+        if (!kcache_redis__idle_ok(c)) { stale[nstale++] = c; c = NULL; } /* closed by the server (or garbage): not reused */
     }
-    kcache__mutex_unlock(&rb->mutex);
-    for (i = 0; i < nstale; i++) kcache__redis_drop(stale[i]); /* sends nothing: only closes this process's descriptor */
+    pthread_mutex_unlock(&rb->mutex);
+    for (i = 0; i < nstale; i++) kcache_redis__drop(stale[i]); /* sends nothing: only closes this process's descriptor */
     if (c) { *out = c; return KCACHE_OK; }
-    return kcache__redis_connect(rb, deadline, out);
+    return kcache_redis__connect(rb, deadline, out);
 }
-static void kcache__redis_give(kcache__redis *rb, redisContext *c) {
-    kcache__mutex_lock(&rb->mutex);
-    if (rb->pid == kcache__pid() && rb->nidle < KCACHE__REDIS_IDLE) { rb->idle[rb->nidle++] = c; c = NULL; }
-    kcache__mutex_unlock(&rb->mutex);
-    if (c) kcache__redis_drop(c);
+static void kcache_redis__give(kcache_redis__server *rb, redisContext *c) {
+    pthread_mutex_lock(&rb->mutex);
+    if (rb->pid == (uint32_t)getpid() && rb->nidle < KCACHE_REDIS__IDLE) { rb->idle[rb->nidle++] = c; c = NULL; }
+    pthread_mutex_unlock(&rb->mutex);
+    if (c) kcache_redis__drop(c);
 }
 
 /* One command on a pooled connection of rb's server by the deadline (asking: after ASKING, on the
@@ -1075,24 +1107,24 @@ static void kcache__redis_give(kcache__redis *rb, redisContext *c) {
 #ifdef KCACHE_HMAC_OPENSSL
 /* GET key on c for a signed value: GETRANGE key -28 -1 (the nonce and tag of a GMAC value) goes in
    the same write, so that the GET's bytes go through the sink's GMAC while they arrive
-   (kcache__redis_read_value). */
-static kcache_status kcache__redis_get_mac(kcache__redis *rb, redisContext *c, const char *key, size_t klen, int64_t deadline,
-                                           kcache__redis_value *value, redisReply **out) {
-    kcache__redis_sink *sink = value->sink;
+   (kcache_redis__read_value). */
+static kcache_status kcache_redis__get_mac(kcache_redis__server *rb, redisContext *c, const char *key, size_t klen, int64_t deadline,
+                                           kcache_redis__value *value, redisReply **out) {
+    kcache_redis__sink *sink = value->sink;
     const char *argv[4];
     size_t lens[4];
     redisReply *tail = NULL;
-    kcache__redis_link *link = kcache__redis_link_of(c);
+    kcache_redis__link *link = kcache_redis__link_of(c);
     kcache_status st;
     *out = NULL;
-    kcache__redis_sink_end(sink, NULL, 0, NULL); /* (what a redirected try began) */
+    kcache_redis__sink_end(sink, NULL, 0, NULL); /* (what a redirected try began) */
     sink->done = 0;
     argv[0] = "GETRANGE", lens[0] = 8;
     argv[1] = key, lens[1] = klen;
-    argv[2] = "-28", lens[2] = 3; /* KCACHE__GMAC_NONCE + KCACHE__GMAC_TAG from the end */
+    argv[2] = "-28", lens[2] = 3; /* KCACHE_REMOTE_MAC_NONCE + KCACHE_REMOTE_MAC_TAG from the end */
     argv[3] = "-1", lens[3] = 2;
 #ifdef KCACHE_TLS_OPENSSL
-    if (kcache__tls_of(c)) {
+    if (kcache_redis__tls_of(c)) {
         char *a = NULL, *b = NULL, *both = NULL;
         int na = redisFormatCommandArgv(&a, 4, argv, lens), nb;
         argv[0] = "GET", lens[0] = 3;
@@ -1101,7 +1133,7 @@ static kcache_status kcache__redis_get_mac(kcache__redis *rb, redisContext *c, c
             memcpy(both, a, (size_t)na);
             memcpy(both + na, b, (size_t)nb);
         }
-        st = both ? kcache__tls_io(rb, c, both, (size_t)na + (size_t)nb, deadline, rb->max_reply, &tail) : KCACHE_ENOMEM;
+        st = both ? kcache_redis__tls_io(rb, c, both, (size_t)na + (size_t)nb, deadline, rb->max_reply, &tail) : KCACHE_ENOMEM;
         if (a) redisFreeCommand(a);
         if (b) redisFreeCommand(b);
         KCACHE_FREE(both);
@@ -1111,25 +1143,25 @@ static kcache_status kcache__redis_get_mac(kcache__redis *rb, redisContext *c, c
         if (redisAppendCommandArgv(c, 4, argv, lens) != REDIS_OK) return KCACHE_ENOMEM;
         argv[0] = "GET", lens[0] = 3;
         if (redisAppendCommandArgv(c, 2, argv, lens) != REDIS_OK) return KCACHE_ENOMEM; /* (the caller drops c) */
-        st = kcache__redis_io(rb, c, deadline, &tail);
+        st = kcache_redis__io(rb, c, deadline, &tail);
     }
     if (st != KCACHE_OK) return st;
-    if (tail->type == REDIS_REPLY_STRING && tail->len == KCACHE__GMAC_NONCE + KCACHE__GMAC_TAG) {
-        memcpy(sink->nonce, tail->str, KCACHE__GMAC_NONCE);
+    if (tail->type == REDIS_REPLY_STRING && tail->len == KCACHE_REMOTE_MAC_NONCE + KCACHE_REMOTE_MAC_TAG) {
+        memcpy(sink->nonce, tail->str, KCACHE_REMOTE_MAC_NONCE);
         sink->state = 0;
     }
     freeReplyObject(tail);
     if (link) link->value = value;
-    st = kcache__redis_io(rb, c, deadline, out);
+    st = kcache_redis__io(rb, c, deadline, out);
     if (link) link->value = NULL;
     return st;
 }
 #endif
 
-static kcache_status kcache__redis_run1(kcache__redis *rb, int64_t deadline, int asking, int argc, const char **argv, const size_t *lens,
-                                        kcache__redis_value *value, redisReply **out) {
+static kcache_status kcache_redis__run1(kcache_redis__server *rb, int64_t deadline, int asking, int argc, const char **argv, const size_t *lens,
+                                        kcache_redis__value *value, redisReply **out) {
     redisContext *c;
-    kcache_status st = kcache__redis_take(rb, deadline, &c);
+    kcache_status st = kcache_redis__take(rb, deadline, &c);
     *out = NULL;
     if (st != KCACHE_OK) return st;
     if (asking) {
@@ -1137,23 +1169,23 @@ static kcache_status kcache__redis_run1(kcache__redis *rb, int64_t deadline, int
         size_t ask_len[1];
         redisReply *a;
         ask[0] = "ASKING", ask_len[0] = 6;
-        st = kcache__redis_cmd(rb, c, 1, ask, ask_len, deadline, &a);
+        st = kcache_redis__cmd(rb, c, 1, ask, ask_len, deadline, &a);
         if (st == KCACHE_OK && a->type != REDIS_REPLY_STATUS) st = KCACHE_EIO;
         if (a) freeReplyObject(a);
     }
 #ifdef KCACHE_HMAC_OPENSSL
     if (st == KCACHE_OK && value && value->sink && !asking) /* (ASKING covers one command) */
-        st = kcache__redis_get_mac(rb, c, argv[1], lens[1], deadline, value, out);
+        st = kcache_redis__get_mac(rb, c, argv[1], lens[1], deadline, value, out);
     else
 #endif
         if (st == KCACHE_OK) {
-        kcache__redis_link *link = value ? kcache__redis_link_of(c) : NULL;
+        kcache_redis__link *link = value ? kcache_redis__link_of(c) : NULL;
         if (link) link->value = value;
-        st = kcache__redis_cmd(rb, c, argc, argv, lens, deadline, out);
+        st = kcache_redis__cmd(rb, c, argc, argv, lens, deadline, out);
         if (link) link->value = NULL;
     }
-    if (st == KCACHE_OK) kcache__redis_give(rb, c);
-    else kcache__redis_drop(c);
+    if (st == KCACHE_OK) kcache_redis__give(rb, c);
+    else kcache_redis__drop(c);
     return st;
 }
 
@@ -1163,12 +1195,12 @@ static kcache_status kcache__redis_run1(kcache__redis *rb, int64_t deadline, int
    slot (CRC16 of the key, or of its {hash tag}, modulo 16384). MOVED updates the map (and has it
    read again), ASK sends the one command to the node named, after ASKING. Claims are named
    {kcache:1:<name>}:claim, so that a claim and its value are in one slot, on one node. */
-#define KCACHE__CLUSTER_SLOTS 16384
-#define KCACHE__CLUSTER_NODES 250
-#define KCACHE__CLUSTER_HOPS 5
+#define KCACHE_REDIS__CLUSTER_SLOTS 16384
+#define KCACHE_REDIS__CLUSTER_NODES 250
+#define KCACHE_REDIS__CLUSTER_HOPS 5
 
 /* The slot of a key (Redis Cluster's: CRC16/XMODEM of the key or of its first non-empty {tag}). */
-static unsigned kcache__cluster_slot(const char *key, size_t n) {
+static unsigned kcache_redis__cluster_slot(const char *key, size_t n) {
     size_t i, open = n, close = n;
     uint16_t crc = 0;
     for (i = 0; i < n && open == n; i++)
@@ -1181,52 +1213,52 @@ static unsigned kcache__cluster_slot(const char *key, size_t n) {
         crc = (uint16_t)(crc ^ ((unsigned)(unsigned char)key[i] << 8));
         for (b = 0; b < 8; b++) crc = (uint16_t)(crc & 0x8000 ? (crc << 1) ^ 0x1021 : crc << 1);
     }
-    return crc & (KCACHE__CLUSTER_SLOTS - 1);
+    return crc & (KCACHE_REDIS__CLUSTER_SLOTS - 1);
 }
 
 /* The node at host:port of rb's cluster (added with rb's credentials, timeouts and TLS when it is
    new): its index + 1, or 0 (out of memory, too many nodes). */
-static unsigned kcache__cluster_node(kcache__redis *rb, const char *host, size_t hlen, int port) {
-    kcache__redis *nd;
+static unsigned kcache_redis__cluster_node(kcache_redis__server *rb, const char *host, size_t hlen, int port) {
+    kcache_redis__server *nd;
     unsigned i, at = 0;
     if (!hlen) { host = rb->host; hlen = strlen(rb->host); } /* "": the node that answered (the seed) */
-    kcache__mutex_lock(&rb->mutex);
+    pthread_mutex_lock(&rb->mutex);
     for (i = 0; i < rb->nnodes && !at; i++)
         if (rb->node[i]->port == port && strlen(rb->node[i]->host) == hlen && memcmp(rb->node[i]->host, host, hlen) == 0) at = i + 1;
-    kcache__mutex_unlock(&rb->mutex);
+    pthread_mutex_unlock(&rb->mutex);
     if (at || hlen > 255) return at;
-    if (!(nd = (kcache__redis *)KCACHE_MALLOC(sizeof *nd))) return 0;
+    if (!(nd = (kcache_redis__server *)KCACHE_MALLOC(sizeof *nd))) return 0;
     memset(nd, 0, sizeof *nd);
-    kcache__mutex_init(&nd->mutex);
+    pthread_mutex_init(&nd->mutex, NULL);
     nd->port = port;
-    nd->connect_ms = rb->connect_ms, nd->op_ms = rb->op_ms, nd->max_reply = rb->max_reply, nd->pid = kcache__pid(), nd->tls = rb->tls;
-    nd->remote = rb->remote;
+    nd->connect_ms = rb->connect_ms, nd->op_ms = rb->op_ms, nd->max_reply = rb->max_reply, nd->pid = (uint32_t)getpid(), nd->tls = rb->tls;
+    nd->remote = rb->remote, nd->claim_ms = rb->claim_ms, nd->is_signed = rb->is_signed;
 #ifdef KCACHE_TLS_OPENSSL
     if (rb->tls_ctx && SSL_CTX_up_ref(rb->tls_ctx) == 1) nd->tls_ctx = rb->tls_ctx;
 #endif
-    if (!(nd->host = kcache__strndup(host, hlen)) || (rb->user && !(nd->user = kcache__strndup(rb->user, strlen(rb->user)))) ||
-        (rb->pass && !(nd->pass = kcache__strndup(rb->pass, strlen(rb->pass))))) {
-        kcache__redis_free(nd);
+    if (!(nd->host = kcache_redis__strndup(host, hlen)) || (rb->user && !(nd->user = kcache_redis__strndup(rb->user, strlen(rb->user)))) ||
+        (rb->pass && !(nd->pass = kcache_redis__strndup(rb->pass, strlen(rb->pass))))) {
+        kcache_redis__free(nd);
         return 0;
     }
-    kcache__mutex_lock(&rb->mutex);
+    pthread_mutex_lock(&rb->mutex);
     for (i = 0; i < rb->nnodes && !at; i++) /* another thread may have added it meanwhile */
         if (rb->node[i]->port == port && strcmp(rb->node[i]->host, nd->host) == 0) at = i + 1;
-    if (!at && rb->nnodes < KCACHE__CLUSTER_NODES) { rb->node[rb->nnodes++] = nd; at = rb->nnodes; nd = NULL; }
-    kcache__mutex_unlock(&rb->mutex);
-    if (nd) kcache__redis_free(nd);
+    if (!at && rb->nnodes < KCACHE_REDIS__CLUSTER_NODES) { rb->node[rb->nnodes++] = nd; at = rb->nnodes; nd = NULL; }
+    pthread_mutex_unlock(&rb->mutex);
+    if (nd) kcache_redis__free(nd);
     return at;
 }
 
 /* Reads the slot map from rb's seed (CLUSTER SLOTS: [start, end, [host, port, ...], replicas...]). */
-static void kcache__cluster_slots(kcache__redis *rb, int64_t deadline) {
+static void kcache_redis__cluster_slots(kcache_redis__server *rb, int64_t deadline) {
     const char *argv[2];
     size_t lens[2];
     redisReply *r = NULL;
     size_t i;
     argv[0] = "CLUSTER", lens[0] = 7;
     argv[1] = "SLOTS", lens[1] = 5;
-    if (kcache__redis_run1(rb, deadline, 0, 2, argv, lens, NULL, &r) != KCACHE_OK || r->type != REDIS_REPLY_ARRAY) {
+    if (kcache_redis__run1(rb, deadline, 0, 2, argv, lens, NULL, &r) != KCACHE_OK || r->type != REDIS_REPLY_ARRAY) {
         if (r) freeReplyObject(r);
         return;
     }
@@ -1239,28 +1271,28 @@ static void kcache__cluster_slots(kcache__redis *rb, int64_t deadline) {
             m->element[0]->type != REDIS_REPLY_STRING || m->element[1]->type != REDIS_REPLY_INTEGER)
             continue;
         a = e->element[0]->integer, b = e->element[1]->integer;
-        if (a < 0 || b >= KCACHE__CLUSTER_SLOTS || a > b || m->element[1]->integer < 1 || m->element[1]->integer > 65535) continue;
+        if (a < 0 || b >= KCACHE_REDIS__CLUSTER_SLOTS || a > b || m->element[1]->integer < 1 || m->element[1]->integer > 65535) continue;
         at = m->element[0]->len == 1 && m->element[0]->str[0] == '?' ? 0 /* unknown endpoint */
-                                                                         : kcache__cluster_node(rb, m->element[0]->str, m->element[0]->len,
+                                                                         : kcache_redis__cluster_node(rb, m->element[0]->str, m->element[0]->len,
                                                                                                 (int)m->element[1]->integer);
         if (!at) continue;
-        kcache__mutex_lock(&rb->mutex);
+        pthread_mutex_lock(&rb->mutex);
         for (; a <= b; a++) rb->slot[a] = (uint8_t)at;
-        kcache__mutex_unlock(&rb->mutex);
+        pthread_mutex_unlock(&rb->mutex);
     }
     freeReplyObject(r);
 }
 
 /* A MOVED or ASK error reply: 1 (ask: which), its slot, and the node's host and port; else 0. */
-static int kcache__cluster_redirect(const redisReply *r, int *ask, unsigned *slot, const char **host, size_t *hlen, int *port) {
+static int kcache_redis__cluster_redirect(const redisReply *r, int *ask, unsigned *slot, const char **host, size_t *hlen, int *port) {
     const char *p, *colon = NULL, *end;
     long v = 0;
     if (r->type != REDIS_REPLY_ERROR || !r->str) return 0;
     if (strncmp(r->str, "MOVED ", 6) == 0) *ask = 0, p = r->str + 6;
     else if (strncmp(r->str, "ASK ", 4) == 0) *ask = 1, p = r->str + 4;
     else return 0;
-    while (*p >= '0' && *p <= '9' && v < KCACHE__CLUSTER_SLOTS) v = v * 10 + (*p++ - '0');
-    if (*p++ != ' ' || v >= KCACHE__CLUSTER_SLOTS) return 0;
+    while (*p >= '0' && *p <= '9' && v < KCACHE_REDIS__CLUSTER_SLOTS) v = v * 10 + (*p++ - '0');
+    if (*p++ != ' ' || v >= KCACHE_REDIS__CLUSTER_SLOTS) return 0;
     *slot = (unsigned)v;
     for (end = p; *end && *end != ' '; end++)
         if (*end == ':') colon = end;
@@ -1274,116 +1306,116 @@ static int kcache__cluster_redirect(const redisReply *r, int *ask, unsigned *slo
 
 /* One command, by the operation timeout: on the one server, or (a cluster) on the node serving the
    key argv[key] names, following MOVED and ASK. */
-/* kcache__redis_run for a GET (argv GET key) whose value is read into value (a nil reply stands for
-   it; kcache__redis_read_value), signed or not (value->sink; kcache__redis_get_mac). */
-static kcache_status kcache__redis_run_value(kcache__redis *rb, int argc, const char **argv, const size_t *lens, kcache__redis_value *value,
+/* kcache_redis__run for a GET (argv GET key) whose value is read into value (a nil reply stands for
+   it; kcache_redis__read_value), signed or not (value->sink; kcache_redis__get_mac). */
+static kcache_status kcache_redis__run_value(kcache_redis__server *rb, int argc, const char **argv, const size_t *lens, kcache_redis__value *value,
                                              redisReply **out) {
-    int64_t deadline = kcache__mono_ns() + (int64_t)rb->op_ms * 1000000;
+    int64_t deadline = kcache_monotonic_ns() + (int64_t)rb->op_ms * 1000000;
     int key = argc > 3 && lens[0] == 4 && memcmp(argv[0], "EVAL", 4) == 0 ? 3 : 1, hops, ask = 0, port = 0, refresh, asking = 0;
-    unsigned slot = KCACHE__CLUSTER_SLOTS, moved = 0, at = 0; /* the key's slot: found when rb is a cluster */
+    unsigned slot = KCACHE_REDIS__CLUSTER_SLOTS, moved = 0, at = 0; /* the key's slot: found when rb is a cluster */
     kcache_status st;
     const char *host = NULL;
     size_t hlen = 0;
     *out = NULL;
-    for (hops = 0; hops <= KCACHE__CLUSTER_HOPS; hops++) {
-        kcache__redis *to = rb;
+    for (hops = 0; hops <= KCACHE_REDIS__CLUSTER_HOPS; hops++) {
+        kcache_redis__server *to = rb;
         int cluster;
-        kcache__mutex_lock(&rb->mutex); /* (the map's storage never moves once made) */
+        pthread_mutex_lock(&rb->mutex); /* (the map's storage never moves once made) */
         refresh = rb->refresh, rb->refresh = 0;
-        if (rb->slot && slot == KCACHE__CLUSTER_SLOTS) slot = kcache__cluster_slot(argv[key], lens[key]);
+        if (rb->slot && slot == KCACHE_REDIS__CLUSTER_SLOTS) slot = kcache_redis__cluster_slot(argv[key], lens[key]);
         if (!at && rb->slot) at = rb->slot[slot];
         if (at) to = rb->node[at - 1];
-        kcache__mutex_unlock(&rb->mutex);
-        if (refresh) kcache__cluster_slots(rb, deadline);
-        if ((st = kcache__redis_run1(to, deadline, asking, argc, argv, lens, value, out)) != KCACHE_OK) return st;
-        if (!kcache__cluster_redirect(*out, &ask, &moved, &host, &hlen, &port)) return KCACHE_OK;
+        pthread_mutex_unlock(&rb->mutex);
+        if (refresh) kcache_redis__cluster_slots(rb, deadline);
+        if ((st = kcache_redis__run1(to, deadline, asking, argc, argv, lens, value, out)) != KCACHE_OK) return st;
+        if (!kcache_redis__cluster_redirect(*out, &ask, &moved, &host, &hlen, &port)) return KCACHE_OK;
         { /* the first MOVED: rb is a node of a cluster */
             uint8_t *map = NULL;
-            kcache__redis **nodes = NULL;
-            kcache__mutex_lock(&rb->mutex);
+            kcache_redis__server **nodes = NULL;
+            pthread_mutex_lock(&rb->mutex);
             cluster = rb->slot != NULL;
-            kcache__mutex_unlock(&rb->mutex);
-            if (!cluster && (map = (uint8_t *)KCACHE_MALLOC(KCACHE__CLUSTER_SLOTS)) != NULL &&
-                (nodes = (kcache__redis **)KCACHE_MALLOC(sizeof *nodes * KCACHE__CLUSTER_NODES)) != NULL)
-                memset(map, 0, KCACHE__CLUSTER_SLOTS);
-            kcache__mutex_lock(&rb->mutex);
+            pthread_mutex_unlock(&rb->mutex);
+            if (!cluster && (map = (uint8_t *)KCACHE_MALLOC(KCACHE_REDIS__CLUSTER_SLOTS)) != NULL &&
+                (nodes = (kcache_redis__server **)KCACHE_MALLOC(sizeof *nodes * KCACHE_REDIS__CLUSTER_NODES)) != NULL)
+                memset(map, 0, KCACHE_REDIS__CLUSTER_SLOTS);
+            pthread_mutex_lock(&rb->mutex);
             if (map && nodes && !rb->slot) { rb->slot = map, rb->node = nodes, map = NULL, nodes = NULL; }
             cluster = rb->slot != NULL;
-            kcache__mutex_unlock(&rb->mutex);
+            pthread_mutex_unlock(&rb->mutex);
             KCACHE_FREE(map);
             KCACHE_FREE(nodes);
             if (!cluster) break;
         }
-        at = kcache__cluster_node(rb, host, hlen, port);
+        at = kcache_redis__cluster_node(rb, host, hlen, port);
         freeReplyObject(*out);
         *out = NULL;
         if (!at) return KCACHE_ENOMEM;
         asking = ask;
         if (!ask) {
-            kcache__mutex_lock(&rb->mutex);
+            pthread_mutex_lock(&rb->mutex);
             rb->slot[moved] = (uint8_t)at;
             rb->refresh = 1; /* the map changed: read it whole before the next command */
-            kcache__mutex_unlock(&rb->mutex);
+            pthread_mutex_unlock(&rb->mutex);
         }
     }
     if (*out) { freeReplyObject(*out); *out = NULL; }
     return KCACHE_EIO; /* redirected in circles */
 }
-static kcache_status kcache__redis_run(kcache__redis *rb, int argc, const char **argv, const size_t *lens, redisReply **out) {
-    return kcache__redis_run_value(rb, argc, argv, lens, NULL, out);
+static kcache_status kcache_redis__run(kcache_redis__server *rb, int argc, const char **argv, const size_t *lens, redisReply **out) {
+    return kcache_redis__run_value(rb, argc, argv, lens, NULL, out);
 }
 
 /* [prefix]kcache:1:<name><suffix>; a claim is {[prefix]kcache:1:<name>}:claim (its value's slot in
-   a cluster). out holds KCACHE__REDIS_KEY_MAX bytes. */
-static size_t kcache__redis_key(const kcache__redis *rb, char *out, const char *name, const char *suffix) {
+   a cluster). out holds KCACHE_REDIS__KEY_MAX bytes. */
+static size_t kcache_redis__key(const kcache_redis__server *rb, char *out, const char *name, const char *suffix) {
     const char *p = rb->prefix ? rb->prefix : "";
-    if (strcmp(suffix, ":claim") == 0) return (size_t)snprintf(out, KCACHE__REDIS_KEY_MAX, "{%s%s%.32s}%s", p, KCACHE__REDIS_PREFIX, name, suffix);
-    return (size_t)snprintf(out, KCACHE__REDIS_KEY_MAX, "%s%s%.32s%s", p, KCACHE__REDIS_PREFIX, name, suffix);
+    if (strcmp(suffix, ":claim") == 0) return (size_t)snprintf(out, KCACHE_REDIS__KEY_MAX, "{%s%s%.32s}%s", p, KCACHE_REDIS__PREFIX, name, suffix);
+    return (size_t)snprintf(out, KCACHE_REDIS__KEY_MAX, "%s%s%.32s%s", p, KCACHE_REDIS__PREFIX, name, suffix);
 }
 /* VERB kcache:1:<name><suffix> [value] on a pooled connection. */
-static kcache_status kcache__redis_on_key(kcache__redis *rb, const char *verb, const char *name, const char *suffix, const void *value,
+static kcache_status kcache_redis__on_key(kcache_redis__server *rb, const char *verb, const char *name, const char *suffix, const void *value,
                                           size_t value_len, redisReply **out) {
-    char key[KCACHE__REDIS_KEY_MAX];
+    char key[KCACHE_REDIS__KEY_MAX];
     const char *argv[3];
     size_t lens[3];
     argv[0] = verb, lens[0] = strlen(verb);
-    argv[1] = key, lens[1] = kcache__redis_key(rb, key, name, suffix);
+    argv[1] = key, lens[1] = kcache_redis__key(rb, key, name, suffix);
     argv[2] = (const char *)value, lens[2] = value_len;
-    return kcache__redis_run(rb, value ? 3 : 2, argv, lens, out);
+    return kcache_redis__run(rb, value ? 3 : 2, argv, lens, out);
 }
 
 /* What the built-in get hands out as its hold: the value (read straight into memory of kcache's,
-   or in a reply), and a signed value's MAC computed while it arrived (kcache__remote_premac). */
-typedef struct kcache__redis_held {
+   or in a reply), and a signed value's MAC computed while it arrived (kcache_redis__premac). */
+typedef struct kcache_redis__held {
     redisReply *reply;
     char *value; /* NULL: the value is reply's string */
     int premac;  /* mac holds a nonce and the MAC of the value's bytes under it */
-    unsigned char mac[KCACHE__GMAC_NONCE + KCACHE__GMAC_TAG];
-} kcache__redis_held;
+    unsigned char mac[KCACHE_REMOTE_MAC_NONCE + KCACHE_REMOTE_MAC_TAG];
+} kcache_redis__held;
 
-static kcache_status kcache__redis_get(void *user, const char *name, const void **data, size_t *size, void **hold) {
-    kcache__redis *rb = (kcache__redis *)user;
-    kcache__redis_value value;
-    kcache__redis_held *h = NULL;
-    char key[KCACHE__REDIS_KEY_MAX];
+static kcache_status kcache_redis__get(void *user, const char *name, const void **data, size_t *size, void **hold) {
+    kcache_redis__server *rb = (kcache_redis__server *)user;
+    kcache_redis__value value;
+    kcache_redis__held *h = NULL;
+    char key[KCACHE_REDIS__KEY_MAX];
     const char *argv[2];
     size_t lens[2];
     redisReply *r = NULL;
     kcache_status st;
 #ifdef KCACHE_HMAC_OPENSSL
-    kcache__redis_sink sink;
+    kcache_redis__sink sink;
     memset(&sink, 0, sizeof sink);
     sink.state = -1;
 #endif
     memset(&value, 0, sizeof value);
 #ifdef KCACHE_HMAC_OPENSSL
-    if (rb->remote && rb->remote->secret) sink.key = rb->remote->gmac_key, value.sink = &sink;
+    if (rb->is_signed) sink.remote = rb->remote, value.sink = &sink;
 #endif
     argv[0] = "GET", lens[0] = 3;
-    argv[1] = key, lens[1] = kcache__redis_key(rb, key, name, "");
-    st = kcache__redis_run_value(rb, 2, argv, lens, &value, &r);
+    argv[1] = key, lens[1] = kcache_redis__key(rb, key, name, "");
+    st = kcache_redis__run_value(rb, 2, argv, lens, &value, &r);
     if (st == KCACHE_OK && (value.buf || r->type == REDIS_REPLY_STRING)) {
-        if ((h = (kcache__redis_held *)KCACHE_MALLOC(sizeof *h)) != NULL) {
+        if ((h = (kcache_redis__held *)KCACHE_MALLOC(sizeof *h)) != NULL) {
             h->reply = r;
             h->value = value.buf;
             h->premac = 0;
@@ -1393,17 +1425,17 @@ static kcache_status kcache__redis_get(void *user, const char *name, const void 
         }
     }
 #ifdef KCACHE_HMAC_OPENSSL
-    if (kcache__redis_sink_end(&sink, h ? (const char *)*data : NULL, h ? *size : 0, h ? h->mac : NULL)) h->premac = 1; /* (frees what it holds) */
+    if (kcache_redis__sink_end(&sink, h ? (const char *)*data : NULL, h ? *size : 0, h ? h->mac : NULL)) h->premac = 1; /* (frees what it holds) */
 #endif
     if (h) return KCACHE_OK;
     if (st != KCACHE_OK) return st;
-    st = value.buf || r->type == REDIS_REPLY_STRING ? KCACHE_ENOMEM : r->type == REDIS_REPLY_NIL ? KCACHE_MISS : kcache__redis_error(r);
+    st = value.buf || r->type == REDIS_REPLY_STRING ? KCACHE_ENOMEM : r->type == REDIS_REPLY_NIL ? KCACHE_MISS : kcache_redis__error(r);
     KCACHE_FREE(value.buf);
     freeReplyObject(r);
     return st;
 }
-static void kcache__redis_release(void *user, void *hold) {
-    kcache__redis_held *h = (kcache__redis_held *)hold;
+static void kcache_redis__release(void *user, void *hold) {
+    kcache_redis__held *h = (kcache_redis__held *)hold;
     (void)user;
     if (h) {
         if (h->reply) freeReplyObject(h->reply);
@@ -1415,27 +1447,27 @@ static void kcache__redis_release(void *user, void *hold) {
    bounded as a GET's (a pipeline: one round trip for them all, however many). On a TLS link, or a
    cluster (its keys on several nodes), one GET after another; a key the server redirects (it turned
    out to be a node of a cluster) is asked again as a GET is. */
-static kcache_status kcache__redis_get_many(void *user, const char *const *names, size_t n, const void **data, size_t *size, void **hold,
+static kcache_status kcache_redis__get_many(void *user, const char *const *names, size_t n, const void **data, size_t *size, void **hold,
                                             kcache_status *st) {
-    kcache__redis *rb = (kcache__redis *)user;
+    kcache_redis__server *rb = (kcache_redis__server *)user;
     redisContext *c = NULL;
     kcache_status s = KCACHE_OK;
     size_t i;
     int pipelined;
-    kcache__mutex_lock(&rb->mutex);
+    pthread_mutex_lock(&rb->mutex);
     pipelined = !rb->tls && !rb->slot;
-    kcache__mutex_unlock(&rb->mutex);
+    pthread_mutex_unlock(&rb->mutex);
     for (i = 0; i < n; i++) {
         hold[i] = NULL;
         st[i] = KCACHE_STATUS_COUNT; /* not answered yet */
     }
-    if (pipelined && (s = kcache__redis_take(rb, kcache__mono_ns() + (int64_t)rb->op_ms * 1000000, &c)) == KCACHE_OK) {
+    if (pipelined && (s = kcache_redis__take(rb, kcache_monotonic_ns() + (int64_t)rb->op_ms * 1000000, &c)) == KCACHE_OK) {
         for (i = 0; i < n && s == KCACHE_OK; i++) {
-            char key[KCACHE__REDIS_KEY_MAX];
+            char key[KCACHE_REDIS__KEY_MAX];
             const char *argv[2];
             size_t lens[2];
             argv[0] = "GET", lens[0] = 3;
-            argv[1] = key, lens[1] = kcache__redis_key(rb, key, names[i], "");
+            argv[1] = key, lens[1] = kcache_redis__key(rb, key, names[i], "");
             if (redisAppendCommandArgv(c, 2, argv, lens) != REDIS_OK) s = KCACHE_ENOMEM;
         }
         for (i = 0; i < n && s == KCACHE_OK; i++) {
@@ -1444,9 +1476,9 @@ static kcache_status kcache__redis_get_many(void *user, const char *const *names
             unsigned slot;
             const char *host;
             size_t hlen;
-            if ((s = kcache__redis_io(rb, c, kcache__mono_ns() + (int64_t)rb->op_ms * 1000000, &r)) != KCACHE_OK) break;
-            if (r->type == REDIS_REPLY_STRING) { /* held as a GET's are (kcache__redis_release frees both) */
-                kcache__redis_held *h = (kcache__redis_held *)KCACHE_MALLOC(sizeof *h);
+            if ((s = kcache_redis__io(rb, c, kcache_monotonic_ns() + (int64_t)rb->op_ms * 1000000, &r)) != KCACHE_OK) break;
+            if (r->type == REDIS_REPLY_STRING) { /* held as a GET's are (kcache_redis__release frees both) */
+                kcache_redis__held *h = (kcache_redis__held *)KCACHE_MALLOC(sizeof *h);
                 if (!h) {
                     freeReplyObject(r);
                     s = KCACHE_ENOMEM;
@@ -1458,99 +1490,99 @@ static kcache_status kcache__redis_get_many(void *user, const char *const *names
                 continue;
             }
             if (r->type == REDIS_REPLY_NIL) st[i] = KCACHE_MISS;
-            else if (!kcache__cluster_redirect(r, &ask, &slot, &host, &hlen, &port)) s = kcache__redis_error(r);
+            else if (!kcache_redis__cluster_redirect(r, &ask, &slot, &host, &hlen, &port)) s = kcache_redis__error(r);
             freeReplyObject(r);
         }
-        if (s == KCACHE_OK) kcache__redis_give(rb, c);
-        else kcache__redis_drop(c); /* replies may be left unread on it */
+        if (s == KCACHE_OK) kcache_redis__give(rb, c);
+        else kcache_redis__drop(c); /* replies may be left unread on it */
     }
     for (i = 0; i < n && s == KCACHE_OK; i++) /* one by one: what the pipeline did not answer */
-        if (st[i] == KCACHE_STATUS_COUNT && (st[i] = kcache__redis_get(user, names[i], &data[i], &size[i], &hold[i])) != KCACHE_OK &&
+        if (st[i] == KCACHE_STATUS_COUNT && (st[i] = kcache_redis__get(user, names[i], &data[i], &size[i], &hold[i])) != KCACHE_OK &&
             st[i] != KCACHE_MISS)
             s = st[i];
     if (s != KCACHE_OK)
         for (i = 0; i < n; i++) {
-            kcache__redis_release(user, hold[i]);
+            kcache_redis__release(user, hold[i]);
             hold[i] = NULL;
         }
     return s;
 }
-static kcache_status kcache__redis_put(void *user, const char *name, const void *data, size_t size) {
-    kcache__redis *rb = (kcache__redis *)user;
+static kcache_status kcache_redis__put(void *user, const char *name, const void *data, size_t size) {
+    kcache_redis__server *rb = (kcache_redis__server *)user;
     redisReply *r;
     kcache_status st;
     if (rb->ttl_s) { /* SET key value EX ttl */
-        char key[KCACHE__REDIS_KEY_MAX], ttl[16];
+        char key[KCACHE_REDIS__KEY_MAX], ttl[16];
         const char *argv[5];
         size_t lens[5];
         argv[0] = "SET", lens[0] = 3;
-        argv[1] = key, lens[1] = kcache__redis_key(rb, key, name, "");
+        argv[1] = key, lens[1] = kcache_redis__key(rb, key, name, "");
         argv[2] = data ? (const char *)data : "", lens[2] = size;
         argv[3] = "EX", lens[3] = 2;
         argv[4] = ttl, lens[4] = (size_t)snprintf(ttl, sizeof ttl, "%u", (unsigned)rb->ttl_s);
-        st = kcache__redis_run(rb, 5, argv, lens, &r);
+        st = kcache_redis__run(rb, 5, argv, lens, &r);
     } else {
-        st = kcache__redis_on_key(rb, "SET", name, "", data ? data : "", size, &r);
+        st = kcache_redis__on_key(rb, "SET", name, "", data ? data : "", size, &r);
     }
     if (st != KCACHE_OK) return st;
-    st = r->type == REDIS_REPLY_STATUS ? KCACHE_OK : kcache__redis_write_error(r);
+    st = r->type == REDIS_REPLY_STATUS ? KCACHE_OK : kcache_redis__write_error(r);
     freeReplyObject(r);
     return st;
 }
-static kcache_status kcache__redis_remove(void *user, const char *name) {
+static kcache_status kcache_redis__remove(void *user, const char *name) {
     redisReply *r;
-    kcache_status st = kcache__redis_on_key((kcache__redis *)user, "DEL", name, "", NULL, 0, &r);
+    kcache_status st = kcache_redis__on_key((kcache_redis__server *)user, "DEL", name, "", NULL, 0, &r);
     if (st != KCACHE_OK) return st;
-    st = r->type == REDIS_REPLY_INTEGER ? (r->integer > 0 ? KCACHE_OK : KCACHE_MISS) : kcache__redis_write_error(r);
+    st = r->type == REDIS_REPLY_INTEGER ? (r->integer > 0 ? KCACHE_OK : KCACHE_MISS) : kcache_redis__write_error(r);
     freeReplyObject(r);
     return st;
 }
 
 /* Renews a claim only while it is still the caller's; releases it the same way, then publishes. */
-static const char kcache__redis_renew_lua[] =
+static const char kcache_redis__renew_lua[] =
     "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('pexpire', KEYS[1], ARGV[2]) end return 0";
-static const char kcache__redis_release_lua[] =
+static const char kcache_redis__release_lua[] =
     "if redis.call('get', KEYS[1]) == ARGV[1] then redis.call('del', KEYS[1]) end "
     "redis.call('publish', ARGV[2], ARGV[3]) return 1";
 
 /* WAIT: subscribe to the claim's channel on a connection of its own, then look at the claim (a
    release between the two is not missed); the claim's remaining lifetime bounds the wait, so a
    dead builder's claim is noticed when it runs out. */
-static kcache_status kcache__redis_wait_claim(kcache__redis *rb, const char *name, uint32_t ms) {
-    int64_t start = kcache__mono_ns(), until = start + (int64_t)ms * 1000000, by = start + (int64_t)rb->op_ms * 1000000;
-    char chan[KCACHE__REDIS_KEY_MAX];
+static kcache_status kcache_redis__wait_claim(kcache_redis__server *rb, const char *name, uint32_t ms) {
+    int64_t start = kcache_monotonic_ns(), until = start + (int64_t)ms * 1000000, by = start + (int64_t)rb->op_ms * 1000000;
+    char chan[KCACHE_REDIS__KEY_MAX];
     const char *argv[2];
     size_t lens[2];
     redisContext *sub;
     redisReply *r;
     int gone = 0;
-    kcache_status st = kcache__redis_connect(rb, by, &sub);
+    kcache_status st = kcache_redis__connect(rb, by, &sub);
     if (st != KCACHE_OK) return st;
     argv[0] = "SUBSCRIBE", lens[0] = 9;
-    argv[1] = chan, lens[1] = kcache__redis_key(rb, chan, name, ":done");
-    st = kcache__redis_cmd(rb, sub, 2, argv, lens, by, &r);
-    if (st == KCACHE_OK && r->type != REDIS_REPLY_ARRAY) st = kcache__redis_error(r);
+    argv[1] = chan, lens[1] = kcache_redis__key(rb, chan, name, ":done");
+    st = kcache_redis__cmd(rb, sub, 2, argv, lens, by, &r);
+    if (st == KCACHE_OK && r->type != REDIS_REPLY_ARRAY) st = kcache_redis__error(r);
     if (r) freeReplyObject(r);
     if (st == KCACHE_OK) { /* its life, then its holder's token: one kcache would wait for? */
         long long left = -3;
-        st = kcache__redis_on_key(rb, "PTTL", name, ":claim", NULL, 0, &r);
+        st = kcache_redis__on_key(rb, "PTTL", name, ":claim", NULL, 0, &r);
         if (st == KCACHE_OK) {
             left = r->type == REDIS_REPLY_INTEGER ? r->integer : -3;
-            if (r->type != REDIS_REPLY_INTEGER) st = kcache__redis_error(r);
+            if (r->type != REDIS_REPLY_INTEGER) st = kcache_redis__error(r);
             else if (left == -2) gone = 1; /* no claim: look again */
-            else if (!rb->remote || left < 0 || left > (long long)rb->remote->claim_ms) st = KCACHE_ECORRUPT;
+            else if (!rb->remote || left < 0 || left > (long long)rb->claim_ms) st = KCACHE_ECORRUPT;
             else if (start + (left + 50) * 1000000 < until) until = start + (left + 50) * 1000000;
             freeReplyObject(r);
         }
-        if (st == KCACHE_OK && !gone && rb->remote->secret && (st = kcache__redis_on_key(rb, "GET", name, ":claim", NULL, 0, &r)) == KCACHE_OK) {
+        if (st == KCACHE_OK && !gone && rb->is_signed && (st = kcache_redis__on_key(rb, "GET", name, ":claim", NULL, 0, &r)) == KCACHE_OK) {
             if (r->type == REDIS_REPLY_NIL) gone = 1;
-            else if (r->type != REDIS_REPLY_STRING) st = kcache__redis_error(r);
-            else if (!kcache__rclaim_honoured(rb->remote, name, r->str, r->len, left)) st = KCACHE_ECORRUPT;
+            else if (r->type != REDIS_REPLY_STRING) st = kcache_redis__error(r);
+            else if (!kcache_remote_claim_honoured(rb->remote, name, r->str, r->len, left)) st = KCACHE_ECORRUPT;
             freeReplyObject(r);
         }
     }
     while (st == KCACHE_OK && !gone) {
-        st = kcache__redis_io_max(rb, sub, until, 65536, &r); /* small messages: a server streaming bytes cannot stretch the wait */
+        st = kcache_redis__io_max(rb, sub, until, 65536, &r); /* small messages: a server streaming bytes cannot stretch the wait */
         if (st == KCACHE_ETIMEOUT) { st = until < start + (int64_t)ms * 1000000 ? KCACHE_OK : KCACHE_EEXIST; break; }
         if (st != KCACHE_OK) break;
         if (r->type == REDIS_REPLY_ARRAY && r->elements == 3 && r->element[0]->type == REDIS_REPLY_STRING &&
@@ -1561,21 +1593,21 @@ static kcache_status kcache__redis_wait_claim(kcache__redis *rb, const char *nam
         }
         freeReplyObject(r);
     }
-    kcache__redis_drop(sub);
-    return st == KCACHE_OK && gone ? KCACHE_ENOENT : st; /* gone when looked at: look again (kcache__rclaim_call) */
+    kcache_redis__drop(sub);
+    return st == KCACHE_OK && gone ? KCACHE_ENOENT : st; /* gone when looked at: look again (kcache_remote_ops.claim) */
 }
 
-static kcache_status kcache__redis_claim(void *user, const char *name, int op, const char *token, uint32_t ms) {
-    kcache__redis *rb = (kcache__redis *)user;
-    char key[KCACHE__REDIS_KEY_MAX], chan[KCACHE__REDIS_KEY_MAX], msbuf[16];
+static kcache_status kcache_redis__claim(void *user, const char *name, int op, const char *token, uint32_t ms) {
+    kcache_redis__server *rb = (kcache_redis__server *)user;
+    char key[KCACHE_REDIS__KEY_MAX], chan[KCACHE_REDIS__KEY_MAX], msbuf[16];
     const char *argv[7];
     size_t lens[7];
     redisReply *r;
     kcache_status st;
     int argc;
-    if (op == KCACHE_CLAIM_WAIT) return kcache__redis_wait_claim(rb, name, ms);
+    if (op == KCACHE_CLAIM_WAIT) return kcache_redis__wait_claim(rb, name, ms);
     snprintf(msbuf, sizeof msbuf, "%u", (unsigned)(ms ? ms : 1));
-    kcache__redis_key(rb, key, name, ":claim");
+    kcache_redis__key(rb, key, name, ":claim");
     if (op == KCACHE_CLAIM_TAKE) {
         argv[0] = "SET", lens[0] = 3;
         argv[1] = key, lens[1] = strlen(key);
@@ -1586,7 +1618,7 @@ static kcache_status kcache__redis_claim(void *user, const char *name, int op, c
         argc = 6;
     } else if (op == KCACHE_CLAIM_RENEW) {
         argv[0] = "EVAL", lens[0] = 4;
-        argv[1] = kcache__redis_renew_lua, lens[1] = sizeof kcache__redis_renew_lua - 1;
+        argv[1] = kcache_redis__renew_lua, lens[1] = sizeof kcache_redis__renew_lua - 1;
         argv[2] = "1", lens[2] = 1;
         argv[3] = key, lens[3] = strlen(key);
         argv[4] = token, lens[4] = strlen(token);
@@ -1594,18 +1626,18 @@ static kcache_status kcache__redis_claim(void *user, const char *name, int op, c
         argc = 6;
     } else if (op == KCACHE_CLAIM_RELEASE || op == KCACHE_CLAIM_ABANDON) {
         argv[0] = "EVAL", lens[0] = 4;
-        argv[1] = kcache__redis_release_lua, lens[1] = sizeof kcache__redis_release_lua - 1;
+        argv[1] = kcache_redis__release_lua, lens[1] = sizeof kcache_redis__release_lua - 1;
         argv[2] = "1", lens[2] = 1;
         argv[3] = key, lens[3] = strlen(key);
         argv[4] = token, lens[4] = strlen(token);
-        argv[5] = chan, lens[5] = kcache__redis_key(rb, chan, name, ":done");
+        argv[5] = chan, lens[5] = kcache_redis__key(rb, chan, name, ":done");
         argv[6] = op == KCACHE_CLAIM_RELEASE ? "1" : "0", lens[6] = 1;
         argc = 7;
     } else {
         return KCACHE_EINVAL;
     }
-    if ((st = kcache__redis_run(rb, argc, argv, lens, &r)) != KCACHE_OK) return st;
-    if (r->type == REDIS_REPLY_ERROR) st = kcache__redis_write_error(r);
+    if ((st = kcache_redis__run(rb, argc, argv, lens, &r)) != KCACHE_OK) return st;
+    if (r->type == REDIS_REPLY_ERROR) st = kcache_redis__write_error(r);
     else if (op == KCACHE_CLAIM_TAKE) st = r->type == REDIS_REPLY_STATUS ? KCACHE_OK : r->type == REDIS_REPLY_NIL ? KCACHE_EEXIST : KCACHE_EIO;
     else if (op == KCACHE_CLAIM_RENEW) st = r->type != REDIS_REPLY_INTEGER ? KCACHE_EIO : r->integer == 1 ? KCACHE_OK : KCACHE_MISS;
     else st = r->type == REDIS_REPLY_INTEGER ? KCACHE_OK : KCACHE_EIO;
@@ -1613,21 +1645,21 @@ static kcache_status kcache__redis_claim(void *user, const char *name, int op, c
     return st;
 }
 
-/* The server's identity for kcache__remote_ring: the id under [prefix]kcache:id (in its database;
+/* The server's identity (kcache_remote_backend.identity): the id under [prefix]kcache:id (in its database;
    on a cluster, the one key of the cluster; under the prefix, so that a user allowed only its
    namespace reaches it), set once by the first kcache that finds none (SET NX: two setting it at
    once agree on the winner's). In mode ro nothing is set: no id, no identity. */
-static int kcache__redis_identity(void *user, int ro, char *out, size_t cap) {
-    kcache__redis *rb = (kcache__redis *)user;
+static int kcache_redis__identity(void *user, int ro, char *out, size_t cap) {
+    kcache_redis__server *rb = (kcache_redis__server *)user;
     const char *argv[4];
     size_t lens[4];
-    char key[KCACHE__REDIS_KEY_MAX];
+    char key[KCACHE_REDIS__KEY_MAX];
     int pass, ok = 0;
     for (pass = 0; pass < 2 && !ok; pass++) {
         redisReply *r = NULL;
         argv[0] = "GET", lens[0] = 3;
         argv[1] = key, lens[1] = (size_t)snprintf(key, sizeof key, "%skcache:id", rb->prefix ? rb->prefix : "");
-        if (kcache__redis_run(rb, 2, argv, lens, &r) != KCACHE_OK) return 0;
+        if (kcache_redis__run(rb, 2, argv, lens, &r) != KCACHE_OK) return 0;
         if (r->type == REDIS_REPLY_STRING && r->len > 0 && r->len < cap && !memchr(r->str, 0, r->len)) {
             memcpy(out, r->str, r->len);
             out[r->len] = 0;
@@ -1637,58 +1669,59 @@ static int kcache__redis_identity(void *user, int ro, char *out, size_t cap) {
         if (!ok && pass == 0 && !ro) { /* none yet: a random one, unless another client is quicker */
             char id[33];
             uint64_t seed[4];
-            seed[0] = (uint64_t)kcache__now_ns(), seed[1] = (uint64_t)kcache__mono_ns(), seed[2] = kcache__pid();
+            seed[0] = (uint64_t)kcache_redis__now_ns(), seed[1] = (uint64_t)kcache_monotonic_ns(), seed[2] = (uint32_t)getpid();
             seed[3] = (uint64_t)(uintptr_t)&seed;
             kcache_hash_hex(kcache_hash(seed, sizeof seed), id);
             argv[2] = id, lens[2] = 32;
             argv[3] = "NX", lens[3] = 2;
             argv[0] = "SET", lens[0] = 3;
             r = NULL;
-            if (kcache__redis_run(rb, 4, argv, lens, &r) != KCACHE_OK) return 0;
+            if (kcache_redis__run(rb, 4, argv, lens, &r) != KCACHE_OK) return 0;
             freeReplyObject(r);
         }
     }
     return ok;
 }
 
-static const kcache_remote_ops kcache__redis_ops = {kcache__redis_get, kcache__redis_release, kcache__redis_put,
-                                                    kcache__redis_remove, kcache__redis_claim, kcache__redis_get_many};
-static const unsigned char *kcache__remote_premac(const kcache__shard *s, const void *hold) {
-    const kcache__redis_held *h = (const kcache__redis_held *)hold;
-    return s->ops->release == kcache__redis_release && h && h->premac ? h->mac : NULL; /* (holds the built-in get made) */
+static const kcache_remote_ops kcache_redis__ops = {kcache_redis__get, kcache_redis__release, kcache_redis__put,
+                                                    kcache_redis__remove, kcache_redis__claim, kcache_redis__get_many};
+/* The MAC the built-in get computed of a signed value while it arrived (kcache_redis__sink). */
+static const unsigned char *kcache_redis__premac(void *user, const void *hold) {
+    const kcache_redis__held *h = (const kcache_redis__held *)hold;
+    (void)user;
+    return h && h->premac ? h->mac : NULL;
 }
 
-/* The shards of a KCACHE_REMOTE list (redis://, rediss://, unix:// URLs, space-separated), added
-   to r, which kcache__remote_open has set up from cfg (timeouts, the entry bound, the TLS files and
-   the prefix, copied). 0 on failure, with *why; the caller then closes r, shards and all. */
-static int kcache__redis_open_urls(kcache__remote *r, const kcache_config *cfg, const char *urls, char *why, size_t cap) {
-    const char *p;
-    for (p = urls; *p;) {
-        const char *e = p;
-        char shown[400];
-        kcache__redis *rb;
-        while (*e && !kcache__is_space(*e)) e++;
-        if (r->n == KCACHE__REMOTE_SHARDS) { kcache__say(why, cap, "more than %d remote shards", KCACHE__REMOTE_SHARDS); return 0; }
-        if (!(rb = kcache__redis_parse(p, (size_t)(e - p), shown, sizeof shown, why, cap))) return 0;
+/* One shard of a KCACHE_REMOTE list (a redis://, rediss:// or unix:// URL), on the remote tier
+   (timeouts, the entry bound, the TLS files and the prefix: kcache_remote_get_params). NULL on
+   failure, with *why. */
+static void *kcache_redis__open_shard(void *user, const kcache_remote *remote, const char *url, char *shown, size_t shown_cap, char *why,
+                                      size_t cap) {
+    kcache_redis__server *rb;
+    kcache_remote_params rp;
+    (void)user;
+    kcache_remote_get_params(remote, &rp);
+    if (!(rb = kcache_redis__parse(url, strlen(url), shown, shown_cap, why, cap))) return NULL;
 #ifdef KCACHE_TLS_OPENSSL
-        if (rb->tls && !(rb->tls_ctx = kcache__tls_ctx(r->tls_ca, r->tls_cert, r->tls_key, why, cap))) { kcache__redis_free(rb); return 0; }
+    if (rb->tls && !(rb->tls_ctx = kcache_redis__tls_ctx(rp.ca, rp.cert, rp.key, why, cap))) { kcache_redis__free(rb); return NULL; }
 #endif
-        rb->op_ms = r->timeout_ms;
-        rb->connect_ms = r->timeout_ms < KCACHE__REMOTE_CONNECT_MS ? r->timeout_ms : KCACHE__REMOTE_CONNECT_MS;
-        /* a larger value (a client with a larger KCACHE_REMOTE_MAX_ENTRY) is read, then a miss;
-           a reply past this bound (a server streaming garbage) is a failure */
-        rb->max_reply = (size_t)((r->max_entry * 2 > ((uint64_t)64 << 20) ? r->max_entry * 2 : ((uint64_t)64 << 20)) + 65536);
-        rb->pid = kcache__pid();
-        rb->remote = r;
-        rb->ttl_s = cfg->remote_ttl_s;
-        rb->prefix = r->prefix;
-        if (!kcache__remote_add(r, shown, &kcache__redis_ops, rb, kcache__redis_free, why, cap)) { kcache__redis_free(rb); return 0; }
-        r->shard[r->n - 1].identity = kcache__redis_identity;
-        for (p = e; kcache__is_space(*p); p++) {
-        }
-    }
-    return 1;
+    rb->op_ms = rp.timeout_ms;
+    rb->connect_ms = rp.connect_ms;
+    /* a larger value (a client with a larger KCACHE_REMOTE_MAX_ENTRY) is read, then a miss;
+       a reply past this bound (a server streaming garbage) is a failure */
+    rb->max_reply = (size_t)((rp.max_entry * 2 > ((uint64_t)64 << 20) ? rp.max_entry * 2 : ((uint64_t)64 << 20)) + 65536);
+    rb->pid = (uint32_t)getpid();
+    rb->remote = remote;
+    rb->claim_ms = rp.claim_ms;
+    rb->is_signed = rp.is_signed;
+    rb->ttl_s = rp.ttl_s;
+    rb->prefix = rp.prefix;
+    return rb;
 }
+
+static const kcache_remote_backend kcache_redis__backend = {&kcache_redis__ops, kcache_redis__open_shard, kcache_redis__free,
+                                                            kcache_redis__identity, kcache_redis__premac};
+KCACHE_API const kcache_remote_backend *kcache_redis_backend(void) { return &kcache_redis__backend; }
 
 #endif /* KCACHE_REDIS__IMPLEMENTED */
 

@@ -19,14 +19,12 @@
        (this file includes kcache.h first).
 
    WHAT IT USES OF THE CORE
-       The public API (keys, kcache_get_or_build, kcache_put, kcache_remove, kcache_release) and,
-       compiled in the same file, a few of the core's private helpers: a key's validity, failure
-       state and file dependencies (kcache__key_usable, kcache__key_fail, kcache__kfile: to copy
-       a caller's key), the kcache's lock and its slot for this part's state (kc->lock, kc->vk,
-       kc->vk_free: the devices identified, freed at kcache_close), the misuse check, the debug
-       log and the reject count (KCACHE__CHECK_KC, KCACHE__DEBUG, kcache__count_miss_quiet),
-       file opening (kcache__io_open), byte order (kcache__get_u32/_u64, kcache__put_u64),
-       messages and escaping (kcache__say, kcache__escs) and the monotonic clock.
+       The public API alone: keys (kcache_key_copy to add the device's identity to a copy of the
+       caller's key, kcache_key_fail), kcache_get_or_build, kcache_put, kcache_remove,
+       kcache_release, and the services for companions (kcache.h's >>kit): kcache_enabled,
+       kcache_companion_state (the devices identified, kept per kcache and freed at
+       kcache_close), kcache_count_reject (a refused blob, counted and logged as kcache's own
+       rejects) and kcache_monotonic_ns. Its private names start with kcache_vk__ / KCACHE_VK__.
        Windows: compiles (with mingw-w64; no driver-library stamp there).
 */
 #ifndef KCACHE_VK_H
@@ -78,26 +76,37 @@ KCACHE_API VkResult kcache_vk_pipeline(kcache *kc, VkPhysicalDevice pd, VkDevice
 /* ============================================================================================== */
 /*                                        IMPLEMENTATION                                          */
 /* ============================================================================================== */
-/* After the core's implementation (same file) and this file's declarations; not where the core
-   could not be compiled (KCACHE__UNUSABLE: its one #error says why). */
-#if defined(KCACHE_IMPLEMENTATION) && defined(KCACHE_VK__DECLARED) && defined(KCACHE__IMPLEMENTED) && \
-    !defined(KCACHE__UNUSABLE) && !defined(KCACHE_VK__IMPLEMENTED)
+/* After the core's implementation (same file: KCACHE_IMPLEMENTED, which the core leaves undefined
+   where it could not be compiled, its one #error saying why) and this file's declarations. */
+#if defined(KCACHE_IMPLEMENTATION) && defined(KCACHE_VK__DECLARED) && defined(KCACHE_IMPLEMENTED) && \
+    !defined(KCACHE_VK__IMPLEMENTED)
 #define KCACHE_VK__IMPLEMENTED
 
-#define KCACHE__VK_MAGIC "kcvkpc01" /* payload: magic, blob size, create ns, reserved, the driver's blob */
-#define KCACHE__VK_HDR 32
-#define KCACHE__VK_LAYER 1          /* the "vk.layer" key field: bump when the key or payload changes */
-#define KCACHE__VK_BLOB_HDR 32      /* VkPipelineCacheHeaderVersionOne: length, version, vendor, device, UUID */
+#define KCACHE_VK__MAGIC "kcvkpc01" /* payload: magic, blob size, create ns, reserved, the driver's blob */
+#define KCACHE_VK__HDR 32
+#define KCACHE_VK__LAYER 1          /* the "vk.layer" key field: bump when the key or payload changes */
+#define KCACHE_VK__BLOB_HDR 32      /* VkPipelineCacheHeaderVersionOne: length, version, vendor, device, UUID */
+#define KCACHE_VK__PATH_MAX 4096
+
+/* Little-endian, whatever the host: the payload's header and the driver's blob header. */
+static uint32_t kcache_vk__get_u32(const unsigned char *p) {
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+static uint64_t kcache_vk__get_u64(const unsigned char *p) { return kcache_vk__get_u32(p) | (uint64_t)kcache_vk__get_u32(p + 4) << 32; }
+static void kcache_vk__put_u64(unsigned char *p, uint64_t v) {
+    int i;
+    for (i = 0; i < 8; i++) p[i] = (unsigned char)(v >> (8 * i));
+}
 
 /* The key fields of one device. */
-typedef struct kcache__vk_ident {
+typedef struct kcache_vk__ident {
     VkPhysicalDeviceProperties props;
     VkPhysicalDeviceDriverProperties drv;
     int have_drv;
-} kcache__vk_ident;
+} kcache_vk__ident;
 
 /* The driver's identity beyond vkGetPhysicalDeviceProperties (which the caller filled in). */
-static void kcache__vk_identify_driver(VkPhysicalDevice pd, kcache__vk_ident *id) {
+static void kcache_vk__identify_driver(VkPhysicalDevice pd, kcache_vk__ident *id) {
     uint32_t loader = VK_API_VERSION_1_0;
     memset(&id->drv, 0, sizeof id->drv);
     id->have_drv = 0;
@@ -117,7 +126,7 @@ static void kcache__vk_identify_driver(VkPhysicalDevice pd, kcache__vk_ident *id
 }
 
 /* The file name (a part of it) of the library each driver ships as, by VkDriverId. */
-static const char *kcache__vk_driver_lib(uint32_t driver_id) {
+static const char *kcache_vk__driver_lib(uint32_t driver_id) {
     switch (driver_id) {
     case 1: case 2: return "amdvlk";                 /* AMD's own drivers */
     case 3: return "libvulkan_radeon.";              /* RADV */
@@ -144,19 +153,24 @@ static const char *kcache__vk_driver_lib(uint32_t driver_id) {
 #if (defined(__linux__) || defined(__FreeBSD__) || defined(__NetBSD__) || defined(__OpenBSD__)) && \
     (!defined(__GLIBC__) || defined(__USE_GNU))
 #include <link.h>
-#define KCACHE__VK_PHDR 1
+#define KCACHE_VK__PHDR 1
 #elif defined(__linux__)
-#define KCACHE__VK_MAPS 1
+#define KCACHE_VK__MAPS 1
 #endif
-typedef struct kcache__vk_find {
+#if defined(KCACHE_VK__PHDR) || defined(KCACHE_VK__MAPS)
+#include <fcntl.h>
+#include <unistd.h>
+#endif
+typedef struct kcache_vk__find {
     const char *want;
     char *out;
     size_t cap;
     int found;
-} kcache__vk_find;
+} kcache_vk__find;
 
 /* One loaded object's path: kept when its file name is the driver's and it sorts lowest. */
-KCACHE__UNUSED static void kcache__vk_find_path(kcache__vk_find *f, const char *p) {
+#if defined(KCACHE_VK__PHDR) || defined(KCACHE_VK__MAPS)
+static void kcache_vk__find_path(kcache_vk__find *f, const char *p) {
     const char *base;
     if (!p || p[0] != '/') return;
     base = strrchr(p, '/') + 1;
@@ -165,15 +179,17 @@ KCACHE__UNUSED static void kcache__vk_find_path(kcache__vk_find *f, const char *
     f->found = 1;
 }
 
-#if defined(KCACHE__VK_PHDR)
-static int kcache__vk_find_one(struct dl_phdr_info *info, size_t size, void *arg) {
+#endif
+
+#if defined(KCACHE_VK__PHDR)
+static int kcache_vk__find_one(struct dl_phdr_info *info, size_t size, void *arg) {
     (void)size;
-    kcache__vk_find_path((kcache__vk_find *)arg, info->dlpi_name);
+    kcache_vk__find_path((kcache_vk__find *)arg, info->dlpi_name);
     return 0;
 }
-#elif defined(KCACHE__VK_MAPS)
+#elif defined(KCACHE_VK__MAPS)
 /* Each mapping's path, the sixth field of its line (a line too long for the buffer is skipped). */
-static void kcache__vk_find_maps(kcache__vk_find *f) {
+static void kcache_vk__find_maps(kcache_vk__find *f) {
     char line[1200];
     int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
     FILE *m = fd >= 0 ? fdopen(fd, "r") : NULL;
@@ -190,29 +206,43 @@ static void kcache__vk_find_maps(kcache__vk_find *f) {
             continue;
         }
         *nl = 0;
-        kcache__vk_find_path(f, p);
+        kcache_vk__find_path(f, p);
     }
     fclose(m);
 }
 #endif
 
-static int kcache__vk_driver_path(const kcache__vk_ident *id, char *out, size_t cap) {
-    kcache__vk_find f;
-    f.want = id->have_drv ? kcache__vk_driver_lib((uint32_t)id->drv.driverID) : NULL;
+static int kcache_vk__driver_path(const kcache_vk__ident *id, char *out, size_t cap) {
+    kcache_vk__find f;
+    f.want = id->have_drv ? kcache_vk__driver_lib((uint32_t)id->drv.driverID) : NULL;
     f.out = out;
     f.cap = cap;
     f.found = 0;
     if (!f.want) return ENOENT;
-#if defined(KCACHE__VK_PHDR)
-    dl_iterate_phdr(kcache__vk_find_one, &f);
-#elif defined(KCACHE__VK_MAPS)
-    kcache__vk_find_maps(&f);
+#if defined(KCACHE_VK__PHDR)
+    dl_iterate_phdr(kcache_vk__find_one, &f);
+#elif defined(KCACHE_VK__MAPS)
+    kcache_vk__find_maps(&f);
 #endif
     return f.found ? 0 : ENOENT;
 }
 
-static kcache_status kcache__vk_key_ident(kcache_key *k, const kcache__vk_ident *id, const char *driver_path) {
-    kcache_status s = kcache_key_u64(k, "vk.layer", KCACHE__VK_LAYER);
+/* Whether the driver library at path can be opened to be read (without blocking: it is a path
+   the loader mapped, but a FIFO put there must not hang the caller). */
+static int kcache_vk__readable(const char *path) {
+#if defined(KCACHE_VK__PHDR) || defined(KCACHE_VK__MAPS)
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+    if (fd < 0) return 0;
+    close(fd);
+    return 1;
+#else
+    (void)path; /* (no driver path is found here) */
+    return 0;
+#endif
+}
+
+static kcache_status kcache_vk__key_ident(kcache_key *k, const kcache_vk__ident *id, const char *driver_path) {
+    kcache_status s = kcache_key_u64(k, "vk.layer", KCACHE_VK__LAYER);
     if (s == KCACHE_OK) s = kcache_key_u64(k, "vk.vendor_id", id->props.vendorID);
     if (s == KCACHE_OK) s = kcache_key_u64(k, "vk.device_id", id->props.deviceID);
     if (s == KCACHE_OK) s = kcache_key_u64(k, "vk.driver_version", id->props.driverVersion);
@@ -227,105 +257,72 @@ static kcache_status kcache__vk_key_ident(kcache_key *k, const kcache__vk_ident 
     }
     /* a driver upgrade that kept its version numbers is a miss too; an unreadable library keys by path */
     if (s == KCACHE_OK && driver_path) {
-        int fd = kcache__io_open(driver_path, KCACHE__RD | KCACHE__NONBLOCK);
-        if (fd >= 0) kcache__io_close(fd);
-        s = fd >= 0 ? kcache_key_file(k, "vk.driver.library", driver_path) : kcache_key_str(k, "vk.driver.library", driver_path);
+        int readable = kcache_vk__readable(driver_path);
+        s = readable ? kcache_key_file(k, "vk.driver.library", driver_path) : kcache_key_str(k, "vk.driver.library", driver_path);
     }
     return s;
 }
 
 KCACHE_API kcache_status kcache_vk_key(kcache_key *k, VkPhysicalDevice pd) {
-    kcache__vk_ident id;
+    kcache_vk__ident id;
     char *path;
     kcache_status s;
-    if (!k || !kcache__key_usable(k)) return KCACHE_EINVAL;
-    if (pd == VK_NULL_HANDLE) return kcache__key_fail(k, KCACHE_EINVAL);
+    if (!k) return KCACHE_EINVAL;
+    if (pd == VK_NULL_HANDLE) return kcache_key_fail(k, KCACHE_EINVAL);
     vkGetPhysicalDeviceProperties(pd, &id.props);
-    kcache__vk_identify_driver(pd, &id);
-    if ((path = (char *)KCACHE_MALLOC(KCACHE__PATH_MAX)) == NULL) return kcache__key_fail(k, KCACHE_ENOMEM);
-    s = kcache__vk_key_ident(k, &id, kcache__vk_driver_path(&id, path, KCACHE__PATH_MAX) == 0 ? path : NULL);
+    kcache_vk__identify_driver(pd, &id);
+    if ((path = (char *)KCACHE_MALLOC(KCACHE_VK__PATH_MAX)) == NULL) return kcache_key_fail(k, KCACHE_ENOMEM);
+    s = kcache_vk__key_ident(k, &id, kcache_vk__driver_path(&id, path, KCACHE_VK__PATH_MAX) == 0 ? path : NULL);
     KCACHE_FREE(path);
     return s;
-}
-
-/* A copy of src that can take more fields (its file dependencies copied too); free with kcache_key_free. */
-static kcache_status kcache__key_copy(kcache_key *dst, const kcache_key *src) {
-    const kcache__kfile *kf;
-    kcache__kfile **tail = NULL;
-    memcpy(dst, src, offsetof(kcache_key, inline_fields));
-    dst->files = NULL;
-    if (src->heap) {
-        if ((dst->heap = (kcache_key_field *)KCACHE_MALLOC(sizeof(kcache_key_field) * src->cap)) == NULL) {
-            dst->heap = NULL;
-            dst->count = 0;
-            dst->error = KCACHE_ENOMEM;
-            return KCACHE_ENOMEM;
-        }
-        memcpy(dst->heap, src->heap, sizeof(kcache_key_field) * src->count);
-    } else {
-        memcpy(dst->inline_fields, src->inline_fields, sizeof(kcache_key_field) * src->count);
-    }
-    tail = (kcache__kfile **)&dst->files;
-    for (kf = (const kcache__kfile *)src->files; kf; kf = kf->next) {
-        size_t n = strlen(kf->path);
-        kcache__kfile *c = (kcache__kfile *)KCACHE_MALLOC(sizeof *c + n + 1);
-        if (!c) return kcache__key_fail(dst, KCACHE_ENOMEM);
-        memcpy(c, kf, sizeof *c);
-        c->path = (char *)(c + 1);
-        memcpy(c->path, kf->path, n + 1);
-        c->next = NULL;
-        *tail = c;
-        tail = &c->next;
-    }
-    return dst->error;
 }
 
 /* What the driver needs of a stored payload: the blob's header is VkPipelineCacheHeaderVersionOne,
    little-endian whatever the host, for this very device and driver build. 1 when it is, else 0 and
    why. */
-static int kcache__vk_blob_ok(const kcache__vk_ident *id, const void *data, size_t size, char *why, size_t cap) {
+static int kcache_vk__blob_ok(const kcache_vk__ident *id, const void *data, size_t size, char *why, size_t cap) {
     const unsigned char *p = (const unsigned char *)data, *b;
     uint64_t n;
     uint32_t hlen, hver;
-    if (!p || size < KCACHE__VK_HDR || memcmp(p, KCACHE__VK_MAGIC, 8) != 0) {
-        kcache__say(why, cap, "not a pipeline cache stored by kcache_vk_pipeline");
+    if (!p || size < KCACHE_VK__HDR || memcmp(p, KCACHE_VK__MAGIC, 8) != 0) {
+        snprintf(why, cap, "not a pipeline cache stored by kcache_vk_pipeline");
         return 0;
     }
-    n = kcache__get_u64(p + 8);
-    if (n != size - KCACHE__VK_HDR) { kcache__say(why, cap, "the blob's length disagrees with the entry's"); return 0; }
-    if (n < KCACHE__VK_BLOB_HDR) { kcache__say(why, cap, "a %llu-byte blob has no pipeline cache header", (unsigned long long)n); return 0; }
-    b = p + KCACHE__VK_HDR;
-    hlen = kcache__get_u32(b);
-    hver = kcache__get_u32(b + 4);
+    n = kcache_vk__get_u64(p + 8);
+    if (n != size - KCACHE_VK__HDR) { snprintf(why, cap, "the blob's length disagrees with the entry's"); return 0; }
+    if (n < KCACHE_VK__BLOB_HDR) { snprintf(why, cap, "a %llu-byte blob has no pipeline cache header", (unsigned long long)n); return 0; }
+    b = p + KCACHE_VK__HDR;
+    hlen = kcache_vk__get_u32(b);
+    hver = kcache_vk__get_u32(b + 4);
     /* version one's header is exactly 32 bytes (the spec's valid usage for headerSize); a longer one
        inside a large blob (NVIDIA's are kilobytes) would still reach the driver */
-    if (hlen != KCACHE__VK_BLOB_HDR) { kcache__say(why, cap, "header length %u in a %llu-byte blob", hlen, (unsigned long long)n); return 0; }
-    if (hver != (uint32_t)VK_PIPELINE_CACHE_HEADER_VERSION_ONE) { kcache__say(why, cap, "header version %u", hver); return 0; }
-    if (kcache__get_u32(b + 8) != id->props.vendorID || kcache__get_u32(b + 12) != id->props.deviceID) {
-        kcache__say(why, cap, "made for vendor 0x%x device 0x%x, not this device (0x%x 0x%x)", kcache__get_u32(b + 8),
-                    kcache__get_u32(b + 12), id->props.vendorID, id->props.deviceID);
+    if (hlen != KCACHE_VK__BLOB_HDR) { snprintf(why, cap, "header length %u in a %llu-byte blob", hlen, (unsigned long long)n); return 0; }
+    if (hver != (uint32_t)VK_PIPELINE_CACHE_HEADER_VERSION_ONE) { snprintf(why, cap, "header version %u", hver); return 0; }
+    if (kcache_vk__get_u32(b + 8) != id->props.vendorID || kcache_vk__get_u32(b + 12) != id->props.deviceID) {
+        snprintf(why, cap, "made for vendor 0x%x device 0x%x, not this device (0x%x 0x%x)", kcache_vk__get_u32(b + 8),
+                    kcache_vk__get_u32(b + 12), id->props.vendorID, id->props.deviceID);
         return 0;
     }
     if (memcmp(b + 16, id->props.pipelineCacheUUID, VK_UUID_SIZE) != 0) {
-        kcache__say(why, cap, "made by another driver build (pipelineCacheUUID differs)");
+        snprintf(why, cap, "made by another driver build (pipelineCacheUUID differs)");
         return 0;
     }
     return 1;
 }
 
-typedef struct kcache__vk_job {
+typedef struct kcache_vk__job {
     VkDevice dev;
     kcache_vk_create_fn create;
     void *user;
     VkPipeline pipeline;
     VkResult vr;
     int ran;
-} kcache__vk_job;
+} kcache_vk__job;
 
 /* The build of a miss: the pipeline made cold with an empty cache, and the blob that cache then holds
    as the payload. A pipeline made is the job's even when no blob comes of it. */
-static int kcache__vk_build(void *user, void **out, size_t *out_size) {
-    kcache__vk_job *j = (kcache__vk_job *)user;
+static int kcache_vk__build(void *user, void **out, size_t *out_size) {
+    kcache_vk__job *j = (kcache_vk__job *)user;
     VkPipelineCacheCreateInfo ci;
     VkPipelineCache cache = VK_NULL_HANDLE;
     unsigned char *buf = NULL;
@@ -336,105 +333,117 @@ static int kcache__vk_build(void *user, void **out, size_t *out_size) {
     memset(&ci, 0, sizeof ci);
     ci.sType = VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO;
     if (vkCreatePipelineCache(j->dev, &ci, NULL, &cache) != VK_SUCCESS) cache = VK_NULL_HANDLE;
-    t0 = kcache__mono_ns();
+    t0 = kcache_monotonic_ns();
     j->vr = j->create(j->user, cache, &j->pipeline);
     if (j->vr != VK_SUCCESS || cache == VK_NULL_HANDLE) {
         if (cache != VK_NULL_HANDLE) vkDestroyPipelineCache(j->dev, cache, NULL);
         return 1;
     }
-    t0 = kcache__mono_ns() - t0;
+    t0 = kcache_monotonic_ns() - t0;
     r = vkGetPipelineCacheData(j->dev, cache, &n, NULL);
-    if (r == VK_SUCCESS && (buf = (unsigned char *)KCACHE_MALLOC(KCACHE__VK_HDR + n + 1)) != NULL)
-        r = vkGetPipelineCacheData(j->dev, cache, &n, buf + KCACHE__VK_HDR);
+    if (r == VK_SUCCESS && (buf = (unsigned char *)KCACHE_MALLOC(KCACHE_VK__HDR + n + 1)) != NULL)
+        r = vkGetPipelineCacheData(j->dev, cache, &n, buf + KCACHE_VK__HDR);
     vkDestroyPipelineCache(j->dev, cache, NULL);
     if (!buf || r != VK_SUCCESS) {
         KCACHE_FREE(buf);
         return 1;
     }
-    memcpy(buf, KCACHE__VK_MAGIC, 8);
-    kcache__put_u64(buf + 8, (uint64_t)n);
-    kcache__put_u64(buf + 16, (uint64_t)t0);
-    kcache__put_u64(buf + 24, 0);
+    memcpy(buf, KCACHE_VK__MAGIC, 8);
+    kcache_vk__put_u64(buf + 8, (uint64_t)n);
+    kcache_vk__put_u64(buf + 16, (uint64_t)t0);
+    kcache_vk__put_u64(buf + 24, 0);
     *out = buf;
-    *out_size = KCACHE__VK_HDR + n;
+    *out_size = KCACHE_VK__HDR + n;
     return 0;
 }
 
 /* The devices kcache_vk_pipeline has identified, so that a hit costs vkGetPhysicalDeviceProperties
    and no more: a device is known again by its handle and the identity those properties give (a
    handle of a destroyed instance may come back as another device's). */
-#define KCACHE__VK_DEVICES 8
-typedef struct kcache__vk_known {
+#define KCACHE_VK__DEVICES 8
+#define KCACHE_VK__KNOWN_PATH 1024
+typedef struct kcache_vk__known {
     VkPhysicalDevice pd;
-    kcache__vk_ident id;
+    kcache_vk__ident id;
     int have_path;
-    char path[1024];
-} kcache__vk_known;
-typedef struct kcache__vk_state {
-    kcache__vk_known dev[KCACHE__VK_DEVICES];
+    char path[KCACHE_VK__KNOWN_PATH];
+} kcache_vk__known;
+typedef struct kcache_vk__state {
+    kcache_vk__known dev[KCACHE_VK__DEVICES];
     unsigned n, next; /* known devices; the one replaced next when all slots are taken */
-} kcache__vk_state;
+} kcache_vk__state;
 
-static void kcache__vk_state_free(void *v) { KCACHE_FREE(v); }
-
-static int kcache__vk_same(const VkPhysicalDeviceProperties *a, const VkPhysicalDeviceProperties *b) {
+static int kcache_vk__same(const VkPhysicalDeviceProperties *a, const VkPhysicalDeviceProperties *b) {
     return a->vendorID == b->vendorID && a->deviceID == b->deviceID && a->driverVersion == b->driverVersion &&
            a->apiVersion == b->apiVersion && memcmp(a->pipelineCacheUUID, b->pipelineCacheUUID, VK_UUID_SIZE) == 0 &&
            strcmp(a->deviceName, b->deviceName) == 0;
 }
 
-/* k's copy with pd's identity added (full), and that identity (id). */
-static kcache_status kcache__vk_key_for(kcache *kc, VkPhysicalDevice pd, const kcache_key *k, kcache_key *full, kcache__vk_ident *id) {
-    kcache__vk_state *st;
-    char *path = (char *)KCACHE_MALLOC(sizeof st->dev[0].path);
-    int have_path = 0, known = 0;
+/* A device looked up in, or added to, the kcache's state (kcache_companion_state: under its lock). */
+#define KCACHE_VK__STATE "kcache_vk"
+typedef struct kcache_vk__visit {
+    VkPhysicalDevice pd;
+    kcache_vk__ident *id; /* props in; the rest out when known (or in, to add) */
+    char *path;           /* sizeof(kcache_vk__known.path) bytes, or NULL */
+    int have_path, known;
+} kcache_vk__visit;
+
+static void kcache_vk__find_known(void *state, void *arg) {
+    kcache_vk__state *st = (kcache_vk__state *)state;
+    kcache_vk__visit *v = (kcache_vk__visit *)arg;
     unsigned i;
-    kcache_status s;
-    vkGetPhysicalDeviceProperties(pd, &id->props);
-    kcache__mutex_lock(&kc->lock);
-    st = (kcache__vk_state *)kc->vk;
-    for (i = 0; st && i < st->n; i++)
-        if (st->dev[i].pd == pd && kcache__vk_same(&st->dev[i].id.props, &id->props)) {
-            id->drv = st->dev[i].id.drv;
-            id->have_drv = st->dev[i].id.have_drv;
-            have_path = st->dev[i].have_path && path;
-            if (have_path) strcpy(path, st->dev[i].path);
-            known = 1;
-            break;
+    for (i = 0; i < st->n; i++)
+        if (st->dev[i].pd == v->pd && kcache_vk__same(&st->dev[i].id.props, &v->id->props)) {
+            v->id->drv = st->dev[i].id.drv;
+            v->id->have_drv = st->dev[i].id.have_drv;
+            v->have_path = st->dev[i].have_path && v->path;
+            if (v->have_path) strcpy(v->path, st->dev[i].path);
+            v->known = 1;
+            return;
         }
-    kcache__mutex_unlock(&kc->lock);
-    if (!known) { /* (two threads meeting a new device at once both identify it: harmless) */
-        kcache__vk_identify_driver(pd, id);
-        have_path = path && kcache__vk_driver_path(id, path, sizeof st->dev[0].path) == 0;
-        kcache__mutex_lock(&kc->lock);
-        if (!kc->vk && (kc->vk = KCACHE_MALLOC(sizeof *st)) != NULL) {
-            memset(kc->vk, 0, sizeof *st);
-            kc->vk_free = kcache__vk_state_free;
-        }
-        if ((st = (kcache__vk_state *)kc->vk) != NULL) {
-            for (i = 0; i < st->n && st->dev[i].pd != pd; i++) {
-            }
-            if (i == st->n && st->n < KCACHE__VK_DEVICES) st->n++;
-            else if (i == st->n) i = st->next++ % KCACHE__VK_DEVICES;
-            st->dev[i].pd = pd;
-            st->dev[i].id = *id;
-            st->dev[i].have_path = have_path;
-            if (have_path) strcpy(st->dev[i].path, path);
-        }
-        kcache__mutex_unlock(&kc->lock);
+}
+
+static void kcache_vk__add_known(void *state, void *arg) {
+    kcache_vk__state *st = (kcache_vk__state *)state;
+    const kcache_vk__visit *v = (const kcache_vk__visit *)arg;
+    unsigned i;
+    for (i = 0; i < st->n && st->dev[i].pd != v->pd; i++) {
     }
-    s = kcache__key_copy(full, k);
-    if (s == KCACHE_OK) s = kcache__vk_key_ident(full, id, have_path ? path : NULL);
-    KCACHE_FREE(path);
+    if (i == st->n && st->n < KCACHE_VK__DEVICES) st->n++;
+    else if (i == st->n) i = st->next++ % KCACHE_VK__DEVICES;
+    st->dev[i].pd = v->pd;
+    st->dev[i].id = *v->id;
+    st->dev[i].have_path = v->have_path;
+    if (v->have_path) strcpy(st->dev[i].path, v->path);
+}
+
+/* k's copy with pd's identity added (full), and that identity (id). */
+static kcache_status kcache_vk__key_for(kcache *kc, VkPhysicalDevice pd, const kcache_key *k, kcache_key *full, kcache_vk__ident *id) {
+    kcache_vk__visit v;
+    kcache_status s;
+    v.pd = pd;
+    v.id = id;
+    v.path = (char *)KCACHE_MALLOC(KCACHE_VK__KNOWN_PATH);
+    v.have_path = v.known = 0;
+    vkGetPhysicalDeviceProperties(pd, &id->props);
+    (void)kcache_companion_state(kc, KCACHE_VK__STATE, sizeof(kcache_vk__state), NULL, kcache_vk__find_known, &v);
+    if (!v.known) { /* (two threads meeting a new device at once both identify it: harmless) */
+        kcache_vk__identify_driver(pd, id);
+        v.have_path = v.path && kcache_vk__driver_path(id, v.path, KCACHE_VK__KNOWN_PATH) == 0;
+        (void)kcache_companion_state(kc, KCACHE_VK__STATE, sizeof(kcache_vk__state), NULL, kcache_vk__add_known, &v);
+    }
+    s = kcache_key_copy(full, k);
+    if (s == KCACHE_OK) s = kcache_vk__key_ident(full, id, v.have_path ? v.path : NULL);
+    KCACHE_FREE(v.path);
     return s;
 }
 
 /* The pipeline made cold, its blob stored when the key can hold it. */
-static VkResult kcache__vk_cold(kcache *kc, const kcache_key *full, kcache__vk_job *j) {
+static VkResult kcache_vk__cold(kcache *kc, const kcache_key *full, kcache_vk__job *j) {
     void *blob = NULL;
     size_t n = 0;
     j->ran = 0;
-    if (kcache__vk_build(j, &blob, &n) == 0) {
+    if (kcache_vk__build(j, &blob, &n) == 0) {
         if (kc && full) (void)kcache_put(kc, full, blob, n);
         KCACHE_FREE(blob);
     }
@@ -443,63 +452,62 @@ static VkResult kcache__vk_cold(kcache *kc, const kcache_key *full, kcache__vk_j
 
 KCACHE_API VkResult kcache_vk_pipeline(kcache *kc, VkPhysicalDevice pd, VkDevice dev, const kcache_key *k,
                                        kcache_vk_create_fn create, void *user, VkPipeline *out) {
-    kcache__vk_job j;
-    kcache__vk_ident id;
+    kcache_vk__job j;
+    kcache_vk__ident id;
     kcache_key *full;
     const void *data = NULL;
     size_t size = 0;
     kcache_status s;
     VkResult vr;
-    char why[160], unit[KCACHE_UNIT_MAX * 4];
-    KCACHE__CHECK_KC(kc, "kcache_vk_pipeline", VK_ERROR_INITIALIZATION_FAILED);
+    char why[160], said[200];
+    int enabled = kcache_enabled(kc); /* (first: a debug build checks kc for misuse here) */
     if (!create || !out || dev == VK_NULL_HANDLE || pd == VK_NULL_HANDLE) return VK_ERROR_INITIALIZATION_FAILED;
     *out = VK_NULL_HANDLE;
-    if (!kc || !kc->cfg.enable || !k) return create(user, VK_NULL_HANDLE, out);
+    if (!enabled || !k) return create(user, VK_NULL_HANDLE, out);
     memset(&j, 0, sizeof j);
     j.dev = dev;
     j.create = create;
     j.user = user;
     if ((full = (kcache_key *)KCACHE_MALLOC(sizeof *full)) == NULL) return create(user, VK_NULL_HANDLE, out);
-    if (kcache__vk_key_for(kc, pd, k, full, &id) != KCACHE_OK) {
-        vr = kcache__vk_cold(NULL, NULL, &j); /* a key that cannot be made never matches: no cache */
+    if (kcache_vk__key_for(kc, pd, k, full, &id) != KCACHE_OK) {
+        vr = kcache_vk__cold(NULL, NULL, &j); /* a key that cannot be made never matches: no cache */
         goto done;
     }
-    kcache__escs(unit, sizeof unit, full->unit);
-    s = kcache_get_or_build(kc, full, kcache__vk_build, &j, &data, &size);
+    s = kcache_get_or_build(kc, full, kcache_vk__build, &j, &data, &size);
     if (j.ran) { /* this call made the pipeline (stored or not) */
         if (s == KCACHE_OK) kcache_release(kc, data);
         vr = j.vr;
         goto done;
     }
     if (s != KCACHE_OK) { /* the cache failed without building: make it here */
-        vr = kcache__vk_cold(kc, full, &j);
+        vr = kcache_vk__cold(kc, full, &j);
         goto done;
     }
-    if (!kcache__vk_blob_ok(&id, data, size, why, sizeof why)) {
+    if (!kcache_vk__blob_ok(&id, data, size, why, sizeof why)) {
         kcache_release(kc, data);
     } else {
         VkPipelineCacheCreateInfo ci;
         VkPipelineCache cache = VK_NULL_HANDLE;
         memset(&ci, 0, sizeof ci);
         ci.sType = VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO;
-        ci.initialDataSize = size - KCACHE__VK_HDR;
-        ci.pInitialData = (const unsigned char *)data + KCACHE__VK_HDR;
+        ci.initialDataSize = size - KCACHE_VK__HDR;
+        ci.pInitialData = (const unsigned char *)data + KCACHE_VK__HDR;
         vr = vkCreatePipelineCache(dev, &ci, NULL, &cache);
         kcache_release(kc, data); /* the driver copies what it keeps of the initial data */
         if (vr != VK_SUCCESS) {
-            kcache__say(why, sizeof why, "the driver refused it (vkCreatePipelineCache: %d)", (int)vr);
+            snprintf(why, sizeof why, "the driver refused it (vkCreatePipelineCache: %d)", (int)vr);
         } else {
             vr = create(user, cache, out);
             vkDestroyPipelineCache(dev, cache, NULL);
             if (vr == VK_SUCCESS) goto done;
-            kcache__say(why, sizeof why, "the pipeline could not be made with it (%d)", (int)vr);
+            snprintf(why, sizeof why, "the pipeline could not be made with it (%d)", (int)vr);
             *out = VK_NULL_HANDLE;
         }
     }
     kcache_remove(kc, full);
-    kcache__count_miss_quiet(kc, full, KCACHE_REASON_REJECTED);
-    KCACHE__DEBUG(kc, "reject %s: pipeline cache %s; removed, made cold", unit, why);
-    vr = kcache__vk_cold(kc, full, &j);
+    snprintf(said, sizeof said, "pipeline cache %s; removed, made cold", why);
+    kcache_count_reject(kc, full, said);
+    vr = kcache_vk__cold(kc, full, &j);
 done:
     if (vr == VK_SUCCESS && !*out) *out = j.pipeline;
     kcache_key_free(full);

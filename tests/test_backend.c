@@ -37,6 +37,13 @@
  *                           used; one shard failing opens its breaker (one call, then skipped) while
  *                           the other keeps serving lookups and puts; each shard closed at close; a
  *                           URL the backend refuses is no remote, said why
+ *   backend_kit             a backend on the backend kit (kcache_config.remote_backend), as Redis is:
+ *                           one shard per URL shown as the backend says (no credentials), the same
+ *                           server spelled twice one shard (identity), a refused URL no remote (the
+ *                           backend's words), the tier's parameters with defaults resolved, claims
+ *                           honoured by their life and (signed build) by their signature, and the
+ *                           MAC the backend computed while a value arrived used in place of the
+ *                           core's own (a wrong one rejects the value)
  *   backend_signed          (KCACHE_HMAC_OPENSSL) with a secret (cfg or KCACHE_REMOTE_SECRET) values
  *                           are GMAC-signed (HMAC with remote_mac): read back with the secret, by an
  *                           HMAC signer and without a secret; a changed entry, nonce or tag, another
@@ -1044,6 +1051,190 @@ static void backend_shards(void) {
     mb_free(g_shard[1]);
 }
 
+/* ---- a backend on the kit (kcache_config.remote_backend): what the Redis backend is built on ---- */
+
+static mem_backend *g_kit[2];
+static kcache_remote_params g_kit_params;
+static const kcache_remote *g_kit_remote;
+static int g_kit_bad_tag, g_kit_premacs;
+typedef struct kit_hold { void *inner; int has_mac; unsigned char mac[KCACHE_REMOTE_MAC_NONCE + KCACHE_REMOTE_MAC_TAG]; } kit_hold;
+
+static void *kit_open(void *user, const kcache_remote *remote, const char *url, char *shown, size_t shown_cap, char *why, size_t cap) {
+    (void)user;
+    g_kit_remote = remote;
+    kcache_remote_get_params(remote, &g_kit_params);
+    if (strcmp(url, "mem://user:pw@a") == 0) { snprintf(shown, shown_cap, "mem://a"); return g_kit[0]; }
+    if (strcmp(url, "mem://a-again") == 0) return g_kit[0]; /* the same server, spelled another way */
+    if (strcmp(url, "mem://b") == 0) return g_kit[1];
+    snprintf(why, cap, "mem URL %s: no such server", url);
+    return NULL;
+}
+static int kit_identity(void *shard, int ro, char *out, size_t cap) {
+    (void)ro;
+    snprintf(out, cap, "%s", shard == g_kit[0] ? "server-a" : "server-b");
+    return 1;
+}
+/* The value as mb_get returns it, with its MAC computed the way a backend computes it while the
+   bytes arrive (here: at once), through the kit; g_kit_bad_tag spoils the tag. */
+static kcache_status kit_get(void *user, const char *name, const void **data, size_t *size, void **hold) {
+    kit_hold *h;
+    kcache_status s = mb_get(user, name, data, size, hold);
+    if (s != KCACHE_OK) return s;
+    h = (kit_hold *)calloc(1, sizeof *h);
+    h->inner = *hold;
+    *hold = h;
+    if (*size > KCACHE_REMOTE_MAC_NONCE + KCACHE_REMOTE_MAC_TAG) {
+        const unsigned char *v = (const unsigned char *)*data, *tail = v + *size - KCACHE_REMOTE_MAC_NONCE - KCACHE_REMOTE_MAC_TAG;
+        kcache_remote_mac *m = kcache_remote_mac_begin(g_kit_remote, v, *size, tail);
+        if (m && kcache_remote_mac_add(m, v, (size_t)(tail - v)) && kcache_remote_mac_end(m, h->mac + KCACHE_REMOTE_MAC_NONCE)) {
+            memcpy(h->mac, tail, KCACHE_REMOTE_MAC_NONCE);
+            if (g_kit_bad_tag) h->mac[KCACHE_REMOTE_MAC_NONCE] ^= 1;
+            h->has_mac = 1;
+        } else if (m) {
+            kcache_remote_mac_end(m, NULL);
+        }
+    }
+    return KCACHE_OK;
+}
+static void kit_release(void *user, void *hold) {
+    kit_hold *h = (kit_hold *)hold;
+    mb_release(user, h->inner);
+    free(h);
+}
+static const unsigned char *kit_premac(void *shard, const void *hold) {
+    const kit_hold *h = (const kit_hold *)hold;
+    (void)shard;
+    if (!h->has_mac) return NULL;
+    __atomic_add_fetch(&g_kit_premacs, 1, __ATOMIC_SEQ_CST);
+    return h->mac;
+}
+static const kcache_remote_ops kit_ops = {kit_get, kit_release, mb_put, mb_remove, mb_claim, NULL};
+static const kcache_remote_backend kit_backend = {&kit_ops, kit_open, mb_close_shard, kit_identity, kit_premac};
+static void kit_shards(kcache_config *cfg) {
+    cfg->remote = "mem://user:pw@a mem://b mem://a-again";
+    cfg->remote_ops = NULL;
+    cfg->remote_user = NULL;
+    cfg->remote_backend = &kit_backend;
+    cfg->remote_ttl_s = 90;
+    cfg->remote_prefix = "ns:";
+    cfg->remote_backoff_ms = 60000;
+#ifdef KCACHE_HMAC_OPENSSL
+    cfg->remote_secret = "kit secret";
+#endif
+}
+static void kit_refused(kcache_config *cfg) {
+    kit_shards(cfg);
+    cfg->remote = "mem://b mem://zzz";
+}
+
+/* A build that looks at the claim its caller holds meanwhile. */
+static char g_kit_token[200], g_kit_name[33];
+static int kit_build(void *user, void **out, size_t *out_size) {
+    int i;
+    (void)user;
+    for (i = 0; i < 2; i++) {
+        pthread_mutex_lock(&g_kit[i]->m);
+        if (g_kit[i]->claim_until) {
+            snprintf(g_kit_token, sizeof g_kit_token, "%s", g_kit[i]->claim_token);
+            snprintf(g_kit_name, sizeof g_kit_name, "%s", g_kit[i]->claim_name);
+        }
+        pthread_mutex_unlock(&g_kit[i]->m);
+    }
+    *out = KCACHE_MALLOC(100);
+    kt_payload((unsigned char *)*out, 100, 9700);
+    *out_size = 100;
+    return 0;
+}
+
+static void backend_kit(void) {
+    kcache *w, *m, *x;
+    kcache_remote_shard sh[4];
+    kcache_stats st;
+    kcache_key k;
+    const void *d = NULL;
+    size_t n = 0;
+    char why[300], name[33];
+    int on[2] = {0, 0};
+    unsigned i;
+    g_kit[0] = mb_new();
+    g_kit[1] = mb_new();
+    w = machine("kit-w", NULL, NULL, kit_shards);
+    m = machine("kit-m", NULL, NULL, kit_shards);
+    /* the tier's parameters, defaults resolved */
+    KT_CHECK_MSG(g_kit_params.timeout_ms == 500 && g_kit_params.connect_ms == 100 && g_kit_params.claim_ms == 3000 &&
+                     g_kit_params.max_entry == ((uint64_t)4 << 20) && g_kit_params.ttl_s == 90 && !g_kit_params.ro,
+                 "params: timeout %u connect %u claim %u max %llu ttl %u ro %d", g_kit_params.timeout_ms, g_kit_params.connect_ms,
+                 g_kit_params.claim_ms, (unsigned long long)g_kit_params.max_entry, g_kit_params.ttl_s, g_kit_params.ro);
+    KT_CHECK(g_kit_params.prefix && strcmp(g_kit_params.prefix, "ns:") == 0);
+#ifdef KCACHE_HMAC_OPENSSL
+    KT_CHECK(g_kit_params.is_signed);
+#else
+    KT_CHECK(!g_kit_params.is_signed);
+#endif
+    /* every key on a or b; the URL as the backend shows it; a-again is server a: no keys of its own */
+    for (i = 0; i < 30; i++) {
+        KT_CHECK(put_id(w, 9000 + i, 400) == KCACHE_OK);
+        kt_key(&k, "backend", 9000 + i);
+        name_of(&k, name);
+        kcache_key_free(&k);
+        on[0] += mb_has(g_kit[0], name);
+        on[1] += mb_has(g_kit[1], name);
+    }
+    KT_CHECK_MSG(on[0] + on[1] == 30 && on[0] >= 3 && on[1] >= 3, "30 keys: %d on a, %d on b", on[0], on[1]);
+    KT_CHECK_EQ_U64(kcache_get_remote_shards(w, sh, 4), 3);
+    KT_CHECK_STR(sh[0].url, "mem://a");
+    KT_CHECK_STR(sh[2].url, "mem://a-again");
+    KT_CHECK_MSG(!sh[0].same && !sh[1].same && sh[2].same, "same: %d %d %d", sh[0].same, sh[1].same, sh[2].same);
+    KT_CHECK(kcache_remote_in_use(w, why, sizeof why) == 1 && strcmp(why, "mem://a mem://b mem://a-again") == 0);
+    /* another machine reads them back */
+    for (i = 0; i < 30; i++) KT_CHECK(get_ok(m, 9000 + i, 400));
+    kcache_get_stats(m, &st);
+    KT_CHECK_EQ_U64(st.hits_remote, 30);
+    /* claims: honoured by their life; signed ones only with this secret and name */
+    KT_CHECK(kcache_remote_claim_honoured(g_kit_remote, "0123456789abcdef0123456789abcdef", "host:1:2:3", 10, 1000) == !g_kit_params.is_signed);
+    KT_CHECK(kcache_remote_claim_honoured(g_kit_remote, "0123456789abcdef0123456789abcdef", "host:1:2:3", 10, -1) == 0);
+    KT_CHECK(kcache_remote_claim_honoured(g_kit_remote, "0123456789abcdef0123456789abcdef", "host:1:2:3", 10, 3001) == 0);
+    g_kit_token[0] = 0;
+    kt_key(&k, "backend", 9700);
+    KT_CHECK(kcache_get_or_build(w, &k, kit_build, NULL, &d, &n) == KCACHE_OK);
+    if (d) kcache_release(w, d);
+    kcache_key_free(&k);
+    KT_CHECK_MSG(g_kit_token[0] != 0, "no claim was held during the build");
+    if (g_kit_token[0]) {
+        size_t len = strlen(g_kit_token);
+        KT_CHECK(kcache_remote_claim_honoured(g_kit_remote, g_kit_name, g_kit_token, len, 1000) == 1);
+#ifdef KCACHE_HMAC_OPENSSL
+        g_kit_token[len - 1] = g_kit_token[len - 1] == '0' ? '1' : '0';
+        KT_CHECK(kcache_remote_claim_honoured(g_kit_remote, g_kit_name, g_kit_token, len, 1000) == 0);
+        g_kit_token[len - 1] = g_kit_token[len - 1] == '0' ? '1' : '0';
+        KT_CHECK(kcache_remote_claim_honoured(g_kit_remote, "0123456789abcdef0123456789abcdef", g_kit_token, len, 1000) == 0);
+#endif
+    }
+#ifdef KCACHE_HMAC_OPENSSL
+    /* the MAC the backend computed is the one checked: right, the values hit (above; g_kit_remote is the newest handle's); spoiled, a
+       valid value is rejected */
+    KT_CHECK_MSG(__atomic_load_n(&g_kit_premacs, __ATOMIC_SEQ_CST) >= 30, "premac asked %d times", g_kit_premacs);
+    g_kit_bad_tag = 1;
+    x = machine("kit-x", NULL, NULL, kit_shards);
+    KT_CHECK(!get_ok(x, 9000, 400));
+    kcache_get_stats(x, &st);
+    KT_CHECK_EQ_U64(st.remote_rejects, 1);
+    g_kit_bad_tag = 0;
+    kcache_close(x);
+#endif
+    kcache_close(w);
+    kcache_close(m);
+    /* a URL the backend refuses: no remote, in the backend's words; the shard opened before it closed */
+    i = (unsigned)g_kit[1]->closes;
+    x = machine("kit-r", NULL, NULL, kit_refused);
+    KT_CHECK_EQ_U64(g_kit[1]->closes, i + 1);
+    KT_CHECK_MSG(kcache_remote_in_use(x, why, sizeof why) == 0 && strstr(why, "mem URL mem://zzz: no such server"), "kcache_remote_in_use: %s",
+                 why);
+    kcache_close(x);
+    mb_free(g_kit[0]);
+    mb_free(g_kit[1]);
+}
+
 #ifdef KCACHE_HMAC_OPENSSL
 static void secret_a(kcache_config *cfg) { cfg->remote_secret = "cluster secret"; }
 static void secret_b(kcache_config *cfg) { cfg->remote_secret = "another secret"; }
@@ -1308,6 +1499,7 @@ int main(void) {
     KT_RUN(remote_env);
     KT_RUN(backend_no_writes);
     KT_RUN(backend_shards);
+    KT_RUN(backend_kit);
 #ifdef KCACHE_HMAC_OPENSSL
     KT_RUN(backend_signed);
 #else

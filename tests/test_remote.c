@@ -298,17 +298,17 @@ static void remote_urls(void) {
     unsigned i, j;
     uint64_t x = 12345;
     for (i = 0; i < sizeof good / sizeof *good; i++) {
-        kcache__redis *rb = kcache__redis_parse(good[i][0], strlen(good[i][0]), shown, sizeof shown, why, sizeof why);
+        kcache_redis__server *rb = kcache_redis__parse(good[i][0], strlen(good[i][0]), shown, sizeof shown, why, sizeof why);
         KT_CHECK_MSG(rb && strcmp(shown, good[i][1]) == 0, "%s: %s", good[i][0], rb ? shown : why);
         KT_CHECK_MSG(!strstr(shown, "hunter2"), "a password shown: %s", shown);
-        kcache__redis_free(rb);
+        kcache_redis__free(rb);
     }
     for (i = 0; i < sizeof bad / sizeof *bad; i++) {
-        kcache__redis *rb;
+        kcache_redis__server *rb;
         why[0] = 0;
-        rb = kcache__redis_parse(bad[i], strlen(bad[i]), shown, sizeof shown, why, sizeof why);
+        rb = kcache_redis__parse(bad[i], strlen(bad[i]), shown, sizeof shown, why, sizeof why);
         KT_CHECK_MSG(!rb && why[0], "\"%s\" was taken (%s)", bad[i], rb ? shown : "no reason given");
-        kcache__redis_free(rb);
+        kcache_redis__free(rb);
     }
     { /* through kcache_open: a bad URL is no remote, said why; a shard twice is refused */
         static const char *const lists[] = {"redis://a:1 redis://b:2 garbage", "redis://a:1 redis://a:1/0", "  \t "};
@@ -329,7 +329,7 @@ static void remote_urls(void) {
     for (i = 0; i < 20000; i++) { /* mutations of good URLs: taken or refused, never a crash */
         const char *base = good[i % (sizeof good / sizeof *good)][0];
         size_t n = strlen(base);
-        kcache__redis *rb;
+        kcache_redis__server *rb;
         memcpy(url, base, n + 1);
         for (j = 0; j < 1 + i % 4; j++) {
             x ^= x << 13;
@@ -341,8 +341,8 @@ static void remote_urls(void) {
             default: if (n + 1 < sizeof url) { url[n] = "0123456789:/@[]%?.x"[(x >> 8) % 19]; url[++n] = 0; } /* grown */
             }
         }
-        rb = kcache__redis_parse(url, n, shown, sizeof shown, why, sizeof why);
-        kcache__redis_free(rb);
+        rb = kcache_redis__parse(url, n, shown, sizeof shown, why, sizeof why);
+        kcache_redis__free(rb);
     }
 }
 
@@ -452,18 +452,18 @@ static void remote_url_escapes(void) {
     char url[400], shown[400], why[400];
     unsigned i;
     const char *enc = "redis://a%40b:p%40ss%3Aw%25rd%2Fx@127.0.0.1:7";
-    kcache__redis *rb = kcache__redis_parse(enc, strlen(enc), shown, sizeof shown, why, sizeof why);
+    kcache_redis__server *rb = kcache_redis__parse(enc, strlen(enc), shown, sizeof shown, why, sizeof why);
     KT_CHECK_MSG(rb && rb->user && rb->pass && strcmp(rb->user, "a@b") == 0 && strcmp(rb->pass, "p@ss:w%rd/x") == 0, "decoded: user %s, password %s (%s)",
                  rb && rb->user ? rb->user : "-", rb && rb->pass ? rb->pass : "-", rb ? shown : why);
-    kcache__redis_free(rb);
-    rb = kcache__redis_parse("redis://:p@ss@h", 15, shown, sizeof shown, why, sizeof why); /* a raw '@': the last one ends the user-info */
+    kcache_redis__free(rb);
+    rb = kcache_redis__parse("redis://:p@ss@h", 15, shown, sizeof shown, why, sizeof why); /* a raw '@': the last one ends the user-info */
     KT_CHECK_MSG(rb && rb->pass && strcmp(rb->pass, "p@ss") == 0 && strcmp(rb->host, "h") == 0, "raw @: %s", rb ? shown : why);
-    kcache__redis_free(rb);
+    kcache_redis__free(rb);
     for (i = 0; i < sizeof bad / sizeof *bad; i++) {
         why[0] = 0;
-        rb = kcache__redis_parse(bad[i], strlen(bad[i]), shown, sizeof shown, why, sizeof why);
+        rb = kcache_redis__parse(bad[i], strlen(bad[i]), shown, sizeof shown, why, sizeof why);
         KT_CHECK_MSG(!rb && why[0], "%s was taken", bad[i]);
-        kcache__redis_free(rb);
+        kcache_redis__free(rb);
     }
     { /* refused URLs: nothing shows the password; kcache_remote_in_use and kcache_explain say why */
         static const char *const refused[] = {"redis://:s3cretpw@h:99999", "redis://user:s3cretpw@h\x01x", "redis://:s3cretpw@h/x", "rediss-nope://:s3cretpw@h"};
@@ -914,7 +914,7 @@ static void remote_mac_early(void) {
         name_of(35000 + (unsigned)i, name);
         kt_key(&k, "remote", 35000 + (unsigned)i);
         KT_CHECK_EQ_U64((uint64_t)s->ops->get(s->user, name, &v, &n, &hold), KCACHE_OK);
-        pre = hold ? kcache__remote_premac(s, hold) : NULL;
+        pre = hold ? (s->premac ? s->premac(s->user, hold) : NULL) : NULL;
         KT_CHECK_MSG(pre && n > 28 && memcmp(pre, (const unsigned char *)v + n - 28, 28) == 0,
                      "%zu bytes: the MAC computed while the value arrived is not the value's nonce and tag", sizes[i]);
         if (pre && n > 28) {
@@ -940,7 +940,7 @@ static void remote_mac_early(void) {
         hold = NULL;
         s = &none->remote->shard[0]; /* no secret: no MAC computed */
         KT_CHECK_EQ_U64((uint64_t)s->ops->get(s->user, name, &v, &n, &hold), KCACHE_OK);
-        KT_CHECK(hold && !kcache__remote_premac(s, hold));
+        KT_CHECK(hold && !(s->premac ? s->premac(s->user, hold) : NULL));
         if (hold) s->ops->release(s->user, hold);
         kcache_key_free(&k);
         KT_CHECK_MSG(kt_get(g, "remote", 35000 + (unsigned)i, 1, sizes[i]) == 1, "%zu bytes: no signed hit", sizes[i]);
@@ -954,7 +954,7 @@ static void remote_mac_early(void) {
         KT_CHECK_EQ_U64((uint64_t)kt_put(h, "remote", 35002, 1, 200000), KCACHE_OK);
         name_of(35002, name);
         KT_CHECK_EQ_U64((uint64_t)s->ops->get(s->user, name, &v, &n, &hold), KCACHE_OK);
-        KT_CHECK(hold && !kcache__remote_premac(s, hold));
+        KT_CHECK(hold && !(s->premac ? s->premac(s->user, hold) : NULL));
         if (hold) s->ops->release(s->user, hold);
         KT_CHECK(kt_get(g, "remote", 35002, 1, 200000) == 1);
     }
@@ -2549,7 +2549,7 @@ static void tls_get_child(const char *dir, int port, uint32_t timeout_ms, const 
     _exit(0);
 }
 
-/* The reply bounds and the idle-time deadline hold over TLS too (kcache__tls_io: its SSL and the
+/* The reply bounds and the idle-time deadline hold over TLS too (kcache_redis__tls_io: its SSL and the
    reply budget share the connection's reader field): 1 MiB at 2 MiB/s through a proxy in front of
    redis-server's TLS port, 350 ms timeout: a hit; an endless array from `openssl s_server`: one
    failed call, not memory. */
@@ -2653,10 +2653,10 @@ static void remote_tls_bounds(void) {
 static int g_gets;
 static kcache_status counting_get(void *user, const char *name, const void **data, size_t *size, void **hold) {
     __atomic_add_fetch(&g_gets, 1, __ATOMIC_SEQ_CST);
-    return kcache__redis_ops.get(user, name, data, size, hold);
+    return kcache_redis__ops.get(user, name, data, size, hold);
 }
-static const kcache_remote_ops counting_ops = {counting_get, kcache__redis_release, kcache__redis_put, kcache__redis_remove,
-                                               kcache__redis_claim, NULL}; /* (no get_many: every GET counted) */
+static const kcache_remote_ops counting_ops = {counting_get, kcache_redis__release, kcache_redis__put, kcache_redis__remove,
+                                               kcache_redis__claim, NULL}; /* (no get_many: every GET counted) */
 static kcache *open_counted(const char *store, const char *url, int publish) {
     char dir[400];
     kcache_config cfg;
