@@ -43,7 +43,7 @@ def fail(name, why):
 
 # what numba reads from its environment: the tool runs with the case's run, not the test's
 RUN_VARS = ("NUMBA_CACHE_DIR", "NUMBA_CACHE_LOCATOR_CLASSES", "NUMBA_CPU_NAME", "NUMBA_CPU_FEATURES", "PYTHONOPTIMIZE",
-            "PYTHONPATH", "XDG_CACHE_HOME")
+            "PYTHONPATH", "PYTHONPYCACHEPREFIX", "XDG_CACHE_HOME")
 
 
 def run_env(entry, root):
@@ -142,7 +142,7 @@ def replay(tool, corpus, tmp):
             kinds.add(e["expect"])
             if e.get("warning"):
                 kinds.add(e["warning"])
-        if m.get("set") == "env":   # numba_cases.py --env: the run's environment, not every verdict kind
+        if m.get("set") in ("env", "real"):   # numba_cases.py --env, --real: chosen cases, not every verdict kind
             continue
         # every verdict kind this numba can produce has a case
         need = {"hit", "partial", "stale", "cpu-mismatch", "raises", "never-read", "version-mismatch", "stale-dependency"}

@@ -185,6 +185,13 @@ python3 "$root/tests/inspect_corpus.py" replay "$tool" "$root/tests/data/numba-e
 cat "$tmp/replay.log"
 failures=$((failures + $(grep -c '^FAIL ' "$tmp/replay.log")))
 grep -q '^ok corpus_present' "$tmp/replay.log" || fail corpus_env_replay "inspect_corpus.py replay ran no check"
+# tests/data/numba-real-corpus: the cases real projects hit (numba_cases.py --real, issue 38; numba
+# 0.56.4, 0.64.0, 0.68.1), told the recording machine's CPU
+mkdir -p "$tmp/real"
+python3 "$root/tests/inspect_corpus.py" replay "$tool" "$root/tests/data/numba-real-corpus" "$tmp/real" >"$tmp/replay.log" 2>&1
+cat "$tmp/replay.log"
+failures=$((failures + $(grep -c '^FAIL ' "$tmp/replay.log")))
+grep -q '^ok corpus_present' "$tmp/replay.log" || fail corpus_real_replay "inspect_corpus.py replay ran no check"
 
 # ----------------------------------------------------------------------------------------------
 # numba here: Debian's (/usr/bin/python3) and PyPI's newest (build/venv-numba); each makes every

@@ -1066,6 +1066,7 @@ typedef struct nb_report {
     const char *verdict_code;
     char verdict[1400];
     size_t n_match, n_usable, n_unknown, n_missing, n_bad;
+    size_t n_unmatchable;      /* overloads whose key holds an object's address: no new process matches them */
     size_t n_sigs, n_sigs_covered;
     nb_deps deps;              /* imported modules; deps.nstale of them changed after the index */
     int deps_checked;
@@ -1518,6 +1519,16 @@ static int nb_eager(const nb_source *src)
     return 0;
 }
 
+/* Whether an overload's signature names an object by its address, as numba's type names for a
+ * first-class function argument do ("type(CPUDispatcher(<function inc at 0x7f...>))"): the key
+ * compares types by that name, and the address is another in every process, so numba compiles
+ * the signature again on every run and appends it to the index (.2.nbc, .3.nbc, ...). */
+static const char *nb_sig_address(const nb_overload *o)
+{
+    const char *a = o->sig ? strstr(o->sig, " at 0x") : NULL;
+    return a && ki_hexval(a[6]) >= 0 ? a : NULL;
+}
+
 /* "mod.f" or "f" as the verdicts name the function. */
 static const char *fn_name(const nb_report *R) { return R->name.ok ? R->name.func : "the function"; }
 
@@ -1600,6 +1611,7 @@ static void nb_assess(nb_index *ix, const char *path, const ki_opts *op, nb_repo
             }
         }
         o->usable = o->cpu_match == 0 || o->code_match == 0 || o->data_exists == 0 || o->data_bad ? 0 : o->cpu_match;
+        if (nb_sig_address(o)) { o->usable = 0; R->n_unmatchable++; }
         if (o->cpu_match == 1 && o->code_match != 0) R->n_match++;
         if (o->usable == 1) R->n_usable++;
         if (o->cpu_match == -1) R->n_unknown++;
@@ -1702,6 +1714,13 @@ static void nb_assess(nb_index *ix, const char *path, const ki_opts *op, nb_repo
             ki_fmt(R->verdict, sizeof R->verdict,
                      "stamp ok: %zu overloads for CPU %s; a hit where CPU name and features match "
                      "(host CPU unknown: pass --cpu/--features)", ix->nov, cpus);
+        } else if (R->n_unmatchable && !R->n_usable) {
+            R->verdict_code = "unmatchable";
+            ki_fmt(R->verdict, sizeof R->verdict,
+                   "recompiles every run; the index grows: %zu of %zu overloads key a signature holding an object's address "
+                   "(a function passed as an argument: numba's type name for it holds the dispatcher's address, another in "
+                   "every process), so no new process ever matches them; %s compiles again and appends one more overload "
+                   "and .nbc each run", R->n_unmatchable, ix->nov, fn);
         } else if (R->n_sigs && R->n_sigs_covered == R->n_sigs) {
             R->verdict_code = "hit";
             if (R->n_usable == ix->nov)
@@ -2017,6 +2036,9 @@ static void report_text(ki_out *o, nb_index *ix, nb_report *R, const ki_opts *op
             else if (ov->data_exists == 1) ko_printf(o, "  (%lld bytes)\n", ov->data_size);
             else ko_puts(o, "  (MISSING: numba recompiles this overload)\n");
         }
+        if (nb_sig_address(ov))
+            ko_puts(o, "      key       holds an object's address (\"at 0x...\"): another in every process, so this\n"
+                       "                overload is never matched again (numba recompiles it on every run)\n");
         /* same signature as an earlier overload: say what differs */
         if (ov->shape_ok && ov->sig) {
             for (j = 0; j < k; j++) {
