@@ -333,22 +333,51 @@ static void nb_parse_name(const char *base, nb_name *nm)
     nm->ok = 1;
 }
 
+/* Whether line `line` of file path starts function func: a decorator, or "def func". */
+static int line_starts_func(const char *path, long line, const char *func)
+{
+    FILE *f = ki_fopen_regular(path, "r");
+    char *l = NULL;
+    size_t cap = 0, fl = strlen(func);
+    long ln = 0;
+    int yes = 0;
+    if (!f) return 0;
+    while (getline(&l, &cap, f) > 0 && ++ln < line) {}
+    if (ln == line && l) {
+        const char *p = l;
+        while (*p == ' ' || *p == '\t') p++;
+        if (strncmp(p, "async ", 6) == 0) p += 6;
+        yes = *p == '@' || (strncmp(p, "def ", 4) == 0 && strncmp(p + 4, func, fl) == 0 && (p[4 + fl] == '(' || p[4 + fl] == ' '));
+    }
+    free(l);
+    fclose(f);
+    return yes;
+}
+
 /* In directory dir, finds the module file for nm's fullname: the module name is the file's
- * base name, which may itself hold dots, so every split is tried, shortest first. */
+ * whole base name, which may itself hold dots (numba names a my.mod.py's module "my.mod", and a
+ * qualified name may hold dots too), so every split is tried.  Where several files fit (my.py
+ * and my.mod.py beside it), the one whose line nm->line starts the function is numba's; failing
+ * that, the longest name (an unrelated shorter one is the likelier neighbour). */
 static int find_module_file(const char *dir, nb_name *nm, char *out, size_t cap)
 {
     const char *fn = nm->fullname;
-    size_t i, n = strlen(fn);
-    for (i = 1; i <= n; i++) {
+    size_t i, n = strlen(fn), first = 0;
+    char cand[4096];
+    for (i = n; i >= 1; i--) {
         if (i < n && fn[i] != '.') continue;
-        if (i >= sizeof nm->module) break;
-        if ((size_t)ki_fmt(out, cap, "%s/%.*s.py", dir, (int)i, fn) >= cap) continue;
-        if (ki_is_file(out, NULL)) {
+        if (i >= sizeof nm->module) continue;
+        if ((size_t)ki_fmt(cand, sizeof cand, "%s/%.*s.py", dir, (int)i, fn) >= sizeof cand) continue;
+        if (!ki_is_file(cand, NULL)) continue;
+        if (!first) { first = i; ki_fmt(out, cap, "%s", cand); }
+        if (nm->line > 0 && i < n && line_starts_func(cand, nm->line, strrchr(fn + i, '.') + 1)) {
+            ki_fmt(out, cap, "%s", cand);
             nb_split_module(nm, i);
             return 1;
         }
     }
-    return 0;
+    if (first) nb_split_module(nm, first);
+    return first != 0;
 }
 
 /* ---------------------------------------------------------------------------------------- */
