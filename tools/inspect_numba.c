@@ -1129,6 +1129,20 @@ static int nbc_check(const char *path, char *err, size_t cap)
     if (pk_load(&P, buf, len, 0, &end, &v) != 0) {
         ki_fmt(err, cap, "does not unpickle (%s)", P.err);
         rc = -1;
+    } else {
+        /* a function whose module was in no sys.modules when it compiled (loaded by
+           spec_from_file_location + exec_module and never registered, not importable by its
+           name) has numba's placeholder module name "<dynamic>" in its data, and rebuilding it
+           imports that name: ModuleNotFoundError on every load, out of the user's call */
+        static const unsigned char dyn[] = "\x8c\x09<dynamic>";
+        size_t k;
+        for (k = 0; k + sizeof dyn - 1 <= len; k++)
+            if (memcmp(buf + k, dyn, sizeof dyn - 1) == 0) {
+                ki_fmt(err, cap, "names the module '<dynamic>' (its module was in no sys.modules when it compiled): "
+                       "numba's load raises ModuleNotFoundError");
+                rc = -1;
+                break;
+            }
     }
     pk_parser_free(&P);
     ka_free(&a);
