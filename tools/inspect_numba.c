@@ -404,6 +404,7 @@ typedef struct nb_source {
     char numba_index[4200];   /* the index file numba opens for this function */
     int locator_floor;        /* InTreeCacheLocatorFsAgnostic: the stamp is (floor(st_mtime), st_size) */
     int locator_raises;       /* numba raises picking a locator (no locator, an unknown class) */
+    char made_for[4096];      /* a PARENTDIR_SHA1 subdirectory: the directory its hash names, when known */
 } nb_source;
 
 static void sha1_hex(const char *s, char out[41])
@@ -461,6 +462,15 @@ static void check_layout(const char *index_abs, const nb_name *nm, nb_source *sr
     ki_path_dirname(index_abs, dir, sizeof dir);
     layout = dir_layout(ki_path_base(dir), parent, sizeof parent, hash);
     src->reads = -1;
+    /* the directory a PARENTDIR_SHA1 subdirectory was made for no longer holds the source: numba
+       running it from anywhere else hashes that other directory, never this one */
+    if (src->kind == SRC_FILE && !src->found && src->made_for[0] && layout == LAYOUT_HASH) {
+        src->reads = 0;
+        ki_fmt(src->reads_why, sizeof src->reads_why, "this cache subdirectory was made for sources in %.400s, which no longer "
+               "holds %.200s.py (moved or deleted): numba, running the source from anywhere else, looks in that directory's "
+               "own subdirectory, never here", src->made_for, nm->module);
+        return;
+    }
     /* a source that is not there (a moved or deleted tree) runs nowhere: nothing to say of it */
     if (src->kind == SRC_CELL || !src->path[0] || !src->found) return;
     /* numba's py_file: the source as imported; for a zip member, ARCHIVE/MEMBER */
@@ -569,7 +579,7 @@ static void locate_source(const char *index_abs, nb_name *nm, const ki_opts *op,
         /* candidates: ancestors of the cache dir, of the cwd, and a PARENTDIR child of each */
         char roots[2][4096], cwd[4096];
         int r, pass, have_name = 0;
-        char by_name[4096] = "";
+        char by_name[4096] = "", made_for[4096] = "";
         ki_fmt(roots[0], sizeof roots[0], "%s", dir);
         if (getcwd(cwd, sizeof cwd)) ki_fmt(roots[1], sizeof roots[1], "%s/.", cwd);
         else roots[1][0] = 0;
@@ -608,13 +618,17 @@ static void locate_source(const char *index_abs, nb_name *nm, const ki_opts *op,
                             }
                             continue;
                         }
-                        if (!ki_is_dir(abs)) continue;
                         if (pass == 0) {
                             sha1_hex(abs, want);
                             if (strcmp(want, hash) != 0) continue;
+                            /* the very directory the index was made for, whether or not it still holds the source */
+                            if (!made_for[0]) ki_fmt(made_for, sizeof made_for, "%s", abs);
+                            if (!ki_is_dir(abs)) continue;
                             source_in_dir(src, nm, abs, "NUMBA_CACHE_DIR layout: the directory hash matches");
+                            if (!src->found) ki_fmt(src->made_for, sizeof src->made_for, "%s", abs);
                             return;
                         }
+                        if (!ki_is_dir(abs)) continue;
                         if (!have_name && find_module_file(abs, nm, file, sizeof file)) {
                             have_name = 1;
                             ki_fmt(by_name, sizeof by_name, "%s", file);
@@ -628,6 +642,12 @@ static void locate_source(const char *index_abs, nb_name *nm, const ki_opts *op,
             ki_fmt(src->path, sizeof src->path, "%s", by_name);
             src->found = ki_is_file(by_name, &src->st);
             src->how = "NUMBA_CACHE_DIR layout, by directory name (the directory hash does not match)";
+            return;
+        }
+        if (made_for[0]) {
+            src->how = "NUMBA_CACHE_DIR layout: the directory hash names a directory that is gone";
+            ki_fmt(src->made_for, sizeof src->made_for, "%s", made_for);
+            ki_fmt(src->path, sizeof src->path, "%s/%s.py", made_for, nm->module);
             return;
         }
         src->how = "none: NUMBA_CACHE_DIR layout (PARENTDIR_SHA1-OF-SOURCE-DIR) and no candidate directory matches (pass --source)";
