@@ -750,7 +750,7 @@ static int ts_after(const struct stat *a, const struct stat *b)
 /* and the index's pyXY tag ties it to one Python), but a module found there is not looked    */
 /* for further, as Python's own search stops there.                                          */
 
-enum { KI_ROOT_FOLLOW, KI_ROOT_SITE, KI_ROOT_STDLIB };
+enum { KI_ROOT_FOLLOW, KI_ROOT_SITE, KI_ROOT_STDLIB, KI_ROOT_NSP };
 
 static void deps_add(nb_deps *D, const char *path)
 {
@@ -785,11 +785,11 @@ static int deps_resolve(nb_deps *D, const char *dir, const char *mod, size_t n, 
             continue;
         }
         p[o] = 0;
-        if (i < n) {                   /* a package on the way */
+        if (i < n) {                   /* a package on the way: a regular one, or a namespace package's directory */
             char q[4200];
             ki_fmt(q, sizeof q, "%s/__init__.py", p);
-            if (!ki_is_file(q, NULL)) return 0;
-            deps_add(D, q);
+            if (ki_is_file(q, NULL)) deps_add(D, q);
+            else if (!ki_is_dir(p)) return 0;
             continue;
         }
         {
@@ -797,7 +797,13 @@ static int deps_resolve(nb_deps *D, const char *dir, const char *mod, size_t n, 
             ki_fmt(q, sizeof q, "%s.py", p);
             if (n && ki_is_file(q, NULL)) { deps_add(D, q); ok = 1; }
             ki_fmt(q, sizeof q, "%s/__init__.py", p);
-            if (ki_is_file(q, NULL)) {
+            if (n && !ki_is_file(q, NULL) && ki_is_dir(p) && sub && subn && subn < 512) {
+                /* "from nsp import mod" of a namespace package (no __init__.py) */
+                ki_fmt(q, sizeof q, "%s/%.*s.py", p, (int)subn, sub);
+                if (ki_is_file(q, NULL)) { deps_add(D, q); ok = 1; }
+                ki_fmt(q, sizeof q, "%s/%.*s/__init__.py", p, (int)subn, sub);
+                if (ki_is_file(q, NULL)) { deps_add(D, q); ok = 1; }
+            } else if (ki_is_file(q, NULL)) {
                 deps_add(D, q);
                 ok = 1;
                 if (sub && subn && subn < 512) {
@@ -818,6 +824,18 @@ static int deps_resolve(nb_deps *D, const char *dir, const char *mod, size_t n, 
     return ok;
 }
 
+/* An ancestor of the source's package (KI_ROOT_NSP) resolves only the imports of the package the
+ * source itself lies in: mod's first component must be the ancestor's child on the way to it. */
+static int deps_root_serves(const nb_deps *D, size_t r, const char *mod, size_t n)
+{
+    size_t rl = strlen(D->roots[r]), c = 0;
+    const char *srcp = D->d[0].path;
+    if (D->root_kind[r] != KI_ROOT_NSP) return 1;
+    while (c < n && mod[c] != '.') c++;
+    return D->n > 0 && strncmp(srcp, D->roots[r], rl) == 0 && srcp[rl] == '/' && strncmp(srcp + rl + 1, mod, c) == 0 &&
+           srcp[rl + 1 + c] == '/';
+}
+
 static int is_ident(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || (unsigned char)c >= 0x80; }
 
 /* One "import a.b as c, d" or "from [.]*mod import x, y" statement. */
@@ -834,7 +852,11 @@ void deps_stmt(void *user, char *s)
             m = p;
             while (is_ident(*p) || *p == '.') p++;
             n = (size_t)(p - m);
-            if (n) for (r = 0; r < D->nroots; r++) { D->add_kind = D->root_kind[r]; if (deps_resolve(D, D->roots[r], m, n, NULL, 0)) break; }
+            if (n) for (r = 0; r < D->nroots; r++) {
+                if (!deps_root_serves(D, r, m, n)) continue;
+                D->add_kind = D->root_kind[r];
+                if (deps_resolve(D, D->roots[r], m, n, NULL, 0)) break;
+            }
             D->add_kind = KI_ROOT_FOLLOW;
             p = strchr(p, ',');
             if (!p) break;
@@ -866,6 +888,7 @@ void deps_stmt(void *user, char *s)
                 deps_resolve(D, base, m, n, xn ? x : NULL, xn);
             } else if (n) {
                 for (r = 0; r < D->nroots; r++) {
+                    if (!deps_root_serves(D, r, m, n)) continue;
                     D->add_kind = D->root_kind[r];
                     if (deps_resolve(D, D->roots[r], m, n, xn ? x : NULL, xn)) break;
                 }
@@ -1063,6 +1086,20 @@ static void deps_scan(const char *src, const struct stat *ix_st, const ki_opts *
         ki_fmt(D->pythonpath, sizeof D->pythonpath, "%s", pp ? pp : "");
         for (t = strtok_r(D->pythonpath, ":", &save); t && D->nroots < sizeof D->roots / sizeof D->roots[0]; t = strtok_r(NULL, ":", &save))
             if (*t) D->roots[D->nroots++] = t;
+    }
+    /* the ancestors above the top package: a namespace package (no __init__.py) has no top to
+       find, and is imported from one of them ("import nsp.sub.helper" beside nsp/sub/core.py);
+       each serves only the package the source lies in (deps_root_serves) */
+    {
+        char up[4096], cur[4096];
+        int lv;
+        ki_fmt(cur, sizeof cur, "%s", top);
+        for (lv = 0; lv < 8 && D->nroots < sizeof D->roots / sizeof D->roots[0]; lv++) {
+            ki_path_dirname(cur, up, sizeof up);
+            if (strcmp(up, cur) == 0) break;
+            deps_root(D, up, strlen(up), KI_ROOT_NSP);
+            ki_fmt(cur, sizeof cur, "%s", up);
+        }
     }
     /* then the standard library and the site directories, as the run's Python has them */
     if (python) deps_site_roots(D, python);
