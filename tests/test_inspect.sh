@@ -21,7 +21,7 @@ failures=0
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/kcache-inspect-test.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1}
-unset NUMBA_CPU_NAME NUMBA_CPU_FEATURES
+unset NUMBA_CPU_NAME NUMBA_CPU_FEATURES PYTHONPYCACHEPREFIX
 
 ok() { echo "ok $1"; }
 fail() { echo "FAIL $1: $2"; failures=$((failures + 1)); }
@@ -483,6 +483,30 @@ if run env_cache_dir_option --json --cache-dir "$tmp/po/ncd" --cpu "$ecpu" --fea
     v=$(json_get '(d["verdict"]["code"], d["source"]["locator"], d["source"]["numba_opens"].startswith("'"$tmp"'/po/ncd/po_"))')
     [ "$v" = "('never-read', 'UserProvidedCacheLocator', True)" ] && ok env_cache_dir_option || fail env_cache_dir_option "got $v"
 fi
+# a stale .pyc under the run's pycache prefix (issue 38 item 6): Python runs the .pyc it finds there,
+# as -X pycache_prefix (--pycache-prefix) or PYTHONPYCACHEPREFIX places it; numba <= 0.67 then hits
+r56=$root/tests/data/numba-real-corpus/0.56.4
+cp -R "$r56/pyc_timestamp" "$tmp/pp"
+python3 -c 'import json,os,sys
+m = json.load(open(sys.argv[1]))["cases"]["pyc_timestamp"]["mtimes"]
+for rel, ns in m.items():
+    os.utime(os.path.join(sys.argv[2], rel.split("/", 1)[1]), ns=(ns, ns))' "$r56/cases.json" "$tmp/pp"
+pfxdir=$tmp/pfx$tmp/pp   # the prefix holds the source directory's path, no __pycache__
+mkdir -p "$pfxdir" && mv "$tmp/pp/__pycache__/c_pyc_timestamp.cpython-311.pyc" "$pfxdir/"
+ppix=$tmp/pp/__pycache__/c_pyc_timestamp.f-4.py311.nbi
+rcpu=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["host"]["features"])' "$r56/cases.json")
+for how in none option env; do
+    want=hit; pyc=True
+    case $how in
+        none) want=stale; pyc=False; a=() ;;
+        option) a=(--pycache-prefix "$tmp/pfx") ;;
+        env) a=() ;;
+    esac
+    if PYTHONPYCACHEPREFIX=$([ $how = env ] && echo "$tmp/pfx") run "env_pycache_prefix_$how" --json --cpu znver3 --features "$rcpu" "${a[@]}" "$ppix"; then
+        v=$(json_get '(d["verdict"]["code"], d["bytecode"]["pyc"] is not None)')
+        [ "$v" = "('$want', $pyc)" ] && ok "env_pycache_prefix_$how" || fail "env_pycache_prefix_$how" "got $v, want ('$want', $pyc)"
+    fi
+done
 # a user-wide index whose source is gone (the tree moved): no source is named, nothing is guessed
 mkdir -p "$tmp/uw" && cp -R "$e68/xdg" "$tmp/uw/"
 uw=$(ls "$tmp"/uw/xdg/numba/userwide_hit_*/*.nbi)

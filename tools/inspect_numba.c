@@ -1162,6 +1162,7 @@ typedef struct nb_report {
     int code_freevars;         /* it is a closure: its cells' hash cannot be known without running it */
     char code_why[400];        /* why the bytecode was not checked */
     char python[300];          /* the Python that compiled it */
+    char code_pyc[4096];       /* the .pyc it was read from, when Python runs one rather than the source */
     size_t n_code_match;       /* overloads whose bytecode hash is the function's now */
 } nb_report;
 
@@ -1491,20 +1492,48 @@ static void nb_locate(const char *index_abs, const nb_name *nm, const nb_index *
 }
 
 /* The function's bytecode as numba hashes it for the index key (sha256 of __code__.co_code):
- * the source is compiled, never run, by a Python of the index's version in isolated mode (-I -S:
- * no site, no PYTHON* variables, no script directory), at the optimization level the run's
- * PYTHONOPTIMIZE gives, and the code object with the function's name and first line is found
+ * the bytecode Python runs, which is the source's .pyc where Python would use it (a module
+ * imported: its timestamp pyc whose mtime and size match the source's, a checked hash-based
+ * pyc whose hash matches, an unchecked hash-based pyc whatever the source says, each under the
+ * run's pycache prefix and optimization level, as importlib decides), else the source compiled,
+ * never run, by a Python of the index's version in isolated mode (-I -S: no site, no PYTHON*
+ * variables, no script directory, so the prefix is passed to it), at the optimization level the
+ * run's PYTHONOPTIMIZE gives.  The code object with the function's name and first line is found
  * by walking the module's constants.  The child is bounded by an alarm. */
 static const char nb_compile_py[] =
     "import sys, hashlib\n"
-    "path, name, line, opt, member = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]\n"
+    "path, name, line, opt, member, pfx = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5], sys.argv[6]\n"
     "if member:\n"
     "    import zipfile\n"
     "    src = zipfile.ZipFile(path).read(member)\n"
     "else:\n"
     "    src = open(path, 'rb').read()\n"
-    "code = compile(src, path, 'exec', dont_inherit=True, optimize=opt)\n"
+    "code = pyc = None\n"
+    "if not member:\n"
+    "    import importlib.util, _imp, marshal, os\n"
+    "    sys.pycache_prefix = pfx or None\n"
+    "    try:\n"
+    "        pyc = importlib.util.cache_from_source(path, optimization=opt or '')\n"
+    "        data = open(pyc, 'rb').read()\n"
+    "        flags = int.from_bytes(data[4:8], 'little')\n"
+    "        if data[:4] == importlib.util.MAGIC_NUMBER and len(data) > 16 and flags < 4:\n"
+    "            st = os.stat(path)\n"
+    "            if flags & 1:\n"
+    "                mode = _imp.check_hash_based_pycs\n"
+    "                ok = mode == 'never' or (mode != 'always' and not flags & 2) or data[8:16] == importlib.util.source_hash(src)\n"
+    "            else:\n"
+    "                ok = data[8:12] == (int(st.st_mtime) & 0xFFFFFFFF).to_bytes(4, 'little') and \\\n"
+    "                     data[12:16] == (st.st_size & 0xFFFFFFFF).to_bytes(4, 'little')\n"
+    "            if ok:\n"
+    "                code = marshal.loads(data[16:])\n"
+    "    except Exception:\n"
+    "        code = None\n"
+    "if code is None:\n"
+    "    pyc = None\n"
+    "    code = compile(src, path, 'exec', dont_inherit=True, optimize=opt)\n"
     "print('%d.%d' % sys.version_info[:2])\n"
+    "if pyc:\n"
+    "    print('pyc\\t' + pyc)\n"
     "todo = [code]\n"
     "while todo:\n"
     "    c = todo.pop()\n"
@@ -1520,7 +1549,7 @@ static void nb_bytecode(const ki_opts *op, nb_report *R)
     const nb_name *nm = &R->name;
     char py[64], want[16], line[32], opt[8], out[10240];
     char *site;
-    const char *env_opt = getenv("PYTHONOPTIMIZE"), *exe;
+    const char *env_opt = getenv("PYTHONOPTIMIZE"), *exe, *pfx;
     int pfd[2], status = 0, level = 0;
     pid_t pid;
     size_t n = 0, k;
@@ -1543,6 +1572,8 @@ static void nb_bytecode(const ki_opts *op, nb_report *R)
     exe = op->python ? op->python : py;
     /* PYTHONOPTIMIZE as Python reads it: a number, or any other non-empty string meaning 1 */
     if (env_opt && *env_opt) { long v = strtol(env_opt, &end, 10); level = *end ? 1 : v < 0 ? 0 : v > 2 ? 2 : (int)v; }
+    /* -X pycache_prefix (--pycache-prefix) wins over PYTHONPYCACHEPREFIX, as in Python */
+    pfx = op->pycache_prefix ? op->pycache_prefix : getenv("PYTHONPYCACHEPREFIX") ? getenv("PYTHONPYCACHEPREFIX") : "";
     ki_fmt(line, sizeof line, "%ld", nm->line);
     ki_fmt(opt, sizeof opt, "%d", level);
     if (pipe(pfd) != 0) { ki_fmt(R->code_why, sizeof R->code_why, "not checked: pipe: %s", strerror(errno)); return; }
@@ -1556,7 +1587,7 @@ static void nb_bytecode(const ki_opts *op, nb_report *R)
         close(pfd[0]);
         alarm(30);   /* survives exec: a compile that hangs is killed */
         execlp(exe, exe, "-I", "-S", "-c", nb_compile_py, R->src.path, nm->func, line, opt, R->src.kind == SRC_ZIP ? R->src.member : "",
-               (char *)NULL);
+               pfx, (char *)NULL);
         _exit(127);
     }
     close(pfd[1]);
@@ -1590,6 +1621,13 @@ static void nb_bytecode(const ki_opts *op, nb_report *R)
                nl ? (int)(nl - out) < 16 ? (int)(nl - out) : 16 : 0, out, want);
         return;
     }
+    /* "pyc\tPATH": the bytecode is the .pyc's, which Python runs rather than compiling the source */
+    if (strncmp(nl + 1, "pyc\t", 4) == 0) {
+        char *e = strchr(nl + 5, '\n');
+        if (!e) return;
+        ki_fmt(R->code_pyc, sizeof R->code_pyc, "%.*s", (int)(e - (nl + 5)), nl + 5);
+        nl = e;
+    }
     /* the first code object with that name and first line (numba's disambiguator) */
     if (strlen(nl + 1) < 66) {
         ki_fmt(R->code_why, sizeof R->code_why, "not checked: no function %.200s starting at line %ld in the source", nm->func, nm->line);
@@ -1600,7 +1638,11 @@ static void nb_bytecode(const ki_opts *op, nb_report *R)
     R->code_hex[64] = 0;
     R->code_freevars = atoi(nl + 66) > 0;
     R->code_checked = 1;
-    ki_fmt(R->code_why, sizeof R->code_why, "compiled by %.200s -I -S at optimization level %d (PYTHONOPTIMIZE)", exe, level);
+    if (R->code_pyc[0])
+        ki_fmt(R->code_why, sizeof R->code_why, "read from %.250s by %.60s: Python runs that .pyc, not the source (it still "
+               "matches the source as Python checks it)", R->code_pyc, exe);
+    else
+        ki_fmt(R->code_why, sizeof R->code_why, "compiled by %.200s -I -S at optimization level %d (PYTHONOPTIMIZE)", exe, level);
 }
 
 /* Whether the decorator compiles when the module is imported (its signatures are given:
@@ -2246,6 +2288,7 @@ static void report_json(ki_out *o, nb_index *ix, nb_report *R, const ki_opts *op
     ko_puts(o, ", \"sha256\": "); if (R->code_checked) ko_json_cstr(o, R->code_hex); else ko_puts(o, "null");
     ko_puts(o, ", \"closure_checked\": "); ko_puts(o, R->code_checked && !R->code_freevars ? "true" : "false");
     ko_puts(o, ", \"python\": "); if (R->python[0]) ko_json_cstr(o, R->python); else ko_puts(o, "null");
+    ko_puts(o, ", \"pyc\": "); if (R->code_pyc[0]) ko_json_cstr(o, R->code_pyc); else ko_puts(o, "null");
     ko_puts(o, ", \"why\": "); ko_json_cstr(o, R->code_why);
     ko_puts(o, "}");
     ko_puts(o, ",\n  \"stamp\": {\"kind\": ");
