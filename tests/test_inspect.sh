@@ -507,6 +507,25 @@ for how in none option env; do
         [ "$v" = "('$want', $pyc)" ] && ok "env_pycache_prefix_$how" || fail "env_pycache_prefix_$how" "got $v, want ('$want', $pyc)"
     fi
 done
+# AVX10 as each LLVM's host detection reports it (issue 38 item 1), under a made-up CPUID
+# (KCACHE_INSPECT_CPUID): leaf 7.1 EDX bit 19, leaf 0x24 subleaf 0 EBX = version 1 and 512-bit
+# vectors, the AVX-512 state saved.  LLVM 18-19 read the bit alone for avx10.1-256; before 22
+# LLVM read leaf 0x24 without ECX = 0 (another subleaf: no version, no 512 bits); 22 reads subleaf 0
+avx10_cpuid='0:24:0:0:0,7:1:0:0:0,7.1:0:0:0:80000,24:0:40001:0:0,xcr0:e7'
+for c in "18 +avx10.1-256,-avx10.1-512" "19 +avx10.1-256,-avx10.1-512" "20 -avx10.1-256,-avx10.1-512,-avx10.2-256,-avx10.2-512" \
+         "21 -avx10.1,-avx10.2" "22 +avx10.1,-avx10.2"; do
+    lv=${c%% *} want=${c#* }
+    if KCACHE_INSPECT_CPUID=$avx10_cpuid run "host_avx10_llvm$lv" --json --llvm-version "$lv" "$ppix"; then
+        v=$(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); w=sys.argv[2].split(",")
+print(",".join(f for f in d["host"]["features"].split(",") if f[1:] in [x[1:] for x in w]))' "$tmp/out" "$want")
+        [ "$v" = "$want" ] && ok "host_avx10_llvm$lv" || fail "host_avx10_llvm$lv" "got '$v', want '$want'"
+    fi
+done
+# the index says which numba, so which LLVM, reads it: numba 0.64 (LLVM 20) on that CPU has no AVX10
+if KCACHE_INSPECT_CPUID=$avx10_cpuid run host_avx10_numba064 --json "$root/tests/data/numba-real-corpus/0.64.0/fc_arg/__pycache__/c_fc_arg.apply-9.py311.nbi"; then
+    v=$(json_get '[f for f in d["host"]["features"].split(",") if f[1:] in ("avx10.1-256", "avx10.1-512")]')
+    [ "$v" = "['-avx10.1-256', '-avx10.1-512']" ] && ok host_avx10_numba064 || fail host_avx10_numba064 "got $v"
+fi
 # a user-wide index whose source is gone (the tree moved): no source is named, nothing is guessed
 mkdir -p "$tmp/uw" && cp -R "$e68/xdg" "$tmp/uw/"
 uw=$(ls "$tmp"/uw/xdg/numba/userwide_hit_*/*.nbi)
