@@ -224,12 +224,17 @@ for py in "${pys[@]}"; do
     python3 "$root/tests/inspect_corpus.py" live "$tool" "$py" "$tmp" --env >"$tmp/live.log" 2>&1
     cat "$tmp/live.log"
     failures=$((failures + $(grep -c '^FAIL ' "$tmp/live.log")))
+    # the cases real projects hit (issue 38), made now with this numba, compared with the corpus
+    python3 "$root/tests/inspect_corpus.py" live "$tool" "$py" "$tmp" --real --corpus "$root/tests/data/numba-real-corpus" \
+        >"$tmp/live.log" 2>&1
+    cat "$tmp/live.log"
+    failures=$((failures + $(grep -c '^FAIL ' "$tmp/live.log")))
 done
 
 # what only the text report shows, on the live caches
 for d in "$tmp"/live-*; do
     [ -f "$d/cases.json" ] || continue
-    case $d in */live-env-*) continue ;; esac
+    case $d in */live-env-*|*/live-real-*) continue ;; esac
     ver=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["numba"])' "$d/cases.json")
     n="live_${ver}_text"
     lix() { python3 -c 'import json,sys; print(sys.argv[2] + "/" + json.load(open(sys.argv[1]))["cases"][sys.argv[3]]["indexes"][int(sys.argv[4])])' "$d/cases.json" "$d" "$1" "${2:-0}"; }
