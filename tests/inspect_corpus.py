@@ -2,7 +2,7 @@
 """inspect_corpus.py - kcache-inspect's verdicts against what real numba did (tests/test_inspect.sh).
 
 Usage: inspect_corpus.py replay TOOL CORPUS TMP
-       inspect_corpus.py live TOOL PYTHON TMP [--other PYTHON2] [--corpus CORPUS] [--env]
+       inspect_corpus.py live TOOL PYTHON TMP [--other PYTHON2] [--corpus CORPUS] [--env | --real]
 
 replay: every case of every numba version in CORPUS (tests/data/numba-corpus/VERSION, made by
         tests/numba_cases.py) is copied under TMP, its files' mtimes put back (git keeps none)
@@ -15,6 +15,7 @@ live:   the cases are made now with PYTHON's numba (numba_cases.py, numba's beha
         numba must still do what the corpus recorded (the corpus cannot drift from numba).
         --env: numba_cases.py's --env cases (the run's environment: locators, bytecode, exact
         CPU feature strings, zip imports, damaged indexes; tests/data/numba-env-corpus).
+        --real: numba_cases.py's --real cases (tests/data/numba-real-corpus, issue 38).
 
 Prints "ok NAME" / "FAIL NAME: why" lines (tests/kt.h's protocol); exit status 1 on a failure.
 """
@@ -43,7 +44,7 @@ def fail(name, why):
 
 # what numba reads from its environment: the tool runs with the case's run, not the test's
 RUN_VARS = ("NUMBA_CACHE_DIR", "NUMBA_CACHE_LOCATOR_CLASSES", "NUMBA_CPU_NAME", "NUMBA_CPU_FEATURES", "PYTHONOPTIMIZE",
-            "PYTHONPATH", "XDG_CACHE_HOME")
+            "PYTHONPATH", "PYTHONPYCACHEPREFIX", "XDG_CACHE_HOME")
 
 
 def run_env(entry, root):
@@ -142,7 +143,7 @@ def replay(tool, corpus, tmp):
             kinds.add(e["expect"])
             if e.get("warning"):
                 kinds.add(e["warning"])
-        if m.get("set") == "env":   # numba_cases.py --env: the run's environment, not every verdict kind
+        if m.get("set") in ("env", "real"):   # numba_cases.py --env, --real: chosen cases, not every verdict kind
             continue
         # every verdict kind this numba can produce has a case
         need = {"hit", "partial", "stale", "cpu-mismatch", "raises", "never-read", "version-mismatch", "stale-dependency"}
@@ -156,10 +157,11 @@ def replay(tool, corpus, tmp):
             ok("corpus_%s_every_verdict_kind" % v)
 
 
-def live(tool, python, tmp, other, corpus, env_set=False):
-    out = os.path.join(tmp, "live-" + ("env-" if env_set else "") + os.path.basename(os.path.dirname(os.path.dirname(python))))
+def live(tool, python, tmp, other, corpus, env_set=False, real_set=False):
+    kind = "env-" if env_set else "real-" if real_set else ""
+    out = os.path.join(tmp, "live-" + kind + os.path.basename(os.path.dirname(os.path.dirname(python))))
     cmd = [sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)), "numba_cases.py"), python, out,
-           "--env" if env_set else "--extra"]
+           "--env" if env_set else "--real" if real_set else "--extra"]
     if other:
         cmd += ["--other", other]
     p = subprocess.run(cmd, capture_output=True, text=True)
@@ -168,7 +170,7 @@ def live(tool, python, tmp, other, corpus, env_set=False):
     try:
         with open(os.path.join(out, "cases.json")) as f:
             m = json.load(f)
-        tag = ("live_env_" if env_set else "live_") + m["numba"]
+        tag = "live_" + kind.replace("-", "_") + m["numba"]
     except (OSError, ValueError):
         pass
     if p.returncode != 0 or m is None:
@@ -216,7 +218,7 @@ def main(argv):
             other = rest[rest.index("--other") + 1]
         if "--corpus" in rest:
             corpus = os.path.abspath(rest[rest.index("--corpus") + 1])
-        live(os.path.abspath(argv[2]), argv[3], os.path.abspath(argv[4]), other, corpus, "--env" in rest)
+        live(os.path.abspath(argv[2]), argv[3], os.path.abspath(argv[4]), other, corpus, "--env" in rest, "--real" in rest)
     else:
         sys.stderr.write(__doc__)
         return 2

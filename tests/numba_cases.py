@@ -3,7 +3,7 @@
 itself then does recorded beside it: the ground truth kcache-inspect's verdicts are checked
 against (tests/test_inspect.sh), and the maker of tests/data/numba-corpus.
 
-Usage: numba_cases.py PYTHON OUTDIR [--other PYTHON2] [--only CASE,...] [--extra] [--list]
+Usage: numba_cases.py PYTHON OUTDIR [--other PYTHON2] [--only CASE,...] [--extra | --env | --real] [--list]
        numba_cases.py --readme CORPUS     (writes CORPUS/README.md from its cases.json files)
 
 PYTHON is the interpreter with the numba under test (Debian's /usr/bin/python3, a venv's
@@ -290,6 +290,84 @@ ENV_CASES = [
          note="a module found through PYTHONPATH edited after caching: numba reuses the old code"),
 ]
 
+FC = """from numba import njit
+
+
+@njit
+def inc(x):
+    return x + 1
+
+
+@njit(cache=True)
+def apply(g, x):
+    return g(x)
+"""
+
+DOTTED_OTHER = """# an unrelated module that shares the dotted file's first name part
+VALUE = 1
+"""
+
+NSP_HELPER = """from numba import njit
+
+
+@njit
+def scale(x):
+    return x * 4
+"""
+
+NSP_CORE = """from numba import njit
+
+from c_nsp.sub.helper import scale
+
+
+@njit(cache=True)
+def use(x):
+    return scale(x)
+"""
+
+PYC = """from numba import njit
+
+
+@njit(cache=True)
+def f(x):
+    y = 10
+    y += x
+    return y
+"""
+
+# --real (issue 38): the cases real projects hit that kcache-inspect got wrong.  layout "file": the
+# module is loaded with importlib.util.spec_from_file_location + exec_module under modname
+# (registered in sys.modules when register is set, its directory on sys.path unless on_path is
+# False); src_dir: the source lies in that
+# subdirectory of the case.
+REAL_CASES = [
+    dict(name="fc_arg", files={"": FC}, calls=["mod.apply(mod.inc, 1)"], change=None, expect="unmatchable",
+         note="an @njit function passed to another: the key holds the dispatcher's address, numba recompiles every run"),
+    dict(name="dotted_module", layout="file", files={"c_dotted_module.mod.py": SIMPLE, "c_dotted_module.py": DOTTED_OTHER},
+         modname="c_dotted_module.mod", file="c_dotted_module.mod.py", register=True, calls=CALL1, change=None,
+         expect="hit", note="my.mod.py beside an unrelated my.py: numba names the module my.mod"),
+    dict(name="dynamic_module", layout="file", files={"": SIMPLE}, modname="c_dynamic_module", register=False, on_path=False,
+         calls=CALL1, change=None, expect="raises",
+         note="loaded by spec_from_file_location + exec_module, never in sys.modules nor importable: "
+              "its data names the module <dynamic>, and unpickling it raises"),
+    dict(name="moved_source", layout="cachedir", files={"src/c_moved_source.py": SIMPLE}, src_dir="src", calls=CALL1,
+         change="move_src", run_env={"NUMBA_CACHE_DIR": "{case}/ncd"}, expect="never-read",
+         note="NUMBA_CACHE_DIR set, the source's directory renamed (src/ to elsewhere/): numba looks under another subdirectory"),
+    dict(name="nsp", files={"c_nsp/sub/core.py": NSP_CORE, "c_nsp/sub/helper.py": NSP_HELPER}, module="c_nsp.sub.core",
+         calls=["mod.use(5)"], change="edit_dep", dep="c_nsp/sub/helper.py", expect="hit", warning="stale-dependency",
+         fresh="mod.use.py_func(5)",
+         note="a namespace package (no __init__.py): a sibling module the cached function's module imports, edited"),
+    dict(name="pyc_timestamp", files={"": PYC}, calls=CALL1, change="pyc_edit", build_env={"PYTHONDONTWRITEBYTECODE": ""},
+         expect=by_stamp("hit", "stale"), fresh="mod.f.py_func(1)",
+         note="+= edited to -= (size and mtime kept), its timestamp .pyc still valid: Python runs the old bytecode"),
+    dict(name="pyc_unchecked_hash", files={"": PYC}, calls=CALL1, change="pyc_edit", pyc="UNCHECKED_HASH",
+         expect=by_stamp("hit", "stale"), fresh="mod.f.py_func(1)",
+         note="the same edit under an unchecked hash-based .pyc: Python never looks at the source"),
+    dict(name="pyc_checked_hash", files={"": PYC}, calls=CALL1, change="pyc_edit", pyc="CHECKED_HASH",
+         expect="stale", fresh="mod.f.py_func(1)",
+         note="the same edit under a checked hash-based .pyc: Python sees the source's hash differ and compiles it"),
+]
+
 # --extra: the kinds of functions and keys kcache-inspect renders (made live by the tests, not kept
 # in the corpus: their data files are large)
 EXTRA = [
@@ -334,6 +412,16 @@ for c in jobs["cases"]:
                 ns = {"__name__": "__main__"}   # IPython runs cells in __main__
                 exec(compile(src, fname, "exec"), ns)
                 env = {"ns": ns, "np": np}
+            elif c["layout"] == "file":
+                import importlib.util
+                if c["on_path"]:
+                    sys.path.insert(0, c["dir"])
+                spec = importlib.util.spec_from_file_location(c["modname"], os.path.join(c["dir"], c["file"]))
+                m = importlib.util.module_from_spec(spec)
+                if c["register"]:
+                    sys.modules[c["modname"]] = m
+                spec.loader.exec_module(m)
+                env = {"mod": m, "np": np}
             elif c["layout"] == "zip":
                 sys.path.insert(0, c["zip"])
                 env = {"zmod": importlib.import_module(c["module"]), "np": np}
@@ -425,8 +513,11 @@ def case_dir(out, c):
 
 def job(out, c):
     d = case_dir(out, c)
-    j = {"name": c["name"], "layout": c.get("layout", "intree"), "calls": c["calls"], "dir": d,
-         "module": "c_" + c["name"]}
+    j = {"name": c["name"], "layout": c.get("layout", "intree"), "calls": c["calls"],
+         "dir": os.path.join(d, c["src_dir"]) if c.get("src_dir") else d, "module": c.get("module", "c_" + c["name"])}
+    if j["layout"] == "file":
+        j.update(modname=c["modname"], file=c.get("file", "c_%s.py" % c["name"]), register=c["register"],
+                 on_path=c.get("on_path", True))
     if j["layout"] == "notebook":
         j["cell"] = os.path.join(d, "cell.py")
         j["cellhash"] = cellhash(c)
@@ -571,6 +662,25 @@ def change(out, c, base):
             f.write(text)
         t = max(os.stat(p).st_mtime_ns for p in ix) + 5000000000
         os.utime(h, ns=(t, t))
+    elif kind == "move_src":
+        os.rename(os.path.join(d, c["src_dir"]), os.path.join(d, "elsewhere"))
+        c["_src_was"] = c["src_dir"]
+        c["src_dir"] = "elsewhere"
+    elif kind == "edit_dep":
+        h = os.path.join(d, c["dep"])
+        text = open(h).read().replace("x * 4", "x * 5")
+        with open(h, "w") as f:
+            f.write(text)
+        t = max(os.stat(p).st_mtime_ns for p in ix) + 5000000000   # edited after the index was written
+        os.utime(h, ns=(t, t))
+    elif kind == "pyc_edit":
+        if c.get("pyc"):   # the .pyc made again, hash-based, by the numba's own Python
+            subprocess.run([c["_python"], "-c", "import py_compile, sys; py_compile.compile(sys.argv[1], "
+                            "invalidation_mode=py_compile.PycInvalidationMode.%s, doraise=True)" % c["pyc"], src], check=True)
+        text = open(src).read().replace("y += x", "y -= x")
+        with open(src, "w") as f:
+            f.write(text)
+        os.utime(src, ns=(base, base))   # numba before 0.68 compares st_mtime as a float: put back exactly
     elif kind == "edit_zip":
         z = os.path.join(d, "lib.zip")
         name = list(c["files"])[0]
@@ -632,7 +742,7 @@ def outcome(rec, index):
 
 
 # which kcache-inspect verdicts are consistent with what numba did
-COMPATIBLE = {"hit": {"hit"}, "partial": {"partial"}, "recompile": {"stale", "cpu-mismatch", "data-missing"},
+COMPATIBLE = {"hit": {"hit"}, "partial": {"partial"}, "recompile": {"stale", "cpu-mismatch", "data-missing", "unmatchable"},
               "ignored": {"version-mismatch"}, "never-read": {"never-read"}, "raises": {"raises"}}
 
 
@@ -700,6 +810,9 @@ def main(argv):
     env_set = "--env" in args
     if env_set:
         args.remove("--env")
+    real_set = "--real" in args
+    if real_set:
+        args.remove("--real")
     if "--list" in args:
         print(" ".join(c["name"] for c in CASES + EXTRA))
         return 0
@@ -725,7 +838,7 @@ def main(argv):
     other_version = numba_version(other) if other else None
     stamp = "sha256" if vtuple(version) >= (0, 68) else "mtime-size"
     cases = []
-    for c in (ENV_CASES if env_set else CASES) + (EXTRA if extra else []):
+    for c in (ENV_CASES if env_set else REAL_CASES if real_set else CASES) + (EXTRA if extra else []):
         c = dict(c)
         if only and c["name"] not in only:
             continue
@@ -735,6 +848,7 @@ def main(argv):
             continue
         if "max_numba" in c and vtuple(version) > c["max_numba"]:
             continue
+        c["_python"] = python
         cases.append(c)
     probed = {}
     if any("{host_features_reversed}" in v for c in cases for v in c.get("build_env", {}).values()):
@@ -784,7 +898,7 @@ def main(argv):
 
     restore(out, snap)
 
-    manifest = {"set": "env" if env_set else "cases", "numba": version, "python": env_info["python"], "llvm": env_info["llvm"], "stamp": stamp,
+    manifest = {"set": "env" if env_set else "real" if real_set else "cases", "numba": version, "python": env_info["python"], "llvm": env_info["llvm"], "stamp": stamp,
                 "host": {"triple": env_info["triple"], "cpu": env_info["cpu"], "features": env_info["features"]},
                 "other_numba": other_version, "cases": {}}
     for c in cases:
@@ -812,7 +926,8 @@ def main(argv):
             entry["rehome"] = {"dir": os.path.dirname(ixs[0]), "archive": os.path.join(os.path.relpath(d, out), "lib.zip")}
         if c.get("layout") in ("userwide", "cachedir") and not c.get("_moved"):
             # a NUMBA_CACHE_DIR or user-wide subdirectory is named for the source directory's path
-            entry["rehome"] = {"dir": os.path.dirname(ixs[0]), "archive": os.path.relpath(d, out)}
+            entry["rehome"] = {"dir": os.path.dirname(ixs[0]),
+                               "archive": os.path.join(os.path.relpath(d, out), c.get("_src_was") or c.get("src_dir") or "")}
         if c.get("run_env"):
             entry["run_env"] = {k: v.replace(out, "{root}") for k, v in expand(c["run_env"], out, c).items()}
         entry["inspect_args"] = args

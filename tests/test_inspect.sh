@@ -21,7 +21,7 @@ failures=0
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/kcache-inspect-test.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1}
-unset NUMBA_CPU_NAME NUMBA_CPU_FEATURES
+unset NUMBA_CPU_NAME NUMBA_CPU_FEATURES PYTHONPYCACHEPREFIX
 
 ok() { echo "ok $1"; }
 fail() { echo "FAIL $1: $2"; failures=$((failures + 1)); }
@@ -185,6 +185,13 @@ python3 "$root/tests/inspect_corpus.py" replay "$tool" "$root/tests/data/numba-e
 cat "$tmp/replay.log"
 failures=$((failures + $(grep -c '^FAIL ' "$tmp/replay.log")))
 grep -q '^ok corpus_present' "$tmp/replay.log" || fail corpus_env_replay "inspect_corpus.py replay ran no check"
+# tests/data/numba-real-corpus: the cases real projects hit (numba_cases.py --real, issue 38; numba
+# 0.56.4, 0.64.0, 0.68.1), told the recording machine's CPU
+mkdir -p "$tmp/real"
+python3 "$root/tests/inspect_corpus.py" replay "$tool" "$root/tests/data/numba-real-corpus" "$tmp/real" >"$tmp/replay.log" 2>&1
+cat "$tmp/replay.log"
+failures=$((failures + $(grep -c '^FAIL ' "$tmp/replay.log")))
+grep -q '^ok corpus_present' "$tmp/replay.log" || fail corpus_real_replay "inspect_corpus.py replay ran no check"
 
 # ----------------------------------------------------------------------------------------------
 # numba here: Debian's (/usr/bin/python3) and PyPI's newest (build/venv-numba); each makes every
@@ -217,12 +224,17 @@ for py in "${pys[@]}"; do
     python3 "$root/tests/inspect_corpus.py" live "$tool" "$py" "$tmp" --env >"$tmp/live.log" 2>&1
     cat "$tmp/live.log"
     failures=$((failures + $(grep -c '^FAIL ' "$tmp/live.log")))
+    # the cases real projects hit (issue 38), made now with this numba, compared with the corpus
+    python3 "$root/tests/inspect_corpus.py" live "$tool" "$py" "$tmp" --real --corpus "$root/tests/data/numba-real-corpus" \
+        >"$tmp/live.log" 2>&1
+    cat "$tmp/live.log"
+    failures=$((failures + $(grep -c '^FAIL ' "$tmp/live.log")))
 done
 
 # what only the text report shows, on the live caches
 for d in "$tmp"/live-*; do
     [ -f "$d/cases.json" ] || continue
-    case $d in */live-env-*) continue ;; esac
+    case $d in */live-env-*|*/live-real-*) continue ;; esac
     ver=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["numba"])' "$d/cases.json")
     n="live_${ver}_text"
     lix() { python3 -c 'import json,sys; print(sys.argv[2] + "/" + json.load(open(sys.argv[1]))["cases"][sys.argv[3]]["indexes"][int(sys.argv[4])])' "$d/cases.json" "$d" "$1" "${2:-0}"; }
@@ -492,6 +504,49 @@ fi
 if run env_cache_dir_option --json --cache-dir "$tmp/po/ncd" --cpu "$ecpu" --features "$efeat" "$po"; then
     v=$(json_get '(d["verdict"]["code"], d["source"]["locator"], d["source"]["numba_opens"].startswith("'"$tmp"'/po/ncd/po_"))')
     [ "$v" = "('never-read', 'UserProvidedCacheLocator', True)" ] && ok env_cache_dir_option || fail env_cache_dir_option "got $v"
+fi
+# a stale .pyc under the run's pycache prefix (issue 38 item 6): Python runs the .pyc it finds there,
+# as -X pycache_prefix (--pycache-prefix) or PYTHONPYCACHEPREFIX places it; numba <= 0.67 then hits
+r56=$root/tests/data/numba-real-corpus/0.56.4
+cp -R "$r56/pyc_timestamp" "$tmp/pp"
+python3 -c 'import json,os,sys
+m = json.load(open(sys.argv[1]))["cases"]["pyc_timestamp"]["mtimes"]
+for rel, ns in m.items():
+    os.utime(os.path.join(sys.argv[2], rel.split("/", 1)[1]), ns=(ns, ns))' "$r56/cases.json" "$tmp/pp"
+pfxdir=$tmp/pfx$tmp/pp   # the prefix holds the source directory's path, no __pycache__
+mkdir -p "$pfxdir" && mv "$tmp/pp/__pycache__/c_pyc_timestamp.cpython-311.pyc" "$pfxdir/"
+ppix=$tmp/pp/__pycache__/c_pyc_timestamp.f-4.py311.nbi
+rcpu=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["host"]["features"])' "$r56/cases.json")
+for how in none option env; do
+    want=hit; pyc=True
+    case $how in
+        none) want=stale; pyc=False; a=() ;;
+        option) a=(--pycache-prefix "$tmp/pfx") ;;
+        env) a=() ;;
+    esac
+    if PYTHONPYCACHEPREFIX=$([ $how = env ] && echo "$tmp/pfx") run "env_pycache_prefix_$how" --json --cpu znver3 --features "$rcpu" "${a[@]}" "$ppix"; then
+        v=$(json_get '(d["verdict"]["code"], d["bytecode"]["pyc"] is not None)')
+        [ "$v" = "('$want', $pyc)" ] && ok "env_pycache_prefix_$how" || fail "env_pycache_prefix_$how" "got $v, want ('$want', $pyc)"
+    fi
+done
+# AVX10 as each LLVM's host detection reports it (issue 38 item 1), under a made-up CPUID
+# (KCACHE_INSPECT_CPUID): leaf 7.1 EDX bit 19, leaf 0x24 subleaf 0 EBX = version 1 and 512-bit
+# vectors, the AVX-512 state saved.  LLVM 18-19 read the bit alone for avx10.1-256; before 22
+# LLVM read leaf 0x24 without ECX = 0 (another subleaf: no version, no 512 bits); 22 reads subleaf 0
+avx10_cpuid='0:24:0:0:0,7:1:0:0:0,7.1:0:0:0:80000,24:0:40001:0:0,xcr0:e7'
+for c in "18 +avx10.1-256,-avx10.1-512" "19 +avx10.1-256,-avx10.1-512" "20 -avx10.1-256,-avx10.1-512,-avx10.2-256,-avx10.2-512" \
+         "21 -avx10.1,-avx10.2" "22 +avx10.1,-avx10.2"; do
+    lv=${c%% *} want=${c#* }
+    if KCACHE_INSPECT_CPUID=$avx10_cpuid run "host_avx10_llvm$lv" --json --llvm-version "$lv" "$ppix"; then
+        v=$(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); w=sys.argv[2].split(",")
+print(",".join(f for f in d["host"]["features"].split(",") if f[1:] in [x[1:] for x in w]))' "$tmp/out" "$want")
+        [ "$v" = "$want" ] && ok "host_avx10_llvm$lv" || fail "host_avx10_llvm$lv" "got '$v', want '$want'"
+    fi
+done
+# the index says which numba, so which LLVM, reads it: numba 0.64 (LLVM 20) on that CPU has no AVX10
+if KCACHE_INSPECT_CPUID=$avx10_cpuid run host_avx10_numba064 --json "$root/tests/data/numba-real-corpus/0.64.0/fc_arg/__pycache__/c_fc_arg.apply-9.py311.nbi"; then
+    v=$(json_get '[f for f in d["host"]["features"].split(",") if f[1:] in ("avx10.1-256", "avx10.1-512")]')
+    [ "$v" = "['-avx10.1-256', '-avx10.1-512']" ] && ok host_avx10_numba064 || fail host_avx10_numba064 "got $v"
 fi
 # a user-wide index whose source is gone (the tree moved): no source is named, nothing is guessed
 mkdir -p "$tmp/uw" && cp -R "$e68/xdg" "$tmp/uw/"

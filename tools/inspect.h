@@ -97,6 +97,7 @@ typedef struct ki_opts {
     const char *cache_dir;            /* --cache-dir DIR: NUMBA_CACHE_DIR of the run ("": unset) */
     const char *locator_classes;      /* --locator-classes LIST: NUMBA_CACHE_LOCATOR_CLASSES of the run */
     const char *python;               /* --python PATH: the interpreter that compiles the source */
+    const char *pycache_prefix;       /* --pycache-prefix DIR: the run's -X pycache_prefix (else PYTHONPYCACHEPREFIX) */
     int no_bytecode;                  /* --no-bytecode: do not compile the source */
     /* --prune */
     int prune, prune_yes, prune_other_cpu;

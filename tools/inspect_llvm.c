@@ -369,6 +369,131 @@ static int index_has_triple(const nb_index *ix, const char *tail)
     return 0;
 }
 
+/* ---------------------------------------------------------------------------------------- */
+/* AVX10 as each LLVM's host detection reports it (llvm/lib/TargetParser/Host.cpp as released,  */
+/* quirks included).  kcache's feature string is one for every LLVM, with the newest's          */
+/* conditions; where the LLVM that reads an index decided otherwise, its own answer is taken:    */
+/*   LLVM <= 17  no AVX10 names;                                                               */
+/*   LLVM 18-19  avx10.1-256: leaf 7 subleaf 1 EDX bit 19 (with the AVX-512 state saved);       */
+/*               avx10.1-512: that and leaf 0x24's EBX bit 18;                                 */
+/*   LLVM 20     avx10.1-256/-512, avx10.2-256/-512: the bit, and leaf 0x24's version as a      */
+/*               truth value ("HasLeaf24 && (EBX & 0xff)", so never 2: no avx10.2), 512 bit 18;  */
+/*   LLVM 21     avx10.1, avx10.2 (the 256-bit names gone), the same version test;              */
+/*   LLVM 22     avx10.1, avx10.2, leaf 0x24 subleaf 0 and the version number itself (llvm-     */
+/*               project pull request 172350, December 2025).                                  */
+/* Before 22 LLVM queried leaf 0x24 without setting ECX, so the subleaf was whatever ECX held:  */
+/* on real hardware not 0, and AVX10 was never seen.  That query is modelled as subleaf 1       */
+/* (reserved: EBX 0 on every AVX10 CPU so far).                                                */
+/* For tests, KCACHE_INSPECT_CPUID replaces the CPUID this reads: "LEAF.SUB:EAX:EBX:ECX:EDX"     */
+/* entries (hex) separated by commas, and "xcr0:HEX"; a leaf not given reads as zeros.          */
+
+typedef struct ki_cpuid_src { const char *fake; } ki_cpuid_src;
+
+/* One CPUID leaf/subleaf: from KCACHE_INSPECT_CPUID when set, else the processor.  0 when
+ * neither can say (not x86). */
+static int ki_cpuid(const ki_cpuid_src *c, unsigned leaf, unsigned sub, unsigned r[4])
+{
+    r[0] = r[1] = r[2] = r[3] = 0;
+    if (c->fake) {
+        const char *p = c->fake;
+        while (*p) {
+            char *end;
+            unsigned long l, sl = 0, v[4] = {0, 0, 0, 0};
+            int k;
+            while (*p == ',' || *p == ' ') p++;
+            if (!*p) break;
+            if (strncmp(p, "xcr0:", 5) == 0) { while (*p && *p != ',') p++; continue; }
+            l = strtoul(p, &end, 16);
+            if (*end == '.') sl = strtoul(end + 1, &end, 16);
+            for (k = 0; k < 4 && *end == ':'; k++) v[k] = strtoul(end + 1, &end, 16);
+            if (l == leaf && sl == sub) { for (k = 0; k < 4; k++) r[k] = (unsigned)v[k]; return 1; }
+            p = end;
+            while (*p && *p != ',') p++;
+        }
+        return 1;
+    }
+#if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
+    {
+        unsigned a = leaf, b, cc = sub, d;
+        __asm__ volatile("cpuid" : "+a"(a), "=b"(b), "+c"(cc), "=d"(d));
+        r[0] = a; r[1] = b; r[2] = cc; r[3] = d;
+        return 1;
+    }
+#else
+    (void)leaf; (void)sub;
+    return 0;
+#endif
+}
+
+/* XCR0 (the register state the OS saves): from KCACHE_INSPECT_CPUID's "xcr0:", else XGETBV
+ * when leaf 1 says the OS enabled it. */
+static unsigned long long ki_xcr0(const ki_cpuid_src *c)
+{
+    unsigned r[4];
+    if (c->fake) {
+        const char *x = strstr(c->fake, "xcr0:");
+        return x ? strtoull(x + 5, NULL, 16) : 0;
+    }
+    if (!ki_cpuid(c, 1, 0, r) || !((r[2] >> 27) & 1u)) return 0;
+#if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
+    {
+        unsigned lo, hi;
+        __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+        return ((unsigned long long)hi << 32) | lo;
+    }
+#else
+    return 0;
+#endif
+}
+
+/* Sets name's sign in the feature string f ("+a,-b,..."), appending it when absent. */
+static void feat_set(char *f, size_t cap, const char *name, int on)
+{
+    size_t nl = strlen(name), fl = strlen(f);
+    char *p = f;
+    while (*p) {
+        char *e = strchr(p, ',');
+        size_t l = e ? (size_t)(e - p) : strlen(p);
+        if (l == nl + 1 && (p[0] == '+' || p[0] == '-') && memcmp(p + 1, name, nl) == 0) { p[0] = on ? '+' : '-'; return; }
+        if (!e) break;
+        p = e + 1;
+    }
+    if (fl + nl + 3 < cap) ki_fmt(f + fl, cap - fl, "%s%c%s", fl ? "," : "", on ? '+' : '-', name);
+}
+
+/* Rewrites the AVX10 names of detected feature string f as LLVM major llvm reports them. */
+static void ki_host_avx10_llvm(int llvm, char *f, size_t cap)
+{
+    ki_cpuid_src c;
+    unsigned r[4], max, ebx24;
+    int has_avx10, ver, has512;
+    c.fake = getenv("KCACHE_INSPECT_CPUID");
+    if (llvm < 18 || !ki_cpuid(&c, 0, 0, r)) return;
+    max = r[0];
+    has_avx10 = 0;
+    if (max >= 7 && (ki_cpuid(&c, 7, 0, r), r[0] >= 1)) {
+        ki_cpuid(&c, 7, 1, r);
+        has_avx10 = (r[3] >> 19) & 1u;
+    }
+    if ((ki_xcr0(&c) & 0xe6) != 0xe6) has_avx10 = 0;   /* LLVM's HasAVX512Save */
+    ebx24 = 0;
+    if (max >= 0x24) { ki_cpuid(&c, 0x24, llvm >= 22 ? 0 : 1, r); ebx24 = r[1]; }
+    ver = llvm >= 22 ? (int)(ebx24 & 0xffu) : (ebx24 & 0xffu) != 0;
+    has512 = (ebx24 >> 18) & 1u;
+    if (llvm <= 19) {
+        feat_set(f, cap, "avx10.1-256", has_avx10);
+        feat_set(f, cap, "avx10.1-512", has_avx10 && has512);
+    } else if (llvm == 20) {
+        feat_set(f, cap, "avx10.1-256", has_avx10 && ver >= 1);
+        feat_set(f, cap, "avx10.1-512", has_avx10 && ver >= 1 && has512);
+        feat_set(f, cap, "avx10.2-256", has_avx10 && ver >= 2);
+        feat_set(f, cap, "avx10.2-512", has_avx10 && ver >= 2 && has512);
+    } else {
+        feat_set(f, cap, "avx10.1", has_avx10 && ver >= 1);
+        feat_set(f, cap, "avx10.2", has_avx10 && ver >= 2);
+    }
+}
+
 /* This machine's CPU as the numba that reads ix sees it.  --cpu, --features and numba's own
  * NUMBA_CPU_NAME / NUMBA_CPU_FEATURES win.  Otherwise kcache.h's detector gives the name (its
  * stable, newest-LLVM name, and what LLVM N calls this CPU) and the features: numba's LLVM
@@ -376,7 +501,7 @@ static int index_has_triple(const nb_index *ix, const char *tail)
  * LLVM 22 6 fewer: names it dropped), so a detected feature string is compared with an index's name by name:
  * every feature both name must agree, one named by only one side is not compared.  --features
  * and NUMBA_CPU_FEATURES are compared byte for byte, as numba does. */
-void ki_host_resolve(const ki_opts *op, const nb_index *ix, ki_host *h)
+static void host_resolve(const ki_opts *op, const nb_index *ix, ki_host *h)
 {
     const char *env_cpu = getenv("NUMBA_CPU_NAME"), *env_feat = getenv("NUMBA_CPU_FEATURES");
     const char *ver = op->numba_version;
@@ -462,6 +587,23 @@ void ki_host_resolve(const ki_opts *op, const nb_index *ix, ki_host *h)
                "taking the nearest one's name", h->llvm[0], KI_LLVM_OLDEST, KI_LLVM_NEWEST);
     }
     if (h->llvm_name[h->llvm_used][0]) ki_fmt(h->cpu_buf, sizeof h->cpu_buf, "%s", h->llvm_name[h->llvm_used]);
+}
+
+void ki_host_resolve(const ki_opts *op, const nb_index *ix, ki_host *h)
+{
+    host_resolve(op, ix, h);
+    /* detected features: the AVX10 names as the reading numba's LLVM reports them */
+    if (h->features == h->feat_buf) {
+        int llvm = h->llvm_used >= 0 && h->nllvm ? h->llvm[h->llvm_used] : op->llvm_version;
+        if (llvm <= 0) {
+            int lv[2], beyond = 0;
+            const char *o = NULL, *ot = NULL;
+            const char *ver = op->numba_version ? op->numba_version : (const char *)ix->version->s;
+            int minor = ki_numba_minor(ver, op->numba_version ? strlen(ver) : ix->version->n);
+            if (minor >= 0 && numba_llvms(minor, lv, &o, &ot, &beyond)) llvm = lv[0];
+        }
+        if (llvm > 0) ki_host_avx10_llvm(llvm, h->feat_buf, sizeof h->feat_buf);
+    }
 }
 
 /* Feature strings: "+name,-name,...". */

@@ -71,6 +71,8 @@ static void usage(FILE *f)
           "  --python PATH        numba: the Python that compiles the source to compare its bytecode with the\n"
           "                       index's, and whose site directories imports are looked up in (default:\n"
           "                       pythonX.Y on PATH, X.Y from the index's name)\n"
+          "  --pycache-prefix DIR numba: the run's -X pycache_prefix, where Python looks for the source's .pyc\n"
+          "                       (default: PYTHONPYCACHEPREFIX; '' for none)\n"
           "  --no-bytecode        numba: do not compile the source (the bytecode is then not checked)\n"
           "  --path DIR           numba: also look up imported modules under DIR (repeatable), for the\n"
           "                       warning that numba reuses code compiled against an older module\n"
@@ -133,6 +135,7 @@ int main(int argc, char **argv)
         else if (strcmp(a, "--cache-dir") == 0) slot = &op.cache_dir;
         else if (strcmp(a, "--locator-classes") == 0) slot = &op.locator_classes;
         else if (strcmp(a, "--python") == 0) slot = &op.python;
+        else if (strcmp(a, "--pycache-prefix") == 0) slot = &op.pycache_prefix;
         else if (strcmp(a, "--no-bytecode") == 0) op.no_bytecode = 1;
         else if (strcmp(a, "--host") == 0) op.host = 1;
         else if (strcmp(a, "--prune") == 0) op.prune = 1;

@@ -333,22 +333,51 @@ static void nb_parse_name(const char *base, nb_name *nm)
     nm->ok = 1;
 }
 
+/* Whether line `line` of file path starts function func: a decorator, or "def func". */
+static int line_starts_func(const char *path, long line, const char *func)
+{
+    FILE *f = ki_fopen_regular(path, "r");
+    char *l = NULL;
+    size_t cap = 0, fl = strlen(func);
+    long ln = 0;
+    int yes = 0;
+    if (!f) return 0;
+    while (getline(&l, &cap, f) > 0 && ++ln < line) {}
+    if (ln == line && l) {
+        const char *p = l;
+        while (*p == ' ' || *p == '\t') p++;
+        if (strncmp(p, "async ", 6) == 0) p += 6;
+        yes = *p == '@' || (strncmp(p, "def ", 4) == 0 && strncmp(p + 4, func, fl) == 0 && (p[4 + fl] == '(' || p[4 + fl] == ' '));
+    }
+    free(l);
+    fclose(f);
+    return yes;
+}
+
 /* In directory dir, finds the module file for nm's fullname: the module name is the file's
- * base name, which may itself hold dots, so every split is tried, shortest first. */
+ * whole base name, which may itself hold dots (numba names a my.mod.py's module "my.mod", and a
+ * qualified name may hold dots too), so every split is tried.  Where several files fit (my.py
+ * and my.mod.py beside it), the one whose line nm->line starts the function is numba's; failing
+ * that, the longest name (an unrelated shorter one is the likelier neighbour). */
 static int find_module_file(const char *dir, nb_name *nm, char *out, size_t cap)
 {
     const char *fn = nm->fullname;
-    size_t i, n = strlen(fn);
-    for (i = 1; i <= n; i++) {
+    size_t i, n = strlen(fn), first = 0;
+    char cand[4096];
+    for (i = n; i >= 1; i--) {
         if (i < n && fn[i] != '.') continue;
-        if (i >= sizeof nm->module) break;
-        if ((size_t)ki_fmt(out, cap, "%s/%.*s.py", dir, (int)i, fn) >= cap) continue;
-        if (ki_is_file(out, NULL)) {
+        if (i >= sizeof nm->module) continue;
+        if ((size_t)ki_fmt(cand, sizeof cand, "%s/%.*s.py", dir, (int)i, fn) >= sizeof cand) continue;
+        if (!ki_is_file(cand, NULL)) continue;
+        if (!first) { first = i; ki_fmt(out, cap, "%s", cand); }
+        if (nm->line > 0 && i < n && line_starts_func(cand, nm->line, strrchr(fn + i, '.') + 1)) {
+            ki_fmt(out, cap, "%s", cand);
             nb_split_module(nm, i);
             return 1;
         }
     }
-    return 0;
+    if (first) nb_split_module(nm, first);
+    return first != 0;
 }
 
 /* ---------------------------------------------------------------------------------------- */
@@ -375,6 +404,7 @@ typedef struct nb_source {
     char numba_index[4200];   /* the index file numba opens for this function */
     int locator_floor;        /* InTreeCacheLocatorFsAgnostic: the stamp is (floor(st_mtime), st_size) */
     int locator_raises;       /* numba raises picking a locator (no locator, an unknown class) */
+    char made_for[4096];      /* a PARENTDIR_SHA1 subdirectory: the directory its hash names, when known */
 } nb_source;
 
 static void sha1_hex(const char *s, char out[41])
@@ -432,6 +462,15 @@ static void check_layout(const char *index_abs, const nb_name *nm, nb_source *sr
     ki_path_dirname(index_abs, dir, sizeof dir);
     layout = dir_layout(ki_path_base(dir), parent, sizeof parent, hash);
     src->reads = -1;
+    /* the directory a PARENTDIR_SHA1 subdirectory was made for no longer holds the source: numba
+       running it from anywhere else hashes that other directory, never this one */
+    if (src->kind == SRC_FILE && !src->found && src->made_for[0] && layout == LAYOUT_HASH) {
+        src->reads = 0;
+        ki_fmt(src->reads_why, sizeof src->reads_why, "this cache subdirectory was made for sources in %.400s, which no longer "
+               "holds %.200s.py (moved or deleted): numba, running the source from anywhere else, looks in that directory's "
+               "own subdirectory, never here", src->made_for, nm->module);
+        return;
+    }
     /* a source that is not there (a moved or deleted tree) runs nowhere: nothing to say of it */
     if (src->kind == SRC_CELL || !src->path[0] || !src->found) return;
     /* numba's py_file: the source as imported; for a zip member, ARCHIVE/MEMBER */
@@ -540,7 +579,7 @@ static void locate_source(const char *index_abs, nb_name *nm, const ki_opts *op,
         /* candidates: ancestors of the cache dir, of the cwd, and a PARENTDIR child of each */
         char roots[2][4096], cwd[4096];
         int r, pass, have_name = 0;
-        char by_name[4096] = "";
+        char by_name[4096] = "", made_for[4096] = "";
         ki_fmt(roots[0], sizeof roots[0], "%s", dir);
         if (getcwd(cwd, sizeof cwd)) ki_fmt(roots[1], sizeof roots[1], "%s/.", cwd);
         else roots[1][0] = 0;
@@ -579,13 +618,17 @@ static void locate_source(const char *index_abs, nb_name *nm, const ki_opts *op,
                             }
                             continue;
                         }
-                        if (!ki_is_dir(abs)) continue;
                         if (pass == 0) {
                             sha1_hex(abs, want);
                             if (strcmp(want, hash) != 0) continue;
+                            /* the very directory the index was made for, whether or not it still holds the source */
+                            if (!made_for[0]) ki_fmt(made_for, sizeof made_for, "%s", abs);
+                            if (!ki_is_dir(abs)) continue;
                             source_in_dir(src, nm, abs, "NUMBA_CACHE_DIR layout: the directory hash matches");
+                            if (!src->found) ki_fmt(src->made_for, sizeof src->made_for, "%s", abs);
                             return;
                         }
+                        if (!ki_is_dir(abs)) continue;
                         if (!have_name && find_module_file(abs, nm, file, sizeof file)) {
                             have_name = 1;
                             ki_fmt(by_name, sizeof by_name, "%s", file);
@@ -599,6 +642,12 @@ static void locate_source(const char *index_abs, nb_name *nm, const ki_opts *op,
             ki_fmt(src->path, sizeof src->path, "%s", by_name);
             src->found = ki_is_file(by_name, &src->st);
             src->how = "NUMBA_CACHE_DIR layout, by directory name (the directory hash does not match)";
+            return;
+        }
+        if (made_for[0]) {
+            src->how = "NUMBA_CACHE_DIR layout: the directory hash names a directory that is gone";
+            ki_fmt(src->made_for, sizeof src->made_for, "%s", made_for);
+            ki_fmt(src->path, sizeof src->path, "%s/%s.py", made_for, nm->module);
             return;
         }
         src->how = "none: NUMBA_CACHE_DIR layout (PARENTDIR_SHA1-OF-SOURCE-DIR) and no candidate directory matches (pass --source)";
@@ -701,7 +750,7 @@ static int ts_after(const struct stat *a, const struct stat *b)
 /* and the index's pyXY tag ties it to one Python), but a module found there is not looked    */
 /* for further, as Python's own search stops there.                                          */
 
-enum { KI_ROOT_FOLLOW, KI_ROOT_SITE, KI_ROOT_STDLIB };
+enum { KI_ROOT_FOLLOW, KI_ROOT_SITE, KI_ROOT_STDLIB, KI_ROOT_NSP };
 
 static void deps_add(nb_deps *D, const char *path)
 {
@@ -736,11 +785,11 @@ static int deps_resolve(nb_deps *D, const char *dir, const char *mod, size_t n, 
             continue;
         }
         p[o] = 0;
-        if (i < n) {                   /* a package on the way */
+        if (i < n) {                   /* a package on the way: a regular one, or a namespace package's directory */
             char q[4200];
             ki_fmt(q, sizeof q, "%s/__init__.py", p);
-            if (!ki_is_file(q, NULL)) return 0;
-            deps_add(D, q);
+            if (ki_is_file(q, NULL)) deps_add(D, q);
+            else if (!ki_is_dir(p)) return 0;
             continue;
         }
         {
@@ -748,7 +797,13 @@ static int deps_resolve(nb_deps *D, const char *dir, const char *mod, size_t n, 
             ki_fmt(q, sizeof q, "%s.py", p);
             if (n && ki_is_file(q, NULL)) { deps_add(D, q); ok = 1; }
             ki_fmt(q, sizeof q, "%s/__init__.py", p);
-            if (ki_is_file(q, NULL)) {
+            if (n && !ki_is_file(q, NULL) && ki_is_dir(p) && sub && subn && subn < 512) {
+                /* "from nsp import mod" of a namespace package (no __init__.py) */
+                ki_fmt(q, sizeof q, "%s/%.*s.py", p, (int)subn, sub);
+                if (ki_is_file(q, NULL)) { deps_add(D, q); ok = 1; }
+                ki_fmt(q, sizeof q, "%s/%.*s/__init__.py", p, (int)subn, sub);
+                if (ki_is_file(q, NULL)) { deps_add(D, q); ok = 1; }
+            } else if (ki_is_file(q, NULL)) {
                 deps_add(D, q);
                 ok = 1;
                 if (sub && subn && subn < 512) {
@@ -769,6 +824,18 @@ static int deps_resolve(nb_deps *D, const char *dir, const char *mod, size_t n, 
     return ok;
 }
 
+/* An ancestor of the source's package (KI_ROOT_NSP) resolves only the imports of the package the
+ * source itself lies in: mod's first component must be the ancestor's child on the way to it. */
+static int deps_root_serves(const nb_deps *D, size_t r, const char *mod, size_t n)
+{
+    size_t rl = strlen(D->roots[r]), c = 0;
+    const char *srcp = D->d[0].path;
+    if (D->root_kind[r] != KI_ROOT_NSP) return 1;
+    while (c < n && mod[c] != '.') c++;
+    return D->n > 0 && strncmp(srcp, D->roots[r], rl) == 0 && srcp[rl] == '/' && strncmp(srcp + rl + 1, mod, c) == 0 &&
+           srcp[rl + 1 + c] == '/';
+}
+
 static int is_ident(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || (unsigned char)c >= 0x80; }
 
 /* One "import a.b as c, d" or "from [.]*mod import x, y" statement. */
@@ -785,7 +852,11 @@ void deps_stmt(void *user, char *s)
             m = p;
             while (is_ident(*p) || *p == '.') p++;
             n = (size_t)(p - m);
-            if (n) for (r = 0; r < D->nroots; r++) { D->add_kind = D->root_kind[r]; if (deps_resolve(D, D->roots[r], m, n, NULL, 0)) break; }
+            if (n) for (r = 0; r < D->nroots; r++) {
+                if (!deps_root_serves(D, r, m, n)) continue;
+                D->add_kind = D->root_kind[r];
+                if (deps_resolve(D, D->roots[r], m, n, NULL, 0)) break;
+            }
             D->add_kind = KI_ROOT_FOLLOW;
             p = strchr(p, ',');
             if (!p) break;
@@ -817,6 +888,7 @@ void deps_stmt(void *user, char *s)
                 deps_resolve(D, base, m, n, xn ? x : NULL, xn);
             } else if (n) {
                 for (r = 0; r < D->nroots; r++) {
+                    if (!deps_root_serves(D, r, m, n)) continue;
                     D->add_kind = D->root_kind[r];
                     if (deps_resolve(D, D->roots[r], m, n, xn ? x : NULL, xn)) break;
                 }
@@ -1028,6 +1100,20 @@ static void deps_scan(const char *src, const struct stat *ix_st, const ki_opts *
         for (t = strtok_r(D->pythonpath, ":", &save); t && D->nroots < sizeof D->roots / sizeof D->roots[0]; t = strtok_r(NULL, ":", &save))
             if (*t) D->roots[D->nroots++] = t;
     }
+    /* the ancestors above the top package: a namespace package (no __init__.py) has no top to
+       find, and is imported from one of them ("import nsp.sub.helper" beside nsp/sub/core.py);
+       each serves only the package the source lies in (deps_root_serves) */
+    {
+        char up[4096], cur[4096];
+        int lv;
+        ki_fmt(cur, sizeof cur, "%s", top);
+        for (lv = 0; lv < 8 && D->nroots < sizeof D->roots / sizeof D->roots[0]; lv++) {
+            ki_path_dirname(cur, up, sizeof up);
+            if (strcmp(up, cur) == 0) break;
+            deps_root(D, up, strlen(up), KI_ROOT_NSP);
+            ki_fmt(cur, sizeof cur, "%s", up);
+        }
+    }
     /* then the standard library and the site directories, as the run's Python has them */
     if (python) deps_site_roots(D, python);
     /* the source first (it is the stamped file itself: not a dependency), then each found file */
@@ -1079,6 +1165,7 @@ typedef struct nb_report {
     const char *verdict_code;
     char verdict[1400];
     size_t n_match, n_usable, n_unknown, n_missing, n_bad;
+    size_t n_unmatchable;      /* overloads whose key holds an object's address: no new process matches them */
     size_t n_sigs, n_sigs_covered;
     nb_deps deps;              /* imported modules; deps.nstale of them changed after the index */
     int deps_checked;
@@ -1088,6 +1175,7 @@ typedef struct nb_report {
     int code_freevars;         /* it is a closure: its cells' hash cannot be known without running it */
     char code_why[400];        /* why the bytecode was not checked */
     char python[300];          /* the Python that compiled it */
+    char code_pyc[4096];       /* the .pyc it was read from, when Python runs one rather than the source */
     size_t n_code_match;       /* overloads whose bytecode hash is the function's now */
 } nb_report;
 
@@ -1112,6 +1200,20 @@ static int nbc_check(const char *path, char *err, size_t cap)
     if (pk_load(&P, buf, len, 0, &end, &v) != 0) {
         ki_fmt(err, cap, "does not unpickle (%s)", P.err);
         rc = -1;
+    } else {
+        /* a function whose module was in no sys.modules when it compiled (loaded by
+           spec_from_file_location + exec_module and never registered, not importable by its
+           name) has numba's placeholder module name "<dynamic>" in its data, and rebuilding it
+           imports that name: ModuleNotFoundError on every load, out of the user's call */
+        static const unsigned char dyn[] = "\x8c\x09<dynamic>";
+        size_t k;
+        for (k = 0; k + sizeof dyn - 1 <= len; k++)
+            if (memcmp(buf + k, dyn, sizeof dyn - 1) == 0) {
+                ki_fmt(err, cap, "names the module '<dynamic>' (its module was in no sys.modules when it compiled): "
+                       "numba's load raises ModuleNotFoundError");
+                rc = -1;
+                break;
+            }
     }
     pk_parser_free(&P);
     ka_free(&a);
@@ -1403,20 +1505,48 @@ static void nb_locate(const char *index_abs, const nb_name *nm, const nb_index *
 }
 
 /* The function's bytecode as numba hashes it for the index key (sha256 of __code__.co_code):
- * the source is compiled, never run, by a Python of the index's version in isolated mode (-I -S:
- * no site, no PYTHON* variables, no script directory), at the optimization level the run's
- * PYTHONOPTIMIZE gives, and the code object with the function's name and first line is found
+ * the bytecode Python runs, which is the source's .pyc where Python would use it (a module
+ * imported: its timestamp pyc whose mtime and size match the source's, a checked hash-based
+ * pyc whose hash matches, an unchecked hash-based pyc whatever the source says, each under the
+ * run's pycache prefix and optimization level, as importlib decides), else the source compiled,
+ * never run, by a Python of the index's version in isolated mode (-I -S: no site, no PYTHON*
+ * variables, no script directory, so the prefix is passed to it), at the optimization level the
+ * run's PYTHONOPTIMIZE gives.  The code object with the function's name and first line is found
  * by walking the module's constants.  The child is bounded by an alarm. */
 static const char nb_compile_py[] =
     "import sys, hashlib\n"
-    "path, name, line, opt, member = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]\n"
+    "path, name, line, opt, member, pfx = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5], sys.argv[6]\n"
     "if member:\n"
     "    import zipfile\n"
     "    src = zipfile.ZipFile(path).read(member)\n"
     "else:\n"
     "    src = open(path, 'rb').read()\n"
-    "code = compile(src, path, 'exec', dont_inherit=True, optimize=opt)\n"
+    "code = pyc = None\n"
+    "if not member:\n"
+    "    import importlib.util, _imp, marshal, os\n"
+    "    sys.pycache_prefix = pfx or None\n"
+    "    try:\n"
+    "        pyc = importlib.util.cache_from_source(path, optimization=opt or '')\n"
+    "        data = open(pyc, 'rb').read()\n"
+    "        flags = int.from_bytes(data[4:8], 'little')\n"
+    "        if data[:4] == importlib.util.MAGIC_NUMBER and len(data) > 16 and flags < 4:\n"
+    "            st = os.stat(path)\n"
+    "            if flags & 1:\n"
+    "                mode = _imp.check_hash_based_pycs\n"
+    "                ok = mode == 'never' or (mode != 'always' and not flags & 2) or data[8:16] == importlib.util.source_hash(src)\n"
+    "            else:\n"
+    "                ok = data[8:12] == (int(st.st_mtime) & 0xFFFFFFFF).to_bytes(4, 'little') and \\\n"
+    "                     data[12:16] == (st.st_size & 0xFFFFFFFF).to_bytes(4, 'little')\n"
+    "            if ok:\n"
+    "                code = marshal.loads(data[16:])\n"
+    "    except Exception:\n"
+    "        code = None\n"
+    "if code is None:\n"
+    "    pyc = None\n"
+    "    code = compile(src, path, 'exec', dont_inherit=True, optimize=opt)\n"
     "print('%d.%d' % sys.version_info[:2])\n"
+    "if pyc:\n"
+    "    print('pyc\\t' + pyc)\n"
     "todo = [code]\n"
     "while todo:\n"
     "    c = todo.pop()\n"
@@ -1432,7 +1562,7 @@ static void nb_bytecode(const ki_opts *op, nb_report *R)
     const nb_name *nm = &R->name;
     char py[64], want[16], line[32], opt[8], out[10240];
     char *site;
-    const char *env_opt = getenv("PYTHONOPTIMIZE"), *exe, *failed;
+    const char *env_opt = getenv("PYTHONOPTIMIZE"), *exe, *failed, *pfx;
     int status = 0, level = 0;
     size_t k;
     long maj, mnr;
@@ -1454,11 +1584,13 @@ static void nb_bytecode(const ki_opts *op, nb_report *R)
     exe = op->python ? op->python : py;
     /* PYTHONOPTIMIZE as Python reads it: a number, or any other non-empty string meaning 1 */
     if (env_opt && *env_opt) { long v = strtol(env_opt, &end, 10); level = *end ? 1 : v < 0 ? 0 : v > 2 ? 2 : (int)v; }
+    /* -X pycache_prefix (--pycache-prefix) wins over PYTHONPYCACHEPREFIX, as in Python */
+    pfx = op->pycache_prefix ? op->pycache_prefix : getenv("PYTHONPYCACHEPREFIX") ? getenv("PYTHONPYCACHEPREFIX") : "";
     ki_fmt(line, sizeof line, "%ld", nm->line);
     ki_fmt(opt, sizeof opt, "%d", level);
     {
         const char *argv[] = {exe, "-I", "-S", "-c", nb_compile_py, R->src.path, nm->func, line, opt,
-                              R->src.kind == SRC_ZIP ? R->src.member : "", NULL};
+                              R->src.kind == SRC_ZIP ? R->src.member : "", pfx, NULL};
         if ((failed = nb_run_python(argv, out, sizeof out, &status)) != NULL) {
             ki_fmt(R->code_why, sizeof R->code_why, "not checked: %s: %s", failed, strerror(errno));
             return;
@@ -1484,6 +1616,13 @@ static void nb_bytecode(const ki_opts *op, nb_report *R)
                nl ? (int)(nl - out) < 16 ? (int)(nl - out) : 16 : 0, out, want);
         return;
     }
+    /* "pyc\tPATH": the bytecode is the .pyc's, which Python runs rather than compiling the source */
+    if (strncmp(nl + 1, "pyc\t", 4) == 0) {
+        char *e = strchr(nl + 5, '\n');
+        if (!e) return;
+        ki_fmt(R->code_pyc, sizeof R->code_pyc, "%.*s", (int)(e - (nl + 5)), nl + 5);
+        nl = e;
+    }
     /* the first code object with that name and first line (numba's disambiguator) */
     if (strlen(nl + 1) < 66) {
         ki_fmt(R->code_why, sizeof R->code_why, "not checked: no function %.200s starting at line %ld in the source", nm->func, nm->line);
@@ -1494,7 +1633,11 @@ static void nb_bytecode(const ki_opts *op, nb_report *R)
     R->code_hex[64] = 0;
     R->code_freevars = atoi(nl + 66) > 0;
     R->code_checked = 1;
-    ki_fmt(R->code_why, sizeof R->code_why, "compiled by %.200s -I -S at optimization level %d (PYTHONOPTIMIZE)", exe, level);
+    if (R->code_pyc[0])
+        ki_fmt(R->code_why, sizeof R->code_why, "read from %.250s by %.60s: Python runs that .pyc, not the source (it still "
+               "matches the source as Python checks it)", R->code_pyc, exe);
+    else
+        ki_fmt(R->code_why, sizeof R->code_why, "compiled by %.200s -I -S at optimization level %d (PYTHONOPTIMIZE)", exe, level);
 }
 
 /* Whether the decorator compiles when the module is imported (its signatures are given:
@@ -1511,6 +1654,16 @@ static int nb_eager(const nb_source *src)
         return *p == '"' || *p == '\'' || *p == '[' || *p == '(' || strncmp(p, "signature", 9) == 0;
     }
     return 0;
+}
+
+/* Whether an overload's signature names an object by its address, as numba's type names for a
+ * first-class function argument do ("type(CPUDispatcher(<function inc at 0x7f...>))"): the key
+ * compares types by that name, and the address is another in every process, so numba compiles
+ * the signature again on every run and appends it to the index (.2.nbc, .3.nbc, ...). */
+static const char *nb_sig_address(const nb_overload *o)
+{
+    const char *a = o->sig ? strstr(o->sig, " at 0x") : NULL;
+    return a && ki_hexval(a[6]) >= 0 ? a : NULL;
 }
 
 /* "mod.f" or "f" as the verdicts name the function. */
@@ -1595,6 +1748,7 @@ static void nb_assess(nb_index *ix, const char *path, const ki_opts *op, nb_repo
             }
         }
         o->usable = o->cpu_match == 0 || o->code_match == 0 || o->data_exists == 0 || o->data_bad ? 0 : o->cpu_match;
+        if (nb_sig_address(o)) { o->usable = 0; R->n_unmatchable++; }
         if (o->cpu_match == 1 && o->code_match != 0) R->n_match++;
         if (o->usable == 1) R->n_usable++;
         if (o->cpu_match == -1) R->n_unknown++;
@@ -1697,6 +1851,13 @@ static void nb_assess(nb_index *ix, const char *path, const ki_opts *op, nb_repo
             ki_fmt(R->verdict, sizeof R->verdict,
                      "stamp ok: %zu overloads for CPU %s; a hit where CPU name and features match "
                      "(host CPU unknown: pass --cpu/--features)", ix->nov, cpus);
+        } else if (R->n_unmatchable && !R->n_usable) {
+            R->verdict_code = "unmatchable";
+            ki_fmt(R->verdict, sizeof R->verdict,
+                   "recompiles every run; the index grows: %zu of %zu overloads key a signature holding an object's address "
+                   "(a function passed as an argument: numba's type name for it holds the dispatcher's address, another in "
+                   "every process), so no new process ever matches them; %s compiles again and appends one more overload "
+                   "and .nbc each run", R->n_unmatchable, ix->nov, fn);
         } else if (R->n_sigs && R->n_sigs_covered == R->n_sigs) {
             R->verdict_code = "hit";
             if (R->n_usable == ix->nov)
@@ -2012,6 +2173,9 @@ static void report_text(ki_out *o, nb_index *ix, nb_report *R, const ki_opts *op
             else if (ov->data_exists == 1) ko_printf(o, "  (%lld bytes)\n", ov->data_size);
             else ko_puts(o, "  (MISSING: numba recompiles this overload)\n");
         }
+        if (nb_sig_address(ov))
+            ko_puts(o, "      key       holds an object's address (\"at 0x...\"): another in every process, so this\n"
+                       "                overload is never matched again (numba recompiles it on every run)\n");
         /* same signature as an earlier overload: say what differs */
         if (ov->shape_ok && ov->sig) {
             for (j = 0; j < k; j++) {
@@ -2119,6 +2283,7 @@ static void report_json(ki_out *o, nb_index *ix, nb_report *R, const ki_opts *op
     ko_puts(o, ", \"sha256\": "); if (R->code_checked) ko_json_cstr(o, R->code_hex); else ko_puts(o, "null");
     ko_puts(o, ", \"closure_checked\": "); ko_puts(o, R->code_checked && !R->code_freevars ? "true" : "false");
     ko_puts(o, ", \"python\": "); if (R->python[0]) ko_json_cstr(o, R->python); else ko_puts(o, "null");
+    ko_puts(o, ", \"pyc\": "); if (R->code_pyc[0]) ko_json_cstr(o, R->code_pyc); else ko_puts(o, "null");
     ko_puts(o, ", \"why\": "); ko_json_cstr(o, R->code_why);
     ko_puts(o, "}");
     ko_puts(o, ",\n  \"stamp\": {\"kind\": ");

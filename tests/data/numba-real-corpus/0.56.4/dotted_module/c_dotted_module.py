@@ -1,0 +1,2 @@
+# an unrelated module that shares the dotted file's first name part
+VALUE = 1
