@@ -14325,14 +14325,17 @@ KCACHE_API void kcache_reader_close(kcache_reader *r) {
 KCACHE_API uint32_t kcache_reader_owner(const kcache_reader *r) { return r ? r->st.uid : 0; }
 
 KCACHE_API kcache_status kcache_default_dir(char *out, size_t cap) {
-    char buf[4096];
+    char *buf; /* a path's room on the heap: no call takes more than 4 KiB of stack */
     size_t n;
+    kcache_status st = KCACHE_OK;
     if (!out || !cap) return KCACHE_EINVAL;
     out[0] = 0;
-    if (!kcache__default_dir(buf, sizeof buf)) return KCACHE_ENOENT;
-    if ((n = strlen(buf)) >= cap) return KCACHE_ETOOBIG;
-    memcpy(out, buf, n + 1);
-    return KCACHE_OK;
+    if ((buf = (char *)KCACHE_MALLOC(4096)) == NULL) return KCACHE_ENOMEM;
+    if (!kcache__default_dir(buf, 4096)) st = KCACHE_ENOENT;
+    else if ((n = strlen(buf)) >= cap) st = KCACHE_ETOOBIG;
+    else memcpy(out, buf, n + 1);
+    KCACHE_FREE(buf);
+    return st;
 }
 
 /* ---- text ---- */
@@ -14812,7 +14815,7 @@ typedef char kcache__stats_names_public[((int)KCACHE_CTR_COUNT == (int)KCACHE__P
 #endif
 
 KCACHE_API kcache_status kcache_stats_file_open(kcache_reader *r, kcache_stats_file **out) {
-    unsigned char hdr[KCACHE__PUB_HEADER];
+    unsigned char *hdr; /* the header's room on the heap: no call takes more than 4 KiB of stack */
     kcache_stats_file *sf;
     kcache__finfo fi;
     int fd, v = 0, e;
@@ -14826,7 +14829,12 @@ KCACHE_API kcache_status kcache_stats_file_open(kcache_reader *r, kcache_stats_f
         kcache__io_close(fd);
         return KCACHE_EUNSAFE;
     }
-    if (fi.size >= KCACHE__PUB_HEADER && kcache__io_pread(fd, hdr, sizeof hdr, 0) == (ptrdiff_t)sizeof hdr) v = kcache__pub_valid(hdr, fi.size);
+    if ((hdr = (unsigned char *)KCACHE_MALLOC(KCACHE__PUB_HEADER)) == NULL) {
+        kcache__io_close(fd);
+        return KCACHE_ENOMEM;
+    }
+    if (fi.size >= KCACHE__PUB_HEADER && kcache__io_pread(fd, hdr, KCACHE__PUB_HEADER, 0) == (ptrdiff_t)KCACHE__PUB_HEADER) v = kcache__pub_valid(hdr, fi.size);
+    KCACHE_FREE(hdr);
     if (v != 1) {
         kcache__io_close(fd);
         return v < 0 ? KCACHE_EINVAL : KCACHE_ECORRUPT;
