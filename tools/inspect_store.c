@@ -368,16 +368,18 @@ static int ks_digest_name(const char *name, const char *ext, kcache_hash128 *d)
 typedef struct ks_dep {
     const kcache_key_field *f;
     char path[PATH_MAX];
-    int checkable;           /* the path is known exactly */
+    int checkable;           /* the path is known exactly, and the file was looked at */
     int found;               /* the preview kept only the path's end: the path was found (ks_dep_find) */
     const char *why_not;     /* when not */
-    int exists;              /* stat succeeded */
+    char why_buf[64];        /* why_not's text when it names a number */
+    int exists;              /* there now */
     int regular;
-    int err;                 /* errno of stat or of the read */
+    int err;                 /* errno of the open */
     int64_t mtime;
     uint64_t size;
     int hashed;              /* content hashed */
-    int diff;                /* KCACHE__STAMP_* bits */
+    int sized;               /* another size than stored: stat taken, content not read (it changed) */
+    int diff;                /* KCACHE_STAMP_DIFF_* bits */
     int stale;               /* under the policy */
 } ks_dep;
 
@@ -560,36 +562,13 @@ static int ks_dep_find(const kcache_key_field *f, char *out, size_t cap)
     return memo[i].found;
 }
 
-/* Hashes a regular file, at most the size it had when opened (never blocks on a FIFO, never reads
-   a device forever).  0, or an errno. */
-static int ks_hash_file(const char *path, kcache_hash128 *out, uint64_t *size)
+/* The store's owner chose the path, and whoever runs this tool (root, a reader of a shared store)
+   must not be made to follow a link, block on a FIFO or read another user's file: kcache_dep_now
+   looks at it without following a link or blocking, and reads only the owner's (or root's)
+   regular file of the size the key records. Anything else is said, never read. */
+static void ks_dep_check(const kcache_key_field *f, const ki_opts *op, uint32_t owner, ks_dep *d)
 {
-    static unsigned char buf[1 << 16];
-    kcache_hash_state st;
-    struct stat sb;
-    uint64_t done = 0;
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK), e;
-    if (fd < 0) return errno ? errno : EIO;
-    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) { e = errno ? errno : EINVAL; close(fd); return e ? e : EINVAL; }
-    kcache_hash_init(&st);
-    while (done < (uint64_t)sb.st_size) {
-        size_t n = (uint64_t)sb.st_size - done < sizeof buf ? (size_t)((uint64_t)sb.st_size - done) : sizeof buf;
-        long long r = ks_pread(fd, buf, n, done);
-        if (r < 0) { e = errno; close(fd); return e ? e : EIO; }
-        if (r == 0) break;
-        kcache_hash_update(&st, buf, (size_t)r);
-        done += (uint64_t)r;
-    }
-    close(fd);
-    *out = kcache_hash_final(&st);
-    *size = done;
-    return 0;
-}
-
-static void ks_dep_check(const kcache_key_field *f, const ki_opts *op, ks_dep *d)
-{
-    struct stat sb;
-    kcache_key_field now;
+    kcache_dep now;
     memset(d, 0, sizeof *d);
     d->f = f;
     if (op->no_deps) { d->why_not = "not checked"; return; }
@@ -601,24 +580,35 @@ static void ks_dep_check(const kcache_key_field *f, const ki_opts *op, ks_dep *d
             return;
         }
     }
+    kcache_dep_now(f, d->path, owner, UINT64_MAX, &now); /* (the size stored bounds what is read) */
+    switch (now.state) {
+    case KCACHE_DEP_SYMLINK:
+        d->why_not = kcache_dep_state_text(now.state);
+        return;
+    case KCACHE_DEP_FOREIGN:
+        ki_fmt(d->why_buf, sizeof d->why_buf, "owned by uid %lu: not read", (unsigned long)now.uid);
+        d->why_not = d->why_buf;
+        return;
+    default:
+        break;
+    }
     d->checkable = 1;
-    if (stat(d->path, &sb) != 0) {
-        d->err = errno;
+    d->err = now.error;
+    if (now.state == KCACHE_DEP_MISSING) {
         d->stale = 1; /* kcache_key_file fails: the program cannot even build this key */
-        d->diff = KCACHE__STAMP_MTIME | KCACHE__STAMP_SIZE | KCACHE__STAMP_CONTENT;
+        d->diff = KCACHE_STAMP_DIFF_MTIME | KCACHE_STAMP_DIFF_SIZE | KCACHE_STAMP_DIFF_CONTENT;
         return;
     }
     d->exists = 1;
-    d->regular = S_ISREG(sb.st_mode);
-    d->mtime = (int64_t)sb.st_mtim.tv_sec * 1000000000 + sb.st_mtim.tv_nsec;
-    d->size = (uint64_t)sb.st_size;
-    memset(&now, 0, sizeof now);
-    now.mtime_ns = d->mtime;
-    now.file_size = d->size;
-    if (d->regular && (d->err = ks_hash_file(d->path, &now.content, &now.file_size)) == 0) d->hashed = 1;
-    if (!d->hashed) { now.content.lo = ~f->content.lo; now.content.hi = f->content.hi; } /* unreadable: differs */
-    d->diff = kcache__stamp_diff(f, &now);
-    d->stale = !d->hashed || kcache__stamp_stale(d->diff, op->stamp);
+    d->regular = now.state != KCACHE_DEP_NOT_REGULAR;
+    d->mtime = now.now.mtime_ns;
+    d->size = now.now.file_size;
+    d->hashed = now.state == KCACHE_DEP_READ;
+    d->sized = now.state == KCACHE_DEP_OTHER_SIZE;
+    if (d->hashed || d->sized) d->diff = kcache_stamp_compare(f, &now.now);
+    else d->diff = KCACHE_STAMP_DIFF_MTIME | KCACHE_STAMP_DIFF_SIZE | KCACHE_STAMP_DIFF_CONTENT; /* unreadable: differs */
+    if (d->sized) d->diff |= KCACHE_STAMP_DIFF_CONTENT; /* another size is other bytes */
+    d->stale = !(d->hashed || d->sized) || kcache_stamp_stale(d->diff, op->stamp);
 }
 
 /* "mtime, size, content" for the differing parts. */
@@ -637,7 +627,7 @@ static void ks_dep_now(const ks_dep *d, char *out, size_t cap)
     if (!d->checkable) { ki_fmt(out, cap, "%s", d->why_not ? d->why_not : "not checked"); return; }
     if (!d->exists) { ki_fmt(out, cap, "missing now (%s)", strerror(d->err)); return; }
     if (!d->regular) { ki_fmt(out, cap, "not a regular file now"); return; }
-    if (!d->hashed) { ki_fmt(out, cap, "unreadable now (%s)", strerror(d->err)); return; }
+    if (!d->hashed && !d->sized) { ki_fmt(out, cap, "unreadable now (%s)", strerror(d->err)); return; }
     ki_fmt(out, cap, "mtime %s, size %s, content %s%s", (d->diff & KCACHE__STAMP_MTIME) ? (d->f->mtime_ns ? "differs" : "not recorded") : "same",
            (d->diff & KCACHE__STAMP_SIZE) ? "differs" : "same", (d->diff & KCACHE__STAMP_CONTENT) ? "differs" : "same",
            d->diff && !d->stale ? " (the stamp policy keeps it)" : "");
@@ -803,7 +793,7 @@ static void ks_fields_json(ki_out *o, const kcache_key *k, const ks_dep *deps)
 }
 
 /* The dependency checks of a key's file fields, in field order (free the result). */
-static ks_dep *ks_deps_of(const kcache_key *k, const ki_opts *op, size_t *n)
+static ks_dep *ks_deps_of(const kcache_key *k, const ki_opts *op, uint32_t owner, size_t *n)
 {
     const kcache_key_field *f = kcache__key_fields(k);
     size_t i, c = 0;
@@ -813,7 +803,7 @@ static ks_dep *ks_deps_of(const kcache_key *k, const ki_opts *op, size_t *n)
     d = (ks_dep *)calloc(c ? c : 1, sizeof *d);
     if (!d) return NULL;
     for (i = 0; i < k->count; i++)
-        if (f[i].type == KCACHE_FIELD_FILE) ks_dep_check(&f[i], op, &d[(*n)++]);
+        if (f[i].type == KCACHE_FIELD_FILE) ks_dep_check(&f[i], op, owner, &d[(*n)++]);
     return d;
 }
 
@@ -1158,6 +1148,7 @@ typedef struct ks_store_ref {
     int cffd;                /* its config.file, or -1 */
     ks_cf cf;
     char path[4096];         /* its absolute path, "" when none */
+    uint32_t owner;          /* its directory's owner: whose dependency files are read (and root's) */
 } ks_store_ref;
 
 /* What checking one live overload found. */
@@ -1184,7 +1175,7 @@ static void ks_over_free(ks_over *ov)
 }
 
 /* Checks one live overload: its entry in the store (header, key, payload) and its dependencies. */
-static void ks_over_check(const kcache__ix_item *it, const ks_store_ref *st, const ki_opts *op, ks_over *ov)
+static void ks_over_check(const kcache__ix_item *it, const ks_store_ref *st, const ki_opts *op, uint32_t owner, ks_over *ov)
 {
     const kcache_key *k = NULL;
     memset(ov, 0, sizeof *ov);
@@ -1225,7 +1216,7 @@ static void ks_over_check(const kcache__ix_item *it, const ks_store_ref *st, con
             ov->key_ok = 0;
         }
     }
-    if (ov->key_ok) ov->deps = ks_deps_of(&ov->key, op, &ov->ndeps);
+    if (ov->key_ok) ov->deps = ks_deps_of(&ov->key, op, owner, &ov->ndeps);
     ks_verdict_of(ov->entry, &ov->e, ov->entry_err[0] ? ov->entry_err : NULL, ov->deps, ov->ndeps, ov->evicted, &ov->v);
     if (!ov->key_ok && ov->v.code == KS_PRESENT) {
         ov->v.code = KS_CORRUPT;
@@ -1239,7 +1230,7 @@ static void ks_short_hex(kcache_hash128 d, char out[33])
     out[16] = 0;
 }
 
-static void ks_index_text(ki_out *o, const ks_index *ix, const char *file, const ks_store_ref *st, const ki_opts *op)
+static void ks_index_text(ki_out *o, const ks_index *ix, const char *file, const ks_store_ref *st, const ki_opts *op, uint32_t owner)
 {
     uint32_t i;
     size_t counts[KS_NCODES];
@@ -1266,7 +1257,7 @@ static void ks_index_text(ki_out *o, const ks_index *ix, const char *file, const
     for (i = 0; i < ix->n[KCACHE__IX_LIVE] && !o->full; i++) {
         ks_over ov;
         const kcache__ix_item *it = &ix->list[KCACHE__IX_LIVE][i];
-        ks_over_check(it, st, op, &ov);
+        ks_over_check(it, st, op, owner, &ov);
         counts[ov.v.code]++;
         if (i < KS_SHOW_MAX) {
             ks_short_hex(it->digest, hx);
@@ -1334,7 +1325,7 @@ static void ks_item_json_head(ki_out *o, const kcache__ix_item *it)
     ko_printf(o, ", \"payload_bytes\": %llu", (unsigned long long)it->size);
 }
 
-static void ks_index_json(ki_out *o, const ks_index *ix, const char *file, const ks_store_ref *st, const ki_opts *op)
+static void ks_index_json(ki_out *o, const ks_index *ix, const char *file, const ks_store_ref *st, const ki_opts *op, uint32_t owner)
 {
     uint32_t i;
     size_t counts[KS_NCODES], c;
@@ -1354,7 +1345,7 @@ static void ks_index_json(ki_out *o, const ks_index *ix, const char *file, const
     for (i = 0; i < ix->n[KCACHE__IX_LIVE] && !o->full; i++) {
         ks_over ov;
         const kcache__ix_item *it = &ix->list[KCACHE__IX_LIVE][i];
-        ks_over_check(it, st, op, &ov);
+        ks_over_check(it, st, op, owner, &ov);
         counts[ov.v.code]++;
         if (i < KS_SHOW_MAX) {
             ko_puts(o, i ? ",\n    " : "\n    ");
@@ -1419,13 +1410,13 @@ static void ks_index_json(ki_out *o, const ks_index *ix, const char *file, const
 /* ---------------------------------------------------------------------------------------- */
 /* The report of one entry file.                                                             */
 
-static void ks_entry_report(ki_out *o, const ks_entry *e, const char *file, const ki_opts *op)
+static void ks_entry_report(ki_out *o, const ks_entry *e, const char *file, const ki_opts *op, uint32_t owner)
 {
     ks_dep *deps = NULL;
     size_t ndeps = 0;
     ks_verdict v;
     char hx[33], t[64], s1[48], s2[48];
-    if (e->rec == 1) deps = ks_deps_of(&e->key, op, &ndeps);
+    if (e->rec == 1) deps = ks_deps_of(&e->key, op, owner, &ndeps);
     ks_verdict_of(1, e, NULL, deps, ndeps, 0, &v);
     if (v.code == KS_PRESENT && strncmp(v.text, "present", 7) == 0) {
         char rest[sizeof v.text];
@@ -1492,19 +1483,19 @@ static KI_MAYBE_UNUSED int ki_entry_report_mem(const unsigned char *buf, size_t 
     ks_entry e;
     if (ks_entry_decode(buf, len, len, &e, err, errcap) != 0) { ks_entry_free(&e); return 2; }
     ks_entry_payload_mem(buf, len, &e);
-    ks_entry_report(o, &e, file, op);
+    ks_entry_report(o, &e, file, op, (uint32_t)geteuid());
     ks_entry_free(&e);
     return 0;
 }
 
 /* Decodes and reports one index held in memory, with or without its store.  0, or 2 with err. */
-static int ki_index_report_mem(const unsigned char *buf, size_t len, const char *file, const ks_store_ref *st, const ki_opts *op,
-                               ki_out *o, char *err, size_t errcap)
+static int ki_index_report_mem(const unsigned char *buf, size_t len, const char *file, const ks_store_ref *st, uint32_t owner,
+                               const ki_opts *op, ki_out *o, char *err, size_t errcap)
 {
     ks_index ix;
     if (ks_index_decode(buf, len, &ix, err, errcap) != 0) return 2;
-    if (op->json) ks_index_json(o, &ix, file, st, op);
-    else ks_index_text(o, &ix, file, st, op);
+    if (op->json) ks_index_json(o, &ix, file, st, op, owner);
+    else ks_index_text(o, &ix, file, st, op, owner);
     ks_index_free(&ix);
     return 0;
 }
@@ -1900,6 +1891,7 @@ static int ks_store_open(const char *path, ks_store_ref *ref, char *err, size_t 
     ref->dirfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (ref->dirfd < 0) { ki_fmt(err, errcap, "cannot open the directory: %s", strerror(errno)); return -1; }
     if (ki_abspath(path, ref->path, sizeof ref->path) != 0) ki_fmt(ref->path, sizeof ref->path, "%s", path);
+    ref->owner = fstat(ref->dirfd, &sb) == 0 ? (uint32_t)sb.st_uid : 0;
     if (fstatat(ref->dirfd, "config.file", &sb, AT_SYMLINK_NOFOLLOW) != 0 && !kcache__is_dir_nofollow(ref->dirfd, "e") &&
         !kcache__is_dir_nofollow(ref->dirfd, "i")) {
         DIR *dp = fdopendir(dup(ref->dirfd));
@@ -2332,7 +2324,7 @@ int ki_unit_report(const char *path, const char *unit, const ki_opts *op, ki_out
         close(fd);
         if (!buf) { ki_fmt(err, errcap, "%s: %s", rel, e2); rc = 2; }
         else {
-            rc = ki_index_report_mem(buf, len, file, ref, op, o, e2, sizeof e2);
+            rc = ki_index_report_mem(buf, len, file, ref, ref->owner, op, o, e2, sizeof e2);
             if (rc) ki_fmt(err, errcap, "%s: %s", rel, e2);
             free(buf);
         }
@@ -2369,16 +2361,19 @@ int ki_index_file_report(const char *path, const ki_opts *op, ki_out *o, char *e
     char abs[4096];
     unsigned char *buf;
     size_t len = 0;
+    struct stat sb;
+    uint32_t owner;
     int fd, rc;
     if (!ref) { ki_fmt(err, errcap, "out of memory"); return 2; }
     fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) { free(ref); ki_fmt(err, errcap, "cannot open: %s", strerror(errno)); return 2; }
+    owner = fstat(fd, &sb) == 0 ? (uint32_t)sb.st_uid : 0; /* outside a store: whoever made the index */
     buf = ks_read_index_fd(fd, &len, err, errcap);
     close(fd);
     if (!buf) { free(ref); return 2; }
     if (ks_store_of_file(path, 'i', ref) != 0) ref->dirfd = ref->cffd = -1;
     if (ki_abspath(path, abs, sizeof abs) != 0) ki_fmt(abs, sizeof abs, "%s", path);
-    rc = ki_index_report_mem(buf, len, abs, ref->dirfd >= 0 ? ref : NULL, op, o, err, errcap);
+    rc = ki_index_report_mem(buf, len, abs, ref->dirfd >= 0 ? ref : NULL, ref->dirfd >= 0 ? ref->owner : owner, op, o, err, errcap);
     free(buf);
     if (ref->cffd >= 0) close(ref->cffd);
     if (ref->dirfd >= 0) close(ref->dirfd);
@@ -2393,16 +2388,26 @@ int ki_entry_file_report(const char *path, const ki_opts *op, ki_out *o, char *e
     unsigned char *h = NULL;
     char abs[4096];
     kcache_hash128 d;
+    struct stat sb;
+    uint32_t owner;
+    ks_store_ref *ref;
     int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) { ki_fmt(err, errcap, "cannot open: %s", strerror(errno)); return 2; }
+    owner = fstat(fd, &sb) == 0 ? (uint32_t)sb.st_uid : 0; /* outside a store: whoever made the entry */
     if (ks_entry_read_fd(fd, 1, &e, &h, err, errcap) != 0) { close(fd); return 2; }
     close(fd);
+    if ((ref = (ks_store_ref *)calloc(1, sizeof *ref)) != NULL) { /* inside one: the store's owner */
+        if (ks_store_of_file(path, 'e', ref) == 0) owner = ref->owner;
+        if (ref->cffd >= 0) close(ref->cffd);
+        if (ref->dirfd >= 0) close(ref->dirfd);
+        free(ref);
+    }
     if (ks_digest_name(ki_path_base(path), ".kce", &d)) {
         e.name_digest = ks_same(d, e.digest);
         if (!e.name_digest) ks_problem(e.problem, sizeof e.problem, "the entry's digest is not its file name's");
     }
     if (ki_abspath(path, abs, sizeof abs) != 0) ki_fmt(abs, sizeof abs, "%s", path);
-    ks_entry_report(o, &e, abs, op);
+    ks_entry_report(o, &e, abs, op, owner);
     ks_entry_free(&e);
     free(h);
     return 0;
