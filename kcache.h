@@ -967,6 +967,10 @@ typedef struct kcache_eviction {
 /* The log's used slots in slot order (*n of them). Statuses as kcache_read_accounting's (a header
    without its magic: KCACHE_ECORRUPT). */
 KCACHE_API kcache_status kcache_read_evictions(kcache_reader *r, kcache_eviction out[KCACHE_EVICTION_LOG], unsigned *n);
+/* Both from a header in memory (its first len bytes; a file of file_size): for fuzzers, tests and
+   saved copies. evictions may be NULL. Statuses as kcache_read_accounting's. */
+KCACHE_API kcache_status kcache_accounting_decode(const void *header, size_t len, uint64_t file_size, kcache_accounting *out,
+                                                  kcache_eviction evictions[KCACHE_EVICTION_LOG], unsigned *n);
 /* A row of the use table: an entry, its last use (kcache's own record; bit 0 is the eviction
    hand's mark) and its size on disk. */
 typedef struct kcache_use_row {
@@ -1068,7 +1072,8 @@ KCACHE_API kcache_status kcache_read_temp_files(kcache_reader *r, kcache_temp_fi
 /* Decodes a key record (an index item's) into k (kcache_key_free it, whatever the result; its
    file fields hold the stamps as stored). KCACHE_ECORRUPT when the record fails validation. */
 KCACHE_API kcache_status kcache_record_decode(const void *record, size_t len, kcache_key *k);
-/* Field i (0 .. k->count - 1, in the key's canonical order) of a key; NULL past the end. */
+/* Field i (0 .. k->count - 1, in the key's canonical order) of a key; NULL past the end. The
+   fields are one array: field i + 1 follows field i. */
 KCACHE_API const kcache_key_field *kcache_key_field_at(const kcache_key *k, uint32_t i);
 
 /* How many of k's fields (name, type and value) the key record holds equal, its decoding into
@@ -13717,18 +13722,16 @@ static uint64_t kcache__reader_slots(uint64_t file_size) {
     return n >= 4 * KCACHE__WAYS && n <= ((uint64_t)KCACHE__WAYS << 24) && (n & (n - 1)) == 0 ? n : 0;
 }
 
-/* config.file's header page into h (KCACHE__ACCT_HEADER bytes) and out's fields from it. */
-static kcache_status kcache__reader_cf_header(kcache_reader *r, unsigned char *h, kcache_accounting *out) {
-    uint64_t size = 0;
+KCACHE_API kcache_status kcache_accounting_decode(const void *header, size_t len, uint64_t size, kcache_accounting *out,
+                                                  kcache_eviction evictions[KCACHE_EVICTION_LOG], unsigned *n) {
+    const unsigned char *h = (const unsigned char *)header;
     uint32_t lg;
-    int fd;
-    kcache_status s = kcache__reader_cf(r, &fd, &size);
+    int i;
+    if (n) *n = 0;
+    if (!out || (!h && len)) return KCACHE_EINVAL;
     memset(out, 0, sizeof *out);
-    if (s != KCACHE_OK) return s;
     out->file_size = size;
-    s = size >= KCACHE__ACCT_HEADER && kcache__io_pread(fd, h, KCACHE__ACCT_HEADER, 0) == (ptrdiff_t)KCACHE__ACCT_HEADER ? KCACHE_OK : KCACHE_ECORRUPT;
-    kcache__io_close(fd);
-    if (s != KCACHE_OK) return s;
+    if (len < KCACHE__ACCT_HEADER || size < KCACHE__ACCT_HEADER) return KCACHE_ECORRUPT;
     out->magic_ok = memcmp(h, "KCACHECF", 8) == 0;
     out->version = kcache__get_u32(h + 8);
     out->version_ok = out->version == KCACHE__ACCT_VERSION && kcache__get_u32(h + 12) == KCACHE__ACCT_HEADER;
@@ -13746,13 +13749,36 @@ static kcache_status kcache__reader_cf_header(kcache_reader *r, unsigned char *h
     out->created = (int64_t)kcache__get_u64(h + 72);
     out->use_slots = kcache__reader_slots(size);
     out->sound = out->checksum_ok && out->busy == 0;
-    return out->magic_ok ? KCACHE_OK : KCACHE_ECORRUPT;
+    if (!out->magic_ok) return KCACHE_ECORRUPT;
+    for (i = 0; evictions && n && i < KCACHE__EVLOG_SLOTS; i++) {
+        const unsigned char *e = h + KCACHE__EVLOG_AT + i * 32;
+        kcache_eviction *v = &evictions[*n];
+        v->digest.lo = kcache__get_u64(e);
+        v->digest.hi = kcache__get_u64(e + 8);
+        v->when = (int64_t)kcache__get_u64(e + 16);
+        v->size = kcache__get_u64(e + 24);
+        if (v->digest.lo || v->digest.hi) (*n)++;
+    }
+    return KCACHE_OK;
+}
+
+/* config.file's header page into h (KCACHE__ACCT_HEADER bytes), decoded. */
+static kcache_status kcache__reader_cf_header(kcache_reader *r, unsigned char *h, kcache_accounting *out, kcache_eviction *ev, unsigned *n) {
+    uint64_t size = 0;
+    ptrdiff_t got = 0;
+    int fd;
+    kcache_status s = kcache__reader_cf(r, &fd, &size);
+    memset(out, 0, sizeof *out);
+    if (s != KCACHE_OK) return s;
+    if (size >= KCACHE__ACCT_HEADER) got = kcache__io_pread(fd, h, KCACHE__ACCT_HEADER, 0);
+    kcache__io_close(fd);
+    return kcache_accounting_decode(h, got > 0 ? (size_t)got : 0, size, out, ev, n);
 }
 
 KCACHE_API kcache_status kcache_read_accounting(kcache_reader *r, kcache_accounting *out) {
     unsigned char h[KCACHE__ACCT_HEADER];
     if (!r || !out) return KCACHE_EINVAL;
-    return kcache__reader_cf_header(r, h, out);
+    return kcache__reader_cf_header(r, h, out, NULL, NULL);
 }
 
 #if defined(__cplusplus) && __cplusplus >= 201103L
@@ -13763,21 +13789,9 @@ typedef char kcache__evlog_public[(int)KCACHE_EVICTION_LOG == (int)KCACHE__EVLOG
 KCACHE_API kcache_status kcache_read_evictions(kcache_reader *r, kcache_eviction out[KCACHE_EVICTION_LOG], unsigned *n) {
     unsigned char h[KCACHE__ACCT_HEADER];
     kcache_accounting a;
-    kcache_status s;
-    int i;
     if (n) *n = 0;
     if (!r || !out || !n) return KCACHE_EINVAL;
-    if ((s = kcache__reader_cf_header(r, h, &a)) != KCACHE_OK) return s;
-    for (i = 0; i < KCACHE__EVLOG_SLOTS; i++) {
-        const unsigned char *e = h + KCACHE__EVLOG_AT + i * 32;
-        kcache_eviction *v = &out[*n];
-        v->digest.lo = kcache__get_u64(e);
-        v->digest.hi = kcache__get_u64(e + 8);
-        v->when = (int64_t)kcache__get_u64(e + 16);
-        v->size = kcache__get_u64(e + 24);
-        if (v->digest.lo || v->digest.hi) (*n)++;
-    }
-    return KCACHE_OK;
+    return kcache__reader_cf_header(r, h, &a, out, n);
 }
 
 /* Reads count slots of the use table from slot first into buf: its rows, or 0 (*st says why). */
