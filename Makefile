@@ -1,5 +1,6 @@
 # kcache: plain GNU make. `make` builds the tools and examples, `make test` sets up what is missing
-# (scripts/deps.sh) then builds and runs every test, `make bench` measures, `make demo` shows it.
+# (scripts/deps.sh) then builds and runs every test, `make check` runs the core's tests with a C
+# compiler alone, `make bench` measures, `make demo` shows it.
 CC      ?= cc
 CFLAGS  ?= -O2 -g
 WARN    := -Wall -Wextra -Wpedantic -Werror
@@ -17,7 +18,11 @@ CTESTS  := test_hash test_host test_key test_lru test_threads test_store test_fl
 # misuse of the API caught in a debug build (KCACHE_ASSERT overridden to count), plain and under ASan
 CTESTS  += test_misuse
 TOOLS   := $(B)/kcache-inspect $(B)/kcache-top
-CURSES  := $(shell pkg-config --libs ncursesw 2>/dev/null || echo -lncursesw)
+# kcache-top without curses where its header is missing (`make check` on a bare machine): the
+# batch mode (-b) only
+HAVE_CURSES := $(shell printf '\#include <curses.h>\n' | $(CC) -E -x c - >/dev/null 2>&1 && echo yes)
+TOP_DEFS := $(if $(HAVE_CURSES),,-DKCACHE_TOP_NO_CURSES)
+CURSES  := $(if $(HAVE_CURSES),$(shell pkg-config --libs ncursesw 2>/dev/null || echo -lncursesw))
 EXAMPLES = $(B)/demo_cc $(B)/opencl_saxpy $(B)/opencl_many $(B)/opencl_demo $(B)/kcache_load $(NVRTC_EX) $(VK_EX)
 CL_LIBS := -lOpenCL $(LDLIBS)
 # the remote tier's optional parts: Redis (hiredis), zstd, HMAC-SHA-256 from libcrypto, TLS from libssl
@@ -25,7 +30,7 @@ REMOTE_DEFS := -DKCACHE_REDIS -DKCACHE_ZSTD -DKCACHE_HMAC_OPENSSL -DKCACHE_TLS_O
 REMOTE_LIBS := -lhiredis -lzstd -lssl -lcrypto $(LDLIBS)
 
 .PHONY: gpu-bin all tools examples test check-deps bench demo demo-deps demo-cc install uninstall clean fuzz fuzz-smoke \
-        test-aarch64 test-s390x test-exchange torture test-windows test-valgrind test-tsan test-noofd test-core
+        test-aarch64 test-s390x test-exchange torture test-windows test-valgrind test-tsan test-noofd test-core check
 all: tools examples
 
 $(B) $(B)/asan $(B)/noofd $(B)/asan-noofd:
@@ -46,7 +51,7 @@ $(B)/kcache-inspect: $(TOOL_INSPECT_DEPS) | $(B)
 	$(CC) $(STD) $(CFLAGS) $(WARN) -I. -o $@ $(TOOL_INSPECT_SRC) $(LDLIBS)
 
 $(B)/kcache-top: tools/kcache-top.c kcache.h | $(B)
-	$(CC) $(STD) $(CFLAGS) $(WARN) -I. -o $@ $< $(CURSES) $(LDLIBS)
+	$(CC) $(STD) $(CFLAGS) $(TOP_DEFS) $(WARN) -I. -o $@ $< $(CURSES) $(LDLIBS)
 $(B)/make_store: tests/make_store.c kcache.h | $(B)
 	$(CC) $(STD) $(CFLAGS) $(WARN) -I. -o $@ $< $(LDLIBS)
 $(B)/kcache_load: examples/kcache_load.c kcache.h | $(B)
@@ -181,7 +186,7 @@ check-deps:
 
 # Runs everything; the last line is "N passed, N failed".
 test: check-deps
-	@$(MAKE) --no-print-directory -j2 $(TEST_BINS) $(CL_TESTS) $(VK_TESTS) $(REMOTE_TESTS) $(TOOLS) $(FAULTS) $(B)/torture $(B)/torture_remote $(B)/demo_cc $(NVRTC_EX) $(B)/kcache_load $(B)/make_store $(addprefix $(B)/,$(FUZZERS))
+	@$(MAKE) --no-print-directory -j2 $(TEST_BINS) $(CL_TESTS) $(VK_TESTS) $(REMOTE_TESTS) $(TOOLS) $(INSPECT_TESTS) $(FAULTS) $(B)/torture $(B)/torture_remote $(B)/demo_cc $(NVRTC_EX) $(B)/kcache_load $(B)/make_store $(addprefix $(B)/,$(FUZZERS)) $(TEST_BENCHES)
 	@# PyPI's numba (build/venv-numba) before the tests that use it (test_host, test_inspect): made once, kept
 	@bash scripts/numba-venv.sh >$(B)/numba-venv.log 2>&1 || echo "# build/venv-numba not made ($$(tail -n 1 $(B)/numba-venv.log)): test_inspect says what is skipped"
 	@bash tests/run.sh \
@@ -196,6 +201,7 @@ test: check-deps
 	  tsan="bash scripts/memcheck.sh tsan" \
 	  valgrind="bash scripts/memcheck.sh valgrind" \
 	  inspect="tests/test_inspect.sh $(B)/kcache-inspect" \
+	  inspect-llvm=$(B)/test_inspect_llvm asan/inspect-llvm=$(B)/asan/test_inspect_llvm \
 	  inspect-store="tests/test_inspect_store.sh $(B)/kcache-inspect $(B)/make_store" \
 	  store-cmds="tests/test_store_cmds.sh $(B)/kcache-inspect $(B)/make_store $(B)/kcache_load" \
 	  asan/store-cmds="tests/test_store_cmds.sh $(B)/asan/kcache-inspect $(B)/make_store $(B)/kcache_load" \
@@ -234,6 +240,25 @@ test-noofd: check-deps
 test-core: check-deps
 	@$(MAKE) --no-print-directory -j2 $(addprefix $(B)/core/,$(CORE_TESTS))
 	@bash tests/run.sh $(foreach t,$(CORE_TESTS),core/$(t)=$(B)/core/$(t))
+
+# ---- make check: the core's tests for a contributor without root or packages: a C compiler, make,
+# bash and the basic shell tools (no apt, network, redis-server, OpenCL, Python or tmux; what needs
+# one says "skip"). Built at -O0 (5x faster to compile than -O1) into build/check (B), plain only
+# (`make test` has the sanitizers); the core's tests also with every compile-out switch (CORE_SW).
+# KT_SKIP_MISSING=1 tells the tests that a missing tool is a skip here, a failure in `make test`.
+# Each file it runs is run by `make test` too. Over 300 checks in 2-4 minutes on 2 cores. ----
+CHECK_DIR    := $(B)/check
+CHECK_CTESTS := test_hash test_key test_lru test_store test_flight test_index test_threads test_misuse test_hostile \
+                test_backend test_many test_toolapi
+CHECK_BINS   := $(addprefix $(CHECK_DIR)/,$(CHECK_CTESTS) $(addprefix core/,$(CORE_TESTS)) kcache-inspect kcache-top make_store kcache_load)
+check:
+	@$(MAKE) --no-print-directory -j2 B=$(CHECK_DIR) CFLAGS='-O0 -g -DKT_NO_REDIS' REMOTE_LIBS='$(LDLIBS)' $(CHECK_BINS)
+	@KT_SKIP_MISSING=1 bash tests/run.sh \
+	  $(foreach t,$(CHECK_CTESTS),$(t)=$(CHECK_DIR)/$(t)) \
+	  $(foreach t,$(CORE_TESTS),core/$(t)=$(CHECK_DIR)/core/$(t)) \
+	  inspect-store="tests/test_inspect_store.sh $(CHECK_DIR)/kcache-inspect $(CHECK_DIR)/make_store" \
+	  store-cmds="tests/test_store_cmds.sh $(CHECK_DIR)/kcache-inspect $(CHECK_DIR)/make_store $(CHECK_DIR)/kcache_load" \
+	  top="tests/test_top.sh $(CHECK_DIR)/kcache-top $(CHECK_DIR)/kcache_load"
 
 # ---- other platforms: the suite under qemu-user (aarch64, s390x big-endian), and stores written on
 # one platform read on the others ----
@@ -300,6 +325,13 @@ $(B)/bench_many: bench/bench_many.c bench/bench_util.h tests/kt_remote.h kcache.
 $(B)/bench_%: bench/bench_%.c bench/bench_util.h kcache.h | $(B)
 	$(CC) $(STD) $(BENCH_CFLAGS) $(WARN) -I. -o $@ $< $(LDLIBS)
 
+# kcache-inspect's CPU names per LLVM (tools/inspect_llvm.c; kcache.h keeps the newest LLVM's),
+# from the tool's files but its main, plain and under ASan+UBSan
+INSPECT_TESTS := $(B)/test_inspect_llvm $(B)/asan/test_inspect_llvm
+$(B)/test_inspect_llvm: tests/test_inspect_llvm.c tests/kt.h $(TOOL_INSPECT_DEPS) | $(B)
+	$(CC) $(STD) $(CFLAGS) $(WARN) -I. -o $@ $< $(TOOL_INSPECT_LIB) $(LDLIBS)
+$(B)/asan/test_inspect_llvm: tests/test_inspect_llvm.c tests/kt.h $(TOOL_INSPECT_DEPS) | $(B)/asan
+	$(CC) $(STD) $(SAN) $(WARN) -I. -o $@ $< $(TOOL_INSPECT_LIB) $(LDLIBS)
 # kcache-inspect's files but its main, as the tool builds them (it reads bench/data/numba-200)
 $(B)/bench_inspect: bench/bench_inspect.c bench/bench_util.h $(TOOL_INSPECT_DEPS) | $(B)
 	$(CC) $(STD) $(BENCH_CFLAGS) $(WARN) -I. -o $@ $< $(TOOL_INSPECT_LIB) $(LDLIBS)
@@ -315,6 +347,9 @@ gpu-bin:
 	@mkdir -p dev/bin
 	$(MAKE) --no-print-directory B=dev/bin $(addprefix dev/bin/,$(GPU_BIN_PROGS))
 	cp -L $$(ldconfig -p | awk '/libOpenCL\.so\.1 .*x86-64/ {print $$NF; exit}') dev/bin/libOpenCL.so.1
+
+# `make test` builds every bench (runs none), so that `make bench` cannot stop building unnoticed
+TEST_BENCHES := $(addprefix $(B)/,$(BENCHES))
 
 bench: check-deps $(addprefix $(B)/,$(BENCHES)) $(B)/kcache-top
 	@for b in $(BENCHES); do echo "== $$b"; $(B)/$$b || exit 1; done

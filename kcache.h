@@ -80,6 +80,12 @@
        KCACHE_NO_TIDY      no store commands: kcache_evict_older_than, kcache_trim, kcache_remove_unit
                            and kcache_clear return KCACHE_EDISABLED (kcache-inspect's do the same)
        KCACHE_TEST_NO_OFD  tests only: compile the open-file-description locks out
+       KCACHE_TEST_HASH_PATHS  tests and benches only: declares kcache_test_hash_path and
+                           kcache_test_hash_path_for (each SIMD path of the hash, by name)
+       KCACHE_TEST_PUB     tests and benches only: declares kcache_test_pub_switch and
+                           kcache_test_pub_hit_mem (publishing off and on, one hit's share)
+       KCACHE_TEST_CL      tests and benches only (with KCACHE_OPENCL): declares
+                           kcache_test_cl_payload_ok (the check of a stored binary, alone)
        At run time, kcache_config's vendor hooks: log / log_user (every message), alloc_fn /
        free_fn / alloc_user (allocator callbacks), kcache_config_defaults (no environment).
        Version: KCACHE_VERSION_MAJOR / _MINOR / _PATCH, KCACHE_VERSION, kcache_version().
@@ -124,8 +130,18 @@
                      read-only layers' opening (KCACHE_NO_LAYERS)
          >>remote    the remote tier: backends, shards, breakers, signed values (KCACHE_NO_REMOTE)
          >>pub       publishing counters and events for kcache-top (KCACHE_NO_PUB)
-         >>cache     the public calls: configuration (KCACHE_NO_ENV), open/close, get/put/remove,
-                     the tiers below the store, explain, stats, single flight
+         the public calls, one part each:
+         >>handle    struct kcache: what an open cache holds, its log
+         >>misuse    misuse caught in debug builds (KCACHE_CHECKS)
+         >>configuration  kcache_config's defaults, the environment (KCACHE_NO_ENV)
+         >>open      kcache_open, kcache_close, a forked child's handle, the memory tier
+         >>reasons   a miss's reason: the field, the dependency, the closest overload
+         >>tiers     below the store: read-only layers, then the remote
+         >>lookup    get, put, remove, the stats, kcache_verify
+         >>explain   kcache_explain (KCACHE_NO_EXPLAIN)
+         >>upkeep    tidying a store: evict, trim, remove a unit, clear (KCACHE_NO_TIDY)
+         >>flight    single flight: kcache_get_or_build
+         >>batch     the batch call: kcache_get_or_build_many
          >>toolapi   reading a store for tools: the decoders above behind public names
          >>opencl    kcache_cl_build's implementation (KCACHE_OPENCL)
        companions: files beside this one, written on its API (each opens with how to use it)
@@ -301,6 +317,18 @@ KCACHE_API void kcache_hash_update(kcache_hash_state *st, const void *data, size
  * again, and updates may continue afterwards. Safe to call concurrently with other finals on
  * the same state, not with an update of it. */
 KCACHE_API kcache_hash128 kcache_hash_final(const kcache_hash_state *st);
+
+#ifdef KCACHE_TEST_HASH_PATHS
+/* Tests and benches only (bench/bench_hash.c times each path); not a stable interface.
+ * kcache_test_hash_path: the one-shot hash forced onto one implementation path, by name
+ * ("scalar", "sse2", "avx2", "avx512", "neon"), or NULL when this build or CPU lacks that path.
+ * Inputs of up to 240 bytes take the short (scalar) algorithms on every path.
+ * kcache_test_hash_path_for: the path kcache_hash takes for len bytes on this CPU ("short" for
+ * inputs of up to 240 bytes). */
+typedef kcache_hash128 (*kcache_test_hash_fn)(const void *data, size_t len);
+KCACHE_API kcache_test_hash_fn kcache_test_hash_path(const char *name);
+KCACHE_API const char *kcache_test_hash_path_for(size_t len);
+#endif
 
 /* ============================================================================================== */
 /* >>config                                                                                       */
@@ -482,6 +510,16 @@ typedef struct kcache_config {
     void *alloc_user;         /* passed to both */
     uint32_t env_bad;         /* kcache_config_init: the variables whose value was bad (for kcache_open
                                  to say through the log, which is set only after kcache_config_init) */
+    /* (added in 0.5, at the end so that older initialisers keep their meaning) */
+    const char *stats_dir;    /* KCACHE_STATS_DIR: where a kcache without a store of its own (memory
+                                 only, KCACHE_PERSISTENT=0, no resolvable or a refused directory, a
+                                 read-only store) publishes its stats file for kcache-top, so that
+                                 `kcache-top -b --prometheus DIR` sees it. Checked as a store's
+                                 directory is (its owner's alone, no symlink another user controls;
+                                 created 0700 when missing; it may hold only kcache's files); a
+                                 refused one is said in the debug log and nothing is published.
+                                 NULL: such a kcache publishes nothing. Ignored with a store (its
+                                 DIR/stats is used) and with KCACHE_NO_PUB */
 } kcache_config;
 
 /* Fills cfg with the defaults, then applies the environment variables (KCACHE_*). A bad value keeps
@@ -805,6 +843,14 @@ KCACHE_API kcache_status kcache_cl_key(kcache *kc, kcache_key *k, cl_device_id d
    references it held, so that releasing ctx frees it. The stored binaries stay. */
 KCACHE_API void kcache_cl_forget(kcache *kc, cl_context ctx);
 
+#ifdef KCACHE_TEST_CL
+/* Tests and benches only (bench/bench_opencl.c times a hit's parts); not a stable interface.
+   Whether data[0..size), a payload kcache_cl_build stored, would be handed to dev's driver: the
+   check a hit makes before clCreateProgramWithBinary. 0, with the reason in why (snprintf-style,
+   cap bytes), when it would not. */
+KCACHE_API int kcache_test_cl_payload_ok(cl_device_id dev, const void *data, size_t size, char *why, size_t cap);
+#endif
+
 #endif /* KCACHE_OPENCL */
 
 /* ============================================================================================== */
@@ -835,10 +881,25 @@ typedef struct kcache_stats {
     uint64_t remote_rejects;    /* remote entries that failed validation (deleted there; in rejects) */
     uint64_t remote_breaker_opens; /* times a shard's breaker opened                                */
     uint64_t remote_open;       /* shards whose breaker is open now                                 */
+    /* (0.5) */
+    uint64_t builds_claimed_elsewhere; /* builds here of a key whose cluster build claim another
+                                   process or machine held when this one asked (it waited, then the
+                                   claim was abandoned, expired or not answered): duplicate builds,
+                                   a rebuild storm's measure (kcache_get_or_build; in builds too) */
 } kcache_stats;
 
 /* A consistent snapshot of this kcache's counters (this process only). */
 KCACHE_API void kcache_get_stats(kcache *kc, kcache_stats *out);
+
+#ifdef KCACHE_TEST_PUB
+/* Tests and benches only (bench/bench_pub.c times one handle's memory hits published and not);
+ * not a stable interface, not thread-safe. kcache_test_pub_switch points kc's publishing at
+ * `counters`: what an earlier call returned (on again) or NULL (off, as with KCACHE_STATS=0), and
+ * returns what it pointed at before (NULL: kc was not publishing). kcache_test_pub_hit_mem
+ * publishes one memory hit as a hit does, alone: unit_hash is kcache_hash(unit, strlen(unit)).lo. */
+KCACHE_API void *kcache_test_pub_switch(kcache *kc, void *counters);
+KCACHE_API void kcache_test_pub_hit_mem(kcache *kc, uint64_t unit_hash, uint64_t size);
+#endif
 
 /* One shard of the remote tier and what this process's calls to it did (kcache_get_remote_shards). */
 typedef struct kcache_remote_shard {
@@ -930,7 +991,8 @@ KCACHE_API const char *kcache_reason_text(kcache_reason r);
 
 /* ---- the host, as kcache names it in keys (kcache_key_host), detected (no KCACHE_CPU_* override) ---- */
 #define KCACHE_HOST_FEATURES_MAX 4096 /* a buffer this size always holds the whole feature string */
-/* The CPU's name as the newest LLVM kcache knows names it ("znver4"; "generic" when unknown). */
+/* The CPU's name as LLVM KCACHE_HOST_CPU_LLVM names it ("znver4"; "generic" when unknown). */
+#define KCACHE_HOST_CPU_LLVM 22 /* the LLVM major whose CPU names kcache's keys use (the newest it knows) */
 KCACHE_API void kcache_host_cpu_name(char *out, size_t cap);
 /* Its features, "+a,-b,..." as LLVM lists them; returns the string's length. */
 KCACHE_API size_t kcache_host_cpu_features(char *out, size_t cap);
@@ -1217,6 +1279,7 @@ typedef enum kcache_counter {
     KCACHE_CTR_REMOTE_ERRORS, KCACHE_CTR_REMOTE_TIMEOUTS, KCACHE_CTR_REMOTE_SKIPPED, KCACHE_CTR_REMOTE_CALLS,
     KCACHE_CTR_REMOTE_LATENCY_NS, KCACHE_CTR_REMOTE_REJECTS,
     KCACHE_CTR_BREAKER_OPENS, KCACHE_CTR_BREAKER_CLOSES, /* a process's breakers open now: opens - closes */
+    KCACHE_CTR_BUILDS_CLAIMED_ELSEWHERE, /* (0.5) kcache_stats.builds_claimed_elsewhere */
     KCACHE_CTR_COUNT = 48
 } kcache_counter;
 /* Event kinds. Memory hits are sampled (the first of an entry, then at most one a second). */
@@ -1274,7 +1337,10 @@ typedef struct kcache_stats_event {
     char unit[KCACHE_STATS_EVENT_NAME + 1];
 } kcache_stats_event;
 /* Tables a part publishes per row: the remote tier's shards today (values: hits, misses, errors,
-   timeouts, skipped calls), per-node tables of a backend later, each a new kcache_stats_table. */
+   timeouts, skipped calls; from 0.5 also [5] calls made and [6] since when a breaker of the shard
+   is open, ns since 1970, 0: closed (set by the failure that opened it, cleared by the next call
+   that succeeds); nvalues says how many), per-node tables of a backend later, each a new
+   kcache_stats_table. Counted by every process using the store, since the file was made. */
 typedef enum kcache_stats_table { KCACHE_STATS_SHARDS } kcache_stats_table;
 typedef struct kcache_stats_row {
     uint64_t id;             /* 0: a free row */
@@ -1344,7 +1410,7 @@ KCACHE_API kcache_status kcache_stats_file_row(const kcache_stats_file *sf, kcac
 #include <assert.h>
 #define KCACHE_ASSERT(x) assert(x)
 #endif
-/* Misuse checks (>>cache, "misuse"): debug builds only, so a release build's calls cost what they did. */
+/* Misuse checks (>>misuse): debug builds only, so a release build's calls cost what they did. */
 #ifndef KCACHE_CHECKS
 #ifdef NDEBUG
 #define KCACHE_CHECKS 0
@@ -3981,6 +4047,30 @@ static kcache_hash128 kcache__hash_with_path(int path, const void *data, size_t 
     return kcache__hash_long(kcache__hash_resolve(path, len), p, len);
 }
 
+#ifdef KCACHE_TEST_HASH_PATHS
+static const char *const kcache__hash_path_names[KCACHE__HASH_PATHS] = { "scalar", "sse2", "avx2", "neon", "avx512" };
+static kcache_hash128 kcache__test_scalar(const void *d, size_t n) { return kcache__hash_with_path(KCACHE__HASH_SCALAR, d, n); }
+static kcache_hash128 kcache__test_sse2(const void *d, size_t n) { return kcache__hash_with_path(KCACHE__HASH_SSE2, d, n); }
+static kcache_hash128 kcache__test_avx2(const void *d, size_t n) { return kcache__hash_with_path(KCACHE__HASH_AVX2, d, n); }
+static kcache_hash128 kcache__test_neon(const void *d, size_t n) { return kcache__hash_with_path(KCACHE__HASH_NEON, d, n); }
+static kcache_hash128 kcache__test_avx512(const void *d, size_t n) { return kcache__hash_with_path(KCACHE__HASH_AVX512, d, n); }
+
+KCACHE_API kcache_test_hash_fn kcache_test_hash_path(const char *name)
+{
+    static const kcache_test_hash_fn fns[KCACHE__HASH_PATHS] = { kcache__test_scalar, kcache__test_sse2, kcache__test_avx2,
+                                                                 kcache__test_neon, kcache__test_avx512 };
+    int path;
+    for (path = 0; name && path < KCACHE__HASH_PATHS; path++)
+        if (strcmp(name, kcache__hash_path_names[path]) == 0) return kcache__hash_path_supported(path) ? fns[path] : NULL;
+    return NULL;
+}
+
+KCACHE_API const char *kcache_test_hash_path_for(size_t len)
+{
+    return len <= KCACHE__MIDSIZE_MAX ? "short" : kcache__hash_path_names[kcache__hash_resolve(KCACHE__HASH_AUTO, len)];
+}
+#endif
+
 /* -- streaming ------------------------------------------------------------------------------------
  * buf_ keeps everything until more than 256 bytes have come (the 0..240-byte algorithms need
  * the whole input). After that, stripes are consumed as soon as input exists after them, so
@@ -4100,8 +4190,6 @@ KCACHE_API void kcache_hash_hex(kcache_hash128 h, char out[33])
  *                                        (KCACHE__LLVM_NEWEST) gives; a CPU newer than that
  *                                        gets what LLVM 22 gives it ("generic", or for an
  *                                        unknown Intel family-6 model its feature guess).
- *   kcache__host_cpu_name_llvm(N, out, cap)  what LLVM major version N calls it (x86: LLVM
- *                                        9-22, as numba's magic tuple of that LLVM holds it).
  *   kcache__host_cpu_features(out, cap)  "+a,+b,-c": every feature this code checks, with its
  *                                        LLVM name, sorted by name (strcmp order).  Returns the
  *                                        length written (always < cap).  A cap too small drops
@@ -4115,9 +4203,9 @@ KCACHE_API void kcache_hash_hex(kcache_hash128 h, char out[33])
  *
  * x86 / x86-64 (GCC, clang: <cpuid.h>; MSVC: <intrin.h>): vendor, family and model from CPUID,
  * mapped to LLVM's processor names (Intel Core 2 .. Nova Lake, the Atom line, Xeon Phi; AMD K6
- * .. Zen 5), with LLVM's feature-based guess for an unlisted Intel family-6 model, as each LLVM
- * from 9 to 22 names them ("x86 CPU names, per LLVM version" below says how that was checked).
- * ARM: the names of the newest LLVM only; they are not tracked per LLVM version.
+ * .. Zen 5), with LLVM's feature-based guess for an unlisted Intel family-6 model, as LLVM 22
+ * names them ("x86 CPU names" below; what older LLVMs call them is kcache-inspect's, in
+ * tools/inspect_llvm.c).  ARM: the newest LLVM's names too.
  * Features follow LLVM's host detection: AVX-class, AVX-512-class and AMX-class features are
  * reported as '-' unless XGETBV shows the OS saves that register state (macOS saves AVX-512
  * state lazily, so there AVX-512 is taken as saved, as LLVM does).
@@ -4160,8 +4248,7 @@ KCACHE_API void kcache_hash_hex(kcache_hash128 h, char out[33])
 #define KCACHE__HOST_NAME_MAX 64       /* ... the CPU name */
 #define KCACHE__HOST_OS_ARCH_MAX 64    /* ... the OS/arch string */
 #define KCACHE__HOST_MAX_FEATS 160     /* more entries than any table below */
-#define KCACHE__LLVM_OLDEST 9          /* the LLVMs whose CPU names are known (x86): the oldest a */
-#define KCACHE__LLVM_NEWEST 22         /* numba release uses (0.50's), the newest (0.66-0.68's) */
+#define KCACHE__LLVM_NEWEST 22         /* the LLVM whose CPU names kcache gives (numba 0.66-0.68's) */
 
 /* Copies s into out[cap], cut to fit, NUL-terminated when cap > 0. */
 static void kcache__host_copy(char *out, size_t cap, const char *s)
@@ -4663,86 +4750,70 @@ static KCACHE__UNUSED int kcache__x86_has(const kcache__x86_info *x, const char 
 }
 
 #ifndef KCACHE_NO_CPU_NAMES
-/* ---- x86 CPU names, per LLVM version ---------------------------------------------------
+/* ---- x86 CPU names, as the newest LLVM gives them ------------------------------------------
  * numba keys its cache on the name its own LLVM's host detection gives the CPU, and LLVM learns
- * CPUs release by release: a CPU newer than an LLVM gets "generic" (an unknown family) or, for
- * an unknown Intel family-6 model, the newest line whose features it has (the "guess" below,
- * present in every LLVM from 9 to 22).  So the decoders take the LLVM major version v.
- *
- * What each entry rests on: LLVM 9, 10, 11, 13, 14, 15, 16, 19, 20 and 22 (llvmlite's wheels
- * 0.33.0, 0.36.0, 0.39.1, 0.43.0, 0.44.0, 0.47.0 and 0.50.0; Debian 12's libLLVM 13, 16 and
- * 19) were asked for the host CPU name under qemu-x86_64 (7.2) with made-up CPUIDs: every model
- * 0x00-0xff of Intel family 6 and AMD families 23, 25 and 26, models 0x00-0x3f of Intel
- * families 18 and 19, the other families' listed models, and the non-AVX-512 steps of the
- * guess (scripts/llvm-host-names.sh repeats it).  LLVM 12, 17, 18 and 21, which no numba
- * release uses, were not run: a name first seen in a checked version is dated to it (an LLVM
- * 12, 17, 18 or 21 may already have it), except where LLVM's history dates it (noted).  The
- * guess's AVX-512 steps cannot be run under qemu (TCG has no AVX-512) and follow LLVM's source
- * (the same in the LLVM 17, 18 and 22 Host.cpp read).  kcache__host_cpu_name gives the newest
- * LLVM's names (KCACHE__LLVM_NEWEST); a CPU newer than that LLVM gets what it gives: "generic",
- * or the guess's name. */
+ * CPUs release by release.  kcache names the CPU as LLVM 22 (KCACHE__LLVM_NEWEST) does: a CPU
+ * newer than that LLVM gets what it gives, "generic" (an unknown family) or, for an unknown
+ * Intel family-6 model, the newest line whose features it has (the "guess" below).  What older
+ * LLVMs call a CPU only kcache-inspect needs (for numba releases built on them): its
+ * tools/inspect_llvm.c keeps the names of LLVM 9 to 22 and says how they were checked (LLVM 22:
+ * llvmlite 0.50.0's, asked under qemu-x86_64 with made-up CPUIDs, scripts/llvm-host-names.sh;
+ * the guess's AVX-512 steps, which qemu cannot run, from LLVM's Host.cpp); these are its LLVM 22
+ * column. */
 typedef struct kcache__x86_model {
     unsigned char model;
-    unsigned char since, until; /* the LLVM majors naming it so; until 0: still */
     const char *name;
 } kcache__x86_model;
 
 /* Intel family 6 models with a fixed LLVM name (0x55 and unlisted models are decided from the
- * features below).  since 9: every checked LLVM; a later since or an until: as run. */
+ * features below). */
 static const kcache__x86_model kcache__x86_intel6[] = {
-    /* the P6 line: LLVM 9 and 10 only (from 11 on these models go to the guess) */
-    {0x01, 9, 10, "pentiumpro"},
-    {0x03, 9, 10, "pentium2"}, {0x05, 9, 10, "pentium2"}, {0x06, 9, 10, "pentium2"},
-    {0x07, 9, 10, "pentium3"}, {0x08, 9, 10, "pentium3"}, {0x0a, 9, 10, "pentium3"},
-    {0x0b, 9, 10, "pentium3"},
-    {0x09, 9, 10, "pentium-m"}, {0x0d, 9, 10, "pentium-m"}, {0x15, 9, 10, "pentium-m"},
-    {0x0e, 9, 10, "yonah"},
-    {0x0f, 9, 0, "core2"}, {0x16, 9, 0, "core2"},
-    {0x17, 9, 0, "penryn"}, {0x1d, 9, 0, "penryn"},
-    {0x1a, 9, 0, "nehalem"}, {0x1e, 9, 0, "nehalem"}, {0x1f, 9, 0, "nehalem"}, {0x2e, 9, 0, "nehalem"},
-    {0x25, 9, 0, "westmere"}, {0x2c, 9, 0, "westmere"}, {0x2f, 9, 0, "westmere"},
-    {0x2a, 9, 0, "sandybridge"}, {0x2d, 9, 0, "sandybridge"},
-    {0x3a, 9, 0, "ivybridge"}, {0x3e, 9, 0, "ivybridge"},
-    {0x3c, 9, 0, "haswell"}, {0x3f, 9, 0, "haswell"}, {0x45, 9, 0, "haswell"}, {0x46, 9, 0, "haswell"},
-    {0x3d, 9, 0, "broadwell"}, {0x47, 9, 0, "broadwell"}, {0x4f, 9, 0, "broadwell"}, {0x56, 9, 0, "broadwell"},
-    {0x4e, 9, 0, "skylake"}, {0x5e, 9, 0, "skylake"}, {0x8e, 9, 0, "skylake"}, {0x9e, 9, 0, "skylake"},
-    {0xa5, 11, 0, "skylake"}, {0xa6, 11, 0, "skylake"},   /* Comet Lake */
-    {0xa7, 13, 0, "rocketlake"},
-    {0x66, 9, 0, "cannonlake"},
-    {0x7d, 9, 0, "icelake-client"}, {0x7e, 9, 0, "icelake-client"},
-    {0x6a, 9, 0, "icelake-server"}, {0x6c, 9, 0, "icelake-server"},
-    {0x8c, 14, 0, "tigerlake"}, {0x8d, 14, 0, "tigerlake"},
-    {0x97, 14, 0, "alderlake"}, {0x9a, 14, 0, "alderlake"},
-    {0xbe, 19, 19, "alderlake"}, {0xbe, 20, 0, "gracemont"},
-    {0xb7, 16, 19, "alderlake"}, {0xb7, 20, 0, "raptorlake"},
-    {0xba, 19, 19, "alderlake"}, {0xba, 20, 0, "raptorlake"},
-    {0xbf, 19, 19, "alderlake"}, {0xbf, 20, 0, "raptorlake"},
-    {0xaa, 16, 19, "alderlake"}, {0xaa, 20, 0, "meteorlake"},
-    {0xac, 16, 19, "alderlake"}, {0xac, 20, 0, "meteorlake"},
-    {0xc5, 19, 0, "arrowlake"}, {0xb5, 20, 0, "arrowlake"},
-    {0xc6, 19, 0, "arrowlake-s"},
-    {0xbd, 19, 19, "arrowlake-s"}, {0xbd, 20, 0, "lunarlake"},
-    {0xcc, 19, 0, "pantherlake"},
-    {0xd5, 22, 0, "wildcatlake"},
-    {0x8f, 13, 0, "sapphirerapids"},
-    {0xcf, 16, 19, "sapphirerapids"}, {0xcf, 20, 0, "emeraldrapids"},
-    {0xad, 16, 0, "graniterapids"},
-    {0xae, 16, 18, "graniterapids"}, {0xae, 19, 0, "graniterapids-d"},
-    {0x1c, 9, 0, "bonnell"}, {0x26, 9, 0, "bonnell"}, {0x27, 9, 0, "bonnell"}, {0x35, 9, 0, "bonnell"},
-    {0x36, 9, 0, "bonnell"},
-    {0x37, 9, 0, "silvermont"}, {0x4a, 9, 0, "silvermont"}, {0x4d, 9, 0, "silvermont"}, {0x5a, 9, 0, "silvermont"},
-    {0x5d, 9, 0, "silvermont"}, {0x4c, 9, 0, "silvermont"},
-    {0x5c, 9, 0, "goldmont"}, {0x5f, 9, 0, "goldmont"},
-    {0x7a, 9, 0, "goldmont-plus"},
-    {0x86, 9, 0, "tremont"}, {0x8a, 19, 0, "tremont"}, {0x96, 19, 0, "tremont"}, {0x9c, 19, 0, "tremont"},
-    {0xaf, 16, 0, "sierraforest"},
-    {0xb6, 16, 0, "grandridge"},
-    {0xdd, 19, 0, "clearwaterforest"},
-    {0x57, 9, 0, "knl"},
-    {0x85, 9, 0, "knm"},
+    {0x0f, "core2"}, {0x16, "core2"},
+    {0x17, "penryn"}, {0x1d, "penryn"},
+    {0x1a, "nehalem"}, {0x1e, "nehalem"}, {0x1f, "nehalem"}, {0x2e, "nehalem"},
+    {0x25, "westmere"}, {0x2c, "westmere"}, {0x2f, "westmere"},
+    {0x2a, "sandybridge"}, {0x2d, "sandybridge"},
+    {0x3a, "ivybridge"}, {0x3e, "ivybridge"},
+    {0x3c, "haswell"}, {0x3f, "haswell"}, {0x45, "haswell"}, {0x46, "haswell"},
+    {0x3d, "broadwell"}, {0x47, "broadwell"}, {0x4f, "broadwell"}, {0x56, "broadwell"},
+    {0x4e, "skylake"}, {0x5e, "skylake"}, {0x8e, "skylake"}, {0x9e, "skylake"},
+    {0xa5, "skylake"}, {0xa6, "skylake"}, /* Comet Lake */
+    {0xa7, "rocketlake"},
+    {0x66, "cannonlake"},
+    {0x7d, "icelake-client"}, {0x7e, "icelake-client"},
+    {0x6a, "icelake-server"}, {0x6c, "icelake-server"},
+    {0x8c, "tigerlake"}, {0x8d, "tigerlake"},
+    {0x97, "alderlake"}, {0x9a, "alderlake"},
+    {0xbe, "gracemont"},
+    {0xb7, "raptorlake"},
+    {0xba, "raptorlake"},
+    {0xbf, "raptorlake"},
+    {0xaa, "meteorlake"},
+    {0xac, "meteorlake"},
+    {0xc5, "arrowlake"}, {0xb5, "arrowlake"},
+    {0xc6, "arrowlake-s"},
+    {0xbd, "lunarlake"},
+    {0xcc, "pantherlake"},
+    {0xd5, "wildcatlake"},
+    {0x8f, "sapphirerapids"},
+    {0xcf, "emeraldrapids"},
+    {0xad, "graniterapids"},
+    {0xae, "graniterapids-d"},
+    {0x1c, "bonnell"}, {0x26, "bonnell"}, {0x27, "bonnell"}, {0x35, "bonnell"},
+    {0x36, "bonnell"},
+    {0x37, "silvermont"}, {0x4a, "silvermont"}, {0x4d, "silvermont"}, {0x5a, "silvermont"},
+    {0x5d, "silvermont"}, {0x4c, "silvermont"},
+    {0x5c, "goldmont"}, {0x5f, "goldmont"},
+    {0x7a, "goldmont-plus"},
+    {0x86, "tremont"}, {0x8a, "tremont"}, {0x96, "tremont"}, {0x9c, "tremont"},
+    {0xaf, "sierraforest"},
+    {0xb6, "grandridge"},
+    {0xdd, "clearwaterforest"},
+    {0x57, "knl"},
+    {0x85, "knm"},
 };
 
-static const char *kcache__x86_intel_name(const kcache__x86_info *x, unsigned v)
+static const char *kcache__x86_intel_name(const kcache__x86_info *x)
 {
     size_t i;
     switch (x->family) {
@@ -4755,10 +4826,8 @@ static const char *kcache__x86_intel_name(const kcache__x86_info *x, unsigned v)
             if (kcache__x86_has(x, "avx512vnni")) return "cascadelake";
             return "skylake-avx512";
         }
-        for (i = 0; i < sizeof kcache__x86_intel6 / sizeof kcache__x86_intel6[0]; i++) {
-            const kcache__x86_model *e = &kcache__x86_intel6[i];
-            if (e->model == x->model && v >= e->since && (e->until == 0 || v <= e->until)) return e->name;
-        }
+        for (i = 0; i < sizeof kcache__x86_intel6 / sizeof kcache__x86_intel6[0]; i++)
+            if (kcache__x86_intel6[i].model == x->model) return kcache__x86_intel6[i].name;
         /* An unlisted family-6 model: the newest line whose features it has. */
         if (kcache__x86_has(x, "avx512vp2intersect")) return "tigerlake";
         if (kcache__x86_has(x, "avx512vbmi2")) return "icelake-client";
@@ -4787,15 +4856,15 @@ static const char *kcache__x86_intel_name(const kcache__x86_info *x, unsigned v)
         if (kcache__x86_has(x, "64bit")) return "nocona";
         if (kcache__x86_has(x, "sse3")) return "prescott";
         return "pentium4";
-    case 18: /* Nova Lake: LLVM 22 */
-        return v >= 22 && (x->model == 0x01 || x->model == 0x03) ? "novalake" : "generic";
-    case 19: /* Diamond Rapids: LLVM 20 (-march=diamondrapids, #116564, Nov 2024) */
-        return v >= 20 && x->model == 0x01 ? "diamondrapids" : "generic";
+    case 18: /* Nova Lake */
+        return x->model == 0x01 || x->model == 0x03 ? "novalake" : "generic";
+    case 19: /* Diamond Rapids */
+        return x->model == 0x01 ? "diamondrapids" : "generic";
     default: return "generic";
     }
 }
 
-static const char *kcache__x86_amd_name(const kcache__x86_info *x, unsigned v)
+static const char *kcache__x86_amd_name(const kcache__x86_info *x)
 {
     unsigned m = x->model;
     switch (x->family) {
@@ -4811,7 +4880,7 @@ static const char *kcache__x86_amd_name(const kcache__x86_info *x, unsigned v)
     case 6: return kcache__x86_has(x, "sse") ? "athlon-xp" : "athlon";
     case 15: return kcache__x86_has(x, "sse3") ? "k8-sse3" : "k8";
     case 16: return "amdfam10";
-    case 18: return v >= 20 ? "amdfam10" : "generic"; /* Llano: LLVM 20 (#111312, Oct 2024) */
+    case 18: return "amdfam10"; /* Llano */
     case 20: return "btver1";
     case 21: /* Bulldozer, Piledriver, Steamroller, Excavator */
         if (m >= 0x60 && m <= 0x7f) return "bdver4";
@@ -4819,34 +4888,23 @@ static const char *kcache__x86_amd_name(const kcache__x86_info *x, unsigned v)
         if ((m >= 0x10 && m <= 0x1f) || m == 0x02) return "bdver2";
         return "bdver1";
     case 22: return "btver2";
-    case 23: /* Zen, Zen+, Zen 2 */
-        if (v >= 18) { /* Renoir, Lucienne, Mendocino, ...: #74955 (merged 2023-12-12, before LLVM 18 branched) */
-            if ((m >= 0x30 && m <= 0x3f) || m == 0x47 || (m >= 0x60 && m <= 0x7f) ||
-                (m >= 0x84 && m <= 0x87) || (m >= 0x90 && m <= 0xaf))
-                return "znver2";
-        } else if ((m >= 0x30 && m <= 0x3f) || (v >= 10 && m == 0x71)) {
+    case 23: /* Zen, Zen+, Zen 2 (Renoir, Lucienne, Mendocino, ...) */
+        if ((m >= 0x30 && m <= 0x3f) || m == 0x47 || (m >= 0x60 && m <= 0x7f) ||
+            (m >= 0x84 && m <= 0x87) || (m >= 0x90 && m <= 0xaf))
             return "znver2";
-        }
         return "znver1";
-    case 25: /* Zen 3, Zen 4: family 19h is generic to LLVM 11, znver3 to LLVM 13 */
-        if (v < 13) return "generic";
-        if (v >= 18) { /* with the Zen 2 models above (the Host.cpp that has #74955 has these too) */
-            if ((m >= 0x10 && m <= 0x1f) || (m >= 0x60 && m <= 0x7f) || (m >= 0xa0 && m <= 0xaf)) return "znver4";
-        } else if (v >= 16) { /* LLVM 16 added znver4 (D139073, "AMD Zen 4 Initial enablement") */
-            if ((m >= 0x10 && m <= 0x1f) || (m >= 0x60 && m <= 0x74) || (m >= 0x78 && m <= 0x7b) ||
-                (m >= 0xa0 && m <= 0xaf))
-                return "znver4";
-        }
+    case 25: /* Zen 3, Zen 4 */
+        if ((m >= 0x10 && m <= 0x1f) || (m >= 0x60 && m <= 0x7f) || (m >= 0xa0 && m <= 0xaf)) return "znver4";
         return "znver3";
-    case 26: return v >= 19 ? "znver5" : "generic"; /* Zen 5 (every model): LLVM 19 */
+    case 26: return "znver5"; /* Zen 5, every model */
     default: return "generic";
     }
 }
 
-static const char *kcache__x86_name(const kcache__x86_info *x, unsigned v)
+static const char *kcache__x86_name(const kcache__x86_info *x)
 {
-    if (x->vendor == KCACHE__X86_INTEL) return kcache__x86_intel_name(x, v);
-    if (x->vendor == KCACHE__X86_AMD) return kcache__x86_amd_name(x, v);
+    if (x->vendor == KCACHE__X86_INTEL) return kcache__x86_intel_name(x);
+    if (x->vendor == KCACHE__X86_AMD) return kcache__x86_amd_name(x);
     return "generic";
 }
 #else /* KCACHE_NO_CPU_NAMES: the CPU as CPUID gives it (vendor, family, model), not LLVM's name */
@@ -5209,44 +5267,26 @@ static size_t kcache__darwin_arm_features(char *out, size_t cap)
 
 /* ---- the three entry points -------------------------------------------------------------- */
 
-/* What LLVM major version llvm's host detection calls this CPU.  Returns 1 for a version in
- * the table (KCACHE__LLVM_OLDEST..KCACHE__LLVM_NEWEST, x86), 0 for one outside it (out gets the
- * nearest version's name), 2 where names are not tracked per version (ARM, others: out gets the
- * one name kcache knows). */
-static int kcache__host_cpu_name_llvm(unsigned llvm, char *out, size_t cap)
-{
-    const char *name = "generic";
-    int r = 2;
-#if defined(KCACHE__HOST_X86) && defined(KCACHE_NO_CPU_NAMES)
-    kcache__x86_info x;
-    (void)llvm;
-    (void)name;
-    kcache__x86_read(&x);
-    kcache__x86_id(&x, out, cap);
-    return r;
-#elif defined(KCACHE__HOST_X86)
-    kcache__x86_info x;
-    unsigned v = llvm < KCACHE__LLVM_OLDEST ? KCACHE__LLVM_OLDEST : llvm > KCACHE__LLVM_NEWEST ? KCACHE__LLVM_NEWEST : llvm;
-    kcache__x86_read(&x);
-    name = kcache__x86_name(&x, v);
-    r = v == llvm;
-#elif defined(KCACHE__HOST_ARM_LINUX)
-    (void)llvm;
-    name = kcache__arm_linux_name();
-#elif defined(KCACHE__HOST_ARM_DARWIN)
-    (void)llvm;
-    name = kcache__darwin_arm_name();
-#else
-    (void)llvm;
-#endif
-    kcache__host_copy(out, cap, name);
-    return r;
-}
-
 /* The host CPU's one stable name: the newest LLVM's (see the x86 names above). */
 static void kcache__host_cpu_name(char *out, size_t cap)
 {
-    (void)kcache__host_cpu_name_llvm(KCACHE__LLVM_NEWEST, out, cap);
+    const char *name = "generic";
+#if defined(KCACHE__HOST_X86) && defined(KCACHE_NO_CPU_NAMES)
+    kcache__x86_info x;
+    (void)name;
+    kcache__x86_read(&x);
+    kcache__x86_id(&x, out, cap);
+    return;
+#elif defined(KCACHE__HOST_X86)
+    kcache__x86_info x;
+    kcache__x86_read(&x);
+    name = kcache__x86_name(&x);
+#elif defined(KCACHE__HOST_ARM_LINUX)
+    name = kcache__arm_linux_name();
+#elif defined(KCACHE__HOST_ARM_DARWIN)
+    name = kcache__darwin_arm_name();
+#endif
+    kcache__host_copy(out, cap, name);
 }
 
 static size_t kcache__host_cpu_features(char *out, size_t cap)
@@ -8860,6 +8900,7 @@ struct kcache__shard {
                                   cluster, the same server spelled twice): not in the ring */
     uint64_t n[5];             /* KCACHE__SH_HITS...: kcache_get_remote_shards (remote->mutex) */
     uint64_t *pub;             /* its entry in the stats file's shard table (>>pub), NULL: none */
+    uint64_t *pub_more;        /* the rest of that entry: calls made, breaker open since */
     const kcache_remote_ops *ops;
     void *user;
     void (*close)(void *user); /* frees the built-in backend's state; NULL for the user's */
@@ -9094,6 +9135,7 @@ static kcache__shard *kcache__remote_shard(kcache__remote *r, kcache_hash128 d) 
 /* A shard's counters (kcache_get_remote_shards), in the order of the stats file's shard entries. */
 enum { KCACHE__SH_HITS, KCACHE__SH_MISSES, KCACHE__SH_ERRORS, KCACHE__SH_TIMEOUTS, KCACHE__SH_SKIPPED };
 static void kcache__pub_fetch_add(uint64_t *w, uint64_t n);
+static void kcache__pub_shard_call(uint64_t *more, int failed);
 /* Counts one for shard s (with r->mutex held): here, and for kcache-top in the stats file. */
 static void kcache__shard_count(kcache__shard *s, int what) {
     s->n[what]++;
@@ -9152,6 +9194,7 @@ static void kcache__remote_done(kcache__remote *r, kcache__shard *s, kcache_stat
         kcache__shard_count(s, KCACHE__SH_ERRORS);
         if (st == KCACHE_ETIMEOUT) kcache__shard_count(s, KCACHE__SH_TIMEOUTS);
     }
+    kcache__pub_shard_call(s->pub_more, failed);
     if (failed) {
         backoff = s->backoff_ms;
         s->open_until = now + (int64_t)backoff * 1000000;
@@ -9228,11 +9271,11 @@ static void kcache__remote_reopen_config(const kcache__remote *r, kcache_config 
 
 /* Ties a remote just opened to its kcache: the allocator for the payloads it hands over, and each
    shard's entry in the stats file's shard table (kcache-top), where pub publishes. */
-static uint64_t *kcache__pub_shard(const struct kcache__pub *p, const char *url);
+static uint64_t *kcache__pub_shard(const struct kcache__pub *p, const char *url, uint64_t **more);
 static void kcache__remote_attach(kcache__remote *r, const kcache__mem *mem, const struct kcache__pub *pub) {
     unsigned i;
     r->mem = mem;
-    for (i = 0; i < r->n; i++) r->shard[i].pub = kcache__pub_shard(pub, r->shard[i].url);
+    for (i = 0; i < r->n; i++) r->shard[i].pub = kcache__pub_shard(pub, r->shard[i].url, &r->shard[i].pub_more);
 }
 
 /* kcache_get_remote_shards: the first cap shards' counters and breakers into out (NULL: none);
@@ -9803,6 +9846,10 @@ static void kcache__remote_open(kcache__remote **out, const kcache_config *cfg, 
            0 = free, taken by compare-and-swap), u64 hits, misses, errors, timeouts, skipped
            calls (fetch-add), then the URL (80 bytes, cut, NUL padded; written after the id is
            taken). A file made before these existed has zeros here: no shards.
+     3584  24 x 16 bytes, more of shard entry i (0.5): u64 calls made (let through by the breaker;
+           fetch-add), i64 breaker open since (ns since 1970: the failure that opened a breaker,
+           set by compare-and-swap from 0; back to 0 after a call that succeeds: metrics' gauge).
+           A file made before has zeros here, as do writers older than 0.5.
    slot i at 4096 + i * 16896
         0  u64 owner: pid << 32 | the low 31 bits of the process's start time; 0 = free; bit 31
            set while the claimer sets the slot up. Claimed by compare-and-swap; a slot whose pid
@@ -9855,6 +9902,8 @@ static void kcache__remote_open(kcache__remote **out, const kcache_config *cfg, 
 #define KCACHE__PUB_SHARDS 24
 #define KCACHE__PUB_SHARD_BYTES 128
 #define KCACHE__PUB_SHARD_URL 80
+#define KCACHE__PUB_SHARDS_MORE_AT (KCACHE__PUB_SHARDS_AT + KCACHE__PUB_SHARDS * KCACHE__PUB_SHARD_BYTES) /* 3584 */
+#define KCACHE__PUB_SHARD_MORE_BYTES 16
 #define KCACHE__PUB_UNITS_AT 512
 #define KCACHE__PUB_EVENTS_AT (KCACHE__PUB_UNITS_AT + KCACHE__PUB_UNITS * KCACHE__PUB_UNIT_BYTES)
 #define KCACHE__PUB_SLOT_BYTES (KCACHE__PUB_EVENTS_AT + KCACHE__PUB_EVENTS * KCACHE__PUB_EVENT_BYTES)
@@ -9872,7 +9921,8 @@ enum {
        breakers open now = its opens - closes (a closing kcache closes its open ones) */
     KCACHE__PUB_HITS_REMOTE = 32, KCACHE__PUB_HITS_LAYER, KCACHE__PUB_REMOTE_LOOKUPS, KCACHE__PUB_REMOTE_PUTS,
     KCACHE__PUB_REMOTE_ERRORS, KCACHE__PUB_REMOTE_TIMEOUTS, KCACHE__PUB_REMOTE_SKIPPED, KCACHE__PUB_REMOTE_CALLS,
-    KCACHE__PUB_REMOTE_LATENCY_NS, KCACHE__PUB_REMOTE_REJECTS, KCACHE__PUB_REMOTE_OPENS, KCACHE__PUB_REMOTE_CLOSES
+    KCACHE__PUB_REMOTE_LATENCY_NS, KCACHE__PUB_REMOTE_REJECTS, KCACHE__PUB_REMOTE_OPENS, KCACHE__PUB_REMOTE_CLOSES,
+    KCACHE__PUB_BUILDS_CLAIMED /* (0.5) builds of a key another process or machine had claimed */
 };
 /* Event kinds. Memory hits are sampled: one event when a hit records the entry's use in the store
    (the first hit of an entry in memory, then at most one a second per entry). */
@@ -10305,6 +10355,39 @@ static KCACHE__UNUSED void kcache__pub_open(kcache__pub *p, kcache__store *st, c
     }
 }
 
+/* KCACHE_STATS_DIR: a kcache without a store of its own publishes in dir. The directory is opened
+   as a store's is (kcache__resolve_store_dir: every component checked, no symlink another user
+   controls, created 0700; kcache__store_proven: nothing in it but kcache's files; its tmp/ checked
+   as a level), but nothing of a store is made in it: no lock, config.file, e/ or i/, only stats
+   and its temp file. *st: the directory's handle (closed at kcache_close), NULL when refused, with
+   a debug line saying why; the process runs on either way. */
+static KCACHE__UNUSED void kcache__pub_open_dir(kcache__pub *p, kcache__store **st, const char *dir, const kcache_config *cfg) {
+    kcache__store *d;
+    kcache__finfo top;
+    char why[400];
+    *st = NULL;
+    memset(p, 0, sizeof *p);
+    p->debug = cfg->debug;
+    p->log = cfg->log;
+    p->log_user = cfg->log_user;
+    if (!cfg->publish) { kcache__pub_say(p, "stats: not published (KCACHE_STATS=0)"); return; }
+    if (!(d = kcache__store_new(dir, cfg))) return;
+    why[0] = 0;
+    d->dirfd = kcache__resolve_store_dir(d, dir, 1, &top, why, sizeof why);
+    if (d->dirfd >= 0 && d->readonly) kcache__say(why, sizeof why, "%s is root's: not writable here", dir);
+    if (d->dirfd >= 0 && !d->readonly && kcache__store_proven(d, why, sizeof why))
+        d->tmpfd = kcache__level_open(d, d->dirfd, dir, "tmp", 1, why, sizeof why);
+    if (d->tmpfd < 0) {
+        kcache__pub_say(p, "stats: KCACHE_STATS_DIR refused: %s; not published", why[0] ? why : strerror(errno));
+        kcache__store_close(d);
+        return;
+    }
+    kcache__pub_open(p, d, cfg);
+    if (!p->map) { kcache__store_close(d); return; }
+    kcache__pub_say(p, "stats: published in %s/stats (KCACHE_STATS_DIR)", dir);
+    *st = d;
+}
+
 /* Gives the slot back: its counters go to the retired ones, its events stay for the record. */
 static KCACHE__UNUSED void kcache__pub_close(kcache__pub *p) {
     if (p->map && p->slot && p->pid == kcache__pid() &&
@@ -10348,22 +10431,40 @@ static KCACHE__UNUSED void kcache__pub_add(kcache__pub *p, int counter, uint64_t
 static KCACHE__UNUSED uint64_t *kcache__pub_shard_at(const unsigned char *map, unsigned i) {
     return (uint64_t *)(uintptr_t)(map + KCACHE__PUB_SHARDS_AT + (size_t)i * KCACHE__PUB_SHARD_BYTES);
 }
+/* The rest of shard entry i: calls made, breaker open since. */
+static KCACHE__UNUSED uint64_t *kcache__pub_shard_more_at(const unsigned char *map, unsigned i) {
+    return (uint64_t *)(uintptr_t)(map + KCACHE__PUB_SHARDS_MORE_AT + (size_t)i * KCACHE__PUB_SHARD_MORE_BYTES);
+}
 /* The shard table's entry for url (found, or taken now), or NULL (not publishing, or the table is
-   full: that shard goes uncounted there). */
-static KCACHE__UNUSED uint64_t *kcache__pub_shard(const kcache__pub *p, const char *url) {
+   full: that shard goes uncounted there); *more: the rest of that entry (or NULL). */
+static KCACHE__UNUSED uint64_t *kcache__pub_shard(const kcache__pub *p, const char *url, uint64_t **more) {
     uint64_t id = kcache_hash(url, strlen(url)).lo | 1;
     unsigned i;
+    *more = NULL;
     if (!p->map) return NULL;
     for (i = 0; i < KCACHE__PUB_SHARDS; i++) {
         uint64_t *e = kcache__pub_shard_at(p->map, i);
-        if (kcache__pub_ld(e) == id) return e;
-        if (kcache__pub_ld(e) == 0 && kcache__pub_cas(e, 0, id)) {
+        int mine = kcache__pub_ld(e) == id;
+        if (!mine && kcache__pub_ld(e) == 0 && kcache__pub_cas(e, 0, id)) {
             kcache__pub_put_name(e + 6, KCACHE__PUB_SHARD_URL, url, strlen(url));
+            mine = 1;
+        }
+        if (mine || kcache__pub_ld(e) == id) { /* (or another process took it for the same URL just now) */
+            *more = kcache__pub_shard_more_at(p->map, i);
             return e;
         }
-        if (kcache__pub_ld(e) == id) return e; /* another process took it for the same URL just now */
     }
     return NULL;
+}
+/* After a call to a shard (more: its kcache__pub_shard's): counted, and its breaker's time. */
+static KCACHE__UNUSED void kcache__pub_shard_call(uint64_t *more, int failed) {
+    if (!more) return;
+    kcache__pub_fetch_add(more, 1);
+    if (failed) {
+        if (!kcache__pub_ld(more + 1)) kcache__pub_cas(more + 1, 0, (uint64_t)kcache__now_ns());
+    } else if (kcache__pub_ld(more + 1)) {
+        kcache__pub_st(more + 1, 0); /* a call got through: the shard answers again */
+    }
 }
 
 /* The unit's entry in this slot's table, or NULL (probing hash & 63 and the 3 after). */
@@ -10502,6 +10603,11 @@ static void kcache__pub_open(kcache__pub *p, kcache__store *st, const kcache_con
     }
 }
 static void kcache__pub_close(kcache__pub *p) { (void)p; }
+static void kcache__pub_open_dir(kcache__pub *p, kcache__store **st, const char *dir, const kcache_config *cfg) {
+    *st = NULL;
+    (void)dir;
+    kcache__pub_open(p, NULL, cfg);
+}
 static void kcache__pub_add(kcache__pub *p, int counter, uint64_t n) { (void)p; (void)counter; (void)n; }
 static void kcache__pub_event(kcache__pub *p, int kind, const char *unit, uint64_t unit_hash, uint64_t size, int reason,
                               uint64_t count, int64_t now) {
@@ -10512,7 +10618,12 @@ static void kcache__pub_hit_disk(kcache__pub *p, const char *unit, uint64_t unit
     (void)p; (void)unit; (void)unit_hash; (void)size; (void)now;
 }
 static void kcache__pub_miss(kcache__pub *p, const char *unit, kcache_reason r) { (void)p; (void)unit; (void)r; }
-static KCACHE__UNUSED uint64_t *kcache__pub_shard(const kcache__pub *p, const char *url) { (void)p; (void)url; return NULL; }
+static KCACHE__UNUSED uint64_t *kcache__pub_shard(const kcache__pub *p, const char *url, uint64_t **more) {
+    (void)p; (void)url;
+    *more = NULL;
+    return NULL;
+}
+static KCACHE__UNUSED void kcache__pub_shard_call(uint64_t *more, int failed) { (void)more; (void)failed; }
 static KCACHE__UNUSED void kcache__pub_fetch_add(uint64_t *w, uint64_t n) { (void)w; (void)n; } /* (no shard has a counter to add to) */
 static void kcache__pub_put(kcache__pub *p, const char *unit, uint64_t size, kcache_status s) { (void)p; (void)unit; (void)size; (void)s; }
 static void kcache__pub_evict(kcache__pub *p, uint64_t entries, uint64_t bytes, const char *units) {
@@ -10521,7 +10632,7 @@ static void kcache__pub_evict(kcache__pub *p, uint64_t entries, uint64_t bytes, 
 #endif /* KCACHE_NO_PUB */
 
 /* ============================================================================================== */
-/* >>cache  the public calls: configuration, open/close, get/put/remove, explain, stats           */
+/* >>handle  struct kcache: what an open cache holds, and its log                                 */
 /* ============================================================================================== */
 
 #define KCACHE__TOMBS 128  /* entries remembered after the memory LRU dropped them (memory only) */
@@ -10549,6 +10660,7 @@ struct kcache {
     char *dir;                   /* the store's directory (owned), NULL when memory only */
     kcache__store *store;
     kcache__pub pub;             /* this kcache's slot in DIR/stats (kcache-top); zeroed: not publishing */
+    kcache__store *stats_dir;    /* KCACHE_STATS_DIR's directory, when pub publishes there (no store) */
     char store_why[512];         /* why there is no store (store_refused), or why it is read-only */
     int store_refused;           /* a store was asked for and could not be used */
     kcache__lru lru;
@@ -10618,7 +10730,11 @@ static void kcache__log(const kcache_config *cfg, const char *fmt, ...) {
 #define KCACHE__REMOTE(kc) ((kc)->remote)
 #endif
 
-/* ---- misuse (KCACHE_CHECKS: debug builds) ------------------------------------------------------
+/* ============================================================================================== */
+/* >>misuse  misuse caught before any damage (KCACHE_CHECKS: debug builds)                        */
+/* ============================================================================================== */
+
+/* ---- what a debug build catches ----
    What a debug build catches before any damage, each with one message naming the call (through the
    log, stderr without one) and then KCACHE_ASSERT; the call then does nothing (returns an error):
    - a call on a closed kcache: the registry keeps the set of open handles (a table read without a
@@ -10786,6 +10902,10 @@ static int kcache__held_take(kcache *kc, const void *data) {
 }
 #endif
 
+/* ============================================================================================== */
+/* >>configuration  kcache_config: defaults, the environment (KCACHE_NO_ENV), the directory       */
+/* ============================================================================================== */
+
 /* A size: digits with an optional K, M, G or T (powers of 1024), optionally followed by B or iB. */
 static KCACHE__UNUSED int kcache__parse_size(const char *s, uint64_t *out) {
     uint64_t v = 0, mul = 1;
@@ -10925,6 +11045,7 @@ KCACHE_API void kcache_config_init(kcache_config *cfg) {
     if ((v = getenv("KCACHE_DIR")) != NULL && *v) cfg->dir = v;
     if ((v = getenv("KCACHE_SHARED_GROUP")) != NULL && *v) cfg->shared_group = v;
     if ((v = getenv("KCACHE_LAYERS")) != NULL && *v) cfg->layers = v;
+    if ((v = getenv("KCACHE_STATS_DIR")) != NULL && *v) cfg->stats_dir = v;
     if ((v = getenv("KCACHE_REMOTE")) != NULL && *v) cfg->remote = v;
     if ((v = getenv("KCACHE_REMOTE_SECRET")) != NULL) cfg->remote_secret = v; /* empty: refused at open, not unsigned */
     if ((v = getenv("KCACHE_REMOTE_CA")) != NULL && *v) cfg->remote_ca = v;
@@ -11078,6 +11199,10 @@ static int kcache__expand_tilde(const char *in, char *out, size_t cap, char *why
     return 1;
 }
 
+/* ============================================================================================== */
+/* >>open  kcache_open and kcache_close, a forked child's handle, the memory tier                 */
+/* ============================================================================================== */
+
 typedef struct { char dir[4096], why[400]; } kcache__open_scratch; /* on the heap: calls fit small stacks */
 KCACHE_API kcache_status kcache_open(kcache **out, const kcache_config *cfg) {
     kcache *kc;
@@ -11140,6 +11265,10 @@ KCACHE_API kcache_status kcache_open(kcache **out, const kcache_config *cfg) {
     }
     if (!kc->store || kc->store->readonly) KCACHE__DEBUG(kc, "%s", kc->store_why);
     else KCACHE__DEBUG(kc, "store %s (limit %llu bytes)%s%s", kc->dir, (unsigned long long)kc->cfg.max_size, why[0] ? "; " : "", why);
+    /* no store of its own to publish in: KCACHE_STATS_DIR (memory-only processes show in kcache-top) */
+    if ((!kc->store || kc->store->readonly) && cfg->stats_dir && cfg->stats_dir[0])
+        kcache__pub_open_dir(&kc->pub, &kc->stats_dir, cfg->stats_dir, &kc->cfg);
+    kc->cfg.stats_dir = kc->stats_dir ? kc->stats_dir->dir : NULL; /* (cfg's may point into the environment) */
     kcache__say_relative(kc, cfg->dir, kc->cfg.layers);
     if (kc->cfg.enable) kcache__lower_open(kc);
     kcache__mem_free(&kc->mem, t);
@@ -11403,6 +11532,7 @@ KCACHE_API void kcache_close(kcache *kc) {
     kcache__remote_close(kc->remote);
     while (kc->nlayers > 0) kcache__store_close(kc->layers[--kc->nlayers]);
     kcache__pub_close(&kc->pub);
+    kcache__store_close(kc->stats_dir);
     kcache__store_close(kc->store);
     {
         kcache__mem al = kc->mem;
@@ -11466,7 +11596,10 @@ static int kcache__unit_in_memory(const kcache *kc, const kcache_key *k) {
     return 0;
 }
 
-/* ---- explaining a lookup ---- */
+/* ============================================================================================== */
+/* >>reasons  a miss's reason: the field, the dependency, the closest overload                    */
+/* ============================================================================================== */
+
 
 /* snprintf-style appender: len counts the whole text, p holds what fits (NUL-terminated, cut at a
    whole character). Everything appended is escaped as kcache__log escapes a line (kcache_explain
@@ -11749,7 +11882,10 @@ static kcache__node *kcache__keep_read(kcache *kc, kcache__node *nn, kcache__blo
     return NULL;
 }
 
-/* ---- the tiers below the store: read-only layers (searched first) and the remote ---- */
+/* ============================================================================================== */
+/* >>tiers  below the store: read-only layers (searched first), then the remote                   */
+/* ============================================================================================== */
+
 
 #ifndef KCACHE_NO_LAYERS
 /* A layer left out, and why: the debug log says it, and the first reason stays for kcache_explain.
@@ -12117,7 +12253,11 @@ static void kcache__remote_note(const kcache *kc, kcache__sb *b) {
 #endif
 }
 
-/* ---- dependencies' content, when a lookup needs it -------------------------------------------
+/* ============================================================================================== */
+/* >>lookup  kcache_get, kcache_put, kcache_remove, the stats, kcache_verify                      */
+/* ============================================================================================== */
+
+/* ---- dependencies' content, when a lookup needs it ----
    A file field's content digest is taken lazily (kcache_key_file): from the process's stamp memo,
    then (files of KCACHE__STAMP_STORE_MIN or more) from the store, where an entry of unit
    "kcache.stamp" keeps it under the file's path and full stat, else by reading the file, after
@@ -12580,6 +12720,15 @@ KCACHE_API unsigned kcache_get_remote_shards(kcache *kc, kcache_remote_shard *ou
     return 0;
 }
 
+#ifdef KCACHE_TEST_PUB
+KCACHE_API void *kcache_test_pub_switch(kcache *kc, void *counters) {
+    void *was = kc->pub.ctr;
+    kc->pub.ctr = (uint64_t *)counters;
+    return was;
+}
+KCACHE_API void kcache_test_pub_hit_mem(kcache *kc, uint64_t unit_hash, uint64_t size) { kcache__pub_hit_mem(&kc->pub, unit_hash, size); }
+#endif
+
 KCACHE_API void kcache_get_stats(kcache *kc, kcache_stats *out) {
     if (out) memset(out, 0, sizeof *out);
     KCACHE__CHECK_KC(kc, "kcache_get_stats", );
@@ -12633,8 +12782,158 @@ KCACHE_API kcache_status kcache_verify(kcache *kc, int fix) {
     return s;
 }
 
+/* ============================================================================================== */
+/* >>explain  kcache_explain: why a key misses, or that it hits                                   */
+/* ============================================================================================== */
+
+/* The stored overload of the key's unit (in memory) with the most fields equal to the key's. */
+static int kcache__closest_in_memory(kcache *kc, const kcache_key *k, kcache_key *best, uint32_t *overloads) {
+    uint64_t uh = kcache_hash(k->unit, strlen(k->unit)).lo;
+    const kcache__node *n;
+    int best_eq = -1;
+    kcache_key *cand = kcache__key_alloc(&kc->mem);
+    *overloads = 0;
+    for (n = kc->lru.head.next; cand && n != &kc->lru.head; n = n->next) {
+        int eq;
+        if (n->unit_hash != uh || (eq = kcache__equal_fields(n->rec, n->rec_len, k, cand)) < 0) continue;
+        (*overloads)++;
+        kcache__keep_closest(best, &best_eq, cand, eq);
+    }
+    kcache__mem_free(&kc->mem, cand); /* (freed or moved into best already) */
+    return best_eq >= 0;
+}
+
+static size_t kcache__explain(kcache *kc, const kcache_key *k, char *buf, size_t cap, kcache_key *stored);
+KCACHE_API size_t kcache_explain(kcache *kc, const kcache_key *k, char *buf, size_t cap) {
+    const kcache__mem *m; /* (a forked child's own handle has the same allocator) */
+    kcache_key *copy = NULL, *stored; /* scratch for a stored overload */
+    size_t n;
+    if (buf && cap) buf[0] = 0;
+    KCACHE__CHECK_KC(kc, "kcache_explain", 0);
+    KCACHE__CHECK_KEY(kc, k, "kcache_explain", 0);
+    m = kc ? &kc->mem : NULL;
+    stored = kcache__key_alloc(m);
+    if (kc) kc = kcache__live(kc, 1);
+    if (kc && k && k->magic == KCACHE__KEY_LIVE && k->error == KCACHE_OK && kc->cfg.enable) {
+        const kcache_key *rk = kcache__key_resolve(kc, k, kc->cfg.stamp, &copy); /* stamps are compared whole */
+        if (rk) k = rk;
+    }
+    if (!stored) kc = NULL; /* "invalid": out of memory */
+    n = kcache__explain(kc, k, buf, cap, stored);
+    if (kc && kc->store && kc->store->readonly && buf && cap > 12 &&
+        strncmp(buf, "miss", 4) == 0) {
+        /* why nothing this process puts ever reaches the store, said where the user looks */
+        size_t at = n < cap ? n : cap - 1;
+        char e[600];
+        int more = snprintf(buf + at, cap - at, "; the store %s is read-only: puts are kept in memory only", kcache__escs(e, sizeof e, kc->store->dir));
+        if (more > 0) n = at + (size_t)more;
+    }
+    kcache__key_drop(m, copy);
+    kcache__key_drop(m, stored);
+    return n;
+}
+static size_t kcache__explain(kcache *kc, const kcache_key *k, char *buf, size_t cap, kcache_key *stored) {
+    kcache__sb b;
+    kcache__node *n;
+    int64_t when = 0;
+    uint32_t overloads = 0;
+    int cold = 0;
+    b.p = buf;
+    b.mem = kc ? &kc->mem : NULL;
+    b.cap = buf ? cap : 0;
+    b.len = 0;
+    if (buf && cap) buf[0] = 0;
+    if (!kc || !k || k->magic != KCACHE__KEY_LIVE) { kcache__sb_add(&b, "miss: invalid key or cache"); return b.len; }
+    if (k->error != KCACHE_OK) {
+        const kcache_key_field *dep = kcache__unreadable_dep(k);
+        if (dep)
+            kcache__sb_add(&b, "miss: " KCACHE__DEP_MISSING ", so the key of unit \"%s\" never matches", dep->name, dep->preview,
+                           KCACHE__DEP_RELATIVE(dep), k->unit);
+        else
+            kcache__sb_add(&b, "miss: the key of unit \"%s\" is incomplete (%s), so it never matches", k->unit, kcache_strerror(k->error));
+        return b.len;
+    }
+    if (!kc->cfg.enable) { kcache__sb_add(&b, "miss: %s (KCACHE_ENABLE=0)", kcache__reason_text[KCACHE_REASON_OFF]); return b.len; }
+    kcache__mutex_lock(&kc->lock);
+    n = kcache__lru_find(&kc->lru, k->digest);
+    if (n) {
+        int m = kcache__record_match(n->rec, n->rec_len, k, kc->cfg.stamp);
+        if (m == KCACHE__MATCH) {
+            kcache__sb_add(&b, "hit: memory (unit \"%s\", %zu bytes)", k->unit, n->blob->size);
+            kcache__mutex_unlock(&kc->lock);
+            return b.len;
+        }
+        if (m == KCACHE__MATCH_STAMP && kcache__record_parse(n->rec, n->rec_len, stored) == KCACHE_OK) {
+            kcache__sb_add(&b, "miss: %s: ", kcache__reason_text[KCACHE_REASON_STAMP]);
+            kcache__sb_stamps(&b, stored, k, kc->cfg.stamp);
+            kcache_key_free(stored);
+            kcache__mutex_unlock(&kc->lock);
+            return b.len;
+        }
+    }
+    kcache__mutex_unlock(&kc->lock);
+    if (kc->store) {
+        kcache__read rd;
+        kcache__store_read(kc->store, k, kc->cfg.stamp, 1, &rd);
+        if (rd.status == KCACHE_OK) {
+            kcache__sb_add(&b, "hit: disk (unit \"%s\", %zu bytes, in %s)", k->unit, rd.blob->size, kc->dir);
+            kcache__blob_unref(rd.blob);
+        } else if (rd.reason == KCACHE_REASON_STAMP && rd.rec && kcache__record_parse(rd.rec, rd.rec_len, stored) == KCACHE_OK) {
+            kcache__sb_add(&b, "miss: %s: ", kcache__reason_text[KCACHE_REASON_STAMP]);
+            kcache__sb_stamps(&b, stored, k, kc->cfg.stamp);
+            kcache_key_free(stored);
+        } else if (rd.status == KCACHE_ECORRUPT) {
+            kcache__sb_add(&b, "miss: %s: the entry for unit \"%s\" in %s fails validation; the next get removes it",
+                           kcache__reason_text[KCACHE_REASON_REJECTED], k->unit, kc->dir);
+        } else if (rd.status == KCACHE_EUNSAFE && rd.reason == KCACHE_REASON_UNWRITABLE) {
+            kcache__sb_add(&b, "miss: %s: %s", kcache__reason_text[KCACHE_REASON_UNWRITABLE], kc->store->shard_why);
+        } else if (rd.status != KCACHE_ENOENT) {
+            kcache__sb_add(&b, "miss: %s: reading %s failed (%s)", kcache__reason_text[KCACHE_REASON_UNWRITABLE], kc->dir,
+                           kcache_strerror(rd.status));
+        }
+        if (rd.status != KCACHE_ENOENT && b.len == 0) kcache__sb_add(&b, "miss: %s", kcache__reason_text[rd.reason]);
+        kcache__mem_free(rd.mem, rd.rec);
+        if (rd.status == KCACHE_ENOENT && !kcache__lower_explain(kc, k, &b)) {
+            if (kcache__ix_classify(kc, k, &when, &b) == KCACHE_REASON_COLD) kcache__layers_closest(kc, k, &b);
+            kcache__layers_note(kc, &b);
+            kcache__remote_note(kc, &b);
+        }
+        return b.len;
+    }
+    if (kcache__lower_explain(kc, k, &b)) return b.len;
+    if (kc->store_refused) {
+        kcache__sb_add(&b, "miss: %s: %s", kcache__reason_text[KCACHE_REASON_UNWRITABLE], kc->store_why);
+        return b.len;
+    }
+    kcache__mutex_lock(&kc->lock);
+    if ((when = kcache__tomb_find(kc, k->digest)) != 0) {
+        kcache__sb_add(&b, "miss: %s: dropped from memory at ", kcache__reason_text[KCACHE_REASON_EVICTED]);
+        kcache__sb_time(&b, when);
+        kcache__sb_add(&b, " (memory limit %u entries / %llu bytes; %s)", kc->cfg.mem_entries, (unsigned long long)kc->cfg.mem_size,
+                       kc->store_why);
+    } else if (kcache__closest_in_memory(kc, k, stored, &overloads)) {
+        kcache__sb_add(&b, "miss: %s: closest of %u stored overload(s) of unit \"%s\": ", kcache__reason_text[KCACHE_REASON_FIELD],
+                       overloads, k->unit);
+        kcache__sb_diff(&b, stored, k);
+        kcache_key_free(stored);
+    } else {
+        kcache__sb_add(&b, "miss: cold: unit \"%s\" %s", k->unit, kcache__reason_text[KCACHE_REASON_COLD]);
+        if (!kc->store) kcache__sb_add(&b, " (%s)", kc->store_why);
+        cold = 1; /* here: a layer may know the unit */
+    }
+    kcache__mutex_unlock(&kc->lock);
+    if (cold) kcache__layers_closest(kc, k, &b);
+    kcache__layers_note(kc, &b);
+    kcache__remote_note(kc, &b);
+    return b.len;
+}
+
+/* ============================================================================================== */
+/* >>upkeep  tidying a store: evict older than, trim, remove a unit, clear                        */
+/* ============================================================================================== */
+
 #ifndef KCACHE_NO_TIDY
-/* ---- tidying a store: kcache_evict_older_than, kcache_trim, kcache_remove_unit, kcache_clear ----
+/* ---- kcache_evict_older_than, kcache_trim, kcache_remove_unit, kcache_clear ----
    One pass over the use table under the store's lock picks the entries; each goes as kcache_remove's
    do (kcache__store_drop: file and accounting together), so the accounting stays exact whatever
    other processes do meanwhile (they wait for the lock to put, and a reader that opened an entry
@@ -12790,149 +13089,10 @@ KCACHE_API kcache_status kcache_clear(kcache *kc, int dry_run, kcache_tidy *done
 }
 #endif /* KCACHE_NO_TIDY */
 
-/* The stored overload of the key's unit (in memory) with the most fields equal to the key's. */
-static int kcache__closest_in_memory(kcache *kc, const kcache_key *k, kcache_key *best, uint32_t *overloads) {
-    uint64_t uh = kcache_hash(k->unit, strlen(k->unit)).lo;
-    const kcache__node *n;
-    int best_eq = -1;
-    kcache_key *cand = kcache__key_alloc(&kc->mem);
-    *overloads = 0;
-    for (n = kc->lru.head.next; cand && n != &kc->lru.head; n = n->next) {
-        int eq;
-        if (n->unit_hash != uh || (eq = kcache__equal_fields(n->rec, n->rec_len, k, cand)) < 0) continue;
-        (*overloads)++;
-        kcache__keep_closest(best, &best_eq, cand, eq);
-    }
-    kcache__mem_free(&kc->mem, cand); /* (freed or moved into best already) */
-    return best_eq >= 0;
-}
+/* ============================================================================================== */
+/* >>flight  single flight: kcache_get_or_build                                                   */
+/* ============================================================================================== */
 
-static size_t kcache__explain(kcache *kc, const kcache_key *k, char *buf, size_t cap, kcache_key *stored);
-KCACHE_API size_t kcache_explain(kcache *kc, const kcache_key *k, char *buf, size_t cap) {
-    const kcache__mem *m; /* (a forked child's own handle has the same allocator) */
-    kcache_key *copy = NULL, *stored; /* scratch for a stored overload */
-    size_t n;
-    if (buf && cap) buf[0] = 0;
-    KCACHE__CHECK_KC(kc, "kcache_explain", 0);
-    KCACHE__CHECK_KEY(kc, k, "kcache_explain", 0);
-    m = kc ? &kc->mem : NULL;
-    stored = kcache__key_alloc(m);
-    if (kc) kc = kcache__live(kc, 1);
-    if (kc && k && k->magic == KCACHE__KEY_LIVE && k->error == KCACHE_OK && kc->cfg.enable) {
-        const kcache_key *rk = kcache__key_resolve(kc, k, kc->cfg.stamp, &copy); /* stamps are compared whole */
-        if (rk) k = rk;
-    }
-    if (!stored) kc = NULL; /* "invalid": out of memory */
-    n = kcache__explain(kc, k, buf, cap, stored);
-    if (kc && kc->store && kc->store->readonly && buf && cap > 12 &&
-        strncmp(buf, "miss", 4) == 0) {
-        /* why nothing this process puts ever reaches the store, said where the user looks */
-        size_t at = n < cap ? n : cap - 1;
-        char e[600];
-        int more = snprintf(buf + at, cap - at, "; the store %s is read-only: puts are kept in memory only", kcache__escs(e, sizeof e, kc->store->dir));
-        if (more > 0) n = at + (size_t)more;
-    }
-    kcache__key_drop(m, copy);
-    kcache__key_drop(m, stored);
-    return n;
-}
-static size_t kcache__explain(kcache *kc, const kcache_key *k, char *buf, size_t cap, kcache_key *stored) {
-    kcache__sb b;
-    kcache__node *n;
-    int64_t when = 0;
-    uint32_t overloads = 0;
-    int cold = 0;
-    b.p = buf;
-    b.mem = kc ? &kc->mem : NULL;
-    b.cap = buf ? cap : 0;
-    b.len = 0;
-    if (buf && cap) buf[0] = 0;
-    if (!kc || !k || k->magic != KCACHE__KEY_LIVE) { kcache__sb_add(&b, "miss: invalid key or cache"); return b.len; }
-    if (k->error != KCACHE_OK) {
-        const kcache_key_field *dep = kcache__unreadable_dep(k);
-        if (dep)
-            kcache__sb_add(&b, "miss: " KCACHE__DEP_MISSING ", so the key of unit \"%s\" never matches", dep->name, dep->preview,
-                           KCACHE__DEP_RELATIVE(dep), k->unit);
-        else
-            kcache__sb_add(&b, "miss: the key of unit \"%s\" is incomplete (%s), so it never matches", k->unit, kcache_strerror(k->error));
-        return b.len;
-    }
-    if (!kc->cfg.enable) { kcache__sb_add(&b, "miss: %s (KCACHE_ENABLE=0)", kcache__reason_text[KCACHE_REASON_OFF]); return b.len; }
-    kcache__mutex_lock(&kc->lock);
-    n = kcache__lru_find(&kc->lru, k->digest);
-    if (n) {
-        int m = kcache__record_match(n->rec, n->rec_len, k, kc->cfg.stamp);
-        if (m == KCACHE__MATCH) {
-            kcache__sb_add(&b, "hit: memory (unit \"%s\", %zu bytes)", k->unit, n->blob->size);
-            kcache__mutex_unlock(&kc->lock);
-            return b.len;
-        }
-        if (m == KCACHE__MATCH_STAMP && kcache__record_parse(n->rec, n->rec_len, stored) == KCACHE_OK) {
-            kcache__sb_add(&b, "miss: %s: ", kcache__reason_text[KCACHE_REASON_STAMP]);
-            kcache__sb_stamps(&b, stored, k, kc->cfg.stamp);
-            kcache_key_free(stored);
-            kcache__mutex_unlock(&kc->lock);
-            return b.len;
-        }
-    }
-    kcache__mutex_unlock(&kc->lock);
-    if (kc->store) {
-        kcache__read rd;
-        kcache__store_read(kc->store, k, kc->cfg.stamp, 1, &rd);
-        if (rd.status == KCACHE_OK) {
-            kcache__sb_add(&b, "hit: disk (unit \"%s\", %zu bytes, in %s)", k->unit, rd.blob->size, kc->dir);
-            kcache__blob_unref(rd.blob);
-        } else if (rd.reason == KCACHE_REASON_STAMP && rd.rec && kcache__record_parse(rd.rec, rd.rec_len, stored) == KCACHE_OK) {
-            kcache__sb_add(&b, "miss: %s: ", kcache__reason_text[KCACHE_REASON_STAMP]);
-            kcache__sb_stamps(&b, stored, k, kc->cfg.stamp);
-            kcache_key_free(stored);
-        } else if (rd.status == KCACHE_ECORRUPT) {
-            kcache__sb_add(&b, "miss: %s: the entry for unit \"%s\" in %s fails validation; the next get removes it",
-                           kcache__reason_text[KCACHE_REASON_REJECTED], k->unit, kc->dir);
-        } else if (rd.status == KCACHE_EUNSAFE && rd.reason == KCACHE_REASON_UNWRITABLE) {
-            kcache__sb_add(&b, "miss: %s: %s", kcache__reason_text[KCACHE_REASON_UNWRITABLE], kc->store->shard_why);
-        } else if (rd.status != KCACHE_ENOENT) {
-            kcache__sb_add(&b, "miss: %s: reading %s failed (%s)", kcache__reason_text[KCACHE_REASON_UNWRITABLE], kc->dir,
-                           kcache_strerror(rd.status));
-        }
-        if (rd.status != KCACHE_ENOENT && b.len == 0) kcache__sb_add(&b, "miss: %s", kcache__reason_text[rd.reason]);
-        kcache__mem_free(rd.mem, rd.rec);
-        if (rd.status == KCACHE_ENOENT && !kcache__lower_explain(kc, k, &b)) {
-            if (kcache__ix_classify(kc, k, &when, &b) == KCACHE_REASON_COLD) kcache__layers_closest(kc, k, &b);
-            kcache__layers_note(kc, &b);
-            kcache__remote_note(kc, &b);
-        }
-        return b.len;
-    }
-    if (kcache__lower_explain(kc, k, &b)) return b.len;
-    if (kc->store_refused) {
-        kcache__sb_add(&b, "miss: %s: %s", kcache__reason_text[KCACHE_REASON_UNWRITABLE], kc->store_why);
-        return b.len;
-    }
-    kcache__mutex_lock(&kc->lock);
-    if ((when = kcache__tomb_find(kc, k->digest)) != 0) {
-        kcache__sb_add(&b, "miss: %s: dropped from memory at ", kcache__reason_text[KCACHE_REASON_EVICTED]);
-        kcache__sb_time(&b, when);
-        kcache__sb_add(&b, " (memory limit %u entries / %llu bytes; %s)", kc->cfg.mem_entries, (unsigned long long)kc->cfg.mem_size,
-                       kc->store_why);
-    } else if (kcache__closest_in_memory(kc, k, stored, &overloads)) {
-        kcache__sb_add(&b, "miss: %s: closest of %u stored overload(s) of unit \"%s\": ", kcache__reason_text[KCACHE_REASON_FIELD],
-                       overloads, k->unit);
-        kcache__sb_diff(&b, stored, k);
-        kcache_key_free(stored);
-    } else {
-        kcache__sb_add(&b, "miss: cold: unit \"%s\" %s", k->unit, kcache__reason_text[KCACHE_REASON_COLD]);
-        if (!kc->store) kcache__sb_add(&b, " (%s)", kc->store_why);
-        cold = 1; /* here: a layer may know the unit */
-    }
-    kcache__mutex_unlock(&kc->lock);
-    if (cold) kcache__layers_closest(kc, k, &b);
-    kcache__layers_note(kc, &b);
-    kcache__remote_note(kc, &b);
-    return b.len;
-}
-
-/* ---- single flight ---- */
 
 /* The byte of the lock file that stands for a key's build, far past byte 0 (the store lock). */
 static uint64_t kcache__claim_offset(kcache_hash128 d) {
@@ -13056,6 +13216,12 @@ static kcache_status kcache__cluster_claim(kcache *kc, const kcache_key *k, kcac
         if (st == KCACHE_ENOENT && ++rounds == 4) break;
     }
     kcache__remote_stats(kc, &ev);
+    if (waited && s != KCACHE_OK) { /* another held the claim, yet this process builds: a duplicate build */
+        kcache__mutex_lock(&kc->lock);
+        kc->stats.builds_claimed_elsewhere++;
+        kcache__pub_add(&kc->pub, KCACHE__PUB_BUILDS_CLAIMED, 1);
+        kcache__mutex_unlock(&kc->lock);
+    }
     return s;
 }
 
@@ -13186,7 +13352,11 @@ KCACHE_API kcache_status kcache_get_or_build(kcache *kc, const kcache_key *k, kc
     return s == KCACHE__FORKED ? KCACHE_ELOCK : s;
 }
 
-/* ---- the batch: kcache_get_or_build_many ----
+/* ============================================================================================== */
+/* >>batch  the batch call: kcache_get_or_build_many                                              */
+/* ============================================================================================== */
+
+/* ---- one claim tried per key ----
    The same claims as kcache_get_or_build (this process's flights, the store's claim bytes, the
    remote's claims), each only tried: a key someone else builds is left for later, so every caller
    builds a key nobody builds while there is one, and waits only when none is left. */
@@ -13688,9 +13858,11 @@ KCACHE_API const char *kcache_reason_text(kcache_reason r) {
 
 /* ---- the host ---- */
 #if defined(__cplusplus) && __cplusplus >= 201103L
-static_assert((int)KCACHE_HOST_FEATURES_MAX >= (int)KCACHE__HOST_FEATURES_MAX, "kcache: host features fit");
+static_assert((int)KCACHE_HOST_FEATURES_MAX >= (int)KCACHE__HOST_FEATURES_MAX && (int)KCACHE_HOST_CPU_LLVM == (int)KCACHE__LLVM_NEWEST,
+              "kcache: host features fit, names of the newest LLVM");
 #else
-typedef char kcache__host_features_public[(int)KCACHE_HOST_FEATURES_MAX >= (int)KCACHE__HOST_FEATURES_MAX ? 1 : -1];
+typedef char kcache__host_features_public[(int)KCACHE_HOST_FEATURES_MAX >= (int)KCACHE__HOST_FEATURES_MAX &&
+                                          (int)KCACHE_HOST_CPU_LLVM == (int)KCACHE__LLVM_NEWEST ? 1 : -1];
 #endif
 KCACHE_API void kcache_host_cpu_name(char *out, size_t cap) {
     if (out && cap) kcache__host_cpu_name(out, cap);
@@ -14856,7 +15028,7 @@ KCACHE_API unsigned kcache_stats_file_rows(kcache_stats_table table) {
 #if !defined(KCACHE_NO_PUB) && !defined(_WIN32)
 #if defined(__cplusplus) && __cplusplus >= 201103L
 static_assert((int)KCACHE_CTR_COUNT == (int)KCACHE__PUB_COUNTERS && (int)KCACHE_CTR_HITS_REMOTE == (int)KCACHE__PUB_HITS_REMOTE &&
-                  (int)KCACHE_CTR_BREAKER_CLOSES == (int)KCACHE__PUB_REMOTE_CLOSES && (int)KCACHE_CTR_STORE_ERRORS == (int)KCACHE__PUB_STORE_ERRORS &&
+                  (int)KCACHE_CTR_BREAKER_CLOSES == (int)KCACHE__PUB_REMOTE_CLOSES && (int)KCACHE_CTR_BUILDS_CLAIMED_ELSEWHERE == (int)KCACHE__PUB_BUILDS_CLAIMED && (int)KCACHE_CTR_STORE_ERRORS == (int)KCACHE__PUB_STORE_ERRORS &&
                   (int)KCACHE_CTR_MISSES_BY_REASON == (int)KCACHE__PUB_MISS_REASON && (int)KCACHE_EVENT_HIT_LAYER == (int)KCACHE__PUB_EV_HIT_LAYER &&
                   (int)KCACHE_STATS_SLOTS == (int)KCACHE__PUB_SLOTS && (int)KCACHE_STATS_UNITS == (int)KCACHE__PUB_UNITS &&
                   (int)KCACHE_STATS_EVENTS == (int)KCACHE__PUB_EVENTS && (int)KCACHE_STATS_UNIT_NAME == (int)KCACHE__PUB_UNIT_NAME &&
@@ -14864,7 +15036,7 @@ static_assert((int)KCACHE_CTR_COUNT == (int)KCACHE__PUB_COUNTERS && (int)KCACHE_
               "kcache: the public stats names are the file's");
 #else
 typedef char kcache__stats_names_public[((int)KCACHE_CTR_COUNT == (int)KCACHE__PUB_COUNTERS && (int)KCACHE_CTR_HITS_REMOTE == (int)KCACHE__PUB_HITS_REMOTE &&
-                                         (int)KCACHE_CTR_BREAKER_CLOSES == (int)KCACHE__PUB_REMOTE_CLOSES &&
+                                         (int)KCACHE_CTR_BREAKER_CLOSES == (int)KCACHE__PUB_REMOTE_CLOSES && (int)KCACHE_CTR_BUILDS_CLAIMED_ELSEWHERE == (int)KCACHE__PUB_BUILDS_CLAIMED &&
                                          (int)KCACHE_CTR_STORE_ERRORS == (int)KCACHE__PUB_STORE_ERRORS &&
                                          (int)KCACHE_CTR_MISSES_BY_REASON == (int)KCACHE__PUB_MISS_REASON &&
                                          (int)KCACHE_EVENT_HIT_LAYER == (int)KCACHE__PUB_EV_HIT_LAYER && (int)KCACHE_STATS_SLOTS == (int)KCACHE__PUB_SLOTS &&
@@ -15079,9 +15251,12 @@ KCACHE_API kcache_status kcache_stats_file_row(const kcache_stats_file *sf, kcac
     if (!sf || !out || table != KCACHE_STATS_SHARDS || i >= KCACHE__PUB_SHARDS) return KCACHE_EINVAL;
     e = kcache__pub_shard_at(sf->map, i);
     if ((out->id = kcache__pub_ld_acq(e)) == 0) return KCACHE_OK;
-    out->nvalues = 5; /* hits, misses, errors, timeouts, skipped calls */
-    for (c = 0; c < out->nvalues; c++) out->value[c] = kcache__pub_ld(e + 1 + c);
+    out->nvalues = 7; /* hits, misses, errors, timeouts, skipped calls; calls made, breaker open since */
+    for (c = 0; c < 5; c++) out->value[c] = kcache__pub_ld(e + 1 + c);
     kcache__pub_get_name(e + 6, KCACHE__PUB_SHARD_URL, out->name, sizeof out->name);
+    e = kcache__pub_shard_more_at(sf->map, i);
+    out->value[5] = kcache__pub_ld(e);
+    out->value[6] = kcache__pub_ld(e + 1);
     return KCACHE_OK;
 }
 
@@ -15899,6 +16074,22 @@ static int kcache__cl_payload_ok(const void *data, size_t size, const kcache__cl
     if (dv->pocl && n < 4) { kcache__say(why, cap, "a %llu-byte binary", (unsigned long long)n); return 0; }
     return 1;
 }
+
+#ifdef KCACHE_TEST_CL
+KCACHE_API int kcache_test_cl_payload_ok(cl_device_id dev, const void *data, size_t size, char *why, size_t cap) {
+    kcache__cl_dev *dv = (kcache__cl_dev *)KCACHE_MALLOC(sizeof *dv); /* (holds a key: not on the stack) */
+    int ok;
+    if (!dv) {
+        kcache__say(why, cap, "out of memory");
+        return 0;
+    }
+    memset(dv, 0, sizeof *dv);
+    dv->id = dev;
+    ok = kcache__cl_payload_ok(data, size, dv, why, cap);
+    KCACHE_FREE(dv);
+    return ok;
+}
+#endif
 
 /* Counts a stored binary that failed a check or that the driver refused, and removes it. */
 static void kcache__cl_reject(kcache *kc, kcache__cl_dev *dv, const char *why) {

@@ -333,14 +333,15 @@ int main(void) {
             const size_t psize = 1024;
             double *lat = (double *)malloc(sizeof(double) * measured);
             char name[4200];
-            uint64_t entry_bytes;
+            uint64_t one_entry;
             kcache_stats st;
             snprintf(name, sizeof name, "full%d", full);
             /* entry bytes = payload + header (the key record is the same for every id width) */
             make_key(&k, "bench.full", 0);
-            entry_bytes = psize + kcache__entry_header_len(kcache__record_size(&k));
+            one_entry = entry_bytes(&k, psize, root);
             kcache_key_free(&k);
-            kc = open_store(name, entry_bytes * (uint64_t)full, 1);
+            if (!one_entry) { fprintf(stderr, "bench: cannot size an entry\n"); return 1; }
+            kc = open_store(name, one_entry * (uint64_t)full, 1);
             for (i = 0; i < full; i++) {
                 make_key(&k, "bench.full", (unsigned)i);
                 kcache_put(kc, &k, payload, psize);
@@ -360,7 +361,7 @@ int main(void) {
                    full, lat[measured / 2] * 1e6, lat[measured * 99 / 100] * 1e6, lat[measured - 1] * 1e6,
                    lat[measured * 99 / 100] / p99_first, (unsigned long long)st.disk_entries);
             /* eviction's worst case: every entry used since the hand passed, so each victim costs
-               the most marked entries the hand may pass (kcache__evict_victim) */
+               the most marked entries the hand may pass */
             for (i = 0; i < full + measured; i++) {
                 make_key(&k, "bench.full", (unsigned)i);
                 if (kcache_get(kc, &k, &d, &n) == KCACHE_OK) kcache_release(kc, d);

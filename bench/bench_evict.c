@@ -151,8 +151,9 @@ int main(void) {
     setvbuf(stdout, NULL, _IOLBF, 0);
     for (i = 0; i < (int)PAYLOAD; i++) payload[i] = (unsigned char)(i * 131 + 7);
     make_key(&k, 0); /* every key's record has the same size */
-    entry = PAYLOAD + kcache__entry_header_len(kcache__record_size(&k));
+    entry = entry_bytes(&k, PAYLOAD, root);
     kcache_key_free(&k);
+    if (!entry) { fprintf(stderr, "bench_evict: cannot size an entry\n"); return 1; }
     fit = LIMIT / entry;
     printf("store of %u MiB: %llu entries of %llu bytes (16 KiB and the header); %d gets per trace, a put after each miss\n",
            LIMIT >> 20, (unsigned long long)fit, (unsigned long long)entry, GETS);

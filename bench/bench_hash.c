@@ -19,6 +19,7 @@
  * Exits 1 if any result differs from the reference. */
 #define _POSIX_C_SOURCE 200809L
 #define KCACHE_IMPLEMENTATION
+#define KCACHE_TEST_HASH_PATHS /* kcache_test_hash_path: each of kcache's paths, forced */
 #include "kcache.h"
 
 #include <stdio.h>
@@ -42,35 +43,10 @@ static double now_ns(void)
     return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
 }
 
-static const char *path_name(int path)
-{
-    switch (path) {
-    case KCACHE__HASH_SCALAR: return "scalar";
-    case KCACHE__HASH_SSE2: return "sse2";
-    case KCACHE__HASH_AVX2: return "avx2";
-    case KCACHE__HASH_NEON: return "neon";
-    case KCACHE__HASH_AVX512: return "avx512";
-    default: return "?";
-    }
-}
-
 static const char *vector_name(int v)
 {
     static const char *const names[] = { "scalar", "sse2", "avx2", "avx512", "neon", "vsx", "sve" };
     return v >= 0 && v < (int)(sizeof names / sizeof names[0]) ? names[v] : "?";
-}
-
-static kcache_hash128 kcache_sse2(const void *data, size_t len)
-{
-    return kcache__hash_with_path(KCACHE__HASH_SSE2, data, len);
-}
-static kcache_hash128 kcache_avx2(const void *data, size_t len)
-{
-    return kcache__hash_with_path(KCACHE__HASH_AVX2, data, len);
-}
-static kcache_hash128 kcache_avx512(const void *data, size_t len)
-{
-    return kcache__hash_with_path(KCACHE__HASH_AVX512, data, len);
 }
 
 /* Whether this CPU runs the reference's AVX-512 build (which needs only AVX512F). */
@@ -127,12 +103,12 @@ int main(void)
         buf[i] = (unsigned char)(x >> 24);
     }
     c[nc].name = "kcache", c[nc].fn = kcache_hash, c[nc++].is_ref = 0;
-    if (kcache__hash_path_supported(KCACHE__HASH_AVX512)) c[nc].name = "kc_avx512", c[nc].fn = kcache_avx512, c[nc++].is_ref = 0;
-    if (kcache__hash_path_supported(KCACHE__HASH_AVX2)) c[nc].name = "kc_avx2", c[nc].fn = kcache_avx2, c[nc++].is_ref = 0;
-    c[nc].name = "kc_sse2", c[nc].fn = kcache_sse2, c[nc++].is_ref = 0;
+    if (kcache_test_hash_path("avx512")) c[nc].name = "kc_avx512", c[nc].fn = kcache_test_hash_path("avx512"), c[nc++].is_ref = 0;
+    if (kcache_test_hash_path("avx2")) c[nc].name = "kc_avx2", c[nc].fn = kcache_test_hash_path("avx2"), c[nc++].is_ref = 0;
+    if (kcache_test_hash_path("sse2")) c[nc].name = "kc_sse2", c[nc].fn = kcache_test_hash_path("sse2"), c[nc++].is_ref = 0;
     c[nc].name = "ref_sse2", c[nc].fn = ref_sse2, c[nc++].is_ref = 1;
-    if (kcache__hash_path_supported(KCACHE__HASH_AVX2)) c[nc].name = "ref_avx2", c[nc].fn = ref_avx2, c[nc++].is_ref = 1;
-    if (kcache__hash_path_supported(KCACHE__HASH_AVX2) && cpu_avx512f())
+    if (kcache_test_hash_path("avx2")) c[nc].name = "ref_avx2", c[nc].fn = ref_avx2, c[nc++].is_ref = 1;
+    if (kcache_test_hash_path("avx2") && cpu_avx512f())
         c[nc].name = "ref_avx512", c[nc].fn = ref_avx512, c[nc++].is_ref = 1;
 
     /* the results must agree before any timing means something */
@@ -178,7 +154,7 @@ int main(void)
             if (c[f].is_ref && g > bestref) bestref = g;
         }
         printf(" %14.2f  %s\n", (double)len * (double)iters / best[0] / bestref,
-               len <= KCACHE__MIDSIZE_MAX ? "short (scalar)" : path_name(kcache__hash_resolve(KCACHE__HASH_AUTO, len)));
+               kcache_test_hash_path_for(len));
     }
     free(buf);
     if (bad) printf("FAIL: kcache_hash differs from the reference\n");

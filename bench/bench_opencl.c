@@ -40,6 +40,7 @@
 #ifndef KCACHE_OPENCL
 #define KCACHE_OPENCL
 #endif
+#define KCACHE_TEST_CL /* kcache_test_cl_payload_ok: a hit's binary check, timed alone */
 #include "kcache.h"
 
 #include <ftw.h>
@@ -135,23 +136,18 @@ static double child(int how, const prog *P, int slot) {
 
     if (how == HITPATH) { /* kcache's own work in a hit, in a fresh process: key, store read, binary check */
         kcache_key key;
-        kcache__cl_dev dv;
         const void *data;
         size_t size;
         char why[128];
         double a, b, c, d;
-        kcache__cl_deps deps;
         size_t len = strlen(src);
         kcache_open(&kc, NULL);
-        memset(&dv, 0, sizeof dv);
-        dv.id = dev;
         a = now_ms();
-        kcache__cl_find_deps(1, &src, &len, P->opt, &deps);
-        kcache__cl_key_dev(kc, &key, &dv, P->name, 1, &src, &len, P->opt, &deps);
+        kcache_cl_key(kc, &key, dev, P->name, 1, &src, &len, P->opt);
         b = now_ms();
         if (kcache_get(kc, &key, &data, &size) != KCACHE_OK) { fprintf(stderr, "bench_opencl: no entry\n"); return -1; }
         c = now_ms();
-        if (!kcache__cl_payload_ok(data, size, &dv, why, sizeof why)) fprintf(stderr, "bench_opencl: %s\n", why);
+        if (!kcache_test_cl_payload_ok(dev, data, size, why, sizeof why)) fprintf(stderr, "bench_opencl: %s\n", why);
         d = now_ms();
         g_out[slot] = (b - a) * 1e3;
         g_out[slot + 1] = (c - b) * 1e3;
@@ -159,7 +155,6 @@ static double child(int how, const prog *P, int slot) {
         g_out[slot + 3] = (double)size;
         kcache_release(kc, data);
         kcache_key_free(&key);
-        kcache__cl_deps_free(deps.v, deps.n);
         kcache_close(kc);
         return 0;
     }

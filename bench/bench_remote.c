@@ -413,7 +413,7 @@ static void fetch_costs(void) {
         kcache_close(ss);
     }
     { /* the 1 MiB values again over a link slower than the client, as a network is: the MAC is
-         computed while the bytes arrive (kcache__redis_sink), in time the transfer leaves free */
+         computed while the bytes arrive (in the Redis backend's reply reader), in time the transfer leaves free */
         char url[400];
         pid_t px = link_start(10e9 / 8, url, sizeof url);
         kcache *lu, *ls;

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # llvm-host-names.sh - what each LLVM's host detection calls made-up x86 CPUs, checked against
-# kcache's per-LLVM table (kcache.h, "x86 CPU names, per LLVM version").
+# kcache-inspect's per-LLVM table (tools/inspect_llvm.c, "x86 CPU names, per LLVM version").
 #
-# How the table in kcache.h was made and how to re-check it after an edit or for a new LLVM:
+# How that table was made and how to re-check it after an edit or for a new LLVM:
 # the LLVMs numba uses (llvmlite's wheels 0.33.0 LLVM 9, 0.36.0 10, 0.39.1 11, 0.43.0 14,
 # 0.44.0 15, 0.47.0 20, 0.50.0 22) and Debian 12's libLLVM 13, 16 and 19 are loaded by a tiny
 # program run under qemu-x86_64 with a made-up CPUID (-cpu qemu64,vendor=...,family=...,

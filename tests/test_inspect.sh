@@ -342,6 +342,23 @@ else
     [ -z "$bad" ] && [ "$pairs" -ge "${#specs[@]}" ] && ok "qemu_cpu_names_${#specs[@]}_cpus_${pairs}_pairs" ||
         fail qemu_cpu_names "${bad:-no pair compared}"
 fi
+# this machine's CPU: what each LLVM here calls it, against kcache-inspect's name for that LLVM
+# (the names of LLVMs before the newest are the tool's: tools/inspect_llvm.c)
+if [ "$(uname -m)" != x86_64 ] || [ ${#libs[@]} = 0 ] || ! command -v cc >/dev/null; then
+    skip host_cpu_names "needs an x86-64 host, llvmlite (apt-get install python3-numba) and a C compiler"
+else
+    [ -x "$tmp/ask" ] || cc -O1 -o "$tmp/ask" "$root/tests/llvm_host_name.c" -ldl 2>/dev/null
+    llvm=$("$tmp/ask" "${libs[@]}" 2>/dev/null)
+    "$tool" --host --json >"$tmp/out" 2>"$tmp/err"
+    pairs=0 bad=
+    for pair in $llvm; do
+        v=${pair%%:*} want=${pair#*:}
+        got=$(json_get "d['llvm'].get('$v', '?')")
+        pairs=$((pairs + 1))
+        [ "$got" = "$want" ] || bad="$bad [LLVM $v: LLVM says $want, kcache-inspect says $got]"
+    done
+    [ -z "$bad" ] && [ "$pairs" -ge 1 ] && ok "host_cpu_names_${pairs}_llvms" || fail host_cpu_names "${bad:-no LLVM answered: $llvm}"
+fi
 if run host_report --host; then
     has host_report "host CPU   " && has host_report "0.56       LLVM 11" && has host_report "0.66-0.68  LLVM 22" && [ "$rc" = 0 ] && ok host_report
 fi

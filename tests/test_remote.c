@@ -91,7 +91,11 @@
  *   top_remote                kcache-top -b shows the remote tier of a live process (hits,
  *                             lookups, errors, its breaker open), its shard's own counters,
  *                             and a hit-remote event; the
- *                             breaker is no longer open once the process closed its cache
+ *                             breaker is no longer open once the process closed its cache; its
+ *                             --prometheus and --json: calls by result, the breaker's gauge
+ *   top_metrics_secret        a memory-only process (KCACHE_STATS_DIR) on a Redis with a password
+ *                             in its URL: kcache-top's JSON, Prometheus and text outputs and the
+ *                             stats file never hold the password; the shard's calls are there
  *
  * No check asserts a speed; the bounds are generous ("under a second" for what takes a
  * millisecond). Usage: test_remote [KCACHE_TOP] (default build/kcache-top). Build: make
@@ -2981,6 +2985,27 @@ static long long top_value(const char *line, const char *key) {
     return p ? atoll(p + strlen(k)) : -1;
 }
 
+/* The first line of `kcache-top -b FORMAT` on the store that starts with `start` and holds `has`. */
+static void top_metric(const char *store, const char *format, const char *start, const char *has, char *out, size_t cap) {
+    char cmd[1200], line[8192];
+    FILE *f;
+    out[0] = 0;
+    snprintf(cmd, sizeof cmd, "%s -b %s '%s/%s' 2>&1", g_top, format, g_root, store);
+    if (!(f = popen(cmd, "r"))) return;
+    while (fgets(line, sizeof line, f))
+        if (!out[0] && strncmp(line, start, strlen(start)) == 0 && strstr(line, has)) {
+            size_t n = strlen(line) < cap ? strlen(line) : cap - 1; /* (cut to fit) */
+            memcpy(out, line, n);
+            out[n] = 0;
+        }
+    pclose(f);
+}
+/* A Prometheus sample's value. */
+static double top_number(const char *line) {
+    const char *sp = strrchr(line, ' ');
+    return sp ? atof(sp + 1) : -1;
+}
+
 static void top_remote(void) {
     kt_redis K;
     mconf mc;
@@ -3022,6 +3047,19 @@ static void top_remote(void) {
             top_line("top", "shard ", line, sizeof line, NULL); /* per shard (issue 26.9) */
             KT_CHECK_MSG(strstr(line, mc.url + 8) && top_value(line, "hits") == 1 && top_value(line, "misses") == 1 && top_value(line, "errors") == 1,
                          "kcache-top's shard line: %s", line);
+            /* the metrics (issue 35.7): calls by result and the shard's breaker, open now */
+            top_metric("top", "--prometheus", "kcache_remote_calls_total{", "result=\"ok\"}", line, sizeof line);
+            KT_CHECK_MSG(top_number(line) == 2, "ok calls: %s", line);
+            top_metric("top", "--prometheus", "kcache_remote_calls_total{", "result=\"error\"}", line, sizeof line);
+            KT_CHECK_MSG(top_number(line) == 1, "failed calls: %s", line);
+            top_metric("top", "--prometheus", "kcache_remote_breaker_open{", "", line, sizeof line);
+            KT_CHECK_MSG(strstr(line, mc.url + 8) && top_number(line) == 1, "breaker gauge: %s", line);
+            top_metric("top", "--prometheus", "kcache_remote_breaker_opened_timestamp_seconds{", "", line, sizeof line);
+            KT_CHECK_MSG(top_number(line) > 1.7e9, "breaker opened at: %s", line);
+            top_metric("top", "--json", "{", "", line, sizeof line);
+            KT_CHECK_MSG(strstr(line, "\"remote_calls\":{\"ok\":2,\"error\":1,\"timeout\":0,\"skipped\":0}") &&
+                             strstr(line, "\"remote_breaker_open\":1") && strstr(line, "\"remote_breakers_open\":1"),
+                         "kcache-top --json: %.600s", line);
         }
         step_go(&m);
         step_end(&m);
@@ -3029,6 +3067,68 @@ static void top_remote(void) {
     top_line("top", "remote ", line, sizeof line, NULL);
     KT_CHECK_MSG(top_value(line, "breakers_open") == 0 && top_value(line, "hits_remote") == 1, "after the process closed its cache: %s", line);
     kt_redis_stop(&K);
+}
+
+/* No secret reaches the metrics (issue 35.7): a memory-only process (KCACHE_STATS_DIR) on a Redis
+   with a password in its URL; kcache-top's JSON and Prometheus outputs and the stats file itself
+   hold the shard's URL without it, and its calls. */
+static void top_metrics_secret(void) {
+    kt_redis A;
+    char url[400], sdir[600], out[8192], cmd[4096];
+    pid_t p;
+    int st = 0;
+    FILE *f;
+    size_t n;
+    if (access(g_top, X_OK) != 0) { KT_FAILF("%s is not an executable (make build/kcache-top)", g_top); return; }
+    if (!kt_redis_start(&A, g_root, 1, "requirepass hunter2")) { KT_FAILF("redis-server with a password did not start"); return; }
+    snprintf(url, sizeof url, "redis://:hunter2@127.0.0.1:%d/2", A.port);
+    snprintf(sdir, sizeof sdir, "%s/metrics-stats", g_root);
+    fflush(stdout);
+    if ((p = fork()) == 0) {
+        kcache_config cfg;
+        kcache *kc;
+        kcache_key k;
+        const void *d;
+        size_t sz;
+        kcache_config_defaults(&cfg);
+        cfg.persistent = 0;
+        cfg.stats_dir = sdir;
+        cfg.remote = url;
+        cfg.remote_timeout_ms = 1000;
+        if (kcache_open(&kc, &cfg) != KCACHE_OK) _exit(2);
+        kcache_key_init(&k, "metrics");
+        kcache_key_u64(&k, "n", 1);
+        kcache_put(kc, &k, "payload", 7);
+        kcache_close(kc);
+        if (kcache_open(&kc, &cfg) != KCACHE_OK) _exit(2);
+        if (kcache_get(kc, &k, &d, &sz) != KCACHE_OK) _exit(3); /* a remote hit: memory only, a new handle */
+        kcache_release(kc, d);
+        kcache_key_free(&k);
+        kcache_close(kc);
+        _exit(0);
+    }
+    while (waitpid(p, &st, 0) < 0 && errno == EINTR) {
+    }
+    KT_CHECK_MSG(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the memory-only process: status %d", st);
+    snprintf(cmd, sizeof cmd, "%s -b --json '%s'; %s -b --prometheus '%s'; %s -b '%s'", g_top, sdir, g_top, sdir, g_top, sdir);
+    out[0] = 0;
+    if ((f = popen(cmd, "r")) != NULL) {
+        n = fread(out, 1, sizeof out - 1, f);
+        out[n] = 0;
+        pclose(f);
+    }
+    KT_CHECK_MSG(!strstr(out, "hunter2"), "a password in kcache-top's output: %.600s", out);
+    snprintf(url, sizeof url, "redis://127.0.0.1:%d/2", A.port); /* as shown */
+    KT_CHECK_MSG(strstr(out, url) && strstr(out, "\"remote_calls\":{\"ok\":2,") && strstr(out, "\"hits\":{\"memory\":0,\"store\":0,\"layer\":0,\"remote\":1}"),
+                 "the shard and its calls in the JSON: %.600s", out);
+    snprintf(cmd, sizeof cmd, "grep -c hunter2 '%s/stats'", sdir);
+    if ((f = popen(cmd, "r")) != NULL) {
+        n = fread(out, 1, sizeof out - 1, f);
+        out[n] = 0;
+        pclose(f);
+        KT_CHECK_MSG(atoi(out) == 0, "the password is in the stats file (%s)", out);
+    }
+    kt_redis_stop(&A);
 }
 
 int main(int argc, char **argv) {
@@ -3086,6 +3186,7 @@ int main(int argc, char **argv) {
     KT_RUN(remote_explain_stats);
     KT_RUN(compress_local);
     KT_RUN(top_remote);
+    KT_RUN(top_metrics_secret);
     kt_redis_stop(&T);
     kt_redis_stop(&U);
     if (!kt_failures_total) kt_rm_tree(g_root);

@@ -76,13 +76,10 @@
 /* implementation). The escaping rule's one step is kcache_escape_char (ktext.h's too).      */
 
 #define KI_HOST_FEATURES_MAX 4096      /* a host feature string fits (KCACHE_HOST_FEATURES_MAX) */
-#define KI_LLVM_OLDEST 9               /* the LLVMs whose x86 CPU names are known */
-#define KI_LLVM_NEWEST 22
 char *ki_escs(char *out, size_t cap, const char *s);          /* kcache_escape: a string escaped */
 char *ki_shell_quote(char *out, size_t cap, const char *s);   /* kcache_shell_quote */
 void ki_host_cpu_name(char *out, size_t cap);                 /* kcache_host_cpu_name: the newest LLVM's */
 size_t ki_host_cpu_features(char *out, size_t cap);           /* kcache_host_cpu_features */
-int ki_host_cpu_name_llvm(unsigned llvm, char *out, size_t cap); /* the name as LLVM `llvm` gives it */
 
 /* ---------------------------------------------------------------------------------------- */
 /* The options of a run (every part reads them), and the host CPU a numba run sees.          */
@@ -168,7 +165,6 @@ unsigned char *ki_slurp(const char *path, size_t max, size_t *len);
 unsigned char *ki_slurp_at(int dfd, const char *name, size_t max, size_t *len);
 void ko_json_tri(ki_out *o, int v);
 unsigned char *ki_read_file(const char *path, size_t *len, char *err, size_t errcap);
-void ki_eprintf(const char *fmt, ...) KI_PRINTF(1, 2);
 
 /* ---------------------------------------------------------------------------------------- */
 /* inspect_pickle.c: the pickle reader.                                                      */
@@ -324,6 +320,21 @@ int ki_prune(const char *const *paths, int npaths, const ki_opts *op, ki_out *o)
 /* ---------------------------------------------------------------------------------------- */
 /* inspect_llvm.c: the host CPU.                                                             */
 
+#define KI_LLVM_OLDEST 9               /* the LLVMs whose x86 CPU names are known: numba 0.50's */
+#define KI_LLVM_NEWEST 22              /* ... to 0.66-0.68's (the one kcache.h's names are) */
+
+enum { KI_X86_OTHER, KI_X86_INTEL, KI_X86_AMD };
+typedef struct ki_x86_cpu {
+    unsigned vendor, family, model;   /* KI_X86_*; family and model as LLVM computes them */
+    const char *features;             /* "+a,-b,...": which features it has, as kcache names them */
+} ki_x86_cpu;
+
+/* What LLVM major version llvm's host detection calls this CPU.  1 for a version in the table
+ * (KI_LLVM_OLDEST..KI_LLVM_NEWEST, x86), 0 for one outside it (out gets the nearest version's
+ * name), 2 where names are not tracked per version (elsewhere: out gets kcache's one name). */
+int ki_host_cpu_name_llvm(unsigned llvm, char *out, size_t cap);
+/* What LLVM v (KI_LLVM_OLDEST..KI_LLVM_NEWEST) calls the x86 CPU x. */
+const char *ki_x86_name(const ki_x86_cpu *x, unsigned v);
 int ki_numba_minor(const char *v, size_t n);
 void ki_host_resolve(const ki_opts *op, const nb_index *ix, ki_host *h);
 size_t feat_diff(ki_out *o, const unsigned char *a, size_t an, const unsigned char *b, size_t bn,

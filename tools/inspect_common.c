@@ -329,16 +329,3 @@ unsigned char *ki_read_file(const char *path, size_t *len, char *err, size_t err
     if (!buf) buf = (unsigned char *)malloc(1);
     return buf;
 }
-
-/* A message on stderr, its %s and %c arguments escaped as ko_printf's (a path or unit name). */
-void ki_eprintf(const char *fmt, ...)
-{
-    ktext t;
-    va_list ap;
-    ktext_init(&t);
-    va_start(ap, fmt);
-    ktext_vfmt(&t, fmt, ap);
-    va_end(ap);
-    fputs(t.p, stderr);
-    ktext_free(&t);
-}

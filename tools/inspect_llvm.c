@@ -56,6 +56,262 @@ int ki_numba_minor(const char *v, size_t n)
     return m;
 }
 
+/* ---------------------------------------------------------------------------------------- */
+/* What each LLVM calls this CPU (x86).  kcache.h names it as the newest LLVM does; numba's     */
+/* older releases are built on older LLVMs, so their names are kept here, where only the      */
+/* predictions need them.  The vendor, family and model come from CPUID, read here; whether a */
+/* feature is there, from kcache.h's own feature string (its CPUID and OS-state rules).       */
+
+#if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
+#include <cpuid.h>
+#define KI_X86 1
+#endif
+
+/* Whether feature name is on ("+name" in the string). */
+static int ki_x86_has(const ki_x86_cpu *x, const char *name)
+{
+    const char *p = x->features;
+    size_t n = strlen(name);
+    while (p && *p) {
+        const char *end = strchr(p, ',');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        if (len == n + 1 && p[0] == '+' && memcmp(p + 1, name, n) == 0) return 1;
+        p = end ? end + 1 : NULL;
+    }
+    return 0;
+}
+
+/* ---- x86 CPU names, per LLVM version (moved from kcache.h, which keeps the newest LLVM's) ---
+ * numba keys its cache on the name its own LLVM's host detection gives the CPU, and LLVM learns
+ * CPUs release by release: a CPU newer than an LLVM gets "generic" (an unknown family) or, for
+ * an unknown Intel family-6 model, the newest line whose features it has (the "guess" below,
+ * present in every LLVM from 9 to 22).  So the decoders take the LLVM major version v.
+ *
+ * What each entry rests on: LLVM 9, 10, 11, 13, 14, 15, 16, 19, 20 and 22 (llvmlite's wheels
+ * 0.33.0, 0.36.0, 0.39.1, 0.43.0, 0.44.0, 0.47.0 and 0.50.0; Debian 12's libLLVM 13, 16 and
+ * 19) were asked for the host CPU name under qemu-x86_64 (7.2) with made-up CPUIDs: every model
+ * 0x00-0xff of Intel family 6 and AMD families 23, 25 and 26, models 0x00-0x3f of Intel
+ * families 18 and 19, the other families' listed models, and the non-AVX-512 steps of the
+ * guess (scripts/llvm-host-names.sh repeats it).  LLVM 12, 17, 18 and 21, which no numba
+ * release uses, were not run: a name first seen in a checked version is dated to it (an LLVM
+ * 12, 17, 18 or 21 may already have it), except where LLVM's history dates it (noted).  The
+ * guess's AVX-512 steps cannot be run under qemu (TCG has no AVX-512) and follow LLVM's source
+ * (the same in the LLVM 17, 18 and 22 Host.cpp read).  kcache.h names the CPU as the newest
+ * LLVM does, with this table's LLVM 22 column (tests/test_inspect_llvm.c holds the two to the
+ * same answers). */
+typedef struct ki_x86_model {
+    unsigned char model;
+    unsigned char since, until; /* the LLVM majors naming it so; until 0: still */
+    const char *name;
+} ki_x86_model;
+
+/* Intel family 6 models with a fixed LLVM name (0x55 and unlisted models are decided from the
+ * features below).  since 9: every checked LLVM; a later since or an until: as run. */
+static const ki_x86_model ki_x86_intel6[] = {
+    /* the P6 line: LLVM 9 and 10 only (from 11 on these models go to the guess) */
+    {0x01, 9, 10, "pentiumpro"},
+    {0x03, 9, 10, "pentium2"}, {0x05, 9, 10, "pentium2"}, {0x06, 9, 10, "pentium2"},
+    {0x07, 9, 10, "pentium3"}, {0x08, 9, 10, "pentium3"}, {0x0a, 9, 10, "pentium3"},
+    {0x0b, 9, 10, "pentium3"},
+    {0x09, 9, 10, "pentium-m"}, {0x0d, 9, 10, "pentium-m"}, {0x15, 9, 10, "pentium-m"},
+    {0x0e, 9, 10, "yonah"},
+    {0x0f, 9, 0, "core2"}, {0x16, 9, 0, "core2"},
+    {0x17, 9, 0, "penryn"}, {0x1d, 9, 0, "penryn"},
+    {0x1a, 9, 0, "nehalem"}, {0x1e, 9, 0, "nehalem"}, {0x1f, 9, 0, "nehalem"}, {0x2e, 9, 0, "nehalem"},
+    {0x25, 9, 0, "westmere"}, {0x2c, 9, 0, "westmere"}, {0x2f, 9, 0, "westmere"},
+    {0x2a, 9, 0, "sandybridge"}, {0x2d, 9, 0, "sandybridge"},
+    {0x3a, 9, 0, "ivybridge"}, {0x3e, 9, 0, "ivybridge"},
+    {0x3c, 9, 0, "haswell"}, {0x3f, 9, 0, "haswell"}, {0x45, 9, 0, "haswell"}, {0x46, 9, 0, "haswell"},
+    {0x3d, 9, 0, "broadwell"}, {0x47, 9, 0, "broadwell"}, {0x4f, 9, 0, "broadwell"}, {0x56, 9, 0, "broadwell"},
+    {0x4e, 9, 0, "skylake"}, {0x5e, 9, 0, "skylake"}, {0x8e, 9, 0, "skylake"}, {0x9e, 9, 0, "skylake"},
+    {0xa5, 11, 0, "skylake"}, {0xa6, 11, 0, "skylake"},   /* Comet Lake */
+    {0xa7, 13, 0, "rocketlake"},
+    {0x66, 9, 0, "cannonlake"},
+    {0x7d, 9, 0, "icelake-client"}, {0x7e, 9, 0, "icelake-client"},
+    {0x6a, 9, 0, "icelake-server"}, {0x6c, 9, 0, "icelake-server"},
+    {0x8c, 14, 0, "tigerlake"}, {0x8d, 14, 0, "tigerlake"},
+    {0x97, 14, 0, "alderlake"}, {0x9a, 14, 0, "alderlake"},
+    {0xbe, 19, 19, "alderlake"}, {0xbe, 20, 0, "gracemont"},
+    {0xb7, 16, 19, "alderlake"}, {0xb7, 20, 0, "raptorlake"},
+    {0xba, 19, 19, "alderlake"}, {0xba, 20, 0, "raptorlake"},
+    {0xbf, 19, 19, "alderlake"}, {0xbf, 20, 0, "raptorlake"},
+    {0xaa, 16, 19, "alderlake"}, {0xaa, 20, 0, "meteorlake"},
+    {0xac, 16, 19, "alderlake"}, {0xac, 20, 0, "meteorlake"},
+    {0xc5, 19, 0, "arrowlake"}, {0xb5, 20, 0, "arrowlake"},
+    {0xc6, 19, 0, "arrowlake-s"},
+    {0xbd, 19, 19, "arrowlake-s"}, {0xbd, 20, 0, "lunarlake"},
+    {0xcc, 19, 0, "pantherlake"},
+    {0xd5, 22, 0, "wildcatlake"},
+    {0x8f, 13, 0, "sapphirerapids"},
+    {0xcf, 16, 19, "sapphirerapids"}, {0xcf, 20, 0, "emeraldrapids"},
+    {0xad, 16, 0, "graniterapids"},
+    {0xae, 16, 18, "graniterapids"}, {0xae, 19, 0, "graniterapids-d"},
+    {0x1c, 9, 0, "bonnell"}, {0x26, 9, 0, "bonnell"}, {0x27, 9, 0, "bonnell"}, {0x35, 9, 0, "bonnell"},
+    {0x36, 9, 0, "bonnell"},
+    {0x37, 9, 0, "silvermont"}, {0x4a, 9, 0, "silvermont"}, {0x4d, 9, 0, "silvermont"}, {0x5a, 9, 0, "silvermont"},
+    {0x5d, 9, 0, "silvermont"}, {0x4c, 9, 0, "silvermont"},
+    {0x5c, 9, 0, "goldmont"}, {0x5f, 9, 0, "goldmont"},
+    {0x7a, 9, 0, "goldmont-plus"},
+    {0x86, 9, 0, "tremont"}, {0x8a, 19, 0, "tremont"}, {0x96, 19, 0, "tremont"}, {0x9c, 19, 0, "tremont"},
+    {0xaf, 16, 0, "sierraforest"},
+    {0xb6, 16, 0, "grandridge"},
+    {0xdd, 19, 0, "clearwaterforest"},
+    {0x57, 9, 0, "knl"},
+    {0x85, 9, 0, "knm"},
+};
+
+static const char *ki_x86_intel_name(const ki_x86_cpu *x, unsigned v)
+{
+    size_t i;
+    switch (x->family) {
+    case 3: return "i386";
+    case 4: return "i486";
+    case 5: return ki_x86_has(x, "mmx") ? "pentium-mmx" : "pentium";
+    case 6:
+        if (x->model == 0x55) { /* Skylake, Cascade Lake and Cooper Lake Xeons share it */
+            if (ki_x86_has(x, "avx512bf16")) return "cooperlake";
+            if (ki_x86_has(x, "avx512vnni")) return "cascadelake";
+            return "skylake-avx512";
+        }
+        for (i = 0; i < sizeof ki_x86_intel6 / sizeof ki_x86_intel6[0]; i++) {
+            const ki_x86_model *e = &ki_x86_intel6[i];
+            if (e->model == x->model && v >= e->since && (e->until == 0 || v <= e->until)) return e->name;
+        }
+        /* An unlisted family-6 model: the newest line whose features it has. */
+        if (ki_x86_has(x, "avx512vp2intersect")) return "tigerlake";
+        if (ki_x86_has(x, "avx512vbmi2")) return "icelake-client";
+        if (ki_x86_has(x, "avx512vbmi")) return "cannonlake";
+        if (ki_x86_has(x, "avx512bf16")) return "cooperlake";
+        if (ki_x86_has(x, "avx512vnni")) return "cascadelake";
+        if (ki_x86_has(x, "avx512vl")) return "skylake-avx512";
+        if (ki_x86_has(x, "avx512er")) return "knl";
+        if (ki_x86_has(x, "clflushopt"))
+            return ki_x86_has(x, "sha") ? "goldmont" : "skylake";
+        if (ki_x86_has(x, "adx")) return "broadwell";
+        if (ki_x86_has(x, "avx2")) return "haswell";
+        if (ki_x86_has(x, "avx")) return "sandybridge";
+        if (ki_x86_has(x, "sse4.2"))
+            return ki_x86_has(x, "movbe") ? "silvermont" : "nehalem";
+        if (ki_x86_has(x, "sse4.1")) return "penryn";
+        if (ki_x86_has(x, "ssse3"))
+            return ki_x86_has(x, "movbe") ? "bonnell" : "core2";
+        if (ki_x86_has(x, "64bit")) return "core2";
+        if (ki_x86_has(x, "sse3")) return "yonah";
+        if (ki_x86_has(x, "sse2")) return "pentium-m";
+        if (ki_x86_has(x, "sse")) return "pentium3";
+        if (ki_x86_has(x, "mmx")) return "pentium2";
+        return "pentiumpro";
+    case 15:
+        if (ki_x86_has(x, "64bit")) return "nocona";
+        if (ki_x86_has(x, "sse3")) return "prescott";
+        return "pentium4";
+    case 18: /* Nova Lake: LLVM 22 */
+        return v >= 22 && (x->model == 0x01 || x->model == 0x03) ? "novalake" : "generic";
+    case 19: /* Diamond Rapids: LLVM 20 (-march=diamondrapids, #116564, Nov 2024) */
+        return v >= 20 && x->model == 0x01 ? "diamondrapids" : "generic";
+    default: return "generic";
+    }
+}
+
+static const char *ki_x86_amd_name(const ki_x86_cpu *x, unsigned v)
+{
+    unsigned m = x->model;
+    switch (x->family) {
+    case 4: return "i486";
+    case 5:
+        switch (m) {
+        case 6: case 7: return "k6";
+        case 8: return "k6-2";
+        case 9: case 13: return "k6-3";
+        case 10: return "geode";
+        default: return "pentium";
+        }
+    case 6: return ki_x86_has(x, "sse") ? "athlon-xp" : "athlon";
+    case 15: return ki_x86_has(x, "sse3") ? "k8-sse3" : "k8";
+    case 16: return "amdfam10";
+    case 18: return v >= 20 ? "amdfam10" : "generic"; /* Llano: LLVM 20 (#111312, Oct 2024) */
+    case 20: return "btver1";
+    case 21: /* Bulldozer, Piledriver, Steamroller, Excavator */
+        if (m >= 0x60 && m <= 0x7f) return "bdver4";
+        if (m >= 0x30 && m <= 0x3f) return "bdver3";
+        if ((m >= 0x10 && m <= 0x1f) || m == 0x02) return "bdver2";
+        return "bdver1";
+    case 22: return "btver2";
+    case 23: /* Zen, Zen+, Zen 2 */
+        if (v >= 18) { /* Renoir, Lucienne, Mendocino, ...: #74955 (merged 2023-12-12, before LLVM 18 branched) */
+            if ((m >= 0x30 && m <= 0x3f) || m == 0x47 || (m >= 0x60 && m <= 0x7f) ||
+                (m >= 0x84 && m <= 0x87) || (m >= 0x90 && m <= 0xaf))
+                return "znver2";
+        } else if ((m >= 0x30 && m <= 0x3f) || (v >= 10 && m == 0x71)) {
+            return "znver2";
+        }
+        return "znver1";
+    case 25: /* Zen 3, Zen 4: family 19h is generic to LLVM 11, znver3 to LLVM 13 */
+        if (v < 13) return "generic";
+        if (v >= 18) { /* with the Zen 2 models above (the Host.cpp that has #74955 has these too) */
+            if ((m >= 0x10 && m <= 0x1f) || (m >= 0x60 && m <= 0x7f) || (m >= 0xa0 && m <= 0xaf)) return "znver4";
+        } else if (v >= 16) { /* LLVM 16 added znver4 (D139073, "AMD Zen 4 Initial enablement") */
+            if ((m >= 0x10 && m <= 0x1f) || (m >= 0x60 && m <= 0x74) || (m >= 0x78 && m <= 0x7b) ||
+                (m >= 0xa0 && m <= 0xaf))
+                return "znver4";
+        }
+        return "znver3";
+    case 26: return v >= 19 ? "znver5" : "generic"; /* Zen 5 (every model): LLVM 19 */
+    default: return "generic";
+    }
+}
+
+const char *ki_x86_name(const ki_x86_cpu *x, unsigned v)
+{
+    if (x->vendor == KI_X86_INTEL) return ki_x86_intel_name(x, v);
+    if (x->vendor == KI_X86_AMD) return ki_x86_amd_name(x, v);
+    return "generic";
+}
+
+#if defined(KI_X86)
+/* This CPU's vendor, family and model, the way LLVM computes them (the extended model counts for
+   families 6 and 15, the extended family only for 15), and kcache's feature string into feat. */
+static void ki_x86_read(ki_x86_cpu *x, char *feat, size_t cap)
+{
+    unsigned a, b, c, d;
+    char vendor[12];
+    memset(x, 0, sizeof *x);
+    ki_host_cpu_features(feat, cap);
+    x->features = feat;
+    if (__get_cpuid_max(0, NULL) < 1) return;
+    __cpuid(0, a, b, c, d);
+    memcpy(vendor, &b, 4); /* EBX EDX ECX spell the vendor */
+    memcpy(vendor + 4, &d, 4);
+    memcpy(vendor + 8, &c, 4);
+    if (memcmp(vendor, "GenuineIntel", 12) == 0) x->vendor = KI_X86_INTEL;
+    else if (memcmp(vendor, "AuthenticAMD", 12) == 0) x->vendor = KI_X86_AMD;
+    else x->vendor = KI_X86_OTHER;
+    __cpuid(1, a, b, c, d);
+    x->family = (a >> 8) & 0xfu;
+    x->model = (a >> 4) & 0xfu;
+    if (x->family == 6 || x->family == 15) {
+        if (x->family == 15) x->family += (a >> 20) & 0xffu;
+        x->model += ((a >> 16) & 0xfu) << 4;
+    }
+}
+#endif
+
+int ki_host_cpu_name_llvm(unsigned llvm, char *out, size_t cap)
+{
+#if defined(KI_X86)
+    char feat[KI_HOST_FEATURES_MAX];
+    ki_x86_cpu x;
+    unsigned v = llvm < KI_LLVM_OLDEST ? KI_LLVM_OLDEST : llvm > KI_LLVM_NEWEST ? KI_LLVM_NEWEST : llvm;
+    ki_x86_read(&x, feat, sizeof feat);
+    ki_fmt(out, cap, "%s", ki_x86_name(&x, v));
+    return v == llvm;
+#else
+    (void)llvm;
+    ki_host_cpu_name(out, cap);
+    return 2;
+#endif
+}
+
 static int str_ieq(const char *a, const char *b)
 {
     for (; *a && *b; a++, b++) {

@@ -37,6 +37,7 @@
  * empty or garbage .nbi is "numba will raise"); 2 when it cannot: a file or directory that
  * cannot be read, is not a numba index nor a kcache store, index or entry, and usage errors. */
 #include "inspect.h"
+#include "ktext.h"   /* ktext_eprintf: messages with every name escaped */
 
 static void usage(FILE *f)
 {
@@ -151,7 +152,7 @@ int main(int argc, char **argv)
         else if (strcmp(a, "--make-layer") == 0) op.make_layer = 1;
         else if (strcmp(a, "--private") == 0) op.private_layer = 1;
         else if (strcmp(a, "--unit") == 0) {
-            if (i + 1 >= argc) { ki_eprintf("kcache-inspect: %s needs a value\n", a); return 2; }
+            if (i + 1 >= argc) { ktext_eprintf("kcache-inspect: %s needs a value\n", a); return 2; }
             if (op.nlayer_units == (int)(sizeof layer_units / sizeof layer_units[0])) { fprintf(stderr, "kcache-inspect: at most 256 --unit\n"); return 2; }
             op.layer_units = layer_units;
             op.layer_units[op.nlayer_units++] = argv[++i];
@@ -160,21 +161,21 @@ int main(int argc, char **argv)
         else if (strcmp(a, "--llvm-version") == 0 || strcmp(a, "--path") == 0) {
             char *end;
             long v;
-            if (i + 1 >= argc) { ki_eprintf("kcache-inspect: %s needs a value\n", a); return 2; }
+            if (i + 1 >= argc) { ktext_eprintf("kcache-inspect: %s needs a value\n", a); return 2; }
             if (a[2] == 'p') {
                 if (op.npaths == (int)(sizeof op.paths / sizeof op.paths[0])) { fprintf(stderr, "kcache-inspect: at most 16 --path\n"); return 2; }
                 op.paths[op.npaths++] = argv[++i];
                 continue;
             }
             v = strtol(argv[++i], &end, 10);
-            if (*end || v < 1 || v > 1000) { ki_eprintf("kcache-inspect: --llvm-version '%s' is not an LLVM major version\n", argv[i]); return 2; }
+            if (*end || v < 1 || v > 1000) { ktext_eprintf("kcache-inspect: --llvm-version '%s' is not an LLVM major version\n", argv[i]); return 2; }
             op.llvm_version = (int)v;
             continue;
         }
         else if (strcmp(a, "--") == 0) dashdash = 1;
-        else { ki_eprintf("kcache-inspect: unknown option '%s' (try --help)\n", a); return 2; }
+        else { ktext_eprintf("kcache-inspect: unknown option '%s' (try --help)\n", a); return 2; }
         if (slot) {
-            if (i + 1 >= argc) { ki_eprintf("kcache-inspect: %s needs a value\n", a); return 2; }
+            if (i + 1 >= argc) { ktext_eprintf("kcache-inspect: %s needs a value\n", a); return 2; }
             *slot = argv[++i];
         }
     }
@@ -195,13 +196,13 @@ int main(int argc, char **argv)
         memset(&o, 0, sizeof o);
         err[0] = 0;
         rc = ki_make_layer(prune[0], prune[1], op.layer_units, op.nlayer_units, op.private_layer, &o, err, sizeof err);
-        if (rc != 0) { ko_free(&o); ki_eprintf("kcache-inspect: --make-layer: %s\n", err); return rc; }
+        if (rc != 0) { ko_free(&o); ktext_eprintf("kcache-inspect: --make-layer: %s\n", err); return rc; }
         fwrite(o.buf ? o.buf : "", 1, o.len, stdout);
         ko_free(&o);
         return fflush(stdout) != 0 ? 2 : 0;
     }
     if (nprune > 2 && !op.prune) {
-        ki_eprintf("kcache-inspect: one FILE or DIR only, or DIR and UNIT (got a third: '%s')\n", prune[2]);
+        ktext_eprintf("kcache-inspect: one FILE or DIR only, or DIR and UNIT (got a third: '%s')\n", prune[2]);
         return 2;
     }
     op.path = nprune > 0 ? prune[0] : NULL;
@@ -225,11 +226,11 @@ int main(int argc, char **argv)
         if (strcmp(stamp, "hybrid") == 0) op.stamp = KCACHE_STAMP_HYBRID;
         else if (strcmp(stamp, "mtime") == 0) op.stamp = KCACHE_STAMP_MTIME;
         else if (strcmp(stamp, "content") == 0) op.stamp = KCACHE_STAMP_CONTENT;
-        else { ki_eprintf("kcache-inspect: %s '%s' is not mtime, content or hybrid\n", op.stamp_from, stamp); return 2; }
+        else { ktext_eprintf("kcache-inspect: %s '%s' is not mtime, content or hybrid\n", op.stamp_from, stamp); return 2; }
     }
-    if (stat(op.path, &st) != 0) { ki_eprintf("kcache-inspect: %s: %s\n", op.path, strerror(errno)); return 2; }
+    if (stat(op.path, &st) != 0) { ktext_eprintf("kcache-inspect: %s: %s\n", op.path, strerror(errno)); return 2; }
     if (op.unit && !S_ISDIR(st.st_mode)) {
-        ki_eprintf("kcache-inspect: one FILE or DIR only (got '%s' and '%s'; a UNIT follows a store DIR)\n", op.path, op.unit);
+        ktext_eprintf("kcache-inspect: one FILE or DIR only (got '%s' and '%s'; a UNIT follows a store DIR)\n", op.path, op.unit);
         return 2;
     }
     memset(&o, 0, sizeof o);
@@ -244,7 +245,7 @@ int main(int argc, char **argv)
         } else
         rc = op.unit ? ki_unit_report(op.path, op.unit, &op, &o, err, sizeof err) : ki_store_report(op.path, &op, &o, err, sizeof err);
     } else if (!S_ISREG(st.st_mode)) {
-        ki_eprintf("kcache-inspect: %s: not a regular file or a directory\n", op.path);
+        ktext_eprintf("kcache-inspect: %s: not a regular file or a directory\n", op.path);
         return 2;
     } else {
         int kind = 0; /* 1 numba, 2 kcache index, 3 kcache entry, 4 config.file */
@@ -252,7 +253,7 @@ int main(int argc, char **argv)
         if (!op.force_numba && pr_nbc_base(op.path, nbi, sizeof nbi - 4)) { /* BASE.N.nbc: its index is BASE.nbi */
             char q[4200];
             strcat(nbi, ".nbi");
-            ki_eprintf("kcache-inspect: %s is a numba data file (.nbc), which holds compiled code only; pass its index: kcache-inspect %s\n",
+            ktext_eprintf("kcache-inspect: %s is a numba data file (.nbc), which holds compiled code only; pass its index: kcache-inspect %s\n",
                     op.path, ki_shell_quote(q, sizeof q, nbi));
             return 2;
         }
@@ -263,7 +264,7 @@ int main(int argc, char **argv)
             unsigned char head[8];
             int fd = open(op.path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
             long long got;
-            if (fd < 0) { ki_eprintf("kcache-inspect: %s: cannot open: %s\n", op.path, strerror(errno)); return 2; }
+            if (fd < 0) { ktext_eprintf("kcache-inspect: %s: cannot open: %s\n", op.path, strerror(errno)); return 2; }
             got = ks_pread(fd, head, sizeof head, 0);
             close(fd);
             if (got == 8 && memcmp(head, "KCENTRY", 8) == 0) kind = 3;
@@ -271,14 +272,14 @@ int main(int argc, char **argv)
             else if (got == 8 && memcmp(head, "KCACHECF", 8) == 0) kind = 4;
             else if (got > 0 && head[0] == 0x80) kind = 1;
             else {
-                ki_eprintf("kcache-inspect: %s: not a numba index (.nbi), a kcache index (.kci), entry (.kce) or "
+                ktext_eprintf("kcache-inspect: %s: not a numba index (.nbi), a kcache index (.kci), entry (.kce) or "
                                 "config.file, nor a store directory\n", op.path);
                 return 2;
             }
         }
         if (kind == 1) {
             buf = ki_read_file(op.path, &len, err, sizeof err);
-            if (!buf) { ki_eprintf("kcache-inspect: %s: %s\n", op.path, err); return 2; }
+            if (!buf) { ktext_eprintf("kcache-inspect: %s: %s\n", op.path, err); return 2; }
             rc = ki_numba_report(buf, len, op.path, &op, &o, err, sizeof err);
             free(buf);
         } else if (kind == 2) {
@@ -298,7 +299,7 @@ int main(int argc, char **argv)
     }
     if (rc != 0) {
         ko_free(&o);
-        ki_eprintf("kcache-inspect: %s: %s\n", op.path, err[0] ? err : "cannot be decoded");
+        ktext_eprintf("kcache-inspect: %s: %s\n", op.path, err[0] ? err : "cannot be decoded");
         return 2;
     }
     fwrite(o.buf ? o.buf : "", 1, o.len, stdout);

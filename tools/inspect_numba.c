@@ -867,40 +867,53 @@ static void nb_python_site_set(const char *exe, const char *answer)
     ki_fmt(nb_site_answer, sizeof nb_site_answer, "%s", answer);
 }
 
-static const char *nb_python_site(const char *exe)
+/* Runs a Python: argv[0] (looked up in PATH) with argv's arguments, stdin and stderr on /dev/null,
+ * killed by an alarm after 30 s (it survives exec: a child that hangs is killed).  Its output, up
+ * to cap - 1 bytes, goes into out (NUL-terminated) and its wait status into *status.  NULL, or
+ * the call that failed ("pipe", "fork"; errno says why) when no child ran (out is then ""). */
+static const char *nb_run_python(const char *const *argv, char *out, size_t cap, int *status)
 {
-    char *answer = nb_site_answer;
-    int pfd[2], status = 0;
+    int pfd[2];
     size_t n = 0;
     pid_t pid;
-    if (nb_site_have && strcmp(nb_site_asked, exe) == 0) return answer;
-    nb_site_have = 1;
-    ki_fmt(nb_site_asked, sizeof nb_site_asked, "%s", exe);
-    answer[0] = 0;
-    if (pipe(pfd) != 0) return answer;
+    out[0] = 0;
+    *status = 0;
+    if (pipe(pfd) != 0) return "pipe";
     fflush(stdout);
     pid = fork();
-    if (pid < 0) { close(pfd[0]); close(pfd[1]); return answer; }
+    if (pid < 0) { int e = errno; close(pfd[0]); close(pfd[1]); errno = e; return "fork"; }
     if (pid == 0) {
         int dn = open("/dev/null", O_RDWR);
         dup2(pfd[1], 1);
         if (dn >= 0) { dup2(dn, 0); dup2(dn, 2); }
         close(pfd[0]);
         alarm(30);
-        execlp(exe, exe, "-I", "-S", "-c", nb_site_py, (char *)NULL);
+        execvp(argv[0], (char *const *)argv);
         _exit(127);
     }
     close(pfd[1]);
     for (;;) {
-        ssize_t got = read(pfd[0], answer + n, sizeof nb_site_answer - 1 - n);
+        ssize_t got = read(pfd[0], out + n, cap - 1 - n);
         if (got < 0 && errno == EINTR) continue;
         if (got <= 0) break;
         n += (size_t)got;
-        if (n == sizeof nb_site_answer - 1) break;
+        if (n == cap - 1) break;
     }
-    answer[n] = 0;
+    out[n] = 0;
     close(pfd[0]);
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
+    while (waitpid(pid, status, 0) < 0 && errno == EINTR) {}
+    return NULL;
+}
+
+static const char *nb_python_site(const char *exe)
+{
+    const char *argv[] = {exe, "-I", "-S", "-c", nb_site_py, NULL};
+    char *answer = nb_site_answer;
+    int status = 0;
+    if (nb_site_have && strcmp(nb_site_asked, exe) == 0) return answer;
+    nb_site_have = 1;
+    ki_fmt(nb_site_asked, sizeof nb_site_asked, "%s", exe);
+    if (nb_run_python(argv, answer, sizeof nb_site_answer, &status)) return answer;
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) answer[0] = 0;
     return answer;
 }
@@ -1419,10 +1432,9 @@ static void nb_bytecode(const ki_opts *op, nb_report *R)
     const nb_name *nm = &R->name;
     char py[64], want[16], line[32], opt[8], out[10240];
     char *site;
-    const char *env_opt = getenv("PYTHONOPTIMIZE"), *exe;
-    int pfd[2], status = 0, level = 0;
-    pid_t pid;
-    size_t n = 0, k;
+    const char *env_opt = getenv("PYTHONOPTIMIZE"), *exe, *failed;
+    int status = 0, level = 0;
+    size_t k;
     long maj, mnr;
     char *end, *nl;
     if (op->no_bytecode) { ki_fmt(R->code_why, sizeof R->code_why, "not checked (--no-bytecode)"); return; }
@@ -1444,31 +1456,14 @@ static void nb_bytecode(const ki_opts *op, nb_report *R)
     if (env_opt && *env_opt) { long v = strtol(env_opt, &end, 10); level = *end ? 1 : v < 0 ? 0 : v > 2 ? 2 : (int)v; }
     ki_fmt(line, sizeof line, "%ld", nm->line);
     ki_fmt(opt, sizeof opt, "%d", level);
-    if (pipe(pfd) != 0) { ki_fmt(R->code_why, sizeof R->code_why, "not checked: pipe: %s", strerror(errno)); return; }
-    fflush(stdout);
-    pid = fork();
-    if (pid < 0) { close(pfd[0]); close(pfd[1]); ki_fmt(R->code_why, sizeof R->code_why, "not checked: fork: %s", strerror(errno)); return; }
-    if (pid == 0) {
-        int dn = open("/dev/null", O_RDWR);
-        dup2(pfd[1], 1);
-        if (dn >= 0) { dup2(dn, 0); dup2(dn, 2); }
-        close(pfd[0]);
-        alarm(30);   /* survives exec: a compile that hangs is killed */
-        execlp(exe, exe, "-I", "-S", "-c", nb_compile_py, R->src.path, nm->func, line, opt, R->src.kind == SRC_ZIP ? R->src.member : "",
-               (char *)NULL);
-        _exit(127);
+    {
+        const char *argv[] = {exe, "-I", "-S", "-c", nb_compile_py, R->src.path, nm->func, line, opt,
+                              R->src.kind == SRC_ZIP ? R->src.member : "", NULL};
+        if ((failed = nb_run_python(argv, out, sizeof out, &status)) != NULL) {
+            ki_fmt(R->code_why, sizeof R->code_why, "not checked: %s: %s", failed, strerror(errno));
+            return;
+        }
     }
-    close(pfd[1]);
-    for (;;) {
-        ssize_t got = read(pfd[0], out + n, sizeof out - 1 - n);
-        if (got < 0 && errno == EINTR) continue;
-        if (got <= 0) break;
-        n += (size_t)got;
-        if (n == sizeof out - 1) break;
-    }
-    out[n] = 0;
-    close(pfd[0]);
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
     ki_fmt(R->python, sizeof R->python, "%.200s", exe);
     if (WIFEXITED(status) && WEXITSTATUS(status) == 0 && (site = strstr(out, "\nstdlib\t")) != NULL) {
         nb_python_site_set(exe, site + 1);   /* the imports' search asks no second time */

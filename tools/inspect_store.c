@@ -10,20 +10,20 @@
  * functions at the top of this file. */
 #define KCACHE_IMPLEMENTATION
 #include "inspect.h"
+#include "ktext.h"   /* ktext_eprintf: the store commands' messages */
 
 /* ---------------------------------------------------------------------------------------- */
 /* What the other files take from kcache.h (only this file compiles its implementation).     */
 
+/* a feature string fits the size inspect.h gives it */
 typedef char ki_host_features_fit[KI_HOST_FEATURES_MAX >= KCACHE_HOST_FEATURES_MAX ? 1 : -1];
+/* kcache.h names the CPU as the newest LLVM inspect_llvm.c knows */
+typedef char ki_llvm_newest_same[KI_LLVM_NEWEST == KCACHE_HOST_CPU_LLVM ? 1 : -1];
 
 char *ki_escs(char *out, size_t cap, const char *s) { return kcache_escape(out, cap, s, s ? strlen(s) : 0); }
 char *ki_shell_quote(char *out, size_t cap, const char *s) { return kcache_shell_quote(out, cap, s); }
 void ki_host_cpu_name(char *out, size_t cap) { kcache_host_cpu_name(out, cap); }
 size_t ki_host_cpu_features(char *out, size_t cap) { return kcache_host_cpu_features(out, cap); }
-/* The CPU's name per LLVM version: kcache.h's tables until they move into inspect_llvm.c (issue 34,
-   item 4: the library itself asks for the newest names only). */
-typedef char ki_llvm_range_same[KI_LLVM_OLDEST == KCACHE__LLVM_OLDEST && KI_LLVM_NEWEST == KCACHE__LLVM_NEWEST ? 1 : -1];
-int ki_host_cpu_name_llvm(unsigned llvm, char *out, size_t cap) { return kcache__host_cpu_name_llvm(llvm, out, cap); }
 
 /* ======================================================================================== */
 /* kcache stores.                                                                            */
@@ -2169,7 +2169,10 @@ out:
    Through the library's own calls (kcache_evict_older_than, ...), on the store opened as a program
    opens it: its lock, its accounting kept exact, its checks (another user's store is refused). */
 
-/* AGE as 90s, 30m, 12h, 7d (a bare number: seconds). 1 with *secs, 0 when it is not one. */
+/* AGE as 90s, 30m, 12h, 7d (a bare number: seconds). 1 with *secs, 0 when it is not one.
+   Beside kcache.h's size parser (kcache_parse_size, --trim's) rather than through it: the digits
+   are read the same way, but the suffixes say other things ("m" is minutes here, MiB there, which
+   also takes upper case and a trailing B or iB), and the library itself has no use for an age. */
 static int ki_parse_age(const char *s, uint64_t *secs)
 {
     uint64_t v = 0, mul = 1;
@@ -2201,21 +2204,21 @@ int ki_tidy(int what, const char *arg, const char *dir, int yes)
     char why[1024], cf[4200], q[1100], shown[1100];
     uint64_t v = 0;
     if (what == KI_TIDY_OLDER && !ki_parse_age(arg, &v)) {
-        ki_eprintf("kcache-inspect: --evict-older-than '%s' is not an age (90s, 30m, 12h, 7d)\n", arg);
+        ktext_eprintf("kcache-inspect: --evict-older-than '%s' is not an age (90s, 30m, 12h, 7d)\n", arg);
         return 2;
     }
     if (what == KI_TIDY_TRIM && kcache_parse_size(arg, &v) != KCACHE_OK) {
-        ki_eprintf("kcache-inspect: --trim '%s' is not a size (bytes, or with K, M, G, T as KCACHE_MAX_SIZE takes it)\n", arg);
+        ktext_eprintf("kcache-inspect: --trim '%s' is not a size (bytes, or with K, M, G, T as KCACHE_MAX_SIZE takes it)\n", arg);
         return 2;
     }
     /* a store that is there: a mistyped DIR must not become a new, empty store */
     if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
-        ki_eprintf("kcache-inspect: %s %s: %s\n", name[what], dir, stat(dir, &sb) != 0 ? strerror(errno) : "not a directory");
+        ktext_eprintf("kcache-inspect: %s %s: %s\n", name[what], dir, stat(dir, &sb) != 0 ? strerror(errno) : "not a directory");
         return 2;
     }
     snprintf(cf, sizeof cf, "%s/config.file", dir);
     if (lstat(cf, &sb) != 0 || !S_ISREG(sb.st_mode)) {
-        ki_eprintf("kcache-inspect: %s %s: not a kcache store (no config.file)\n", name[what], dir);
+        ktext_eprintf("kcache-inspect: %s %s: not a kcache store (no config.file)\n", name[what], dir);
         return 2;
     }
     kcache_config_defaults(&cfg); /* as given: no KCACHE_ENABLE=0 or KCACHE_DIR from the environment */
@@ -2227,9 +2230,9 @@ int ki_tidy(int what, const char *arg, const char *dir, int yes)
         if (kcache_read_accounting(r, &a) == KCACHE_OK) cfg.max_size = a.limit;
         kcache_reader_close(r);
     }
-    if (kcache_open(&kc, &cfg) != KCACHE_OK || !kc) { ki_eprintf("kcache-inspect: out of memory\n"); return 2; }
+    if (kcache_open(&kc, &cfg) != KCACHE_OK || !kc) { ktext_eprintf("kcache-inspect: out of memory\n"); return 2; }
     if (!kcache_store_in_use(kc, why, sizeof why) || why[0]) {
-        ki_eprintf("kcache-inspect: %s %s: %s\n", name[what], dir, why[0] ? why : "the store cannot be used");
+        ktext_eprintf("kcache-inspect: %s %s: %s\n", name[what], dir, why[0] ? why : "the store cannot be used");
         kcache_close(kc);
         return 2;
     }
@@ -2240,7 +2243,7 @@ int ki_tidy(int what, const char *arg, const char *dir, int yes)
     default: s = kcache_clear(kc, !yes, &done); break;
     }
     if (s != KCACHE_OK) {
-        ki_eprintf("kcache-inspect: %s %s: %s\n", name[what], dir, kcache_strerror(s));
+        ktext_eprintf("kcache-inspect: %s %s: %s\n", name[what], dir, kcache_strerror(s));
         kcache_close(kc);
         return 2;
     }

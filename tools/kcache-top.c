@@ -1,6 +1,7 @@
 /* kcache-top.c - a live view of a kcache store that other processes are using.
  *
  *   kcache-top [-b] [-n N] [-d SECONDS] [-s hits|misses|size|last] [-U UNIT] [-a] [DIR]
+ *   kcache-top -b --json|--prometheus [--output FILE] [-n N] [-d SECONDS] [DIR]
  *
  * What it shows comes from the store itself, read-only, through kcache.h's public API for tools
  * (>>toolapi; no private name of the library is used here): DIR/stats (where every process using
@@ -17,7 +18,9 @@
  * with their reasons), Esc goes back. Keys: q quit, p pause, s sort, Tab switch list, ? help,
  * arrows / PgUp / PgDn / Home / End scroll.
  * Batch (-b): N plain-text snapshots (-n N, default 1) on stdout, for scripts, logs and tests;
- * with -U UNIT, the unit's detail instead.
+ * with -U UNIT, the unit's detail instead. --json (a JSON object per line and snapshot) and
+ * --prometheus (the text exposition format) carry every counter for monitoring; --output FILE
+ * replaces FILE atomically at each snapshot (node_exporter's textfile collector).
  * Started before the store exists, it waits for DIR to appear (batch: each snapshot waits its
  * interval, and the last says if it never came).
  * Exit status: 0; 2 for a usage error, a directory that never appeared or cannot be read, or an
@@ -63,6 +66,7 @@
 #define KT_NCTR KCACHE_CTR_COUNT
 #define KT_NSLOT KCACHE_STATS_SLOTS
 
+enum { KT_TEXT, KT_JSON, KT_PROMETHEUS };
 enum { M_HITS, M_MISSES, M_PUTS, M_EVICTIONS, M_READ, M_WRITTEN, M_N };
 static const char *const kt_metric_name[M_N] = {"hits", "misses", "puts", "evictions", "bytes_read", "bytes_written"};
 enum { SORT_HITS, SORT_MISSES, SORT_SIZE, SORT_LAST, SORT_N };
@@ -125,6 +129,8 @@ static struct {
     char dir[4096];
     double interval;
     int batch, sort, ascii, color, utf8;
+    int format;         /* KT_TEXT, KT_JSON, KT_PROMETHEUS (batch) */
+    const char *output; /* --output FILE: each snapshot replaces it atomically */
     long iterations;
     const char *detail_unit;
     /* the store */
@@ -1135,6 +1141,276 @@ static void kt_snapshot(kt_lines *L, int index, int count) {
 
 #ifndef KCACHE_TOP_NO_MAIN /* fuzz/fuzz_stats.c includes everything above */
 /* ---------------------------------------------------------------------------------------------- */
+/* machine-readable snapshots: --json and --prometheus (issue 35), --output FILE                  */
+
+/* The metrics' names are DESIGN's ("Metrics names"): Prometheus's with kcache_ and _total, the
+   JSON's the same without them. Every text that came from the stats file (a shard's URL, a process
+   name) goes through kcache_escape first (DESIGN's one escaping rule), then the format's own
+   escaping of backslash and double quote. The shard URLs are published without credentials (the
+   library shows a URL so everywhere), so no password can reach these outputs. */
+
+typedef struct kt_buf { char *s; size_t n, cap; int failed; } kt_buf;
+static void kt_bputs(kt_buf *o, const char *s, size_t n) {
+    if (o->failed) return;
+    if (o->n + n + 1 > o->cap) {
+        size_t cap = o->cap ? o->cap : 16384;
+        char *p;
+        while (o->n + n + 1 > cap) cap *= 2;
+        if (!(p = (char *)realloc(o->s, cap))) { o->failed = 1; return; }
+        o->s = p;
+        o->cap = cap;
+    }
+    memcpy(o->s + o->n, s, n);
+    o->n += n;
+    o->s[o->n] = 0;
+}
+static void kt_bstr(kt_buf *o, const char *s) { kt_bputs(o, s, strlen(s)); }
+static void kt_bprintf(kt_buf *o, const char *fmt, ...) KT_PRINTF(2, 3);
+static void kt_bprintf(kt_buf *o, const char *fmt, ...) {
+    char tmp[1024];
+    va_list ap;
+    int n;
+    va_start(ap, fmt);
+    n = vsnprintf(tmp, sizeof tmp, fmt, ap);
+    va_end(ap);
+    if (n < 0) return;
+    kt_bputs(o, tmp, (size_t)n < sizeof tmp ? (size_t)n : sizeof tmp - 1);
+}
+/* s (from outside) escaped by DESIGN's rule, then quoted for JSON or a Prometheus label value:
+   both take \\ and \" (the rule leaves no control character for \n to be needed). */
+static void kt_bquote(kt_buf *o, const char *s) {
+    char e[1024];
+    const char *p;
+    kcache_escape(e, sizeof e, s, strlen(s));
+    kt_bstr(o, "\"");
+    for (p = e; *p; p++) {
+        if (*p == '\\' || *p == '"') kt_bstr(o, "\\");
+        kt_bputs(o, p, 1);
+    }
+    kt_bstr(o, "\"");
+}
+
+/* What the counters say, in one place for both formats. */
+enum { KT_TIER_MEMORY, KT_TIER_STORE, KT_TIER_LAYER, KT_TIER_REMOTE, KT_TIERS };
+static const char *const kt_tier_name[KT_TIERS] = {"memory", "store", "layer", "remote"};
+static const int kt_tier_ctr[KT_TIERS] = {KCACHE_CTR_HITS_MEMORY, KCACHE_CTR_HITS_STORE, KCACHE_CTR_HITS_LAYER, KCACHE_CTR_HITS_REMOTE};
+/* Plain counters: name (without kcache_ / _total), counter, help. */
+static const struct { const char *name; int ctr; const char *help; } kt_plain[] = {
+    {"puts", KCACHE_CTR_PUTS, "Entries stored (kcache_put and builds)."},
+    {"evictions", KCACHE_CTR_EVICTIONS, "Entries the store evicted to stay under its size limit."},
+    {"rejects", KCACHE_CTR_REJECTS, "Entries that failed validation (corrupt, a binary the driver refused, a bad remote value)."},
+    {"builds", KCACHE_CTR_BUILDS, "Builds run by kcache_get_or_build and the batch (a miss that compiled)."},
+    {"build_waits", KCACHE_CTR_BUILD_WAITS, "Calls that waited for another thread, process or machine building the same key."},
+    {"builds_claimed_elsewhere", KCACHE_CTR_BUILDS_CLAIMED_ELSEWHERE,
+     "Builds of a key whose cluster build claim another process or machine held: duplicate builds (a rebuild storm's measure)."},
+    {"memory_evictions", KCACHE_CTR_MEMORY_EVICTIONS, "Entries the memory LRU dropped."},
+    {"store_errors", KCACHE_CTR_STORE_ERRORS, "Store operations that failed (a full disk, a refused store)."},
+    {"bytes_read", KCACHE_CTR_BYTES_READ, "Payload bytes handed out by hits."},
+    {"bytes_written", KCACHE_CTR_BYTES_WRITTEN, "Payload bytes stored by puts."},
+    {"remote_lookups", KCACHE_CTR_REMOTE_LOOKUPS, "Local misses that asked the remote tier."},
+    {"remote_puts", KCACHE_CTR_REMOTE_PUTS, "Entries stored on the remote tier."},
+    {"remote_rejects", KCACHE_CTR_REMOTE_REJECTS, "Remote values that failed validation (deleted there)."},
+    {"remote_breaker_opens", KCACHE_CTR_BREAKER_OPENS, "Times a process's circuit breaker for a shard opened."},
+};
+/* One shard row: its counts for the outputs. */
+typedef struct kt_row {
+    char url[KCACHE_STATS_ROW_NAME + 1];
+    uint64_t hits, misses, calls_ok, calls_error, calls_timeout, calls_skipped;
+    int open;
+    double open_since; /* seconds since 1970, 0: closed */
+} kt_row;
+static int kt_row_get(unsigned i, kt_row *r) {
+    kcache_stats_row row;
+    uint64_t errors, timeouts;
+    if (!K.sf || kcache_stats_file_row(K.sf, KCACHE_STATS_SHARDS, i, &row) != KCACHE_OK || !row.id) return 0;
+    memset(r, 0, sizeof *r);
+    memcpy(r->url, row.name, sizeof r->url);
+    r->hits = row.value[0];
+    r->misses = row.value[1];
+    errors = row.value[2];
+    timeouts = row.value[3] < errors ? row.value[3] : errors;
+    r->calls_skipped = row.value[4];
+    r->calls_timeout = timeouts;
+    r->calls_error = errors - timeouts;
+    if (row.nvalues >= 7) { /* calls made, and the breaker (a file of 0.5 or later) */
+        r->calls_ok = row.value[5] > errors ? row.value[5] - errors : 0;
+        r->open = row.value[6] != 0;
+        r->open_since = (double)row.value[6] / 1e9;
+    }
+    return 1;
+}
+
+static void kt_json(kt_buf *o, int attached) {
+    unsigned i, c, first = 1;
+    kt_row r;
+    kt_bprintf(o, "{\"time\":%.3f,\"dir\":", (double)K.wall / 1e9);
+    kt_bquote(o, K.dir);
+    if (!attached) { kt_bstr(o, ",\"store\":null,\"stats\":null}\n"); return; }
+    if (K.have_cf)
+        kt_bprintf(o, ",\"store_bytes\":%llu,\"store_limit_bytes\":%llu,\"store_entries\":%llu", (unsigned long long)K.cf_bytes,
+                   (unsigned long long)K.cf_limit, (unsigned long long)K.cf_entries);
+    kt_bprintf(o, ",\"stats\":%s", K.sf ? "true" : "false");
+    if (!K.sf) {
+        kt_bstr(o, ",\"stats_note\":");
+        kt_bquote(o, K.stats_note[0] ? K.stats_note : "none");
+    } else {
+        kt_bprintf(o, ",\"stats_created\":%.3f,\"consistent\":%s", (double)K.stats_created / 1e9, K.consistent ? "true" : "false");
+    }
+    kt_bprintf(o, ",\"processes\":%d,\"slots_claimed\":%d,\"hits\":{", K.nlive, K.nclaimed);
+    for (i = 0; i < KT_TIERS; i++) kt_bprintf(o, "%s\"%s\":%llu", i ? "," : "", kt_tier_name[i], (unsigned long long)K.tot[kt_tier_ctr[i]]);
+    kt_bstr(o, "},\"misses\":{");
+    for (c = 1; c < KCACHE_REASON_COUNT; c++)
+        kt_bprintf(o, "%s\"%s\":%llu", c > 1 ? "," : "", kt_reason_word((int)c), (unsigned long long)K.tot[KCACHE_CTR_MISSES_BY_REASON + c]);
+    kt_bstr(o, "}");
+    for (i = 0; i < sizeof kt_plain / sizeof kt_plain[0]; i++)
+        kt_bprintf(o, ",\"%s\":%llu", kt_plain[i].name, (unsigned long long)K.tot[kt_plain[i].ctr]);
+    kt_bprintf(o, ",\"remote_call_seconds\":%.6f,\"remote_breakers_open\":%llu,\"shards\":[",
+               (double)K.tot[KCACHE_CTR_REMOTE_LATENCY_NS] / 1e9, (unsigned long long)kt_breakers_open());
+    for (i = 0; i < kcache_stats_file_rows(KCACHE_STATS_SHARDS); i++) {
+        if (!kt_row_get(i, &r)) continue;
+        kt_bstr(o, first ? "{\"shard\":" : ",{\"shard\":");
+        first = 0;
+        kt_bquote(o, r.url);
+        kt_bprintf(o, ",\"node\":\"\",\"remote_calls\":{\"ok\":%llu,\"error\":%llu,\"timeout\":%llu,\"skipped\":%llu}", (unsigned long long)r.calls_ok,
+                   (unsigned long long)r.calls_error, (unsigned long long)r.calls_timeout, (unsigned long long)r.calls_skipped);
+        kt_bprintf(o, ",\"remote_shard_lookups\":{\"hit\":%llu,\"miss\":%llu},\"remote_breaker_open\":%d,\"remote_breaker_opened_timestamp_seconds\":%.3f}",
+                   (unsigned long long)r.hits, (unsigned long long)r.misses, r.open, r.open_since);
+    }
+    /* per-node rows come with a backend that publishes them (Redis Cluster): same fields, node set */
+    kt_bstr(o, "],\"nodes\":[],\"slots\":[");
+    for (i = 0, first = 1; i < KT_NSLOT; i++) {
+        const kcache_stats_slot *v = &K.slot[i];
+        if (!v->owner) continue;
+        kt_bprintf(o, "%s{\"slot\":%u,\"pid\":%u,\"name\":", first ? "" : ",", i, (unsigned)v->pid);
+        first = 0;
+        kt_bquote(o, v->name);
+        kt_bprintf(o, ",\"state\":\"%s\",\"opened\":%.3f,\"hits\":{\"memory\":%llu,\"store\":%llu},\"misses\":%llu,\"puts\":%llu,\"builds\":%llu}",
+                   kt_state_name[v->state], (double)v->opened / 1e9, (unsigned long long)v->counters[KCACHE_CTR_HITS_MEMORY],
+                   (unsigned long long)v->counters[KCACHE_CTR_HITS_STORE], (unsigned long long)v->counters[KCACHE_CTR_MISSES],
+                   (unsigned long long)v->counters[KCACHE_CTR_PUTS], (unsigned long long)v->counters[KCACHE_CTR_BUILDS]);
+    }
+    kt_bstr(o, "]}\n");
+}
+
+/* Prometheus's text exposition format (version 0.0.4): each family's HELP and TYPE, then its
+   samples; counters end in _total. */
+static void kt_prom_family(kt_buf *o, const char *name, const char *type, const char *help) {
+    kt_bprintf(o, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+static void kt_prom_shard_labels(kt_buf *o, const char *name, const kt_row *r) {
+    kt_bprintf(o, "%s{shard=", name);
+    kt_bquote(o, r->url);
+    kt_bstr(o, ",node=\"\"");
+}
+static void kt_prometheus(kt_buf *o, int attached) {
+    unsigned i, c, nrows = kcache_stats_file_rows(KCACHE_STATS_SHARDS);
+    kt_row r;
+    kt_prom_family(o, "kcache_stats_file_present", "gauge", "1 when the directory's stats file was read (0: none yet, or unreadable).");
+    kt_bprintf(o, "kcache_stats_file_present %d\n", attached && K.sf ? 1 : 0);
+    if (!attached) return;
+    if (K.have_cf) {
+        kt_prom_family(o, "kcache_store_bytes", "gauge", "Bytes of the entries in the store, as accounted.");
+        kt_bprintf(o, "kcache_store_bytes %llu\n", (unsigned long long)K.cf_bytes);
+        kt_prom_family(o, "kcache_store_limit_bytes", "gauge", "The store's size limit (KCACHE_MAX_SIZE; 0: none).");
+        kt_bprintf(o, "kcache_store_limit_bytes %llu\n", (unsigned long long)K.cf_limit);
+        kt_prom_family(o, "kcache_store_entries", "gauge", "Entries in the store.");
+        kt_bprintf(o, "kcache_store_entries %llu\n", (unsigned long long)K.cf_entries);
+    }
+    if (!K.sf) return;
+    kt_prom_family(o, "kcache_processes", "gauge", "Processes publishing in the stats file now.");
+    kt_bprintf(o, "kcache_processes %d\n", K.nlive);
+    kt_prom_family(o, "kcache_stats_created_timestamp_seconds", "gauge", "When the stats file was made: counters count from then.");
+    kt_bprintf(o, "kcache_stats_created_timestamp_seconds %.3f\n", (double)K.stats_created / 1e9);
+    kt_prom_family(o, "kcache_hits_total", "counter", "Lookups answered, by the tier that answered.");
+    for (i = 0; i < KT_TIERS; i++) kt_bprintf(o, "kcache_hits_total{tier=\"%s\"} %llu\n", kt_tier_name[i], (unsigned long long)K.tot[kt_tier_ctr[i]]);
+    kt_prom_family(o, "kcache_misses_total", "counter", "Lookups that missed, by their reason.");
+    for (c = 1; c < KCACHE_REASON_COUNT; c++)
+        kt_bprintf(o, "kcache_misses_total{reason=\"%s\"} %llu\n", kt_reason_word((int)c), (unsigned long long)K.tot[KCACHE_CTR_MISSES_BY_REASON + c]);
+    for (i = 0; i < sizeof kt_plain / sizeof kt_plain[0]; i++) {
+        char name[96];
+        snprintf(name, sizeof name, "kcache_%s_total", kt_plain[i].name);
+        kt_prom_family(o, name, "counter", kt_plain[i].help);
+        kt_bprintf(o, "%s %llu\n", name, (unsigned long long)K.tot[kt_plain[i].ctr]);
+    }
+    kt_prom_family(o, "kcache_remote_call_seconds_total", "counter", "Time spent in remote calls (with kcache_remote_calls_total: the mean latency).");
+    kt_bprintf(o, "kcache_remote_call_seconds_total %.6f\n", (double)K.tot[KCACHE_CTR_REMOTE_LATENCY_NS] / 1e9);
+    kt_prom_family(o, "kcache_remote_breakers_open", "gauge", "Circuit breakers open now, summed over the live processes and their shards.");
+    kt_bprintf(o, "kcache_remote_breakers_open %llu\n", (unsigned long long)kt_breakers_open());
+    kt_prom_family(o, "kcache_remote_calls_total", "counter",
+                   "Remote calls per shard and node, by result (skipped: not made, the breaker was open).");
+    for (i = 0; i < nrows; i++) {
+        static const char *const res[4] = {"ok", "error", "timeout", "skipped"};
+        uint64_t v[4];
+        if (!kt_row_get(i, &r)) continue;
+        v[0] = r.calls_ok, v[1] = r.calls_error, v[2] = r.calls_timeout, v[3] = r.calls_skipped;
+        for (c = 0; c < 4; c++) {
+            kt_prom_shard_labels(o, "kcache_remote_calls_total", &r);
+            kt_bprintf(o, ",result=\"%s\"} %llu\n", res[c], (unsigned long long)v[c]);
+        }
+    }
+    kt_prom_family(o, "kcache_remote_shard_lookups_total", "counter", "Remote lookups per shard and node, by what it had (hit: a valid entry).");
+    for (i = 0; i < nrows; i++) {
+        if (!kt_row_get(i, &r)) continue;
+        kt_prom_shard_labels(o, "kcache_remote_shard_lookups_total", &r);
+        kt_bprintf(o, ",result=\"hit\"} %llu\n", (unsigned long long)r.hits);
+        kt_prom_shard_labels(o, "kcache_remote_shard_lookups_total", &r);
+        kt_bprintf(o, ",result=\"miss\"} %llu\n", (unsigned long long)r.misses);
+    }
+    kt_prom_family(o, "kcache_remote_breaker_open", "gauge",
+                   "1 while a circuit breaker for the shard is open: its last call failed and none succeeded since.");
+    for (i = 0; i < nrows; i++) {
+        if (!kt_row_get(i, &r)) continue;
+        kt_prom_shard_labels(o, "kcache_remote_breaker_open", &r);
+        kt_bprintf(o, "} %d\n", r.open);
+    }
+    kt_prom_family(o, "kcache_remote_breaker_opened_timestamp_seconds", "gauge", "When the shard's open breaker opened (0: closed).");
+    for (i = 0; i < nrows; i++) {
+        if (!kt_row_get(i, &r)) continue;
+        kt_prom_shard_labels(o, "kcache_remote_breaker_opened_timestamp_seconds", &r);
+        kt_bprintf(o, "} %.3f\n", r.open_since);
+    }
+}
+
+/* --output: the whole snapshot replaces FILE at once (a temp file in its directory, then rename),
+   so that a reader (node_exporter's textfile collector) never sees it partial; the temp file's
+   name starts with '.' and does not end in .prom, which the collector ignores. */
+static char kt_tmp_path[4200];
+static volatile sig_atomic_t kt_tmp_live;
+static void kt_on_term(int sig) {
+    if (kt_tmp_live) unlink(kt_tmp_path);
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+static int kt_write_atomic(const char *file, const kt_buf *o) {
+    const char *slash = strrchr(file, '/');
+    mode_t um = umask(0);
+    int fd, e = 0;
+    size_t off = 0;
+    umask(um);
+    if (slash) snprintf(kt_tmp_path, sizeof kt_tmp_path, "%.*s/.%s.XXXXXX", (int)(slash - file), file, slash + 1);
+    else snprintf(kt_tmp_path, sizeof kt_tmp_path, ".%s.XXXXXX", file);
+    kt_tmp_live = 1;
+    if ((fd = mkstemp(kt_tmp_path)) < 0) {
+        kt_tmp_live = 0;
+        ktext_eprintf("kcache-top: cannot write %s: %s\n", file, strerror(errno));
+        return 0;
+    }
+    while (off < o->n && !e) {
+        ssize_t w = write(fd, o->s + off, o->n - off);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) e = w < 0 ? errno : EIO;
+        else off += (size_t)w;
+    }
+    if (!e && fchmod(fd, 0666 & ~um) != 0) e = errno; /* as a new file gets: node_exporter may be another user */
+    if (close(fd) != 0 && !e) e = errno;
+    if (!e && rename(kt_tmp_path, file) != 0) e = errno;
+    if (e) unlink(kt_tmp_path);
+    kt_tmp_live = 0;
+    if (e) ktext_eprintf("kcache-top: cannot write %s: %s\n", file, strerror(e));
+    return !e;
+}
+
+/* ---------------------------------------------------------------------------------------------- */
 /* the interactive view                                                                           */
 
 /* The interactive keys, for the help view and --help alike. */
@@ -1580,19 +1856,6 @@ static int kt_interactive(void) {
 
 /* ---------------------------------------------------------------------------------------------- */
 
-/* A message on stderr, its %s and %c arguments escaped as kt_line's (a path from the command line). */
-static void kt_eprintf(const char *fmt, ...) KT_PRINTF(1, 2);
-static void kt_eprintf(const char *fmt, ...) {
-    ktext t;
-    va_list ap;
-    ktext_init(&t);
-    va_start(ap, fmt);
-    ktext_vfmt(&t, fmt, ap);
-    va_end(ap);
-    fputs(t.p, stderr);
-    ktext_free(&t);
-}
-
 /* Opens the store directory once it is there: 0 attached; 1 not there yet (kcache-top was started
    before the first program that uses the store: it waits); 2 an error, said on stderr. */
 static int kt_attach(void) {
@@ -1601,14 +1864,14 @@ static int kt_attach(void) {
     if (K.rd != NULL) return 0;
     if (stat(K.dir, &sb) != 0) {
         if (errno == ENOENT) return 1;
-        kt_eprintf("kcache-top: %s: %s\n", K.dir, strerror(errno));
+        ktext_eprintf("kcache-top: %s: %s\n", K.dir, strerror(errno));
         return 2;
     }
-    if (!S_ISDIR(sb.st_mode)) { kt_eprintf("kcache-top: %s: not a directory\n", K.dir); return 2; }
-    if ((dp = opendir(K.dir)) == NULL) { kt_eprintf("kcache-top: %s: cannot read it: %s\n", K.dir, strerror(errno)); return 2; }
+    if (!S_ISDIR(sb.st_mode)) { ktext_eprintf("kcache-top: %s: not a directory\n", K.dir); return 2; }
+    if ((dp = opendir(K.dir)) == NULL) { ktext_eprintf("kcache-top: %s: cannot read it: %s\n", K.dir, strerror(errno)); return 2; }
     closedir(dp);
     if (kcache_reader_open(&K.rd, K.dir) != KCACHE_OK) { /* (its owner is whom its files are trusted from) */
-        kt_eprintf("kcache-top: %s: cannot open it: %s\n", K.dir, strerror(errno));
+        ktext_eprintf("kcache-top: %s: cannot open it: %s\n", K.dir, strerror(errno));
         return 2;
     }
     return 0;
@@ -1617,8 +1880,14 @@ static int kt_attach(void) {
 static void kt_usage(FILE *f) {
     size_t i;
     fprintf(f, "usage: kcache-top [-b] [-n N] [-d SECONDS] [-s hits|misses|size|last] [-U UNIT] [-a] [DIR]\n"
-               "  DIR        the store (default: KCACHE_DIR, else $XDG_CACHE_HOME/kcache, else ~/.cache/kcache)\n"
+               "       kcache-top -b --json|--prometheus [--output FILE] [-n N] [-d SECONDS] [DIR]\n"
+               "  DIR        the store, or a KCACHE_STATS_DIR (default: KCACHE_DIR, else $XDG_CACHE_HOME/kcache,\n"
+               "             else ~/.cache/kcache)\n"
                "  -b         batch: plain-text snapshots on stdout\n"
+               "  --json     batch: one JSON object per line and snapshot (every counter, the shard table)\n"
+               "  --prometheus  batch: Prometheus's text format (kcache_hits_total{tier=...}, ...)\n"
+               "  --output FILE  with --json or --prometheus: each snapshot replaces FILE atomically\n"
+               "             (node_exporter's textfile collector: FILE ending in .prom in its directory)\n"
                "  -n N       snapshots (batch; default 1) or refreshes before exiting (interactive)\n"
                "  -d SECS    refresh interval (default 2)\n"
                "  -s KEY     sort the units by hits, misses, size or last (use)\n"
@@ -1646,12 +1915,24 @@ int main(int argc, char **argv) {
         const char *a = argv[i];
         if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) { kt_usage(stdout); return 0; }
         if (strcmp(a, "-b") == 0) { K.batch = 1; continue; }
+        if (strcmp(a, "--json") == 0 || strcmp(a, "--prometheus") == 0) {
+            int f = a[2] == 'j' ? KT_JSON : KT_PROMETHEUS;
+            if (K.format && K.format != f) { fprintf(stderr, "kcache-top: --json or --prometheus, not both\n"); return 2; }
+            K.format = f;
+            K.batch = 1; /* (machine-readable output is batch output) */
+            continue;
+        }
+        if (strcmp(a, "--output") == 0 || strncmp(a, "--output=", 9) == 0) {
+            K.output = a[8] == '=' ? a + 9 : i + 1 < argc ? argv[++i] : NULL;
+            if (!K.output || !*K.output) { fprintf(stderr, "kcache-top: --output needs a file\n"); return 2; }
+            continue;
+        }
         if (strcmp(a, "-a") == 0) { K.ascii = 1; continue; }
         if (strcmp(a, "--") == 0) { if (i + 1 < argc) dir = argv[++i]; continue; }
         if (a[0] == '-' && a[1] && strchr("ndsU", a[1]) && !a[2]) {
             const char *v = i + 1 < argc ? argv[++i] : NULL;
             char *end;
-            if (!v) { kt_eprintf("kcache-top: %s needs a value\n", a); kt_usage(stderr); return 2; }
+            if (!v) { ktext_eprintf("kcache-top: %s needs a value\n", a); kt_usage(stderr); return 2; }
             if (a[1] == 'n') {
                 K.iterations = strtol(v, &end, 10);
                 if (end == v || *end || K.iterations < 1) { fprintf(stderr, "kcache-top: -n wants a count of 1 or more\n"); return 2; }
@@ -1671,7 +1952,7 @@ int main(int argc, char **argv) {
             }
             continue;
         }
-        if (a[0] == '-' && a[1]) { kt_eprintf("kcache-top: unknown option %s\n", a); kt_usage(stderr); return 2; }
+        if (a[0] == '-' && a[1]) { ktext_eprintf("kcache-top: unknown option %s\n", a); kt_usage(stderr); return 2; }
         if (dir) { fprintf(stderr, "kcache-top: one directory only\n"); return 2; }
         dir = a;
     }
@@ -1688,24 +1969,58 @@ int main(int argc, char **argv) {
     }
     if (!K.batch && !KT_INTERACTIVE) { fprintf(stderr, "kcache-top: built without curses: only -b\n"); return 2; }
     if (K.detail_unit && !K.batch) { fprintf(stderr, "kcache-top: -U is for batch mode (-b); interactively, press Enter on a unit\n"); return 2; }
+    if (K.detail_unit && K.format) { fprintf(stderr, "kcache-top: -U shows a unit as text; --json and --prometheus show the counters\n"); return 2; }
+    if (K.output && !K.format) { fprintf(stderr, "kcache-top: --output goes with --json or --prometheus\n"); return 2; }
     if ((s = kt_attach()) == 2) return 2;
-    if (s == 1 && !K.batch) kt_eprintf("kcache-top: %s does not exist yet; waiting for it (a program makes it when it first uses the store)\n", K.dir);
+    if (s == 1 && !K.batch) ktext_eprintf("kcache-top: %s does not exist yet; waiting for it (a program makes it when it first uses the store)\n", K.dir);
     K.ev = (kt_event *)malloc(KT_EVENTS * sizeof *K.ev);
     if (!K.ev) return 1;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = kt_on_bus;
     sigemptyset(&sa.sa_mask);
     sigaction(SIGBUS, &sa, NULL);
+    if (K.output) { /* no temp file left behind when stopped between its creation and the rename */
+        sa.sa_handler = kt_on_term;
+        sigaction(SIGTERM, &sa, NULL);
+        sigaction(SIGINT, &sa, NULL);
+        sigaction(SIGHUP, &sa, NULL);
+    }
     setlocale(LC_ALL, "");
     K.utf8 = !K.ascii && strcmp(nl_langinfo(CODESET), "UTF-8") == 0;
     if (K.batch) {
         long n = K.iterations > 0 ? K.iterations : 1, it;
+        int write_failed = 0;
         setvbuf(stdout, NULL, _IOFBF, 0);
         for (it = 1; it <= n; it++) {
             kt_lines L;
             size_t j;
             memset(&L, 0, sizeof L);
             if ((s = kt_attach()) == 2) return 2;
+            if (K.format) { /* one JSON object per line, or one exposition, per snapshot */
+                kt_buf o;
+                memset(&o, 0, sizeof o);
+                if (s == 0) kt_sample();
+                else K.wall = kt_wall_ns();
+                if (K.format == KT_JSON) kt_json(&o, s == 0);
+                else kt_prometheus(&o, s == 0);
+                if (o.failed) { fprintf(stderr, "kcache-top: out of memory\n"); return 2; }
+                if (K.output) write_failed |= !kt_write_atomic(K.output, &o);
+                else {
+                    if (it > 1 && K.format == KT_PROMETHEUS) printf("\n");
+                    fwrite(o.s, 1, o.n, stdout);
+                    fflush(stdout);
+                }
+                free(o.s);
+                if (s == 1 && it == n) {
+                    ktext_eprintf("kcache-top: %s never appeared\n", K.dir);
+                    return 2;
+                }
+                if (it < n) {
+                    double until = kt_mono() + K.interval;
+                    while (kt_mono() < until) kt_sleep(until - kt_mono());
+                }
+                continue;
+            }
             if (s == 1) {
                 char t1[48];
                 K.wall = kt_wall_ns();
@@ -1739,7 +2054,7 @@ int main(int argc, char **argv) {
                 while (kt_mono() < until) kt_sleep(until - kt_mono());
             }
         }
-        return 0;
+        return write_failed ? 2 : 0;
     }
     if (!isatty(STDOUT_FILENO) || !isatty(STDIN_FILENO)) {
         fprintf(stderr, "kcache-top: not a terminal; use -b for batch mode\n");

@@ -1,5 +1,5 @@
 /* ktext.h - printf for kcache's tools, with every string argument escaped (included by
- * kcache-inspect's tools/inspect_common.c and by tools/kcache-top.c, after kcache.h).
+ * kcache-inspect's files (tools/inspect_*.c) and by tools/kcache-top.c, after kcache.h).
  *
  * Whatever a tool prints came, often enough, from outside: a unit name, a file name found on
  * disk, a CPU name in a numba index. kcache.h's one rule (kcache_escape_char: valid printable UTF-8
@@ -175,6 +175,26 @@ static void ktext_vfmt(ktext *t, const char *fmt, va_list ap)
         }
         if (n > 0) ktext_put(t, num, (size_t)n < sizeof num ? (size_t)n : sizeof num - 1);
     }
+}
+
+#if defined(__GNUC__) || defined(__clang__)
+#define KTEXT_EPRINTF_ATTRS __attribute__((format(printf, 1, 2), unused)) /* (a file may print no message) */
+#else
+#define KTEXT_EPRINTF_ATTRS
+#endif
+
+/* A message on stderr, its %s and %c arguments escaped as every other (a path or a unit name). */
+static void ktext_eprintf(const char *fmt, ...) KTEXT_EPRINTF_ATTRS;
+static void ktext_eprintf(const char *fmt, ...)
+{
+    ktext t;
+    va_list ap;
+    ktext_init(&t);
+    va_start(ap, fmt);
+    ktext_vfmt(&t, fmt, ap);
+    va_end(ap);
+    fputs(t.p, stderr);
+    ktext_free(&t);
 }
 
 #endif
