@@ -208,7 +208,7 @@ test: check-deps
 	  install=tests/test_install.sh \
 	  top="tests/test_top.sh $(B)/kcache-top $(B)/kcache_load" \
 	  tools-hostile="bash tests/test_tools_hostile.sh $(B)/kcache-inspect $(B)/make_store $(B)/kcache-top" \
-	  top-deps="bash tests/test_top_deps.sh $(B)/kcache-top $(B)/make_store" \
+	  top-deps="bash tests/test_top_deps.sh $(B)/kcache-top $(B)/make_store $(B)/kcache-inspect" \
 	  fuzz-smoke="tests/fuzz_smoke.sh $(FUZZ_SMOKE) $(FUZZERS)" \
 	  compile-more="bash tests/compile_more.sh" \
 	  windows="bash scripts/windows.sh" \

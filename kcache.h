@@ -1221,6 +1221,14 @@ KCACHE_API kcache_status kcache_parse_size(const char *s, uint64_t *out);
 /* The sentence for a miss reason ("a dependency changed"; kcache_reason_name has the word). */
 KCACHE_API const char *kcache_reason_text(kcache_reason r);
 
+/* ---- the host, as kcache names it in keys (kcache_key_host), detected (no KCACHE_CPU_* override) ---- */
+#define KCACHE_HOST_FEATURES_MAX 4096 /* a buffer this size always holds the whole feature string */
+/* The CPU's name as LLVM KCACHE_HOST_CPU_LLVM names it ("znver4"; "generic" when unknown). */
+#define KCACHE_HOST_CPU_LLVM 22 /* the LLVM major whose CPU names kcache's keys use (the newest it knows) */
+KCACHE_API void kcache_host_cpu_name(char *out, size_t cap);
+/* Its features, "+a,-b,..." as LLVM lists them; returns the string's length. */
+KCACHE_API size_t kcache_host_cpu_features(char *out, size_t cap);
+
 /* ---- the accounting file (config.file) ---- */
 typedef struct kcache_accounting {
     uint64_t bytes;       /* the entries' accounted size */
@@ -1229,10 +1237,47 @@ typedef struct kcache_accounting {
     uint64_t limit;       /* the limit its writer kept (KCACHE_MAX_SIZE) */
     uint64_t evictions;   /* entries evicted by the size limit since the file was made */
     int sound;            /* the header's checksum holds and no update is half done */
+    /* 0.5: the rest of the header, for a tool that shows the file whole */
+    uint64_t file_size;   /* the file's (filled whenever it is a regular file the store trusts) */
+    uint32_t version;     /* its format's */
+    uint32_t busy;        /* nonzero: an update is under way, or its writer died in one */
+    int64_t created;      /* ns since 1970 */
+    uint64_t use_slots;   /* rows of the use table its size holds (0: the size is not a use table's) */
+    int magic_ok, version_ok, geometry_ok, checksum_ok; /* the checks of `valid`, one by one */
+    int valid;            /* kcache uses the file as it is; otherwise its next writer rebuilds it by a scan */
 } kcache_accounting;
 /* The header of DIR/config.file. KCACHE_ENOENT when there is none (no process made it yet),
-   KCACHE_ECORRUPT when it is not one. */
+   KCACHE_EUNSAFE when it is not a regular file the store trusts, KCACHE_ECORRUPT when it is not
+   one: shorter than its header (only file_size filled) or without its magic (the rest filled as
+   read, valid 0). A damaged header that has its magic is KCACHE_OK with valid 0. */
 KCACHE_API kcache_status kcache_read_accounting(kcache_reader *r, kcache_accounting *out);
+/* The eviction log config.file keeps: the last KCACHE_EVICTION_LOG entries the size limit evicted. */
+#define KCACHE_EVICTION_LOG 64
+typedef struct kcache_eviction {
+    kcache_hash128 digest;
+    int64_t when;         /* ns since 1970 */
+    uint64_t size;        /* the entry's bytes on disk */
+} kcache_eviction;
+/* The log's used slots in slot order (*n of them). Statuses as kcache_read_accounting's (a header
+   without its magic: KCACHE_ECORRUPT). */
+KCACHE_API kcache_status kcache_read_evictions(kcache_reader *r, kcache_eviction out[KCACHE_EVICTION_LOG], unsigned *n);
+/* Both from a header in memory (its first len bytes; a file of file_size): for fuzzers, tests and
+   saved copies. evictions may be NULL. Statuses as kcache_read_accounting's. */
+KCACHE_API kcache_status kcache_accounting_decode(const void *header, size_t len, uint64_t file_size, kcache_accounting *out,
+                                                  kcache_eviction evictions[KCACHE_EVICTION_LOG], unsigned *n);
+/* A row of the use table: an entry, its last use (kcache's own record; bit 0 is the eviction
+   hand's mark) and its size on disk. */
+typedef struct kcache_use_row {
+    kcache_hash128 digest;
+    int64_t last_use;     /* ns since 1970 */
+    uint64_t size;
+} kcache_use_row;
+/* The used rows among slots first .. first + count - 1 of the use table (its geometry: the file's
+   size, as kcache maps it), into out (room for count), *n of them. KCACHE_ECORRUPT when the size
+   is not a use table's or the slots cannot all be read; statuses as kcache_read_accounting's. */
+KCACHE_API kcache_status kcache_read_use_table(kcache_reader *r, uint64_t first, unsigned count, kcache_use_row *out, unsigned *n);
+/* The row of that digest (one read of its bucket): KCACHE_OK, KCACHE_MISS when it has none. */
+KCACHE_API kcache_status kcache_read_use(kcache_reader *r, kcache_hash128 digest, kcache_use_row *out);
 /* When the entry of that digest was last used, from the use table (ns since 1970). KCACHE_MISS
    when the table has no row for it. */
 KCACHE_API kcache_status kcache_read_last_use(kcache_reader *r, kcache_hash128 digest, int64_t *when_ns);
@@ -1241,13 +1286,103 @@ KCACHE_API kcache_status kcache_entry_path(kcache_hash128 digest, char *out, siz
 /* Whether the entry of that digest is in the store: KCACHE_OK with its file's size (when size is
    not NULL), KCACHE_ENOENT (evicted or removed), KCACHE_EUNSAFE (something else in its place). */
 KCACHE_API kcache_status kcache_entry_stat(kcache_reader *r, kcache_hash128 digest, uint64_t *size);
+/* Whether the reader's directory looks like a store at all: config.file is there, or e/ or i/ is a
+   directory (not a link). */
+KCACHE_API int kcache_reader_is_store(kcache_reader *r);
+
+/* ---- entry files: their header, key record and checksums, each check on its own ---- */
+#define KCACHE_ENTRY_HEADER_MAX (16u << 20) /* a longer header is damage (the longest real one: 14 MiB) */
+typedef struct kcache_entry_info {
+    uint64_t file_size;
+    unsigned version, flags;      /* flags 1 with version 2: the payload is a zstd frame (KCACHE_COMPRESS) */
+    uint32_t header_len, record_len;
+    uint64_t payload_len;
+    kcache_hash128 digest;        /* the key digest the header says */
+    kcache_hash128 payload_sum;   /* XXH3-128 of the payload as stored */
+    kcache_hash128 record_sum;    /* XXH3-128 of the key record's bytes (to compare with an index's copy) */
+    int64_t created;              /* ns since 1970 */
+    /* The checks in the order a lookup makes them: 1 holds, 0 fails, -1 could not be made */
+    int lengths_ok;               /* header, record and payload lengths agree with each other and the file */
+    int header_sum, padding, record;   /* record: the key record decodes, and is exactly its decoding */
+    int record_digest;            /* the record's digest is the header's */
+    int name_digest;              /* the file's name is the header's digest (-1: not a digest's name) */
+    int payload;                  /* the payload checksum */
+    int error;                    /* kcache_entry_read: the errno of a file that could not be read */
+    char problem[200];            /* the first thing wrong, in those words; "" when sound. When the
+                                     call fails: why it is not an entry at all */
+} kcache_entry_info;
+/* Decodes an entry from its first `have` bytes (the file has file_size; with all of them the payload
+   checksum is checked too), the key record into key (kcache_key_free it whatever the result).
+   KCACHE_OK when it is an entry, sound or not (out->problem says); KCACHE_ECORRUPT when it is not
+   one at all (no magic, shorter than the fixed header, an unknown format version). */
+KCACHE_API kcache_status kcache_entry_decode(const void *bytes, size_t have, uint64_t file_size, kcache_entry_info *out, kcache_key *key);
+/* The same from a file: `path` inside the reader's store (r not NULL: "e/XX/<32 hex>.kce") or as it
+   is (r NULL), opened without following a link or blocking; its header read (at most
+   KCACHE_ENTRY_HEADER_MAX bytes) and, with check_payload, its payload streamed through the checksum.
+   The name check is made when the file's name is a digest's. KCACHE_ENOENT (no such file; error
+   says which errno), KCACHE_EUNSAFE (a symlink, or not a regular file: problem says), KCACHE_EIO,
+   KCACHE_ENOMEM, else as kcache_entry_decode. */
+KCACHE_API kcache_status kcache_entry_read(kcache_reader *r, const char *path, int check_payload, kcache_entry_info *out, kcache_key *key);
+/* The unit an entry belongs to, from the start of its key record (one small read): KCACHE_OK,
+   KCACHE_ENOENT, KCACHE_ECORRUPT, KCACHE_ETOOBIG (cap: KCACHE_UNIT_MAX is enough). path as in
+   kcache_entry_read. */
+KCACHE_API kcache_status kcache_entry_unit(kcache_reader *r, const char *path, char *unit, size_t cap);
+/* An entry read whole and validated as a lookup validates a hit (a regular file of the store's
+   owner or root that nobody else may write, its header, key record, digest and both checksums),
+   for a tool that copies it: its key into key (kcache_key_free it whatever the result) and its
+   payload (KCACHE_FREE it) in *data, *size. KCACHE_ENOENT, KCACHE_EUNSAFE (another user's or
+   writable by others), KCACHE_ECORRUPT, KCACHE_EDISABLED (a zstd entry, built without KCACHE_ZSTD),
+   KCACHE_ENOMEM. */
+KCACHE_API kcache_status kcache_entry_load(kcache_reader *r, kcache_hash128 digest, kcache_key *key, void **data, size_t *size);
+
+/* Every name in the store's entry shards (e/00 .. e/ff), one at a time: what a summary counts. */
+typedef struct kcache_entry_walk kcache_entry_walk;
+typedef enum kcache_file_kind { KCACHE_KIND_FILE, KCACHE_KIND_DIR, KCACHE_KIND_OTHER } kcache_file_kind;
+typedef struct kcache_entry_file {
+    char path[48];          /* relative to the store, for kcache_entry_read ("" when the name is longer) */
+    int named;              /* its name is an entry's, "<32 hex>.kce" */
+    kcache_hash128 digest;  /* named: the digest the name says */
+    int other_shard;        /* named, but in another shard than its digest's: no lookup finds it */
+    kcache_file_kind kind;  /* not followed: a symlink is KCACHE_KIND_OTHER */
+    uint64_t size;
+    uint32_t uid;
+    uint32_t mode;          /* the permission bits */
+} kcache_entry_file;
+KCACHE_API kcache_status kcache_entry_walk_open(kcache_reader *r, kcache_entry_walk **out);
+/* The next name: KCACHE_OK, or KCACHE_MISS when there is none left. */
+KCACHE_API kcache_status kcache_entry_walk_next(kcache_entry_walk *w, kcache_entry_file *out);
+KCACHE_API void kcache_entry_walk_close(kcache_entry_walk *w);
+
+/* ---- temp files (DIR/tmp): what a writer has in progress, and what the next open removes ---- */
+typedef struct kcache_temp_files {
+    uint64_t files, bytes;              /* everything in tmp/ (but dot files) */
+    uint64_t orphaned, orphaned_bytes;  /* kcache's own whose writer is gone or a day old: the next
+                                           kcache_open removes them */
+    uint64_t in_progress;               /* the rest */
+} kcache_temp_files;
+KCACHE_API kcache_status kcache_read_temp_files(kcache_reader *r, kcache_temp_files *out);
 
 /* ---- key records: the fields of a key as the store keeps them ---- */
 /* Decodes a key record (an index item's) into k (kcache_key_free it, whatever the result; its
    file fields hold the stamps as stored). KCACHE_ECORRUPT when the record fails validation. */
 KCACHE_API kcache_status kcache_record_decode(const void *record, size_t len, kcache_key *k);
-/* Field i (0 .. k->count - 1, in the key's canonical order) of a key; NULL past the end. */
+/* Field i (0 .. k->count - 1, in the key's canonical order) of a key; NULL past the end. The
+   fields are one array: field i + 1 follows field i. */
 KCACHE_API const kcache_key_field *kcache_key_field_at(const kcache_key *k, uint32_t i);
+
+/* How many of k's fields (name, type and value) the key record holds equal, its decoding into
+   decoded (kcache_key_free it whatever the result); -1 when the record does not decode. */
+KCACHE_API int kcache_record_compare(const void *record, size_t len, const kcache_key *k, kcache_key *decoded);
+/* The fields that differ between a stored key and the key now, both previews, as kcache_explain
+   words them ("opt: "1" (stored) vs "2" (now); ..."), escaped. Returns the length it needed, as
+   snprintf; writes at most cap bytes, terminated (cut at a character). */
+KCACHE_API size_t kcache_key_diff_text(const kcache_key *stored, const kcache_key *now, char *buf, size_t cap);
+/* The file fields whose stamps make the stored key stale under policy ("file dep (/a.h): mtime
+   content differ; ..."), as kcache_explain words them. Returns as kcache_key_diff_text. */
+KCACHE_API size_t kcache_key_stamps_text(const kcache_key *stored, const kcache_key *now, int policy, char *buf, size_t cap);
+/* Whether a file field's preview is a digest ("<N bytes xxh128:...>"), not the value's text. */
+KCACHE_API int kcache_preview_is_digest(const kcache_key_field *f);
+#define KCACHE_PREVIEW_BYTES 64 /* a value's bytes a preview keeps as text (longer ones: a digest, or a path's "...tail") */
 
 /* How a file field's stored stamp compares with the file now: the bits that differ (0: same). */
 enum { KCACHE_STAMP_DIFF_MTIME = 1, KCACHE_STAMP_DIFF_SIZE = 2, KCACHE_STAMP_DIFF_CONTENT = 4 };
@@ -1309,6 +1444,34 @@ KCACHE_API const kcache_index_item *kcache_index_at(const kcache_index *ix, kcac
 KCACHE_API void kcache_index_free(kcache_index *ix);
 /* The log as read: its records (every one appended since the last rewrite) and its bytes. */
 KCACHE_API void kcache_index_size(const kcache_index *ix, size_t *records, size_t *bytes);
+/* An index log in memory (a copy of a file, len bytes), replayed as kcache_index_read replays one:
+   for an index file outside a store, fuzzers and tests. The index keeps its own copy. KCACHE_ECORRUPT
+   when it is not an index or its header fails (why, when not NULL, says which in a few words),
+   KCACHE_ETOOBIG over KCACHE_INDEX_MAX, KCACHE_ENOMEM. */
+#define KCACHE_INDEX_MAX ((size_t)64 << 20) /* a larger index is damage */
+KCACHE_API kcache_status kcache_index_decode(const void *buf, size_t len, kcache_index **out, char *why, size_t cap);
+/* What replaying the log met. */
+typedef struct kcache_index_log {
+    const char *unit;             /* the unit its header names (valid until the index is freed; a NUL
+                                     in the name cuts it: unit_len is the header's) */
+    size_t unit_len;
+    uint64_t rewritten_at;        /* the log's length after its last rewrite */
+    size_t bytes, records;        /* the log's bytes, and the sound records in them */
+    size_t by_kind[4];            /* records: live, gone, missed, forgotten */
+    size_t damaged_bytes;         /* bytes that do not decode as records (kcache skips them) ... */
+    size_t damaged_places;        /* ... in how many places */
+    size_t dropped[KCACHE_INDEX_LISTS]; /* gone and missed items older than the ones kept (kcache forgets them too) */
+} kcache_index_log;
+/* What the log held and what replaying it met (an index from kcache_index_read: its unit, sizes and
+   records; the counts by kind, of damage and of dropped items are kcache_index_decode's and
+   kcache_index_load's). */
+KCACHE_API void kcache_index_log_info(const kcache_index *ix, kcache_index_log *out);
+/* An index file read whole (at most KCACHE_INDEX_MAX bytes) and decoded as kcache_index_decode
+   does, whatever unit it names: `path` inside the reader's store (r not NULL: a regular file the
+   store trusts, not through a link; kcache_index_path or kcache_index_file's path) or as it is
+   (r NULL). why says what failed: KCACHE_ENOENT, KCACHE_EUNSAFE, KCACHE_EIO, KCACHE_ETOOBIG,
+   KCACHE_ENOMEM, else as kcache_index_decode. */
+KCACHE_API kcache_status kcache_index_load(kcache_reader *r, const char *path, kcache_index **out, char *why, size_t cap);
 /* A unit's index file, relative to the store: "i/XX/<32 hex>.kci" (cap: 48 is enough). */
 KCACHE_API kcache_status kcache_index_path(const char *unit, char *out, size_t cap);
 /* Traced miss i of the index, explained as kcache_explain explained it then (the closest stored
@@ -1323,6 +1486,9 @@ typedef struct kcache_index_file {
     uint64_t ino, size;     /* the file's, to tell a changed one */
     int64_t mtime_ns;
     char path[48];          /* relative to the store */
+    /* 0.5 */
+    kcache_hash128 name;    /* the whole digest the file's name says (the unit's, when it is where it belongs) */
+    int other_shard;        /* in another shard than its name's: kcache never reads it */
 } kcache_index_file;
 KCACHE_API kcache_status kcache_index_walk_open(kcache_reader *r, kcache_index_walk **out);
 /* The next index file: KCACHE_OK, or KCACHE_MISS when there is none left. */
@@ -1330,6 +1496,7 @@ KCACHE_API kcache_status kcache_index_walk_next(kcache_index_walk *w, kcache_ind
 /* The unit the current file names in its header (cap: KCACHE_UNIT_MAX is enough). KCACHE_ECORRUPT
    when the header is not an index's. */
 KCACHE_API kcache_status kcache_index_walk_unit(kcache_index_walk *w, char *unit, size_t cap);
+
 KCACHE_API void kcache_index_walk_close(kcache_index_walk *w);
 
 /* ---- the stats file: what every process using the store publishes ---- */
@@ -7247,6 +7414,13 @@ typedef struct kcache__ix {
     const kcache__mem *mem;     /* its store's allocator: file and items come from it */
 } kcache__ix;
 
+/* What a replay met, for a tool that shows a log whole (kcache_index_log_info): records by kind,
+   bytes skipped as damage and in how many places, gone and missed items dropped past
+   KCACHE__IX_KEEP. */
+typedef struct kcache__ix_tally {
+    size_t by_kind[4], damaged_bytes, damaged_places, dropped[KCACHE__IX_LISTS];
+} kcache__ix_tally;
+
 #ifndef KCACHE_NO_EXPLAIN
 static void kcache__ix_name(const char *unit, char out[48]) { /* "i/XX/<32 hex>.kci" */
     kcache__entry_name(kcache_hash(unit, strlen(unit)), out);
@@ -7336,17 +7510,81 @@ static int kcache__ix_decode(kcache__rbuf *r, kcache__ix_item *it) {
     return b[0] - 1;
 }
 
-/* Reads a unit's index without the lock and replays its log: the latest live/gone/forgotten
-   record of each digest wins (a hash of digests keeps the replay linear). KCACHE_ENOENT when the
-   unit has none, KCACHE_ECORRUPT for a header that fails validation. */
+/* Replays the log in ix->file (ix->file_len bytes, records from hlen): the latest
+   live/gone/forgotten record of each digest wins (a hash of digests keeps the replay linear), a
+   damaged or torn record is skipped byte by byte up to the next sound one. tally may be NULL. 0 when
+   out of memory. */
+static int kcache__ix_replay(kcache__ix *ix, size_t hlen, kcache__ix_tally *tally) {
+    kcache__rbuf r;
+    size_t have = ix->file_len, cap = (have - hlen) / 60 + 1, i, nrec = 0, skipped_end = 0; /* a record is at least 60 bytes */
+    kcache__ix_item *recs = (kcache__ix_item *)kcache__mem_alloc(ix->mem, sizeof *recs * cap);
+    unsigned char *kinds = (unsigned char *)kcache__mem_alloc(ix->mem, cap);
+    uint32_t *table;
+    size_t pushed[KCACHE__IX_LISTS] = {0, 0, 0};
+    int ok = 1;
+    for (i = 64; i < cap * 2; i <<= 1) {
+    }
+    table = (uint32_t *)kcache__mem_alloc(ix->mem, sizeof *table * i);
+    if (!recs || !kinds || !table) ok = 0;
+    if (ok) {
+        size_t mask = i - 1;
+        memset(table, 0xff, sizeof *table * i);
+        r.p = ix->file; r.len = have; r.pos = hlen; r.bad = 0;
+        while (nrec < cap && r.pos < r.len) {
+            size_t at = r.pos, h;
+            int kind = kcache__ix_decode(&r, &recs[nrec]);
+            if (kind < 0) { /* damaged or torn: look for the next sound record */
+                if (tally) {
+                    if (!tally->damaged_bytes || at != hlen + skipped_end) tally->damaged_places++;
+                    tally->damaged_bytes++;
+                    skipped_end = at + 1 - hlen;
+                }
+                r.pos = at + 1;
+                continue;
+            }
+            kinds[nrec] = (unsigned char)kind;
+            if (tally) tally->by_kind[kind]++;
+            if (kind != KCACHE__IX_MISSED) { /* the latest state of each digest */
+                for (h = (size_t)recs[nrec].digest.lo & mask; table[h] != 0xffffffffu; h = (h + 1) & mask) {
+                    const kcache__ix_item *o = &recs[table[h]];
+                    if (o->digest.lo == recs[nrec].digest.lo && o->digest.hi == recs[nrec].digest.hi) break;
+                }
+                table[h] = (uint32_t)nrec;
+            }
+            nrec++;
+        }
+        if (tally && r.pos < r.len) { /* (no room left for records: the rest is not read) */
+            tally->damaged_bytes += r.len - r.pos;
+            if (skipped_end != r.pos - hlen) tally->damaged_places++;
+        }
+        ix->records = nrec;
+        for (i = 0; i < nrec && ok; i++) {
+            size_t h;
+            if (kinds[i] == KCACHE__IX_MISSED) { pushed[KCACHE__IX_MISSED]++; kcache__ix_push(ix, KCACHE__IX_MISSED, &recs[i]); continue; }
+            if (kinds[i] == KCACHE__IX_FORGET) continue;
+            for (h = (size_t)recs[i].digest.lo & mask; table[h] != 0xffffffffu; h = (h + 1) & mask) {
+                const kcache__ix_item *o = &recs[table[h]];
+                if (o->digest.lo == recs[i].digest.lo && o->digest.hi == recs[i].digest.hi) break;
+            }
+            if (table[h] != i) continue;
+            pushed[kinds[i]]++;
+            if (!kcache__ix_push(ix, kinds[i], &recs[i])) ok = 0;
+        }
+        if (tally)
+            for (i = 0; i < KCACHE__IX_LISTS; i++) tally->dropped[i] = pushed[i] - ix->n[i];
+    }
+    kcache__mem_free(ix->mem, recs);
+    kcache__mem_free(ix->mem, kinds);
+    kcache__mem_free(ix->mem, table);
+    return ok;
+}
+
+/* Reads a unit's index without the lock and replays its log (kcache__ix_replay). KCACHE_ENOENT
+   when the unit has none, KCACHE_ECORRUPT for a header that fails validation. */
 static kcache_status kcache__ix_read(kcache__store *st, const char *unit, kcache__ix *ix) {
     char rel[48];
     kcache__finfo sb;
-    kcache__rbuf r;
-    size_t have = 0, ulen = strlen(unit), hlen = kcache__ix_header_len(unit), cap, i, nrec = 0;
-    kcache__ix_item *recs = NULL;
-    unsigned char *kinds = NULL;
-    uint32_t *table = NULL;
+    size_t have = 0, ulen = strlen(unit), hlen = kcache__ix_header_len(unit);
     int fd;
     memset(ix, 0, sizeof *ix);
     ix->mem = &st->mem;
@@ -7373,51 +7611,8 @@ static kcache_status kcache__ix_read(kcache__store *st, const char *unit, kcache
         kcache__get_u64(ix->file + hlen - 8) != kcache_hash(ix->file, hlen - 8).lo)
         goto bad;
     ix->compacted_len = (size_t)kcache__get_u64(ix->file + 16);
-    cap = (have - hlen) / 60 + 1; /* a record is at least 60 bytes */
-    recs = (kcache__ix_item *)kcache__mem_alloc(&st->mem, sizeof *recs * cap);
-    kinds = (unsigned char *)kcache__mem_alloc(&st->mem, cap);
-    for (i = 64; i < cap * 2; i <<= 1) {
-    }
-    table = (uint32_t *)kcache__mem_alloc(&st->mem, sizeof *table * i);
-    if (!recs || !kinds || !table) goto bad;
-    memset(table, 0xff, sizeof *table * i);
-    {
-        size_t mask = i - 1;
-        r.p = ix->file; r.len = have; r.pos = hlen; r.bad = 0;
-        while (nrec < cap && r.pos < r.len) {
-            int kind = kcache__ix_decode(&r, &recs[nrec]);
-            size_t h;
-            if (kind < 0) { r.pos++; continue; } /* damaged or torn: look for the next sound record */
-            kinds[nrec] = (unsigned char)kind;
-            if (kind != KCACHE__IX_MISSED) { /* the latest state of each digest */
-                for (h = (size_t)recs[nrec].digest.lo & mask; table[h] != 0xffffffffu; h = (h + 1) & mask) {
-                    const kcache__ix_item *o = &recs[table[h]];
-                    if (o->digest.lo == recs[nrec].digest.lo && o->digest.hi == recs[nrec].digest.hi) break;
-                }
-                table[h] = (uint32_t)nrec;
-            }
-            nrec++;
-        }
-        ix->records = nrec;
-        for (i = 0; i < nrec; i++) {
-            size_t h;
-            if (kinds[i] == KCACHE__IX_MISSED) { kcache__ix_push(ix, KCACHE__IX_MISSED, &recs[i]); continue; }
-            if (kinds[i] == KCACHE__IX_FORGET) continue;
-            for (h = (size_t)recs[i].digest.lo & mask; table[h] != 0xffffffffu; h = (h + 1) & mask) {
-                const kcache__ix_item *o = &recs[table[h]];
-                if (o->digest.lo == recs[i].digest.lo && o->digest.hi == recs[i].digest.hi) break;
-            }
-            if (table[h] == i && !kcache__ix_push(ix, kinds[i], &recs[i])) goto bad;
-        }
-    }
-    kcache__mem_free(&st->mem, recs);
-    kcache__mem_free(&st->mem, kinds);
-    kcache__mem_free(&st->mem, table);
-    return KCACHE_OK;
+    if (kcache__ix_replay(ix, hlen, NULL)) return KCACHE_OK;
 bad:
-    kcache__mem_free(&st->mem, recs);
-    kcache__mem_free(&st->mem, kinds);
-    kcache__mem_free(&st->mem, table);
     kcache__ix_free(ix);
     return KCACHE_ECORRUPT;
 }
@@ -14363,49 +14558,183 @@ KCACHE_API const char *kcache_reason_text(kcache_reason r) {
     return (unsigned)r < (unsigned)KCACHE_REASON_COUNT ? kcache__reason_text[r] : "unknown";
 }
 
+/* ---- the host ---- */
+#if defined(__cplusplus) && __cplusplus >= 201103L
+static_assert((int)KCACHE_HOST_FEATURES_MAX >= (int)KCACHE__HOST_FEATURES_MAX && (int)KCACHE_HOST_CPU_LLVM == (int)KCACHE__LLVM_NEWEST,
+              "kcache: host features fit, names of the newest LLVM");
+#else
+typedef char kcache__host_features_public[(int)KCACHE_HOST_FEATURES_MAX >= (int)KCACHE__HOST_FEATURES_MAX &&
+                                          (int)KCACHE_HOST_CPU_LLVM == (int)KCACHE__LLVM_NEWEST ? 1 : -1];
+#endif
+KCACHE_API void kcache_host_cpu_name(char *out, size_t cap) {
+    if (out && cap) kcache__host_cpu_name(out, cap);
+}
+KCACHE_API size_t kcache_host_cpu_features(char *out, size_t cap) { return out && cap ? kcache__host_cpu_features(out, cap) : 0; }
+
 /* ---- the accounting file ---- */
 
-/* config.file, opened to read when it is a regular file the store trusts; -1 (errno) otherwise. */
-static int kcache__reader_cf(kcache_reader *r) {
+/* config.file, opened to read when it is a regular file the store trusts: KCACHE_OK with *fd and
+   its size; KCACHE_ENOENT, KCACHE_EUNSAFE (a link, or not a regular file the store trusts), KCACHE_EIO. */
+static kcache_status kcache__reader_cf(kcache_reader *r, int *fd, uint64_t *size) {
     kcache__finfo fi;
-    int fd = kcache__open_in(&r->st, "config.file", KCACHE__RD | KCACHE__NONBLOCK);
-    if (fd < 0) return -1;
-    if (kcache__io_fstat(fd, &fi) != 0 || fi.kind != KCACHE__KIND_FILE || !kcache__trusted(&r->st, &fi)) {
-        kcache__io_close(fd);
-        errno = EPERM;
-        return -1;
+    *fd = kcache__open_in(&r->st, "config.file", KCACHE__RD | KCACHE__NONBLOCK);
+    if (*fd < 0) return errno == ENOENT ? KCACHE_ENOENT : errno == ELOOP ? KCACHE_EUNSAFE : KCACHE_EIO;
+    if (kcache__io_fstat(*fd, &fi) != 0 || fi.kind != KCACHE__KIND_FILE || !kcache__trusted(&r->st, &fi)) {
+        kcache__io_close(*fd);
+        *fd = -1;
+        return KCACHE_EUNSAFE;
     }
-    return fd;
+    *size = fi.size;
+    return KCACHE_OK;
 }
 
-KCACHE_API kcache_status kcache_read_accounting(kcache_reader *r, kcache_accounting *out) {
-    unsigned char h[KCACHE__ACCT_SUMMED + 8];
-    int fd;
-    ptrdiff_t got;
-    if (!r || !out) return KCACHE_EINVAL;
+/* The use table's rows for a file of that size, as kcache maps it (0: not a use table's size). */
+static uint64_t kcache__reader_slots(uint64_t file_size) {
+    uint64_t n;
+    if (file_size <= KCACHE__ACCT_HEADER || (file_size - KCACHE__ACCT_HEADER) % KCACHE__SLOT != 0) return 0;
+    n = (file_size - KCACHE__ACCT_HEADER) / KCACHE__SLOT;
+    return n >= 4 * KCACHE__WAYS && n <= ((uint64_t)KCACHE__WAYS << 24) && (n & (n - 1)) == 0 ? n : 0;
+}
+
+KCACHE_API kcache_status kcache_accounting_decode(const void *header, size_t len, uint64_t size, kcache_accounting *out,
+                                                  kcache_eviction evictions[KCACHE_EVICTION_LOG], unsigned *n) {
+    const unsigned char *h = (const unsigned char *)header;
+    uint32_t lg;
+    int i;
+    if (n) *n = 0;
+    if (!out || (!h && len)) return KCACHE_EINVAL;
     memset(out, 0, sizeof *out);
-    if ((fd = kcache__reader_cf(r)) < 0) return errno == ENOENT ? KCACHE_ENOENT : KCACHE_ECORRUPT;
-    got = kcache__io_pread(fd, h, sizeof h, 0);
-    kcache__io_close(fd);
-    if (got != (ptrdiff_t)sizeof h || memcmp(h, "KCACHECF", 8) != 0) return KCACHE_ECORRUPT;
+    out->file_size = size;
+    if (len < KCACHE__ACCT_HEADER || size < KCACHE__ACCT_HEADER) return KCACHE_ECORRUPT;
+    out->magic_ok = memcmp(h, "KCACHECF", 8) == 0;
+    out->version = kcache__get_u32(h + 8);
+    out->version_ok = out->version == KCACHE__ACCT_VERSION && kcache__get_u32(h + 12) == KCACHE__ACCT_HEADER;
+    lg = kcache__get_u32(h + 16);
+    out->geometry_ok = kcache__get_u32(h + 20) == KCACHE__WAYS && lg >= 4 && lg <= 24 &&
+                       size == KCACHE__ACCT_HEADER + ((uint64_t)KCACHE__WAYS << lg) * KCACHE__SLOT;
+    out->checksum_ok = kcache__get_u64(h + KCACHE__ACCT_SUMMED) == kcache__acct_sum(h);
+    out->valid = kcache__acct_valid(h, size);
     out->bytes = kcache__get_u64(h + 24);
     out->entries = kcache__get_u64(h + 32);
     out->generation = kcache__get_u64(h + 40);
+    out->busy = kcache__get_u32(h + 48);
     out->limit = kcache__get_u64(h + 56);
     out->evictions = kcache__get_u64(h + 64);
-    out->sound = kcache__get_u64(h + KCACHE__ACCT_SUMMED) == kcache__acct_sum(h) && kcache__get_u32(h + 48) == 0;
+    out->created = (int64_t)kcache__get_u64(h + 72);
+    out->use_slots = kcache__reader_slots(size);
+    out->sound = out->checksum_ok && out->busy == 0;
+    if (!out->magic_ok) return KCACHE_ECORRUPT;
+    for (i = 0; evictions && n && i < KCACHE__EVLOG_SLOTS; i++) {
+        const unsigned char *e = h + KCACHE__EVLOG_AT + i * 32;
+        kcache_eviction *v = &evictions[*n];
+        v->digest.lo = kcache__get_u64(e);
+        v->digest.hi = kcache__get_u64(e + 8);
+        v->when = (int64_t)kcache__get_u64(e + 16);
+        v->size = kcache__get_u64(e + 24);
+        if (v->digest.lo || v->digest.hi) (*n)++;
+    }
     return KCACHE_OK;
+}
+
+/* config.file's header page into h (KCACHE__ACCT_HEADER bytes), decoded. */
+static kcache_status kcache__reader_cf_header(kcache_reader *r, unsigned char *h, kcache_accounting *out, kcache_eviction *ev, unsigned *n) {
+    uint64_t size = 0;
+    ptrdiff_t got = 0;
+    int fd;
+    kcache_status s = kcache__reader_cf(r, &fd, &size);
+    memset(out, 0, sizeof *out);
+    if (s != KCACHE_OK) return s;
+    if (size >= KCACHE__ACCT_HEADER) got = kcache__io_pread(fd, h, KCACHE__ACCT_HEADER, 0);
+    kcache__io_close(fd);
+    return kcache_accounting_decode(h, got > 0 ? (size_t)got : 0, size, out, ev, n);
+}
+
+KCACHE_API kcache_status kcache_read_accounting(kcache_reader *r, kcache_accounting *out) {
+    unsigned char h[KCACHE__ACCT_HEADER];
+    if (!r || !out) return KCACHE_EINVAL;
+    return kcache__reader_cf_header(r, h, out, NULL, NULL);
+}
+
+#if defined(__cplusplus) && __cplusplus >= 201103L
+static_assert((int)KCACHE_EVICTION_LOG == (int)KCACHE__EVLOG_SLOTS, "kcache: the eviction log's slots");
+#else
+typedef char kcache__evlog_public[(int)KCACHE_EVICTION_LOG == (int)KCACHE__EVLOG_SLOTS ? 1 : -1];
+#endif
+KCACHE_API kcache_status kcache_read_evictions(kcache_reader *r, kcache_eviction out[KCACHE_EVICTION_LOG], unsigned *n) {
+    unsigned char h[KCACHE__ACCT_HEADER];
+    kcache_accounting a;
+    if (n) *n = 0;
+    if (!r || !out || !n) return KCACHE_EINVAL;
+    return kcache__reader_cf_header(r, h, &a, out, n);
+}
+
+/* Reads count slots of the use table from slot first into buf: its rows, or 0 (*st says why). */
+static kcache_status kcache__reader_slots_read(kcache_reader *r, uint64_t first, uint64_t count, unsigned char *buf, uint64_t *slots) {
+    uint64_t size = 0;
+    int fd;
+    kcache_status s = kcache__reader_cf(r, &fd, &size);
+    if (s != KCACHE_OK) return s;
+    *slots = kcache__reader_slots(size);
+    if (!*slots || first >= *slots || count > *slots - first) s = KCACHE_ECORRUPT;
+    else if (count && kcache__io_pread(fd, buf, (size_t)count * KCACHE__SLOT, KCACHE__ACCT_HEADER + first * KCACHE__SLOT) != (ptrdiff_t)(count * KCACHE__SLOT))
+        s = KCACHE_ECORRUPT;
+    kcache__io_close(fd);
+    return s;
+}
+static void kcache__use_row(const unsigned char *s, kcache_use_row *out) {
+    out->digest.lo = kcache__get_u64(s);
+    out->digest.hi = kcache__get_u64(s + 8);
+    out->last_use = (int64_t)kcache__get_u64(s + 16);
+    out->size = kcache__get_u64(s + 24);
+}
+
+KCACHE_API kcache_status kcache_read_use_table(kcache_reader *r, uint64_t first, unsigned count, kcache_use_row *out, unsigned *n) {
+    unsigned char *buf;
+    uint64_t slots = 0;
+    kcache_status s;
+    unsigned i;
+    if (n) *n = 0;
+    if (!r || !n || (count && !out)) return KCACHE_EINVAL;
+    if ((buf = (unsigned char *)KCACHE_MALLOC((size_t)count * KCACHE__SLOT + 1)) == NULL) return KCACHE_ENOMEM;
+    if ((s = kcache__reader_slots_read(r, first, count, buf, &slots)) == KCACHE_OK)
+        for (i = 0; i < count; i++) {
+            kcache__use_row(buf + (size_t)i * KCACHE__SLOT, &out[*n]);
+            if (out[*n].digest.lo || out[*n].digest.hi) (*n)++;
+        }
+    KCACHE_FREE(buf);
+    return s;
+}
+
+KCACHE_API kcache_status kcache_read_use(kcache_reader *r, kcache_hash128 d, kcache_use_row *out) {
+    unsigned char b[KCACHE__WAYS * KCACHE__SLOT];
+    uint64_t slots = 0, size = 0;
+    kcache_status s;
+    int fd, w;
+    if (out) memset(out, 0, sizeof *out);
+    if (!r || !out) return KCACHE_EINVAL;
+    if ((s = kcache__reader_cf(r, &fd, &size)) != KCACHE_OK) return s;
+    kcache__io_close(fd);
+    if (!(slots = kcache__reader_slots(size))) return KCACHE_ECORRUPT;
+    /* the bucket kcache__acct_find looks in */
+    if ((s = kcache__reader_slots_read(r, (d.lo & (slots / KCACHE__WAYS - 1)) * KCACHE__WAYS, KCACHE__WAYS, b, &slots)) != KCACHE_OK) return s;
+    for (w = 0; w < KCACHE__WAYS; w++) {
+        kcache__use_row(b + w * KCACHE__SLOT, out);
+        if (out->digest.lo == d.lo && out->digest.hi == d.hi) return KCACHE_OK;
+    }
+    memset(out, 0, sizeof *out);
+    return KCACHE_MISS;
 }
 
 KCACHE_API kcache_status kcache_read_last_use(kcache_reader *r, kcache_hash128 d, int64_t *when_ns) {
     unsigned char h[32], s[KCACHE__WAYS * KCACHE__SLOT];
     uint32_t lg;
-    uint64_t b;
+    uint64_t b, size;
     int fd, w;
     kcache_status st = KCACHE_MISS;
     if (!r || !when_ns) return KCACHE_EINVAL;
     *when_ns = 0;
-    if ((fd = kcache__reader_cf(r)) < 0) return errno == ENOENT ? KCACHE_ENOENT : KCACHE_ECORRUPT;
+    if ((st = kcache__reader_cf(r, &fd, &size)) != KCACHE_OK) return st == KCACHE_ENOENT ? KCACHE_ENOENT : KCACHE_ECORRUPT;
+    st = KCACHE_MISS;
     if (kcache__io_pread(fd, h, sizeof h, 0) != (ptrdiff_t)sizeof h || memcmp(h, "KCACHECF", 8) != 0 ||
         (lg = kcache__get_u32(h + 16)) < 4 || lg > 24) {
         kcache__io_close(fd);
@@ -14443,6 +14772,412 @@ KCACHE_API kcache_status kcache_entry_stat(kcache_reader *r, kcache_hash128 dige
     return KCACHE_OK;
 }
 
+KCACHE_API int kcache_reader_is_store(kcache_reader *r) {
+    kcache__finfo fi;
+    if (!r) return 0;
+    return kcache__io_statat(r->st.dirfd, "config.file", &fi) == 0 || kcache__is_dir_nofollow(r->st.dirfd, "e") ||
+           kcache__is_dir_nofollow(r->st.dirfd, "i");
+}
+
+/* ---- entry files ---- */
+
+/* Notes the first thing wrong with an entry (later ones are consequences, or less telling). */
+#if defined(__GNUC__) || defined(__clang__)
+__attribute__((format(printf, 2, 3)))
+#endif
+static void kcache__entry_problem(kcache_entry_info *e, const char *fmt, ...) {
+    va_list ap;
+    if (e->problem[0]) return;
+    va_start(ap, fmt);
+    vsnprintf(e->problem, sizeof e->problem, fmt, ap);
+    va_end(ap);
+}
+
+/* The checks of a lookup (kcache__entry_check_as) one by one, each with its own verdict, so that a
+   tool can say which failed; the payload's only when all of it is given. */
+KCACHE_API kcache_status kcache_entry_decode(const void *bytes, size_t have, uint64_t file_size, kcache_entry_info *e, kcache_key *key) {
+    const unsigned char *h = (const unsigned char *)bytes;
+    uint64_t rec_end;
+    if (key) kcache_key_init(key, NULL);
+    if (!e) return KCACHE_EINVAL;
+    memset(e, 0, sizeof *e);
+    if (!key || (!h && have)) return KCACHE_EINVAL;
+    e->file_size = file_size;
+    e->header_sum = e->padding = e->record = e->record_digest = e->payload = e->name_digest = -1;
+    if (have > file_size) have = (size_t)file_size;
+    if (have < 8 || memcmp(h, "KCENTRY", 8) != 0) {
+        kcache__entry_problem(e, "not a kcache entry (no KCENTRY magic)");
+        return KCACHE_ECORRUPT;
+    }
+    if (have < KCACHE__ENTRY_FIXED) {
+        kcache__entry_problem(e, "truncated: %lu bytes, shorter than an entry's fixed header (%d)", (unsigned long)have, KCACHE__ENTRY_FIXED);
+        return KCACHE_ECORRUPT;
+    }
+    e->version = kcache__get_u16(h + 8);
+    e->flags = kcache__get_u16(h + 10);
+    if (e->version != KCACHE__ENTRY_VERSION && !(e->version == KCACHE__ENTRY_VERSION_ZSTD && e->flags == KCACHE__ENTRY_ZSTD)) {
+        kcache__entry_problem(e, "entry format version %u; this kcache reads versions %d and %d (zstd payload)", e->version,
+                              KCACHE__ENTRY_VERSION, KCACHE__ENTRY_VERSION_ZSTD);
+        return KCACHE_ECORRUPT;
+    }
+    e->header_len = kcache__get_u32(h + 12);
+    e->payload_len = kcache__get_u64(h + 16);
+    e->digest.lo = kcache__get_u64(h + 24);
+    e->digest.hi = kcache__get_u64(h + 32);
+    e->payload_sum.lo = kcache__get_u64(h + 40);
+    e->payload_sum.hi = kcache__get_u64(h + 48);
+    e->created = (int64_t)kcache__get_u64(h + 56);
+    e->record_len = kcache__get_u32(h + 64);
+    rec_end = (uint64_t)KCACHE__ENTRY_FIXED + e->record_len;
+    /* the order of kcache__entry_check_as: lengths, header checksum, padding, key, payload */
+    e->lengths_ok = e->header_len % 16 == 0 && e->header_len <= file_size && e->record_len <= e->header_len &&
+                    rec_end + 8 + 16 <= e->header_len && e->payload_len == file_size - e->header_len;
+    if (!e->lengths_ok) {
+        if (e->header_len > file_size)
+            kcache__entry_problem(e, "truncated: the header says %u bytes of header, the file has %llu", e->header_len, (unsigned long long)file_size);
+        else if (e->header_len % 16 != 0 || e->record_len > e->header_len || rec_end + 8 + 16 > e->header_len)
+            kcache__entry_problem(e, "inconsistent lengths (header %u, key record %u bytes)", e->header_len, e->record_len);
+        else
+            kcache__entry_problem(e, "payload length %llu, but %llu bytes follow the header", (unsigned long long)e->payload_len,
+                                  (unsigned long long)(file_size - e->header_len));
+    }
+    if (rec_end + 8 <= have) {
+        e->header_sum = kcache__get_u64(h + rec_end) == kcache_hash(h, (size_t)rec_end).lo;
+        if (!e->header_sum) kcache__entry_problem(e, "header checksum fails");
+    } else {
+        kcache__entry_problem(e, "the key record (%u bytes) runs past the header", e->record_len);
+    }
+    if (e->header_len <= have && rec_end + 8 <= e->header_len) {
+        size_t m;
+        e->padding = 1;
+        for (m = (size_t)rec_end + 8; m < e->header_len; m++)
+            if (h[m] != 0) { e->padding = 0; break; }
+        if (!e->padding) kcache__entry_problem(e, "the padding after the key record is not zero");
+    }
+    if (rec_end <= have) {
+        const unsigned char *rec = h + KCACHE__ENTRY_FIXED;
+        e->record_sum = kcache_hash(rec, e->record_len);
+        kcache_key_free(key);
+        e->record = kcache__record_parse(rec, e->record_len, key) == KCACHE_OK;
+        if (!e->record) kcache__entry_problem(e, "the key record does not decode");
+        else if (kcache__record_match(rec, e->record_len, key, KCACHE_STAMP_HYBRID) != KCACHE__MATCH) {
+            /* kcache__record_parse cuts a unit or name at a NUL byte; a lookup compares the whole
+               record, so no key can ever match this one */
+            e->record = 0;
+            kcache__entry_problem(e, "the key record does not match its own decoding (a NUL byte in a name?)");
+        } else {
+            e->record_digest = key->digest.lo == e->digest.lo && key->digest.hi == e->digest.hi;
+            if (!e->record_digest) kcache__entry_problem(e, "the key record's digest is not the header's");
+        }
+    }
+    if (have == file_size && e->lengths_ok) {
+        kcache_hash128 sum = kcache_hash(h + e->header_len, (size_t)e->payload_len);
+        e->payload = sum.lo == e->payload_sum.lo && sum.hi == e->payload_sum.hi;
+        if (!e->payload) kcache__entry_problem(e, "payload checksum fails");
+    }
+    return KCACHE_OK;
+}
+
+/* An entry's file for kcache_entry_read/_unit: in the reader's store (a regular file it trusts),
+   or a path the caller named. -1 with the status and e's problem. */
+static int kcache__entry_open(kcache_reader *r, const char *path, kcache__finfo *fi, kcache_entry_info *e, kcache_status *st) {
+    int fd = r ? kcache__open_in(&r->st, path, KCACHE__RD | KCACHE__NONBLOCK) : kcache__io_open(path, KCACHE__RD | KCACHE__NONBLOCK);
+    if (fd < 0) {
+        e->error = errno;
+        *st = errno == ENOENT || errno == ENOTDIR ? KCACHE_ENOENT : errno == ELOOP ? KCACHE_EUNSAFE : KCACHE_EIO;
+        kcache__entry_problem(e, "cannot open: %s", errno == ELOOP ? "a symlink in place of the entry" : strerror(errno));
+        return -1;
+    }
+    if (kcache__io_fstat(fd, fi) != 0) {
+        e->error = errno;
+        *st = KCACHE_EIO;
+        kcache__entry_problem(e, "cannot stat: %s", strerror(errno));
+    } else if (fi->kind != KCACHE__KIND_FILE) {
+        *st = KCACHE_EUNSAFE;
+        kcache__entry_problem(e, "not a regular file");
+    } else if (r && !kcache__trusted(&r->st, fi)) {
+        *st = KCACHE_EUNSAFE;
+        kcache__entry_problem(e, "another user's file (uid %lu): not read", (unsigned long)fi->uid);
+    } else {
+        return fd;
+    }
+    kcache__io_close(fd);
+    return -1;
+}
+
+/* Reads up to n bytes at off: the count read (short at the end of the file), -1 on an error. */
+static ptrdiff_t kcache__pread_full(int fd, void *buf, size_t n, uint64_t off) {
+    size_t have = 0;
+    while (have < n) {
+        ptrdiff_t got = kcache__io_pread(fd, (char *)buf + have, n - have, off + have);
+        if (got < 0 && errno == EINTR) continue;
+        if (got < 0) return have ? (ptrdiff_t)have : -1;
+        if (got == 0) break;
+        have += (size_t)got;
+    }
+    return (ptrdiff_t)have;
+}
+
+KCACHE_API kcache_status kcache_entry_read(kcache_reader *r, const char *path, int check_payload, kcache_entry_info *e, kcache_key *key) {
+    unsigned char fixed[KCACHE__ENTRY_FIXED], *hbuf = NULL;
+    const char *base;
+    kcache__finfo fi;
+    kcache_status st = KCACHE_OK;
+    kcache_hash128 named;
+    size_t want;
+    ptrdiff_t got;
+    uint32_t hlen;
+    int fd;
+    if (key) kcache_key_init(key, NULL);
+    if (!e) return KCACHE_EINVAL;
+    memset(e, 0, sizeof *e);
+    e->header_sum = e->padding = e->record = e->record_digest = e->payload = e->name_digest = -1;
+    if (!path || !path[0] || !key) return KCACHE_EINVAL;
+    if ((fd = kcache__entry_open(r, path, &fi, e, &st)) < 0) return st;
+    got = kcache__pread_full(fd, fixed, sizeof fixed, 0);
+    if (got < 0) {
+        e->error = errno;
+        kcache__entry_problem(e, "cannot read: %s", strerror(errno));
+        kcache__io_close(fd);
+        return KCACHE_EIO;
+    }
+    if (got < (ptrdiff_t)sizeof fixed) {
+        kcache__io_close(fd);
+        return kcache_entry_decode(fixed, (size_t)got, fi.size, e, key);
+    }
+    hlen = kcache__get_u32(fixed + 12);
+    want = hlen < KCACHE__ENTRY_FIXED ? KCACHE__ENTRY_FIXED : hlen > KCACHE_ENTRY_HEADER_MAX ? KCACHE_ENTRY_HEADER_MAX : hlen;
+    if ((uint64_t)want > fi.size) want = (size_t)fi.size;
+    if ((hbuf = (unsigned char *)KCACHE_MALLOC(want ? want : 1)) == NULL) {
+        kcache__io_close(fd);
+        kcache__entry_problem(e, "out of memory");
+        return KCACHE_ENOMEM;
+    }
+    got = kcache__pread_full(fd, hbuf, want, 0);
+    if (got < 0) {
+        e->error = errno;
+        kcache__entry_problem(e, "cannot read: %s", strerror(errno));
+        st = KCACHE_EIO;
+    } else if ((st = kcache_entry_decode(hbuf, (size_t)got, fi.size, e, key)) == KCACHE_OK) {
+        if (hlen > KCACHE_ENTRY_HEADER_MAX) kcache__entry_problem(e, "implausible header length %u", hlen);
+        if (check_payload && e->lengths_ok && e->payload < 0) { /* streamed: the payload may be large */
+            unsigned char *buf = (unsigned char *)KCACHE_MALLOC(65536);
+            kcache_hash_state hs;
+            uint64_t done = 0;
+            kcache_hash_init(&hs);
+            while (buf && done < e->payload_len) {
+                size_t n = e->payload_len - done < 65536 ? (size_t)(e->payload_len - done) : 65536;
+                ptrdiff_t rd = kcache__pread_full(fd, buf, n, e->header_len + done);
+                if (rd <= 0) {
+                    e->payload = 0;
+                    kcache__entry_problem(e, "the payload cannot be read (%s)", rd < 0 ? strerror(errno) : "short file");
+                    break;
+                }
+                kcache_hash_update(&hs, buf, (size_t)rd);
+                done += (uint64_t)rd;
+            }
+            if (!buf) kcache__entry_problem(e, "out of memory");
+            else if (done == e->payload_len) {
+                kcache_hash128 sum = kcache_hash_final(&hs);
+                e->payload = sum.lo == e->payload_sum.lo && sum.hi == e->payload_sum.hi;
+                if (!e->payload) kcache__entry_problem(e, "payload checksum fails");
+            }
+            KCACHE_FREE(buf);
+        }
+        base = strrchr(path, '/');
+        base = base ? base + 1 : path;
+        if (kcache__parse_entry_name(base, &named)) {
+            e->name_digest = named.lo == e->digest.lo && named.hi == e->digest.hi;
+            if (!e->name_digest) kcache__entry_problem(e, "the entry's digest is not its file name's");
+        }
+    }
+    KCACHE_FREE(hbuf);
+    kcache__io_close(fd);
+    return st;
+}
+
+KCACHE_API kcache_status kcache_entry_unit(kcache_reader *r, const char *path, char *unit, size_t cap) {
+    unsigned char h[KCACHE__ENTRY_FIXED + 2 + KCACHE_UNIT_MAX];
+    kcache_entry_info e;
+    kcache__finfo fi;
+    kcache_status st = KCACHE_OK;
+    ptrdiff_t got;
+    size_t ul;
+    int fd;
+    if (!unit || !cap || !path) return KCACHE_EINVAL;
+    unit[0] = 0;
+    memset(&e, 0, sizeof e);
+    if ((fd = kcache__entry_open(r, path, &fi, &e, &st)) < 0) return st;
+    got = kcache__pread_full(fd, h, sizeof h, 0);
+    kcache__io_close(fd);
+    if (got < KCACHE__ENTRY_FIXED + 2 || memcmp(h, "KCENTRY", 8) != 0) return KCACHE_ECORRUPT;
+    ul = kcache__get_u16(h + KCACHE__ENTRY_FIXED); /* the key record starts with the unit (see >>key) */
+    if (ul == 0 || ul >= KCACHE_UNIT_MAX || (size_t)got < KCACHE__ENTRY_FIXED + 2 + ul || memchr(h + KCACHE__ENTRY_FIXED + 2, 0, ul)) return KCACHE_ECORRUPT;
+    if (ul >= cap) return KCACHE_ETOOBIG;
+    memcpy(unit, h + KCACHE__ENTRY_FIXED + 2, ul);
+    unit[ul] = 0;
+    return KCACHE_OK;
+}
+
+KCACHE_API kcache_status kcache_entry_load(kcache_reader *r, kcache_hash128 d, kcache_key *key, void **data, size_t *size) {
+    char rel[48];
+    unsigned char fixed[KCACHE__ENTRY_FIXED];
+    kcache__finfo fi;
+    kcache__blob *b;
+    kcache__read rd;
+    const unsigned char *h;
+    uint64_t hlen, plen;
+    size_t fsize, rlen;
+    ptrdiff_t have;
+    int fd;
+    if (key) kcache_key_init(key, NULL);
+    if (data) *data = NULL;
+    if (size) *size = 0;
+    if (!r || !key || !data || !size) return KCACHE_EINVAL;
+    kcache__entry_name(d, rel);
+    /* judged by the open file, not by its name: another member of a group's store may have renamed
+       her own file over it */
+    if ((fd = kcache__open_in(&r->st, rel, KCACHE__RD | KCACHE__NONBLOCK)) < 0)
+        return errno == ENOENT || errno == ENOTDIR ? KCACHE_ENOENT : errno == ELOOP ? KCACHE_ECORRUPT : KCACHE_EIO;
+    if (kcache__io_fstat(fd, &fi) != 0 || fi.kind != KCACHE__KIND_FILE) {
+        kcache__io_close(fd);
+        return KCACHE_ECORRUPT;
+    }
+    if ((fi.uid != r->st.uid && fi.uid != 0) || (fi.perm & 022)) {
+        kcache__io_close(fd);
+        return KCACHE_EUNSAFE;
+    }
+    /* the header and the size it says first: a sparse or huge file is not read */
+    have = kcache__pread_full(fd, fixed, sizeof fixed, 0);
+    hlen = have == (ptrdiff_t)sizeof fixed ? kcache__get_u32(fixed + 12) : 0;
+    plen = have == (ptrdiff_t)sizeof fixed ? kcache__get_u64(fixed + 16) : 0;
+    if (have != (ptrdiff_t)sizeof fixed || memcmp(fixed, "KCENTRY", 8) != 0 || kcache__get_u64(fixed + 24) != d.lo ||
+        kcache__get_u64(fixed + 32) != d.hi || hlen < KCACHE__ENTRY_FIXED + 24 || plen > ((uint64_t)1 << 40) || hlen + plen != fi.size ||
+        fi.size > (uint64_t)((size_t)-1 / 2)) {
+        kcache__io_close(fd);
+        return KCACHE_ECORRUPT;
+    }
+    fsize = (size_t)fi.size;
+    if (!(b = kcache__blob_alloc(&r->st.mem, fsize, 0))) {
+        kcache__io_close(fd);
+        return KCACHE_ENOMEM;
+    }
+    have = kcache__pread_full(fd, kcache__blob_bytes(b), fsize, 0);
+    kcache__io_close(fd);
+    h = kcache__blob_bytes(b);
+    rlen = kcache__get_u32(h + 64);
+    kcache_key_free(key);
+    if (have != (ptrdiff_t)fsize || rlen > fsize - KCACHE__ENTRY_FIXED || kcache__record_parse(h + KCACHE__ENTRY_FIXED, rlen, key) != KCACHE_OK ||
+        key->digest.lo != d.lo || key->digest.hi != d.hi) {
+        kcache__blob_unref(b);
+        return KCACHE_ECORRUPT;
+    }
+    memset(&rd, 0, sizeof rd);
+    kcache__entry_check(b, (size_t)have, fsize, key, KCACHE_STAMP_HYBRID, 0, (uint64_t)1 << 40, &rd); /* takes b */
+    kcache__mem_free(rd.mem, rd.rec);
+    if (rd.status != KCACHE_OK) return rd.status == KCACHE_ENOENT ? KCACHE_EDISABLED : rd.status == KCACHE_ENOMEM ? KCACHE_ENOMEM : KCACHE_ECORRUPT;
+    *data = KCACHE_MALLOC(rd.blob->size ? rd.blob->size : 1);
+    if (*data) {
+        memcpy(*data, rd.blob->data, rd.blob->size);
+        *size = rd.blob->size;
+    }
+    kcache__blob_unref(rd.blob);
+    return *data ? KCACHE_OK : KCACHE_ENOMEM;
+}
+
+/* ---- walking the entry files ---- */
+struct kcache_entry_walk {
+    kcache_reader *r;
+    int shard;            /* the next e/XX to list */
+    kcache__dir *dir;     /* the one being listed */
+    int dirfd;
+};
+
+KCACHE_API kcache_status kcache_entry_walk_open(kcache_reader *r, kcache_entry_walk **out) {
+    kcache_entry_walk *w;
+    if (out) *out = NULL;
+    if (!r || !out) return KCACHE_EINVAL;
+    if ((w = (kcache_entry_walk *)KCACHE_MALLOC(sizeof *w)) == NULL) return KCACHE_ENOMEM;
+    memset(w, 0, sizeof *w);
+    w->r = r;
+    w->dirfd = -1;
+    *out = w;
+    return KCACHE_OK;
+}
+
+static void kcache__entry_walk_shard_close(kcache_entry_walk *w) {
+    if (w->dir) kcache__io_dir_close(w->dir);
+    if (w->dirfd >= 0) kcache__io_close(w->dirfd);
+    w->dir = NULL;
+    w->dirfd = -1;
+}
+
+KCACHE_API kcache_status kcache_entry_walk_next(kcache_entry_walk *w, kcache_entry_file *out) {
+    if (!w || !out) return KCACHE_EINVAL;
+    for (;;) {
+        const char *n;
+        kcache__finfo fi;
+        memset(out, 0, sizeof *out);
+        if (!w->dir) {
+            char rel[8];
+            if (w->shard >= 256) return KCACHE_MISS;
+            snprintf(rel, sizeof rel, "e/%02x", w->shard++);
+            if ((w->dirfd = kcache__open_in(&w->r->st, rel, KCACHE__RD | KCACHE__DIRECTORY)) < 0) continue;
+            if ((w->dir = kcache__io_dir_open(&w->r->st.mem, w->dirfd, ".")) == NULL) { kcache__entry_walk_shard_close(w); continue; }
+        }
+        if ((n = kcache__io_dir_next(w->dir)) == NULL) { kcache__entry_walk_shard_close(w); continue; }
+        if (n[0] == '.' && (!n[1] || (n[1] == '.' && !n[2]))) continue;
+        if (kcache__io_statat(w->dirfd, n, &fi) != 0) continue; /* (gone since it was listed) */
+        out->kind = fi.kind == KCACHE__KIND_FILE ? KCACHE_KIND_FILE : fi.kind == KCACHE__KIND_DIR ? KCACHE_KIND_DIR : KCACHE_KIND_OTHER;
+        out->size = fi.size;
+        out->uid = fi.uid;
+        out->mode = fi.perm;
+        out->named = kcache__parse_entry_name(n, &out->digest);
+        if (out->named) {
+            char want[48];
+            kcache__entry_name(out->digest, want); /* "e/XX/<digest>.kce": XX is where it belongs */
+            out->other_shard = (unsigned)(kcache__hexval((unsigned char)want[2]) * 16 + kcache__hexval((unsigned char)want[3])) != (unsigned)(w->shard - 1);
+        }
+        if (strlen(n) + 6 < sizeof out->path) snprintf(out->path, sizeof out->path, "e/%02x/%s", w->shard - 1, n);
+        return KCACHE_OK;
+    }
+}
+
+KCACHE_API void kcache_entry_walk_close(kcache_entry_walk *w) {
+    if (!w) return;
+    kcache__entry_walk_shard_close(w);
+    KCACHE_FREE(w);
+}
+
+/* ---- temp files ---- */
+KCACHE_API kcache_status kcache_read_temp_files(kcache_reader *r, kcache_temp_files *out) {
+    kcache__dir *dp;
+    const char *name;
+    int fd;
+    int64_t now = kcache__now_ns();
+    if (out) memset(out, 0, sizeof *out);
+    if (!r || !out) return KCACHE_EINVAL;
+    if ((dp = kcache__io_dir_open(&r->st.mem, r->st.dirfd, "tmp")) == NULL) return errno == ENOENT ? KCACHE_ENOENT : KCACHE_EIO;
+    fd = kcache__os_dir_fd(dp);
+    while ((name = kcache__io_dir_next(dp)) != NULL) {
+        kcache__finfo s;
+        unsigned long pid;
+        if (name[0] == '.' || kcache__io_statat(fd, name, &s) != 0) continue;
+        out->files++;
+        out->bytes += s.size;
+        /* what kcache__store_sweep_temps removes: kcache's own, of a writer gone or a day old */
+        if (kcache__temp_name(name, &pid) && s.kind == KCACHE__KIND_FILE && kcache__trusted(&r->st, &s) &&
+            ((pid > 0 && kcache__os_pid_gone((uint32_t)pid)) || s.mtime_ns < now - (int64_t)86400 * 1000000000)) {
+            out->orphaned++;
+            out->orphaned_bytes += s.size;
+        } else {
+            out->in_progress++;
+        }
+    }
+    kcache__io_dir_close(dp);
+    return KCACHE_OK;
+}
+
 /* ---- records and stamps ---- */
 KCACHE_API kcache_status kcache_record_decode(const void *record, size_t len, kcache_key *k) {
     if (!k) return KCACHE_EINVAL;
@@ -14468,6 +15203,51 @@ KCACHE_API int kcache_stamp_compare(const kcache_key_field *stored, const kcache
     return kcache__stamp_diff(stored, now);
 }
 KCACHE_API int kcache_stamp_stale(int diff, int policy) { return kcache__stamp_stale(diff, policy); }
+
+KCACHE_API int kcache_record_compare(const void *record, size_t len, const kcache_key *k, kcache_key *decoded) {
+    if (!decoded) return -1;
+    if (!record || !k) {
+        kcache_key_init(decoded, NULL);
+        return -1;
+    }
+    return kcache__equal_fields((const unsigned char *)record, len, k, decoded); /* (frees decoded when it fails) */
+}
+
+/* kcache__sb over a caller's buffer: what explain writes, the length it needed returned. */
+static kcache__sb kcache__sb_over(char *buf, size_t cap) {
+    kcache__sb b;
+    b.p = buf;
+    b.cap = buf ? cap : 0;
+    b.len = 0;
+    b.mem = NULL;
+    if (buf && cap) buf[0] = 0;
+    return b;
+}
+KCACHE_API size_t kcache_key_diff_text(const kcache_key *stored, const kcache_key *now, char *buf, size_t cap) {
+    kcache__sb b = kcache__sb_over(buf, cap);
+    if (stored && now) kcache__sb_diff(&b, stored, now);
+    return b.len;
+}
+KCACHE_API size_t kcache_key_stamps_text(const kcache_key *stored, const kcache_key *now, int policy, char *buf, size_t cap) {
+    kcache__sb b = kcache__sb_over(buf, cap);
+    if (stored && now) kcache__sb_stamps(&b, stored, now, policy);
+    return b.len;
+}
+
+#if defined(__cplusplus) && __cplusplus >= 201103L
+static_assert((int)KCACHE_PREVIEW_BYTES == (int)KCACHE__PREVIEW_BYTES && KCACHE_INDEX_MAX == KCACHE__IX_MAX, "kcache: preview and index sizes");
+#else
+typedef char kcache__preview_public[(int)KCACHE_PREVIEW_BYTES == (int)KCACHE__PREVIEW_BYTES && KCACHE_INDEX_MAX == KCACHE__IX_MAX ? 1 : -1];
+#endif
+/* (the form kcache__preview writes for a value it does not keep as text) */
+KCACHE_API int kcache_preview_is_digest(const kcache_key_field *f) {
+    const char *p;
+    if (!f || f->type != KCACHE_FIELD_BYTES || f->preview[0] != '<') return 0;
+    p = f->preview + 1;
+    if (*p < '0' || *p > '9') return 0;
+    while (*p >= '0' && *p <= '9') p++;
+    return strncmp(p, " bytes xxh128:", 14) == 0;
+}
 
 /* ---- a dependency now ---- */
 #define KCACHE__DEP_BUF 65536
@@ -14539,6 +15319,7 @@ KCACHE_API const char *kcache_dep_state_text(kcache_dep_state s) {
 struct kcache_index {
     kcache__ix ix;
     kcache_index_item *items[KCACHE__IX_LISTS];
+    kcache__ix_tally tally;   /* kcache_index_decode's */
 };
 
 KCACHE_API kcache_status kcache_index_path(const char *unit, char *out, size_t cap) {
@@ -14560,6 +15341,21 @@ KCACHE_API void kcache_index_size(const kcache_index *x, size_t *records, size_t
     if (records) *records = x ? x->ix.records : 0;
     if (bytes) *bytes = x ? x->ix.file_len : 0;
 }
+KCACHE_API void kcache_index_log_info(const kcache_index *x, kcache_index_log *out) {
+    int k;
+    if (!out) return;
+    memset(out, 0, sizeof *out);
+    if (!x || !x->ix.file || x->ix.file_len < 26) return;
+    out->unit = (const char *)x->ix.file + 26; /* (the header: see >>index) */
+    out->unit_len = kcache__get_u16(x->ix.file + 24);
+    out->rewritten_at = x->ix.compacted_len;
+    out->bytes = x->ix.file_len;
+    out->records = x->ix.records;
+    for (k = 0; k < 4; k++) out->by_kind[k] = x->tally.by_kind[k];
+    out->damaged_bytes = x->tally.damaged_bytes;
+    out->damaged_places = x->tally.damaged_places;
+    for (k = 0; k < KCACHE__IX_LISTS; k++) out->dropped[k] = x->tally.dropped[k];
+}
 KCACHE_API void kcache_index_free(kcache_index *x) {
     int l;
     if (!x) return;
@@ -14569,11 +15365,10 @@ KCACHE_API void kcache_index_free(kcache_index *x) {
 }
 
 #ifndef KCACHE_NO_EXPLAIN
+static kcache_status kcache__index_items(kcache_index *x);
 KCACHE_API kcache_status kcache_index_read(kcache_reader *r, const char *unit, kcache_index **out) {
     kcache_index *x;
     kcache_status s;
-    int l;
-    uint32_t i;
     if (out) *out = NULL;
     if (!r || !unit || !out || !unit[0] || strlen(unit) >= KCACHE_UNIT_MAX) return KCACHE_EINVAL;
     if ((x = (kcache_index *)KCACHE_MALLOC(sizeof *x)) == NULL) return KCACHE_ENOMEM;
@@ -14582,6 +15377,15 @@ KCACHE_API kcache_status kcache_index_read(kcache_reader *r, const char *unit, k
         KCACHE_FREE(x);
         return s;
     }
+    if ((s = kcache__index_items(x)) != KCACHE_OK) return s;
+    *out = x;
+    return KCACHE_OK;
+}
+
+/* The public items of a replayed index (their records point into its file); frees x when it fails. */
+static kcache_status kcache__index_items(kcache_index *x) {
+    int l;
+    uint32_t i;
     for (l = 0; l < KCACHE__IX_LISTS; l++) {
         if (!x->ix.n[l]) continue;
         if ((x->items[l] = (kcache_index_item *)KCACHE_MALLOC(sizeof(kcache_index_item) * x->ix.n[l])) == NULL) {
@@ -14600,8 +15404,123 @@ KCACHE_API kcache_status kcache_index_read(kcache_reader *r, const char *unit, k
             o->record_len = it->rec_len;
         }
     }
+    return KCACHE_OK;
+}
+
+/* Says why an index is refused, in a few words (why may be NULL). */
+#if defined(__GNUC__) || defined(__clang__)
+__attribute__((format(printf, 3, 4)))
+#endif
+static void kcache__index_why(char *why, size_t cap, const char *fmt, ...) {
+    va_list ap;
+    if (!why || !cap) return;
+    va_start(ap, fmt);
+    vsnprintf(why, cap, fmt, ap);
+    va_end(ap);
+}
+
+/* The header of an index held in memory (the checks of kcache__ix_read, whatever unit it names),
+   then the log replayed by the library's own kcache__ix_replay; takes file. */
+static kcache_status kcache__index_from(unsigned char *file, size_t len, kcache_index **out, char *why, size_t cap) {
+    kcache_index *x;
+    size_t ulen, hlen;
+    unsigned ver;
+    if (len < 8 || memcmp(file, "KCINDEX", 8) != 0) { kcache__index_why(why, cap, "not a kcache index (no KCINDEX magic)"); goto bad; }
+    if (len < 26) { kcache__index_why(why, cap, "truncated: %lu bytes, shorter than an index header", (unsigned long)len); goto bad; }
+    if ((ver = kcache__get_u16(file + 8)) != KCACHE__IX_VERSION) {
+        kcache__index_why(why, cap, "index format version %u; this kcache reads version %d", ver, KCACHE__IX_VERSION);
+        goto bad;
+    }
+    ulen = kcache__get_u16(file + 24);
+    if (ulen == 0 || ulen >= KCACHE_UNIT_MAX) { kcache__index_why(why, cap, "implausible unit name length %lu", (unsigned long)ulen); goto bad; }
+    hlen = 26 + ulen + 8;
+    if (len < hlen) { kcache__index_why(why, cap, "truncated: %lu bytes, the header needs %lu", (unsigned long)len, (unsigned long)hlen); goto bad; }
+    if (kcache__get_u64(file + hlen - 8) != kcache_hash(file, hlen - 8).lo) { kcache__index_why(why, cap, "index header checksum fails"); goto bad; }
+    if ((x = (kcache_index *)KCACHE_MALLOC(sizeof *x)) == NULL) {
+        kcache__index_why(why, cap, "out of memory");
+        KCACHE_FREE(file);
+        return KCACHE_ENOMEM;
+    }
+    memset(x, 0, sizeof *x);
+    x->ix.file = file;
+    x->ix.file_len = len;
+    x->ix.compacted_len = (size_t)kcache__get_u64(file + 16);
+    if (!kcache__ix_replay(&x->ix, hlen, &x->tally)) {
+        kcache_index_free(x);
+        x = NULL;
+    }
+    if (!x || kcache__index_items(x) != KCACHE_OK) { /* (which frees x when it fails) */
+        kcache__index_why(why, cap, "out of memory");
+        return KCACHE_ENOMEM;
+    }
     *out = x;
     return KCACHE_OK;
+bad:
+    KCACHE_FREE(file);
+    return KCACHE_ECORRUPT;
+}
+
+KCACHE_API kcache_status kcache_index_decode(const void *buf, size_t len, kcache_index **out, char *why, size_t cap) {
+    unsigned char *copy;
+    if (why && cap) why[0] = 0;
+    if (out) *out = NULL;
+    if (!out || (!buf && len)) return KCACHE_EINVAL;
+    if (len > KCACHE__IX_MAX) {
+        kcache__index_why(why, cap, "%lu bytes: larger than any index kcache reads (%lu MiB)", (unsigned long)len, (unsigned long)(KCACHE__IX_MAX >> 20));
+        return KCACHE_ETOOBIG;
+    }
+    if ((copy = (unsigned char *)KCACHE_MALLOC(len ? len : 1)) == NULL) { kcache__index_why(why, cap, "out of memory"); return KCACHE_ENOMEM; }
+    if (len) memcpy(copy, buf, len);
+    return kcache__index_from(copy, len, out, why, cap);
+}
+
+KCACHE_API kcache_status kcache_index_load(kcache_reader *r, const char *path, kcache_index **out, char *why, size_t cap) {
+    kcache__finfo fi;
+    unsigned char *file;
+    size_t have = 0;
+    int fd;
+    if (why && cap) why[0] = 0;
+    if (out) *out = NULL;
+    if (!out || !path || !path[0]) return KCACHE_EINVAL;
+    fd = r ? kcache__open_in(&r->st, path, KCACHE__RD | KCACHE__NONBLOCK) : kcache__io_open(path, KCACHE__RD | KCACHE__NONBLOCK);
+    if (fd < 0) {
+        kcache__index_why(why, cap, "cannot open: %s", strerror(errno));
+        return errno == ENOENT || errno == ENOTDIR ? KCACHE_ENOENT : errno == ELOOP ? KCACHE_EUNSAFE : KCACHE_EIO;
+    }
+    if (kcache__io_fstat(fd, &fi) != 0) {
+        kcache__index_why(why, cap, "cannot stat: %s", strerror(errno));
+        kcache__io_close(fd);
+        return KCACHE_EIO;
+    }
+    if (fi.kind != KCACHE__KIND_FILE || (r && !kcache__trusted(&r->st, &fi))) {
+        kcache__index_why(why, cap, fi.kind != KCACHE__KIND_FILE ? "not a regular file" : "another user's file: not read");
+        kcache__io_close(fd);
+        return KCACHE_EUNSAFE;
+    }
+    if (fi.size > KCACHE__IX_MAX) {
+        kcache__index_why(why, cap, "%llu bytes: larger than any index kcache reads (%lu MiB)", (unsigned long long)fi.size, (unsigned long)(KCACHE__IX_MAX >> 20));
+        kcache__io_close(fd);
+        return KCACHE_ETOOBIG;
+    }
+    if ((file = (unsigned char *)KCACHE_MALLOC(fi.size ? (size_t)fi.size : 1)) == NULL) {
+        kcache__index_why(why, cap, "out of memory");
+        kcache__io_close(fd);
+        return KCACHE_ENOMEM;
+    }
+    while (have < (size_t)fi.size) {
+        ptrdiff_t n = kcache__io_pread(fd, file + have, (size_t)fi.size - have, (uint64_t)have);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) {
+            kcache__index_why(why, cap, "cannot read: %s", strerror(errno));
+            kcache__io_close(fd);
+            KCACHE_FREE(file);
+            return KCACHE_EIO;
+        }
+        if (n == 0) break;
+        have += (size_t)n;
+    }
+    kcache__io_close(fd);
+    return kcache__index_from(file, have, out, why, cap);
 }
 
 /* The explanation kcache_explain gave for a traced miss, from what the index holds: a field miss
@@ -14682,6 +15601,18 @@ KCACHE_API kcache_status kcache_index_read(kcache_reader *r, const char *unit, k
     if (out) *out = NULL;
     return KCACHE_EDISABLED;
 }
+KCACHE_API kcache_status kcache_index_decode(const void *buf, size_t len, kcache_index **out, char *why, size_t cap) {
+    (void)buf; (void)len;
+    if (out) *out = NULL;
+    if (why && cap) why[0] = 0;
+    return KCACHE_EDISABLED;
+}
+KCACHE_API kcache_status kcache_index_load(kcache_reader *r, const char *path, kcache_index **out, char *why, size_t cap) {
+    (void)r; (void)path;
+    if (out) *out = NULL;
+    if (why && cap) why[0] = 0;
+    return KCACHE_EDISABLED;
+}
 KCACHE_API size_t kcache_index_explain(const kcache_index *x, uint32_t missed_i, const char *unit, int policy, char *buf, size_t cap) {
     (void)x; (void)missed_i; (void)unit; (void)policy;
     if (buf && cap) buf[0] = 0;
@@ -14742,6 +15673,9 @@ KCACHE_API kcache_status kcache_index_walk_next(kcache_index_walk *w, kcache_ind
         if (bad || kcache__io_statat(w->dirfd, n, &fi) != 0 || fi.kind != KCACHE__KIND_FILE) continue;
         memcpy(w->name, n, 37);
         out->name_lo = lo;
+        out->name.lo = lo;
+        for (k = 0, out->name.hi = 0; k < 16; k++) out->name.hi = (out->name.hi << 4) | (uint64_t)kcache__hexval((unsigned char)n[k]);
+        out->other_shard = (unsigned)(kcache__hexval((unsigned char)n[0]) * 16 + kcache__hexval((unsigned char)n[1])) != (unsigned)(w->shard - 1);
         out->ino = fi.ino;
         out->size = fi.size;
         out->mtime_ns = fi.mtime_ns;

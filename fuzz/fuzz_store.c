@@ -11,12 +11,13 @@
  *     field count, printable names in strictly increasing order, terminated previews; it matches
  *     the key decoded from it (kcache__record_match); written again (kcache__record_write) it
  *     decodes to the same digest.
- *   - the entry header check: kcache-inspect's .kce decoder (the checks of kcache__store_read),
- *     with its text and JSON reports (the JSON is checked for well-formedness here).
- *   - the index log: kcache__ix_decode through kcache-inspect's replay (which skips damaged bytes
- *     and resyncs as kcache__ix_read does), reports as above, and the traced misses explained
- *     (kcache__sb_diff, kcache__sb_stamps).
- *   - config.file's header: kcache__acct_valid and kcache-inspect's decoder, eviction log included.
+ *   - the entry header check: kcache_entry_decode (the checks of kcache__entry_check one by one),
+ *     through kcache-inspect's text and JSON reports (the JSON is checked for well-formedness here).
+ *   - the index log: kcache_index_decode (kcache__ix_decode and the library's replay, which skips
+ *     damaged bytes and resyncs), reports as above, and the traced misses explained
+ *     (kcache_key_diff_text, kcache_key_stamps_text).
+ *   - config.file's header: kcache__acct_valid against kcache_accounting_decode (what
+ *     kcache-inspect reads it with), eviction log included.
  *   - environment values: kcache__parse_size and kcache__parse_bool, with properties (a plain
  *     number parses to itself, a suffix multiplies, "1"/"0" and friends are booleans).
  *   - temp file names: kcache__temp_name (which names the temp sweep may remove), against the
@@ -213,13 +214,13 @@ static void fuzz_cf(const unsigned char *p, size_t n, int fix)
         size = KCACHE__ACCT_HEADER + ((uint64_t)KCACHE__WAYS << lg) * KCACHE__SLOT;
     }
     ks_cf_decode(h, size, &c);
-    CHECK(c.valid == kcache__acct_valid(h, size));
-    if (fix) CHECK(c.valid && c.nslots == ((uint64_t)KCACHE__WAYS << lg));
+    CHECK(c.a.valid == kcache__acct_valid(h, size));
+    if (fix) CHECK(c.a.valid && c.a.use_slots == ((uint64_t)KCACHE__WAYS << lg));
     {
         kcache_hash128 d;
         d.lo = kcache__get_u64(h + KCACHE__EVLOG_AT);
         d.hi = kcache__get_u64(h + KCACHE__EVLOG_AT + 8);
-        if (d.lo || d.hi) CHECK(ks_cf_evicted(&c, d) != 0 || !c.magic_ok);
+        if (d.lo || d.hi) CHECK(ks_cf_evicted(&c, d) != 0 || !c.a.magic_ok);
     }
 }
 

@@ -454,6 +454,303 @@ static void stats_file(void) {
 #endif
 }
 
+/* ---- 0.5: what kcache-inspect reads (the header whole, the eviction log, the use table, entry
+   files check by check, the entry and index files of a store, temp files, the explain texts) ---- */
+
+static int read_whole(const char *path, unsigned char *buf, size_t cap, size_t *len) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return 0;
+    *len = fread(buf, 1, cap, f);
+    fclose(f);
+    return 1;
+}
+
+static void host_names(void) {
+    char name[128], feat[KCACHE_HOST_FEATURES_MAX];
+    size_t n;
+    kcache_host_cpu_name(name, sizeof name);
+    KT_CHECK(name[0] != 0);
+    n = kcache_host_cpu_features(feat, sizeof feat);
+    KT_CHECK(n == strlen(feat));
+    kcache_host_cpu_name(NULL, 5); /* (nothing to write into: nothing written) */
+    KT_CHECK(kcache_host_cpu_features(NULL, 5) == 0);
+}
+
+static void accounting_whole(void) {
+    kcache_reader *r;
+    kcache_accounting a;
+    kcache_eviction ev[KCACHE_EVICTION_LOG];
+    kcache_use_row rows[64], row;
+    kcache_key k;
+    unsigned n = 9, seen = 0;
+    uint64_t at;
+    char empty[300];
+    if (kcache_reader_open(&r, g_store) != KCACHE_OK) { KT_FAILF("reader"); return; }
+    KT_CHECK(kcache_reader_is_store(r));
+    KT_CHECK(kcache_read_accounting(r, &a) == KCACHE_OK);
+    KT_CHECK(a.valid && a.magic_ok && a.version_ok && a.geometry_ok && a.checksum_ok && a.version == 1 && !a.busy && a.created > 0);
+    KT_CHECK(a.use_slots >= 16 && a.file_size == 4096 + a.use_slots * 32);
+    KT_CHECK(kcache_read_evictions(r, ev, &n) == KCACHE_OK && n == 0); /* nothing evicted */
+    KT_CHECK(kcache_read_evictions(r, NULL, &n) == KCACHE_EINVAL);
+    for (at = 0; at < a.use_slots; at += 64) { /* the whole table: one row per entry */
+        unsigned i, want = a.use_slots - at < 64 ? (unsigned)(a.use_slots - at) : 64;
+        KT_CHECK(kcache_read_use_table(r, at, want, rows, &n) == KCACHE_OK);
+        for (i = 0; i < n; i++) KT_CHECK(rows[i].last_use > 0 && rows[i].size > 9 && kcache_entry_stat(r, rows[i].digest, NULL) == KCACHE_OK);
+        seen += n;
+    }
+    KT_CHECK_EQ_U64(seen, 3);
+    KT_CHECK(kcache_read_use_table(r, a.use_slots, 1, rows, &n) == KCACHE_ECORRUPT && n == 0); /* past its end */
+    make_key(&k, "sharpen", "1", NULL);
+    KT_CHECK(kcache_read_use(r, kcache_key_digest(&k), &row) == KCACHE_OK && row.digest.lo == kcache_key_digest(&k).lo && row.size > 9);
+    kcache_key_free(&k);
+    KT_CHECK(kcache_read_use(r, kcache_hash("never", 5), &row) == KCACHE_MISS);
+    kcache_reader_close(r);
+    /* "empty" (accounting's): its config.file is garbage without the magic */
+    path_in(empty, sizeof empty, "empty");
+    if (kcache_reader_open(&r, empty) != KCACHE_OK) { KT_FAILF("reader on %s", empty); return; }
+    KT_CHECK(kcache_read_accounting(r, &a) == KCACHE_ECORRUPT && a.file_size > 0 && !a.valid);
+    KT_CHECK(kcache_read_evictions(r, ev, &n) == KCACHE_ECORRUPT && n == 0);
+    KT_CHECK(kcache_read_use(r, kcache_hash("x", 1), &row) == KCACHE_ECORRUPT);
+    kcache_reader_close(r);
+}
+
+static void entry_files(void) {
+    static unsigned char file[4096], copy[4096];
+    kcache_reader *r;
+    kcache_entry_info e;
+    kcache_key k, got;
+    char rel[48], path[400], link[400], unit[KCACHE_UNIT_MAX];
+    size_t len = 0;
+    void *data = NULL;
+    size_t size = 0;
+    if (kcache_reader_open(&r, g_store) != KCACHE_OK) { KT_FAILF("reader"); return; }
+    make_key(&k, "sharpen", "1", NULL);
+    kcache_entry_path(kcache_key_digest(&k), rel, sizeof rel);
+    KT_CHECK(kcache_entry_read(r, rel, 1, &e, &got) == KCACHE_OK);
+    KT_CHECK_MSG(e.problem[0] == 0 && e.lengths_ok && e.header_sum == 1 && e.padding == 1 && e.record == 1 && e.record_digest == 1 &&
+                     e.name_digest == 1 && e.payload == 1 && e.payload_len == 9 && e.version == 1,
+                 "problem '%s'", e.problem);
+    KT_CHECK_STR(got.unit, "sharpen");
+    kcache_key_free(&got);
+    KT_CHECK(kcache_entry_unit(r, rel, unit, sizeof unit) == KCACHE_OK);
+    KT_CHECK_STR(unit, "sharpen");
+    KT_CHECK(kcache_entry_unit(r, rel, unit, 3) == KCACHE_ETOOBIG);
+    KT_CHECK(kcache_entry_load(r, kcache_key_digest(&k), &got, &data, &size) == KCACHE_OK && size == 9 && data && memcmp(data, "payload-3", 9) == 0);
+    KT_CHECK(kcache_key_digest(&got).lo == kcache_key_digest(&k).lo);
+    kcache_key_free(&got);
+    KCACHE_FREE(data);
+    KT_CHECK(kcache_entry_load(r, kcache_hash("never", 5), &got, &data, &size) == KCACHE_ENOENT && data == NULL);
+    kcache_key_free(&got);
+    /* the same bytes in memory, then damaged one check at a time */
+    snprintf(path, sizeof path, "%s/%s", g_store, rel);
+    KT_CHECK(read_whole(path, file, sizeof file, &len) && len == e.file_size);
+    KT_CHECK(kcache_entry_decode(file, len, len, &e, &got) == KCACHE_OK && e.payload == 1 && e.problem[0] == 0);
+    kcache_key_free(&got);
+    KT_CHECK(kcache_entry_decode(file, e.header_len, len, &e, &got) == KCACHE_OK && e.payload == -1 && e.record == 1); /* header only */
+    kcache_key_free(&got);
+    memcpy(copy, file, len);
+    copy[len - 1] ^= 1;
+    KT_CHECK(kcache_entry_decode(copy, len, len, &e, &got) == KCACHE_OK && e.payload == 0 && e.header_sum == 1);
+    KT_CHECK_STR(e.problem, "payload checksum fails");
+    kcache_key_free(&got);
+    memcpy(copy, file, len);
+    copy[72 + 3] ^= 1; /* inside the key record (after the fixed header's 72 bytes) */
+    KT_CHECK(kcache_entry_decode(copy, len, len, &e, &got) == KCACHE_OK && e.header_sum == 0);
+    KT_CHECK_STR(e.problem, "header checksum fails");
+    kcache_key_free(&got);
+    KT_CHECK(kcache_entry_decode(file, len, len + 5, &e, &got) == KCACHE_OK && !e.lengths_ok && e.payload == -1); /* a longer file */
+    kcache_key_free(&got);
+    KT_CHECK(kcache_entry_decode(file, 40, len, &e, &got) == KCACHE_ECORRUPT && strstr(e.problem, "truncated") == e.problem);
+    kcache_key_free(&got);
+    memcpy(copy, file, len);
+    copy[0] = 'X';
+    KT_CHECK(kcache_entry_decode(copy, len, len, &e, &got) == KCACHE_ECORRUPT);
+    KT_CHECK_STR(e.problem, "not a kcache entry (no KCENTRY magic)");
+    kcache_key_free(&got);
+    memcpy(copy, file, len);
+    copy[8] = 9; /* a format version from the future */
+    KT_CHECK(kcache_entry_decode(copy, len, len, &e, &got) == KCACHE_ECORRUPT && strstr(e.problem, "entry format version 9") == e.problem);
+    kcache_key_free(&got);
+    /* files that are not entries: refused without reading (or blocking) */
+    path_in(link, sizeof link, "e.link");
+    KT_CHECK(symlink(path, link) == 0);
+    KT_CHECK(kcache_entry_read(NULL, link, 1, &e, &got) == KCACHE_OK && e.payload == 1); /* a path the caller named: followed */
+    kcache_key_free(&got);
+    path_in(link, sizeof link, "e.fifo");
+    KT_CHECK(mkfifo(link, 0600) == 0);
+    KT_CHECK(kcache_entry_read(NULL, link, 1, &e, &got) == KCACHE_EUNSAFE);
+    KT_CHECK_STR(e.problem, "not a regular file");
+    kcache_key_free(&got);
+    path_in(link, sizeof link, "e.none");
+    KT_CHECK(kcache_entry_read(NULL, link, 1, &e, &got) == KCACHE_ENOENT && e.error == ENOENT);
+    kcache_key_free(&got);
+    KT_CHECK(kcache_entry_read(r, "e/00/none.kce", 1, &e, &got) == KCACHE_ENOENT);
+    kcache_key_free(&got);
+    KT_CHECK(kcache_entry_read(r, rel, 1, NULL, &got) == KCACHE_EINVAL);
+    kcache_key_free(&got);
+    /* writable by others: not loaded for a copy */
+    KT_CHECK(chmod(path, 0666) == 0);
+    KT_CHECK(kcache_entry_load(r, kcache_key_digest(&k), &got, &data, &size) == KCACHE_EUNSAFE && data == NULL);
+    kcache_key_free(&got);
+    KT_CHECK(chmod(path, 0600) == 0);
+    kcache_key_free(&k);
+    kcache_reader_close(r);
+}
+
+static void entry_walk_and_temp(void) {
+    kcache_reader *r;
+    kcache_entry_walk *w;
+    kcache_entry_file f;
+    kcache_temp_files t, t2;
+    char path[400];
+    int named = 0, stray = 0;
+    if (kcache_reader_open(&r, g_store) != KCACHE_OK) { KT_FAILF("reader"); return; }
+    snprintf(path, sizeof path, "%s/e/00", g_store);
+    mkdir(path, 0700);
+    snprintf(path, sizeof path, "%s/e/00/stray", g_store);
+    write_file(path, "x");
+    KT_CHECK(kcache_entry_walk_open(NULL, &w) == KCACHE_EINVAL);
+    if (kcache_entry_walk_open(r, &w) != KCACHE_OK) { KT_FAILF("walk"); kcache_reader_close(r); return; }
+    while (kcache_entry_walk_next(w, &f) == KCACHE_OK) {
+        if (f.named) {
+            named++;
+            KT_CHECK(f.kind == KCACHE_KIND_FILE && !f.other_shard && f.size > 9 && kcache_entry_stat(r, f.digest, NULL) == KCACHE_OK);
+        } else {
+            stray++;
+            KT_CHECK_STR(f.path, "e/00/stray");
+        }
+    }
+    KT_CHECK(kcache_entry_walk_next(w, &f) == KCACHE_MISS);
+    kcache_entry_walk_close(w);
+    kcache_entry_walk_close(NULL);
+    KT_CHECK_EQ_U64(named, 3);
+    KT_CHECK_EQ_U64(stray, 1);
+    unlink(path);
+    /* tmp/: a dead writer's temp file (pid 2^31-2 runs nowhere) is orphaned; a name not kcache's stays */
+    KT_CHECK(kcache_read_temp_files(r, &t) == KCACHE_OK);
+    snprintf(path, sizeof path, "%s/tmp/2147483646-ab12.tmp", g_store);
+    write_file(path, "12345");
+    snprintf(path, sizeof path, "%s/tmp/notkcaches", g_store);
+    write_file(path, "1");
+    KT_CHECK(kcache_read_temp_files(r, &t2) == KCACHE_OK);
+    KT_CHECK(t2.files == t.files + 2 && t2.orphaned == t.orphaned + 1 && t2.orphaned_bytes == t.orphaned_bytes + 5 && t2.in_progress == t.in_progress + 1);
+    unlink(path);
+    snprintf(path, sizeof path, "%s/tmp/2147483646-ab12.tmp", g_store);
+    unlink(path);
+    KT_CHECK(kcache_read_temp_files(NULL, &t) == KCACHE_EINVAL);
+    kcache_reader_close(r);
+}
+
+static void explain_texts(void) {
+    kcache_key a, b;
+    char dep[300], text[400];
+    const kcache_key_field *f;
+    unsigned char big[100];
+    size_t need;
+    path_in(dep, sizeof dep, "d3.h");
+    write_file(dep, "one\n");
+    make_key(&a, "u", "1", dep);
+    write_file(dep, "three\n");
+    make_key(&b, "u", "2", dep);
+    need = kcache_key_diff_text(&a, &b, text, sizeof text);
+    KT_CHECK_MSG(need == strlen(text) && strstr(text, "opt: \"1\" (stored) vs \"2\" (now)") != NULL, "diff '%s'", text);
+    KT_CHECK(kcache_key_diff_text(&a, &b, text, 6) == need && strlen(text) < 6);
+    need = kcache_key_stamps_text(&a, &b, KCACHE_STAMP_HYBRID, text, sizeof text);
+    KT_CHECK_MSG(need == strlen(text) && strstr(text, "file dep (") == text && strstr(text, " size") != NULL, "stamps '%s'", text);
+    KT_CHECK(kcache_key_diff_text(NULL, &b, text, sizeof text) == 0 && text[0] == 0);
+    kcache_key_free(&a);
+    kcache_key_free(&b);
+    kcache_key_init(&a, "u");
+    memset(big, 7, sizeof big);
+    kcache_key_bytes(&a, "blob", big, sizeof big);
+    kcache_key_str(&a, "name", "x");
+    f = kcache_key_field_at(&a, 0);
+    KT_CHECK(f && kcache_preview_is_digest(f));
+    f = kcache_key_field_at(&a, 1);
+    KT_CHECK(f && !kcache_preview_is_digest(f));
+    KT_CHECK(!kcache_preview_is_digest(NULL));
+    kcache_key_free(&a);
+}
+
+static void index_files(void) {
+#ifndef KCACHE_NO_EXPLAIN
+    static unsigned char file[8192];
+    kcache_reader *r;
+    kcache_index *ix = NULL, *same = NULL;
+    kcache_index_log log;
+    kcache_index_walk *w;
+    kcache_index_file f;
+    const kcache_index_item *it;
+    kcache_key now, dec;
+    char rel[48], path[400], why[120], unit[KCACHE_UNIT_MAX];
+    size_t len = 0;
+    uint32_t i;
+    int best = -1, eq;
+    if (kcache_reader_open(&r, g_store) != KCACHE_OK) { KT_FAILF("reader"); return; }
+    kcache_index_path("blur", rel, sizeof rel);
+    snprintf(path, sizeof path, "%s/%s", g_store, rel);
+    KT_CHECK(read_whole(path, file, sizeof file - 16, &len) && len > 100);
+    KT_CHECK(kcache_index_decode(file, len, &ix, why, sizeof why) == KCACHE_OK && ix);
+    KT_CHECK(kcache_index_read(r, "blur", &same) == KCACHE_OK);
+    KT_CHECK(kcache_index_count(ix, KCACHE_INDEX_LIVE) == kcache_index_count(same, KCACHE_INDEX_LIVE) &&
+             kcache_index_count(ix, KCACHE_INDEX_MISSED) == kcache_index_count(same, KCACHE_INDEX_MISSED));
+    kcache_index_log_info(ix, &log);
+    KT_CHECK(log.unit_len == 4 && memcmp(log.unit, "blur", 4) == 0 && log.bytes == len && log.records >= 3 && log.by_kind[0] >= 2 &&
+             log.by_kind[2] == 1 && log.damaged_bytes == 0 && log.damaged_places == 0 && log.rewritten_at > 0);
+    /* the closest live overload to a key, as a tool finds it */
+    make_key(&now, "blur", "2", NULL);
+    for (i = 0; (it = kcache_index_at(ix, KCACHE_INDEX_LIVE, i)) != NULL; i++) {
+        eq = kcache_record_compare(it->record, it->record_len, &now, &dec);
+        if (eq > best) best = eq;
+        if (eq >= 0) KT_CHECK_STR(dec.unit, "blur");
+        kcache_key_free(&dec);
+    }
+    KT_CHECK_EQ_U64(best, 1); /* opt=2: the overload without the dependency */
+    KT_CHECK(kcache_record_compare("junk", 4, &now, &dec) == -1);
+    kcache_key_free(&dec);
+    kcache_key_free(&now);
+    kcache_index_free(ix);
+    kcache_index_free(same);
+    /* damage: a torn tail is skipped and counted; a header that is not an index's is refused */
+    memcpy(file + len, "torn!!!", 7);
+    KT_CHECK(kcache_index_decode(file, len + 7, &ix, why, sizeof why) == KCACHE_OK);
+    kcache_index_log_info(ix, &log);
+    KT_CHECK(log.damaged_bytes == 7 && log.damaged_places == 1 && kcache_index_count(ix, KCACHE_INDEX_LIVE) == 2);
+    kcache_index_free(ix);
+    KT_CHECK(kcache_index_decode(file, 20, &ix, why, sizeof why) == KCACHE_ECORRUPT && ix == NULL && strstr(why, "truncated") == why);
+    file[0] = 'X';
+    KT_CHECK(kcache_index_decode(file, len, &ix, why, sizeof why) == KCACHE_ECORRUPT && ix == NULL);
+    KT_CHECK_STR(why, "not a kcache index (no KCINDEX magic)");
+    KT_CHECK(kcache_index_decode(NULL, 5, &ix, why, sizeof why) == KCACHE_EINVAL);
+    /* from files */
+    KT_CHECK(kcache_index_load(r, rel, &ix, why, sizeof why) == KCACHE_OK && kcache_index_count(ix, KCACHE_INDEX_LIVE) == 2);
+    kcache_index_free(ix);
+    KT_CHECK(kcache_index_load(NULL, path, &ix, why, sizeof why) == KCACHE_OK);
+    kcache_index_free(ix);
+    KT_CHECK(kcache_index_load(r, "i/00/0000000000000000000000000000beef.kci", &ix, why, sizeof why) == KCACHE_ENOENT && ix == NULL &&
+             strstr(why, "cannot open") == why);
+    path_in(path, sizeof path, "ix.fifo");
+    KT_CHECK(mkfifo(path, 0600) == 0);
+    KT_CHECK(kcache_index_load(NULL, path, &ix, why, sizeof why) == KCACHE_EUNSAFE && ix == NULL);
+    KT_CHECK_STR(why, "not a regular file");
+    /* the walk names each file's whole digest */
+    if (kcache_index_walk_open(r, &w) == KCACHE_OK) {
+        while (kcache_index_walk_next(w, &f) == KCACHE_OK) {
+            KT_CHECK(f.name.lo == f.name_lo && !f.other_shard);
+            if (kcache_index_walk_unit(w, unit, sizeof unit) == KCACHE_OK) {
+                kcache_hash128 h = kcache_hash(unit, strlen(unit));
+                KT_CHECK(h.lo == f.name.lo && h.hi == f.name.hi);
+            }
+        }
+        kcache_index_walk_close(w);
+    }
+    kcache_reader_close(r);
+#else
+    kcache_index *ix = (kcache_index *)1;
+    KT_CHECK(kcache_index_decode("KCINDEX", 8, &ix, NULL, 0) == KCACHE_EDISABLED && ix == NULL);
+#endif
+}
+
 static void remove_tree(const char *dir) {
     char cmd[600];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
@@ -478,6 +775,12 @@ int main(void) {
     KT_RUN(dependencies);
     KT_RUN(index_walk);
     KT_RUN(stats_file);
+    KT_RUN(host_names);
+    KT_RUN(accounting_whole);
+    KT_RUN(entry_files);
+    KT_RUN(entry_walk_and_temp);
+    KT_RUN(explain_texts);
+    KT_RUN(index_files);
     KT_RUN(index_logs); /* last: it damages an index */
     kcache_close(g_kc);
     remove_tree(g_root);

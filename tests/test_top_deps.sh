@@ -10,11 +10,15 @@
 #   deps-same       her own unchanged file still reads "same" (the check itself still works)
 #   deps-foreign    (root) a file owned by a third user is reported "owned by uid N: not read"
 #   deps-root-file  (root) a root-owned file of another size: "changed: size", not read
+#   inspect-*       kcache-inspect DIR UNIT, which shows the same dependencies, looks at them the
+#                   same way: it ends with the FIFO there, says "a symlink: not followed" for the
+#                   link to root's file (whose content is her file's: an inspector that followed it
+#                   would say "content same", having read it), "owned by uid N: not read", ...
 #   nocurses-*      kcache-top built with -DKCACHE_TOP_NO_CURSES and no curses library (what
 #                   `make check` builds where no curses header is found): -b prints what the
 #                   curses build prints; the interactive view says it is not there and exits 2
 #
-# Usage: tests/test_top_deps.sh [KCACHE_TOP [MAKE_STORE]]   (CC: the compiler for nocurses-*)
+# Usage: tests/test_top_deps.sh [KCACHE_TOP [MAKE_STORE [KCACHE_INSPECT]]]   (CC: the compiler for nocurses-*)
 # As root the store is made by a second user (useradd; removed afterwards, whatever happens) and
 # root runs kcache-top on it. Not root, the store is the caller's own: the cases that need other
 # users print "skip".
@@ -23,7 +27,8 @@ set -u
 root=$(cd "$(dirname "$0")/.." && pwd)
 top=${1:-$root/build/kcache-top}
 mk=${2:-$root/build/make_store}
-for v in top mk; do case "${!v}" in /*) ;; *) printf -v "$v" '%s' "$PWD/${!v}" ;; esac; done
+ins=${3:-$root/build/kcache-inspect}
+for v in top mk ins; do case "${!v}" in /*) ;; *) printf -v "$v" '%s' "$PWD/${!v}" ;; esac; done
 failures=0
 # short paths: a dependency's path must fit its preview (64 bytes) for kcache-top to check it
 tmp=$(mktemp -d /tmp/kctd.XXXXXX)
@@ -43,7 +48,7 @@ ok() { echo "ok $1"; }
 fail() { echo "FAIL $1: $2"; failures=$((failures + 1)); }
 skip() { echo "skip $1: $2"; }
 
-for b in "$top" "$mk"; do
+for b in "$top" "$mk" "$ins"; do
     if [ ! -x "$b" ]; then fail build "$b is not an executable (build it first)"; exit 1; fi
 done
 
@@ -68,7 +73,8 @@ if ! as_her "$mk" put "$S" blur 100 $fields >"$tmp/mk.out" 2>&1; then
 fi
 
 # what she does to her dependencies after storing
-echo secret >"$tmp/secret" && chmod 600 "$tmp/secret" # root's (or the caller's) own file
+# root's (or the caller's) own file, holding what her link.h held: only a reader of it can say "same"
+echo '#define X 1' >"$tmp/secret" && chmod 600 "$tmp/secret"
 as_her sh -c "rm $D/fifo.h && mkfifo $D/fifo.h && rm $D/link.h && ln -s $tmp/secret $D/link.h && echo more >>$D/size.h"
 if [ "$made_user" = 1 ]; then
     chown 65534 "$D/foreign.h"                                    # a third user's file
@@ -99,6 +105,34 @@ if [ "$made_user" = 1 ]; then
 else
     skip deps-foreign "not root (or no useradd/setpriv): no other user"
     skip deps-root-file "not root (or no useradd/setpriv): no other user"
+fi
+
+# ---- kcache-inspect DIR UNIT: the same dependencies, the same rule --------------------------------
+timeout -k 2 10 "$ins" "$S" blur >"$tmp/ins" 2>&1
+rc=$?
+ins_out=$(cat "$tmp/ins")
+if [ $rc = 0 ]; then ok inspect-no-hang
+elif [ $rc = 124 ] || [ $rc = 137 ]; then fail inspect-no-hang "kcache-inspect DIR blur did not end within 10 s (blocked on the FIFO?)"
+else fail inspect-no-hang "kcache-inspect exited $rc: $(head -c 400 <<<"$ins_out")"; fi
+# ins_now NAME: the "now:" line under the dependency field NAME
+ins_now() { grep -A3 "^ *$1  *file  *\"" <<<"$ins_out" | sed -n 's/^ *now: *//p' | head -1; }
+ins_check() { # NAME PATTERN CASE
+    local v
+    v=$(ins_now "$1")
+    if grep -q -- "$2" <<<"$v"; then ok "inspect-$3"; else fail "inspect-$3" "$1: shown '$v', want /$2/"; fi
+}
+ins_check fifo 'not a regular file' fifo
+ins_check link '^a symlink: not followed' symlink
+ins_check size 'size differs' size
+ins_check same '^mtime same, size same, content same' same
+if grep -q 'content same' <<<"$(ins_now link)"; then fail inspect-symlink-unread "it read root's file through her link: $(ins_now link)"
+else ok inspect-symlink-unread; fi
+if [ "$made_user" = 1 ]; then
+    ins_check foreign '^owned by uid 65534: not read' foreign
+    ins_check rootf 'size differs' root-file
+else
+    skip inspect-foreign "not root (or no useradd/setpriv): no other user"
+    skip inspect-root-file "not root (or no useradd/setpriv): no other user"
 fi
 
 # ---- kcache-top without curses: batch mode only --------------------------------------------------

@@ -10,7 +10,8 @@
  *   inspect_llvm.c     the host CPU as each numba's LLVM names it, --host
  *   inspect_zip.c      zip members and inflate
  *   inspect_pysrc.c    Python source text: lines, notebook cells, imports
- *   inspect_store.c    kcache stores (the one file compiling kcache.h's implementation)
+ *   inspect_store.c    kcache stores, through kcache.h's public API for tools (the one file
+ *                      compiling kcache.h's implementation)
  * Private to the tool: outside tools/ only the fuzz targets and bench/bench_inspect.c include it,
  * and they build from the same files.  A function here keeps the prefix of its part (ki_ general,
  * ko_ output, ka_ arena, pk_ pickle, nb_/deps_/pr_ numba, feat_ CPU features, zi_/zip_ zip, py_
@@ -71,17 +72,14 @@
 #define KI_MAX_MEMBER    (64u << 20)   /* largest zip member read */
 
 /* ---------------------------------------------------------------------------------------- */
-/* kcache.h's private half, reached through inspect_store.c (the only file that compiles it;  */
-/* the read-only API for tools replaces these).                                              */
+/* kcache.h's helpers, defined in inspect_store.c (the only file that compiles its           */
+/* implementation). The escaping rule's one step is kcache_escape_char (ktext.h's too).      */
 
-#define KI_HOST_FEATURES_MAX 4096      /* a host feature string fits (KCACHE__HOST_FEATURES_MAX) */
-/* kcache__esc_char: one character of the escaping rule (ktext.h's step, through KTEXT_ESC_CHAR) */
-size_t ki_esc_char(const unsigned char *s, size_t n, char out[11], size_t *used);
-char *ki_escs(char *out, size_t cap, const char *s);          /* kcache__escs: a string escaped */
-char *ki_shell_quote(char *out, size_t cap, const char *s);   /* kcache__shell_quote */
-void ki_host_cpu_name(char *out, size_t cap);                 /* kcache__host_cpu_name: the newest LLVM's */
-size_t ki_host_cpu_features(char *out, size_t cap);           /* kcache__host_cpu_features */
-#define KTEXT_ESC_CHAR ki_esc_char
+#define KI_HOST_FEATURES_MAX 4096      /* a host feature string fits (KCACHE_HOST_FEATURES_MAX) */
+char *ki_escs(char *out, size_t cap, const char *s);          /* kcache_escape: a string escaped */
+char *ki_shell_quote(char *out, size_t cap, const char *s);   /* kcache_shell_quote */
+void ki_host_cpu_name(char *out, size_t cap);                 /* kcache_host_cpu_name: the newest LLVM's */
+size_t ki_host_cpu_features(char *out, size_t cap);           /* kcache_host_cpu_features */
 
 /* ---------------------------------------------------------------------------------------- */
 /* The options of a run (every part reads them), and the host CPU a numba run sees.          */

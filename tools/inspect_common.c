@@ -68,7 +68,7 @@ void ko_esc(ki_out *o, const char *s, size_t n)
     while (i < n && !o->full) {
         size_t used, l;
         if (p[i] >= 0x20 && p[i] < 0x7f) { used = l = 1; buf[k] = (char)p[i]; } /* (most of it) */
-        else l = ki_esc_char(p + i, n - i, buf + k, &used);
+        else l = kcache_escape_char(p + i, n - i, buf + k, &used);
         k += l;
         i += used;
         if (k > sizeof buf - 12) { ko_write(o, buf, k); k = 0; }
@@ -154,7 +154,7 @@ void ko_json_str(ki_out *o, const unsigned char *s, size_t n)
             if (k > sizeof buf - 24) { ko_write(o, buf, k); k = 0; }
             continue;
         }
-        l = ki_esc_char(s + i, n - i, one, &used);
+        l = kcache_escape_char(s + i, n - i, one, &used);
         for (j = 0; j < l; j++) {
             if (one[j] == '"' || one[j] == '\\') buf[k++] = '\\';
             buf[k++] = one[j];

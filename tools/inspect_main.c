@@ -23,10 +23,10 @@
  * tree or an error message, never a crash or an unbounded allocation.
  *
  * kcache mode (inspect_store.c) reads a store without changing it: no kcache_open (which
- * creates and repairs), no lock, no write; config.file is read with pread.  It decodes with
- * kcache.h's own static functions (kcache__record_parse, kcache__ix_decode, kcache__acct_valid,
- * ...) so that the tool and the library cannot disagree on what is valid, and takes the host CPU
- * from kcache.h's detector for the numba half as well.
+ * creates and repairs), no lock, no write.  It decodes with kcache.h's public API for tools
+ * (kcache_reader, kcache_entry_read, kcache_index_load, kcache_read_accounting, ...), the
+ * library's own decoders, so that the tool and the library cannot disagree on what is valid, and
+ * takes the host CPU from kcache.h's detector for the numba half as well.
  *
  * This file holds main: the arguments and which part answers them.  The tool is built from
  * every tools/inspect_*.c (inspect.h lists them); the fuzz targets and bench/bench_inspect.c

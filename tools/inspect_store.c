@@ -1,39 +1,39 @@
 /* inspect_store.c - kcache-inspect: kcache stores, their views and their upkeep.
  *
  * A store's summary and consistency check, one unit's index, one entry file, and the commands
- * that change a store: --make-layer, --evict-older-than, --trim, --remove-unit, --clear.  It
- * decodes with kcache.h's own functions, so this is the one file of the tool that compiles
- * kcache.h's implementation (KCACHE_IMPLEMENTATION): the other files include kcache.h for its
- * declarations only, and take the few private functions they need through the ki_ functions
- * at the top of this file. */
+ * that change a store: --make-layer, --evict-older-than, --trim, --remove-unit, --clear.  It reads
+ * through kcache.h's public API for tools (>>toolapi: kcache_reader, kcache_entry_read,
+ * kcache_index_load, kcache_read_accounting, ...), so that the tool and the library cannot disagree
+ * on what is valid, and changes a store only through the library's public calls.  This is the file
+ * of the tool that compiles kcache.h's implementation (KCACHE_IMPLEMENTATION); the other files
+ * include kcache.h for its declarations only, and take the few helpers they need through the ki_
+ * functions at the top of this file. */
 #define KCACHE_IMPLEMENTATION
 #include "inspect.h"
 #include "ktext.h"   /* ktext_eprintf: the store commands' messages */
 
 /* ---------------------------------------------------------------------------------------- */
-/* What the other files take from kcache.h's private half (only this file compiles it).      */
+/* What the other files take from kcache.h (only this file compiles its implementation).     */
 
 /* a feature string fits the size inspect.h gives it */
-typedef char ki_host_features_fit[KI_HOST_FEATURES_MAX >= KCACHE__HOST_FEATURES_MAX ? 1 : -1];
+typedef char ki_host_features_fit[KI_HOST_FEATURES_MAX >= KCACHE_HOST_FEATURES_MAX ? 1 : -1];
 /* kcache.h names the CPU as the newest LLVM inspect_llvm.c knows */
-typedef char ki_llvm_newest_same[KI_LLVM_NEWEST == KCACHE__LLVM_NEWEST ? 1 : -1];
+typedef char ki_llvm_newest_same[KI_LLVM_NEWEST == KCACHE_HOST_CPU_LLVM ? 1 : -1];
 
-size_t ki_esc_char(const unsigned char *s, size_t n, char out[11], size_t *used) { return kcache__esc_char(s, n, out, used); }
-char *ki_escs(char *out, size_t cap, const char *s) { return kcache__escs(out, cap, s); }
-char *ki_shell_quote(char *out, size_t cap, const char *s) { return kcache__shell_quote(out, cap, s); }
-void ki_host_cpu_name(char *out, size_t cap) { kcache__host_cpu_name(out, cap); }
-size_t ki_host_cpu_features(char *out, size_t cap) { return kcache__host_cpu_features(out, cap); }
+char *ki_escs(char *out, size_t cap, const char *s) { return kcache_escape(out, cap, s, s ? strlen(s) : 0); }
+char *ki_shell_quote(char *out, size_t cap, const char *s) { return kcache_shell_quote(out, cap, s); }
+void ki_host_cpu_name(char *out, size_t cap) { kcache_host_cpu_name(out, cap); }
+size_t ki_host_cpu_features(char *out, size_t cap) { return kcache_host_cpu_features(out, cap); }
 
 /* ======================================================================================== */
 /* kcache stores.                                                                            */
 /*                                                                                           */
-/* Read only: no kcache_open (it creates and repairs), no lock, no write, config.file read    */
-/* with pread.  The formats are kcache.h's (>>store, >>index, >>key); its own decoders are    */
-/* used wherever they exist, so the tool and the library agree on what is valid.  Everything  */
-/* read is bounded: an entry's header (KS_MAX_HEADER), an index (KCACHE__IX_MAX), the units   */
-/* tracked, the misses and bad entries kept, the report (KI_MAX_OUTPUT).                      */
+/* Read only: a kcache_reader (no kcache_open, which creates and repairs; no lock, no write).  */
+/* The formats are kcache.h's, and so are the decoders: this file only says what they found.  */
+/* Everything read is bounded: an entry's header (KCACHE_ENTRY_HEADER_MAX), an index          */
+/* (KCACHE_INDEX_MAX), the units tracked, the misses and bad entries kept, the report          */
+/* (KI_MAX_OUTPUT).                                                                            */
 
-#define KS_MAX_HEADER  (16u << 20) /* an entry header beyond this is damage (the largest real one: 14 MiB) */
 #define KS_MAX_UNITS   65536       /* distinct units tracked by a store summary */
 #define KS_SHOW_UNITS  10          /* units listed in a text summary */
 #define KS_SHOW_MAX    1000        /* overloads, units listed at most (JSON too) */
@@ -63,7 +63,7 @@ static void ks_hex(kcache_hash128 d, char out[33]) { kcache_hash_hex(d, out); }
 static int ks_same(kcache_hash128 a, kcache_hash128 b) { return a.lo == b.lo && a.hi == b.hi; }
 
 static const char *ks_reason_word(uint32_t r) { return r < KCACHE_REASON_COUNT ? kcache_reason_name((kcache_reason)r) : "unknown"; }
-static const char *ks_reason_text(uint32_t r) { return r < KCACHE_REASON_COUNT ? kcache__reason_text[r] : "unknown reason"; }
+static const char *ks_reason_text(uint32_t r) { return r < KCACHE_REASON_COUNT ? kcache_reason_text((kcache_reason)r) : "unknown reason"; }
 static const char *ks_type_name(uint32_t t)
 {
     switch (t) {
@@ -152,215 +152,29 @@ long long ks_pread(int fd, void *buf, size_t n, uint64_t off)
     return (long long)have;
 }
 
-/* Opens a file inside a store for reading: no symlink as the last component, never blocking
-   on a FIFO planted there. */
-static int ks_open_in(int dirfd, const char *rel)
-{
-    return openat(dirfd, rel, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
-}
-
 /* ---------------------------------------------------------------------------------------- */
-/* An entry: e/XX/<digest>.kce.                                                               */
+/* An entry: e/XX/<digest>.kce, decoded by kcache_entry_read, check by check.                  */
 
 typedef struct ks_entry {
-    uint64_t file_size;
-    unsigned version, flags;
-    uint32_t hlen, rlen;
-    uint64_t plen;
-    kcache_hash128 digest, psum;
-    int64_t created;
-    int lengths_ok;          /* header, record and payload lengths agree with each other and the file */
-    int hdr_sum;             /* 1 ok, 0 fails, -1 not checkable */
-    int pad;                 /* 1 zero, 0 not, -1 not checkable */
-    int rec;                 /* 1 decodes, 0 not, -1 not checkable */
-    int rec_digest;          /* 1 the record's digest is the header's, 0 not, -1 unknown */
-    int payload;             /* 1 checksum ok, 0 fails, -1 not checked */
-    int name_digest;         /* 1 the file name is the header's digest, 0 not, -1 not a digest name */
-    int key_set;             /* key must be freed */
-    kcache_key key;          /* the decoded key record */
-    const unsigned char *rec_bytes; /* into the caller's buffer */
-    char problem[200];       /* the first thing wrong (in the order kcache checks), "" when sound */
+    kcache_entry_info i;     /* the checks: 1 holds, 0 fails, -1 not checkable; i.problem the first failure */
+    kcache_key key;          /* the decoded key record (kcache_entry_read always sets it: free it) */
 } ks_entry;
 
-static void ks_entry_free(ks_entry *e)
-{
-    if (e->key_set) kcache_key_free(&e->key);
-    e->key_set = 0;
-}
+static void ks_entry_free(ks_entry *e) { kcache_key_free(&e->key); }
 
-static void ks_problem(char *p, size_t cap, const char *fmt, ...) KI_PRINTF(3, 4);
-static void ks_problem(char *p, size_t cap, const char *fmt, ...)
+/* Reads an entry file (inside the store r, or a path the user named when r is NULL) with its
+   payload checksum.  The kcache_status; err says why when it is not an entry at all. */
+static kcache_status ks_entry_read(kcache_reader *r, const char *path, ks_entry *e, char *err, size_t errcap)
 {
-    va_list ap;
-    if (p[0]) return; /* the first one stays */
-    va_start(ap, fmt);
-    vsnprintf(p, cap, fmt, ap);
-    va_end(ap);
-}
-
-/* Decodes an entry's header from its first `have` bytes (the file has file_size).  0 when it is
-   a kcache entry (sound or not: e->problem says), -1 with a message when it is not one at all. */
-static int ks_entry_decode(const unsigned char *h, size_t have, uint64_t file_size, ks_entry *e, char *err, size_t errcap)
-{
-    uint64_t rec_end;
-    memset(e, 0, sizeof *e);
-    e->file_size = file_size;
-    e->hdr_sum = e->pad = e->rec = e->rec_digest = e->payload = e->name_digest = -1;
-    if (have > file_size) have = (size_t)file_size;
-    if (have < 8 || memcmp(h, "KCENTRY", 8) != 0) {
-        ki_fmt(err, errcap, "not a kcache entry (no KCENTRY magic)");
-        return -1;
-    }
-    if (have < KCACHE__ENTRY_FIXED) {
-        ki_fmt(err, errcap, "truncated: %zu bytes, shorter than an entry's fixed header (%d)", have, KCACHE__ENTRY_FIXED);
-        return -1;
-    }
-    e->version = kcache__get_u16(h + 8);
-    e->flags = kcache__get_u16(h + 10);
-    /* version 2: a zstd payload (KCACHE_COMPRESS); its checksum is over the stored bytes, as here */
-    if (e->version != KCACHE__ENTRY_VERSION && !(e->version == KCACHE__ENTRY_VERSION_ZSTD && e->flags == KCACHE__ENTRY_ZSTD)) {
-        ki_fmt(err, errcap, "entry format version %u; this tool reads versions %d and %d (zstd payload)", e->version, KCACHE__ENTRY_VERSION,
-               KCACHE__ENTRY_VERSION_ZSTD);
-        return -1;
-    }
-    e->hlen = kcache__get_u32(h + 12);
-    e->plen = kcache__get_u64(h + 16);
-    e->digest.lo = kcache__get_u64(h + 24);
-    e->digest.hi = kcache__get_u64(h + 32);
-    e->psum.lo = kcache__get_u64(h + 40);
-    e->psum.hi = kcache__get_u64(h + 48);
-    e->created = (int64_t)kcache__get_u64(h + 56);
-    e->rlen = kcache__get_u32(h + 64);
-    rec_end = (uint64_t)KCACHE__ENTRY_FIXED + e->rlen;
-    /* the order of kcache__store_read: lengths, header checksum, padding, key, payload */
-    e->lengths_ok = e->hlen % 16 == 0 && e->hlen <= file_size && e->rlen <= e->hlen && rec_end + 8 + 16 <= e->hlen &&
-                    e->plen == file_size - e->hlen;
-    if (!e->lengths_ok) {
-        if (e->hlen > file_size)
-            ks_problem(e->problem, sizeof e->problem, "truncated: the header says %u bytes of header, the file has %llu",
-                       e->hlen, (unsigned long long)file_size);
-        else if (e->hlen % 16 != 0 || e->rlen > e->hlen || rec_end + 8 + 16 > e->hlen)
-            ks_problem(e->problem, sizeof e->problem, "inconsistent lengths (header %u, key record %u bytes)", e->hlen, e->rlen);
-        else
-            ks_problem(e->problem, sizeof e->problem, "payload length %llu, but %llu bytes follow the header",
-                       (unsigned long long)e->plen, (unsigned long long)(file_size - e->hlen));
-    }
-    if (rec_end + 8 <= have) {
-        e->hdr_sum = kcache__get_u64(h + rec_end) == kcache_hash(h, (size_t)rec_end).lo;
-        if (!e->hdr_sum) ks_problem(e->problem, sizeof e->problem, "header checksum fails");
-    } else {
-        ks_problem(e->problem, sizeof e->problem, "the key record (%u bytes) runs past the header", e->rlen);
-    }
-    if (e->hlen <= have && rec_end + 8 <= e->hlen) {
-        size_t m;
-        e->pad = 1;
-        for (m = (size_t)rec_end + 8; m < e->hlen; m++)
-            if (h[m] != 0) { e->pad = 0; break; }
-        if (!e->pad) ks_problem(e->problem, sizeof e->problem, "the padding after the key record is not zero");
-    }
-    if (rec_end <= have) {
-        e->key_set = 1;
-        e->rec_bytes = h + KCACHE__ENTRY_FIXED;
-        e->rec = kcache__record_parse(h + KCACHE__ENTRY_FIXED, e->rlen, &e->key) == KCACHE_OK;
-        if (!e->rec) ks_problem(e->problem, sizeof e->problem, "the key record does not decode");
-        else if (kcache__record_match(h + KCACHE__ENTRY_FIXED, e->rlen, &e->key, KCACHE_STAMP_HYBRID) != KCACHE__MATCH) {
-            /* kcache__record_parse cuts a unit or name at a NUL byte; kcache's lookup compares the
-               whole record, so no key can ever match this one */
-            e->rec = 0;
-            ks_problem(e->problem, sizeof e->problem, "the key record does not match its own decoding (a NUL byte in a name?)");
-        }
-        else {
-            e->rec_digest = ks_same(e->key.digest, e->digest);
-            if (!e->rec_digest) ks_problem(e->problem, sizeof e->problem, "the key record's digest is not the header's");
-        }
-    }
-    return 0;
+    kcache_status s = kcache_entry_read(r, path, 1, &e->i, &e->key);
+    if (s != KCACHE_OK) ki_fmt(err, errcap, "%s", e->i.problem);
+    return s;
 }
 
 /* A header-level problem: kcache rejects the entry before looking at stamps or the payload. */
 static int ks_entry_header_bad(const ks_entry *e)
 {
-    return !e->lengths_ok || e->hdr_sum != 1 || e->pad != 1 || e->rec != 1 || e->rec_digest != 1 || e->name_digest == 0;
-}
-
-static void ks_entry_payload_result(ks_entry *e, kcache_hash128 sum)
-{
-    e->payload = ks_same(sum, e->psum);
-    if (!e->payload) ks_problem(e->problem, sizeof e->problem, "payload checksum fails");
-}
-
-/* The payload checksum, the payload being the rest of buf. */
-static void ks_entry_payload_mem(const unsigned char *buf, size_t len, ks_entry *e)
-{
-    if (!e->lengths_ok || (uint64_t)len != e->file_size) return;
-    ks_entry_payload_result(e, kcache_hash(buf + e->hlen, (size_t)e->plen));
-}
-
-/* The payload checksum, streamed from the file. */
-static void ks_entry_payload_fd(int fd, ks_entry *e)
-{
-    static unsigned char buf[1 << 16];
-    kcache_hash_state st;
-    uint64_t done = 0;
-    if (!e->lengths_ok) return;
-    kcache_hash_init(&st);
-    while (done < e->plen) {
-        size_t n = e->plen - done < sizeof buf ? (size_t)(e->plen - done) : sizeof buf;
-        long long r = ks_pread(fd, buf, n, e->hlen + done);
-        if (r <= 0) {
-            e->payload = 0;
-            ks_problem(e->problem, sizeof e->problem, "the payload cannot be read (%s)", r < 0 ? strerror(errno) : "short file");
-            return;
-        }
-        kcache_hash_update(&st, buf, (size_t)r);
-        done += (uint64_t)r;
-    }
-    ks_entry_payload_result(e, kcache_hash_final(&st));
-}
-
-/* Reads and decodes an open entry file: its header always, its payload checksum with
-   check_payload.  *hbuf receives the header bytes (free it).  0, or -1 with a message. */
-static int ks_entry_read_fd(int fd, int check_payload, ks_entry *e, unsigned char **hbuf, char *err, size_t errcap)
-{
-    struct stat sb;
-    unsigned char fixed[KCACHE__ENTRY_FIXED];
-    size_t want;
-    long long got;
-    uint32_t hlen;
-    *hbuf = NULL;
-    memset(e, 0, sizeof *e);
-    if (fstat(fd, &sb) != 0) { ki_fmt(err, errcap, "cannot stat: %s", strerror(errno)); return -1; }
-    if (!S_ISREG(sb.st_mode)) { ki_fmt(err, errcap, "not a regular file"); return -1; }
-    got = ks_pread(fd, fixed, sizeof fixed, 0);
-    if (got < 0) { ki_fmt(err, errcap, "cannot read: %s", strerror(errno)); return -1; }
-    if (got < (long long)sizeof fixed) return ks_entry_decode(fixed, (size_t)got, (uint64_t)sb.st_size, e, err, errcap);
-    hlen = kcache__get_u32(fixed + 12);
-    want = hlen < KCACHE__ENTRY_FIXED ? KCACHE__ENTRY_FIXED : hlen > KS_MAX_HEADER ? KS_MAX_HEADER : hlen;
-    if ((uint64_t)want > (uint64_t)sb.st_size) want = (size_t)sb.st_size;
-    *hbuf = (unsigned char *)malloc(want ? want : 1);
-    if (!*hbuf) { ki_fmt(err, errcap, "out of memory"); return -1; }
-    got = ks_pread(fd, *hbuf, want, 0);
-    if (got < 0) { ki_fmt(err, errcap, "cannot read: %s", strerror(errno)); free(*hbuf); *hbuf = NULL; return -1; }
-    if (ks_entry_decode(*hbuf, (size_t)got, (uint64_t)sb.st_size, e, err, errcap) != 0) {
-        ks_entry_free(e);
-        free(*hbuf);
-        *hbuf = NULL;
-        return -1;
-    }
-    if (hlen > KS_MAX_HEADER) ks_problem(e->problem, sizeof e->problem, "implausible header length %u", hlen);
-    if (check_payload) ks_entry_payload_fd(fd, e);
-    return 0;
-}
-
-/* Whether a file name is "<32 hex>.<ext>"; *d gets the digest it names. */
-static int ks_digest_name(const char *name, const char *ext, kcache_hash128 *d)
-{
-    char tmp[40];
-    size_t n = strlen(name);
-    if (n != 36 || strcmp(name + 32, ext) != 0) return 0;
-    memcpy(tmp, name, 32);
-    memcpy(tmp + 32, ".kce", 5);
-    return kcache__parse_entry_name(tmp, d);
+    return !e->i.lengths_ok || e->i.header_sum != 1 || e->i.padding != 1 || e->i.record != 1 || e->i.record_digest != 1 || e->i.name_digest == 0;
 }
 
 /* ---------------------------------------------------------------------------------------- */
@@ -369,16 +183,18 @@ static int ks_digest_name(const char *name, const char *ext, kcache_hash128 *d)
 typedef struct ks_dep {
     const kcache_key_field *f;
     char path[PATH_MAX];
-    int checkable;           /* the path is known exactly */
+    int checkable;           /* the path is known exactly, and the file was looked at */
     int found;               /* the preview kept only the path's end: the path was found (ks_dep_find) */
     const char *why_not;     /* when not */
-    int exists;              /* stat succeeded */
+    char why_buf[64];        /* why_not's text when it names a number */
+    int exists;              /* there now */
     int regular;
-    int err;                 /* errno of stat or of the read */
+    int err;                 /* errno of the open */
     int64_t mtime;
     uint64_t size;
     int hashed;              /* content hashed */
-    int diff;                /* KCACHE__STAMP_* bits */
+    int sized;               /* another size than stored: stat taken, content not read (it changed) */
+    int diff;                /* KCACHE_STAMP_DIFF_* bits */
     int stale;               /* under the policy */
 } ks_dep;
 
@@ -561,75 +377,63 @@ static int ks_dep_find(const kcache_key_field *f, char *out, size_t cap)
     return memo[i].found;
 }
 
-/* Hashes a regular file, at most the size it had when opened (never blocks on a FIFO, never reads
-   a device forever).  0, or an errno. */
-static int ks_hash_file(const char *path, kcache_hash128 *out, uint64_t *size)
+/* The store's owner chose the path, and whoever runs this tool (root, a reader of a shared store)
+   must not be made to follow a link, block on a FIFO or read another user's file: kcache_dep_now
+   looks at it without following a link or blocking, and reads only the owner's (or root's)
+   regular file of the size the key records. Anything else is said, never read. */
+static void ks_dep_check(const kcache_key_field *f, const ki_opts *op, uint32_t owner, ks_dep *d)
 {
-    static unsigned char buf[1 << 16];
-    kcache_hash_state st;
-    struct stat sb;
-    uint64_t done = 0;
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK), e;
-    if (fd < 0) return errno ? errno : EIO;
-    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) { e = errno ? errno : EINVAL; close(fd); return e ? e : EINVAL; }
-    kcache_hash_init(&st);
-    while (done < (uint64_t)sb.st_size) {
-        size_t n = (uint64_t)sb.st_size - done < sizeof buf ? (size_t)((uint64_t)sb.st_size - done) : sizeof buf;
-        long long r = ks_pread(fd, buf, n, done);
-        if (r < 0) { e = errno; close(fd); return e ? e : EIO; }
-        if (r == 0) break;
-        kcache_hash_update(&st, buf, (size_t)r);
-        done += (uint64_t)r;
-    }
-    close(fd);
-    *out = kcache_hash_final(&st);
-    *size = done;
-    return 0;
-}
-
-static void ks_dep_check(const kcache_key_field *f, const ki_opts *op, ks_dep *d)
-{
-    struct stat sb;
-    kcache_key_field now;
+    kcache_dep now;
     memset(d, 0, sizeof *d);
     d->f = f;
     if (op->no_deps) { d->why_not = "not checked"; return; }
     if (!ks_dep_path(f, d->path, sizeof d->path)) {
-        int cut = strncmp(f->preview, "...", 3) == 0 || f->size > KCACHE__PREVIEW_BYTES;
+        int cut = strncmp(f->preview, "...", 3) == 0 || f->size > KCACHE_PREVIEW_BYTES;
         if (!cut || !(d->found = ks_dep_find(f, d->path, sizeof d->path))) {
             d->why_not = cut ? "path cut, and not found here by its end, length and digest: cannot check"
                              : "the preview is not the path, cannot check";
             return;
         }
     }
+    kcache_dep_now(f, d->path, owner, UINT64_MAX, &now); /* (the size stored bounds what is read) */
+    switch (now.state) {
+    case KCACHE_DEP_SYMLINK:
+        d->why_not = kcache_dep_state_text(now.state);
+        return;
+    case KCACHE_DEP_FOREIGN:
+        ki_fmt(d->why_buf, sizeof d->why_buf, "owned by uid %lu: not read", (unsigned long)now.uid);
+        d->why_not = d->why_buf;
+        return;
+    default:
+        break;
+    }
     d->checkable = 1;
-    if (stat(d->path, &sb) != 0) {
-        d->err = errno;
+    d->err = now.error;
+    if (now.state == KCACHE_DEP_MISSING) {
         d->stale = 1; /* kcache_key_file fails: the program cannot even build this key */
-        d->diff = KCACHE__STAMP_MTIME | KCACHE__STAMP_SIZE | KCACHE__STAMP_CONTENT;
+        d->diff = KCACHE_STAMP_DIFF_MTIME | KCACHE_STAMP_DIFF_SIZE | KCACHE_STAMP_DIFF_CONTENT;
         return;
     }
     d->exists = 1;
-    d->regular = S_ISREG(sb.st_mode);
-    d->mtime = (int64_t)sb.st_mtim.tv_sec * 1000000000 + sb.st_mtim.tv_nsec;
-    d->size = (uint64_t)sb.st_size;
-    memset(&now, 0, sizeof now);
-    now.mtime_ns = d->mtime;
-    now.file_size = d->size;
-    if (d->regular && (d->err = ks_hash_file(d->path, &now.content, &now.file_size)) == 0) d->hashed = 1;
-    if (!d->hashed) { now.content.lo = ~f->content.lo; now.content.hi = f->content.hi; } /* unreadable: differs */
-    d->diff = kcache__stamp_diff(f, &now);
-    d->stale = !d->hashed || kcache__stamp_stale(d->diff, op->stamp);
+    d->regular = now.state != KCACHE_DEP_NOT_REGULAR;
+    d->mtime = now.now.mtime_ns;
+    d->size = now.now.file_size;
+    d->hashed = now.state == KCACHE_DEP_READ;
+    d->sized = now.state == KCACHE_DEP_OTHER_SIZE;
+    if (d->hashed || d->sized) d->diff = kcache_stamp_compare(f, &now.now);
+    else d->diff = KCACHE_STAMP_DIFF_MTIME | KCACHE_STAMP_DIFF_SIZE | KCACHE_STAMP_DIFF_CONTENT; /* unreadable: differs */
+    if (d->sized) d->diff |= KCACHE_STAMP_DIFF_CONTENT; /* another size is other bytes */
+    d->stale = !(d->hashed || d->sized) || kcache_stamp_stale(d->diff, op->stamp);
 }
 
 /* "mtime, size, content" for the differing parts. */
 static void ks_dep_what(const ks_dep *d, char *out, size_t cap)
 {
-    ki_fmt(out, cap, "%s%s%s%s%s", (d->diff & KCACHE__STAMP_MTIME) ? "mtime" : "",
-           (d->diff & KCACHE__STAMP_MTIME) && (d->diff & (KCACHE__STAMP_SIZE | KCACHE__STAMP_CONTENT)) ? ", " : "",
-           (d->diff & KCACHE__STAMP_SIZE) ? "size" : "",
-           (d->diff & KCACHE__STAMP_SIZE) && (d->diff & KCACHE__STAMP_CONTENT) ? ", " : "",
-           (d->diff & KCACHE__STAMP_CONTENT) ? "content" : "");
+    ki_fmt(out, cap, "%s%s%s%s%s", (d->diff & KCACHE_STAMP_DIFF_MTIME) ? "mtime" : "",
+           (d->diff & KCACHE_STAMP_DIFF_MTIME) && (d->diff & (KCACHE_STAMP_DIFF_SIZE | KCACHE_STAMP_DIFF_CONTENT)) ? ", " : "",
+           (d->diff & KCACHE_STAMP_DIFF_SIZE) ? "size" : "",
+           (d->diff & KCACHE_STAMP_DIFF_SIZE) && (d->diff & KCACHE_STAMP_DIFF_CONTENT) ? ", " : "",
+           (d->diff & KCACHE_STAMP_DIFF_CONTENT) ? "content" : "");
 }
 
 /* One line about a dependency now: "mtime same, size same, content same", "missing now", ... */
@@ -638,9 +442,9 @@ static void ks_dep_now(const ks_dep *d, char *out, size_t cap)
     if (!d->checkable) { ki_fmt(out, cap, "%s", d->why_not ? d->why_not : "not checked"); return; }
     if (!d->exists) { ki_fmt(out, cap, "missing now (%s)", strerror(d->err)); return; }
     if (!d->regular) { ki_fmt(out, cap, "not a regular file now"); return; }
-    if (!d->hashed) { ki_fmt(out, cap, "unreadable now (%s)", strerror(d->err)); return; }
-    ki_fmt(out, cap, "mtime %s, size %s, content %s%s", (d->diff & KCACHE__STAMP_MTIME) ? (d->f->mtime_ns ? "differs" : "not recorded") : "same",
-           (d->diff & KCACHE__STAMP_SIZE) ? "differs" : "same", (d->diff & KCACHE__STAMP_CONTENT) ? "differs" : "same",
+    if (!d->hashed && !d->sized) { ki_fmt(out, cap, "unreadable now (%s)", strerror(d->err)); return; }
+    ki_fmt(out, cap, "mtime %s, size %s, content %s%s", (d->diff & KCACHE_STAMP_DIFF_MTIME) ? (d->f->mtime_ns ? "differs" : "not recorded") : "same",
+           (d->diff & KCACHE_STAMP_DIFF_SIZE) ? "differs" : "same", (d->diff & KCACHE_STAMP_DIFF_CONTENT) ? "differs" : "same",
            d->diff && !d->stale ? " (the stamp policy keeps it)" : "");
 }
 
@@ -677,7 +481,7 @@ static void ks_verdict_of(int entry, const ks_entry *e, const char *entry_err, c
     }
     if (entry > 0 && (entry_err || ks_entry_header_bad(e))) {
         v->code = KS_CORRUPT;
-        ki_fmt(v->text, sizeof v->text, "entry corrupt: %s", entry_err ? entry_err : e->problem);
+        ki_fmt(v->text, sizeof v->text, "entry corrupt: %s", entry_err ? entry_err : e->i.problem);
         return;
     }
     if (nstale) {
@@ -696,9 +500,9 @@ static void ks_verdict_of(int entry, const ks_entry *e, const char *entry_err, c
         }
         return;
     }
-    if (entry > 0 && e->payload == 0) {
+    if (entry > 0 && e->i.payload == 0) {
         v->code = KS_CORRUPT;
-        ki_fmt(v->text, sizeof v->text, "entry corrupt: %s", e->problem);
+        ki_fmt(v->text, sizeof v->text, "entry corrupt: %s", e->i.problem);
         return;
     }
     if (entry < 0) { v->code = KS_UNCHECKED; len = (size_t)ki_fmt(v->text, sizeof v->text, "entry not checked (no store)"); }
@@ -713,20 +517,12 @@ static void ks_verdict_of(int entry, const ks_entry *e, const char *entry_err, c
 /* ---------------------------------------------------------------------------------------- */
 /* Fields.                                                                                   */
 
-static int ks_preview_is_digest(const kcache_key_field *f)
-{
-    const char *p = f->preview;
-    if (f->type != KCACHE_FIELD_BYTES || *p != '<') return 0;
-    p++;
-    if (*p < '0' || *p > '9') return 0;
-    while (*p >= '0' && *p <= '9') p++;
-    return strncmp(p, " bytes xxh128:", 14) == 0;
-}
+static int ks_preview_is_digest(const kcache_key_field *f) { return kcache_preview_is_digest(f); }
 
 /* "    name  type  "preview"" lines of a key's fields (file fields with their stamp now, when deps). */
 static void ks_fields_text(ki_out *o, const kcache_key *k, const ks_dep *deps, size_t indent)
 {
-    const kcache_key_field *f = kcache__key_fields(k);
+    const kcache_key_field *f = kcache_key_field_at(k, 0); /* (one array) */
     size_t w = 4, i, j, d = 0;
     for (i = 0; i < k->count; i++) { size_t l = strlen(f[i].name); if (l > w) w = l; }
     if (w > 22) w = 22;
@@ -765,7 +561,7 @@ static void ks_fields_text(ki_out *o, const kcache_key *k, const ks_dep *deps, s
 
 static void ks_fields_json(ki_out *o, const kcache_key *k, const ks_dep *deps)
 {
-    const kcache_key_field *f = kcache__key_fields(k);
+    const kcache_key_field *f = kcache_key_field_at(k, 0); /* (one array) */
     size_t i, d = 0;
     ko_puts(o, "[");
     for (i = 0; i < k->count && !o->full; i++) {
@@ -792,8 +588,8 @@ static void ks_fields_json(ki_out *o, const kcache_key *k, const ks_dep *deps)
                         ko_printf(o, ", \"mtime_ns\": %lld, \"size\": %llu, \"regular\": %s, \"hashed\": %s", (long long)dp->mtime,
                                   (unsigned long long)dp->size, dp->regular ? "true" : "false", dp->hashed ? "true" : "false");
                     ko_printf(o, ", \"mtime_same\": %s, \"size_same\": %s, \"content_same\": %s, \"stale\": %s",
-                              (dp->diff & KCACHE__STAMP_MTIME) ? "false" : "true", (dp->diff & KCACHE__STAMP_SIZE) ? "false" : "true",
-                              (dp->diff & KCACHE__STAMP_CONTENT) ? "false" : "true", dp->stale ? "true" : "false");
+                              (dp->diff & KCACHE_STAMP_DIFF_MTIME) ? "false" : "true", (dp->diff & KCACHE_STAMP_DIFF_SIZE) ? "false" : "true",
+                              (dp->diff & KCACHE_STAMP_DIFF_CONTENT) ? "false" : "true", dp->stale ? "true" : "false");
                 }
                 ko_puts(o, "}");
             }
@@ -804,9 +600,9 @@ static void ks_fields_json(ki_out *o, const kcache_key *k, const ks_dep *deps)
 }
 
 /* The dependency checks of a key's file fields, in field order (free the result). */
-static ks_dep *ks_deps_of(const kcache_key *k, const ki_opts *op, size_t *n)
+static ks_dep *ks_deps_of(const kcache_key *k, const ki_opts *op, uint32_t owner, size_t *n)
 {
-    const kcache_key_field *f = kcache__key_fields(k);
+    const kcache_key_field *f = kcache_key_field_at(k, 0); /* (one array) */
     size_t i, c = 0;
     ks_dep *d;
     *n = 0;
@@ -814,359 +610,200 @@ static ks_dep *ks_deps_of(const kcache_key *k, const ki_opts *op, size_t *n)
     d = (ks_dep *)calloc(c ? c : 1, sizeof *d);
     if (!d) return NULL;
     for (i = 0; i < k->count; i++)
-        if (f[i].type == KCACHE_FIELD_FILE) ks_dep_check(&f[i], op, &d[(*n)++]);
+        if (f[i].type == KCACHE_FIELD_FILE) ks_dep_check(&f[i], op, owner, &d[(*n)++]);
     return d;
 }
 
 /* ---------------------------------------------------------------------------------------- */
-/* A unit's index: i/XX/<xxh128 of the unit>.kci, an append-only log replayed as kcache does.  */
+/* A unit's index: i/XX/<xxh128 of the unit>.kci, an append-only log kcache_index_load       */
+/* replays as kcache does (damaged records skipped and counted).                              */
 
 typedef struct ks_index {
-    const unsigned char *buf;
-    size_t len, hlen, ulen;
-    size_t skipped, stretches;       /* bytes that do not decode as a record (kcache skips them), in how many places */
-    size_t skipped_end;              /* (decoding) just past the last skipped byte, from hlen */
-    char unit[KCACHE_UNIT_MAX];      /* the unit, NUL-terminated (ulen bytes; a NUL inside cuts it) */
-    uint64_t compacted;              /* the log's length after its last rewrite */
-    size_t records, kinds[4];        /* records decoded, by kind (live, gone, missed, forgotten) */
-    kcache__ix_item *list[KCACHE__IX_LISTS];
-    uint32_t n[KCACHE__IX_LISTS], cap[KCACHE__IX_LISTS];
-    size_t dropped[KCACHE__IX_LISTS]; /* older gone and missed items kcache forgets too */
+    kcache_index *x;
+    kcache_index_log log;
+    char unit[KCACHE_UNIT_MAX];      /* the unit, NUL-terminated (log.unit_len bytes; a NUL inside cuts it) */
 } ks_index;
 
+static void ks_index_set(ks_index *ix, kcache_index *x)
+{
+    ix->x = x;
+    kcache_index_log_info(x, &ix->log);
+    memcpy(ix->unit, ix->log.unit, ix->log.unit_len);
+    ix->unit[ix->log.unit_len] = 0;
+}
 static void ks_index_free(ks_index *ix)
 {
-    int l;
-    for (l = 0; l < KCACHE__IX_LISTS; l++) free(ix->list[l]);
-    memset(ix, 0, sizeof *ix);
+    kcache_index_free(ix->x);
+    ix->x = NULL;
 }
-
-static int ks_index_push(ks_index *ix, int l, const kcache__ix_item *it)
-{
-    if (l != KCACHE__IX_LIVE && ix->n[l] == KCACHE__IX_KEEP) { /* bounded as kcache bounds it: the oldest goes */
-        memmove(ix->list[l], ix->list[l] + 1, sizeof *it * (KCACHE__IX_KEEP - 1));
-        ix->n[l]--;
-        ix->dropped[l]++;
-    }
-    if (ix->n[l] == ix->cap[l]) {
-        uint32_t nc = ix->cap[l] ? ix->cap[l] * 2 : 8;
-        kcache__ix_item *ni = (kcache__ix_item *)realloc(ix->list[l], sizeof *ni * nc);
-        if (!ni) return 0;
-        ix->list[l] = ni;
-        ix->cap[l] = nc;
-    }
-    ix->list[l][ix->n[l]++] = *it;
-    return 1;
-}
-
-/* Decodes an index held in memory (buf stays the caller's; items point into it) as
-   kcache__ix_read does: a damaged or torn record is skipped byte by byte up to the next sound
-   one.  0 when its header is sound; -1 with a message when it is not a kcache index or its
-   header fails. */
-static int ks_index_decode(const unsigned char *buf, size_t len, ks_index *ix, char *err, size_t errcap)
-{
-    kcache__rbuf r;
-    kcache__ix_item *recs = NULL;
-    unsigned char *kinds = NULL;
-    uint32_t *table = NULL;
-    size_t cap, tsz, mask, nrec = 0, i;
-    unsigned ver;
-    memset(ix, 0, sizeof *ix);
-    ix->buf = buf;
-    ix->len = len;
-    if (len < 8 || memcmp(buf, "KCINDEX", 8) != 0) { ki_fmt(err, errcap, "not a kcache index (no KCINDEX magic)"); return -1; }
-    if (len < 26) { ki_fmt(err, errcap, "truncated: %zu bytes, shorter than an index header", len); return -1; }
-    ver = kcache__get_u16(buf + 8);
-    if (ver != KCACHE__IX_VERSION) {
-        ki_fmt(err, errcap, "index format version %u; this tool reads version %d", ver, KCACHE__IX_VERSION);
-        return -1;
-    }
-    ix->ulen = kcache__get_u16(buf + 24);
-    if (ix->ulen == 0 || ix->ulen >= KCACHE_UNIT_MAX) { ki_fmt(err, errcap, "implausible unit name length %zu", ix->ulen); return -1; }
-    ix->hlen = 26 + ix->ulen + 8;
-    if (len < ix->hlen) { ki_fmt(err, errcap, "truncated: %zu bytes, the header needs %zu", len, ix->hlen); return -1; }
-    if (kcache__get_u64(buf + ix->hlen - 8) != kcache_hash(buf, ix->hlen - 8).lo) {
-        ki_fmt(err, errcap, "index header checksum fails");
-        return -1;
-    }
-    memcpy(ix->unit, buf + 26, ix->ulen);
-    ix->unit[ix->ulen] = 0;
-    ix->compacted = kcache__get_u64(buf + 16);
-    cap = (len - ix->hlen) / 60 + 1; /* a record is at least 60 bytes */
-    for (tsz = 64; tsz < cap * 2; tsz <<= 1) {
-    }
-    mask = tsz - 1;
-    recs = (kcache__ix_item *)malloc(sizeof *recs * cap);
-    kinds = (unsigned char *)malloc(cap);
-    table = (uint32_t *)malloc(sizeof *table * tsz);
-    if (!recs || !kinds || !table) {
-        free(recs); free(kinds); free(table);
-        ki_fmt(err, errcap, "out of memory");
-        return -1;
-    }
-    memset(table, 0xff, sizeof *table * tsz);
-    r.p = buf; r.len = len; r.pos = ix->hlen; r.bad = 0;
-    while (nrec < cap && r.pos < r.len) {
-        size_t at = r.pos, h;
-        int kind = kcache__ix_decode(&r, &recs[nrec]);
-        if (kind < 0) { /* damaged or torn: look for the next sound record, as kcache does */
-            if (!ix->skipped || at != ix->hlen + ix->skipped_end) ix->stretches++;
-            ix->skipped++;
-            ix->skipped_end = at + 1 - ix->hlen;
-            r.pos = at + 1;
-            continue;
-        }
-        kinds[nrec] = (unsigned char)kind;
-        ix->kinds[kind]++;
-        if (kind != KCACHE__IX_MISSED) { /* the latest state of each digest wins */
-            for (h = (size_t)recs[nrec].digest.lo & mask; table[h] != 0xffffffffu; h = (h + 1) & mask)
-                if (ks_same(recs[table[h]].digest, recs[nrec].digest)) break;
-            table[h] = (uint32_t)nrec;
-        }
-        nrec++;
-    }
-    if (r.pos < r.len) { ix->skipped += r.len - r.pos; if (ix->skipped_end != r.pos - ix->hlen) ix->stretches++; }
-    ix->records = nrec;
-    for (i = 0; i < nrec; i++) {
-        size_t h;
-        int ok = 1;
-        if (kinds[i] == KCACHE__IX_MISSED) ok = ks_index_push(ix, KCACHE__IX_MISSED, &recs[i]);
-        else if (kinds[i] != KCACHE__IX_FORGET) {
-            for (h = (size_t)recs[i].digest.lo & mask; table[h] != 0xffffffffu; h = (h + 1) & mask)
-                if (ks_same(recs[table[h]].digest, recs[i].digest)) break;
-            if (table[h] == i) ok = ks_index_push(ix, kinds[i], &recs[i]);
-        }
-        if (!ok) {
-            free(recs); free(kinds); free(table);
-            ks_index_free(ix);
-            ki_fmt(err, errcap, "out of memory");
-            return -1;
-        }
-    }
-    free(recs);
-    free(kinds);
-    free(table);
-    return 0;
-}
-
-/* Reads a whole index file (at most KCACHE__IX_MAX bytes, as kcache reads it). */
-static unsigned char *ks_read_index_fd(int fd, size_t *len, char *err, size_t errcap)
-{
-    struct stat sb;
-    unsigned char *buf;
-    long long got;
-    if (fstat(fd, &sb) != 0) { ki_fmt(err, errcap, "cannot stat: %s", strerror(errno)); return NULL; }
-    if (!S_ISREG(sb.st_mode)) { ki_fmt(err, errcap, "not a regular file"); return NULL; }
-    if ((uint64_t)sb.st_size > KCACHE__IX_MAX) {
-        ki_fmt(err, errcap, "%lld bytes: larger than any index kcache reads (%zu MiB)", (long long)sb.st_size, KCACHE__IX_MAX >> 20);
-        return NULL;
-    }
-    buf = (unsigned char *)malloc(sb.st_size ? (size_t)sb.st_size : 1);
-    if (!buf) { ki_fmt(err, errcap, "out of memory"); return NULL; }
-    got = ks_pread(fd, buf, (size_t)sb.st_size, 0);
-    if (got < 0) { ki_fmt(err, errcap, "cannot read: %s", strerror(errno)); free(buf); return NULL; }
-    *len = (size_t)got;
-    return buf;
-}
+static uint32_t ks_n(const ks_index *ix, kcache_index_list l) { return kcache_index_count(ix->x, l); }
+static const kcache_index_item *ks_item(const ks_index *ix, kcache_index_list l, uint32_t i) { return kcache_index_at(ix->x, l, i); }
 
 /* ---------------------------------------------------------------------------------------- */
 /* config.file: the accounting header, the eviction log, the use table.                      */
 
 typedef struct ks_cf {
     int present;             /* a regular file of at least a header's size */
-    int valid;               /* as kcache__acct_valid decides */
-    int magic_ok, version_ok, geometry_ok, sum_ok;
-    uint64_t file_size, nslots;
-    uint32_t version, lg;
-    uint64_t accounted, entries, generation, limit, evictions;
-    uint32_t busy;
-    int64_t created;
-    uint64_t evlog_next;
-    struct { kcache_hash128 d; int64_t when; uint64_t size; } evlog[KCACHE__EVLOG_SLOTS];
-    int evlog_n;             /* slots in use */
+    kcache_accounting a;     /* its header, with kcache's checks (a.valid) */
+    kcache_eviction evlog[KCACHE_EVICTION_LOG];
+    unsigned evlog_n;        /* slots in use */
     char why[160];           /* when not present or not valid */
 } ks_cf;
 
-/* Decodes config.file's first page (hdr holds KCACHE__ACCT_HEADER bytes) of a file of file_size. */
-static void ks_cf_decode(const unsigned char *hdr, uint64_t file_size, ks_cf *c)
+/* What kcache_accounting_decode found, in words. */
+static void ks_cf_judge(ks_cf *c, kcache_status s)
 {
-    int i;
-    memset(c, 0, sizeof *c);
-    c->present = 1;
-    c->file_size = file_size;
-    c->magic_ok = memcmp(hdr, "KCACHECF", 8) == 0;
-    c->version = kcache__get_u32(hdr + 8);
-    c->version_ok = c->version == KCACHE__ACCT_VERSION && kcache__get_u32(hdr + 12) == KCACHE__ACCT_HEADER;
-    c->lg = kcache__get_u32(hdr + 16);
-    c->geometry_ok = kcache__get_u32(hdr + 20) == KCACHE__WAYS && c->lg >= 4 && c->lg <= 24 &&
-                     file_size == KCACHE__ACCT_HEADER + ((uint64_t)KCACHE__WAYS << c->lg) * KCACHE__SLOT;
-    c->sum_ok = kcache__get_u64(hdr + KCACHE__ACCT_SUMMED) == kcache_hash(hdr, KCACHE__ACCT_SUMMED).lo;
-    c->valid = kcache__acct_valid(hdr, file_size);
-    c->accounted = kcache__get_u64(hdr + 24);
-    c->entries = kcache__get_u64(hdr + 32);
-    c->generation = kcache__get_u64(hdr + 40);
-    c->busy = kcache__get_u32(hdr + 48);
-    c->limit = kcache__get_u64(hdr + 56);
-    c->evictions = kcache__get_u64(hdr + 64);
-    c->created = (int64_t)kcache__get_u64(hdr + 72);
-    c->evlog_next = kcache__get_u64(hdr + KCACHE__EVLOG_AT - 8);
-    for (i = 0; i < KCACHE__EVLOG_SLOTS; i++) {
-        const unsigned char *s = hdr + KCACHE__EVLOG_AT + i * 32;
-        c->evlog[i].d.lo = kcache__get_u64(s);
-        c->evlog[i].d.hi = kcache__get_u64(s + 8);
-        c->evlog[i].when = (int64_t)kcache__get_u64(s + 16);
-        c->evlog[i].size = kcache__get_u64(s + 24);
-        if (c->evlog[i].d.lo || c->evlog[i].d.hi) c->evlog_n++;
+    memset(c->why, 0, sizeof c->why);
+    if (s == KCACHE_OK || (s == KCACHE_ECORRUPT && c->a.file_size >= 4096 && !c->a.magic_ok)) {
+        c->present = 1;
+        if (!c->a.valid)
+            ki_fmt(c->why, sizeof c->why, "%s", !c->a.magic_ok ? "no KCACHECF magic" : !c->a.version_ok ? "another format version"
+                                               : !c->a.geometry_ok ? "its size does not fit its use table" : "header checksum fails");
+        return;
     }
-    /* the use table's geometry: the file's size decides it, as kcache maps it */
-    if (file_size > KCACHE__ACCT_HEADER && (file_size - KCACHE__ACCT_HEADER) % KCACHE__SLOT == 0) {
-        uint64_t n = (file_size - KCACHE__ACCT_HEADER) / KCACHE__SLOT;
-        if (n >= 4 * KCACHE__WAYS && n <= ((uint64_t)KCACHE__WAYS << 24) && (n & (n - 1)) == 0) c->nslots = n;
-    }
-    if (!c->valid)
-        ki_fmt(c->why, sizeof c->why, "%s", !c->magic_ok ? "no KCACHECF magic" : !c->version_ok ? "another format version"
-                                           : !c->geometry_ok ? "its size does not fit its use table" : "header checksum fails");
+    c->present = 0;
+    if (s == KCACHE_ENOENT) ki_fmt(c->why, sizeof c->why, "missing");
+    else if (s == KCACHE_EUNSAFE) ki_fmt(c->why, sizeof c->why, "not a regular file");
+    else if (s == KCACHE_ECORRUPT) ki_fmt(c->why, sizeof c->why, "truncated (%lld bytes)", (long long)c->a.file_size);
+    else ki_fmt(c->why, sizeof c->why, "%s", kcache_strerror(s));
 }
 
 /* When the eviction log says d left the store (0 when it does not remember it). */
 static int64_t ks_cf_evicted(const ks_cf *c, kcache_hash128 d)
 {
-    int i;
-    if (!c || !c->present || !c->magic_ok) return 0;
-    for (i = 0; i < KCACHE__EVLOG_SLOTS; i++)
-        if (c->evlog[i].d.lo == d.lo && c->evlog[i].d.hi == d.hi) return c->evlog[i].when ? c->evlog[i].when : 1;
+    unsigned i;
+    if (!c || !c->present || !c->a.magic_ok) return 0;
+    for (i = 0; i < c->evlog_n; i++)
+        if (ks_same(c->evlog[i].digest, d)) return c->evlog[i].when ? c->evlog[i].when : 1;
     return 0;
 }
 
-/* Reads config.file in a store (pread only).  0 when it is there and readable (valid or not). */
-static int ks_cf_read(int dirfd, ks_cf *c)
+/* Reads config.file in a store.  0 when it is there and readable (valid or not). */
+static int ks_cf_read(kcache_reader *r, ks_cf *c)
 {
-    unsigned char hdr[KCACHE__ACCT_HEADER];
-    struct stat sb;
-    int fd = ks_open_in(dirfd, "config.file");
+    kcache_status s;
     memset(c, 0, sizeof *c);
-    if (fd < 0) { ki_fmt(c->why, sizeof c->why, "%s", errno == ENOENT ? "missing" : strerror(errno)); return -1; }
-    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) { close(fd); ki_fmt(c->why, sizeof c->why, "not a regular file"); return -1; }
-    if (sb.st_size < KCACHE__ACCT_HEADER || ks_pread(fd, hdr, sizeof hdr, 0) != (long long)sizeof hdr) {
-        close(fd);
-        ki_fmt(c->why, sizeof c->why, "truncated (%lld bytes)", (long long)sb.st_size);
-        return -1;
-    }
-    close(fd);
-    ks_cf_decode(hdr, (uint64_t)sb.st_size, c);
-    return 0;
+    s = kcache_read_accounting(r, &c->a);
+    if (s == KCACHE_OK) kcache_read_evictions(r, c->evlog, &c->evlog_n);
+    ks_cf_judge(c, s);
+    return c->present ? 0 : -1;
 }
 
-/* The use table's slot for d (one pread of its bucket); 1 with its last use and size when found. */
-static int ks_slot_lookup(int cffd, const ks_cf *c, kcache_hash128 d, int64_t *use, uint64_t *size)
+/* The same from a header in memory (the fuzz target's way in). */
+static KI_MAYBE_UNUSED void ks_cf_decode(const unsigned char *hdr, uint64_t file_size, ks_cf *c)
 {
-    unsigned char b[KCACHE__WAYS * KCACHE__SLOT];
-    uint64_t bucket;
-    int w;
-    if (cffd < 0 || !c->nslots) return 0;
-    bucket = (d.lo & (c->nslots / KCACHE__WAYS - 1)) * KCACHE__WAYS;
-    if (ks_pread(cffd, b, sizeof b, KCACHE__ACCT_HEADER + bucket * KCACHE__SLOT) != (long long)sizeof b) return 0;
-    for (w = 0; w < KCACHE__WAYS; w++) {
-        const unsigned char *s = b + w * KCACHE__SLOT;
-        if (kcache__get_u64(s) == d.lo && kcache__get_u64(s + 8) == d.hi) {
-            *use = (int64_t)kcache__get_u64(s + 16);
-            *size = kcache__get_u64(s + 24);
-            return 1;
-        }
-    }
-    return 0;
+    memset(c, 0, sizeof *c);
+    ks_cf_judge(c, kcache_accounting_decode(hdr, 4096, file_size, &c->a, c->evlog, &c->evlog_n));
 }
 
 /* ---------------------------------------------------------------------------------------- */
 /* Explaining a traced miss from the index it is in.                                          */
 
+/* Appends to out (cap bytes) at *len, as kcache's explanations are built: the text stops at the
+   first character that does not fit, and *len counts what it needed. */
+static void ks_cat(char *out, size_t cap, size_t *len, const char *fmt, ...) KI_PRINTF(4, 5);
+static void ks_cat(char *out, size_t cap, size_t *len, const char *fmt, ...)
+{
+    va_list ap;
+    int n;
+    va_start(ap, fmt);
+    n = vsnprintf(*len < cap ? out + *len : NULL, *len < cap ? cap - *len : 0, fmt, ap);
+    va_end(ap);
+    if (n > 0) *len += (size_t)n;
+}
+
 /* Why a traced miss missed, in words: the closest live overload and the fields that differ, the
    dependency that changed, when it was evicted... */
-static void ks_explain_miss(const ks_index *ix, const kcache__ix_item *m, const ks_cf *cf, int policy, char *out, size_t cap)
+static void ks_explain_miss(const ks_index *ix, const kcache_index_item *m, const ks_cf *cf, int policy, char *out, size_t cap)
 {
-    kcache__sb b;
     kcache_key now;
     char t[64];
     uint32_t i;
-    b.p = out; b.cap = cap; b.len = 0;
+    size_t len = 0;
     out[0] = 0;
-    if (kcache__record_parse(m->rec, m->rec_len, &now) != KCACHE_OK) {
+    if (kcache_record_decode(m->record, m->record_len, &now) != KCACHE_OK) {
         kcache_key_free(&now);
-        kcache__sb_add(&b, "%s (the missed key's record does not decode)", ks_reason_text(m->reason));
+        ks_cat(out, cap, &len, "%s (the missed key's record does not decode)", ks_reason_text(m->reason));
         return;
     }
     switch (m->reason) {
     case KCACHE_REASON_FIELD: {
         /* the closest overload live now, else the closest of those gone since */
         kcache_key best, cand;
-        int best_eq = -1, l;
-        for (l = KCACHE__IX_LIVE; l <= KCACHE__IX_GONE && best_eq < 0; l++) {
-            for (i = 0; i < ix->n[l]; i++) {
-                int eq = kcache__equal_fields(ix->list[l][i].rec, ix->list[l][i].rec_len, &now, &cand);
-                if (eq >= 0) kcache__keep_closest(&best, &best_eq, &cand, eq);
+        int best_eq = -1, l, eq;
+        uint32_t best_i = 0;
+        for (l = KCACHE_INDEX_LIVE; l <= KCACHE_INDEX_GONE && best_eq < 0; l++) {
+            for (i = 0; i < ks_n(ix, (kcache_index_list)l); i++) {
+                const kcache_index_item *it = ks_item(ix, (kcache_index_list)l, i);
+                eq = kcache_record_compare(it->record, it->record_len, &now, &cand);
+                kcache_key_free(&cand);
+                if (eq > best_eq) { best_eq = eq; best_i = i; }
             }
             if (best_eq >= 0) {
-                kcache__sb_add(&b, "closest of %u %s overload(s): ", ix->n[l], l == KCACHE__IX_LIVE ? "live" : "since gone");
-                kcache__sb_diff(&b, &best, &now);
+                const kcache_index_item *it = ks_item(ix, (kcache_index_list)l, best_i);
+                ks_cat(out, cap, &len, "closest of %u %s overload(s): ", ks_n(ix, (kcache_index_list)l), l == KCACHE_INDEX_LIVE ? "live" : "since gone");
+                kcache_record_decode(it->record, it->record_len, &best);
+                len += kcache_key_diff_text(&best, &now, len < cap ? out + len : NULL, len < cap ? cap - len : 0);
                 kcache_key_free(&best);
             }
         }
-        if (best_eq < 0) kcache__sb_add(&b, "a field differs (no overload left to compare with)");
+        if (best_eq < 0) ks_cat(out, cap, &len, "a field differs (no overload left to compare with)");
         break;
     }
     case KCACHE_REASON_STAMP: {
         int at = -1;
         kcache_key stored;
-        for (i = ix->n[KCACHE__IX_GONE]; i-- > 0;)
-            if (ks_same(ix->list[KCACHE__IX_GONE][i].digest, m->digest)) { at = (int)i; break; }
-        if (at >= 0 && kcache__record_parse(ix->list[KCACHE__IX_GONE][at].rec, ix->list[KCACHE__IX_GONE][at].rec_len, &stored) == KCACHE_OK &&
+        for (i = ks_n(ix, KCACHE_INDEX_GONE); i-- > 0;)
+            if (ks_same(ks_item(ix, KCACHE_INDEX_GONE, i)->digest, m->digest)) { at = (int)i; break; }
+        if (at >= 0 && kcache_record_decode(ks_item(ix, KCACHE_INDEX_GONE, (uint32_t)at)->record, ks_item(ix, KCACHE_INDEX_GONE, (uint32_t)at)->record_len,
+                                            &stored) == KCACHE_OK &&
             stored.count == now.count) {
             size_t before;
-            kcache__sb_add(&b, "a dependency changed: ");
-            before = b.len;
-            kcache__sb_stamps(&b, &stored, &now, policy);
-            if (b.len == before) kcache__sb_add(&b, "(the stamps differ under another policy than %s)", ks_policy_name(policy));
+            ks_cat(out, cap, &len, "a dependency changed: ");
+            before = len;
+            len += kcache_key_stamps_text(&stored, &now, policy, len < cap ? out + len : NULL, len < cap ? cap - len : 0);
+            if (len == before) ks_cat(out, cap, &len, "(the stamps differ under another policy than %s)", ks_policy_name(policy));
         } else {
-            kcache__sb_add(&b, "a dependency changed (the stored stamps are no longer in the index)");
+            ks_cat(out, cap, &len, "a dependency changed (the stored stamps are no longer in the index)");
         }
         if (at >= 0) kcache_key_free(&stored);
         break;
     }
     case KCACHE_REASON_EVICTED: {
         int64_t when = ks_cf_evicted(cf, m->digest);
-        for (i = 0; i < ix->n[KCACHE__IX_GONE] && !when; i++)
-            if (ks_same(ix->list[KCACHE__IX_GONE][i].digest, m->digest)) when = ix->list[KCACHE__IX_GONE][i].when;
+        for (i = 0; i < ks_n(ix, KCACHE_INDEX_GONE) && !when; i++)
+            if (ks_same(ks_item(ix, KCACHE_INDEX_GONE, i)->digest, m->digest)) when = ks_item(ix, KCACHE_INDEX_GONE, i)->when;
         ks_time(t, sizeof t, when);
-        kcache__sb_add(&b, "evicted by the size limit%s%s", when > 1 ? " at " : "", when > 1 ? t : "");
+        ks_cat(out, cap, &len, "evicted by the size limit%s%s", when > 1 ? " at " : "", when > 1 ? t : "");
         break;
     }
     case KCACHE_REASON_COLD:
-        kcache__sb_add(&b, "cold: the unit had no stored overload then");
+        ks_cat(out, cap, &len, "cold: the unit had no stored overload then");
         break;
     default:
-        kcache__sb_add(&b, "%s", ks_reason_text(m->reason));
+        ks_cat(out, cap, &len, "%s", ks_reason_text(m->reason));
         break;
     }
     kcache_key_free(&now);
-    if (b.len >= cap && cap > 4) memcpy(out + cap - 4, "...", 4);
+    if (len >= cap && cap > 4) memcpy(out + cap - 4, "...", 4);
 }
 
 /* ---------------------------------------------------------------------------------------- */
 /* The report of one unit's index.                                                           */
 
 typedef struct ks_store_ref {
-    int dirfd;               /* the store the index belongs to, or -1 */
-    int cffd;                /* its config.file, or -1 */
+    kcache_reader *r;        /* the store the index belongs to, or NULL */
     ks_cf cf;
     char path[4096];         /* its absolute path, "" when none */
+    uint32_t owner;          /* its directory's owner: whose dependency files are read (and root's) */
 } ks_store_ref;
 
 /* What checking one live overload found. */
 typedef struct ks_over {
-    const kcache__ix_item *it;
-    kcache_key key;          /* from the entry's record when it decodes, else the index's */
-    int key_ok;
-    ks_entry e;
+    const kcache_index_item *it;
+    const kcache_key *key;   /* the entry's key record when it decodes, else the index's; NULL: neither */
+    kcache_key ikey;         /* the index's record decoded (always freed) */
+    ks_entry e;              /* (its key always freed) */
     int entry;               /* 1 read, 0 absent, -1 not looked for */
     char entry_err[160];     /* the entry exists but cannot be read as one */
     int64_t evicted;
@@ -1178,57 +815,38 @@ typedef struct ks_over {
 
 static void ks_over_free(ks_over *ov)
 {
-    if (ov->key_ok) kcache_key_free(&ov->key);
+    kcache_key_free(&ov->ikey);
     ks_entry_free(&ov->e);
     free(ov->deps);
     memset(ov, 0, sizeof *ov);
 }
 
 /* Checks one live overload: its entry in the store (header, key, payload) and its dependencies. */
-static void ks_over_check(const kcache__ix_item *it, const ks_store_ref *st, const ki_opts *op, ks_over *ov)
+static void ks_over_check(const kcache_index_item *it, const ks_store_ref *st, const ki_opts *op, uint32_t owner, ks_over *ov)
 {
-    const kcache_key *k = NULL;
     memset(ov, 0, sizeof *ov);
     ov->it = it;
     ov->entry = -1;
-    if (st && st->dirfd >= 0) {
-        char rel[48];
-        int fd;
-        kcache__entry_name(it->digest, rel);
-        fd = ks_open_in(st->dirfd, rel);
-        if (fd < 0) {
-            if (errno == ENOENT || errno == ENOTDIR) { ov->entry = 0; ov->evicted = ks_cf_evicted(&st->cf, it->digest); }
-            else { ov->entry = 1; ki_fmt(ov->entry_err, sizeof ov->entry_err, "cannot open %s: %s", rel, errno == ELOOP ? "a symlink in place of the entry" : strerror(errno)); }
-        } else {
-            unsigned char *h = NULL;
-            char err[200];
-            ov->entry = 1;
-            if (ks_entry_read_fd(fd, 1, &ov->e, &h, err, sizeof err) != 0) ki_fmt(ov->entry_err, sizeof ov->entry_err, "%s", err);
-            else {
-                if (!ks_same(ov->e.digest, it->digest)) { ov->e.name_digest = 0; ks_problem(ov->e.problem, sizeof ov->e.problem, "the entry's digest is not its file name's"); }
-                else ov->e.name_digest = 1;
-                if (ov->e.rec_bytes && (ov->e.rlen != it->rec_len || memcmp(ov->e.rec_bytes, it->rec, it->rec_len) != 0)) ov->rec_differs = 1;
-                if (ov->e.rec == 1) { k = &ov->e.key; } /* the record kcache checks a lookup against */
-                ov->e.rec_bytes = NULL;                 /* h goes now */
-            }
-            free(h);
-            close(fd);
+    kcache_key_init(&ov->e.key, NULL);
+    if (st && st->r) {
+        char rel[48], err[200];
+        kcache_status s;
+        kcache_entry_path(it->digest, rel, sizeof rel);
+        s = ks_entry_read(st->r, rel, &ov->e, err, sizeof err);
+        ov->entry = 1;
+        if (s == KCACHE_ENOENT) { ov->entry = 0; ov->evicted = ks_cf_evicted(&st->cf, it->digest); }
+        else if (s != KCACHE_OK && strncmp(err, "cannot open: ", 13) == 0) ki_fmt(ov->entry_err, sizeof ov->entry_err, "cannot open %s: %s", rel, err + 13);
+        else if (s != KCACHE_OK) ki_fmt(ov->entry_err, sizeof ov->entry_err, "%s", err);
+        else {
+            kcache_hash128 rs = kcache_hash(it->record, it->record_len);
+            if (ov->e.i.record_len != it->record_len || !ks_same(ov->e.i.record_sum, rs)) ov->rec_differs = 1;
+            if (ov->e.i.record == 1) ov->key = &ov->e.key; /* the record kcache checks a lookup against */
         }
     }
-    if (k) {
-        ov->key = *k;                /* moved: the entry no longer owns it */
-        ov->e.key_set = 0;
-        ov->key_ok = 1;
-    } else {
-        ov->key_ok = 1;
-        if (kcache__record_parse(it->rec, it->rec_len, &ov->key) != KCACHE_OK) {
-            kcache_key_free(&ov->key);
-            ov->key_ok = 0;
-        }
-    }
-    if (ov->key_ok) ov->deps = ks_deps_of(&ov->key, op, &ov->ndeps);
+    if (kcache_record_decode(it->record, it->record_len, &ov->ikey) == KCACHE_OK && !ov->key) ov->key = &ov->ikey;
+    if (ov->key) ov->deps = ks_deps_of(ov->key, op, owner, &ov->ndeps);
     ks_verdict_of(ov->entry, &ov->e, ov->entry_err[0] ? ov->entry_err : NULL, ov->deps, ov->ndeps, ov->evicted, &ov->v);
-    if (!ov->key_ok && ov->v.code == KS_PRESENT) {
+    if (!ov->key && ov->v.code == KS_PRESENT) {
         ov->v.code = KS_CORRUPT;
         ki_fmt(ov->v.text, sizeof ov->v.text, "index record corrupt: its key record does not decode");
     }
@@ -1240,7 +858,7 @@ static void ks_short_hex(kcache_hash128 d, char out[33])
     out[16] = 0;
 }
 
-static void ks_index_text(ki_out *o, const ks_index *ix, const char *file, const ks_store_ref *st, const ki_opts *op)
+static void ks_index_text(ki_out *o, const ks_index *ix, const char *file, const ks_store_ref *st, const ki_opts *op, uint32_t owner)
 {
     uint32_t i;
     size_t counts[KS_NCODES];
@@ -1249,32 +867,32 @@ static void ks_index_text(ki_out *o, const ks_index *ix, const char *file, const
     ko_puts(o, "index      ");
     ks_wrap(o, file, 11, 11);
     ko_puts(o, "unit       ");
-    ks_text(o, ix->unit, ix->ulen);
+    ks_text(o, ix->unit, ix->log.unit_len);
     ko_putc(o, '\n');
-    ks_size(sz, sizeof sz, ix->len);
-    ko_printf(o, "log        %zu record%s, %s", ix->records, ix->records == 1 ? "" : "s", sz);
-    if (ix->compacted) { ks_size(sz, sizeof sz, ix->compacted); ko_printf(o, " (rewritten at %s)", sz); }
+    ks_size(sz, sizeof sz, ix->log.bytes);
+    ko_printf(o, "log        %zu record%s, %s", ix->log.records, ix->log.records == 1 ? "" : "s", sz);
+    if (ix->log.rewritten_at) { ks_size(sz, sizeof sz, ix->log.rewritten_at); ko_printf(o, " (rewritten at %s)", sz); }
     ko_putc(o, '\n');
-    if (ix->skipped)
+    if (ix->log.damaged_bytes)
         ko_printf(o, "           damaged: %zu byte%s in %zu place%s do%s not decode as records (a torn\n"
                      "           tail or damage: kcache skips %s and reads on)\n",
-                  ix->skipped, ix->skipped == 1 ? "" : "s", ix->stretches, ix->stretches == 1 ? "" : "s",
-                  ix->skipped == 1 ? "es" : "", ix->skipped == 1 ? "it" : "them");
+                  ix->log.damaged_bytes, ix->log.damaged_bytes == 1 ? "" : "s", ix->log.damaged_places, ix->log.damaged_places == 1 ? "" : "s",
+                  ix->log.damaged_bytes == 1 ? "es" : "", ix->log.damaged_bytes == 1 ? "it" : "them");
     if (st && st->path[0]) { ko_puts(o, "store      "); ks_wrap(o, st->path, 11, 11); }
     else ko_puts(o, "store      none (the index is not inside a store's i/XX/): entries not checked\n");
     ko_printf(o, "stamps     %s (%s)\n", ks_policy_name(op->stamp), op->stamp_from);
-    ko_printf(o, "overloads  %u live\n", ix->n[KCACHE__IX_LIVE]);
-    for (i = 0; i < ix->n[KCACHE__IX_LIVE] && !o->full; i++) {
+    ko_printf(o, "overloads  %u live\n", ks_n(ix, KCACHE_INDEX_LIVE));
+    for (i = 0; i < ks_n(ix, KCACHE_INDEX_LIVE) && !o->full; i++) {
         ks_over ov;
-        const kcache__ix_item *it = &ix->list[KCACHE__IX_LIVE][i];
-        ks_over_check(it, st, op, &ov);
+        const kcache_index_item *it = ks_item(ix, KCACHE_INDEX_LIVE, i);
+        ks_over_check(it, st, op, owner, &ov);
         counts[ov.v.code]++;
         if (i < KS_SHOW_MAX) {
             ks_short_hex(it->digest, hx);
             ks_time(t, sizeof t, it->when);
             ks_size(sz, sizeof sz, it->size);
             ko_printf(o, "  [%u] %s  stored %s, %s\n", i + 1, hx, t, sz);
-            if (ov.key_ok) ks_fields_text(o, &ov.key, ov.deps, 6);
+            if (ov.key) ks_fields_text(o, ov.key, ov.deps, 6);
             if (ov.rec_differs) ko_puts(o, "      note: the entry's key record is not the index's (the entry's is shown)\n");
             ki_fmt(line, sizeof line, "verdict: %s", ov.v.text);
             ko_puts(o, "      ");
@@ -1282,27 +900,27 @@ static void ks_index_text(ki_out *o, const ks_index *ix, const char *file, const
         }
         ks_over_free(&ov);
     }
-    if (ix->n[KCACHE__IX_LIVE] > KS_SHOW_MAX) ko_printf(o, "  ... %u more not shown\n", ix->n[KCACHE__IX_LIVE] - KS_SHOW_MAX);
-    ko_printf(o, "gone       %u", ix->n[KCACHE__IX_GONE]);
-    if (ix->dropped[KCACHE__IX_GONE]) ko_printf(o, " (and %zu older ones kcache forgets)", ix->dropped[KCACHE__IX_GONE]);
+    if (ks_n(ix, KCACHE_INDEX_LIVE) > KS_SHOW_MAX) ko_printf(o, "  ... %u more not shown\n", ks_n(ix, KCACHE_INDEX_LIVE) - KS_SHOW_MAX);
+    ko_printf(o, "gone       %u", ks_n(ix, KCACHE_INDEX_GONE));
+    if (ix->log.dropped[KCACHE_INDEX_GONE]) ko_printf(o, " (and %zu older ones kcache forgets)", ix->log.dropped[KCACHE_INDEX_GONE]);
     ko_putc(o, '\n');
-    for (i = 0; i < ix->n[KCACHE__IX_GONE] && !o->full; i++) {
-        const kcache__ix_item *it = &ix->list[KCACHE__IX_GONE][i];
+    for (i = 0; i < ks_n(ix, KCACHE_INDEX_GONE) && !o->full; i++) {
+        const kcache_index_item *it = ks_item(ix, KCACHE_INDEX_GONE, i);
         kcache_key k;
         ks_short_hex(it->digest, hx);
         ks_time(t, sizeof t, it->when);
         ki_fmt(line, sizeof line, "%s  %s  %s: %s", t, hx, ks_reason_word(it->reason), ks_reason_text(it->reason));
         ko_puts(o, "  ");
         ks_wrap(o, line, 2, 6);
-        if (kcache__record_parse(it->rec, it->rec_len, &k) == KCACHE_OK) ks_fields_text(o, &k, NULL, 6);
-        else if (it->rec_len) ko_puts(o, "      (its key record does not decode)\n");
+        if (kcache_record_decode(it->record, it->record_len, &k) == KCACHE_OK) ks_fields_text(o, &k, NULL, 6);
+        else if (it->record_len) ko_puts(o, "      (its key record does not decode)\n");
         kcache_key_free(&k);
     }
-    ko_printf(o, "misses     %u traced", ix->n[KCACHE__IX_MISSED]);
-    if (ix->dropped[KCACHE__IX_MISSED]) ko_printf(o, " (and %zu older ones kcache forgets)", ix->dropped[KCACHE__IX_MISSED]);
-    ko_puts(o, ix->n[KCACHE__IX_MISSED] ? "\n" : " (KCACHE_TRACE=1 keeps them)\n");
-    for (i = ix->n[KCACHE__IX_MISSED]; i-- > 0 && !o->full;) {
-        const kcache__ix_item *it = &ix->list[KCACHE__IX_MISSED][i];
+    ko_printf(o, "misses     %u traced", ks_n(ix, KCACHE_INDEX_MISSED));
+    if (ix->log.dropped[KCACHE_INDEX_MISSED]) ko_printf(o, " (and %zu older ones kcache forgets)", ix->log.dropped[KCACHE_INDEX_MISSED]);
+    ko_puts(o, ks_n(ix, KCACHE_INDEX_MISSED) ? "\n" : " (KCACHE_TRACE=1 keeps them)\n");
+    for (i = ks_n(ix, KCACHE_INDEX_MISSED); i-- > 0 && !o->full;) {
+        const kcache_index_item *it = ks_item(ix, KCACHE_INDEX_MISSED, i);
         char why[600];
         ks_time(t, sizeof t, it->when);
         ko_printf(o, "  %s  pid %u  %s\n", t, (unsigned)it->pid, ks_reason_word(it->reason));
@@ -1313,20 +931,20 @@ static void ks_index_text(ki_out *o, const ks_index *ix, const char *file, const
     {
         size_t len, c;
         const char *sep = "";
-        len = (size_t)ki_fmt(line, sizeof line, "%u overload%s: ", ix->n[KCACHE__IX_LIVE], ix->n[KCACHE__IX_LIVE] == 1 ? "" : "s");
+        len = (size_t)ki_fmt(line, sizeof line, "%u overload%s: ", ks_n(ix, KCACHE_INDEX_LIVE), ks_n(ix, KCACHE_INDEX_LIVE) == 1 ? "" : "s");
         for (c = 0; c < KS_NCODES; c++) {
             if (!counts[c]) continue;
             len += (size_t)ki_fmt(line + len, len < sizeof line ? sizeof line - len : 0, "%s%zu %s", sep, counts[c], ks_code_name[c]);
             sep = ", ";
             if (len >= sizeof line) break;
         }
-        if (!ix->n[KCACHE__IX_LIVE]) ki_fmt(line, sizeof line, "no live overload: the next lookup of this unit compiles");
+        if (!ks_n(ix, KCACHE_INDEX_LIVE)) ki_fmt(line, sizeof line, "no live overload: the next lookup of this unit compiles");
         ko_puts(o, "verdict    ");
         ks_wrap(o, line, 11, 11);
     }
 }
 
-static void ks_item_json_head(ki_out *o, const kcache__ix_item *it)
+static void ks_item_json_head(ki_out *o, const kcache_index_item *it)
 {
     ko_puts(o, "{\"digest\": ");
     ks_json_hex(o, it->digest);
@@ -1335,7 +953,7 @@ static void ks_item_json_head(ki_out *o, const kcache__ix_item *it)
     ko_printf(o, ", \"payload_bytes\": %llu", (unsigned long long)it->size);
 }
 
-static void ks_index_json(ki_out *o, const ks_index *ix, const char *file, const ks_store_ref *st, const ki_opts *op)
+static void ks_index_json(ki_out *o, const ks_index *ix, const char *file, const ks_store_ref *st, const ki_opts *op, uint32_t owner)
 {
     uint32_t i;
     size_t counts[KS_NCODES], c;
@@ -1345,28 +963,28 @@ static void ks_index_json(ki_out *o, const ks_index *ix, const char *file, const
     ko_puts(o, ",\n  \"store\": ");
     ko_json_cstr(o, st && st->path[0] ? st->path : NULL);
     ko_puts(o, ",\n  \"unit\": ");
-    ko_json_str(o, (const unsigned char *)ix->unit, ix->ulen);
+    ko_json_str(o, (const unsigned char *)ix->unit, ix->log.unit_len);
     ko_printf(o, ",\n  \"log\": {\"bytes\": %zu, \"records\": %zu, \"rewritten_at\": %llu, \"damaged_bytes\": %zu, \"damaged_places\": %zu, "
                  "\"records_by_kind\": {\"live\": %zu, \"gone\": %zu, \"missed\": %zu, \"forgotten\": %zu}}",
-              ix->len, ix->records, (unsigned long long)ix->compacted, ix->skipped, ix->stretches, ix->kinds[0], ix->kinds[1], ix->kinds[2],
-              ix->kinds[3]);
+              ix->log.bytes, ix->log.records, (unsigned long long)ix->log.rewritten_at, ix->log.damaged_bytes, ix->log.damaged_places, ix->log.by_kind[0], ix->log.by_kind[1], ix->log.by_kind[2],
+              ix->log.by_kind[3]);
     ko_printf(o, ",\n  \"stamp_policy\": \"%s\"", ks_policy_name(op->stamp));
     ko_puts(o, ",\n  \"overloads\": [");
-    for (i = 0; i < ix->n[KCACHE__IX_LIVE] && !o->full; i++) {
+    for (i = 0; i < ks_n(ix, KCACHE_INDEX_LIVE) && !o->full; i++) {
         ks_over ov;
-        const kcache__ix_item *it = &ix->list[KCACHE__IX_LIVE][i];
-        ks_over_check(it, st, op, &ov);
+        const kcache_index_item *it = ks_item(ix, KCACHE_INDEX_LIVE, i);
+        ks_over_check(it, st, op, owner, &ov);
         counts[ov.v.code]++;
         if (i < KS_SHOW_MAX) {
             ko_puts(o, i ? ",\n    " : "\n    ");
             ks_item_json_head(o, it);
             ko_puts(o, ", \"fields\": ");
-            if (ov.key_ok) ks_fields_json(o, &ov.key, ov.deps);
+            if (ov.key) ks_fields_json(o, ov.key, ov.deps);
             else ko_puts(o, "null");
             ko_printf(o, ", \"entry\": {\"state\": \"%s\"", ov.entry < 0 ? "unchecked" : ov.entry == 0 ? "missing"
-                                                          : (ov.entry_err[0] || ks_entry_header_bad(&ov.e) || ov.e.payload == 0) ? "corrupt" : "present");
+                                                          : (ov.entry_err[0] || ks_entry_header_bad(&ov.e) || ov.e.i.payload == 0) ? "corrupt" : "present");
             ko_puts(o, ", \"problem\": ");
-            ko_json_cstr(o, ov.entry_err[0] ? ov.entry_err : ov.entry > 0 && ov.e.problem[0] ? ov.e.problem : NULL);
+            ko_json_cstr(o, ov.entry_err[0] ? ov.entry_err : ov.entry > 0 && ov.e.i.problem[0] ? ov.e.i.problem : NULL);
             ko_printf(o, ", \"record_differs_from_index\": %s", ov.rec_differs ? "true" : "false");
             ko_puts(o, ", ");
             ks_json_time(o, "evicted", ov.evicted > 1 ? ov.evicted : 0);
@@ -1376,42 +994,42 @@ static void ks_index_json(ki_out *o, const ks_index *ix, const char *file, const
         }
         ks_over_free(&ov);
     }
-    if (ix->n[KCACHE__IX_LIVE]) ko_puts(o, "\n  ");
-    ko_printf(o, "],\n  \"overloads_total\": %u", ix->n[KCACHE__IX_LIVE]);
+    if (ks_n(ix, KCACHE_INDEX_LIVE)) ko_puts(o, "\n  ");
+    ko_printf(o, "],\n  \"overloads_total\": %u", ks_n(ix, KCACHE_INDEX_LIVE));
     ko_puts(o, ",\n  \"gone\": [");
-    for (i = 0; i < ix->n[KCACHE__IX_GONE] && !o->full; i++) {
-        const kcache__ix_item *it = &ix->list[KCACHE__IX_GONE][i];
+    for (i = 0; i < ks_n(ix, KCACHE_INDEX_GONE) && !o->full; i++) {
+        const kcache_index_item *it = ks_item(ix, KCACHE_INDEX_GONE, i);
         kcache_key k;
         ko_puts(o, i ? ",\n    " : "\n    ");
         ks_item_json_head(o, it);
         ko_printf(o, ", \"reason\": \"%s\", \"reason_text\": ", ks_reason_word(it->reason));
         ko_json_cstr(o, ks_reason_text(it->reason));
         ko_puts(o, ", \"fields\": ");
-        if (kcache__record_parse(it->rec, it->rec_len, &k) == KCACHE_OK) ks_fields_json(o, &k, NULL);
+        if (kcache_record_decode(it->record, it->record_len, &k) == KCACHE_OK) ks_fields_json(o, &k, NULL);
         else ko_puts(o, "null");
         kcache_key_free(&k);
         ko_puts(o, "}");
     }
-    if (ix->n[KCACHE__IX_GONE]) ko_puts(o, "\n  ");
-    ko_printf(o, "],\n  \"gone_forgotten\": %zu", ix->dropped[KCACHE__IX_GONE]);
+    if (ks_n(ix, KCACHE_INDEX_GONE)) ko_puts(o, "\n  ");
+    ko_printf(o, "],\n  \"gone_forgotten\": %zu", ix->log.dropped[KCACHE_INDEX_GONE]);
     ko_puts(o, ",\n  \"misses\": [");
-    for (i = ix->n[KCACHE__IX_MISSED]; i-- > 0 && !o->full;) {
-        const kcache__ix_item *it = &ix->list[KCACHE__IX_MISSED][i];
+    for (i = ks_n(ix, KCACHE_INDEX_MISSED); i-- > 0 && !o->full;) {
+        const kcache_index_item *it = ks_item(ix, KCACHE_INDEX_MISSED, i);
         kcache_key k;
         char why[600];
-        ko_puts(o, i + 1 < ix->n[KCACHE__IX_MISSED] ? ",\n    " : "\n    ");
+        ko_puts(o, i + 1 < ks_n(ix, KCACHE_INDEX_MISSED) ? ",\n    " : "\n    ");
         ks_item_json_head(o, it);
         ko_printf(o, ", \"pid\": %u, \"reason\": \"%s\", \"explanation\": ", (unsigned)it->pid, ks_reason_word(it->reason));
         ks_explain_miss(ix, it, st ? &st->cf : NULL, op->stamp, why, sizeof why);
         ko_json_cstr(o, why);
         ko_puts(o, ", \"fields\": ");
-        if (kcache__record_parse(it->rec, it->rec_len, &k) == KCACHE_OK) ks_fields_json(o, &k, NULL);
+        if (kcache_record_decode(it->record, it->record_len, &k) == KCACHE_OK) ks_fields_json(o, &k, NULL);
         else ko_puts(o, "null");
         kcache_key_free(&k);
         ko_puts(o, "}");
     }
-    if (ix->n[KCACHE__IX_MISSED]) ko_puts(o, "\n  ");
-    ko_printf(o, "],\n  \"misses_forgotten\": %zu", ix->dropped[KCACHE__IX_MISSED]);
+    if (ks_n(ix, KCACHE_INDEX_MISSED)) ko_puts(o, "\n  ");
+    ko_printf(o, "],\n  \"misses_forgotten\": %zu", ix->log.dropped[KCACHE_INDEX_MISSED]);
     ko_puts(o, ",\n  \"verdict\": {");
     for (c = 0; c < KS_NCODES; c++) ko_printf(o, "%s\"%s\": %zu", c ? ", " : "", ks_code_name[c], counts[c]);
     ko_puts(o, "}\n}\n");
@@ -1420,44 +1038,44 @@ static void ks_index_json(ki_out *o, const ks_index *ix, const char *file, const
 /* ---------------------------------------------------------------------------------------- */
 /* The report of one entry file.                                                             */
 
-static void ks_entry_report(ki_out *o, const ks_entry *e, const char *file, const ki_opts *op)
+static void ks_entry_report(ki_out *o, const ks_entry *e, const char *file, const ki_opts *op, uint32_t owner)
 {
     ks_dep *deps = NULL;
     size_t ndeps = 0;
     ks_verdict v;
     char hx[33], t[64], s1[48], s2[48];
-    if (e->rec == 1) deps = ks_deps_of(&e->key, op, &ndeps);
+    if (e->i.record == 1) deps = ks_deps_of(&e->key, op, owner, &ndeps);
     ks_verdict_of(1, e, NULL, deps, ndeps, 0, &v);
     if (v.code == KS_PRESENT && strncmp(v.text, "present", 7) == 0) {
         char rest[sizeof v.text];
         ki_fmt(rest, sizeof rest, "%s", v.text + 7);
         ki_fmt(v.text, sizeof v.text, "sound%s", rest);
     }
-    ks_hex(e->digest, hx);
-    ks_time(t, sizeof t, e->created);
+    ks_hex(e->i.digest, hx);
+    ks_time(t, sizeof t, e->i.created);
     if (op->json) {
         ko_puts(o, "{\n  \"format\": \"kcache-entry\",\n  \"file\": ");
         ko_json_cstr(o, file);
         ko_puts(o, ",\n  \"unit\": ");
-        if (e->rec == 1) ko_json_cstr(o, e->key.unit); else ko_puts(o, "null");
+        if (e->i.record == 1) ko_json_cstr(o, e->key.unit); else ko_puts(o, "null");
         ko_printf(o, ",\n  \"digest\": \"%s\",\n  ", hx);
-        ks_json_time(o, "created", e->created);
+        ks_json_time(o, "created", e->i.created);
         ko_printf(o, ",\n  \"version\": %u, \"flags\": %u, \"header_bytes\": %u, \"record_bytes\": %u, \"payload_bytes\": %llu, "
                      "\"file_bytes\": %llu",
-                  e->version, e->flags, e->hlen, e->rlen, (unsigned long long)e->plen, (unsigned long long)e->file_size);
+                  e->i.version, e->i.flags, e->i.header_len, e->i.record_len, (unsigned long long)e->i.payload_len, (unsigned long long)e->i.file_size);
         ko_puts(o, ",\n  \"payload_checksum\": ");
-        ks_json_hex(o, e->psum);
-        ko_printf(o, ",\n  \"checks\": {\"lengths\": %s, \"header_checksum\": ", e->lengths_ok ? "true" : "false");
-        ko_json_tri(o, e->hdr_sum);
-        ko_puts(o, ", \"padding\": "); ko_json_tri(o, e->pad);
-        ko_puts(o, ", \"key_record\": "); ko_json_tri(o, e->rec);
-        ko_puts(o, ", \"record_digest\": "); ko_json_tri(o, e->rec_digest);
-        ko_puts(o, ", \"file_name_digest\": "); ko_json_tri(o, e->name_digest);
-        ko_puts(o, ", \"payload_checksum\": "); ko_json_tri(o, e->payload);
+        ks_json_hex(o, e->i.payload_sum);
+        ko_printf(o, ",\n  \"checks\": {\"lengths\": %s, \"header_checksum\": ", e->i.lengths_ok ? "true" : "false");
+        ko_json_tri(o, e->i.header_sum);
+        ko_puts(o, ", \"padding\": "); ko_json_tri(o, e->i.padding);
+        ko_puts(o, ", \"key_record\": "); ko_json_tri(o, e->i.record);
+        ko_puts(o, ", \"record_digest\": "); ko_json_tri(o, e->i.record_digest);
+        ko_puts(o, ", \"file_name_digest\": "); ko_json_tri(o, e->i.name_digest);
+        ko_puts(o, ", \"payload_checksum\": "); ko_json_tri(o, e->i.payload);
         ko_puts(o, "},\n  \"problem\": ");
-        ko_json_cstr(o, e->problem[0] ? e->problem : NULL);
+        ko_json_cstr(o, e->i.problem[0] ? e->i.problem : NULL);
         ko_puts(o, ",\n  \"fields\": ");
-        if (e->rec == 1) ks_fields_json(o, &e->key, deps); else ko_puts(o, "null");
+        if (e->i.record == 1) ks_fields_json(o, &e->key, deps); else ko_puts(o, "null");
         ko_printf(o, ",\n  \"verdict\": {\"code\": \"%s\", \"text\": ", v.code == KS_PRESENT ? "sound" : ks_code_name[v.code]);
         ko_json_cstr(o, v.text);
         ko_puts(o, "}\n}\n");
@@ -1465,18 +1083,18 @@ static void ks_entry_report(ki_out *o, const ks_entry *e, const char *file, cons
         ko_puts(o, "entry      ");
         ks_wrap(o, file, 11, 11);
         ko_puts(o, "unit       ");
-        if (e->rec == 1) ks_text(o, e->key.unit, strlen(e->key.unit)); else ko_puts(o, "? (the key record does not decode)");
-        ko_printf(o, "\ndigest     %s%s\n", hx, e->name_digest == 1 ? " (the file name's)" : e->name_digest == 0 ? " (NOT the file name's)" : "");
+        if (e->i.record == 1) ks_text(o, e->key.unit, strlen(e->key.unit)); else ko_puts(o, "? (the key record does not decode)");
+        ko_printf(o, "\ndigest     %s%s\n", hx, e->i.name_digest == 1 ? " (the file name's)" : e->i.name_digest == 0 ? " (NOT the file name's)" : "");
         ko_printf(o, "created    %s\n", t);
-        ks_size(s1, sizeof s1, e->plen);
-        ks_size(s2, sizeof s2, e->file_size);
-        ko_printf(o, "sizes      header %u bytes (key record %u), payload %s, file %s\n", e->hlen, e->rlen, s1, s2);
-        ko_printf(o, "checks     lengths %s, header checksum %s, padding %s,\n", e->lengths_ok ? "ok" : "BAD",
-                  e->hdr_sum == 1 ? "ok" : e->hdr_sum == 0 ? "FAILS" : "not checkable", e->pad == 1 ? "zero" : e->pad == 0 ? "NOT ZERO" : "not checkable");
+        ks_size(s1, sizeof s1, e->i.payload_len);
+        ks_size(s2, sizeof s2, e->i.file_size);
+        ko_printf(o, "sizes      header %u bytes (key record %u), payload %s, file %s\n", e->i.header_len, e->i.record_len, s1, s2);
+        ko_printf(o, "checks     lengths %s, header checksum %s, padding %s,\n", e->i.lengths_ok ? "ok" : "BAD",
+                  e->i.header_sum == 1 ? "ok" : e->i.header_sum == 0 ? "FAILS" : "not checkable", e->i.padding == 1 ? "zero" : e->i.padding == 0 ? "NOT ZERO" : "not checkable");
         ko_printf(o, "           key record %s, payload checksum %s\n",
-                  e->rec != 1 ? (e->rec == 0 ? "DOES NOT DECODE" : "not checkable") : e->rec_digest == 1 ? "ok (its digest is the header's)" : "ok but its digest is NOT the header's",
-                  e->payload == 1 ? "ok" : e->payload == 0 ? "FAILS" : "not checkable");
-        if (e->rec == 1) {
+                  e->i.record != 1 ? (e->i.record == 0 ? "DOES NOT DECODE" : "not checkable") : e->i.record_digest == 1 ? "ok (its digest is the header's)" : "ok but its digest is NOT the header's",
+                  e->i.payload == 1 ? "ok" : e->i.payload == 0 ? "FAILS" : "not checkable");
+        if (e->i.record == 1) {
             ko_printf(o, "fields     %u\n", e->key.count);
             ks_fields_text(o, &e->key, deps, 2);
         }
@@ -1491,22 +1109,34 @@ static KI_MAYBE_UNUSED int ki_entry_report_mem(const unsigned char *buf, size_t 
                                                char *err, size_t errcap)
 {
     ks_entry e;
-    if (ks_entry_decode(buf, len, len, &e, err, errcap) != 0) { ks_entry_free(&e); return 2; }
-    ks_entry_payload_mem(buf, len, &e);
-    ks_entry_report(o, &e, file, op);
+    if (kcache_entry_decode(buf, len, len, &e.i, &e.key) != KCACHE_OK) {
+        ki_fmt(err, errcap, "%s", e.i.problem);
+        ks_entry_free(&e);
+        return 2;
+    }
+    ks_entry_report(o, &e, file, op, (uint32_t)geteuid());
     ks_entry_free(&e);
     return 0;
 }
 
-/* Decodes and reports one index held in memory, with or without its store.  0, or 2 with err. */
-static int ki_index_report_mem(const unsigned char *buf, size_t len, const char *file, const ks_store_ref *st, const ki_opts *op,
-                               ki_out *o, char *err, size_t errcap)
+/* Reports one decoded index, with or without its store (owner: whose dependency files are read). */
+static void ks_index_report(kcache_index *x, const char *file, const ks_store_ref *st, uint32_t owner, const ki_opts *op, ki_out *o)
 {
     ks_index ix;
-    if (ks_index_decode(buf, len, &ix, err, errcap) != 0) return 2;
-    if (op->json) ks_index_json(o, &ix, file, st, op);
-    else ks_index_text(o, &ix, file, st, op);
+    ks_index_set(&ix, x);
+    if (op->json) ks_index_json(o, &ix, file, st, op, owner);
+    else ks_index_text(o, &ix, file, st, op, owner);
     ks_index_free(&ix);
+}
+
+/* Decodes and reports one index held in memory, with or without its store (the fuzz target's way
+   in).  0, or 2 with err. */
+static KI_MAYBE_UNUSED int ki_index_report_mem(const unsigned char *buf, size_t len, const char *file, const ks_store_ref *st,
+                                               const ki_opts *op, ki_out *o, char *err, size_t errcap)
+{
+    kcache_index *x;
+    if (kcache_index_decode(buf, len, &x, err, errcap) != KCACHE_OK) return 2;
+    ks_index_report(x, file, st, st ? st->owner : (uint32_t)geteuid(), op, o);
     return 0;
 }
 
@@ -1566,11 +1196,10 @@ static void ks_store_free(ks_store *S)
     for (i = 0; i < S->nunits; i++) free(S->units[i].name);
     free(S->units);
     free(S->utable);
-    if (S->ref.cffd >= 0) close(S->ref.cffd);
-    if (S->ref.dirfd >= 0) close(S->ref.dirfd);
+    kcache_reader_close(S->ref.r);
     S->units = NULL;
     S->utable = NULL;
-    S->ref.cffd = S->ref.dirfd = -1;
+    S->ref.r = NULL;
 }
 
 /* The unit with this id, added when new; NULL past KS_MAX_UNITS (counted in units_over). */
@@ -1622,40 +1251,24 @@ static ks_unit *ks_unit_named(ks_store *S, const char *name, size_t len)
     return u;
 }
 
-/* The unit an entry belongs to, from the start of its key record (one pread). */
-static int ks_entry_unit_fd(int fd, char *out, size_t *len)
+/* The unit an entry belongs to, from the start of its key record (one small read). */
+static int ks_entry_unit(kcache_reader *r, kcache_hash128 d, char *out, size_t *len)
 {
-    unsigned char h[KCACHE__ENTRY_FIXED + 2 + KCACHE_UNIT_MAX];
-    long long n = ks_pread(fd, h, sizeof h, 0);
-    size_t ul;
-    if (n < KCACHE__ENTRY_FIXED + 2 || memcmp(h, "KCENTRY", 8) != 0) return 0;
-    ul = kcache__get_u16(h + KCACHE__ENTRY_FIXED);
-    if (ul == 0 || ul >= KCACHE_UNIT_MAX || (size_t)n < KCACHE__ENTRY_FIXED + 2 + ul) return 0;
-    memcpy(out, h + KCACHE__ENTRY_FIXED + 2, ul);
-    out[ul] = 0;
-    *len = ul;
+    char rel[48];
+    kcache_entry_path(d, rel, sizeof rel);
+    if (kcache_entry_unit(r, rel, out, KCACHE_UNIT_MAX) != KCACHE_OK) return 0;
+    *len = strlen(out);
     return 1;
 }
-static int ks_entry_unit(int dirfd_, kcache_hash128 d, char *out, size_t *len)
+/* Whether something is where the entry of d belongs. */
+static int ks_entry_exists(kcache_reader *r, kcache_hash128 d)
 {
-    char rel[48];
-    int fd, ok;
-    kcache__entry_name(d, rel);
-    if ((fd = ks_open_in(dirfd_, rel)) < 0) return 0;
-    ok = ks_entry_unit_fd(fd, out, len);
-    close(fd);
-    return ok;
-}
-static int ks_entry_exists(int dirfd_, kcache_hash128 d)
-{
-    char rel[48];
-    struct stat sb;
-    kcache__entry_name(d, rel);
-    return fstatat(dirfd_, rel, &sb, AT_SYMLINK_NOFOLLOW) == 0;
+    kcache_status s = kcache_entry_stat(r, d, NULL);
+    return s == KCACHE_OK || s == KCACHE_EUNSAFE;
 }
 
 /* Keeps the newest KS_SHOW_MISSES traced misses of the store. */
-static void ks_miss_offer(ks_store *S, const ks_index *ix, const kcache__ix_item *m, int policy)
+static void ks_miss_offer(ks_store *S, const ks_index *ix, const kcache_index_item *m, int policy)
 {
     ks_miss *slot = NULL;
     size_t i;
@@ -1669,8 +1282,8 @@ static void ks_miss_offer(ks_store *S, const ks_index *ix, const kcache__ix_item
     slot->when = m->when;
     slot->pid = m->pid;
     slot->reason = m->reason;
-    memcpy(slot->unit, ix->unit, ix->ulen + 1);
-    slot->ulen = ix->ulen;
+    memcpy(slot->unit, ix->unit, ix->log.unit_len + 1);
+    slot->ulen = ix->log.unit_len;
     ks_explain_miss(ix, m, &S->ref.cf, policy, slot->why, sizeof slot->why);
 }
 
@@ -1688,232 +1301,149 @@ static int ks_unit_cmp(const void *a, const void *b)
     return strcmp(x->name, y->name);
 }
 
-/* Opens DIR/SUB (a directory, not a symlink) for reading its names. */
-static DIR *ks_opendir_in(int dirfd_, const char *sub, int *fd)
-{
-    DIR *dp;
-    *fd = openat(dirfd_, sub, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (*fd < 0) return NULL;
-    dp = fdopendir(*fd);
-    if (!dp) { close(*fd); *fd = -1; }
-    return dp;
-}
-
-static int ks_dot(const char *n) { return n[0] == '.' && (!n[1] || (n[1] == '.' && !n[2])); }
-
-/* Calls fn for every name (but . and ..) in the shards top/00 .. top/ff of a store (top 'e' or
-   'i'), with the shard's descriptor and its name ("e/XX"); fn returns nonzero to stop. */
-typedef int (*ks_shard_fn)(void *ctx, int shardfd, const char *rel, const char *name);
-static void ks_each_in_shards(int dirfd_, char top, ks_shard_fn fn, void *ctx)
-{
-    int shard, stop = 0;
-    for (shard = 0; shard < 256 && !stop; shard++) {
-        char rel[8];
-        int fd;
-        DIR *dp;
-        struct dirent *de;
-        snprintf(rel, sizeof rel, "%c/%02x", top, shard);
-        if (!(dp = ks_opendir_in(dirfd_, rel, &fd))) continue;
-        while (!stop && (de = readdir(dp)) != NULL)
-            if (!ks_dot(de->d_name)) stop = fn(ctx, fd, rel, de->d_name);
-        closedir(dp);
-    }
-}
-
-typedef struct ks_walk_ctx { ks_store *S; const ki_opts *op; } ks_walk_ctx;
-static int ks_walk_entry(void *ctx, int fd, const char *rel, const char *name)
-{
-    ks_store *S = ((ks_walk_ctx *)ctx)->S;
-    const ki_opts *op = ((ks_walk_ctx *)ctx)->op;
-    kcache_hash128 d;
-    struct stat sb;
-    char ubuf[KCACHE_UNIT_MAX];
-    size_t ulen = 0;
-    int efd, got_unit = 0;
-    int64_t use;
-    uint64_t ssize;
-    if (fstatat(fd, name, &sb, AT_SYMLINK_NOFOLLOW) != 0) return 0;
-    if (!ks_digest_name(name, ".kce", &d) || !S_ISREG(sb.st_mode)) {
-        if (!S_ISDIR(sb.st_mode)) { S->stray++; S->stray_bytes += (uint64_t)sb.st_size; }
-        return 0;
-    }
-    S->entries++; /* counted as kcache's scan counts it, even in the wrong shard */
-    S->bytes += (uint64_t)sb.st_size;
-    if (S->table_read) {
-        if (!ks_slot_lookup(S->ref.cffd, &S->ref.cf, d, &use, &ssize)) S->no_slot++;
-        else if (ssize != (uint64_t)sb.st_size) S->size_differs++;
-    }
-    if (strncmp(name, rel + 2, 2) != 0) { S->misplaced++; return 0; } /* but a lookup never finds it */
-    efd = openat(fd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
-    if (efd < 0) { S->unreadable++; return 0; }
-    if (op->verify) {
-        ks_entry e;
-        unsigned char *h = NULL;
-        char err[200];
-        int rc = ks_entry_read_fd(efd, 1, &e, &h, err, sizeof err);
-        S->verified++;
-        if (rc == 0) {
-            e.name_digest = ks_same(e.digest, d);
-            if (!e.name_digest) ks_problem(e.problem, sizeof e.problem, "the entry's digest is not its file name's");
-            if (e.rec == 1) { ulen = strlen(e.key.unit); memcpy(ubuf, e.key.unit, ulen + 1); got_unit = 1; }
-        }
-        if (rc != 0 || e.problem[0]) {
-            if (S->bad < KS_SHOW_BAD) {
-                ks_bad *b = &S->badlist[S->bad];
-                ki_fmt(b->file, sizeof b->file, "%s/%s", rel, name);
-                ki_fmt(b->why, sizeof b->why, "%s", rc != 0 ? err : e.problem);
-                b->unit[0] = 0;
-                if (got_unit || ks_entry_unit_fd(efd, ubuf, &ulen)) { memcpy(b->unit, ubuf, ulen + 1); got_unit = 1; }
-            }
-            S->bad++;
-        }
-        if (rc == 0) ks_entry_free(&e);
-        free(h);
-    }
-    if (!got_unit) got_unit = ks_entry_unit_fd(efd, ubuf, &ulen);
-    close(efd);
-    if (got_unit) {
-        ks_unit *u = ks_unit_named(S, ubuf, ulen);
-        if (u) { u->entries++; u->bytes += (uint64_t)sb.st_size; }
-    }
-    return 0;
-}
 static void ks_walk_entries(ks_store *S, const ki_opts *op)
 {
-    ks_walk_ctx c;
-    c.S = S;
-    c.op = op;
-    ks_each_in_shards(S->ref.dirfd, 'e', ks_walk_entry, &c);
+    kcache_entry_walk *w;
+    kcache_entry_file f;
+    if (kcache_entry_walk_open(S->ref.r, &w) != KCACHE_OK) return;
+    while (kcache_entry_walk_next(w, &f) == KCACHE_OK) {
+        char ubuf[KCACHE_UNIT_MAX];
+        size_t ulen = 0;
+        int got_unit = 0;
+        kcache_use_row row;
+        kcache_status us;
+        if (!f.named || f.kind != KCACHE_KIND_FILE) {
+            if (f.kind != KCACHE_KIND_DIR) { S->stray++; S->stray_bytes += f.size; }
+            continue;
+        }
+        S->entries++; /* counted as kcache's scan counts it, even in the wrong shard */
+        S->bytes += f.size;
+        if (S->table_read) {
+            if (kcache_read_use(S->ref.r, f.digest, &row) != KCACHE_OK) S->no_slot++;
+            else if (row.size != f.size) S->size_differs++;
+        }
+        if (f.other_shard) { S->misplaced++; continue; } /* but a lookup never finds it */
+        us = kcache_entry_unit(S->ref.r, f.path, ubuf, sizeof ubuf);
+        if (us == KCACHE_ENOENT || us == KCACHE_EUNSAFE || us == KCACHE_EIO) { S->unreadable++; continue; }
+        got_unit = us == KCACHE_OK;
+        if (got_unit) ulen = strlen(ubuf);
+        if (op->verify) {
+            ks_entry e;
+            char err[200];
+            kcache_status rc = ks_entry_read(S->ref.r, f.path, &e, err, sizeof err);
+            S->verified++;
+            if (rc != KCACHE_OK || e.i.problem[0]) {
+                if (S->bad < KS_SHOW_BAD) {
+                    ks_bad *b = &S->badlist[S->bad];
+                    ki_fmt(b->file, sizeof b->file, "%s", f.path);
+                    ki_fmt(b->why, sizeof b->why, "%s", rc != KCACHE_OK ? err : e.i.problem);
+                    b->unit[0] = 0;
+                    if (got_unit) memcpy(b->unit, ubuf, ulen + 1);
+                }
+                S->bad++;
+            }
+            ks_entry_free(&e);
+        }
+        if (got_unit) {
+            ks_unit *u = ks_unit_named(S, ubuf, ulen);
+            if (u) { u->entries++; u->bytes += f.size; }
+        }
+    }
+    kcache_entry_walk_close(w);
 }
 
 /* Streams the use table: slots in use, their bytes, oldest and newest use, slots without a file. */
 static void ks_walk_table(ks_store *S)
 {
-    static unsigned char buf[2048 * KCACHE__SLOT];
-    uint64_t i = 0, n = S->ref.cf.nslots;
+    static kcache_use_row rows[2048];
+    uint64_t i = 0, n = S->ref.cf.a.use_slots;
     while (i < n) {
-        size_t want = (size_t)((n - i) * KCACHE__SLOT < sizeof buf ? (n - i) * KCACHE__SLOT : sizeof buf), k;
-        long long got = ks_pread(S->ref.cffd, buf, want, KCACHE__ACCT_HEADER + i * KCACHE__SLOT);
-        if (got < (long long)want) { S->table_read = 0; return; }
-        for (k = 0; k < want; k += KCACHE__SLOT) {
-            kcache_hash128 d;
-            int64_t use;
-            d.lo = kcache__get_u64(buf + k);
-            d.hi = kcache__get_u64(buf + k + 8);
-            if (!d.lo && !d.hi) continue;
-            use = (int64_t)kcache__get_u64(buf + k + 16);
+        unsigned want = n - i < 2048 ? (unsigned)(n - i) : 2048, got = 0, k;
+        if (kcache_read_use_table(S->ref.r, i, want, rows, &got) != KCACHE_OK) { S->table_read = 0; return; }
+        for (k = 0; k < got; k++) {
+            kcache_hash128 d = rows[k].digest;
+            int64_t use = rows[k].last_use;
             S->slots_used++;
-            S->slot_bytes += kcache__get_u64(buf + k + 24);
+            S->slot_bytes += rows[k].size;
             if (!S->oldest || use < S->oldest) { S->oldest = use; S->oldest_d = d; }
             if (!S->newest || use > S->newest) { S->newest = use; S->newest_d = d; }
-            if (!ks_entry_exists(S->ref.dirfd, d)) S->slots_without_file++;
+            if (!ks_entry_exists(S->ref.r, d)) S->slots_without_file++;
         }
-        i += want / KCACHE__SLOT;
+        i += want;
     }
 }
 
 static void ks_walk_indexes(ks_store *S, const ki_opts *op)
 {
-    int shard;
-    for (shard = 0; shard < 256; shard++) {
-        char rel[8];
-        int fd;
-        DIR *dp;
-        struct dirent *de;
-        snprintf(rel, sizeof rel, "i/%02x", shard);
-        if (!(dp = ks_opendir_in(S->ref.dirfd, rel, &fd))) continue;
-        while ((de = readdir(dp)) != NULL) {
-            kcache_hash128 id;
-            ks_index ix;
-            ks_unit *u;
-            unsigned char *buf;
-            size_t len = 0;
-            char err[200];
-            uint32_t k;
-            int ifd;
-            if (!ks_digest_name(de->d_name, ".kci", &id)) continue;
-            S->indexes++;
-            if ((ifd = openat(fd, de->d_name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)) < 0) { S->bad_indexes++; continue; }
-            buf = ks_read_index_fd(ifd, &len, err, sizeof err);
-            close(ifd);
-            if (!buf || ks_index_decode(buf, len, &ix, err, sizeof err) != 0) {
-                S->bad_indexes++;
-                if ((u = ks_unit_get(S, id)) != NULL) { u->has_index = 1; u->index_bad = 1; }
-                free(buf);
-                continue;
-            }
-            if (op->verify) S->indexes_verified++;
-            if (!ks_same(kcache_hash(ix.unit, ix.ulen), id) || strlen(ix.unit) != ix.ulen || strncmp(de->d_name, rel + 2, 2) != 0) {
-                S->misplaced_indexes++; /* kcache never reads it under this name */
-            } else if ((u = ks_unit_named(S, ix.unit, ix.ulen)) != NULL) {
-                u->has_index = 1;
-                u->live = ix.n[KCACHE__IX_LIVE];
-                u->gone = ix.n[KCACHE__IX_GONE];
-                u->missed = ix.n[KCACHE__IX_MISSED];
-                for (k = 0; k < ix.n[KCACHE__IX_LIVE]; k++)
-                    if (!ks_entry_exists(S->ref.dirfd, ix.list[KCACHE__IX_LIVE][k].digest)) u->live_missing++;
-                S->live_missing += u->live_missing;
-            }
-            if (ix.skipped) S->torn_indexes++;
-            for (k = 0; k < ix.n[KCACHE__IX_MISSED]; k++) ks_miss_offer(S, &ix, &ix.list[KCACHE__IX_MISSED][k], op->stamp);
-            ks_index_free(&ix);
-            free(buf);
+    kcache_index_walk *w;
+    kcache_index_file f;
+    if (kcache_index_walk_open(S->ref.r, &w) != KCACHE_OK) return;
+    while (kcache_index_walk_next(w, &f) == KCACHE_OK) {
+        ks_index ix;
+        kcache_index *x;
+        ks_unit *u;
+        char err[200];
+        uint32_t k;
+        S->indexes++;
+        if (kcache_index_load(S->ref.r, f.path, &x, err, sizeof err) != KCACHE_OK) {
+            S->bad_indexes++;
+            if ((u = ks_unit_get(S, f.name)) != NULL) { u->has_index = 1; u->index_bad = 1; }
+            continue;
         }
-        closedir(dp);
+        ks_index_set(&ix, x);
+        if (op->verify) S->indexes_verified++;
+        if (!ks_same(kcache_hash(ix.unit, ix.log.unit_len), f.name) || strlen(ix.unit) != ix.log.unit_len || f.other_shard) {
+            S->misplaced_indexes++; /* kcache never reads it under this name */
+        } else if ((u = ks_unit_named(S, ix.unit, ix.log.unit_len)) != NULL) {
+            u->has_index = 1;
+            u->live = ks_n(&ix, KCACHE_INDEX_LIVE);
+            u->gone = ks_n(&ix, KCACHE_INDEX_GONE);
+            u->missed = ks_n(&ix, KCACHE_INDEX_MISSED);
+            for (k = 0; k < u->live; k++)
+                if (!ks_entry_exists(S->ref.r, ks_item(&ix, KCACHE_INDEX_LIVE, k)->digest)) u->live_missing++;
+            S->live_missing += u->live_missing;
+        }
+        if (ix.log.damaged_bytes) S->torn_indexes++;
+        for (k = 0; k < ks_n(&ix, KCACHE_INDEX_MISSED); k++) ks_miss_offer(S, &ix, ks_item(&ix, KCACHE_INDEX_MISSED, k), op->stamp);
+        ks_index_free(&ix);
     }
+    kcache_index_walk_close(w);
 }
 
 static void ks_walk_tmp(ks_store *S)
 {
-    int fd;
-    DIR *dp = ks_opendir_in(S->ref.dirfd, "tmp", &fd);
-    struct dirent *de;
-    int64_t now = kcache__now_ns();
-    if (!dp) return;
-    while ((de = readdir(dp)) != NULL) {
-        struct stat sb;
-        unsigned long pid;
-        char *end;
-        if (de->d_name[0] == '.') continue;
-        if (fstatat(fd, de->d_name, &sb, AT_SYMLINK_NOFOLLOW) != 0) continue;
-        S->tmp_files++;
-        S->tmp_bytes += (uint64_t)sb.st_size;
-        (void)end;
-        /* what kcache__store_sweep_temps removes: a regular file with a name kcache's writers make,
-           of a dead writer or a day old (anything else there is not kcache's, and stays) */
-        if (kcache__temp_name(de->d_name, &pid) && S_ISREG(sb.st_mode) &&
-            ((pid > 0 && kill((pid_t)pid, 0) != 0 && errno == ESRCH) || (int64_t)sb.st_mtime * 1000000000 < now - (int64_t)86400 * 1000000000)) {
-            S->tmp_orphaned++;
-            S->tmp_orphan_bytes += (uint64_t)sb.st_size;
-        } else {
-            S->tmp_live++;
-        }
-    }
-    closedir(dp);
+    kcache_temp_files t;
+    if (kcache_read_temp_files(S->ref.r, &t) != KCACHE_OK) return;
+    S->tmp_files = t.files;
+    S->tmp_bytes = t.bytes;
+    S->tmp_orphaned = t.orphaned;
+    S->tmp_orphan_bytes = t.orphaned_bytes;
+    S->tmp_live = t.in_progress;
 }
 
 /* Opens a store read-only: its directory, config.file.  0, or -1 with a message. */
 static int ks_store_open(const char *path, ks_store_ref *ref, char *err, size_t errcap)
 {
-    struct stat sb;
+    kcache_status s;
     memset(ref, 0, sizeof *ref);
-    ref->cffd = -1;
-    ref->dirfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (ref->dirfd < 0) { ki_fmt(err, errcap, "cannot open the directory: %s", strerror(errno)); return -1; }
+    if ((s = kcache_reader_open(&ref->r, path)) != KCACHE_OK) {
+        ki_fmt(err, errcap, "cannot open the directory: %s", s == KCACHE_ENOENT ? strerror(ENOENT) : s == KCACHE_EUNSAFE ? strerror(ENOTDIR)
+                                                              : s == KCACHE_ENOMEM ? strerror(ENOMEM) : strerror(errno));
+        ref->r = NULL;
+        return -1;
+    }
     if (ki_abspath(path, ref->path, sizeof ref->path) != 0) ki_fmt(ref->path, sizeof ref->path, "%s", path);
-    if (fstatat(ref->dirfd, "config.file", &sb, AT_SYMLINK_NOFOLLOW) != 0 && !kcache__is_dir_nofollow(ref->dirfd, "e") &&
-        !kcache__is_dir_nofollow(ref->dirfd, "i")) {
-        DIR *dp = fdopendir(dup(ref->dirfd));
+    ref->owner = kcache_reader_owner(ref->r);
+    if (!kcache_reader_is_store(ref->r)) {
+        DIR *dp = opendir(path);
         int readable = dp != NULL && readdir(dp) != NULL;
         if (dp) closedir(dp);
         ki_fmt(err, errcap, "%s", readable ? "not a kcache store (no config.file, e/ or i/)" : "cannot read the directory");
-        close(ref->dirfd);
-        ref->dirfd = -1;
+        kcache_reader_close(ref->r);
+        ref->r = NULL;
         return -1;
     }
-    ks_cf_read(ref->dirfd, &ref->cf);
-    ref->cffd = ks_open_in(ref->dirfd, "config.file");
-    if (ref->cffd >= 0 && (fstat(ref->cffd, &sb) != 0 || !S_ISREG(sb.st_mode))) { close(ref->cffd); ref->cffd = -1; }
+    ks_cf_read(ref->r, &ref->cf);
     return 0;
 }
 
@@ -1938,20 +1468,20 @@ static void ks_store_assess(const ks_store *S, ks_list *P, ks_list *N)
     if (S->dir_refused) ks_add(P, "kcache refuses this directory (%s): memory only", S->dir_why);
     if (S->dir_root) ks_add(N, "root's: kcache reads it for you and never writes it (a site-wide store, or a layer: KCACHE_LAYERS)");
     if (!c->present) ks_add(P, "config.file %s: the next writer rebuilds it by a scan", c->why[0] ? c->why : "missing");
-    else if (!c->valid) ks_add(P, "config.file damaged (%s): the next writer rebuilds it by a scan", c->why);
-    if (c->present && c->busy) ks_add(P, "config.file marked busy: a writer is updating it now, or died mid-update (the next one rebuilds it)");
-    if (c->present && c->magic_ok && (c->accounted != S->bytes || c->entries != S->entries)) {
-        ks_size(a, sizeof a, c->accounted);
+    else if (!c->a.valid) ks_add(P, "config.file damaged (%s): the next writer rebuilds it by a scan", c->why);
+    if (c->present && c->a.busy) ks_add(P, "config.file marked busy: a writer is updating it now, or died mid-update (the next one rebuilds it)");
+    if (c->present && c->a.magic_ok && (c->a.bytes != S->bytes || c->a.entries != S->entries)) {
+        ks_size(a, sizeof a, c->a.bytes);
         ks_size(b, sizeof b, S->bytes);
-        ks_add(P, "the accounting (%s, %llu entries) differs from the entries (%s, %llu entries)", a, (unsigned long long)c->entries, b,
+        ks_add(P, "the accounting (%s, %llu entries) differs from the entries (%s, %llu entries)", a, (unsigned long long)c->a.entries, b,
                (unsigned long long)S->entries);
     }
     if (S->table_read && (S->no_slot || S->slots_without_file || S->size_differs))
         ks_add(P, "the use table disagrees with e/: %llu entries without a slot, %llu slots without an entry, %llu sizes differ",
                (unsigned long long)S->no_slot, (unsigned long long)S->slots_without_file, (unsigned long long)S->size_differs);
-    if (c->present && c->valid && c->limit && (c->accounted > c->limit || S->bytes > c->limit)) {
-        ks_size(a, sizeof a, S->bytes > c->accounted ? S->bytes : c->accounted);
-        ks_size(b, sizeof b, c->limit);
+    if (c->present && c->a.valid && c->a.limit && (c->a.bytes > c->a.limit || S->bytes > c->a.limit)) {
+        ks_size(a, sizeof a, S->bytes > c->a.bytes ? S->bytes : c->a.bytes);
+        ks_size(b, sizeof b, c->a.limit);
         ks_add(P, "over the limit: %s > %s", a, b);
     }
     if (S->bad) ks_add(P, "%llu corrupt entr%s (kcache rejects and removes %s at the next lookup)", (unsigned long long)S->bad,
@@ -1995,34 +1525,34 @@ static void ks_store_text(ki_out *o, ks_store *S, const ki_opts *op, const ks_li
     ko_puts(o, "config     ");
     if (!c->present) ki_fmt(line, sizeof line, "config.file %s", c->why[0] ? c->why : "missing");
     else {
-        ks_time(t, sizeof t, c->created);
+        ks_time(t, sizeof t, c->a.created);
         ki_fmt(line, sizeof line, "config.file %s: format %u, created %s, use table of %llu slots, generation %llu%s",
-               c->valid ? "valid" : "DAMAGED", c->version, t, (unsigned long long)c->nslots, (unsigned long long)c->generation,
-               c->busy ? ", BUSY" : "");
-        if (!c->valid) ki_fmt(line + strlen(line), sizeof line - strlen(line), " (%s: its numbers are not trusted)", c->why);
+               c->a.valid ? "valid" : "DAMAGED", c->a.version, t, (unsigned long long)c->a.use_slots, (unsigned long long)c->a.generation,
+               c->a.busy ? ", BUSY" : "");
+        if (!c->a.valid) ki_fmt(line + strlen(line), sizeof line - strlen(line), " (%s: its numbers are not trusted)", c->why);
     }
     ks_wrap(o, line, 11, 11);
     if (c->present) {
-        if (c->limit) { ks_size(a, sizeof a, c->limit); ko_printf(o, "limit      %s (%llu bytes; the last writer's)\n", a, (unsigned long long)c->limit); }
+        if (c->a.limit) { ks_size(a, sizeof a, c->a.limit); ko_printf(o, "limit      %s (%llu bytes; the last writer's)\n", a, (unsigned long long)c->a.limit); }
         else ko_puts(o, "limit      none (the last writer had no limit)\n");
-        ks_size(a, sizeof a, c->accounted);
-        ko_printf(o, "accounted  %s in %llu entr%s (%llu bytes)\n", a, (unsigned long long)c->entries, c->entries == 1 ? "y" : "ies",
-                  (unsigned long long)c->accounted);
+        ks_size(a, sizeof a, c->a.bytes);
+        ko_printf(o, "accounted  %s in %llu entr%s (%llu bytes)\n", a, (unsigned long long)c->a.entries, c->a.entries == 1 ? "y" : "ies",
+                  (unsigned long long)c->a.bytes);
     }
     ks_size(a, sizeof a, S->bytes);
     ki_fmt(line, sizeof line, "%s in %llu entr%s (%llu bytes)", a, (unsigned long long)S->entries, S->entries == 1 ? "y" : "ies",
            (unsigned long long)S->bytes);
-    if (c->present && c->magic_ok) {
-        if (c->accounted == S->bytes && c->entries == S->entries) ki_fmt(line + strlen(line), sizeof line - strlen(line), ": as accounted");
+    if (c->present && c->a.magic_ok) {
+        if (c->a.bytes == S->bytes && c->a.entries == S->entries) ki_fmt(line + strlen(line), sizeof line - strlen(line), ": as accounted");
         else
             ki_fmt(line + strlen(line), sizeof line - strlen(line), ": DIFFERS from the accounting by %+lld bytes, %+lld entries",
-                   (long long)(S->bytes - c->accounted), (long long)(S->entries - c->entries));
+                   (long long)(S->bytes - c->a.bytes), (long long)(S->entries - c->a.entries));
     }
     ko_puts(o, "real       ");
     ks_wrap(o, line, 11, 11);
     if (S->table_read) {
         ks_size(a, sizeof a, S->slot_bytes);
-        ki_fmt(line, sizeof line, "%llu of %llu slots used (%s)", (unsigned long long)S->slots_used, (unsigned long long)c->nslots, a);
+        ki_fmt(line, sizeof line, "%llu of %llu slots used (%s)", (unsigned long long)S->slots_used, (unsigned long long)c->a.use_slots, a);
         if (!S->no_slot && !S->slots_without_file && !S->size_differs)
             ki_fmt(line + strlen(line), sizeof line - strlen(line), "; every entry has its slot");
         else
@@ -2037,8 +1567,8 @@ static void ks_store_text(ki_out *o, ks_store *S, const ki_opts *op, const ks_li
             memset(&fake, 0, sizeof fake);
             ks_time(t, sizeof t, S->oldest);
             ks_time(t2, sizeof t2, S->newest);
-            if (!ks_entry_unit(S->ref.dirfd, S->oldest_d, u1, &l1)) { memcpy(u1, "?", 2); l1 = 1; }
-            if (!ks_entry_unit(S->ref.dirfd, S->newest_d, u2, &l2)) { memcpy(u2, "?", 2); l2 = 1; }
+            if (!ks_entry_unit(S->ref.r, S->oldest_d, u1, &l1)) { memcpy(u1, "?", 2); l1 = 1; }
+            if (!ks_entry_unit(S->ref.r, S->newest_d, u2, &l2)) { memcpy(u2, "?", 2); l2 = 1; }
             fake.name = u1; fake.nlen = l1;
             ks_unit_label(&fake, name, sizeof name);
             ki_fmt(line, sizeof line, "oldest %s (unit %.60s),", t, name);
@@ -2053,10 +1583,10 @@ static void ks_store_text(ki_out *o, ks_store *S, const ki_opts *op, const ks_li
     } else if (c->present) {
         ko_puts(o, "use table  not read (its size is not a use table's)\n");
     }
-    if (c->present && c->magic_ok) {
+    if (c->present && c->a.magic_ok) {
         int64_t latest = 0;
-        for (k = 0; k < KCACHE__EVLOG_SLOTS; k++) if (c->evlog[k].when > latest) latest = c->evlog[k].when;
-        ko_printf(o, "evictions  %llu", (unsigned long long)c->evictions);
+        for (k = 0; k < (int)c->evlog_n; k++) if (c->evlog[k].when > latest) latest = c->evlog[k].when;
+        ko_printf(o, "evictions  %llu", (unsigned long long)c->a.evictions);
         if (latest) { ks_time(t, sizeof t, latest); ko_printf(o, " (the log remembers %d; the latest at %s)", c->evlog_n, t); }
         ko_putc(o, '\n');
     }
@@ -2139,22 +1669,22 @@ static void ks_store_json(ki_out *o, ks_store *S, const ki_opts *op, const ks_li
     int k;
     ko_puts(o, "{\n  \"format\": \"kcache-store\",\n  \"store\": ");
     ko_json_cstr(o, S->ref.path);
-    ko_printf(o, ",\n  \"config\": {\"present\": %s, \"valid\": %s, \"problem\": ", c->present ? "true" : "false", c->valid ? "true" : "false");
-    ko_json_cstr(o, c->valid ? NULL : c->why[0] ? c->why : "missing");
+    ko_printf(o, ",\n  \"config\": {\"present\": %s, \"valid\": %s, \"problem\": ", c->present ? "true" : "false", c->a.valid ? "true" : "false");
+    ko_json_cstr(o, c->a.valid ? NULL : c->why[0] ? c->why : "missing");
     if (c->present) {
-        ko_printf(o, ", \"version\": %u, \"slots\": %llu, \"generation\": %llu, \"busy\": %s, ", c->version, (unsigned long long)c->nslots,
-                  (unsigned long long)c->generation, c->busy ? "true" : "false");
-        ks_json_time(o, "created", c->created);
+        ko_printf(o, ", \"version\": %u, \"slots\": %llu, \"generation\": %llu, \"busy\": %s, ", c->a.version, (unsigned long long)c->a.use_slots,
+                  (unsigned long long)c->a.generation, c->a.busy ? "true" : "false");
+        ks_json_time(o, "created", c->a.created);
         ko_printf(o, ", \"limit\": %llu, \"accounted_bytes\": %llu, \"accounted_entries\": %llu, \"evictions\": %llu",
-                  (unsigned long long)c->limit, (unsigned long long)c->accounted, (unsigned long long)c->entries,
-                  (unsigned long long)c->evictions);
+                  (unsigned long long)c->a.limit, (unsigned long long)c->a.bytes, (unsigned long long)c->a.entries,
+                  (unsigned long long)c->a.evictions);
     }
     ko_puts(o, "}");
     ko_printf(o, ",\n  \"real\": {\"bytes\": %llu, \"entries\": %llu, \"stray_files\": %llu, \"misplaced\": %llu, \"unreadable\": %llu}",
               (unsigned long long)S->bytes, (unsigned long long)S->entries, (unsigned long long)S->stray,
               (unsigned long long)S->misplaced, (unsigned long long)S->unreadable);
     ko_puts(o, ",\n  \"accounting_matches\": ");
-    ko_json_tri(o, c->present && c->magic_ok ? (c->accounted == S->bytes && c->entries == S->entries) : -1);
+    ko_json_tri(o, c->present && c->a.magic_ok ? (c->a.bytes == S->bytes && c->a.entries == S->entries) : -1);
     ko_printf(o, ",\n  \"use_table\": {\"read\": %s", S->table_read ? "true" : "false");
     if (S->table_read) {
         char u[KCACHE_UNIT_MAX];
@@ -2165,19 +1695,18 @@ static void ks_store_json(ki_out *o, ks_store *S, const ki_opts *op, const ks_li
                   (unsigned long long)S->slots_without_file, (unsigned long long)S->size_differs);
         ks_json_time(o, "oldest_use", S->oldest);
         ko_puts(o, ", \"oldest_unit\": ");
-        if (S->slots_used && ks_entry_unit(S->ref.dirfd, S->oldest_d, u, &ul)) ko_json_str(o, (const unsigned char *)u, ul); else ko_puts(o, "null");
+        if (S->slots_used && ks_entry_unit(S->ref.r, S->oldest_d, u, &ul)) ko_json_str(o, (const unsigned char *)u, ul); else ko_puts(o, "null");
         ko_puts(o, ", ");
         ks_json_time(o, "newest_use", S->newest);
         ko_puts(o, ", \"newest_unit\": ");
-        if (S->slots_used && ks_entry_unit(S->ref.dirfd, S->newest_d, u, &ul)) ko_json_str(o, (const unsigned char *)u, ul); else ko_puts(o, "null");
+        if (S->slots_used && ks_entry_unit(S->ref.r, S->newest_d, u, &ul)) ko_json_str(o, (const unsigned char *)u, ul); else ko_puts(o, "null");
     }
     ko_puts(o, "}");
     ko_puts(o, ",\n  \"eviction_log\": [");
-    for (k = 0, i = 0; c->present && c->magic_ok && k < KCACHE__EVLOG_SLOTS; k++) {
-        if (!c->evlog[k].d.lo && !c->evlog[k].d.hi) continue;
+    for (k = 0, i = 0; c->present && c->a.magic_ok && k < (int)c->evlog_n; k++) {
         ko_puts(o, i++ ? ", " : "");
         ko_puts(o, "{\"digest\": ");
-        ks_json_hex(o, c->evlog[k].d);
+        ks_json_hex(o, c->evlog[k].digest);
         ko_puts(o, ", ");
         ks_json_time(o, "when", c->evlog[k].when);
         ko_printf(o, ", \"bytes\": %llu}", (unsigned long long)c->evlog[k].size);
@@ -2245,12 +1774,12 @@ int ki_store_report(const char *path, const ki_opts *op, ki_out *o, char *err, s
     struct stat sb;
     if (!S || !P || !N) { free(S); free(P); free(N); ki_fmt(err, errcap, "out of memory"); return 2; }
     if (ks_store_open(path, &S->ref, err, errcap) != 0) { free(S); free(P); free(N); return 2; }
-    if (fstat(S->ref.dirfd, &sb) == 0 && (sb.st_mode & 022) == 0 && sb.st_uid == 0 && geteuid() != 0) S->dir_root = 1;
-    else if (fstat(S->ref.dirfd, &sb) == 0 && (sb.st_uid != geteuid() || (sb.st_mode & 022) != 0)) {
+    if (stat(S->ref.path, &sb) == 0 && (sb.st_mode & 022) == 0 && sb.st_uid == 0 && geteuid() != 0) S->dir_root = 1;
+    else if (stat(S->ref.path, &sb) == 0 && (sb.st_uid != geteuid() || (sb.st_mode & 022) != 0)) {
         S->dir_refused = 1;
         ki_fmt(S->dir_why, sizeof S->dir_why, "%s", sb.st_uid != geteuid() ? "owned by another user" : "writable by group or others");
     }
-    S->table_read = S->ref.cffd >= 0 && S->ref.cf.present && S->ref.cf.nslots > 0;
+    S->table_read = S->ref.cf.present && S->ref.cf.a.use_slots > 0;
     if (S->table_read) ks_walk_table(S);
     ks_walk_entries(S, op);
     ks_walk_indexes(S, op);
@@ -2271,38 +1800,24 @@ int ki_store_report(const char *path, const ki_opts *op, ki_out *o, char *err, s
 }
 
 /* Up to 8 unit names of a store's indexes, for a message. */
-static void ks_some_units(int dirfd_, char *out, size_t cap)
+static void ks_some_units(kcache_reader *r, char *out, size_t cap)
 {
-    int shard, n = 0;
+    kcache_index_walk *w;
+    kcache_index_file f;
+    int n = 0;
     size_t len = 0;
     out[0] = 0;
-    for (shard = 0; shard < 256 && n < 8; shard++) {
-        char rel[8];
-        int fd;
-        DIR *dp;
-        struct dirent *de;
-        snprintf(rel, sizeof rel, "i/%02x", shard);
-        if (!(dp = ks_opendir_in(dirfd_, rel, &fd))) continue;
-        while ((de = readdir(dp)) != NULL && n < 8) {
-            unsigned char h[26 + KCACHE_UNIT_MAX];
-            kcache_hash128 id;
-            int ifd;
-            long long got;
-            size_t ul, j;
-            if (!ks_digest_name(de->d_name, ".kci", &id)) continue;
-            if ((ifd = openat(fd, de->d_name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)) < 0) continue;
-            got = ks_pread(ifd, h, sizeof h, 0);
-            close(ifd);
-            if (got < 26 || memcmp(h, "KCINDEX", 8) != 0) continue;
-            ul = kcache__get_u16(h + 24);
-            if (ul == 0 || ul >= KCACHE_UNIT_MAX || (size_t)got < 26 + ul) continue;
-            for (j = 0; j < ul; j++) if (h[26 + j] < 0x20 || h[26 + j] >= 0x7f) h[26 + j] = '?';
-            len += (size_t)ki_fmt(out + len, len < cap ? cap - len : 0, "%s\"%.*s\"", n ? ", " : "", (int)(ul > 40 ? 40 : ul), (const char *)h + 26);
-            n++;
-            if (len >= cap) break;
-        }
-        closedir(dp);
+    if (kcache_index_walk_open(r, &w) != KCACHE_OK) return;
+    while (n < 8 && len < cap && kcache_index_walk_next(w, &f) == KCACHE_OK) {
+        char u[KCACHE_UNIT_MAX];
+        size_t ul, j;
+        if (kcache_index_walk_unit(w, u, sizeof u) != KCACHE_OK) continue;
+        ul = strlen(u);
+        for (j = 0; j < ul; j++) if ((unsigned char)u[j] < 0x20 || (unsigned char)u[j] >= 0x7f) u[j] = '?';
+        len += (size_t)ki_fmt(out + len, len < cap ? cap - len : 0, "%s\"%.*s\"", n ? ", " : "", (int)(ul > 40 ? 40 : ul), u);
+        n++;
     }
+    kcache_index_walk_close(w);
 }
 
 /* One unit's index in the store at path.  0, or 2 with a message. */
@@ -2310,36 +1825,28 @@ int ki_unit_report(const char *path, const char *unit, const ki_opts *op, ki_out
 {
     ks_store_ref *ref = (ks_store_ref *)calloc(1, sizeof *ref);
     char rel[48], file[4200], e2[200];
-    unsigned char *buf;
-    size_t len = 0, ul = strlen(unit);
-    int fd, rc;
+    kcache_index *x;
+    kcache_status s;
+    size_t ul = strlen(unit);
+    int rc = 0;
     if (!ref) { ki_fmt(err, errcap, "out of memory"); return 2; }
     if (ul == 0 || ul >= KCACHE_UNIT_MAX) { free(ref); ki_fmt(err, errcap, "a unit name has 1 to %d bytes", KCACHE_UNIT_MAX - 1); return 2; }
     if (ks_store_open(path, ref, err, errcap) != 0) { free(ref); return 2; }
-    kcache__ix_name(unit, rel);
+    kcache_index_path(unit, rel, sizeof rel);
     ki_fmt(file, sizeof file, "%s/%s", ref->path, rel);
-    fd = ks_open_in(ref->dirfd, rel);
-    if (fd < 0) {
-        if (errno == ENOENT) {
-            char some[400];
-            ks_some_units(ref->dirfd, some, sizeof some);
-            ki_fmt(err, errcap, "no index for unit \"%.80s\" (%s): never stored here%s%s", unit, rel, some[0] ? "; units with an index: " : "", some);
-        } else {
-            ki_fmt(err, errcap, "%s: cannot open: %s", rel, strerror(errno));
-        }
+    s = kcache_index_load(ref->r, rel, &x, e2, sizeof e2);
+    if (s == KCACHE_ENOENT) {
+        char some[400];
+        ks_some_units(ref->r, some, sizeof some);
+        ki_fmt(err, errcap, "no index for unit \"%.80s\" (%s): never stored here%s%s", unit, rel, some[0] ? "; units with an index: " : "", some);
+        rc = 2;
+    } else if (s != KCACHE_OK) {
+        ki_fmt(err, errcap, "%s: %s", rel, e2);
         rc = 2;
     } else {
-        buf = ks_read_index_fd(fd, &len, e2, sizeof e2);
-        close(fd);
-        if (!buf) { ki_fmt(err, errcap, "%s: %s", rel, e2); rc = 2; }
-        else {
-            rc = ki_index_report_mem(buf, len, file, ref, op, o, e2, sizeof e2);
-            if (rc) ki_fmt(err, errcap, "%s: %s", rel, e2);
-            free(buf);
-        }
+        ks_index_report(x, file, ref, ref->owner, op, o);
     }
-    if (ref->cffd >= 0) close(ref->cffd);
-    close(ref->dirfd);
+    kcache_reader_close(ref->r);
     free(ref);
     return rc;
 }
@@ -2350,7 +1857,6 @@ static int ks_store_of_file(const char *file, char which, ks_store_ref *ref)
     char abs[4096], shard[4096], top[4096], root[4096], err[200];
     const char *b;
     memset(ref, 0, sizeof *ref);
-    ref->dirfd = ref->cffd = -1;
     if (ki_abspath(file, abs, sizeof abs) != 0) return -1;
     ki_path_dirname(abs, shard, sizeof shard);
     b = ki_path_base(shard);
@@ -2359,8 +1865,15 @@ static int ks_store_of_file(const char *file, char which, ks_store_ref *ref)
     b = ki_path_base(top);
     if (b[0] != which || b[1] != 0) return -1;
     ki_path_dirname(top, root, sizeof root);
-    if (ks_store_open(root, ref, err, sizeof err) != 0) { ref->dirfd = ref->cffd = -1; return -1; }
+    if (ks_store_open(root, ref, err, sizeof err) != 0) { ref->r = NULL; return -1; }
     return 0;
+}
+
+/* The owner of a file outside a store: whose dependency files are read (and root's). */
+static uint32_t ks_file_owner(const char *path)
+{
+    struct stat sb;
+    return stat(path, &sb) == 0 ? (uint32_t)sb.st_uid : 0;
 }
 
 /* A .kci file.  0, or 2 with a message. */
@@ -2368,44 +1881,33 @@ int ki_index_file_report(const char *path, const ki_opts *op, ki_out *o, char *e
 {
     ks_store_ref *ref = (ks_store_ref *)calloc(1, sizeof *ref);
     char abs[4096];
-    unsigned char *buf;
-    size_t len = 0;
-    int fd, rc;
+    kcache_index *x;
     if (!ref) { ki_fmt(err, errcap, "out of memory"); return 2; }
-    fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-    if (fd < 0) { free(ref); ki_fmt(err, errcap, "cannot open: %s", strerror(errno)); return 2; }
-    buf = ks_read_index_fd(fd, &len, err, errcap);
-    close(fd);
-    if (!buf) { free(ref); return 2; }
-    if (ks_store_of_file(path, 'i', ref) != 0) ref->dirfd = ref->cffd = -1;
+    if (kcache_index_load(NULL, path, &x, err, errcap) != KCACHE_OK) { free(ref); return 2; }
+    if (ks_store_of_file(path, 'i', ref) != 0) ref->r = NULL;
     if (ki_abspath(path, abs, sizeof abs) != 0) ki_fmt(abs, sizeof abs, "%s", path);
-    rc = ki_index_report_mem(buf, len, abs, ref->dirfd >= 0 ? ref : NULL, op, o, err, errcap);
-    free(buf);
-    if (ref->cffd >= 0) close(ref->cffd);
-    if (ref->dirfd >= 0) close(ref->dirfd);
+    ks_index_report(x, abs, ref->r ? ref : NULL, ref->r ? ref->owner : ks_file_owner(path), op, o); /* outside a store: whoever made the index */
+    kcache_reader_close(ref->r);
     free(ref);
-    return rc;
+    return 0;
 }
 
 /* A .kce file.  0, or 2 with a message. */
 int ki_entry_file_report(const char *path, const ki_opts *op, ki_out *o, char *err, size_t errcap)
 {
     ks_entry e;
-    unsigned char *h = NULL;
     char abs[4096];
-    kcache_hash128 d;
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-    if (fd < 0) { ki_fmt(err, errcap, "cannot open: %s", strerror(errno)); return 2; }
-    if (ks_entry_read_fd(fd, 1, &e, &h, err, errcap) != 0) { close(fd); return 2; }
-    close(fd);
-    if (ks_digest_name(ki_path_base(path), ".kce", &d)) {
-        e.name_digest = ks_same(d, e.digest);
-        if (!e.name_digest) ks_problem(e.problem, sizeof e.problem, "the entry's digest is not its file name's");
+    uint32_t owner = ks_file_owner(path); /* outside a store: whoever made the entry */
+    ks_store_ref *ref;
+    if (ks_entry_read(NULL, path, &e, err, errcap) != KCACHE_OK) { ks_entry_free(&e); return 2; }
+    if ((ref = (ks_store_ref *)calloc(1, sizeof *ref)) != NULL) { /* inside one: the store's owner */
+        if (ks_store_of_file(path, 'e', ref) == 0) owner = ref->owner;
+        kcache_reader_close(ref->r);
+        free(ref);
     }
     if (ki_abspath(path, abs, sizeof abs) != 0) ki_fmt(abs, sizeof abs, "%s", path);
-    ks_entry_report(o, &e, abs, op);
+    ks_entry_report(o, &e, abs, op, owner);
     ks_entry_free(&e);
-    free(h);
     return 0;
 }
 
@@ -2415,10 +1917,11 @@ int ki_entry_file_report(const char *path, const ki_opts *op, ki_out *o, char *e
  * The one command here that writes a store, and it writes only DEST, a directory it makes (or an
  * empty one): SRC is read as the rest of this tool reads a store (no lock, nothing written).
  * Every entry chosen (all, or those of the --unit units) is read whole and validated as kcache
- * validates a hit: its key record against its file name and header, both checksums. A sound one
- * is stored in DEST by kcache.h's own put, which writes the entry, the unit's index (its live
- * overloads: what kcache_explain and `kcache-inspect DEST UNIT` read) and the accounting in
- * config.file, so DEST is laid out as a store and found consistent. Entries get a new header
+ * validates a hit (kcache_entry_load): its key record against its file name and header, both
+ * checksums. A sound one is stored in DEST by kcache_put on DEST opened as a store (no limit, no
+ * memory copies), which writes the entry, the unit's index (its live overloads: what
+ * kcache_explain and `kcache-inspect DEST UNIT` read) and the accounting in config.file, so DEST is
+ * laid out as a store and found consistent. Entries get a new header
  * around the same key record (dependency stamps included) and payload; a zstd entry
  * (KCACHE_COMPRESS) would need zstd, which this tool is built without, so such entries are left
  * out and counted. The lock file and tmp/ go at the end (nobody writes a layer) and the modes
@@ -2447,129 +1950,74 @@ static int ml_unit_index(const ml_run *R, const char *unit)
 }
 
 /* Pass 1: the entries to copy (their unit read from the header's first bytes). */
-typedef struct ml_scan_ctx { ml_run *R; uid_t owner; int failed; } ml_scan_ctx;
-static int ml_scan_one(void *ctx, int fd, const char *rel, const char *name)
+static int ml_scan(kcache_reader *sr, ml_run *R, char *err, size_t errcap)
 {
-    ml_scan_ctx *c = (ml_scan_ctx *)ctx;
-    ml_run *R = c->R;
-    kcache_hash128 d;
-    struct stat sb;
-    char unit[KCACHE_UNIT_MAX];
-    size_t ulen = 0;
-    int efd, got, which = -1;
-    if (!ks_digest_name(name, ".kce", &d) || strncmp(name, rel + 2, 2) != 0) return 0;
-    if (fstatat(fd, name, &sb, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(sb.st_mode)) return 0;
-    if ((sb.st_uid != c->owner && sb.st_uid != 0) || (sb.st_mode & 022)) { R->foreign++; return 0; }
-    if ((efd = openat(fd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)) < 0) { R->corrupt++; return 0; }
-    got = ks_entry_unit_fd(efd, unit, &ulen);
-    close(efd);
-    if (!got) { R->corrupt++; return 0; }
-    if (R->units && (which = ml_unit_index(R, unit)) < 0) return 0;
-    if (which >= 0) R->unit_hits[which]++;
-    if (R->n == R->cap) {
-        size_t cap = R->cap ? R->cap * 2 : 256;
-        ml_item *p = (ml_item *)realloc(R->items, cap * sizeof *p);
-        if (!p) { c->failed = 1; return 1; }
-        R->items = p;
-        R->cap = cap;
+    kcache_entry_walk *w;
+    kcache_entry_file f;
+    uint32_t owner = kcache_reader_owner(sr);
+    int failed = 0;
+    if (kcache_entry_walk_open(sr, &w) != KCACHE_OK) { ki_fmt(err, errcap, "out of memory"); return -1; }
+    while (!failed && kcache_entry_walk_next(w, &f) == KCACHE_OK) {
+        char unit[KCACHE_UNIT_MAX];
+        int which = -1;
+        if (!f.named || f.other_shard || f.kind != KCACHE_KIND_FILE) continue;
+        if ((f.uid != owner && f.uid != 0) || (f.mode & 022)) { R->foreign++; continue; }
+        if (kcache_entry_unit(sr, f.path, unit, sizeof unit) != KCACHE_OK) { R->corrupt++; continue; }
+        if (R->units && (which = ml_unit_index(R, unit)) < 0) continue;
+        if (which >= 0) R->unit_hits[which]++;
+        if (R->n == R->cap) {
+            size_t cap = R->cap ? R->cap * 2 : 256;
+            ml_item *p = (ml_item *)realloc(R->items, cap * sizeof *p);
+            if (!p) { failed = 1; break; }
+            R->items = p;
+            R->cap = cap;
+        }
+        R->items[R->n].d = f.digest;
+        R->items[R->n].unit = kcache_hash(unit, strlen(unit));
+        R->items[R->n].copied = 0;
+        R->n++;
     }
-    R->items[R->n].d = d;
-    R->items[R->n].unit = kcache_hash(unit, ulen);
-    R->items[R->n].copied = 0;
-    R->n++;
-    return 0;
-}
-static int ml_scan(int sfd, uid_t owner, ml_run *R, char *err, size_t errcap)
-{
-    ml_scan_ctx c;
-    c.R = R;
-    c.owner = owner;
-    c.failed = 0;
-    ks_each_in_shards(sfd, 'e', ml_scan_one, &c);
-    if (c.failed) { ki_fmt(err, errcap, "out of memory"); return -1; }
+    kcache_entry_walk_close(w);
+    if (failed) { ki_fmt(err, errcap, "out of memory"); return -1; }
     return 0;
 }
 
-/* Pass 2, one entry: opened once, relative to its shard's directory (neither of them a link), and
-   judged by the open file, not by what pass 1 saw under that name (another member of a shared-group
-   store may have renamed her own file over it since): a regular file of the store's owner or root
-   that nobody else may write. Its header and the size it says come first, so a sparse or huge file
-   is not read; then the entry is read whole, validated and stored in dst. -1 (with err) when dst
-   failed. */
-static int ml_copy_one(int efd, uid_t owner, kcache__store *dst, ml_item *it, ml_run *R, char *err, size_t errcap)
+/* Pass 2, one entry: kcache_entry_load judges the open file, not what pass 1 saw under that name
+   (another member of a shared-group store may have renamed her own file over it since): a regular
+   file of the store's owner or root that nobody else may write, its header and the size it says
+   first (a sparse or huge file is not read), then read whole and validated. A sound one is stored
+   in dst. -1 (with err) when dst failed. */
+static int ml_copy_one(kcache_reader *sr, kcache *dst, ml_item *it, ml_run *R, char *err, size_t errcap)
 {
-    char rel[48], shard[3];
-    unsigned char fixed[KCACHE__ENTRY_FIXED];
-    struct stat sb;
-    kcache__blob *b;
-    kcache__read rd;
-    kcache__store_ev ev;
     kcache_key k;
+    kcache_stats st;
     kcache_status s;
-    const unsigned char *h;
-    size_t size, rlen;
-    uint64_t hlen, plen;
-    long long have;
-    int fd, sfd;
-    kcache__entry_name(it->d, rel); /* "e/XX/<digest>.kce" */
-    memcpy(shard, rel + 2, 2);
-    shard[2] = 0;
-    sfd = openat(efd, shard, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    fd = sfd < 0 ? -1 : openat(sfd, rel + 5, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
-    if (sfd >= 0) close(sfd);
-    if (fd < 0 || fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
-        if (fd >= 0) close(fd);
-        R->corrupt++;
-        return 0;
-    }
-    if ((sb.st_uid != owner && sb.st_uid != 0) || (sb.st_mode & 022)) { close(fd); R->foreign++; return 0; }
-    have = ks_pread(fd, fixed, sizeof fixed, 0);
-    hlen = have == (long long)sizeof fixed ? kcache__get_u32(fixed + 12) : 0;
-    plen = have == (long long)sizeof fixed ? kcache__get_u64(fixed + 16) : 0;
-    if (have != (long long)sizeof fixed || memcmp(fixed, "KCENTRY", 8) != 0 || kcache__get_u64(fixed + 24) != it->d.lo ||
-        kcache__get_u64(fixed + 32) != it->d.hi || hlen < KCACHE__ENTRY_FIXED + 24 || plen > ((uint64_t)1 << 40) ||
-        hlen + plen != (uint64_t)sb.st_size || (uint64_t)sb.st_size > (uint64_t)((size_t)-1 / 2) ||
-        !(b = kcache__blob_alloc(NULL, (size_t)sb.st_size, 0))) {
-        close(fd);
-        R->corrupt++;
-        return 0;
-    }
-    size = (size_t)sb.st_size;
-    have = ks_pread(fd, kcache__blob_bytes(b), size, 0);
-    close(fd);
-    h = kcache__blob_bytes(b);
-    rlen = kcache__get_u32(h + 64);
-    memset(&k, 0, sizeof k);
-    if (have != (long long)size || memcmp(h, "KCENTRY", 8) != 0 || rlen > size - KCACHE__ENTRY_FIXED ||
-        kcache__record_parse(h + KCACHE__ENTRY_FIXED, rlen, &k) != KCACHE_OK || !ks_same(k.digest, it->d)) {
-        if (k.magic) kcache_key_free(&k);
-        kcache__blob_unref(b);
-        R->corrupt++;
-        return 0;
-    }
-    memset(&rd, 0, sizeof rd);
-    kcache__entry_check(b, (size_t)have, size, &k, KCACHE_STAMP_HYBRID, 0, (uint64_t)1 << 40, &rd); /* takes b */
-    KCACHE_FREE(rd.rec);
-    if (rd.status != KCACHE_OK) {
-        if (rd.status == KCACHE_ENOENT) R->compressed++; /* a zstd entry: not readable here */
+    void *data = NULL;
+    size_t size = 0;
+    uint64_t file_size = 0;
+    kcache_entry_stat(sr, it->d, &file_size);
+    s = kcache_entry_load(sr, it->d, &k, &data, &size);
+    if (s != KCACHE_OK) {
+        if (s == KCACHE_EDISABLED) R->compressed++; /* a zstd entry: not readable here */
+        else if (s == KCACHE_EUNSAFE) R->foreign++;
         else R->corrupt++;
         kcache_key_free(&k);
         return 0;
     }
-    memset(&ev, 0, sizeof ev);
-    s = kcache__store_put(dst, &k, rd.blob->data, rd.blob->size, &ev);
-    kcache__blob_unref(rd.blob);
-    if (s == KCACHE_OK && ev.evicted) { /* the disk's reserve made kcache evict: the layer would lack entries */
+    s = kcache_put(dst, &k, data, size);
+    free(data);
+    kcache_get_stats(dst, &st);
+    if (s == KCACHE_OK && (st.evictions || st.store_errors)) { /* the disk's reserve made kcache evict: the layer would lack entries */
         s = KCACHE_ENOSPC;
         ki_fmt(err, errcap, "the filesystem of the layer is nearly full (kcache keeps 5 %% of it free)");
     } else if (s != KCACHE_OK) {
-        ki_fmt(err, errcap, "storing unit \"%s\": %s%s%s", k.unit, kcache_strerror(s), ev.note[0] ? ": " : "", ev.note);
+        ki_fmt(err, errcap, "storing unit \"%s\": %s", k.unit, kcache_strerror(s));
     }
     kcache_key_free(&k);
     if (s != KCACHE_OK) return -1;
     it->copied = 1;
     R->copied++;
-    R->bytes += size;
+    R->bytes += file_size;
     return 0;
 }
 
@@ -2581,6 +2029,8 @@ static int ml_chmod_one(const char *p, const struct stat *s, int flag, struct FT
     if (flag == FTW_F && S_ISREG(s->st_mode)) return chmod(p, ml_file_mode) == 0 ? 0 : -1;
     return 0;
 }
+
+static int ks_dot(const char *n) { return n[0] == '.' && (!n[1] || (n[1] == '.' && !n[2])); }
 
 /* Whether the directory names something (other than . and ..); -1 when it cannot be read. */
 static int ml_dir_used(const char *path)
@@ -2602,11 +2052,12 @@ int ki_make_layer(const char *src, const char *dest, const char *const *units, i
     char src_abs[4096], dest_abs[4096], parent[4096], real_src[PATH_MAX], real_parent[PATH_MAX], why[600], a[48];
     ml_run R;
     struct stat sb;
-    kcache__store *dst = NULL;
+    kcache_reader *sr = NULL;
+    kcache *dst = NULL;
     kcache_config cfg;
     kcache_hash128 *uh;
-    uid_t owner;
-    int sfd = -1, efd = -1, rc = 2, i;
+    kcache_status st;
+    int rc = 2, i;
     size_t j;
     memset(&R, 0, sizeof R);
     R.units = nunits ? units : NULL;
@@ -2615,18 +2066,19 @@ int ki_make_layer(const char *src, const char *dest, const char *const *units, i
         ki_fmt(err, errcap, "a path is too long");
         return 2;
     }
-    sfd = open(src_abs, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (sfd < 0 || fstat(sfd, &sb) != 0) { ki_fmt(err, errcap, "%s: cannot open the store: %s", src, strerror(errno)); goto out; }
-    owner = sb.st_uid;
-    efd = openat(sfd, "e", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (efd < 0) { ki_fmt(err, errcap, "%s: not a kcache store with entries (no e/)", src); goto out; }
+    if ((st = kcache_reader_open(&sr, src_abs)) != KCACHE_OK) {
+        ki_fmt(err, errcap, "%s: cannot open the store: %s", src, st == KCACHE_ENOENT ? strerror(ENOENT) : st == KCACHE_EUNSAFE ? strerror(ENOTDIR) : strerror(errno));
+        goto out;
+    }
+    ki_fmt(why, sizeof why, "%s/e", src_abs);
+    if (lstat(why, &sb) != 0 || !S_ISDIR(sb.st_mode)) { ki_fmt(err, errcap, "%s: not a kcache store with entries (no e/)", src); goto out; }
     if (nunits && !(R.unit_hits = (unsigned long *)calloc((size_t)nunits, sizeof *R.unit_hits))) { ki_fmt(err, errcap, "out of memory"); goto out; }
-    if (ml_scan(sfd, owner, &R, err, errcap) != 0) goto out;
+    if (ml_scan(sr, &R, err, errcap) != 0) goto out;
     for (i = 0; i < nunits; i++)
         if (!R.unit_hits[i]) {
             char q[4096 + 16];
             ki_fmt(err, errcap, "%s: no entry of unit \"%s\" (kcache-inspect %s lists the units); nothing made", src, units[i],
-                   kcache__shell_quote(q, sizeof q, src));
+                   kcache_shell_quote(q, sizeof q, src));
             goto out;
         }
     if (!R.n) { ki_fmt(err, errcap, "%s: no entries to copy; nothing made", src); goto out; }
@@ -2645,20 +2097,25 @@ int ki_make_layer(const char *src, const char *dest, const char *const *units, i
         ki_fmt(err, errcap, "%s is inside the store %s: a layer is made outside it", dest, src);
         goto out;
     }
-    memset(&cfg, 0, sizeof cfg); /* no limit, no environment: every entry chosen, as it is */
-    cfg.fsync = 1;               /* made once, read by many: on disk before it is announced */
+    kcache_config_defaults(&cfg); /* no environment */
+    cfg.dir = dest_abs;
+    cfg.max_size = 0;             /* no limit: every entry chosen, as it is */
+    cfg.mem_entries = 1;
+    cfg.mem_size = 1;             /* nothing kept in memory: each put goes straight to DEST */
+    cfg.publish = 0;
+    cfg.fsync = 1;                /* made once, read by many: on disk before it is announced */
     cfg.lock_timeout_ms = 10000;
     why[0] = 0;
-    if (kcache__store_open(&dst, dest_abs, &cfg, why, sizeof why) != KCACHE_OK || dst->readonly) {
+    if (kcache_open(&dst, &cfg) != KCACHE_OK || !dst || !kcache_store_in_use(dst, why, sizeof why) || why[0]) {
         ki_fmt(err, errcap, "cannot make the layer %s: %s", dest, why[0] ? why : "not writable");
         goto out;
     }
     for (j = 0; j < R.n; j++)
-        if (ml_copy_one(efd, owner, dst, &R.items[j], &R, why, sizeof why) != 0) {
+        if (ml_copy_one(sr, dst, &R.items[j], &R, why, sizeof why) != 0) {
             ki_fmt(err, errcap, "%s: %s; the layer is incomplete: remove it", dest, why);
             goto out;
         }
-    kcache__store_close(dst);
+    kcache_close(dst);
     dst = NULL;
     {   /* nobody writes a layer: no lock file, no tmp/ (kcache makes them again if it is ever used as a store) */
         int dfd = open(dest_abs, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
@@ -2697,13 +2154,12 @@ int ki_make_layer(const char *src, const char *dest, const char *const *units, i
               private_modes ? "yours alone" : "every user may read it (kcache uses a layer that is root's or the user's own)");
     {   /* a line to paste into a shell: quoted, not wrapped */
         char q[4096 * 4 + 16];
-        ko_printf(o, "use        KCACHE_LAYERS=%s\n", kcache__shell_quote(q, sizeof q, dest_abs));
+        ko_printf(o, "use        KCACHE_LAYERS=%s\n", kcache_shell_quote(q, sizeof q, dest_abs));
     }
     rc = 0;
 out:
-    if (dst) kcache__store_close(dst);
-    if (efd >= 0) close(efd);
-    if (sfd >= 0) close(sfd);
+    if (dst) kcache_close(dst);
+    kcache_reader_close(sr);
     free(R.items);
     free(R.unit_hits);
     return rc;
@@ -2714,7 +2170,7 @@ out:
    opens it: its lock, its accounting kept exact, its checks (another user's store is refused). */
 
 /* AGE as 90s, 30m, 12h, 7d (a bare number: seconds). 1 with *secs, 0 when it is not one.
-   Beside kcache.h's size parser (kcache__parse_size, --trim's) rather than through it: the digits
+   Beside kcache.h's size parser (kcache_parse_size, --trim's) rather than through it: the digits
    are read the same way, but the suffixes say other things ("m" is minutes here, MiB there, which
    also takes upper case and a trailing B or iB), and the library itself has no use for an age. */
 static int ki_parse_age(const char *s, uint64_t *secs)
@@ -2741,17 +2197,17 @@ int ki_tidy(int what, const char *arg, const char *dir, int yes)
     static const char *const name[] = {"", "--evict-older-than", "--trim", "--remove-unit", "--clear"};
     kcache_config cfg;
     kcache *kc = NULL;
+    kcache_reader *r;
     kcache_tidy done;
     kcache_status s = KCACHE_EINVAL;
     struct stat sb;
     char why[1024], cf[4200], q[1100], shown[1100];
     uint64_t v = 0;
-    int fd;
     if (what == KI_TIDY_OLDER && !ki_parse_age(arg, &v)) {
         ktext_eprintf("kcache-inspect: --evict-older-than '%s' is not an age (90s, 30m, 12h, 7d)\n", arg);
         return 2;
     }
-    if (what == KI_TIDY_TRIM && !kcache__parse_size(arg, &v)) {
+    if (what == KI_TIDY_TRIM && kcache_parse_size(arg, &v) != KCACHE_OK) {
         ktext_eprintf("kcache-inspect: --trim '%s' is not a size (bytes, or with K, M, G, T as KCACHE_MAX_SIZE takes it)\n", arg);
         return 2;
     }
@@ -2769,10 +2225,10 @@ int ki_tidy(int what, const char *arg, const char *dir, int yes)
     cfg.dir = dir;
     cfg.publish = 0;
     cfg.mem_entries = 1;
-    if ((fd = open(cf, O_RDONLY | O_CLOEXEC | O_NONBLOCK)) >= 0) { /* the store's own limit, kept as it is */
-        unsigned char h[64];
-        if (ks_pread(fd, h, sizeof h, 0) == (long long)sizeof h && memcmp(h, "KCACHECF", 8) == 0) cfg.max_size = kcache__get_u64(h + 56);
-        close(fd);
+    if (kcache_reader_open(&r, dir) == KCACHE_OK) { /* the store's own limit, kept as it is */
+        kcache_accounting a;
+        if (kcache_read_accounting(r, &a) == KCACHE_OK) cfg.max_size = a.limit;
+        kcache_reader_close(r);
     }
     if (kcache_open(&kc, &cfg) != KCACHE_OK || !kc) { ktext_eprintf("kcache-inspect: out of memory\n"); return 2; }
     if (!kcache_store_in_use(kc, why, sizeof why) || why[0]) {
@@ -2791,12 +2247,12 @@ int ki_tidy(int what, const char *arg, const char *dir, int yes)
         kcache_close(kc);
         return 2;
     }
-    kcache__shell_quote(q, sizeof q, dir);
-    kcache__escs(shown, sizeof shown, dir); /* a path is printed escaped, as every name from outside */
+    kcache_shell_quote(q, sizeof q, dir);
+    kcache_escape(shown, sizeof shown, dir, strlen(dir)); /* a path is printed escaped, as every name from outside */
     if (!yes) {
         printf("would remove %llu entries (%llu bytes) from %s\n", (unsigned long long)done.entries, (unsigned long long)done.bytes, shown);
         char qa[600];
-        kcache__shell_quote(qa, sizeof qa, what == KI_TIDY_CLEAR ? "" : arg);
+        kcache_shell_quote(qa, sizeof qa, what == KI_TIDY_CLEAR ? "" : arg);
         printf("(a dry run: kcache-inspect %s%s%s --yes %s removes them)\n", name[what], what == KI_TIDY_CLEAR ? "" : " ",
                what == KI_TIDY_CLEAR ? "" : qa, q);
     } else {

@@ -20,8 +20,8 @@
 #include <string.h>
 
 /* The rule's one step (a character in, its text out): kcache.h's public kcache_escape_char (any
-   file of a tool may call it; the implementation is compiled in one of them). A tool may still
-   name a function of its own here. */
+   file of a tool may call it; the implementation is compiled in one of them), which both tools
+   use. A test may name a function of its own here. */
 #ifndef KTEXT_ESC_CHAR
 #define KTEXT_ESC_CHAR kcache_escape_char
 #endif
