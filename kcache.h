@@ -14649,10 +14649,15 @@ static kcache_status kcache__reader_cf_header(kcache_reader *r, unsigned char *h
     return kcache_accounting_decode(h, got > 0 ? (size_t)got : 0, size, out, ev, n);
 }
 
+/* The header's 4 KiB are read into the heap: no call takes more than 4 KiB of stack. */
 KCACHE_API kcache_status kcache_read_accounting(kcache_reader *r, kcache_accounting *out) {
-    unsigned char h[KCACHE__ACCT_HEADER];
+    unsigned char *h;
+    kcache_status s;
     if (!r || !out) return KCACHE_EINVAL;
-    return kcache__reader_cf_header(r, h, out, NULL, NULL);
+    if ((h = (unsigned char *)KCACHE_MALLOC(KCACHE__ACCT_HEADER)) == NULL) return KCACHE_ENOMEM;
+    s = kcache__reader_cf_header(r, h, out, NULL, NULL);
+    KCACHE_FREE(h);
+    return s;
 }
 
 #if defined(__cplusplus) && __cplusplus >= 201103L
@@ -14661,11 +14666,15 @@ static_assert((int)KCACHE_EVICTION_LOG == (int)KCACHE__EVLOG_SLOTS, "kcache: the
 typedef char kcache__evlog_public[(int)KCACHE_EVICTION_LOG == (int)KCACHE__EVLOG_SLOTS ? 1 : -1];
 #endif
 KCACHE_API kcache_status kcache_read_evictions(kcache_reader *r, kcache_eviction out[KCACHE_EVICTION_LOG], unsigned *n) {
-    unsigned char h[KCACHE__ACCT_HEADER];
+    unsigned char *h;
     kcache_accounting a;
+    kcache_status s;
     if (n) *n = 0;
     if (!r || !out || !n) return KCACHE_EINVAL;
-    return kcache__reader_cf_header(r, h, &a, out, n);
+    if ((h = (unsigned char *)KCACHE_MALLOC(KCACHE__ACCT_HEADER)) == NULL) return KCACHE_ENOMEM;
+    s = kcache__reader_cf_header(r, h, &a, out, n);
+    KCACHE_FREE(h);
+    return s;
 }
 
 /* Reads count slots of the use table from slot first into buf: its rows, or 0 (*st says why). */
