@@ -12165,7 +12165,7 @@ static kcache_reason kcache__ix_classify(kcache *kc, const kcache_key *k, int64_
     kcache__ix ix;
     kcache_reason reason = KCACHE_REASON_COLD;
     kcache_status r = kcache__ix_read(st, k->unit, &ix);
-    int at = -1;
+    int at = -1, new_overload = 0;
     *when = 0;
     if (r == KCACHE_OK) at = kcache__ix_find(&ix, KCACHE__IX_GONE, k->digest);
     if (at >= 0) {
@@ -12179,7 +12179,10 @@ static kcache_reason kcache__ix_classify(kcache *kc, const kcache_key *k, int64_
         reason = KCACHE_REASON_EVICTED; /* listed, but its entry is gone: only eviction does that */
         if (!*when) kcache__store_evicted_when(st, k->digest, when);
     } else if (r == KCACHE_OK && ix.n[KCACHE__IX_LIVE] > 0) {
-        reason = kcache__new_overload(&kc->mem, &ix, k) ? KCACHE_REASON_COLD : KCACHE_REASON_FIELD;
+        /* a field differs, as DESIGN's reasons say (cold is a unit never stored); a new overload
+           (the stored ones differ among themselves where this one does) is said in its words */
+        reason = KCACHE_REASON_FIELD;
+        new_overload = kcache__new_overload(&kc->mem, &ix, k);
     }
     if (b) {
         kcache__sb_add(b, "miss: %s", kcache__reason_text[reason]);
@@ -12212,19 +12215,16 @@ static kcache_reason kcache__ix_classify(kcache *kc, const kcache_key *k, int64_
             break;
         }
         case KCACHE_REASON_FIELD:
+            if (new_overload) kcache__sb_add(b, ": never stored: a new overload (the unit's stored overloads differ among themselves where it differs from them)");
             kcache__sb_add(b, ": closest of %u stored overload(s) of unit \"%s\": ", ix.n[KCACHE__IX_LIVE], k->unit);
             kcache__sb_closest(b, &ix, k);
             break;
         default:
             b->len = 0; /* cold reads "miss: cold: unit ... never stored", as in memory-only mode */
             if (b->cap) b->p[0] = 0;
-            if (r == KCACHE_OK && ix.n[KCACHE__IX_LIVE] > 0)
-                kcache__sb_add(b, "miss: cold: never stored: a new overload of unit \"%s\" in %s (its %u stored overload(s) differ among themselves where they differ from it)",
-                               k->unit, kc->dir, ix.n[KCACHE__IX_LIVE]);
-            else
-                kcache__sb_add(b, "miss: cold: unit \"%s\" %s in %s", k->unit,
-                               r == KCACHE_ECORRUPT ? "has a damaged index (the next put rebuilds it): nothing known" : "never stored",
-                               kc->dir);
+            kcache__sb_add(b, "miss: cold: unit \"%s\" %s in %s", k->unit,
+                           r == KCACHE_ECORRUPT ? "has a damaged index (the next put rebuilds it): nothing known" : "never stored",
+                           kc->dir);
             if (r == KCACHE_OK && ix.n[KCACHE__IX_GONE]) kcache__sb_add(b, " (%u overload(s) left it)", ix.n[KCACHE__IX_GONE]);
 #ifdef KCACHE_NO_EXPLAIN
             kcache__sb_add(b, " (as far as kcache can tell: per-unit indexes are compiled out, KCACHE_NO_EXPLAIN)");
@@ -13001,8 +13001,6 @@ static kcache_status kcache__get_once(kcache *kc, const kcache_key *k, const voi
         kcache__count_miss_quiet(kc, k, reason);
         if (reason == KCACHE_REASON_FIELD && strncmp(why, "miss: ", 6) == 0) /* "a field differs: closest of ...: name: ..." */
             kcache__log(&kc->cfg, "miss %s: %s", k->unit, why + 6);
-        else if (reason == KCACHE_REASON_COLD && strstr(why, "a new overload"))
-            kcache__log(&kc->cfg, "miss %s: %s: a new overload of its unit", k->unit, kcache__reason_text[reason]);
         else
             kcache__log(&kc->cfg, "miss %s: %s", k->unit, kcache__reason_text[reason]);
     } else {
