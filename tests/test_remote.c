@@ -33,6 +33,8 @@
  *                             a failed call (a server speaking garbage), not a reject
  *   remote_empty_host         an empty host (or NULL endpoint) in MOVED or CLUSTER SLOTS: the
  *                             answering node's; a unix seed has none: a miss, not a crash
+ *   remote_identity_copied    a writer of shard B copies A's kcache:id into B: B stays in the ring
+ *                             (one identity is one shard only when a claim on one is held on the other)
  *   remote_ro_max_entry       mode ro never writes; entries over the limit stay local; a larger
  *                             value (another client's limit) is a miss, not a reject
  *   remote_shards             3 shards take a third of the keys each; a 4th moves about a quarter
@@ -1070,6 +1072,41 @@ static void remote_shards(void) {
     for (i = 0; i < 3; i++) KT_CHECK_EQ_U64(data_keys(&sv[i]), n[i]); /* nothing moved between the old ones */
     printf("# remote_shards: 3 shards held %lld/%lld/%lld of %d keys; a 4th took %lld\n", n[0], n[1], n[2], SHARD_KEYS, n[3]);
     for (i = 0; i < 4; i++) kt_redis_stop(&sv[i]);
+}
+
+/* Finding 11: a writer of shard B's server copies A's kcache:id into B. The two then have one
+   identity, and B left the ring (all keys on A). Shards of one identity are now one shard only when
+   a claim taken on one is seen held on the other: B stays in the ring, with a secret or without. */
+static void remote_identity_copied(void) {
+    kt_redis A, B;
+    char urls[1000];
+    mconf mc;
+    int sig;
+    if (!kt_redis_start(&A, g_root, 1, NULL) || !kt_redis_start(&B, g_root, 1, NULL)) { KT_FAILF("redis-server did not start"); return; }
+    snprintf(urls, sizeof urls, "%s %s", A.url, B.url);
+    for (sig = 0; sig < 2; sig++) {
+        redisReply *id, *r;
+        long long a, b;
+        memset(&mc, 0, sizeof mc);
+        mc.url = A.url;
+        mc.secret = sig ? "identity secret" : NULL;
+        job(0, fresh("id-a"), &mc, DO_PUT, 35100, 100); /* A gets its id */
+        id = kt_redis_cmd(&A, "GET kcache:id");
+        if (!id || id->type != REDIS_REPLY_STRING) { KT_FAILF("no kcache:id on A"); if (id) freeReplyObject(id); break; }
+        r = kt_redis_cmd(&B, "SET kcache:id %b", id->str, id->len); /* the copy */
+        if (r) freeReplyObject(r);
+        freeReplyObject(id);
+        mc.url = urls;
+        all_keys(1, &mc);
+        a = data_keys(&A), b = data_keys(&B);
+        KT_CHECK_MSG(S->r[1].ok && a >= SHARD_KEYS / 4 && b >= SHARD_KEYS / 4, "%s: A's id copied into B: A holds %lld, B %lld of %d keys (want both in the ring)",
+                     sig ? "signed" : "unsigned", a, b, SHARD_KEYS);
+        printf("# remote_identity_copied (%s): A's id copied into B; A holds %lld, B %lld of %d keys\n", sig ? "signed" : "unsigned", a, b, SHARD_KEYS);
+        kt_redis_int(&A, "FLUSHDB");
+        kt_redis_int(&B, "FLUSHDB");
+    }
+    kt_redis_stop(&A);
+    kt_redis_stop(&B);
 }
 
 /* ---- faults --------------------------------------------------------------------------------------- */
@@ -3234,6 +3271,7 @@ int main(int argc, char **argv) {
     KT_RUN(remote_cluster_build);
     KT_RUN(remote_cluster);
     KT_RUN(remote_spellings);
+    KT_RUN(remote_identity_copied);
     KT_RUN(remote_ttl_prefix);
     KT_RUN(remote_shard_counters);
     KT_RUN(remote_builder_killed);
