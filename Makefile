@@ -278,7 +278,7 @@ test-exchange: check-deps $(B)/test_exchange $(B)/kcache-inspect
 
 # ---- fuzzing (libFuzzer): `make fuzz FUZZ_TIME=600` runs each target that long; `make fuzz-smoke`
 # (part of make test) runs each for FUZZ_SMOKE seconds from its seed corpus ----
-FUZZERS    := fuzz_pickle fuzz_store fuzz_stats fuzz_env
+FUZZERS    := fuzz_pickle fuzz_store fuzz_stats fuzz_env fuzz_cluster
 FUZZ_TIME  ?= 600
 FUZZ_SMOKE ?= 15
 FUZZ_FLAGS := -std=c99 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
@@ -292,6 +292,8 @@ $(B)/fuzz_stats: fuzz/fuzz_stats.c fuzz/fuzz_tmp.h tools/kcache-top.c kcache.h |
 	clang $(FUZZ_FLAGS) -I. -o $@ $< $(LDLIBS)
 $(B)/fuzz_env: fuzz/fuzz_env.c fuzz/fuzz_tmp.h kcache.h | $(B)
 	clang $(FUZZ_FLAGS) -I. -o $@ $< $(LDLIBS)
+$(B)/fuzz_cluster: fuzz/fuzz_cluster.c kcache.h kcache_redis.h | $(B)
+	clang $(FUZZ_FLAGS) -I. -o $@ $< -lhiredis $(LDLIBS)
 fuzz: $(addprefix $(B)/,$(FUZZERS))
 	@for f in $(FUZZERS); do mkdir -p $(B)/fuzz-work/$$f; \
 	  echo "== $$f for $(FUZZ_TIME) s"; \

@@ -467,7 +467,9 @@ typedef struct kcache_remote_backend {
     /* Optional. The server's identity however its URL spells it (Redis: an id kept on the server),
        asked once before the first call (ro: KCACHE_REMOTE_MODE=ro, nothing may be written): 1 with
        it in out (cap bytes), 0 when it cannot be had now. Shards of one identity are one shard for
-       placement (kcache_remote_shard.same). NULL: the URL is the identity. */
+       placement (kcache_remote_shard.same) when, with claims and writes allowed, a claim taken on
+       one for a moment is held on the other (an identity can be copied). NULL: the URL is the
+       identity. */
     int (*identity)(void *shard, int ro, char *out, size_t cap);
     /* Optional. What the shard's get computed of a value's MAC while it arrived, from the hold that
        get returned: KCACHE_REMOTE_MAC_NONCE bytes of nonce then KCACHE_REMOTE_MAC_TAG of tag
@@ -9325,6 +9327,28 @@ static void kcache__remote_unpack(const kcache__remote *r, const kcache_key *k, 
 
 /* ---- shards and the breaker ---- */
 
+/* Whether shards a and b, of one identity, are one server indeed: a claim on a random name, taken
+   on a for a moment, is held when b is asked. An identity alone proves nothing: a writer of b's
+   server can copy a's id there (signed or not) and so take a shard out of every ring (issue 35).
+   A client that may not write (ro), or a backend without claims, cannot ask: it takes the identity
+   as it is (the README says what a writer can then do). */
+static int kcache__remote_one_server(kcache__remote *r, kcache__shard *a, kcache__shard *b) {
+    char name[33], token[2][96];
+    uint64_t seed[3];
+    kcache_status st;
+    int k;
+    if (r->ro || !a->ops->claim || !b->ops->claim) return 1;
+    seed[0] = (uint64_t)kcache__now_ns(), seed[1] = (uint64_t)kcache__pid(), seed[2] = kcache__atomic_inc_u64(&r->seq);
+    kcache__remote_name(kcache_hash(seed, sizeof seed), name);
+    for (k = 0; k < 2; k++)
+        snprintf(token[k], sizeof token[k], "%s:%u:%llx:one-server-%d", r->host, (unsigned)kcache__pid(), (unsigned long long)seed[2], k);
+    if (a->ops->claim(a->user, name, KCACHE_CLAIM_TAKE, token[0], r->claim_ms) != KCACHE_OK) return 0; /* cannot tell: kept apart */
+    st = b->ops->claim(b->user, name, KCACHE_CLAIM_TAKE, token[1], r->claim_ms);
+    if (st == KCACHE_OK) b->ops->claim(b->user, name, KCACHE_CLAIM_ABANDON, token[1], r->claim_ms);
+    a->ops->claim(a->user, name, KCACHE_CLAIM_ABANDON, token[0], r->claim_ms);
+    return st == KCACHE_EEXIST;
+}
+
 /* Places the shards by what they are, not how they are spelled: before the first call, each
    shard's identity (the built-in Redis: an id stored on the server once) seeds its rendezvous
    weight, and a shard with the identity of an earlier one (the same server spelled another way, a
@@ -9341,7 +9365,11 @@ static void kcache__remote_ring(kcache__remote *r) {
             char id[80];
             kcache__shard *s = &r->shard[i];
             if (s->identity && s->identity(s->user, r->ro, id, sizeof id)) s->seed = kcache_hash(id, strlen(id)).lo;
-            for (j = 0; j < i && !s->same; j++) s->same = !r->shard[j].same && r->shard[j].seed == s->seed;
+            for (j = 0; j < i && !s->same; j++)
+                if (!r->shard[j].same && r->shard[j].seed == s->seed) {
+                    s->same = kcache__remote_one_server(r, &r->shard[j], s);
+                    if (!s->same) s->seed = kcache_hash(s->url, strlen(s->url)).lo; /* a copied id: placed by its URL */
+                }
         }
         kcache__atomic_store_u32(&r->ring_done, 1);
     }

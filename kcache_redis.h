@@ -1217,11 +1217,17 @@ static unsigned kcache_redis__cluster_slot(const char *key, size_t n) {
 }
 
 /* The node at host:port of rb's cluster (added with rb's credentials, timeouts and TLS when it is
-   new): its index + 1, or 0 (out of memory, too many nodes). */
-static unsigned kcache_redis__cluster_node(kcache_redis__server *rb, const char *host, size_t hlen, int port) {
+   new): its index + 1, or 0 (out of memory, too many nodes, or no host: see below). An empty host
+   (or NULL: a NULL endpoint) means, as Redis means it, the host of the node that answered, which
+   a unix-socket node has not: that node is then unusable (the command a miss), never guessed. */
+static unsigned kcache_redis__cluster_node(kcache_redis__server *rb, const kcache_redis__server *answered, const char *host, size_t hlen, int port) {
     kcache_redis__server *nd;
     unsigned i, at = 0;
-    if (!hlen) { host = rb->host; hlen = strlen(rb->host); } /* "": the node that answered (the seed) */
+    if (!host || !hlen) {
+        if (!answered->host) return 0;
+        host = answered->host, hlen = strlen(answered->host);
+    }
+    if (memchr(host, 0, hlen)) return 0; /* not a host name (and it would end at the NUL) */
     pthread_mutex_lock(&rb->mutex);
     for (i = 0; i < rb->nnodes && !at; i++)
         if (rb->node[i]->port == port && strlen(rb->node[i]->host) == hlen && memcmp(rb->node[i]->host, host, hlen) == 0) at = i + 1;
@@ -1250,37 +1256,40 @@ static unsigned kcache_redis__cluster_node(kcache_redis__server *rb, const char 
     return at;
 }
 
-/* Reads the slot map from rb's seed (CLUSTER SLOTS: [start, end, [host, port, ...], replicas...]). */
-static void kcache_redis__cluster_slots(kcache_redis__server *rb, int64_t deadline) {
-    const char *argv[2];
-    size_t lens[2];
-    redisReply *r = NULL;
+/* Applies a CLUSTER SLOTS reply r ([start, end, [host, port, ...], replicas...]) that `answered`
+   gave to rb's slot map (rb->slot made). Entries that are not of that shape are left out. */
+static void kcache_redis__cluster_map(kcache_redis__server *rb, const kcache_redis__server *answered, const redisReply *r) {
     size_t i;
-    argv[0] = "CLUSTER", lens[0] = 7;
-    argv[1] = "SLOTS", lens[1] = 5;
-    if (kcache_redis__run1(rb, deadline, 0, 2, argv, lens, NULL, &r) != KCACHE_OK || r->type != REDIS_REPLY_ARRAY) {
-        if (r) freeReplyObject(r);
-        return;
-    }
+    if (r->type != REDIS_REPLY_ARRAY) return;
     for (i = 0; i < r->elements; i++) {
-        const redisReply *e = r->element[i], *m;
+        const redisReply *e = r->element[i], *m, *h;
         unsigned at;
         long long a, b;
         if (e->type != REDIS_REPLY_ARRAY || e->elements < 3 || e->element[0]->type != REDIS_REPLY_INTEGER ||
             e->element[1]->type != REDIS_REPLY_INTEGER || (m = e->element[2])->type != REDIS_REPLY_ARRAY || m->elements < 2 ||
-            m->element[0]->type != REDIS_REPLY_STRING || m->element[1]->type != REDIS_REPLY_INTEGER)
+            ((h = m->element[0])->type != REDIS_REPLY_STRING && h->type != REDIS_REPLY_NIL) || m->element[1]->type != REDIS_REPLY_INTEGER)
             continue;
         a = e->element[0]->integer, b = e->element[1]->integer;
         if (a < 0 || b >= KCACHE_REDIS__CLUSTER_SLOTS || a > b || m->element[1]->integer < 1 || m->element[1]->integer > 65535) continue;
-        at = m->element[0]->len == 1 && m->element[0]->str[0] == '?' ? 0 /* unknown endpoint */
-                                                                         : kcache_redis__cluster_node(rb, m->element[0]->str, m->element[0]->len,
-                                                                                                (int)m->element[1]->integer);
+        if (h->type == REDIS_REPLY_STRING && h->len == 1 && h->str[0] == '?') continue; /* unknown endpoint */
+        at = kcache_redis__cluster_node(rb, answered, h->type == REDIS_REPLY_STRING ? h->str : NULL, h->type == REDIS_REPLY_STRING ? h->len : 0,
+                                        (int)m->element[1]->integer);
         if (!at) continue;
         pthread_mutex_lock(&rb->mutex);
         for (; a <= b; a++) rb->slot[a] = (uint8_t)at;
         pthread_mutex_unlock(&rb->mutex);
     }
-    freeReplyObject(r);
+}
+
+/* Reads the slot map from rb's seed. */
+static void kcache_redis__cluster_slots(kcache_redis__server *rb, int64_t deadline) {
+    const char *argv[2];
+    size_t lens[2];
+    redisReply *r = NULL;
+    argv[0] = "CLUSTER", lens[0] = 7;
+    argv[1] = "SLOTS", lens[1] = 5;
+    if (kcache_redis__run1(rb, deadline, 0, 2, argv, lens, NULL, &r) == KCACHE_OK) kcache_redis__cluster_map(rb, rb, r);
+    if (r) freeReplyObject(r);
 }
 
 /* A MOVED or ASK error reply: 1 (ask: which), its slot, and the node's host and port; else 0. */
@@ -1346,10 +1355,10 @@ static kcache_status kcache_redis__run_value(kcache_redis__server *rb, int argc,
             KCACHE_FREE(nodes);
             if (!cluster) break;
         }
-        at = kcache_redis__cluster_node(rb, host, hlen, port);
+        at = kcache_redis__cluster_node(rb, to, host, hlen, port);
         freeReplyObject(*out);
         *out = NULL;
-        if (!at) return KCACHE_ENOMEM;
+        if (!at) return hlen || to->host ? KCACHE_ENOMEM : KCACHE_EIO; /* (EIO: a node with no host to reach) */
         asking = ask;
         if (!ask) {
             pthread_mutex_lock(&rb->mutex);

@@ -31,6 +31,10 @@
  *                             MAC: rejected); none without a secret or for a version 1 value
  *   remote_value_framing      a value not ended by \r\n, or followed by a reply no command asked for:
  *                             a failed call (a server speaking garbage), not a reject
+ *   remote_empty_host         an empty host (or NULL endpoint) in MOVED or CLUSTER SLOTS: the
+ *                             answering node's; a unix seed has none: a miss, not a crash
+ *   remote_identity_copied    a writer of shard B copies A's kcache:id into B: B stays in the ring
+ *                             (one identity is one shard only when a claim on one is held on the other)
  *   remote_ro_max_entry       mode ro never writes; entries over the limit stay local; a larger
  *                             value (another client's limit) is a miss, not a reject
  *   remote_shards             3 shards take a third of the keys each; a 4th moves about a quarter
@@ -118,6 +122,7 @@
 #include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/resource.h>
+#include <sys/un.h>
 
 /* ---- machines: processes of their own on stores of their own ------------------------------------- */
 
@@ -1069,6 +1074,41 @@ static void remote_shards(void) {
     for (i = 0; i < 4; i++) kt_redis_stop(&sv[i]);
 }
 
+/* Finding 11: a writer of shard B's server copies A's kcache:id into B. The two then have one
+   identity, and B left the ring (all keys on A). Shards of one identity are now one shard only when
+   a claim taken on one is seen held on the other: B stays in the ring, with a secret or without. */
+static void remote_identity_copied(void) {
+    kt_redis A, B;
+    char urls[1000];
+    mconf mc;
+    int sig;
+    if (!kt_redis_start(&A, g_root, 1, NULL) || !kt_redis_start(&B, g_root, 1, NULL)) { KT_FAILF("redis-server did not start"); return; }
+    snprintf(urls, sizeof urls, "%s %s", A.url, B.url);
+    for (sig = 0; sig < 2; sig++) {
+        redisReply *id, *r;
+        long long a, b;
+        memset(&mc, 0, sizeof mc);
+        mc.url = A.url;
+        mc.secret = sig ? "identity secret" : NULL;
+        job(0, fresh("id-a"), &mc, DO_PUT, 35100, 100); /* A gets its id */
+        id = kt_redis_cmd(&A, "GET kcache:id");
+        if (!id || id->type != REDIS_REPLY_STRING) { KT_FAILF("no kcache:id on A"); if (id) freeReplyObject(id); break; }
+        r = kt_redis_cmd(&B, "SET kcache:id %b", id->str, id->len); /* the copy */
+        if (r) freeReplyObject(r);
+        freeReplyObject(id);
+        mc.url = urls;
+        all_keys(1, &mc);
+        a = data_keys(&A), b = data_keys(&B);
+        KT_CHECK_MSG(S->r[1].ok && a >= SHARD_KEYS / 4 && b >= SHARD_KEYS / 4, "%s: A's id copied into B: A holds %lld, B %lld of %d keys (want both in the ring)",
+                     sig ? "signed" : "unsigned", a, b, SHARD_KEYS);
+        printf("# remote_identity_copied (%s): A's id copied into B; A holds %lld, B %lld of %d keys\n", sig ? "signed" : "unsigned", a, b, SHARD_KEYS);
+        kt_redis_int(&A, "FLUSHDB");
+        kt_redis_int(&B, "FLUSHDB");
+    }
+    kt_redis_stop(&A);
+    kt_redis_stop(&B);
+}
+
 /* ---- faults --------------------------------------------------------------------------------------- */
 
 /* A server of the case's own (TCP), the machines' settings for it, and key id put by a first
@@ -1820,8 +1860,12 @@ enum {
     FAKE_SUB_ENDLESS, /* claims held for a second; the claim's channel then streams an endless array */
     FAKE_DRIP,        /* GET: a 1 MiB string, one byte every 20 ms */
     FAKE_BADEND,      /* GET: a 100000-byte string ended by "XY", not \r\n */
-    FAKE_EXTRA        /* GET: a 100000-byte string, then a reply nobody asked for, in one write */
+    FAKE_EXTRA,       /* GET: a 100000-byte string, then a reply nobody asked for, in one write */
+    FAKE_MOVED_EMPTY, /* GET: -MOVED 7 :<g_fake_to> (an empty host: the node that answered) */
+    FAKE_SLOTS_EMPTY, /* GET: -MOVED 7 127.0.0.1:<g_fake_to>; CLUSTER SLOTS: every slot at ":<g_fake_to>" */
+    FAKE_SLOTS_NIL    /* the same with a NULL endpoint in CLUSTER SLOTS */
 };
+static int g_fake_to; /* the port a redirecting fake names (set before fake_start: its children copy it) */
 
 static int fake_write(int c, const char *p, size_t n) {
     while (n) {
@@ -1885,7 +1929,11 @@ static void fake_serve(int c, int mode) {
             const char *rep = out;
             int sub_endless = 0;
             if (mode == FAKE_ENDLESS) { fake_endless(c); free(buf); return; }
-            if (fake_is(arg[0], len[0], "SET")) rep = argc > 3 ? "$-1\r\n" : "+OK\r\n";
+            if (mode >= FAKE_MOVED_EMPTY && fake_is(arg[0], len[0], "CLUSTER"))
+                snprintf(out, sizeof out, "*1\r\n*3\r\n:0\r\n:16383\r\n*2\r\n%s:%d\r\n", mode == FAKE_SLOTS_NIL ? "$-1\r\n" : "$0\r\n\r\n", g_fake_to);
+            else if (mode >= FAKE_MOVED_EMPTY && !fake_is(arg[0], len[0], "PING"))
+                snprintf(out, sizeof out, "-MOVED 7 %s:%d\r\n", mode == FAKE_MOVED_EMPTY ? "" : "127.0.0.1", g_fake_to);
+            else if (fake_is(arg[0], len[0], "SET")) rep = argc > 3 ? "$-1\r\n" : "+OK\r\n";
             else if (fake_is(arg[0], len[0], "GET")) {
                 if (mode == FAKE_DRIP && len[1] < 50) { /* the value, a byte at a time */
                     int i;
@@ -1932,11 +1980,11 @@ static void fake_serve(int c, int mode) {
 
 /* Starts a listener on a free port whose every connection is served by serve(c, arg) in a child
    of its own (a process group: stop it with kt_garbage_stop). Its pid, or 0. */
+static pid_t fake_run(int fd, void (*serve)(int, int), int arg);
 static pid_t fake_start(void (*serve)(int, int), int arg, int *port) {
     struct sockaddr_in a;
     int fd = socket(AF_INET, SOCK_STREAM, 0), one = 1;
     socklen_t len = sizeof a;
-    pid_t p;
     if (fd < 0) return 0;
     setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
     memset(&a, 0, sizeof a);
@@ -1947,6 +1995,23 @@ static pid_t fake_start(void (*serve)(int, int), int arg, int *port) {
         return 0;
     }
     *port = ntohs(a.sin_port);
+    return fake_run(fd, serve, arg);
+}
+/* The same on a unix socket at path. */
+static pid_t fake_start_unix(void (*serve)(int, int), int arg, const char *path) {
+    struct sockaddr_un a;
+    int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+    if (fd < 0 || strlen(path) >= sizeof a.sun_path) { if (fd >= 0) close(fd); return 0; }
+    memset(&a, 0, sizeof a);
+    a.sun_family = AF_UNIX;
+    memcpy(a.sun_path, path, strlen(path) + 1);
+    unlink(path);
+    if (bind(fd, (struct sockaddr *)&a, sizeof a) != 0 || listen(fd, 64) != 0) { close(fd); return 0; }
+    return fake_run(fd, serve, arg);
+}
+/* Serves the listening socket fd (see fake_start). */
+static pid_t fake_run(int fd, void (*serve)(int, int), int arg) {
+    pid_t p;
     fflush(stdout);
     if ((p = fork()) < 0) { close(fd); return 0; }
     if (p == 0) {
@@ -2058,6 +2123,43 @@ static void remote_value_framing(void) {
             kt_garbage_stop(srv);
         }
     }
+}
+
+/* Finding 10: an empty host in MOVED or CLUSTER SLOTS means the node that answered. A unix-socket
+   seed has no host to take: the node is unusable, a miss (it was strlen(NULL), a crash). A TCP seed
+   that answers -MOVED 7 :PORT sends the command to its own host at PORT (here the real server T). */
+static void remote_empty_host(void) {
+    static const int modes[] = {FAKE_MOVED_EMPTY, FAKE_SLOTS_EMPTY, FAKE_SLOTS_NIL};
+    static const char *const said[] = {"-MOVED with an empty host", "CLUSTER SLOTS with an empty host", "CLUSTER SLOTS with a NULL endpoint"};
+    mconf mc;
+    char sock[400], url[450];
+    int i, port = 0;
+    pid_t g;
+    memset(&mc, 0, sizeof mc);
+    mc.url = url;
+    g_fake_to = T.port;
+    for (i = 0; i < 3; i++) {
+        snprintf(sock, sizeof sock, "%s/fake-%d.sock", g_root, i);
+        if (!(g = fake_start_unix(fake_serve, modes[i], sock))) { KT_FAILF("fake server"); return; }
+        snprintf(url, sizeof url, "unix://%s", sock);
+        job(0, fresh("empty-host"), &mc, DO_GET, 35010 + (unsigned)i, 100);
+        KT_CHECK_MSG(S->r[0].status == KCACHE_MISS, "a unix seed answering %s: %s (want a miss)", said[i],
+                     S->r[0].status < 0 ? "the process died" : kcache_strerror((kcache_status)S->r[0].status));
+        kt_garbage_stop(g);
+    }
+    /* a TCP seed: the empty host is its own (127.0.0.1), the port T's, which has the value */
+    memset(&mc, 0, sizeof mc);
+    mc.url = T.url;
+    job(0, fresh("empty-host-put"), &mc, DO_PUT, 35020, 1000);
+    KT_CHECK(S->r[0].ok);
+    if (!(g = fake_start(fake_serve, FAKE_MOVED_EMPTY, &port))) { KT_FAILF("fake server"); return; }
+    snprintf(url, sizeof url, "redis://127.0.0.1:%d", port);
+    mc.url = url;
+    job(1, fresh("empty-host-get"), &mc, DO_GET, 35020, 1000);
+    KT_CHECK_MSG(S->r[1].ok && S->r[1].st.hits_remote == 1, "a TCP seed answering -MOVED 7 :%d: %s, %llu remote hits (want the value from 127.0.0.1:%d)",
+                 T.port, S->r[1].status < 0 ? "the process died" : kcache_strerror((kcache_status)S->r[1].status),
+                 (unsigned long long)S->r[1].st.hits_remote, T.port);
+    kt_garbage_stop(g);
 }
 
 /* In a child: the peak memory (KiB) this process reached. */
@@ -3169,6 +3271,7 @@ int main(int argc, char **argv) {
     KT_RUN(remote_cluster_build);
     KT_RUN(remote_cluster);
     KT_RUN(remote_spellings);
+    KT_RUN(remote_identity_copied);
     KT_RUN(remote_ttl_prefix);
     KT_RUN(remote_shard_counters);
     KT_RUN(remote_builder_killed);
@@ -3181,6 +3284,7 @@ int main(int argc, char **argv) {
     KT_RUN(remote_dns_silent);
     KT_RUN(remote_slow_link);
     KT_RUN(remote_value_framing);
+    KT_RUN(remote_empty_host);
     KT_RUN(remote_tls_bounds);
     KT_RUN(remote_lookups);
     KT_RUN(remote_explain_stats);
