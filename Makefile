@@ -18,8 +18,11 @@ CTESTS  := test_hash test_host test_key test_lru test_threads test_store test_fl
 # misuse of the API caught in a debug build (KCACHE_ASSERT overridden to count), plain and under ASan
 CTESTS  += test_misuse
 TOOLS   := $(B)/kcache-inspect $(B)/kcache-top
-# the OpenCL preload library (LD_PRELOAD, tools/kcache_cl_preload.c): built by `make`, installed to lib/
+# the OpenCL preload library (LD_PRELOAD, tools/kcache_cl_preload.c): built by `make`, installed to
+# lib/ by `make install` where the OpenCL headers are (a machine without them still installs the rest)
 PRELOAD := $(B)/libkcache_cl.so
+HAVE_CL := $(shell printf '\043include <CL/cl.h>\n' | $(CC) -E -x c - >/dev/null 2>&1 && echo yes)
+INSTALL_PRELOAD := $(if $(HAVE_CL),$(PRELOAD))
 # kcache-top without curses where its header is missing (`make check` on a bare machine): the
 # batch mode (-b) only
 HAVE_CURSES := $(shell printf '\#include <curses.h>\n' | $(CC) -E -x c - >/dev/null 2>&1 && echo yes)
@@ -380,12 +383,12 @@ demo-cc: $(B)/demo_cc
 HEADERS := kcache.h kcache_redis.h kcache_vk.h
 PCS     := kcache kcache-redis kcache-vk
 KC_VERSION := $(shell sed -n 's/^.define KCACHE_VERSION "\(.*\)"/\1/p' kcache.h)
-install: tools $(PRELOAD)
+install: tools $(INSTALL_PRELOAD)
 	install -d $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/share/man/man1
 	install -m 644 $(HEADERS) $(DESTDIR)$(PREFIX)/include/
 	for p in $(PCS); do sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(KC_VERSION)|' $$p.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/$$p.pc; done
 	install -m 755 $(TOOLS) $(DESTDIR)$(PREFIX)/bin/
-	install -m 755 $(PRELOAD) $(DESTDIR)$(PREFIX)/lib/
+	$(if $(INSTALL_PRELOAD),install -m 755 $(INSTALL_PRELOAD) $(DESTDIR)$(PREFIX)/lib/)
 	install -m 644 kcache-inspect.1 kcache-top.1 $(DESTDIR)$(PREFIX)/share/man/man1/
 uninstall:
 	rm -f $(addprefix $(DESTDIR)$(PREFIX)/include/,$(HEADERS)) $(PCS:%=$(DESTDIR)$(PREFIX)/lib/pkgconfig/%.pc)
