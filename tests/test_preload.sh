@@ -174,9 +174,9 @@ EOF
             LD_PRELOAD=$lib "$py" "$tmp/vadd.py" >"$tmp/py$i.log" 2>&1
     done
     r1=$(grep -c '^vadd right 1 True' "$tmp/py1.log") r2=$(grep -c '^vadd right 1 True' "$tmp/py2.log")
-    put1=$(count '^kcache: put opencl' "$tmp/py1.log") look2=$(count '^kcache: \(hit\|miss\|put\|compile\)' "$tmp/py2.log")
+    put1=$(count '^kcache: put opencl' "$tmp/py1.log") look2=$(count '^kcache: \(store\|hit\|miss\|put\|compile\)' "$tmp/py2.log")
     if [ "$r1" -eq 1 ] && [ "$r2" -eq 1 ] && [ "$put1" -eq 1 ] && [ "$look2" -eq 0 ]; then
-        echo "ok preload-pyopencl-own-cache-passes-through (results right; run 1: 1 put, run 2 from PyOpenCL's binaries: no kcache lookup)"
+        echo "ok preload-pyopencl-own-cache-passes-through (results right; run 1: 1 put, run 2 from PyOpenCL's binaries: no store opened, no lookup)"
     else echo "FAIL preload-pyopencl-own-cache-passes-through: right $r1/$r2, run 1 puts $put1, run 2 kcache lines $look2: $(cat "$tmp/py1.log" "$tmp/py2.log" | tail -n 20)"; fi
     # and with PyOpenCL's cache off (PYOPENCL_NO_CACHE: it builds the plain source, which its cache
     # prefixes), kcache serves the build: run 3 stores, run 4 hits, results right

@@ -118,11 +118,15 @@ static void real_init(void) {
     if (!real.build || !real.release || !real.info || !real.build_info || !real.kernel || !real.kernels ||
         !real.kernel_info)
         real.off = 1; /* no driver below: every wrapper that can still forward does */
-    if (!real.off) {
-        pthread_setspecific(real.guard, &real);
-        if (kcache_open(&real.kc, NULL) != KCACHE_OK) real.kc = NULL; /* a cache that cannot open is no error */
-        pthread_setspecific(real.guard, NULL);
-    }
+}
+
+/* The store is opened at the first build from source, not at the first OpenCL call: a process that
+   only loads binaries (PyOpenCL from its own cache) never opens it */
+static pthread_once_t kc_once = PTHREAD_ONCE_INIT;
+static void kc_init(void) {
+    pthread_setspecific(real.guard, &real);
+    if (kcache_open(&real.kc, NULL) != KCACHE_OK) real.kc = NULL; /* a cache that cannot open is no error */
+    pthread_setspecific(real.guard, NULL);
 }
 
 static void init(void) { pthread_once(&real_once, real_init); }
@@ -200,7 +204,7 @@ static int source_skipped(const char *src) {
 }
 
 /* The twin: a new source program of app's source, built by kcache; NULL when app is not for us
-   (made from binaries or IL, skipped, or a query the driver refuses) */
+   (made from binaries or IL, skipped, a query the driver refuses, or no store) */
 static cl_program make_twin(cl_program app, cl_uint ndev, const cl_device_id *devs, const char *options,
                             cl_int *err) {
     cl_context ctx = NULL;
@@ -216,7 +220,7 @@ static cl_program make_twin(cl_program app, cl_uint ndev, const cl_device_id *de
         const char *s = src;
         src[len] = 0;
         len = strlen(src);
-        if (len && !source_skipped(src)) {
+        if (len && !source_skipped(src) && (pthread_once(&kc_once, kc_init), real.kc)) {
             guard(1);
             t = clCreateProgramWithSource(ctx, 1, &s, &len, &e);
             if (t) *err = kcache_cl_build_program(real.kc, &t, ndev, devs, options);
@@ -235,8 +239,7 @@ CL_API_ENTRY cl_int CL_API_CALL clBuildProgram(cl_program program, cl_uint num_d
     cl_int e = CL_SUCCESS;
     init();
     if (!real.build) return CL_INVALID_OPERATION;
-    if (guarded() || real.off || !real.kc || !program || (!pfn_notify && user_data) ||
-        (num_devices == 0) != (device_list == NULL))
+    if (guarded() || real.off || !program || (!pfn_notify && user_data) || (num_devices == 0) != (device_list == NULL))
         return real.build(program, num_devices, device_list, options, pfn_notify, user_data);
     t = make_twin(program, num_devices, device_list, options, &e);
     if (!t) return real.build(program, num_devices, device_list, options, pfn_notify, user_data);
