@@ -138,6 +138,14 @@ else
        [ "$(count '^kcache: compiled opencl .*CL_SUCCESS' "$tmp/own3.log")" -ge 1 ]; then
         echo "ok preload-own-program-options-keyed (stored, hit, another option set missed)"
     else echo "FAIL preload-own-program-options-keyed: $(cat "$tmp"/own?.log | grep '^kcache: \(put\|hit\|miss\|compile\)')"; fi
+    # PoCL grows a binary at a kernel's first launch: the release stores it again (kcache_cl_update)
+    if ! clinfo -l 2>/dev/null | grep -q 'Portable Computing Language'; then echo "skip preload-own-program-update-at-release: not PoCL"
+    else
+        sizes=$(sed -n 's/^kcache: put opencl (\([0-9]*\) bytes)$/\1/p' "$tmp/own1.log" | tr '\n' ' ')
+        read -r s1 s2 s3 <<<"$sizes"
+        if [ -n "${s2:-}" ] && [ -z "${s3:-}" ] && [ "$s2" -gt "$s1" ]; then echo "ok preload-own-program-update-at-release ($s1 then $s2 bytes)"
+        else echo "FAIL preload-own-program-update-at-release: puts of $sizes bytes"; fi
+    fi
     if grep -q '^bad: failed 1 log-names-it 1 kernel 1$' "$tmp/own1.log" && grep -q '^bad: failed 1 log-names-it 1 kernel 1$' "$tmp/own2.log"; then
         echo "ok preload-own-program-failure-is-the-drivers"
     else echo "FAIL preload-own-program-failure-is-the-drivers: $(grep '^bad:' "$tmp"/own?.log)"; fi
