@@ -18,6 +18,11 @@ CTESTS  := test_hash test_host test_key test_lru test_threads test_store test_fl
 # misuse of the API caught in a debug build (KCACHE_ASSERT overridden to count), plain and under ASan
 CTESTS  += test_misuse
 TOOLS   := $(B)/kcache-inspect $(B)/kcache-top
+# the OpenCL preload library (LD_PRELOAD, tools/kcache_cl_preload.c): built by `make`, installed to
+# lib/ by `make install` where the OpenCL headers are (a machine without them still installs the rest)
+PRELOAD := $(B)/libkcache_cl.so
+HAVE_CL := $(shell printf '\043include <CL/cl.h>\n' | $(CC) -E -x c - >/dev/null 2>&1 && echo yes)
+INSTALL_PRELOAD := $(if $(HAVE_CL),$(PRELOAD))
 # kcache-top without curses where its header is missing (`make check` on a bare machine): the
 # batch mode (-b) only
 HAVE_CURSES := $(shell printf '\#include <curses.h>\n' | $(CC) -E -x c - >/dev/null 2>&1 && echo yes)
@@ -31,7 +36,7 @@ REMOTE_LIBS := -lhiredis -lzstd -lssl -lcrypto $(LDLIBS)
 
 .PHONY: gpu-bin all tools examples test check-deps bench demo demo-deps demo-cc install uninstall clean fuzz fuzz-smoke \
         test-aarch64 test-s390x test-exchange torture test-windows test-valgrind test-tsan test-noofd test-core check
-all: tools examples
+all: tools examples $(PRELOAD)
 
 $(B) $(B)/asan $(B)/noofd $(B)/asan-noofd:
 	mkdir -p $@
@@ -50,6 +55,8 @@ TOOL_INSPECT_DEPS := $(TOOL_INSPECT_SRC) tools/inspect.h tools/ktext.h kcache.h
 $(B)/kcache-inspect: $(TOOL_INSPECT_DEPS) | $(B)
 	$(CC) $(STD) $(CFLAGS) $(WARN) -I. -o $@ $(TOOL_INSPECT_SRC) $(LDLIBS)
 
+$(PRELOAD): tools/kcache_cl_preload.c kcache.h | $(B)
+	$(CC) $(STD) $(CFLAGS) $(WARN) -fPIC -shared -I. -o $@ $< -lOpenCL -ldl $(LDLIBS)
 $(B)/kcache-top: tools/kcache-top.c kcache.h | $(B)
 	$(CC) $(STD) $(CFLAGS) $(TOP_DEFS) $(WARN) -I. -o $@ $< $(CURSES) $(LDLIBS)
 $(B)/make_store: tests/make_store.c kcache.h | $(B)
@@ -186,7 +193,7 @@ check-deps:
 
 # Runs everything; the last line is "N passed, N failed".
 test: check-deps
-	@$(MAKE) --no-print-directory -j2 $(TEST_BINS) $(CL_TESTS) $(VK_TESTS) $(REMOTE_TESTS) $(TOOLS) $(INSPECT_TESTS) $(FAULTS) $(B)/torture $(B)/torture_remote $(B)/demo_cc $(NVRTC_EX) $(B)/kcache_load $(B)/make_store $(addprefix $(B)/,$(FUZZERS)) $(TEST_BENCHES)
+	@$(MAKE) --no-print-directory -j2 $(TEST_BINS) $(CL_TESTS) $(VK_TESTS) $(REMOTE_TESTS) $(TOOLS) $(INSPECT_TESTS) $(FAULTS) $(B)/torture $(B)/torture_remote $(B)/demo_cc $(NVRTC_EX) $(B)/kcache_load $(B)/make_store $(addprefix $(B)/,$(FUZZERS)) $(TEST_BENCHES) $(PRELOAD)
 	@# PyPI's numba (build/venv-numba) before the tests that use it (test_host, test_inspect): made once, kept
 	@bash scripts/numba-venv.sh >$(B)/numba-venv.log 2>&1 || echo "# build/venv-numba not made ($$(tail -n 1 $(B)/numba-venv.log)): test_inspect says what is skipped"
 	@bash tests/run.sh \
@@ -219,6 +226,7 @@ test: check-deps
 	  demo-cc="tests/test_demo.sh $(B)/demo_cc $(B)/nvrtc_ptx $(B)/kcache-inspect" \
 	  opencl=$(B)/test_opencl asan/opencl=$(B)/asan/test_opencl \
 	  demo="tests/test_demo_opencl.sh $(B)/opencl_demo $(B)/opencl_many" \
+	  preload="bash tests/test_preload.sh $(PRELOAD)" \
 	  vulkan=$(B)/test_vulkan asan/vulkan=$(B)/asan/test_vulkan \
 	  demo-vulkan="tests/test_demo_vulkan.sh $(B)/vk_pipeline" \
 	  faults=$(FAULTS) \
@@ -353,9 +361,10 @@ gpu-bin:
 # `make test` builds every bench (runs none), so that `make bench` cannot stop building unnoticed
 TEST_BENCHES := $(addprefix $(B)/,$(BENCHES))
 
-bench: check-deps $(addprefix $(B)/,$(BENCHES)) $(B)/kcache-top
+bench: check-deps $(addprefix $(B)/,$(BENCHES)) $(B)/kcache-top $(PRELOAD)
 	@for b in $(BENCHES); do echo "== $$b"; $(B)/$$b || exit 1; done
 	@echo "== bench_build"; CC=$(CC) bash bench/bench_build.sh
+	@echo "== bench_preload"; bash bench/bench_preload.sh $(PRELOAD)
 
 # ---- the demo: an OpenCL program (PoCL) run twice on the default cache directory: the first run
 # of all compiles and stores it, every later run loads it (opencl_demo --fresh clears it first).
@@ -376,16 +385,18 @@ demo-cc: $(B)/demo_cc
 HEADERS := kcache.h kcache_redis.h kcache_vk.h
 PCS     := kcache kcache-redis kcache-vk
 KC_VERSION := $(shell sed -n 's/^.define KCACHE_VERSION "\(.*\)"/\1/p' kcache.h)
-install: tools
+install: tools $(INSTALL_PRELOAD)
 	install -d $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/share/man/man1
 	install -m 644 $(HEADERS) $(DESTDIR)$(PREFIX)/include/
 	for p in $(PCS); do sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(KC_VERSION)|' $$p.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/$$p.pc; done
 	install -m 755 $(TOOLS) $(DESTDIR)$(PREFIX)/bin/
+	$(if $(INSTALL_PRELOAD),install -m 755 $(INSTALL_PRELOAD) $(DESTDIR)$(PREFIX)/lib/)
 	install -m 644 kcache-inspect.1 kcache-top.1 $(DESTDIR)$(PREFIX)/share/man/man1/
 uninstall:
 	rm -f $(addprefix $(DESTDIR)$(PREFIX)/include/,$(HEADERS)) $(PCS:%=$(DESTDIR)$(PREFIX)/lib/pkgconfig/%.pc)
 	rm -f $(DESTDIR)$(PREFIX)/bin/kcache-inspect $(DESTDIR)$(PREFIX)/share/man/man1/kcache-inspect.1
 	rm -f $(DESTDIR)$(PREFIX)/bin/kcache-top $(DESTDIR)$(PREFIX)/share/man/man1/kcache-top.1
+	rm -f $(DESTDIR)$(PREFIX)/lib/libkcache_cl.so
 
 clean:
 	rm -rf $(B)

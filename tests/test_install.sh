@@ -9,7 +9,7 @@ trap 'rm -rf "$tmp"' EXIT
 dest=$tmp/dest prefix=/opt/kc
 if make -s -C "$root" install DESTDIR="$dest" PREFIX="$prefix" >"$tmp/log" 2>&1; then echo "ok install-runs"; else echo "FAIL install-runs: $(tail -3 "$tmp/log" | tr '\n' ' ')"; fi
 for f in include/kcache.h include/kcache_redis.h include/kcache_vk.h lib/pkgconfig/kcache.pc lib/pkgconfig/kcache-redis.pc \
-         lib/pkgconfig/kcache-vk.pc bin/kcache-inspect share/man/man1/kcache-inspect.1; do
+         lib/pkgconfig/kcache-vk.pc bin/kcache-inspect share/man/man1/kcache-inspect.1 lib/libkcache_cl.so; do
     if [ -f "$dest$prefix/$f" ]; then echo "ok installed-$(basename "$f")"; else echo "FAIL installed-$(basename "$f"): $dest$prefix/$f missing"; fi
 done
 cat >"$tmp/use.c" <<'C'
