@@ -25,7 +25,7 @@ HAVE_CL := $(shell printf '\043include <CL/cl.h>\n' | $(CC) -E -x c - >/dev/null
 INSTALL_PRELOAD := $(if $(HAVE_CL),$(PRELOAD))
 # kcache-top without curses where its header is missing (`make check` on a bare machine): the
 # batch mode (-b) only
-HAVE_CURSES := $(shell printf '\#include <curses.h>\n' | $(CC) -E -x c - >/dev/null 2>&1 && echo yes)
+HAVE_CURSES := $(shell printf '\043include <curses.h>\n' | $(CC) -E -x c - >/dev/null 2>&1 && echo yes)
 TOP_DEFS := $(if $(HAVE_CURSES),,-DKCACHE_TOP_NO_CURSES)
 CURSES  := $(if $(HAVE_CURSES),$(shell pkg-config --libs ncursesw 2>/dev/null || echo -lncursesw))
 EXAMPLES = $(B)/demo_cc $(B)/opencl_saxpy $(B)/opencl_many $(B)/opencl_demo $(B)/kcache_load $(NVRTC_EX) $(VK_EX)
