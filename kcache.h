@@ -157,9 +157,14 @@
          >>companions    where this file includes them when their switch is defined (the 0.4 way)
 
    REVISIONS (README: Changes)
-       0.5  (in progress) the Redis backend and the Vulkan part moved to companion files,
-            kcache_redis.h and kcache_vk.h, written on public names (>>kit, the backend kit:
-            kcache_config.remote_backend); the 0.4 switches include them
+       0.5  the Redis backend and the Vulkan part moved to companion files, kcache_redis.h and
+            kcache_vk.h, written on public names (>>kit, the backend kit:
+            kcache_config.remote_backend); the 0.4 switches include them. A public read-only API
+            for tools (>>toolapi: stores, records, index logs, accounting, the stats file); the
+            per-LLVM CPU names left for kcache-inspect. kcache_origin in kcache_job;
+            get-or-build in two steps (kcache_get_or_claim, KCACHE_CLAIMED); KCACHE_STATS_DIR;
+            kcache_cl_build_program, kcache_cl_device_key, kcache_cl_update. Public structs grew
+            (kcache_config, kcache_job, kcache_stats): fields appended at their ends
        0.4  kcache_remote_ops.get_many; kcache_cl_build_many; remote values read (and their MAC
             computed) as they arrive; the x86 feature names of LLVM 18-22 in kcache_key_host
        0.3  compile-out switches (KCACHE_NO_*); kcache_config's fields grouped (names unchanged);
@@ -192,9 +197,9 @@
 /* This header's version: the macros for the preprocessor, kcache_version() for the library a
    program actually runs with (the same unless two copies differ). */
 #define KCACHE_VERSION_MAJOR 0
-#define KCACHE_VERSION_MINOR 4
+#define KCACHE_VERSION_MINOR 5
 #define KCACHE_VERSION_PATCH 0
-#define KCACHE_VERSION "0.4.0"
+#define KCACHE_VERSION "0.5.0"
 
 #ifndef KCACHE_API
 #ifdef KCACHE_STATIC
