@@ -201,6 +201,7 @@ test: check-deps
 	  tsan="bash scripts/memcheck.sh tsan" \
 	  valgrind="bash scripts/memcheck.sh valgrind" \
 	  inspect="tests/test_inspect.sh $(B)/kcache-inspect" \
+	  numba="bash tests/test_numba.sh" \
 	  inspect-llvm=$(B)/test_inspect_llvm asan/inspect-llvm=$(B)/asan/test_inspect_llvm \
 	  inspect-store="tests/test_inspect_store.sh $(B)/kcache-inspect $(B)/make_store" \
 	  store-cmds="tests/test_store_cmds.sh $(B)/kcache-inspect $(B)/make_store $(B)/kcache_load" \
