@@ -311,7 +311,10 @@ def _save_overload(self, sig, data):
         if req is None:  # no lookup of ours before this save: kcache was not used for it
             _count(st, "fallbacks")
             return st.orig_save(self, sig, data)
-        raw = self._cache_file._dump(self._impl.reduce(data))
+        try:
+            raw = self._cache_file._dump(self._impl.reduce(data))
+        except Exception:  # what numba cannot pickle it would not have cached either
+            return
         if st.lib.kn_put(st.kc, req, raw, len(raw)) == _KCACHE_OK:
             _count(st, "saves")
     finally:
