@@ -96,6 +96,25 @@ run_flavour() {
         [ -n "$(find "$t/numba-cache" -name 'mod.f-*.nbi')" ]; then
         ok "numba-$v-kcache-enable-0-gives-numbas-cache"
     else fail "numba-$v-kcache-enable-0-gives-numbas-cache" "$out / $out2"; fi
+    # a second machine (a store of its own) sharing a redis-server compiles nothing
+    if command -v redis-server >/dev/null && command -v redis-cli >/dev/null; then
+        redis-server --port 0 --unixsocket "$t/redis.sock" --save '' --appendonly no >"$t/redis.log" 2>&1 &
+        local rpid=$!
+        for i in $(seq 1 100); do [ -S "$t/redis.sock" ] && break; sleep 0.1; done
+        export KCACHE_REMOTE=unix://$t/redis.sock
+        out=$(KCACHE_DIR=$t/machine-1 "$py" runner.py 2>&1 | tail -n 1)
+        out2=$(KCACHE_DIR=$t/machine-2 "$py" runner.py 2>&1 | tail -n 1)
+        unset KCACHE_REMOTE
+        kill "$rpid" 2>/dev/null; wait "$rpid" 2>/dev/null
+        if [ "$(field compiles "$out")" = 5 ] && [ "$(field compiles "$out2")" = 0 ] && grep -q "f=31 a=3.802495 b=233475.0 c=285 d=10" <<<"$out2"; then
+            ok "numba-$v-second-machine-through-redis-compiles-nothing"
+        else fail "numba-$v-second-machine-through-redis-compiles-nothing" "first: $out; second: $out2"; fi
+    else echo "# skipped numba-$v-second-machine-through-redis: no redis-server"; fi
+    # @kcache_numba.opt_out: numba's own cache for that function, its .nbi written
+    export KCACHE_DIR=$t/store
+    out=$("$py" optout.py 2>&1 | tail -n 1)
+    if [ "$out" = "2 True" ] && [ -n "$(find "$t/numba-cache" -name 'optout.h-*.nbi')" ]; then ok "numba-$v-opt-out-keeps-numbas-cache"
+    else fail "numba-$v-opt-out-keeps-numbas-cache" "$out"; fi
     cd "$top" || return
     rm -rf "$t"
 }
