@@ -110,6 +110,22 @@ run_flavour() {
             ok "numba-$v-second-machine-through-redis-compiles-nothing"
         else fail "numba-$v-second-machine-through-redis-compiles-nothing" "first: $out; second: $out2"; fi
     else echo "# skipped numba-$v-second-machine-through-redis: no redis-server"; fi
+    # a compiler killed mid-compile (holding the claim) hands over: the waiter compiles
+    export KCACHE_DIR=$t/store-killed KCACHE_BUILD_WAIT=600
+    KN_SLOW=$t/compiling "$py" killed.py >"$t/killed.1" 2>&1 &
+    local victim=$!
+    for i in $(seq 1 600); do [ -e "$t/compiling" ] && break; sleep 0.1; done
+    timeout 60 "$py" killed.py >"$t/killed.2" 2>&1 &
+    local waiter=$!
+    sleep 2 # the waiter is waiting on the claim by then (or is still importing: it hits the same path)
+    kill -9 "$victim" 2>/dev/null; wait "$victim" 2>/dev/null
+    wait "$waiter"
+    unset KCACHE_BUILD_WAIT
+    out=$(tail -n 1 "$t/killed.2")
+    out2=$("$py" killed.py 2>&1 | tail -n 1)
+    if [ -e "$t/compiling" ] && [ "$out" = "compiles=1 k=42" ] && [ "$out2" = "compiles=0 k=42" ]; then
+        ok "numba-$v-killed-compiler-hands-over"
+    else fail "numba-$v-killed-compiler-hands-over" "waiter: $out; next: $out2"; fi
     # @kcache_numba.opt_out: numba's own cache for that function, its .nbi written
     export KCACHE_DIR=$t/store
     out=$("$py" optout.py 2>&1 | tail -n 1)
@@ -119,6 +135,14 @@ run_flavour() {
     rm -rf "$t"
 }
 
+# the hook does nothing without KCACHE_NUMBA=1: kcache_numba is not even imported
+check_inert() {
+    local out
+    out=$(env -u KCACHE_NUMBA "$1" -c 'import sys, numba.core.caching as c; print("kcache_numba" in sys.modules, c.Cache._load_overload.__module__)' 2>/dev/null | tail -n 1)
+    if [ "$out" = "False numba.core.caching" ]; then ok "numba-$2-hook-inert-without-KCACHE_NUMBA"
+    else fail "numba-$2-hook-inert-without-KCACHE_NUMBA" "$out"; fi
+}
+
 for flavour in pypi debian; do
     py=$(make_venv $flavour 2>"$top/build/venv-kn-why")
     if [ -z "$py" ]; then
@@ -126,6 +150,7 @@ for flavour in pypi debian; do
         continue
     fi
     ok "numba-$flavour-pip-install"
+    check_inert "$py" $flavour
     run_flavour $flavour "$py"
 done
 [ "$fails" -eq 0 ]

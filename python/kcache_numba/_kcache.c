@@ -63,7 +63,7 @@ int kn_req_file(kn_req *r, const char *name, const char *path)
     return (int)kcache_key_file(&r->key, name, path);
 }
 
-/* KCACHE_OK: *data/*size hold the payload (kn_release it), *origin says from where;
+/* KCACHE_OK: *data and *size hold the payload (kn_release it), *origin says from where;
    KCACHE_CLAIMED: build, then kn_put or kn_drop. */
 int kn_get_or_claim(kcache *kc, kn_req *r, const void **data, size_t *size, int *origin)
 {
