@@ -388,3 +388,10 @@ uninstall:
 
 clean:
 	rm -rf $(B)
+
+# issue 36's herd figures for the numba package (after tests/test_numba.sh made its venvs): herds of
+# 8 and 16 processes on a cold store, kcache_numba against numba's own cache, as ratios
+.PHONY: bench-numba
+bench-numba:
+	bash bench/numba_herd.sh $(B)/venv-kn-pypi/bin/python 8 16
+	bash bench/numba_herd.sh $(B)/venv-kn-debian/bin/python 8 16

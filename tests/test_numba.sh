@@ -19,8 +19,8 @@ make_venv() {
     if [ "$name" = pypi ]; then
         local site=$top/build/venv-numba/lib/python3.11/site-packages
         [ -d "$site/numba" ] || { echo "build/venv-numba has no numba (scripts/numba-venv.sh)" >&2; return; }
-        # --system-site-packages for Debian's wheel and setuptools (no network); the .pth puts
-        # PyPI's numba ahead of Debian's
+        # --system-site-packages while pip builds (Debian's wheel and setuptools: no network);
+        # the .pth puts PyPI's numba on the path
         [ -x "$dir/bin/python" ] || /usr/bin/python3 -m venv --system-site-packages "$dir" >&2 || return
         echo "$site" >"$("$dir/bin/python" -c 'import sysconfig; print(sysconfig.get_path("purelib"))')/numba-venv.pth"
     else
@@ -28,8 +28,11 @@ make_venv() {
         [ -x "$dir/bin/python" ] || /usr/bin/python3 -m venv --system-site-packages "$dir" >&2 || return
     fi
     py=$dir/bin/python
+    [ "$name" = pypi ] && sed -i 's/^include-system-site-packages = .*/include-system-site-packages = true/' "$dir/pyvenv.cfg"
     nice -n 5 "$py" -m pip install -q --no-build-isolation --no-index --force-reinstall --no-deps "$top/python" \
         >"$top/build/venv-kn-$name.log" 2>&1 || { echo "pip install ./python failed: $(tail -n 1 "$top/build/venv-kn-$name.log")" >&2; return; }
+    # PyPI's numba runs without Debian's packages (Debian's scipy is built for another numpy)
+    [ "$name" = pypi ] && sed -i 's/^include-system-site-packages = .*/include-system-site-packages = false/' "$dir/pyvenv.cfg"
     echo "$py"
 }
 
