@@ -129,6 +129,13 @@ run_flavour() {
     if [ -e "$t/compiling" ] && [ "$out" = "compiles=1 k=42" ] && [ "$out2" = "compiles=0 k=42" ]; then
         ok "numba-$v-killed-compiler-hands-over"
     else fail "numba-$v-killed-compiler-hands-over" "waiter: $out; next: $out2"; fi
+    # every kind: vectorize, guvectorize (kernel and wrapper), cfunc, parallel=True
+    export KCACHE_DIR=$t/store-kinds
+    out=$("$py" kinds.py 2>&1 | tail -n 1)
+    out2=$("$py" kinds.py 2>&1 | tail -n 1)
+    if [ "$out" = "12.0 10.0 6.0 45.0 saves=5 store=0 fallbacks=0" ] && [ "$out2" = "12.0 10.0 6.0 45.0 saves=0 store=5 fallbacks=0" ] &&
+        [ -z "$(find "$t" -name 'kinds.*.nb[ic]')" ]; then ok "numba-$v-every-kind-through-kcache"
+    else fail "numba-$v-every-kind-through-kcache" "first: $out; second: $out2"; fi
     # @kcache_numba.opt_out: numba's own cache for that function, its .nbi written
     export KCACHE_DIR=$t/store
     out=$("$py" optout.py 2>&1 | tail -n 1)
