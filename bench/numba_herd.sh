@@ -16,6 +16,7 @@ trap 'rm -rf "$t"' EXIT
 cp "$top"/tests/numba/*.py "$t"/
 cd "$t" || exit 1
 now() { date +%s.%N; }
+calc() { awk "BEGIN { printf \"%.3f\", $1 }"; }
 herd() { # herd N: runs N processes at once, prints "compiles wall"
     local i s e sum=0
     s=$(now)
@@ -23,23 +24,23 @@ herd() { # herd N: runs N processes at once, prints "compiles wall"
     wait
     e=$(now)
     for i in $(seq 1 "$1"); do sum=$((sum + $(sed -n 's/^compiles=\([0-9]*\).*/\1/p' "h.$i" | tail -n 1))); done
-    echo "$sum $(echo "$e - $s" | bc)"
+    echo "$sum $(calc "$e - $s")"
 }
-one() { local s e; s=$(now); "$py" runner.py >/dev/null 2>&1; e=$(now); echo "$e - $s" | bc; }
+one() { local s e; s=$(now); "$py" runner.py >/dev/null 2>&1; e=$(now); calc "$e - $s"; }
 v=$("$py" -c 'import numba; print(numba.__version__)')
 export KCACHE_NUMBA=1 NUMBA_CACHE_DIR=$t/nc
 export KCACHE_DIR=$t/one; cold=$(one); warm=$(one)
-compile=$(echo "$cold - $warm" | bc)
+compile=$(calc "$cold - $warm")
 echo "numba $v: one process cold ${cold}s warm ${warm}s: compile ${compile}s"
 for n in $sizes; do
     export KCACHE_DIR=$t/herd-$n KCACHE_NUMBA=1
     read -r c hc < <(herd "$n")
     read -r _ hw < <(herd "$n")
     printf 'kcache herd of %s: %s compiles (ideal 5); (cold %.1fs - warm %.1fs) / compile = %.2fx\n' \
-        "$n" "$c" "$hc" "$hw" "$(echo "($hc - $hw) / $compile" | bc -l)"
+        "$n" "$c" "$hc" "$hw" "$(calc "($hc - $hw) / $compile")"
     export KCACHE_NUMBA=0 NUMBA_CACHE_DIR=$t/nc-$n
     read -r c hc < <(herd "$n")
     read -r _ hw < <(herd "$n")
     printf 'numba alone herd of %s: %s compiles; (cold %.1fs - warm %.1fs) / compile = %.2fx\n' \
-        "$n" "$c" "$hc" "$hw" "$(echo "($hc - $hw) / $compile" | bc -l)"
+        "$n" "$c" "$hc" "$hw" "$(calc "($hc - $hw) / $compile")"
 done

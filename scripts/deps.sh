@@ -21,7 +21,7 @@ pkgs=(
   xxhash libxxhash-dev
   valgrind tmux libncurses-dev
   pocl-opencl-icd ocl-icd-opencl-dev opencl-headers clinfo
-  python3 python3-numba python3-venv python3-pyopencl
+  python3 python3-numba python3-venv python3-pyopencl python3-setuptools python3-wheel  # (the last two: tests/test_numba.sh builds ./python offline)
   qemu-user-static gcc-aarch64-linux-gnu gcc-s390x-linux-gnu libc6-dev-arm64-cross libc6-dev-s390x-cross
   musl-tools libc6-dev-i386 lib32gcc-12-dev
   openssl  # (the command: tests/test_remote.c makes its TLS certificates with it; libssl-dev: rediss://)

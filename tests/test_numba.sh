@@ -65,6 +65,16 @@ run_flavour() {
     out=$("$py" runner.py 2>&1 | tail -n 1)
     if [ "$(field compiles "$out")" = 0 ] && grep -q "f=31 " <<<"$out"; then ok "numba-$v-touched-source-hits"
     else fail "numba-$v-touched-source-hits" "$out"; fi
+    # a damaged store: every entry's bytes overwritten in the middle; kcache's checksums make them
+    # misses, numba compiles again, the results stay right and nothing is raised
+    for e in $(find "$t/store/e" -type f); do
+        printf 'DAMAGED-BY-TEST' | dd of="$e" bs=1 seek=$(( $(stat -c %s "$e") / 2 )) conv=notrunc 2>/dev/null
+    done
+    out=$("$py" runner.py 2>&1 | tail -n 1)
+    out2=$("$py" runner.py 2>&1 | tail -n 1)
+    if [ "$(field compiles "$out")" = 5 ] && grep -q "f=31 a=3.802495 b=233475.0 c=285 d=10" <<<"$out" &&
+        [ "$(field compiles "$out2")" = 0 ]; then ok "numba-$v-damaged-entries-are-misses"
+    else fail "numba-$v-damaged-entries-are-misses" "$out / $out2"; fi
     # a herd of 4 on a cold store: each function compiled once in all, every result equal
     export KCACHE_DIR=$t/store-herd
     for i in 1 2 3 4; do "$py" runner.py >"$t/herd.$i" 2>&1 & done
