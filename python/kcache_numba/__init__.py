@@ -50,7 +50,8 @@ def installed():
 
 
 def stats():
-    """Counts of this process: lookups by origin, fallbacks to numba's cache, saves, drops."""
+    """Counts of this process: lookups by origin, fallbacks to numba's cache, saves, drops; {}
+    when kcache_numba is not in use."""
     if not _state:
         return {}
     with _state.lock:
