@@ -208,6 +208,7 @@ test: check-deps
 	  tsan="bash scripts/memcheck.sh tsan" \
 	  valgrind="bash scripts/memcheck.sh valgrind" \
 	  inspect="tests/test_inspect.sh $(B)/kcache-inspect" \
+	  numba="bash tests/test_numba.sh" \
 	  inspect-llvm=$(B)/test_inspect_llvm asan/inspect-llvm=$(B)/asan/test_inspect_llvm \
 	  inspect-store="tests/test_inspect_store.sh $(B)/kcache-inspect $(B)/make_store" \
 	  store-cmds="tests/test_store_cmds.sh $(B)/kcache-inspect $(B)/make_store $(B)/kcache_load" \
@@ -400,3 +401,10 @@ uninstall:
 
 clean:
 	rm -rf $(B)
+
+# issue 36's herd figures for the numba package (after tests/test_numba.sh made its venvs): herds of
+# 8 and 16 processes on a cold store, kcache_numba against numba's own cache, as ratios
+.PHONY: bench-numba
+bench-numba:
+	bash bench/numba_herd.sh $(B)/venv-kn-pypi/bin/python 8 16
+	bash bench/numba_herd.sh $(B)/venv-kn-debian/bin/python 8 16

@@ -22,6 +22,7 @@ pkgs=(
   valgrind tmux libncurses-dev
   pocl-opencl-icd ocl-icd-opencl-dev opencl-headers clinfo
   python3 python3-numba python3-venv python3-pyopencl clfft-client  # (clfft-client: tests/test_preload.sh, bench/bench_preload.sh)
+  python3-setuptools python3-wheel  # (tests/test_numba.sh builds ./python offline)
   qemu-user-static gcc-aarch64-linux-gnu gcc-s390x-linux-gnu libc6-dev-arm64-cross libc6-dev-s390x-cross
   musl-tools libc6-dev-i386 lib32gcc-12-dev
   openssl  # (the command: tests/test_remote.c makes its TLS certificates with it; libssl-dev: rediss://)
