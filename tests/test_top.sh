@@ -350,7 +350,7 @@ print("hits=%d hits_mem=%d hits_disk=%d misses=%d puts=%d rejects=%d evictions=%
 assert isinstance(o["shards"], list) and isinstance(o["nodes"], list)
 ' "$tmp/j1" 2>&1) || { fail metrics-json-parses "$jcounts: $(head -c 300 "$tmp/j1")"; jcounts=""; }
     else
-        jcounts=$(sed -e 's/"hits":{"memory":\([0-9]*\),"store":\([0-9]*\),[^}]*}/hits_mem=\1 hits_disk=\2/' -e 's/"\([a-z_]*\)":/ \1=/g' "$tmp/j1")
+        jcounts=$(sed -e 's/"hits":{"memory":\([0-9]*\),"store":\([0-9]*\),[^}]*}/ hits_mem=\1 hits_disk=\2/' -e 's/"\([a-z_]*\)":/ \1=/g' "$tmp/j1")
         if [ "$(wc -l <"$tmp/j1")" = 1 ] && grep -q '^{"time":[0-9.]*,"dir":".*}$' "$tmp/j1"; then :; else fail metrics-json-parses "shape: $(head -c 300 "$tmp/j1")"; fi
     fi
     if [ -n "$jcounts" ]; then
