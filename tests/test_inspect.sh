@@ -543,6 +543,17 @@ print(",".join(f for f in d["host"]["features"].split(",") if f[1:] in [x[1:] fo
         [ "$v" = "$want" ] && ok "host_avx10_llvm$lv" || fail "host_avx10_llvm$lv" "got '$v', want '$want'"
     fi
 done
+# LLVM 18-22 set the AVX10 names from CPUID alone (no test of the saved AVX-512 state), and each
+# LLVM reports only the names it has: none before 18, -256/-512 up to 20, avx10.1/avx10.2 from 21
+nosave_cpuid=${avx10_cpuid%,xcr0:e7}
+for c in "17 " "18 +avx10.1-256,-avx10.1-512" "20 -avx10.1-256,-avx10.1-512,-avx10.2-256,-avx10.2-512" "22 +avx10.1,-avx10.2"; do
+    lv=${c%% *} want=${c#* }
+    if KCACHE_INSPECT_CPUID=$nosave_cpuid run "host_avx10_names_llvm$lv" --json --llvm-version "$lv" "$ppix"; then
+        v=$(python3 -c 'import json,sys; d=json.load(open(sys.argv[1]))
+print(",".join(f for f in d["host"]["features"].split(",") if f[1:].startswith("avx10")))' "$tmp/out")
+        [ "$v" = "$want" ] && ok "host_avx10_names_llvm$lv" || fail "host_avx10_names_llvm$lv" "got '$v', want '$want'"
+    fi
+done
 # the index says which numba, so which LLVM, reads it: numba 0.64 (LLVM 20) on that CPU has no AVX10
 if KCACHE_INSPECT_CPUID=$avx10_cpuid run host_avx10_numba064 --json "$root/tests/data/numba-real-corpus/0.64.0/fc_arg/__pycache__/c_fc_arg.apply-9.py311.nbi"; then
     v=$(json_get '[f for f in d["host"]["features"].split(",") if f[1:] in ("avx10.1-256", "avx10.1-512")]')

@@ -385,7 +385,7 @@ static int index_has_triple(const nb_index *ix, const char *tail)
 /* on real hardware not 0, and AVX10 was never seen.  That query is modelled as subleaf 1       */
 /* (reserved: EBX 0 on every AVX10 CPU so far).                                                */
 /* For tests, KCACHE_INSPECT_CPUID replaces the CPUID this reads: "LEAF.SUB:EAX:EBX:ECX:EDX"     */
-/* entries (hex) separated by commas, and "xcr0:HEX"; a leaf not given reads as zeros.          */
+/* entries (hex) separated by commas ("xcr0:HEX" accepted, unused); a leaf not given reads as 0s */
 
 typedef struct ki_cpuid_src { const char *fake; } ki_cpuid_src;
 
@@ -425,27 +425,6 @@ static int ki_cpuid(const ki_cpuid_src *c, unsigned leaf, unsigned sub, unsigned
 #endif
 }
 
-/* XCR0 (the register state the OS saves): from KCACHE_INSPECT_CPUID's "xcr0:", else XGETBV
- * when leaf 1 says the OS enabled it. */
-static unsigned long long ki_xcr0(const ki_cpuid_src *c)
-{
-    unsigned r[4];
-    if (c->fake) {
-        const char *x = strstr(c->fake, "xcr0:");
-        return x ? strtoull(x + 5, NULL, 16) : 0;
-    }
-    if (!ki_cpuid(c, 1, 0, r) || !((r[2] >> 27) & 1u)) return 0;
-#if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
-    {
-        unsigned lo, hi;
-        __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
-        return ((unsigned long long)hi << 32) | lo;
-    }
-#else
-    return 0;
-#endif
-}
-
 /* Sets name's sign in the feature string f ("+a,-b,..."), appending it when absent. */
 static void feat_set(char *f, size_t cap, const char *name, int on)
 {
@@ -461,13 +440,40 @@ static void feat_set(char *f, size_t cap, const char *name, int on)
     if (fl + nl + 3 < cap) ki_fmt(f + fl, cap - fl, "%s%c%s", fl ? "," : "", on ? '+' : '-', name);
 }
 
+/* Removes name ("+name" or "-name") from the feature string f: a name that LLVM does not report. */
+static void feat_del(char *f, const char *name)
+{
+    size_t nl = strlen(name);
+    char *p = f;
+    while (*p) {
+        char *e = strchr(p, ',');
+        size_t l = e ? (size_t)(e - p) : strlen(p);
+        if (l == nl + 1 && (p[0] == '+' || p[0] == '-') && memcmp(p + 1, name, nl) == 0) {
+            if (e) memmove(p, e + 1, strlen(e + 1) + 1);
+            else if (p > f) p[-1] = 0;   /* the last one: its comma goes too */
+            else *p = 0;
+            return;
+        }
+        if (!e) break;
+        p = e + 1;
+    }
+}
+
 /* Rewrites the AVX10 names of detected feature string f as LLVM major llvm reports them. */
 static void ki_host_avx10_llvm(int llvm, char *f, size_t cap)
 {
     ki_cpuid_src c;
     unsigned r[4], max, ebx24;
     int has_avx10, ver, has512;
+    static const char *const names[] = {"avx10.1", "avx10.2", "avx10.1-256", "avx10.1-512", "avx10.2-256", "avx10.2-512"};
+    size_t i;
     c.fake = getenv("KCACHE_INSPECT_CPUID");
+    /* the detector names every AVX10 feature of every LLVM; this LLVM reports only its own
+       (none before 18; -256/-512 in 18-20; avx10.1/avx10.2 from 21) */
+    for (i = 0; i < sizeof names / sizeof names[0]; i++) {
+        int mine = llvm >= 21 ? i < 2 : llvm == 20 ? i >= 2 : llvm >= 18 ? (i == 2 || i == 3) : 0;
+        if (!mine) feat_del(f, names[i]);
+    }
     if (llvm < 18 || !ki_cpuid(&c, 0, 0, r)) return;
     max = r[0];
     has_avx10 = 0;
@@ -475,7 +481,7 @@ static void ki_host_avx10_llvm(int llvm, char *f, size_t cap)
         ki_cpuid(&c, 7, 1, r);
         has_avx10 = (r[3] >> 19) & 1u;
     }
-    if ((ki_xcr0(&c) & 0xe6) != 0xe6) has_avx10 = 0;   /* LLVM's HasAVX512Save */
+    /* (no saved-state test: LLVM 18-22 set the AVX10 names from CPUID alone) */
     ebx24 = 0;
     if (max >= 0x24) { ki_cpuid(&c, 0x24, llvm >= 22 ? 0 : 1, r); ebx24 = r[1]; }
     ver = llvm >= 22 ? (int)(ebx24 & 0xffu) : (ebx24 & 0xffu) != 0;
