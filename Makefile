@@ -360,12 +360,18 @@ gpu-bin:
 	cp -L $$(ldconfig -p | awk '/libOpenCL\.so\.1 .*x86-64/ {print $$NF; exit}') dev/bin/libOpenCL.so.1
 
 # `make test` builds every bench (runs none), so that `make bench` cannot stop building unnoticed
-TEST_BENCHES := $(addprefix $(B)/,$(BENCHES))
+TEST_BENCHES := $(addprefix $(B)/,$(BENCHES)) $(B)/icount_probe
+# bench/bench_icount.sh builds its probe itself, against two headers; make test builds it once here
+$(B)/icount_probe: bench/icount_probe.c kcache.h | $(B)
+	$(CC) $(STD) $(BENCH_CFLAGS) $(WARN) -I. -o $@ $< $(LDLIBS)
 
+# the instruction counts of a hit and a put against this revision's header (bench/bench_icount.sh)
+ICOUNT_REV ?= HEAD~1
 bench: check-deps $(addprefix $(B)/,$(BENCHES)) $(B)/kcache-top $(PRELOAD)
 	@for b in $(BENCHES); do echo "== $$b"; $(B)/$$b || exit 1; done
 	@echo "== bench_build"; CC=$(CC) bash bench/bench_build.sh
 	@echo "== bench_preload"; bash bench/bench_preload.sh $(PRELOAD)
+	@echo "== bench_icount"; CC=$(CC) bash bench/bench_icount.sh $(ICOUNT_REV)
 
 # ---- the demo: an OpenCL program (PoCL) run twice on the default cache directory: the first run
 # of all compiles and stores it, every later run loads it (opencl_demo --fresh clears it first).
