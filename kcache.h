@@ -13978,7 +13978,7 @@ KCACHE_API kcache_status kcache_get_or_claim(kcache *kc, const kcache_key *k, co
     }
     kcache__mutex_lock(&h->lock);
     t->next = h->tickets;
-    h->tickets = t;
+    kcache__atomic_store_ptr((void **)&h->tickets, t); /* (the head is read without the lock: kcache__holds_ticket) */
     kcache__mutex_unlock(&h->lock);
     *ticket = t;
     return KCACHE_CLAIMED;
@@ -13996,7 +13996,8 @@ static int kcache__ticket_take(kcache *kc, kcache_ticket *t, kcache **owner, con
         kcache__mutex_lock(&h->lock);
         for (p = &h->tickets; *p; p = &(*p)->next)
             if (*p == t) {
-                *p = t->next;
+                if (p == &h->tickets) kcache__atomic_store_ptr((void **)p, t->next); /* (the head: read without the lock) */
+                else *p = t->next;
                 found = 1;
                 break;
             }
@@ -14060,7 +14061,7 @@ static void kcache__tickets_close(kcache *kc) {
     kcache_ticket *t, *next;
     kcache__mutex_lock(&kc->lock);
     t = kc->tickets;
-    kc->tickets = NULL;
+    kcache__atomic_store_ptr((void **)&kc->tickets, NULL);
     kcache__mutex_unlock(&kc->lock);
     for (; t; t = next) {
         char hex[33];
