@@ -9081,7 +9081,7 @@ typedef struct kcache__many {
 
 /* The remote tier and its shards are this section's alone: the cache layer holds a kcache__remote
    pointer (NULL: no remote) and reaches it only through the functions under "what the cache layer
-   asks", so that the KCACHE_NO_REMOTE stub below is those functions over these incomplete types. */
+   asks", so that with KCACHE_NO_REMOTE those functions, trivial, work on these incomplete types. */
 typedef struct kcache__remote kcache__remote;
 typedef struct kcache__shard kcache__shard;
 struct kcache__pub; /* (>>pub: where each shard's counters are published) */

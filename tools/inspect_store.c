@@ -599,6 +599,15 @@ static void ks_fields_json(ki_out *o, const kcache_key *k, const ks_dep *deps)
     ko_puts(o, "]");
 }
 
+/* An index item's key record as ks_fields_json writes it, or null when the record is damaged. */
+static void ks_record_fields_json(ki_out *o, const kcache_index_item *it)
+{
+    kcache_key k;
+    if (kcache_record_decode(it->record, it->record_len, &k) == KCACHE_OK) ks_fields_json(o, &k, NULL);
+    else ko_puts(o, "null");
+    kcache_key_free(&k);
+}
+
 /* The dependency checks of a key's file fields, in field order (free the result). */
 static ks_dep *ks_deps_of(const kcache_key *k, const ki_opts *op, uint32_t owner, size_t *n)
 {
@@ -999,15 +1008,12 @@ static void ks_index_json(ki_out *o, const ks_index *ix, const char *file, const
     ko_puts(o, ",\n  \"gone\": [");
     for (i = 0; i < ks_n(ix, KCACHE_INDEX_GONE) && !o->full; i++) {
         const kcache_index_item *it = ks_item(ix, KCACHE_INDEX_GONE, i);
-        kcache_key k;
         ko_puts(o, i ? ",\n    " : "\n    ");
         ks_item_json_head(o, it);
         ko_printf(o, ", \"reason\": \"%s\", \"reason_text\": ", ks_reason_word(it->reason));
         ko_json_cstr(o, ks_reason_text(it->reason));
         ko_puts(o, ", \"fields\": ");
-        if (kcache_record_decode(it->record, it->record_len, &k) == KCACHE_OK) ks_fields_json(o, &k, NULL);
-        else ko_puts(o, "null");
-        kcache_key_free(&k);
+        ks_record_fields_json(o, it);
         ko_puts(o, "}");
     }
     if (ks_n(ix, KCACHE_INDEX_GONE)) ko_puts(o, "\n  ");
@@ -1015,7 +1021,6 @@ static void ks_index_json(ki_out *o, const ks_index *ix, const char *file, const
     ko_puts(o, ",\n  \"misses\": [");
     for (i = ks_n(ix, KCACHE_INDEX_MISSED); i-- > 0 && !o->full;) {
         const kcache_index_item *it = ks_item(ix, KCACHE_INDEX_MISSED, i);
-        kcache_key k;
         char why[600];
         ko_puts(o, i + 1 < ks_n(ix, KCACHE_INDEX_MISSED) ? ",\n    " : "\n    ");
         ks_item_json_head(o, it);
@@ -1023,9 +1028,7 @@ static void ks_index_json(ki_out *o, const ks_index *ix, const char *file, const
         ks_explain_miss(ix, it, st ? &st->cf : NULL, op->stamp, why, sizeof why);
         ko_json_cstr(o, why);
         ko_puts(o, ", \"fields\": ");
-        if (kcache_record_decode(it->record, it->record_len, &k) == KCACHE_OK) ks_fields_json(o, &k, NULL);
-        else ko_puts(o, "null");
-        kcache_key_free(&k);
+        ks_record_fields_json(o, it);
         ko_puts(o, "}");
     }
     if (ks_n(ix, KCACHE_INDEX_MISSED)) ko_puts(o, "\n  ");
