@@ -14188,6 +14188,9 @@ typedef struct kcache__batch {
     size_t *todo, ntodo;       /* the jobs to build: one per distinct missing key, in the caller's order */
     unsigned char *state;      /* per todo: KCACHE__JOB_* (taken: a worker is trying it now) */
     int64_t *busy_since;       /* per todo: when first seen built by someone else (0: not yet) */
+    int64_t *ask_after;        /* per todo seen busy: not asked again (the remote, a claim) before
+                                  then, monotonic ns (the back-off of kcache__batch_later) */
+    unsigned char *backoff;    /* per todo: how often it was put off (the back-off doubles) */
     size_t left;               /* todo not done */
     uint64_t ends;             /* todo done so far: a waiting worker wakes when it moves */
     unsigned workers;          /* workers started so far (each starts its passes elsewhere) */
@@ -14196,17 +14199,33 @@ typedef struct kcache__batch {
     kcache__cond c;
 } kcache__batch;
 
-/* Asks the tiers again for the next open keys of a pass at once (KCACHE__REMOTE_MANY at most, from
-   step `from` of a pass that starts at todo `first`; lock held, dropped meanwhile with the keys marked
-   taken): memory and the store, then the remote in one exchange per shard for the rest
-   (kcache__remote_fetch), so that the values other machines built come back without a claim and a
-   round trip each. Returns the step after the last key asked; *progress: 1 when a key got done. */
+/* Whether todo i, seen busy, may be asked again now (its back-off spent). */
+static int kcache__batch_due(const kcache__batch *bt, size_t i, int64_t now) { return !bt->busy_since[i] || now >= bt->ask_after[i]; }
+
+/* Todo i was seen busy (another builds it) or could not be asked (a failed call while its shard
+   answers otherwise): asked again, of the remote and for its claim, only after a back-off (16 ms
+   doubling to 256 ms), never after every build of this batch, so that a key costs a few commands
+   while another machine builds it, not one per key built meanwhile (issue 35). Lock held. */
+static void kcache__batch_later(kcache__batch *bt, size_t i, int64_t now) {
+    unsigned b = bt->backoff[i] < 4 ? bt->backoff[i] : 4;
+    if (!bt->busy_since[i]) bt->busy_since[i] = now;
+    bt->ask_after[i] = now + ((int64_t)16000000 << b);
+    if (bt->backoff[i] < 255) bt->backoff[i]++;
+}
+
+/* Asks the tiers again for the next open keys of a pass that were seen busy and are due
+   (KCACHE__REMOTE_MANY at most, from step `from` of a pass that starts at todo `first`; lock held,
+   dropped meanwhile with the keys marked taken): memory and the store, then the remote in one
+   exchange per shard for the rest (kcache__remote_fetch), so that the values other machines built
+   come back without a claim and a round trip each. Returns the step after the last key asked;
+   *progress: 1 when a key got done. */
 static size_t kcache__batch_fetch(kcache__batch *bt, kcache__many *mm, size_t first, size_t from, int *progress) {
     size_t step, j, m = 0, n;
     int forked = 0, done = 0;
+    int64_t now = kcache__mono_ns();
     for (step = from; step < bt->ntodo && m < KCACHE__REMOTE_MANY; step++) {
         size_t i = (first + step) % bt->ntodo;
-        if (bt->state[i] == KCACHE__JOB_OPEN) {
+        if (bt->state[i] == KCACHE__JOB_OPEN && bt->busy_since[i] && kcache__batch_due(bt, i, now)) {
             bt->state[i] = KCACHE__JOB_TAKEN;
             mm->at[m] = i;
             mm->keys[m++] = bt->jobs[bt->todo[i]].key;
@@ -14250,22 +14269,21 @@ static size_t kcache__batch_fetch(kcache__batch *bt, kcache__many *mm, size_t fi
     return step;
 }
 
-/* A worker: passes over the keys left, trying each that no worker of the batch holds; when a pass
-   built nothing because others build every key left, it waits (woken by this batch's workers, else
-   looking again after 1 ms doubling to 20 ms: another process's or machine's end is seen in the
-   store, or as its claim given back, and a dead builder's claim as free). Each worker starts its
-   passes at a key of its own (from its process id and its number), so that processes that need
-   the same keys do not all race for the same first ones. With a remote, the keys left are asked
-   again together (kcache__batch_fetch, the next KCACHE__REMOTE_MANY of the pass at a time) before
-   they are tried after a while (a key done here, a new pass): what others built meanwhile comes back
-   in one exchange, and the tries that follow take claims only on keys that were missing a moment
-   ago (a key seen busy is not asked of the remote one by one). */
+/* A worker: passes over the keys left, trying each that no worker of the batch holds; a key seen
+   busy (another thread, process or machine builds it) is tried again only after its back-off
+   (kcache__batch_later); when a pass built nothing, it waits (woken by this batch's workers, else
+   until the first key put off is due, or 20 ms: another process's end is seen in the store). Each
+   worker starts its passes at a key of its own (from its process id and its number), so that
+   processes that need the same keys do not all race for the same first ones. With a remote, the
+   keys put off that are due are asked again together (kcache__batch_fetch, the next
+   KCACHE__REMOTE_MANY of the pass at a time) before they are tried: what others built meanwhile
+   comes back in one exchange. A key never seen busy is not asked again: the batch's first look
+   asked it, and its try asks once more after taking its claims (at most 2 GETs per key when
+   nobody else builds; issue 35). */
 static void kcache__batch_work(kcache__batch *bt) {
-    unsigned pause_ms = 1;
-    size_t first, asked = (size_t)-1; /* the steps of this pass asked again since the last build (all: the batch's first look) */
-    int passes = 0;
     /* (without room for it, each key seen busy is asked of the remote by its try) */
     kcache__many *mm = KCACHE__REMOTE(bt->kc) ? (kcache__many *)kcache__mem_alloc(&bt->kc->mem, sizeof *mm) : NULL;
+    size_t first;
     kcache__mutex_lock(&bt->m);
     { /* (a hash, not the id itself: consecutive pids would start on consecutive keys) */
         uint64_t seed[2];
@@ -14276,8 +14294,8 @@ static void kcache__batch_work(kcache__batch *bt) {
     while (bt->left && !bt->forked && !bt->child) {
         uint64_t seen = bt->ends;
         int progress = 0;
-        size_t step, i;
-        if (passes++) asked = 0; /* a pass after a build or a wait: everything is asked again */
+        int64_t next = 0, now; /* next: when the first key put off is due (0: none) */
+        size_t step, i, asked = 0; /* the steps of this pass a fetch looked at */
         for (step = 0; step < bt->ntodo && !bt->forked && !bt->child; step++) {
             const void *d;
             size_t n;
@@ -14287,13 +14305,18 @@ static void kcache__batch_work(kcache__batch *bt) {
             int child, alone;
             i = (first + step) % bt->ntodo;
             if (bt->state[i] != KCACHE__JOB_OPEN) continue;
-            if (step >= asked && mm) {
+            now = kcache__mono_ns();
+            if (!kcache__batch_due(bt, i, now)) {
+                if (!next || bt->ask_after[i] < next) next = bt->ask_after[i];
+                continue;
+            }
+            if (bt->busy_since[i] && mm && step >= asked) {
                 asked = kcache__batch_fetch(bt, mm, first, step, &progress);
                 if (bt->state[i] != KCACHE__JOB_OPEN) continue;
             }
             j = &bt->jobs[bt->todo[i]];
             bt->state[i] = KCACHE__JOB_TAKEN;
-            alone = bt->busy_since[i] && kcache__mono_ns() - bt->busy_since[i] > (int64_t)bt->kc->cfg.build_wait_ms * 1000000;
+            alone = bt->busy_since[i] && now - bt->busy_since[i] > (int64_t)bt->kc->cfg.build_wait_ms * 1000000;
             kcache__mutex_unlock(&bt->m);
             s = kcache__try_build(bt->kc, j->key, j->build, j->user, bt->busy_since[i] != 0 && !mm, alone, &d, &n, &child, &from);
             if (child) { /* this thread alone in a forked child: no lock of the parent's is touched */
@@ -14309,7 +14332,9 @@ static void kcache__batch_work(kcache__batch *bt) {
             if (s == KCACHE_EEXIST && !bt->busy_since[i]) kcache__count_wait(bt->kc);
             kcache__mutex_lock(&bt->m);
             if (s == KCACHE_EEXIST || s == KCACHE__FORKED) {
-                if (!bt->busy_since[i]) bt->busy_since[i] = kcache__mono_ns();
+                now = kcache__mono_ns();
+                kcache__batch_later(bt, i, now);
+                if (!next || bt->ask_after[i] < next) next = bt->ask_after[i];
                 bt->forked |= s == KCACHE__FORKED;
                 bt->state[i] = KCACHE__JOB_OPEN;
                 continue;
@@ -14322,16 +14347,12 @@ static void kcache__batch_work(kcache__batch *bt) {
             bt->left--;
             bt->ends++;
             progress = 1;
-            asked = step + 1; /* (a build took its time: others may have finished theirs) */
             kcache__cond_broadcast(&bt->c);
         }
-        if (progress) {
-            pause_ms = 1;
-            continue;
-        }
-        if (!bt->left || bt->forked || bt->child || bt->ends != seen) continue;
-        kcache__cond_wait_until(&bt->c, &bt->m, kcache__now_ns() + (int64_t)pause_ms * 1000000);
-        if (pause_ms < 20) pause_ms = pause_ms * 2 > 20 ? 20 : pause_ms * 2;
+        if (progress || !bt->left || bt->forked || bt->child || bt->ends != seen) continue;
+        now = kcache__mono_ns();
+        if (!next || next > now + 20000000) next = now + 20000000; /* (taken by this batch's workers: they wake it) */
+        if (next > now) kcache__cond_wait_until(&bt->c, &bt->m, kcache__now_ns() + (next - now));
     }
     kcache__mutex_unlock(&bt->m);
     kcache__mem_free(&bt->kc->mem, mm);
@@ -14417,8 +14438,10 @@ KCACHE_API kcache_status kcache_get_or_build_many(kcache *kc, kcache_job *jobs, 
         bt.todo = (size_t *)kcache__mem_alloc(&h->mem, nmiss * sizeof *bt.todo);
         bt.state = (unsigned char *)kcache__mem_alloc(&h->mem, nmiss);
         bt.busy_since = (int64_t *)kcache__mem_alloc(&h->mem, nmiss * sizeof *bt.busy_since);
+        bt.ask_after = (int64_t *)kcache__mem_alloc(&h->mem, nmiss * sizeof *bt.ask_after);
+        bt.backoff = (unsigned char *)kcache__mem_alloc(&h->mem, nmiss);
     }
-    if (bt.busy_since && ord && lead && bt.todo && bt.state) {
+    if (bt.busy_since && bt.ask_after && bt.backoff && ord && lead && bt.todo && bt.state) {
         size_t m = 0;
         for (i = 0; i < n; i++) {
             lead[i] = i;
@@ -14435,6 +14458,8 @@ KCACHE_API kcache_status kcache_get_or_build_many(kcache *kc, kcache_job *jobs, 
             if (jobs[i].status == KCACHE_MISS && lead[i] == i) {
                 bt.state[bt.ntodo] = KCACHE__JOB_OPEN;
                 bt.busy_since[bt.ntodo] = 0;
+                bt.ask_after[bt.ntodo] = 0;
+                bt.backoff[bt.ntodo] = 0;
                 bt.todo[bt.ntodo++] = i;
             }
         bt.kc = h;
@@ -14475,6 +14500,8 @@ KCACHE_API kcache_status kcache_get_or_build_many(kcache *kc, kcache_job *jobs, 
         kcache__mem_free(&h->mem, bt.todo);
         kcache__mem_free(&h->mem, bt.state);
         kcache__mem_free(&h->mem, bt.busy_since);
+        kcache__mem_free(&h->mem, bt.ask_after);
+        kcache__mem_free(&h->mem, bt.backoff);
     }
 #if KCACHE_CHECKS
     { /* what the batch handed out so far, for kcache_release's check (kcache_get_or_build below

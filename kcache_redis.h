@@ -858,15 +858,18 @@ static int kcache_redis__idle_ok(redisContext *c) {
 
 /* Sends what is queued on c and reads one reply of at most max_reply bytes and
    KCACHE_REDIS__MAX_ELEMENTS elements, by the deadline (stretched for a transfer that is making
-   progress: kcache_redis__limit). */
-static kcache_status kcache_redis__io_max(kcache_redis__server *rb, redisContext *c, int64_t deadline, size_t max_reply, redisReply **out) {
+   progress: kcache_redis__limit) of an exchange that began at start and has moved *moved bytes,
+   the last at *last (both updated): a pipeline's replies share one deadline (get_many), instead of
+   each reply getting a timeout of its own. */
+static kcache_status kcache_redis__io_span(kcache_redis__server *rb, redisContext *c, int64_t start, int64_t deadline, int64_t *last_io,
+                                           uint64_t *moved_io, size_t max_reply, redisReply **out) {
     kcache_redis__budget budget;
     kcache_redis__link *link;
     void *reply = NULL;
     char small[16384], *big = NULL;
     size_t big_cap = 0;
-    int64_t start = kcache_monotonic_ns(), last = start;
-    uint64_t moved = 0, got = 0;
+    int64_t last = *last_io;
+    uint64_t moved = *moved_io, got = 0;
     int done = 0;
     kcache_status st = KCACHE_OK;
     *out = NULL;
@@ -918,12 +921,19 @@ static kcache_status kcache_redis__io_max(kcache_redis__server *rb, redisContext
     }
     if (big) KCACHE_FREE(big);
     if (link) link->budget = NULL;
+    *last_io = last, *moved_io = moved;
     if (st != KCACHE_OK) {
         if (reply) freeReplyObject(reply);
         return st;
     }
     *out = (redisReply *)reply;
     return KCACHE_OK;
+}
+/* The same for one command's reply: its own exchange, from now. */
+static kcache_status kcache_redis__io_max(kcache_redis__server *rb, redisContext *c, int64_t deadline, size_t max_reply, redisReply **out) {
+    int64_t start = kcache_monotonic_ns(), last = start;
+    uint64_t moved = 0;
+    return kcache_redis__io_span(rb, c, start, deadline, &last, &moved, max_reply, out);
 }
 static kcache_status kcache_redis__io(kcache_redis__server *rb, redisContext *c, int64_t deadline, redisReply **out) {
     return kcache_redis__io_max(rb, c, deadline, rb->max_reply, out);
@@ -1452,10 +1462,13 @@ static void kcache_redis__release(void *user, void *hold) {
         KCACHE_FREE(h);
     }
 }
-/* get_many: the GETs sent together on one pooled connection and their replies read in turn, each
-   bounded as a GET's (a pipeline: one round trip for them all, however many). On a TLS link, or a
-   cluster (its keys on several nodes), one GET after another; a key the server redirects (it turned
-   out to be a node of a cluster) is asked again as a GET is. */
+/* get_many: the GETs sent together on one pooled connection and their replies read in turn (a
+   pipeline: one round trip for them all, however many), the whole exchange bounded as one GET is
+   (one deadline, stretched only while bytes keep arriving: kcache_redis__limit), so that a server
+   slow to answer each GET times the exchange out once and opens the breaker, instead of costing a
+   timeout per reply. On a TLS link, or a cluster (its keys on several nodes), one GET after
+   another, none begun past that deadline; a key the server redirects (it turned out to be a node
+   of a cluster) is asked again as a GET is. */
 static kcache_status kcache_redis__get_many(void *user, const char *const *names, size_t n, const void **data, size_t *size, void **hold,
                                             kcache_status *st) {
     kcache_redis__server *rb = (kcache_redis__server *)user;
@@ -1463,6 +1476,8 @@ static kcache_status kcache_redis__get_many(void *user, const char *const *names
     kcache_status s = KCACHE_OK;
     size_t i;
     int pipelined;
+    int64_t start = kcache_monotonic_ns(), deadline = start + (int64_t)rb->op_ms * 1000000, last = start;
+    uint64_t moved = 0;
     pthread_mutex_lock(&rb->mutex);
     pipelined = !rb->tls && !rb->slot;
     pthread_mutex_unlock(&rb->mutex);
@@ -1470,7 +1485,7 @@ static kcache_status kcache_redis__get_many(void *user, const char *const *names
         hold[i] = NULL;
         st[i] = KCACHE_STATUS_COUNT; /* not answered yet */
     }
-    if (pipelined && (s = kcache_redis__take(rb, kcache_monotonic_ns() + (int64_t)rb->op_ms * 1000000, &c)) == KCACHE_OK) {
+    if (pipelined && (s = kcache_redis__take(rb, deadline, &c)) == KCACHE_OK) {
         for (i = 0; i < n && s == KCACHE_OK; i++) {
             char key[KCACHE_REDIS__KEY_MAX];
             const char *argv[2];
@@ -1485,7 +1500,7 @@ static kcache_status kcache_redis__get_many(void *user, const char *const *names
             unsigned slot;
             const char *host;
             size_t hlen;
-            if ((s = kcache_redis__io(rb, c, kcache_monotonic_ns() + (int64_t)rb->op_ms * 1000000, &r)) != KCACHE_OK) break;
+            if ((s = kcache_redis__io_span(rb, c, start, deadline, &last, &moved, rb->max_reply, &r)) != KCACHE_OK) break;
             if (r->type == REDIS_REPLY_STRING) { /* held as a GET's are (kcache_redis__release frees both) */
                 kcache_redis__held *h = (kcache_redis__held *)KCACHE_MALLOC(sizeof *h);
                 if (!h) {
@@ -1506,8 +1521,10 @@ static kcache_status kcache_redis__get_many(void *user, const char *const *names
         else kcache_redis__drop(c); /* replies may be left unread on it */
     }
     for (i = 0; i < n && s == KCACHE_OK; i++) /* one by one: what the pipeline did not answer */
-        if (st[i] == KCACHE_STATUS_COUNT && (st[i] = kcache_redis__get(user, names[i], &data[i], &size[i], &hold[i])) != KCACHE_OK &&
-            st[i] != KCACHE_MISS)
+        if (st[i] == KCACHE_STATUS_COUNT && kcache_monotonic_ns() > kcache_redis__limit(start, deadline, last, moved))
+            s = KCACHE_ETIMEOUT; /* (the exchange's time is spent) */
+        else if (st[i] == KCACHE_STATUS_COUNT && (st[i] = kcache_redis__get(user, names[i], &data[i], &size[i], &hold[i])) != KCACHE_OK &&
+                 st[i] != KCACHE_MISS)
             s = st[i];
     if (s != KCACHE_OK)
         for (i = 0; i < n; i++) {

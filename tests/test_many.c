@@ -24,7 +24,7 @@
  *   many_remote_killed many_killed on stores of their own sharing the server: the key is taken
  *                      over when the dead builder's claim ends (a 1 s lifetime here)
  *   many_remote_readback  the values another machine stored while this one built are read back
- *                      without taking their claims (one exchange for all the keys left); the one
+ *                      (each by its try, after its claim: issue 35's 2 GETs per key); the one
  *                      still missing is built here
  *
  * KT_MANY_SERIAL=1 in the environment runs the processes' jobs one kcache_get_or_build at a time
@@ -463,9 +463,11 @@ static void many_remote_killed(void) {
 
 /* Another machine's builds landing on the remote while this one builds: process B (a store of
    its own) needs K keys; during its first build, "machine" A (another store, the same server)
-   stores all but B's key and one more, X. B must read those K - 2 back without taking their
-   claims (one exchange asks the remote for every key left), then build X: 2 builds, and 2 claims
-   released on the server (its EVAL calls: the release script), not one for each value read back. */
+   stores all but B's key and one more, X. B must read those K - 2 back, then build X: 2 builds.
+   Since issue 35 (item 9: at most 2 GETs per key) a key nobody was seen building is asked again
+   only by its try, after its claim is taken, not by an exchange after every build: each value read
+   back costs its claim (K claims released on the server: the EVALs of the release script), and
+   the keys left are no longer asked after each build (K x K GETs). */
 #define READBACK_K 6
 static kcache *g_readback_a;
 static int g_readback_first = -1, g_readback_x = -1;
@@ -522,8 +524,7 @@ static void many_remote_readback(void) {
     KT_CHECK_MSG(g_readback_x >= 0 && S->builds[g_readback_first] == 1 && S->builds[g_readback_x] == 1 && S->proc_builds[0] == 2,
                  "B built %d keys (its first %d, X %d): want those 2", S->proc_builds[0], g_readback_first, g_readback_x);
     KT_CHECK_MSG(st.hits_remote == READBACK_K - 2, "B's remote hits: %llu, want %d", (unsigned long long)st.hits_remote, READBACK_K - 2);
-    KT_CHECK_MSG(evals == 2, "claims released on the server during B's batch: %lld, want 2 (its own builds; a value read back takes no claim)",
-                 evals);
+    KT_CHECK_MSG(evals <= READBACK_K, "claims released on the server during B's batch: %lld, want at most one per key", evals);
     kcache_close(b);
     kcache_close(g_readback_a);
     g_readback_a = NULL;
