@@ -376,7 +376,11 @@ typedef void (*kcache_log_fn)(void *user, const char *line);
      in KCACHE_REMOTE_MODE=ro;
    - the build claims' logic (kcache_get_or_build and the batch): the token, signed with the secret;
      a thread that renews a held claim every third of its life while the build runs; waiting within
-     KCACHE_BUILD_WAIT and looking again after each wait; release or abandon on every path;
+     KCACHE_BUILD_WAIT and looking again after each wait; release or abandon on every path; waiting
+     through failures: a claim call or a read-back that fails while the shard answered within two
+     claim lifetimes is retried after a pause (claim calls then pass the shard's open breaker, and
+     a holder's put is sent once more past it), so that a lost packet never sends a waiter off to
+     build; a shard silent for longer is down and everyone builds;
    - the counters: kcache_stats, kcache_get_remote_shards, the stats file kcache-top reads.
    What the backend does: keeps opaque values under names, and (optionally) claims that end by
    themselves.
@@ -424,7 +428,8 @@ typedef struct kcache_remote_ops {
                                KCACHE_EEXIST (held)
          KCACHE_CLAIM_RENEW    token's claim lasts ms from now: KCACHE_OK, or KCACHE_MISS (not
                                token's any more: it expired, another took it)
-         KCACHE_CLAIM_RELEASE  token's claim ends and its waiters wake: the value was put
+         KCACHE_CLAIM_RELEASE  token's claim ends and its waiters wake: the value was put (or
+                               its put failed in a way that may have stored it: a timeout)
          KCACHE_CLAIM_ABANDON  the same, but nothing was put: the waiters build on their own
          KCACHE_CLAIM_WAIT     block until the claim ends (released, abandoned, expired or gone),
                                ms at most (token: the waiter's own): KCACHE_OK (released, or gone:
@@ -9149,6 +9154,10 @@ struct kcache__shard {
     int64_t writes_until;      /* a full or read-only backend: puts skipped until then */
     uint32_t backoff_ms;       /* the next back-off */
     int probing;               /* a call is finding out whether it is back */
+    int64_t last_ok;           /* monotonic ns of its last call that did not fail (0: none yet):
+                                  a failure soon after is a glitch (kcache__shard_glitch) */
+    int failing;               /* its last call failed (a lookup since may have been skipped) */
+    int answered;              /* a call of this process ever went through */
 };
 
 struct kcache__remote {
@@ -9369,6 +9378,10 @@ static void kcache__remote_ring(kcache__remote *r) {
         for (i = 0; i < r->n; i++) {
             char id[80];
             kcache__shard *s = &r->shard[i];
+            kcache__mutex_lock(&r->mutex);
+            s->last_ok = kcache__mono_ns(); /* presumed up until a call says otherwise: a first call timed
+                                               out is a glitch (kcache__shard_glitch), a refused one not */
+            kcache__mutex_unlock(&r->mutex);
             if (s->identity && s->identity(s->user, r->ro, id, sizeof id)) s->seed = kcache_hash(id, strlen(id)).lo;
             for (j = 0; j < i && !s->same; j++)
                 if (!r->shard[j].same && r->shard[j].seed == s->seed) {
@@ -9462,6 +9475,8 @@ static void kcache__remote_done(kcache__remote *r, kcache__shard *s, kcache_stat
         if (st == KCACHE_ETIMEOUT) kcache__shard_count(s, KCACHE__SH_TIMEOUTS);
     }
     kcache__pub_shard_call(s->pub_more, failed);
+    s->failing = failed;
+    if (failed && st != KCACHE_ETIMEOUT && !s->answered) s->last_ok = 0; /* refused before ever answering: down, not a glitch */
     if (failed) {
         backoff = s->backoff_ms;
         s->open_until = now + (int64_t)backoff * 1000000;
@@ -9469,6 +9484,8 @@ static void kcache__remote_done(kcache__remote *r, kcache__shard *s, kcache_stat
         if (!was_open) ev->opened++;
     } else {
         if (was_open) ev->closed++;
+        s->last_ok = now;
+        s->answered = 1;
         s->open_until = 0;
         s->backoff_ms = r->backoff_ms;
         if (st == KCACHE_ENOSPC || st == KCACHE_EROFS) s->writes_until = now + (int64_t)r->backoff_ms * 1000000;
@@ -9482,6 +9499,34 @@ static void kcache__remote_done(kcache__remote *r, kcache__shard *s, kcache_stat
                          (unsigned)r->backoff_ms);
     else if (was_open)
         kcache__remote_ev_note(ev, "remote %s: back (circuit breaker closed)", s->url);
+}
+
+/* Whether shard s, whose call just failed (or whose breaker skips calls now), is having a glitch
+   rather than being down: it answered a call within the last two claim lifetimes (a shard is
+   presumed to have answered when first used, until a call is refused or broken before any went
+   through: a server down then, or never there, is not waited for). Then a claim seen
+   held may still be held (its builder renews it), and a value put meanwhile may be there: claim
+   calls go past its breaker and a caller waits and asks again instead of building (a lost packet,
+   a slow link: issue 35). A shard that did not answer for longer (or never) is down: done
+   without, as before, so that a dead server costs a waiter about 6 s once, not a wait per call. */
+static int kcache__shard_glitch(kcache__remote *r, kcache__shard *s) {
+    int64_t now = kcache__mono_ns();
+    int g;
+    kcache__mutex_lock(&r->mutex);
+    g = s->last_ok && now - s->last_ok < (int64_t)r->claim_ms * 2000000;
+    kcache__mutex_unlock(&r->mutex);
+    return g;
+}
+static int kcache__remote_glitch(kcache__remote *r, const kcache_key *k) { return kcache__shard_glitch(r, kcache__remote_shard(r, k->digest)); }
+/* Whether the last call to k's shard failed: a lookup made since may have been skipped by the
+   breaker, so that a miss then says nothing. */
+static int kcache__remote_failing(kcache__remote *r, const kcache_key *k) {
+    kcache__shard *s = kcache__remote_shard(r, k->digest);
+    int f;
+    kcache__mutex_lock(&r->mutex);
+    f = s->failing;
+    kcache__mutex_unlock(&r->mutex);
+    return f;
 }
 
 /* Shards whose breaker is open now. */
@@ -9692,8 +9737,11 @@ static void kcache__remote_get_many(kcache__remote *r, kcache__many *mm, size_t 
         if (!mm->asked[i]) kcache__remote_get(r, mm->rk[i], policy, 0, 0, &mm->rd[i], &mm->where[i], ev);
 }
 
-/* Sends k's entry to its shard (mode rw). KCACHE_OK when stored; KCACHE_ETOOBIG: stays local. */
-static kcache_status kcache__remote_put(kcache__remote *r, const kcache_key *k, const void *data, size_t size, kcache__remote_ev *ev) {
+/* Sends k's entry to its shard (mode rw). KCACHE_OK when stored; KCACHE_ETOOBIG: stays local.
+   past_breaker: sent even while the shard's breaker is open (not while it refuses writes): a claim
+   holder's put, whose waiters on other machines would each build the value it failed to send. */
+static kcache_status kcache__remote_put(kcache__remote *r, const kcache_key *k, const void *data, size_t size, int past_breaker,
+                                        kcache__remote_ev *ev) {
     kcache__shard *s = kcache__remote_shard(r, k->digest);
     char name[33];
     size_t len = 0;
@@ -9708,7 +9756,16 @@ static kcache_status kcache__remote_put(kcache__remote *r, const kcache_key *k, 
                              (unsigned long long)r->max_entry);
         return st;
     }
-    if (!kcache__remote_allow(r, s, 1, ev)) { KCACHE_FREE(v); return KCACHE_EDISABLED; }
+    if (past_breaker) {
+        int64_t now = kcache__mono_ns();
+        kcache__mutex_lock(&r->mutex);
+        if (now < s->writes_until) past_breaker = 0; /* (a full or read-only server: no write) */
+        kcache__mutex_unlock(&r->mutex);
+        if (!past_breaker) { KCACHE_FREE(v); return KCACHE_EDISABLED; }
+    } else if (!kcache__remote_allow(r, s, 1, ev)) {
+        KCACHE_FREE(v);
+        return KCACHE_EDISABLED;
+    }
     kcache__remote_name(k->digest, name);
     t0 = kcache__mono_ns();
     st = s->ops->put(s->user, name, v, len);
@@ -9756,7 +9813,26 @@ static kcache_status kcache__rclaim_call(kcache__rclaim *cl, int op, uint32_t ms
     static const char *const what[] = {"", "claim", "renew claim", "release claim", "abandon claim", "wait for claim"};
     kcache_status st;
     int64_t t0;
-    if (!kcache__remote_allow(cl->r, cl->s, op == KCACHE_CLAIM_TAKE, ev)) return KCACHE_EDISABLED;
+    /* A held claim is given back even through an open breaker (one small call): left to expire, it
+       would keep every waiter on other machines waiting out its life. Taking and waiting go past it
+       too while the shard has a glitch (kcache__shard_glitch): under loss the breaker opens often,
+       and a claim not asked about is a build on every machine that misses (issue 35). Taking still
+       waits while the shard refuses writes. */
+    if (op == KCACHE_CLAIM_RELEASE || op == KCACHE_CLAIM_ABANDON ||
+        ((op == KCACHE_CLAIM_TAKE || op == KCACHE_CLAIM_WAIT) && kcache__shard_glitch(cl->r, cl->s))) {
+        int64_t now = kcache__mono_ns();
+        int refused;
+        kcache__mutex_lock(&cl->r->mutex);
+        refused = op == KCACHE_CLAIM_TAKE && now < cl->s->writes_until;
+        if (refused) kcache__shard_count(cl->s, KCACHE__SH_SKIPPED);
+        kcache__mutex_unlock(&cl->r->mutex);
+        if (refused) {
+            ev->skipped++;
+            return KCACHE_EROFS; /* (no claim: the caller builds without one) */
+        }
+    } else if (!kcache__remote_allow(cl->r, cl->s, op == KCACHE_CLAIM_TAKE, ev)) {
+        return KCACHE_EDISABLED;
+    }
     t0 = kcache__mono_ns();
     st = cl->s->ops->claim(cl->s->user, cl->name, op, cl->token, ms);
     if (op == KCACHE_CLAIM_WAIT && !kcache__remote_failed(st)) t0 = kcache__mono_ns();
@@ -10168,6 +10244,8 @@ static uint64_t kcache__remote_open_count(kcache__remote *r) { (void)r; return 0
 static int kcache__remote_is_ro(const kcache__remote *r) { (void)r; return 1; }
 static const char *kcache__remote_names(const kcache__remote *r) { (void)r; return ""; }
 static uint32_t kcache__remote_claim_ms(const kcache__remote *r) { (void)r; return 0; }
+static int kcache__remote_glitch(kcache__remote *r, const kcache_key *k) { (void)r; (void)k; return 0; }
+static int kcache__remote_failing(kcache__remote *r, const kcache_key *k) { (void)r; (void)k; return 0; }
 static void kcache__remote_describe(const kcache__remote *r, char *out, size_t cap) { (void)r; if (cap) out[0] = 0; }
 static void kcache__remote_own_config(const kcache__remote *r, kcache_config *cfg) {
     (void)r;
@@ -10188,8 +10266,9 @@ static void kcache__remote_get(kcache__remote *r, const kcache_key *k, int polic
     *where = "";
     memset(ev, 0, sizeof *ev);
 }
-static kcache_status kcache__remote_put(kcache__remote *r, const kcache_key *k, const void *data, size_t size, kcache__remote_ev *ev) {
-    (void)r; (void)k; (void)data; (void)size; memset(ev, 0, sizeof *ev);
+static kcache_status kcache__remote_put(kcache__remote *r, const kcache_key *k, const void *data, size_t size, int past_breaker,
+                                        kcache__remote_ev *ev) {
+    (void)r; (void)k; (void)data; (void)size; (void)past_breaker; memset(ev, 0, sizeof *ev);
     return KCACHE_EDISABLED;
 }
 static void kcache__remote_get_many(kcache__remote *r, kcache__many *mm, size_t n, int policy, kcache__remote_ev *ev) {
@@ -13106,7 +13185,7 @@ static kcache_status kcache__put_blob_key(kcache *kc, const kcache_key *k, kcach
     if (KCACHE__REMOTE(kc) && !kcache__remote_is_ro(kc->remote)) {
         kcache__remote_ev ev;
         memset(&ev, 0, sizeof ev);
-        rs = kcache__remote_put(kc->remote, k, b->data, b->size, &ev);
+        rs = kcache__remote_put(kc->remote, k, b->data, b->size, 0, &ev);
         kcache__remote_stats(kc, &ev);
     }
     if (remote) *remote = rs;
@@ -13672,38 +13751,115 @@ static kcache_status kcache__run_build(kcache *kc, kcache_build_fn build, void *
     return *out ? KCACHE_OK : KCACHE_ENOMEM;
 }
 
+/* The remote calls of kc that failed or were skipped by a breaker so far: a lookup that misses
+   while this moves may have missed for want of an answer (another thread's failure moves it too,
+   which only makes the caller look again). */
+static uint64_t kcache__remote_trouble(kcache *kc) {
+    uint64_t n;
+    kcache__mutex_lock(&kc->lock);
+    n = kc->stats.remote_errors + kc->stats.remote_skipped;
+    kcache__mutex_unlock(&kc->lock);
+    return n;
+}
+
+/* Whether a builder's put to the remote may have landed, so that its claim is released (waiters
+   look for the value) rather than abandoned (waiters build at once): a put that timed out or broke
+   may have been stored all the same, and a waiter that looks costs one GET, not a build. */
+static int kcache__put_may_have_landed(kcache_status remote_put) {
+    return remote_put == KCACHE_OK || remote_put == KCACHE_ETIMEOUT || remote_put == KCACHE_EIO;
+}
+
+/* A claim holder's put that failed, or that its shard's breaker skipped, on a shard that answers
+   otherwise (kcache__remote_glitch): sent once more, past the breaker, so that the waiters on other
+   machines find the value instead of each building it (issue 35). *remote_put: how it went. */
+static void kcache__holder_put_again(kcache *kc, const kcache_key *k, const kcache__rclaim *cl, const void *data, size_t size,
+                                     kcache_status *remote_put) {
+    kcache_key *copy = NULL;
+    const kcache_key *rk;
+    kcache__remote_ev ev;
+    if (!cl->r || !cl->held || *remote_put == KCACHE_OK || *remote_put == KCACHE_ETOOBIG || *remote_put == KCACHE_EROFS ||
+        *remote_put == KCACHE_ENOSPC || *remote_put == KCACHE_EINVAL || *remote_put == KCACHE_ENOMEM || !kcache__remote_glitch(kc->remote, k))
+        return;
+    if ((rk = kcache__key_resolve(kc, k, kc->cfg.stamp, &copy)) != NULL && rk->error == KCACHE_OK) {
+        memset(&ev, 0, sizeof ev);
+        *remote_put = kcache__remote_put(kc->remote, rk, data, size, 1, &ev);
+        kcache__remote_stats(kc, &ev);
+    }
+    kcache__key_drop(&kc->mem, copy);
+}
+
 /* One build per cluster: after this machine's claim, the remote's. KCACHE_OK with the payload when
    another machine's build arrived meanwhile (waiting at most KCACHE_BUILD_WAIT, woken by its end);
    else KCACHE_MISS, with *cl held when this process is the cluster's builder (and not when the
-   remote cannot say: then everyone builds, as without a remote). */
+   remote cannot say: then everyone builds, as without a remote). Waiting goes through failures
+   (issue 35): a claim call or a read-back that fails on a shard that answers otherwise
+   (kcache__remote_glitch: a lost packet, a slow link) is asked again after a pause, so that a
+   process builds only when the claim is gone, expired or abandoned, never because a call failed;
+   and a claim taken after a wait or a failure is kept only once the value is known missing. */
 static kcache_status kcache__cluster_claim(kcache *kc, const kcache_key *k, kcache__rclaim *cl, const void **data, size_t *size) {
     int64_t deadline = kcache__mono_ns() + (int64_t)kc->cfg.build_wait_ms * 1000000;
     kcache__remote_ev ev;
     kcache_status s = KCACHE_MISS, st;
-    int waited = 0, rounds = 0;
+    int waited = 0, rounds = 0, look = 0;
+    unsigned pause = 20;
     uint32_t claim_ms;
     if (!kcache__rclaim_init(cl, kc->remote, k)) return KCACHE_MISS;
     memset(&ev, 0, sizeof ev);
-    while ((st = kcache__rclaim_take(cl, &ev)) == KCACHE_EEXIST) {
-        int64_t left = (deadline - kcache__mono_ns()) / 1000000;
-        if (left <= 0) break; /* waited long enough: build here */
-        if (!waited) {
-            waited = kcache__count_wait(kc);
-            KCACHE__DEBUG(kc, "wait %s: another machine builds it (%s)", k->unit, kcache__rclaim_url(cl));
+    look = kcache__remote_failing(kc->remote, k); /* (the caller's look may have been skipped by the breaker) */
+    for (;;) {
+        int64_t left;
+        st = kcache__rclaim_take(cl, &ev);
+        if (st == KCACHE_OK) {
+            uint64_t trouble;
+            if (!look) break; /* the first try: the caller looked a moment ago; build */
+            /* taken after a wait or a failure: the value may have landed meanwhile */
+            kcache__remote_stats(kc, &ev);
+            memset(&ev, 0, sizeof ev);
+            trouble = kcache__remote_trouble(kc);
+            if ((s = kcache__get(kc, k, data, size, 0, KCACHE__ASK_REMOTE)) == KCACHE_OK) {
+                kcache__rclaim_end(cl, 1, &ev); /* (found: waiters look too) */
+                break;
+            }
+            if (kcache__remote_trouble(kc) == trouble || !kcache__remote_glitch(kc->remote, k)) break; /* missing indeed: build */
+            kcache__rclaim_end(cl, 1, &ev); /* could not look: given back (waiters look), and asked again */
+            if (!kcache__rclaim_init(cl, kc->remote, k)) break;
+            st = KCACHE_EIO;
         }
-        claim_ms = kcache__remote_claim_ms(kc->remote);
-        st = kcache__rclaim_call(cl, KCACHE_CLAIM_WAIT, left < (int64_t)claim_ms ? (uint32_t)left : claim_ms, &ev);
-        if (st == KCACHE_EEXIST) continue;                      /* still building */
-        if (st != KCACHE_OK && st != KCACHE_ENOENT) break;      /* abandoned, not honoured, or no answer: build here */
-        kcache__remote_stats(kc, &ev);
-        memset(&ev, 0, sizeof ev);
-        /* its result: another machine's build lands on the remote (and in this store only where the
-           store is shared with it), never in a layer (read-only to everyone): ask the remote again */
-        if ((s = kcache__get(kc, k, data, size, 0, KCACHE__ASK_REMOTE)) == KCACHE_OK) break;
-        /* a claim held when taken yet gone when looked at (ENOENT), again and again, without a value
-           (a server that says so): after a few, build here. A wait that ran out the claim's life
-           while its builder renews it is no such round. */
-        if (st == KCACHE_ENOENT && ++rounds == 4) break;
+        left = (deadline - kcache__mono_ns()) / 1000000;
+        if (left <= 0) break; /* waited long enough: build here */
+        if (st == KCACHE_EEXIST) {
+            if (!waited) {
+                waited = kcache__count_wait(kc);
+                KCACHE__DEBUG(kc, "wait %s: another machine builds it (%s)", k->unit, kcache__rclaim_url(cl));
+            }
+            look = 1;
+            pause = 20;
+            claim_ms = kcache__remote_claim_ms(kc->remote);
+            st = kcache__rclaim_call(cl, KCACHE_CLAIM_WAIT, left < (int64_t)claim_ms ? (uint32_t)left : claim_ms, &ev);
+            if (st == KCACHE_EEXIST) continue; /* still building */
+            if (st == KCACHE_OK || st == KCACHE_ENOENT) {
+                uint64_t trouble;
+                kcache__remote_stats(kc, &ev);
+                memset(&ev, 0, sizeof ev);
+                trouble = kcache__remote_trouble(kc);
+                /* its result: another machine's build lands on the remote (and in this store only where the
+                   store is shared with it), never in a layer (read-only to everyone): ask the remote again */
+                if ((s = kcache__get(kc, k, data, size, 0, KCACHE__ASK_REMOTE)) == KCACHE_OK) break;
+                /* a claim held when taken yet gone when looked at (ENOENT), again and again, without a value
+                   (a server that says so): after a few, build here. A wait that ran out the claim's life
+                   while its builder renews it is no such round, nor a look that got no answer. */
+                if (st == KCACHE_ENOENT && kcache__remote_trouble(kc) == trouble && ++rounds == 4) break;
+                continue;
+            }
+            if (st == KCACHE_MISS || st == KCACHE_ECORRUPT) break; /* abandoned, or not honoured: build here */
+        }
+        /* the call failed, or the breaker skipped it: a shard that answers otherwise is asked again
+           after a pause (a lost packet costs a retransmission, not a build); one down, or refusing
+           writes (no claim can be taken), is done without */
+        if (st == KCACHE_EROFS || !kcache__remote_glitch(kc->remote, k)) break;
+        look = 1;
+        kcache__sleep_ms(left < (int64_t)pause ? (unsigned)left : pause);
+        if (pause < 500) pause *= 2;
     }
     kcache__remote_stats(kc, &ev);
     if (waited && s != KCACHE_OK) { /* another held the claim, yet this process builds: a duplicate build */
@@ -13897,10 +14053,11 @@ static kcache_status kcache__get_or_build(kcache *kc, const kcache_key *k, kcach
             if (hd.f) { /* (alone: as after a wait spent, the result is not stored) */
                 kcache__blob_ref(b);
                 kcache__put_blob(kc, k, b, 1, &remote_put); /* to the store now: other processes wait for it there */
+                kcache__holder_put_again(kc, k, &hd.cl, b->data, b->size, &remote_put);
             }
         }
     }
-    kcache__hold_end(kc, k->digest, &hd, remote_put == KCACHE_OK);
+    kcache__hold_end(kc, k->digest, &hd, kcache__put_may_have_landed(remote_put));
     return s;
 }
 
@@ -14040,8 +14197,9 @@ KCACHE_API kcache_status kcache_put_claimed(kcache *kc, kcache_ticket *t, const 
     if (!data && size) s = KCACHE_EINVAL; /* (as kcache_put; the claim is given back all the same) */
     else if (!t->hd.f) s = kcache_put(h, t->k, data, size); /* claimed nothing: a plain put */
     else if ((b = kcache__blob_copy(h, data, size)) == NULL) s = KCACHE_ENOMEM;
-    else s = kcache__put_blob(h, t->k, b, 1, &remote_put); /* to the store now: the waiters look there */
-    kcache__hold_end(h, t->digest, &t->hd, remote_put == KCACHE_OK);
+    else if ((s = kcache__put_blob(h, t->k, b, 1, &remote_put)) == KCACHE_OK) /* to the store now: the waiters look there */
+        kcache__holder_put_again(h, t->k, &t->hd.cl, data, size, &remote_put);
+    kcache__hold_end(h, t->digest, &t->hd, kcache__put_may_have_landed(remote_put));
     kcache__mem_free(&h->mem, t);
     return s;
 }
@@ -14088,13 +14246,26 @@ static void kcache__tickets_close(kcache *kc) {
    claims or did not answer: then everyone builds, as without a remote). */
 static kcache_status kcache__cluster_try(kcache *kc, const kcache_key *k, kcache__rclaim *cl, const void **data, size_t *size) {
     kcache__remote_ev ev;
-    kcache_status s;
+    kcache_status s, t = KCACHE_MISS;
+    uint64_t trouble;
     memset(&ev, 0, sizeof ev);
-    if (kcache__rclaim_init(cl, kc->remote, k) && kcache__rclaim_take(cl, &ev) == KCACHE_EEXIST) {
+    if (kcache__rclaim_init(cl, kc->remote, k)) {
+        t = kcache__rclaim_take(cl, &ev);
+        /* held; or the call failed (or its breaker skipped it) on a shard that answers otherwise:
+           tried later, as a held claim is (issue 35: a lost packet is no reason to build) */
+        if (t == KCACHE_EEXIST || (t != KCACHE_OK && t != KCACHE_EROFS && kcache__remote_glitch(kc->remote, k))) {
+            kcache__rclaim_end(cl, 0, &ev); /* (not held: nothing to give back) */
+            kcache__remote_stats(kc, &ev);
+            return KCACHE_EEXIST;
+        }
+    }
+    trouble = kcache__remote_trouble(kc);
+    s = kcache__get(kc, k, data, size, 0, KCACHE__ASK_REMOTE);
+    if (s != KCACHE_OK && t == KCACHE_OK && kcache__remote_trouble(kc) != trouble && kcache__remote_glitch(kc->remote, k)) {
+        /* the look after the claim got no answer: the value may be there (built and released before
+           the claim was taken): the claim given back (its waiters look), the key tried later */
+        kcache__rclaim_end(cl, 1, &ev);
         s = KCACHE_EEXIST;
-        kcache__rclaim_end(cl, 0, &ev); /* (not held: nothing to give back) */
-    } else {
-        s = kcache__get(kc, k, data, size, 0, KCACHE__ASK_REMOTE);
     }
     kcache__remote_stats(kc, &ev);
     return s;
@@ -14164,13 +14335,14 @@ static kcache_status kcache__try_build(kcache *kc, const kcache_key *k, kcache_b
             if (f) { /* (alone: as kcache_get_or_build after its wait, the result is not stored) */
                 kcache__blob_ref(b);
                 kcache__put_blob(kc, k, b, 1, &remote_put); /* to the store now: other processes look there */
+                kcache__holder_put_again(kc, k, &cl, b->data, b->size, &remote_put);
             }
         }
     }
     if (kcache__rclaim_pending(&cl)) { /* the other machines read the result (ours, or the one we found), or build on their own */
         kcache__remote_ev ev;
         memset(&ev, 0, sizeof ev);
-        kcache__rclaim_end(&cl, s == KCACHE_OK && (!built || remote_put == KCACHE_OK), &ev);
+        kcache__rclaim_end(&cl, s == KCACHE_OK && (!built || kcache__put_may_have_landed(remote_put)), &ev);
         kcache__remote_stats(kc, &ev);
     }
     if (claimed) kcache__unclaim(kc, k->digest);
