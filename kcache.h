@@ -14473,7 +14473,7 @@ static void kcache__batch_work(kcache__batch *bt) {
             size_t n;
             kcache_job *j;
             kcache_status s;
-            kcache_origin from;
+            kcache_origin from = KCACHE_BUILT_HERE; /* (set by every try that ends the job) */
             int child, alone;
             i = (first + step) % bt->ntodo;
             if (bt->state[i] != KCACHE__JOB_OPEN) continue;
