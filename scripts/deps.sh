@@ -28,6 +28,7 @@ pkgs=(
   openssl  # (the command: tests/test_remote.c makes its TLS certificates with it; libssl-dev: rediss://)
   gcc-mingw-w64-x86-64 g++-mingw-w64-x86-64 wine wine64
   redis-server libhiredis-dev libzstd-dev libssl-dev
+  iproute2  # (ip, tc: tests/test_netfaults.c's network faults in a namespace of its own)
   libvulkan-dev mesa-vulkan-drivers libshaderc-dev glslang-dev spirv-tools
 )
 [ "${1:-}" = demo ] && pkgs=("${demo_pkgs[@]}")
