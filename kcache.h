@@ -164,7 +164,9 @@
             per-LLVM CPU names left for kcache-inspect. kcache_origin in kcache_job;
             get-or-build in two steps (kcache_get_or_claim, KCACHE_CLAIMED); KCACHE_STATS_DIR;
             kcache_cl_build_program, kcache_cl_device_key, kcache_cl_update. Public structs grew
-            (kcache_config, kcache_job, kcache_stats): fields appended at their ends
+            (kcache_config, kcache_job, kcache_stats): fields appended at their ends; build
+            claims carry the server's issue time inside their signature
+            (kcache_remote_ops.claim_reissue and server_time_ns, appended)
        0.4  kcache_remote_ops.get_many; kcache_cl_build_many; remote values read (and their MAC
             computed) as they arrive; the x86 feature names of LLVM 18-22 in kcache_key_host
        0.3  compile-out switches (KCACHE_NO_*); kcache_config's fields grouped (names unchanged);
@@ -419,7 +421,8 @@ typedef struct kcache_remote_ops {
        claim of kcache_get_or_build on name: at most one token holds it at a time, and it ends by
        itself ms after it was taken or last renewed (its builder may die). token: the holder's id,
        printable, under 200 bytes (host:pid:sequence:time, then with a secret ".<64 hex digits>",
-       an HMAC a Redis-based fleet checks); compare it as bytes. op is one of:
+       an HMAC a Redis-based fleet checks; since 0.5 time is "t" and the issue time in hex
+       milliseconds since the Unix epoch, by server_time_ns below); compare it as bytes. op is one of:
          KCACHE_CLAIM_TAKE     take it for ms unless another holds it: KCACHE_OK (taken) or
                                KCACHE_EEXIST (held)
          KCACHE_CLAIM_RENEW    token's claim lasts ms from now: KCACHE_OK, or KCACHE_MISS (not
@@ -444,6 +447,23 @@ typedef struct kcache_remote_ops {
        when hold[i] is not NULL; KCACHE_MISS), or the exchange's failure, with nothing held. */
     kcache_status (*get_many)(void *user, const char *const *names, size_t n, const void **data, size_t *size, void **hold,
                               kcache_status *st);
+    /* Optional (0.5; NULL: a held claim is renewed with KCACHE_CLAIM_RENEW under the token it was
+       taken with). A held claim renewed under a new token, in one step: while token holds name's
+       claim, new_token holds it from now on, for ms: KCACHE_OK, or KCACHE_MISS (not token's any
+       more). kcache calls it in place of RENEW, so that the token waiters see was issued at the
+       last renewal: its issue time is inside its signature, and a waiter honours a token only for
+       a few claim lifetimes after it (kcache_remote_claim_honoured), which makes a token copied
+       and planted again worthless soon. A failed call (not MISS) may or may not have taken
+       effect: kcache renews next time from whichever of the two the server holds. */
+    kcache_status (*claim_reissue)(void *user, const char *name, const char *token, const char *new_token, uint32_t ms);
+    /* Optional (0.5; NULL, or 0 returned: the client's own clock). The clock of the server that
+       keeps name's claims: nanoseconds since the Unix epoch, now, as that server counts them;
+       learned once in a while and kept as an offset (Redis: TIME, about once a minute), not asked
+       at every call. A claim token's issue time comes from it, and so does the age a waiter judges
+       a token by, so that clients' clocks do not matter; without it, tokens carry the issuing
+       client's clock and a waiter compares with its own (clients' clocks then must agree within a
+       claim lifetime or so, else a waiter builds too: a duplicate build, never a failure). */
+    int64_t (*server_time_ns)(void *user, const char *name);
 } kcache_remote_ops;
 
 enum { KCACHE_REMOTE_RW = 0, KCACHE_REMOTE_RO = 1 };
@@ -503,7 +523,13 @@ KCACHE_API void kcache_remote_get_params(const kcache_remote *r, kcache_remote_p
    bytes; left_ms: what remains of its life, -1 when it has no expiry) is one to wait for: with a
    secret only a claim signed with it, for this name; without one any claim; either way one that
    lives no longer than this client's claims (claim_ms). A claim planted by a client without the
-   secret, or for longer than a builder's, then costs its waiters nothing: they build. 1 or 0. */
+   secret, or for longer than a builder's, then costs its waiters nothing: they build. With a
+   secret, also only a token issued at most 3 claim lifetimes ago by the clock of the server
+   holding name's claims (kcache_remote_ops.server_time_ns of name's shard; the client's clock
+   without one), or issued as far ahead: a builder re-issues its token at every renewal
+   (claim_reissue), so that a token read once and planted again stops being honoured within
+   3 claim lifetimes of its issue. A token of 0.4 (no issue time it signs) is honoured for 10
+   claim lifetimes after this process first judged it, then no more. 1 or 0. */
 KCACHE_API int kcache_remote_claim_honoured(const kcache_remote *r, const char *name, const char *token, size_t len, long long left_ms);
 
 /* A signed value's MAC computed while the value arrives, in the time the transfer leaves free
@@ -9093,7 +9119,9 @@ typedef struct kcache__rclaim {
     kcache__remote *r;         /* NULL: nothing set up (kcache__rclaim_reset) */
     kcache__shard *s;
     char name[33];
-    char token[200];           /* host:pid:seq:ns, then with a secret .HMAC (kcache__rclaim_sign) */
+    char token[200];           /* host:pid:seq:t<ms>, then with a secret .HMAC (kcache__rclaim_token) */
+    char pending[200];         /* a token a failed claim_reissue may have set on the server; "": none */
+    uint64_t seq;              /* its sequence number in the tokens */
     int held, stop, started;
     kcache__mutex m;           /* guards stop and ev, which the renewer writes */
     kcache__cond c;
@@ -9173,6 +9201,10 @@ struct kcache__remote {
     char *tls_ca, *tls_cert, *tls_key; /* rediss://'s files as configured (a forked child's handle reopens) */
     char *prefix;              /* KCACHE_REMOTE_PREFIX, copied (the same) */
     uint32_t ttl_s;            /* KCACHE_REMOTE_TTL, for a backend (kcache_remote_get_params) */
+    /* 0.4 claim tokens (no issue time they sign) this process has judged, and when it first did
+       (monotonic ns): each is honoured for a bounded time only (kcache_remote_claim_honoured) */
+    kcache__mutex seen_mutex;
+    struct { uint64_t h; int64_t first; } seen[32];
 };
 
 /* ---- signatures and values ---- */
@@ -9747,6 +9779,23 @@ static int kcache__rclaim_sign(const kcache__remote *r, const char *name, const 
 #endif
 }
 
+/* The clock of the server keeping name's claims on shard s (kcache_remote_ops.server_time_ns),
+   else this client's: ns since the Unix epoch. */
+static int64_t kcache__rclaim_clock(const kcache__shard *s, const char *name) {
+    int64_t t = s->ops->server_time_ns ? s->ops->server_time_ns(s->user, name) : 0;
+    return t > 0 ? t : kcache__now_ns();
+}
+
+/* A token for cl, issued now (out: 200 bytes): host:pid:seq:t<issue time, ms in hex>, then with a
+   secret the HMAC that covers all of it (kcache__rclaim_sign). The time is the server's
+   (kcache__rclaim_clock): a waiter judges the token's age by it (kcache_remote_claim_honoured). */
+static void kcache__rclaim_token(const kcache__rclaim *cl, char out[200]) {
+    char mac[66];
+    int n = snprintf(out, 200 - 65, "%s:%u:%llx:t%llx", cl->r->host, (unsigned)kcache__pid(), (unsigned long long)cl->seq,
+                     (unsigned long long)(kcache__rclaim_clock(cl->s, cl->name) / 1000000));
+    if (n > 0 && n < 200 - 65 && kcache__rclaim_sign(cl->r, cl->name, out, (size_t)n, mac)) memcpy(out + n, mac, sizeof mac);
+}
+
 /* One claim call on the claim's shard, through the breaker (WAIT's time is not a call's latency).
    Taking a claim is a write (skipped while the shard refuses writes). Two answers of the Redis
    backend's WAIT are no failure of the shard: KCACHE_ECORRUPT, a claim not worth waiting for
@@ -9775,6 +9824,25 @@ static kcache_status kcache__rclaim_call(kcache__rclaim *cl, int op, uint32_t ms
     return st;
 }
 
+/* A renewal under a new token issued now (kcache_remote_ops.claim_reissue), through the breaker;
+   on the renewer's thread, the only writer of cl->token while the claim is held (kcache__rclaim_end
+   reads it after joining). A failed call may have set the new token on the server: it is kept as
+   pending and tried as the holder when the token held here is refused. */
+static kcache_status kcache__rclaim_reissue(kcache__rclaim *cl, kcache__remote_ev *ev) {
+    char next[200];
+    kcache_status st;
+    int64_t t0;
+    if (!kcache__remote_allow(cl->r, cl->s, 0, ev)) return KCACHE_EDISABLED;
+    kcache__rclaim_token(cl, next);
+    t0 = kcache__mono_ns();
+    st = cl->s->ops->claim_reissue(cl->s->user, cl->name, cl->token, next, cl->r->claim_ms);
+    if (st == KCACHE_MISS && cl->pending[0]) st = cl->s->ops->claim_reissue(cl->s->user, cl->name, cl->pending, next, cl->r->claim_ms);
+    kcache__remote_done(cl->r, cl->s, st, t0, "renew claim", ev);
+    if (st == KCACHE_OK) { memcpy(cl->token, next, sizeof next); cl->pending[0] = 0; }
+    else if (st != KCACHE_MISS) memcpy(cl->pending, next, sizeof next);
+    return st;
+}
+
 KCACHE__THREAD_FN(kcache__rclaim_renewer, arg) {
     kcache__rclaim *cl = (kcache__rclaim *)arg;
     uint32_t every = cl->r->claim_ms / 3 ? cl->r->claim_ms / 3 : 1;
@@ -9784,7 +9852,8 @@ KCACHE__THREAD_FN(kcache__rclaim_renewer, arg) {
         if (kcache__cond_wait_until(&cl->c, &cl->m, kcache__now_ns() + (int64_t)every * 1000000) || cl->stop) continue;
         kcache__mutex_unlock(&cl->m);
         memset(&ev, 0, sizeof ev);
-        if (kcache__rclaim_call(cl, KCACHE_CLAIM_RENEW, cl->r->claim_ms, &ev) == KCACHE_MISS)
+        if ((cl->s->ops->claim_reissue ? kcache__rclaim_reissue(cl, &ev) : kcache__rclaim_call(cl, KCACHE_CLAIM_RENEW, cl->r->claim_ms, &ev)) ==
+            KCACHE_MISS)
             kcache__remote_ev_note(&ev, "remote %s: the build claim on %s was lost (expired): another machine may build too", cl->s->url, cl->name);
         kcache__mutex_lock(&cl->m);
         kcache__remote_ev_add(&cl->ev, &ev);
@@ -9796,18 +9865,14 @@ KCACHE__THREAD_FN(kcache__rclaim_renewer, arg) {
 /* Sets up a claim on k's shard (nothing taken yet). 0 when the remote has no claims, or may not
    write (KCACHE_REMOTE_MODE=ro: a claim is a write; such a client builds what it misses). */
 static int kcache__rclaim_init(kcache__rclaim *cl, kcache__remote *r, const kcache_key *k) {
-    char mac[66];
-    int n;
     memset(cl, 0, sizeof *cl);
     if (r->ro) return 0;
     cl->r = r;
     cl->s = kcache__remote_shard(r, k->digest);
     if (!cl->s->ops->claim) return 0;
     kcache__remote_name(k->digest, cl->name);
-    n = snprintf(cl->token, sizeof cl->token - 65, "%s:%u:%llx:%llx", r->host, (unsigned)kcache__pid(),
-                 (unsigned long long)kcache__atomic_inc_u64(&r->seq), (unsigned long long)kcache__now_ns());
-    if (n > 0 && (size_t)n < sizeof cl->token - 65 && kcache__rclaim_sign(r, cl->name, cl->token, (size_t)n, mac))
-        memcpy(cl->token + n, mac, sizeof mac);
+    cl->seq = kcache__atomic_inc_u64(&r->seq);
+    kcache__rclaim_token(cl, cl->token);
     kcache__mutex_init(&cl->m);
     kcache__cond_init(&cl->c);
     return 1;
@@ -9819,7 +9884,9 @@ static const char *kcache__rclaim_url(const kcache__rclaim *cl) { return cl->s->
 /* Takes the claim: KCACHE_OK (held, and renewed from now on), KCACHE_EEXIST (another holds it), or
    a failure (build without one). */
 static kcache_status kcache__rclaim_take(kcache__rclaim *cl, kcache__remote_ev *ev) {
-    kcache_status st = kcache__rclaim_call(cl, KCACHE_CLAIM_TAKE, cl->r->claim_ms, ev);
+    kcache_status st;
+    kcache__rclaim_token(cl, cl->token); /* issued now: a take after a wait must not carry the wait's age */
+    st = kcache__rclaim_call(cl, KCACHE_CLAIM_TAKE, cl->r->claim_ms, ev);
     if (st != KCACHE_OK) return st;
     cl->held = 1;
     cl->started = kcache__thread_start(&cl->th, kcache__rclaim_renewer, cl);
@@ -9838,6 +9905,10 @@ static void kcache__rclaim_end(kcache__rclaim *cl, int stored, kcache__remote_ev
         kcache__thread_join(cl->th);
     }
     if (cl->held) kcache__rclaim_call(cl, stored ? KCACHE_CLAIM_RELEASE : KCACHE_CLAIM_ABANDON, cl->r->claim_ms, ev);
+    if (cl->held && cl->pending[0]) { /* the server may hold the token of a renewal whose reply was lost */
+        memcpy(cl->token, cl->pending, sizeof cl->token);
+        kcache__rclaim_call(cl, stored ? KCACHE_CLAIM_RELEASE : KCACHE_CLAIM_ABANDON, cl->r->claim_ms, ev);
+    }
     kcache__remote_ev_add(ev, &cl->ev);
     kcache__cond_destroy(&cl->c);
     kcache__mutex_destroy(&cl->m);
@@ -9862,6 +9933,66 @@ KCACHE_API void kcache_remote_get_params(const kcache_remote *remote, kcache_rem
     out->prefix = r->prefix;
 }
 
+#ifdef KCACHE_HMAC_OPENSSL /* (a signed claim's: without HMAC there is none) */
+/* A claim's issue time: the time field of its id (id_len bytes: host:pid:seq:time) as ms since the
+   Unix epoch when it is 0.5's "t<hex>", else -1 (a token of 0.4, whose field is its client's clock
+   in ns, no time kcache can check against a server's). */
+static int64_t kcache__rclaim_issued(const char *id, size_t id_len) {
+    size_t i = id_len, digits = 0;
+    uint64_t v = 0;
+    while (i > 0 && id[i - 1] != ':') i--;
+    if (i == 0 || i >= id_len || id[i] != 't') return -1;
+    for (i++; i < id_len; i++, digits++) {
+        int d = kcache__hexval((unsigned char)id[i]);
+        if (d < 0 || digits >= 15) return -1;
+        v = v << 4 | (uint64_t)d;
+    }
+    return digits ? (int64_t)v : -1;
+}
+
+/* Whether a signed claim token (its id: id_len bytes) is fresh enough to wait for: issued within
+   KCACHE__CLAIM_AGES claim lifetimes of now by the clock of the server keeping name's claims (a
+   builder re-issues its token at every renewal, so a live builder's is never older than one); a
+   0.4 token, within KCACHE__CLAIM_AGES_04 lifetimes of this process's first look at it. A token read
+   once and planted again then holds its waiters for a bounded time only. */
+#define KCACHE__CLAIM_AGES 3
+#define KCACHE__CLAIM_AGES_04 10
+static int kcache__rclaim_fresh(kcache__remote *r, const char *name, const char *id, size_t id_len) {
+    int64_t issued = kcache__rclaim_issued(id, id_len), now, first;
+    uint64_t h;
+    unsigned i, at = 0;
+    if (issued >= 0) {
+        kcache_hash128 d = {0, 0};
+        const kcache__shard *s;
+        for (i = 0; i < 32; i++) { /* name is the digest in hex (kcache__remote_name): its shard */
+            int v = kcache__hexval((unsigned char)name[i]);
+            if (v < 0) return 0;
+            if (i < 16) d.hi = d.hi << 4 | (uint64_t)v; else d.lo = d.lo << 4 | (uint64_t)v;
+        }
+        s = kcache__remote_shard(r, d);
+        now = kcache__rclaim_clock(s, name) / 1000000;
+        return issued <= now + (int64_t)KCACHE__CLAIM_AGES * r->claim_ms && now <= issued + (int64_t)KCACHE__CLAIM_AGES * r->claim_ms;
+    }
+    {
+        kcache_hash_state hs;
+        kcache_hash_init(&hs);
+        kcache_hash_update(&hs, name, 32);
+        kcache_hash_update(&hs, id, id_len);
+        h = kcache_hash_final(&hs).lo;
+    }
+    now = kcache__mono_ns();
+    kcache__mutex_lock(&r->seen_mutex);
+    for (i = 0; i < sizeof r->seen / sizeof r->seen[0]; i++) {
+        if (r->seen[i].first && r->seen[i].h == h) { at = i; break; }
+        if (!r->seen[i].first || r->seen[i].first < r->seen[at].first) at = i; /* else the oldest is forgotten */
+    }
+    if (r->seen[at].h != h || !r->seen[at].first) r->seen[at].h = h, r->seen[at].first = now;
+    first = r->seen[at].first;
+    kcache__mutex_unlock(&r->seen_mutex);
+    return now - first <= (int64_t)KCACHE__CLAIM_AGES_04 * r->claim_ms * 1000000;
+}
+#endif
+
 KCACHE_API int kcache_remote_claim_honoured(const kcache_remote *remote, const char *name, const char *token, size_t len, long long left_ms) {
     const kcache__remote *r = (const kcache__remote *)remote;
     char mac[66];
@@ -9871,8 +10002,10 @@ KCACHE_API int kcache_remote_claim_honoured(const kcache_remote *remote, const c
     if (!r->secret) return 1;
     dot = len > 65 ? token + len - 65 : NULL;
 #ifdef KCACHE_HMAC_OPENSSL
-    return dot && *dot == '.' && strlen(name) == 32 && kcache__rclaim_sign(r, name, token, (size_t)(dot - token), mac) &&
-           CRYPTO_memcmp(mac, dot, 65) == 0;
+    if (!dot || *dot != '.' || strlen(name) != 32 || !kcache__rclaim_sign(r, name, token, (size_t)(dot - token), mac) ||
+        CRYPTO_memcmp(mac, dot, 65) != 0)
+        return 0;
+    return kcache__rclaim_fresh((kcache__remote *)(uintptr_t)r, name, token, (size_t)(dot - token));
 #else
     (void)mac; (void)dot;
     return 0; /* a secret without HMAC: kcache__remote_open refused it */
@@ -9965,6 +10098,7 @@ static void kcache__remote_close(kcache__remote *r) {
     KCACHE_FREE(r->prefix);
     kcache__mutex_destroy(&r->mutex);
     kcache__mutex_destroy(&r->ring_mutex);
+    kcache__mutex_destroy(&r->seen_mutex);
     KCACHE_FREE(r);
 }
 
@@ -10091,6 +10225,7 @@ static void kcache__remote_open(kcache__remote **out, const kcache_config *cfg, 
     memset(r, 0, sizeof *r);
     kcache__mutex_init(&r->mutex);
     kcache__mutex_init(&r->ring_mutex);
+    kcache__mutex_init(&r->seen_mutex);
     r->ro = cfg->remote_mode == KCACHE_REMOTE_RO;
     r->timeout_ms = cfg->remote_timeout_ms ? cfg->remote_timeout_ms : KCACHE__REMOTE_TIMEOUT_MS;
     r->claim_ms = cfg->remote_claim_ms ? cfg->remote_claim_ms : KCACHE__REMOTE_CLAIM_MS;

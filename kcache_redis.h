@@ -223,6 +223,10 @@ typedef struct kcache_redis__server {
     struct kcache_redis__server **node;
     unsigned nnodes;
     int refresh;
+    /* the server's clock (kcache_redis__server_time; guarded by mutex): its time minus this
+       host's monotonic clock, in ns, learned at clock_at (monotonic ns; 0: never); clock_tried:
+       the last attempt, so that a server that does not answer is not asked at every claim */
+    int64_t clock_offset, clock_at, clock_tried;
 #ifdef KCACHE_TLS_OPENSSL
     SSL_CTX *tls_ctx;               /* its CAs, client certificate, verification */
 #endif
@@ -1554,6 +1558,78 @@ static const char kcache_redis__release_lua[] =
     "if redis.call('get', KEYS[1]) == ARGV[1] then redis.call('del', KEYS[1]) end "
     "redis.call('publish', ARGV[2], ARGV[3]) return 1";
 
+/* Renews a claim under a new token (kcache_remote_ops.claim_reissue), only while the old one holds it. */
+static const char kcache_redis__reissue_lua[] =
+    "if redis.call('get', KEYS[1]) == ARGV[1] then redis.call('set', KEYS[1], ARGV[2], 'PX', ARGV[3]) return 1 end return 0";
+
+static kcache_status kcache_redis__claim_reissue(void *user, const char *name, const char *token, const char *new_token, uint32_t ms) {
+    kcache_redis__server *rb = (kcache_redis__server *)user;
+    char key[KCACHE_REDIS__KEY_MAX], msbuf[16];
+    const char *argv[7];
+    size_t lens[7];
+    redisReply *r;
+    kcache_status st;
+    snprintf(msbuf, sizeof msbuf, "%u", (unsigned)(ms ? ms : 1));
+    argv[0] = "EVAL", lens[0] = 4;
+    argv[1] = kcache_redis__reissue_lua, lens[1] = sizeof kcache_redis__reissue_lua - 1;
+    argv[2] = "1", lens[2] = 1;
+    argv[3] = key, lens[3] = kcache_redis__key(rb, key, name, ":claim");
+    argv[4] = token, lens[4] = strlen(token);
+    argv[5] = new_token, lens[5] = strlen(new_token);
+    argv[6] = msbuf, lens[6] = strlen(msbuf);
+    if ((st = kcache_redis__run(rb, 7, argv, lens, &r)) != KCACHE_OK) return st;
+    if (r->type == REDIS_REPLY_ERROR) st = kcache_redis__write_error(r);
+    else st = r->type != REDIS_REPLY_INTEGER ? KCACHE_EIO : r->integer == 1 ? KCACHE_OK : KCACHE_MISS;
+    freeReplyObject(r);
+    return st;
+}
+
+/* The server's clock (kcache_remote_ops.server_time_ns): this host's monotonic clock plus an offset
+   learned from the server's TIME (run in a script on name's claim key, so that a cluster routes it
+   to the node keeping the claim), learned again after KCACHE_REDIS__CLOCK_KEEP_NS; the midpoint of
+   the exchange stands for the moment the server read its clock. One TIME per process and shard a
+   minute at most: a short-lived client that claims pays one round trip, one that only reads none.
+   0 when it was never learned (kcache then uses the client's clock). On a cluster the offset of
+   the node first asked serves the shard: nodes keep one time (NTP), and a claim's age is judged
+   within seconds. */
+#define KCACHE_REDIS__CLOCK_KEEP_NS ((int64_t)60 * 1000000000)
+#define KCACHE_REDIS__CLOCK_RETRY_NS ((int64_t)5 * 1000000000)
+static int64_t kcache_redis__server_time(void *user, const char *name) {
+    static const char lua[] = "return redis.call('time')";
+    kcache_redis__server *rb = (kcache_redis__server *)user;
+    int64_t now = kcache_monotonic_ns(), offset, at, tried, t0, t1;
+    char key[KCACHE_REDIS__KEY_MAX];
+    const char *argv[4];
+    size_t lens[4];
+    redisReply *r = NULL;
+    pthread_mutex_lock(&rb->mutex);
+    offset = rb->clock_offset, at = rb->clock_at, tried = rb->clock_tried;
+    if ((!at || now - at > KCACHE_REDIS__CLOCK_KEEP_NS) && (!tried || now - tried > KCACHE_REDIS__CLOCK_RETRY_NS)) rb->clock_tried = now;
+    else tried = -1; /* known, or asked a moment ago: not asked now */
+    pthread_mutex_unlock(&rb->mutex);
+    if (tried >= 0) {
+        argv[0] = "EVAL", lens[0] = 4;
+        argv[1] = lua, lens[1] = sizeof lua - 1;
+        argv[2] = "1", lens[2] = 1;
+        argv[3] = key, lens[3] = kcache_redis__key(rb, key, name, ":claim");
+        t0 = kcache_monotonic_ns();
+        if (kcache_redis__run(rb, 4, argv, lens, &r) == KCACHE_OK && r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
+            r->element[0]->type == REDIS_REPLY_STRING && r->element[1]->type == REDIS_REPLY_STRING) {
+            int64_t sec = strtoll(r->element[0]->str, NULL, 10), usec = strtoll(r->element[1]->str, NULL, 10);
+            t1 = kcache_monotonic_ns();
+            if (sec > 0 && usec >= 0 && usec < 1000000) {
+                offset = sec * 1000000000 + usec * 1000 - (t0 + (t1 - t0) / 2);
+                at = t1;
+                pthread_mutex_lock(&rb->mutex);
+                rb->clock_offset = offset, rb->clock_at = at;
+                pthread_mutex_unlock(&rb->mutex);
+            }
+        }
+        if (r) freeReplyObject(r);
+    }
+    return at ? kcache_monotonic_ns() + offset : 0;
+}
+
 /* WAIT: subscribe to the claim's channel on a connection of its own, then look at the claim (a
    release between the two is not missed); the claim's remaining lifetime bounds the wait, so a
    dead builder's claim is noticed when it runs out. */
@@ -1692,8 +1768,9 @@ static int kcache_redis__identity(void *user, int ro, char *out, size_t cap) {
     return ok;
 }
 
-static const kcache_remote_ops kcache_redis__ops = {kcache_redis__get, kcache_redis__release, kcache_redis__put,
-                                                    kcache_redis__remove, kcache_redis__claim, kcache_redis__get_many};
+static const kcache_remote_ops kcache_redis__ops = {kcache_redis__get,    kcache_redis__release,       kcache_redis__put,
+                                                    kcache_redis__remove, kcache_redis__claim,         kcache_redis__get_many,
+                                                    kcache_redis__claim_reissue, kcache_redis__server_time};
 /* The MAC the built-in get computed of a signed value while it arrived (kcache_redis__sink). */
 static const unsigned char *kcache_redis__premac(void *user, const void *hold) {
     const kcache_redis__held *h = (const kcache_redis__held *)hold;
