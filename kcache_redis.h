@@ -1339,6 +1339,8 @@ static kcache_status kcache_redis__run_value(kcache_redis__server *rb, int argc,
         if (!at && rb->slot) at = rb->slot[slot];
         if (at) to = rb->node[at - 1];
         pthread_mutex_unlock(&rb->mutex);
+        if (to != rb && rb->host && to->port == rb->port && strcmp(to->host, rb->host) == 0)
+            to = rb; /* the listed node itself: its own pool, not a second connection per process (issue 35.12) */
         if (refresh) kcache_redis__cluster_slots(rb, deadline);
         if ((st = kcache_redis__run1(to, deadline, asking, argc, argv, lens, value, out)) != KCACHE_OK) return st;
         if (!kcache_redis__cluster_redirect(*out, &ask, &moved, &host, &hlen, &port)) return KCACHE_OK;
@@ -1551,6 +1553,13 @@ static kcache_status kcache_redis__remove(void *user, const char *name) {
     return st;
 }
 
+/* Takes a claim (SET NX PX) unless the value is there already: a client whose lookup missed just
+   before another's build landed and released its claim would otherwise take the claim and build
+   the key again. Answered as held: the caller waits, finds no claim, looks again and hits. The
+   claim and its value are in one slot ({kcache:1:<name>}:claim), so a cluster runs it on one node. */
+static const char kcache_redis__take_lua[] =
+    "if redis.call('exists', KEYS[2]) == 1 then return 0 end "
+    "if redis.call('set', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return 1 end return 0";
 /* Renews a claim only while it is still the caller's; releases it the same way, then publishes. */
 static const char kcache_redis__renew_lua[] =
     "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('pexpire', KEYS[1], ARGV[2]) end return 0";
@@ -1585,35 +1594,30 @@ static kcache_status kcache_redis__claim_reissue(void *user, const char *name, c
 }
 
 /* The server's clock (kcache_remote_ops.server_time_ns): this host's monotonic clock plus an offset
-   learned from the server's TIME (run in a script on name's claim key, so that a cluster routes it
-   to the node keeping the claim), learned again after KCACHE_REDIS__CLOCK_KEEP_NS; the midpoint of
+   learned from the server's TIME, learned again after KCACHE_REDIS__CLOCK_KEEP_NS; the midpoint of
    the exchange stands for the moment the server read its clock. One TIME per process and shard a
    minute at most: a short-lived client that claims pays one round trip, one that only reads none.
-   0 when it was never learned (kcache then uses the client's clock). On a cluster the offset of
-   the node first asked serves the shard: nodes keep one time (NTP), and a claim's age is judged
-   within seconds. */
+   0 when it was never learned (kcache then uses the client's clock). On a cluster the listed
+   node's clock serves every key: nodes keep one time (NTP), and a claim's age is judged within
+   seconds. */
 #define KCACHE_REDIS__CLOCK_KEEP_NS ((int64_t)60 * 1000000000)
 #define KCACHE_REDIS__CLOCK_RETRY_NS ((int64_t)5 * 1000000000)
 static int64_t kcache_redis__server_time(void *user, const char *name) {
-    static const char lua[] = "return redis.call('time')";
     kcache_redis__server *rb = (kcache_redis__server *)user;
     int64_t now = kcache_monotonic_ns(), offset, at, tried, t0, t1;
-    char key[KCACHE_REDIS__KEY_MAX];
-    const char *argv[4];
-    size_t lens[4];
+    const char *argv[1];
+    size_t lens[1];
     redisReply *r = NULL;
+    (void)name;
     pthread_mutex_lock(&rb->mutex);
     offset = rb->clock_offset, at = rb->clock_at, tried = rb->clock_tried;
     if ((!at || now - at > KCACHE_REDIS__CLOCK_KEEP_NS) && (!tried || now - tried > KCACHE_REDIS__CLOCK_RETRY_NS)) rb->clock_tried = now;
     else tried = -1; /* known, or asked a moment ago: not asked now */
     pthread_mutex_unlock(&rb->mutex);
     if (tried >= 0) {
-        argv[0] = "EVAL", lens[0] = 4;
-        argv[1] = lua, lens[1] = sizeof lua - 1;
-        argv[2] = "1", lens[2] = 1;
-        argv[3] = key, lens[3] = kcache_redis__key(rb, key, name, ":claim");
+        argv[0] = "TIME", lens[0] = 4;
         t0 = kcache_monotonic_ns();
-        if (kcache_redis__run(rb, 4, argv, lens, &r) == KCACHE_OK && r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
+        if (kcache_redis__run1(rb, t0 + (int64_t)rb->op_ms * 1000000, 0, 1, argv, lens, NULL, &r) == KCACHE_OK && r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
             r->element[0]->type == REDIS_REPLY_STRING && r->element[1]->type == REDIS_REPLY_STRING) {
             int64_t sec = strtoll(r->element[0]->str, NULL, 10), usec = strtoll(r->element[1]->str, NULL, 10);
             t1 = kcache_monotonic_ns();
@@ -1693,14 +1697,15 @@ static kcache_status kcache_redis__claim(void *user, const char *name, int op, c
     if (op == KCACHE_CLAIM_WAIT) return kcache_redis__wait_claim(rb, name, ms);
     snprintf(msbuf, sizeof msbuf, "%u", (unsigned)(ms ? ms : 1));
     kcache_redis__key(rb, key, name, ":claim");
-    if (op == KCACHE_CLAIM_TAKE) {
-        argv[0] = "SET", lens[0] = 3;
-        argv[1] = key, lens[1] = strlen(key);
-        argv[2] = token, lens[2] = strlen(token);
-        argv[3] = "NX", lens[3] = 2;
-        argv[4] = "PX", lens[4] = 2;
-        argv[5] = msbuf, lens[5] = strlen(msbuf);
-        argc = 6;
+    if (op == KCACHE_CLAIM_TAKE) { /* (chan: the value's key here) */
+        argv[0] = "EVAL", lens[0] = 4;
+        argv[1] = kcache_redis__take_lua, lens[1] = sizeof kcache_redis__take_lua - 1;
+        argv[2] = "2", lens[2] = 1;
+        argv[3] = key, lens[3] = strlen(key);
+        argv[4] = chan, lens[4] = kcache_redis__key(rb, chan, name, "");
+        argv[5] = token, lens[5] = strlen(token);
+        argv[6] = msbuf, lens[6] = strlen(msbuf);
+        argc = 7;
     } else if (op == KCACHE_CLAIM_RENEW) {
         argv[0] = "EVAL", lens[0] = 4;
         argv[1] = kcache_redis__renew_lua, lens[1] = sizeof kcache_redis__renew_lua - 1;
@@ -1723,7 +1728,7 @@ static kcache_status kcache_redis__claim(void *user, const char *name, int op, c
     }
     if ((st = kcache_redis__run(rb, argc, argv, lens, &r)) != KCACHE_OK) return st;
     if (r->type == REDIS_REPLY_ERROR) st = kcache_redis__write_error(r);
-    else if (op == KCACHE_CLAIM_TAKE) st = r->type == REDIS_REPLY_STATUS ? KCACHE_OK : r->type == REDIS_REPLY_NIL ? KCACHE_EEXIST : KCACHE_EIO;
+    else if (op == KCACHE_CLAIM_TAKE) st = r->type != REDIS_REPLY_INTEGER ? KCACHE_EIO : r->integer == 1 ? KCACHE_OK : KCACHE_EEXIST;
     else if (op == KCACHE_CLAIM_RENEW) st = r->type != REDIS_REPLY_INTEGER ? KCACHE_EIO : r->integer == 1 ? KCACHE_OK : KCACHE_MISS;
     else st = r->type == REDIS_REPLY_INTEGER ? KCACHE_OK : KCACHE_EIO;
     freeReplyObject(r);

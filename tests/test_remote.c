@@ -1938,6 +1938,7 @@ static void fake_serve(int c, int mode) {
             else if (mode >= FAKE_MOVED_EMPTY && !fake_is(arg[0], len[0], "PING"))
                 snprintf(out, sizeof out, "-MOVED 7 %s:%d\r\n", mode == FAKE_MOVED_EMPTY ? "" : "127.0.0.1", g_fake_to);
             else if (fake_is(arg[0], len[0], "SET")) rep = argc > 3 ? "$-1\r\n" : "+OK\r\n";
+            else if (fake_is(arg[0], len[0], "EVAL") && argc > 2 && len[2] == 1 && arg[2][0] == '2') rep = ":0\r\n"; /* a claim's take (2 keys): held */
             else if (fake_is(arg[0], len[0], "GET")) {
                 if (mode == FAKE_DRIP && len[1] < 50) { /* the value, a byte at a time */
                     int i;
