@@ -236,6 +236,7 @@ test: check-deps
 	  faults=$(FAULTS) \
 	  remote="$(B)/test_remote $(B)/kcache-top" asan/remote="$(B)/asan/test_remote $(B)/kcache-top" \
 	  scale=$(B)/test_scale \
+	  mixed-04="bash tests/test_mixed_04.sh" \
 	  many=$(B)/test_many asan/many=$(B)/asan/test_many \
 	  backend-signed=$(B)/test_backend_signed asan/backend-signed=$(B)/asan/test_backend_signed \
 	  layers="bash tests/test_layers.sh $(B)/test_layers $(B)/kcache-inspect $(B)/kcache-top" \
