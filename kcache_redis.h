@@ -138,7 +138,8 @@ static char *kcache_redis__strndup(const char *s, size_t n) {
 #define KCACHE_REDIS__KEY_MAX 200    /* a key kcache names on the server: prefix, kcache:1:, name, suffix */
 
 /* Names on the server: kcache:1:<name> holds a value, kcache:1:<name>:claim a build claim (SET NX
-   PX; the value is the holder's token), and the end of a build is published on kcache:1:<name>:done
+   PX in a script that first looks for the value; the value is the holder's token, re-issued at each
+   renewal), and the end of a build is published on kcache:1:<name>:done
    ("1": the value was stored, "0": abandoned). Every call runs on a non-blocking socket under
    poll() with a deadline, so that a hung server costs one timeout, not the kernel's. Connections
    are pooled per shard and never used by two threads at once; a forked child opens its own. */
@@ -1617,8 +1618,9 @@ static int64_t kcache_redis__server_time(void *user, const char *name) {
     if (tried >= 0) {
         argv[0] = "TIME", lens[0] = 4;
         t0 = kcache_monotonic_ns();
-        if (kcache_redis__run1(rb, t0 + (int64_t)rb->op_ms * 1000000, 0, 1, argv, lens, NULL, &r) == KCACHE_OK && r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
-            r->element[0]->type == REDIS_REPLY_STRING && r->element[1]->type == REDIS_REPLY_STRING) {
+        if (kcache_redis__run1(rb, t0 + (int64_t)rb->op_ms * 1000000, 0, 1, argv, lens, NULL, &r) == KCACHE_OK &&
+            r->type == REDIS_REPLY_ARRAY && r->elements == 2 && r->element[0]->type == REDIS_REPLY_STRING &&
+            r->element[1]->type == REDIS_REPLY_STRING) {
             int64_t sec = strtoll(r->element[0]->str, NULL, 10), usec = strtoll(r->element[1]->str, NULL, 10);
             t1 = kcache_monotonic_ns();
             if (sec > 0 && usec >= 0 && usec < 1000000) {
