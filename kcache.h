@@ -247,7 +247,8 @@ extern "C" {
     X(ENOSPC, "no space left in the store's filesystem")                                        \
     X(EROFS, "the store is read-only or not writable")                                          \
     X(ETIMEOUT, "the remote tier did not answer in time")                                     \
-    X(CLAIMED, "not in the cache: this caller holds the build claim (build, then kcache_put_claimed or kcache_drop_claim)")
+    X(CLAIMED, "not in the cache: this caller holds the build claim (build, then kcache_put_claimed or kcache_drop_claim)") \
+    X(ENODE, "one node of a remote shard is down (its keys are skipped a while; the shard's other nodes serve)")
 
 typedef enum kcache_status {
 #define KCACHE__STATUS_ENUM(name, text) KCACHE_##name,
@@ -395,7 +396,10 @@ typedef void (*kcache_log_fn)(void *user, const char *line);
      call that hangs holds its caller (and a shard's breaker cannot open before it returns).
    - Results: KCACHE_OK, KCACHE_MISS (and a claim's KCACHE_EEXIST...) as each callback says;
      KCACHE_ENOSPC or KCACHE_EROFS (a full or read-only store) skip the shard's writes for a back-off
-     period while lookups go on; any other status is a failure and opens the shard's breaker:
+     period while lookups go on; KCACHE_ENODE (a backend of several servers per shard, as a Redis
+     Cluster: the one server this call needed is down, and the backend keeps a breaker of its own
+     per server) is counted as a failed call but leaves the shard's breaker as it was, so that the
+     shard's other servers keep serving; any other status is a failure and opens the shard's breaker:
      KCACHE_ETIMEOUT for a timeout (counted apart), KCACHE_EIO for a refused, broken or garbled
      exchange. A backend never needs to judge a value's bytes: kcache does.
    - Memory: what kcache passes (names, data, tokens, arrays) is kcache's and valid during the call
@@ -9425,8 +9429,9 @@ static int kcache__remote_allow(kcache__remote *r, kcache__shard *s, int write, 
     return ok;
 }
 
+/* (KCACHE_ENODE: one server of the shard is down; the backend's breaker for it, not the shard's) */
 static int kcache__remote_failed(kcache_status st) {
-    return st != KCACHE_OK && st != KCACHE_MISS && st != KCACHE_EEXIST && st != KCACHE_ENOSPC && st != KCACHE_EROFS;
+    return st != KCACHE_OK && st != KCACHE_MISS && st != KCACHE_EEXIST && st != KCACHE_ENOSPC && st != KCACHE_EROFS && st != KCACHE_ENODE;
 }
 
 /* A failed call's status in the words of the remote (kcache_strerror speaks of the store). */
@@ -9437,6 +9442,7 @@ static const char *kcache__remote_what(kcache_status st) {
     case KCACHE_ENOSPC: return "full";
     case KCACHE_EROFS: return "read-only";
     case KCACHE_EUNSAFE: return "refused: the server's TLS certificate does not verify (KCACHE_REMOTE_CA, the name in the URL)";
+    case KCACHE_ENODE: return "its node is down or unverifiable (that node's keys skipped a while; the others serve)";
     default: return kcache_strerror(st);
     }
 }
@@ -9445,24 +9451,28 @@ static const char *kcache__remote_what(kcache_status st) {
 static void kcache__remote_done(kcache__remote *r, kcache__shard *s, kcache_status st, int64_t t0, const char *what,
                                 kcache__remote_ev *ev) {
     int64_t now = kcache__mono_ns();
-    int failed = kcache__remote_failed(st);
+    int failed = kcache__remote_failed(st), node = st == KCACHE_ENODE;
     uint32_t backoff = 0;
     int was_open;
     ev->calls++;
     ev->latency_ns += (uint64_t)(now - t0);
-    if (failed || st == KCACHE_ENOSPC || st == KCACHE_EROFS) {
+    if (failed || node || st == KCACHE_ENOSPC || st == KCACHE_EROFS) {
         ev->errors++;
         if (st == KCACHE_ETIMEOUT) ev->timeouts++;
     }
     kcache__mutex_lock(&r->mutex);
     was_open = s->open_until != 0;
     s->probing = 0;
-    if (failed || st == KCACHE_ENOSPC || st == KCACHE_EROFS) {
+    if (failed || node || st == KCACHE_ENOSPC || st == KCACHE_EROFS) {
         kcache__shard_count(s, KCACHE__SH_ERRORS);
         if (st == KCACHE_ETIMEOUT) kcache__shard_count(s, KCACHE__SH_TIMEOUTS);
     }
-    kcache__pub_shard_call(s->pub_more, failed);
-    if (failed) {
+    if (!node) kcache__pub_shard_call(s->pub_more, failed);
+    else if (s->pub_more) kcache__pub_fetch_add(s->pub_more, 1); /* (a call made; the breaker's time as it was) */
+    if (node) {
+        /* one node down: the backend's breaker for it; the shard's stays as it was (an open one
+           is probed again by the next call) */
+    } else if (failed) {
         backoff = s->backoff_ms;
         s->open_until = now + (int64_t)backoff * 1000000;
         if (s->backoff_ms < r->backoff_ms * KCACHE__REMOTE_BACKOFF_MULT) s->backoff_ms *= 2;
@@ -9474,7 +9484,9 @@ static void kcache__remote_done(kcache__remote *r, kcache__shard *s, kcache_stat
         if (st == KCACHE_ENOSPC || st == KCACHE_EROFS) s->writes_until = now + (int64_t)r->backoff_ms * 1000000;
     }
     kcache__mutex_unlock(&r->mutex);
-    if (failed)
+    if (node)
+        kcache__remote_ev_note(ev, "remote %s: %s failed (%s, after %.1f ms)", s->url, what, kcache__remote_what(st), (double)(now - t0) / 1e6);
+    else if (failed)
         kcache__remote_ev_note(ev, "remote %s: %s failed (%s, after %.1f ms); %s skipped for %u ms", s->url, what, kcache__remote_what(st),
                          (double)(now - t0) / 1e6, was_open ? "still down:" : "circuit breaker open:", (unsigned)backoff);
     else if (st == KCACHE_ENOSPC || st == KCACHE_EROFS)

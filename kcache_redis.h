@@ -223,6 +223,15 @@ typedef struct kcache_redis__server {
     struct kcache_redis__server **node;
     unsigned nnodes;
     int refresh;
+    int64_t reload_at;              /* when the map was last read (monotonic ns; kcache_redis__cluster_reload) */
+    int reloading;                  /* a thread reads it now */
+    unsigned reload_next;           /* where the next reload starts in the list of nodes (round robin) */
+    /* a node of a cluster (the seed too): its own breaker (guarded by mutex), so that one dead,
+       hung or unverifiable node turns off its own slots only (kcache_redis__node_allow) */
+    int64_t node_open_until;        /* monotonic ns; 0: closed */
+    uint32_t node_backoff_ms;
+    int node_probing;               /* the one call let through after the back-off is under way */
+    char *tls_name;                 /* TLS: the name the server's certificate must hold; NULL: host */
 #ifdef KCACHE_TLS_OPENSSL
     SSL_CTX *tls_ctx;               /* its CAs, client certificate, verification */
 #endif
@@ -287,6 +296,7 @@ static void kcache_redis__free(void *user) {
 #endif
     pthread_mutex_destroy(&rb->mutex);
     KCACHE_FREE(rb->host);
+    KCACHE_FREE(rb->tls_name);
     KCACHE_FREE(rb->path);
     KCACHE_FREE(rb->user);
     KCACHE_FREE(rb->pass);
@@ -1281,15 +1291,128 @@ static void kcache_redis__cluster_map(kcache_redis__server *rb, const kcache_red
     }
 }
 
-/* Reads the slot map from rb's seed. */
-static void kcache_redis__cluster_slots(kcache_redis__server *rb, int64_t deadline) {
+/* A node's breaker (the core keeps one per shard, the whole cluster): a call to a node that failed
+   (refused, reset, timed out, a TLS handshake that did not verify) turns off that node's slots for
+   a back-off, doubling while the one call let through after it keeps failing; the other nodes'
+   keys keep being served. Whether a call may go to node nd now: */
+#define KCACHE_REDIS__NODE_BACKOFF_MS 200
+#define KCACHE_REDIS__NODE_BACKOFF_MAX_MS 6400
+static int kcache_redis__node_allow(kcache_redis__server *nd) {
+    int64_t now = kcache_monotonic_ns();
+    int ok = 1;
+    pthread_mutex_lock(&nd->mutex);
+    if (nd->node_open_until) {
+        if (now < nd->node_open_until || nd->node_probing) ok = 0;
+        else nd->node_probing = 1; /* this call finds out whether it is back */
+    }
+    pthread_mutex_unlock(&nd->mutex);
+    return ok;
+}
+/* After a call to nd: its breaker opened (failed) or closed. */
+static void kcache_redis__node_done(kcache_redis__server *nd, int failed) {
+    pthread_mutex_lock(&nd->mutex);
+    nd->node_probing = 0;
+    if (!nd->node_backoff_ms) nd->node_backoff_ms = KCACHE_REDIS__NODE_BACKOFF_MS;
+    if (failed) {
+        nd->node_open_until = kcache_monotonic_ns() + (int64_t)nd->node_backoff_ms * 1000000;
+        if (nd->node_backoff_ms < KCACHE_REDIS__NODE_BACKOFF_MAX_MS) nd->node_backoff_ms *= 2;
+    } else {
+        nd->node_open_until = 0;
+        nd->node_backoff_ms = KCACHE_REDIS__NODE_BACKOFF_MS;
+    }
+    pthread_mutex_unlock(&nd->mutex);
+}
+
+/* Reads the slot map (CLUSTER SLOTS) again from a node that answers: the seed or any node met so
+   far (the seed may be the node that died), each reload starting at the next one, those whose
+   breaker is open left out. A failover, a reshard or a dead node is noticed this way: the map is
+   read after a MOVED, and after a refused or broken connection, a timeout, CLUSTERDOWN or TRYAGAIN.
+   At most one reload per KCACHE_REDIS__RELOAD_NS per cluster, by one thread at a time (the others go
+   on with the map as it is). 1: a node answered; 0: none did (the whole cluster is out of reach);
+   -1: not this caller's turn. */
+#define KCACHE_REDIS__RELOAD_NS ((int64_t)150 * 1000000)
+static int kcache_redis__cluster_reload(kcache_redis__server *rb, int64_t deadline) {
+    kcache_redis__server *cand[KCACHE_REDIS__CLUSTER_NODES + 1];
     const char *argv[2];
     size_t lens[2];
-    redisReply *r = NULL;
+    unsigned n = 0, i, first;
+    int64_t now = kcache_monotonic_ns();
+    int done = 0;
     argv[0] = "CLUSTER", lens[0] = 7;
     argv[1] = "SLOTS", lens[1] = 5;
-    if (kcache_redis__run1(rb, deadline, 0, 2, argv, lens, NULL, &r) == KCACHE_OK) kcache_redis__cluster_map(rb, rb, r);
-    if (r) freeReplyObject(r);
+    pthread_mutex_lock(&rb->mutex);
+    if (rb->reloading || (rb->reload_at && now - rb->reload_at < KCACHE_REDIS__RELOAD_NS)) {
+        pthread_mutex_unlock(&rb->mutex);
+        return -1;
+    }
+    rb->reloading = 1;
+    rb->reload_at = now;
+    cand[n++] = rb;
+    for (i = 0; i < rb->nnodes; i++) cand[n++] = rb->node[i]; /* (nodes live as long as rb) */
+    first = rb->reload_next++ % n;
+    pthread_mutex_unlock(&rb->mutex);
+    for (i = 0; i < n && !done && kcache_monotonic_ns() < deadline; i++) {
+        kcache_redis__server *nd = cand[(first + i) % n];
+        redisReply *r = NULL;
+        kcache_status st;
+        if (!kcache_redis__node_allow(nd)) continue;
+        st = kcache_redis__run1(nd, deadline, 0, 2, argv, lens, NULL, &r);
+        if (st == KCACHE_OK && r->type == REDIS_REPLY_ARRAY && r->elements > 0) {
+            kcache_redis__cluster_map(rb, nd, r);
+            done = 1;
+        }
+        kcache_redis__node_done(nd, st != KCACHE_OK);
+        if (r) freeReplyObject(r);
+    }
+    pthread_mutex_lock(&rb->mutex);
+    rb->reloading = 0;
+    pthread_mutex_unlock(&rb->mutex);
+    return done;
+}
+
+/* Makes rb a cluster's seed (its slot map, empty) when it is not one yet: 1 when it is one. */
+static int kcache_redis__cluster_init(kcache_redis__server *rb) {
+    uint8_t *map = NULL;
+    kcache_redis__server **nodes = NULL;
+    int cluster;
+    pthread_mutex_lock(&rb->mutex);
+    cluster = rb->slot != NULL;
+    pthread_mutex_unlock(&rb->mutex);
+    if (cluster) return 1;
+    if ((map = (uint8_t *)KCACHE_MALLOC(KCACHE_REDIS__CLUSTER_SLOTS)) != NULL &&
+        (nodes = (kcache_redis__server **)KCACHE_MALLOC(sizeof *nodes * KCACHE_REDIS__CLUSTER_NODES)) != NULL)
+        memset(map, 0, KCACHE_REDIS__CLUSTER_SLOTS);
+    pthread_mutex_lock(&rb->mutex);
+    if (map && nodes && !rb->slot) { rb->slot = map, rb->node = nodes, map = NULL, nodes = NULL; }
+    cluster = rb->slot != NULL;
+    pthread_mutex_unlock(&rb->mutex);
+    KCACHE_FREE(map);
+    KCACHE_FREE(nodes);
+    return cluster;
+}
+static int kcache_redis__is_cluster(kcache_redis__server *rb) {
+    int cluster;
+    pthread_mutex_lock(&rb->mutex);
+    cluster = rb->slot != NULL;
+    pthread_mutex_unlock(&rb->mutex);
+    return cluster;
+}
+
+/* The node serving slot now, by rb's map (NULL: not known: the seed is asked), and its index + 1 in *at. */
+static kcache_redis__server *kcache_redis__cluster_owner(kcache_redis__server *rb, unsigned slot, unsigned *at) {
+    kcache_redis__server *to = rb;
+    pthread_mutex_lock(&rb->mutex);
+    *at = rb->slot && slot < KCACHE_REDIS__CLUSTER_SLOTS ? rb->slot[slot] : 0;
+    if (*at) to = rb->node[*at - 1];
+    pthread_mutex_unlock(&rb->mutex);
+    return to;
+}
+
+/* A reply that says the cluster cannot serve the key now (CLUSTERDOWN: slots without a node, as
+   while a dead master's replica is not promoted yet; TRYAGAIN: keys of one command split by a
+   reshard): the map is read again, and the call is a node's failure, not the cluster's. */
+static int kcache_redis__cluster_busy(const redisReply *r) {
+    return r->type == REDIS_REPLY_ERROR && r->str && (strncmp(r->str, "CLUSTERDOWN", 11) == 0 || strncmp(r->str, "TRYAGAIN", 8) == 0);
 }
 
 /* A MOVED or ASK error reply: 1 (ask: which), its slot, and the node's host and port; else 0. */
@@ -1314,7 +1437,10 @@ static int kcache_redis__cluster_redirect(const redisReply *r, int *ask, unsigne
 }
 
 /* One command, by the operation timeout: on the one server, or (a cluster) on the node serving the
-   key argv[key] names, following MOVED and ASK. */
+   key argv[key] names, following MOVED and ASK. On a cluster, a node that failed (its breaker open,
+   the slot map read again from another node: a replica promoted in its place is found) makes the
+   call KCACHE_ENODE, which leaves the shard's breaker, the other nodes' keys, alone; when no node of
+   the cluster answers at all, the failure is the shard's. */
 /* kcache_redis__run for a GET (argv GET key) whose value is read into value (a nil reply stands for
    it; kcache_redis__read_value), signed or not (value->sink; kcache_redis__get_mac). */
 static kcache_status kcache_redis__run_value(kcache_redis__server *rb, int argc, const char **argv, const size_t *lens, kcache_redis__value *value,
@@ -1327,34 +1453,43 @@ static kcache_status kcache_redis__run_value(kcache_redis__server *rb, int argc,
     size_t hlen = 0;
     *out = NULL;
     for (hops = 0; hops <= KCACHE_REDIS__CLUSTER_HOPS; hops++) {
-        kcache_redis__server *to = rb;
-        int cluster;
+        kcache_redis__server *to = rb, *now;
+        int cluster, reload;
+        unsigned owner;
         pthread_mutex_lock(&rb->mutex); /* (the map's storage never moves once made) */
         refresh = rb->refresh, rb->refresh = 0;
+        cluster = rb->slot != NULL;
         if (rb->slot && slot == KCACHE_REDIS__CLUSTER_SLOTS) slot = kcache_redis__cluster_slot(argv[key], lens[key]);
         if (!at && rb->slot) at = rb->slot[slot];
         if (at) to = rb->node[at - 1];
         pthread_mutex_unlock(&rb->mutex);
-        if (refresh) kcache_redis__cluster_slots(rb, deadline);
-        if ((st = kcache_redis__run1(to, deadline, asking, argc, argv, lens, value, out)) != KCACHE_OK) return st;
-        if (!kcache_redis__cluster_redirect(*out, &ask, &moved, &host, &hlen, &port)) return KCACHE_OK;
-        { /* the first MOVED: rb is a node of a cluster */
-            uint8_t *map = NULL;
-            kcache_redis__server **nodes = NULL;
-            pthread_mutex_lock(&rb->mutex);
-            cluster = rb->slot != NULL;
-            pthread_mutex_unlock(&rb->mutex);
-            if (!cluster && (map = (uint8_t *)KCACHE_MALLOC(KCACHE_REDIS__CLUSTER_SLOTS)) != NULL &&
-                (nodes = (kcache_redis__server **)KCACHE_MALLOC(sizeof *nodes * KCACHE_REDIS__CLUSTER_NODES)) != NULL)
-                memset(map, 0, KCACHE_REDIS__CLUSTER_SLOTS);
-            pthread_mutex_lock(&rb->mutex);
-            if (map && nodes && !rb->slot) { rb->slot = map, rb->node = nodes, map = NULL, nodes = NULL; }
-            cluster = rb->slot != NULL;
-            pthread_mutex_unlock(&rb->mutex);
-            KCACHE_FREE(map);
-            KCACHE_FREE(nodes);
-            if (!cluster) break;
+        if (refresh) kcache_redis__cluster_reload(rb, deadline);
+        if (cluster && !kcache_redis__node_allow(to)) { /* its breaker is open: has its slot moved meanwhile? */
+            reload = kcache_redis__cluster_reload(rb, deadline);
+            if (!asking && reload == 1 && (now = kcache_redis__cluster_owner(rb, slot, &owner)) != to && now != rb) { at = owner; continue; }
+            return reload == 0 ? KCACHE_EIO : KCACHE_ENODE;
         }
+        st = kcache_redis__run1(to, deadline, asking, argc, argv, lens, value, out);
+        if (cluster) kcache_redis__node_done(to, st != KCACHE_OK);
+        if (st != KCACHE_OK) {
+            if (!cluster) return st;
+            reload = kcache_redis__cluster_reload(rb, deadline); /* a failover? the map from a node alive */
+            if (reload == 0) return st;                           /* no node answers: the cluster is down */
+            if (reload == 1 && kcache_monotonic_ns() < deadline && (now = kcache_redis__cluster_owner(rb, slot, &owner)) != to && now != rb) {
+                at = owner; /* its slot has another node now: asked there */
+                asking = 0;
+                continue;
+            }
+            return KCACHE_ENODE;
+        }
+        if (kcache_redis__cluster_busy(*out) && kcache_redis__cluster_init(rb)) {
+            freeReplyObject(*out);
+            *out = NULL;
+            kcache_redis__cluster_reload(rb, deadline);
+            return KCACHE_ENODE;
+        }
+        if (!kcache_redis__cluster_redirect(*out, &ask, &moved, &host, &hlen, &port)) return KCACHE_OK;
+        if (!kcache_redis__cluster_init(rb)) break; /* the first MOVED: rb is a node of a cluster */
         at = kcache_redis__cluster_node(rb, to, host, hlen, port);
         freeReplyObject(*out);
         *out = NULL;
@@ -1507,7 +1642,7 @@ static kcache_status kcache_redis__get_many(void *user, const char *const *names
     }
     for (i = 0; i < n && s == KCACHE_OK; i++) /* one by one: what the pipeline did not answer */
         if (st[i] == KCACHE_STATUS_COUNT && (st[i] = kcache_redis__get(user, names[i], &data[i], &size[i], &hold[i])) != KCACHE_OK &&
-            st[i] != KCACHE_MISS)
+            st[i] != KCACHE_MISS && st[i] != KCACHE_ENODE) /* (ENODE: that key's node is down, the others' keys are read) */
             s = st[i];
     if (s != KCACHE_OK)
         for (i = 0; i < n; i++) {
@@ -1566,7 +1701,7 @@ static kcache_status kcache_redis__wait_claim(kcache_redis__server *rb, const ch
     redisReply *r;
     int gone = 0;
     kcache_status st = kcache_redis__connect(rb, by, &sub);
-    if (st != KCACHE_OK) return st;
+    if (st != KCACHE_OK) return kcache_redis__is_cluster(rb) ? KCACHE_ENODE : st; /* (a cluster's seed down: the other nodes serve) */
     argv[0] = "SUBSCRIBE", lens[0] = 9;
     argv[1] = chan, lens[1] = kcache_redis__key(rb, chan, name, ":done");
     st = kcache_redis__cmd(rb, sub, 2, argv, lens, by, &r);

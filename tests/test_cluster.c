@@ -1,0 +1,368 @@
+/* tests/test_cluster.c - the Redis backend against real Redis Clusters started here (issue 35, items
+ * 1-2): failover that heals, a breaker per node.
+ *
+ *   cluster_failover     3 masters + 3 replicas (cluster-node-timeout 2000): a reader process
+ *                        listing only the first master reads 60 keys from 3 threads; the listed
+ *                        master is SIGKILLed, then another: once its replica is promoted every key
+ *                        written (and replicated) before the kill is a hit again, the slot map read
+ *                        from a node that is alive (the listed one is dead); a slot half-migrated
+ *                        (MIGRATING/IMPORTING, its key MIGRATEd) is read through -ASK and ASKING,
+ *                        counted by the importing node's INFO commandstats
+ *   cluster_node_breaker 3 masters, no replicas: one is SIGKILLed (or SIGSTOPped: a timeout); every
+ *                        key of the other two keeps hitting, and the shard's breaker stays closed
+ *
+ * Counts, never times: the times printed ("# ...") are for people. Build: make build/test_cluster
+ * (KCACHE_REDIS, KCACHE_TLS_OPENSSL; -lhiredis -lssl -lcrypto). */
+#define KCACHE_IMPLEMENTATION
+#define KCACHE_REDIS
+#define KCACHE_TLS_OPENSSL
+#include "kcache.h"
+#include "kt.h"
+#include "kt_remote.h"
+
+#include <pthread.h>
+
+static char g_root[300];
+#define NKEYS 60
+#define PAYLOAD 700
+
+static const int g_range[3][2] = {{0, 5460}, {5461, 10922}, {10923, 16383}};
+
+/* ---- a cluster of masters (the slots split in three) and replicas, started here ---- */
+
+typedef struct cl {
+    kt_redis n[6];
+    int nn, masters;
+    char id[6][64];
+    int tls_port[6];
+} cl;
+
+static int reply_has(redisReply *r, const char *what) {
+    int ok = r && r->type == REDIS_REPLY_STRING && strstr(r->str, what) != NULL;
+    if (r) freeReplyObject(r);
+    return ok;
+}
+
+/* Whether node i answers CLUSTER INFO with state ok and all nodes known. */
+static int node_ok(cl *c, int i) {
+    char known[64];
+    redisReply *r = kt_redis_cmd(&c->n[i], "CLUSTER INFO");
+    int ok = r && r->type == REDIS_REPLY_STRING && strstr(r->str, "cluster_state:ok");
+    snprintf(known, sizeof known, "cluster_known_nodes:%d", c->nn);
+    ok = ok && strstr(r->str, known);
+    if (r) freeReplyObject(r);
+    return ok;
+}
+
+/* Starts masters + replicas nodes (replica i of master i), extra config lines for every node; 1 when
+   the cluster is whole (state ok everywhere, every replica's link up). */
+static int cluster_start(cl *c, int masters, int replicas, const char *extra) {
+    char conf[1400];
+    int i, tries, ok = 0;
+    memset(c, 0, sizeof *c);
+    c->masters = masters;
+    for (i = 0; i < masters + replicas; i++) {
+        int cport = kt_free_port();
+        char tls[32] = "";
+        c->tls_port[i] = extra && strstr(extra, "tls-cert-file") ? kt_free_port() : 0;
+        if (c->tls_port[i]) snprintf(tls, sizeof tls, "tls-port %d\n", c->tls_port[i]);
+        snprintf(conf, sizeof conf, "cluster-enabled yes\ncluster-config-file nodes.conf\ncluster-node-timeout 2000\ncluster-port %d\n%s%s", cport,
+                 tls, extra ? extra : "");
+        if (strlen(conf) >= sizeof c->n[i].extra || !kt_redis_start(&c->n[i], g_root, 1, conf)) {
+            KT_FAILF("cluster node %d did not start", i);
+            return 0;
+        }
+        c->nn = i + 1;
+        {
+            redisReply *r = kt_redis_cmd(&c->n[i], "CLUSTER MYID");
+            snprintf(c->id[i], sizeof c->id[i], "%s", r && r->type == REDIS_REPLY_STRING ? r->str : "?");
+            if (r) freeReplyObject(r);
+        }
+    }
+    for (i = 0; i < masters; i++) {
+        redisReply *r = kt_redis_cmd(&c->n[i], "CLUSTER ADDSLOTSRANGE %d %d", g_range[i][0], g_range[i][1]);
+        if (r) freeReplyObject(r);
+    }
+    for (i = 1; i < c->nn; i++) {
+        char line[64];
+        redisReply *r;
+        const char *p = strstr(c->n[i].extra, "cluster-port ");
+        int cport = p ? atoi(p + 13) : 0;
+        snprintf(line, sizeof line, "%d", cport);
+        r = kt_redis_cmd(&c->n[0], "CLUSTER MEET 127.0.0.1 %d %s", c->n[i].port, line);
+        if (r) freeReplyObject(r);
+    }
+    for (tries = 0; tries < 400; tries++) { /* every node knows every other */
+        char known[64];
+        snprintf(known, sizeof known, "cluster_known_nodes:%d", c->nn);
+        for (ok = 0, i = 0; i < c->nn; i++) ok += reply_has(kt_redis_cmd(&c->n[i], "CLUSTER INFO"), known);
+        if (ok == c->nn) break;
+        kt_sleep_ms(50);
+    }
+    for (i = masters; i < c->nn; i++) {
+        redisReply *r = kt_redis_cmd(&c->n[i], "CLUSTER REPLICATE %s", c->id[i - masters]);
+        if (r) freeReplyObject(r);
+    }
+    for (tries = 0; tries < 400; tries++) {
+        for (ok = 0, i = 0; i < c->nn; i++)
+            ok += node_ok(c, i) && (i < masters || reply_has(kt_redis_cmd(&c->n[i], "INFO replication"), "master_link_status:up"));
+        if (ok == c->nn) return 1;
+        kt_sleep_ms(50);
+    }
+    KT_FAILF("the cluster did not form (%d of %d nodes ready)", ok, c->nn);
+    return 0;
+}
+static void cluster_stop(cl *c) {
+    int i;
+    for (i = 0; i < c->nn; i++) kt_redis_stop(&c->n[i]);
+}
+
+/* The entry name of key id (kt_key(.., "cl", id)), and the master (0..2) whose slots hold it. */
+static void name_of(unsigned id, char out[33]) {
+    kcache_key k;
+    kt_key(&k, "cl", id);
+    kcache_hash_hex(kcache_key_digest(&k), out);
+    kcache_key_free(&k);
+}
+static long long slot_of(cl *c, int via, unsigned id) {
+    char name[33];
+    name_of(id, name);
+    return kt_redis_int(&c->n[via], "CLUSTER KEYSLOT kcache:1:%s", name);
+}
+static int master_of(cl *c, int via, unsigned id) {
+    long long s = slot_of(c, via, id);
+    int i;
+    for (i = 0; i < 3; i++)
+        if (s >= g_range[i][0] && s <= g_range[i][1]) return i;
+    return -1;
+}
+
+static kcache *open_reader(const char *url, uint32_t timeout_ms) {
+    kcache_config cfg;
+    kcache *kc = NULL;
+    kcache_config_init(&cfg);
+    cfg.persistent = 0;
+    cfg.mem_entries = 1; /* every pass over the keys asks the remote */
+    cfg.remote = url;
+    if (timeout_ms) cfg.remote_timeout_ms = timeout_ms;
+    if (kcache_open(&kc, &cfg) != KCACHE_OK) return NULL;
+    return kc;
+}
+/* Puts keys 0..NKEYS-1 through url: how many were stored on the remote. */
+static int put_keys(const char *url) {
+    kcache *kc = open_reader(url, 2000);
+    kcache_stats st;
+    unsigned i;
+    if (!kc) return -1;
+    for (i = 0; i < NKEYS; i++) kt_put(kc, "cl", i, i, PAYLOAD);
+    kcache_get_stats(kc, &st);
+    kcache_close(kc);
+    return (int)st.remote_puts;
+}
+/* One pass over the keys whose master is `only` (-1: every key); of them, hits into *hits, wrong
+   payloads into *wrong; returns how many were asked. */
+static int pass(kcache *kc, const int *owner, int only, int *hits, int *wrong) {
+    unsigned i;
+    int asked = 0;
+    *hits = 0;
+    for (i = 0; i < NKEYS; i++) {
+        int r;
+        if (only >= 0 && owner[i] != only) continue;
+        asked++;
+        r = kt_get(kc, "cl", i, i, PAYLOAD);
+        *hits += r == 1;
+        *wrong += r < 0;
+    }
+    return asked;
+}
+
+/* ---- cluster_failover ---- */
+
+typedef struct loadgen {
+    kcache *kc;
+    volatile int stop;
+    int wrong;
+    unsigned long hits, misses;
+    pthread_mutex_t m;
+} loadgen;
+static void *load_thread(void *arg) {
+    loadgen *g = (loadgen *)arg;
+    unsigned i = 0;
+    int wrong = 0;
+    unsigned long h = 0, m = 0;
+    while (!g->stop) {
+        unsigned id = i++ % NKEYS;
+        int r = kt_get(g->kc, "cl", id, id, PAYLOAD);
+        h += r == 1, m += r == 0, wrong += r < 0;
+        if (r == 0) kt_sleep_ms(2); /* a miss costs nothing: keep the load near the hits' */
+    }
+    pthread_mutex_lock(&g->m);
+    g->hits += h, g->misses += m, g->wrong += wrong;
+    pthread_mutex_unlock(&g->m);
+    return NULL;
+}
+
+/* Whether node i says it is a master now (ROLE). */
+static int is_master(cl *c, int i) {
+    redisReply *r = kt_redis_cmd(&c->n[i], "ROLE");
+    int m = r && r->type == REDIS_REPLY_ARRAY && r->elements > 0 && r->element[0]->type == REDIS_REPLY_STRING &&
+            strcmp(r->element[0]->str, "master") == 0;
+    if (r) freeReplyObject(r);
+    return m;
+}
+
+/* Kills master `victim` under the load, waits for its replica's promotion, then passes over every
+   key until one hits all NKEYS (a watchdog of 20 s: healing takes node-timeout + a few hundred
+   ms). Returns the hits of that last pass. */
+static int kill_and_heal(cl *c, kcache *kc, int victim, const char *what) {
+    int replica = victim + c->masters, hits = 0, wrong = 0, passes = 0;
+    double t0, tp = 0, th = 0;
+    kt_redis_kill(&c->n[victim]);
+    t0 = kt_now();
+    while (kt_now() - t0 < 20 && !is_master(c, replica)) kt_sleep_ms(50);
+    if (!is_master(c, replica)) { KT_FAILF("%s: the replica was not promoted", what); return 0; }
+    tp = kt_now();
+    while (kt_now() - tp < 20) {
+        passes++;
+        pass(kc, NULL, -1, &hits, &wrong);
+        if (hits == NKEYS) break;
+        kt_sleep_ms(20);
+    }
+    th = kt_now();
+    KT_CHECK_MSG(wrong == 0, "%s: %d wrong payloads", what, wrong);
+    printf("# cluster_failover %s: promoted %.2f s after the kill, all %d keys hit %.2f s after that (%d passes)\n", what, tp - t0, hits, th - tp,
+           passes);
+    return hits;
+}
+
+/* The calls a node's server counted of a command (INFO commandstats), or -1. */
+static long long cmd_calls(kt_redis *n, const char *cmd) {
+    char want[64];
+    redisReply *r = kt_redis_cmd(n, "INFO commandstats");
+    const char *at;
+    long long v = -1;
+    snprintf(want, sizeof want, "cmdstat_%s:calls=", cmd);
+    if (r && r->type == REDIS_REPLY_STRING && (at = strstr(r->str, want)) != NULL) v = atoll(at + strlen(want));
+    else if (r && r->type == REDIS_REPLY_STRING) v = 0;
+    if (r) freeReplyObject(r);
+    return v;
+}
+
+static void cluster_failover(void) {
+    cl c;
+    kcache *kc = NULL;
+    loadgen g;
+    pthread_t th[3];
+    int i, hits, wrong = 0, stored;
+    if (!cluster_start(&c, 3, 3, NULL)) { cluster_stop(&c); return; }
+    stored = put_keys(c.n[0].url);
+    KT_CHECK_MSG(stored == NKEYS, "%d of %d keys stored", stored, NKEYS);
+    for (i = 0; i < 400; i++) { /* replicated: each replica holds what its master holds */
+        int m, same = 0;
+        for (m = 0; m < 3; m++) same += kt_redis_int(&c.n[m], "DBSIZE") == kt_redis_int(&c.n[m + 3], "DBSIZE");
+        if (same == 3) break;
+        kt_sleep_ms(25);
+    }
+    if (!(kc = open_reader(c.n[0].url, 0))) { KT_FAILF("kcache_open"); cluster_stop(&c); return; }
+    pass(kc, NULL, -1, &hits, &wrong);
+    KT_CHECK_MSG(hits == NKEYS, "before any kill: %d of %d hits", hits, NKEYS);
+
+    memset(&g, 0, sizeof g);
+    g.kc = kc;
+    pthread_mutex_init(&g.m, NULL);
+    for (i = 0; i < 3; i++) pthread_create(&th[i], NULL, load_thread, &g);
+    kt_sleep_ms(200);
+    hits = kill_and_heal(&c, kc, 0, "the listed master");
+    KT_CHECK_MSG(hits == NKEYS, "the listed master SIGKILLed: after its replica's promotion %d of %d keys hit", hits, NKEYS);
+    hits = kill_and_heal(&c, kc, 1, "another master");
+    KT_CHECK_MSG(hits == NKEYS, "another master SIGKILLed: after its replica's promotion %d of %d keys hit", hits, NKEYS);
+    g.stop = 1;
+    for (i = 0; i < 3; i++) pthread_join(th[i], NULL);
+    KT_CHECK_MSG(g.wrong == 0, "the load threads saw %d wrong payloads", g.wrong);
+    printf("# cluster_failover under 3 threads: %lu hits, %lu misses\n", g.hits, g.misses);
+
+    { /* ASK: key 0's slot half-way from its master to another; the key moved already */
+        int src = -1, dst, m, asked = 0, node_of[3];
+        long long slot = slot_of(&c, 2, 0), before, after;
+        char name[33];
+        for (m = 0; m < 3; m++) node_of[m] = is_master(&c, m + 3) ? m + 3 : m; /* 0 and 1 failed over */
+        src = node_of[master_of(&c, 2, 0)];
+        dst = node_of[(master_of(&c, 2, 0) + 1) % 3];
+        name_of(0, name);
+        {
+            redisReply *r1 = kt_redis_cmd(&c.n[dst], "CLUSTER SETSLOT %lld IMPORTING %s", slot, c.id[src]);
+            redisReply *r2 = kt_redis_cmd(&c.n[src], "CLUSTER SETSLOT %lld MIGRATING %s", slot, c.id[dst]);
+            redisReply *r3 = kt_redis_cmd(&c.n[src], "MIGRATE 127.0.0.1 %d kcache:1:%s 0 5000", c.n[dst].port, name);
+            KT_CHECK_MSG(r1 && r2 && r3 && r3->type == REDIS_REPLY_STATUS, "migrating the slot: %s", r3 && r3->str ? r3->str : "no reply");
+            if (r1) freeReplyObject(r1);
+            if (r2) freeReplyObject(r2);
+            if (r3) freeReplyObject(r3);
+        }
+        before = cmd_calls(&c.n[dst], "asking");
+        for (i = 0; i < 3; i++) { /* key 0, then another (the memory tier holds one entry) */
+            asked += kt_get(kc, "cl", 0, 0, PAYLOAD) == 1;
+            kt_get(kc, "cl", 1, 1, PAYLOAD);
+        }
+        after = cmd_calls(&c.n[dst], "asking");
+        KT_CHECK_MSG(asked == 3, "the key in a migrating slot: %d of 3 hits", asked);
+        KT_CHECK_MSG(before >= 0 && after - before >= 3, "ASKING sent %lld times for 3 lookups answered -ASK", after - before);
+    }
+    kcache_close(kc);
+    pthread_mutex_destroy(&g.m);
+    cluster_stop(&c);
+}
+
+/* ---- cluster_node_breaker ---- */
+
+static void cluster_node_breaker(void) {
+    cl c;
+    kcache *kc = NULL;
+    int owner[NKEYS], i, hits, wrong = 0, asked, stored, round;
+    kcache_remote_shard sh;
+    if (!cluster_start(&c, 3, 0, "cluster-require-full-coverage no\n")) { cluster_stop(&c); return; }
+    stored = put_keys(c.n[0].url);
+    KT_CHECK_MSG(stored == NKEYS, "%d of %d keys stored", stored, NKEYS);
+    for (i = 0; i < NKEYS; i++) owner[i] = master_of(&c, 0, (unsigned)i);
+    if (!(kc = open_reader(c.n[0].url, 300))) { KT_FAILF("kcache_open"); cluster_stop(&c); return; }
+    pass(kc, NULL, -1, &hits, &wrong);
+    KT_CHECK_MSG(hits == NKEYS, "before the kill: %d of %d hits", hits, NKEYS);
+
+    kt_redis_kill(&c.n[2]); /* dead: refused connections */
+    for (round = 0; round < 2; round++) {
+        int m;
+        for (m = 0; m < 2; m++) {
+            asked = pass(kc, owner, m, &hits, &wrong);
+            KT_CHECK_MSG(hits == asked, "master 2 dead, pass %d: %d of master %d's %d keys hit", round, hits, m, asked);
+        }
+        pass(kc, owner, 2, &hits, &wrong);
+        KT_CHECK_MSG(hits == 0, "the dead master's keys: %d hits", hits);
+    }
+    KT_CHECK(kcache_get_remote_shards(kc, &sh, 1) == 1 && !sh.open);
+
+    kill(c.n[1].pid, SIGSTOP); /* hung: timeouts */
+    for (round = 0; round < 2; round++) {
+        asked = pass(kc, owner, 0, &hits, &wrong);
+        KT_CHECK_MSG(hits == asked, "master 1 stopped, master 2 dead, pass %d: %d of master 0's %d keys hit", round, hits, asked);
+    }
+    kill(c.n[1].pid, SIGCONT);
+    KT_CHECK(kcache_get_remote_shards(kc, &sh, 1) == 1 && !sh.open);
+    KT_CHECK_MSG(wrong == 0, "%d wrong payloads", wrong);
+    kcache_close(kc);
+    cluster_stop(&c);
+}
+
+int main(void) {
+    signal(SIGPIPE, SIG_DFL);
+    if (!kt_mktemp(g_root, sizeof g_root, "test-cluster")) { printf("FAIL setup: mkdtemp\n"); return 1; }
+    {
+        static const char *const vars[] = {"KCACHE_DIR", "KCACHE_REMOTE", "KCACHE_REMOTE_MODE", "KCACHE_REMOTE_TIMEOUT", "KCACHE_REMOTE_SECRET",
+                                           "KCACHE_REMOTE_TLS_NAME", "KCACHE_DEBUG", "KCACHE_ENABLE", "KCACHE_PERSISTENT", NULL};
+        int i;
+        for (i = 0; vars[i]; i++) unsetenv(vars[i]);
+    }
+    KT_RUN(cluster_failover);
+    KT_RUN(cluster_node_breaker);
+    if (!kt_failures_total) kt_rm_tree(g_root);
+    else printf("# kept %s\n", g_root);
+    KT_EXIT();
+}
