@@ -499,6 +499,10 @@ typedef struct kcache_remote_params {
     int is_signed;        /* a secret is set: values and claims are signed (remote_secret)         */
     const char *ca, *cert, *key; /* remote_ca, remote_cert, remote_key (TLS files); NULL: none     */
     const char *prefix;   /* remote_prefix (checked: printable, no space, '{' or '}'); NULL: none */
+    /* (0.5, appended) */
+    const char *tls_name; /* remote_tls_name: the name every TLS server's certificate must hold; NULL:
+                             the host it is reached by, or for a cluster's nodes that announce an IP,
+                             the listed node's host name */
 } kcache_remote_params;
 /* Fills out with r's settings; the strings are r's copies, valid as long as r. */
 KCACHE_API void kcache_remote_get_params(const kcache_remote *r, kcache_remote_params *out);
@@ -620,6 +624,12 @@ typedef struct kcache_config {
                                  refused one is said in the debug log and nothing is published.
                                  NULL: such a kcache publishes nothing. Ignored with a store (its
                                  DIR/stats is used) and with KCACHE_NO_PUB */
+    const char *remote_tls_name; /* rediss://: the name every server's certificate must hold
+                                 (KCACHE_REMOTE_TLS_NAME), for servers reached by an address (a
+                                 cluster whose nodes announce IPs, a certificate for the cluster's
+                                 name); also sent as SNI. NULL: the host each is reached by, and for
+                                 a cluster's nodes that announce IPs, the listed seed's host when
+                                 that is a DNS name (as go-redis and Lettuce do) */
 } kcache_config;
 
 /* Fills cfg with the defaults, then applies the environment variables (KCACHE_*). A bad value keeps
@@ -9175,6 +9185,7 @@ struct kcache__remote {
     uint32_t ring_done;        /* the shards' identities were read (atomic; kcache__remote_ring) */
     kcache__mutex ring_mutex;  /* held by the one call that reads them */
     char *tls_ca, *tls_cert, *tls_key; /* rediss://'s files as configured (a forked child's handle reopens) */
+    char *tls_name;            /* KCACHE_REMOTE_TLS_NAME, for a backend (kcache_remote_get_params) */
     char *prefix;              /* KCACHE_REMOTE_PREFIX, copied (the same) */
     uint32_t ttl_s;            /* KCACHE_REMOTE_TTL, for a backend (kcache_remote_get_params) */
 };
@@ -9539,6 +9550,7 @@ static void kcache__remote_own_config(const kcache__remote *r, kcache_config *cf
     cfg->remote_cert = r ? r->tls_cert : NULL;
     cfg->remote_key = r ? r->tls_key : NULL;
     cfg->remote_prefix = r ? r->prefix : NULL;
+    cfg->remote_tls_name = r ? r->tls_name : NULL;
 }
 
 /* For a forked child's own handle (kcache__reopen): cfg asks for this same remote again, the URLs
@@ -9872,6 +9884,7 @@ KCACHE_API void kcache_remote_get_params(const kcache_remote *remote, kcache_rem
     out->is_signed = r->secret != NULL;
     out->ca = r->tls_ca, out->cert = r->tls_cert, out->key = r->tls_key;
     out->prefix = r->prefix;
+    out->tls_name = r->tls_name;
 }
 
 KCACHE_API int kcache_remote_claim_honoured(const kcache_remote *remote, const char *name, const char *token, size_t len, long long left_ms) {
@@ -9972,6 +9985,7 @@ static void kcache__remote_close(kcache__remote *r) {
     memset(r->gmac_key, 0, sizeof r->gmac_key);
     if (r->spec) { memset(r->spec, 0, strlen(r->spec)); KCACHE_FREE(r->spec); }
     KCACHE_FREE(r->tls_ca);
+    KCACHE_FREE(r->tls_name);
     KCACHE_FREE(r->tls_cert);
     KCACHE_FREE(r->tls_key);
     KCACHE_FREE(r->prefix);
@@ -10132,7 +10146,8 @@ static void kcache__remote_open(kcache__remote **out, const kcache_config *cfg, 
     if ((cfg->remote_ca && !(r->tls_ca = kcache__strndup(cfg->remote_ca, strlen(cfg->remote_ca)))) ||
         (cfg->remote_cert && !(r->tls_cert = kcache__strndup(cfg->remote_cert, strlen(cfg->remote_cert)))) ||
         (cfg->remote_key && !(r->tls_key = kcache__strndup(cfg->remote_key, strlen(cfg->remote_key)))) ||
-        (cfg->remote_prefix && !(r->prefix = kcache__strndup(cfg->remote_prefix, strlen(cfg->remote_prefix)))))
+        (cfg->remote_prefix && !(r->prefix = kcache__strndup(cfg->remote_prefix, strlen(cfg->remote_prefix)))) ||
+        (cfg->remote_tls_name && *cfg->remote_tls_name && !(r->tls_name = kcache__strndup(cfg->remote_tls_name, strlen(cfg->remote_tls_name)))))
         goto oom;
     if (r->prefix) { /* a namespace: printable, no space, no {} (they would move a claim off its value's cluster slot) */
         const char *q;
@@ -10183,7 +10198,7 @@ static uint32_t kcache__remote_claim_ms(const kcache__remote *r) { (void)r; retu
 static void kcache__remote_describe(const kcache__remote *r, char *out, size_t cap) { (void)r; if (cap) out[0] = 0; }
 static void kcache__remote_own_config(const kcache__remote *r, kcache_config *cfg) {
     (void)r;
-    cfg->remote = cfg->remote_secret = cfg->remote_ca = cfg->remote_cert = cfg->remote_key = cfg->remote_prefix = NULL;
+    cfg->remote = cfg->remote_secret = cfg->remote_ca = cfg->remote_cert = cfg->remote_key = cfg->remote_prefix = cfg->remote_tls_name = NULL;
 }
 static void kcache__remote_reopen_config(const kcache__remote *r, kcache_config *cfg) { (void)r; (void)cfg; }
 static void kcache__remote_attach(kcache__remote *r, const kcache__mem *mem, const struct kcache__pub *pub) { (void)r; (void)mem; (void)pub; }
@@ -11473,6 +11488,7 @@ KCACHE_API void kcache_config_init(kcache_config *cfg) {
     if ((v = getenv("KCACHE_REMOTE")) != NULL && *v) cfg->remote = v;
     if ((v = getenv("KCACHE_REMOTE_SECRET")) != NULL) cfg->remote_secret = v; /* empty: refused at open, not unsigned */
     if ((v = getenv("KCACHE_REMOTE_CA")) != NULL && *v) cfg->remote_ca = v;
+    if ((v = getenv("KCACHE_REMOTE_TLS_NAME")) != NULL && *v) cfg->remote_tls_name = v;
     if ((v = getenv("KCACHE_REMOTE_CERT")) != NULL && *v) cfg->remote_cert = v;
     if ((v = getenv("KCACHE_REMOTE_KEY")) != NULL && *v) cfg->remote_key = v;
     if ((v = getenv("KCACHE_MAX_SIZE")) != NULL && *v) {

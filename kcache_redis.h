@@ -681,19 +681,22 @@ static void kcache_redis__nopipe_end(kcache_redis__nopipe *np) {
 }
 
 /* The TLS handshake on c's connected socket: the server's certificate must chain to the CAs and
-   name the host (DNS name, sent as SNI too) or address it was reached by. */
+   name rb->tls_name when it has one (KCACHE_REMOTE_TLS_NAME, or a cluster's listed host name for a
+   node announced by its address; see kcache_redis__cluster_node), else the host (DNS name, sent as
+   SNI too) or address it was reached by. */
 static kcache_status kcache_redis__tls_start(kcache_redis__server *rb, redisContext *c, int64_t deadline) {
     kcache_redis__link *k = kcache_redis__link_of(c);
     SSL *s;
     unsigned char addr[16];
     kcache_redis__nopipe np;
     kcache_status st = KCACHE_OK;
+    const char *name = rb->tls_name ? rb->tls_name : rb->host;
     if (!k) return KCACHE_EIO;
     if (!(s = SSL_new(rb->tls_ctx))) return KCACHE_ENOMEM;
     k->ssl = s; /* freed with the connection (kcache_redis__drop) */
-    if (inet_pton(AF_INET, rb->host, addr) == 1 || inet_pton(AF_INET6, rb->host, addr) == 1) {
-        if (X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(s), rb->host) != 1) st = KCACHE_EIO;
-    } else if (SSL_set_tlsext_host_name(s, rb->host) != 1 || SSL_set1_host(s, rb->host) != 1) {
+    if (inet_pton(AF_INET, name, addr) == 1 || inet_pton(AF_INET6, name, addr) == 1) {
+        if (X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(s), name) != 1) st = KCACHE_EIO;
+    } else if (SSL_set_tlsext_host_name(s, name) != 1 || SSL_set1_host(s, name) != 1) {
         st = KCACHE_EIO;
     }
     if (st == KCACHE_OK && SSL_set_fd(s, c->fd) != 1) st = KCACHE_EIO;
@@ -1226,8 +1229,18 @@ static unsigned kcache_redis__cluster_slot(const char *key, size_t n) {
     return crc & (KCACHE_REDIS__CLUSTER_SLOTS - 1);
 }
 
+/* Whether host (a C string) is an IPv4 or IPv6 address rather than a name. */
+static int kcache_redis__is_address(const char *host) {
+    unsigned char bin[16];
+    return inet_pton(AF_INET, host, bin) == 1 || inet_pton(AF_INET6, host, bin) == 1;
+}
+
 /* The node at host:port of rb's cluster (added with rb's credentials, timeouts and TLS when it is
-   new): its index + 1, or 0 (out of memory, too many nodes, or no host: see below). An empty host
+   new): its index + 1, or 0 (out of memory, too many nodes, or no host: see below). Over TLS it is
+   verified against KCACHE_REMOTE_TLS_NAME when set, else, when it is announced by its address and
+   the seed was listed by a DNS name, against that name (the certificates of a cluster deployed
+   behind a name seldom hold the nodes' addresses; go-redis and Lettuce check the same), else
+   against its own host. An empty host
    (or NULL: a NULL endpoint) means, as Redis means it, the host of the node that answered, which
    a unix-socket node has not: that node is then unusable (the command a miss), never guessed. */
 static unsigned kcache_redis__cluster_node(kcache_redis__server *rb, const kcache_redis__server *answered, const char *host, size_t hlen, int port) {
@@ -1256,6 +1269,15 @@ static unsigned kcache_redis__cluster_node(kcache_redis__server *rb, const kcach
         (rb->pass && !(nd->pass = kcache_redis__strndup(rb->pass, strlen(rb->pass))))) {
         kcache_redis__free(nd);
         return 0;
+    }
+    if (rb->tls) {
+        const char *name = rb->tls_name ? rb->tls_name
+                           : rb->host && !kcache_redis__is_address(rb->host) && kcache_redis__is_address(nd->host) ? rb->host
+                                                                                                                 : NULL;
+        if (name && !(nd->tls_name = kcache_redis__strndup(name, strlen(name)))) {
+            kcache_redis__free(nd);
+            return 0;
+        }
     }
     pthread_mutex_lock(&rb->mutex);
     for (i = 0; i < rb->nnodes && !at; i++) /* another thread may have added it meanwhile */
@@ -1860,6 +1882,11 @@ static void *kcache_redis__open_shard(void *user, const kcache_remote *remote, c
     rb->is_signed = rp.is_signed;
     rb->ttl_s = rp.ttl_s;
     rb->prefix = rp.prefix;
+    if (rb->tls && rp.tls_name && !(rb->tls_name = kcache_redis__strndup(rp.tls_name, strlen(rp.tls_name)))) {
+        kcache_redis__say(why, cap, "out of memory");
+        kcache_redis__free(rb);
+        return NULL;
+    }
     return rb;
 }
 

@@ -1,5 +1,5 @@
 /* tests/test_cluster.c - the Redis backend against real Redis Clusters started here (issue 35, items
- * 1-2): failover that heals, a breaker per node.
+ * 1-3): failover that heals, a breaker per node, TLS clusters as they are deployed.
  *
  *   cluster_failover     3 masters + 3 replicas (cluster-node-timeout 2000): a reader process
  *                        listing only the first master reads 60 keys from 3 threads; the listed
@@ -10,6 +10,10 @@
  *                        counted by the importing node's INFO commandstats
  *   cluster_node_breaker 3 masters, no replicas: one is SIGKILLed (or SIGSTOPped: a timeout); every
  *                        key of the other two keeps hitting, and the shard's breaker stays closed
+ *   cluster_tls_name     a cluster over TLS whose certificate names kcache-cluster.test and
+ *                        localhost (DNS names only) while its nodes announce 127.0.0.1: listed by
+ *                        IP, nothing verifies without KCACHE_REMOTE_TLS_NAME and every key hits with
+ *                        it; listed as rediss://localhost every node is verified against localhost
  *
  * Counts, never times: the times printed ("# ...") are for people. Build: make build/test_cluster
  * (KCACHE_REDIS, KCACHE_TLS_OPENSSL; -lhiredis -lssl -lcrypto). */
@@ -351,6 +355,74 @@ static void cluster_node_breaker(void) {
     cluster_stop(&c);
 }
 
+/* ---- cluster_tls_name ---- */
+
+/* A CA and one certificate for the DNS names kcache-cluster.test and localhost (no IP), for servers
+   and for the cluster bus (client too), in dir. 0: openssl failed. */
+static int tls_certs(char *dir, size_t cap) {
+    char cmd[3000];
+    snprintf(dir, cap, "%s/tls", g_root);
+    mkdir(dir, 0700);
+    snprintf(cmd, sizeof cmd,
+             "cd '%s' && exec >openssl.log 2>&1 && "
+             "openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout ca.key -out ca.crt -days 2 -subj /CN=kt-ca && "
+             "openssl req -new -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout node.key -out node.csr -subj /CN=kcache-cluster.test && "
+             "printf 'subjectAltName=DNS:kcache-cluster.test,DNS:localhost\\nextendedKeyUsage=serverAuth,clientAuth\\n' > node.ext && "
+             "openssl x509 -req -in node.csr -CA ca.crt -CAkey ca.key -CAcreateserial -out node.crt -days 2 -extfile node.ext",
+             dir);
+    return system(cmd) == 0;
+}
+
+/* Keys 0..NKEYS-1 put through one kcache on url and read through another: the hits. */
+static int tls_keys(const char *url, const char *ca, unsigned first) {
+    kcache_config cfg;
+    kcache *a = NULL, *b = NULL;
+    unsigned i;
+    int hits = 0;
+    kcache_config_init(&cfg); /* (KCACHE_REMOTE_TLS_NAME from the environment) */
+    cfg.persistent = 0;
+    cfg.mem_entries = 1;
+    cfg.remote = url;
+    cfg.remote_ca = ca;
+    cfg.remote_timeout_ms = 2000;
+    if (kcache_open(&a, &cfg) != KCACHE_OK || kcache_open(&b, &cfg) != KCACHE_OK) {
+        if (a) kcache_close(a);
+        return -1;
+    }
+    for (i = first; i < first + NKEYS; i++) kt_put(a, "cl", i, i, PAYLOAD);
+    for (i = first; i < first + NKEYS; i++) hits += kt_get(b, "cl", i, i, PAYLOAD) == 1;
+    kcache_close(a);
+    kcache_close(b);
+    return hits;
+}
+
+static void cluster_tls_name(void) {
+    char dir[310], extra[1400], ca[330], url[300];
+    cl c;
+    int hits;
+    if (!tls_certs(dir, sizeof dir)) { printf("skip cluster_tls_name: openssl could not make the certificates (see %s/openssl.log)\n", dir); return; }
+    snprintf(ca, sizeof ca, "%s/ca.crt", dir);
+    snprintf(extra, sizeof extra, "tls-cert-file %s/node.crt\ntls-key-file %s/node.key\ntls-ca-cert-file %s\ntls-auth-clients no\ntls-cluster yes\n",
+             dir, dir, ca);
+    if (!cluster_start(&c, 3, 0, extra)) { cluster_stop(&c); return; }
+
+    unsetenv("KCACHE_REMOTE_TLS_NAME");
+    snprintf(url, sizeof url, "rediss://127.0.0.1:%d", c.tls_port[0]);
+    hits = tls_keys(url, ca, 0);
+    KT_CHECK_MSG(hits == 0, "listed by IP, no KCACHE_REMOTE_TLS_NAME: %d hits (a certificate without the IP verifies nothing)", hits);
+    setenv("KCACHE_REMOTE_TLS_NAME", "kcache-cluster.test", 1);
+    hits = tls_keys(url, ca, 100);
+    KT_CHECK_MSG(hits == NKEYS, "listed by IP, KCACHE_REMOTE_TLS_NAME=kcache-cluster.test: %d of %d hits", hits, NKEYS);
+    setenv("KCACHE_REMOTE_TLS_NAME", "other.test", 1);
+    hits = tls_keys(url, ca, 200);
+    KT_CHECK_MSG(hits == 0, "KCACHE_REMOTE_TLS_NAME=other.test: %d hits", hits);
+    unsetenv("KCACHE_REMOTE_TLS_NAME");
+    snprintf(url, sizeof url, "rediss://localhost:%d", c.tls_port[1]);
+    hits = tls_keys(url, ca, 300);
+    KT_CHECK_MSG(hits == NKEYS, "listed as rediss://localhost, nodes announcing 127.0.0.1: %d of %d hits", hits, NKEYS);
+    cluster_stop(&c);
+}
+
 int main(void) {
     signal(SIGPIPE, SIG_DFL);
     if (!kt_mktemp(g_root, sizeof g_root, "test-cluster")) { printf("FAIL setup: mkdtemp\n"); return 1; }
@@ -362,6 +434,7 @@ int main(void) {
     }
     KT_RUN(cluster_failover);
     KT_RUN(cluster_node_breaker);
+    KT_RUN(cluster_tls_name);
     if (!kt_failures_total) kt_rm_tree(g_root);
     else printf("# kept %s\n", g_root);
     KT_EXIT();
