@@ -237,7 +237,7 @@ test: check-deps
 	  faults=$(FAULTS) \
 	  remote="$(B)/test_remote $(B)/kcache-top" asan/remote="$(B)/asan/test_remote $(B)/kcache-top" \
 	  many=$(B)/test_many asan/many=$(B)/asan/test_many \
-	  cluster=$(B)/test_cluster \
+	  cluster="$(B)/test_cluster $(B)/kcache-top" \
 	  backend-signed=$(B)/test_backend_signed asan/backend-signed=$(B)/asan/test_backend_signed \
 	  layers="bash tests/test_layers.sh $(B)/test_layers $(B)/kcache-inspect $(B)/kcache-top" \
 	  asan/layers="bash tests/test_layers.sh $(B)/asan/test_layers $(B)/asan/kcache-inspect $(B)/kcache-top" \

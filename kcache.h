@@ -535,6 +535,16 @@ KCACHE_API int kcache_remote_mac_add(kcache_remote_mac *m, const void *p, size_t
 /* Ends m and frees it (NULL: nothing): 1 with the tag in out, else 0. */
 KCACHE_API int kcache_remote_mac_end(kcache_remote_mac *m, unsigned char out[KCACHE_REMOTE_MAC_TAG]);
 
+/* For a backend of several servers per shard (a Redis Cluster's nodes), each with a breaker of its
+   own: publishes one call to server `node` (as messages show it, e.g. "10.0.0.7:6379"; no
+   credentials) of the shard shown as `shard` (the URL open_shard showed) in the stats file's node
+   table (KCACHE_STATS_NODES: kcache-top's node rows, the `node` label of its metrics). result: the
+   call's status (KCACHE_OK, KCACHE_MISS, KCACHE_EEXIST: answered; KCACHE_ETIMEOUT: a timeout;
+   KCACHE_EDISABLED: not made, the node's breaker was open; anything else: an error); open: whether
+   the node's breaker is open after it. Does nothing when the kcache publishes no stats file, or
+   its table is full (24 rows, shards and nodes together). Any thread, no lock held across it. */
+KCACHE_API void kcache_remote_node_call(const kcache_remote *r, const char *shard, const char *node, kcache_status result, int open);
+
 /* Allocator callbacks (both or neither): what a kcache allocates for itself goes through them, with
    alloc_user (see kcache_config). alloc_fn returns memory aligned for any type, or NULL. */
 typedef void *(*kcache_alloc_fn)(void *user, size_t size);
@@ -1594,7 +1604,12 @@ typedef struct kcache_stats_event {
    is open, ns since 1970, 0: closed (set by the failure that opened it, cleared by the next call
    that succeeds); nvalues says how many), per-node tables of a backend later, each a new
    kcache_stats_table. Counted by every process using the store, since the file was made. */
-typedef enum kcache_stats_table { KCACHE_STATS_SHARDS } kcache_stats_table;
+typedef enum kcache_stats_table {
+    KCACHE_STATS_SHARDS,
+    KCACHE_STATS_NODES /* (0.5) a backend's servers, as kcache_remote_node_call publishes them: the same
+                          values (hits and misses 0), the name "<shard's URL> <node>" (cut at 80
+                          bytes); the two tables share their rows (a row of one is free in the other) */
+} kcache_stats_table;
 typedef struct kcache_stats_row {
     uint64_t id;             /* 0: a free row */
     char name[KCACHE_STATS_ROW_NAME + 1];
@@ -9188,6 +9203,7 @@ struct kcache__remote {
     char *tls_name;            /* KCACHE_REMOTE_TLS_NAME, for a backend (kcache_remote_get_params) */
     char *prefix;              /* KCACHE_REMOTE_PREFIX, copied (the same) */
     uint32_t ttl_s;            /* KCACHE_REMOTE_TTL, for a backend (kcache_remote_get_params) */
+    const struct kcache__pub *pub; /* its kcache's stats file, for a backend's node rows (kcache_remote_node_call) */
 };
 
 /* ---- signatures and values ---- */
@@ -9566,6 +9582,7 @@ static uint64_t *kcache__pub_shard(const struct kcache__pub *p, const char *url,
 static void kcache__remote_attach(kcache__remote *r, const kcache__mem *mem, const struct kcache__pub *pub) {
     unsigned i;
     r->mem = mem;
+    r->pub = pub;
     for (i = 0; i < r->n; i++) r->shard[i].pub = kcache__pub_shard(pub, r->shard[i].url, &r->shard[i].pub_more);
 }
 
@@ -9885,6 +9902,15 @@ KCACHE_API void kcache_remote_get_params(const kcache_remote *remote, kcache_rem
     out->ca = r->tls_ca, out->cert = r->tls_cert, out->key = r->tls_key;
     out->prefix = r->prefix;
     out->tls_name = r->tls_name;
+}
+
+static void kcache__pub_node_call(const struct kcache__pub *p, const char *name, kcache_status result, int open);
+KCACHE_API void kcache_remote_node_call(const kcache_remote *remote, const char *shard, const char *node, kcache_status result, int open) {
+    const kcache__remote *r = (const kcache__remote *)remote;
+    char name[600];
+    if (!r || !r->pub || !shard || !node) return;
+    snprintf(name, sizeof name, "%s %s", shard, node);
+    kcache__pub_node_call(r->pub, name, result, open);
 }
 
 KCACHE_API int kcache_remote_claim_honoured(const kcache_remote *remote, const char *name, const char *token, size_t len, long long left_ms) {
@@ -10248,6 +10274,9 @@ KCACHE_API void kcache_remote_get_params(const kcache_remote *remote, kcache_rem
     (void)remote;
     if (out) memset(out, 0, sizeof *out);
 }
+KCACHE_API void kcache_remote_node_call(const kcache_remote *r, const char *shard, const char *node, kcache_status result, int open) {
+    (void)r; (void)shard; (void)node; (void)result; (void)open;
+}
 KCACHE_API int kcache_remote_claim_honoured(const kcache_remote *remote, const char *name, const char *token, size_t len, long long left_ms) {
     (void)remote; (void)name; (void)token; (void)len; (void)left_ms;
     return 0;
@@ -10283,7 +10312,9 @@ KCACHE_API int kcache_remote_mac_end(kcache_remote_mac *m, unsigned char out[KCA
            since the file was made: u64 id (XXH3-128 lo of the shard's URL as shown, low bit set;
            0 = free, taken by compare-and-swap), u64 hits, misses, errors, timeouts, skipped
            calls (fetch-add), then the URL (80 bytes, cut, NUL padded; written after the id is
-           taken). A file made before these existed has zeros here: no shards.
+           taken). A file made before these existed has zeros here: no shards. A backend's node
+           row (0.5, kcache_remote_node_call) is an entry of the same table whose id has bit 0
+           clear and bit 1 set (XXH3-128 lo of "<shard's URL> <node>"), hits and misses 0.
      3584  24 x 16 bytes, more of shard entry i (0.5): u64 calls made (let through by the breaker;
            fetch-add), i64 breaker open since (ns since 1970: the failure that opened a breaker,
            set by compare-and-swap from 0; back to 0 after a call that succeeds: metrics' gauge).
@@ -10875,8 +10906,7 @@ static KCACHE__UNUSED uint64_t *kcache__pub_shard_more_at(const unsigned char *m
 }
 /* The shard table's entry for url (found, or taken now), or NULL (not publishing, or the table is
    full: that shard goes uncounted there); *more: the rest of that entry (or NULL). */
-static KCACHE__UNUSED uint64_t *kcache__pub_shard(const kcache__pub *p, const char *url, uint64_t **more) {
-    uint64_t id = kcache_hash(url, strlen(url)).lo | 1;
+static KCACHE__UNUSED uint64_t *kcache__pub_row(const kcache__pub *p, uint64_t id, const char *url, uint64_t **more) {
     unsigned i;
     *more = NULL;
     if (!p->map) return NULL;
@@ -10893,6 +10923,30 @@ static KCACHE__UNUSED uint64_t *kcache__pub_shard(const kcache__pub *p, const ch
         }
     }
     return NULL;
+}
+/* A shard's row: its id has the low bit set (a node's, kcache__pub_node_call's, bit 1 and not bit 0). */
+static KCACHE__UNUSED uint64_t *kcache__pub_shard(const kcache__pub *p, const char *url, uint64_t **more) {
+    return kcache__pub_row(p, kcache_hash(url, strlen(url)).lo | 1, url, more);
+}
+/* One call to a backend's node (name: "<shard> <node>"), counted in the node's row as a shard's call
+   is in its row (kcache_remote_node_call says what result and open mean). */
+static KCACHE__UNUSED void kcache__pub_node_call(const kcache__pub *p, const char *name, kcache_status result, int open) {
+    uint64_t *more, *e = kcache__pub_row(p, (kcache_hash(name, strlen(name)).lo & ~(uint64_t)1) | 2, name, &more);
+    if (!e) return;
+    if (result == KCACHE_EDISABLED) {
+        kcache__pub_fetch_add(e + 1 + 4, 1); /* skipped */
+    } else {
+        kcache__pub_fetch_add(more, 1); /* made */
+        if (result != KCACHE_OK && result != KCACHE_MISS && result != KCACHE_EEXIST) {
+            kcache__pub_fetch_add(e + 1 + 2, 1); /* errors */
+            if (result == KCACHE_ETIMEOUT) kcache__pub_fetch_add(e + 1 + 3, 1);
+        }
+    }
+    if (open) {
+        if (!kcache__pub_ld(more + 1)) kcache__pub_cas(more + 1, 0, (uint64_t)kcache__now_ns());
+    } else if (kcache__pub_ld(more + 1)) {
+        kcache__pub_st(more + 1, 0);
+    }
 }
 /* After a call to a shard (more: its kcache__pub_shard's): counted, and its breaker's time. */
 static KCACHE__UNUSED void kcache__pub_shard_call(uint64_t *more, int failed) {
@@ -11056,6 +11110,9 @@ static void kcache__pub_hit_disk(kcache__pub *p, const char *unit, uint64_t unit
     (void)p; (void)unit; (void)unit_hash; (void)size; (void)now;
 }
 static void kcache__pub_miss(kcache__pub *p, const char *unit, kcache_reason r) { (void)p; (void)unit; (void)r; }
+static KCACHE__UNUSED void kcache__pub_node_call(const kcache__pub *p, const char *name, kcache_status result, int open) {
+    (void)p; (void)name; (void)result; (void)open;
+}
 static KCACHE__UNUSED uint64_t *kcache__pub_shard(const kcache__pub *p, const char *url, uint64_t **more) {
     (void)p; (void)url;
     *more = NULL;
@@ -15789,7 +15846,7 @@ struct kcache_stats_file {
 
 KCACHE_API unsigned kcache_stats_file_rows(kcache_stats_table table) {
 #ifndef KCACHE_NO_PUB
-    return table == KCACHE_STATS_SHARDS ? KCACHE__PUB_SHARDS : 0;
+    return table == KCACHE_STATS_SHARDS || table == KCACHE_STATS_NODES ? KCACHE__PUB_SHARDS : 0;
 #else
     (void)table;
     return 0;
@@ -16024,9 +16081,10 @@ KCACHE_API kcache_status kcache_stats_file_row(const kcache_stats_file *sf, kcac
     const uint64_t *e;
     unsigned c;
     if (out) memset(out, 0, sizeof *out);
-    if (!sf || !out || table != KCACHE_STATS_SHARDS || i >= KCACHE__PUB_SHARDS) return KCACHE_EINVAL;
+    if (!sf || !out || (table != KCACHE_STATS_SHARDS && table != KCACHE_STATS_NODES) || i >= KCACHE__PUB_SHARDS) return KCACHE_EINVAL;
     e = kcache__pub_shard_at(sf->map, i);
     if ((out->id = kcache__pub_ld_acq(e)) == 0) return KCACHE_OK;
+    if ((out->id & 1) != (table == KCACHE_STATS_SHARDS)) { out->id = 0; return KCACHE_OK; } /* the other table's row */
     out->nvalues = 7; /* hits, misses, errors, timeouts, skipped calls; calls made, breaker open since */
     for (c = 0; c < 5; c++) out->value[c] = kcache__pub_ld(e + 1 + c);
     kcache__pub_get_name(e + 6, KCACHE__PUB_SHARD_URL, out->name, sizeof out->name);

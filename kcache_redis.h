@@ -232,6 +232,7 @@ typedef struct kcache_redis__server {
     uint32_t node_backoff_ms;
     int node_probing;               /* the one call let through after the back-off is under way */
     char *tls_name;                 /* TLS: the name the server's certificate must hold; NULL: host */
+    char *shown;                    /* a seed's URL as shown (its nodes' rows in the stats file) */
 #ifdef KCACHE_TLS_OPENSSL
     SSL_CTX *tls_ctx;               /* its CAs, client certificate, verification */
 #endif
@@ -297,6 +298,7 @@ static void kcache_redis__free(void *user) {
     pthread_mutex_destroy(&rb->mutex);
     KCACHE_FREE(rb->host);
     KCACHE_FREE(rb->tls_name);
+    KCACHE_FREE(rb->shown);
     KCACHE_FREE(rb->path);
     KCACHE_FREE(rb->user);
     KCACHE_FREE(rb->pass);
@@ -1330,6 +1332,14 @@ static int kcache_redis__node_allow(kcache_redis__server *nd) {
     pthread_mutex_unlock(&nd->mutex);
     return ok;
 }
+/* One call to node nd of rb's cluster (KCACHE_EDISABLED: not made, its breaker open), published in
+   the stats file's node table for kcache-top (kcache_remote_node_call). */
+static void kcache_redis__node_note(const kcache_redis__server *rb, const kcache_redis__server *nd, kcache_status st, int open) {
+    char name[300];
+    if (!rb->remote || !rb->shown || !nd->host) return;
+    snprintf(name, sizeof name, "%s%s%s:%d", strchr(nd->host, ':') ? "[" : "", nd->host, strchr(nd->host, ':') ? "]" : "", nd->port);
+    kcache_remote_node_call(rb->remote, rb->shown, name, st, open);
+}
 /* After a call to nd: its breaker opened (failed) or closed. */
 static void kcache_redis__node_done(kcache_redis__server *nd, int failed) {
     pthread_mutex_lock(&nd->mutex);
@@ -1351,7 +1361,7 @@ static void kcache_redis__node_done(kcache_redis__server *nd, int failed) {
    read after a MOVED, and after a refused or broken connection, a timeout, CLUSTERDOWN or TRYAGAIN.
    At most one reload per KCACHE_REDIS__RELOAD_NS per cluster, by one thread at a time (the others go
    on with the map as it is). 1: a node answered; 0: none did (the whole cluster is out of reach);
-   -1: not this caller's turn. */
+   -1: not this caller's turn, or no time left to ask (a call that timed out: the next one asks). */
 #define KCACHE_REDIS__RELOAD_NS ((int64_t)150 * 1000000)
 static int kcache_redis__cluster_reload(kcache_redis__server *rb, int64_t deadline) {
     kcache_redis__server *cand[KCACHE_REDIS__CLUSTER_NODES + 1];
@@ -1362,6 +1372,7 @@ static int kcache_redis__cluster_reload(kcache_redis__server *rb, int64_t deadli
     int done = 0;
     argv[0] = "CLUSTER", lens[0] = 7;
     argv[1] = "SLOTS", lens[1] = 5;
+    if (now >= deadline) return -1;
     pthread_mutex_lock(&rb->mutex);
     if (rb->reloading || (rb->reload_at && now - rb->reload_at < KCACHE_REDIS__RELOAD_NS)) {
         pthread_mutex_unlock(&rb->mutex);
@@ -1373,10 +1384,11 @@ static int kcache_redis__cluster_reload(kcache_redis__server *rb, int64_t deadli
     for (i = 0; i < rb->nnodes; i++) cand[n++] = rb->node[i]; /* (nodes live as long as rb) */
     first = rb->reload_next++ % n;
     pthread_mutex_unlock(&rb->mutex);
-    for (i = 0; i < n && !done && kcache_monotonic_ns() < deadline; i++) {
+    for (i = 0; i < n && !done; i++) {
         kcache_redis__server *nd = cand[(first + i) % n];
         redisReply *r = NULL;
         kcache_status st;
+        if (kcache_monotonic_ns() >= deadline) { done = -1; break; } /* (out of time, not out of nodes) */
         if (!kcache_redis__node_allow(nd)) continue;
         st = kcache_redis__run1(nd, deadline, 0, 2, argv, lens, NULL, &r);
         if (st == KCACHE_OK && r->type == REDIS_REPLY_ARRAY && r->elements > 0) {
@@ -1384,6 +1396,7 @@ static int kcache_redis__cluster_reload(kcache_redis__server *rb, int64_t deadli
             done = 1;
         }
         kcache_redis__node_done(nd, st != KCACHE_OK);
+        kcache_redis__node_note(rb, nd, st, st != KCACHE_OK);
         if (r) freeReplyObject(r);
     }
     pthread_mutex_lock(&rb->mutex);
@@ -1487,12 +1500,16 @@ static kcache_status kcache_redis__run_value(kcache_redis__server *rb, int argc,
         pthread_mutex_unlock(&rb->mutex);
         if (refresh) kcache_redis__cluster_reload(rb, deadline);
         if (cluster && !kcache_redis__node_allow(to)) { /* its breaker is open: has its slot moved meanwhile? */
+            kcache_redis__node_note(rb, to, KCACHE_EDISABLED, 1);
             reload = kcache_redis__cluster_reload(rb, deadline);
             if (!asking && reload == 1 && (now = kcache_redis__cluster_owner(rb, slot, &owner)) != to && now != rb) { at = owner; continue; }
             return reload == 0 ? KCACHE_EIO : KCACHE_ENODE;
         }
         st = kcache_redis__run1(to, deadline, asking, argc, argv, lens, value, out);
-        if (cluster) kcache_redis__node_done(to, st != KCACHE_OK);
+        if (cluster) {
+            kcache_redis__node_done(to, st != KCACHE_OK);
+            kcache_redis__node_note(rb, to, st, st != KCACHE_OK);
+        }
         if (st != KCACHE_OK) {
             if (!cluster) return st;
             reload = kcache_redis__cluster_reload(rb, deadline); /* a failover? the map from a node alive */
@@ -1868,6 +1885,7 @@ static void *kcache_redis__open_shard(void *user, const kcache_remote *remote, c
     (void)user;
     kcache_remote_get_params(remote, &rp);
     if (!(rb = kcache_redis__parse(url, strlen(url), shown, shown_cap, why, cap))) return NULL;
+    if (!(rb->shown = kcache_redis__strndup(shown, strlen(shown)))) { kcache_redis__say(why, cap, "out of memory"); kcache_redis__free(rb); return NULL; }
 #ifdef KCACHE_TLS_OPENSSL
     if (rb->tls && !(rb->tls_ctx = kcache_redis__tls_ctx(rp.ca, rp.cert, rp.key, why, cap))) { kcache_redis__free(rb); return NULL; }
 #endif

@@ -9,13 +9,16 @@
  *                        (MIGRATING/IMPORTING, its key MIGRATEd) is read through -ASK and ASKING,
  *                        counted by the importing node's INFO commandstats
  *   cluster_node_breaker 3 masters, no replicas: one is SIGKILLed (or SIGSTOPped: a timeout); every
- *                        key of the other two keeps hitting, and the shard's breaker stays closed
+ *                        key of the other two keeps hitting, and the shard's breaker stays closed;
+ *                        kcache-top --json and --prometheus show the dead node's breaker open in
+ *                        its node row (the node label), the shard's and the live nodes' closed
  *   cluster_tls_name     a cluster over TLS whose certificate names kcache-cluster.test and
  *                        localhost (DNS names only) while its nodes announce 127.0.0.1: listed by
  *                        IP, nothing verifies without KCACHE_REMOTE_TLS_NAME and every key hits with
  *                        it; listed as rediss://localhost every node is verified against localhost
  *
- * Counts, never times: the times printed ("# ...") are for people. Build: make build/test_cluster
+ * Counts, never times: the times printed ("# ...") are for people. Usage: test_cluster [KCACHE_TOP]
+ * (default build/kcache-top). Build: make build/test_cluster
  * (KCACHE_REDIS, KCACHE_TLS_OPENSSL; -lhiredis -lssl -lcrypto). */
 #define KCACHE_IMPLEMENTATION
 #define KCACHE_REDIS
@@ -27,6 +30,7 @@
 #include <pthread.h>
 
 static char g_root[300];
+static const char *g_top = "build/kcache-top";
 #define NKEYS 60
 #define PAYLOAD 700
 
@@ -318,16 +322,49 @@ static void cluster_failover(void) {
 
 /* ---- cluster_node_breaker ---- */
 
+/* What `kcache-top -b MODE DIR` prints (NUL-terminated, cut at cap), or "" when it could not run. */
+static void top_output(const char *mode, const char *dir, char *out, size_t cap) {
+    char cmd[800];
+    FILE *f;
+    size_t n = 0;
+    snprintf(cmd, sizeof cmd, "'%s' -b %s '%s' 2>&1", g_top, mode, dir);
+    out[0] = 0;
+    if (!(f = popen(cmd, "r"))) return;
+    n = fread(out, 1, cap - 1, f);
+    out[n] = 0;
+    pclose(f);
+}
+/* The value after `"field":` in the JSON object of node `node` (its first occurrence after it), or -1. */
+static int json_node_field(const char *json, const char *node, const char *field) {
+    char want[120];
+    const char *p;
+    snprintf(want, sizeof want, "\"node\":\"%s\"", node);
+    if (!(p = strstr(json, want))) return -1;
+    snprintf(want, sizeof want, "\"%s\":", field);
+    if (!(p = strstr(p, want))) return -1;
+    return atoi(p + strlen(want));
+}
+
 static void cluster_node_breaker(void) {
     cl c;
     kcache *kc = NULL;
     int owner[NKEYS], i, hits, wrong = 0, asked, stored, round;
     kcache_remote_shard sh;
+    kcache_config cfg;
+    char sdir[400], node[64], line[300];
+    static char out[1 << 18];
     if (!cluster_start(&c, 3, 0, "cluster-require-full-coverage no\n")) { cluster_stop(&c); return; }
     stored = put_keys(c.n[0].url);
     KT_CHECK_MSG(stored == NKEYS, "%d of %d keys stored", stored, NKEYS);
     for (i = 0; i < NKEYS; i++) owner[i] = master_of(&c, 0, (unsigned)i);
-    if (!(kc = open_reader(c.n[0].url, 300))) { KT_FAILF("kcache_open"); cluster_stop(&c); return; }
+    snprintf(sdir, sizeof sdir, "%s/stats", g_root); /* a memory-only reader publishing there, for kcache-top */
+    kcache_config_init(&cfg);
+    cfg.persistent = 0;
+    cfg.mem_entries = 1;
+    cfg.remote = c.n[0].url;
+    cfg.remote_timeout_ms = 300;
+    cfg.stats_dir = sdir;
+    if (kcache_open(&kc, &cfg) != KCACHE_OK) { KT_FAILF("kcache_open"); cluster_stop(&c); return; }
     pass(kc, NULL, -1, &hits, &wrong);
     KT_CHECK_MSG(hits == NKEYS, "before the kill: %d of %d hits", hits, NKEYS);
 
@@ -342,12 +379,30 @@ static void cluster_node_breaker(void) {
         KT_CHECK_MSG(hits == 0, "the dead master's keys: %d hits", hits);
     }
     KT_CHECK(kcache_get_remote_shards(kc, &sh, 1) == 1 && !sh.open);
+    /* the dead node's breaker in kcache-top's node rows; the shard's and the live nodes' closed */
+    snprintf(node, sizeof node, "127.0.0.1:%d", c.n[2].port);
+    top_output("--json", sdir, out, sizeof out);
+    KT_CHECK_MSG(json_node_field(out, node, "remote_breaker_open") == 1, "kcache-top --json, node %s: %.2000s", node, out);
+    KT_CHECK_MSG(json_node_field(out, node, "error") > 0, "kcache-top --json: no errors of node %s", node);
+    snprintf(node, sizeof node, "127.0.0.1:%d", c.n[0].port);
+    KT_CHECK_MSG(json_node_field(out, node, "remote_breaker_open") == 0 && json_node_field(out, node, "ok") > 0, "kcache-top --json, node %s: %.2000s",
+                 node, out);
+    KT_CHECK_MSG(strstr(out, "\"node\":\"\",\"remote_calls\"") && strstr(out, "\"remote_breaker_open\":0"), "the shard's row: %.2000s", out);
+    top_output("--prometheus", sdir, out, sizeof out);
+    snprintf(line, sizeof line, "kcache_remote_breaker_open{shard=\"redis://127.0.0.1:%d/0\",node=\"127.0.0.1:%d\"} 1\n", c.n[0].port, c.n[2].port);
+    KT_CHECK_MSG(strstr(out, line) != NULL, "kcache-top --prometheus has no %s", line);
+    snprintf(line, sizeof line, "kcache_remote_breaker_open{shard=\"redis://127.0.0.1:%d/0\",node=\"\"} 0\n", c.n[0].port);
+    KT_CHECK_MSG(strstr(out, line) != NULL, "kcache-top --prometheus has no %s", line);
 
     kill(c.n[1].pid, SIGSTOP); /* hung: timeouts */
     for (round = 0; round < 2; round++) {
-        asked = pass(kc, owner, 0, &hits, &wrong);
+        asked = pass(kc, owner, 0, &hits, &wrong); /* (first: the memory tier's one entry is master 0's) */
         KT_CHECK_MSG(hits == asked, "master 1 stopped, master 2 dead, pass %d: %d of master 0's %d keys hit", round, hits, asked);
+        pass(kc, owner, 1, &hits, &wrong);
+        KT_CHECK_MSG(hits == 0, "the stopped master's keys: %d hits", hits);
     }
+    asked = pass(kc, owner, 0, &hits, &wrong);
+    KT_CHECK_MSG(hits == asked, "after the stopped master's timeouts: %d of master 0's %d keys hit", hits, asked);
     kill(c.n[1].pid, SIGCONT);
     KT_CHECK(kcache_get_remote_shards(kc, &sh, 1) == 1 && !sh.open);
     KT_CHECK_MSG(wrong == 0, "%d wrong payloads", wrong);
@@ -423,7 +478,8 @@ static void cluster_tls_name(void) {
     cluster_stop(&c);
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+    if (argc > 1) g_top = argv[1];
     signal(SIGPIPE, SIG_DFL);
     if (!kt_mktemp(g_root, sizeof g_root, "test-cluster")) { printf("FAIL setup: mkdtemp\n"); return 1; }
     {
