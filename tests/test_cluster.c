@@ -15,7 +15,9 @@
  *   cluster_tls_name     a cluster over TLS whose certificate names kcache-cluster.test and
  *                        localhost (DNS names only) while its nodes announce 127.0.0.1: listed by
  *                        IP, nothing verifies without KCACHE_REMOTE_TLS_NAME and every key hits with
- *                        it; listed as rediss://localhost every node is verified against localhost
+ *                        it; listed as rediss://localhost every node is verified against localhost;
+ *                        one node whose certificate is of a CA the client does not trust: the other
+ *                        nodes' keys hit and the shard's breaker stays closed
  *
  * Counts, never times: the times printed ("# ...") are for people. Usage: test_cluster [KCACHE_TOP]
  * (default build/kcache-top). Build: make build/test_cluster
@@ -64,7 +66,10 @@ static int node_ok(cl *c, int i) {
 
 /* Starts masters + replicas nodes (replica i of master i), extra config lines for every node; 1 when
    the cluster is whole (state ok everywhere, every replica's link up). */
-static int cluster_start(cl *c, int masters, int replicas, const char *extra) {
+static int cluster_start2(cl *c, int masters, int replicas, const char *extra, const char *extra2);
+static int cluster_start(cl *c, int masters, int replicas, const char *extra) { return cluster_start2(c, masters, replicas, extra, NULL); }
+/* The same, node 2 with extra2 in place of extra (when not NULL). */
+static int cluster_start2(cl *c, int masters, int replicas, const char *extra, const char *extra2) {
     char conf[1400];
     int i, tries, ok = 0;
     memset(c, 0, sizeof *c);
@@ -72,10 +77,11 @@ static int cluster_start(cl *c, int masters, int replicas, const char *extra) {
     for (i = 0; i < masters + replicas; i++) {
         int cport = kt_free_port();
         char tls[32] = "";
-        c->tls_port[i] = extra && strstr(extra, "tls-cert-file") ? kt_free_port() : 0;
+        const char *x = i == 2 && extra2 ? extra2 : extra;
+        c->tls_port[i] = x && strstr(x, "tls-cert-file") ? kt_free_port() : 0;
         if (c->tls_port[i]) snprintf(tls, sizeof tls, "tls-port %d\n", c->tls_port[i]);
         snprintf(conf, sizeof conf, "cluster-enabled yes\ncluster-config-file nodes.conf\ncluster-node-timeout 2000\ncluster-port %d\n%s%s", cport,
-                 tls, extra ? extra : "");
+                 tls, x ? x : "");
         if (strlen(conf) >= sizeof c->n[i].extra || !kt_redis_start(&c->n[i], g_root, 1, conf)) {
             KT_FAILF("cluster node %d did not start", i);
             return 0;
@@ -412,8 +418,9 @@ static void cluster_node_breaker(void) {
 
 /* ---- cluster_tls_name ---- */
 
-/* A CA and one certificate for the DNS names kcache-cluster.test and localhost (no IP), for servers
-   and for the cluster bus (client too), in dir. 0: openssl failed. */
+/* Two CAs (ca, ca2; both.crt holds the two) and a certificate of each (node, node2) for the DNS
+   names kcache-cluster.test and localhost (no IP), for servers and for the cluster bus (client
+   too), in dir. 0: openssl failed. */
 static int tls_certs(char *dir, size_t cap) {
     char cmd[3000];
     snprintf(dir, cap, "%s/tls", g_root);
@@ -423,13 +430,18 @@ static int tls_certs(char *dir, size_t cap) {
              "openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout ca.key -out ca.crt -days 2 -subj /CN=kt-ca && "
              "openssl req -new -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout node.key -out node.csr -subj /CN=kcache-cluster.test && "
              "printf 'subjectAltName=DNS:kcache-cluster.test,DNS:localhost\\nextendedKeyUsage=serverAuth,clientAuth\\n' > node.ext && "
-             "openssl x509 -req -in node.csr -CA ca.crt -CAkey ca.key -CAcreateserial -out node.crt -days 2 -extfile node.ext",
+             "openssl x509 -req -in node.csr -CA ca.crt -CAkey ca.key -CAcreateserial -out node.crt -days 2 -extfile node.ext && "
+             "openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout ca2.key -out ca2.crt -days 2 -subj /CN=kt-ca2 && "
+             "openssl req -new -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout node2.key -out node2.csr -subj /CN=kcache-cluster.test && "
+             "openssl x509 -req -in node2.csr -CA ca2.crt -CAkey ca2.key -CAcreateserial -out node2.crt -days 2 -extfile node.ext && "
+             "cat ca.crt ca2.crt > both.crt",
              dir);
     return system(cmd) == 0;
 }
 
-/* Keys 0..NKEYS-1 put through one kcache on url and read through another: the hits. */
-static int tls_keys(const char *url, const char *ca, unsigned first) {
+/* Keys first..first+NKEYS-1 put through one kcache on url and read through another: the hits (of
+   the keys whose master is not `skip`, when skip >= 0); *open: the shard's breaker after it. */
+static int tls_keys_but(cl *c, const char *url, const char *ca, unsigned first, int skip, int *open) {
     kcache_config cfg;
     kcache *a = NULL, *b = NULL;
     unsigned i;
@@ -445,21 +457,30 @@ static int tls_keys(const char *url, const char *ca, unsigned first) {
         return -1;
     }
     for (i = first; i < first + NKEYS; i++) kt_put(a, "cl", i, i, PAYLOAD);
-    for (i = first; i < first + NKEYS; i++) hits += kt_get(b, "cl", i, i, PAYLOAD) == 1;
+    for (i = first; i < first + NKEYS; i++) hits += (skip < 0 || master_of(c, 0, i) != skip) && kt_get(b, "cl", i, i, PAYLOAD) == 1;
+    if (open) {
+        kcache_remote_shard sh;
+        *open = kcache_get_remote_shards(b, &sh, 1) == 1 ? sh.open : -1;
+    }
     kcache_close(a);
     kcache_close(b);
     return hits;
 }
+static int tls_keys(const char *url, const char *ca, unsigned first) { return tls_keys_but(NULL, url, ca, first, -1, NULL); }
 
 static void cluster_tls_name(void) {
-    char dir[310], extra[1400], ca[330], url[300];
+    char dir[310], extra[1400], extra2[1400], ca[330], ca1[330], url[300];
     cl c;
-    int hits;
+    int hits, open = -1, others = 0;
+    unsigned i;
     if (!tls_certs(dir, sizeof dir)) { printf("skip cluster_tls_name: openssl could not make the certificates (see %s/openssl.log)\n", dir); return; }
-    snprintf(ca, sizeof ca, "%s/ca.crt", dir);
+    snprintf(ca, sizeof ca, "%s/both.crt", dir); /* node 2's certificate is of the second CA */
+    snprintf(ca1, sizeof ca1, "%s/ca.crt", dir);
     snprintf(extra, sizeof extra, "tls-cert-file %s/node.crt\ntls-key-file %s/node.key\ntls-ca-cert-file %s\ntls-auth-clients no\ntls-cluster yes\n",
              dir, dir, ca);
-    if (!cluster_start(&c, 3, 0, extra)) { cluster_stop(&c); return; }
+    snprintf(extra2, sizeof extra2, "tls-cert-file %s/node2.crt\ntls-key-file %s/node2.key\ntls-ca-cert-file %s\ntls-auth-clients no\ntls-cluster yes\n",
+             dir, dir, ca);
+    if (!cluster_start2(&c, 3, 0, extra, extra2)) { cluster_stop(&c); return; }
 
     unsetenv("KCACHE_REMOTE_TLS_NAME");
     snprintf(url, sizeof url, "rediss://127.0.0.1:%d", c.tls_port[0]);
@@ -475,6 +496,11 @@ static void cluster_tls_name(void) {
     snprintf(url, sizeof url, "rediss://localhost:%d", c.tls_port[1]);
     hits = tls_keys(url, ca, 300);
     KT_CHECK_MSG(hits == NKEYS, "listed as rediss://localhost, nodes announcing 127.0.0.1: %d of %d hits", hits, NKEYS);
+    /* one node whose certificate does not verify (the client trusts the first CA only): the other
+       nodes' keys hit, the shard's breaker stays closed */
+    for (i = 400; i < 400 + NKEYS; i++) others += master_of(&c, 0, i) != 2;
+    hits = tls_keys_but(&c, url, ca1, 400, 2, &open);
+    KT_CHECK_MSG(hits == others && open == 0, "node 2 unverifiable: %d of the other nodes' %d keys hit, the shard's breaker %d", hits, others, open);
     cluster_stop(&c);
 }
 
