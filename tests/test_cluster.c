@@ -200,17 +200,24 @@ static int pass(kcache *kc, const int *owner, int only, int *hits, int *wrong) {
 
 typedef struct loadgen {
     kcache *kc;
-    volatile int stop;
+    int stop; /* (m) */
     int wrong;
     unsigned long hits, misses;
     pthread_mutex_t m;
 } loadgen;
+static int load_stopped(loadgen *g) {
+    int stop;
+    pthread_mutex_lock(&g->m);
+    stop = g->stop;
+    pthread_mutex_unlock(&g->m);
+    return stop;
+}
 static void *load_thread(void *arg) {
     loadgen *g = (loadgen *)arg;
     unsigned i = 0;
     int wrong = 0;
     unsigned long h = 0, m = 0;
-    while (!g->stop) {
+    while (!load_stopped(g)) {
         unsigned id = i++ % NKEYS;
         int r = kt_get(g->kc, "cl", id, id, PAYLOAD);
         h += r == 1, m += r == 0, wrong += r < 0;
@@ -296,7 +303,9 @@ static void cluster_failover(void) {
     KT_CHECK_MSG(hits == NKEYS, "the listed master SIGKILLed: after its replica's promotion %d of %d keys hit", hits, NKEYS);
     hits = kill_and_heal(&c, kc, 1, "another master");
     KT_CHECK_MSG(hits == NKEYS, "another master SIGKILLed: after its replica's promotion %d of %d keys hit", hits, NKEYS);
+    pthread_mutex_lock(&g.m);
     g.stop = 1;
+    pthread_mutex_unlock(&g.m);
     for (i = 0; i < 3; i++) pthread_join(th[i], NULL);
     KT_CHECK_MSG(g.wrong == 0, "the load threads saw %d wrong payloads", g.wrong);
     printf("# cluster_failover under 3 threads: %lu hits, %lu misses\n", g.hits, g.misses);
