@@ -1602,8 +1602,8 @@ typedef struct kcache_stats_event {
 /* Tables a part publishes per row: the remote tier's shards today (values: hits, misses, errors,
    timeouts, skipped calls; from 0.5 also [5] calls made and [6] since when a breaker of the shard
    is open, ns since 1970, 0: closed (set by the failure that opened it, cleared by the next call
-   that succeeds); nvalues says how many), per-node tables of a backend later, each a new
-   kcache_stats_table. Counted by every process using the store, since the file was made. */
+   that succeeds); nvalues says how many), and a backend's nodes (KCACHE_STATS_NODES). Counted by
+   every process using the store, since the file was made. */
 typedef enum kcache_stats_table {
     KCACHE_STATS_SHARDS,
     KCACHE_STATS_NODES /* (0.5) a backend's servers, as kcache_remote_node_call publishes them: the same
