@@ -163,6 +163,8 @@
             for tools (>>toolapi: stores, records, index logs, accounting, the stats file); the
             per-LLVM CPU names left for kcache-inspect. kcache_origin in kcache_job;
             get-or-build in two steps (kcache_get_or_claim, KCACHE_CLAIMED); KCACHE_STATS_DIR;
+            KCACHE_ENODE and a breaker per node (kcache_remote_node_call, KCACHE_STATS_NODES);
+            KCACHE_REMOTE_TLS_NAME (kcache_config.remote_tls_name, kcache_remote_params.tls_name);
             kcache_cl_build_program, kcache_cl_device_key, kcache_cl_update. Public structs grew
             (kcache_config, kcache_job, kcache_stats): fields appended at their ends
        0.4  kcache_remote_ops.get_many; kcache_cl_build_many; remote values read (and their MAC
