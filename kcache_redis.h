@@ -692,7 +692,7 @@ static kcache_status kcache_redis__tls_start(kcache_redis__server *rb, redisCont
     unsigned char addr[16];
     kcache_redis__nopipe np;
     kcache_status st = KCACHE_OK;
-    const char *name = rb->tls_name ? rb->tls_name : rb->host;
+    char *name = rb->tls_name ? rb->tls_name : rb->host; /* (not const: SSL_set_tlsext_host_name casts it to void *) */
     if (!k) return KCACHE_EIO;
     if (!(s = SSL_new(rb->tls_ctx))) return KCACHE_ENOMEM;
     k->ssl = s; /* freed with the connection (kcache_redis__drop) */
