@@ -127,6 +127,12 @@ $(B)/test_many: tests/test_many.c kcache.h kcache_redis.h tests/kt.h tests/kt_re
 $(B)/asan/test_many: tests/test_many.c kcache.h kcache_redis.h tests/kt.h tests/kt_remote.h | $(B)/asan
 	$(CC) $(STD) $(SAN) $(WARN) -I. -o $@ $< $(REMOTE_LIBS)
 REMOTE_TESTS += $(B)/test_many $(B)/asan/test_many
+# Redis Clusters started by the test: failover that heals, a breaker per node, TLS cluster names
+$(B)/test_cluster: tests/test_cluster.c kcache.h kcache_redis.h tests/kt.h tests/kt_remote.h | $(B)
+	$(CC) $(STD) $(CFLAGS) $(WARN) -I. -o $@ $< $(REMOTE_LIBS)
+$(B)/asan/test_cluster: tests/test_cluster.c kcache.h kcache_redis.h tests/kt.h tests/kt_remote.h | $(B)/asan
+	$(CC) $(STD) $(SAN) $(WARN) -I. -o $@ $< $(REMOTE_LIBS)
+REMOTE_TESTS += $(B)/test_cluster $(B)/asan/test_cluster
 
 # the same tests with open-file-description locks compiled out (KCACHE_TEST_NO_OFD): process-
 # associated locks only, as on macOS and the BSDs, where only kcache's lock registry keeps two
@@ -238,6 +244,7 @@ test: check-deps
 	  scale=$(B)/test_scale \
 	  mixed-04="bash tests/test_mixed_04.sh" \
 	  many=$(B)/test_many asan/many=$(B)/asan/test_many \
+	  cluster="$(B)/test_cluster $(B)/kcache-top" asan/cluster="$(B)/asan/test_cluster $(B)/kcache-top" \
 	  backend-signed=$(B)/test_backend_signed asan/backend-signed=$(B)/asan/test_backend_signed \
 	  layers="bash tests/test_layers.sh $(B)/test_layers $(B)/kcache-inspect $(B)/kcache-top" \
 	  asan/layers="bash tests/test_layers.sh $(B)/asan/test_layers $(B)/asan/kcache-inspect $(B)/kcache-top" \

@@ -163,6 +163,8 @@
             for tools (>>toolapi: stores, records, index logs, accounting, the stats file); the
             per-LLVM CPU names left for kcache-inspect. kcache_origin in kcache_job;
             get-or-build in two steps (kcache_get_or_claim, KCACHE_CLAIMED); KCACHE_STATS_DIR;
+            KCACHE_ENODE and a breaker per node (kcache_remote_node_call, KCACHE_STATS_NODES);
+            KCACHE_REMOTE_TLS_NAME (kcache_config.remote_tls_name, kcache_remote_params.tls_name);
             kcache_cl_build_program, kcache_cl_device_key, kcache_cl_update. Public structs grew
             (kcache_config, kcache_job, kcache_stats): fields appended at their ends; build
             claims carry the server's issue time inside their signature
@@ -249,7 +251,8 @@ extern "C" {
     X(ENOSPC, "no space left in the store's filesystem")                                        \
     X(EROFS, "the store is read-only or not writable")                                          \
     X(ETIMEOUT, "the remote tier did not answer in time")                                     \
-    X(CLAIMED, "not in the cache: this caller holds the build claim (build, then kcache_put_claimed or kcache_drop_claim)")
+    X(CLAIMED, "not in the cache: this caller holds the build claim (build, then kcache_put_claimed or kcache_drop_claim)") \
+    X(ENODE, "one node of a remote shard is down (its keys are skipped a while; the shard's other nodes serve)")
 
 typedef enum kcache_status {
 #define KCACHE__STATUS_ENUM(name, text) KCACHE_##name,
@@ -397,7 +400,10 @@ typedef void (*kcache_log_fn)(void *user, const char *line);
      call that hangs holds its caller (and a shard's breaker cannot open before it returns).
    - Results: KCACHE_OK, KCACHE_MISS (and a claim's KCACHE_EEXIST...) as each callback says;
      KCACHE_ENOSPC or KCACHE_EROFS (a full or read-only store) skip the shard's writes for a back-off
-     period while lookups go on; any other status is a failure and opens the shard's breaker:
+     period while lookups go on; KCACHE_ENODE (a backend of several servers per shard, as a Redis
+     Cluster: the one server this call needed is down, and the backend keeps a breaker of its own
+     per server) is counted as a failed call but leaves the shard's breaker as it was, so that the
+     shard's other servers keep serving; any other status is a failure and opens the shard's breaker:
      KCACHE_ETIMEOUT for a timeout (counted apart), KCACHE_EIO for a refused, broken or garbled
      exchange. A backend never needs to judge a value's bytes: kcache does.
    - Memory: what kcache passes (names, data, tokens, arrays) is kcache's and valid during the call
@@ -515,6 +521,10 @@ typedef struct kcache_remote_params {
     int is_signed;        /* a secret is set: values and claims are signed (remote_secret)         */
     const char *ca, *cert, *key; /* remote_ca, remote_cert, remote_key (TLS files); NULL: none     */
     const char *prefix;   /* remote_prefix (checked: printable, no space, '{' or '}'); NULL: none */
+    /* (0.5, appended) */
+    const char *tls_name; /* remote_tls_name: the name every TLS server's certificate must hold; NULL:
+                             the host it is reached by, or for a cluster's nodes that announce an IP,
+                             the listed node's host name */
 } kcache_remote_params;
 /* Fills out with r's settings; the strings are r's copies, valid as long as r. */
 KCACHE_API void kcache_remote_get_params(const kcache_remote *r, kcache_remote_params *out);
@@ -552,6 +562,16 @@ KCACHE_API kcache_remote_mac *kcache_remote_mac_begin(const kcache_remote *r, co
 KCACHE_API int kcache_remote_mac_add(kcache_remote_mac *m, const void *p, size_t n);
 /* Ends m and frees it (NULL: nothing): 1 with the tag in out, else 0. */
 KCACHE_API int kcache_remote_mac_end(kcache_remote_mac *m, unsigned char out[KCACHE_REMOTE_MAC_TAG]);
+
+/* For a backend of several servers per shard (a Redis Cluster's nodes), each with a breaker of its
+   own: publishes one call to server `node` (as messages show it, e.g. "10.0.0.7:6379"; no
+   credentials) of the shard shown as `shard` (the URL open_shard showed) in the stats file's node
+   table (KCACHE_STATS_NODES: kcache-top's node rows, the `node` label of its metrics). result: the
+   call's status (KCACHE_OK, KCACHE_MISS, KCACHE_EEXIST: answered; KCACHE_ETIMEOUT: a timeout;
+   KCACHE_EDISABLED: not made, the node's breaker was open; anything else: an error); open: whether
+   the node's breaker is open after it. Does nothing when the kcache publishes no stats file, or
+   its table is full (24 rows, shards and nodes together). Any thread, no lock held across it. */
+KCACHE_API void kcache_remote_node_call(const kcache_remote *r, const char *shard, const char *node, kcache_status result, int open);
 
 /* Allocator callbacks (both or neither): what a kcache allocates for itself goes through them, with
    alloc_user (see kcache_config). alloc_fn returns memory aligned for any type, or NULL. */
@@ -642,6 +662,12 @@ typedef struct kcache_config {
                                  refused one is said in the debug log and nothing is published.
                                  NULL: such a kcache publishes nothing. Ignored with a store (its
                                  DIR/stats is used) and with KCACHE_NO_PUB */
+    const char *remote_tls_name; /* rediss://: the name every server's certificate must hold
+                                 (KCACHE_REMOTE_TLS_NAME), for servers reached by an address (a
+                                 cluster whose nodes announce IPs, a certificate for the cluster's
+                                 name); also sent as SNI. NULL: the host each is reached by, and for
+                                 a cluster's nodes that announce IPs, the listed seed's host when
+                                 that is a DNS name (as go-redis and Lettuce do) */
 } kcache_config;
 
 /* Fills cfg with the defaults, then applies the environment variables (KCACHE_*). A bad value keeps
@@ -1604,9 +1630,14 @@ typedef struct kcache_stats_event {
 /* Tables a part publishes per row: the remote tier's shards today (values: hits, misses, errors,
    timeouts, skipped calls; from 0.5 also [5] calls made and [6] since when a breaker of the shard
    is open, ns since 1970, 0: closed (set by the failure that opened it, cleared by the next call
-   that succeeds); nvalues says how many), per-node tables of a backend later, each a new
-   kcache_stats_table. Counted by every process using the store, since the file was made. */
-typedef enum kcache_stats_table { KCACHE_STATS_SHARDS } kcache_stats_table;
+   that succeeds); nvalues says how many), and a backend's nodes (KCACHE_STATS_NODES). Counted by
+   every process using the store, since the file was made. */
+typedef enum kcache_stats_table {
+    KCACHE_STATS_SHARDS,
+    KCACHE_STATS_NODES /* (0.5) a backend's servers, as kcache_remote_node_call publishes them: the same
+                          values (hits and misses 0), the name "<shard's URL> <node>" (cut at 80
+                          bytes); the two tables share their rows (a row of one is free in the other) */
+} kcache_stats_table;
 typedef struct kcache_stats_row {
     uint64_t id;             /* 0: a free row */
     char name[KCACHE_STATS_ROW_NAME + 1];
@@ -9199,12 +9230,14 @@ struct kcache__remote {
     uint32_t ring_done;        /* the shards' identities were read (atomic; kcache__remote_ring) */
     kcache__mutex ring_mutex;  /* held by the one call that reads them */
     char *tls_ca, *tls_cert, *tls_key; /* rediss://'s files as configured (a forked child's handle reopens) */
+    char *tls_name;            /* KCACHE_REMOTE_TLS_NAME, for a backend (kcache_remote_get_params) */
     char *prefix;              /* KCACHE_REMOTE_PREFIX, copied (the same) */
     uint32_t ttl_s;            /* KCACHE_REMOTE_TTL, for a backend (kcache_remote_get_params) */
     /* 0.4 claim tokens (no issue time they sign) this process has judged, and when it first did
        (monotonic ns): each is honoured for a bounded time only (kcache_remote_claim_honoured) */
     kcache__mutex seen_mutex;
     struct { uint64_t h; int64_t first; } seen[32];
+    const struct kcache__pub *pub; /* its kcache's stats file, for a backend's node rows (kcache_remote_node_call) */
 };
 
 /* ---- signatures and values ---- */
@@ -9457,8 +9490,9 @@ static int kcache__remote_allow(kcache__remote *r, kcache__shard *s, int write, 
     return ok;
 }
 
+/* (KCACHE_ENODE: one server of the shard is down; the backend's breaker for it, not the shard's) */
 static int kcache__remote_failed(kcache_status st) {
-    return st != KCACHE_OK && st != KCACHE_MISS && st != KCACHE_EEXIST && st != KCACHE_ENOSPC && st != KCACHE_EROFS;
+    return st != KCACHE_OK && st != KCACHE_MISS && st != KCACHE_EEXIST && st != KCACHE_ENOSPC && st != KCACHE_EROFS && st != KCACHE_ENODE;
 }
 
 /* A failed call's status in the words of the remote (kcache_strerror speaks of the store). */
@@ -9469,6 +9503,7 @@ static const char *kcache__remote_what(kcache_status st) {
     case KCACHE_ENOSPC: return "full";
     case KCACHE_EROFS: return "read-only";
     case KCACHE_EUNSAFE: return "refused: the server's TLS certificate does not verify (KCACHE_REMOTE_CA, the name in the URL)";
+    case KCACHE_ENODE: return "its node is down or unverifiable (that node's keys skipped a while; the others serve)";
     default: return kcache_strerror(st);
     }
 }
@@ -9477,24 +9512,28 @@ static const char *kcache__remote_what(kcache_status st) {
 static void kcache__remote_done(kcache__remote *r, kcache__shard *s, kcache_status st, int64_t t0, const char *what,
                                 kcache__remote_ev *ev) {
     int64_t now = kcache__mono_ns();
-    int failed = kcache__remote_failed(st);
+    int failed = kcache__remote_failed(st), node = st == KCACHE_ENODE;
     uint32_t backoff = 0;
     int was_open;
     ev->calls++;
     ev->latency_ns += (uint64_t)(now - t0);
-    if (failed || st == KCACHE_ENOSPC || st == KCACHE_EROFS) {
+    if (failed || node || st == KCACHE_ENOSPC || st == KCACHE_EROFS) {
         ev->errors++;
         if (st == KCACHE_ETIMEOUT) ev->timeouts++;
     }
     kcache__mutex_lock(&r->mutex);
     was_open = s->open_until != 0;
     s->probing = 0;
-    if (failed || st == KCACHE_ENOSPC || st == KCACHE_EROFS) {
+    if (failed || node || st == KCACHE_ENOSPC || st == KCACHE_EROFS) {
         kcache__shard_count(s, KCACHE__SH_ERRORS);
         if (st == KCACHE_ETIMEOUT) kcache__shard_count(s, KCACHE__SH_TIMEOUTS);
     }
-    kcache__pub_shard_call(s->pub_more, failed);
-    if (failed) {
+    if (!node) kcache__pub_shard_call(s->pub_more, failed);
+    else if (s->pub_more) kcache__pub_fetch_add(s->pub_more, 1); /* (a call made; the breaker's time as it was) */
+    if (node) {
+        /* one node down: the backend's breaker for it; the shard's stays as it was (an open one
+           is probed again by the next call) */
+    } else if (failed) {
         backoff = s->backoff_ms;
         s->open_until = now + (int64_t)backoff * 1000000;
         if (s->backoff_ms < r->backoff_ms * KCACHE__REMOTE_BACKOFF_MULT) s->backoff_ms *= 2;
@@ -9506,7 +9545,9 @@ static void kcache__remote_done(kcache__remote *r, kcache__shard *s, kcache_stat
         if (st == KCACHE_ENOSPC || st == KCACHE_EROFS) s->writes_until = now + (int64_t)r->backoff_ms * 1000000;
     }
     kcache__mutex_unlock(&r->mutex);
-    if (failed)
+    if (node)
+        kcache__remote_ev_note(ev, "remote %s: %s failed (%s, after %.1f ms)", s->url, what, kcache__remote_what(st), (double)(now - t0) / 1e6);
+    else if (failed)
         kcache__remote_ev_note(ev, "remote %s: %s failed (%s, after %.1f ms); %s skipped for %u ms", s->url, what, kcache__remote_what(st),
                          (double)(now - t0) / 1e6, was_open ? "still down:" : "circuit breaker open:", (unsigned)backoff);
     else if (st == KCACHE_ENOSPC || st == KCACHE_EROFS)
@@ -9559,6 +9600,7 @@ static void kcache__remote_own_config(const kcache__remote *r, kcache_config *cf
     cfg->remote_cert = r ? r->tls_cert : NULL;
     cfg->remote_key = r ? r->tls_key : NULL;
     cfg->remote_prefix = r ? r->prefix : NULL;
+    cfg->remote_tls_name = r ? r->tls_name : NULL;
 }
 
 /* For a forked child's own handle (kcache__reopen): cfg asks for this same remote again, the URLs
@@ -9574,6 +9616,7 @@ static uint64_t *kcache__pub_shard(const struct kcache__pub *p, const char *url,
 static void kcache__remote_attach(kcache__remote *r, const kcache__mem *mem, const struct kcache__pub *pub) {
     unsigned i;
     r->mem = mem;
+    r->pub = pub;
     for (i = 0; i < r->n; i++) r->shard[i].pub = kcache__pub_shard(pub, r->shard[i].url, &r->shard[i].pub_more);
 }
 
@@ -9931,6 +9974,16 @@ KCACHE_API void kcache_remote_get_params(const kcache_remote *remote, kcache_rem
     out->is_signed = r->secret != NULL;
     out->ca = r->tls_ca, out->cert = r->tls_cert, out->key = r->tls_key;
     out->prefix = r->prefix;
+    out->tls_name = r->tls_name;
+}
+
+static void kcache__pub_node_call(const struct kcache__pub *p, const char *name, kcache_status result, int open);
+KCACHE_API void kcache_remote_node_call(const kcache_remote *remote, const char *shard, const char *node, kcache_status result, int open) {
+    const kcache__remote *r = (const kcache__remote *)remote;
+    char name[600];
+    if (!r || !r->pub || !shard || !node) return;
+    snprintf(name, sizeof name, "%s %s", shard, node);
+    kcache__pub_node_call(r->pub, name, result, open);
 }
 
 #ifdef KCACHE_HMAC_OPENSSL /* (a signed claim's: without HMAC there is none) */
@@ -10093,6 +10146,7 @@ static void kcache__remote_close(kcache__remote *r) {
     memset(r->gmac_key, 0, sizeof r->gmac_key);
     if (r->spec) { memset(r->spec, 0, strlen(r->spec)); KCACHE_FREE(r->spec); }
     KCACHE_FREE(r->tls_ca);
+    KCACHE_FREE(r->tls_name);
     KCACHE_FREE(r->tls_cert);
     KCACHE_FREE(r->tls_key);
     KCACHE_FREE(r->prefix);
@@ -10255,7 +10309,8 @@ static void kcache__remote_open(kcache__remote **out, const kcache_config *cfg, 
     if ((cfg->remote_ca && !(r->tls_ca = kcache__strndup(cfg->remote_ca, strlen(cfg->remote_ca)))) ||
         (cfg->remote_cert && !(r->tls_cert = kcache__strndup(cfg->remote_cert, strlen(cfg->remote_cert)))) ||
         (cfg->remote_key && !(r->tls_key = kcache__strndup(cfg->remote_key, strlen(cfg->remote_key)))) ||
-        (cfg->remote_prefix && !(r->prefix = kcache__strndup(cfg->remote_prefix, strlen(cfg->remote_prefix)))))
+        (cfg->remote_prefix && !(r->prefix = kcache__strndup(cfg->remote_prefix, strlen(cfg->remote_prefix)))) ||
+        (cfg->remote_tls_name && *cfg->remote_tls_name && !(r->tls_name = kcache__strndup(cfg->remote_tls_name, strlen(cfg->remote_tls_name)))))
         goto oom;
     if (r->prefix) { /* a namespace: printable, no space, no {} (they would move a claim off its value's cluster slot) */
         const char *q;
@@ -10306,7 +10361,7 @@ static uint32_t kcache__remote_claim_ms(const kcache__remote *r) { (void)r; retu
 static void kcache__remote_describe(const kcache__remote *r, char *out, size_t cap) { (void)r; if (cap) out[0] = 0; }
 static void kcache__remote_own_config(const kcache__remote *r, kcache_config *cfg) {
     (void)r;
-    cfg->remote = cfg->remote_secret = cfg->remote_ca = cfg->remote_cert = cfg->remote_key = cfg->remote_prefix = NULL;
+    cfg->remote = cfg->remote_secret = cfg->remote_ca = cfg->remote_cert = cfg->remote_key = cfg->remote_prefix = cfg->remote_tls_name = NULL;
 }
 static void kcache__remote_reopen_config(const kcache__remote *r, kcache_config *cfg) { (void)r; (void)cfg; }
 static void kcache__remote_attach(kcache__remote *r, const kcache__mem *mem, const struct kcache__pub *pub) { (void)r; (void)mem; (void)pub; }
@@ -10356,6 +10411,9 @@ KCACHE_API void kcache_remote_get_params(const kcache_remote *remote, kcache_rem
     (void)remote;
     if (out) memset(out, 0, sizeof *out);
 }
+KCACHE_API void kcache_remote_node_call(const kcache_remote *r, const char *shard, const char *node, kcache_status result, int open) {
+    (void)r; (void)shard; (void)node; (void)result; (void)open;
+}
 KCACHE_API int kcache_remote_claim_honoured(const kcache_remote *remote, const char *name, const char *token, size_t len, long long left_ms) {
     (void)remote; (void)name; (void)token; (void)len; (void)left_ms;
     return 0;
@@ -10391,7 +10449,9 @@ KCACHE_API int kcache_remote_mac_end(kcache_remote_mac *m, unsigned char out[KCA
            since the file was made: u64 id (XXH3-128 lo of the shard's URL as shown, low bit set;
            0 = free, taken by compare-and-swap), u64 hits, misses, errors, timeouts, skipped
            calls (fetch-add), then the URL (80 bytes, cut, NUL padded; written after the id is
-           taken). A file made before these existed has zeros here: no shards.
+           taken). A file made before these existed has zeros here: no shards. A backend's node
+           row (0.5, kcache_remote_node_call) is an entry of the same table whose id has bit 0
+           clear and bit 1 set (XXH3-128 lo of "<shard's URL> <node>"), hits and misses 0.
      3584  24 x 16 bytes, more of shard entry i (0.5): u64 calls made (let through by the breaker;
            fetch-add), i64 breaker open since (ns since 1970: the failure that opened a breaker,
            set by compare-and-swap from 0; back to 0 after a call that succeeds: metrics' gauge).
@@ -10983,8 +11043,7 @@ static KCACHE__UNUSED uint64_t *kcache__pub_shard_more_at(const unsigned char *m
 }
 /* The shard table's entry for url (found, or taken now), or NULL (not publishing, or the table is
    full: that shard goes uncounted there); *more: the rest of that entry (or NULL). */
-static KCACHE__UNUSED uint64_t *kcache__pub_shard(const kcache__pub *p, const char *url, uint64_t **more) {
-    uint64_t id = kcache_hash(url, strlen(url)).lo | 1;
+static KCACHE__UNUSED uint64_t *kcache__pub_row(const kcache__pub *p, uint64_t id, const char *url, uint64_t **more) {
     unsigned i;
     *more = NULL;
     if (!p->map) return NULL;
@@ -11001,6 +11060,30 @@ static KCACHE__UNUSED uint64_t *kcache__pub_shard(const kcache__pub *p, const ch
         }
     }
     return NULL;
+}
+/* A shard's row: its id has the low bit set (a node's, kcache__pub_node_call's, bit 1 and not bit 0). */
+static KCACHE__UNUSED uint64_t *kcache__pub_shard(const kcache__pub *p, const char *url, uint64_t **more) {
+    return kcache__pub_row(p, kcache_hash(url, strlen(url)).lo | 1, url, more);
+}
+/* One call to a backend's node (name: "<shard> <node>"), counted in the node's row as a shard's call
+   is in its row (kcache_remote_node_call says what result and open mean). */
+static KCACHE__UNUSED void kcache__pub_node_call(const kcache__pub *p, const char *name, kcache_status result, int open) {
+    uint64_t *more, *e = kcache__pub_row(p, (kcache_hash(name, strlen(name)).lo & ~(uint64_t)1) | 2, name, &more);
+    if (!e) return;
+    if (result == KCACHE_EDISABLED) {
+        kcache__pub_fetch_add(e + 1 + 4, 1); /* skipped */
+    } else {
+        kcache__pub_fetch_add(more, 1); /* made */
+        if (result != KCACHE_OK && result != KCACHE_MISS && result != KCACHE_EEXIST) {
+            kcache__pub_fetch_add(e + 1 + 2, 1); /* errors */
+            if (result == KCACHE_ETIMEOUT) kcache__pub_fetch_add(e + 1 + 3, 1);
+        }
+    }
+    if (open) {
+        if (!kcache__pub_ld(more + 1)) kcache__pub_cas(more + 1, 0, (uint64_t)kcache__now_ns());
+    } else if (kcache__pub_ld(more + 1)) {
+        kcache__pub_st(more + 1, 0);
+    }
 }
 /* After a call to a shard (more: its kcache__pub_shard's): counted, and its breaker's time. */
 static KCACHE__UNUSED void kcache__pub_shard_call(uint64_t *more, int failed) {
@@ -11164,6 +11247,9 @@ static void kcache__pub_hit_disk(kcache__pub *p, const char *unit, uint64_t unit
     (void)p; (void)unit; (void)unit_hash; (void)size; (void)now;
 }
 static void kcache__pub_miss(kcache__pub *p, const char *unit, kcache_reason r) { (void)p; (void)unit; (void)r; }
+static KCACHE__UNUSED void kcache__pub_node_call(const kcache__pub *p, const char *name, kcache_status result, int open) {
+    (void)p; (void)name; (void)result; (void)open;
+}
 static KCACHE__UNUSED uint64_t *kcache__pub_shard(const kcache__pub *p, const char *url, uint64_t **more) {
     (void)p; (void)url;
     *more = NULL;
@@ -11596,6 +11682,7 @@ KCACHE_API void kcache_config_init(kcache_config *cfg) {
     if ((v = getenv("KCACHE_REMOTE")) != NULL && *v) cfg->remote = v;
     if ((v = getenv("KCACHE_REMOTE_SECRET")) != NULL) cfg->remote_secret = v; /* empty: refused at open, not unsigned */
     if ((v = getenv("KCACHE_REMOTE_CA")) != NULL && *v) cfg->remote_ca = v;
+    if ((v = getenv("KCACHE_REMOTE_TLS_NAME")) != NULL && *v) cfg->remote_tls_name = v;
     if ((v = getenv("KCACHE_REMOTE_CERT")) != NULL && *v) cfg->remote_cert = v;
     if ((v = getenv("KCACHE_REMOTE_KEY")) != NULL && *v) cfg->remote_key = v;
     if ((v = getenv("KCACHE_MAX_SIZE")) != NULL && *v) {
@@ -15896,7 +15983,7 @@ struct kcache_stats_file {
 
 KCACHE_API unsigned kcache_stats_file_rows(kcache_stats_table table) {
 #ifndef KCACHE_NO_PUB
-    return table == KCACHE_STATS_SHARDS ? KCACHE__PUB_SHARDS : 0;
+    return table == KCACHE_STATS_SHARDS || table == KCACHE_STATS_NODES ? KCACHE__PUB_SHARDS : 0;
 #else
     (void)table;
     return 0;
@@ -16131,9 +16218,10 @@ KCACHE_API kcache_status kcache_stats_file_row(const kcache_stats_file *sf, kcac
     const uint64_t *e;
     unsigned c;
     if (out) memset(out, 0, sizeof *out);
-    if (!sf || !out || table != KCACHE_STATS_SHARDS || i >= KCACHE__PUB_SHARDS) return KCACHE_EINVAL;
+    if (!sf || !out || (table != KCACHE_STATS_SHARDS && table != KCACHE_STATS_NODES) || i >= KCACHE__PUB_SHARDS) return KCACHE_EINVAL;
     e = kcache__pub_shard_at(sf->map, i);
     if ((out->id = kcache__pub_ld_acq(e)) == 0) return KCACHE_OK;
+    if ((out->id & 1) != (table == KCACHE_STATS_SHARDS)) { out->id = 0; return KCACHE_OK; } /* the other table's row */
     out->nvalues = 7; /* hits, misses, errors, timeouts, skipped calls; calls made, breaker open since */
     for (c = 0; c < 5; c++) out->value[c] = kcache__pub_ld(e + 1 + c);
     kcache__pub_get_name(e + 6, KCACHE__PUB_SHARD_URL, out->name, sizeof out->name);
