@@ -14076,9 +14076,10 @@ static kcache_status kcache__cluster_claim(kcache *kc, const kcache_key *k, kcac
             if (st == KCACHE_MISS || st == KCACHE_ECORRUPT) break; /* abandoned, or not honoured: build here */
         }
         /* the call failed, or the breaker skipped it: a shard that answers otherwise is asked again
-           after a pause (a lost packet costs a retransmission, not a build); one down, or refusing
-           writes (no claim can be taken), is done without */
-        if (st == KCACHE_EROFS || !kcache__remote_glitch(kc->remote, k)) break;
+           after a pause (a lost packet costs a retransmission, not a build); one down, one whose
+           node for the key is down (KCACHE_ENODE), or one refusing writes (no claim can be taken),
+           is done without */
+        if (st == KCACHE_EROFS || st == KCACHE_ENODE || !kcache__remote_glitch(kc->remote, k)) break;
         look = 1;
         kcache__sleep_ms(left < (int64_t)pause ? (unsigned)left : pause);
         if (pause < 500) pause *= 2;
@@ -14475,7 +14476,7 @@ static kcache_status kcache__cluster_try(kcache *kc, const kcache_key *k, kcache
         t = kcache__rclaim_take(cl, &ev);
         /* held; or the call failed (or its breaker skipped it) on a shard that answers otherwise:
            tried later, as a held claim is (issue 35: a lost packet is no reason to build) */
-        if (t == KCACHE_EEXIST || (t != KCACHE_OK && t != KCACHE_EROFS && kcache__remote_glitch(kc->remote, k))) {
+        if (t == KCACHE_EEXIST || (t != KCACHE_OK && t != KCACHE_EROFS && t != KCACHE_ENODE && kcache__remote_glitch(kc->remote, k))) {
             kcache__rclaim_end(cl, 0, &ev); /* (not held: nothing to give back) */
             kcache__remote_stats(kc, &ev);
             return KCACHE_EEXIST;
