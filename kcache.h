@@ -14586,6 +14586,7 @@ typedef struct kcache__batch {
     int64_t *ask_after;        /* per todo seen busy: not asked again (the remote, a claim) before
                                   then, monotonic ns (the back-off of kcache__batch_later) */
     unsigned char *backoff;    /* per todo: how often it was put off (the back-off doubles) */
+    int64_t *tried_at;         /* per todo: when its try last found it busy (monotonic ns) */
     size_t left;               /* todo not done */
     uint64_t ends;             /* todo done so far: a waiting worker wakes when it moves */
     unsigned workers;          /* workers started so far (each starts its passes elsewhere) */
@@ -14709,6 +14710,15 @@ static void kcache__batch_work(kcache__batch *bt) {
                 asked = kcache__batch_fetch(bt, mm, first, step, &progress);
                 if (bt->state[i] != KCACHE__JOB_OPEN) continue;
             }
+            /* still missing after its look: its claim is asked again (a try) only a third of a
+               claim's life after it was last seen held, so that a key another builds costs a GET
+               per back-off, not a GET and a claim (the claim ending unseen, abandoned or
+               expired, is found by the next try; its value, by the looks) */
+            if (bt->busy_since[i] && mm && now - bt->tried_at[i] < (int64_t)kcache__remote_claim_ms(KCACHE__REMOTE(bt->kc)) * 333333) {
+                kcache__batch_later(bt, i, now);
+                if (!next || bt->ask_after[i] < next) next = bt->ask_after[i];
+                continue;
+            }
             j = &bt->jobs[bt->todo[i]];
             bt->state[i] = KCACHE__JOB_TAKEN;
             alone = bt->busy_since[i] && now - bt->busy_since[i] > (int64_t)bt->kc->cfg.build_wait_ms * 1000000;
@@ -14729,6 +14739,7 @@ static void kcache__batch_work(kcache__batch *bt) {
             if (s == KCACHE_EEXIST || s == KCACHE__FORKED) {
                 now = kcache__mono_ns();
                 kcache__batch_later(bt, i, now);
+                bt->tried_at[i] = now;
                 if (!next || bt->ask_after[i] < next) next = bt->ask_after[i];
                 bt->forked |= s == KCACHE__FORKED;
                 bt->state[i] = KCACHE__JOB_OPEN;
@@ -14835,8 +14846,9 @@ KCACHE_API kcache_status kcache_get_or_build_many(kcache *kc, kcache_job *jobs, 
         bt.busy_since = (int64_t *)kcache__mem_alloc(&h->mem, nmiss * sizeof *bt.busy_since);
         bt.ask_after = (int64_t *)kcache__mem_alloc(&h->mem, nmiss * sizeof *bt.ask_after);
         bt.backoff = (unsigned char *)kcache__mem_alloc(&h->mem, nmiss);
+        bt.tried_at = (int64_t *)kcache__mem_alloc(&h->mem, nmiss * sizeof *bt.tried_at);
     }
-    if (bt.busy_since && bt.ask_after && bt.backoff && ord && lead && bt.todo && bt.state) {
+    if (bt.busy_since && bt.ask_after && bt.backoff && bt.tried_at && ord && lead && bt.todo && bt.state) {
         size_t m = 0;
         for (i = 0; i < n; i++) {
             lead[i] = i;
@@ -14855,6 +14867,7 @@ KCACHE_API kcache_status kcache_get_or_build_many(kcache *kc, kcache_job *jobs, 
                 bt.busy_since[bt.ntodo] = 0;
                 bt.ask_after[bt.ntodo] = 0;
                 bt.backoff[bt.ntodo] = 0;
+                bt.tried_at[bt.ntodo] = 0;
                 bt.todo[bt.ntodo++] = i;
             }
         bt.kc = h;
@@ -14897,6 +14910,7 @@ KCACHE_API kcache_status kcache_get_or_build_many(kcache *kc, kcache_job *jobs, 
         kcache__mem_free(&h->mem, bt.busy_since);
         kcache__mem_free(&h->mem, bt.ask_after);
         kcache__mem_free(&h->mem, bt.backoff);
+        kcache__mem_free(&h->mem, bt.tried_at);
     }
 #if KCACHE_CHECKS
     { /* what the batch handed out so far, for kcache_release's check (kcache_get_or_build below
