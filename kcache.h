@@ -16978,6 +16978,82 @@ static unsigned char *kcache__cl_pocl_rename(kcache *kc, const unsigned char *b,
     return copy;
 }
 
+/* Whether a PoCL binary's file path (pl bytes at f: "/kernel/dir/file") lies in a directory named
+   "0-0-0": the generic work-group function, for any local size. */
+static int kcache__cl_pocl_generic(const unsigned char *f, uint32_t pl) {
+    uint32_t i;
+    for (i = 0; i + 7 <= pl; i++)
+        if (f[i] == '/' && memcmp(f + i + 1, "0-0-0/", 6) == 0) return 1;
+    return 0;
+}
+
+/* Leaves out of a PoCL binary (b, n bytes: a copy of a checked one, edited in place; returns its new
+   size) each kernel's generic work-group function where the kernel also has one specialised for a
+   launch (a binary stored by kcache_cl_update after the first launches has both). PoCL unpacks
+   every file of a binary into its cache directory when it loads it, each written with fdatasync
+   (a millisecond or more on a busy disk), and with specialisation on (its default) a launch uses a
+   specialised function, compiled from the program's bitcode when it is not there, never the
+   generic one; so a hit into an empty PoCL cache writes half the files for nothing. With
+   POCL_WORK_GROUP_SPECIALIZATION=0 the generic one is what runs: nothing is left out. PoCL
+   compiles the generic function again if the loaded program's binary is asked for. */
+static size_t kcache__cl_pocl_lean(unsigned char *b, size_t n) {
+    const char *spec = getenv("POCL_WORK_GROUP_SPECIALIZATION");
+    unsigned char *p, *end = b + n;
+    uint32_t nk, roots, i, version;
+    if (spec && (strcmp(spec, "0") == 0 || strcmp(spec, "false") == 0 || strcmp(spec, "off") == 0 || strcmp(spec, "no") == 0))
+        return n;
+    if (n < 77 || memcmp(b, "poclbin", 8) != 0) return n;
+    version = kcache__get_u32(b + 16);
+    if (version < 9 || version > 11) return n; /* a layout not known here: as it is */
+    nk = kcache__get_u32(b + 20);
+    roots = kcache__get_u32(b + 32);
+    p = b + 36 + 41;
+    if (version >= 10 && (kcache__get_u64(b + 24) & 2)) p += 8;
+    for (i = 0; i < roots; i++) {
+        uint64_t len;
+        if (end - p < 8 || (len = kcache__get_u64(p)) > (uint64_t)(end - p - 8)) return n;
+        p += 8 + len;
+    }
+    for (i = 0; i < nk; i++) {
+        uint64_t ss, bs, gone = 0;
+        unsigned char *f, *fe, *w;
+        int specialised = 0;
+        if (end - p < 24) return n;
+        ss = kcache__get_u64(p);
+        bs = kcache__get_u64(p + 8);
+        if (ss > (uint64_t)(end - p) || ss < 24 || bs > ss - 24) return n;
+        fe = p + ss;
+        for (f = p + (ss - bs); f < fe;) { /* a specialised function first */
+            uint32_t pl, cl;
+            if (fe - f < 8 || (pl = kcache__get_u32(f)) > (size_t)(fe - f) - 8 || (cl = kcache__get_u32(f + 4 + pl)) > (size_t)(fe - f) - 8 - pl)
+                return n;
+            if (!kcache__cl_pocl_generic(f + 4, pl) && pl > 3 && memcmp(f + 4 + pl - 3, ".so", 3) == 0) specialised = 1;
+            f += 8 + (size_t)pl + cl;
+        }
+        if (specialised) {
+            for (f = w = p + (ss - bs); f < fe;) {
+                uint32_t pl = kcache__get_u32(f), cl = kcache__get_u32(f + 4 + pl);
+                size_t rec = 8 + (size_t)pl + cl;
+                if (kcache__cl_pocl_generic(f + 4, pl)) {
+                    gone += rec;
+                } else {
+                    if (w != f) memmove(w, f, rec);
+                    w += rec;
+                }
+                f += rec;
+            }
+            if (gone) {
+                memmove(fe - gone, fe, (size_t)(end - fe));
+                end -= gone;
+                kcache__put_u64(p, ss - gone);
+                kcache__put_u64(p + 8, bs - gone);
+            }
+        }
+        p += ss - gone;
+    }
+    return (size_t)(end - b);
+}
+
 /* Whether a payload is a binary this device's driver may be given. */
 static int kcache__cl_payload_ok(const void *data, size_t size, const kcache__cl_dev *dv, char *why, size_t cap) {
     const unsigned char *p = (const unsigned char *)data;
@@ -17468,6 +17544,11 @@ static cl_program kcache__cl_load(kcache__cl_job *j, int *bad, cl_int *err) {
         bins[i] = (const unsigned char *)d->data + KCACHE__CL_HDR;
         status[i] = CL_INVALID_BINARY;
         if (j->dv[i].pocl && (renamed[i] = kcache__cl_pocl_rename(j->kc, bins[i], sizes[i])) != NULL) bins[i] = renamed[i];
+        if (j->dv[i].pocl && !renamed[i] && (renamed[i] = (unsigned char *)KCACHE_MALLOC(sizes[i])) != NULL) {
+            memcpy(renamed[i], bins[i], sizes[i]); /* (a copy to leave files out of: the entry is the store's) */
+            bins[i] = renamed[i];
+        }
+        if (renamed[i]) sizes[i] = kcache__cl_pocl_lean(renamed[i], sizes[i]);
     }
     prog = clCreateProgramWithBinary(j->ctx, j->ndev, ids, sizes, bins, status, &e);
     if (!prog || e != CL_SUCCESS) {

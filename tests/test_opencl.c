@@ -1453,6 +1453,22 @@ static void child_update(int slot) {
     cl_down(&E);
 }
 
+/* the work-group functions PoCL unpacked into a cache directory: generic ("0-0-0") and specialised */
+static int g_generic_so, g_specialised_so;
+static int count_so(const char *p, const struct stat *s, int flag, struct FTW *f) {
+    size_t n = strlen(p);
+    (void)s; (void)f;
+    if (flag == FTW_F && n > 3 && strcmp(p + n - 3, ".so") == 0) {
+        if (strstr(p, "/0-0-0/")) g_generic_so++;
+        else g_specialised_so++;
+    }
+    return 0;
+}
+static void count_unpacked(const char *dir) {
+    g_generic_so = g_specialised_so = 0;
+    nftw(dir, count_so, 16, FTW_PHYS);
+}
+
 static void update_stores_grown_binary(void) {
     char dir[600];
     bp_run(0, BP_SWAP, 0, K_OPT, 2); /* stored right after the build */
@@ -1469,6 +1485,20 @@ static void update_stores_grown_binary(void) {
     bp_run(2, BP_SWAP, 0, K_OPT, 2);
     KT_CHECK_MSG(BP_COMPILES == 1 && g_sh->hits_disk[2] == 1, "hit after the update: %d compiles, %llu disk hits", BP_COMPILES,
                  (unsigned long long)g_sh->hits_disk[2]);
+    /* the load left out the generic work-group function (the stored binary has the one specialised
+       at the first launch, which the launch used): PoCL wrote only what runs into its empty cache */
+    count_unpacked(dir);
+    KT_CHECK_MSG(g_specialised_so == 1 && g_generic_so == 0, "unpacked into an empty PoCL cache: %d specialised, %d generic",
+                 g_specialised_so, g_generic_so);
+    /* with specialisation off the generic function is the one that runs: kept */
+    snprintf(dir, sizeof dir, "%s/pocl-empty-nospec", g_base);
+    setenv("POCL_CACHE_DIR", dir, 1);
+    setenv("POCL_WORK_GROUP_SPECIALIZATION", "0", 1);
+    bp_run(3, BP_SWAP, 0, K_OPT, 2);
+    unsetenv("POCL_WORK_GROUP_SPECIALIZATION");
+    count_unpacked(dir);
+    KT_CHECK_MSG(BP_COMPILES == 1 && g_sh->hits_disk[3] == 1 && g_generic_so == 1, "specialisation off: %d compiles, %llu disk hits, %d generic",
+                 BP_COMPILES, (unsigned long long)g_sh->hits_disk[3], g_generic_so);
 }
 
 /* with PoCL's own cache on, a kcache miss leaves the caller's program unfrozen (the stored binary is
