@@ -1057,11 +1057,15 @@ KCACHE_API cl_int kcache_cl_build_program(kcache *kc, cl_program *program, cl_ui
    binary is first asked for after that launch; a binary taken right after the build lacks it, so a
    load of that binary into an empty PoCL cache (a fresh container, CI) pays the compile again at the
    first launch. Call it once the program's kernels have run (its first launches), with a program
-   built from source (kcache_cl_build_program's in-place build, clBuildProgram, or a kcache_cl_build
-   miss): each built device's entry (keyed as kcache_cl_build_program keys it, with the options the
-   driver reports) is compared by size with CL_PROGRAM_BINARY_SIZES (no binary is read unless it
-   grew) and replaced when the driver's is larger. Note that a binary the driver was already asked
-   for stays as it was then (PoCL freezes it at the first CL_PROGRAM_BINARIES query).
+   built from source (a miss of kcache_cl_build_program, kcache_cl_build or kcache_cl_build_many,
+   or clBuildProgram): each built device's entry is compared by size with CL_PROGRAM_BINARY_SIZES
+   (no binary is read unless it grew) and replaced when the driver's is larger. The entry is the
+   one the call that built the program keyed (its unit, source strings and options) while kc's
+   in-process program cache holds the program; else (clBuildProgram, or a program pushed out) it is
+   keyed as kcache_cl_build_program keys it (unit "opencl", the source as one string, the options
+   the driver reports). A program loaded from the store (a hit) has nothing to add: KCACHE_EINVAL,
+   nothing done. Note that a binary the driver was already asked for stays as it was then (PoCL
+   freezes it at the first CL_PROGRAM_BINARIES query): call it before asking for binaries.
    KCACHE_OK (also when nothing grew, or kc is NULL or caching off); KCACHE_EINVAL for program NULL
    or not a built program made from source. Thread-safe. */
 KCACHE_API kcache_status kcache_cl_update(kcache *kc, cl_program program);
@@ -16205,6 +16209,9 @@ typedef struct kcache__cl_prog {
     uint32_t ndeps;
     kcache__cl_dep *deps; /* stamps to re-check on each hit (programs with #include lines) */
     char *cwd;            /* for those: the working directory relative includes were resolved from */
+    char *unit, *options; /* how it was keyed, for kcache_cl_update: the unit, the options, */
+    cl_uint nsrc;         /* and the source strings' lengths (CL_PROGRAM_SOURCE joins them) */
+    size_t *lens;
 } kcache__cl_prog;
 
 typedef struct kcache__cl_log { pthread_t tid; int used; unsigned age; char *text; size_t len; } kcache__cl_log;
@@ -16232,6 +16239,9 @@ static void kcache__cl_prog_free(kcache__cl_prog *p) {
     if (p->prog) clReleaseProgram(p->prog);
     kcache__cl_deps_free(p->deps, p->ndeps);
     KCACHE_FREE(p->cwd);
+    KCACHE_FREE(p->unit);
+    KCACHE_FREE(p->options);
+    KCACHE_FREE(p->lens);
     KCACHE_FREE(p);
 }
 
@@ -17477,7 +17487,8 @@ static cl_program kcache__cl_mem_get(kcache *kc, kcache_hash128 id, cl_context c
     return prog;
 }
 
-static void kcache__cl_mem_put(kcache *kc, kcache_hash128 id, cl_context ctx, cl_program prog, kcache__cl_deps *deps) {
+static void kcache__cl_mem_put(kcache *kc, kcache_hash128 id, cl_context ctx, cl_program prog, kcache__cl_deps *deps,
+                               const char *unit, const char *options, cl_uint nsrc, const size_t *lens) {
     kcache__cl_prog *p, *gone;
     kcache__cl_state *st;
     if (deps->failed || clRetainProgram(prog) != CL_SUCCESS) return;
@@ -17487,6 +17498,11 @@ static void kcache__cl_mem_put(kcache *kc, kcache_hash128 id, cl_context ctx, cl
     p->id = id;
     p->ctx = ctx;
     p->prog = prog;
+    p->unit = kcache__strndup(unit, strlen(unit));
+    p->options = kcache__strndup(options, strlen(options));
+    p->lens = (size_t *)KCACHE_MALLOC(sizeof *p->lens * (nsrc ? nsrc : 1));
+    p->nsrc = p->lens ? nsrc : 0;
+    if (p->lens) memcpy(p->lens, lens, sizeof *p->lens * nsrc);
     p->deps = deps->v; /* taken over */
     p->ndeps = deps->n;
     deps->v = NULL;
@@ -17842,7 +17858,8 @@ out:
     j->prog = NULL;
     KCACHE_FREE(j->built);
     j->built = NULL;
-    if (prog && o->cache && !o->deps.failed && !memhit) kcache__cl_mem_put(kc, o->mid, j->ctx, prog, &o->deps);
+    if (prog && o->cache && !o->deps.failed && !memhit)
+        kcache__cl_mem_put(kc, o->mid, j->ctx, prog, &o->deps, j->unit, j->options, j->nsrc, o->ln);
     if (prog && kc && kc->cfg.debug && !o->built_here && dv) {
         uint64_t ns = 0; /* what the binaries saved: the compile time their payloads recorded */
         for (i = 0; i < ndev; i++)
@@ -17985,13 +18002,11 @@ no:
 /* Stores the binaries of a program built in place (kcache_cl_build_program, kcache_cl_update) for
    the devices of pi whose entry is missing, or (grown) whose stored binary is smaller than the
    driver's now. Returns how many it stored. */
-static unsigned kcache__cl_store_prog(kcache *kc, cl_program prog, const kcache__cl_prog_info *pi, const char *options,
-                                      int grown) {
+static unsigned kcache__cl_store_prog(kcache *kc, cl_program prog, const kcache__cl_prog_info *pi, const char *unit,
+                                      cl_uint nsrc, const char **srcs, const size_t *lens, const char *options, int grown) {
     kcache__cl_dev *dv;
     kcache__cl_deps deps;
     kcache__cl_job j;
-    const char *src = pi->src;
-    size_t len = pi->len;
     unsigned stored = 0;
     cl_uint i;
     char why[256];
@@ -17999,11 +18014,11 @@ static unsigned kcache__cl_store_prog(kcache *kc, cl_program prog, const kcache_
     if (!dv) return 0;
     memset(&j, 0, sizeof j);
     j.kc = kc;
-    j.unit = "opencl";
+    j.unit = unit;
     j.ctx = pi->ctx;
     j.built = pi->devs;
     j.nbuilt = pi->ndev;
-    kcache__cl_find_deps(1, &src, &len, options, &deps);
+    kcache__cl_find_deps(nsrc, srcs, lens, options, &deps);
     for (i = 0; i < pi->ndev; i++) {
         const void *data = NULL;
         size_t size = 0, now = 0;
@@ -18012,7 +18027,7 @@ static unsigned kcache__cl_store_prog(kcache *kc, cl_program prog, const kcache_
         int want;
         memset(dv, 0, sizeof *dv);
         dv->id = pi->devs[i];
-        if (kcache__cl_key_dev(kc, &dv->key, dv, j.unit, 1, &src, &len, options, &deps) != KCACHE_OK) {
+        if (kcache__cl_key_dev(kc, &dv->key, dv, j.unit, nsrc, srcs, lens, options, &deps) != KCACHE_OK) {
             kcache_key_free(&dv->key);
             continue;
         }
@@ -18058,7 +18073,10 @@ KCACHE_API cl_int kcache_cl_build_program(kcache *kc, cl_program *program, cl_ui
     if (!options) options = "";
     if (pi.refs > 1) { /* others hold it: built where it is, then stored */
         e = clBuildProgram(*program, num_devices, device_list, options, NULL, NULL);
-        if (e == CL_SUCCESS) kcache__cl_store_prog(kc, *program, &pi, options, 0);
+        if (e == CL_SUCCESS) {
+            const char *src = pi.src;
+            kcache__cl_store_prog(kc, *program, &pi, "opencl", 1, &src, &pi.len, options, 0);
+        }
         kcache__cl_prog_info_free(&pi);
         return e;
     }
@@ -18098,8 +18116,48 @@ KCACHE_API kcache_status kcache_cl_update(kcache *kc, cl_program program) {
         clGetProgramBuildInfo(program, pi.devs[0], CL_PROGRAM_BUILD_OPTIONS, n, opts, NULL) != CL_SUCCESS) {
         s = opts ? KCACHE_EINVAL : KCACHE_ENOMEM;
     } else {
+        /* keyed as the call that built it keyed it: kcache_cl_build's unit, options and source strings
+           where this process's program cache still holds the program, else as kcache_cl_build_program
+           keys it (unit "opencl", the source as one string, the options the driver reports) */
+        kcache__cl_state *st;
+        kcache__cl_prog *p;
+        const char *unit = "opencl", *src = pi.src, **srcs = &src;
+        char *unit_own = NULL, *opts_own = NULL;
+        size_t *lens = &pi.len, *lens_own = NULL;
+        cl_uint nsrc = 1, i;
         opts[n] = 0;
-        kcache__cl_store_prog(kc, program, &pi, opts, 1);
+        kcache__mutex_lock(&kc->lock);
+        st = (kcache__cl_state *)kc->cl;
+        for (p = st ? st->lru.next : NULL; p && p != &st->lru; p = p->next)
+            if (p->prog == program) {
+                size_t sum = 0;
+                for (i = 0; i < p->nsrc; i++) sum += p->lens[i];
+                if (p->unit && p->options && p->nsrc && sum == pi.len) {
+                    unit_own = kcache__strndup(p->unit, strlen(p->unit));
+                    opts_own = kcache__strndup(p->options, strlen(p->options));
+                    lens_own = (size_t *)KCACHE_MALLOC(sizeof *lens_own * p->nsrc);
+                    if (lens_own) memcpy(lens_own, p->lens, sizeof *lens_own * p->nsrc);
+                    nsrc = p->nsrc;
+                }
+                break;
+            }
+        kcache__mutex_unlock(&kc->lock);
+        if (unit_own && opts_own && lens_own &&
+            (srcs = (const char **)KCACHE_MALLOC(sizeof *srcs * nsrc)) != NULL) {
+            size_t at = 0;
+            for (i = 0; i < nsrc; i++) { /* CL_PROGRAM_SOURCE is the strings joined */
+                srcs[i] = pi.src + at;
+                at += lens_own[i];
+            }
+            kcache__cl_store_prog(kc, program, &pi, unit_own, nsrc, srcs, lens_own, opts_own, 1);
+            KCACHE_FREE(srcs);
+        } else {
+            srcs = &src;
+            kcache__cl_store_prog(kc, program, &pi, unit, 1, srcs, lens, opts, 1);
+        }
+        KCACHE_FREE(unit_own);
+        KCACHE_FREE(opts_own);
+        KCACHE_FREE(lens_own);
     }
     KCACHE_FREE(opts);
     kcache__cl_prog_info_free(&pi);
