@@ -1065,7 +1065,10 @@ KCACHE_API cl_int kcache_cl_build_program(kcache *kc, cl_program *program, cl_ui
    keyed as kcache_cl_build_program keys it (unit "opencl", the source as one string, the options
    the driver reports). A program loaded from the store (a hit) has nothing to add: KCACHE_EINVAL,
    nothing done. Note that a binary the driver was already asked for stays as it was then (PoCL
-   freezes it at the first CL_PROGRAM_BINARIES query): call it before asking for binaries.
+   freezes it at the first CL_PROGRAM_BINARIES query): call it before asking for binaries. (A hit
+   hands PoCL the binary without the generic work-group functions of kernels that have a
+   specialised one, unless POCL_WORK_GROUP_SPECIALIZATION=0: PoCL writes each file of a binary into
+   its cache with fdatasync, and a specialised launch never uses them.)
    KCACHE_OK (also when nothing grew, or kc is NULL or caching off); KCACHE_EINVAL for program NULL
    or not a built program made from source. Thread-safe. */
 KCACHE_API kcache_status kcache_cl_update(kcache *kc, cl_program program);
