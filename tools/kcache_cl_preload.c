@@ -233,7 +233,6 @@ static int twin_bins_get(cl_program app, cl_program t, twin_bins *out) {
         real.build_info(t, devs[0], CL_PROGRAM_BUILD_OPTIONS, olen, opts, NULL) != CL_SUCCESS)
         goto done;
     src[len] = 0;
-    len = strlen(src);
     opts[olen] = 0;
     b.n = n;
     for (i = 0; i < n; i++) { /* the entry kcache_cl_build_program stored for this device */
