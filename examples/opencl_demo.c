@@ -227,7 +227,7 @@ int main(int argc, char **argv) {
     if (warm_ms > 0)
         printf("  pocl   : this hit went into an empty PoCL cache (a fresh container): %.1f ms; into the same cache, now\n"
                "           warm: %.1f ms: %.2fx\n", ms, warm_ms, ms / warm_ms);
-    if (is_pocl(platname, vendor) && !pocl_on) /* (other drivers: nothing to say) */
+    if (is_pocl(platname, vendor) && getenv("POCL_KERNEL_CACHE") && strcmp(getenv("POCL_KERNEL_CACHE"), "0") == 0) /* (other drivers: nothing to say) */
         printf("  note   : PoCL's own kernel cache is off (POCL_KERNEL_CACHE=0): kcache's binary is read right after\n"
                "           the build, and a hit compiles PoCL's work-group function again at the first launch\n");
 
