@@ -115,7 +115,10 @@ $(B)/asan/test_layers: tests/test_layers.c kcache.h kcache_redis.h tests/kt.h te
 # the ASan run checks --make-layer with an ASan+UBSan kcache-inspect too
 $(B)/asan/kcache-inspect: $(TOOL_INSPECT_DEPS) | $(B)/asan
 	$(CC) $(STD) $(SAN) $(WARN) -I. -o $@ $(TOOL_INSPECT_SRC) $(LDLIBS)
-REMOTE_TESTS := $(B)/test_remote $(B)/asan/test_remote $(B)/test_layers $(B)/asan/test_layers $(B)/asan/kcache-inspect
+# a fleet: 1,000 short-lived client processes against a 3-node Redis Cluster (issue 35.12; make bench: 2,000, with rates)
+$(B)/test_scale: tests/test_scale.c kcache.h kcache_redis.h tests/kt.h tests/kt_remote.h | $(B)
+	$(CC) $(STD) $(CFLAGS) $(WARN) -I. -o $@ $< $(REMOTE_LIBS)
+REMOTE_TESTS := $(B)/test_remote $(B)/asan/test_remote $(B)/test_layers $(B)/asan/test_layers $(B)/asan/kcache-inspect $(B)/test_scale
 REMOTE_TESTS += $(B)/test_backend_signed $(B)/asan/test_backend_signed
 # the batch call (kcache_get_or_build_many): processes and threads on one store, and stores of their
 # own sharing a redis-server
@@ -124,6 +127,12 @@ $(B)/test_many: tests/test_many.c kcache.h kcache_redis.h tests/kt.h tests/kt_re
 $(B)/asan/test_many: tests/test_many.c kcache.h kcache_redis.h tests/kt.h tests/kt_remote.h | $(B)/asan
 	$(CC) $(STD) $(SAN) $(WARN) -I. -o $@ $< $(REMOTE_LIBS)
 REMOTE_TESTS += $(B)/test_many $(B)/asan/test_many
+# Redis Clusters started by the test: failover that heals, a breaker per node, TLS cluster names
+$(B)/test_cluster: tests/test_cluster.c kcache.h kcache_redis.h tests/kt.h tests/kt_remote.h | $(B)
+	$(CC) $(STD) $(CFLAGS) $(WARN) -I. -o $@ $< $(REMOTE_LIBS)
+$(B)/asan/test_cluster: tests/test_cluster.c kcache.h kcache_redis.h tests/kt.h tests/kt_remote.h | $(B)/asan
+	$(CC) $(STD) $(SAN) $(WARN) -I. -o $@ $< $(REMOTE_LIBS)
+REMOTE_TESTS += $(B)/test_cluster $(B)/asan/test_cluster
 
 # the same tests with open-file-description locks compiled out (KCACHE_TEST_NO_OFD): process-
 # associated locks only, as on macOS and the BSDs, where only kcache's lock registry keeps two
@@ -232,7 +241,10 @@ test: check-deps
 	  demo-vulkan="tests/test_demo_vulkan.sh $(B)/vk_pipeline" \
 	  faults=$(FAULTS) \
 	  remote="$(B)/test_remote $(B)/kcache-top" asan/remote="$(B)/asan/test_remote $(B)/kcache-top" \
+	  scale=$(B)/test_scale \
+	  mixed-04="bash tests/test_mixed_04.sh" \
 	  many=$(B)/test_many asan/many=$(B)/asan/test_many \
+	  cluster="$(B)/test_cluster $(B)/kcache-top" asan/cluster="$(B)/asan/test_cluster $(B)/kcache-top" \
 	  backend-signed=$(B)/test_backend_signed asan/backend-signed=$(B)/asan/test_backend_signed \
 	  layers="bash tests/test_layers.sh $(B)/test_layers $(B)/kcache-inspect $(B)/kcache-top" \
 	  asan/layers="bash tests/test_layers.sh $(B)/asan/test_layers $(B)/asan/kcache-inspect $(B)/kcache-top" \
@@ -367,8 +379,9 @@ $(B)/icount_probe: bench/icount_probe.c kcache.h | $(B)
 
 # the instruction counts of a hit and a put against this revision's header (bench/bench_icount.sh)
 ICOUNT_REV ?= HEAD~1
-bench: check-deps $(addprefix $(B)/,$(BENCHES)) $(B)/kcache-top $(PRELOAD)
+bench: check-deps $(addprefix $(B)/,$(BENCHES)) $(B)/kcache-top $(PRELOAD) $(B)/test_scale
 	@for b in $(BENCHES); do echo "== $$b"; $(B)/$$b || exit 1; done
+	@echo "== fleet (test_scale --bench)"; $(B)/test_scale --bench
 	@echo "== bench_build"; CC=$(CC) bash bench/bench_build.sh
 	@echo "== bench_preload"; bash bench/bench_preload.sh $(PRELOAD)
 	@echo "== bench_icount"; CC=$(CC) bash bench/bench_icount.sh $(ICOUNT_REV)

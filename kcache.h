@@ -163,8 +163,12 @@
             for tools (>>toolapi: stores, records, index logs, accounting, the stats file); the
             per-LLVM CPU names left for kcache-inspect. kcache_origin in kcache_job;
             get-or-build in two steps (kcache_get_or_claim, KCACHE_CLAIMED); KCACHE_STATS_DIR;
+            KCACHE_ENODE and a breaker per node (kcache_remote_node_call, KCACHE_STATS_NODES);
+            KCACHE_REMOTE_TLS_NAME (kcache_config.remote_tls_name, kcache_remote_params.tls_name);
             kcache_cl_build_program, kcache_cl_device_key, kcache_cl_update. Public structs grew
-            (kcache_config, kcache_job, kcache_stats): fields appended at their ends
+            (kcache_config, kcache_job, kcache_stats): fields appended at their ends; build
+            claims carry the server's issue time inside their signature
+            (kcache_remote_ops.claim_reissue and server_time_ns, appended)
        0.4  kcache_remote_ops.get_many; kcache_cl_build_many; remote values read (and their MAC
             computed) as they arrive; the x86 feature names of LLVM 18-22 in kcache_key_host
        0.3  compile-out switches (KCACHE_NO_*); kcache_config's fields grouped (names unchanged);
@@ -247,7 +251,8 @@ extern "C" {
     X(ENOSPC, "no space left in the store's filesystem")                                        \
     X(EROFS, "the store is read-only or not writable")                                          \
     X(ETIMEOUT, "the remote tier did not answer in time")                                     \
-    X(CLAIMED, "not in the cache: this caller holds the build claim (build, then kcache_put_claimed or kcache_drop_claim)")
+    X(CLAIMED, "not in the cache: this caller holds the build claim (build, then kcache_put_claimed or kcache_drop_claim)") \
+    X(ENODE, "one node of a remote shard is down (its keys are skipped a while; the shard's other nodes serve)")
 
 typedef enum kcache_status {
 #define KCACHE__STATUS_ENUM(name, text) KCACHE_##name,
@@ -395,7 +400,10 @@ typedef void (*kcache_log_fn)(void *user, const char *line);
      call that hangs holds its caller (and a shard's breaker cannot open before it returns).
    - Results: KCACHE_OK, KCACHE_MISS (and a claim's KCACHE_EEXIST...) as each callback says;
      KCACHE_ENOSPC or KCACHE_EROFS (a full or read-only store) skip the shard's writes for a back-off
-     period while lookups go on; any other status is a failure and opens the shard's breaker:
+     period while lookups go on; KCACHE_ENODE (a backend of several servers per shard, as a Redis
+     Cluster: the one server this call needed is down, and the backend keeps a breaker of its own
+     per server) is counted as a failed call but leaves the shard's breaker as it was, so that the
+     shard's other servers keep serving; any other status is a failure and opens the shard's breaker:
      KCACHE_ETIMEOUT for a timeout (counted apart), KCACHE_EIO for a refused, broken or garbled
      exchange. A backend never needs to judge a value's bytes: kcache does.
    - Memory: what kcache passes (names, data, tokens, arrays) is kcache's and valid during the call
@@ -419,7 +427,8 @@ typedef struct kcache_remote_ops {
        claim of kcache_get_or_build on name: at most one token holds it at a time, and it ends by
        itself ms after it was taken or last renewed (its builder may die). token: the holder's id,
        printable, under 200 bytes (host:pid:sequence:time, then with a secret ".<64 hex digits>",
-       an HMAC a Redis-based fleet checks); compare it as bytes. op is one of:
+       an HMAC a Redis-based fleet checks; since 0.5 time is "t" and the issue time in hex
+       milliseconds since the Unix epoch, by server_time_ns below); compare it as bytes. op is one of:
          KCACHE_CLAIM_TAKE     take it for ms unless another holds it: KCACHE_OK (taken) or
                                KCACHE_EEXIST (held)
          KCACHE_CLAIM_RENEW    token's claim lasts ms from now: KCACHE_OK, or KCACHE_MISS (not
@@ -444,6 +453,23 @@ typedef struct kcache_remote_ops {
        when hold[i] is not NULL; KCACHE_MISS), or the exchange's failure, with nothing held. */
     kcache_status (*get_many)(void *user, const char *const *names, size_t n, const void **data, size_t *size, void **hold,
                               kcache_status *st);
+    /* Optional (0.5; NULL: a held claim is renewed with KCACHE_CLAIM_RENEW under the token it was
+       taken with). A held claim renewed under a new token, in one step: while token holds name's
+       claim, new_token holds it from now on, for ms: KCACHE_OK, or KCACHE_MISS (not token's any
+       more). kcache calls it in place of RENEW, so that the token waiters see was issued at the
+       last renewal: its issue time is inside its signature, and a waiter honours a token only for
+       a few claim lifetimes after it (kcache_remote_claim_honoured), which makes a token copied
+       and planted again worthless soon. A failed call (not MISS) may or may not have taken
+       effect: kcache renews next time from whichever of the two the server holds. */
+    kcache_status (*claim_reissue)(void *user, const char *name, const char *token, const char *new_token, uint32_t ms);
+    /* Optional (0.5; NULL, or 0 returned: the client's own clock). The clock of the server that
+       keeps name's claims: nanoseconds since the Unix epoch, now, as that server counts them;
+       learned once in a while and kept as an offset (Redis: TIME, about once a minute), not asked
+       at every call. A claim token's issue time comes from it, and so does the age a waiter judges
+       a token by, so that clients' clocks do not matter; without it, tokens carry the issuing
+       client's clock and a waiter compares with its own (clients' clocks then must agree within a
+       claim lifetime or so, else a waiter builds too: a duplicate build, never a failure). */
+    int64_t (*server_time_ns)(void *user, const char *name);
 } kcache_remote_ops;
 
 enum { KCACHE_REMOTE_RW = 0, KCACHE_REMOTE_RO = 1 };
@@ -495,6 +521,10 @@ typedef struct kcache_remote_params {
     int is_signed;        /* a secret is set: values and claims are signed (remote_secret)         */
     const char *ca, *cert, *key; /* remote_ca, remote_cert, remote_key (TLS files); NULL: none     */
     const char *prefix;   /* remote_prefix (checked: printable, no space, '{' or '}'); NULL: none */
+    /* (0.5, appended) */
+    const char *tls_name; /* remote_tls_name: the name every TLS server's certificate must hold; NULL:
+                             the host it is reached by, or for a cluster's nodes that announce an IP,
+                             the listed node's host name */
 } kcache_remote_params;
 /* Fills out with r's settings; the strings are r's copies, valid as long as r. */
 KCACHE_API void kcache_remote_get_params(const kcache_remote *r, kcache_remote_params *out);
@@ -503,7 +533,13 @@ KCACHE_API void kcache_remote_get_params(const kcache_remote *r, kcache_remote_p
    bytes; left_ms: what remains of its life, -1 when it has no expiry) is one to wait for: with a
    secret only a claim signed with it, for this name; without one any claim; either way one that
    lives no longer than this client's claims (claim_ms). A claim planted by a client without the
-   secret, or for longer than a builder's, then costs its waiters nothing: they build. 1 or 0. */
+   secret, or for longer than a builder's, then costs its waiters nothing: they build. With a
+   secret, also only a token issued at most 3 claim lifetimes ago by the clock of the server
+   holding name's claims (kcache_remote_ops.server_time_ns of name's shard; the client's clock
+   without one), or issued as far ahead: a builder re-issues its token at every renewal
+   (claim_reissue), so that a token read once and planted again stops being honoured within
+   3 claim lifetimes of its issue. A token of 0.4 (no issue time it signs) is honoured for 10
+   claim lifetimes after this process first judged it, then no more. 1 or 0. */
 KCACHE_API int kcache_remote_claim_honoured(const kcache_remote *r, const char *name, const char *token, size_t len, long long left_ms);
 
 /* A signed value's MAC computed while the value arrives, in the time the transfer leaves free
@@ -526,6 +562,16 @@ KCACHE_API kcache_remote_mac *kcache_remote_mac_begin(const kcache_remote *r, co
 KCACHE_API int kcache_remote_mac_add(kcache_remote_mac *m, const void *p, size_t n);
 /* Ends m and frees it (NULL: nothing): 1 with the tag in out, else 0. */
 KCACHE_API int kcache_remote_mac_end(kcache_remote_mac *m, unsigned char out[KCACHE_REMOTE_MAC_TAG]);
+
+/* For a backend of several servers per shard (a Redis Cluster's nodes), each with a breaker of its
+   own: publishes one call to server `node` (as messages show it, e.g. "10.0.0.7:6379"; no
+   credentials) of the shard shown as `shard` (the URL open_shard showed) in the stats file's node
+   table (KCACHE_STATS_NODES: kcache-top's node rows, the `node` label of its metrics). result: the
+   call's status (KCACHE_OK, KCACHE_MISS, KCACHE_EEXIST: answered; KCACHE_ETIMEOUT: a timeout;
+   KCACHE_EDISABLED: not made, the node's breaker was open; anything else: an error); open: whether
+   the node's breaker is open after it. Does nothing when the kcache publishes no stats file, or
+   its table is full (24 rows, shards and nodes together). Any thread, no lock held across it. */
+KCACHE_API void kcache_remote_node_call(const kcache_remote *r, const char *shard, const char *node, kcache_status result, int open);
 
 /* Allocator callbacks (both or neither): what a kcache allocates for itself goes through them, with
    alloc_user (see kcache_config). alloc_fn returns memory aligned for any type, or NULL. */
@@ -616,6 +662,12 @@ typedef struct kcache_config {
                                  refused one is said in the debug log and nothing is published.
                                  NULL: such a kcache publishes nothing. Ignored with a store (its
                                  DIR/stats is used) and with KCACHE_NO_PUB */
+    const char *remote_tls_name; /* rediss://: the name every server's certificate must hold
+                                 (KCACHE_REMOTE_TLS_NAME), for servers reached by an address (a
+                                 cluster whose nodes announce IPs, a certificate for the cluster's
+                                 name); also sent as SNI. NULL: the host each is reached by, and for
+                                 a cluster's nodes that announce IPs, the listed seed's host when
+                                 that is a DNS name (as go-redis and Lettuce do) */
 } kcache_config;
 
 /* Fills cfg with the defaults, then applies the environment variables (KCACHE_*). A bad value keeps
@@ -1585,9 +1637,14 @@ typedef struct kcache_stats_event {
 /* Tables a part publishes per row: the remote tier's shards today (values: hits, misses, errors,
    timeouts, skipped calls; from 0.5 also [5] calls made and [6] since when a breaker of the shard
    is open, ns since 1970, 0: closed (set by the failure that opened it, cleared by the next call
-   that succeeds); nvalues says how many), per-node tables of a backend later, each a new
-   kcache_stats_table. Counted by every process using the store, since the file was made. */
-typedef enum kcache_stats_table { KCACHE_STATS_SHARDS } kcache_stats_table;
+   that succeeds); nvalues says how many), and a backend's nodes (KCACHE_STATS_NODES). Counted by
+   every process using the store, since the file was made. */
+typedef enum kcache_stats_table {
+    KCACHE_STATS_SHARDS,
+    KCACHE_STATS_NODES /* (0.5) a backend's servers, as kcache_remote_node_call publishes them: the same
+                          values (hits and misses 0), the name "<shard's URL> <node>" (cut at 80
+                          bytes); the two tables share their rows (a row of one is free in the other) */
+} kcache_stats_table;
 typedef struct kcache_stats_row {
     uint64_t id;             /* 0: a free row */
     char name[KCACHE_STATS_ROW_NAME + 1];
@@ -9100,7 +9157,9 @@ typedef struct kcache__rclaim {
     kcache__remote *r;         /* NULL: nothing set up (kcache__rclaim_reset) */
     kcache__shard *s;
     char name[33];
-    char token[200];           /* host:pid:seq:ns, then with a secret .HMAC (kcache__rclaim_sign) */
+    char token[200];           /* host:pid:seq:t<ms>, then with a secret .HMAC (kcache__rclaim_token) */
+    char pending[200];         /* a token a failed claim_reissue may have set on the server; "": none */
+    uint64_t seq;              /* its sequence number in the tokens */
     int held, stop, started;
     kcache__mutex m;           /* guards stop and ev, which the renewer writes */
     kcache__cond c;
@@ -9178,8 +9237,14 @@ struct kcache__remote {
     uint32_t ring_done;        /* the shards' identities were read (atomic; kcache__remote_ring) */
     kcache__mutex ring_mutex;  /* held by the one call that reads them */
     char *tls_ca, *tls_cert, *tls_key; /* rediss://'s files as configured (a forked child's handle reopens) */
+    char *tls_name;            /* KCACHE_REMOTE_TLS_NAME, for a backend (kcache_remote_get_params) */
     char *prefix;              /* KCACHE_REMOTE_PREFIX, copied (the same) */
     uint32_t ttl_s;            /* KCACHE_REMOTE_TTL, for a backend (kcache_remote_get_params) */
+    /* 0.4 claim tokens (no issue time they sign) this process has judged, and when it first did
+       (monotonic ns): each is honoured for a bounded time only (kcache_remote_claim_honoured) */
+    kcache__mutex seen_mutex;
+    struct { uint64_t h; int64_t first; } seen[32];
+    const struct kcache__pub *pub; /* its kcache's stats file, for a backend's node rows (kcache_remote_node_call) */
 };
 
 /* ---- signatures and values ---- */
@@ -9432,8 +9497,9 @@ static int kcache__remote_allow(kcache__remote *r, kcache__shard *s, int write, 
     return ok;
 }
 
+/* (KCACHE_ENODE: one server of the shard is down; the backend's breaker for it, not the shard's) */
 static int kcache__remote_failed(kcache_status st) {
-    return st != KCACHE_OK && st != KCACHE_MISS && st != KCACHE_EEXIST && st != KCACHE_ENOSPC && st != KCACHE_EROFS;
+    return st != KCACHE_OK && st != KCACHE_MISS && st != KCACHE_EEXIST && st != KCACHE_ENOSPC && st != KCACHE_EROFS && st != KCACHE_ENODE;
 }
 
 /* A failed call's status in the words of the remote (kcache_strerror speaks of the store). */
@@ -9444,6 +9510,7 @@ static const char *kcache__remote_what(kcache_status st) {
     case KCACHE_ENOSPC: return "full";
     case KCACHE_EROFS: return "read-only";
     case KCACHE_EUNSAFE: return "refused: the server's TLS certificate does not verify (KCACHE_REMOTE_CA, the name in the URL)";
+    case KCACHE_ENODE: return "its node is down or unverifiable (that node's keys skipped a while; the others serve)";
     default: return kcache_strerror(st);
     }
 }
@@ -9452,24 +9519,28 @@ static const char *kcache__remote_what(kcache_status st) {
 static void kcache__remote_done(kcache__remote *r, kcache__shard *s, kcache_status st, int64_t t0, const char *what,
                                 kcache__remote_ev *ev) {
     int64_t now = kcache__mono_ns();
-    int failed = kcache__remote_failed(st);
+    int failed = kcache__remote_failed(st), node = st == KCACHE_ENODE;
     uint32_t backoff = 0;
     int was_open;
     ev->calls++;
     ev->latency_ns += (uint64_t)(now - t0);
-    if (failed || st == KCACHE_ENOSPC || st == KCACHE_EROFS) {
+    if (failed || node || st == KCACHE_ENOSPC || st == KCACHE_EROFS) {
         ev->errors++;
         if (st == KCACHE_ETIMEOUT) ev->timeouts++;
     }
     kcache__mutex_lock(&r->mutex);
     was_open = s->open_until != 0;
     s->probing = 0;
-    if (failed || st == KCACHE_ENOSPC || st == KCACHE_EROFS) {
+    if (failed || node || st == KCACHE_ENOSPC || st == KCACHE_EROFS) {
         kcache__shard_count(s, KCACHE__SH_ERRORS);
         if (st == KCACHE_ETIMEOUT) kcache__shard_count(s, KCACHE__SH_TIMEOUTS);
     }
-    kcache__pub_shard_call(s->pub_more, failed);
-    if (failed) {
+    if (!node) kcache__pub_shard_call(s->pub_more, failed);
+    else if (s->pub_more) kcache__pub_fetch_add(s->pub_more, 1); /* (a call made; the breaker's time as it was) */
+    if (node) {
+        /* one node down: the backend's breaker for it; the shard's stays as it was (an open one
+           is probed again by the next call) */
+    } else if (failed) {
         backoff = s->backoff_ms;
         s->open_until = now + (int64_t)backoff * 1000000;
         if (s->backoff_ms < r->backoff_ms * KCACHE__REMOTE_BACKOFF_MULT) s->backoff_ms *= 2;
@@ -9481,7 +9552,9 @@ static void kcache__remote_done(kcache__remote *r, kcache__shard *s, kcache_stat
         if (st == KCACHE_ENOSPC || st == KCACHE_EROFS) s->writes_until = now + (int64_t)r->backoff_ms * 1000000;
     }
     kcache__mutex_unlock(&r->mutex);
-    if (failed)
+    if (node)
+        kcache__remote_ev_note(ev, "remote %s: %s failed (%s, after %.1f ms)", s->url, what, kcache__remote_what(st), (double)(now - t0) / 1e6);
+    else if (failed)
         kcache__remote_ev_note(ev, "remote %s: %s failed (%s, after %.1f ms); %s skipped for %u ms", s->url, what, kcache__remote_what(st),
                          (double)(now - t0) / 1e6, was_open ? "still down:" : "circuit breaker open:", (unsigned)backoff);
     else if (st == KCACHE_ENOSPC || st == KCACHE_EROFS)
@@ -9534,6 +9607,7 @@ static void kcache__remote_own_config(const kcache__remote *r, kcache_config *cf
     cfg->remote_cert = r ? r->tls_cert : NULL;
     cfg->remote_key = r ? r->tls_key : NULL;
     cfg->remote_prefix = r ? r->prefix : NULL;
+    cfg->remote_tls_name = r ? r->tls_name : NULL;
 }
 
 /* For a forked child's own handle (kcache__reopen): cfg asks for this same remote again, the URLs
@@ -9549,6 +9623,7 @@ static uint64_t *kcache__pub_shard(const struct kcache__pub *p, const char *url,
 static void kcache__remote_attach(kcache__remote *r, const kcache__mem *mem, const struct kcache__pub *pub) {
     unsigned i;
     r->mem = mem;
+    r->pub = pub;
     for (i = 0; i < r->n; i++) r->shard[i].pub = kcache__pub_shard(pub, r->shard[i].url, &r->shard[i].pub_more);
 }
 
@@ -9754,6 +9829,23 @@ static int kcache__rclaim_sign(const kcache__remote *r, const char *name, const 
 #endif
 }
 
+/* The clock of the server keeping name's claims on shard s (kcache_remote_ops.server_time_ns),
+   else this client's: ns since the Unix epoch. */
+static int64_t kcache__rclaim_clock(const kcache__shard *s, const char *name) {
+    int64_t t = s->ops->server_time_ns ? s->ops->server_time_ns(s->user, name) : 0;
+    return t > 0 ? t : kcache__now_ns();
+}
+
+/* A token for cl, issued now (out: 200 bytes): host:pid:seq:t<issue time, ms in hex>, then with a
+   secret the HMAC that covers all of it (kcache__rclaim_sign). The time is the server's
+   (kcache__rclaim_clock): a waiter judges the token's age by it (kcache_remote_claim_honoured). */
+static void kcache__rclaim_token(const kcache__rclaim *cl, char out[200]) {
+    char mac[66];
+    int n = snprintf(out, 200 - 65, "%s:%u:%llx:t%llx", cl->r->host, (unsigned)kcache__pid(), (unsigned long long)cl->seq,
+                     (unsigned long long)(kcache__rclaim_clock(cl->s, cl->name) / 1000000));
+    if (n > 0 && n < 200 - 65 && kcache__rclaim_sign(cl->r, cl->name, out, (size_t)n, mac)) memcpy(out + n, mac, sizeof mac);
+}
+
 /* One claim call on the claim's shard, through the breaker (WAIT's time is not a call's latency).
    Taking a claim is a write (skipped while the shard refuses writes). Two answers of the Redis
    backend's WAIT are no failure of the shard: KCACHE_ECORRUPT, a claim not worth waiting for
@@ -9782,6 +9874,25 @@ static kcache_status kcache__rclaim_call(kcache__rclaim *cl, int op, uint32_t ms
     return st;
 }
 
+/* A renewal under a new token issued now (kcache_remote_ops.claim_reissue), through the breaker;
+   on the renewer's thread, the only writer of cl->token while the claim is held (kcache__rclaim_end
+   reads it after joining). A failed call may have set the new token on the server: it is kept as
+   pending and tried as the holder when the token held here is refused. */
+static kcache_status kcache__rclaim_reissue(kcache__rclaim *cl, kcache__remote_ev *ev) {
+    char next[200];
+    kcache_status st;
+    int64_t t0;
+    if (!kcache__remote_allow(cl->r, cl->s, 0, ev)) return KCACHE_EDISABLED;
+    kcache__rclaim_token(cl, next);
+    t0 = kcache__mono_ns();
+    st = cl->s->ops->claim_reissue(cl->s->user, cl->name, cl->token, next, cl->r->claim_ms);
+    if (st == KCACHE_MISS && cl->pending[0]) st = cl->s->ops->claim_reissue(cl->s->user, cl->name, cl->pending, next, cl->r->claim_ms);
+    kcache__remote_done(cl->r, cl->s, st, t0, "renew claim", ev);
+    if (st == KCACHE_OK) { memcpy(cl->token, next, sizeof next); cl->pending[0] = 0; }
+    else if (st != KCACHE_MISS) memcpy(cl->pending, next, sizeof next);
+    return st;
+}
+
 KCACHE__THREAD_FN(kcache__rclaim_renewer, arg) {
     kcache__rclaim *cl = (kcache__rclaim *)arg;
     uint32_t every = cl->r->claim_ms / 3 ? cl->r->claim_ms / 3 : 1;
@@ -9791,7 +9902,8 @@ KCACHE__THREAD_FN(kcache__rclaim_renewer, arg) {
         if (kcache__cond_wait_until(&cl->c, &cl->m, kcache__now_ns() + (int64_t)every * 1000000) || cl->stop) continue;
         kcache__mutex_unlock(&cl->m);
         memset(&ev, 0, sizeof ev);
-        if (kcache__rclaim_call(cl, KCACHE_CLAIM_RENEW, cl->r->claim_ms, &ev) == KCACHE_MISS)
+        if ((cl->s->ops->claim_reissue ? kcache__rclaim_reissue(cl, &ev) : kcache__rclaim_call(cl, KCACHE_CLAIM_RENEW, cl->r->claim_ms, &ev)) ==
+            KCACHE_MISS)
             kcache__remote_ev_note(&ev, "remote %s: the build claim on %s was lost (expired): another machine may build too", cl->s->url, cl->name);
         kcache__mutex_lock(&cl->m);
         kcache__remote_ev_add(&cl->ev, &ev);
@@ -9803,18 +9915,14 @@ KCACHE__THREAD_FN(kcache__rclaim_renewer, arg) {
 /* Sets up a claim on k's shard (nothing taken yet). 0 when the remote has no claims, or may not
    write (KCACHE_REMOTE_MODE=ro: a claim is a write; such a client builds what it misses). */
 static int kcache__rclaim_init(kcache__rclaim *cl, kcache__remote *r, const kcache_key *k) {
-    char mac[66];
-    int n;
     memset(cl, 0, sizeof *cl);
     if (r->ro) return 0;
     cl->r = r;
     cl->s = kcache__remote_shard(r, k->digest);
     if (!cl->s->ops->claim) return 0;
     kcache__remote_name(k->digest, cl->name);
-    n = snprintf(cl->token, sizeof cl->token - 65, "%s:%u:%llx:%llx", r->host, (unsigned)kcache__pid(),
-                 (unsigned long long)kcache__atomic_inc_u64(&r->seq), (unsigned long long)kcache__now_ns());
-    if (n > 0 && (size_t)n < sizeof cl->token - 65 && kcache__rclaim_sign(r, cl->name, cl->token, (size_t)n, mac))
-        memcpy(cl->token + n, mac, sizeof mac);
+    cl->seq = kcache__atomic_inc_u64(&r->seq);
+    kcache__rclaim_token(cl, cl->token);
     kcache__mutex_init(&cl->m);
     kcache__cond_init(&cl->c);
     return 1;
@@ -9826,7 +9934,9 @@ static const char *kcache__rclaim_url(const kcache__rclaim *cl) { return cl->s->
 /* Takes the claim: KCACHE_OK (held, and renewed from now on), KCACHE_EEXIST (another holds it), or
    a failure (build without one). */
 static kcache_status kcache__rclaim_take(kcache__rclaim *cl, kcache__remote_ev *ev) {
-    kcache_status st = kcache__rclaim_call(cl, KCACHE_CLAIM_TAKE, cl->r->claim_ms, ev);
+    kcache_status st;
+    kcache__rclaim_token(cl, cl->token); /* issued now: a take after a wait must not carry the wait's age */
+    st = kcache__rclaim_call(cl, KCACHE_CLAIM_TAKE, cl->r->claim_ms, ev);
     if (st != KCACHE_OK) return st;
     cl->held = 1;
     cl->started = kcache__thread_start(&cl->th, kcache__rclaim_renewer, cl);
@@ -9845,6 +9955,10 @@ static void kcache__rclaim_end(kcache__rclaim *cl, int stored, kcache__remote_ev
         kcache__thread_join(cl->th);
     }
     if (cl->held) kcache__rclaim_call(cl, stored ? KCACHE_CLAIM_RELEASE : KCACHE_CLAIM_ABANDON, cl->r->claim_ms, ev);
+    if (cl->held && cl->pending[0]) { /* the server may hold the token of a renewal whose reply was lost */
+        memcpy(cl->token, cl->pending, sizeof cl->token);
+        kcache__rclaim_call(cl, stored ? KCACHE_CLAIM_RELEASE : KCACHE_CLAIM_ABANDON, cl->r->claim_ms, ev);
+    }
     kcache__remote_ev_add(ev, &cl->ev);
     kcache__cond_destroy(&cl->c);
     kcache__mutex_destroy(&cl->m);
@@ -9867,7 +9981,77 @@ KCACHE_API void kcache_remote_get_params(const kcache_remote *remote, kcache_rem
     out->is_signed = r->secret != NULL;
     out->ca = r->tls_ca, out->cert = r->tls_cert, out->key = r->tls_key;
     out->prefix = r->prefix;
+    out->tls_name = r->tls_name;
 }
+
+static void kcache__pub_node_call(const struct kcache__pub *p, const char *name, kcache_status result, int open);
+KCACHE_API void kcache_remote_node_call(const kcache_remote *remote, const char *shard, const char *node, kcache_status result, int open) {
+    const kcache__remote *r = (const kcache__remote *)remote;
+    char name[600];
+    if (!r || !r->pub || !shard || !node) return;
+    snprintf(name, sizeof name, "%s %s", shard, node);
+    kcache__pub_node_call(r->pub, name, result, open);
+}
+
+#ifdef KCACHE_HMAC_OPENSSL /* (a signed claim's: without HMAC there is none) */
+/* A claim's issue time: the time field of its id (id_len bytes: host:pid:seq:time) as ms since the
+   Unix epoch when it is 0.5's "t<hex>", else -1 (a token of 0.4, whose field is its client's clock
+   in ns, no time kcache can check against a server's). */
+static int64_t kcache__rclaim_issued(const char *id, size_t id_len) {
+    size_t i = id_len, digits = 0;
+    uint64_t v = 0;
+    while (i > 0 && id[i - 1] != ':') i--;
+    if (i == 0 || i >= id_len || id[i] != 't') return -1;
+    for (i++; i < id_len; i++, digits++) {
+        int d = kcache__hexval((unsigned char)id[i]);
+        if (d < 0 || digits >= 15) return -1;
+        v = v << 4 | (uint64_t)d;
+    }
+    return digits ? (int64_t)v : -1;
+}
+
+/* Whether a signed claim token (its id: id_len bytes) is fresh enough to wait for: issued within
+   KCACHE__CLAIM_AGES claim lifetimes of now by the clock of the server keeping name's claims (a
+   builder re-issues its token at every renewal, so a live builder's is never older than one); a
+   0.4 token, within KCACHE__CLAIM_AGES_04 lifetimes of this process's first look at it. A token read
+   once and planted again then holds its waiters for a bounded time only. */
+#define KCACHE__CLAIM_AGES 3
+#define KCACHE__CLAIM_AGES_04 10
+static int kcache__rclaim_fresh(kcache__remote *r, const char *name, const char *id, size_t id_len) {
+    int64_t issued = kcache__rclaim_issued(id, id_len), now, first;
+    uint64_t h;
+    unsigned i, at = 0;
+    if (issued >= 0) {
+        kcache_hash128 d = {0, 0};
+        const kcache__shard *s;
+        for (i = 0; i < 32; i++) { /* name is the digest in hex (kcache__remote_name): its shard */
+            int v = kcache__hexval((unsigned char)name[i]);
+            if (v < 0) return 0;
+            if (i < 16) d.hi = d.hi << 4 | (uint64_t)v; else d.lo = d.lo << 4 | (uint64_t)v;
+        }
+        s = kcache__remote_shard(r, d);
+        now = kcache__rclaim_clock(s, name) / 1000000;
+        return issued <= now + (int64_t)KCACHE__CLAIM_AGES * r->claim_ms && now <= issued + (int64_t)KCACHE__CLAIM_AGES * r->claim_ms;
+    }
+    {
+        kcache_hash_state hs;
+        kcache_hash_init(&hs);
+        kcache_hash_update(&hs, name, 32);
+        kcache_hash_update(&hs, id, id_len);
+        h = kcache_hash_final(&hs).lo;
+    }
+    now = kcache__mono_ns();
+    kcache__mutex_lock(&r->seen_mutex);
+    for (i = 0; i < sizeof r->seen / sizeof r->seen[0]; i++) {
+        if (r->seen[i].first && r->seen[i].h == h) { at = i; break; }
+        if (!r->seen[i].first || r->seen[i].first < r->seen[at].first) at = i; /* else the oldest is forgotten */
+    }
+    if (r->seen[at].h != h || !r->seen[at].first) r->seen[at].h = h, r->seen[at].first = now;
+    first = r->seen[at].first;
+    kcache__mutex_unlock(&r->seen_mutex);
+    return now - first <= (int64_t)KCACHE__CLAIM_AGES_04 * r->claim_ms * 1000000;
+}
+#endif
 
 KCACHE_API int kcache_remote_claim_honoured(const kcache_remote *remote, const char *name, const char *token, size_t len, long long left_ms) {
     const kcache__remote *r = (const kcache__remote *)remote;
@@ -9878,8 +10062,10 @@ KCACHE_API int kcache_remote_claim_honoured(const kcache_remote *remote, const c
     if (!r->secret) return 1;
     dot = len > 65 ? token + len - 65 : NULL;
 #ifdef KCACHE_HMAC_OPENSSL
-    return dot && *dot == '.' && strlen(name) == 32 && kcache__rclaim_sign(r, name, token, (size_t)(dot - token), mac) &&
-           CRYPTO_memcmp(mac, dot, 65) == 0;
+    if (!dot || *dot != '.' || strlen(name) != 32 || !kcache__rclaim_sign(r, name, token, (size_t)(dot - token), mac) ||
+        CRYPTO_memcmp(mac, dot, 65) != 0)
+        return 0;
+    return kcache__rclaim_fresh((kcache__remote *)(uintptr_t)r, name, token, (size_t)(dot - token));
 #else
     (void)mac; (void)dot;
     return 0; /* a secret without HMAC: kcache__remote_open refused it */
@@ -9967,11 +10153,13 @@ static void kcache__remote_close(kcache__remote *r) {
     memset(r->gmac_key, 0, sizeof r->gmac_key);
     if (r->spec) { memset(r->spec, 0, strlen(r->spec)); KCACHE_FREE(r->spec); }
     KCACHE_FREE(r->tls_ca);
+    KCACHE_FREE(r->tls_name);
     KCACHE_FREE(r->tls_cert);
     KCACHE_FREE(r->tls_key);
     KCACHE_FREE(r->prefix);
     kcache__mutex_destroy(&r->mutex);
     kcache__mutex_destroy(&r->ring_mutex);
+    kcache__mutex_destroy(&r->seen_mutex);
     KCACHE_FREE(r);
 }
 
@@ -10098,6 +10286,7 @@ static void kcache__remote_open(kcache__remote **out, const kcache_config *cfg, 
     memset(r, 0, sizeof *r);
     kcache__mutex_init(&r->mutex);
     kcache__mutex_init(&r->ring_mutex);
+    kcache__mutex_init(&r->seen_mutex);
     r->ro = cfg->remote_mode == KCACHE_REMOTE_RO;
     r->timeout_ms = cfg->remote_timeout_ms ? cfg->remote_timeout_ms : KCACHE__REMOTE_TIMEOUT_MS;
     r->claim_ms = cfg->remote_claim_ms ? cfg->remote_claim_ms : KCACHE__REMOTE_CLAIM_MS;
@@ -10127,7 +10316,8 @@ static void kcache__remote_open(kcache__remote **out, const kcache_config *cfg, 
     if ((cfg->remote_ca && !(r->tls_ca = kcache__strndup(cfg->remote_ca, strlen(cfg->remote_ca)))) ||
         (cfg->remote_cert && !(r->tls_cert = kcache__strndup(cfg->remote_cert, strlen(cfg->remote_cert)))) ||
         (cfg->remote_key && !(r->tls_key = kcache__strndup(cfg->remote_key, strlen(cfg->remote_key)))) ||
-        (cfg->remote_prefix && !(r->prefix = kcache__strndup(cfg->remote_prefix, strlen(cfg->remote_prefix)))))
+        (cfg->remote_prefix && !(r->prefix = kcache__strndup(cfg->remote_prefix, strlen(cfg->remote_prefix)))) ||
+        (cfg->remote_tls_name && *cfg->remote_tls_name && !(r->tls_name = kcache__strndup(cfg->remote_tls_name, strlen(cfg->remote_tls_name)))))
         goto oom;
     if (r->prefix) { /* a namespace: printable, no space, no {} (they would move a claim off its value's cluster slot) */
         const char *q;
@@ -10178,7 +10368,7 @@ static uint32_t kcache__remote_claim_ms(const kcache__remote *r) { (void)r; retu
 static void kcache__remote_describe(const kcache__remote *r, char *out, size_t cap) { (void)r; if (cap) out[0] = 0; }
 static void kcache__remote_own_config(const kcache__remote *r, kcache_config *cfg) {
     (void)r;
-    cfg->remote = cfg->remote_secret = cfg->remote_ca = cfg->remote_cert = cfg->remote_key = cfg->remote_prefix = NULL;
+    cfg->remote = cfg->remote_secret = cfg->remote_ca = cfg->remote_cert = cfg->remote_key = cfg->remote_prefix = cfg->remote_tls_name = NULL;
 }
 static void kcache__remote_reopen_config(const kcache__remote *r, kcache_config *cfg) { (void)r; (void)cfg; }
 static void kcache__remote_attach(kcache__remote *r, const kcache__mem *mem, const struct kcache__pub *pub) { (void)r; (void)mem; (void)pub; }
@@ -10228,6 +10418,9 @@ KCACHE_API void kcache_remote_get_params(const kcache_remote *remote, kcache_rem
     (void)remote;
     if (out) memset(out, 0, sizeof *out);
 }
+KCACHE_API void kcache_remote_node_call(const kcache_remote *r, const char *shard, const char *node, kcache_status result, int open) {
+    (void)r; (void)shard; (void)node; (void)result; (void)open;
+}
 KCACHE_API int kcache_remote_claim_honoured(const kcache_remote *remote, const char *name, const char *token, size_t len, long long left_ms) {
     (void)remote; (void)name; (void)token; (void)len; (void)left_ms;
     return 0;
@@ -10263,7 +10456,9 @@ KCACHE_API int kcache_remote_mac_end(kcache_remote_mac *m, unsigned char out[KCA
            since the file was made: u64 id (XXH3-128 lo of the shard's URL as shown, low bit set;
            0 = free, taken by compare-and-swap), u64 hits, misses, errors, timeouts, skipped
            calls (fetch-add), then the URL (80 bytes, cut, NUL padded; written after the id is
-           taken). A file made before these existed has zeros here: no shards.
+           taken). A file made before these existed has zeros here: no shards. A backend's node
+           row (0.5, kcache_remote_node_call) is an entry of the same table whose id has bit 0
+           clear and bit 1 set (XXH3-128 lo of "<shard's URL> <node>"), hits and misses 0.
      3584  24 x 16 bytes, more of shard entry i (0.5): u64 calls made (let through by the breaker;
            fetch-add), i64 breaker open since (ns since 1970: the failure that opened a breaker,
            set by compare-and-swap from 0; back to 0 after a call that succeeds: metrics' gauge).
@@ -10855,8 +11050,7 @@ static KCACHE__UNUSED uint64_t *kcache__pub_shard_more_at(const unsigned char *m
 }
 /* The shard table's entry for url (found, or taken now), or NULL (not publishing, or the table is
    full: that shard goes uncounted there); *more: the rest of that entry (or NULL). */
-static KCACHE__UNUSED uint64_t *kcache__pub_shard(const kcache__pub *p, const char *url, uint64_t **more) {
-    uint64_t id = kcache_hash(url, strlen(url)).lo | 1;
+static KCACHE__UNUSED uint64_t *kcache__pub_row(const kcache__pub *p, uint64_t id, const char *url, uint64_t **more) {
     unsigned i;
     *more = NULL;
     if (!p->map) return NULL;
@@ -10873,6 +11067,30 @@ static KCACHE__UNUSED uint64_t *kcache__pub_shard(const kcache__pub *p, const ch
         }
     }
     return NULL;
+}
+/* A shard's row: its id has the low bit set (a node's, kcache__pub_node_call's, bit 1 and not bit 0). */
+static KCACHE__UNUSED uint64_t *kcache__pub_shard(const kcache__pub *p, const char *url, uint64_t **more) {
+    return kcache__pub_row(p, kcache_hash(url, strlen(url)).lo | 1, url, more);
+}
+/* One call to a backend's node (name: "<shard> <node>"), counted in the node's row as a shard's call
+   is in its row (kcache_remote_node_call says what result and open mean). */
+static KCACHE__UNUSED void kcache__pub_node_call(const kcache__pub *p, const char *name, kcache_status result, int open) {
+    uint64_t *more, *e = kcache__pub_row(p, (kcache_hash(name, strlen(name)).lo & ~(uint64_t)1) | 2, name, &more);
+    if (!e) return;
+    if (result == KCACHE_EDISABLED) {
+        kcache__pub_fetch_add(e + 1 + 4, 1); /* skipped */
+    } else {
+        kcache__pub_fetch_add(more, 1); /* made */
+        if (result != KCACHE_OK && result != KCACHE_MISS && result != KCACHE_EEXIST) {
+            kcache__pub_fetch_add(e + 1 + 2, 1); /* errors */
+            if (result == KCACHE_ETIMEOUT) kcache__pub_fetch_add(e + 1 + 3, 1);
+        }
+    }
+    if (open) {
+        if (!kcache__pub_ld(more + 1)) kcache__pub_cas(more + 1, 0, (uint64_t)kcache__now_ns());
+    } else if (kcache__pub_ld(more + 1)) {
+        kcache__pub_st(more + 1, 0);
+    }
 }
 /* After a call to a shard (more: its kcache__pub_shard's): counted, and its breaker's time. */
 static KCACHE__UNUSED void kcache__pub_shard_call(uint64_t *more, int failed) {
@@ -11036,6 +11254,9 @@ static void kcache__pub_hit_disk(kcache__pub *p, const char *unit, uint64_t unit
     (void)p; (void)unit; (void)unit_hash; (void)size; (void)now;
 }
 static void kcache__pub_miss(kcache__pub *p, const char *unit, kcache_reason r) { (void)p; (void)unit; (void)r; }
+static KCACHE__UNUSED void kcache__pub_node_call(const kcache__pub *p, const char *name, kcache_status result, int open) {
+    (void)p; (void)name; (void)result; (void)open;
+}
 static KCACHE__UNUSED uint64_t *kcache__pub_shard(const kcache__pub *p, const char *url, uint64_t **more) {
     (void)p; (void)url;
     *more = NULL;
@@ -11468,6 +11689,7 @@ KCACHE_API void kcache_config_init(kcache_config *cfg) {
     if ((v = getenv("KCACHE_REMOTE")) != NULL && *v) cfg->remote = v;
     if ((v = getenv("KCACHE_REMOTE_SECRET")) != NULL) cfg->remote_secret = v; /* empty: refused at open, not unsigned */
     if ((v = getenv("KCACHE_REMOTE_CA")) != NULL && *v) cfg->remote_ca = v;
+    if ((v = getenv("KCACHE_REMOTE_TLS_NAME")) != NULL && *v) cfg->remote_tls_name = v;
     if ((v = getenv("KCACHE_REMOTE_CERT")) != NULL && *v) cfg->remote_cert = v;
     if ((v = getenv("KCACHE_REMOTE_KEY")) != NULL && *v) cfg->remote_key = v;
     if ((v = getenv("KCACHE_MAX_SIZE")) != NULL && *v) {
@@ -15768,7 +15990,7 @@ struct kcache_stats_file {
 
 KCACHE_API unsigned kcache_stats_file_rows(kcache_stats_table table) {
 #ifndef KCACHE_NO_PUB
-    return table == KCACHE_STATS_SHARDS ? KCACHE__PUB_SHARDS : 0;
+    return table == KCACHE_STATS_SHARDS || table == KCACHE_STATS_NODES ? KCACHE__PUB_SHARDS : 0;
 #else
     (void)table;
     return 0;
@@ -16003,9 +16225,10 @@ KCACHE_API kcache_status kcache_stats_file_row(const kcache_stats_file *sf, kcac
     const uint64_t *e;
     unsigned c;
     if (out) memset(out, 0, sizeof *out);
-    if (!sf || !out || table != KCACHE_STATS_SHARDS || i >= KCACHE__PUB_SHARDS) return KCACHE_EINVAL;
+    if (!sf || !out || (table != KCACHE_STATS_SHARDS && table != KCACHE_STATS_NODES) || i >= KCACHE__PUB_SHARDS) return KCACHE_EINVAL;
     e = kcache__pub_shard_at(sf->map, i);
     if ((out->id = kcache__pub_ld_acq(e)) == 0) return KCACHE_OK;
+    if ((out->id & 1) != (table == KCACHE_STATS_SHARDS)) { out->id = 0; return KCACHE_OK; } /* the other table's row */
     out->nvalues = 7; /* hits, misses, errors, timeouts, skipped calls; calls made, breaker open since */
     for (c = 0; c < 5; c++) out->value[c] = kcache__pub_ld(e + 1 + c);
     kcache__pub_get_name(e + 6, KCACHE__PUB_SHARD_URL, out->name, sizeof out->name);

@@ -138,7 +138,8 @@ static char *kcache_redis__strndup(const char *s, size_t n) {
 #define KCACHE_REDIS__KEY_MAX 200    /* a key kcache names on the server: prefix, kcache:1:, name, suffix */
 
 /* Names on the server: kcache:1:<name> holds a value, kcache:1:<name>:claim a build claim (SET NX
-   PX; the value is the holder's token), and the end of a build is published on kcache:1:<name>:done
+   PX in a script that first looks for the value; the value is the holder's token, re-issued at each
+   renewal), and the end of a build is published on kcache:1:<name>:done
    ("1": the value was stored, "0": abandoned). Every call runs on a non-blocking socket under
    poll() with a deadline, so that a hung server costs one timeout, not the kernel's. Connections
    are pooled per shard and never used by two threads at once; a forked child opens its own. */
@@ -223,6 +224,20 @@ typedef struct kcache_redis__server {
     struct kcache_redis__server **node;
     unsigned nnodes;
     int refresh;
+    /* the server's clock (kcache_redis__server_time; guarded by mutex): its time minus this
+       host's monotonic clock, in ns, learned at clock_at (monotonic ns; 0: never); clock_tried:
+       the last attempt, so that a server that does not answer is not asked at every claim */
+    int64_t clock_offset, clock_at, clock_tried;
+    int64_t reload_at;              /* when the map was last read (monotonic ns; kcache_redis__cluster_reload) */
+    int reloading;                  /* a thread reads it now */
+    unsigned reload_next;           /* where the next reload starts in the list of nodes (round robin) */
+    /* a node of a cluster (the seed too): its own breaker (guarded by mutex), so that one dead,
+       hung or unverifiable node turns off its own slots only (kcache_redis__node_allow) */
+    int64_t node_open_until;        /* monotonic ns; 0: closed */
+    uint32_t node_backoff_ms;
+    int node_probing;               /* the one call let through after the back-off is under way */
+    char *tls_name;                 /* TLS: the name the server's certificate must hold; NULL: host */
+    char *shown;                    /* a seed's URL as shown (its nodes' rows in the stats file) */
 #ifdef KCACHE_TLS_OPENSSL
     SSL_CTX *tls_ctx;               /* its CAs, client certificate, verification */
 #endif
@@ -287,6 +302,8 @@ static void kcache_redis__free(void *user) {
 #endif
     pthread_mutex_destroy(&rb->mutex);
     KCACHE_FREE(rb->host);
+    KCACHE_FREE(rb->tls_name);
+    KCACHE_FREE(rb->shown);
     KCACHE_FREE(rb->path);
     KCACHE_FREE(rb->user);
     KCACHE_FREE(rb->pass);
@@ -671,19 +688,22 @@ static void kcache_redis__nopipe_end(kcache_redis__nopipe *np) {
 }
 
 /* The TLS handshake on c's connected socket: the server's certificate must chain to the CAs and
-   name the host (DNS name, sent as SNI too) or address it was reached by. */
+   name rb->tls_name when it has one (KCACHE_REMOTE_TLS_NAME, or a cluster's listed host name for a
+   node announced by its address; see kcache_redis__cluster_node), else the host (DNS name, sent as
+   SNI too) or address it was reached by. */
 static kcache_status kcache_redis__tls_start(kcache_redis__server *rb, redisContext *c, int64_t deadline) {
     kcache_redis__link *k = kcache_redis__link_of(c);
     SSL *s;
     unsigned char addr[16];
     kcache_redis__nopipe np;
     kcache_status st = KCACHE_OK;
+    char *name = rb->tls_name ? rb->tls_name : rb->host; /* (not const: SSL_set_tlsext_host_name casts it to void *) */
     if (!k) return KCACHE_EIO;
     if (!(s = SSL_new(rb->tls_ctx))) return KCACHE_ENOMEM;
     k->ssl = s; /* freed with the connection (kcache_redis__drop) */
-    if (inet_pton(AF_INET, rb->host, addr) == 1 || inet_pton(AF_INET6, rb->host, addr) == 1) {
-        if (X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(s), rb->host) != 1) st = KCACHE_EIO;
-    } else if (SSL_set_tlsext_host_name(s, rb->host) != 1 || SSL_set1_host(s, rb->host) != 1) {
+    if (inet_pton(AF_INET, name, addr) == 1 || inet_pton(AF_INET6, name, addr) == 1) {
+        if (X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(s), name) != 1) st = KCACHE_EIO;
+    } else if (SSL_set_tlsext_host_name(s, name) != 1 || SSL_set1_host(s, name) != 1) {
         st = KCACHE_EIO;
     }
     if (st == KCACHE_OK && SSL_set_fd(s, c->fd) != 1) st = KCACHE_EIO;
@@ -1216,8 +1236,18 @@ static unsigned kcache_redis__cluster_slot(const char *key, size_t n) {
     return crc & (KCACHE_REDIS__CLUSTER_SLOTS - 1);
 }
 
+/* Whether host (a C string) is an IPv4 or IPv6 address rather than a name. */
+static int kcache_redis__is_address(const char *host) {
+    unsigned char bin[16];
+    return inet_pton(AF_INET, host, bin) == 1 || inet_pton(AF_INET6, host, bin) == 1;
+}
+
 /* The node at host:port of rb's cluster (added with rb's credentials, timeouts and TLS when it is
-   new): its index + 1, or 0 (out of memory, too many nodes, or no host: see below). An empty host
+   new): its index + 1, or 0 (out of memory, too many nodes, or no host: see below). Over TLS it is
+   verified against KCACHE_REMOTE_TLS_NAME when set, else, when it is announced by its address and
+   the seed was listed by a DNS name, against that name (the certificates of a cluster deployed
+   behind a name seldom hold the nodes' addresses; go-redis and Lettuce check the same), else
+   against its own host. An empty host
    (or NULL: a NULL endpoint) means, as Redis means it, the host of the node that answered, which
    a unix-socket node has not: that node is then unusable (the command a miss), never guessed. */
 static unsigned kcache_redis__cluster_node(kcache_redis__server *rb, const kcache_redis__server *answered, const char *host, size_t hlen, int port) {
@@ -1246,6 +1276,15 @@ static unsigned kcache_redis__cluster_node(kcache_redis__server *rb, const kcach
         (rb->pass && !(nd->pass = kcache_redis__strndup(rb->pass, strlen(rb->pass))))) {
         kcache_redis__free(nd);
         return 0;
+    }
+    if (rb->tls) {
+        const char *name = rb->tls_name ? rb->tls_name
+                           : rb->host && !kcache_redis__is_address(rb->host) && kcache_redis__is_address(nd->host) ? rb->host
+                                                                                                                 : NULL;
+        if (name && !(nd->tls_name = kcache_redis__strndup(name, strlen(name)))) {
+            kcache_redis__free(nd);
+            return 0;
+        }
     }
     pthread_mutex_lock(&rb->mutex);
     for (i = 0; i < rb->nnodes && !at; i++) /* another thread may have added it meanwhile */
@@ -1281,15 +1320,145 @@ static void kcache_redis__cluster_map(kcache_redis__server *rb, const kcache_red
     }
 }
 
-/* Reads the slot map from rb's seed. */
-static void kcache_redis__cluster_slots(kcache_redis__server *rb, int64_t deadline) {
+/* A node's breaker (the core keeps one per shard, the whole cluster): a call to a node that failed
+   (refused, reset, timed out, a TLS handshake that did not verify) turns off that node's slots for
+   a back-off, doubling while the one call let through after it keeps failing; the other nodes'
+   keys keep being served. Whether a call may go to node nd now: */
+#define KCACHE_REDIS__NODE_BACKOFF_MS 200
+#define KCACHE_REDIS__NODE_BACKOFF_MAX_MS 6400
+static int kcache_redis__node_allow(kcache_redis__server *nd) {
+    int64_t now = kcache_monotonic_ns();
+    int ok = 1;
+    pthread_mutex_lock(&nd->mutex);
+    if (nd->node_open_until) {
+        if (now < nd->node_open_until || nd->node_probing) ok = 0;
+        else nd->node_probing = 1; /* this call finds out whether it is back */
+    }
+    pthread_mutex_unlock(&nd->mutex);
+    return ok;
+}
+/* One call to node nd of rb's cluster (KCACHE_EDISABLED: not made, its breaker open), published in
+   the stats file's node table for kcache-top (kcache_remote_node_call). */
+static void kcache_redis__node_note(const kcache_redis__server *rb, const kcache_redis__server *nd, kcache_status st, int open) {
+    char name[300];
+    if (!rb->remote || !rb->shown || !nd->host) return;
+    snprintf(name, sizeof name, "%s%s%s:%d", strchr(nd->host, ':') ? "[" : "", nd->host, strchr(nd->host, ':') ? "]" : "", nd->port);
+    kcache_remote_node_call(rb->remote, rb->shown, name, st, open);
+}
+/* After a call to nd: its breaker opened (failed) or closed. */
+static void kcache_redis__node_done(kcache_redis__server *nd, int failed) {
+    pthread_mutex_lock(&nd->mutex);
+    nd->node_probing = 0;
+    if (!nd->node_backoff_ms) nd->node_backoff_ms = KCACHE_REDIS__NODE_BACKOFF_MS;
+    if (failed) {
+        nd->node_open_until = kcache_monotonic_ns() + (int64_t)nd->node_backoff_ms * 1000000;
+        if (nd->node_backoff_ms < KCACHE_REDIS__NODE_BACKOFF_MAX_MS) nd->node_backoff_ms *= 2;
+    } else {
+        nd->node_open_until = 0;
+        nd->node_backoff_ms = KCACHE_REDIS__NODE_BACKOFF_MS;
+    }
+    pthread_mutex_unlock(&nd->mutex);
+}
+
+/* Reads the slot map (CLUSTER SLOTS) again from a node that answers: the seed or any node met so
+   far (the seed may be the node that died), each reload starting at the next one, those whose
+   breaker is open left out. A failover, a reshard or a dead node is noticed this way: the map is
+   read after a MOVED, and after a refused or broken connection, a timeout, CLUSTERDOWN or TRYAGAIN.
+   At most one reload per KCACHE_REDIS__RELOAD_NS per cluster, by one thread at a time (the others go
+   on with the map as it is). 1: a node answered; 0: none did (the whole cluster is out of reach);
+   -1: not this caller's turn, or no time left to ask (a call that timed out: the next one asks). */
+#define KCACHE_REDIS__RELOAD_NS ((int64_t)150 * 1000000)
+static int kcache_redis__cluster_reload(kcache_redis__server *rb, int64_t deadline) {
+    kcache_redis__server *cand[KCACHE_REDIS__CLUSTER_NODES + 1];
     const char *argv[2];
     size_t lens[2];
-    redisReply *r = NULL;
+    unsigned n = 0, i, first;
+    int64_t now = kcache_monotonic_ns();
+    int done = 0;
     argv[0] = "CLUSTER", lens[0] = 7;
     argv[1] = "SLOTS", lens[1] = 5;
-    if (kcache_redis__run1(rb, deadline, 0, 2, argv, lens, NULL, &r) == KCACHE_OK) kcache_redis__cluster_map(rb, rb, r);
-    if (r) freeReplyObject(r);
+    if (now >= deadline) return -1;
+    pthread_mutex_lock(&rb->mutex);
+    if (rb->reloading || (rb->reload_at && now - rb->reload_at < KCACHE_REDIS__RELOAD_NS)) {
+        pthread_mutex_unlock(&rb->mutex);
+        return -1;
+    }
+    rb->reloading = 1;
+    rb->reload_at = now;
+    cand[n++] = rb;
+    for (i = 0; i < rb->nnodes; i++) cand[n++] = rb->node[i]; /* (nodes live as long as rb) */
+    first = rb->reload_next++ % n;
+    pthread_mutex_unlock(&rb->mutex);
+    for (i = 0; i < n && !done; i++) {
+        kcache_redis__server *nd = cand[(first + i) % n];
+        redisReply *r = NULL;
+        kcache_status st;
+        if (kcache_monotonic_ns() >= deadline) { done = -1; break; } /* (out of time, not out of nodes) */
+        if (!kcache_redis__node_allow(nd)) continue;
+        st = kcache_redis__run1(nd, deadline, 0, 2, argv, lens, NULL, &r);
+        if (st == KCACHE_OK && r->type == REDIS_REPLY_ARRAY && r->elements > 0) {
+            kcache_redis__cluster_map(rb, nd, r);
+            done = 1;
+        }
+        kcache_redis__node_done(nd, st != KCACHE_OK);
+        kcache_redis__node_note(rb, nd, st, st != KCACHE_OK);
+        if (r) freeReplyObject(r);
+    }
+    pthread_mutex_lock(&rb->mutex);
+    rb->reloading = 0;
+    pthread_mutex_unlock(&rb->mutex);
+    return done;
+}
+
+/* Makes rb a cluster's seed (its slot map, empty) when it is not one yet: 1 when it is one. */
+static int kcache_redis__cluster_init(kcache_redis__server *rb) {
+    uint8_t *map = NULL;
+    kcache_redis__server **nodes = NULL;
+    int cluster;
+    pthread_mutex_lock(&rb->mutex);
+    cluster = rb->slot != NULL;
+    pthread_mutex_unlock(&rb->mutex);
+    if (cluster) return 1;
+    if ((map = (uint8_t *)KCACHE_MALLOC(KCACHE_REDIS__CLUSTER_SLOTS)) != NULL &&
+        (nodes = (kcache_redis__server **)KCACHE_MALLOC(sizeof *nodes * KCACHE_REDIS__CLUSTER_NODES)) != NULL)
+        memset(map, 0, KCACHE_REDIS__CLUSTER_SLOTS);
+    pthread_mutex_lock(&rb->mutex);
+    if (map && nodes && !rb->slot) { rb->slot = map, rb->node = nodes, map = NULL, nodes = NULL; }
+    cluster = rb->slot != NULL;
+    pthread_mutex_unlock(&rb->mutex);
+    KCACHE_FREE(map);
+    KCACHE_FREE(nodes);
+    return cluster;
+}
+static int kcache_redis__is_cluster(kcache_redis__server *rb) {
+    int cluster;
+    pthread_mutex_lock(&rb->mutex);
+    cluster = rb->slot != NULL;
+    pthread_mutex_unlock(&rb->mutex);
+    return cluster;
+}
+
+/* The listed node itself when n is its entry in the slot map: its own pool, not a second connection
+   per process (issue 35.12). */
+static kcache_redis__server *kcache_redis__as_listed(kcache_redis__server *rb, kcache_redis__server *n) {
+    return n && n != rb && rb->host && n->host && n->port == rb->port && strcmp(n->host, rb->host) == 0 ? rb : n;
+}
+
+/* The node serving slot now, by rb's map (NULL: not known: the seed is asked), and its index + 1 in *at. */
+static kcache_redis__server *kcache_redis__cluster_owner(kcache_redis__server *rb, unsigned slot, unsigned *at) {
+    kcache_redis__server *to = rb;
+    pthread_mutex_lock(&rb->mutex);
+    *at = rb->slot && slot < KCACHE_REDIS__CLUSTER_SLOTS ? rb->slot[slot] : 0;
+    if (*at) to = rb->node[*at - 1];
+    pthread_mutex_unlock(&rb->mutex);
+    return to;
+}
+
+/* A reply that says the cluster cannot serve the key now (CLUSTERDOWN: slots without a node, as
+   while a dead master's replica is not promoted yet; TRYAGAIN: keys of one command split by a
+   reshard): the map is read again, and the call is a node's failure, not the cluster's. */
+static int kcache_redis__cluster_busy(const redisReply *r) {
+    return r->type == REDIS_REPLY_ERROR && r->str && (strncmp(r->str, "CLUSTERDOWN", 11) == 0 || strncmp(r->str, "TRYAGAIN", 8) == 0);
 }
 
 /* A MOVED or ASK error reply: 1 (ask: which), its slot, and the node's host and port; else 0. */
@@ -1314,7 +1483,10 @@ static int kcache_redis__cluster_redirect(const redisReply *r, int *ask, unsigne
 }
 
 /* One command, by the operation timeout: on the one server, or (a cluster) on the node serving the
-   key argv[key] names, following MOVED and ASK. */
+   key argv[key] names, following MOVED and ASK. On a cluster, a node that failed (its breaker open,
+   the slot map read again from another node: a replica promoted in its place is found) makes the
+   call KCACHE_ENODE, which leaves the shard's breaker, the other nodes' keys, alone; when no node of
+   the cluster answers at all, the failure is the shard's. */
 /* kcache_redis__run for a GET (argv GET key) whose value is read into value (a nil reply stands for
    it; kcache_redis__read_value), signed or not (value->sink; kcache_redis__get_mac). */
 static kcache_status kcache_redis__run_value(kcache_redis__server *rb, int argc, const char **argv, const size_t *lens, kcache_redis__value *value,
@@ -1327,34 +1499,48 @@ static kcache_status kcache_redis__run_value(kcache_redis__server *rb, int argc,
     size_t hlen = 0;
     *out = NULL;
     for (hops = 0; hops <= KCACHE_REDIS__CLUSTER_HOPS; hops++) {
-        kcache_redis__server *to = rb;
-        int cluster;
+        kcache_redis__server *to = rb, *now;
+        int cluster, reload;
+        unsigned owner;
         pthread_mutex_lock(&rb->mutex); /* (the map's storage never moves once made) */
         refresh = rb->refresh, rb->refresh = 0;
+        cluster = rb->slot != NULL;
         if (rb->slot && slot == KCACHE_REDIS__CLUSTER_SLOTS) slot = kcache_redis__cluster_slot(argv[key], lens[key]);
         if (!at && rb->slot) at = rb->slot[slot];
         if (at) to = rb->node[at - 1];
         pthread_mutex_unlock(&rb->mutex);
-        if (refresh) kcache_redis__cluster_slots(rb, deadline);
-        if ((st = kcache_redis__run1(to, deadline, asking, argc, argv, lens, value, out)) != KCACHE_OK) return st;
-        if (!kcache_redis__cluster_redirect(*out, &ask, &moved, &host, &hlen, &port)) return KCACHE_OK;
-        { /* the first MOVED: rb is a node of a cluster */
-            uint8_t *map = NULL;
-            kcache_redis__server **nodes = NULL;
-            pthread_mutex_lock(&rb->mutex);
-            cluster = rb->slot != NULL;
-            pthread_mutex_unlock(&rb->mutex);
-            if (!cluster && (map = (uint8_t *)KCACHE_MALLOC(KCACHE_REDIS__CLUSTER_SLOTS)) != NULL &&
-                (nodes = (kcache_redis__server **)KCACHE_MALLOC(sizeof *nodes * KCACHE_REDIS__CLUSTER_NODES)) != NULL)
-                memset(map, 0, KCACHE_REDIS__CLUSTER_SLOTS);
-            pthread_mutex_lock(&rb->mutex);
-            if (map && nodes && !rb->slot) { rb->slot = map, rb->node = nodes, map = NULL, nodes = NULL; }
-            cluster = rb->slot != NULL;
-            pthread_mutex_unlock(&rb->mutex);
-            KCACHE_FREE(map);
-            KCACHE_FREE(nodes);
-            if (!cluster) break;
+        to = kcache_redis__as_listed(rb, to);
+        if (refresh) kcache_redis__cluster_reload(rb, deadline);
+        if (cluster && !kcache_redis__node_allow(to)) { /* its breaker is open: has its slot moved meanwhile? */
+            kcache_redis__node_note(rb, to, KCACHE_EDISABLED, 1);
+            reload = kcache_redis__cluster_reload(rb, deadline);
+            if (!asking && reload == 1 && (now = kcache_redis__as_listed(rb, kcache_redis__cluster_owner(rb, slot, &owner))) != to && now != rb) { at = owner; continue; }
+            return reload == 0 ? KCACHE_EIO : KCACHE_ENODE;
         }
+        st = kcache_redis__run1(to, deadline, asking, argc, argv, lens, value, out);
+        if (cluster) {
+            kcache_redis__node_done(to, st != KCACHE_OK);
+            kcache_redis__node_note(rb, to, st, st != KCACHE_OK);
+        }
+        if (st != KCACHE_OK) {
+            if (!cluster) return st;
+            reload = kcache_redis__cluster_reload(rb, deadline); /* a failover? the map from a node alive */
+            if (reload == 0) return st;                           /* no node answers: the cluster is down */
+            if (reload == 1 && kcache_monotonic_ns() < deadline && (now = kcache_redis__as_listed(rb, kcache_redis__cluster_owner(rb, slot, &owner))) != to && now != rb) {
+                at = owner; /* its slot has another node now: asked there */
+                asking = 0;
+                continue;
+            }
+            return KCACHE_ENODE;
+        }
+        if (kcache_redis__cluster_busy(*out) && kcache_redis__cluster_init(rb)) {
+            freeReplyObject(*out);
+            *out = NULL;
+            kcache_redis__cluster_reload(rb, deadline);
+            return KCACHE_ENODE;
+        }
+        if (!kcache_redis__cluster_redirect(*out, &ask, &moved, &host, &hlen, &port)) return KCACHE_OK;
+        if (!kcache_redis__cluster_init(rb)) break; /* the first MOVED: rb is a node of a cluster */
         at = kcache_redis__cluster_node(rb, to, host, hlen, port);
         freeReplyObject(*out);
         *out = NULL;
@@ -1507,7 +1693,7 @@ static kcache_status kcache_redis__get_many(void *user, const char *const *names
     }
     for (i = 0; i < n && s == KCACHE_OK; i++) /* one by one: what the pipeline did not answer */
         if (st[i] == KCACHE_STATUS_COUNT && (st[i] = kcache_redis__get(user, names[i], &data[i], &size[i], &hold[i])) != KCACHE_OK &&
-            st[i] != KCACHE_MISS)
+            st[i] != KCACHE_MISS && st[i] != KCACHE_ENODE) /* (ENODE: that key's node is down, the others' keys are read) */
             s = st[i];
     if (s != KCACHE_OK)
         for (i = 0; i < n; i++) {
@@ -1547,12 +1733,87 @@ static kcache_status kcache_redis__remove(void *user, const char *name) {
     return st;
 }
 
+/* Takes a claim (SET NX PX) unless the value is there already: a client whose lookup missed just
+   before another's build landed and released its claim would otherwise take the claim and build
+   the key again. Answered as held: the caller waits, finds no claim, looks again and hits. The
+   claim and its value are in one slot ({kcache:1:<name>}:claim), so a cluster runs it on one node. */
+static const char kcache_redis__take_lua[] =
+    "if redis.call('exists', KEYS[2]) == 1 then return 0 end "
+    "if redis.call('set', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return 1 end return 0";
 /* Renews a claim only while it is still the caller's; releases it the same way, then publishes. */
 static const char kcache_redis__renew_lua[] =
     "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('pexpire', KEYS[1], ARGV[2]) end return 0";
 static const char kcache_redis__release_lua[] =
     "if redis.call('get', KEYS[1]) == ARGV[1] then redis.call('del', KEYS[1]) end "
     "redis.call('publish', ARGV[2], ARGV[3]) return 1";
+
+/* Renews a claim under a new token (kcache_remote_ops.claim_reissue), only while the old one holds it. */
+static const char kcache_redis__reissue_lua[] =
+    "if redis.call('get', KEYS[1]) == ARGV[1] then redis.call('set', KEYS[1], ARGV[2], 'PX', ARGV[3]) return 1 end return 0";
+
+static kcache_status kcache_redis__claim_reissue(void *user, const char *name, const char *token, const char *new_token, uint32_t ms) {
+    kcache_redis__server *rb = (kcache_redis__server *)user;
+    char key[KCACHE_REDIS__KEY_MAX], msbuf[16];
+    const char *argv[7];
+    size_t lens[7];
+    redisReply *r;
+    kcache_status st;
+    snprintf(msbuf, sizeof msbuf, "%u", (unsigned)(ms ? ms : 1));
+    argv[0] = "EVAL", lens[0] = 4;
+    argv[1] = kcache_redis__reissue_lua, lens[1] = sizeof kcache_redis__reissue_lua - 1;
+    argv[2] = "1", lens[2] = 1;
+    argv[3] = key, lens[3] = kcache_redis__key(rb, key, name, ":claim");
+    argv[4] = token, lens[4] = strlen(token);
+    argv[5] = new_token, lens[5] = strlen(new_token);
+    argv[6] = msbuf, lens[6] = strlen(msbuf);
+    if ((st = kcache_redis__run(rb, 7, argv, lens, &r)) != KCACHE_OK) return st;
+    if (r->type == REDIS_REPLY_ERROR) st = kcache_redis__write_error(r);
+    else st = r->type != REDIS_REPLY_INTEGER ? KCACHE_EIO : r->integer == 1 ? KCACHE_OK : KCACHE_MISS;
+    freeReplyObject(r);
+    return st;
+}
+
+/* The server's clock (kcache_remote_ops.server_time_ns): this host's monotonic clock plus an offset
+   learned from the server's TIME, learned again after KCACHE_REDIS__CLOCK_KEEP_NS; the midpoint of
+   the exchange stands for the moment the server read its clock. One TIME per process and shard a
+   minute at most: a short-lived client that claims pays one round trip, one that only reads none.
+   0 when it was never learned (kcache then uses the client's clock). On a cluster the listed
+   node's clock serves every key: nodes keep one time (NTP), and a claim's age is judged within
+   seconds. */
+#define KCACHE_REDIS__CLOCK_KEEP_NS ((int64_t)60 * 1000000000)
+#define KCACHE_REDIS__CLOCK_RETRY_NS ((int64_t)5 * 1000000000)
+static int64_t kcache_redis__server_time(void *user, const char *name) {
+    kcache_redis__server *rb = (kcache_redis__server *)user;
+    int64_t now = kcache_monotonic_ns(), offset, at, tried, t0, t1;
+    const char *argv[1];
+    size_t lens[1];
+    redisReply *r = NULL;
+    (void)name;
+    pthread_mutex_lock(&rb->mutex);
+    offset = rb->clock_offset, at = rb->clock_at, tried = rb->clock_tried;
+    if ((!at || now - at > KCACHE_REDIS__CLOCK_KEEP_NS) && (!tried || now - tried > KCACHE_REDIS__CLOCK_RETRY_NS)) rb->clock_tried = now;
+    else tried = -1; /* known, or asked a moment ago: not asked now */
+    pthread_mutex_unlock(&rb->mutex);
+    if (tried >= 0) {
+        argv[0] = "TIME", lens[0] = 4;
+        t0 = kcache_monotonic_ns();
+        if (kcache_redis__run1(rb, t0 + (int64_t)rb->op_ms * 1000000, 0, 1, argv, lens, NULL, &r) == KCACHE_OK &&
+            r->type == REDIS_REPLY_ARRAY && r->elements == 2 && r->element[0]->type == REDIS_REPLY_STRING &&
+            r->element[1]->type == REDIS_REPLY_STRING) {
+            int64_t sec = strtoll(r->element[0]->str, NULL, 10), usec = strtoll(r->element[1]->str, NULL, 10);
+            t1 = kcache_monotonic_ns();
+            if (sec > 0 && usec >= 0 && usec < 1000000) {
+                offset = sec * 1000000000 + usec * 1000 - (t0 + (t1 - t0) / 2);
+                at = t1;
+                pthread_mutex_lock(&rb->mutex);
+                rb->clock_offset = offset, rb->clock_at = at;
+                pthread_mutex_unlock(&rb->mutex);
+            }
+        }
+        if (r) freeReplyObject(r);
+    }
+    return at ? kcache_monotonic_ns() + offset : 0;
+}
 
 /* WAIT: subscribe to the claim's channel on a connection of its own, then look at the claim (a
    release between the two is not missed); the claim's remaining lifetime bounds the wait, so a
@@ -1566,7 +1827,7 @@ static kcache_status kcache_redis__wait_claim(kcache_redis__server *rb, const ch
     redisReply *r;
     int gone = 0;
     kcache_status st = kcache_redis__connect(rb, by, &sub);
-    if (st != KCACHE_OK) return st;
+    if (st != KCACHE_OK) return kcache_redis__is_cluster(rb) ? KCACHE_ENODE : st; /* (a cluster's seed down: the other nodes serve) */
     argv[0] = "SUBSCRIBE", lens[0] = 9;
     argv[1] = chan, lens[1] = kcache_redis__key(rb, chan, name, ":done");
     st = kcache_redis__cmd(rb, sub, 2, argv, lens, by, &r);
@@ -1617,14 +1878,15 @@ static kcache_status kcache_redis__claim(void *user, const char *name, int op, c
     if (op == KCACHE_CLAIM_WAIT) return kcache_redis__wait_claim(rb, name, ms);
     snprintf(msbuf, sizeof msbuf, "%u", (unsigned)(ms ? ms : 1));
     kcache_redis__key(rb, key, name, ":claim");
-    if (op == KCACHE_CLAIM_TAKE) {
-        argv[0] = "SET", lens[0] = 3;
-        argv[1] = key, lens[1] = strlen(key);
-        argv[2] = token, lens[2] = strlen(token);
-        argv[3] = "NX", lens[3] = 2;
-        argv[4] = "PX", lens[4] = 2;
-        argv[5] = msbuf, lens[5] = strlen(msbuf);
-        argc = 6;
+    if (op == KCACHE_CLAIM_TAKE) { /* (chan: the value's key here) */
+        argv[0] = "EVAL", lens[0] = 4;
+        argv[1] = kcache_redis__take_lua, lens[1] = sizeof kcache_redis__take_lua - 1;
+        argv[2] = "2", lens[2] = 1;
+        argv[3] = key, lens[3] = strlen(key);
+        argv[4] = chan, lens[4] = kcache_redis__key(rb, chan, name, "");
+        argv[5] = token, lens[5] = strlen(token);
+        argv[6] = msbuf, lens[6] = strlen(msbuf);
+        argc = 7;
     } else if (op == KCACHE_CLAIM_RENEW) {
         argv[0] = "EVAL", lens[0] = 4;
         argv[1] = kcache_redis__renew_lua, lens[1] = sizeof kcache_redis__renew_lua - 1;
@@ -1647,7 +1909,7 @@ static kcache_status kcache_redis__claim(void *user, const char *name, int op, c
     }
     if ((st = kcache_redis__run(rb, argc, argv, lens, &r)) != KCACHE_OK) return st;
     if (r->type == REDIS_REPLY_ERROR) st = kcache_redis__write_error(r);
-    else if (op == KCACHE_CLAIM_TAKE) st = r->type == REDIS_REPLY_STATUS ? KCACHE_OK : r->type == REDIS_REPLY_NIL ? KCACHE_EEXIST : KCACHE_EIO;
+    else if (op == KCACHE_CLAIM_TAKE) st = r->type != REDIS_REPLY_INTEGER ? KCACHE_EIO : r->integer == 1 ? KCACHE_OK : KCACHE_EEXIST;
     else if (op == KCACHE_CLAIM_RENEW) st = r->type != REDIS_REPLY_INTEGER ? KCACHE_EIO : r->integer == 1 ? KCACHE_OK : KCACHE_MISS;
     else st = r->type == REDIS_REPLY_INTEGER ? KCACHE_OK : KCACHE_EIO;
     freeReplyObject(r);
@@ -1692,8 +1954,9 @@ static int kcache_redis__identity(void *user, int ro, char *out, size_t cap) {
     return ok;
 }
 
-static const kcache_remote_ops kcache_redis__ops = {kcache_redis__get, kcache_redis__release, kcache_redis__put,
-                                                    kcache_redis__remove, kcache_redis__claim, kcache_redis__get_many};
+static const kcache_remote_ops kcache_redis__ops = {kcache_redis__get,    kcache_redis__release,       kcache_redis__put,
+                                                    kcache_redis__remove, kcache_redis__claim,         kcache_redis__get_many,
+                                                    kcache_redis__claim_reissue, kcache_redis__server_time};
 /* The MAC the built-in get computed of a signed value while it arrived (kcache_redis__sink). */
 static const unsigned char *kcache_redis__premac(void *user, const void *hold) {
     const kcache_redis__held *h = (const kcache_redis__held *)hold;
@@ -1711,6 +1974,7 @@ static void *kcache_redis__open_shard(void *user, const kcache_remote *remote, c
     (void)user;
     kcache_remote_get_params(remote, &rp);
     if (!(rb = kcache_redis__parse(url, strlen(url), shown, shown_cap, why, cap))) return NULL;
+    if (!(rb->shown = kcache_redis__strndup(shown, strlen(shown)))) { kcache_redis__say(why, cap, "out of memory"); kcache_redis__free(rb); return NULL; }
 #ifdef KCACHE_TLS_OPENSSL
     if (rb->tls && !(rb->tls_ctx = kcache_redis__tls_ctx(rp.ca, rp.cert, rp.key, why, cap))) { kcache_redis__free(rb); return NULL; }
 #endif
@@ -1725,6 +1989,11 @@ static void *kcache_redis__open_shard(void *user, const kcache_remote *remote, c
     rb->is_signed = rp.is_signed;
     rb->ttl_s = rp.ttl_s;
     rb->prefix = rp.prefix;
+    if (rb->tls && rp.tls_name && !(rb->tls_name = kcache_redis__strndup(rp.tls_name, strlen(rp.tls_name)))) {
+        kcache_redis__say(why, cap, "out of memory");
+        kcache_redis__free(rb);
+        return NULL;
+    }
     return rb;
 }
 

@@ -44,6 +44,11 @@
  *                           honoured by their life and (signed build) by their signature, and the
  *                           MAC the backend computed while a value arrived used in place of the
  *                           core's own (a wrong one rejects the value)
+ *   backend_claim_reissue   (issue 35.8) a build longer than a claim's life: with claim_reissue each
+ *                           renewal re-issues the token with the server's time (server_time_ns), the
+ *                           claim stays held (a waiter gets the result) and is released; without it
+ *                           one token is renewed, as in 0.4. backend_kit: a signed token is honoured
+ *                           within 3 claim lifetimes of its issue by the server's clock only
  *   backend_signed          (KCACHE_HMAC_OPENSSL) with a secret (cfg or KCACHE_REMOTE_SECRET) values
  *                           are GMAC-signed (HMAC with remote_mac): read back with the secret, by an
  *                           HMAC signer and without a secret; a changed entry, nonce or tag, another
@@ -81,7 +86,7 @@ typedef struct mem_backend {
     unsigned long ends;      /* releases and abandons so far */
     int last_stored;         /* the latest end: 1 released, 0 abandoned */
     /* what was called */
-    int gets, puts, removes, takes, waits, renews, releases, abandons;
+    int gets, puts, removes, takes, waits, renews, releases, abandons, reissues;
     int closes;              /* remote_close_shard calls (a shard of several) */
     kcache_status fail;      /* every call fails with this while set (KCACHE_OK: none) */
     kcache_status put_fail;  /* puts fail with this while set */
@@ -238,8 +243,33 @@ static kcache_status mb_claim(void *user, const char *name, int op, const char *
     return s;
 }
 
-static const kcache_remote_ops mb_ops = {mb_get, mb_release, mb_put, mb_remove, mb_claim, NULL};
-static const kcache_remote_ops mb_ops_no_claim = {mb_get, mb_release, mb_put, mb_remove, NULL, NULL};
+/* The 0.5 form: a renewal re-issues the token (its issue time inside its signature), and the
+   server's clock is an hour ahead of this client's, so that a token's time shows whose clock made it. */
+static kcache_status mb_reissue(void *user, const char *name, const char *token, const char *new_token, uint32_t ms) {
+    mem_backend *b = (mem_backend *)user;
+    kcache_status s = KCACHE_MISS;
+    pthread_mutex_lock(&b->m);
+    if (b->fail != KCACHE_OK) { pthread_mutex_unlock(&b->m); return b->fail; }
+    b->reissues++;
+    if (mb_claimed(b, name) && strcmp(b->claim_token, token) == 0) {
+        snprintf(b->claim_token, sizeof b->claim_token, "%s", new_token);
+        b->claim_until = kt_now() + ms / 1000.0;
+        s = KCACHE_OK;
+    }
+    pthread_mutex_unlock(&b->m);
+    return s;
+}
+#define MB_CLOCK_AHEAD_NS ((int64_t)3600 * 1000000000)
+static int64_t mb_clock(void *user, const char *name) {
+    struct timespec ts;
+    (void)user; (void)name;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec + MB_CLOCK_AHEAD_NS;
+}
+
+static const kcache_remote_ops mb_ops = {mb_get, mb_release, mb_put, mb_remove, mb_claim, NULL, NULL, NULL};
+static const kcache_remote_ops mb_ops_no_claim = {mb_get, mb_release, mb_put, mb_remove, NULL, NULL, NULL, NULL};
+static const kcache_remote_ops mb_ops_reissue = {mb_get, mb_release, mb_put, mb_remove, mb_claim, NULL, mb_reissue, mb_clock};
 
 /* ---- machines ------------------------------------------------------------------------------------ */
 
@@ -794,7 +824,7 @@ static void no_redis_build(void) {
 #endif
     /* a table without get or put is refused */
     {
-        static const kcache_remote_ops half = {NULL, NULL, mb_put, NULL, NULL, NULL};
+        static const kcache_remote_ops half = {NULL, NULL, mb_put, NULL, NULL, NULL, NULL, NULL};
         kcache_config_init(&cfg);
         cfg.dir = dir;
         cfg.publish = 0;
@@ -1051,6 +1081,92 @@ static void backend_shards(void) {
     mb_free(g_shard[1]);
 }
 
+/* Issue 35.8: a build longer than a claim's life, on a backend with claim_reissue: every renewal
+   re-issues the token (each with the server's time: the backend's clock), the claim stays held
+   (one build, a waiter on another machine gets its result) and is released under the latest
+   token; without claim_reissue (mb_ops) the claim is renewed under one token, as in 0.4. */
+static mem_backend *g_ri;
+static char g_ri_tokens[8][200];
+static int g_ri_seen;
+static int reissue_build(void *user, void **out, size_t *out_size) {
+    int i;
+    (void)user;
+    for (i = 0; i < 20; i++) { /* 1 s, with the claim's life 300 ms: renewed every 100 ms */
+        pthread_mutex_lock(&g_ri->m);
+        if (g_ri_seen < 8 && (!g_ri_seen || strcmp(g_ri_tokens[g_ri_seen - 1], g_ri->claim_token) != 0))
+            snprintf(g_ri_tokens[g_ri_seen++], sizeof g_ri_tokens[0], "%s", g_ri->claim_token);
+        pthread_mutex_unlock(&g_ri->m);
+        kt_sleep_ms(50);
+    }
+    *out = KCACHE_MALLOC(100);
+    kt_payload((unsigned char *)*out, 100, 81);
+    *out_size = 100;
+    return 0;
+}
+static void short_claims(kcache_config *cfg) { cfg->remote_claim_ms = 300; }
+typedef struct ri_wait { kcache *kc; int ok; } ri_wait;
+static void *ri_waiter(void *arg) {
+    ri_wait *w = (ri_wait *)arg;
+    kcache_key k;
+    const void *d = NULL;
+    size_t n = 0;
+    kt_sleep_ms(300);
+    kt_key(&k, "backend", 81);
+    w->ok = kcache_get_or_build(w->kc, &k, reissue_build, NULL, &d, &n) == KCACHE_OK && kt_payload_ok(d, n, 100, 81);
+    if (d) kcache_release(w->kc, d);
+    kcache_key_free(&k);
+    return NULL;
+}
+static void backend_claim_reissue(void) {
+    int form;
+    for (form = 0; form < 2; form++) {
+        kcache *a, *m;
+        kcache_key k;
+        kcache_stats st;
+        const void *d = NULL;
+        size_t n = 0;
+        pthread_t th;
+        ri_wait w;
+        int i;
+        g_ri = mb_new();
+        g_ri_seen = 0;
+        a = machine(form ? "ri-a" : "ri-a0", g_ri, form ? &mb_ops_reissue : &mb_ops, short_claims);
+        m = machine(form ? "ri-m" : "ri-m0", g_ri, form ? &mb_ops_reissue : &mb_ops, short_claims);
+        w.kc = m, w.ok = 0;
+        pthread_create(&th, NULL, ri_waiter, &w);
+        kt_key(&k, "backend", 81);
+        KT_CHECK(kcache_get_or_build(a, &k, reissue_build, NULL, &d, &n) == KCACHE_OK && kt_payload_ok(d, n, 100, 81));
+        if (d) kcache_release(a, d);
+        kcache_key_free(&k);
+        pthread_join(th, NULL);
+        KT_CHECK_MSG(w.ok, "%s: the waiter's payload is wrong", form ? "reissue" : "renew");
+        kcache_get_stats(m, &st);
+        KT_CHECK_MSG(st.builds == 0 && st.build_waits == 1, "%s: the waiter built %llu, waited %llu", form ? "reissue" : "renew",
+                     (unsigned long long)st.builds, (unsigned long long)st.build_waits);
+        pthread_mutex_lock(&g_ri->m);
+        KT_CHECK_MSG(g_ri->claim_until == 0 && g_ri->releases == 1, "%s: the claim was left held (%d releases)", form ? "reissue" : "renew",
+                     g_ri->releases);
+        if (form) { /* one token per renewal, each with the server's time (an hour ahead of this client's) */
+            long long server = (long long)(mb_clock(NULL, NULL) / 1000000);
+            KT_CHECK_MSG(g_ri->reissues >= 3 && g_ri->renews == 0 && g_ri_seen >= 3, "reissue: %d reissues, %d renews, %d tokens seen",
+                         g_ri->reissues, g_ri->renews, g_ri_seen);
+            for (i = 0; i < g_ri_seen; i++) {
+                const char *t = strrchr(g_ri_tokens[i], ':');
+                long long issued = t && t[1] == 't' ? strtoll(t + 2, NULL, 16) : -1;
+                KT_CHECK_MSG(issued > server - 60000 && issued <= server, "token %d: issue time %lld, the server's clock %lld: %s", i, issued,
+                             server, g_ri_tokens[i]);
+            }
+        } else {
+            KT_CHECK_MSG(g_ri->renews >= 3 && g_ri->reissues == 0 && g_ri_seen == 1, "renew: %d renews, %d reissues, %d tokens seen",
+                         g_ri->renews, g_ri->reissues, g_ri_seen);
+        }
+        pthread_mutex_unlock(&g_ri->m);
+        kcache_close(a);
+        kcache_close(m);
+        mb_free(g_ri);
+    }
+}
+
 /* ---- a backend on the kit (kcache_config.remote_backend): what the Redis backend is built on ---- */
 
 static mem_backend *g_kit[2];
@@ -1108,7 +1224,7 @@ static const unsigned char *kit_premac(void *shard, const void *hold) {
     __atomic_add_fetch(&g_kit_premacs, 1, __ATOMIC_SEQ_CST);
     return h->mac;
 }
-static const kcache_remote_ops kit_ops = {kit_get, kit_release, mb_put, mb_remove, mb_claim, NULL};
+static const kcache_remote_ops kit_ops = {kit_get, kit_release, mb_put, mb_remove, mb_claim, NULL, mb_reissue, mb_clock};
 static const kcache_remote_backend kit_backend = {&kit_ops, kit_open, mb_close_shard, kit_identity, kit_premac};
 static void kit_shards(kcache_config *cfg) {
     cfg->remote = "mem://user:pw@a mem://b mem://a-again";
@@ -1126,6 +1242,23 @@ static void kit_refused(kcache_config *cfg) {
     kit_shards(cfg);
     cfg->remote = "mem://b mem://zzz";
 }
+
+#ifdef KCACHE_HMAC_OPENSSL
+/* A claim token as kcache signs one with the kit's secret: the id (a format and a time) and
+   ".HMAC-SHA-256(secret, "kcache claim\n" name "\n" id)". */
+static void kit_token(char out[200], const char *name, const char *fmt, long long t) {
+    unsigned char msg[300], mac[32];
+    unsigned maclen = 32, i;
+    int n = snprintf(out, 120, fmt, t);
+    memcpy(msg, "kcache claim\n", 13);
+    memcpy(msg + 13, name, 32);
+    msg[45] = '\n';
+    memcpy(msg + 46, out, (size_t)n);
+    HMAC(EVP_sha256(), "kit secret", 10, msg, 46 + (size_t)n, mac, &maclen);
+    out[n] = '.';
+    for (i = 0; i < 32; i++) snprintf(out + n + 1 + 2 * i, 3, "%02x", mac[i]);
+}
+#endif
 
 /* A build that looks at the claim its caller holds meanwhile. */
 static char g_kit_token[200], g_kit_name[33];
@@ -1209,7 +1342,37 @@ static void backend_kit(void) {
         g_kit_token[len - 1] = g_kit_token[len - 1] == '0' ? '1' : '0';
         KT_CHECK(kcache_remote_claim_honoured(g_kit_remote, "0123456789abcdef0123456789abcdef", g_kit_token, len, 1000) == 0);
 #endif
+        { /* issue 35.8: the token's time is the server's (the backend's clock, an hour ahead of this client's), in ms */
+            const char *t = strrchr(g_kit_token, ':');
+            long long issued = t && t[1] == 't' ? strtoll(t + 2, NULL, 16) : -1, server = (long long)(mb_clock(NULL, NULL) / 1000000);
+            KT_CHECK_MSG(issued > server - 60000 && issued <= server, "the claim's issue time %lld is not the server's clock (%lld): %s", issued,
+                         server, g_kit_token);
+        }
     }
+#ifdef KCACHE_HMAC_OPENSSL
+    { /* issue 35.8: a signed token is honoured only while its issue time (the server's clock) is within 3 claim lifetimes of
+         now: one read once and planted again stops holding waiters; the client's clock does not count. A 0.4 token (its
+         time in ns, no "t") is honoured for a while after it is first judged. */
+        static const char nm[] = "0123456789abcdef0123456789abcdef";
+        long long server = (long long)(mb_clock(NULL, NULL) / 1000000), client = server - MB_CLOCK_AHEAD_NS / 1000000;
+        char tok[200];
+        kit_token(tok, nm, "host:1:2:t%llx", server);
+        KT_CHECK_MSG(kcache_remote_claim_honoured(g_kit_remote, nm, tok, strlen(tok), 1000) == 1, "a token issued now: not honoured");
+        kit_token(tok, nm, "host:1:2:t%llx", server - 2 * 3000);
+        KT_CHECK_MSG(kcache_remote_claim_honoured(g_kit_remote, nm, tok, strlen(tok), 1000) == 1, "a token 2 claim lifetimes old: not honoured");
+        kit_token(tok, nm, "host:1:2:t%llx", server - 4 * 3000);
+        KT_CHECK_MSG(kcache_remote_claim_honoured(g_kit_remote, nm, tok, strlen(tok), 1000) == 0, "a token 4 claim lifetimes old: honoured");
+        kit_token(tok, nm, "host:1:2:t%llx", server + 4 * 3000);
+        KT_CHECK_MSG(kcache_remote_claim_honoured(g_kit_remote, nm, tok, strlen(tok), 1000) == 0, "a token from 4 claim lifetimes ahead: honoured");
+        kit_token(tok, nm, "host:1:2:t%llx", client);
+        KT_CHECK_MSG(kcache_remote_claim_honoured(g_kit_remote, nm, tok, strlen(tok), 1000) == 0,
+                     "a token of the client's clock (an hour behind the server's): honoured");
+        kit_token(tok, nm, "host:1:2:%llx", client * 1000000); /* 0.4's form */
+        KT_CHECK_MSG(kcache_remote_claim_honoured(g_kit_remote, nm, tok, strlen(tok), 1000) == 1 &&
+                         kcache_remote_claim_honoured(g_kit_remote, nm, tok, strlen(tok), 1000) == 1,
+                     "a 0.4 token, judged twice at once: not honoured");
+    }
+#endif
 #ifdef KCACHE_HMAC_OPENSSL
     /* the MAC the backend computed is the one checked: right, the values hit (above; g_kit_remote is the newest handle's); spoiled, a
        valid value is rejected */
@@ -1370,7 +1533,7 @@ static void backend_signed(void) {
         }
         pthread_mutex_unlock(&b->m);
     }
-    /* and without a secret, no signature: the id alone (host:pid:sequence:time) */
+    /* and without a secret, no signature: the id alone (host:pid:sequence:time; the time "t" and hex ms since 0.5) */
     {
         kcache_key k;
         const void *d = NULL;
@@ -1382,7 +1545,7 @@ static void backend_signed(void) {
         kcache_key_free(&k);
         pthread_mutex_lock(&b->m);
         last = strrchr(b->claim_token, ':');
-        KT_CHECK_MSG(b->takes == 2 && last && strspn(last + 1, "0123456789abcdef") == strlen(last + 1), "an unsigned claim token: %s",
+        KT_CHECK_MSG(b->takes == 2 && last && last[1] == 't' && strspn(last + 2, "0123456789abcdef") == strlen(last + 2), "an unsigned claim token: %s",
                      b->claim_token);
         pthread_mutex_unlock(&b->m);
     }
@@ -1500,6 +1663,7 @@ int main(void) {
     KT_RUN(backend_no_writes);
     KT_RUN(backend_shards);
     KT_RUN(backend_kit);
+    KT_RUN(backend_claim_reissue);
 #ifdef KCACHE_HMAC_OPENSSL
     KT_RUN(backend_signed);
 #else

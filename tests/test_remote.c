@@ -67,6 +67,10 @@
  *                             ms), or by a fake server that says every claim is held: the machine
  *                             builds at once instead of waiting KCACHE_BUILD_WAIT; a short unsigned
  *                             claim is still waited for (what an unsigned fleet cannot tell)
+ *   remote_claim_replayed     (35.8) a signed claim's token read once and planted again every
+ *                             quarter of a claim's life: a signed waiter builds after 3 claim
+ *                             lifetimes of the token's issue (the server's clock), a few claim
+ *                             takes, not its whole KCACHE_BUILD_WAIT; a 0.4 token after 10
  *   remote_signed_cluster     signed claims are honoured (1 build of 4); a claim lives 3 s by
  *                             default and a builder killed with -9 is taken over after it
  *   remote_endless_reply      an array of 10^8 elements streamed without end, for a GET and on the
@@ -1934,6 +1938,7 @@ static void fake_serve(int c, int mode) {
             else if (mode >= FAKE_MOVED_EMPTY && !fake_is(arg[0], len[0], "PING"))
                 snprintf(out, sizeof out, "-MOVED 7 %s:%d\r\n", mode == FAKE_MOVED_EMPTY ? "" : "127.0.0.1", g_fake_to);
             else if (fake_is(arg[0], len[0], "SET")) rep = argc > 3 ? "$-1\r\n" : "+OK\r\n";
+            else if (fake_is(arg[0], len[0], "EVAL") && argc > 2 && len[2] == 1 && arg[2][0] == '2') rep = ":0\r\n"; /* a claim's take (2 keys): held */
             else if (fake_is(arg[0], len[0], "GET")) {
                 if (mode == FAKE_DRIP && len[1] < 50) { /* the value, a byte at a time */
                     int i;
@@ -2265,6 +2270,119 @@ static void remote_claim_planted(void) {
                      S->r[0].status < 0 ? "still waiting (killed)" : kcache_strerror((kcache_status)S->r[0].status), S->r[0].secs, S->builds,
                      S->r[0].st.remote_open ? "open" : "closed");
         kt_garbage_stop(g);
+    }
+}
+
+static int slow_build(void *user, void **out, size_t *out_size) {
+    kt_sleep_ms(800);
+    return plain_build(user, out, out_size);
+}
+static long long redis_calls(const kt_redis *srv, const char *cmd) { /* INFO commandstats: cmdstat_<cmd>:calls=N */
+    redisReply *r = kt_redis_cmd(srv, "INFO commandstats");
+    char want[64];
+    const char *at;
+    long long n = -1;
+    snprintf(want, sizeof want, "cmdstat_%s:calls=", cmd);
+    if (r && r->type == REDIS_REPLY_STRING) n = (at = strstr(r->str, want)) ? atoll(at + strlen(want)) : 0;
+    if (r) freeReplyObject(r);
+    return n;
+}
+
+/* 35.8: a signed claim read once and planted again. A signed builder builds key 16 holding its
+   claim; an attacker without the secret (write access to the Redis) reads the claim's token while
+   it builds, deletes the value afterwards and sets that token again (PX just under a claim's life)
+   every quarter of a claim's life. A signed waiter honours the token for 3 claim lifetimes of its
+   issue (the server's clock) and then builds: one build, after a few claim takes, where the old
+   code took one every claim lifetime until its whole KCACHE_BUILD_WAIT (20 s here) was spent.
+   Then a 0.4 token (time in ns, no issue time it signs), planted fresh every time: honoured for
+   10 claim lifetimes from this process's first look, then built. */
+static void remote_claim_replayed(void) {
+    static const char secret[] = "replayed-claims-test-secret";
+    char name[33];
+    mconf mc;
+    int round;
+    name_of(16, name);
+    memset(&mc, 0, sizeof mc);
+    mc.url = T.url;
+    mc.secret = secret;
+    mc.claim_ms = 500; /* 3 lifetimes: 1.5 s; 10: 5 s */
+    for (round = 0; round < 2; round++) {
+        char token[256];
+        redisReply *r = kt_redis_cmd(&T, "FLUSHALL");
+        pid_t builder, attacker;
+        long long takes;
+        double w;
+        int i;
+        if (r) freeReplyObject(r);
+        token[0] = 0;
+        S->builds = 0;
+        if (round == 0) { /* the real builder, whose token is read while it builds */
+            fflush(stdout);
+            if ((builder = fork()) == 0) {
+                kcache *kc = open_machine(fresh("replay-b"), &mc);
+                kcache_key k;
+                const void *d = NULL;
+                size_t n = 0;
+                alarm(30);
+                kt_key(&k, "remote", 16);
+                kcache_get_or_build(kc, &k, slow_build, NULL, &d, &n);
+                if (d) kcache_release(kc, d);
+                kcache_key_free(&k);
+                kcache_close(kc);
+                _exit(0);
+            }
+            for (w = kt_now(); !token[0] && kt_now() - w < 15; ) { /* (a slow start, under valgrind, takes seconds) */
+                r = kt_redis_cmd(&T, "GET {kcache:1:%s}:claim", name);
+                if (r && r->type == REDIS_REPLY_STRING && r->len < sizeof token) snprintf(token, sizeof token, "%s", r->str);
+                if (r) freeReplyObject(r);
+                if (!token[0]) kt_sleep_ms(5);
+            }
+            while (waitpid(builder, NULL, 0) < 0 && errno == EINTR) {
+            }
+            KT_CHECK_MSG(token[0] && S->builds == 1, "the builder: %d builds, token %s", S->builds, token[0] ? token : "never seen");
+            if (!token[0]) return;
+        } else { /* a token of 0.4's form, signed with the secret (the attacker read one of a 0.4 builder) */
+            unsigned char msg[300], mac[32];
+            unsigned maclen = 32;
+            int n = snprintf(token, 120, "oldhost:77:1:%llx", (unsigned long long)(kt_now() * 1e9));
+            memcpy(msg, "kcache claim\n", 13);
+            memcpy(msg + 13, name, 32);
+            msg[45] = '\n';
+            memcpy(msg + 46, token, (size_t)n);
+            HMAC(EVP_sha256(), secret, (int)strlen(secret), msg, 46 + (size_t)n, mac, &maclen);
+            token[n] = '.';
+            for (i = 0; i < 32; i++) snprintf(token + n + 1 + 2 * i, 3, "%02x", mac[i]);
+        }
+        r = kt_redis_cmd(&T, "DEL kcache:1:%s", name);
+        if (r) freeReplyObject(r);
+        S->builds = 0;
+        S->r[15].ok = 0; /* the attacker's SETs */
+        fflush(stdout);
+        if ((attacker = fork()) == 0) {
+            alarm(30);
+            for (;;) {
+                r = kt_redis_cmd(&T, "SET {kcache:1:%s}:claim %s PX 480", name, token);
+                if (r) freeReplyObject(r);
+                __atomic_add_fetch(&S->r[15].ok, 1, __ATOMIC_SEQ_CST);
+                kt_sleep_ms(125);
+            }
+        }
+        kt_sleep_ms(100);
+        takes = redis_calls(&T, "set") - __atomic_load_n(&S->r[15].ok, __ATOMIC_SEQ_CST);
+        gob_job(0, &mc, 19, 0);
+        takes = redis_calls(&T, "set") - __atomic_load_n(&S->r[15].ok, __ATOMIC_SEQ_CST) - takes;
+        kill(attacker, SIGKILL);
+        while (waitpid(attacker, NULL, 0) < 0 && errno == EINTR) {
+        }
+        KT_CHECK_MSG(S->r[0].ok && S->builds == 1 && S->r[0].st.build_waits == 1,
+                     "%s: %s, %d builds, %llu waits", round ? "a 0.4 token planted again" : "a token read once and planted again",
+                     S->r[0].status < 0 ? "still waiting after 19 s (killed)" : kcache_strerror((kcache_status)S->r[0].status), S->builds,
+                     (unsigned long long)S->r[0].st.build_waits);
+        printf("# %s: built after %.1f s, %lld claim takes and puts (SETs)\n", round ? "a 0.4 token planted again" : "a token planted again",
+               S->r[0].secs, takes);
+        /* takes: one per claim lifetime waited (the claim's PTTL bounds a wait), and the put; 20 s would be 40 */
+        KT_CHECK_MSG(takes >= 2 && takes <= (round ? 20 : 8), "%s: %lld claims taken (SETs) by the waiter",
+                     round ? "a 0.4 token planted again" : "a token read once and planted again", takes);
     }
 }
 
@@ -2758,7 +2876,8 @@ static kcache_status counting_get(void *user, const char *name, const void **dat
     return kcache_redis__ops.get(user, name, data, size, hold);
 }
 static const kcache_remote_ops counting_ops = {counting_get, kcache_redis__release, kcache_redis__put, kcache_redis__remove,
-                                               kcache_redis__claim, NULL}; /* (no get_many: every GET counted) */
+                                               kcache_redis__claim, NULL, /* (no get_many: every GET counted) */
+                                               kcache_redis__claim_reissue, kcache_redis__server_time};
 static kcache *open_counted(const char *store, const char *url, int publish) {
     char dir[400];
     kcache_config cfg;
@@ -3278,6 +3397,7 @@ int main(int argc, char **argv) {
     KT_RUN(remote_claim_renewed);
     KT_RUN(remote_build_fails);
     KT_RUN(remote_claim_planted);
+    KT_RUN(remote_claim_replayed);
     KT_RUN(remote_signed_cluster);
     KT_RUN(remote_endless_reply);
     KT_RUN(remote_read_only_user);

@@ -1215,16 +1215,29 @@ static const struct { const char *name; int ctr; const char *help; } kt_plain[] 
 /* One shard row: its counts for the outputs. */
 typedef struct kt_row {
     char url[KCACHE_STATS_ROW_NAME + 1];
+    const char *node;  /* a backend's node (a Redis Cluster's), in url's buffer; "": a shard's row */
     uint64_t hits, misses, calls_ok, calls_error, calls_timeout, calls_skipped;
     int open;
     double open_since; /* seconds since 1970, 0: closed */
 } kt_row;
+/* Row i of the shards' table, then (i past it) of the nodes' (KCACHE_STATS_NODES: "<shard> <node>"). */
+static unsigned kt_nrows(void) { return kcache_stats_file_rows(KCACHE_STATS_SHARDS) + kcache_stats_file_rows(KCACHE_STATS_NODES); }
 static int kt_row_get(unsigned i, kt_row *r) {
     kcache_stats_row row;
     uint64_t errors, timeouts;
-    if (!K.sf || kcache_stats_file_row(K.sf, KCACHE_STATS_SHARDS, i, &row) != KCACHE_OK || !row.id) return 0;
+    unsigned nshards = kcache_stats_file_rows(KCACHE_STATS_SHARDS);
+    kcache_stats_table t = i < nshards ? KCACHE_STATS_SHARDS : KCACHE_STATS_NODES;
+    char *sp;
+    if (!K.sf || kcache_stats_file_row(K.sf, t, i < nshards ? i : i - nshards, &row) != KCACHE_OK || !row.id) return 0;
     memset(r, 0, sizeof *r);
     memcpy(r->url, row.name, sizeof r->url);
+    r->url[sizeof r->url - 1] = 0;
+    r->node = "";
+    if (t == KCACHE_STATS_NODES) {
+        if (!(sp = strrchr(r->url, ' '))) return 0; /* (being written) */
+        *sp = 0;
+        r->node = sp + 1;
+    }
     r->hits = row.value[0];
     r->misses = row.value[1];
     errors = row.value[2];
@@ -1266,18 +1279,20 @@ static void kt_json(kt_buf *o, int attached) {
         kt_bprintf(o, ",\"%s\":%llu", kt_plain[i].name, (unsigned long long)K.tot[kt_plain[i].ctr]);
     kt_bprintf(o, ",\"remote_call_seconds\":%.6f,\"remote_breakers_open\":%llu,\"shards\":[",
                (double)K.tot[KCACHE_CTR_REMOTE_LATENCY_NS] / 1e9, (unsigned long long)kt_breakers_open());
-    for (i = 0; i < kcache_stats_file_rows(KCACHE_STATS_SHARDS); i++) {
-        if (!kt_row_get(i, &r)) continue;
+    for (i = 0; i <= kt_nrows(); i++) {
+        if (i == kcache_stats_file_rows(KCACHE_STATS_SHARDS)) kt_bstr(o, "],\"nodes\":["), first = 1; /* then a backend's nodes: same fields */
+        if (i == kt_nrows() || !kt_row_get(i, &r)) continue;
         kt_bstr(o, first ? "{\"shard\":" : ",{\"shard\":");
         first = 0;
         kt_bquote(o, r.url);
-        kt_bprintf(o, ",\"node\":\"\",\"remote_calls\":{\"ok\":%llu,\"error\":%llu,\"timeout\":%llu,\"skipped\":%llu}", (unsigned long long)r.calls_ok,
+        kt_bstr(o, ",\"node\":");
+        kt_bquote(o, r.node);
+        kt_bprintf(o, ",\"remote_calls\":{\"ok\":%llu,\"error\":%llu,\"timeout\":%llu,\"skipped\":%llu}", (unsigned long long)r.calls_ok,
                    (unsigned long long)r.calls_error, (unsigned long long)r.calls_timeout, (unsigned long long)r.calls_skipped);
         kt_bprintf(o, ",\"remote_shard_lookups\":{\"hit\":%llu,\"miss\":%llu},\"remote_breaker_open\":%d,\"remote_breaker_opened_timestamp_seconds\":%.3f}",
                    (unsigned long long)r.hits, (unsigned long long)r.misses, r.open, r.open_since);
     }
-    /* per-node rows come with a backend that publishes them (Redis Cluster): same fields, node set */
-    kt_bstr(o, "],\"nodes\":[],\"slots\":[");
+    kt_bstr(o, "],\"slots\":[");
     for (i = 0, first = 1; i < KT_NSLOT; i++) {
         const kcache_stats_slot *v = &K.slot[i];
         if (!v->owner) continue;
@@ -1300,10 +1315,11 @@ static void kt_prom_family(kt_buf *o, const char *name, const char *type, const 
 static void kt_prom_shard_labels(kt_buf *o, const char *name, const kt_row *r) {
     kt_bprintf(o, "%s{shard=", name);
     kt_bquote(o, r->url);
-    kt_bstr(o, ",node=\"\"");
+    kt_bstr(o, ",node=");
+    kt_bquote(o, r->node);
 }
 static void kt_prometheus(kt_buf *o, int attached) {
-    unsigned i, c, nrows = kcache_stats_file_rows(KCACHE_STATS_SHARDS);
+    unsigned i, c, nrows = kt_nrows();
     kt_row r;
     kt_prom_family(o, "kcache_stats_file_present", "gauge", "1 when the directory's stats file was read (0: none yet, or unreadable).");
     kt_bprintf(o, "kcache_stats_file_present %d\n", attached && K.sf ? 1 : 0);
@@ -1350,7 +1366,7 @@ static void kt_prometheus(kt_buf *o, int attached) {
     }
     kt_prom_family(o, "kcache_remote_shard_lookups_total", "counter", "Remote lookups per shard and node, by what it had (hit: a valid entry).");
     for (i = 0; i < nrows; i++) {
-        if (!kt_row_get(i, &r)) continue;
+        if (!kt_row_get(i, &r) || r.node[0]) continue; /* (a shard's: a node's has no lookups of its own) */
         kt_prom_shard_labels(o, "kcache_remote_shard_lookups_total", &r);
         kt_bprintf(o, ",result=\"hit\"} %llu\n", (unsigned long long)r.hits);
         kt_prom_shard_labels(o, "kcache_remote_shard_lookups_total", &r);
