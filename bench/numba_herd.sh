@@ -9,7 +9,9 @@
 #    warm: compiles are numba's numba:compile events summed over the herd (ideal 10), every result
 #    must equal the lone process's, the wall ratio is (cold herd - warm herd) / one process's compile
 #    time (issue 36's done-when: at most 1.5); then a later process, which must compile nothing;
-#    the same herds with numba's own cache (KCACHE_NUMBA=0, a cold NUMBA_CACHE_DIR);
+#    each herd HERD_REPEAT times (default 3) beside a lone process measured just before it, the
+#    median ratio printed (the machine's load drifts); then the same herds once with numba's own
+#    cache (KCACHE_NUMBA=0, a cold NUMBA_CACHE_DIR), against the first lone process's compile time;
 #  - a warm start of the 10 functions, kcache_numba against numba's own warm cache: the median of
 #    WARM_RUNS (default 5) process walls each, and of the time in the first calls (the loads).
 # Walls are times on a machine others share: read the ratios, rerun for noise. Exit status 1 when a
@@ -29,6 +31,7 @@ else
 fi
 sizes=${HERD_SIZES:-8 16}
 warm_runs=${WARM_RUNS:-5}
+repeat=${HERD_REPEAT:-3}
 t=$(mktemp -d)
 trap 'rm -rf "$t"' EXIT
 cp "$top"/bench/numba10/*.py "$t"/
@@ -76,14 +79,24 @@ for py in "${pys[@]}"; do
     printf 'one process: cold %.2fs (%s compiles, %.2fs in the calls), warm %.2fs: compile time %.2fs\n' \
         "$cold" "$(field compiles "$out")" "$(field calls "$out")" "$warm" "$compile"
     for n in $sizes; do
-        export KCACHE_NUMBA=1 KCACHE_DIR=$t/herd-$v-$n NUMBA_CACHE_DIR=$t/nc-unused
-        read -r c hc eq < <(herd "$n")
-        read -r cw hw eqw < <(herd "$n")
-        later=$(one)
-        [ "$eq" = 1 ] && [ "$eqw" = 1 ] && [ "$cw" = 0 ] && [ "$(field compiles "$later")" = 0 ]
-        check "kcache herd of $n: results equal $eq/$eqw, warm compiles $cw, later process: ${later#* }" $?
-        printf 'kcache_numba, herd of %2s: %3s compiles (ideal 10), results equal: %s; cold %.1fs, warm %.1fs: (cold - warm) / compile = %.2fx; a later process compiles %s\n' \
-            "$n" "$c" "$([ "$eq" = 1 ] && echo yes || echo NO)" "$hc" "$hw" "$(calc "($hc - $hw) / $compile")" "$(field compiles "$later")"
+        # kcache_numba's herd, HERD_REPEAT times, each beside a lone process's compile time measured
+        # just before it (the machine's load drifts): the median ratio is the figure
+        ratios="" cs="" hcs="" hws=""
+        for r in $(seq 1 "$repeat"); do
+            export KCACHE_NUMBA=1 KCACHE_DIR=$t/one-$v-$n-$r NUMBA_CACHE_DIR=$t/nc-unused
+            read -r c1 _ < <(one)
+            read -r w1 _ < <(one)
+            export KCACHE_DIR=$t/herd-$v-$n-$r
+            read -r c hc eq < <(herd "$n")
+            read -r cw hw eqw < <(herd "$n")
+            later=$(one)
+            [ "$c" = 10 ] && [ "$eq" = 1 ] && [ "$eqw" = 1 ] && [ "$cw" = 0 ] && [ "$(field compiles "$later")" = 0 ]
+            check "kcache herd of $n: $c compiles, results equal $eq/$eqw, warm compiles $cw, later process: ${later#* }" $?
+            ratios="$ratios $(calc "($hc - $hw) / ($c1 - $w1)")" cs="$cs $c" hcs="$hcs $hc" hws="$hws $hw"
+            printf '  (herd of %s, run %s: %s compiles, cold %.1fs, warm %.1fs; one process %.1fs - %.1fs)\n' "$n" "$r" "$c" "$hc" "$hw" "$c1" "$w1"
+        done
+        printf 'kcache_numba, herd of %2s: %s compiles (ideal 10), results equal, a later process compiles 0; (cold - warm) / compile = %.2fx (median of%s)\n' \
+            "$n" "$(tr ' ' '/' <<<"${cs# }")" "$(median <<<"${ratios# }")" "$(sed 's/ /, /g; s/^,//' <<<"$ratios")"
         export KCACHE_NUMBA=0 NUMBA_CACHE_DIR=$t/nc-$v-$n
         read -r c hc eq < <(herd "$n")
         read -r _ hw _ < <(herd "$n")
