@@ -11,7 +11,7 @@
 #    time (issue 36's done-when: at most 1.5); then a later process, which must compile nothing;
 #    each herd HERD_REPEAT times (default 3) beside a lone process measured just before it, the
 #    median ratio printed (the machine's load drifts); then the same herds once with numba's own
-#    cache (KCACHE_NUMBA=0, a cold NUMBA_CACHE_DIR), against the first lone process's compile time;
+#    cache (KCACHE_NUMBA=0, a cold NUMBA_CACHE_DIR), against the median of those lone compile times;
 #  - a warm start of the 10 functions, kcache_numba against numba's own warm cache: the median of
 #    WARM_RUNS (default 5) process walls each, and of the time in the first calls (the loads).
 # Walls are times on a machine others share: read the ratios, rerun for noise. Exit status 1 when a
@@ -81,7 +81,7 @@ for py in "${pys[@]}"; do
     for n in $sizes; do
         # kcache_numba's herd, HERD_REPEAT times, each beside a lone process's compile time measured
         # just before it (the machine's load drifts): the median ratio is the figure
-        ratios="" cs="" hcs="" hws=""
+        ratios="" cs="" hcs="" hws="" compiles_alone=""
         for r in $(seq 1 "$repeat"); do
             export KCACHE_NUMBA=1 KCACHE_DIR=$t/one-$v-$n-$r NUMBA_CACHE_DIR=$t/nc-unused
             read -r c1 _ < <(one)
@@ -93,15 +93,17 @@ for py in "${pys[@]}"; do
             [ "$c" = 10 ] && [ "$eq" = 1 ] && [ "$eqw" = 1 ] && [ "$cw" = 0 ] && [ "$(field compiles "$later")" = 0 ]
             check "kcache herd of $n: $c compiles, results equal $eq/$eqw, warm compiles $cw, later process: ${later#* }" $?
             ratios="$ratios $(calc "($hc - $hw) / ($c1 - $w1)")" cs="$cs $c" hcs="$hcs $hc" hws="$hws $hw"
+            compiles_alone="$compiles_alone $(calc "$c1 - $w1")"
             printf '  (herd of %s, run %s: %s compiles, cold %.1fs, warm %.1fs; one process %.1fs - %.1fs)\n' "$n" "$r" "$c" "$hc" "$hw" "$c1" "$w1"
         done
         printf 'kcache_numba, herd of %2s: %s compiles (ideal 10), results equal, a later process compiles 0; (cold - warm) / compile = %.2fx (median of%s)\n' \
             "$n" "$(tr ' ' '/' <<<"${cs# }")" "$(median <<<"${ratios# }")" "$(sed 's/ /, /g; s/^,//' <<<"$ratios")"
+        alone=$(median <<<"${compiles_alone# }") # numba's own herd against the lone compile times just measured
         export KCACHE_NUMBA=0 NUMBA_CACHE_DIR=$t/nc-$v-$n
         read -r c hc eq < <(herd "$n")
         read -r _ hw _ < <(herd "$n")
         printf "numba's own cache, herd of %2s: %3s compiles, results equal: %s; cold %.1fs, warm %.1fs: (cold - warm) / compile = %.2fx\n" \
-            "$n" "$c" "$([ "$eq" = 1 ] && echo yes || echo NO)" "$hc" "$hw" "$(calc "($hc - $hw) / $compile")"
+            "$n" "$c" "$([ "$eq" = 1 ] && echo yes || echo NO)" "$hc" "$hw" "$(calc "($hc - $hw) / $alone")"
     done
     # warm starts, alternating so that the machine's load falls on both alike
     export NUMBA_CACHE_DIR=$t/nc-warm-$v KCACHE_DIR=$t/one-$v
