@@ -391,6 +391,7 @@ bench: check-deps $(addprefix $(B)/,$(BENCHES)) $(B)/kcache-top $(PRELOAD) $(B)/
 	@echo "== bench_build"; CC=$(CC) bash bench/bench_build.sh
 	@echo "== bench_preload"; bash bench/bench_preload.sh $(PRELOAD)
 	@echo "== bench_icount"; CC=$(CC) bash bench/bench_icount.sh $(ICOUNT_REV)
+	@echo "== numba_herd"; bash bench/numba_herd.sh
 
 # ---- the demo: an OpenCL program (PoCL) run twice on the default cache directory: the first run
 # of all compiles and stores it, every later run loads it (opencl_demo --fresh clears it first).
@@ -427,9 +428,9 @@ uninstall:
 clean:
 	rm -rf $(B)
 
-# issue 36's herd figures for the numba package (after tests/test_numba.sh made its venvs): herds of
-# 8 and 16 processes on a cold store, kcache_numba against numba's own cache, as ratios
+# issue 36's figures for the numba package (on the venvs tests/test_numba.sh made; skipped without):
+# herds of 8 and 16 processes on a cold store of bench/numba10's 10 functions, kcache_numba against
+# numba's own cache, and a warm start, as ratios; also run by make bench
 .PHONY: bench-numba
 bench-numba:
-	bash bench/numba_herd.sh $(B)/venv-kn-pypi/bin/python 8 16
-	bash bench/numba_herd.sh $(B)/venv-kn-debian/bin/python 8 16
+	bash bench/numba_herd.sh

@@ -1114,11 +1114,18 @@ KCACHE_API cl_int kcache_cl_build_program(kcache *kc, cl_program *program, cl_ui
    binary is first asked for after that launch; a binary taken right after the build lacks it, so a
    load of that binary into an empty PoCL cache (a fresh container, CI) pays the compile again at the
    first launch. Call it once the program's kernels have run (its first launches), with a program
-   built from source (kcache_cl_build_program's in-place build, clBuildProgram, or a kcache_cl_build
-   miss): each built device's entry (keyed as kcache_cl_build_program keys it, with the options the
-   driver reports) is compared by size with CL_PROGRAM_BINARY_SIZES (no binary is read unless it
-   grew) and replaced when the driver's is larger. Note that a binary the driver was already asked
-   for stays as it was then (PoCL freezes it at the first CL_PROGRAM_BINARIES query).
+   built from source (a miss of kcache_cl_build_program, kcache_cl_build or kcache_cl_build_many,
+   or clBuildProgram): each built device's entry is compared by size with CL_PROGRAM_BINARY_SIZES
+   (no binary is read unless it grew) and replaced when the driver's is larger. The entry is the
+   one the call that built the program keyed (its unit, source strings and options) while kc's
+   in-process program cache holds the program; else (clBuildProgram, or a program pushed out) it is
+   keyed as kcache_cl_build_program keys it (unit "opencl", the source as one string, the options
+   the driver reports). A program loaded from the store (a hit) has nothing to add: KCACHE_EINVAL,
+   nothing done. Note that a binary the driver was already asked for stays as it was then (PoCL
+   freezes it at the first CL_PROGRAM_BINARIES query): call it before asking for binaries. (A hit
+   hands PoCL the binary without the generic work-group functions of kernels that have a
+   specialised one, unless POCL_WORK_GROUP_SPECIALIZATION=0: PoCL writes each file of a binary into
+   its cache with fdatasync, and a specialised launch never uses them.)
    KCACHE_OK (also when nothing grew, or kc is NULL or caching off); KCACHE_EINVAL for program NULL
    or not a built program made from source. Thread-safe. */
 KCACHE_API kcache_status kcache_cl_update(kcache *kc, cl_program program);
@@ -16642,6 +16649,9 @@ typedef struct kcache__cl_prog {
     uint32_t ndeps;
     kcache__cl_dep *deps; /* stamps to re-check on each hit (programs with #include lines) */
     char *cwd;            /* for those: the working directory relative includes were resolved from */
+    char *unit, *options; /* how it was keyed, for kcache_cl_update: the unit, the options, */
+    cl_uint nsrc;         /* and the source strings' lengths (CL_PROGRAM_SOURCE joins them) */
+    size_t *lens;
 } kcache__cl_prog;
 
 typedef struct kcache__cl_log { pthread_t tid; int used; unsigned age; char *text; size_t len; } kcache__cl_log;
@@ -16669,6 +16679,9 @@ static void kcache__cl_prog_free(kcache__cl_prog *p) {
     if (p->prog) clReleaseProgram(p->prog);
     kcache__cl_deps_free(p->deps, p->ndeps);
     KCACHE_FREE(p->cwd);
+    KCACHE_FREE(p->unit);
+    KCACHE_FREE(p->options);
+    KCACHE_FREE(p->lens);
     KCACHE_FREE(p);
 }
 
@@ -17415,6 +17428,82 @@ static unsigned char *kcache__cl_pocl_rename(kcache *kc, const unsigned char *b,
     return copy;
 }
 
+/* Whether a PoCL binary's file path (pl bytes at f: "/kernel/dir/file") lies in a directory named
+   "0-0-0": the generic work-group function, for any local size. */
+static int kcache__cl_pocl_generic(const unsigned char *f, uint32_t pl) {
+    uint32_t i;
+    for (i = 0; i + 7 <= pl; i++)
+        if (f[i] == '/' && memcmp(f + i + 1, "0-0-0/", 6) == 0) return 1;
+    return 0;
+}
+
+/* Leaves out of a PoCL binary (b, n bytes: a copy of a checked one, edited in place; returns its new
+   size) each kernel's generic work-group function where the kernel also has one specialised for a
+   launch (a binary stored by kcache_cl_update after the first launches has both). PoCL unpacks
+   every file of a binary into its cache directory when it loads it, each written with fdatasync
+   (a millisecond or more on a busy disk), and with specialisation on (its default) a launch uses a
+   specialised function, compiled from the program's bitcode when it is not there, never the
+   generic one; so a hit into an empty PoCL cache writes half the files for nothing. With
+   POCL_WORK_GROUP_SPECIALIZATION=0 the generic one is what runs: nothing is left out. PoCL
+   compiles the generic function again if the loaded program's binary is asked for. */
+static size_t kcache__cl_pocl_lean(unsigned char *b, size_t n) {
+    const char *spec = getenv("POCL_WORK_GROUP_SPECIALIZATION");
+    unsigned char *p, *end = b + n;
+    uint32_t nk, roots, i, version;
+    if (spec && (strcmp(spec, "0") == 0 || strcmp(spec, "false") == 0 || strcmp(spec, "off") == 0 || strcmp(spec, "no") == 0))
+        return n;
+    if (n < 77 || memcmp(b, "poclbin", 8) != 0) return n;
+    version = kcache__get_u32(b + 16);
+    if (version < 9 || version > 11) return n; /* a layout not known here: as it is */
+    nk = kcache__get_u32(b + 20);
+    roots = kcache__get_u32(b + 32);
+    p = b + 36 + 41;
+    if (version >= 10 && (kcache__get_u64(b + 24) & 2)) p += 8;
+    for (i = 0; i < roots; i++) {
+        uint64_t len;
+        if (end - p < 8 || (len = kcache__get_u64(p)) > (uint64_t)(end - p - 8)) return n;
+        p += 8 + len;
+    }
+    for (i = 0; i < nk; i++) {
+        uint64_t ss, bs, gone = 0;
+        unsigned char *f, *fe, *w;
+        int specialised = 0;
+        if (end - p < 24) return n;
+        ss = kcache__get_u64(p);
+        bs = kcache__get_u64(p + 8);
+        if (ss > (uint64_t)(end - p) || ss < 24 || bs > ss - 24) return n;
+        fe = p + ss;
+        for (f = p + (ss - bs); f < fe;) { /* a specialised function first */
+            uint32_t pl, cl;
+            if (fe - f < 8 || (pl = kcache__get_u32(f)) > (size_t)(fe - f) - 8 || (cl = kcache__get_u32(f + 4 + pl)) > (size_t)(fe - f) - 8 - pl)
+                return n;
+            if (!kcache__cl_pocl_generic(f + 4, pl) && pl > 3 && memcmp(f + 4 + pl - 3, ".so", 3) == 0) specialised = 1;
+            f += 8 + (size_t)pl + cl;
+        }
+        if (specialised) {
+            for (f = w = p + (ss - bs); f < fe;) {
+                uint32_t pl = kcache__get_u32(f), cl = kcache__get_u32(f + 4 + pl);
+                size_t rec = 8 + (size_t)pl + cl;
+                if (kcache__cl_pocl_generic(f + 4, pl)) {
+                    gone += rec;
+                } else {
+                    if (w != f) memmove(w, f, rec);
+                    w += rec;
+                }
+                f += rec;
+            }
+            if (gone) {
+                memmove(fe - gone, fe, (size_t)(end - fe));
+                end -= gone;
+                kcache__put_u64(p, ss - gone);
+                kcache__put_u64(p + 8, bs - gone);
+            }
+        }
+        p += ss - gone;
+    }
+    return (size_t)(end - b);
+}
+
 /* Whether a payload is a binary this device's driver may be given. */
 static int kcache__cl_payload_ok(const void *data, size_t size, const kcache__cl_dev *dv, char *why, size_t cap) {
     const unsigned char *p = (const unsigned char *)data;
@@ -17838,7 +17927,8 @@ static cl_program kcache__cl_mem_get(kcache *kc, kcache_hash128 id, cl_context c
     return prog;
 }
 
-static void kcache__cl_mem_put(kcache *kc, kcache_hash128 id, cl_context ctx, cl_program prog, kcache__cl_deps *deps) {
+static void kcache__cl_mem_put(kcache *kc, kcache_hash128 id, cl_context ctx, cl_program prog, kcache__cl_deps *deps,
+                               const char *unit, const char *options, cl_uint nsrc, const size_t *lens) {
     kcache__cl_prog *p, *gone;
     kcache__cl_state *st;
     if (deps->failed || clRetainProgram(prog) != CL_SUCCESS) return;
@@ -17848,6 +17938,11 @@ static void kcache__cl_mem_put(kcache *kc, kcache_hash128 id, cl_context ctx, cl
     p->id = id;
     p->ctx = ctx;
     p->prog = prog;
+    p->unit = kcache__strndup(unit, strlen(unit));
+    p->options = kcache__strndup(options, strlen(options));
+    p->lens = (size_t *)KCACHE_MALLOC(sizeof *p->lens * (nsrc ? nsrc : 1));
+    p->nsrc = p->lens ? nsrc : 0;
+    if (p->lens) memcpy(p->lens, lens, sizeof *p->lens * nsrc);
     p->deps = deps->v; /* taken over */
     p->ndeps = deps->n;
     deps->v = NULL;
@@ -17905,6 +18000,11 @@ static cl_program kcache__cl_load(kcache__cl_job *j, int *bad, cl_int *err) {
         bins[i] = (const unsigned char *)d->data + KCACHE__CL_HDR;
         status[i] = CL_INVALID_BINARY;
         if (j->dv[i].pocl && (renamed[i] = kcache__cl_pocl_rename(j->kc, bins[i], sizes[i])) != NULL) bins[i] = renamed[i];
+        if (j->dv[i].pocl && !renamed[i] && (renamed[i] = (unsigned char *)KCACHE_MALLOC(sizes[i])) != NULL) {
+            memcpy(renamed[i], bins[i], sizes[i]); /* (a copy to leave files out of: the entry is the store's) */
+            bins[i] = renamed[i];
+        }
+        if (renamed[i]) sizes[i] = kcache__cl_pocl_lean(renamed[i], sizes[i]);
     }
     prog = clCreateProgramWithBinary(j->ctx, j->ndev, ids, sizes, bins, status, &e);
     if (!prog || e != CL_SUCCESS) {
@@ -18198,7 +18298,8 @@ out:
     j->prog = NULL;
     KCACHE_FREE(j->built);
     j->built = NULL;
-    if (prog && o->cache && !o->deps.failed && !memhit) kcache__cl_mem_put(kc, o->mid, j->ctx, prog, &o->deps);
+    if (prog && o->cache && !o->deps.failed && !memhit)
+        kcache__cl_mem_put(kc, o->mid, j->ctx, prog, &o->deps, j->unit, j->options, j->nsrc, o->ln);
     if (prog && kc && kc->cfg.debug && !o->built_here && dv) {
         uint64_t ns = 0; /* what the binaries saved: the compile time their payloads recorded */
         for (i = 0; i < ndev; i++)
@@ -18341,13 +18442,11 @@ no:
 /* Stores the binaries of a program built in place (kcache_cl_build_program, kcache_cl_update) for
    the devices of pi whose entry is missing, or (grown) whose stored binary is smaller than the
    driver's now. Returns how many it stored. */
-static unsigned kcache__cl_store_prog(kcache *kc, cl_program prog, const kcache__cl_prog_info *pi, const char *options,
-                                      int grown) {
+static unsigned kcache__cl_store_prog(kcache *kc, cl_program prog, const kcache__cl_prog_info *pi, const char *unit,
+                                      cl_uint nsrc, const char **srcs, const size_t *lens, const char *options, int grown) {
     kcache__cl_dev *dv;
     kcache__cl_deps deps;
     kcache__cl_job j;
-    const char *src = pi->src;
-    size_t len = pi->len;
     unsigned stored = 0;
     cl_uint i;
     char why[256];
@@ -18355,11 +18454,11 @@ static unsigned kcache__cl_store_prog(kcache *kc, cl_program prog, const kcache_
     if (!dv) return 0;
     memset(&j, 0, sizeof j);
     j.kc = kc;
-    j.unit = "opencl";
+    j.unit = unit;
     j.ctx = pi->ctx;
     j.built = pi->devs;
     j.nbuilt = pi->ndev;
-    kcache__cl_find_deps(1, &src, &len, options, &deps);
+    kcache__cl_find_deps(nsrc, srcs, lens, options, &deps);
     for (i = 0; i < pi->ndev; i++) {
         const void *data = NULL;
         size_t size = 0, now = 0;
@@ -18368,7 +18467,7 @@ static unsigned kcache__cl_store_prog(kcache *kc, cl_program prog, const kcache_
         int want;
         memset(dv, 0, sizeof *dv);
         dv->id = pi->devs[i];
-        if (kcache__cl_key_dev(kc, &dv->key, dv, j.unit, 1, &src, &len, options, &deps) != KCACHE_OK) {
+        if (kcache__cl_key_dev(kc, &dv->key, dv, j.unit, nsrc, srcs, lens, options, &deps) != KCACHE_OK) {
             kcache_key_free(&dv->key);
             continue;
         }
@@ -18414,7 +18513,10 @@ KCACHE_API cl_int kcache_cl_build_program(kcache *kc, cl_program *program, cl_ui
     if (!options) options = "";
     if (pi.refs > 1) { /* others hold it: built where it is, then stored */
         e = clBuildProgram(*program, num_devices, device_list, options, NULL, NULL);
-        if (e == CL_SUCCESS) kcache__cl_store_prog(kc, *program, &pi, options, 0);
+        if (e == CL_SUCCESS) {
+            const char *src = pi.src;
+            kcache__cl_store_prog(kc, *program, &pi, "opencl", 1, &src, &pi.len, options, 0);
+        }
         kcache__cl_prog_info_free(&pi);
         return e;
     }
@@ -18454,8 +18556,48 @@ KCACHE_API kcache_status kcache_cl_update(kcache *kc, cl_program program) {
         clGetProgramBuildInfo(program, pi.devs[0], CL_PROGRAM_BUILD_OPTIONS, n, opts, NULL) != CL_SUCCESS) {
         s = opts ? KCACHE_EINVAL : KCACHE_ENOMEM;
     } else {
+        /* keyed as the call that built it keyed it: kcache_cl_build's unit, options and source strings
+           where this process's program cache still holds the program, else as kcache_cl_build_program
+           keys it (unit "opencl", the source as one string, the options the driver reports) */
+        kcache__cl_state *st;
+        kcache__cl_prog *p;
+        const char *unit = "opencl", *src = pi.src, **srcs = &src;
+        char *unit_own = NULL, *opts_own = NULL;
+        size_t *lens = &pi.len, *lens_own = NULL;
+        cl_uint nsrc = 1, i;
         opts[n] = 0;
-        kcache__cl_store_prog(kc, program, &pi, opts, 1);
+        kcache__mutex_lock(&kc->lock);
+        st = (kcache__cl_state *)kc->cl;
+        for (p = st ? st->lru.next : NULL; p && p != &st->lru; p = p->next)
+            if (p->prog == program) {
+                size_t sum = 0;
+                for (i = 0; i < p->nsrc; i++) sum += p->lens[i];
+                if (p->unit && p->options && p->nsrc && sum == pi.len) {
+                    unit_own = kcache__strndup(p->unit, strlen(p->unit));
+                    opts_own = kcache__strndup(p->options, strlen(p->options));
+                    lens_own = (size_t *)KCACHE_MALLOC(sizeof *lens_own * p->nsrc);
+                    if (lens_own) memcpy(lens_own, p->lens, sizeof *lens_own * p->nsrc);
+                    nsrc = p->nsrc;
+                }
+                break;
+            }
+        kcache__mutex_unlock(&kc->lock);
+        if (unit_own && opts_own && lens_own &&
+            (srcs = (const char **)KCACHE_MALLOC(sizeof *srcs * nsrc)) != NULL) {
+            size_t at = 0;
+            for (i = 0; i < nsrc; i++) { /* CL_PROGRAM_SOURCE is the strings joined */
+                srcs[i] = pi.src + at;
+                at += lens_own[i];
+            }
+            kcache__cl_store_prog(kc, program, &pi, unit_own, nsrc, srcs, lens_own, opts_own, 1);
+            KCACHE_FREE(srcs);
+        } else {
+            srcs = &src;
+            kcache__cl_store_prog(kc, program, &pi, unit, 1, srcs, lens, opts, 1);
+        }
+        KCACHE_FREE(unit_own);
+        KCACHE_FREE(opts_own);
+        KCACHE_FREE(lens_own);
     }
     KCACHE_FREE(opts);
     kcache__cl_prog_info_free(&pi);

@@ -35,6 +35,12 @@
    (that is ceil(N / P) x one program's build time), measured in the same run, runs interleaved (goal
    for the batch: <= 1.5x). Then the warm start: a new process's kcache_cl_build_many of the stored
    programs vs one kcache_cl_build hit each (goal <= 1.2x). --start-only runs this part alone.
+   Last, on PoCL, its cache empty (a fresh container, CI): four programs (a 2D FFT pipeline of six
+   kernels in float and in double, the demo's Mandelbrot kernel, the 50-kernel program with every
+   kernel launched), each built with kcache_cl_build_program and updated with kcache_cl_update after
+   its first results: a warm store into an empty PoCL cache against one into a warm PoCL cache (goal
+   <= 3x), and the run that fills the store against no cache (see pocl_empty).
+   --pocl-empty-only runs this part alone.
    Options: --quick (fewer runs). Build: cc -std=c99 -O2 -I. bench/bench_opencl.c -lOpenCL -lpthread -lm */
 #define KCACHE_IMPLEMENTATION
 #ifndef KCACHE_OPENCL
@@ -42,6 +48,8 @@
 #endif
 #define KCACHE_TEST_CL /* kcache_test_cl_payload_ok: a hit's binary check, timed alone */
 #include "kcache.h"
+
+#include "../examples/opencl_demo_kernel.h"
 
 #include <ftw.h>
 #include <math.h>
@@ -512,9 +520,361 @@ static void cold_start(int quick) {
            n, wmany[runs / 2], whits[runs / 2], wmany[runs / 2] / whits[runs / 2], wb);
 }
 
+/* ---- PoCL's cache empty: a warm kcache into a fresh container, and the run that fills ---------- */
+
+/* A 2D FFT as an FFT library generates it: a 64-point FFT in local memory (one work-group a row,
+   barriers), Stockham radix-2 stages for the columns, a tiled transpose, real-to-complex packing and
+   a scale; REAL is float or double (a program each). The pipeline runs forward then inverse and
+   checks the input comes back. */
+static const char *FFT_SRC =
+    "#ifdef USE_DOUBLE\n"
+    "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n"
+    "typedef double R; typedef double2 R2;\n"
+    "#else\n"
+    "typedef float R; typedef float2 R2;\n"
+    "#endif\n"
+    "#define PI_R ((R)3.14159265358979323846)\n"
+    "R2 cmul(R2 a, R2 b) { return (R2)(a.x * b.x - a.y * b.y, a.x * b.y + a.y * b.x); }\n"
+    "R2 twiddle(int k, int p, int sign) { R a = (R)sign * PI_R * (R)k / (R)p; return (R2)(cos(a), sin(a)); }\n"
+    "kernel void pack_real(global const R *in, global R2 *out) {\n"
+    "    size_t i = get_global_id(0); out[i] = (R2)(in[i], (R)0);\n"
+    "}\n"
+    "kernel void fft64_rows(global R2 *data, int sign, local R2 *a, local R2 *b) {\n"
+    "    int t = get_local_id(0), row = get_group_id(0);\n"
+    "    global R2 *d = data + row * 64;\n"
+    "    a[t] = d[t]; a[t + 32] = d[t + 32];\n"
+    "    barrier(CLK_LOCAL_MEM_FENCE);\n"
+    "    for (int p = 1; p < 64; p <<= 1) {\n"
+    "        int k = t & (p - 1);\n"
+    "        R2 u0 = a[t], u1 = cmul(a[t + 32], twiddle(k, p, sign));\n"
+    "        int j = (t << 1) - k;\n"
+    "        b[j] = u0 + u1; b[j + p] = u0 - u1;\n"
+    "        barrier(CLK_LOCAL_MEM_FENCE);\n"
+    "        local R2 *s = a; a = b; b = s;\n"
+    "    }\n"
+    "    d[t] = a[t]; d[t + 32] = a[t + 32];\n"
+    "}\n"
+    "kernel void fft_stage(global const R2 *in, global R2 *out, int n, int p, int sign) {\n"
+    "    int i = get_global_id(0), row = get_global_id(1);\n"
+    "    int k = i & (p - 1), hn = n >> 1;\n"
+    "    in += row * n; out += row * n;\n"
+    "    R2 u0 = in[i], u1 = cmul(in[i + hn], twiddle(k, p, sign));\n"
+    "    int j = (i << 1) - k;\n"
+    "    out[j] = u0 + u1; out[j + p] = u0 - u1;\n"
+    "}\n"
+    "kernel void transpose(global const R2 *in, global R2 *out, int w, int h, local R2 *tile) {\n"
+    "    int lx = get_local_id(0), ly = get_local_id(1);\n"
+    "    int x = get_global_id(0), y = get_global_id(1);\n"
+    "    tile[ly * 17 + lx] = in[y * w + x];\n"
+    "    barrier(CLK_LOCAL_MEM_FENCE);\n"
+    "    int ox = get_group_id(1) * 16 + lx, oy = get_group_id(0) * 16 + ly;\n"
+    "    out[oy * h + ox] = tile[lx * 17 + ly];\n"
+    "}\n"
+    "kernel void scale(global R2 *x, R s) { size_t i = get_global_id(0); x[i] *= s; }\n"
+    "kernel void real_part(global const R2 *in, global R *out) { size_t i = get_global_id(0); out[i] = in[i].x; }\n";
+
+enum { FFT_N = 64 };
+
+/* The FFT pipeline forward and back on a 64x64 input; 0 when the input came back. */
+static int fft_pipeline(cl_context ctx, cl_command_queue q, cl_program p, int dbl) {
+    const char *names[6] = {"pack_real", "fft64_rows", "fft_stage", "transpose", "scale", "real_part"};
+    cl_kernel k[6];
+    cl_mem in, a, b, out;
+    cl_int e = CL_SUCCESS;
+    size_t rs = dbl ? sizeof(double) : sizeof(float), n2 = (size_t)FFT_N * FFT_N, i;
+    size_t g1 = n2, rows_g = (size_t)FFT_N * 32, rows_l = 32, st_g[2] = {FFT_N / 2, FFT_N}, tr_g[2] = {FFT_N, FFT_N}, tr_l[2] = {16, 16};
+    unsigned char *host = (unsigned char *)malloc(rs * n2), *back = (unsigned char *)malloc(rs * n2);
+    int n = FFT_N, w = FFT_N, sign, pass, pp, bad = 0;
+    for (i = 0; i < 6; i++) {
+        k[i] = clCreateKernel(p, names[i], &e);
+        if (!k[i]) return 1;
+    }
+    for (i = 0; i < n2; i++) {
+        double v = (double)((i * 7919) % 257) / 257.0 - 0.5;
+        if (dbl) ((double *)host)[i] = v; else ((float *)host)[i] = (float)v;
+    }
+    in = clCreateBuffer(ctx, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, rs * n2, host, &e);
+    a = clCreateBuffer(ctx, CL_MEM_READ_WRITE, 2 * rs * n2, NULL, &e);
+    b = clCreateBuffer(ctx, CL_MEM_READ_WRITE, 2 * rs * n2, NULL, &e);
+    out = clCreateBuffer(ctx, CL_MEM_WRITE_ONLY, rs * n2, NULL, &e);
+    clSetKernelArg(k[0], 0, sizeof in, &in);
+    clSetKernelArg(k[0], 1, sizeof a, &a);
+    e |= clEnqueueNDRangeKernel(q, k[0], 1, NULL, &g1, NULL, 0, NULL, NULL);
+    for (pass = 0; pass < 2; pass++) { /* forward, then inverse */
+        sign = pass == 0 ? -1 : 1;
+        /* rows in local memory */
+        clSetKernelArg(k[1], 0, sizeof a, &a);
+        clSetKernelArg(k[1], 1, sizeof sign, &sign);
+        clSetKernelArg(k[1], 2, 2 * rs * 64, NULL);
+        clSetKernelArg(k[1], 3, 2 * rs * 64, NULL);
+        e |= clEnqueueNDRangeKernel(q, k[1], 1, NULL, &rows_g, &rows_l, 0, NULL, NULL);
+        /* transpose a -> b, columns by Stockham stages (b <-> a), transpose back to a */
+        clSetKernelArg(k[3], 0, sizeof a, &a);
+        clSetKernelArg(k[3], 1, sizeof b, &b);
+        clSetKernelArg(k[3], 2, sizeof w, &w);
+        clSetKernelArg(k[3], 3, sizeof w, &w);
+        clSetKernelArg(k[3], 4, 2 * rs * 16 * 17, NULL);
+        e |= clEnqueueNDRangeKernel(q, k[3], 2, NULL, tr_g, tr_l, 0, NULL, NULL);
+        for (pp = 1, i = 0; pp < FFT_N; pp <<= 1, i++) {
+            cl_mem from = i % 2 ? a : b, to = i % 2 ? b : a;
+            clSetKernelArg(k[2], 0, sizeof from, &from);
+            clSetKernelArg(k[2], 1, sizeof to, &to);
+            clSetKernelArg(k[2], 2, sizeof n, &n);
+            clSetKernelArg(k[2], 3, sizeof pp, &pp);
+            clSetKernelArg(k[2], 4, sizeof sign, &sign);
+            e |= clEnqueueNDRangeKernel(q, k[2], 2, NULL, st_g, NULL, 0, NULL, NULL);
+        }
+        /* 6 stages: the columns ended in b */
+        clSetKernelArg(k[3], 0, sizeof b, &b);
+        clSetKernelArg(k[3], 1, sizeof a, &a);
+        e |= clEnqueueNDRangeKernel(q, k[3], 2, NULL, tr_g, tr_l, 0, NULL, NULL);
+    }
+    if (dbl) {
+        double s = 1.0 / (double)n2;
+        clSetKernelArg(k[4], 1, sizeof s, &s);
+    } else {
+        float s = 1.0f / (float)n2;
+        clSetKernelArg(k[4], 1, sizeof s, &s);
+    }
+    clSetKernelArg(k[4], 0, sizeof a, &a);
+    e |= clEnqueueNDRangeKernel(q, k[4], 1, NULL, &g1, NULL, 0, NULL, NULL);
+    clSetKernelArg(k[5], 0, sizeof a, &a);
+    clSetKernelArg(k[5], 1, sizeof out, &out);
+    e |= clEnqueueNDRangeKernel(q, k[5], 1, NULL, &g1, NULL, 0, NULL, NULL);
+    e |= clEnqueueReadBuffer(q, out, CL_TRUE, 0, rs * n2, back, 0, NULL, NULL);
+    for (i = 0; i < n2 && e == CL_SUCCESS; i++) {
+        double x = dbl ? ((double *)host)[i] : ((float *)host)[i], y = dbl ? ((double *)back)[i] : ((float *)back)[i];
+        if (fabs(x - y) > (dbl ? 1e-9 : 1e-4)) bad = 1;
+    }
+    for (i = 0; i < 6; i++) clReleaseKernel(k[i]);
+    clReleaseMemObject(in);
+    clReleaseMemObject(a);
+    clReleaseMemObject(b);
+    clReleaseMemObject(out);
+    free(host);
+    free(back);
+    return e != CL_SUCCESS || bad;
+}
+
+/* The demo's Mandelbrot kernel over 512x512; 0 when the escape counts sum as a source build's do. */
+static int mandel_pipeline(cl_context ctx, cl_command_queue q, cl_program p, int unused) {
+    cl_int e, w = 512, h = 512;
+    size_t g[2] = {512, 512}, i;
+    long long sum = 0;
+    int *px = (int *)malloc(sizeof(int) * 512 * 512);
+    cl_kernel k = clCreateKernel(p, "mandel", &e);
+    cl_mem out = clCreateBuffer(ctx, CL_MEM_WRITE_ONLY, sizeof(int) * 512 * 512, NULL, &e);
+    (void)unused;
+    if (!k) return 1;
+    clSetKernelArg(k, 0, sizeof out, &out);
+    clSetKernelArg(k, 1, sizeof w, &w);
+    clSetKernelArg(k, 2, sizeof h, &h);
+    e = clEnqueueNDRangeKernel(q, k, 2, NULL, g, NULL, 0, NULL, NULL);
+    e |= clEnqueueReadBuffer(q, out, CL_TRUE, 0, sizeof(int) * 512 * 512, px, 0, NULL, NULL);
+    for (i = 0; i < (size_t)512 * 512; i++) sum += px[i];
+    clReleaseMemObject(out);
+    clReleaseKernel(k);
+    free(px);
+    if (e != CL_SUCCESS || sum <= 0) return 1;
+    if (g_out[8] == 0) g_out[8] = (double)sum; /* the first run's sum (shared with every later child) */
+    return (double)sum != g_out[8];
+}
+
+/* Every kernel of the 50-kernel program (a code generator's output), each launched once and checked. */
+static int many_pipeline(cl_context ctx, cl_command_queue q, cl_program p, int unused) {
+    float *x = (float *)malloc(sizeof(float) * N), *y = (float *)malloc(sizeof(float) * N);
+    size_t g = N, i;
+    cl_int e = CL_SUCCESS;
+    cl_mem bx, by;
+    int kk, bad = 0;
+    (void)unused;
+    for (i = 0; i < N; i++) x[i] = (float)i / N;
+    bx = clCreateBuffer(ctx, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, sizeof(float) * N, x, &e);
+    by = clCreateBuffer(ctx, CL_MEM_WRITE_ONLY, sizeof(float) * N, NULL, &e);
+    for (kk = 0; kk < MANY && !bad; kk++) {
+        char name[16];
+        float mul = kk == 0 ? 3.0f : (float)(kk + 3);
+        cl_kernel k;
+        snprintf(name, sizeof name, "k%d", kk);
+        if ((k = clCreateKernel(p, name, &e)) == NULL) { bad = 1; break; }
+        clSetKernelArg(k, 0, sizeof bx, &bx);
+        clSetKernelArg(k, 1, sizeof by, &by);
+        e |= clEnqueueNDRangeKernel(q, k, 1, NULL, &g, NULL, 0, NULL, NULL);
+        e |= clEnqueueReadBuffer(q, by, CL_TRUE, 0, sizeof(float) * N, y, 0, NULL, NULL);
+        for (i = 0; i < N; i++) {
+            float v = x[i], want = (v * mul + 1.0f) * v - 2.0f;
+            if (fabsf(y[i] - want) > 1e-3f * (1.0f + fabsf(want))) bad = 1;
+        }
+        clReleaseKernel(k);
+    }
+    clReleaseMemObject(bx);
+    clReleaseMemObject(by);
+    free(x);
+    free(y);
+    return e != CL_SUCCESS || bad;
+}
+
+typedef struct epro { const char *name, *src, *opt; int (*pipeline)(cl_context, cl_command_queue, cl_program, int); int arg; } epro;
+
+enum { E_NONE, E_KCACHE };
+enum { PE_FIRST = 0, PE_TOTAL = 1, PE_HIT = 2, PE_PUTS = 3, PE_BUILD = 4 };
+
+/* One fresh process: the program built (E_NONE: clCreateProgramWithSource + clBuildProgram;
+   E_KCACHE: the same with kcache_cl_build_program, then kcache_cl_update after the first results, as
+   the README says to), its pipeline run and checked. g_out: the time to the first (checked) result,
+   the time with the update, whether kcache hit, the update's puts. */
+static int empty_child(int how, const epro *E) {
+    cl_platform_id plat;
+    cl_device_id dev;
+    cl_context ctx;
+    cl_command_queue q;
+    cl_program p;
+    cl_int e;
+    kcache *kc = NULL;
+    kcache_stats s0, s1;
+    const char *src = E->src;
+    double t0, tb;
+    if (clGetPlatformIDs(1, &plat, NULL) != CL_SUCCESS || clGetDeviceIDs(plat, CL_DEVICE_TYPE_ALL, 1, &dev, NULL) != CL_SUCCESS) return 1;
+    ctx = clCreateContext(NULL, 1, &dev, NULL, NULL, &e);
+    q = clCreateCommandQueue(ctx, dev, 0, &e);
+    if (how == E_KCACHE && kcache_open(&kc, NULL) != KCACHE_OK) return 1;
+    t0 = now_ms();
+    p = clCreateProgramWithSource(ctx, 1, &src, NULL, &e);
+    if (how == E_KCACHE) e = kcache_cl_build_program(kc, &p, 1, &dev, E->opt);
+    else e = clBuildProgram(p, 1, &dev, E->opt, NULL, NULL);
+    if (e != CL_SUCCESS) {
+        char log[4096] = "";
+        clGetProgramBuildInfo(p, dev, CL_PROGRAM_BUILD_LOG, sizeof log - 1, log, NULL);
+        fprintf(stderr, "bench_opencl: %s: the build failed (%d): %s\n", E->name, (int)e, log);
+        return 1;
+    }
+    tb = now_ms();
+    g_out[PE_BUILD] = tb - t0;
+    if (E->pipeline(ctx, q, p, E->arg) != 0) { fprintf(stderr, "bench_opencl: %s: wrong result\n", E->name); return 1; }
+    g_out[PE_FIRST] = now_ms() - t0;
+    if (kc) {
+        kcache_get_stats(kc, &s0);
+        kcache_cl_update(kc, p); /* (a program loaded from binaries: nothing to do, KCACHE_EINVAL) */
+        kcache_get_stats(kc, &s1);
+        g_out[PE_HIT] = s0.builds == 0;
+        g_out[PE_PUTS] = (double)(s1.puts - s0.puts);
+    }
+    g_out[PE_TOTAL] = now_ms() - t0;
+    clReleaseProgram(p);
+    clReleaseCommandQueue(q);
+    clReleaseContext(ctx);
+    kcache_close(kc);
+    return 0;
+}
+
+/* One measurement in a fresh process: PoCL's cache `pocl` (0 off, else on in directory pdir), the
+   store sdir (NULL: no kcache). -1 when it failed. */
+static double empty_run(int how, const epro *E, int pocl, const char *pdir, const char *sdir, double *total) {
+    pid_t pid;
+    int st;
+    char v[400];
+    g_out[PE_FIRST] = -1;
+    g_out[PE_HIT] = g_out[PE_PUTS] = 0;
+    setenv("POCL_KERNEL_CACHE", pocl ? "1" : "0", 1);
+    snprintf(v, sizeof v, "%s/%s", g_dir, pdir);
+    setenv("POCL_CACHE_DIR", v, 1);
+    snprintf(v, sizeof v, "%s/%s", g_dir, sdir ? sdir : "no-store");
+    setenv("KCACHE_DIR", v, 1);
+    fflush(stdout);
+    pid = fork();
+    if (pid == 0) _exit(empty_child(how, E));
+    waitpid(pid, &st, 0);
+    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) return -1;
+    if (total) *total = g_out[PE_TOTAL];
+    return g_out[PE_FIRST];
+}
+
+static double med(double *v, int n) {
+    qsort(v, (size_t)n, sizeof v[0], cmp);
+    return v[n / 2];
+}
+
+/* For each program, time to the first result (its whole pipeline, checked) in fresh processes:
+     none-empty  no kcache, PoCL's cache on and empty (a fresh container without kcache)
+     fill        the run that fills an empty store, PoCL's cache on and empty: kcache_cl_build_program's
+                 miss; fill+upd: with kcache_cl_update after the first results, as a program calls it
+     hit-empty   a warm store (filled so), PoCL's cache on and empty (a fresh container, CI)
+     hit-warm    a warm store, PoCL's cache on and warm (the same PoCL cache directory again)
+     none-off / fill-off / hit-off   the same with PoCL's cache off (POCL_KERNEL_CACHE=0)
+   The fills run `runs` times each on a store of their own, interleaved with the no-cache runs; the
+   hits (cheap) run `hruns` times in pairs, hit-empty then hit-warm, on the last store filled.
+   Ratios: hit-empty/hit-warm (goal <= 3x), fill+upd/none-empty and fill-off/none-off (the fill's
+   cost). Then where hit-empty's time goes: the build (kcache's lookup and PoCL unpacking the binary
+   into its empty cache) against the pipeline (launches: a compile at a first launch would show here). */
+static void pocl_empty(int quick) {
+    epro E[4];
+    char *many = many_source(), pdir[64], sdir[64], soff[64];
+    int runs = quick ? 1 : 3, hruns = quick ? 3 : 11, i, r, bad;
+    double load[3] = {0, 0, 0}, split[4][4];
+    E[0].name = "fft2d-f32"; E[0].src = FFT_SRC; E[0].opt = "-cl-mad-enable"; E[0].pipeline = fft_pipeline; E[0].arg = 0;
+    E[1].name = "fft2d-f64"; E[1].src = FFT_SRC; E[1].opt = "-DUSE_DOUBLE"; E[1].pipeline = fft_pipeline; E[1].arg = 1;
+    E[2].name = "mandel"; E[2].src = OPENCL_DEMO_SOURCE; E[2].opt = OPENCL_DEMO_OPTIONS; E[2].pipeline = mandel_pipeline; E[2].arg = 0;
+    E[3].name = "many50"; E[3].src = many; E[3].opt = "-cl-mad-enable"; E[3].pipeline = many_pipeline; E[3].arg = 0;
+    memset(split, 0, sizeof split);
+    getloadavg(load, 3);
+    printf("PoCL's cache empty (a fresh container): time to the first checked result (ms) of each program's whole pipeline, fresh\n"
+           "processes; medians of %d fills and %d hits; load average %.2f\n", runs, hruns, load[0]);
+    printf("%-10s %10s %8s %8s %9s %8s | %8s %8s %8s | %11s %9s %9s\n", "program", "none-empty", "fill", "fill+upd", "hit-empty", "hit-warm",
+           "none-off", "fill-off", "hit-off", "hit-e/hit-w", "fill/none", "off: f/n");
+    for (i = 0; i < 4; i++) {
+        double ne[32], fe[32], fu[32], he[32], hw[32], no[32], fo[32], ho[32], sp[4][32], t;
+        int hits = 0, puts = 0;
+        g_out[8] = 0; /* (mandel: the first run's sum, which every later run must give) */
+        bad = 0;
+        for (r = 0; r < runs; r++) { /* each fill on an empty store and an empty PoCL cache of its own */
+            snprintf(pdir, sizeof pdir, "pe-none-%s-%d", E[i].name, r);
+            ne[r] = empty_run(E_NONE, &E[i], 1, pdir, NULL, NULL);
+            snprintf(pdir, sizeof pdir, "pe-fill-%s-%d", E[i].name, r);
+            snprintf(sdir, sizeof sdir, "pe-store-%s-%d", E[i].name, r);
+            fe[r] = empty_run(E_KCACHE, &E[i], 1, pdir, sdir, &fu[r]);
+            puts += (int)g_out[PE_PUTS];
+            no[r] = empty_run(E_NONE, &E[i], 0, "pe-off", NULL, NULL);
+            snprintf(soff, sizeof soff, "pe-store-off-%s-%d", E[i].name, r);
+            fo[r] = empty_run(E_KCACHE, &E[i], 0, "pe-off", soff, &t);
+            if (ne[r] < 0 || fe[r] < 0 || no[r] < 0 || fo[r] < 0) bad = 1;
+        }
+        for (r = 0; r < hruns && !bad; r++) {
+            snprintf(pdir, sizeof pdir, "pe-hit-%s-%d", E[i].name, r);
+            he[r] = empty_run(E_KCACHE, &E[i], 1, pdir, sdir, NULL);
+            hits += (int)g_out[PE_HIT];
+            sp[0][r] = g_out[PE_BUILD];
+            sp[1][r] = g_out[PE_FIRST] - g_out[PE_BUILD];
+            hw[r] = empty_run(E_KCACHE, &E[i], 1, pdir, sdir, NULL); /* the same PoCL cache, now warm */
+            hits += (int)g_out[PE_HIT];
+            sp[2][r] = g_out[PE_BUILD];
+            sp[3][r] = g_out[PE_FIRST] - g_out[PE_BUILD];
+            ho[r] = empty_run(E_KCACHE, &E[i], 0, "pe-off", soff, NULL);
+            hits += (int)g_out[PE_HIT];
+            if (he[r] < 0 || hw[r] < 0 || ho[r] < 0) bad = 1;
+        }
+        if (bad) { printf("%-10s a run failed\n", E[i].name); continue; }
+        {
+            double mne = med(ne, runs), mfe = med(fe, runs), mfu = med(fu, runs), mhe = med(he, hruns), mhw = med(hw, hruns);
+            double mno = med(no, runs), mfo = med(fo, runs), mho = med(ho, hruns);
+            int c;
+            for (c = 0; c < 4; c++) split[i][c] = med(sp[c], hruns);
+            printf("%-10s %10.1f %8.1f %8.1f %9.1f %8.1f | %8.1f %8.1f %8.1f | %10.2fx %8.2fx %8.2fx%s\n", E[i].name, mne, mfe, mfu, mhe, mhw,
+                   mno, mfo, mho, mhe / mhw, mfu / mne, mfo / mno,
+                   hits == 3 * hruns && puts == runs ? "" : "  (a hit missed, or an update stored nothing)");
+        }
+        fflush(stdout);
+    }
+    printf("goals: hit-empty <= 3x hit-warm; the fill (with the update) measured against none-empty\n");
+    for (i = 0; i < 4; i++)
+        if (split[i][0] > 0)
+            printf("  %-10s hit-empty: build %.1f ms + pipeline %.1f ms; hit-warm: build %.1f ms + pipeline %.1f ms\n", E[i].name, split[i][0],
+                   split[i][1], split[i][2], split[i][3]);
+    free(many);
+}
+
 int main(int argc, char **argv) {
     static const char *const pythons[] = {"python3", "/usr/bin/python3"};
-    int quick = 0, start_only = 0, i, m, set;
+    int quick = 0, start_only = 0, empty_only = 0, i, m, set;
     prog P[2];
     double repeat_ns[2] = {-1, -1}, hitpath[2][4];
     char *many = many_source(), probe[300];
@@ -528,12 +888,19 @@ int main(int argc, char **argv) {
     for (i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--quick") == 0) quick = 1;
         else if (strcmp(argv[i], "--start-only") == 0) start_only = 1;
+        else if (strcmp(argv[i], "--pocl-empty-only") == 0) empty_only = 1;
     }
     runs = quick ? 3 : 11;
     cold_runs = quick ? 1 : 3;
     g_out = (double *)mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     snprintf(g_dir, sizeof g_dir, "/tmp/kcache-bench-opencl-XXXXXX");
     if (g_out == MAP_FAILED || !mkdtemp(g_dir)) { perror("bench_opencl"); return 1; }
+    if (empty_only) {
+        pocl_empty(quick);
+        if (!getenv("KT_KEEP")) nftw(g_dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+        free(many);
+        return 0;
+    }
     if (start_only) {
         cold_start(quick);
         if (!getenv("KT_KEEP")) nftw(g_dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
@@ -617,6 +984,10 @@ int main(int argc, char **argv) {
     if (!g_python) printf("(no pyopencl column: no python3 here imports pyopencl and numpy; apt install python3-pyopencl adds it)\n");
     else printf("(pyopencl: %s)\n", g_python);
     cold_start(quick);
+    {
+        char plat[600];
+        if (platform_used(plat, sizeof plat)) pocl_empty(quick); /* (PoCL's cache settings: PoCL's alone) */
+    }
     if (!getenv("KT_KEEP")) nftw(g_dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
     free(many);
     return 0;

@@ -7,6 +7,8 @@
 #   clfft     clFFT's cache, warm (filled by a pass before)
 #   kcache    LD_PRELOAD=build/libkcache_cl.so, warm (filled by a pass before)
 #   kc-fill   the pass that fills kcache's store
+#   kc-pwarm  (PoCL's cache on) kcache warm with PoCL's cache warm too (one directory, filled by a
+#             pass before): the empty-cache pass (kcache) against it is the fresh container's cost
 # Prints each pass's wall time and the ratios to clFFT's cache; every transform must PASS.
 # Usage: bench/bench_preload.sh [build/libkcache_cl.so]
 set -u
@@ -22,7 +24,9 @@ one() { # one NAME TRANSFORM ENV...: one run of the client, its ms added to ${ms
     t0=$(now)
     # a fresh PoCL cache directory for each run (when PoCL's cache is on: empty, as in a fresh container)
     # shellcheck disable=SC2086
-    env POCL_CACHE_DIR="$tmp/pocl-$((++npocl))" "$@" "$client" $t >"$tmp/out" 2>&1
+    # (kc-pwarm*: one directory for all its runs, warm after the first)
+    case $name in kc-pwarm*) pdir=$tmp/pocl-warm ;; *) pdir=$tmp/pocl-$((++npocl)) ;; esac
+    env POCL_CACHE_DIR="$pdir" "$@" "$client" $t >"$tmp/out" 2>&1
     ms[$name]=$(( ${ms[$name]:-0} + ($(now) - t0) / 1000000 ))
     grep -q '\*PASS\*' "$tmp/out" || { echo "bench_preload: $name: $t did not PASS: $(tail -n 3 "$tmp/out")"; exit 1; }
 }
@@ -39,9 +43,14 @@ for pocl in 0 1; do
         one clfft-fill "$t" CLFFT_CACHE_PATH="$tmp/clfft/"
         one kc-fill "$t" KCACHE_DIR="$tmp/store" LD_PRELOAD="$lib"
     done
+    if [ "$pocl" = 1 ]; then
+        rm -rf "$tmp/pocl-warm"
+        for t in "${transforms[@]}"; do one kc-pwarm-fill "$t" KCACHE_DIR="$tmp/store" LD_PRELOAD="$lib"; done
+    fi
     for t in "${transforms[@]}"; do
         one clfft "$t" CLFFT_CACHE_PATH="$tmp/clfft/"
         one kcache "$t" KCACHE_DIR="$tmp/store" LD_PRELOAD="$lib"
+        if [ "$pocl" = 1 ]; then one kc-pwarm "$t" KCACHE_DIR="$tmp/store" LD_PRELOAD="$lib"; fi
     done
     none=${ms[none]} clfft=${ms[clfft]} kc=${ms[kcache]} fill=${ms[kc-fill]}
     if [ "$pocl" = 0 ]; then echo "clFFT client, ${#transforms[@]} transforms, PoCL's kernel cache off, all PASS"
@@ -50,4 +59,8 @@ for pocl in 0 1; do
     printf '  %-38s %8d ms  1.00x\n' "clFFT's own cache (CLFFT_CACHE_PATH)" "$clfft"
     printf '  %-38s %8d ms  %s of clFFT'"'"'s cache\n' "kcache preload, warm" "$kc" "$(ratio "$kc" "$clfft")"
     printf '  %-38s %8d ms  %s of no cache\n' "kcache preload, the filling pass" "$fill" "$(ratio "$fill" "$none")"
+    if [ "$pocl" = 1 ]; then
+        printf '  %-38s %8d ms  (kcache warm into an empty PoCL cache: %s of this)\n' "kcache preload, warm, PoCL's cache warm" \
+            "${ms[kc-pwarm]}" "$(ratio "$kc" "${ms[kc-pwarm]}")"
+    fi
 done

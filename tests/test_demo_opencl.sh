@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# make demo's OpenCL program, on its own store and PoCL cache, run as make demo runs it: the first
-# run on an empty store compiles and says why (never stored), the next one loads the binary,
-# computes the same and prints the factor; --fresh says it cleared the entry and compiles again; the
-# note on PoCL's kernel cache appears on PoCL only. With opencl_many's path as a second argument:
+# make demo's OpenCL program, on its own store, run as make demo runs it: the first run on an empty
+# store compiles and says why (never stored), and on PoCL its kcache_cl_update after the first launch
+# stores a larger binary (PoCL's work-group function); the next one loads the binary, computes the
+# same, prints the factor and, on PoCL, its hit into an empty PoCL cache against the same cache warm
+# (a hit both times: the ratio line; no time is checked); --fresh says it cleared the entry and
+# compiles again; the note on PoCL's kernel cache off appears on PoCL with POCL_KERNEL_CACHE=0 only. With opencl_many's path as a second argument:
 # 3 processes at once needing 6 programs (kcache_cl_build_many) compile each once, and none the next
 # time, every result right.
 set -u
@@ -24,19 +26,28 @@ third=$("$demo" --fresh 2>&1)
 if echo "$third" | grep -q "run    : MISS" && echo "$third" | grep -q 'before : removed on purpose (--fresh)' &&
    ! echo "$third" | grep -q 'never stored'; then
     echo "ok demo-opencl-fresh-recompiles"; else echo "FAIL demo-opencl-fresh-recompiles: $third"; fi
-# the note on PoCL's own kernel cache: on PoCL (with its cache off, as the demo sets it), and on no
-# other platform (NVIDIA's OpenCL has no POCL_KERNEL_CACHE); with PoCL's cache on, no note either
+# on PoCL (its cache on, in an empty directory of the demo's own): the update after the first launch
+# stored a larger binary, and the hit is timed again on that directory warm (both hits: the ratio
+# line); the note on PoCL's kernel cache only with POCL_KERNEL_CACHE=0; on no other platform
+# (NVIDIA's OpenCL has no POCL_KERNEL_CACHE) a word of PoCL
 plat=$(sed -n 's/^kcache OpenCL demo  (store: .*; platform: \(.*\); device: .*)$/\1/p' <<<"$first")
 note="note   : PoCL's own kernel cache is off (POCL_KERNEL_CACHE=0)"
-cache_on=$(POCL_KERNEL_CACHE=1 "$demo" 2>&1)
+cache_off=$(POCL_KERNEL_CACHE=0 "$demo" 2>&1)
+upd=$(sed -n 's/^  update : kcache_cl_update after the first launch stored the binary again: \([0-9]*\) -> \([0-9]*\) bytes.*/\1 \2/p' <<<"$first")
 case "$plat" in
 "") echo "FAIL demo-opencl-pocl-note: the demo names no platform: $first" ;;
 "Portable Computing Language")
-    if grep -qF "$note" <<<"$first" && grep -qF "$note" <<<"$second" && ! grep -q "note   :" <<<"$cache_on"; then
+    if [ -n "$upd" ] && [ "${upd#* }" -gt "${upd% *}" ]; then echo "ok demo-opencl-update-grew (${upd% *} -> ${upd#* } bytes)"
+    else echo "FAIL demo-opencl-update-grew: no larger binary stored after the first launch: $first"; fi
+    if grep -q "^  pocl   : this hit went into an empty PoCL cache (a fresh container): .* ms; into the same cache, now" <<<"$second" &&
+       grep -q "^           warm: .* ms: .*x$" <<<"$second"; then echo "ok demo-opencl-empty-pocl-cache-ratio"
+    else echo "FAIL demo-opencl-empty-pocl-cache-ratio: $second"; fi
+    if grep -qF "$note" <<<"$cache_off" && ! grep -q "note   :" <<<"$first$second" && ! grep -q "pocl   :" <<<"$cache_off" &&
+       grep -q "run    : HIT" <<<"$cache_off"; then
         echo "ok demo-opencl-pocl-note"
-    else echo "FAIL demo-opencl-pocl-note: on PoCL, the note with its cache off and none with it on: $first / $cache_on"; fi ;;
+    else echo "FAIL demo-opencl-pocl-note: on PoCL, the note with its cache off and none with it on: $first / $cache_off"; fi ;;
 *)
-    if ! grep -q "PoCL" <<<"$first$second$cache_on"; then echo "ok demo-opencl-pocl-note (platform $plat: no PoCL note)"
+    if ! grep -q "PoCL" <<<"$first$second$cache_off"; then echo "ok demo-opencl-pocl-note (platform $plat: no PoCL note)"
     else echo "FAIL demo-opencl-pocl-note: platform $plat is not PoCL, yet: $first"; fi ;;
 esac
 # --help says what it does and exits 0; an unknown argument is refused (exit 2), not ignored

@@ -5,8 +5,11 @@
 # events, never times: a second process compiles nothing, an edited callee in another file
 # recompiles (f(10) = 31), a herd on a cold store compiles each function once with equal results,
 # a failing compile hands its claim over at once, KCACHE_ENABLE=0 gives numba's own cache back.
+# Usage: tests/test_numba.sh [KCACHE_INSPECT] (default build/kcache-inspect; without it the checks
+# of kcache-inspect's numba report are skipped)
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
+inspect=$(realpath -s "${1:-$top/build/kcache-inspect}")
 fails=0
 ok() { echo "ok $1"; }
 fail() { echo "FAIL $1: $2"; fails=$((fails + 1)); }
@@ -42,6 +45,7 @@ run_flavour() {
     t=$(mktemp -d)
     cp "$top"/tests/numba/*.py "$t"/
     export KCACHE_DIR=$t/store NUMBA_CACHE_DIR=$t/numba-cache KCACHE_NUMBA=1
+    export KCACHE_TRACE=1 # (the misses kcache-inspect explains below)
     unset KCACHE_ENABLE KCACHE_REMOTE
     cd "$t" || return
     out=$("$py" runner.py 2>&1 | tail -n 1)
@@ -61,6 +65,21 @@ run_flavour() {
     out=$("$py" runner.py 2>&1 | tail -n 1)
     if grep -q "results=f=31 " <<<"$out" && [ "$(field compiles "$out")" = 5 ]; then ok "numba-$v-edited-callee-recompiles"
     else fail "numba-$v-edited-callee-recompiles" "$out"; fi
+    # kcache-inspect on f's unit: its dependencies with their stamps, numba's fields, and the
+    # miss after the edit explained by the file that changed (helper.py, by content)
+    if [ -x "$inspect" ]; then
+        local unit
+        unit=$("$inspect" --json "$t/store" | "$py" -c 'import json, sys; print(*[u["name"] for u in json.load(sys.stdin)["units"] if u["name"].startswith("numba:mod.f-")])')
+        out=$("$inspect" --json "$t/store" "$unit" | "$py" inspect_check.py deps 2>&1 | tail -n 1)
+        if [ "$out" = ok ]; then ok "numba-$v-inspect-shows-dependencies-and-the-changed-one"
+        else fail "numba-$v-inspect-shows-dependencies-and-the-changed-one" "$unit: $out"; fi
+        # another CPU name (as NUMBA_CPU_NAME sets it): the miss is explained by numba.cpu_name
+        NUMBA_CPU_NAME=generic "$py" runner.py f >/dev/null 2>&1
+        out=$("$inspect" --json "$t/store" "$unit" | "$py" inspect_check.py cpu 2>&1 | tail -n 1)
+        if [ "$out" = ok ]; then ok "numba-$v-inspect-explains-a-cpu-miss"
+        else fail "numba-$v-inspect-explains-a-cpu-miss" "$unit: $out"; fi
+    else echo "# skipped numba-$v-inspect: no $inspect"; fi
+    unset KCACHE_TRACE
     touch mod.py helper.py # touched, unchanged: the hybrid stamps still hit
     out=$("$py" runner.py 2>&1 | tail -n 1)
     if [ "$(field compiles "$out")" = 0 ] && grep -q "f=31 " <<<"$out"; then ok "numba-$v-touched-source-hits"

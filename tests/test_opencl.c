@@ -1453,6 +1453,22 @@ static void child_update(int slot) {
     cl_down(&E);
 }
 
+/* the work-group functions PoCL unpacked into a cache directory: generic ("0-0-0") and specialised */
+static int g_generic_so, g_specialised_so;
+static int count_so(const char *p, const struct stat *s, int flag, struct FTW *f) {
+    size_t n = strlen(p);
+    (void)s; (void)f;
+    if (flag == FTW_F && n > 3 && strcmp(p + n - 3, ".so") == 0) {
+        if (strstr(p, "/0-0-0/")) g_generic_so++;
+        else g_specialised_so++;
+    }
+    return 0;
+}
+static void count_unpacked(const char *dir) {
+    g_generic_so = g_specialised_so = 0;
+    nftw(dir, count_so, 16, FTW_PHYS);
+}
+
 static void update_stores_grown_binary(void) {
     char dir[600];
     bp_run(0, BP_SWAP, 0, K_OPT, 2); /* stored right after the build */
@@ -1469,6 +1485,20 @@ static void update_stores_grown_binary(void) {
     bp_run(2, BP_SWAP, 0, K_OPT, 2);
     KT_CHECK_MSG(BP_COMPILES == 1 && g_sh->hits_disk[2] == 1, "hit after the update: %d compiles, %llu disk hits", BP_COMPILES,
                  (unsigned long long)g_sh->hits_disk[2]);
+    /* the load left out the generic work-group function (the stored binary has the one specialised
+       at the first launch, which the launch used): PoCL wrote only what runs into its empty cache */
+    count_unpacked(dir);
+    KT_CHECK_MSG(g_specialised_so == 1 && g_generic_so == 0, "unpacked into an empty PoCL cache: %d specialised, %d generic",
+                 g_specialised_so, g_generic_so);
+    /* with specialisation off the generic function is the one that runs: kept */
+    snprintf(dir, sizeof dir, "%s/pocl-empty-nospec", g_base);
+    setenv("POCL_CACHE_DIR", dir, 1);
+    setenv("POCL_WORK_GROUP_SPECIALIZATION", "0", 1);
+    bp_run(3, BP_SWAP, 0, K_OPT, 2);
+    unsetenv("POCL_WORK_GROUP_SPECIALIZATION");
+    count_unpacked(dir);
+    KT_CHECK_MSG(BP_COMPILES == 1 && g_sh->hits_disk[3] == 1 && g_generic_so == 1, "specialisation off: %d compiles, %llu disk hits, %d generic",
+                 BP_COMPILES, (unsigned long long)g_sh->hits_disk[3], g_generic_so);
 }
 
 /* with PoCL's own cache on, a kcache miss leaves the caller's program unfrozen (the stored binary is
@@ -1508,6 +1538,53 @@ static void miss_leaves_program_unfrozen_with_pocl_cache(void) {
     KT_CHECK_MSG(BP_COMPILES == 2, "%d builds from source", BP_COMPILES);
 }
 
+/* kcache_cl_update on a program kcache_cl_build built (a unit of its own): the grown binary replaces
+   that unit's entry, keyed as kcache_cl_build keyed it (before: stored under kcache_cl_build_program's
+   unit "opencl", a new entry nobody reads, the unit's own left small) */
+static uint64_t stored_unit_size(clenv *E, const char *unit, cl_uint nsrc, const char **srcs, const char *opt) {
+    kcache_key k;
+    const void *d;
+    size_t n = 0;
+    if (kcache_cl_key(E->kc, &k, E->dev[0], unit, nsrc, srcs, NULL, opt) != KCACHE_OK) KT_FAILF("kcache_cl_key");
+    if (kcache_get(E->kc, &k, &d, &n) == KCACHE_OK) kcache_release(E->kc, d);
+    else n = 0;
+    kcache_key_free(&k);
+    return n;
+}
+
+static void child_build_update(int slot) {
+    clenv E;
+    cl_program p;
+    cl_int e;
+    int hit = 1;
+    const char *two[2] = {"#define UNUSED_HELPER 1\n", K_SRC}; /* two strings: keyed one by one */
+    if (!cl_up(&E)) return;
+    p = kcache_cl_build(E.kc, E.ctx, 1, E.dev, "blur-upd", 2, two, NULL, K_OPT, &hit, &e);
+    KT_CHECK(p && !hit);
+    g_sh->builds[slot] = stored_unit_size(&E, "blur-upd", 2, two, K_OPT);
+    right(&E, p, 0, 2, 1); /* the first launch */
+    KT_CHECK(kcache_cl_update(E.kc, p) == KCACHE_OK);
+    g_sh->hit[slot] = (int)stored_unit_size(&E, "blur-upd", 2, two, K_OPT);
+    { /* no entry under kcache_cl_build_program's key (unit "opencl", the strings joined) */
+        char joined[4096];
+        const char *j = joined;
+        snprintf(joined, sizeof joined, "%s%s", two[0], two[1]);
+        g_sh->rejects[slot] = stored_unit_size(&E, "opencl", 1, &j, K_OPT);
+    }
+    clReleaseProgram(p);
+    cl_down(&E);
+}
+
+static void update_keys_as_kcache_cl_build(void) {
+    setenv("POCL_KERNEL_CACHE", "1", 1);
+    in_child(child_build_update, 0);
+    fprintf(stderr, "  unit blur-upd: %llu bytes stored at the miss, %d after the first launch and kcache_cl_update\n",
+            (unsigned long long)g_sh->builds[0], g_sh->hit[0]);
+    KT_CHECK_MSG(g_sh->builds[0] > 0 && (uint64_t)g_sh->hit[0] > g_sh->builds[0] && g_sh->rejects[0] == 0,
+                 "update of a kcache_cl_build program: %llu bytes, then %d; %llu bytes under unit opencl", (unsigned long long)g_sh->builds[0],
+                 g_sh->hit[0], (unsigned long long)g_sh->rejects[0]);
+}
+
 int main(void) {
     g_sh = (shared *)mmap(NULL, sizeof *g_sh, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     if (g_sh == MAP_FAILED) { perror("mmap"); return 2; }
@@ -1543,5 +1620,6 @@ int main(void) {
     RUN(build_program_errors_as_clBuildProgram);
     RUN(update_stores_grown_binary);
     RUN(miss_leaves_program_unfrozen_with_pocl_cache);
+    RUN(update_keys_as_kcache_cl_build);
     KT_EXIT();
 }

@@ -489,6 +489,63 @@ for bad in $hostile; do
     else fail "stats-dir-refused-$bad" "status $rc: $(grep -E 'stats|refused' <<<"$out" | head -3 | tr '\n' '|') $(ls -A "$tmp/$bad" "$tmp/real" | tr '\n' ' ')"; fi
 done
 
+# ---- 5f. numba units (issue 36): kcache_numba's unit names ("numba:" and numba's file name base,
+# module.qualname-LINE.pyXY) shown as module.qualname[signatures], from the numba.signature fields
+# of the unit's overloads, in the lists and the events, live (the writer stays attached)
+cat >"$tmp/nb.c" <<'C'
+#define KCACHE_IMPLEMENTATION
+#include "kcache.h"
+#include <unistd.h>
+static void one(kcache *kc, const char *unit, const char *sig) {
+    kcache_key k; const void *d; size_t n;
+    kcache_key_init(&k, unit);
+    kcache_key_str(&k, "numba.signature", sig);
+    kcache_key_str(&k, "numba.cpu_name", "generic");
+    if (kcache_get(kc, &k, &d, &n) == KCACHE_OK) kcache_release(kc, d);
+    else kcache_put(kc, &k, "code", 4);
+    kcache_key_free(&k);
+}
+int main(int argc, char **argv) {
+    kcache_config c; kcache *kc;
+    kcache_config_init(&c); c.dir = argv[1];
+    if (argc < 2 || kcache_open(&kc, &c) != KCACHE_OK) return 1;
+    one(kc, "numba:mod.f-11.py311", "(int64,)");
+    one(kc, "numba:mod.f-11.py311", "(float64,)");
+    one(kc, "numba:pkg.sub.Grid.step-42.py311", "(array(float64, 2d, C), int64)");
+    one(kc, "numba:mod.f-11.py311", "(int64,)"); /* a hit */
+    puts("done"); fflush(stdout);
+    sleep(60);
+    kcache_close(kc); return 0;
+}
+C
+d13=$tmp/s13
+if cc -std=c99 -I"$root" -o "$tmp/nb" "$tmp/nb.c" -lpthread 2>"$tmp/nb.err"; then
+    "$tmp/nb" "$d13" >"$tmp/nb.out" 2>&1 &
+    nbpid=$!
+    bg_pids+=($nbpid)
+    wait_for "$tmp/nb.out" '^done' 20
+    snap "$d13"
+    if grep -q -E '^  mod\.f\[(int64\|float64|float64\|int64)\] +[0-9]+ ' <<<"$snap" &&
+       grep -q -E '^  pkg\.sub\.Grid\.step\[array\(float64, 2d, C\), int64\] ' <<<"$snap" &&
+       grep -q -E ' put +mod\.f\[' <<<"$snap" && ! grep -q 'numba:' <<<"$snap"; then ok numba-units-named-by-function-and-signature
+    else fail numba-units-named-by-function-and-signature "$(grep -A4 '^UNITS' <<<"$snap" | tr '\n' '|')"; fi
+    "$top" -b -U numba:mod.f-11.py311 "$d13" >"$tmp/nbu" 2>&1
+    if grep -q -E '^UNIT numba:mod\.f-11\.py311  \(numba: mod\.f\[' "$tmp/nbu"; then ok numba-unit-detail-names-both
+    else fail numba-unit-detail-names-both "$(head -3 "$tmp/nbu" | tr '\n' '|')"; fi
+    if command -v tmux >/dev/null; then
+        T() { tmux -L "$sock" "$@"; }
+        T -f /dev/null new-session -d -s nb -x 120 -y 40 "$top -d 0.5 '$d13'; sleep 30"
+        for i in $(seq 1 80); do T capture-pane -p -t nb 2>/dev/null | grep -q -E '^ mod\.f\[' && break; sleep 0.1; done
+        pane13=$(T capture-pane -p -t nb 2>/dev/null)
+        T kill-session -t nb 2>/dev/null
+        if grep -q -E '^ mod\.f\[(int64\|float64|float64\|int64)\] ' <<<"$pane13" && grep -q -E '^ pkg\.sub\.Grid\.step\[' <<<"$pane13"; then
+            ok tui-numba-units
+        else fail tui-numba-units "$(tr '\n' '|' <<<"$pane13" | head -c 600)"; fi
+    fi
+    kill -TERM "$nbpid" 2>/dev/null
+    wait "$nbpid" 2>/dev/null
+else fail numba-units-named-by-function-and-signature "could not build the helper: $(head -c 300 "$tmp/nb.err")"; fi
+
 # ---- 6. kcache-top never writes to the store ------------------------------------------------------
 before=$(cd "$d1" && find . -printf '%p %s %T@ %m\n' | sort; md5sum stats config.file 2>/dev/null)
 "$top" -b -n 2 -d 0.2 "$d1" >/dev/null 2>&1

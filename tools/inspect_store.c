@@ -742,15 +742,20 @@ static void ks_explain_miss(const ks_index *ix, const kcache_index_item *m, cons
         int best_eq = -1, l, eq;
         uint32_t best_i = 0;
         for (l = KCACHE_INDEX_LIVE; l <= KCACHE_INDEX_GONE && best_eq < 0; l++) {
+            uint32_t others = 0;
             for (i = 0; i < ks_n(ix, (kcache_index_list)l); i++) {
                 const kcache_index_item *it = ks_item(ix, (kcache_index_list)l, i);
+                /* the overload this miss went on to store is not what it missed against (a numba
+                   function compiled for another CPU: its own overload would explain nothing) */
+                if (ks_same(it->digest, m->digest)) continue;
+                others++;
                 eq = kcache_record_compare(it->record, it->record_len, &now, &cand);
                 kcache_key_free(&cand);
                 if (eq > best_eq) { best_eq = eq; best_i = i; }
             }
             if (best_eq >= 0) {
                 const kcache_index_item *it = ks_item(ix, (kcache_index_list)l, best_i);
-                ks_cat(out, cap, &len, "closest of %u %s overload(s): ", ks_n(ix, (kcache_index_list)l), l == KCACHE_INDEX_LIVE ? "live" : "since gone");
+                ks_cat(out, cap, &len, "closest of %u %s overload(s): ", others, l == KCACHE_INDEX_LIVE ? "live" : "since gone");
                 kcache_record_decode(it->record, it->record_len, &best);
                 len += kcache_key_diff_text(&best, &now, len < cap ? out + len : NULL, len < cap ? cap - len : 0);
                 kcache_key_free(&best);
@@ -773,7 +778,35 @@ static void ks_explain_miss(const ks_index *ix, const kcache_index_item *m, cons
             len += kcache_key_stamps_text(&stored, &now, policy, len < cap ? out + len : NULL, len < cap ? cap - len : 0);
             if (len == before) ks_cat(out, cap, &len, "(the stamps differ under another policy than %s)", ks_policy_name(policy));
         } else {
-            ks_cat(out, cap, &len, "a dependency changed (the stored stamps are no longer in the index)");
+            /* The gone record leaves the index when the same key is stored again (numba's units:
+               an edited callee, then the recompile). The stamps it was stored with are, near
+               enough, those of the newest earlier traced lookup of the same key: compare with that. */
+            int before_at = -1;
+            kcache_key then;
+            if (at >= 0) kcache_key_free(&stored);
+            at = -1;
+            for (i = 0; i < ks_n(ix, KCACHE_INDEX_MISSED); i++) {
+                const kcache_index_item *it = ks_item(ix, KCACHE_INDEX_MISSED, i);
+                if (it != m && ks_same(it->digest, m->digest) && it->when < m->when &&
+                    (before_at < 0 || it->when > ks_item(ix, KCACHE_INDEX_MISSED, (uint32_t)before_at)->when))
+                    before_at = (int)i;
+            }
+            if (before_at >= 0) {
+                const kcache_index_item *it = ks_item(ix, KCACHE_INDEX_MISSED, (uint32_t)before_at);
+                if (kcache_record_decode(it->record, it->record_len, &then) == KCACHE_OK && then.count == now.count) {
+                    size_t was;
+                    ks_time(t, sizeof t, it->when);
+                    ks_cat(out, cap, &len, "a dependency changed since the lookup traced at %s (the stored stamps left the index "
+                                           "when the key was stored again): ", t);
+                    was = len;
+                    len += kcache_key_stamps_text(&then, &now, policy, len < cap ? out + len : NULL, len < cap ? cap - len : 0);
+                    if (len == was) ks_cat(out, cap, &len, "(no stamp differs from that lookup's under %s)", ks_policy_name(policy));
+                } else {
+                    before_at = -1;
+                }
+                kcache_key_free(&then);
+            }
+            if (before_at < 0) ks_cat(out, cap, &len, "a dependency changed (the stored stamps are no longer in the index)");
         }
         if (at >= 0) kcache_key_free(&stored);
         break;

@@ -114,6 +114,7 @@ typedef struct kt_unit {
     int traced_reason;
     int64_t traced_when;
     uint32_t traced_pid;
+    char sigs[160];                /* numba units: the live overloads' signatures, "int64|float64" */
 } kt_unit;
 
 typedef struct kt_event {
@@ -239,6 +240,48 @@ static int64_t kt_last_use(const kt_unit *u) {
     if (u->last_change > t) t = u->last_change;
     if (u->stored > t) t = u->stored;
     return t;
+}
+
+/* How a unit is shown. kcache_numba's units are "numba:" and numba's file name base
+   (module.qualname-LINE.pyXY, LINE numba's disambiguator): shown as module.qualname[signature],
+   the signatures those of the unit's live overloads (numba.signature fields) when known. Other
+   units as they are named. */
+static const char *kt_label(const char *name, const char *sigs, char *buf, size_t cap) {
+    const char *base, *dash, *p;
+    size_t len;
+    if (strncmp(name, "numba:", 6) != 0 || !name[6]) return name;
+    base = name + 6;
+    len = strlen(base);
+    dash = strrchr(base, '-');
+    if (dash && (p = strstr(dash, ".py")) != NULL && p[3] >= '0' && p[3] <= '9') len = (size_t)(dash - base);
+    if (sigs && sigs[0]) snprintf(buf, cap, "%.*s[%s]", (int)len, base, sigs);
+    else snprintf(buf, cap, "%.*s", (int)len, base);
+    return buf;
+}
+static const char *kt_unit_label(const kt_unit *u, char *buf, size_t cap) { return kt_label(u->name, u->sigs, buf, cap); }
+/* An event's unit as shown: its name as the event has it (cut at KCACHE_STATS_EVENT_NAME), with the
+   signatures of its unit when the index told them. */
+static const char *kt_event_label(const kt_event *e, char *buf, size_t cap) {
+    const kt_unit *u = e->hash ? kt_unit_get(e->hash, 0) : NULL;
+    return kt_label(e->unit, u ? u->sigs : NULL, buf, cap);
+}
+
+/* A numba overload's signature as numba's repr of its argument tuple has it, "(int64, float64)"
+   or "(int64,)", shown without the tuple's parentheses and trailing comma. */
+static void kt_sig_add(char *sigs, size_t cap, const kcache_key_field *f) {
+    char one[KCACHE_PREVIEW_MAX];
+    size_t n, have = strlen(sigs);
+    const char *p = f->preview, *hit;
+    if (kcache_preview_is_digest(f)) p = "...";   /* longer than a preview keeps */
+    n = strlen(p);
+    if (n >= 2 && p[0] == '(' && p[n - 1] == ')') { p++; n -= 2; if (n && p[n - 1] == ',') n--; }
+    if (n >= sizeof one) n = sizeof one - 1;
+    memcpy(one, p, n);
+    one[n] = 0;
+    for (hit = strstr(sigs, one); hit && n; hit = strstr(hit + 1, one)) /* each signature once */
+        if ((hit == sigs || hit[-1] == '|') && (hit[n] == 0 || hit[n] == '|')) return;
+    if (have + (have ? 1 : 0) + n + 1 > cap) return;
+    snprintf(sigs + have, cap - have, "%s%s", have ? "|" : "", one);
 }
 
 /* ---------------------------------------------------------------------------------------------- */
@@ -434,10 +477,21 @@ static void kt_index_one(kt_unit *u, const char *unit) {
     u->missed_n = kcache_index_count(ix, KCACHE_INDEX_MISSED);
     u->bytes = 0;
     u->stored = 0;
+    u->sigs[0] = 0;
     for (i = 0; i < nl; i++) {
         const kcache_index_item *it = kcache_index_at(ix, KCACHE_INDEX_LIVE, i);
         u->bytes += it->size;
         if (it->when > u->stored) u->stored = it->when;
+        if (strncmp(unit, "numba:", 6) == 0) {
+            kcache_key k;
+            if (kcache_record_decode(it->record, it->record_len, &k) == KCACHE_OK) {
+                const kcache_key_field *f = kcache_key_field_at(&k, 0); /* (one array) */
+                uint32_t j;
+                for (j = 0; j < k.count; j++)
+                    if (strcmp(f[j].name, "numba.signature") == 0) kt_sig_add(u->sigs, sizeof u->sigs, &f[j]);
+            }
+            kcache_key_free(&k);
+        }
     }
     if (u->missed_n) {
         const kcache_index_item *m = kcache_index_at(ix, KCACHE_INDEX_MISSED, u->missed_n - 1);
@@ -883,7 +937,11 @@ static void kt_detail(kt_lines *L, kt_unit *u) {
         n_gone = kcache_index_count(ix, KCACHE_INDEX_GONE);
         n_missed = kcache_index_count(ix, KCACHE_INDEX_MISSED);
     }
-    kt_line(L, C_TITLE, "UNIT %s", u->name);
+    if (strncmp(u->name, "numba:", 6) == 0) {
+        char lab[KCACHE_UNIT_MAX + 200];
+        kt_line(L, C_TITLE, "UNIT %s  (numba: %s)", u->name, kt_unit_label(u, lab, sizeof lab));
+    } else
+        kt_line(L, C_TITLE, "UNIT %s", u->name);
     if (r == KCACHE_OK) {
         size_t records, bytes;
         kcache_index_path(u->name, rel, sizeof rel);
@@ -1117,12 +1175,12 @@ static void kt_snapshot(kt_lines *L, int index, int count) {
     kt_line(L, 0, "  %-23s %-8s %-8s %-32s %10s %s", "TIME", "PID", "KIND", "UNIT", "SIZE", "REASON");
     for (c = 0; c < shown; c++) {
         const kt_event *e = &K.ev[c];
-        char what[64];
+        char what[64], lab[KCACHE_STATS_EVENT_NAME + 200];
         if (e->kind == KCACHE_EVENT_PUT) snprintf(what, sizeof what, "%s", e->reason ? kcache_strerror((kcache_status)e->reason) : "stored");
         else if (e->kind == KCACHE_EVENT_EVICT) snprintf(what, sizeof what, "%llu entries", (unsigned long long)e->count);
         else snprintf(what, sizeof what, "%s", e->kind == KCACHE_EVENT_MISS ? kt_reason_word(e->reason) : "-");
         kt_line(L, 0, "  %-23s %-8u %-8s %-32s %10llu %s", kt_time(e->time, 1, t1, sizeof t1), (unsigned)e->pid, kt_kind_name(e->kind),
-                e->unit[0] ? e->unit : "-", (unsigned long long)e->size, what);
+                e->unit[0] ? kt_event_label(e, lab, sizeof lab) : "-", (unsigned long long)e->size, what);
     }
     us = kt_sorted_units(&n);
     kt_line(L, 0, "UNITS (%zu, sorted by %s)", n, kt_sort_name[K.sort]);
@@ -1131,7 +1189,8 @@ static void kt_snapshot(kt_lines *L, int index, int count) {
     for (i = 0; i < n; i++) {
         const kt_unit *u = us[i];
         int reason = u->traced_reason >= 0 && u->traced_when > u->last_miss ? u->traced_reason : u->last_reason;
-        kt_line(L, 0, "  %-32s %8llu %8llu %8llu %7llu %6llu %9u %9llu %-23s %s", u->name, (unsigned long long)kt_hits(u),
+        char lab[KCACHE_UNIT_MAX + 200];
+        kt_line(L, 0, "  %-32s %8llu %8llu %8llu %7llu %6llu %9u %9llu %-23s %s", kt_unit_label(u, lab, sizeof lab), (unsigned long long)kt_hits(u),
                 (unsigned long long)kt_cnt(u, U_MEM), (unsigned long long)kt_cnt(u, U_DISK), (unsigned long long)kt_cnt(u, U_MISS),
                 (unsigned long long)kt_cnt(u, U_PUTS), u->overloads, (unsigned long long)u->bytes,
                 kt_time(kt_last_use(u), 1, t2, sizeof t2), kt_reason_word(reason));
@@ -1645,7 +1704,7 @@ static void kt_draw_main(void) {
     for (i = 0; i < rows_ev; i++) {
         size_t at = V.ev_top + (size_t)i;
         const kt_event *e;
-        char what[64];
+        char what[64], lab[KCACHE_STATS_EVENT_NAME + 200];
         if (at >= K.nev) { if (i == 0) kt_draw(y, "  (no events yet)", kt_attr[C_DIM], 0); y++; continue; }
         e = &K.ev[at];
         if (e->kind == KCACHE_EVENT_PUT) snprintf(what, sizeof what, "%s", e->reason ? kcache_strerror((kcache_status)e->reason) : "");
@@ -1656,7 +1715,7 @@ static void kt_draw_main(void) {
         kt_lb_col(&b, kt_kind_color(e->kind, e->reason));
         kt_lb_add(&b, "%-8s", kt_kind_name(e->kind));
         kt_lb_col(&b, 0);
-        kt_lb_add(&b, " %-28.28s %8s  %s", e->unit[0] ? e->unit : "-", kt_bytes(e->size, t2, sizeof t2), what);
+        kt_lb_add(&b, " %-28.28s %8s  %s", e->unit[0] ? kt_event_label(e, lab, sizeof lab) : "-", kt_bytes(e->size, t2, sizeof t2), what);
         kt_draw(y++, b.s, 0, 0);
     }
     /* units */
@@ -1682,11 +1741,12 @@ static void kt_draw_main(void) {
         size_t at = V.top + (size_t)i;
         const kt_unit *u;
         int reason;
+        char lab[KCACHE_UNIT_MAX + 200];
         if (at >= n) { if (i == 0 && !n) kt_draw(y, "  (no units yet)", kt_attr[C_DIM], 0); y++; continue; }
         u = us[at];
         reason = u->traced_reason >= 0 && u->traced_when > u->last_miss ? u->traced_reason : u->last_reason;
         kt_lb_reset(&b);
-        kt_lb_add(&b, " %-*.*s %8s ", namew, namew, u->name, kt_num((double)kt_hits(u), t1, sizeof t1));
+        kt_lb_add(&b, " %-*.*s %8s ", namew, namew, kt_unit_label(u, lab, sizeof lab), kt_num((double)kt_hits(u), t1, sizeof t1));
         kt_lb_col(&b, kt_cnt(u, U_MISS) ? C_WARN : 0);
         kt_lb_add(&b, "%7s", kt_num((double)kt_cnt(u, U_MISS), t2, sizeof t2));
         kt_lb_col(&b, 0);

@@ -19,7 +19,11 @@
    of the source), a table lookup under a mutex in each wrapped call, and the caller's unbuilt
    source program kept until its release. When the caller's program's count reaches zero at
    clReleaseProgram, kcache_cl_update stores the twin's binary again if the driver's has grown
-   (PoCL's first-launch code), and the twin is released (its kernels keep it alive as usual).
+   (PoCL's first-launch code), and the twin is released (its kernels keep it alive as usual). A
+   caller's CL_PROGRAM_BINARY_SIZES / CL_PROGRAM_BINARIES are answered from the store (the bytes
+   kcache stored for that source, options and device), not by the twin: PoCL freezes a program's
+   binary at the first such query, and a caller that asks right after the build (clFFT does) would
+   keep the update from storing what the first launches added.
 
    Passed straight through (the driver's own call): programs made from binaries or IL (so a program
    that caches for itself, as PyOpenCL does, is not cached twice), clCompileProgram and
@@ -168,6 +172,109 @@ static cl_program twin_set(cl_program app, cl_program t) {
     return old;
 }
 
+/* The binaries a caller asks of its program, as kcache stored them: a driver freezes a program's
+   binary at the first CL_PROGRAM_BINARIES query (PoCL does), so a caller that asks right after the
+   build (clFFT does, for its own cache) would leave a twin built from source without what its
+   first launches add, and kcache_cl_update at the release with nothing to store; and a twin loaded
+   from the store was given its binary without PoCL's generic work-group functions (kcache leaves
+   them out where a kernel has a specialised one), which PoCL would compile again to answer. The
+   caller gets the stored bytes instead (for a miss, what the driver gave kcache at the end of the
+   build, from a program of the same source), the same ones for its size and binaries queries. */
+typedef struct twin_bins { cl_program twin; cl_uint n; size_t *sizes; unsigned char **bins; } twin_bins;
+static twin_bins *tbins;
+static size_t ntbins, captbins;
+
+static void twin_bins_free(twin_bins *b) {
+    cl_uint i;
+    for (i = 0; i < b->n; i++) free(b->bins[i]);
+    free(b->bins);
+    free(b->sizes);
+}
+
+/* Forgets t's binaries (t is being released) */
+static void twin_bins_drop(cl_program t) {
+    size_t i;
+    pthread_mutex_lock(&twins_mu);
+    for (i = 0; i < ntbins; i++)
+        if (tbins[i].twin == t) {
+            twin_bins_free(&tbins[i]);
+            tbins[i] = tbins[--ntbins];
+            break;
+        }
+    pthread_mutex_unlock(&twins_mu);
+}
+
+/* The stored binaries of twin t of app, one per device of t, read from the store once (0: a device
+   with no entry, or a query the driver refuses: the driver answers). Called with the guard on. */
+static int twin_bins_get(cl_program app, cl_program t, twin_bins *out) {
+    cl_uint n = 0, i;
+    cl_device_id *devs = NULL;
+    size_t len = 0, olen = 0, k;
+    char *src = NULL, *opts = NULL;
+    twin_bins b;
+    int ok = 0;
+    memset(&b, 0, sizeof b);
+    pthread_mutex_lock(&twins_mu);
+    for (k = 0; k < ntbins; k++)
+        if (tbins[k].twin == t) { *out = tbins[k]; ok = 1; break; }
+    pthread_mutex_unlock(&twins_mu);
+    if (ok) return 1;
+    if (!real.kc || real.info(app, CL_PROGRAM_SOURCE, 0, NULL, &len) != CL_SUCCESS || len <= 1 ||
+        real.info(t, CL_PROGRAM_NUM_DEVICES, sizeof n, &n, NULL) != CL_SUCCESS || n == 0 || n > 64)
+        return 0;
+    devs = (cl_device_id *)malloc(sizeof *devs * n);
+    src = (char *)malloc(len + 1);
+    b.sizes = (size_t *)calloc(n, sizeof *b.sizes);
+    b.bins = (unsigned char **)calloc(n, sizeof *b.bins);
+    if (!devs || !src || !b.sizes || !b.bins || real.info(t, CL_PROGRAM_DEVICES, sizeof *devs * n, devs, NULL) != CL_SUCCESS ||
+        real.info(app, CL_PROGRAM_SOURCE, len, src, NULL) != CL_SUCCESS ||
+        real.build_info(t, devs[0], CL_PROGRAM_BUILD_OPTIONS, 0, NULL, &olen) != CL_SUCCESS ||
+        (opts = (char *)malloc(olen + 1)) == NULL ||
+        real.build_info(t, devs[0], CL_PROGRAM_BUILD_OPTIONS, olen, opts, NULL) != CL_SUCCESS)
+        goto done;
+    src[len] = 0;
+    opts[olen] = 0;
+    b.n = n;
+    for (i = 0; i < n; i++) { /* the entry kcache_cl_build_program stored for this device */
+        const char *s = src;
+        kcache_key key;
+        const void *d;
+        size_t sz;
+        if (kcache_cl_key(real.kc, &key, devs[i], "opencl", 1, &s, NULL, opts) != KCACHE_OK ||
+            kcache_get(real.kc, &key, &d, &sz) != KCACHE_OK) {
+            kcache_key_free(&key);
+            goto done;
+        }
+        kcache_key_free(&key);
+        /* a payload: "kcclbin1", the binary's size, two words, the binary */
+        if (sz > 32 && memcmp(d, "kcclbin1", 8) == 0 && (b.bins[i] = (unsigned char *)malloc(sz - 32)) != NULL) {
+            memcpy(b.bins[i], (const unsigned char *)d + 32, sz - 32);
+            b.sizes[i] = sz - 32;
+        }
+        kcache_release(real.kc, d);
+        if (!b.bins[i]) goto done;
+    }
+    pthread_mutex_lock(&twins_mu);
+    if (ntbins == captbins) {
+        size_t nc = captbins ? captbins * 2 : 16;
+        twin_bins *nb = (twin_bins *)realloc(tbins, nc * sizeof *nb);
+        if (nb) { tbins = nb; captbins = nc; }
+    }
+    if (ntbins < captbins) {
+        b.twin = t;
+        tbins[ntbins++] = b;
+        *out = b;
+        ok = 1;
+    }
+    pthread_mutex_unlock(&twins_mu);
+done:
+    if (!ok) twin_bins_free(&b);
+    free(devs);
+    free(src);
+    free(opts);
+    return ok;
+}
+
 static cl_program app_of(cl_program t) {
     cl_program a = NULL;
     size_t i;
@@ -248,7 +355,7 @@ CL_API_ENTRY cl_int CL_API_CALL clBuildProgram(cl_program program, cl_uint num_d
         guard(1); real.release(t); guard(0);
         return real.build(program, num_devices, device_list, options, pfn_notify, user_data);
     }
-    if (old) { guard(1); real.release(old); guard(0); }
+    if (old) { twin_bins_drop(old); guard(1); real.release(old); guard(0); }
     if (pfn_notify) pfn_notify(program, user_data);
     return e;
 }
@@ -261,6 +368,7 @@ CL_API_ENTRY cl_int CL_API_CALL clReleaseProgram(cl_program program) {
     if (guarded() || !(t = twin_of(program))) return real.release(program);
     if (real.info(program, CL_PROGRAM_REFERENCE_COUNT, sizeof refs, &refs, NULL) == CL_SUCCESS && refs == 1) {
         twin_set(program, NULL);
+        twin_bins_drop(t);
         guard(1);
         kcache_cl_update(real.kc, t); /* a twin loaded from the store is no source program: EINVAL, nothing done */
         real.release(t);
@@ -273,12 +381,37 @@ CL_API_ENTRY cl_int CL_API_CALL clGetProgramInfo(cl_program program, cl_program_
                                                  size_t param_value_size, void *param_value,
                                                  size_t *param_value_size_ret) {
     cl_program t;
+    twin_bins b;
     init();
     if (!real.info) return CL_INVALID_PROGRAM;
     if (!guarded() && param_name != CL_PROGRAM_REFERENCE_COUNT && param_name != CL_PROGRAM_SOURCE &&
         param_name != CL_PROGRAM_CONTEXT && param_name != 0x1169 /* CL_PROGRAM_IL */ &&
-        (t = twin_of(program)) != NULL)
+        (t = twin_of(program)) != NULL) {
+        int served;
+        cl_program app = program;
         program = t;
+        if (param_name != CL_PROGRAM_BINARY_SIZES && param_name != CL_PROGRAM_BINARIES)
+            return real.info(program, param_name, param_value_size, param_value, param_value_size_ret);
+        guard(1);
+        served = twin_bins_get(app, t, &b);
+        guard(0);
+        if (served) { /* the stored binaries: the twin stays unfrozen until its release */
+            size_t need = (size_t)b.n * (param_name == CL_PROGRAM_BINARIES ? sizeof(unsigned char *) : sizeof(size_t));
+            cl_uint i;
+            if (param_value_size_ret) *param_value_size_ret = need;
+            if (!param_value) return CL_SUCCESS;
+            if (param_value_size < need) return CL_INVALID_VALUE;
+            for (i = 0; i < b.n; i++) {
+                if (param_name == CL_PROGRAM_BINARY_SIZES) {
+                    ((size_t *)param_value)[i] = b.sizes[i];
+                } else {
+                    unsigned char *to = ((unsigned char **)param_value)[i];
+                    if (to) memcpy(to, b.bins[i], b.sizes[i]);
+                }
+            }
+            return CL_SUCCESS;
+        }
+    }
     return real.info(program, param_name, param_value_size, param_value, param_value_size_ret);
 }
 

@@ -230,11 +230,16 @@ def _request(st, cache, key):
     if not req:
         return None
     sig, magic, code = key
-    fields = [("numba.signature", repr(sig)), ("numba.code", repr(code)),
-              ("numba.filename_base", base),
-              ("numba.kind", type(cache).__module__ + "." + type(cache).__qualname__ + "/" +
-               type(cache._impl).__qualname__ + "/" + type(cache._impl).__module__),
+    fields = [("numba.signature", repr(sig)), ("numba.filename_base", base),
+              ("numba.kind", "%s/%s" % (type(cache).__qualname__, type(cache._impl).__qualname__)),
+              ("numba.kind_module", type(cache).__module__),
               ("numba.version", numba.__version__), ("python.version", sys.version)]
+    # the bytecode's and the closure's sha256 (hex: 64 bytes, which kcache's record keeps whole, so
+    # kcache-inspect shows which of them changed); another shape of numba's is kept as one field
+    if isinstance(code, tuple) and len(code) == 2 and all(isinstance(c, str) for c in code):
+        fields += [("numba.bytecode_sha256", code[0]), ("numba.closure_sha256", code[1])]
+    else:
+        fields.append(("numba.code", repr(code)))
     if isinstance(magic, tuple) and len(magic) == 3:
         fields += [("numba.target", str(magic[0])), ("numba.cpu_name", str(magic[1])),
                    ("numba.cpu_features", str(magic[2]))]
