@@ -157,18 +157,20 @@
          >>companions    where this file includes them when their switch is defined (the 0.4 way)
 
    REVISIONS (README: Changes)
+       0.6  Redis Cluster failover that heals and a breaker per node (KCACHE_ENODE,
+            kcache_remote_node_call, KCACHE_STATS_NODES); KCACHE_REMOTE_TLS_NAME
+            (kcache_config.remote_tls_name, kcache_remote_params.tls_name); build claims carry
+            the server's issue time inside their signature (kcache_remote_ops.claim_reissue and
+            server_time_ns); claims and read-backs wait through failures (no rebuild storms); the
+            batch's read-back has one deadline per exchange. Public structs grew at their ends
        0.5  the Redis backend and the Vulkan part moved to companion files, kcache_redis.h and
             kcache_vk.h, written on public names (>>kit, the backend kit:
             kcache_config.remote_backend); the 0.4 switches include them. A public read-only API
             for tools (>>toolapi: stores, records, index logs, accounting, the stats file); the
             per-LLVM CPU names left for kcache-inspect. kcache_origin in kcache_job;
             get-or-build in two steps (kcache_get_or_claim, KCACHE_CLAIMED); KCACHE_STATS_DIR;
-            KCACHE_ENODE and a breaker per node (kcache_remote_node_call, KCACHE_STATS_NODES);
-            KCACHE_REMOTE_TLS_NAME (kcache_config.remote_tls_name, kcache_remote_params.tls_name);
             kcache_cl_build_program, kcache_cl_device_key, kcache_cl_update. Public structs grew
-            (kcache_config, kcache_job, kcache_stats): fields appended at their ends; build
-            claims carry the server's issue time inside their signature
-            (kcache_remote_ops.claim_reissue and server_time_ns, appended)
+            (kcache_config, kcache_job, kcache_stats): fields appended at their ends
        0.4  kcache_remote_ops.get_many; kcache_cl_build_many; remote values read (and their MAC
             computed) as they arrive; the x86 feature names of LLVM 18-22 in kcache_key_host
        0.3  compile-out switches (KCACHE_NO_*); kcache_config's fields grouped (names unchanged);
@@ -201,9 +203,9 @@
 /* This header's version: the macros for the preprocessor, kcache_version() for the library a
    program actually runs with (the same unless two copies differ). */
 #define KCACHE_VERSION_MAJOR 0
-#define KCACHE_VERSION_MINOR 5
+#define KCACHE_VERSION_MINOR 6
 #define KCACHE_VERSION_PATCH 0
-#define KCACHE_VERSION "0.5.0"
+#define KCACHE_VERSION "0.6.0"
 
 #ifndef KCACHE_API
 #ifdef KCACHE_STATIC
@@ -431,7 +433,7 @@ typedef struct kcache_remote_ops {
        claim of kcache_get_or_build on name: at most one token holds it at a time, and it ends by
        itself ms after it was taken or last renewed (its builder may die). token: the holder's id,
        printable, under 200 bytes (host:pid:sequence:time, then with a secret ".<64 hex digits>",
-       an HMAC a Redis-based fleet checks; since 0.5 time is "t" and the issue time in hex
+       an HMAC a Redis-based fleet checks; since 0.6 time is "t" and the issue time in hex
        milliseconds since the Unix epoch, by server_time_ns below); compare it as bytes. op is one of:
          KCACHE_CLAIM_TAKE     take it for ms unless another holds it: KCACHE_OK (taken) or
                                KCACHE_EEXIST (held)
@@ -458,7 +460,7 @@ typedef struct kcache_remote_ops {
        when hold[i] is not NULL; KCACHE_MISS), or the exchange's failure, with nothing held. */
     kcache_status (*get_many)(void *user, const char *const *names, size_t n, const void **data, size_t *size, void **hold,
                               kcache_status *st);
-    /* Optional (0.5; NULL: a held claim is renewed with KCACHE_CLAIM_RENEW under the token it was
+    /* Optional (0.6; NULL: a held claim is renewed with KCACHE_CLAIM_RENEW under the token it was
        taken with). A held claim renewed under a new token, in one step: while token holds name's
        claim, new_token holds it from now on, for ms: KCACHE_OK, or KCACHE_MISS (not token's any
        more). kcache calls it in place of RENEW, so that the token waiters see was issued at the
@@ -467,7 +469,7 @@ typedef struct kcache_remote_ops {
        and planted again worthless soon. A failed call (not MISS) may or may not have taken
        effect: kcache renews next time from whichever of the two the server holds. */
     kcache_status (*claim_reissue)(void *user, const char *name, const char *token, const char *new_token, uint32_t ms);
-    /* Optional (0.5; NULL, or 0 returned: the client's own clock). The clock of the server that
+    /* Optional (0.6; NULL, or 0 returned: the client's own clock). The clock of the server that
        keeps name's claims: nanoseconds since the Unix epoch, now, as that server counts them;
        learned once in a while and kept as an offset (Redis: TIME, about once a minute), not asked
        at every call. A claim token's issue time comes from it, and so does the age a waiter judges
@@ -526,7 +528,7 @@ typedef struct kcache_remote_params {
     int is_signed;        /* a secret is set: values and claims are signed (remote_secret)         */
     const char *ca, *cert, *key; /* remote_ca, remote_cert, remote_key (TLS files); NULL: none     */
     const char *prefix;   /* remote_prefix (checked: printable, no space, '{' or '}'); NULL: none */
-    /* (0.5, appended) */
+    /* (0.6, appended) */
     const char *tls_name; /* remote_tls_name: the name every TLS server's certificate must hold; NULL:
                              the host it is reached by, or for a cluster's nodes that announce an IP,
                              the listed node's host name */
@@ -667,6 +669,7 @@ typedef struct kcache_config {
                                  refused one is said in the debug log and nothing is published.
                                  NULL: such a kcache publishes nothing. Ignored with a store (its
                                  DIR/stats is used) and with KCACHE_NO_PUB */
+    /* (added in 0.6) */
     const char *remote_tls_name; /* rediss://: the name every server's certificate must hold
                                  (KCACHE_REMOTE_TLS_NAME), for servers reached by an address (a
                                  cluster whose nodes announce IPs, a certificate for the cluster's
@@ -1646,7 +1649,7 @@ typedef struct kcache_stats_event {
    every process using the store, since the file was made. */
 typedef enum kcache_stats_table {
     KCACHE_STATS_SHARDS,
-    KCACHE_STATS_NODES /* (0.5) a backend's servers, as kcache_remote_node_call publishes them: the same
+    KCACHE_STATS_NODES /* (0.6) a backend's servers, as kcache_remote_node_call publishes them: the same
                           values (hits and misses 0), the name "<shard's URL> <node>" (cut at 80
                           bytes); the two tables share their rows (a row of one is free in the other) */
 } kcache_stats_table;
@@ -10071,7 +10074,7 @@ KCACHE_API void kcache_remote_node_call(const kcache_remote *remote, const char 
 
 #ifdef KCACHE_HMAC_OPENSSL /* (a signed claim's: without HMAC there is none) */
 /* A claim's issue time: the time field of its id (id_len bytes: host:pid:seq:time) as ms since the
-   Unix epoch when it is 0.5's "t<hex>", else -1 (a token of 0.4, whose field is its client's clock
+   Unix epoch when it is 0.6's "t<hex>", else -1 (a token of 0.4 or 0.5.0, whose field is its client's clock
    in ns, no time kcache can check against a server's). */
 static int64_t kcache__rclaim_issued(const char *id, size_t id_len) {
     size_t i = id_len, digits = 0;
@@ -10536,7 +10539,7 @@ KCACHE_API int kcache_remote_mac_end(kcache_remote_mac *m, unsigned char out[KCA
            0 = free, taken by compare-and-swap), u64 hits, misses, errors, timeouts, skipped
            calls (fetch-add), then the URL (80 bytes, cut, NUL padded; written after the id is
            taken). A file made before these existed has zeros here: no shards. A backend's node
-           row (0.5, kcache_remote_node_call) is an entry of the same table whose id has bit 0
+           row (0.6, kcache_remote_node_call) is an entry of the same table whose id has bit 0
            clear and bit 1 set (XXH3-128 lo of "<shard's URL> <node>"), hits and misses 0.
      3584  24 x 16 bytes, more of shard entry i (0.5): u64 calls made (let through by the breaker;
            fetch-add), i64 breaker open since (ns since 1970: the failure that opened a breaker,

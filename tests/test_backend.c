@@ -243,7 +243,7 @@ static kcache_status mb_claim(void *user, const char *name, int op, const char *
     return s;
 }
 
-/* The 0.5 form: a renewal re-issues the token (its issue time inside its signature), and the
+/* The 0.6 form: a renewal re-issues the token (its issue time inside its signature), and the
    server's clock is an hour ahead of this client's, so that a token's time shows whose clock made it. */
 static kcache_status mb_reissue(void *user, const char *name, const char *token, const char *new_token, uint32_t ms) {
     mem_backend *b = (mem_backend *)user;
@@ -1533,7 +1533,7 @@ static void backend_signed(void) {
         }
         pthread_mutex_unlock(&b->m);
     }
-    /* and without a secret, no signature: the id alone (host:pid:sequence:time; the time "t" and hex ms since 0.5) */
+    /* and without a secret, no signature: the id alone (host:pid:sequence:time; the time "t" and hex ms since 0.6) */
     {
         kcache_key k;
         const void *d = NULL;
