@@ -387,6 +387,8 @@ $(B)/icount_probe: bench/icount_probe.c kcache.h | $(B)
 ICOUNT_REV ?= HEAD~1
 bench: check-deps $(addprefix $(B)/,$(BENCHES)) $(B)/kcache-top $(PRELOAD) $(B)/test_scale
 	@for b in $(BENCHES); do echo "== $$b"; $(B)/$$b || exit 1; done
+	@if [ -d /dev/shm ] && [ -w /dev/shm ]; then echo "== bench_opencl, PoCL's cache on a tmpfs (no fdatasync cost)"; \
+	  $(B)/bench_opencl --pocl-empty-only --quick --dir /dev/shm || exit 1; fi
 	@echo "== fleet (test_scale --bench)"; $(B)/test_scale --bench
 	@echo "== bench_build"; CC=$(CC) bash bench/bench_build.sh
 	@echo "== bench_preload"; bash bench/bench_preload.sh $(PRELOAD)
