@@ -84,6 +84,23 @@ run_flavour() {
     out=$("$py" runner.py 2>&1 | tail -n 1)
     if [ "$(field compiles "$out")" = 0 ] && grep -q "f=31 " <<<"$out"; then ok "numba-$v-touched-source-hits"
     else fail "numba-$v-touched-source-hits" "$out"; fi
+    # an installed distribution's new release (its own site-packages directory, found by
+    # importlib.metadata): a function calling it recompiles (numba alone keeps k(10) = 11)
+    local sp="$t/sp/site-packages"
+    mkdir -p "$sp/kn_dist_demo" "$sp/kn_dist_demo-1.0.dist-info"
+    printf 'from numba import njit\n\n\n@njit\ndef h(x):\n    return x + 1\n' >"$sp/kn_dist_demo/__init__.py"
+    printf 'Metadata-Version: 2.1\nName: kn-dist-demo\nVersion: 1.0\n' >"$sp/kn_dist_demo-1.0.dist-info/METADATA"
+    echo kn_dist_demo >"$sp/kn_dist_demo-1.0.dist-info/top_level.txt"
+    local d1 d2 d3
+    d1=$(PYTHONPATH="$sp" "$py" distcheck.py 2>&1 | tail -n 1)
+    sed -i 's/x + 1/x + 2/' "$sp/kn_dist_demo/__init__.py"
+    mv "$sp/kn_dist_demo-1.0.dist-info" "$sp/kn_dist_demo-1.1.dist-info"
+    sed -i 's/^Version: 1.0/Version: 1.1/' "$sp/kn_dist_demo-1.1.dist-info/METADATA"
+    d2=$(PYTHONPATH="$sp" "$py" distcheck.py 2>&1 | tail -n 1)
+    d3=$(PYTHONPATH="$sp" "$py" distcheck.py 2>&1 | tail -n 1)
+    if [ "$d1" = "compiles=1 k=11" ] && [ "$d2" = "compiles=1 k=12" ] && [ "$d3" = "compiles=0 k=12" ]; then
+        ok "numba-$v-new-release-of-a-distribution-recompiles"
+    else fail "numba-$v-new-release-of-a-distribution-recompiles" "1.0: $d1; 1.1: $d2; again: $d3"; fi
     # a damaged store: every entry's bytes overwritten in the middle; kcache's checksums make them
     # misses, numba compiles again, the results stay right and nothing is raised
     for e in $(find "$t/store/e" -type f); do

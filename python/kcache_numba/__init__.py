@@ -180,26 +180,57 @@ _ROOTS = None
 
 
 def _is_project_file(path):
-    """A project's own source: not the standard library, not an installed distribution (those
-    count by numba's and Python's versions in the key)."""
+    """A project's own source: not the standard library (it counts by Python's version in the
+    key), not an installed distribution (it counts by its version: _dists_of)."""
     global _ROOTS
     if not path or not path.endswith(".py"):
         return False
     real = os.path.realpath(path)
-    if os.sep + "site-packages" + os.sep in real or os.sep + "dist-packages" + os.sep in real:
+    if _installed_in(real):
         return False
     if _ROOTS is None:
         _ROOTS = _excluded_roots()
     return not real.startswith(_ROOTS) and os.path.isfile(real)
 
 
+_DISTS = None
+
+
+def _installed_in(path):
+    real = os.path.realpath(path) if path else ""
+    return os.sep + "site-packages" + os.sep in real or os.sep + "dist-packages" + os.sep in real
+
+
+def _dists_of(top):
+    """The installed distributions (name, version) that provide the top-level package top: an
+    installed module counts by its distribution's version (a new release of a package whose
+    functions a cached function calls recompiles it; numba's own cache misses that too)."""
+    global _DISTS
+    if _DISTS is None:
+        try:
+            from importlib import metadata
+            _DISTS = {}
+            for pkg, names in metadata.packages_distributions().items():
+                found = []
+                for name in names:
+                    try:
+                        found.append((name, metadata.version(name)))
+                    except Exception:  # a broken distribution: its name alone
+                        found.append((name, "?"))
+                _DISTS[pkg] = tuple(found)
+        except Exception:  # no importlib.metadata: versions of numba and Python only
+            _DISTS = {}
+    return _DISTS.get(top, ())
+
+
 def _module_files(st, modname):
     """The project files a module reaches through its globals (modules, and functions, classes,
-    dispatchers of other modules), recursively; computed once per process."""
+    dispatchers of other modules), recursively, and the installed distributions it reaches (by
+    name and version); computed once per process."""
     memo = st.deps_memo.get(modname)
     if memo is not None:
         return memo
-    files, seen, queue = set(), {modname}, [modname]
+    files, dists, seen, queue = set(), set(), {modname}, [modname]
     while queue and len(files) < _MAX_DEPS:
         mod = sys.modules.get(queue.pop())
         for value in list(vars(mod).values()) if mod is not None else ():
@@ -214,7 +245,9 @@ def _module_files(st, modname):
             if _is_project_file(path):
                 files.add(os.path.realpath(path))
                 queue.append(other)
-    result = tuple(sorted(files))[:_MAX_DEPS]
+            elif _installed_in(path):
+                dists.update(_dists_of(other.partition(".")[0]))
+    result = (tuple(sorted(files))[:_MAX_DEPS], tuple(sorted(dists))[:_MAX_DEPS])
     st.deps_memo[modname] = result
     return result
 
@@ -252,10 +285,14 @@ def _request(st, cache, key):
     source = os.path.realpath(py_func.__code__.co_filename)
     st.lib.kn_req_file(req, b"dep.source", source.encode("utf-8", "surrogateescape"))
     n = 0
-    for path in _module_files(st, getattr(py_func, "__module__", None) or "__main__"):
+    files, dists = _module_files(st, getattr(py_func, "__module__", None) or "__main__")
+    for path in files:
         if path != source:
             n += 1
             st.lib.kn_req_file(req, b"dep.%d" % n, path.encode("utf-8", "surrogateescape"))
+    for name, version in dists:
+        raw = version.encode("utf-8", "surrogateescape")
+        st.lib.kn_req_str(req, ("dist." + name).encode("utf-8", "surrogateescape")[:200], raw, len(raw))
     return req
 
 
