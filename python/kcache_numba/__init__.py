@@ -193,7 +193,8 @@ def _is_project_file(path):
     return not real.startswith(_ROOTS) and os.path.isfile(real)
 
 
-_DISTS = None
+_DISTS = {}  # top-level package -> ((distribution, version), ...), per process
+_DIST_MAP = None  # importlib.metadata.packages_distributions(), read only when needed
 
 
 def _installed_in(path):
@@ -204,23 +205,31 @@ def _installed_in(path):
 def _dists_of(top):
     """The installed distributions (name, version) that provide the top-level package top: an
     installed module counts by its distribution's version (a new release of a package whose
-    functions a cached function calls recompiles it; numba's own cache misses that too)."""
-    global _DISTS
-    if _DISTS is None:
+    functions a cached function calls recompiles it; numba's own cache misses that too). The
+    distribution named as the package is looked up alone (about 1 ms); only a package whose
+    distribution has another name costs the scan of every installed one (tens of ms, once)."""
+    global _DIST_MAP
+    found = _DISTS.get(top)
+    if found is not None:
+        return found
+    try:
+        from importlib import metadata
         try:
-            from importlib import metadata
-            _DISTS = {}
-            for pkg, names in metadata.packages_distributions().items():
-                found = []
-                for name in names:
-                    try:
-                        found.append((name, metadata.version(name)))
-                    except Exception:  # a broken distribution: its name alone
-                        found.append((name, "?"))
-                _DISTS[pkg] = tuple(found)
-        except Exception:  # no importlib.metadata: versions of numba and Python only
-            _DISTS = {}
-    return _DISTS.get(top, ())
+            found = ((metadata.distribution(top).metadata["Name"] or top, metadata.version(top)),)
+        except metadata.PackageNotFoundError:
+            if _DIST_MAP is None:
+                _DIST_MAP = metadata.packages_distributions()
+            found = []
+            for name in _DIST_MAP.get(top, ()):
+                try:
+                    found.append((name, metadata.version(name)))
+                except Exception:  # a broken distribution: its name alone
+                    found.append((name, "?"))
+            found = tuple(found)
+    except Exception:  # no importlib.metadata: numba's and Python's versions only
+        found = ()
+    _DISTS[top] = found
+    return found
 
 
 def _module_files(st, modname):
