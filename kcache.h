@@ -18517,7 +18517,7 @@ KCACHE_API cl_int kcache_cl_build_program(kcache *kc, cl_program *program, cl_ui
     if (pi.refs > 1) { /* others hold it: built where it is, then stored */
         e = clBuildProgram(*program, num_devices, device_list, options, NULL, NULL);
         if (e == CL_SUCCESS) {
-            const char *src = pi.src;
+            src = pi.src;
             kcache__cl_store_prog(kc, *program, &pi, "opencl", 1, &src, &pi.len, options, 0);
         }
         kcache__cl_prog_info_free(&pi);
