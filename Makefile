@@ -349,7 +349,7 @@ $(B)/bench_vulkan: bench/bench_vulkan.c bench/bench_util.h examples/vk_compute.h
 	$(CC) $(STD) $(BENCH_CFLAGS) $(WARN) -I. -o $@ $< $(VK_LIBS)
 $(B)/bench_remote: bench/bench_remote.c bench/bench_util.h tests/kt_remote.h examples/opencl_demo_kernel.h kcache.h kcache_redis.h | $(B)
 	$(CC) $(STD) $(BENCH_CFLAGS) $(WARN) -I. -o $@ $< -lOpenCL $(REMOTE_LIBS)
-$(B)/bench_many: bench/bench_many.c bench/bench_util.h tests/kt_remote.h kcache.h kcache_redis.h | $(B)
+$(B)/bench_many: bench/bench_many.c bench/bench_util.h tests/kt_remote.h tests/kt_delay.h kcache.h kcache_redis.h | $(B)
 	$(CC) $(STD) $(BENCH_CFLAGS) $(WARN) -I. -o $@ $< $(REMOTE_LIBS)
 $(B)/bench_%: bench/bench_%.c bench/bench_util.h kcache.h | $(B)
 	$(CC) $(STD) $(BENCH_CFLAGS) $(WARN) -I. -o $@ $< $(LDLIBS)
