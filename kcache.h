@@ -14927,7 +14927,9 @@ static int kcache__batch_take_first(kcache__batch *bt, kcache__many *mm, size_t 
    KCACHE__REMOTE_MANY of the pass at a time) before they are tried: what others built meanwhile
    comes back in one exchange. A key never seen busy is not asked again: the batch's first look
    asked it, and its try asks once more after taking its claims (at most 2 GETs per key when
-   nobody else builds; issue 35). */
+   nobody else builds; issue 35), or with claim_take_many not at all: the worker takes the first
+   free claim among its next keys in one exchange, a take that sees the value missing
+   (kcache__batch_take_first). */
 static void kcache__batch_work(kcache__batch *bt) {
     /* (without room for it, each key seen busy is asked of the remote by its try) */
     kcache__many *mm = KCACHE__REMOTE(bt->kc) ? (kcache__many *)kcache__mem_alloc(&bt->kc->mem, sizeof *mm) : NULL;
