@@ -132,6 +132,10 @@ REMOTE_TESTS += $(B)/test_many $(B)/asan/test_many
 $(B)/test_netfaults: tests/test_netfaults.c kcache.h kcache_redis.h tests/kt.h tests/kt_remote.h | $(B)
 	$(CC) $(STD) $(CFLAGS) $(WARN) -I. -o $@ $< $(REMOTE_LIBS)
 REMOTE_TESTS += $(B)/test_netfaults
+# the round trips of a cold start through a proxy adding RTT (tests/kt_delay.h), counted
+$(B)/test_rtt: tests/test_rtt.c kcache.h kcache_redis.h tests/kt.h tests/kt_remote.h tests/kt_delay.h | $(B)
+	$(CC) $(STD) $(CFLAGS) $(WARN) -I. -o $@ $< $(REMOTE_LIBS)
+REMOTE_TESTS += $(B)/test_rtt
 # Redis Clusters started by the test: failover that heals, a breaker per node, TLS cluster names
 $(B)/test_cluster: tests/test_cluster.c kcache.h kcache_redis.h tests/kt.h tests/kt_remote.h | $(B)
 	$(CC) $(STD) $(CFLAGS) $(WARN) -I. -o $@ $< $(REMOTE_LIBS)
@@ -250,6 +254,7 @@ test: check-deps
 	  mixed-04="bash tests/test_mixed_04.sh" \
 	  many=$(B)/test_many asan/many=$(B)/asan/test_many \
 	  netfaults=$(B)/test_netfaults \
+	  rtt=$(B)/test_rtt \
 	  cluster="$(B)/test_cluster $(B)/kcache-top" asan/cluster="$(B)/asan/test_cluster $(B)/kcache-top" \
 	  backend-signed=$(B)/test_backend_signed asan/backend-signed=$(B)/asan/test_backend_signed \
 	  layers="bash tests/test_layers.sh $(B)/test_layers $(B)/kcache-inspect $(B)/kcache-top" \
@@ -349,7 +354,7 @@ $(B)/bench_vulkan: bench/bench_vulkan.c bench/bench_util.h examples/vk_compute.h
 	$(CC) $(STD) $(BENCH_CFLAGS) $(WARN) -I. -o $@ $< $(VK_LIBS)
 $(B)/bench_remote: bench/bench_remote.c bench/bench_util.h tests/kt_remote.h examples/opencl_demo_kernel.h kcache.h kcache_redis.h | $(B)
 	$(CC) $(STD) $(BENCH_CFLAGS) $(WARN) -I. -o $@ $< -lOpenCL $(REMOTE_LIBS)
-$(B)/bench_many: bench/bench_many.c bench/bench_util.h tests/kt_remote.h kcache.h kcache_redis.h | $(B)
+$(B)/bench_many: bench/bench_many.c bench/bench_util.h tests/kt_remote.h tests/kt_delay.h kcache.h kcache_redis.h | $(B)
 	$(CC) $(STD) $(BENCH_CFLAGS) $(WARN) -I. -o $@ $< $(REMOTE_LIBS)
 $(B)/bench_%: bench/bench_%.c bench/bench_util.h kcache.h | $(B)
 	$(CC) $(STD) $(BENCH_CFLAGS) $(WARN) -I. -o $@ $< $(LDLIBS)

@@ -477,6 +477,25 @@ typedef struct kcache_remote_ops {
        client's clock and a waiter compares with its own (clients' clocks then must agree within a
        claim lifetime or so, else a waiter builds too: a duplicate build, never a failure). */
     int64_t (*server_time_ns)(void *user, const char *name);
+    /* Optional (0.6; NULL: put, then claim with KCACHE_CLAIM_RELEASE). A claim holder's result and
+       its claim's end in one exchange (one round trip: issue 35): stores the value as put does,
+       then releases token's claim as KCACHE_CLAIM_RELEASE does, the release sent whatever the
+       put's fate (a waiter that then finds no value takes the claim and builds). Returns the put's
+       status as put would; a failed exchange may have done either or both: kcache then puts again
+       where put would be retried, and releases again (a second release does nothing). */
+    kcache_status (*put_release)(void *user, const char *name, const void *data, size_t size, const char *token, uint32_t ms);
+    /* Optional (0.6; NULL: KCACHE_CLAIM_TAKE one name at a time, then a look at the value). Goes
+       through n names (at most 64) in order, in one exchange, taking the claim of each (as
+       KCACHE_CLAIM_TAKE with tokens[i], for ms) that nobody holds and whose value is missing (one
+       atomic step per name), until want (>= 1) are taken: st[i] KCACHE_OK (taken, and names[i] had
+       no value when it was: kcache builds without looking again), KCACHE_EEXIST (held by another, or
+       the value is there: kcache looks later), KCACHE_MISS (not tried: want were taken before it),
+       or that name's failure. kcache_get_or_build_many so takes, for each builder, the first key
+       nobody builds among the next ones in one round trip instead of one claim after another (issue
+       35). Returns KCACHE_OK, or the exchange's failure (any of them may have been taken: a claim
+       kcache does not know it holds expires by itself). */
+    kcache_status (*claim_take_many)(void *user, const char *const *names, const char *const *tokens, size_t n, size_t want, uint32_t ms,
+                                     kcache_status *st);
 } kcache_remote_ops;
 
 enum { KCACHE_REMOTE_RW = 0, KCACHE_REMOTE_RO = 1 };
@@ -9121,6 +9140,32 @@ typedef struct kcache__remote_ev {
     char note[320]; /* the first thing worth a debug line */
 } kcache__remote_ev;
 
+/* The remote tier and its shards are this section's alone: the cache layer holds a kcache__remote
+   pointer (NULL: no remote) and reaches it only through the functions under "what the cache layer
+   asks", so that with KCACHE_NO_REMOTE those functions, trivial, work on these incomplete types. */
+typedef struct kcache__remote kcache__remote;
+typedef struct kcache__shard kcache__shard;
+struct kcache__pub; /* (>>pub: where each shard's counters are published) */
+
+/* A cluster build claim (kcache__rclaim_init ... kcache__rclaim_end), on the caller's stack; the
+   cache layer only passes it around. Held, it is renewed by a thread of its own while the build
+   runs (a build is the caller's code: nothing else could renew meanwhile). */
+typedef struct kcache__rclaim {
+    kcache__remote *r;         /* NULL: nothing set up (kcache__rclaim_reset) */
+    kcache__shard *s;
+    char name[33];
+    char token[200];           /* host:pid:seq:t<ms>, then with a secret .HMAC (kcache__rclaim_token) */
+    char pending[200];         /* a token a failed claim_reissue may have set on the server; "": none */
+    uint64_t seq;              /* its sequence number in the tokens */
+    int held, stop, started;
+    int released;              /* given back already, with the holder's put (kcache__rclaim_put_end) */
+    int checked;               /* taken by claim_take_many: the value was missing when the claim was taken */
+    kcache__mutex m;           /* guards stop and ev, which the renewer writes */
+    kcache__cond c;
+    kcache__thread th;
+    kcache__remote_ev ev;      /* what the renewer's calls did */
+} kcache__rclaim;
+
 /* Room for the batch's read-back of up to KCACHE__REMOTE_MANY keys at once (kcache__batch_fetch,
    kcache__remote_fetch, kcache__remote_get_many); on the heap, one per worker: a few KiB of arrays
    would not fit the 4 KiB stacks kcache keeps to. */
@@ -9149,31 +9194,11 @@ typedef struct kcache__many {
     void *hold[KCACHE__REMOTE_MANY];
     kcache_status gst[KCACHE__REMOTE_MANY];
     unsigned char asked[KCACHE__REMOTE_MANY];
+    /* kcache__batch_take_first: the claim it took for the worker's next try */
+    kcache__rclaim cl;
+    int held;
 } kcache__many;
 
-/* The remote tier and its shards are this section's alone: the cache layer holds a kcache__remote
-   pointer (NULL: no remote) and reaches it only through the functions under "what the cache layer
-   asks", so that with KCACHE_NO_REMOTE those functions, trivial, work on these incomplete types. */
-typedef struct kcache__remote kcache__remote;
-typedef struct kcache__shard kcache__shard;
-struct kcache__pub; /* (>>pub: where each shard's counters are published) */
-
-/* A cluster build claim (kcache__rclaim_init ... kcache__rclaim_end), on the caller's stack; the
-   cache layer only passes it around. Held, it is renewed by a thread of its own while the build
-   runs (a build is the caller's code: nothing else could renew meanwhile). */
-typedef struct kcache__rclaim {
-    kcache__remote *r;         /* NULL: nothing set up (kcache__rclaim_reset) */
-    kcache__shard *s;
-    char name[33];
-    char token[200];           /* host:pid:seq:t<ms>, then with a secret .HMAC (kcache__rclaim_token) */
-    char pending[200];         /* a token a failed claim_reissue may have set on the server; "": none */
-    uint64_t seq;              /* its sequence number in the tokens */
-    int held, stop, started;
-    kcache__mutex m;           /* guards stop and ev, which the renewer writes */
-    kcache__cond c;
-    kcache__thread th;
-    kcache__remote_ev ev;      /* what the renewer's calls did */
-} kcache__rclaim;
 
 /* Marks cl as holding nothing, before any kcache__rclaim_init. */
 static void kcache__rclaim_reset(kcache__rclaim *cl) { cl->r = NULL; }
@@ -9936,7 +9961,16 @@ static kcache_status kcache__rclaim_call(kcache__rclaim *cl, int op, uint32_t ms
         return KCACHE_EDISABLED;
     }
     t0 = kcache__mono_ns();
-    st = cl->s->ops->claim(cl->s->user, cl->name, op, cl->token, ms);
+    if (op == KCACHE_CLAIM_TAKE && cl->s->ops->claim_take_many) { /* (the take that also sees the value missing) */
+        const char *names[1], *tokens[1];
+        kcache_status one = KCACHE_EIO;
+        names[0] = cl->name, tokens[0] = cl->token;
+        st = cl->s->ops->claim_take_many(cl->s->user, names, tokens, 1, 1, ms, &one);
+        if (st == KCACHE_OK) st = one;
+        cl->checked = st == KCACHE_OK;
+    } else {
+        st = cl->s->ops->claim(cl->s->user, cl->name, op, cl->token, ms);
+    }
     if (op == KCACHE_CLAIM_WAIT && !kcache__remote_failed(st)) t0 = kcache__mono_ns();
     if (op == KCACHE_CLAIM_WAIT && st == KCACHE_ENOENT) {
         kcache__remote_done(cl->r, cl->s, KCACHE_OK, t0, what[op], ev);
@@ -10024,16 +10058,20 @@ static kcache_status kcache__rclaim_take(kcache__rclaim *cl, kcache__remote_ev *
 
 /* Ends what the claim set up: the renewer stopped, the claim released (stored: the value is on the
    remote for the waiters) or abandoned; the renewer's counts join ev. */
+static void kcache__rclaim_stop_renewer(kcache__rclaim *cl) {
+    if (!cl->started) return;
+    kcache__mutex_lock(&cl->m);
+    cl->stop = 1;
+    kcache__cond_broadcast(&cl->c);
+    kcache__mutex_unlock(&cl->m);
+    kcache__thread_join(cl->th);
+    cl->started = 0;
+}
 static void kcache__rclaim_end(kcache__rclaim *cl, int stored, kcache__remote_ev *ev) {
     if (!cl->r || !cl->s->ops->claim) return;
-    if (cl->started) {
-        kcache__mutex_lock(&cl->m);
-        cl->stop = 1;
-        kcache__cond_broadcast(&cl->c);
-        kcache__mutex_unlock(&cl->m);
-        kcache__thread_join(cl->th);
-    }
-    if (cl->held) kcache__rclaim_call(cl, stored ? KCACHE_CLAIM_RELEASE : KCACHE_CLAIM_ABANDON, cl->r->claim_ms, ev);
+    kcache__rclaim_stop_renewer(cl);
+    if (cl->released && !cl->pending[0]) cl->held = 0; /* (given back with the put) */
+    if (cl->held && !cl->released) kcache__rclaim_call(cl, stored ? KCACHE_CLAIM_RELEASE : KCACHE_CLAIM_ABANDON, cl->r->claim_ms, ev);
     if (cl->held && cl->pending[0]) { /* the server may hold the token of a renewal whose reply was lost */
         memcpy(cl->token, cl->pending, sizeof cl->token);
         kcache__rclaim_call(cl, stored ? KCACHE_CLAIM_RELEASE : KCACHE_CLAIM_ABANDON, cl->r->claim_ms, ev);
@@ -10042,6 +10080,105 @@ static void kcache__rclaim_end(kcache__rclaim *cl, int stored, kcache__remote_ev
     kcache__cond_destroy(&cl->c);
     kcache__mutex_destroy(&cl->m);
     cl->r = NULL;
+}
+
+/* The holder's put and its claim's release in one exchange (kcache_remote_ops.put_release: one
+   round trip where put then release took two, issue 35), the renewer stopped first (the claim then
+   lives out its last renewal, seconds). Only for a held claim on a backend that has it, through the
+   shard's breaker as a put is: otherwise KCACHE_EDISABLED, nothing sent, and the caller puts and
+   releases as before. Else the put's status; once the exchange went through, kcache__rclaim_end
+   sends no release of its own (a failed one: the caller puts again, then releases as before). */
+static int kcache__rclaim_can_put_end(const kcache__rclaim *cl) {
+    return cl->r && cl->held && !cl->released && cl->s->ops->put_release && cl->s->ops->claim && !cl->r->ro;
+}
+static kcache_status kcache__rclaim_put_end(kcache__rclaim *cl, const kcache_key *k, const void *data, size_t size, kcache__remote_ev *ev) {
+    kcache__remote *r = cl->r;
+    kcache__shard *s = cl->s;
+    size_t len = 0;
+    kcache_status st;
+    unsigned char *v;
+    int64_t t0;
+    if (!kcache__rclaim_can_put_end(cl)) return KCACHE_EDISABLED;
+    v = kcache__remote_pack(r, k, data, size, &len, &st);
+    if (!v) return st; /* (over the limit: the claim is abandoned as before) */
+    if (!kcache__remote_allow(r, s, 1, ev)) {
+        KCACHE_FREE(v);
+        return KCACHE_EDISABLED;
+    }
+    kcache__rclaim_stop_renewer(cl);
+    t0 = kcache__mono_ns();
+    st = s->ops->put_release(s->user, cl->name, v, len, cl->token, r->claim_ms);
+    kcache__remote_done(r, s, st, t0, "put and release claim", ev);
+    KCACHE_FREE(v);
+    if (st == KCACHE_OK) ev->puts++;
+    /* the server answered both: released (a refused put too: its waiters look, find nothing, build) */
+    if (st == KCACHE_OK || st == KCACHE_ENOSPC || st == KCACHE_EROFS) cl->released = 1;
+    return st;
+}
+
+/* Whether the claims of keys a and b are on one shard that takes many in one exchange
+   (claim_take_many), so that kcache__rclaim_take_first may go through both together. */
+static int kcache__rclaim_can_take_first(kcache__remote *r, const kcache_key *a, const kcache_key *b) {
+    kcache__shard *s;
+    if (!r || r->ro) return 0;
+    s = kcache__remote_shard(r, a->digest);
+    return s->ops->claim && s->ops->claim_take_many && kcache__remote_shard(r, b->digest) == s;
+}
+
+/* Takes in one exchange (claim_take_many) the claim of the first of keys[0..n) (one shard's, n at
+   most 64) that nobody holds and whose value is missing, so that a builder finds its next key in
+   one round trip however many others are being built (issue 35: one claim after another cost a
+   round trip per key someone else held). KCACHE_OK: *which is its index and cl holds it (as after
+   kcache__rclaim_init and a take: renewed from now on, ended by kcache__rclaim_end). KCACHE_EEXIST:
+   none was free (st[i] says what each take found: KCACHE_EEXIST another builds it or its value is
+   there, KCACHE_MISS not tried). Else a failure, or the breaker's KCACHE_EDISABLED, with nothing
+   held: the caller tries the keys one by one as before. */
+static kcache_status kcache__rclaim_take_first(kcache__remote *r, const kcache_key *const *keys, size_t n, kcache__rclaim *cl, size_t *which,
+                                               kcache_status *st, kcache__remote_ev *ev) {
+    kcache__shard *s = kcache__remote_shard(r, keys[0]->digest);
+    typedef struct kcache__take_first { char name[33], token[200]; uint64_t seq; } take_first;
+    take_first *t;
+    const char **names, **tokens;
+    kcache__rclaim tmp;
+    kcache_status rs;
+    size_t i, j = n;
+    int64_t t0;
+    if (n == 0 || n > KCACHE__REMOTE_MANY) return KCACHE_EINVAL;
+    if (!kcache__remote_allow(r, s, 1, ev)) return KCACHE_EDISABLED;
+    /* (on the heap: kcache keeps to small stacks) */
+    if (!(t = (take_first *)KCACHE_MALLOC(n * sizeof *t + 2 * n * sizeof(const char *)))) return KCACHE_ENOMEM;
+    names = (const char **)(void *)(t + n);
+    tokens = names + n;
+    for (i = 0; i < n; i++) { /* a token each, issued now (kcache__rclaim_token) */
+        memset(&tmp, 0, sizeof tmp);
+        tmp.r = r;
+        tmp.s = s;
+        kcache__remote_name(keys[i]->digest, tmp.name);
+        tmp.seq = kcache__atomic_inc_u64(&r->seq);
+        kcache__rclaim_token(&tmp, t[i].token);
+        memcpy(t[i].name, tmp.name, sizeof t[i].name);
+        t[i].seq = tmp.seq;
+        names[i] = t[i].name;
+        tokens[i] = t[i].token;
+        st[i] = KCACHE_MISS;
+    }
+    t0 = kcache__mono_ns();
+    rs = s->ops->claim_take_many(s->user, names, tokens, n, 1, r->claim_ms, st);
+    kcache__remote_done(r, s, rs, t0, "claim", ev);
+    for (i = 0; rs == KCACHE_OK && i < n && j == n; i++)
+        if (st[i] == KCACHE_OK) j = i;
+    if (rs == KCACHE_OK && j < n && kcache__rclaim_init(cl, r, keys[j])) {
+        memcpy(cl->token, t[j].token, sizeof cl->token);
+        cl->seq = t[j].seq;
+        cl->held = 1;
+        cl->checked = 1;
+        cl->started = kcache__thread_start(&cl->th, kcache__rclaim_renewer, cl);
+        *which = j;
+    } else if (rs == KCACHE_OK) {
+        rs = KCACHE_EEXIST;
+    }
+    KCACHE_FREE(t);
+    return rs;
 }
 
 /* ---- the backend kit (kcache_remote_backend): what a backend asks of the tier ---- */
@@ -10486,6 +10623,20 @@ static kcache_status kcache__rclaim_call(kcache__rclaim *cl, int op, uint32_t ms
     return KCACHE_EDISABLED;
 }
 static void kcache__rclaim_end(kcache__rclaim *cl, int stored, kcache__remote_ev *ev) { (void)cl; (void)stored; (void)ev; }
+static int kcache__rclaim_can_put_end(const kcache__rclaim *cl) { (void)cl; return 0; }
+static int kcache__rclaim_can_take_first(kcache__remote *r, const kcache_key *a, const kcache_key *b) {
+    (void)r; (void)a; (void)b;
+    return 0;
+}
+static kcache_status kcache__rclaim_take_first(kcache__remote *r, const kcache_key *const *keys, size_t n, kcache__rclaim *cl, size_t *which,
+                                               kcache_status *st, kcache__remote_ev *ev) {
+    (void)r; (void)keys; (void)n; (void)cl; (void)which; (void)st; memset(ev, 0, sizeof *ev);
+    return KCACHE_EDISABLED;
+}
+static kcache_status kcache__rclaim_put_end(kcache__rclaim *cl, const kcache_key *k, const void *data, size_t size, kcache__remote_ev *ev) {
+    (void)cl; (void)k; (void)data; (void)size; memset(ev, 0, sizeof *ev);
+    return KCACHE_EDISABLED;
+}
 static void kcache__remote_close(kcache__remote *r) { (void)r; }
 static void kcache__remote_open(kcache__remote **out, const kcache_config *cfg, char *why, size_t cap) {
     const char *urls = cfg->remote ? cfg->remote : "";
@@ -13391,6 +13542,9 @@ KCACHE_API void kcache_release(kcache *kc, const void *data) {
 /* Stores a blob (taken over) under a key: in the store first when writing through, and on the
    remote (*remote, when asked: how that went), then memory. */
 static kcache_status kcache__put_blob_key(kcache *kc, const kcache_key *k, kcache__blob *b, int through, kcache_status *remote);
+/* through: write to the store now (1), or as the write policy says (0); KCACHE__PUT_NOT_REMOTE:
+   through, and the remote left to the caller (kcache__put_held). */
+enum { KCACHE__PUT_NOT_REMOTE = 2 };
 static kcache_status kcache__put_blob(kcache *kc, const kcache_key *k, kcache__blob *b, int through, kcache_status *remote) {
     kcache_key *copy = NULL;
     const kcache_key *rk = kcache__key_resolve(kc, k, kc->cfg.stamp, &copy); /* a record has every content digest */
@@ -13404,6 +13558,7 @@ static kcache_status kcache__put_blob(kcache *kc, const kcache_key *k, kcache__b
 static kcache_status kcache__put_blob_key(kcache *kc, const kcache_key *k, kcache__blob *b, int through, kcache_status *remote) {
     kcache__node *n = NULL, *gone;
     kcache_status s = KCACHE_OK, rs = KCACHE_EDISABLED;
+    int to_remote = through != KCACHE__PUT_NOT_REMOTE; /* (else the caller puts it there, with its claim's release) */
     /* an entry over the whole memory budget is never kept in memory: written through to the store
        whatever KCACHE_WRITE says (with evict, memory alone would have held it, then lost it) */
     int fits = kcache__mem_fits(kc, kcache__node_mem(kcache__record_size(k), b));
@@ -13414,7 +13569,7 @@ static kcache_status kcache__put_blob_key(kcache *kc, const kcache_key *k, kcach
         s = kcache__store_put(kc->store, k, b->data, b->size, &ev);
         kcache__store_stats(kc, &ev, s);
     }
-    if (KCACHE__REMOTE(kc) && !kcache__remote_is_ro(kc->remote)) {
+    if (to_remote && KCACHE__REMOTE(kc) && !kcache__remote_is_ro(kc->remote)) {
         kcache__remote_ev ev;
         memset(&ev, 0, sizeof ev);
         rs = kcache__remote_put(kc->remote, k, b->data, b->size, 0, &ev);
@@ -14001,6 +14156,31 @@ static int kcache__put_may_have_landed(kcache_status remote_put) {
     return remote_put == KCACHE_OK || remote_put == KCACHE_ETIMEOUT || remote_put == KCACHE_EIO;
 }
 
+/* A claim holder's result (b, one reference the call takes) to the store and the remote, where the
+   backend can with the claim's release in the same exchange (kcache__rclaim_put_end: one round trip
+   fewer for each build, issue 35); *remote_put: how the remote's put went. A cache with no store
+   puts as before (kcache__put_blob judges there whether the entry is kept anywhere). */
+static void kcache__put_held(kcache *kc, const kcache_key *k, kcache__blob *b, kcache__rclaim *cl, kcache_status *remote_put) {
+    kcache_key *copy = NULL;
+    const kcache_key *rk;
+    const void *data = b->data;
+    size_t size = b->size;
+    kcache__remote_ev ev;
+    if (!kc->store || !KCACHE__REMOTE(kc) || !kcache__rclaim_can_put_end(cl)) {
+        kcache__put_blob(kc, k, b, 1, remote_put);
+        return;
+    }
+    /* (the caller keeps a reference of its own: data stays valid after put_blob) */
+    kcache__put_blob(kc, k, b, KCACHE__PUT_NOT_REMOTE, remote_put);
+    if ((rk = kcache__key_resolve(kc, k, kc->cfg.stamp, &copy)) != NULL && rk->error == KCACHE_OK) {
+        memset(&ev, 0, sizeof ev);
+        *remote_put = kcache__rclaim_put_end(cl, rk, data, size, &ev);
+        if (*remote_put == KCACHE_EDISABLED && !cl->released) *remote_put = kcache__remote_put(kc->remote, rk, data, size, 0, &ev);
+        kcache__remote_stats(kc, &ev);
+    }
+    kcache__key_drop(&kc->mem, copy);
+}
+
 /* A claim holder's put that failed, or that its shard's breaker skipped, on a shard that answers
    otherwise (kcache__remote_glitch): sent once more, past the breaker, so that the waiters on other
    machines find the value instead of each building it (issue 35). *remote_put: how it went. */
@@ -14043,7 +14223,7 @@ static kcache_status kcache__cluster_claim(kcache *kc, const kcache_key *k, kcac
         st = kcache__rclaim_take(cl, &ev);
         if (st == KCACHE_OK) {
             uint64_t trouble;
-            if (!look) break; /* the first try: the caller looked a moment ago; build */
+            if (!look || cl->checked) break; /* the first try (the caller looked a moment ago), or a take that saw no value: build */
             /* taken after a wait or a failure: the value may have landed meanwhile */
             kcache__remote_stats(kc, &ev);
             memset(&ev, 0, sizeof ev);
@@ -14285,7 +14465,7 @@ static kcache_status kcache__get_or_build(kcache *kc, const kcache_key *k, kcach
             *from = KCACHE_BUILT_HERE;
             if (hd.f) { /* (alone: as after a wait spent, the result is not stored) */
                 kcache__blob_ref(b);
-                kcache__put_blob(kc, k, b, 1, &remote_put); /* to the store now: other processes wait for it there */
+                kcache__put_held(kc, k, b, &hd.cl, &remote_put); /* to the store now: other processes wait for it there */
                 kcache__holder_put_again(kc, k, &hd.cl, b->data, b->size, &remote_put);
             }
         }
@@ -14492,6 +14672,10 @@ static kcache_status kcache__cluster_try(kcache *kc, const kcache_key *k, kcache
             return KCACHE_EEXIST;
         }
     }
+    if (t == KCACHE_OK && cl->checked) { /* the take saw the value missing: build (the caller looked here a moment ago) */
+        kcache__remote_stats(kc, &ev);
+        return KCACHE_MISS;
+    }
     trouble = kcache__remote_trouble(kc);
     s = kcache__get(kc, k, data, size, 0, KCACHE__ASK_REMOTE);
     if (s != KCACHE_OK && t == KCACHE_OK && kcache__remote_trouble(kc) != trouble && kcache__remote_glitch(kc->remote, k)) {
@@ -14512,16 +14696,16 @@ static kcache_status kcache__cluster_try(kcache *kc, const kcache_key *k, kcache
    KCACHE_BUILD_WAIT, so build without claims, as kcache_get_or_build does. *child: as
    kcache__run_build's (the child takes its payload and touches nothing else). */
 static kcache_status kcache__try_build(kcache *kc, const kcache_key *k, kcache_build_fn build, void *user, int waited, int alone,
-                                       const void **data, size_t *size, int *child, kcache_origin *from) {
+                                       kcache__rclaim *held, const void **data, size_t *size, int *child, kcache_origin *from) {
     kcache__flight *f = NULL;
-    kcache__rclaim cl;
+    kcache__rclaim own, *cl = held ? held : &own; /* held: the cluster's claim, taken already (kcache__rclaim_take_first) */
     kcache__blob *b;
     kcache_status s = KCACHE_MISS, remote_put = KCACHE_EDISABLED;
     int claimed = 0, built = 0;
     *child = 0;
     *data = NULL;
     *size = 0;
-    kcache__rclaim_reset(&cl);
+    kcache__rclaim_reset(&own);
     if (!alone && k->error == KCACHE_OK && kc->cfg.enable) {
         kcache__mutex_lock(&kc->lock);
         for (f = kc->flights; f; f = f->next)
@@ -14530,6 +14714,12 @@ static kcache_status kcache__try_build(kcache *kc, const kcache_key *k, kcache_b
             int forked = kcache__pid() != kc->pid; /* (a thread of the parent: it never ends here) */
             if (forked) kcache__atomic_store_u32(&kc->forked, 1);
             kcache__mutex_unlock(&kc->lock);
+            if (held && !forked) { /* given back: its waiters look, as this thread's will */
+                kcache__remote_ev ev;
+                memset(&ev, 0, sizeof ev);
+                kcache__rclaim_end(held, 1, &ev);
+                kcache__remote_stats(kc, &ev);
+            }
             return forked ? KCACHE__FORKED : KCACHE_EEXIST;
         }
         f = kcache__flight_new(kc, k->digest);
@@ -14549,7 +14739,7 @@ static kcache_status kcache__try_build(kcache *kc, const kcache_key *k, kcache_b
                 s = kcache__get(kc, k, data, size, 0, 0); /* its builder ended between the look and the claim */
             }
         }
-        if (s != KCACHE_OK && s != KCACHE__FORKED && s != KCACHE_EEXIST && kc->remote) s = kcache__cluster_try(kc, k, &cl, data, size);
+        if (s != KCACHE_OK && s != KCACHE__FORKED && s != KCACHE_EEXIST && kc->remote && !held) s = kcache__cluster_try(kc, k, cl, data, size);
     }
     if (s != KCACHE_OK && s != KCACHE__FORKED && s != KCACHE_EEXIST) {
         s = kcache__run_build(kc, build, user, &b, child);
@@ -14567,15 +14757,15 @@ static kcache_status kcache__try_build(kcache *kc, const kcache_key *k, kcache_b
             *size = b->size;
             if (f) { /* (alone: as kcache_get_or_build after its wait, the result is not stored) */
                 kcache__blob_ref(b);
-                kcache__put_blob(kc, k, b, 1, &remote_put); /* to the store now: other processes look there */
-                kcache__holder_put_again(kc, k, &cl, b->data, b->size, &remote_put);
+                kcache__put_held(kc, k, b, cl, &remote_put); /* to the store now: other processes look there */
+                kcache__holder_put_again(kc, k, cl, b->data, b->size, &remote_put);
             }
         }
     }
-    if (kcache__rclaim_pending(&cl)) { /* the other machines read the result (ours, or the one we found), or build on their own */
+    if (kcache__rclaim_pending(cl)) { /* the other machines read the result (ours, or the one we found), or build on their own */
         kcache__remote_ev ev;
         memset(&ev, 0, sizeof ev);
-        kcache__rclaim_end(&cl, s == KCACHE_OK && (!built || kcache__put_may_have_landed(remote_put)), &ev);
+        kcache__rclaim_end(cl, s == KCACHE_OK && (!built || kcache__put_may_have_landed(remote_put)), &ev);
         kcache__remote_stats(kc, &ev);
     }
     if (claimed) kcache__unclaim(kc, k->digest);
@@ -14675,6 +14865,58 @@ static size_t kcache__batch_fetch(kcache__batch *bt, kcache__many *mm, size_t fi
     return step;
 }
 
+/* Before todo *i (never seen busy) is tried: with a remote that takes many claims in one exchange
+   (claim_take_many), the claim of the first free key among it and the next open keys never seen
+   busy on its shard (KCACHE__REMOTE_MANY at most, from step `step` of the pass that starts at todo
+   `first`) is taken in one round trip; the keys found held or built are put off (as a try that
+   finds one busy does), and *i becomes the key taken, its claim in mm->cl (mm->held). Returns 1
+   when none was free (the caller moves on: *next, the first key put off's due time, updated), 0
+   to try *i. Lock held, dropped meanwhile with the keys marked taken. */
+static int kcache__batch_take_first(kcache__batch *bt, kcache__many *mm, size_t first, size_t step, size_t *i, int64_t *next) {
+    kcache *kc = bt->kc;
+    const kcache_key *k0 = bt->jobs[bt->todo[*i]].key, **keys = mm->keys;
+    size_t *at = mm->at, m = 0, x, which = 0;
+    kcache_status *st = mm->st, t;
+    kcache__remote_ev ev;
+    int64_t now;
+    mm->held = 0;
+    if (!kc->cfg.enable || k0->error != KCACHE_OK || !kcache__rclaim_can_take_first(KCACHE__REMOTE(kc), k0, k0)) return 0;
+    for (; step < bt->ntodo && m < KCACHE__REMOTE_MANY; step++) {
+        size_t c = (first + step) % bt->ntodo;
+        const kcache_key *k = bt->jobs[bt->todo[c]].key;
+        if (bt->state[c] != KCACHE__JOB_OPEN || bt->busy_since[c] || k->error != KCACHE_OK || !kcache__rclaim_can_take_first(KCACHE__REMOTE(kc), k0, k))
+            continue;
+        bt->state[c] = KCACHE__JOB_TAKEN;
+        at[m] = c;
+        keys[m++] = k;
+    }
+    if (m < 2) { /* (one key: its try takes its claim as before) */
+        for (x = 0; x < m; x++) bt->state[at[x]] = KCACHE__JOB_OPEN;
+        return 0;
+    }
+    kcache__mutex_unlock(&bt->m);
+    memset(&ev, 0, sizeof ev);
+    t = kcache__rclaim_take_first(KCACHE__REMOTE(kc), keys, m, &mm->cl, &which, st, &ev);
+    kcache__remote_stats(kc, &ev);
+    kcache__mutex_lock(&bt->m);
+    now = kcache__mono_ns();
+    for (x = 0; x < m; x++) {
+        bt->state[at[x]] = KCACHE__JOB_OPEN;
+        if ((t == KCACHE_OK || t == KCACHE_EEXIST) && st[x] == KCACHE_EEXIST) { /* another builds it, or it is built: looked at later */
+            if (!bt->busy_since[at[x]]) kcache__count_wait(kc);
+            kcache__batch_later(bt, at[x], now);
+            bt->tried_at[at[x]] = now;
+            if (!*next || bt->ask_after[at[x]] < *next) *next = bt->ask_after[at[x]];
+        }
+    }
+    if (t == KCACHE_OK) {
+        *i = at[which];
+        mm->held = 1;
+        return 0;
+    }
+    return t == KCACHE_EEXIST; /* (a failure: *i is tried on its own, as before) */
+}
+
 /* A worker: passes over the keys left, trying each that no worker of the batch holds; a key seen
    busy (another thread, process or machine builds it) is tried again only after its back-off
    (kcache__batch_later); when a pass built nothing, it waits (woken by this batch's workers, else
@@ -14685,7 +14927,9 @@ static size_t kcache__batch_fetch(kcache__batch *bt, kcache__many *mm, size_t fi
    KCACHE__REMOTE_MANY of the pass at a time) before they are tried: what others built meanwhile
    comes back in one exchange. A key never seen busy is not asked again: the batch's first look
    asked it, and its try asks once more after taking its claims (at most 2 GETs per key when
-   nobody else builds; issue 35). */
+   nobody else builds; issue 35), or with claim_take_many not at all: the worker takes the first
+   free claim among its next keys in one exchange, a take that sees the value missing
+   (kcache__batch_take_first). */
 static void kcache__batch_work(kcache__batch *bt) {
     /* (without room for it, each key seen busy is asked of the remote by its try) */
     kcache__many *mm = KCACHE__REMOTE(bt->kc) ? (kcache__many *)kcache__mem_alloc(&bt->kc->mem, sizeof *mm) : NULL;
@@ -14729,11 +14973,14 @@ static void kcache__batch_work(kcache__batch *bt) {
                 if (!next || bt->ask_after[i] < next) next = bt->ask_after[i];
                 continue;
             }
+            if (mm && !bt->busy_since[i] && kcache__batch_take_first(bt, mm, first, step, &i, &next)) continue;
             j = &bt->jobs[bt->todo[i]];
             bt->state[i] = KCACHE__JOB_TAKEN;
             alone = bt->busy_since[i] && now - bt->busy_since[i] > (int64_t)bt->kc->cfg.build_wait_ms * 1000000;
             kcache__mutex_unlock(&bt->m);
-            s = kcache__try_build(bt->kc, j->key, j->build, j->user, bt->busy_since[i] != 0 && !mm, alone, &d, &n, &child, &from);
+            s = kcache__try_build(bt->kc, j->key, j->build, j->user, bt->busy_since[i] != 0 && !mm, alone, mm && mm->held ? &mm->cl : NULL, &d, &n,
+                                  &child, &from);
+            if (mm) mm->held = 0;
             if (child) { /* this thread alone in a forked child: no lock of the parent's is touched */
                 j->data = d;
                 j->size = n;

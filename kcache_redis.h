@@ -1971,9 +1971,154 @@ static int kcache_redis__identity(void *user, int ro, char *out, size_t cap) {
     return ok;
 }
 
+/* put_release (kcache_remote_ops): the SET and the claim's release script in one write on one
+   pooled connection, both replies read: one round trip. Over TLS, on a cluster (whose redirects kcache_redis__run follows), or when the
+   server answers with a redirect (it turned out to be a node of a cluster: neither command ran),
+   put and then the claim's release, one after the other. The release's arguments are those of
+   kcache_redis__claim's KCACHE_CLAIM_RELEASE: keep the two alike. Returns the put's status, or a
+   failure when the release did not run for sure (kcache releases again: a second does nothing). */
+static kcache_status kcache_redis__put_release(void *user, const char *name, const void *data, size_t size, const char *token, uint32_t ms) {
+    kcache_redis__server *rb = (kcache_redis__server *)user;
+    redisContext *c = NULL;
+    redisReply *r[2] = {NULL, NULL};
+    kcache_status st = KCACHE_OK, put = KCACHE_EIO, rel = KCACHE_EIO;
+    int64_t deadline = kcache_monotonic_ns() + (int64_t)rb->op_ms * 1000000;
+    int pipelined, i, redirected = 0;
+    pthread_mutex_lock(&rb->mutex);
+    pipelined = !rb->tls && !rb->slot;
+    pthread_mutex_unlock(&rb->mutex);
+    if (pipelined && (st = kcache_redis__take(rb, deadline, &c)) == KCACHE_OK) {
+        char key[KCACHE_REDIS__KEY_MAX], claim[KCACHE_REDIS__KEY_MAX], chan[KCACHE_REDIS__KEY_MAX], ttl[16];
+        const char *argv[7];
+        size_t lens[7];
+        int argc = 3;
+        argv[0] = "SET", lens[0] = 3;
+        argv[1] = key, lens[1] = kcache_redis__key(rb, key, name, "");
+        argv[2] = data ? (const char *)data : "", lens[2] = size;
+        if (rb->ttl_s) {
+            argv[3] = "EX", lens[3] = 2;
+            argv[4] = ttl, lens[4] = (size_t)snprintf(ttl, sizeof ttl, "%u", (unsigned)rb->ttl_s);
+            argc = 5;
+        }
+        if (redisAppendCommandArgv(c, argc, argv, lens) != REDIS_OK) st = KCACHE_ENOMEM;
+        argv[0] = "EVAL", lens[0] = 4;
+        argv[1] = kcache_redis__release_lua, lens[1] = sizeof kcache_redis__release_lua - 1;
+        argv[2] = "1", lens[2] = 1;
+        argv[3] = claim, lens[3] = kcache_redis__key(rb, claim, name, ":claim");
+        argv[4] = token, lens[4] = strlen(token);
+        argv[5] = chan, lens[5] = kcache_redis__key(rb, chan, name, ":done");
+        argv[6] = "1", lens[6] = 1;
+        if (st == KCACHE_OK && redisAppendCommandArgv(c, 7, argv, lens) != REDIS_OK) st = KCACHE_ENOMEM;
+        /* each reply within a timeout of the one before (two replies: bounded, and a server slow to
+           answer each command is no slower here than with put and release apart) */
+        for (i = 0; i < 2 && st == KCACHE_OK; i++) st = kcache_redis__io(rb, c, kcache_monotonic_ns() + (int64_t)rb->op_ms * 1000000, &r[i]);
+        if (st == KCACHE_OK) kcache_redis__give(rb, c);
+        else kcache_redis__drop(c); /* a reply may be left unread on it */
+        if (st != KCACHE_OK) {
+            for (i = 0; i < 2; i++)
+                if (r[i]) freeReplyObject(r[i]);
+            return st;
+        }
+        for (i = 0; i < 2; i++) {
+            int ask, port;
+            unsigned slot;
+            const char *host;
+            size_t hlen;
+            if (kcache_redis__cluster_redirect(r[i], &ask, &slot, &host, &hlen, &port)) redirected = 1;
+        }
+        if (!redirected) {
+            put = r[0]->type == REDIS_REPLY_STATUS ? KCACHE_OK : kcache_redis__write_error(r[0]);
+            rel = r[1]->type == REDIS_REPLY_INTEGER ? KCACHE_OK : KCACHE_EIO;
+        }
+        for (i = 0; i < 2; i++) freeReplyObject(r[i]);
+        if (!redirected) return rel == KCACHE_OK ? put : KCACHE_EIO;
+    } else if (pipelined) {
+        return st;
+    }
+    put = kcache_redis__put(user, name, data, size);
+    rel = kcache_redis__claim(user, name, KCACHE_CLAIM_RELEASE, token, ms);
+    return rel == KCACHE_OK ? put : put == KCACHE_OK ? rel : put;
+}
+
+/* Takes claims in order until ARGV[2] are taken, each only while nobody holds it and its value is
+   missing (the take script's two steps): KEYS claim1, value1, claim2, value2...; ARGV ms, want,
+   token1, token2...; per name 1 (taken), 0 (held, or the value is there), -1 (not tried). */
+static const char kcache_redis__take_first_lua[] =
+    "local want, got, out = tonumber(ARGV[2]), 0, {} "
+    "for i = 1, #KEYS / 2 do "
+    "if got >= want then out[i] = -1 "
+    "elseif redis.call('exists', KEYS[2 * i]) == 0 and redis.call('set', KEYS[2 * i - 1], ARGV[i + 2], 'NX', 'PX', ARGV[1]) then "
+    "out[i] = 1 got = got + 1 "
+    "else out[i] = 0 end end return out";
+
+/* claim_take_many (kcache_remote_ops): one script over the names (one round trip). On a cluster
+   (names on several nodes), or when the server refuses the script (a node of a cluster: CROSSSLOT,
+   a redirect), one take after another until want are taken. */
+static kcache_status kcache_redis__claim_take_many(void *user, const char *const *names, const char *const *tokens, size_t n, size_t want,
+                                                   uint32_t ms, kcache_status *st) {
+    kcache_redis__server *rb = (kcache_redis__server *)user;
+    kcache_status s = KCACHE_OK;
+    size_t i, got = 0;
+    int cluster;
+    char msbuf[16], wantbuf[24];
+    snprintf(msbuf, sizeof msbuf, "%u", (unsigned)(ms ? ms : 1));
+    snprintf(wantbuf, sizeof wantbuf, "%u", (unsigned)want);
+    pthread_mutex_lock(&rb->mutex);
+    cluster = rb->slot != NULL;
+    pthread_mutex_unlock(&rb->mutex);
+    for (i = 0; i < n; i++) st[i] = KCACHE_STATUS_COUNT; /* not answered yet */
+    if (!cluster && n <= 64) {
+        enum { MAX = 64 };
+        char (*keys)[KCACHE_REDIS__KEY_MAX] = (char (*)[KCACHE_REDIS__KEY_MAX])KCACHE_MALLOC(2 * MAX * KCACHE_REDIS__KEY_MAX);
+        const char *argv[4 + 3 * MAX];
+        size_t lens[4 + 3 * MAX], a = 0;
+        char nbuf[16];
+        redisReply *r = NULL;
+        if (!keys) return KCACHE_ENOMEM;
+        argv[a] = "EVAL", lens[a++] = 4;
+        argv[a] = kcache_redis__take_first_lua, lens[a++] = sizeof kcache_redis__take_first_lua - 1;
+        argv[a] = nbuf, lens[a++] = (size_t)snprintf(nbuf, sizeof nbuf, "%u", (unsigned)(2 * n));
+        for (i = 0; i < n; i++) {
+            argv[a] = keys[2 * i], lens[a++] = kcache_redis__key(rb, keys[2 * i], names[i], ":claim");
+            argv[a] = keys[2 * i + 1], lens[a++] = kcache_redis__key(rb, keys[2 * i + 1], names[i], "");
+        }
+        argv[a] = msbuf, lens[a++] = strlen(msbuf);
+        argv[a] = wantbuf, lens[a++] = strlen(wantbuf);
+        for (i = 0; i < n; i++) argv[a] = tokens[i], lens[a++] = strlen(tokens[i]);
+        s = kcache_redis__run(rb, (int)a, argv, lens, &r);
+        KCACHE_FREE(keys);
+        if (s != KCACHE_OK) return s;
+        if (r->type == REDIS_REPLY_ARRAY && r->elements == n) {
+            for (i = 0; i < n; i++) {
+                const redisReply *e = r->element[i];
+                st[i] = e->type != REDIS_REPLY_INTEGER ? KCACHE_EIO : e->integer == 1 ? KCACHE_OK : e->integer == 0 ? KCACHE_EEXIST : KCACHE_MISS;
+            }
+            freeReplyObject(r);
+            return KCACHE_OK;
+        }
+        if (r->type == REDIS_REPLY_ERROR && (s = kcache_redis__write_error(r)) != KCACHE_EIO) { /* (a full or read-only server) */
+            freeReplyObject(r);
+            return s;
+        }
+        freeReplyObject(r); /* (refused: the names one by one) */
+        s = KCACHE_OK;
+    }
+    for (i = 0; i < n && s == KCACHE_OK; i++) {
+        if (got >= want) {
+            st[i] = KCACHE_MISS;
+            continue;
+        }
+        st[i] = kcache_redis__claim(user, names[i], KCACHE_CLAIM_TAKE, tokens[i], ms);
+        if (st[i] == KCACHE_OK) got++;
+        else if (st[i] != KCACHE_EEXIST && st[i] != KCACHE_ENODE) s = st[i];
+    }
+    return s;
+}
+
 static const kcache_remote_ops kcache_redis__ops = {kcache_redis__get,    kcache_redis__release,       kcache_redis__put,
                                                     kcache_redis__remove, kcache_redis__claim,         kcache_redis__get_many,
-                                                    kcache_redis__claim_reissue, kcache_redis__server_time};
+                                                    kcache_redis__claim_reissue, kcache_redis__server_time, kcache_redis__put_release,
+                                                    kcache_redis__claim_take_many};
 /* The MAC the built-in get computed of a signed value while it arrived (kcache_redis__sink). */
 static const unsigned char *kcache_redis__premac(void *user, const void *hold) {
     const kcache_redis__held *h = (const kcache_redis__held *)hold;

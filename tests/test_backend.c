@@ -87,6 +87,7 @@ typedef struct mem_backend {
     int last_stored;         /* the latest end: 1 released, 0 abandoned */
     /* what was called */
     int gets, puts, removes, takes, waits, renews, releases, abandons, reissues;
+    int put_releases, take_manys; /* the 0.6 exchanges of two steps in one (put_release, claim_take_many) */
     int closes;              /* remote_close_shard calls (a shard of several) */
     kcache_status fail;      /* every call fails with this while set (KCACHE_OK: none) */
     kcache_status put_fail;  /* puts fail with this while set */
@@ -267,9 +268,34 @@ static int64_t mb_clock(void *user, const char *name) {
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec + MB_CLOCK_AHEAD_NS;
 }
 
-static const kcache_remote_ops mb_ops = {mb_get, mb_release, mb_put, mb_remove, mb_claim, NULL, NULL, NULL};
-static const kcache_remote_ops mb_ops_no_claim = {mb_get, mb_release, mb_put, mb_remove, NULL, NULL, NULL, NULL};
-static const kcache_remote_ops mb_ops_reissue = {mb_get, mb_release, mb_put, mb_remove, mb_claim, NULL, mb_reissue, mb_clock};
+/* The 0.6 exchanges: a put and the claim's release in one call, and takes that look at the value. */
+static kcache_status mb_put_release(void *user, const char *name, const void *data, size_t size, const char *token, uint32_t ms) {
+    mem_backend *b = (mem_backend *)user;
+    kcache_status s = mb_put(user, name, data, size);
+    pthread_mutex_lock(&b->m);
+    b->put_releases++;
+    pthread_mutex_unlock(&b->m);
+    mb_claim(user, name, KCACHE_CLAIM_RELEASE, token, ms);
+    return s;
+}
+static kcache_status mb_take_many(void *user, const char *const *names, const char *const *tokens, size_t n, size_t want, uint32_t ms,
+                                  kcache_status *st) {
+    mem_backend *b = (mem_backend *)user;
+    size_t i, got = 0;
+    pthread_mutex_lock(&b->m);
+    b->take_manys++;
+    pthread_mutex_unlock(&b->m);
+    for (i = 0; i < n; i++) {
+        st[i] = got >= want ? KCACHE_MISS : mb_has(b, names[i]) ? KCACHE_EEXIST : mb_claim(user, names[i], KCACHE_CLAIM_TAKE, tokens[i], ms);
+        got += st[i] == KCACHE_OK;
+    }
+    return KCACHE_OK;
+}
+
+static const kcache_remote_ops mb_ops = {mb_get, mb_release, mb_put, mb_remove, mb_claim, NULL, NULL, NULL, NULL, NULL};
+static const kcache_remote_ops mb_ops_no_claim = {mb_get, mb_release, mb_put, mb_remove, NULL, NULL, NULL, NULL, NULL, NULL};
+static const kcache_remote_ops mb_ops_reissue = {mb_get, mb_release, mb_put, mb_remove, mb_claim, NULL, mb_reissue, mb_clock, NULL, NULL};
+static const kcache_remote_ops mb_ops_paired = {mb_get, mb_release, mb_put, mb_remove, mb_claim, NULL, NULL, NULL, mb_put_release, mb_take_many};
 
 /* ---- machines ------------------------------------------------------------------------------------ */
 
@@ -732,6 +758,24 @@ static void backend_cluster_build(void) {
     printf("# backend_cluster_build: 8 machines, 1 build of 0.3 s, %.2f s wall, %d waits\n", t, run.b->waits);
     mb_free(run.b);
 
+    /* a backend with put_release and claim_take_many (issue 35: fewer round trips): the holder's put
+       and release in one call (no release of its own), every take through claim_take_many */
+    memset(&run, 0, sizeof run);
+    run.b = mb_new();
+    run.ops = &mb_ops_paired;
+    run.round = 3;
+    cluster(&run);
+    for (i = 0, good = 0; i < 8; i++) good += run.ok[i];
+    KT_CHECK_EQ_U64(run.builds, 1);
+    KT_CHECK_EQ_U64(good, 8);
+    KT_CHECK_EQ_U64(run.b->put_releases, 1);
+    KT_CHECK_EQ_U64(run.b->puts, 1);
+    KT_CHECK_EQ_U64(run.b->releases, 1); /* (the one inside put_release) */
+    KT_CHECK_MSG(run.b->take_manys >= 1 && run.b->takes == run.b->take_manys, "takes %d, of them by claim_take_many %d", run.b->takes,
+                 run.b->take_manys);
+    KT_CHECK_MSG(run.b->claim_until == 0, "the claim was left held");
+    mb_free(run.b);
+
     /* the first build fails: its claim is abandoned, the waiters build on their own */
     memset(&run, 0, sizeof run);
     run.b = mb_new();
@@ -824,7 +868,7 @@ static void no_redis_build(void) {
 #endif
     /* a table without get or put is refused */
     {
-        static const kcache_remote_ops half = {NULL, NULL, mb_put, NULL, NULL, NULL, NULL, NULL};
+        static const kcache_remote_ops half = {NULL, NULL, mb_put, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
         kcache_config_init(&cfg);
         cfg.dir = dir;
         cfg.publish = 0;
@@ -1224,7 +1268,7 @@ static const unsigned char *kit_premac(void *shard, const void *hold) {
     __atomic_add_fetch(&g_kit_premacs, 1, __ATOMIC_SEQ_CST);
     return h->mac;
 }
-static const kcache_remote_ops kit_ops = {kit_get, kit_release, mb_put, mb_remove, mb_claim, NULL, mb_reissue, mb_clock};
+static const kcache_remote_ops kit_ops = {kit_get, kit_release, mb_put, mb_remove, mb_claim, NULL, mb_reissue, mb_clock, NULL, NULL};
 static const kcache_remote_backend kit_backend = {&kit_ops, kit_open, mb_close_shard, kit_identity, kit_premac};
 static void kit_shards(kcache_config *cfg) {
     cfg->remote = "mem://user:pw@a mem://b mem://a-again";

@@ -2877,7 +2877,8 @@ static kcache_status counting_get(void *user, const char *name, const void **dat
 }
 static const kcache_remote_ops counting_ops = {counting_get, kcache_redis__release, kcache_redis__put, kcache_redis__remove,
                                                kcache_redis__claim, NULL, /* (no get_many: every GET counted) */
-                                               kcache_redis__claim_reissue, kcache_redis__server_time};
+                                               kcache_redis__claim_reissue, kcache_redis__server_time, kcache_redis__put_release,
+                                               kcache_redis__claim_take_many};
 static kcache *open_counted(const char *store, const char *url, int publish) {
     char dir[400];
     kcache_config cfg;
