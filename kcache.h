@@ -162,7 +162,8 @@
             (kcache_config.remote_tls_name, kcache_remote_params.tls_name); build claims carry
             the server's issue time inside their signature (kcache_remote_ops.claim_reissue and
             server_time_ns); claims and read-backs wait through failures (no rebuild storms); the
-            batch's read-back has one deadline per exchange. Public structs grew at their ends
+            batch's read-back has one deadline per exchange; fewer round trips
+            (kcache_remote_ops.put_release, claim_take_many). Public structs grew at their ends
        0.5  the Redis backend and the Vulkan part moved to companion files, kcache_redis.h and
             kcache_vk.h, written on public names (>>kit, the backend kit:
             kcache_config.remote_backend); the 0.4 switches include them. A public read-only API
