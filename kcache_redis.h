@@ -204,6 +204,7 @@ enum { KCACHE_REDIS__W_FREE, KCACHE_REDIS__W_WAIT, KCACHE_REDIS__W_HELD, KCACHE_
 typedef struct kcache_redis__watched {
     char name[33];                  /* the key's name (kcache_redis__key's %.32s) */
     unsigned char state;            /* KCACHE_REDIS__W_*; GONE: to be unsubscribed */
+    unsigned char confirmed;        /* the server confirmed its subscription */
     int64_t heard_at;               /* HELD: when its claim's taking was heard (monotonic ns) */
 } kcache_redis__watched;
 
@@ -252,6 +253,7 @@ typedef struct kcache_redis__server {
     redisContext *sub;
     uint32_t sub_pid;               /* the process it belongs to (a forked child drops its parent's) */
     int sub_busy;                   /* a thread reads or writes it now */
+    pthread_cond_t sub_cond;        /* signalled when a turn ends (the waiters' next one may read) */
     int no_watch;                   /* none: mode ro (no claims asked) */
     int64_t sub_retry_at;           /* after a failure, not connected again before then (monotonic ns) */
     struct kcache_redis__watched *watch; /* KCACHE_REDIS__WATCH entries (NULL until the first) */
@@ -322,6 +324,7 @@ static void kcache_redis__free(void *user) {
 #ifdef KCACHE_TLS_OPENSSL
     if (rb->tls_ctx) SSL_CTX_free(rb->tls_ctx);
 #endif
+    pthread_cond_destroy(&rb->sub_cond);
     pthread_mutex_destroy(&rb->mutex);
     KCACHE_FREE(rb->host);
     KCACHE_FREE(rb->tls_name);
@@ -397,6 +400,7 @@ static kcache_redis__server *kcache_redis__parse(const char *url, size_t len, ch
     if (!rb) { kcache_redis__say(why, cap, "out of memory"); return NULL; }
     memset(rb, 0, sizeof *rb);
     pthread_mutex_init(&rb->mutex, NULL);
+    pthread_cond_init(&rb->sub_cond, NULL);
     rb->port = 6379;
     if (len > 8 && memcmp(p, "unix:///", 8) == 0) {
         if (len - 7 >= 108 || memchr(p + 7, '?', len - 7)) { kcache_redis__say(why, cap, "%s: the socket path is too long or has a query", safe); goto bad; }
@@ -1298,6 +1302,7 @@ static unsigned kcache_redis__cluster_node(kcache_redis__server *rb, const kcach
     if (!(nd = (kcache_redis__server *)KCACHE_MALLOC(sizeof *nd))) return 0;
     memset(nd, 0, sizeof *nd);
     pthread_mutex_init(&nd->mutex, NULL);
+    pthread_cond_init(&nd->sub_cond, NULL);
     nd->port = port;
     nd->connect_ms = rb->connect_ms, nd->op_ms = rb->op_ms, nd->max_reply = rb->max_reply, nd->pid = (uint32_t)getpid(), nd->tls = rb->tls;
     nd->remote = rb->remote, nd->claim_ms = rb->claim_ms, nd->is_signed = rb->is_signed;
@@ -1729,6 +1734,8 @@ static int kcache_redis__sub_read(kcache_redis__server *rb, redisContext *c) {
             ptrdiff_t n = read(c->fd, buf, sizeof buf);
             if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) break;
             if (n <= 0 || redisReaderFeed(c->reader, buf, (size_t)n) != REDIS_OK) { ok = 0; break; }
+            /* kcache's messages are small: a server streaming a large one is not heard, and not kept */
+            if (kcache_redis__announced(c->reader) > 65536 || c->reader->len > ((size_t)1 << 20)) { ok = 0; break; }
             continue;
         }
         r = (redisReply *)reply;
@@ -1742,6 +1749,13 @@ static int kcache_redis__sub_read(kcache_redis__server *rb, redisContext *c) {
                 w->state = m == 't' ? KCACHE_REDIS__W_HELD : m == '1' ? KCACHE_REDIS__W_STORED : KCACHE_REDIS__W_ABANDONED;
                 w->heard_at = kcache_monotonic_ns();
             }
+            pthread_mutex_unlock(&rb->mutex);
+        } else if (r->type == REDIS_REPLY_ARRAY && r->elements == 3 && r->element[0]->type == REDIS_REPLY_STRING &&
+                   strcmp(r->element[0]->str, "subscribe") == 0 && r->element[1]->type == REDIS_REPLY_STRING &&
+                   r->element[1]->len > pre + 5) {
+            kcache_redis__watched *w;
+            pthread_mutex_lock(&rb->mutex);
+            if ((w = kcache_redis__watch_find(rb, r->element[1]->str + pre, r->element[1]->len - pre - 5)) != NULL) w->confirmed = 1;
             pthread_mutex_unlock(&rb->mutex);
         } else if (r->type == REDIS_REPLY_ERROR) {
             ok = -1; /* (a server that refuses SUBSCRIBE: an ACL without pub/sub, the channel) */
@@ -1765,6 +1779,7 @@ static void kcache_redis__sub_end(kcache_redis__server *rb, int ok) {
         if (rb->watch) memset(rb->watch, 0, KCACHE_REDIS__WATCH * sizeof *rb->watch);
     }
     rb->sub_busy = 0;
+    pthread_cond_broadcast(&rb->sub_cond); /* (what was read may end another thread's wait) */
     pthread_mutex_unlock(&rb->mutex);
     if (c) kcache_redis__drop(c);
 }
@@ -1773,7 +1788,7 @@ static void kcache_redis__sub_end(kcache_redis__server *rb, int ok) {
    channels (and one UNSUBSCRIBE for the entries let go since), on the subscriber, connected first
    when there is none. Sent without waiting for its answers (the claims are asked meanwhile: a
    build that ends before the subscription holds is found by its claim, as without one). */
-static void kcache_redis__watch(kcache_redis__server *rb, const char *const *names, size_t n) {
+static void kcache_redis__watch(kcache_redis__server *rb, const char *const *names, size_t n, int64_t turn_by) {
     char (*chan)[KCACHE_REDIS__KEY_MAX] = NULL;
     const char **argv = NULL;
     size_t *lens = NULL, i, sub = 0, unsub = 0;
@@ -1781,7 +1796,16 @@ static void kcache_redis__watch(kcache_redis__server *rb, const char *const *nam
     int ok = 1;
     int64_t now = kcache_monotonic_ns();
     pthread_mutex_lock(&rb->mutex);
-    if (!kcache_redis__sub_begin(rb, &old)) { pthread_mutex_unlock(&rb->mutex); if (old) kcache_redis__drop(old); return; }
+    while (!kcache_redis__sub_begin(rb, &old)) { /* another thread's turn: waited for until turn_by (a WAIT's), else skipped */
+        struct timespec ts;
+        int64_t wall;
+        if (old) { pthread_mutex_unlock(&rb->mutex); kcache_redis__drop(old); old = NULL; pthread_mutex_lock(&rb->mutex); continue; }
+        if (!rb->sub_busy || kcache_monotonic_ns() >= turn_by) { pthread_mutex_unlock(&rb->mutex); return; }
+        clock_gettime(CLOCK_REALTIME, &ts);
+        wall = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec + 10000000;
+        ts.tv_sec = (time_t)(wall / 1000000000), ts.tv_nsec = (long)(wall % 1000000000);
+        pthread_cond_timedwait(&rb->sub_cond, &rb->mutex, &ts);
+    }
     c = rb->sub;
     if ((!c && now < rb->sub_retry_at) ||
         (!rb->watch && !(rb->watch = (kcache_redis__watched *)KCACHE_MALLOC(KCACHE_REDIS__WATCH * sizeof *rb->watch)))) {
@@ -1828,6 +1852,7 @@ static void kcache_redis__watch(kcache_redis__server *rb, const char *const *nam
         }
         memcpy(rb->watch[at].name, names[i], len + 1);
         rb->watch[at].state = KCACHE_REDIS__W_WAIT;
+        rb->watch[at].confirmed = 0;
         sub++;
     }
     pthread_mutex_unlock(&rb->mutex);
@@ -1849,6 +1874,21 @@ static void kcache_redis__watch(kcache_redis__server *rb, const char *const *nam
         if (kcache_redis__write(c, &done) != REDIS_OK) ok = 0;
         else if (!done && kcache_redis__wait(c->fd, POLLOUT, now + (int64_t)rb->op_ms * 1000000) != KCACHE_OK) ok = 0;
         if (done) break;
+    }
+    /* a WAIT's: until the server confirms the subscription, so that the claim looked at next cannot
+       end unheard between the two */
+    while (ok == 1 && turn_by && n == 1) {
+        kcache_redis__watched *w;
+        struct pollfd p;
+        int64_t left;
+        int confirmed;
+        pthread_mutex_lock(&rb->mutex);
+        confirmed = (w = kcache_redis__watch_find(rb, names[0], strlen(names[0]))) == NULL || w->confirmed;
+        pthread_mutex_unlock(&rb->mutex);
+        if (confirmed || (left = turn_by - kcache_monotonic_ns()) <= 0) break;
+        p.fd = c->fd, p.events = POLLIN, p.revents = 0;
+        if (poll(&p, 1, (int)((left + 999999) / 1000000)) < 0 && errno != EINTR) ok = 0;
+        else ok = kcache_redis__sub_read(rb, c);
     }
 out:
     KCACHE_FREE(chan);
@@ -1945,7 +1985,7 @@ static kcache_status kcache_redis__get_many(void *user, const char *const *names
             for (i = 0; miss && i < n; i++)
                 if (st[i] == KCACHE_MISS) miss[m++] = names[i];
                 else if (st[i] == KCACHE_OK) (void)kcache_redis__watch_heard(rb, names[i], 1);
-            if (m) kcache_redis__watch(rb, miss, m);
+            if (m) kcache_redis__watch(rb, miss, m, 0);
             KCACHE_FREE(miss);
         }
     }
@@ -2076,23 +2116,83 @@ static int64_t kcache_redis__server_time(void *user, const char *name) {
     return at ? kcache_monotonic_ns() + offset : 0;
 }
 
-/* WAIT: subscribe to the claim's channel on a connection of its own, then look at the claim (a
-   release between the two is not missed); the claim's remaining lifetime bounds the wait, so a
-   dead builder's claim is noticed when it runs out. */
+/* WAIT on the process's one subscriber (a plain server, not a cluster): name watched (subscribed
+   on it, in this thread's turn), then, after the caller looked at the claim, this: until the
+   key's end is heard (KCACHE_OK: stored, KCACHE_MISS: abandoned) or until (KCACHE_ETIMEOUT),
+   the waiting threads taking turns to read the subscriber (poll() on it for 50 ms at most, so
+   that a turn passes on), the others sleeping until a turn ends. KCACHE_EDISABLED: the
+   subscriber failed meanwhile (the caller looks again). */
+#define KCACHE_REDIS__TURN_NS ((int64_t)50 * 1000000)
+static kcache_status kcache_redis__wait_shared(kcache_redis__server *rb, const char *name, int64_t until) {
+    kcache_redis__watched *w;
+    kcache_status st = KCACHE_ETIMEOUT;
+    pthread_mutex_lock(&rb->mutex);
+    for (;;) {
+        int64_t now = kcache_monotonic_ns(), next = now + KCACHE_REDIS__TURN_NS < until ? now + KCACHE_REDIS__TURN_NS : until;
+        redisContext *c, *old = NULL;
+        if (!rb->sub || rb->sub_pid != (uint32_t)getpid()) { st = KCACHE_EDISABLED; break; } /* (dropped after a failure) */
+        if (!(w = kcache_redis__watch_find(rb, name, strlen(name)))) { st = KCACHE_OK; break; } /* let go by another: look again */
+        if (w->state == KCACHE_REDIS__W_STORED || w->state == KCACHE_REDIS__W_ABANDONED) {
+            st = w->state == KCACHE_REDIS__W_STORED ? KCACHE_OK : KCACHE_MISS;
+            w->state = KCACHE_REDIS__W_GONE;
+            break;
+        }
+        if (now >= until) break;
+        if (kcache_redis__sub_begin(rb, &old)) { /* this thread's turn: read for a while */
+            struct pollfd p;
+            int ok;
+            c = rb->sub;
+            pthread_mutex_unlock(&rb->mutex);
+            p.fd = c->fd, p.events = POLLIN, p.revents = 0;
+            ok = poll(&p, 1, (int)((next - now + 999999) / 1000000)) < 0 && errno != EINTR ? 0 : kcache_redis__sub_read(rb, c);
+            kcache_redis__sub_end(rb, ok);
+            pthread_mutex_lock(&rb->mutex);
+        } else { /* another thread's turn: until it ends (it broadcasts), or a while */
+            struct timespec ts;
+            int64_t wall;
+            clock_gettime(CLOCK_REALTIME, &ts);
+            wall = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec + (next - now);
+            ts.tv_sec = (time_t)(wall / 1000000000), ts.tv_nsec = (long)(wall % 1000000000);
+            pthread_cond_timedwait(&rb->sub_cond, &rb->mutex, &ts);
+        }
+        if (old) { pthread_mutex_unlock(&rb->mutex); kcache_redis__drop(old); pthread_mutex_lock(&rb->mutex); }
+    }
+    pthread_mutex_unlock(&rb->mutex);
+    return st;
+}
+
+/* Watches name for a WAIT (kcache_redis__wait_shared): 1 when it is (its SUBSCRIBE sent in this
+   thread's turn, waited for until by), 0 when the process has no subscriber for it. */
+static int kcache_redis__watch_one(kcache_redis__server *rb, const char *name, int64_t by) {
+    int mine = 0, eligible;
+    pthread_mutex_lock(&rb->mutex);
+    eligible = !rb->tls && !rb->slot && rb->remote && !rb->no_watch;
+    pthread_mutex_unlock(&rb->mutex);
+    if (!eligible) return 0;
+    kcache_redis__watch(rb, &name, 1, by); /* (not watched when no turn came by then) */
+    pthread_mutex_lock(&rb->mutex);
+    mine = rb->sub && rb->sub_pid == (uint32_t)getpid() && kcache_redis__watch_find(rb, name, strlen(name)) != NULL;
+    pthread_mutex_unlock(&rb->mutex);
+    return mine;
+}
+
+/* WAIT: subscribe to the claim's channel (on the process's subscriber, else on a connection of its
+   own), then look at the claim (a release between the two is not missed); the claim's remaining
+   lifetime bounds the wait, so a dead builder's claim is noticed when it runs out. */
 static kcache_status kcache_redis__wait_claim(kcache_redis__server *rb, const char *name, uint32_t ms) {
     int64_t start = kcache_monotonic_ns(), until = start + (int64_t)ms * 1000000, by = start + (int64_t)rb->op_ms * 1000000;
     char chan[KCACHE_REDIS__KEY_MAX];
     const char *argv[2];
     size_t lens[2];
-    redisContext *sub;
-    redisReply *r;
-    int gone = 0;
-    kcache_status st = kcache_redis__connect(rb, by, &sub);
+    redisContext *sub = NULL;
+    redisReply *r = NULL;
+    int gone = 0, shared = kcache_redis__watch_one(rb, name, by);
+    kcache_status st = shared ? KCACHE_OK : kcache_redis__connect(rb, by, &sub);
     if (st != KCACHE_OK) return kcache_redis__is_cluster(rb) ? KCACHE_ENODE : st; /* (a cluster's seed down: the other nodes serve) */
     argv[0] = "SUBSCRIBE", lens[0] = 9;
     argv[1] = chan, lens[1] = kcache_redis__key(rb, chan, name, ":done");
-    st = kcache_redis__cmd(rb, sub, 2, argv, lens, by, &r);
-    if (st == KCACHE_OK && r->type != REDIS_REPLY_ARRAY) st = kcache_redis__error(r);
+    if (!shared) st = kcache_redis__cmd(rb, sub, 2, argv, lens, by, &r);
+    if (st == KCACHE_OK && !shared && r->type != REDIS_REPLY_ARRAY) st = kcache_redis__error(r);
     if (r) freeReplyObject(r);
     if (st == KCACHE_OK) { /* its life, then its holder's token: one kcache would wait for? */
         long long left = -3;
@@ -2112,7 +2212,14 @@ static kcache_status kcache_redis__wait_claim(kcache_redis__server *rb, const ch
             freeReplyObject(r);
         }
     }
-    while (st == KCACHE_OK && !gone) {
+    if (shared && st == KCACHE_OK && !gone) {
+        st = kcache_redis__wait_shared(rb, name, until);
+        if (st == KCACHE_ETIMEOUT) st = until < start + (int64_t)ms * 1000000 ? KCACHE_OK : KCACHE_EEXIST;
+        else if (st == KCACHE_EDISABLED) st = KCACHE_OK; /* (the subscriber failed meanwhile: look again) */
+    } else if (shared) {
+        (void)kcache_redis__watch_heard(rb, name, 1); /* (gone, or the look failed: let go) */
+    }
+    while (!shared && st == KCACHE_OK && !gone) {
         st = kcache_redis__io_max(rb, sub, until, 65536, &r); /* small messages: a server streaming bytes cannot stretch the wait */
         if (st == KCACHE_ETIMEOUT) { st = until < start + (int64_t)ms * 1000000 ? KCACHE_OK : KCACHE_EEXIST; break; }
         if (st != KCACHE_OK) break;
@@ -2125,7 +2232,7 @@ static kcache_status kcache_redis__wait_claim(kcache_redis__server *rb, const ch
         }
         freeReplyObject(r);
     }
-    kcache_redis__drop(sub);
+    if (sub) kcache_redis__drop(sub);
     return st == KCACHE_OK && gone ? KCACHE_ENOENT : st; /* gone when looked at: look again (kcache_remote_ops.claim) */
 }
 
