@@ -139,8 +139,8 @@ static char *kcache_redis__strndup(const char *s, size_t n) {
 
 /* Names on the server: kcache:1:<name> holds a value, kcache:1:<name>:claim a build claim (SET NX
    PX in a script that first looks for the value; the value is the holder's token, re-issued at each
-   renewal), and the end of a build is published on kcache:1:<name>:done
-   ("1": the value was stored, "0": abandoned). Every call runs on a non-blocking socket under
+   renewal), and a build's start and end are published on kcache:1:<name>:done ("t": its claim
+   was taken, "1": the value was stored, "0": abandoned). Every call runs on a non-blocking socket under
    poll() with a deadline, so that a hung server costs one timeout, not the kernel's. Connections
    are pooled per shard and never used by two threads at once; a forked child opens its own. */
 #define KCACHE_REDIS__IDLE 4
@@ -198,6 +198,16 @@ static void *kcache_redis__resolver(void *arg) {
     return NULL;
 }
 
+/* A key whose claim and build the process's subscriber listens for (kcache_redis__watch). */
+#define KCACHE_REDIS__WATCH 256
+enum { KCACHE_REDIS__W_FREE, KCACHE_REDIS__W_WAIT, KCACHE_REDIS__W_HELD, KCACHE_REDIS__W_STORED, KCACHE_REDIS__W_ABANDONED, KCACHE_REDIS__W_GONE };
+typedef struct kcache_redis__watched {
+    char name[33];                  /* the key's name (kcache_redis__key's %.32s) */
+    unsigned char state;            /* KCACHE_REDIS__W_*; GONE: to be unsubscribed */
+    unsigned char confirmed;        /* the server confirmed its subscription */
+    int64_t heard_at;               /* HELD: when its claim's taking was heard (monotonic ns) */
+} kcache_redis__watched;
+
 typedef struct kcache_redis__server {
     char *host, *path, *user, *pass; /* host and port, or a unix socket's path */
     int port;
@@ -236,6 +246,18 @@ typedef struct kcache_redis__server {
     int64_t node_open_until;        /* monotonic ns; 0: closed */
     uint32_t node_backoff_ms;
     int node_probing;               /* the one call let through after the back-off is under way */
+    /* the process's subscriber on this server (kcache_redis__watch; guarded by mutex): one
+       connection per process, subscribed to the channels of keys a batch found missing, whose
+       messages say which claims were taken and which builds ended; used by one thread at a time
+       (sub_busy), by turns */
+    redisContext *sub;
+    uint32_t sub_pid;               /* the process it belongs to (a forked child drops its parent's) */
+    int sub_busy;                   /* a thread reads or writes it now */
+    pthread_cond_t sub_cond;        /* signalled when a turn ends (the waiters' next one may read) */
+    int no_watch;                   /* none: mode ro (no claims asked) */
+    int64_t sub_retry_at;           /* after a failure, not connected again before then (monotonic ns) */
+    struct kcache_redis__watched *watch; /* KCACHE_REDIS__WATCH entries (NULL until the first) */
+    unsigned watch_next;            /* the entry the next new one replaces when all are in use (round robin) */
     char *tls_name;                 /* TLS: the name the server's certificate must hold; NULL: host */
     char *shown;                    /* a seed's URL as shown (its nodes' rows in the stats file) */
 #ifdef KCACHE_TLS_OPENSSL
@@ -293,6 +315,8 @@ static void kcache_redis__free(void *user) {
     unsigned i;
     if (!rb) return;
     for (i = 0; i < rb->nidle; i++) kcache_redis__drop(rb->idle[i]);
+    if (rb->sub) kcache_redis__drop(rb->sub); /* (sends nothing: a forked child's closes only its descriptor) */
+    KCACHE_FREE(rb->watch);
     if (rb->resolving && rb->resolving_pid == (uint32_t)getpid()) kcache_redis__resolution_unref(rb->resolving);
     for (i = 0; i < rb->nnodes; i++) kcache_redis__free(rb->node[i]);
     KCACHE_FREE(rb->node);
@@ -300,6 +324,7 @@ static void kcache_redis__free(void *user) {
 #ifdef KCACHE_TLS_OPENSSL
     if (rb->tls_ctx) SSL_CTX_free(rb->tls_ctx);
 #endif
+    pthread_cond_destroy(&rb->sub_cond);
     pthread_mutex_destroy(&rb->mutex);
     KCACHE_FREE(rb->host);
     KCACHE_FREE(rb->tls_name);
@@ -375,6 +400,7 @@ static kcache_redis__server *kcache_redis__parse(const char *url, size_t len, ch
     if (!rb) { kcache_redis__say(why, cap, "out of memory"); return NULL; }
     memset(rb, 0, sizeof *rb);
     pthread_mutex_init(&rb->mutex, NULL);
+    pthread_cond_init(&rb->sub_cond, NULL);
     rb->port = 6379;
     if (len > 8 && memcmp(p, "unix:///", 8) == 0) {
         if (len - 7 >= 108 || memchr(p + 7, '?', len - 7)) { kcache_redis__say(why, cap, "%s: the socket path is too long or has a query", safe); goto bad; }
@@ -1276,6 +1302,7 @@ static unsigned kcache_redis__cluster_node(kcache_redis__server *rb, const kcach
     if (!(nd = (kcache_redis__server *)KCACHE_MALLOC(sizeof *nd))) return 0;
     memset(nd, 0, sizeof *nd);
     pthread_mutex_init(&nd->mutex, NULL);
+    pthread_cond_init(&nd->sub_cond, NULL);
     nd->port = port;
     nd->connect_ms = rb->connect_ms, nd->op_ms = rb->op_ms, nd->max_reply = rb->max_reply, nd->pid = (uint32_t)getpid(), nd->tls = rb->tls;
     nd->remote = rb->remote, nd->claim_ms = rb->claim_ms, nd->is_signed = rb->is_signed;
@@ -1648,6 +1675,253 @@ static void kcache_redis__release(void *user, void *hold) {
         KCACHE_FREE(h);
     }
 }
+/* ---- Waiters told (issue 35.6): a batch's process learns which claims were taken and which
+   builds ended from Redis pub/sub instead of asking each key's claim. The keys a batch's look
+   found missing are watched: their channels (kcache:1:<name>:done, published by the take and
+   release scripts) are subscribed on the process's one subscriber connection to the server, in
+   one SUBSCRIBE, and whatever it has received is read (without waiting) before each claim is
+   asked: a key whose build was stored is answered as held without a command (the caller looks
+   again and hits, as when the take script finds the value), and so is one whose claim another
+   took less than a third of a claim's life ago (the batch asks it again after that anyway).
+   Only a hint: a message missed (sent before the subscription was in place, a broken connection)
+   costs the command it would have saved, never a wrong answer. A plain (not TLS) server that is
+   not a cluster only; no thread of its own: the threads that ask claims read it by turns. ---- */
+
+/* The entry of name in rb's watch list (rb->mutex held), or NULL. */
+static kcache_redis__watched *kcache_redis__watch_find(kcache_redis__server *rb, const char *name, size_t len) {
+    unsigned i;
+    if (!rb->watch || len > 32) return NULL;
+    for (i = 0; i < KCACHE_REDIS__WATCH; i++)
+        if (rb->watch[i].state != KCACHE_REDIS__W_FREE && rb->watch[i].state != KCACHE_REDIS__W_GONE &&
+            strncmp(rb->watch[i].name, name, len) == 0 && rb->watch[i].name[len] == 0)
+            return &rb->watch[i];
+    return NULL;
+}
+
+/* Whether rb may have a subscriber, and takes it for this thread (rb->sub_busy), dropping a forked
+   parent's (rb->mutex held; *old: a connection to close, outside the lock). */
+static int kcache_redis__sub_begin(kcache_redis__server *rb, redisContext **old) {
+    *old = NULL;
+    if (rb->tls || rb->slot || !rb->remote || rb->no_watch) return 0;
+    if (rb->sub_pid != (uint32_t)getpid()) { /* forked: the parent's connection and list are the parent's */
+        *old = rb->sub, rb->sub = NULL, rb->sub_busy = 0;
+        if (rb->watch) memset(rb->watch, 0, KCACHE_REDIS__WATCH * sizeof *rb->watch);
+        rb->sub_pid = (uint32_t)getpid();
+    }
+    if (rb->sub_busy) return 0;
+    rb->sub_busy = 1;
+    return 1;
+}
+
+/* Reads what the subscriber has received, without waiting (rb->sub_busy is this thread's): each
+   message marks its key's entry held ("t"), stored ("1") or abandoned ("0"). 0 when the
+   connection failed, -1 when the server refused a subscription. */
+static int kcache_redis__sub_read(kcache_redis__server *rb, redisContext *c) {
+    kcache_redis__link *link = kcache_redis__link_of(c);
+    kcache_redis__budget budget;
+    char buf[16384];
+    size_t pre = strlen(rb->prefix ? rb->prefix : "") + strlen(KCACHE_REDIS__PREFIX);
+    int ok = 1;
+    budget.rb = rb;
+    for (;;) {
+        void *reply = NULL;
+        redisReply *r;
+        budget.elements = 0;
+        if (link) link->budget = &budget;
+        if (redisGetReplyFromReader(c, &reply) != REDIS_OK) { ok = 0; break; }
+        if (link) link->budget = NULL;
+        if (!reply) {
+            ptrdiff_t n = read(c->fd, buf, sizeof buf);
+            if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) break;
+            if (n <= 0 || redisReaderFeed(c->reader, buf, (size_t)n) != REDIS_OK) { ok = 0; break; }
+            /* kcache's messages are small: a server streaming a large one is not heard, and not kept */
+            if (kcache_redis__announced(c->reader) > 65536 || c->reader->len > ((size_t)1 << 20)) { ok = 0; break; }
+            continue;
+        }
+        r = (redisReply *)reply;
+        if (r->type == REDIS_REPLY_ARRAY && r->elements == 3 && r->element[0]->type == REDIS_REPLY_STRING &&
+            strcmp(r->element[0]->str, "message") == 0 && r->element[1]->type == REDIS_REPLY_STRING &&
+            r->element[2]->type == REDIS_REPLY_STRING && r->element[1]->len > pre + 5) {
+            kcache_redis__watched *w;
+            pthread_mutex_lock(&rb->mutex);
+            if ((w = kcache_redis__watch_find(rb, r->element[1]->str + pre, r->element[1]->len - pre - 5)) != NULL) {
+                char m = r->element[2]->len == 1 ? r->element[2]->str[0] : 0;
+                w->state = m == 't' ? KCACHE_REDIS__W_HELD : m == '1' ? KCACHE_REDIS__W_STORED : KCACHE_REDIS__W_ABANDONED;
+                w->heard_at = kcache_monotonic_ns();
+            }
+            pthread_mutex_unlock(&rb->mutex);
+        } else if (r->type == REDIS_REPLY_ARRAY && r->elements == 3 && r->element[0]->type == REDIS_REPLY_STRING &&
+                   strcmp(r->element[0]->str, "subscribe") == 0 && r->element[1]->type == REDIS_REPLY_STRING &&
+                   r->element[1]->len > pre + 5) {
+            kcache_redis__watched *w;
+            pthread_mutex_lock(&rb->mutex);
+            if ((w = kcache_redis__watch_find(rb, r->element[1]->str + pre, r->element[1]->len - pre - 5)) != NULL) w->confirmed = 1;
+            pthread_mutex_unlock(&rb->mutex);
+        } else if (r->type == REDIS_REPLY_ERROR) {
+            ok = -1; /* (a server that refuses SUBSCRIBE: an ACL without pub/sub, the channel) */
+        }
+        freeReplyObject(r);
+        if (ok != 1) break;
+    }
+    if (link) link->budget = NULL;
+    return ok;
+}
+
+/* Ends this thread's turn with the subscriber: a failed one is dropped and not tried again for a
+   third of a claim's life, one the server refused (ok -1) for a minute (the claims are asked
+   meanwhile, as without it). */
+static void kcache_redis__sub_end(kcache_redis__server *rb, int ok) {
+    redisContext *c = NULL;
+    pthread_mutex_lock(&rb->mutex);
+    if (ok != 1) {
+        c = rb->sub, rb->sub = NULL;
+        rb->sub_retry_at = kcache_monotonic_ns() + (ok < 0 ? (int64_t)60000 : (int64_t)(rb->claim_ms / 3 + 1)) * 1000000;
+        if (rb->watch) memset(rb->watch, 0, KCACHE_REDIS__WATCH * sizeof *rb->watch);
+    }
+    rb->sub_busy = 0;
+    pthread_cond_broadcast(&rb->sub_cond); /* (what was read may end another thread's wait) */
+    pthread_mutex_unlock(&rb->mutex);
+    if (c) kcache_redis__drop(c);
+}
+
+/* Watches the n names a batch's look found missing (those not watched yet): one SUBSCRIBE for their
+   channels (and one UNSUBSCRIBE for the entries let go since), on the subscriber, connected first
+   when there is none. Sent without waiting for its answers (the claims are asked meanwhile: a
+   build that ends before the subscription holds is found by its claim, as without one). */
+static void kcache_redis__watch(kcache_redis__server *rb, const char *const *names, size_t n, int64_t turn_by) {
+    char (*chan)[KCACHE_REDIS__KEY_MAX] = NULL;
+    const char **argv = NULL;
+    size_t *lens = NULL, i, sub = 0, unsub = 0;
+    redisContext *old, *c;
+    int ok = 1;
+    int64_t now = kcache_monotonic_ns();
+    pthread_mutex_lock(&rb->mutex);
+    while (!kcache_redis__sub_begin(rb, &old)) { /* another thread's turn: waited for until turn_by (a WAIT's), else skipped */
+        struct timespec ts;
+        int64_t wall;
+        if (old) { pthread_mutex_unlock(&rb->mutex); kcache_redis__drop(old); old = NULL; pthread_mutex_lock(&rb->mutex); continue; }
+        if (!rb->sub_busy || kcache_monotonic_ns() >= turn_by) { pthread_mutex_unlock(&rb->mutex); return; }
+        clock_gettime(CLOCK_REALTIME, &ts);
+        wall = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec + 10000000;
+        ts.tv_sec = (time_t)(wall / 1000000000), ts.tv_nsec = (long)(wall % 1000000000);
+        pthread_cond_timedwait(&rb->sub_cond, &rb->mutex, &ts);
+    }
+    c = rb->sub;
+    if ((!c && now < rb->sub_retry_at) ||
+        (!rb->watch && !(rb->watch = (kcache_redis__watched *)KCACHE_MALLOC(KCACHE_REDIS__WATCH * sizeof *rb->watch)))) {
+        rb->sub_busy = 0;
+        pthread_mutex_unlock(&rb->mutex);
+        if (old) kcache_redis__drop(old);
+        return;
+    }
+    if (!c && rb->watch) memset(rb->watch, 0, KCACHE_REDIS__WATCH * sizeof *rb->watch);
+    pthread_mutex_unlock(&rb->mutex);
+    if (old) kcache_redis__drop(old);
+    if (!c) {
+        if (kcache_redis__connect(rb, now + (int64_t)rb->op_ms * 1000000, &c) != KCACHE_OK) { kcache_redis__sub_end(rb, 0); return; }
+        pthread_mutex_lock(&rb->mutex);
+        rb->sub = c;
+        pthread_mutex_unlock(&rb->mutex);
+    }
+    if ((ok = kcache_redis__sub_read(rb, c)) != 1) { kcache_redis__sub_end(rb, ok); return; }
+    /* (room for every entry let go and every name, twice over) */
+    chan = (char (*)[KCACHE_REDIS__KEY_MAX])KCACHE_MALLOC((2 * n + KCACHE_REDIS__WATCH) * sizeof *chan);
+    argv = (const char **)KCACHE_MALLOC((2 * n + KCACHE_REDIS__WATCH + 1) * sizeof *argv);
+    lens = (size_t *)KCACHE_MALLOC((2 * n + KCACHE_REDIS__WATCH + 1) * sizeof *lens);
+    if (!chan || !argv || !lens) goto out;
+    /* the entries let go (a key hit, built here, or replaced): one UNSUBSCRIBE, sent first; then
+       the new ones: one SUBSCRIBE (a name in both ends subscribed) */
+    pthread_mutex_lock(&rb->mutex);
+    for (i = 0; i < KCACHE_REDIS__WATCH; i++)
+        if (rb->watch[i].state == KCACHE_REDIS__W_GONE) {
+            argv[1 + unsub] = chan[unsub], lens[1 + unsub] = kcache_redis__key(rb, chan[unsub], rb->watch[i].name, ":done");
+            unsub++;
+            rb->watch[i].state = KCACHE_REDIS__W_FREE;
+        }
+    for (i = 0; i < n; i++) {
+        size_t len = strlen(names[i]);
+        unsigned k, at = KCACHE_REDIS__WATCH;
+        if (len > 32 || kcache_redis__watch_find(rb, names[i], len)) continue;
+        for (k = 0; k < KCACHE_REDIS__WATCH && at == KCACHE_REDIS__WATCH; k++)
+            if (rb->watch[k].state == KCACHE_REDIS__W_FREE) at = k;
+        if (at == KCACHE_REDIS__WATCH) { /* all in use: one is let go (round robin) */
+            at = rb->watch_next;
+            rb->watch_next = (rb->watch_next + 1) % KCACHE_REDIS__WATCH;
+            argv[1 + unsub] = chan[unsub], lens[1 + unsub] = kcache_redis__key(rb, chan[unsub], rb->watch[at].name, ":done");
+            unsub++;
+        }
+        memcpy(rb->watch[at].name, names[i], len + 1);
+        rb->watch[at].state = KCACHE_REDIS__W_WAIT;
+        rb->watch[at].confirmed = 0;
+        sub++;
+    }
+    pthread_mutex_unlock(&rb->mutex);
+    argv[0] = "UNSUBSCRIBE", lens[0] = 11;
+    if (unsub && redisAppendCommandArgv(c, (int)(1 + unsub), argv, lens) != REDIS_OK) ok = 0;
+    argv[0] = "SUBSCRIBE", lens[0] = 9, sub = 0;
+    pthread_mutex_lock(&rb->mutex);
+    for (i = 0; i < n; i++) { /* (the entries just made: WAIT, named in this call) */
+        size_t len = strlen(names[i]);
+        kcache_redis__watched *w = len <= 32 ? kcache_redis__watch_find(rb, names[i], len) : NULL;
+        if (!w || w->state != KCACHE_REDIS__W_WAIT) continue; /* (a channel named twice is subscribed once) */
+        argv[1 + sub] = chan[unsub + sub], lens[1 + sub] = kcache_redis__key(rb, chan[unsub + sub], names[i], ":done");
+        sub++;
+    }
+    pthread_mutex_unlock(&rb->mutex);
+    if (ok && sub && redisAppendCommandArgv(c, (int)(1 + sub), argv, lens) != REDIS_OK) ok = 0;
+    while (ok && KCACHE_REDIS__UNSENT(c)) { /* (a few hundred bytes: sent at once, or the link is in trouble) */
+        int done = 0;
+        if (kcache_redis__write(c, &done) != REDIS_OK) ok = 0;
+        else if (!done && kcache_redis__wait(c->fd, POLLOUT, now + (int64_t)rb->op_ms * 1000000) != KCACHE_OK) ok = 0;
+        if (done) break;
+    }
+    /* a WAIT's: until the server confirms the subscription, so that the claim looked at next cannot
+       end unheard between the two */
+    while (ok == 1 && turn_by && n == 1) {
+        kcache_redis__watched *w;
+        struct pollfd p;
+        int64_t left;
+        int confirmed;
+        pthread_mutex_lock(&rb->mutex);
+        confirmed = (w = kcache_redis__watch_find(rb, names[0], strlen(names[0]))) == NULL || w->confirmed;
+        pthread_mutex_unlock(&rb->mutex);
+        if (confirmed || (left = turn_by - kcache_monotonic_ns()) <= 0) break;
+        p.fd = c->fd, p.events = POLLIN, p.revents = 0;
+        if (poll(&p, 1, (int)((left + 999999) / 1000000)) < 0 && errno != EINTR) ok = 0;
+        else ok = kcache_redis__sub_read(rb, c);
+    }
+out:
+    KCACHE_FREE(chan);
+    KCACHE_FREE(argv);
+    KCACHE_FREE(lens);
+    kcache_redis__sub_end(rb, ok);
+}
+
+/* What the subscriber says of name's build, its messages read first (without waiting): STORED
+   (the value is there: the entry is let go, so that the hint serves once), HELD (another took its
+   claim less than a third of a claim's life ago: a holder that died unheard is found by the claim
+   after that), ABANDONED, or WAIT (nothing heard, or not watched). done: the caller is to build
+   it (or found it): let go. */
+static int kcache_redis__watch_heard(kcache_redis__server *rb, const char *name, int done) {
+    kcache_redis__watched *w;
+    redisContext *old = NULL, *c = NULL;
+    int state = KCACHE_REDIS__W_WAIT, mine;
+    pthread_mutex_lock(&rb->mutex);
+    if (!rb->watch || !rb->sub || rb->sub_pid != (uint32_t)getpid()) { pthread_mutex_unlock(&rb->mutex); return state; }
+    if ((mine = kcache_redis__sub_begin(rb, &old)) != 0) c = rb->sub;
+    pthread_mutex_unlock(&rb->mutex);
+    if (mine) kcache_redis__sub_end(rb, kcache_redis__sub_read(rb, c));
+    pthread_mutex_lock(&rb->mutex);
+    if ((w = kcache_redis__watch_find(rb, name, strlen(name))) != NULL) {
+        if (!done) state = w->state;
+        if (state == KCACHE_REDIS__W_HELD && kcache_monotonic_ns() - w->heard_at > (int64_t)(rb->claim_ms / 3) * 1000000)
+            state = w->state = KCACHE_REDIS__W_WAIT; /* (heard too long ago: the claim is asked) */
+        if (done || (state != KCACHE_REDIS__W_WAIT && state != KCACHE_REDIS__W_HELD)) w->state = KCACHE_REDIS__W_GONE;
+    }
+    pthread_mutex_unlock(&rb->mutex);
+    return state;
+}
+
 /* get_many: the GETs sent together on one pooled connection and their replies read in turn (a
    pipeline: one round trip for them all, however many), the whole exchange bounded as one GET is
    (one deadline, stretched only while bytes keep arriving: kcache_redis__limit), so that a server
@@ -1705,6 +1979,15 @@ static kcache_status kcache_redis__get_many(void *user, const char *const *names
         }
         if (s == KCACHE_OK) kcache_redis__give(rb, c);
         else kcache_redis__drop(c); /* replies may be left unread on it */
+        if (s == KCACHE_OK && n > 1) { /* a batch's look: its misses are watched (their builds' ends heard) */
+            const char **miss = (const char **)KCACHE_MALLOC(n * sizeof *miss);
+            size_t m = 0;
+            for (i = 0; miss && i < n; i++)
+                if (st[i] == KCACHE_MISS) miss[m++] = names[i];
+                else if (st[i] == KCACHE_OK) (void)kcache_redis__watch_heard(rb, names[i], 1);
+            if (m) kcache_redis__watch(rb, miss, m, 0);
+            KCACHE_FREE(miss);
+        }
     }
     for (i = 0; i < n && s == KCACHE_OK; i++) /* one by one: what the pipeline did not answer */
         if (st[i] == KCACHE_STATUS_COUNT && kcache_monotonic_ns() > kcache_redis__limit(start, deadline, last, moved))
@@ -1752,11 +2035,12 @@ static kcache_status kcache_redis__remove(void *user, const char *name) {
 
 /* Takes a claim (SET NX PX) unless the value is there already: a client whose lookup missed just
    before another's build landed and released its claim would otherwise take the claim and build
-   the key again. Answered as held: the caller waits, finds no claim, looks again and hits. The
+   the key again; a claim taken is published ("t"), so that the batches watching the key ask no
+   more for it (kcache_redis__watch). Answered as held: the caller waits, finds no claim, looks again and hits. The
    claim and its value are in one slot ({kcache:1:<name>}:claim), so a cluster runs it on one node. */
 static const char kcache_redis__take_lua[] =
     "if redis.call('exists', KEYS[2]) == 1 then return 0 end "
-    "if redis.call('set', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return 1 end return 0";
+    "if redis.call('set', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then redis.call('publish', ARGV[3], 't') return 1 end return 0";
 /* Renews a claim only while it is still the caller's; releases it the same way, then publishes. */
 static const char kcache_redis__renew_lua[] =
     "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('pexpire', KEYS[1], ARGV[2]) end return 0";
@@ -1832,23 +2116,83 @@ static int64_t kcache_redis__server_time(void *user, const char *name) {
     return at ? kcache_monotonic_ns() + offset : 0;
 }
 
-/* WAIT: subscribe to the claim's channel on a connection of its own, then look at the claim (a
-   release between the two is not missed); the claim's remaining lifetime bounds the wait, so a
-   dead builder's claim is noticed when it runs out. */
+/* WAIT on the process's one subscriber (a plain server, not a cluster): name watched (subscribed
+   on it, in this thread's turn), then, after the caller looked at the claim, this: until the
+   key's end is heard (KCACHE_OK: stored, KCACHE_MISS: abandoned) or until (KCACHE_ETIMEOUT),
+   the waiting threads taking turns to read the subscriber (poll() on it for 50 ms at most, so
+   that a turn passes on), the others sleeping until a turn ends. KCACHE_EDISABLED: the
+   subscriber failed meanwhile (the caller looks again). */
+#define KCACHE_REDIS__TURN_NS ((int64_t)50 * 1000000)
+static kcache_status kcache_redis__wait_shared(kcache_redis__server *rb, const char *name, int64_t until) {
+    kcache_redis__watched *w;
+    kcache_status st = KCACHE_ETIMEOUT;
+    pthread_mutex_lock(&rb->mutex);
+    for (;;) {
+        int64_t now = kcache_monotonic_ns(), next = now + KCACHE_REDIS__TURN_NS < until ? now + KCACHE_REDIS__TURN_NS : until;
+        redisContext *c, *old = NULL;
+        if (!rb->sub || rb->sub_pid != (uint32_t)getpid()) { st = KCACHE_EDISABLED; break; } /* (dropped after a failure) */
+        if (!(w = kcache_redis__watch_find(rb, name, strlen(name)))) { st = KCACHE_OK; break; } /* let go by another: look again */
+        if (w->state == KCACHE_REDIS__W_STORED || w->state == KCACHE_REDIS__W_ABANDONED) {
+            st = w->state == KCACHE_REDIS__W_STORED ? KCACHE_OK : KCACHE_MISS;
+            w->state = KCACHE_REDIS__W_GONE;
+            break;
+        }
+        if (now >= until) break;
+        if (kcache_redis__sub_begin(rb, &old)) { /* this thread's turn: read for a while */
+            struct pollfd p;
+            int ok;
+            c = rb->sub;
+            pthread_mutex_unlock(&rb->mutex);
+            p.fd = c->fd, p.events = POLLIN, p.revents = 0;
+            ok = poll(&p, 1, (int)((next - now + 999999) / 1000000)) < 0 && errno != EINTR ? 0 : kcache_redis__sub_read(rb, c);
+            kcache_redis__sub_end(rb, ok);
+            pthread_mutex_lock(&rb->mutex);
+        } else { /* another thread's turn: until it ends (it broadcasts), or a while */
+            struct timespec ts;
+            int64_t wall;
+            clock_gettime(CLOCK_REALTIME, &ts);
+            wall = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec + (next - now);
+            ts.tv_sec = (time_t)(wall / 1000000000), ts.tv_nsec = (long)(wall % 1000000000);
+            pthread_cond_timedwait(&rb->sub_cond, &rb->mutex, &ts);
+        }
+        if (old) { pthread_mutex_unlock(&rb->mutex); kcache_redis__drop(old); pthread_mutex_lock(&rb->mutex); }
+    }
+    pthread_mutex_unlock(&rb->mutex);
+    return st;
+}
+
+/* Watches name for a WAIT (kcache_redis__wait_shared): 1 when it is (its SUBSCRIBE sent in this
+   thread's turn, waited for until by), 0 when the process has no subscriber for it. */
+static int kcache_redis__watch_one(kcache_redis__server *rb, const char *name, int64_t by) {
+    int mine = 0, eligible;
+    pthread_mutex_lock(&rb->mutex);
+    eligible = !rb->tls && !rb->slot && rb->remote && !rb->no_watch;
+    pthread_mutex_unlock(&rb->mutex);
+    if (!eligible) return 0;
+    kcache_redis__watch(rb, &name, 1, by); /* (not watched when no turn came by then) */
+    pthread_mutex_lock(&rb->mutex);
+    mine = rb->sub && rb->sub_pid == (uint32_t)getpid() && kcache_redis__watch_find(rb, name, strlen(name)) != NULL;
+    pthread_mutex_unlock(&rb->mutex);
+    return mine;
+}
+
+/* WAIT: subscribe to the claim's channel (on the process's subscriber, else on a connection of its
+   own), then look at the claim (a release between the two is not missed); the claim's remaining
+   lifetime bounds the wait, so a dead builder's claim is noticed when it runs out. */
 static kcache_status kcache_redis__wait_claim(kcache_redis__server *rb, const char *name, uint32_t ms) {
     int64_t start = kcache_monotonic_ns(), until = start + (int64_t)ms * 1000000, by = start + (int64_t)rb->op_ms * 1000000;
     char chan[KCACHE_REDIS__KEY_MAX];
     const char *argv[2];
     size_t lens[2];
-    redisContext *sub;
-    redisReply *r;
-    int gone = 0;
-    kcache_status st = kcache_redis__connect(rb, by, &sub);
+    redisContext *sub = NULL;
+    redisReply *r = NULL;
+    int gone = 0, shared = kcache_redis__watch_one(rb, name, by);
+    kcache_status st = shared ? KCACHE_OK : kcache_redis__connect(rb, by, &sub);
     if (st != KCACHE_OK) return kcache_redis__is_cluster(rb) ? KCACHE_ENODE : st; /* (a cluster's seed down: the other nodes serve) */
     argv[0] = "SUBSCRIBE", lens[0] = 9;
     argv[1] = chan, lens[1] = kcache_redis__key(rb, chan, name, ":done");
-    st = kcache_redis__cmd(rb, sub, 2, argv, lens, by, &r);
-    if (st == KCACHE_OK && r->type != REDIS_REPLY_ARRAY) st = kcache_redis__error(r);
+    if (!shared) st = kcache_redis__cmd(rb, sub, 2, argv, lens, by, &r);
+    if (st == KCACHE_OK && !shared && r->type != REDIS_REPLY_ARRAY) st = kcache_redis__error(r);
     if (r) freeReplyObject(r);
     if (st == KCACHE_OK) { /* its life, then its holder's token: one kcache would wait for? */
         long long left = -3;
@@ -1868,27 +2212,35 @@ static kcache_status kcache_redis__wait_claim(kcache_redis__server *rb, const ch
             freeReplyObject(r);
         }
     }
-    while (st == KCACHE_OK && !gone) {
+    if (shared && st == KCACHE_OK && !gone) {
+        st = kcache_redis__wait_shared(rb, name, until);
+        if (st == KCACHE_ETIMEOUT) st = until < start + (int64_t)ms * 1000000 ? KCACHE_OK : KCACHE_EEXIST;
+        else if (st == KCACHE_EDISABLED) st = KCACHE_OK; /* (the subscriber failed meanwhile: look again) */
+    } else if (shared) {
+        (void)kcache_redis__watch_heard(rb, name, 1); /* (gone, or the look failed: let go) */
+    }
+    while (!shared && st == KCACHE_OK && !gone) {
         st = kcache_redis__io_max(rb, sub, until, 65536, &r); /* small messages: a server streaming bytes cannot stretch the wait */
         if (st == KCACHE_ETIMEOUT) { st = until < start + (int64_t)ms * 1000000 ? KCACHE_OK : KCACHE_EEXIST; break; }
         if (st != KCACHE_OK) break;
         if (r->type == REDIS_REPLY_ARRAY && r->elements == 3 && r->element[0]->type == REDIS_REPLY_STRING &&
-            strcmp(r->element[0]->str, "message") == 0 && r->element[2]->type == REDIS_REPLY_STRING) {
+            strcmp(r->element[0]->str, "message") == 0 && r->element[2]->type == REDIS_REPLY_STRING &&
+            !(r->element[2]->len == 1 && r->element[2]->str[0] == 't')) { /* ("t": a claim taken, not an end) */
             st = r->element[2]->len == 1 && r->element[2]->str[0] == '0' ? KCACHE_MISS : KCACHE_OK;
             freeReplyObject(r);
             break;
         }
         freeReplyObject(r);
     }
-    kcache_redis__drop(sub);
+    if (sub) kcache_redis__drop(sub);
     return st == KCACHE_OK && gone ? KCACHE_ENOENT : st; /* gone when looked at: look again (kcache_remote_ops.claim) */
 }
 
 static kcache_status kcache_redis__claim(void *user, const char *name, int op, const char *token, uint32_t ms) {
     kcache_redis__server *rb = (kcache_redis__server *)user;
-    char key[KCACHE_REDIS__KEY_MAX], chan[KCACHE_REDIS__KEY_MAX], msbuf[16];
-    const char *argv[7];
-    size_t lens[7];
+    char key[KCACHE_REDIS__KEY_MAX], chan[KCACHE_REDIS__KEY_MAX], done[KCACHE_REDIS__KEY_MAX], msbuf[16];
+    const char *argv[8];
+    size_t lens[8];
     redisReply *r;
     kcache_status st;
     int argc;
@@ -1896,6 +2248,10 @@ static kcache_status kcache_redis__claim(void *user, const char *name, int op, c
     snprintf(msbuf, sizeof msbuf, "%u", (unsigned)(ms ? ms : 1));
     kcache_redis__key(rb, key, name, ":claim");
     if (op == KCACHE_CLAIM_TAKE) { /* (chan: the value's key here) */
+        /* its build's end heard (a batch watches its misses): answered as the take script answers
+           a key whose value is there, without asking */
+        int heard = kcache_redis__watch_heard(rb, name, 0);
+        if (heard == KCACHE_REDIS__W_STORED || heard == KCACHE_REDIS__W_HELD) return KCACHE_EEXIST;
         argv[0] = "EVAL", lens[0] = 4;
         argv[1] = kcache_redis__take_lua, lens[1] = sizeof kcache_redis__take_lua - 1;
         argv[2] = "2", lens[2] = 1;
@@ -1903,7 +2259,8 @@ static kcache_status kcache_redis__claim(void *user, const char *name, int op, c
         argv[4] = chan, lens[4] = kcache_redis__key(rb, chan, name, "");
         argv[5] = token, lens[5] = strlen(token);
         argv[6] = msbuf, lens[6] = strlen(msbuf);
-        argc = 7;
+        argv[7] = done, lens[7] = kcache_redis__key(rb, done, name, ":done");
+        argc = 8;
     } else if (op == KCACHE_CLAIM_RENEW) {
         argv[0] = "EVAL", lens[0] = 4;
         argv[1] = kcache_redis__renew_lua, lens[1] = sizeof kcache_redis__renew_lua - 1;
@@ -1930,6 +2287,7 @@ static kcache_status kcache_redis__claim(void *user, const char *name, int op, c
     else if (op == KCACHE_CLAIM_RENEW) st = r->type != REDIS_REPLY_INTEGER ? KCACHE_EIO : r->integer == 1 ? KCACHE_OK : KCACHE_MISS;
     else st = r->type == REDIS_REPLY_INTEGER ? KCACHE_OK : KCACHE_EIO;
     freeReplyObject(r);
+    if (op == KCACHE_CLAIM_TAKE && st == KCACHE_OK) (void)kcache_redis__watch_heard(rb, name, 1); /* built here: not watched */
     return st;
 }
 
@@ -2148,6 +2506,7 @@ static void *kcache_redis__open_shard(void *user, const kcache_remote *remote, c
     rb->pid = (uint32_t)getpid();
     rb->remote = remote;
     rb->claim_ms = rp.claim_ms;
+    rb->no_watch = rp.ro; /* (mode ro takes no claims: nothing to hear) */
     rb->is_signed = rp.is_signed;
     rb->ttl_s = rp.ttl_s;
     rb->prefix = rp.prefix;
