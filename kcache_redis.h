@@ -2399,14 +2399,15 @@ static kcache_status kcache_redis__put_release(void *user, const char *name, con
 }
 
 /* Takes claims in order until ARGV[2] are taken, each only while nobody holds it and its value is
-   missing (the take script's two steps): KEYS claim1, value1, claim2, value2...; ARGV ms, want,
-   token1, token2...; per name 1 (taken), 0 (held, or the value is there), -1 (not tried). */
+   missing, and publishes each taken ("t", as the take script does): KEYS claim1, value1, claim2,
+   value2...; ARGV ms, want, token1..tokenN, channel1..channelN; per name 1 (taken), 0 (held, or the
+   value is there), -1 (not tried). */
 static const char kcache_redis__take_first_lua[] =
-    "local want, got, out = tonumber(ARGV[2]), 0, {} "
-    "for i = 1, #KEYS / 2 do "
+    "local n = #KEYS / 2 local want, got, out = tonumber(ARGV[2]), 0, {} "
+    "for i = 1, n do "
     "if got >= want then out[i] = -1 "
     "elseif redis.call('exists', KEYS[2 * i]) == 0 and redis.call('set', KEYS[2 * i - 1], ARGV[i + 2], 'NX', 'PX', ARGV[1]) then "
-    "out[i] = 1 got = got + 1 "
+    "redis.call('publish', ARGV[n + i + 2], 't') out[i] = 1 got = got + 1 "
     "else out[i] = 0 end end return out";
 
 /* claim_take_many (kcache_remote_ops): one script over the names (one round trip). On a cluster
@@ -2427,29 +2428,41 @@ static kcache_status kcache_redis__claim_take_many(void *user, const char *const
     for (i = 0; i < n; i++) st[i] = KCACHE_STATUS_COUNT; /* not answered yet */
     if (!cluster && n <= 64) {
         enum { MAX = 64 };
-        char (*keys)[KCACHE_REDIS__KEY_MAX] = (char (*)[KCACHE_REDIS__KEY_MAX])KCACHE_MALLOC(2 * MAX * KCACHE_REDIS__KEY_MAX);
-        const char *argv[4 + 3 * MAX];
-        size_t lens[4 + 3 * MAX], a = 0;
+        char (*keys)[KCACHE_REDIS__KEY_MAX] = (char (*)[KCACHE_REDIS__KEY_MAX])KCACHE_MALLOC(3 * MAX * KCACHE_REDIS__KEY_MAX);
+        const char *argv[4 + 4 * MAX];
+        size_t lens[4 + 4 * MAX], a = 0, sent[MAX], m = 0;
         char nbuf[16];
         redisReply *r = NULL;
         if (!keys) return KCACHE_ENOMEM;
+        for (i = 0; i < n; i++) { /* a build's end or a claim heard (kcache_redis__watch): held, unasked */
+            int heard = kcache_redis__watch_heard(rb, names[i], 0);
+            if (heard == KCACHE_REDIS__W_STORED || heard == KCACHE_REDIS__W_HELD) st[i] = KCACHE_EEXIST;
+            else sent[m++] = i;
+        }
+        if (m == 0) {
+            KCACHE_FREE(keys);
+            return KCACHE_OK;
+        }
         argv[a] = "EVAL", lens[a++] = 4;
         argv[a] = kcache_redis__take_first_lua, lens[a++] = sizeof kcache_redis__take_first_lua - 1;
-        argv[a] = nbuf, lens[a++] = (size_t)snprintf(nbuf, sizeof nbuf, "%u", (unsigned)(2 * n));
-        for (i = 0; i < n; i++) {
-            argv[a] = keys[2 * i], lens[a++] = kcache_redis__key(rb, keys[2 * i], names[i], ":claim");
-            argv[a] = keys[2 * i + 1], lens[a++] = kcache_redis__key(rb, keys[2 * i + 1], names[i], "");
+        argv[a] = nbuf, lens[a++] = (size_t)snprintf(nbuf, sizeof nbuf, "%u", (unsigned)(2 * m));
+        for (i = 0; i < m; i++) {
+            argv[a] = keys[3 * i], lens[a++] = kcache_redis__key(rb, keys[3 * i], names[sent[i]], ":claim");
+            argv[a] = keys[3 * i + 1], lens[a++] = kcache_redis__key(rb, keys[3 * i + 1], names[sent[i]], "");
         }
         argv[a] = msbuf, lens[a++] = strlen(msbuf);
         argv[a] = wantbuf, lens[a++] = strlen(wantbuf);
-        for (i = 0; i < n; i++) argv[a] = tokens[i], lens[a++] = strlen(tokens[i]);
+        for (i = 0; i < m; i++) argv[a] = tokens[sent[i]], lens[a++] = strlen(tokens[sent[i]]);
+        for (i = 0; i < m; i++) argv[a] = keys[3 * i + 2], lens[a++] = kcache_redis__key(rb, keys[3 * i + 2], names[sent[i]], ":done");
         s = kcache_redis__run(rb, (int)a, argv, lens, &r);
         KCACHE_FREE(keys);
         if (s != KCACHE_OK) return s;
-        if (r->type == REDIS_REPLY_ARRAY && r->elements == n) {
-            for (i = 0; i < n; i++) {
+        if (r->type == REDIS_REPLY_ARRAY && r->elements == m) {
+            for (i = 0; i < m; i++) {
                 const redisReply *e = r->element[i];
-                st[i] = e->type != REDIS_REPLY_INTEGER ? KCACHE_EIO : e->integer == 1 ? KCACHE_OK : e->integer == 0 ? KCACHE_EEXIST : KCACHE_MISS;
+                kcache_status *to = &st[sent[i]];
+                *to = e->type != REDIS_REPLY_INTEGER ? KCACHE_EIO : e->integer == 1 ? KCACHE_OK : e->integer == 0 ? KCACHE_EEXIST : KCACHE_MISS;
+                if (*to == KCACHE_OK) (void)kcache_redis__watch_heard(rb, names[sent[i]], 1); /* built here: not watched */
             }
             freeReplyObject(r);
             return KCACHE_OK;
@@ -2462,6 +2475,7 @@ static kcache_status kcache_redis__claim_take_many(void *user, const char *const
         s = KCACHE_OK;
     }
     for (i = 0; i < n && s == KCACHE_OK; i++) {
+        if (st[i] == KCACHE_EEXIST) continue; /* (heard held above) */
         if (got >= want) {
             st[i] = KCACHE_MISS;
             continue;
