@@ -1902,17 +1902,30 @@ out:
    claim less than a third of a claim's life ago: a holder that died unheard is found by the claim
    after that), ABANDONED, or WAIT (nothing heard, or not watched). done: the caller is to build
    it (or found it): let go. */
+static void kcache_redis__watch_drain(kcache_redis__server *rb);
+static int kcache_redis__watch_state(kcache_redis__server *rb, const char *name, int done);
 static int kcache_redis__watch_heard(kcache_redis__server *rb, const char *name, int done) {
-    kcache_redis__watched *w;
+    kcache_redis__watch_drain(rb);
+    return kcache_redis__watch_state(rb, name, done);
+}
+
+/* Reads what the subscriber has received (without waiting), when this process has one. */
+static void kcache_redis__watch_drain(kcache_redis__server *rb) {
     redisContext *old = NULL, *c = NULL;
-    int state = KCACHE_REDIS__W_WAIT, mine;
+    int mine;
     pthread_mutex_lock(&rb->mutex);
-    if (!rb->watch || !rb->sub || rb->sub_pid != (uint32_t)getpid()) { pthread_mutex_unlock(&rb->mutex); return state; }
+    if (!rb->watch || !rb->sub || rb->sub_pid != (uint32_t)getpid()) { pthread_mutex_unlock(&rb->mutex); return; }
     if ((mine = kcache_redis__sub_begin(rb, &old)) != 0) c = rb->sub;
     pthread_mutex_unlock(&rb->mutex);
     if (mine) kcache_redis__sub_end(rb, kcache_redis__sub_read(rb, c));
+}
+
+/* kcache_redis__watch_heard's answer from what was read already. */
+static int kcache_redis__watch_state(kcache_redis__server *rb, const char *name, int done) {
+    kcache_redis__watched *w;
+    int state = KCACHE_REDIS__W_WAIT;
     pthread_mutex_lock(&rb->mutex);
-    if ((w = kcache_redis__watch_find(rb, name, strlen(name))) != NULL) {
+    if (rb->watch && rb->sub && rb->sub_pid == (uint32_t)getpid() && (w = kcache_redis__watch_find(rb, name, strlen(name))) != NULL) {
         if (!done) state = w->state;
         if (state == KCACHE_REDIS__W_HELD && kcache_monotonic_ns() - w->heard_at > (int64_t)(rb->claim_ms / 3) * 1000000)
             state = w->state = KCACHE_REDIS__W_WAIT; /* (heard too long ago: the claim is asked) */
@@ -2434,8 +2447,9 @@ static kcache_status kcache_redis__claim_take_many(void *user, const char *const
         char nbuf[16];
         redisReply *r = NULL;
         if (!keys) return KCACHE_ENOMEM;
+        kcache_redis__watch_drain(rb); /* (once for the names) */
         for (i = 0; i < n; i++) { /* a build's end or a claim heard (kcache_redis__watch): held, unasked */
-            int heard = kcache_redis__watch_heard(rb, names[i], 0);
+            int heard = kcache_redis__watch_state(rb, names[i], 0);
             if (heard == KCACHE_REDIS__W_STORED || heard == KCACHE_REDIS__W_HELD) st[i] = KCACHE_EEXIST;
             else sent[m++] = i;
         }
@@ -2462,7 +2476,7 @@ static kcache_status kcache_redis__claim_take_many(void *user, const char *const
                 const redisReply *e = r->element[i];
                 kcache_status *to = &st[sent[i]];
                 *to = e->type != REDIS_REPLY_INTEGER ? KCACHE_EIO : e->integer == 1 ? KCACHE_OK : e->integer == 0 ? KCACHE_EEXIST : KCACHE_MISS;
-                if (*to == KCACHE_OK) (void)kcache_redis__watch_heard(rb, names[sent[i]], 1); /* built here: not watched */
+                if (*to == KCACHE_OK) (void)kcache_redis__watch_state(rb, names[sent[i]], 1); /* built here: not watched */
             }
             freeReplyObject(r);
             return KCACHE_OK;

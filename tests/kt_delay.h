@@ -130,27 +130,16 @@ static void kt_delay_serve(int cl, const char *sock, double half, kt_delay_stats
 /* Starts the proxy (a process group, one child per connection) in front of the unix socket sock,
    adding rtt_us of round-trip time. 1 on success; stop it with kt_delay_stop. */
 KT_UNUSED static int kt_delay_start(kt_delay *d, const char *sock, unsigned rtt_us) {
-    struct sockaddr_in a;
-    int fd = socket(AF_INET, SOCK_STREAM, 0), one = 1;
-    socklen_t len = sizeof a;
+    int fd;
     pid_t p;
     memset(d, 0, sizeof *d);
     d->stats = (kt_delay_stats *)mmap(NULL, sizeof *d->stats, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    if (fd < 0 || d->stats == MAP_FAILED) {
-        if (fd >= 0) close(fd);
+    if (d->stats == MAP_FAILED) {
         d->stats = NULL;
         return 0;
     }
     memset(d->stats, 0, sizeof *d->stats);
-    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    memset(&a, 0, sizeof a);
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (bind(fd, (struct sockaddr *)&a, sizeof a) != 0 || listen(fd, 256) != 0 || getsockname(fd, (struct sockaddr *)&a, &len) != 0) {
-        close(fd);
-        return 0;
-    }
-    d->port = ntohs(a.sin_port);
+    if ((fd = kt_listen_loopback(256, &d->port)) < 0) return 0;
     snprintf(d->url, sizeof d->url, "redis://127.0.0.1:%d", d->port);
     fflush(stdout);
     fflush(stderr);

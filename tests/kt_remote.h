@@ -378,23 +378,62 @@ static void kt_garbage_serve(int c, int mode) {
     }
 }
 
-/* Starts a garbage server of the given mode on a free port (a process group: one child per
-   connection). Returns its pid (stop it with kt_garbage_stop), *port its port; 0 on failure. */
-KT_UNUSED static pid_t kt_garbage_start(int mode, int *port) {
+/* A listening socket on 127.0.0.1, a free port (*port); -1 on failure. */
+KT_UNUSED static int kt_listen_loopback(int backlog, int *port) {
     struct sockaddr_in a;
     int fd = socket(AF_INET, SOCK_STREAM, 0), one = 1;
     socklen_t len = sizeof a;
-    pid_t p;
-    if (fd < 0) return 0;
+    if (fd < 0) return -1;
     setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
     memset(&a, 0, sizeof a);
     a.sin_family = AF_INET;
     a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (bind(fd, (struct sockaddr *)&a, sizeof a) != 0 || listen(fd, 64) != 0 || getsockname(fd, (struct sockaddr *)&a, &len) != 0) {
+    if (bind(fd, (struct sockaddr *)&a, sizeof a) != 0 || listen(fd, backlog) != 0 || getsockname(fd, (struct sockaddr *)&a, &len) != 0) {
         close(fd);
-        return 0;
+        return -1;
     }
     *port = ntohs(a.sin_port);
+    return fd;
+}
+
+/* Three redis-servers made one Redis Cluster of three masters (slots split in thirds), extra: more
+   lines of their configuration. NULL once every node sees the cluster whole; else why not (every
+   node stopped). */
+KT_UNUSED static const char *kt_cluster3_start(kt_redis N[3], const char *parent, const char *extra) {
+    static const int range[3][2] = {{0, 5460}, {5461, 10922}, {10923, 16383}};
+    char conf[512];
+    int i, ok = 0, tries;
+    snprintf(conf, sizeof conf, "cluster-enabled yes\ncluster-config-file nodes.conf\ncluster-node-timeout 5000%s%s", extra ? "\n" : "",
+             extra ? extra : "");
+    for (i = 0; i < 3; i++)
+        if (!kt_redis_start(&N[i], parent, 1, conf)) {
+            while (i-- > 0) kt_redis_stop(&N[i]);
+            return "a cluster node did not start";
+        }
+    for (i = 0; i < 3; i++) {
+        redisReply *r = kt_redis_cmd(&N[i], "CLUSTER ADDSLOTSRANGE %d %d", range[i][0], range[i][1]);
+        if (r) freeReplyObject(r);
+        if (i && (r = kt_redis_cmd(&N[0], "CLUSTER MEET 127.0.0.1 %d", N[i].port)) != NULL) freeReplyObject(r);
+    }
+    for (tries = 0; tries < 200 && ok < 3; tries++) { /* every node sees the cluster whole */
+        for (ok = 0, i = 0; i < 3; i++) {
+            redisReply *r = kt_redis_cmd(&N[i], "CLUSTER INFO");
+            ok += r && r->type == REDIS_REPLY_STRING && strstr(r->str, "cluster_state:ok") && strstr(r->str, "cluster_known_nodes:3");
+            if (r) freeReplyObject(r);
+        }
+        if (ok < 3) kt_sleep_ms(50);
+    }
+    if (ok == 3) return NULL;
+    for (i = 0; i < 3; i++) kt_redis_stop(&N[i]);
+    return "the cluster did not form";
+}
+
+/* Starts a garbage server of the given mode on a free port (a process group: one child per
+   connection). Returns its pid (stop it with kt_garbage_stop), *port its port; 0 on failure. */
+KT_UNUSED static pid_t kt_garbage_start(int mode, int *port) {
+    int fd = kt_listen_loopback(64, port);
+    pid_t p;
+    if (fd < 0) return 0;
     fflush(stdout);
     p = fork();
     if (p < 0) { close(fd); return 0; }

@@ -1556,31 +1556,16 @@ static void node_id(const kt_redis *n, char out[64]) {
 static void remote_cluster(void) {
     static const int range[3][2] = {{0, 5460}, {5461, 10922}, {10923, 16383}};
     kt_redis N[3];
+    const char *why;
     char all[1400], name[33], key[64], src_id[64], dst_id[64];
-    int i, ok = 0, hits, tries, src = -1, dst;
+    int i, ok = 0, hits, src = -1, dst;
     long long slot;
     mconf mc;
     bplan bp = {400, 0};
-    for (i = 0; i < 3; i++)
-        if (!kt_redis_start(&N[i], g_root, 1, "cluster-enabled yes\ncluster-config-file nodes.conf\ncluster-node-timeout 5000")) {
-            KT_FAILF("cluster node %d did not start", i);
-            while (i-- > 0) kt_redis_stop(&N[i]);
-            return;
-        }
-    for (i = 0; i < 3; i++) {
-        redisReply *r = kt_redis_cmd(&N[i], "CLUSTER ADDSLOTSRANGE %d %d", range[i][0], range[i][1]);
-        if (r) freeReplyObject(r);
-        if (i && (r = kt_redis_cmd(&N[0], "CLUSTER MEET 127.0.0.1 %d", N[i].port)) != NULL) freeReplyObject(r);
+    if ((why = kt_cluster3_start(N, g_root, NULL)) != NULL) {
+        KT_FAILF("%s", why);
+        return;
     }
-    for (tries = 0; tries < 200 && ok < 3; tries++) { /* every node sees the cluster whole */
-        for (ok = 0, i = 0; i < 3; i++) {
-            redisReply *r = kt_redis_cmd(&N[i], "CLUSTER INFO");
-            ok += r && r->type == REDIS_REPLY_STRING && strstr(r->str, "cluster_state:ok") && strstr(r->str, "cluster_known_nodes:3");
-            if (r) freeReplyObject(r);
-        }
-        if (ok < 3) kt_sleep_ms(50);
-    }
-    if (ok < 3) { KT_FAILF("the cluster did not form"); goto out; }
 
     hits = cluster_keys(N[1].url, N[1].url, 5000, 60); /* one listed node */
     KT_CHECK_MSG(hits == 60, "one node listed: %d of 60 keys read back", hits);

@@ -110,33 +110,17 @@ static char g_root[300];
 static int g_procs = 1000, g_bench;
 
 static void scale_fleet(void) {
-    static const int range[3][2] = {{0, 5460}, {5461, 10922}, {10923, 16383}};
     kt_redis N[3];
+    const char *why;
     node_counts before[3], after[3];
     char urls[1400];
-    int i, ok = 0, tries, started = 0, alive = 0, builds = 0, exited_bad = 0;
+    int i, started = 0, alive = 0, builds = 0, exited_bad = 0;
     long long conns = 0, cmds = 0, bytes = 0, max_conns = 0;
     double t0, wall;
-    for (i = 0; i < 3; i++)
-        if (!kt_redis_start(&N[i], g_root, 1, "cluster-enabled yes\ncluster-config-file nodes.conf\ncluster-node-timeout 5000\nmaxclients 10000")) {
-            KT_FAILF("cluster node %d did not start", i);
-            while (i-- > 0) kt_redis_stop(&N[i]);
-            return;
-        }
-    for (i = 0; i < 3; i++) {
-        redisReply *r = kt_redis_cmd(&N[i], "CLUSTER ADDSLOTSRANGE %d %d", range[i][0], range[i][1]);
-        if (r) freeReplyObject(r);
-        if (i && (r = kt_redis_cmd(&N[0], "CLUSTER MEET 127.0.0.1 %d", N[i].port)) != NULL) freeReplyObject(r);
+    if ((why = kt_cluster3_start(N, g_root, "maxclients 10000")) != NULL) {
+        KT_FAILF("%s", why);
+        return;
     }
-    for (tries = 0; tries < 200 && ok < 3; tries++) { /* every node sees the cluster whole */
-        for (ok = 0, i = 0; i < 3; i++) {
-            redisReply *r = kt_redis_cmd(&N[i], "CLUSTER INFO");
-            ok += r && r->type == REDIS_REPLY_STRING && strstr(r->str, "cluster_state:ok") && strstr(r->str, "cluster_known_nodes:3");
-            if (r) freeReplyObject(r);
-        }
-        if (ok < 3) kt_sleep_ms(50);
-    }
-    if (ok < 3) { KT_FAILF("the cluster did not form"); goto out; }
     if (getenv("SCALE_ALL_SEEDS")) snprintf(urls, sizeof urls, "%s %s %s", N[0].url, N[1].url, N[2].url); /* every node listed */
     else snprintf(urls, sizeof urls, "%s", N[0].url); /* one node listed: it serves every key (MOVED, CLUSTER SLOTS) */
     for (i = 0; i < 3; i++)
