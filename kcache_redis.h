@@ -2015,6 +2015,19 @@ static kcache_status kcache_redis__get_many(void *user, const char *const *names
         }
     return s;
 }
+/* SET name's value (EX the TTL when there is one) as an argument list: its argc (3 or 5); key and
+   ttl are the caller's buffers the arguments point into. */
+static int kcache_redis__set_argv(const kcache_redis__server *rb, const char *name, const void *data, size_t size, char *key, char ttl[16],
+                                  const char **argv, size_t *lens) {
+    argv[0] = "SET", lens[0] = 3;
+    argv[1] = key, lens[1] = kcache_redis__key(rb, key, name, "");
+    argv[2] = data ? (const char *)data : "", lens[2] = size;
+    if (!rb->ttl_s) return 3;
+    argv[3] = "EX", lens[3] = 2;
+    argv[4] = ttl, lens[4] = (size_t)snprintf(ttl, 16, "%u", (unsigned)rb->ttl_s);
+    return 5;
+}
+
 static kcache_status kcache_redis__put(void *user, const char *name, const void *data, size_t size) {
     kcache_redis__server *rb = (kcache_redis__server *)user;
     redisReply *r;
@@ -2023,12 +2036,7 @@ static kcache_status kcache_redis__put(void *user, const char *name, const void 
         char key[KCACHE_REDIS__KEY_MAX], ttl[16];
         const char *argv[5];
         size_t lens[5];
-        argv[0] = "SET", lens[0] = 3;
-        argv[1] = key, lens[1] = kcache_redis__key(rb, key, name, "");
-        argv[2] = data ? (const char *)data : "", lens[2] = size;
-        argv[3] = "EX", lens[3] = 2;
-        argv[4] = ttl, lens[4] = (size_t)snprintf(ttl, sizeof ttl, "%u", (unsigned)rb->ttl_s);
-        st = kcache_redis__run(rb, 5, argv, lens, &r);
+        st = kcache_redis__run(rb, kcache_redis__set_argv(rb, name, data, size, key, ttl, argv, lens), argv, lens, &r);
     } else {
         st = kcache_redis__on_key(rb, "SET", name, "", data ? data : "", size, &r);
     }
@@ -2060,6 +2068,19 @@ static const char kcache_redis__renew_lua[] =
 static const char kcache_redis__release_lua[] =
     "if redis.call('get', KEYS[1]) == ARGV[1] then redis.call('del', KEYS[1]) end "
     "redis.call('publish', ARGV[2], ARGV[3]) return 1";
+/* The release (or abandon) script's argument list for name's claim held by token: its argc (7);
+   claim and chan are the caller's buffers the arguments point into. */
+static int kcache_redis__release_argv(const kcache_redis__server *rb, const char *name, const char *token, int op, char *claim, char *chan,
+                                      const char **argv, size_t *lens) {
+    argv[0] = "EVAL", lens[0] = 4;
+    argv[1] = kcache_redis__release_lua, lens[1] = sizeof kcache_redis__release_lua - 1;
+    argv[2] = "1", lens[2] = 1;
+    argv[3] = claim, lens[3] = kcache_redis__key(rb, claim, name, ":claim");
+    argv[4] = token, lens[4] = strlen(token);
+    argv[5] = chan, lens[5] = kcache_redis__key(rb, chan, name, ":done");
+    argv[6] = op == KCACHE_CLAIM_RELEASE ? "1" : "0", lens[6] = 1;
+    return 7;
+}
 
 /* Renews a claim under a new token (kcache_remote_ops.claim_reissue), only while the old one holds it. */
 static const char kcache_redis__reissue_lua[] =
@@ -2283,14 +2304,7 @@ static kcache_status kcache_redis__claim(void *user, const char *name, int op, c
         argv[5] = msbuf, lens[5] = strlen(msbuf);
         argc = 6;
     } else if (op == KCACHE_CLAIM_RELEASE || op == KCACHE_CLAIM_ABANDON) {
-        argv[0] = "EVAL", lens[0] = 4;
-        argv[1] = kcache_redis__release_lua, lens[1] = sizeof kcache_redis__release_lua - 1;
-        argv[2] = "1", lens[2] = 1;
-        argv[3] = key, lens[3] = strlen(key);
-        argv[4] = token, lens[4] = strlen(token);
-        argv[5] = chan, lens[5] = kcache_redis__key(rb, chan, name, ":done");
-        argv[6] = op == KCACHE_CLAIM_RELEASE ? "1" : "0", lens[6] = 1;
-        argc = 7;
+        argc = kcache_redis__release_argv(rb, name, token, op, key, chan, argv, lens);
     } else {
         return KCACHE_EINVAL;
     }
@@ -2362,23 +2376,9 @@ static kcache_status kcache_redis__put_release(void *user, const char *name, con
         char key[KCACHE_REDIS__KEY_MAX], claim[KCACHE_REDIS__KEY_MAX], chan[KCACHE_REDIS__KEY_MAX], ttl[16];
         const char *argv[7];
         size_t lens[7];
-        int argc = 3;
-        argv[0] = "SET", lens[0] = 3;
-        argv[1] = key, lens[1] = kcache_redis__key(rb, key, name, "");
-        argv[2] = data ? (const char *)data : "", lens[2] = size;
-        if (rb->ttl_s) {
-            argv[3] = "EX", lens[3] = 2;
-            argv[4] = ttl, lens[4] = (size_t)snprintf(ttl, sizeof ttl, "%u", (unsigned)rb->ttl_s);
-            argc = 5;
-        }
-        if (redisAppendCommandArgv(c, argc, argv, lens) != REDIS_OK) st = KCACHE_ENOMEM;
-        argv[0] = "EVAL", lens[0] = 4;
-        argv[1] = kcache_redis__release_lua, lens[1] = sizeof kcache_redis__release_lua - 1;
-        argv[2] = "1", lens[2] = 1;
-        argv[3] = claim, lens[3] = kcache_redis__key(rb, claim, name, ":claim");
-        argv[4] = token, lens[4] = strlen(token);
-        argv[5] = chan, lens[5] = kcache_redis__key(rb, chan, name, ":done");
-        argv[6] = "1", lens[6] = 1;
+        if (redisAppendCommandArgv(c, kcache_redis__set_argv(rb, name, data, size, key, ttl, argv, lens), argv, lens) != REDIS_OK)
+            st = KCACHE_ENOMEM;
+        kcache_redis__release_argv(rb, name, token, KCACHE_CLAIM_RELEASE, claim, chan, argv, lens);
         if (st == KCACHE_OK && redisAppendCommandArgv(c, 7, argv, lens) != REDIS_OK) st = KCACHE_ENOMEM;
         /* each reply within a timeout of the one before (two replies: bounded, and a server slow to
            answer each command is no slower here than with put and release apart) */
