@@ -458,7 +458,10 @@ typedef struct kcache_remote_ops {
     /* Optional (NULL: one get per name): n names (at most 64) looked up in one exchange, for
        kcache_get_or_build_many's read-back of what other machines built. KCACHE_OK with st[i] as
        get would return for names[i] (KCACHE_OK with data[i], size[i] until release(user, hold[i])
-       when hold[i] is not NULL; KCACHE_MISS), or the exchange's failure, with nothing held. */
+       when hold[i] is not NULL; KCACHE_MISS), or the exchange's failure, with nothing held. Since
+       0.6.1 st[i] may also be KCACHE_EEXIST: not asked, because the backend knows the value is
+       still being built elsewhere (it hears when builds end: the Redis backend's pub/sub); kcache
+       then asks again soon, as asking costs nothing until the build's end is heard. */
     kcache_status (*get_many)(void *user, const char *const *names, size_t n, const void **data, size_t *size, void **hold,
                               kcache_status *st);
     /* Optional (0.6; NULL: a held claim is renewed with KCACHE_CLAIM_RENEW under the token it was
@@ -9470,7 +9473,8 @@ static int kcache__remote_one_server(kcache__remote *r, kcache__shard *a, kcache
    second node of one cluster) leaves the ring. A shard that cannot be asked now keeps its URL's
    seed for this kcache's life (its keys are misses while it is down anyway). The first caller
    reads them with ring_mutex held (other callers wait: they could not place a key meanwhile);
-   every later call pays one atomic load. */
+   every later call pays one atomic load. One shard alone is not asked: it holds every key
+   whatever its weight (issue 35: its round trips came before a cold start's first build). */
 static void kcache__remote_ring(kcache__remote *r) {
     unsigned i, j;
     if (kcache__atomic_load_u32(&r->ring_done)) return;
@@ -9483,7 +9487,7 @@ static void kcache__remote_ring(kcache__remote *r) {
             s->last_ok = kcache__mono_ns(); /* presumed up until a call says otherwise: a first call timed
                                                out is a glitch (kcache__shard_glitch), a refused one not */
             kcache__mutex_unlock(&r->mutex);
-            if (s->identity && s->identity(s->user, r->ro, id, sizeof id)) s->seed = kcache_hash(id, strlen(id)).lo;
+            if (r->n > 1 && s->identity && s->identity(s->user, r->ro, id, sizeof id)) s->seed = kcache_hash(id, strlen(id)).lo;
             for (j = 0; j < i && !s->same; j++)
                 if (!r->shard[j].same && r->shard[j].seed == s->seed) {
                     s->same = kcache__remote_one_server(r, &r->shard[j], s);
@@ -9799,9 +9803,10 @@ static void kcache__remote_get(kcache__remote *r, const kcache_key *k, int polic
 
 /* Looks mm->rk[0..n) (KCACHE__REMOTE_MANY at most) up at once, as lookups (kcache__remote_get with
    peek 0, no record): on a shard whose backend has get_many, one exchange for all of its keys;
-   elsewhere one get each. mm->rd[i], mm->where[i] as kcache__remote_get's out and where. */
+   elsewhere one get each. mm->rd[i], mm->where[i] as kcache__remote_get's out and where; a status of
+   KCACHE_EEXIST: not asked (get_many knows another builds it: no lookup counted). */
 static void kcache__remote_get_many(kcache__remote *r, kcache__many *mm, size_t n, int policy, kcache__remote_ev *ev) {
-    size_t i, j;
+    size_t i, j, quiet;
     if (n > KCACHE__REMOTE_MANY) n = KCACHE__REMOTE_MANY;
     for (i = 0; i < n; i++) {
         mm->sh[i] = kcache__remote_shard(r, mm->rk[i]->digest);
@@ -9826,13 +9831,19 @@ static void kcache__remote_get_many(kcache__remote *r, kcache__many *mm, size_t 
                 mm->where[j] = s->url;
                 m++;
             }
-        ev->lookups += m;
-        if (!kcache__remote_allow(r, s, 0, ev)) continue;
+        if (!kcache__remote_allow(r, s, 0, ev)) {
+            ev->lookups += m;
+            continue;
+        }
         t0 = kcache__mono_ns();
         cs = s->ops->get_many(s->user, mm->np, m, mm->v, mm->len, mm->hold, mm->gst);
-        kcache__remote_done(r, s, cs, t0, "get", ev);
+        for (j = 0, quiet = 0; cs == KCACHE_OK && j < m; j++) /* (not asked: no lookup, and no call when none was) */
+            if (mm->gst[j] == KCACHE_EEXIST) mm->rd[mm->gat[j]].status = KCACHE_EEXIST, quiet++;
+        ev->lookups += m - quiet;
+        if (quiet < m) kcache__remote_done(r, s, cs, t0, "get", ev);
         if (cs != KCACHE_OK) continue;
         for (j = 0; j < m; j++) {
+            if (mm->gst[j] == KCACHE_EEXIST) continue;
             if (mm->gst[j] == KCACHE_OK) {
                 kcache__remote_take(r, s, mm->rk[mm->gat[j]], policy, 0, 0, mm->v[j], mm->len[j], mm->hold[j], &mm->rd[mm->gat[j]], ev);
             } else {
@@ -13076,6 +13087,7 @@ static void kcache__remote_fetch(kcache *kc, kcache__many *mm, size_t n) {
         size_t at = mm->fat[i];
         kcache__mem_free(mm->rd[i].mem, mm->rd[i].rec);
         if (mm->rd[i].status == KCACHE_OK) mm->got[at] = kcache__lower_hit(kc, mm->rk[i], gen, mm->rd[i].blob, 0, mm->where[i], &mm->data[at], &mm->size[at]);
+        else if (mm->rd[i].status == KCACHE_EEXIST) mm->got[at] = KCACHE_EEXIST; /* (still built elsewhere: not asked) */
     }
     for (i = 0; i < n; i++) kcache__key_drop(&kc->mem, mm->copy[i]);
 }
@@ -14792,6 +14804,13 @@ typedef struct kcache__batch {
     uint64_t ends;             /* todo done so far: a waiting worker wakes when it moves */
     unsigned workers;          /* workers started so far (each starts its passes elsewhere) */
     int forked, child;         /* the process is a fork of kc's: stop (the caller goes on) */
+    int hears;                 /* the remote answered a read-back without asking: it hears builds end */
+    int fetched;               /* a read-back was made (kcache__batch_fetch: the first asks every key seen busy) */
+    int sweep;                 /* the next read-back asks every key seen busy (nothing left to build) */
+    size_t fresh;              /* todo never seen busy and not done: while some are, there may be one to
+                                  build, and what others built is read back later, in one sweep */
+    unsigned sweeps;           /* sweeps since one found a value: their back-off (16 ms doubling to 256 ms) */
+    int64_t sweep_at;          /* not before then (monotonic ns) */
     kcache__mutex m;
     kcache__cond c;
 } kcache__batch;
@@ -14802,33 +14821,45 @@ static int kcache__batch_due(const kcache__batch *bt, size_t i, int64_t now) { r
 /* Todo i was seen busy (another builds it) or could not be asked (a failed call while its shard
    answers otherwise): asked again, of the remote and for its claim, only after a back-off (16 ms
    doubling to 256 ms), never after every build of this batch, so that a key costs a few commands
-   while another machine builds it, not one per key built meanwhile (issue 35). Lock held. */
+   while another machine builds it, not one per key built meanwhile (issue 35); 16 ms flat once the
+   remote is seen to hear builds end (bt->hears: asking costs nothing until then). Lock held. */
 static void kcache__batch_later(kcache__batch *bt, size_t i, int64_t now) {
-    unsigned b = bt->backoff[i] < 4 ? bt->backoff[i] : 4;
-    if (!bt->busy_since[i]) bt->busy_since[i] = now;
+    unsigned b = bt->hears ? 0 : bt->backoff[i] < 4 ? bt->backoff[i] : 4;
+    if (!bt->busy_since[i]) bt->busy_since[i] = now, bt->fresh--;
     bt->ask_after[i] = now + ((int64_t)16000000 << b);
     if (bt->backoff[i] < 255) bt->backoff[i]++;
 }
 
-/* Asks the tiers again for the next open keys of a pass that were seen busy and are due
-   (KCACHE__REMOTE_MANY at most, from step `from` of a pass that starts at todo `first`; lock held,
+/* Asks the tiers again for the next open keys of a pass that were seen busy and are due (or all of
+   them: see `all`) (KCACHE__REMOTE_MANY at most, from step `from` of a pass that starts at todo `first`; lock held,
    dropped meanwhile with the keys marked taken): memory and the store, then the remote in one
    exchange per shard for the rest (kcache__remote_fetch), so that the values other machines built
    come back without a claim and a round trip each. Returns the step after the last key asked;
    *progress: 1 when a key got done. */
 static size_t kcache__batch_fetch(kcache__batch *bt, kcache__many *mm, size_t first, size_t from, int *progress) {
-    size_t step, j, m = 0, n;
+    size_t step, j, m = 0, n, k;
     int forked = 0, done = 0;
     int64_t now = kcache__mono_ns();
-    for (step = from; step < bt->ntodo && m < KCACHE__REMOTE_MANY; step++) {
-        size_t i = (first + step) % bt->ntodo;
-        if (bt->state[i] == KCACHE__JOB_OPEN && bt->busy_since[i] && kcache__batch_due(bt, i, now)) {
+    /* every key seen busy, the pass's earlier ones too, in one exchange: when the remote hears builds
+       end (it asks only what it heard of), when nothing is left to build (a sweep), and the batch's
+       first read-back (which learns whether it hears) */
+    int all = bt->hears || bt->sweep || !bt->fetched;
+    for (k = 0; k < (all ? bt->ntodo : bt->ntodo - from) && m < KCACHE__REMOTE_MANY; k++) {
+        size_t i = (first + from + k) % bt->ntodo;
+        if (bt->state[i] == KCACHE__JOB_OPEN && bt->busy_since[i] && (all || kcache__batch_due(bt, i, now))) {
             bt->state[i] = KCACHE__JOB_TAKEN;
             mm->at[m] = i;
             mm->keys[m++] = bt->jobs[bt->todo[i]].key;
         }
     }
+    step = from + k < bt->ntodo ? from + k : bt->ntodo;
     if (!m) return step;
+    bt->fetched = 1;
+    if (bt->sweep) {
+        bt->sweep = 0;
+        bt->sweep_at = now + ((int64_t)16000000 << (bt->hears ? 0 : bt->sweeps < 4 ? bt->sweeps : 4));
+        bt->sweeps++;
+    }
     kcache__mutex_unlock(&bt->m);
     for (j = 0, n = 0; j < m; j++) /* the store first: a process on this store may have built it */
         if ((mm->st[j] = kcache__get(bt->kc, mm->keys[j], &mm->d[j], &mm->sz[j], 0, 0)) != KCACHE_OK) {
@@ -14848,8 +14879,13 @@ static size_t kcache__batch_fetch(kcache__batch *bt, kcache__many *mm, size_t fi
         kcache_job *job = &bt->jobs[bt->todo[mm->at[j]]];
         if (mm->st[j] != KCACHE_OK) { /* still missing: tried as before */
             bt->state[mm->at[j]] = KCACHE__JOB_OPEN;
+            /* the remote hears when builds end (kcache_remote_ops.get_many's KCACHE_EEXIST): asking it
+               again costs nothing until then, so every key is asked again soon, not after a growing
+               back-off (kcache__batch_later) */
+            if (mm->st[j] == KCACHE_EEXIST) bt->hears = 1;
             continue;
         }
+        bt->sweeps = 0; /* (values are landing: the next sweep soon) */
         job->data = mm->d[j];
         job->size = mm->sz[j];
         job->status = KCACHE_OK;
@@ -14866,10 +14902,11 @@ static size_t kcache__batch_fetch(kcache__batch *bt, kcache__many *mm, size_t fi
     return step;
 }
 
-/* Before todo *i (never seen busy) is tried: with a remote that takes many claims in one exchange
-   (claim_take_many), the claim of the first free key among it and the next open keys never seen
-   busy on its shard (KCACHE__REMOTE_MANY at most, from step `step` of the pass that starts at todo
-   `first`) is taken in one round trip; the keys found held or built are put off (as a try that
+/* Before todo *i is tried (never seen busy, or seen busy and its claim due to be asked again):
+   with a remote that takes many claims in one exchange (claim_take_many), the claim of the first
+   free key among it and the next open keys never seen busy or due again on its shard
+   (KCACHE__REMOTE_MANY at most, from step `step` of the pass that starts at todo `first`) is taken
+   in one round trip (issue 35: the keys due again were asked one round trip each); the keys found held or built are put off (as a try that
    finds one busy does), and *i becomes the key taken, its claim in mm->cl (mm->held). Returns 1
    when none was free (the caller moves on: *next, the first key put off's due time, updated), 0
    to try *i. Lock held, dropped meanwhile with the keys marked taken. */
@@ -14879,13 +14916,15 @@ static int kcache__batch_take_first(kcache__batch *bt, kcache__many *mm, size_t 
     size_t *at = mm->at, m = 0, x, which = 0;
     kcache_status *st = mm->st, t;
     kcache__remote_ev ev;
-    int64_t now;
+    int64_t now = kcache__mono_ns(), again = (int64_t)kcache__remote_claim_ms(KCACHE__REMOTE(kc)) * 333333;
     mm->held = 0;
     if (!kc->cfg.enable || k0->error != KCACHE_OK || !kcache__rclaim_can_take_first(KCACHE__REMOTE(kc), k0, k0)) return 0;
     for (; step < bt->ntodo && m < KCACHE__REMOTE_MANY; step++) {
         size_t c = (first + step) % bt->ntodo;
         const kcache_key *k = bt->jobs[bt->todo[c]].key;
-        if (bt->state[c] != KCACHE__JOB_OPEN || bt->busy_since[c] || k->error != KCACHE_OK || !kcache__rclaim_can_take_first(KCACHE__REMOTE(kc), k0, k))
+        /* (a key seen busy: once its claim is to be asked again, with the others in the same exchange) */
+        if (bt->state[c] != KCACHE__JOB_OPEN || (bt->busy_since[c] && (!kcache__batch_due(bt, c, now) || now - bt->tried_at[c] < again)) ||
+            k->error != KCACHE_OK || !kcache__rclaim_can_take_first(KCACHE__REMOTE(kc), k0, k))
             continue;
         bt->state[c] = KCACHE__JOB_TAKEN;
         at[m] = c;
@@ -14957,11 +14996,13 @@ static void kcache__batch_work(kcache__batch *bt) {
             i = (first + step) % bt->ntodo;
             if (bt->state[i] != KCACHE__JOB_OPEN) continue;
             now = kcache__mono_ns();
-            if (!kcache__batch_due(bt, i, now)) {
+            if (!kcache__batch_due(bt, i, now) && !(bt->sweep && mm)) {
                 if (!next || bt->ask_after[i] < next) next = bt->ask_after[i];
                 continue;
             }
-            if (bt->busy_since[i] && mm && step >= asked) {
+            /* (with a remote that takes the first free of many claims at once, what others built is
+               read back once nothing is left to build: a read-back between builds cost a round trip) */
+            if (bt->busy_since[i] && mm && step >= asked && (bt->sweep || !bt->fresh || !kcache__rclaim_can_take_first(KCACHE__REMOTE(bt->kc), bt->jobs[bt->todo[i]].key, bt->jobs[bt->todo[i]].key))) {
                 asked = kcache__batch_fetch(bt, mm, first, step, &progress);
                 if (bt->state[i] != KCACHE__JOB_OPEN) continue;
             }
@@ -14974,7 +15015,7 @@ static void kcache__batch_work(kcache__batch *bt) {
                 if (!next || bt->ask_after[i] < next) next = bt->ask_after[i];
                 continue;
             }
-            if (mm && !bt->busy_since[i] && kcache__batch_take_first(bt, mm, first, step, &i, &next)) continue;
+            if (mm && kcache__batch_take_first(bt, mm, first, step, &i, &next)) continue;
             j = &bt->jobs[bt->todo[i]];
             bt->state[i] = KCACHE__JOB_TAKEN;
             alone = bt->busy_since[i] && now - bt->busy_since[i] > (int64_t)bt->kc->cfg.build_wait_ms * 1000000;
@@ -15009,12 +15050,19 @@ static void kcache__batch_work(kcache__batch *bt) {
             j->origin = from;
             bt->state[i] = KCACHE__JOB_DONE;
             bt->left--;
+            if (!bt->busy_since[i]) bt->fresh--;
             bt->ends++;
             progress = 1;
             kcache__cond_broadcast(&bt->c);
         }
         if (progress || !bt->left || bt->forked || bt->child || bt->ends != seen) continue;
         now = kcache__mono_ns();
+        /* nothing to build, nothing due: every key others build is asked again at once (one
+           exchange: what ended since comes back together, not each after its own back-off) */
+        if (mm && next && now >= bt->sweep_at) {
+            bt->sweep = 1;
+            continue;
+        }
         if (!next || next > now + 20000000) next = now + 20000000; /* (taken by this batch's workers: they wake it) */
         if (next > now) kcache__cond_wait_until(&bt->c, &bt->m, kcache__now_ns() + (next - now));
     }
@@ -15130,7 +15178,7 @@ KCACHE_API kcache_status kcache_get_or_build_many(kcache *kc, kcache_job *jobs, 
             }
         bt.kc = h;
         bt.jobs = jobs;
-        bt.left = bt.ntodo;
+        bt.left = bt.fresh = bt.ntodo;
         kcache__mutex_init(&bt.m);
         kcache__cond_init(&bt.c);
         nth = threads > 1 ? threads - 1 : 0; /* the caller is a worker too */

@@ -144,6 +144,7 @@ static char *kcache_redis__strndup(const char *s, size_t n) {
    poll() with a deadline, so that a hung server costs one timeout, not the kernel's. Connections
    are pooled per shard and never used by two threads at once; a forked child opens its own. */
 #define KCACHE_REDIS__IDLE 4
+#define KCACHE_REDIS__DEFER_MAX ((size_t)1 << 20) /* a put_release's value up to this is sent without waiting (kcache_redis__debt) */
 #define KCACHE_REDIS__PREFIX "kcache:1:"
 #define KCACHE_REDIS__MAX_ELEMENTS 65536 /* in one reply (kcache's own have a few): more is garbage */
 #define KCACHE_REDIS__MIN_RATE 1048576   /* bytes/s a transfer past its timeout keeps up, or it ends */
@@ -206,6 +207,8 @@ typedef struct kcache_redis__watched {
     unsigned char state;            /* KCACHE_REDIS__W_*; GONE: to be unsubscribed */
     unsigned char confirmed;        /* the server confirmed its subscription */
     int64_t heard_at;               /* HELD: when its claim's taking was heard (monotonic ns) */
+    int64_t missed_at;              /* when a GET sent after the subscription was confirmed found no
+                                       value (0: none since): it comes with a message now (kcache_redis__quiet) */
 } kcache_redis__watched;
 
 typedef struct kcache_redis__server {
@@ -280,12 +283,37 @@ typedef struct kcache_redis__budget {
 typedef struct kcache_redis__link {
     kcache_redis__budget *budget;
     struct kcache_redis__value *value; /* a GET's value to read straight into memory (NULL: none) */
+    struct kcache_redis__debt *debt;   /* put_releases sent on it whose answers are not read yet (oldest first) */
+    unsigned owed;                     /* their replies still to read before the next one (2 each; 0 once
+                                          read, or once reading them failed: then debt is sent again) */
 #ifdef KCACHE_TLS_OPENSSL
     SSL *ssl;
 #endif
 } kcache_redis__link;
 static kcache_redis__link *kcache_redis__link_of(const redisContext *c) {
     return c->reader ? (kcache_redis__link *)c->reader->privdata : NULL;
+}
+
+/* A claim holder's put and release sent without waiting for the answers (kcache_redis__put_release:
+   the builder's next claim goes out at once, in the same round trip as the answers; issue 35). It
+   stays with the connection that carries them until the replies are read, before the next reply
+   that connection's next user waits for (kcache_redis__settle), and is sent again, from the copy of
+   the value kept here, when they never come (kcache_redis__discard). One allocation. */
+typedef struct kcache_redis__debt {
+    struct kcache_redis__debt *next;
+    uint32_t pid;                   /* the process that sent it (a forked child's copy is not its own) */
+    uint32_t ms;                    /* the claim's life, as the release was asked with */
+    char name[33];
+    char *token;                    /* in the same allocation, after the value */
+    size_t size;
+    unsigned char *data;
+} kcache_redis__debt;
+static void kcache_redis__debts_free(kcache_redis__debt *d) {
+    while (d) {
+        kcache_redis__debt *next = d->next;
+        KCACHE_FREE(d);
+        d = next;
+    }
 }
 
 /* ---- TLS (rediss://): OpenSSL on the connection's own non-blocking socket, hiredis for the protocol.
@@ -305,16 +333,26 @@ static void kcache_redis__drop(redisContext *c) {
 #ifdef KCACHE_TLS_OPENSSL
     if (k && k->ssl) SSL_free(k->ssl);
 #endif
-    if (k) c->reader->privdata = NULL;
+    if (k) {
+        c->reader->privdata = NULL;
+        kcache_redis__debts_free(k->debt);
+    }
     KCACHE_FREE(k);
     redisFree(c);
 }
 
+static void kcache_redis__discard(kcache_redis__server *rb, redisContext *c);
 static void kcache_redis__free(void *user) {
     kcache_redis__server *rb = (kcache_redis__server *)user;
     unsigned i;
     if (!rb) return;
-    for (i = 0; i < rb->nidle; i++) kcache_redis__drop(rb->idle[i]);
+    /* (a connection owing answers reads them, or has its put_releases sent again: on new
+       connections, pooled and closed in turn) */
+    while (rb->nidle) {
+        redisContext *c = rb->idle[--rb->nidle];
+        if (rb->pid == (uint32_t)getpid()) kcache_redis__discard(rb, c);
+        else kcache_redis__drop(c);
+    }
     if (rb->sub) kcache_redis__drop(rb->sub); /* (sends nothing: a forked child's closes only its descriptor) */
     KCACHE_FREE(rb->watch);
     if (rb->resolving && rb->resolving_pid == (uint32_t)getpid()) kcache_redis__resolution_unref(rb->resolving);
@@ -886,7 +924,9 @@ static kcache_status kcache_redis__read_value(redisContext *c, kcache_redis__val
    sent what no command asked for, is not). Over TLS, records that carry no data (session tickets
    sent after the handshake) are taken and the connection kept. */
 static int kcache_redis__idle_ok(redisContext *c) {
+    const kcache_redis__link *link = kcache_redis__link_of(c);
     struct pollfd p;
+    if (link && link->owed) return 1; /* (its answers may be there: its next use reads them, or fails and sends them again) */
     p.fd = c->fd;
     p.events = POLLIN;
     p.revents = 0;
@@ -907,6 +947,20 @@ static int kcache_redis__idle_ok(redisContext *c) {
    progress: kcache_redis__limit) of an exchange that began at start and has moved *moved bytes,
    the last at *last (both updated): a pipeline's replies share one deadline (get_many), instead of
    each reply getting a timeout of its own. */
+/* Sends what is queued on c (a plain connection), by the deadline of an exchange (as below). */
+static kcache_status kcache_redis__flush(redisContext *c, int64_t start, int64_t deadline, int64_t *last, uint64_t *moved) {
+    int done = 0;
+    kcache_status st;
+    while (!done) {
+        size_t unsent = KCACHE_REDIS__UNSENT(c), left;
+        if (kcache_redis__write(c, &done) != REDIS_OK) return KCACHE_EIO;
+        if ((left = KCACHE_REDIS__UNSENT(c)) < unsent) { *moved += unsent - left; *last = kcache_monotonic_ns(); }
+        if (!done && (st = kcache_redis__wait(c->fd, POLLOUT, kcache_redis__limit(start, deadline, *last, *moved))) != KCACHE_OK) return st;
+    }
+    return KCACHE_OK;
+}
+static kcache_status kcache_redis__settle(kcache_redis__server *rb, redisContext *c, kcache_redis__link *link);
+
 static kcache_status kcache_redis__io_span(kcache_redis__server *rb, redisContext *c, int64_t start, int64_t deadline, int64_t *last_io,
                                            uint64_t *moved_io, size_t max_reply, redisReply **out) {
     kcache_redis__budget budget;
@@ -916,21 +970,29 @@ static kcache_status kcache_redis__io_span(kcache_redis__server *rb, redisContex
     size_t big_cap = 0;
     int64_t last = *last_io;
     uint64_t moved = *moved_io, got = 0;
-    int done = 0;
     kcache_status st = KCACHE_OK;
     *out = NULL;
 #ifdef KCACHE_TLS_OPENSSL
     if (kcache_redis__tls_of(c)) return kcache_redis__tls_io(rb, c, NULL, 0, deadline, max_reply, out);
 #endif
-    while (!done) {
-        size_t unsent = KCACHE_REDIS__UNSENT(c), left;
-        if (kcache_redis__write(c, &done) != REDIS_OK) return KCACHE_EIO;
-        if ((left = KCACHE_REDIS__UNSENT(c)) < unsent) { moved += unsent - left; last = kcache_monotonic_ns(); }
-        if (!done && (st = kcache_redis__wait(c->fd, POLLOUT, kcache_redis__limit(start, deadline, last, moved))) != KCACHE_OK) return st;
+    st = kcache_redis__flush(c, start, deadline, &last, &moved);
+    link = kcache_redis__link_of(c);
+    /* the answers to put_releases sent earlier on c come first (the command just sent went out
+       with them in flight: one round trip for both); this reply's time counts from there, as the
+       server answers it after them */
+    if (st == KCACHE_OK && link && link->owed) {
+        int64_t t0 = kcache_monotonic_ns(), spent;
+        st = kcache_redis__settle(rb, c, link);
+        spent = kcache_monotonic_ns() - t0;
+        start += spent, deadline += spent, last += spent;
+    }
+    if (st != KCACHE_OK) {
+        *last_io = last, *moved_io = moved;
+        return st;
     }
     budget.rb = rb;
     budget.elements = 0;
-    if ((link = kcache_redis__link_of(c)) != NULL) link->budget = &budget;
+    if (link) link->budget = &budget;
     /* The socket is read before poll() is asked (a reply is usually there already), a large reply
        in reads of up to KCACHE_REDIS__READ_MAX (hiredis's own reads are 16 KiB): a 1 MiB value
        costs about 10 system calls, not 130. hiredis parses every reply; the bytes of a GET's value
@@ -983,6 +1045,65 @@ static kcache_status kcache_redis__io_max(kcache_redis__server *rb, redisContext
 }
 static kcache_status kcache_redis__io(kcache_redis__server *rb, redisContext *c, int64_t deadline, redisReply **out) {
     return kcache_redis__io_max(rb, c, deadline, rb->max_reply, out);
+}
+
+static kcache_status kcache_redis__put(void *user, const char *name, const void *data, size_t size);
+static kcache_status kcache_redis__claim(void *user, const char *name, int op, const char *token, uint32_t ms);
+static int kcache_redis__cluster_redirect(const redisReply *r, int *ask, unsigned *slot, const char **host, size_t *hlen, int *port);
+
+/* A put_release whose answers never came, sent again (put, then release: the ordinary commands,
+   routed as any; a release that finds the claim gone does nothing). By the process that sent it only. */
+static void kcache_redis__debt_resend(kcache_redis__server *rb, const kcache_redis__debt *d) {
+    if (d->pid != (uint32_t)getpid()) return;
+    (void)kcache_redis__put(rb, d->name, d->data, d->size);
+    (void)kcache_redis__claim(rb, d->name, KCACHE_CLAIM_RELEASE, d->token, d->ms);
+}
+
+/* Reads the answers c owes for put_releases sent earlier (link->debt), each within a timeout of
+   the one before (as put_release read them when it waited): each pair read lets its copy go; a put that a plain server turned out to redirect
+   (a node of a cluster) is sent again, routed. A failure leaves the rest in link->debt, owed no
+   more (the caller drops c: kcache_redis__discard sends them again). */
+static kcache_status kcache_redis__settle(kcache_redis__server *rb, redisContext *c, kcache_redis__link *link) {
+    struct kcache_redis__value *value = link->value;
+    kcache_status st = KCACHE_OK;
+    link->owed = 0;
+    link->value = NULL; /* (not a GET's) */
+    while (link->debt && st == KCACHE_OK) {
+        kcache_redis__debt *d = link->debt;
+        redisReply *r[2] = {NULL, NULL};
+        int i, ask, port;
+        unsigned slot;
+        const char *host;
+        size_t hlen;
+        for (i = 0; i < 2 && st == KCACHE_OK; i++) st = kcache_redis__io_max(rb, c, kcache_monotonic_ns() + (int64_t)rb->op_ms * 1000000, 65536, &r[i]);
+        if (st == KCACHE_OK) {
+            link->debt = d->next;
+            if (kcache_redis__cluster_redirect(r[0], &ask, &slot, &host, &hlen, &port)) kcache_redis__debt_resend(rb, d);
+            KCACHE_FREE(d);
+        }
+        for (i = 0; i < 2; i++)
+            if (r[i]) freeReplyObject(r[i]);
+    }
+    link->value = value;
+    return st;
+}
+
+/* Closes c, a connection of rb's that may owe answers: read first (the connection is still good:
+   given back to a full pool, or closed at the end), else the put_releases it carried are sent again. */
+static void kcache_redis__discard(kcache_redis__server *rb, redisContext *c) {
+    kcache_redis__link *link = kcache_redis__link_of(c);
+    kcache_redis__debt *d = NULL;
+    if (link && link->debt && link->debt->pid == (uint32_t)getpid()) {
+        if (link->owed) (void)kcache_redis__settle(rb, c, link);
+        d = link->debt, link->debt = NULL;
+    }
+    kcache_redis__drop(c);
+    while (d) {
+        kcache_redis__debt *next = d->next;
+        kcache_redis__debt_resend(rb, d);
+        KCACHE_FREE(d);
+        d = next;
+    }
 }
 
 static kcache_status kcache_redis__cmd(kcache_redis__server *rb, redisContext *c, int argc, const char **argv, const size_t *lens,
@@ -1155,7 +1276,7 @@ static void kcache_redis__give(kcache_redis__server *rb, redisContext *c) {
     pthread_mutex_lock(&rb->mutex);
     if (rb->pid == (uint32_t)getpid() && rb->nidle < KCACHE_REDIS__IDLE) { rb->idle[rb->nidle++] = c; c = NULL; }
     pthread_mutex_unlock(&rb->mutex);
-    if (c) kcache_redis__drop(c);
+    if (c) kcache_redis__discard(rb, c);
 }
 
 /* One command on a pooled connection of rb's server by the deadline (asking: after ASKING, on the
@@ -1241,7 +1362,7 @@ static kcache_status kcache_redis__run1(kcache_redis__server *rb, int64_t deadli
         if (link) link->value = NULL;
     }
     if (st == KCACHE_OK) kcache_redis__give(rb, c);
-    else kcache_redis__drop(c);
+    else kcache_redis__discard(rb, c);
     return st;
 }
 
@@ -1853,6 +1974,7 @@ static void kcache_redis__watch(kcache_redis__server *rb, const char *const *nam
         memcpy(rb->watch[at].name, names[i], len + 1);
         rb->watch[at].state = KCACHE_REDIS__W_WAIT;
         rb->watch[at].confirmed = 0;
+        rb->watch[at].heard_at = rb->watch[at].missed_at = 0;
         sub++;
     }
     pthread_mutex_unlock(&rb->mutex);
@@ -1942,13 +2064,53 @@ static int kcache_redis__watch_state(kcache_redis__server *rb, const char *name,
    timeout per reply. On a TLS link, or a cluster (its keys on several nodes), one GET after
    another, none begun past that deadline; a key the server redirects (it turned out to be a node
    of a cluster) is asked again as a GET is. */
+static int kcache_redis__clock_due(kcache_redis__server *rb, int64_t now);
+static void kcache_redis__clock_learn(kcache_redis__server *rb, const redisReply *r, int64_t t0, int64_t t1);
+
+/* What the subscriber says of a batch's read-back of name (rb->mutex held): QUIET when its value
+   can only come with a message, which has not come (its subscription confirmed, then a claim's
+   taking heard or a GET that found nothing, within the last third of a claim's life): get_many
+   answers KCACHE_EEXIST without asking, and the batch asks again soon at no cost (issue 35: the
+   cold start's last values come a round trip after their builds' ends are heard, not after a
+   back-off). SURE when a GET sent now that finds nothing makes it QUIET; else 0. A writer that
+   publishes nothing (a plain put, kcache 0.4) is seen at the next GET, a third of a claim's life
+   later at most. */
+enum { KCACHE_REDIS__QUIET = 1, KCACHE_REDIS__SURE };
+/* Marks quiet each of names[0..n) that was SURE when asked and found missing (st[i] == was), and
+   answers it KCACHE_EEXIST: its value will be heard of (kcache_remote_ops.get_many). */
+static void kcache_redis__missed(kcache_redis__server *rb, const char *const *names, size_t n, const unsigned char *sure, kcache_status *st,
+                                 kcache_status was) {
+    int64_t now = kcache_monotonic_ns();
+    size_t i;
+    pthread_mutex_lock(&rb->mutex);
+    for (i = 0; i < n; i++) {
+        kcache_redis__watched *w;
+        if (sure[i] && st[i] == was && (w = kcache_redis__watch_find(rb, names[i], strlen(names[i]))) != NULL &&
+            (w->state == KCACHE_REDIS__W_WAIT || w->state == KCACHE_REDIS__W_HELD)) {
+            w->missed_at = now;
+            st[i] = KCACHE_EEXIST;
+        }
+    }
+    pthread_mutex_unlock(&rb->mutex);
+}
+static int kcache_redis__quiet(kcache_redis__server *rb, const char *name, int64_t now) {
+    const kcache_redis__watched *w;
+    int64_t fresh = (int64_t)(rb->claim_ms / 3) * 1000000;
+    if (!rb->watch || !rb->sub || rb->sub_pid != (uint32_t)getpid() || !(w = kcache_redis__watch_find(rb, name, strlen(name))) ||
+        !w->confirmed || (w->state != KCACHE_REDIS__W_WAIT && w->state != KCACHE_REDIS__W_HELD))
+        return 0;
+    if ((w->state == KCACHE_REDIS__W_HELD && now - w->heard_at < fresh) || (w->missed_at && now - w->missed_at < fresh)) return KCACHE_REDIS__QUIET;
+    return KCACHE_REDIS__SURE;
+}
+
 static kcache_status kcache_redis__get_many(void *user, const char *const *names, size_t n, const void **data, size_t *size, void **hold,
                                             kcache_status *st) {
     kcache_redis__server *rb = (kcache_redis__server *)user;
     redisContext *c = NULL;
     kcache_status s = KCACHE_OK;
     size_t i;
-    int pipelined;
+    int pipelined, clock;
+    unsigned char *sure = NULL; /* per name: a GET that finds nothing makes it quiet (kcache_redis__quiet) */
     int64_t start = kcache_monotonic_ns(), deadline = start + (int64_t)rb->op_ms * 1000000, last = start;
     uint64_t moved = 0;
     pthread_mutex_lock(&rb->mutex);
@@ -1958,14 +2120,47 @@ static kcache_status kcache_redis__get_many(void *user, const char *const *names
         hold[i] = NULL;
         st[i] = KCACHE_STATUS_COUNT; /* not answered yet */
     }
+    if (n > 1 && !rb->no_watch && (sure = (unsigned char *)KCACHE_MALLOC(n)) != NULL) { /* a batch's read-back: what was heard */
+        size_t quiet = 0;
+        kcache_redis__watch_drain(rb);
+        pthread_mutex_lock(&rb->mutex);
+        for (i = 0; i < n; i++) {
+            int q = kcache_redis__quiet(rb, names[i], start);
+            if (q == KCACHE_REDIS__QUIET) st[i] = KCACHE_EEXIST, quiet++;
+            sure[i] = q == KCACHE_REDIS__SURE;
+        }
+        pthread_mutex_unlock(&rb->mutex);
+        if (quiet == n) {
+            KCACHE_FREE(sure);
+            return KCACHE_OK;
+        }
+    }
+    /* a batch's look on a server it may claim on: the server's clock (kcache_redis__server_time)
+       asked in the same exchange, before the GETs (its reply is not held up behind their values),
+       so that the batch's first claim costs no round trip of its own for it */
+    clock = pipelined && n > 1 && rb->remote && !rb->no_watch && kcache_redis__clock_due(rb, start);
     if (pipelined && (s = kcache_redis__take(rb, deadline, &c)) == KCACHE_OK) {
+        if (clock) {
+            const char *argv[1];
+            size_t lens[1];
+            argv[0] = "TIME", lens[0] = 4;
+            if (redisAppendCommandArgv(c, 1, argv, lens) != REDIS_OK) s = KCACHE_ENOMEM;
+        }
         for (i = 0; i < n && s == KCACHE_OK; i++) {
             char key[KCACHE_REDIS__KEY_MAX];
             const char *argv[2];
             size_t lens[2];
+            if (st[i] == KCACHE_EEXIST) continue; /* (quiet: not asked) */
             argv[0] = "GET", lens[0] = 3;
             argv[1] = key, lens[1] = kcache_redis__key(rb, key, names[i], "");
             if (redisAppendCommandArgv(c, 2, argv, lens) != REDIS_OK) s = KCACHE_ENOMEM;
+        }
+        if (clock && s == KCACHE_OK) {
+            redisReply *r;
+            if ((s = kcache_redis__io_span(rb, c, start, deadline, &last, &moved, rb->max_reply, &r)) == KCACHE_OK) {
+                kcache_redis__clock_learn(rb, r, start, kcache_monotonic_ns());
+                freeReplyObject(r);
+            }
         }
         for (i = 0; i < n && s == KCACHE_OK; i++) {
             redisReply *r;
@@ -1973,6 +2168,7 @@ static kcache_status kcache_redis__get_many(void *user, const char *const *names
             unsigned slot;
             const char *host;
             size_t hlen;
+            if (st[i] == KCACHE_EEXIST) continue; /* (quiet: not asked) */
             if ((s = kcache_redis__io_span(rb, c, start, deadline, &last, &moved, rb->max_reply, &r)) != KCACHE_OK) break;
             if (r->type == REDIS_REPLY_STRING) { /* held as a GET's are (kcache_redis__release frees both) */
                 kcache_redis__held *h = (kcache_redis__held *)KCACHE_MALLOC(sizeof *h);
@@ -1991,7 +2187,7 @@ static kcache_status kcache_redis__get_many(void *user, const char *const *names
             freeReplyObject(r);
         }
         if (s == KCACHE_OK) kcache_redis__give(rb, c);
-        else kcache_redis__drop(c); /* replies may be left unread on it */
+        else kcache_redis__discard(rb, c); /* replies may be left unread on it */
         if (s == KCACHE_OK && n > 1) { /* a batch's look: its misses are watched (their builds' ends heard) */
             const char **miss = (const char **)KCACHE_MALLOC(n * sizeof *miss);
             size_t m = 0;
@@ -2008,6 +2204,9 @@ static kcache_status kcache_redis__get_many(void *user, const char *const *names
         else if (st[i] == KCACHE_STATUS_COUNT && (st[i] = kcache_redis__get(user, names[i], &data[i], &size[i], &hold[i])) != KCACHE_OK &&
                  st[i] != KCACHE_MISS && st[i] != KCACHE_ENODE) /* (ENODE: that key's node is down, the others' keys are read) */
             s = st[i];
+    if (sure && s == KCACHE_OK) /* found nothing, asked after the subscription held: heard when it comes, quiet till then */
+        kcache_redis__missed(rb, names, n, sure, st, KCACHE_MISS);
+    KCACHE_FREE(sure);
     if (s != KCACHE_OK)
         for (i = 0; i < n; i++) {
             kcache_redis__release(user, hold[i]);
@@ -2111,42 +2310,52 @@ static kcache_status kcache_redis__claim_reissue(void *user, const char *name, c
 /* The server's clock (kcache_remote_ops.server_time_ns): this host's monotonic clock plus an offset
    learned from the server's TIME, learned again after KCACHE_REDIS__CLOCK_KEEP_NS; the midpoint of
    the exchange stands for the moment the server read its clock. One TIME per process and shard a
-   minute at most: a short-lived client that claims pays one round trip, one that only reads none.
+   minute at most: a short-lived client that claims pays one round trip, one that only reads none,
+   and a batch none of its own (its first look asks TIME in the same exchange: kcache_redis__get_many).
    0 when it was never learned (kcache then uses the client's clock). On a cluster the listed
    node's clock serves every key: nodes keep one time (NTP), and a claim's age is judged within
    seconds. */
 #define KCACHE_REDIS__CLOCK_KEEP_NS ((int64_t)60 * 1000000000)
 #define KCACHE_REDIS__CLOCK_RETRY_NS ((int64_t)5 * 1000000000)
+/* Whether the server's clock is to be asked now (not known, or known too long ago, and not asked a
+   moment ago); if so, the attempt is noted. */
+static int kcache_redis__clock_due(kcache_redis__server *rb, int64_t now) {
+    int due;
+    pthread_mutex_lock(&rb->mutex);
+    due = (!rb->clock_at || now - rb->clock_at > KCACHE_REDIS__CLOCK_KEEP_NS) && (!rb->clock_tried || now - rb->clock_tried > KCACHE_REDIS__CLOCK_RETRY_NS);
+    if (due) rb->clock_tried = now;
+    pthread_mutex_unlock(&rb->mutex);
+    return due;
+}
+/* Learns the clock from TIME's reply r, sent at t0 and read at t1. */
+static void kcache_redis__clock_learn(kcache_redis__server *rb, const redisReply *r, int64_t t0, int64_t t1) {
+    int64_t sec, usec;
+    if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 || r->element[0]->type != REDIS_REPLY_STRING || r->element[1]->type != REDIS_REPLY_STRING)
+        return;
+    sec = strtoll(r->element[0]->str, NULL, 10), usec = strtoll(r->element[1]->str, NULL, 10);
+    if (sec <= 0 || usec < 0 || usec >= 1000000) return;
+    pthread_mutex_lock(&rb->mutex);
+    rb->clock_offset = sec * 1000000000 + usec * 1000 - (t0 + (t1 - t0) / 2);
+    rb->clock_at = t1;
+    pthread_mutex_unlock(&rb->mutex);
+}
 static int64_t kcache_redis__server_time(void *user, const char *name) {
     kcache_redis__server *rb = (kcache_redis__server *)user;
-    int64_t now = kcache_monotonic_ns(), offset, at, tried, t0, t1;
+    int64_t offset, at, t0;
     const char *argv[1];
     size_t lens[1];
     redisReply *r = NULL;
     (void)name;
-    pthread_mutex_lock(&rb->mutex);
-    offset = rb->clock_offset, at = rb->clock_at, tried = rb->clock_tried;
-    if ((!at || now - at > KCACHE_REDIS__CLOCK_KEEP_NS) && (!tried || now - tried > KCACHE_REDIS__CLOCK_RETRY_NS)) rb->clock_tried = now;
-    else tried = -1; /* known, or asked a moment ago: not asked now */
-    pthread_mutex_unlock(&rb->mutex);
-    if (tried >= 0) {
+    if (kcache_redis__clock_due(rb, kcache_monotonic_ns())) {
         argv[0] = "TIME", lens[0] = 4;
         t0 = kcache_monotonic_ns();
-        if (kcache_redis__run1(rb, t0 + (int64_t)rb->op_ms * 1000000, 0, 1, argv, lens, NULL, &r) == KCACHE_OK &&
-            r->type == REDIS_REPLY_ARRAY && r->elements == 2 && r->element[0]->type == REDIS_REPLY_STRING &&
-            r->element[1]->type == REDIS_REPLY_STRING) {
-            int64_t sec = strtoll(r->element[0]->str, NULL, 10), usec = strtoll(r->element[1]->str, NULL, 10);
-            t1 = kcache_monotonic_ns();
-            if (sec > 0 && usec >= 0 && usec < 1000000) {
-                offset = sec * 1000000000 + usec * 1000 - (t0 + (t1 - t0) / 2);
-                at = t1;
-                pthread_mutex_lock(&rb->mutex);
-                rb->clock_offset = offset, rb->clock_at = at;
-                pthread_mutex_unlock(&rb->mutex);
-            }
-        }
+        if (kcache_redis__run1(rb, t0 + (int64_t)rb->op_ms * 1000000, 0, 1, argv, lens, NULL, &r) == KCACHE_OK)
+            kcache_redis__clock_learn(rb, r, t0, kcache_monotonic_ns());
         if (r) freeReplyObject(r);
     }
+    pthread_mutex_lock(&rb->mutex);
+    offset = rb->clock_offset, at = rb->clock_at;
+    pthread_mutex_unlock(&rb->mutex);
     return at ? kcache_monotonic_ns() + offset : 0;
 }
 
@@ -2357,13 +2566,16 @@ static int kcache_redis__identity(void *user, int ro, char *out, size_t cap) {
 }
 
 /* put_release (kcache_remote_ops): the SET and the claim's release script in one write on one
-   pooled connection, both replies read: one round trip. Over TLS, on a cluster (whose redirects kcache_redis__run follows), or when the
+   pooled connection; a value up to KCACHE_REDIS__DEFER_MAX is answered KCACHE_OK once sent, its
+   replies read by the connection's next use (kcache_redis__debt: the batch's next claim then goes
+   out without waiting a round trip for them), a larger one's read now: one round trip. Over TLS, on a cluster (whose redirects kcache_redis__run follows), or when the
    server answers with a redirect (it turned out to be a node of a cluster: neither command ran),
    put and then the claim's release, one after the other. The release's arguments are those of
    kcache_redis__claim's KCACHE_CLAIM_RELEASE: keep the two alike. Returns the put's status, or a
    failure when the release did not run for sure (kcache releases again: a second does nothing). */
 static kcache_status kcache_redis__put_release(void *user, const char *name, const void *data, size_t size, const char *token, uint32_t ms) {
     kcache_redis__server *rb = (kcache_redis__server *)user;
+    kcache_redis__debt *d = NULL;
     redisContext *c = NULL;
     redisReply *r[2] = {NULL, NULL};
     kcache_status st = KCACHE_OK, put = KCACHE_EIO, rel = KCACHE_EIO;
@@ -2380,6 +2592,34 @@ static kcache_status kcache_redis__put_release(void *user, const char *name, con
             st = KCACHE_ENOMEM;
         kcache_redis__release_argv(rb, name, token, KCACHE_CLAIM_RELEASE, claim, chan, argv, lens);
         if (st == KCACHE_OK && redisAppendCommandArgv(c, 7, argv, lens) != REDIS_OK) st = KCACHE_ENOMEM;
+        /* sent without waiting for the answers, the value kept to send again (kcache_redis__debt),
+           where it is small enough that the copy costs nothing next to the round trip saved */
+        if (st == KCACHE_OK && size <= KCACHE_REDIS__DEFER_MAX && strlen(name) < sizeof d->name &&
+            (d = (kcache_redis__debt *)KCACHE_MALLOC(sizeof *d + size + strlen(token) + 1)) != NULL) {
+            kcache_redis__link *link = kcache_redis__link_of(c);
+            int64_t start = kcache_monotonic_ns(), last = start;
+            uint64_t moved = 0;
+            memset(d, 0, sizeof *d);
+            d->pid = (uint32_t)getpid(), d->ms = ms, d->size = size;
+            memcpy(d->name, name, strlen(name) + 1);
+            d->data = (unsigned char *)(d + 1);
+            if (size) memcpy(d->data, data, size);
+            d->token = (char *)d->data + size;
+            memcpy(d->token, token, strlen(token) + 1);
+            if (!link || (st = kcache_redis__flush(c, start, deadline, &last, &moved)) != KCACHE_OK) {
+                KCACHE_FREE(d);
+                kcache_redis__discard(rb, c); /* (sent in part, or not at all: the caller puts again) */
+                return link ? st : KCACHE_EIO;
+            }
+            {
+                kcache_redis__debt **tail = &link->debt;
+                while (*tail) tail = &(*tail)->next;
+                *tail = d;
+            }
+            link->owed += 2;
+            kcache_redis__give(rb, c);
+            return KCACHE_OK;
+        }
         /* each reply within a timeout of the one before (two replies: bounded, and a server slow to
            answer each command is no slower here than with put and release apart) */
         for (i = 0; i < 2 && st == KCACHE_OK; i++) st = kcache_redis__io(rb, c, kcache_monotonic_ns() + (int64_t)rb->op_ms * 1000000, &r[i]);
@@ -2413,15 +2653,16 @@ static kcache_status kcache_redis__put_release(void *user, const char *name, con
 
 /* Takes claims in order until ARGV[2] are taken, each only while nobody holds it and its value is
    missing, and publishes each taken ("t", as the take script does): KEYS claim1, value1, claim2,
-   value2...; ARGV ms, want, token1..tokenN, channel1..channelN; per name 1 (taken), 0 (held, or the
-   value is there), -1 (not tried). */
+   value2...; ARGV ms, want, token1..tokenN, channel1..channelN; per name 1 (taken), 2 (held by
+   another, the value missing), 0 (the value is there), -1 (not tried). */
 static const char kcache_redis__take_first_lua[] =
     "local n = #KEYS / 2 local want, got, out = tonumber(ARGV[2]), 0, {} "
     "for i = 1, n do "
     "if got >= want then out[i] = -1 "
-    "elseif redis.call('exists', KEYS[2 * i]) == 0 and redis.call('set', KEYS[2 * i - 1], ARGV[i + 2], 'NX', 'PX', ARGV[1]) then "
+    "elseif redis.call('exists', KEYS[2 * i]) == 1 then out[i] = 0 "
+    "elseif redis.call('set', KEYS[2 * i - 1], ARGV[i + 2], 'NX', 'PX', ARGV[1]) then "
     "redis.call('publish', ARGV[n + i + 2], 't') out[i] = 1 got = got + 1 "
-    "else out[i] = 0 end end return out";
+    "else out[i] = 2 end end return out";
 
 /* claim_take_many (kcache_remote_ops): one script over the names (one round trip). On a cluster
    (names on several nodes), or when the server refuses the script (a node of a cluster: CROSSSLOT,
@@ -2443,9 +2684,13 @@ static kcache_status kcache_redis__claim_take_many(void *user, const char *const
         enum { MAX = 64 };
         char (*keys)[KCACHE_REDIS__KEY_MAX] = (char (*)[KCACHE_REDIS__KEY_MAX])KCACHE_MALLOC(3 * MAX * KCACHE_REDIS__KEY_MAX);
         const char *argv[4 + 4 * MAX];
+        const char *held[MAX];
         size_t lens[4 + 4 * MAX], a = 0, sent[MAX], m = 0;
+        unsigned char sure[MAX];
+        kcache_status got_st[MAX];
         char nbuf[16];
         redisReply *r = NULL;
+        int64_t now = kcache_monotonic_ns();
         if (!keys) return KCACHE_ENOMEM;
         kcache_redis__watch_drain(rb); /* (once for the names) */
         for (i = 0; i < n; i++) { /* a build's end or a claim heard (kcache_redis__watch): held, unasked */
@@ -2453,6 +2698,9 @@ static kcache_status kcache_redis__claim_take_many(void *user, const char *const
             if (heard == KCACHE_REDIS__W_STORED || heard == KCACHE_REDIS__W_HELD) st[i] = KCACHE_EEXIST;
             else sent[m++] = i;
         }
+        pthread_mutex_lock(&rb->mutex); /* (a claim found held after its subscription held: quiet, kcache_redis__quiet) */
+        for (i = 0; i < m; i++) sure[i] = kcache_redis__quiet(rb, names[sent[i]], now) != 0;
+        pthread_mutex_unlock(&rb->mutex);
         if (m == 0) {
             KCACHE_FREE(keys);
             return KCACHE_OK;
@@ -2475,10 +2723,13 @@ static kcache_status kcache_redis__claim_take_many(void *user, const char *const
             for (i = 0; i < m; i++) {
                 const redisReply *e = r->element[i];
                 kcache_status *to = &st[sent[i]];
-                *to = e->type != REDIS_REPLY_INTEGER ? KCACHE_EIO : e->integer == 1 ? KCACHE_OK : e->integer == 0 ? KCACHE_EEXIST : KCACHE_MISS;
+                *to = e->type != REDIS_REPLY_INTEGER ? KCACHE_EIO : e->integer == 1 ? KCACHE_OK : e->integer == 0 || e->integer == 2 ? KCACHE_EEXIST : KCACHE_MISS;
                 if (*to == KCACHE_OK) (void)kcache_redis__watch_state(rb, names[sent[i]], 1); /* built here: not watched */
+                held[i] = names[sent[i]];
+                got_st[i] = e->type == REDIS_REPLY_INTEGER && e->integer == 2 ? KCACHE_MISS : KCACHE_OK;
             }
             freeReplyObject(r);
+            kcache_redis__missed(rb, held, m, sure, got_st, KCACHE_MISS);
             return KCACHE_OK;
         }
         if (r->type == REDIS_REPLY_ERROR && (s = kcache_redis__write_error(r)) != KCACHE_EIO) { /* (a full or read-only server) */

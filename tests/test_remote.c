@@ -1092,9 +1092,9 @@ static void remote_identity_copied(void) {
         redisReply *id, *r;
         long long a, b;
         memset(&mc, 0, sizeof mc);
-        mc.url = A.url;
+        mc.url = urls; /* (a client of two shards: one of one shard asks no identity) */
         mc.secret = sig ? "identity secret" : NULL;
-        job(0, fresh("id-a"), &mc, DO_PUT, 35100, 100); /* A gets its id */
+        job(0, fresh("id-a"), &mc, DO_PUT, 35100, 100); /* A and B get their ids */
         id = kt_redis_cmd(&A, "GET kcache:id");
         if (!id || id->type != REDIS_REPLY_STRING) { KT_FAILF("no kcache:id on A"); if (id) freeReplyObject(id); break; }
         r = kt_redis_cmd(&B, "SET kcache:id %b", id->str, id->len); /* the copy */
