@@ -2683,9 +2683,9 @@ static kcache_status kcache_redis__claim_take_many(void *user, const char *const
     if (!cluster && n <= 64) {
         enum { MAX = 64 };
         char (*keys)[KCACHE_REDIS__KEY_MAX] = (char (*)[KCACHE_REDIS__KEY_MAX])KCACHE_MALLOC(3 * MAX * KCACHE_REDIS__KEY_MAX);
-        const char *argv[4 + 4 * MAX];
+        const char *argv[5 + 4 * MAX]; /* EVAL, the script, the key count, ms, want; 4 per name */
         const char *held[MAX];
-        size_t lens[4 + 4 * MAX], a = 0, sent[MAX], m = 0;
+        size_t lens[5 + 4 * MAX], a = 0, sent[MAX], m = 0;
         unsigned char sure[MAX];
         kcache_status got_st[MAX];
         char nbuf[16];

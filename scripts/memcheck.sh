@@ -26,10 +26,11 @@ WARN="-Wall -Wextra -Wpedantic -Werror"
 TESTS="test_hash test_host test_key test_lru test_threads test_store test_flight test_index test_exchange test_hostile test_backend test_opencl test_remote test_layers test_many"
 [ $# -gt 0 ] && TESTS="$*"
 # the groups of test_opencl kept in a quick run: under valgrind the paths through kcache's OpenCL
-# layer (miss, store, disk hit and explain in a new process, the in-process repeat;
-# a failed build, bad arguments and a second thread's log); under TSan the groups where threads share a kcache
-# (kcache_cl_build_many's builder threads compiling on one context among them)
-CL_QUICK_valgrind="cached_binary_right_in_new_process build_failure_logged_not_cached"
+# layer (miss, store, disk hit and explain in a new process, the in-process repeat; a failed
+# build's log runs under ASan and TSan, whose runs cost a tenth of valgrind's 50 s a group); under
+# TSan the groups where threads share a kcache (kcache_cl_build_many's builder threads compiling on
+# one context among them) and the failed build
+CL_QUICK_valgrind="cached_binary_right_in_new_process"
 CL_QUICK_tsan="threads_compile_once build_failure_logged_not_cached many_programs_spread_over_threads"
 
 case "$tool" in

@@ -91,6 +91,9 @@
  *                             a cold get_or_build send one; a caller that waits for another
  *                             thread's or another kcache's build on its store sends one, for
  *                             another machine's (the cluster claim) two
+ *   remote_take_64            a batch of 64 keys on one builder: its first take names all 64 (the
+ *                             script's argument list was one short: a failed call, out of bounds
+ *                             under ASan); every key built once, no remote error
  *   remote_explain_stats      kcache_explain of a remote hit, miss, reject, a remote down, a breaker
  *                             open: kcache_stats and the stats file unchanged, no breaker moved
  *   compress_local            KCACHE_COMPRESS=1: version-2 entries, smaller, read back exact (also by
@@ -2939,6 +2942,49 @@ static int build_while_waiting(kcache *a, kcache *b, unsigned id) {
     return ca.ok && cb.ok && h.builds == 1;
 }
 
+/* A batch of 64 keys of its own on one builder: the first take_many names 64 keys (5 + 4 x 64
+   arguments; the array held 4 + 4 x 64, and the call failed or wrote past it). */
+static int take64_build(void *user, void **out, size_t *out_size) {
+    unsigned id = *(const unsigned *)user;
+    __atomic_add_fetch(&S->builds, 1, __ATOMIC_SEQ_CST);
+    *out = KCACHE_MALLOC(200);
+    kt_payload((unsigned char *)*out, 200, id);
+    *out_size = 200;
+    return 0;
+}
+static void remote_take_64(void) {
+    kcache_job jobs[64];
+    kcache_key keys[64];
+    unsigned ids[64];
+    kcache_stats st;
+    kcache *kc = open_tls(T.url, NULL, NULL, NULL); /* (a memory-only handle on the plain server) */
+    const char *unit = fresh("take64");
+    int i, ok = 0;
+    if (!kc) { KT_FAILF("open"); return; }
+    S->builds = 0;
+    for (i = 0; i < 64; i++) {
+        kt_key(&keys[i], unit, (unsigned)i);
+        ids[i] = (unsigned)i;
+        memset(&jobs[i], 0, sizeof jobs[i]);
+        jobs[i].key = &keys[i];
+        jobs[i].build = take64_build;
+        jobs[i].user = &ids[i];
+    }
+    kcache_get_or_build_many(kc, jobs, 64, 1);
+    for (i = 0; i < 64; i++) {
+        if (jobs[i].status == KCACHE_OK) {
+            ok += kt_payload_ok(jobs[i].data, jobs[i].size, 200, (unsigned)i);
+            kcache_release(kc, jobs[i].data);
+        }
+        kcache_key_free(&keys[i]);
+    }
+    kcache_get_stats(kc, &st);
+    kcache_close(kc);
+    printf("# remote_take_64: %d of 64 right, %d builds, %llu remote errors\n", ok, S->builds, (unsigned long long)st.remote_errors);
+    KT_CHECK_MSG(ok == 64 && S->builds == 64, "%d of 64 right, %d builds", ok, S->builds);
+    KT_CHECK_MSG(st.remote_errors == 0, "%llu remote errors (the first take of 64 keys failed)", (unsigned long long)st.remote_errors);
+}
+
 static void remote_lookups(void) {
     kcache *a, *b;
     kcache_key k;
@@ -3392,6 +3438,7 @@ int main(int argc, char **argv) {
     KT_RUN(remote_value_framing);
     KT_RUN(remote_empty_host);
     KT_RUN(remote_tls_bounds);
+    KT_RUN(remote_take_64);
     KT_RUN(remote_lookups);
     KT_RUN(remote_explain_stats);
     KT_RUN(compress_local);
