@@ -658,19 +658,29 @@ static void cluster_waiters_share(void) {
         kcache_close(kc);
         _exit(good == 8 ? 0 : 1);
     }
-    kt_sleep_ms(350); /* (the waiters wait now: the builds end at 800 ms) */
-    for (i = 0; i < 3; i++) subs[i] = node_subscribers(&c.n[i]);
-    ok &= waitpid(a, &st, 0) == a && WIFEXITED(st) && WEXITSTATUS(st) == 0;
+    for (i = 0; i < 3; i++) subs[i] = 0;
+    for (;;) { /* the most seen at once on each node, every 50 ms while the waiters run */
+        pid_t done = waitpid(a, &st, WNOHANG);
+        for (i = 0; i < 3; i++) {
+            int now = node_subscribers(&c.n[i]);
+            if (now > subs[i] || now < 0) subs[i] = now < 0 ? 99 : now;
+        }
+        if (done == a || done < 0) {
+            ok &= done == a && WIFEXITED(st) && WEXITSTATUS(st) == 0;
+            break;
+        }
+        kt_sleep_ms(50);
+    }
     ok &= waitpid(b, &st, 0) == b && WIFEXITED(st) && WEXITSTATUS(st) == 0;
     {
         int builds = 0;
         for (i = 0; i < 8; i++) builds += TS->builds[(first + (unsigned)i) % 64];
-        printf("# cluster_waiters_share: 8 threads waiting on another process's 8 builds (keys on %d nodes): subscribed connections per node %d %d %d, %d builds\n",
+        printf("# cluster_waiters_share: 8 threads waiting on another process's 8 builds (keys on %d nodes): at most %d %d %d subscribed connections on the nodes, %d builds\n",
                nodes_used, subs[0], subs[1], subs[2], builds);
         KT_CHECK_MSG(ok && TS->wrong == 0, "a process failed or got wrong payloads");
         KT_CHECK_MSG(builds == 8, "%d builds of 8 keys", builds);
     }
-    for (i = 0; i < 3; i++) KT_CHECK_MSG(subs[i] >= 0 && subs[i] <= 2, "node %d: %d subscribed connections, want at most 2 (one per process)", i, subs[i]);
+    for (i = 0; i < 3; i++) KT_CHECK_MSG(subs[i] <= 2, "node %d: %d subscribed connections, want at most 2 (one per process; 99: no answer)", i, subs[i]);
     cluster_stop(&c);
 }
 
