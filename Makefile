@@ -136,7 +136,8 @@ REMOTE_TESTS += $(B)/test_netfaults
 $(B)/test_rtt: tests/test_rtt.c kcache.h kcache_redis.h tests/kt.h tests/kt_remote.h tests/kt_delay.h | $(B)
 	$(CC) $(STD) $(CFLAGS) $(WARN) -I. -o $@ $< $(REMOTE_LIBS)
 REMOTE_TESTS += $(B)/test_rtt
-# Redis Clusters started by the test: failover that heals, a breaker per node, TLS cluster names
+# Redis Clusters started by the test: failover that heals, a breaker per node, TLS cluster names,
+# waiters told through sharded pub/sub (a subscriber per process and node)
 $(B)/test_cluster: tests/test_cluster.c kcache.h kcache_redis.h tests/kt.h tests/kt_remote.h | $(B)
 	$(CC) $(STD) $(CFLAGS) $(WARN) -I. -o $@ $< $(REMOTE_LIBS)
 $(B)/asan/test_cluster: tests/test_cluster.c kcache.h kcache_redis.h tests/kt.h tests/kt_remote.h | $(B)/asan

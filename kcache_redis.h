@@ -140,7 +140,8 @@ static char *kcache_redis__strndup(const char *s, size_t n) {
 /* Names on the server: kcache:1:<name> holds a value, kcache:1:<name>:claim a build claim (SET NX
    PX in a script that first looks for the value; the value is the holder's token, re-issued at each
    renewal), and a build's start and end are published on kcache:1:<name>:done ("t": its claim
-   was taken, "1": the value was stored, "0": abandoned). Every call runs on a non-blocking socket under
+   was taken, "1": the value was stored, "0": abandoned; on a cluster also on the sharded channel
+   {kcache:1:<name>}:done, in the claim's slot). Every call runs on a non-blocking socket under
    poll() with a deadline, so that a hung server costs one timeout, not the kernel's. Connections
    are pooled per shard and never used by two threads at once; a forked child opens its own. */
 #define KCACHE_REDIS__IDLE 4
@@ -204,7 +205,8 @@ static void *kcache_redis__resolver(void *arg) {
 enum { KCACHE_REDIS__W_FREE, KCACHE_REDIS__W_WAIT, KCACHE_REDIS__W_HELD, KCACHE_REDIS__W_STORED, KCACHE_REDIS__W_ABANDONED, KCACHE_REDIS__W_GONE };
 typedef struct kcache_redis__watched {
     char name[33];                  /* the key's name (kcache_redis__key's %.32s) */
-    unsigned char state;            /* KCACHE_REDIS__W_*; GONE: to be unsubscribed */
+    unsigned char state;            /* KCACHE_REDIS__W_*; GONE: let go, still subscribed (watched again
+                                       without a command; unsubscribed when its entry is needed) */
     unsigned char confirmed;        /* the server confirmed its subscription */
     int64_t heard_at;               /* HELD: when its claim's taking was heard (monotonic ns) */
     int64_t missed_at;              /* when a GET sent after the subscription was confirmed found no
@@ -259,6 +261,9 @@ typedef struct kcache_redis__server {
     pthread_cond_t sub_cond;        /* signalled when a turn ends (the waiters' next one may read) */
     int no_watch;                   /* none: mode ro (no claims asked) */
     int64_t sub_retry_at;           /* after a failure, not connected again before then (monotonic ns) */
+    int sub_sharded;                /* its subscriptions are a cluster node's (SSUBSCRIBE) */
+    unsigned sub_refused;           /* subscriptions it redirected (a cluster's slot moved) */
+    struct kcache_redis__server *cluster_of; /* a cluster's node: the listed one (its slot map); NULL: itself */
     struct kcache_redis__watched *watch; /* KCACHE_REDIS__WATCH entries (NULL until the first) */
     unsigned watch_next;            /* the entry the next new one replaces when all are in use (round robin) */
     char *tls_name;                 /* TLS: the name the server's certificate must hold; NULL: host */
@@ -1427,6 +1432,7 @@ static unsigned kcache_redis__cluster_node(kcache_redis__server *rb, const kcach
     nd->port = port;
     nd->connect_ms = rb->connect_ms, nd->op_ms = rb->op_ms, nd->max_reply = rb->max_reply, nd->pid = (uint32_t)getpid(), nd->tls = rb->tls;
     nd->remote = rb->remote, nd->claim_ms = rb->claim_ms, nd->is_signed = rb->is_signed;
+    nd->no_watch = rb->no_watch, nd->prefix = rb->prefix, nd->cluster_of = rb; /* (its subscriber names channels as rb does) */
 #ifdef KCACHE_TLS_OPENSSL
     if (rb->tls_ctx && SSL_CTX_up_ref(rb->tls_ctx) == 1) nd->tls_ctx = rb->tls_ctx;
 #endif
@@ -1798,263 +1804,505 @@ static void kcache_redis__release(void *user, void *hold) {
 }
 /* ---- Waiters told (issue 35.6): a batch's process learns which claims were taken and which
    builds ended from Redis pub/sub instead of asking each key's claim. The keys a batch's look
-   found missing are watched: their channels (kcache:1:<name>:done, published by the take and
-   release scripts) are subscribed on the process's one subscriber connection to the server, in
-   one SUBSCRIBE, and whatever it has received is read (without waiting) before each claim is
-   asked: a key whose build was stored is answered as held without a command (the caller looks
-   again and hits, as when the take script finds the value), and so is one whose claim another
-   took less than a third of a claim's life ago (the batch asks it again after that anyway).
-   Only a hint: a message missed (sent before the subscription was in place, a broken connection)
-   costs the command it would have saved, never a wrong answer. A plain (not TLS) server that is
-   not a cluster only; no thread of its own: the threads that ask claims read it by turns. ---- */
+   found missing are watched: their channels (published by the take and release scripts) are
+   subscribed on the process's subscriber connection, and whatever it has received is read
+   (without waiting) before each claim is asked: a key whose build was stored is answered as held
+   without a command (the caller looks again and hits, as when the take script finds the value),
+   and so is one whose claim another took less than a third of a claim's life ago (the batch asks
+   it again after that anyway). A WAIT listens there too. Only a hint: a message missed (sent
+   before the subscription was in place, a broken connection, a slot that moved) costs the
+   command it would have saved, never a wrong answer. No thread of its own: the threads that ask
+   claims read it by turns. TLS or not.
+   A plain server: one subscriber per process, SUBSCRIBE to [prefix]kcache:1:<name>:done (one
+   command for a batch's names). A cluster: sharded pub/sub (Redis 7), one subscriber per process
+   and node, SSUBSCRIBE to {[prefix]kcache:1:<name>}:done, in the claim's slot, on the node the
+   slot map says serves it (one command per name: a command's channels share one slot); the
+   scripts SPUBLISH it there, and PUBLISH the plain channel too, which a cluster sends to every
+   node, for the waiters of 0.6.0 and before (they SUBSCRIBE on the listed node). A slot that
+   moves: the node says sunsubscribe (or MOVED to a SSUBSCRIBE), the map is read again, and the
+   name is let go (asked as without a subscriber, subscribed on its new node when watched again). ---- */
 
-/* The entry of name in rb's watch list (rb->mutex held), or NULL. */
-static kcache_redis__watched *kcache_redis__watch_find(kcache_redis__server *rb, const char *name, size_t len) {
-    unsigned i;
-    if (!rb->watch || len > 32) return NULL;
-    for (i = 0; i < KCACHE_REDIS__WATCH; i++)
-        if (rb->watch[i].state != KCACHE_REDIS__W_FREE && rb->watch[i].state != KCACHE_REDIS__W_GONE &&
-            strncmp(rb->watch[i].name, name, len) == 0 && rb->watch[i].name[len] == 0)
-            return &rb->watch[i];
+/* name's channel on a cluster (sharded: in the claim's slot) or a plain server. out holds
+   KCACHE_REDIS__KEY_MAX bytes. */
+static size_t kcache_redis__chan(const kcache_redis__server *rb, char *out, const char *name, int sharded) {
+    size_t n;
+    if (!sharded) return kcache_redis__key(rb, out, name, ":done");
+    n = (size_t)snprintf(out, KCACHE_REDIS__KEY_MAX, "{%s%s%.32s}:done", rb->prefix ? rb->prefix : "", KCACHE_REDIS__PREFIX, name);
+    return n < KCACHE_REDIS__KEY_MAX ? n : KCACHE_REDIS__KEY_MAX - 1;
+}
+/* The entry name in a channel's name (either form) of n bytes: its start and *len, or NULL. */
+static const char *kcache_redis__chan_name(const kcache_redis__server *sv, const char *chan, size_t n, size_t *len) {
+    size_t pre = strlen(sv->prefix ? sv->prefix : "") + strlen(KCACHE_REDIS__PREFIX);
+    if (n > pre + 7 && chan[0] == '{' && memcmp(chan + n - 6, "}:done", 6) == 0) { *len = n - pre - 7; return chan + 1 + pre; }
+    if (n > pre + 5 && memcmp(chan + n - 5, ":done", 5) == 0) { *len = n - pre - 5; return chan + pre; }
     return NULL;
 }
 
-/* Whether rb may have a subscriber, and takes it for this thread (rb->sub_busy), dropping a forked
-   parent's (rb->mutex held; *old: a connection to close, outside the lock). */
-static int kcache_redis__sub_begin(kcache_redis__server *rb, redisContext **old) {
-    *old = NULL;
-    if (rb->tls || rb->slot || !rb->remote || rb->no_watch) return 0;
-    if (rb->sub_pid != (uint32_t)getpid()) { /* forked: the parent's connection and list are the parent's */
-        *old = rb->sub, rb->sub = NULL, rb->sub_busy = 0;
-        if (rb->watch) memset(rb->watch, 0, KCACHE_REDIS__WATCH * sizeof *rb->watch);
-        rb->sub_pid = (uint32_t)getpid();
+/* The entry of name in sv's watch list (sv->mutex held), or NULL; gone: one let go too. */
+static kcache_redis__watched *kcache_redis__watch_in(kcache_redis__server *sv, const char *name, size_t len, int gone) {
+    unsigned i;
+    if (!sv->watch || len > 32) return NULL;
+    for (i = 0; i < KCACHE_REDIS__WATCH; i++)
+        if (sv->watch[i].state != KCACHE_REDIS__W_FREE && (gone || sv->watch[i].state != KCACHE_REDIS__W_GONE) &&
+            strncmp(sv->watch[i].name, name, len) == 0 && sv->watch[i].name[len] == 0)
+            return &sv->watch[i];
+    return NULL;
+}
+static kcache_redis__watched *kcache_redis__watch_find(kcache_redis__server *sv, const char *name, size_t len) {
+    return kcache_redis__watch_in(sv, name, len, 0);
+}
+
+/* The server whose subscriber hears name's builds: rb itself (a plain server), or on a cluster
+   (*sharded 1) the node serving the name's claim by the slot map, NULL while that is not known.
+   NULL too when rb hears nothing (mode ro: it takes no claims). */
+static kcache_redis__server *kcache_redis__sub_server(kcache_redis__server *rb, const char *name, int *sharded) {
+    kcache_redis__server *sv = rb;
+    char claim[KCACHE_REDIS__KEY_MAX];
+    size_t n;
+    *sharded = 0;
+    if (!rb->remote || rb->no_watch) return NULL;
+    n = kcache_redis__key(rb, claim, name, ":claim");
+    if (n >= KCACHE_REDIS__KEY_MAX) n = KCACHE_REDIS__KEY_MAX - 1;
+    pthread_mutex_lock(&rb->mutex);
+    if (rb->slot) {
+        unsigned at = rb->slot[kcache_redis__cluster_slot(claim, n)];
+        *sharded = 1;
+        sv = at ? rb->node[at - 1] : NULL;
     }
-    if (rb->sub_busy) return 0;
-    rb->sub_busy = 1;
+    pthread_mutex_unlock(&rb->mutex);
+    return sv ? kcache_redis__as_listed(rb, sv) : NULL;
+}
+
+/* Whether sv may have a subscriber, and takes it for this thread (sv->sub_busy), dropping a forked
+   parent's (sv->mutex held; *old: a connection to close, outside the lock). */
+static int kcache_redis__sub_begin(kcache_redis__server *sv, redisContext **old) {
+    *old = NULL;
+    if (!sv->remote || sv->no_watch) return 0;
+    if (sv->sub_pid != (uint32_t)getpid()) { /* forked: the parent's connection and list are the parent's */
+        *old = sv->sub, sv->sub = NULL, sv->sub_busy = 0;
+        if (sv->watch) memset(sv->watch, 0, KCACHE_REDIS__WATCH * sizeof *sv->watch);
+        sv->sub_pid = (uint32_t)getpid();
+    }
+    if (sv->sub_busy) return 0;
+    sv->sub_busy = 1;
     return 1;
 }
 
-/* Reads what the subscriber has received, without waiting (rb->sub_busy is this thread's): each
-   message marks its key's entry held ("t"), stored ("1") or abandoned ("0"). 0 when the
-   connection failed, -1 when the server refused a subscription. */
-static int kcache_redis__sub_read(kcache_redis__server *rb, redisContext *c) {
+/* Has the slot map of sv's cluster read again before its next command (a slot moved). */
+static void kcache_redis__sub_moved(kcache_redis__server *sv) {
+    kcache_redis__server *cl = sv->cluster_of ? sv->cluster_of : sv;
+    pthread_mutex_lock(&cl->mutex);
+    cl->refresh = 1;
+    pthread_mutex_unlock(&cl->mutex);
+}
+
+/* Reads what the subscriber has received, without waiting (sv->sub_busy is this thread's): each
+   message marks its key's entry held ("t"), stored ("1") or abandoned ("0"). Over TLS through the
+   connection's SSL, until it has nothing more (decrypted bytes it holds are read too, so that a
+   poll() on the socket afterwards means what it says). 0 when the connection failed, -1 when the
+   server refused a subscription. On a cluster a redirection (MOVED, ASK, CLUSTERDOWN, TRYAGAIN: the
+   channel's slot is not the node's now) counts in sv->sub_refused and has the map read again, and
+   a sunsubscribe the node sent of itself (its slot moved) lets its name go. */
+static int kcache_redis__sub_read(kcache_redis__server *sv, redisContext *c) {
     kcache_redis__link *link = kcache_redis__link_of(c);
     kcache_redis__budget budget;
     char buf[16384];
-    size_t pre = strlen(rb->prefix ? rb->prefix : "") + strlen(KCACHE_REDIS__PREFIX);
     int ok = 1;
-    budget.rb = rb;
+#ifdef KCACHE_TLS_OPENSSL
+    SSL *s = kcache_redis__tls_of(c);
+    kcache_redis__nopipe np; /* (SSL_read may write: a key update's answer) */
+    if (s) kcache_redis__nopipe_begin(&np);
+#endif
+    budget.rb = sv;
     for (;;) {
         void *reply = NULL;
         redisReply *r;
+        const char *type, *name;
+        size_t len;
         budget.elements = 0;
         if (link) link->budget = &budget;
         if (redisGetReplyFromReader(c, &reply) != REDIS_OK) { ok = 0; break; }
         if (link) link->budget = NULL;
         if (!reply) {
-            ptrdiff_t n = read(c->fd, buf, sizeof buf);
-            if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) break;
+            ptrdiff_t n;
+#ifdef KCACHE_TLS_OPENSSL
+            if (s) {
+                int k = SSL_read(s, buf, (int)sizeof buf), e = k > 0 ? SSL_ERROR_NONE : SSL_get_error(s, k);
+                if (k <= 0) ERR_clear_error();
+                if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE) break; /* nothing more now */
+                n = k > 0 ? k : -1;
+            } else
+#endif
+            {
+                n = read(c->fd, buf, sizeof buf);
+                if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) break;
+            }
             if (n <= 0 || redisReaderFeed(c->reader, buf, (size_t)n) != REDIS_OK) { ok = 0; break; }
             /* kcache's messages are small: a server streaming a large one is not heard, and not kept */
             if (kcache_redis__announced(c->reader) > 65536 || c->reader->len > ((size_t)1 << 20)) { ok = 0; break; }
             continue;
         }
         r = (redisReply *)reply;
-        if (r->type == REDIS_REPLY_ARRAY && r->elements == 3 && r->element[0]->type == REDIS_REPLY_STRING &&
-            strcmp(r->element[0]->str, "message") == 0 && r->element[1]->type == REDIS_REPLY_STRING &&
-            r->element[2]->type == REDIS_REPLY_STRING && r->element[1]->len > pre + 5) {
+        type = r->type == REDIS_REPLY_ARRAY && r->elements == 3 && r->element[0]->type == REDIS_REPLY_STRING &&
+                       r->element[1]->type == REDIS_REPLY_STRING
+                   ? r->element[0]->str
+                   : NULL;
+        name = type ? kcache_redis__chan_name(sv, r->element[1]->str, r->element[1]->len, &len) : NULL;
+        if (name && r->element[2]->type == REDIS_REPLY_STRING && (strcmp(type, "message") == 0 || strcmp(type, "smessage") == 0)) {
             kcache_redis__watched *w;
-            pthread_mutex_lock(&rb->mutex);
-            if ((w = kcache_redis__watch_find(rb, r->element[1]->str + pre, r->element[1]->len - pre - 5)) != NULL) {
+            pthread_mutex_lock(&sv->mutex);
+            if ((w = kcache_redis__watch_find(sv, name, len)) != NULL) {
                 char m = r->element[2]->len == 1 ? r->element[2]->str[0] : 0;
                 w->state = m == 't' ? KCACHE_REDIS__W_HELD : m == '1' ? KCACHE_REDIS__W_STORED : KCACHE_REDIS__W_ABANDONED;
                 w->heard_at = kcache_monotonic_ns();
             }
-            pthread_mutex_unlock(&rb->mutex);
-        } else if (r->type == REDIS_REPLY_ARRAY && r->elements == 3 && r->element[0]->type == REDIS_REPLY_STRING &&
-                   strcmp(r->element[0]->str, "subscribe") == 0 && r->element[1]->type == REDIS_REPLY_STRING &&
-                   r->element[1]->len > pre + 5) {
+            pthread_mutex_unlock(&sv->mutex);
+        } else if (name && (strcmp(type, "subscribe") == 0 || strcmp(type, "ssubscribe") == 0)) {
             kcache_redis__watched *w;
-            pthread_mutex_lock(&rb->mutex);
-            if ((w = kcache_redis__watch_find(rb, r->element[1]->str + pre, r->element[1]->len - pre - 5)) != NULL) w->confirmed = 1;
-            pthread_mutex_unlock(&rb->mutex);
+            pthread_mutex_lock(&sv->mutex);
+            if ((w = kcache_redis__watch_find(sv, name, len)) != NULL) w->confirmed = 1;
+            pthread_mutex_unlock(&sv->mutex);
+        } else if (name && strcmp(type, "sunsubscribe") == 0) {
+            /* a subscription confirmed, now ended: the node's doing (its slot moved; the ones this
+               process ends are freed first, and a name watched again is not confirmed yet) */
+            kcache_redis__watched *w;
+            int moved = 0;
+            pthread_mutex_lock(&sv->mutex);
+            if ((w = kcache_redis__watch_in(sv, name, len, 1)) != NULL && w->confirmed) w->state = KCACHE_REDIS__W_FREE, moved = 1;
+            pthread_mutex_unlock(&sv->mutex);
+            if (moved) kcache_redis__sub_moved(sv);
+        } else if (r->type == REDIS_REPLY_ERROR && sv->sub_sharded && r->str &&
+                   (strncmp(r->str, "MOVED ", 6) == 0 || strncmp(r->str, "ASK ", 4) == 0 || kcache_redis__cluster_busy(r))) {
+            pthread_mutex_lock(&sv->mutex);
+            sv->sub_refused++;
+            pthread_mutex_unlock(&sv->mutex);
+            kcache_redis__sub_moved(sv);
         } else if (r->type == REDIS_REPLY_ERROR) {
-            ok = -1; /* (a server that refuses SUBSCRIBE: an ACL without pub/sub, the channel) */
+            ok = -1; /* (a server that refuses SUBSCRIBE: an ACL without pub/sub, the channel, a Redis without SSUBSCRIBE) */
         }
         freeReplyObject(r);
         if (ok != 1) break;
     }
     if (link) link->budget = NULL;
+#ifdef KCACHE_TLS_OPENSSL
+    if (s) kcache_redis__nopipe_end(&np);
+#endif
     return ok;
+}
+
+/* Waits up to ms for something to read on the subscriber c: 1 when there may be (over TLS, bytes
+   its SSL holds already count), 0 when not, -1 on a failure. */
+static int kcache_redis__sub_poll(redisContext *c, int ms) {
+    struct pollfd p;
+    int r;
+#ifdef KCACHE_TLS_OPENSSL
+    if (kcache_redis__tls_of(c) && SSL_pending(kcache_redis__tls_of(c)) > 0) return 1;
+#endif
+    p.fd = c->fd, p.events = POLLIN, p.revents = 0;
+    r = poll(&p, 1, ms);
+    return r < 0 ? (errno == EINTR ? 0 : -1) : r > 0;
+}
+
+/* Sends the n bytes of commands in cmd on the subscriber c (TLS or not) by the deadline: 1 when sent. */
+static int kcache_redis__sub_send(redisContext *c, const char *cmd, size_t n, int64_t deadline) {
+    int ok = 1;
+#ifdef KCACHE_TLS_OPENSSL
+    SSL *s = kcache_redis__tls_of(c);
+    if (s) {
+        kcache_redis__nopipe np;
+        size_t sent = 0;
+        kcache_redis__nopipe_begin(&np);
+        while (ok && sent < n) {
+            int k = SSL_write(s, cmd + sent, n - sent > (1u << 30) ? 1 << 30 : (int)(n - sent));
+            if (k > 0) sent += (size_t)k;
+            else ok = kcache_redis__tls_wait(s, c->fd, k, deadline) == KCACHE_OK;
+        }
+        kcache_redis__nopipe_end(&np);
+        return ok;
+    }
+#endif
+    if (redisAppendFormattedCommand(c, cmd, n) != REDIS_OK) return 0;
+    while (ok && KCACHE_REDIS__UNSENT(c)) { /* (a few hundred bytes: sent at once, or the link is in trouble) */
+        int done = 0;
+        if (kcache_redis__write(c, &done) != REDIS_OK) ok = 0;
+        else if (!done && kcache_redis__wait(c->fd, POLLOUT, deadline) != KCACHE_OK) ok = 0;
+        if (done) break;
+    }
+    return ok;
+}
+
+/* Commands formatted one after another into one buffer (kcache_redis__sub_send sends them). */
+typedef struct kcache_redis__cmds {
+    char *buf;
+    size_t len, cap;
+    int failed;
+} kcache_redis__cmds;
+static void kcache_redis__cmds_add(kcache_redis__cmds *b, int argc, const char **argv, const size_t *lens) {
+    char *cmd = NULL;
+    int n;
+    if (b->failed || argc < 2) return;
+    if ((n = redisFormatCommandArgv(&cmd, argc, argv, lens)) < 0) { b->failed = 1; return; }
+    if (b->len + (size_t)n > b->cap) {
+        size_t cap = (b->len + (size_t)n) * 2;
+        char *p = (char *)KCACHE_REALLOC(b->buf, cap);
+        if (!p) b->failed = 1;
+        else b->buf = p, b->cap = cap;
+    }
+    if (!b->failed) memcpy(b->buf + b->len, cmd, (size_t)n), b->len += (size_t)n;
+    redisFreeCommand(cmd);
 }
 
 /* Ends this thread's turn with the subscriber: a failed one is dropped and not tried again for a
    third of a claim's life, one the server refused (ok -1) for a minute (the claims are asked
    meanwhile, as without it). */
-static void kcache_redis__sub_end(kcache_redis__server *rb, int ok) {
+static void kcache_redis__sub_end(kcache_redis__server *sv, int ok) {
     redisContext *c = NULL;
-    pthread_mutex_lock(&rb->mutex);
+    pthread_mutex_lock(&sv->mutex);
     if (ok != 1) {
-        c = rb->sub, rb->sub = NULL;
-        rb->sub_retry_at = kcache_monotonic_ns() + (ok < 0 ? (int64_t)60000 : (int64_t)(rb->claim_ms / 3 + 1)) * 1000000;
-        if (rb->watch) memset(rb->watch, 0, KCACHE_REDIS__WATCH * sizeof *rb->watch);
+        c = sv->sub, sv->sub = NULL;
+        sv->sub_retry_at = kcache_monotonic_ns() + (ok < 0 ? (int64_t)60000 : (int64_t)(sv->claim_ms / 3 + 1)) * 1000000;
+        if (sv->watch) memset(sv->watch, 0, KCACHE_REDIS__WATCH * sizeof *sv->watch);
     }
-    rb->sub_busy = 0;
-    pthread_cond_broadcast(&rb->sub_cond); /* (what was read may end another thread's wait) */
-    pthread_mutex_unlock(&rb->mutex);
+    sv->sub_busy = 0;
+    pthread_cond_broadcast(&sv->sub_cond); /* (what was read may end another thread's wait) */
+    pthread_mutex_unlock(&sv->mutex);
     if (c) kcache_redis__drop(c);
 }
 
-/* Watches the n names a batch's look found missing (those not watched yet): one SUBSCRIBE for their
-   channels (and one UNSUBSCRIBE for the entries let go since), on the subscriber, connected first
-   when there is none. Sent without waiting for its answers (the claims are asked meanwhile: a
-   build that ends before the subscription holds is found by its claim, as without one). */
-static void kcache_redis__watch(kcache_redis__server *rb, const char *const *names, size_t n, int64_t turn_by) {
+/* Watches n names on sv's subscriber (those not watched yet; sharded: a cluster node's): their
+   channels subscribed (and the entries let go since unsubscribed), connected first when there is
+   none. Sent without waiting for the answers (the claims are asked meanwhile: a build that ends
+   before the subscription holds is found by its claim, as without one), except for a WAIT's
+   (turn_by, one name): until the server confirms it or refuses it. Returns 1 when that name is
+   watched, -1 when the node refused it (a redirection: its slot has another node), 0 otherwise. */
+static int kcache_redis__watch_on(kcache_redis__server *sv, const char *const *names, size_t n, int64_t turn_by, int sharded) {
     char (*chan)[KCACHE_REDIS__KEY_MAX] = NULL;
     const char **argv = NULL;
     size_t *lens = NULL, i, sub = 0, unsub = 0;
-    redisContext *old, *c;
-    int ok = 1;
+    kcache_redis__cmds out;
+    redisContext *old, *c, *other = NULL;
+    int ok = 1, ret = 0;
+    unsigned refused = 0;
     int64_t now = kcache_monotonic_ns();
-    pthread_mutex_lock(&rb->mutex);
-    while (!kcache_redis__sub_begin(rb, &old)) { /* another thread's turn: waited for until turn_by (a WAIT's), else skipped */
+    memset(&out, 0, sizeof out);
+    pthread_mutex_lock(&sv->mutex);
+    while (!kcache_redis__sub_begin(sv, &old)) { /* another thread's turn: waited for until turn_by (a WAIT's), else skipped */
         struct timespec ts;
         int64_t wall;
-        if (old) { pthread_mutex_unlock(&rb->mutex); kcache_redis__drop(old); old = NULL; pthread_mutex_lock(&rb->mutex); continue; }
-        if (!rb->sub_busy || kcache_monotonic_ns() >= turn_by) { pthread_mutex_unlock(&rb->mutex); return; }
+        if (old) { pthread_mutex_unlock(&sv->mutex); kcache_redis__drop(old); old = NULL; pthread_mutex_lock(&sv->mutex); continue; }
+        if (!sv->sub_busy || kcache_monotonic_ns() >= turn_by) { pthread_mutex_unlock(&sv->mutex); return 0; }
         clock_gettime(CLOCK_REALTIME, &ts);
         wall = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec + 10000000;
         ts.tv_sec = (time_t)(wall / 1000000000), ts.tv_nsec = (long)(wall % 1000000000);
-        pthread_cond_timedwait(&rb->sub_cond, &rb->mutex, &ts);
+        pthread_cond_timedwait(&sv->sub_cond, &sv->mutex, &ts);
     }
-    c = rb->sub;
-    if ((!c && now < rb->sub_retry_at) ||
-        (!rb->watch && !(rb->watch = (kcache_redis__watched *)KCACHE_MALLOC(KCACHE_REDIS__WATCH * sizeof *rb->watch)))) {
-        rb->sub_busy = 0;
-        pthread_mutex_unlock(&rb->mutex);
+    if (sv->sub && sv->sub_sharded != sharded) other = sv->sub, sv->sub = NULL; /* (the listed server turned out to be a cluster's node) */
+    c = sv->sub;
+    if ((!c && now < sv->sub_retry_at) ||
+        (!sv->watch && !(sv->watch = (kcache_redis__watched *)KCACHE_MALLOC(KCACHE_REDIS__WATCH * sizeof *sv->watch)))) {
+        sv->sub_busy = 0;
+        pthread_cond_broadcast(&sv->sub_cond);
+        pthread_mutex_unlock(&sv->mutex);
         if (old) kcache_redis__drop(old);
-        return;
+        if (other) kcache_redis__drop(other);
+        return 0;
     }
-    if (!c && rb->watch) memset(rb->watch, 0, KCACHE_REDIS__WATCH * sizeof *rb->watch);
-    pthread_mutex_unlock(&rb->mutex);
+    if (!c && sv->watch) memset(sv->watch, 0, KCACHE_REDIS__WATCH * sizeof *sv->watch);
+    pthread_mutex_unlock(&sv->mutex);
     if (old) kcache_redis__drop(old);
+    if (other) kcache_redis__drop(other);
     if (!c) {
-        if (kcache_redis__connect(rb, now + (int64_t)rb->op_ms * 1000000, &c) != KCACHE_OK) { kcache_redis__sub_end(rb, 0); return; }
-        pthread_mutex_lock(&rb->mutex);
-        rb->sub = c;
-        pthread_mutex_unlock(&rb->mutex);
+        if (kcache_redis__connect(sv, now + (int64_t)sv->op_ms * 1000000, &c) != KCACHE_OK) { kcache_redis__sub_end(sv, 0); return 0; }
+        pthread_mutex_lock(&sv->mutex);
+        sv->sub = c;
+        sv->sub_sharded = sharded;
+        pthread_mutex_unlock(&sv->mutex);
     }
-    if ((ok = kcache_redis__sub_read(rb, c)) != 1) { kcache_redis__sub_end(rb, ok); return; }
+    if ((ok = kcache_redis__sub_read(sv, c)) != 1) { kcache_redis__sub_end(sv, ok); return 0; }
     /* (room for every entry let go and every name, twice over) */
     chan = (char (*)[KCACHE_REDIS__KEY_MAX])KCACHE_MALLOC((2 * n + KCACHE_REDIS__WATCH) * sizeof *chan);
     argv = (const char **)KCACHE_MALLOC((2 * n + KCACHE_REDIS__WATCH + 1) * sizeof *argv);
     lens = (size_t *)KCACHE_MALLOC((2 * n + KCACHE_REDIS__WATCH + 1) * sizeof *lens);
-    if (!chan || !argv || !lens) goto out;
-    /* the entries let go (a key hit, built here, or replaced): one UNSUBSCRIBE, sent first; then
-       the new ones: one SUBSCRIBE (a name in both ends subscribed) */
-    pthread_mutex_lock(&rb->mutex);
-    for (i = 0; i < KCACHE_REDIS__WATCH; i++)
-        if (rb->watch[i].state == KCACHE_REDIS__W_GONE) {
-            argv[1 + unsub] = chan[unsub], lens[1 + unsub] = kcache_redis__key(rb, chan[unsub], rb->watch[i].name, ":done");
-            unsub++;
-            rb->watch[i].state = KCACHE_REDIS__W_FREE;
-        }
+    if (!chan || !argv || !lens) goto done;
+    /* a name let go and still subscribed is watched again as it is; a new one takes a free entry,
+       else one let go, else (all in use) one in turn, unsubscribing it first. A plain server: one
+       command each for those unsubscribed and those subscribed (a name in both ends subscribed);
+       a cluster: a command per channel (the channels of one command must share a slot). Let go
+       entries stay subscribed until needed, so that a cold start's keys cost one subscription each
+       (on a cluster a command each) and no unsubscription. */
+    pthread_mutex_lock(&sv->mutex);
+    refused = sv->sub_refused;
     for (i = 0; i < n; i++) {
         size_t len = strlen(names[i]);
         unsigned k, at = KCACHE_REDIS__WATCH;
-        if (len > 32 || kcache_redis__watch_find(rb, names[i], len)) continue;
+        kcache_redis__watched *w;
+        if (len > 32 || kcache_redis__watch_find(sv, names[i], len)) continue;
+        if ((w = kcache_redis__watch_in(sv, names[i], len, 1)) != NULL) { /* (let go, still subscribed) */
+            w->state = KCACHE_REDIS__W_WAIT;
+            continue;
+        }
         for (k = 0; k < KCACHE_REDIS__WATCH && at == KCACHE_REDIS__WATCH; k++)
-            if (rb->watch[k].state == KCACHE_REDIS__W_FREE) at = k;
+            if (sv->watch[k].state == KCACHE_REDIS__W_FREE) at = k;
+        for (k = 0; k < KCACHE_REDIS__WATCH && at == KCACHE_REDIS__WATCH; k++)
+            if (sv->watch[k].state == KCACHE_REDIS__W_GONE) {
+                at = k;
+                argv[1 + unsub] = chan[unsub], lens[1 + unsub] = kcache_redis__chan(sv, chan[unsub], sv->watch[at].name, sharded);
+                unsub++;
+            }
         if (at == KCACHE_REDIS__WATCH) { /* all in use: one is let go (round robin) */
-            at = rb->watch_next;
-            rb->watch_next = (rb->watch_next + 1) % KCACHE_REDIS__WATCH;
-            argv[1 + unsub] = chan[unsub], lens[1 + unsub] = kcache_redis__key(rb, chan[unsub], rb->watch[at].name, ":done");
+            at = sv->watch_next;
+            sv->watch_next = (sv->watch_next + 1) % KCACHE_REDIS__WATCH;
+            argv[1 + unsub] = chan[unsub], lens[1 + unsub] = kcache_redis__chan(sv, chan[unsub], sv->watch[at].name, sharded);
             unsub++;
         }
-        memcpy(rb->watch[at].name, names[i], len + 1);
-        rb->watch[at].state = KCACHE_REDIS__W_WAIT;
-        rb->watch[at].confirmed = 0;
-        rb->watch[at].heard_at = rb->watch[at].missed_at = 0;
-        sub++;
+        memcpy(sv->watch[at].name, names[i], len + 1);
+        sv->watch[at].state = KCACHE_REDIS__W_WAIT;
+        sv->watch[at].confirmed = 0;
+        sv->watch[at].heard_at = sv->watch[at].missed_at = 0;
     }
-    pthread_mutex_unlock(&rb->mutex);
-    argv[0] = "UNSUBSCRIBE", lens[0] = 11;
-    if (unsub && redisAppendCommandArgv(c, (int)(1 + unsub), argv, lens) != REDIS_OK) ok = 0;
-    argv[0] = "SUBSCRIBE", lens[0] = 9, sub = 0;
-    pthread_mutex_lock(&rb->mutex);
-    for (i = 0; i < n; i++) { /* (the entries just made: WAIT, named in this call) */
+    pthread_mutex_unlock(&sv->mutex);
+    /* the new ones: those just made (WAIT, named in this call; a name named twice once) */
+    pthread_mutex_lock(&sv->mutex);
+    for (i = 0; i < n; i++) {
         size_t len = strlen(names[i]);
-        kcache_redis__watched *w = len <= 32 ? kcache_redis__watch_find(rb, names[i], len) : NULL;
-        if (!w || w->state != KCACHE_REDIS__W_WAIT) continue; /* (a channel named twice is subscribed once) */
-        argv[1 + sub] = chan[unsub + sub], lens[1 + sub] = kcache_redis__key(rb, chan[unsub + sub], names[i], ":done");
+        kcache_redis__watched *w = len <= 32 ? kcache_redis__watch_find(sv, names[i], len) : NULL;
+        size_t k;
+        int twice = 0;
+        if (!w || w->state != KCACHE_REDIS__W_WAIT || w->confirmed) continue;
+        for (k = 0; k < i && !twice; k++) twice = strcmp(names[k], names[i]) == 0;
+        if (twice) continue;
+        argv[1 + unsub + sub] = chan[unsub + sub], lens[1 + unsub + sub] = kcache_redis__chan(sv, chan[unsub + sub], names[i], sharded);
         sub++;
     }
-    pthread_mutex_unlock(&rb->mutex);
-    if (ok && sub && redisAppendCommandArgv(c, (int)(1 + sub), argv, lens) != REDIS_OK) ok = 0;
-    while (ok && KCACHE_REDIS__UNSENT(c)) { /* (a few hundred bytes: sent at once, or the link is in trouble) */
-        int done = 0;
-        if (kcache_redis__write(c, &done) != REDIS_OK) ok = 0;
-        else if (!done && kcache_redis__wait(c->fd, POLLOUT, now + (int64_t)rb->op_ms * 1000000) != KCACHE_OK) ok = 0;
-        if (done) break;
+    pthread_mutex_unlock(&sv->mutex);
+    for (i = 0; i < 2; i++) { /* unsubscribed, then subscribed */
+        const char *verb = i ? (sharded ? "SSUBSCRIBE" : "SUBSCRIBE") : (sharded ? "SUNSUBSCRIBE" : "UNSUBSCRIBE");
+        const char **first = argv + 1 + (i ? unsub : 0);
+        size_t *first_len = lens + 1 + (i ? unsub : 0), count = i ? sub : unsub, k;
+        const char *two[2];
+        size_t two_len[2];
+        if (!count) continue;
+        two[0] = verb, two_len[0] = strlen(verb);
+        if (!sharded) { /* one command: the verb before the channels */
+            first[-1] = verb, first_len[-1] = two_len[0];
+            kcache_redis__cmds_add(&out, (int)(1 + count), first - 1, first_len - 1);
+            continue;
+        }
+        for (k = 0; k < count; k++) {
+            two[1] = first[k], two_len[1] = first_len[k];
+            kcache_redis__cmds_add(&out, 2, two, two_len);
+        }
     }
+    if (out.failed || (out.len && !kcache_redis__sub_send(c, out.buf, out.len, now + (int64_t)sv->op_ms * 1000000))) ok = 0;
     /* a WAIT's: until the server confirms the subscription, so that the claim looked at next cannot
-       end unheard between the two */
+       end unheard between the two (or refuses it: the slot is another node's) */
     while (ok == 1 && turn_by && n == 1) {
         kcache_redis__watched *w;
-        struct pollfd p;
         int64_t left;
-        int confirmed;
-        pthread_mutex_lock(&rb->mutex);
-        confirmed = (w = kcache_redis__watch_find(rb, names[0], strlen(names[0]))) == NULL || w->confirmed;
-        pthread_mutex_unlock(&rb->mutex);
-        if (confirmed || (left = turn_by - kcache_monotonic_ns()) <= 0) break;
-        p.fd = c->fd, p.events = POLLIN, p.revents = 0;
-        if (poll(&p, 1, (int)((left + 999999) / 1000000)) < 0 && errno != EINTR) ok = 0;
-        else ok = kcache_redis__sub_read(rb, c);
+        int confirmed, polled;
+        pthread_mutex_lock(&sv->mutex);
+        w = kcache_redis__watch_find(sv, names[0], strlen(names[0]));
+        confirmed = !w || w->confirmed;
+        if (!confirmed && sv->sub_refused != refused) { /* (redirected: not watched here) */
+            w->state = KCACHE_REDIS__W_FREE;
+            ret = -1;
+        }
+        pthread_mutex_unlock(&sv->mutex);
+        if (confirmed || ret < 0 || (left = turn_by - kcache_monotonic_ns()) <= 0) break;
+        if ((polled = kcache_redis__sub_poll(c, (int)((left + 999999) / 1000000))) < 0) ok = 0;
+        else if (polled) ok = kcache_redis__sub_read(sv, c);
     }
-out:
+    if (ok == 1 && turn_by && n == 1 && ret == 0) {
+        pthread_mutex_lock(&sv->mutex);
+        ret = kcache_redis__watch_find(sv, names[0], strlen(names[0])) != NULL;
+        pthread_mutex_unlock(&sv->mutex);
+    }
+done:
     KCACHE_FREE(chan);
     KCACHE_FREE(argv);
     KCACHE_FREE(lens);
-    kcache_redis__sub_end(rb, ok);
+    KCACHE_FREE(out.buf);
+    kcache_redis__sub_end(sv, ok);
+    return ret;
 }
 
-/* What the subscriber says of name's build, its messages read first (without waiting): STORED
-   (the value is there: the entry is let go, so that the hint serves once), HELD (another took its
-   claim less than a third of a claim's life ago: a holder that died unheard is found by the claim
-   after that), ABANDONED, or WAIT (nothing heard, or not watched). done: the caller is to build
-   it (or found it): let go. */
-static void kcache_redis__watch_drain(kcache_redis__server *rb);
-static int kcache_redis__watch_state(kcache_redis__server *rb, const char *name, int done);
-static int kcache_redis__watch_heard(kcache_redis__server *rb, const char *name, int done) {
-    kcache_redis__watch_drain(rb);
-    return kcache_redis__watch_state(rb, name, done);
+/* Watches the n names a batch's look found missing (kcache_redis__watch_on): on a plain server
+   its subscriber, on a cluster each name on its node's. */
+static void kcache_redis__watch(kcache_redis__server *rb, const char *const *names, size_t n, int64_t turn_by) {
+    kcache_redis__server **sv = (kcache_redis__server **)KCACHE_MALLOC(n * sizeof *sv);
+    const char **some = (const char **)KCACHE_MALLOC(n * sizeof *some);
+    int *sharded = (int *)KCACHE_MALLOC(n * sizeof *sharded);
+    size_t i, j, m;
+    for (i = 0; sv && some && sharded && i < n; i++) sv[i] = kcache_redis__sub_server(rb, names[i], &sharded[i]);
+    for (i = 0; sv && some && sharded && i < n; i++) { /* (the names of one server together) */
+        if (!sv[i]) continue;
+        for (m = 0, j = i; j < n; j++)
+            if (sv[j] == sv[i] && sharded[j] == sharded[i]) some[m++] = names[j], sv[j] = j > i ? NULL : sv[j];
+        (void)kcache_redis__watch_on(sv[i], some, m, turn_by, sharded[i]);
+    }
+    KCACHE_FREE(sv);
+    KCACHE_FREE(some);
+    KCACHE_FREE(sharded);
 }
 
-/* Reads what the subscriber has received (without waiting), when this process has one. */
-static void kcache_redis__watch_drain(kcache_redis__server *rb) {
+/* Reads what sv's subscriber has received (without waiting), when this process has one. */
+static void kcache_redis__drain_one(kcache_redis__server *sv) {
     redisContext *old = NULL, *c = NULL;
     int mine;
+    pthread_mutex_lock(&sv->mutex);
+    if (!sv->watch || !sv->sub || sv->sub_pid != (uint32_t)getpid()) { pthread_mutex_unlock(&sv->mutex); return; }
+    if ((mine = kcache_redis__sub_begin(sv, &old)) != 0) c = sv->sub;
+    pthread_mutex_unlock(&sv->mutex);
+    if (mine) kcache_redis__sub_end(sv, kcache_redis__sub_read(sv, c));
+}
+/* The same for every subscriber of this process on rb (a cluster's: one per node). */
+static void kcache_redis__watch_drain(kcache_redis__server *rb) {
+    kcache_redis__server *sv[KCACHE_REDIS__CLUSTER_NODES + 1];
+    unsigned n = 0, i;
+    sv[n++] = rb;
     pthread_mutex_lock(&rb->mutex);
-    if (!rb->watch || !rb->sub || rb->sub_pid != (uint32_t)getpid()) { pthread_mutex_unlock(&rb->mutex); return; }
-    if ((mine = kcache_redis__sub_begin(rb, &old)) != 0) c = rb->sub;
+    for (i = 0; i < rb->nnodes; i++) sv[n++] = rb->node[i]; /* (nodes live as long as rb) */
     pthread_mutex_unlock(&rb->mutex);
-    if (mine) kcache_redis__sub_end(rb, kcache_redis__sub_read(rb, c));
+    for (i = 0; i < n; i++) kcache_redis__drain_one(sv[i]);
 }
 
-/* kcache_redis__watch_heard's answer from what was read already. */
+/* What the subscriber says of name's build, from what was read already: STORED (the value is
+   there: the entry is let go, so that the hint serves once), HELD (another took its claim less
+   than a third of a claim's life ago: a holder that died unheard is found by the claim after
+   that), ABANDONED, or WAIT (nothing heard, or not watched). done: the caller is to build it (or
+   found it): let go. */
 static int kcache_redis__watch_state(kcache_redis__server *rb, const char *name, int done) {
     kcache_redis__watched *w;
-    int state = KCACHE_REDIS__W_WAIT;
-    pthread_mutex_lock(&rb->mutex);
-    if (rb->watch && rb->sub && rb->sub_pid == (uint32_t)getpid() && (w = kcache_redis__watch_find(rb, name, strlen(name))) != NULL) {
+    kcache_redis__server *sv;
+    int state = KCACHE_REDIS__W_WAIT, sharded;
+    if (!(sv = kcache_redis__sub_server(rb, name, &sharded))) return state;
+    pthread_mutex_lock(&sv->mutex);
+    if (sv->watch && sv->sub && sv->sub_pid == (uint32_t)getpid() && (w = kcache_redis__watch_find(sv, name, strlen(name))) != NULL) {
         if (!done) state = w->state;
-        if (state == KCACHE_REDIS__W_HELD && kcache_monotonic_ns() - w->heard_at > (int64_t)(rb->claim_ms / 3) * 1000000)
+        if (state == KCACHE_REDIS__W_HELD && kcache_monotonic_ns() - w->heard_at > (int64_t)(sv->claim_ms / 3) * 1000000)
             state = w->state = KCACHE_REDIS__W_WAIT; /* (heard too long ago: the claim is asked) */
         if (done || (state != KCACHE_REDIS__W_WAIT && state != KCACHE_REDIS__W_HELD)) w->state = KCACHE_REDIS__W_GONE;
     }
-    pthread_mutex_unlock(&rb->mutex);
+    pthread_mutex_unlock(&sv->mutex);
     return state;
+}
+/* The same, name's subscriber read first (without waiting). */
+static int kcache_redis__watch_heard(kcache_redis__server *rb, const char *name, int done) {
+    int sharded;
+    kcache_redis__server *sv = kcache_redis__sub_server(rb, name, &sharded);
+    if (sv) kcache_redis__drain_one(sv);
+    return kcache_redis__watch_state(rb, name, done);
+}
+
+/* A batch's look: its misses are watched (their builds' ends heard), its hits let go. */
+static void kcache_redis__watch_misses(kcache_redis__server *rb, const char *const *names, size_t n, const kcache_status *st) {
+    const char **miss = (const char **)KCACHE_MALLOC(n * sizeof *miss);
+    size_t i, m = 0;
+    for (i = 0; miss && i < n; i++)
+        if (st[i] == KCACHE_MISS) miss[m++] = names[i];
+        else if (st[i] == KCACHE_OK) (void)kcache_redis__watch_heard(rb, names[i], 1);
+    if (m) kcache_redis__watch(rb, miss, m, 0);
+    KCACHE_FREE(miss);
 }
 
 /* get_many: the GETs sent together on one pooled connection and their replies read in turn (a
@@ -2067,7 +2315,7 @@ static int kcache_redis__watch_state(kcache_redis__server *rb, const char *name,
 static int kcache_redis__clock_due(kcache_redis__server *rb, int64_t now);
 static void kcache_redis__clock_learn(kcache_redis__server *rb, const redisReply *r, int64_t t0, int64_t t1);
 
-/* What the subscriber says of a batch's read-back of name (rb->mutex held): QUIET when its value
+/* What the subscriber says of a batch's read-back of name: QUIET when its value
    can only come with a message, which has not come (its subscription confirmed, then a claim's
    taking heard or a GET that found nothing, within the last third of a claim's life): get_many
    answers KCACHE_EEXIST without asking, and the batch asks again soon at no cost (issue 35: the
@@ -2082,25 +2330,33 @@ static void kcache_redis__missed(kcache_redis__server *rb, const char *const *na
                                  kcache_status was) {
     int64_t now = kcache_monotonic_ns();
     size_t i;
-    pthread_mutex_lock(&rb->mutex);
     for (i = 0; i < n; i++) {
         kcache_redis__watched *w;
-        if (sure[i] && st[i] == was && (w = kcache_redis__watch_find(rb, names[i], strlen(names[i]))) != NULL &&
-            (w->state == KCACHE_REDIS__W_WAIT || w->state == KCACHE_REDIS__W_HELD)) {
+        kcache_redis__server *sv;
+        int sharded;
+        if (!sure[i] || st[i] != was || !(sv = kcache_redis__sub_server(rb, names[i], &sharded))) continue;
+        pthread_mutex_lock(&sv->mutex);
+        if (sv->sub && sv->sub_pid == (uint32_t)getpid() && (w = kcache_redis__watch_find(sv, names[i], strlen(names[i]))) != NULL &&
+            w->confirmed && (w->state == KCACHE_REDIS__W_WAIT || w->state == KCACHE_REDIS__W_HELD)) {
             w->missed_at = now;
             st[i] = KCACHE_EEXIST;
         }
+        pthread_mutex_unlock(&sv->mutex);
     }
-    pthread_mutex_unlock(&rb->mutex);
 }
 static int kcache_redis__quiet(kcache_redis__server *rb, const char *name, int64_t now) {
     const kcache_redis__watched *w;
+    kcache_redis__server *sv;
     int64_t fresh = (int64_t)(rb->claim_ms / 3) * 1000000;
-    if (!rb->watch || !rb->sub || rb->sub_pid != (uint32_t)getpid() || !(w = kcache_redis__watch_find(rb, name, strlen(name))) ||
-        !w->confirmed || (w->state != KCACHE_REDIS__W_WAIT && w->state != KCACHE_REDIS__W_HELD))
-        return 0;
-    if ((w->state == KCACHE_REDIS__W_HELD && now - w->heard_at < fresh) || (w->missed_at && now - w->missed_at < fresh)) return KCACHE_REDIS__QUIET;
-    return KCACHE_REDIS__SURE;
+    int q = 0, sharded;
+    if (!(sv = kcache_redis__sub_server(rb, name, &sharded))) return 0;
+    pthread_mutex_lock(&sv->mutex);
+    if (sv->watch && sv->sub && sv->sub_pid == (uint32_t)getpid() && (w = kcache_redis__watch_find(sv, name, strlen(name))) != NULL &&
+        w->confirmed && (w->state == KCACHE_REDIS__W_WAIT || w->state == KCACHE_REDIS__W_HELD))
+        q = (w->state == KCACHE_REDIS__W_HELD && now - w->heard_at < fresh) || (w->missed_at && now - w->missed_at < fresh) ? KCACHE_REDIS__QUIET
+                                                                                                                             : KCACHE_REDIS__SURE;
+    pthread_mutex_unlock(&sv->mutex);
+    return q;
 }
 
 static kcache_status kcache_redis__get_many(void *user, const char *const *names, size_t n, const void **data, size_t *size, void **hold,
@@ -2123,13 +2379,11 @@ static kcache_status kcache_redis__get_many(void *user, const char *const *names
     if (n > 1 && !rb->no_watch && (sure = (unsigned char *)KCACHE_MALLOC(n)) != NULL) { /* a batch's read-back: what was heard */
         size_t quiet = 0;
         kcache_redis__watch_drain(rb);
-        pthread_mutex_lock(&rb->mutex);
         for (i = 0; i < n; i++) {
             int q = kcache_redis__quiet(rb, names[i], start);
             if (q == KCACHE_REDIS__QUIET) st[i] = KCACHE_EEXIST, quiet++;
             sure[i] = q == KCACHE_REDIS__SURE;
         }
-        pthread_mutex_unlock(&rb->mutex);
         if (quiet == n) {
             KCACHE_FREE(sure);
             return KCACHE_OK;
@@ -2188,15 +2442,6 @@ static kcache_status kcache_redis__get_many(void *user, const char *const *names
         }
         if (s == KCACHE_OK) kcache_redis__give(rb, c);
         else kcache_redis__discard(rb, c); /* replies may be left unread on it */
-        if (s == KCACHE_OK && n > 1) { /* a batch's look: its misses are watched (their builds' ends heard) */
-            const char **miss = (const char **)KCACHE_MALLOC(n * sizeof *miss);
-            size_t m = 0;
-            for (i = 0; miss && i < n; i++)
-                if (st[i] == KCACHE_MISS) miss[m++] = names[i];
-                else if (st[i] == KCACHE_OK) (void)kcache_redis__watch_heard(rb, names[i], 1);
-            if (m) kcache_redis__watch(rb, miss, m, 0);
-            KCACHE_FREE(miss);
-        }
     }
     for (i = 0; i < n && s == KCACHE_OK; i++) /* one by one: what the pipeline did not answer */
         if (st[i] == KCACHE_STATUS_COUNT && kcache_monotonic_ns() > kcache_redis__limit(start, deadline, last, moved))
@@ -2207,6 +2452,9 @@ static kcache_status kcache_redis__get_many(void *user, const char *const *names
     if (sure && s == KCACHE_OK) /* found nothing, asked after the subscription held: heard when it comes, quiet till then */
         kcache_redis__missed(rb, names, n, sure, st, KCACHE_MISS);
     KCACHE_FREE(sure);
+    /* a batch's look: its misses are watched (their builds' ends heard), once every key is answered
+       (a listed node that redirected some turned out to be a cluster's: each is watched on its node) */
+    if (s == KCACHE_OK && n > 1) kcache_redis__watch_misses(rb, names, n, st);
     if (s != KCACHE_OK)
         for (i = 0; i < n; i++) {
             kcache_redis__release(user, hold[i]);
@@ -2257,20 +2505,24 @@ static kcache_status kcache_redis__remove(void *user, const char *name) {
    before another's build landed and released its claim would otherwise take the claim and build
    the key again; a claim taken is published ("t"), so that the batches watching the key ask no
    more for it (kcache_redis__watch). Answered as held: the caller waits, finds no claim, looks again and hits. The
-   claim and its value are in one slot ({kcache:1:<name>}:claim), so a cluster runs it on one node. */
+   claim and its value are in one slot ({kcache:1:<name>}:claim), so a cluster runs it on one node;
+   there ARGV[4], the sharded channel of that slot, is SPUBLISHed too (redis.pcall: a Redis without
+   SPUBLISH still takes the claim), the plain one staying for the waiters of 0.6.0 and before. */
 static const char kcache_redis__take_lua[] =
     "if redis.call('exists', KEYS[2]) == 1 then return 0 end "
-    "if redis.call('set', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then redis.call('publish', ARGV[3], 't') return 1 end return 0";
+    "if redis.call('set', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then redis.call('publish', ARGV[3], 't') "
+    "if ARGV[4] then redis.pcall('spublish', ARGV[4], 't') end return 1 end return 0";
 /* Renews a claim only while it is still the caller's; releases it the same way, then publishes. */
 static const char kcache_redis__renew_lua[] =
     "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('pexpire', KEYS[1], ARGV[2]) end return 0";
 static const char kcache_redis__release_lua[] =
     "if redis.call('get', KEYS[1]) == ARGV[1] then redis.call('del', KEYS[1]) end "
-    "redis.call('publish', ARGV[2], ARGV[3]) return 1";
-/* The release (or abandon) script's argument list for name's claim held by token: its argc (7);
-   claim and chan are the caller's buffers the arguments point into. */
+    "redis.call('publish', ARGV[2], ARGV[3]) if ARGV[4] then redis.pcall('spublish', ARGV[4], ARGV[3]) end return 1";
+/* The release (or abandon) script's argument list for name's claim held by token: its argc (7, or
+   8 with schan: a cluster's sharded channel, published too); claim, chan and schan are the
+   caller's buffers the arguments point into. */
 static int kcache_redis__release_argv(const kcache_redis__server *rb, const char *name, const char *token, int op, char *claim, char *chan,
-                                      const char **argv, size_t *lens) {
+                                      char *schan, const char **argv, size_t *lens) {
     argv[0] = "EVAL", lens[0] = 4;
     argv[1] = kcache_redis__release_lua, lens[1] = sizeof kcache_redis__release_lua - 1;
     argv[2] = "1", lens[2] = 1;
@@ -2278,7 +2530,9 @@ static int kcache_redis__release_argv(const kcache_redis__server *rb, const char
     argv[4] = token, lens[4] = strlen(token);
     argv[5] = chan, lens[5] = kcache_redis__key(rb, chan, name, ":done");
     argv[6] = op == KCACHE_CLAIM_RELEASE ? "1" : "0", lens[6] = 1;
-    return 7;
+    if (!schan) return 7;
+    argv[7] = schan, lens[7] = kcache_redis__chan(rb, schan, name, 1);
+    return 8;
 }
 
 /* Renews a claim under a new token (kcache_remote_ops.claim_reissue), only while the old one holds it. */
@@ -2359,66 +2613,79 @@ static int64_t kcache_redis__server_time(void *user, const char *name) {
     return at ? kcache_monotonic_ns() + offset : 0;
 }
 
-/* WAIT on the process's one subscriber (a plain server, not a cluster): name watched (subscribed
-   on it, in this thread's turn), then, after the caller looked at the claim, this: until the
-   key's end is heard (KCACHE_OK: stored, KCACHE_MISS: abandoned) or until (KCACHE_ETIMEOUT),
-   the waiting threads taking turns to read the subscriber (poll() on it for 50 ms at most, so
-   that a turn passes on), the others sleeping until a turn ends. KCACHE_EDISABLED: the
-   subscriber failed meanwhile (the caller looks again). */
+/* WAIT on the process's subscriber sv (its server's, or on a cluster the claim's node's): name
+   watched (subscribed on it, in this thread's turn), then, after the caller looked at the claim,
+   this: until the key's end is heard (KCACHE_OK: stored, KCACHE_MISS: abandoned) or until
+   (KCACHE_ETIMEOUT), the waiting threads taking turns to read the subscriber (poll() on it for 50
+   ms at most, so that a turn passes on), the others sleeping until a turn ends. KCACHE_EDISABLED:
+   the subscriber failed meanwhile (the caller looks again); KCACHE_OK too when the name was let
+   go meanwhile (its slot moved: the caller looks again). */
 #define KCACHE_REDIS__TURN_NS ((int64_t)50 * 1000000)
-static kcache_status kcache_redis__wait_shared(kcache_redis__server *rb, const char *name, int64_t until) {
+static kcache_status kcache_redis__wait_shared(kcache_redis__server *sv, const char *name, int64_t until) {
     kcache_redis__watched *w;
     kcache_status st = KCACHE_ETIMEOUT;
-    pthread_mutex_lock(&rb->mutex);
+    pthread_mutex_lock(&sv->mutex);
     for (;;) {
         int64_t now = kcache_monotonic_ns(), next = now + KCACHE_REDIS__TURN_NS < until ? now + KCACHE_REDIS__TURN_NS : until;
         redisContext *c, *old = NULL;
-        if (!rb->sub || rb->sub_pid != (uint32_t)getpid()) { st = KCACHE_EDISABLED; break; } /* (dropped after a failure) */
-        if (!(w = kcache_redis__watch_find(rb, name, strlen(name)))) { st = KCACHE_OK; break; } /* let go by another: look again */
+        if (!sv->sub || sv->sub_pid != (uint32_t)getpid()) { st = KCACHE_EDISABLED; break; } /* (dropped after a failure) */
+        if (!(w = kcache_redis__watch_find(sv, name, strlen(name)))) { st = KCACHE_OK; break; } /* let go by another: look again */
         if (w->state == KCACHE_REDIS__W_STORED || w->state == KCACHE_REDIS__W_ABANDONED) {
             st = w->state == KCACHE_REDIS__W_STORED ? KCACHE_OK : KCACHE_MISS;
             w->state = KCACHE_REDIS__W_GONE;
             break;
         }
         if (now >= until) break;
-        if (kcache_redis__sub_begin(rb, &old)) { /* this thread's turn: read for a while */
-            struct pollfd p;
-            int ok;
-            c = rb->sub;
-            pthread_mutex_unlock(&rb->mutex);
-            p.fd = c->fd, p.events = POLLIN, p.revents = 0;
-            ok = poll(&p, 1, (int)((next - now + 999999) / 1000000)) < 0 && errno != EINTR ? 0 : kcache_redis__sub_read(rb, c);
-            kcache_redis__sub_end(rb, ok);
-            pthread_mutex_lock(&rb->mutex);
+        if (kcache_redis__sub_begin(sv, &old)) { /* this thread's turn: read for a while */
+            int ok, polled;
+            c = sv->sub;
+            pthread_mutex_unlock(&sv->mutex);
+            polled = kcache_redis__sub_poll(c, (int)((next - now + 999999) / 1000000));
+            ok = polled < 0 ? 0 : polled ? kcache_redis__sub_read(sv, c) : 1;
+            kcache_redis__sub_end(sv, ok);
+            pthread_mutex_lock(&sv->mutex);
         } else { /* another thread's turn: until it ends (it broadcasts), or a while */
             struct timespec ts;
             int64_t wall;
             clock_gettime(CLOCK_REALTIME, &ts);
             wall = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec + (next - now);
             ts.tv_sec = (time_t)(wall / 1000000000), ts.tv_nsec = (long)(wall % 1000000000);
-            pthread_cond_timedwait(&rb->sub_cond, &rb->mutex, &ts);
+            pthread_cond_timedwait(&sv->sub_cond, &sv->mutex, &ts);
         }
-        if (old) { pthread_mutex_unlock(&rb->mutex); kcache_redis__drop(old); pthread_mutex_lock(&rb->mutex); }
+        if (old) { pthread_mutex_unlock(&sv->mutex); kcache_redis__drop(old); pthread_mutex_lock(&sv->mutex); }
     }
-    pthread_mutex_unlock(&rb->mutex);
+    pthread_mutex_unlock(&sv->mutex);
     return st;
 }
 
-/* Watches name for a WAIT (kcache_redis__wait_shared): 1 when it is (its SUBSCRIBE sent in this
-   thread's turn, waited for until by), 0 when the process has no subscriber for it. */
-static int kcache_redis__watch_one(kcache_redis__server *rb, const char *name, int64_t by) {
-    int mine = 0, eligible;
-    pthread_mutex_lock(&rb->mutex);
-    eligible = !rb->tls && !rb->slot && rb->remote && !rb->no_watch;
-    pthread_mutex_unlock(&rb->mutex);
-    if (!eligible) return 0;
-    kcache_redis__watch(rb, &name, 1, by); /* (not watched when no turn came by then) */
-    pthread_mutex_lock(&rb->mutex);
-    mine = rb->sub && rb->sub_pid == (uint32_t)getpid() && kcache_redis__watch_find(rb, name, strlen(name)) != NULL;
-    pthread_mutex_unlock(&rb->mutex);
-    return mine;
+/* Watches name for a WAIT (kcache_redis__wait_shared): the subscriber's server when it is (its
+   SUBSCRIBE sent in this thread's turn, waited for until by), NULL when the process has no
+   subscriber for it. On a cluster, a node that redirects the SSUBSCRIBE (the name's slot moved)
+   has the map read and the name's new node tried once; a slot whose node the map does not know
+   yet (the first MOVED seen a moment ago) has it read, or waits a little for the thread reading
+   it, so that the waiter does not fall back to a connection of its own. */
+#define KCACHE_REDIS__MAP_WAIT_NS ((int64_t)200 * 1000000) /* (longer than a reload's rate limit) */
+static kcache_redis__server *kcache_redis__watch_one(kcache_redis__server *rb, const char *name, int64_t by) {
+    int tries;
+    for (tries = 0; tries < 2; tries++) {
+        int sharded, r;
+        kcache_redis__server *sv = kcache_redis__sub_server(rb, name, &sharded);
+        int64_t until = kcache_monotonic_ns() + KCACHE_REDIS__MAP_WAIT_NS;
+        if (until > by) until = by;
+        while (!sv && sharded && kcache_monotonic_ns() < until) {
+            if (kcache_redis__cluster_reload(rb, until) != 1) {
+                struct timespec ts;
+                ts.tv_sec = 0, ts.tv_nsec = 10000000;
+                nanosleep(&ts, NULL);
+            }
+            sv = kcache_redis__sub_server(rb, name, &sharded);
+        }
+        if (!sv) return NULL;
+        if ((r = kcache_redis__watch_on(sv, &name, 1, by, sharded)) > 0) return sv;
+        if (r == 0 || kcache_redis__cluster_reload(rb, by) != 1) return NULL;
+    }
+    return NULL;
 }
-
 /* WAIT: subscribe to the claim's channel (on the process's subscriber, else on a connection of its
    own), then look at the claim (a release between the two is not missed); the claim's remaining
    lifetime bounds the wait, so a dead builder's claim is noticed when it runs out. */
@@ -2429,7 +2696,8 @@ static kcache_status kcache_redis__wait_claim(kcache_redis__server *rb, const ch
     size_t lens[2];
     redisContext *sub = NULL;
     redisReply *r = NULL;
-    int gone = 0, shared = kcache_redis__watch_one(rb, name, by);
+    kcache_redis__server *sv = kcache_redis__watch_one(rb, name, by); /* (else, on a cluster, the plain channel on the listed node) */
+    int gone = 0, shared = sv != NULL;
     kcache_status st = shared ? KCACHE_OK : kcache_redis__connect(rb, by, &sub);
     if (st != KCACHE_OK) return kcache_redis__is_cluster(rb) ? KCACHE_ENODE : st; /* (a cluster's seed down: the other nodes serve) */
     argv[0] = "SUBSCRIBE", lens[0] = 9;
@@ -2456,7 +2724,7 @@ static kcache_status kcache_redis__wait_claim(kcache_redis__server *rb, const ch
         }
     }
     if (shared && st == KCACHE_OK && !gone) {
-        st = kcache_redis__wait_shared(rb, name, until);
+        st = kcache_redis__wait_shared(sv, name, until);
         if (st == KCACHE_ETIMEOUT) st = until < start + (int64_t)ms * 1000000 ? KCACHE_OK : KCACHE_EEXIST;
         else if (st == KCACHE_EDISABLED) st = KCACHE_OK; /* (the subscriber failed meanwhile: look again) */
     } else if (shared) {
@@ -2481,13 +2749,14 @@ static kcache_status kcache_redis__wait_claim(kcache_redis__server *rb, const ch
 
 static kcache_status kcache_redis__claim(void *user, const char *name, int op, const char *token, uint32_t ms) {
     kcache_redis__server *rb = (kcache_redis__server *)user;
-    char key[KCACHE_REDIS__KEY_MAX], chan[KCACHE_REDIS__KEY_MAX], done[KCACHE_REDIS__KEY_MAX], msbuf[16];
-    const char *argv[8];
-    size_t lens[8];
+    char key[KCACHE_REDIS__KEY_MAX], chan[KCACHE_REDIS__KEY_MAX], done[KCACHE_REDIS__KEY_MAX], sharded[KCACHE_REDIS__KEY_MAX], msbuf[16];
+    const char *argv[9];
+    size_t lens[9];
     redisReply *r;
     kcache_status st;
-    int argc;
+    int argc, cluster;
     if (op == KCACHE_CLAIM_WAIT) return kcache_redis__wait_claim(rb, name, ms);
+    cluster = kcache_redis__is_cluster(rb); /* (its waiters listen on the claim's node: SPUBLISH too) */
     snprintf(msbuf, sizeof msbuf, "%u", (unsigned)(ms ? ms : 1));
     kcache_redis__key(rb, key, name, ":claim");
     if (op == KCACHE_CLAIM_TAKE) { /* (chan: the value's key here) */
@@ -2504,6 +2773,7 @@ static kcache_status kcache_redis__claim(void *user, const char *name, int op, c
         argv[6] = msbuf, lens[6] = strlen(msbuf);
         argv[7] = done, lens[7] = kcache_redis__key(rb, done, name, ":done");
         argc = 8;
+        if (cluster) argv[8] = sharded, lens[8] = kcache_redis__chan(rb, sharded, name, 1), argc = 9;
     } else if (op == KCACHE_CLAIM_RENEW) {
         argv[0] = "EVAL", lens[0] = 4;
         argv[1] = kcache_redis__renew_lua, lens[1] = sizeof kcache_redis__renew_lua - 1;
@@ -2513,7 +2783,7 @@ static kcache_status kcache_redis__claim(void *user, const char *name, int op, c
         argv[5] = msbuf, lens[5] = strlen(msbuf);
         argc = 6;
     } else if (op == KCACHE_CLAIM_RELEASE || op == KCACHE_CLAIM_ABANDON) {
-        argc = kcache_redis__release_argv(rb, name, token, op, key, chan, argv, lens);
+        argc = kcache_redis__release_argv(rb, name, token, op, key, chan, cluster ? sharded : NULL, argv, lens);
     } else {
         return KCACHE_EINVAL;
     }
@@ -2590,7 +2860,7 @@ static kcache_status kcache_redis__put_release(void *user, const char *name, con
         size_t lens[7];
         if (redisAppendCommandArgv(c, kcache_redis__set_argv(rb, name, data, size, key, ttl, argv, lens), argv, lens) != REDIS_OK)
             st = KCACHE_ENOMEM;
-        kcache_redis__release_argv(rb, name, token, KCACHE_CLAIM_RELEASE, claim, chan, argv, lens);
+        kcache_redis__release_argv(rb, name, token, KCACHE_CLAIM_RELEASE, claim, chan, NULL, argv, lens); /* (not a cluster: no sharded channel) */
         if (st == KCACHE_OK && redisAppendCommandArgv(c, 7, argv, lens) != REDIS_OK) st = KCACHE_ENOMEM;
         /* sent without waiting for the answers, the value kept to send again (kcache_redis__debt),
            where it is small enough that the copy costs nothing next to the round trip saved */
@@ -2698,9 +2968,7 @@ static kcache_status kcache_redis__claim_take_many(void *user, const char *const
             if (heard == KCACHE_REDIS__W_STORED || heard == KCACHE_REDIS__W_HELD) st[i] = KCACHE_EEXIST;
             else sent[m++] = i;
         }
-        pthread_mutex_lock(&rb->mutex); /* (a claim found held after its subscription held: quiet, kcache_redis__quiet) */
-        for (i = 0; i < m; i++) sure[i] = kcache_redis__quiet(rb, names[sent[i]], now) != 0;
-        pthread_mutex_unlock(&rb->mutex);
+        for (i = 0; i < m; i++) sure[i] = kcache_redis__quiet(rb, names[sent[i]], now) != 0; /* (found held after its subscription held: quiet) */
         if (m == 0) {
             KCACHE_FREE(keys);
             return KCACHE_OK;

@@ -84,6 +84,9 @@
  *   remote_slow_link          a 1 MiB value through a 2 MiB/s proxy with a 350 ms timeout is a hit;
  *                             a server dripping a byte per 20 ms is a timeout soon after 350 ms; 16
  *                             processes fetch one hot 1 MiB value over one 20 MB/s link: 16 hits
+ *   remote_tls_waiters        (35.6) 8 threads of a process waiting over TLS on another's 8 builds
+ *                             share one subscribed connection (old: one each); the releases wake
+ *                             them: 8 builds
  *   remote_tls_bounds         the same bounds over TLS (rediss://): 1 MiB through a 2 MiB/s proxy in
  *                             front of a TLS port with a 350 ms timeout is a hit; an endless array
  *                             from `openssl s_server` is one failed call, not memory
@@ -2757,6 +2760,120 @@ static void tls_get_child(const char *dir, int port, uint32_t timeout_ms, const 
     _exit(0);
 }
 
+/* ---- waiters told over TLS (issue 35.6) ---- */
+
+/* Subscribed connections on a server now (CLIENT LIST: sub=, psub= or ssub= above 0; -1: no answer). */
+static int subscribed_connections(const kt_redis *r) {
+    redisReply *rep = kt_redis_cmd(r, "CLIENT LIST");
+    const char *at;
+    int n = -1;
+    if (rep && rep->type == REDIS_REPLY_STRING)
+        for (n = 0, at = rep->str; at && *at; at = strchr(at, '\n'), at = at ? at + 1 : NULL) {
+            const char *end = strchr(at, '\n'), *f[3];
+            int i, subbed = 0;
+            f[0] = strstr(at, " sub="), f[1] = strstr(at, " psub="), f[2] = strstr(at, " ssub=");
+            for (i = 0; i < 3; i++) subbed |= f[i] && (!end || f[i] < end) && atoi(strchr(f[i], '=') + 1) > 0;
+            n += subbed;
+        }
+    if (rep) freeReplyObject(rep);
+    return n;
+}
+
+/* A build of 800 ms of key id (user), counted in S->builds. */
+static int told_build(void *user, void **out, size_t *out_size) {
+    unsigned id = (unsigned)(uintptr_t)user;
+    unsigned char *p = (unsigned char *)malloc(1000);
+    __atomic_add_fetch(&S->builds, 1, __ATOMIC_SEQ_CST);
+    kt_sleep_ms(800);
+    if (!p) return 1;
+    kt_payload(p, 1000, id);
+    *out = p;
+    *out_size = 1000;
+    return 0;
+}
+typedef struct told_waiter { kcache *kc; unsigned id; int ok; } told_waiter;
+static void *told_wait(void *arg) {
+    told_waiter *w = (told_waiter *)arg;
+    kcache_key k;
+    const void *d;
+    size_t n;
+    kt_key(&k, "told", w->id);
+    if (kcache_get_or_build(w->kc, &k, told_build, (void *)(uintptr_t)w->id, &d, &n) == KCACHE_OK) {
+        w->ok = kt_payload_ok(d, n, 1000, w->id);
+        kcache_release(w->kc, d);
+    }
+    kcache_key_free(&k);
+    return NULL;
+}
+
+/* rediss://: one process builds 8 keys (a batch on 8 threads, 800 ms each); another's 8 threads
+   each want one of them and wait for its claim: they share the process's one subscribed TLS
+   connection (the old code opened one per waiting thread over TLS: 8), and the releases wake
+   them: 8 builds in all, every payload right. Counted on the server (its plain port) while they
+   wait: the most subscribed connections seen at once. */
+static void remote_tls_waiters(void) {
+    char dir[310], ca[330], url[300], extra[1200];
+    kt_redis A;
+    pid_t b, a;
+    int port = kt_free_port(), st = 0, subs, ok = 1;
+    if (!tls_certs(dir, sizeof dir)) { printf("skip remote_tls_waiters: openssl could not make the test's certificates (see %s/openssl.log)\n", dir); return; }
+    snprintf(ca, sizeof ca, "%s/ca.crt", dir);
+    snprintf(extra, sizeof extra, "tls-port %d\ntls-cert-file %s/ip.crt\ntls-key-file %s/ip.key\ntls-ca-cert-file %s\ntls-auth-clients no", port, dir, dir, ca);
+    if (strlen(extra) >= sizeof A.extra) { KT_FAILF("TMPDIR is too long for the server's config"); return; }
+    if (!kt_redis_start(&A, g_root, 1, extra)) { printf("skip remote_tls_waiters: redis-server did not start with TLS (built without it?)\n"); return; }
+    snprintf(url, sizeof url, "rediss://127.0.0.1:%d", port);
+    S->builds = 0;
+    fflush(stdout);
+    if ((b = fork()) == 0) { /* the builder: a batch of the 8 keys */
+        kcache *kc = open_tls(url, ca, NULL, NULL);
+        kcache_job jobs[8];
+        kcache_key keys[8];
+        int i, good = 0;
+        if (!kc) _exit(2);
+        for (i = 0; i < 8; i++) {
+            kt_key(&keys[i], "told", (unsigned)i);
+            memset(&jobs[i], 0, sizeof jobs[i]);
+            jobs[i].key = &keys[i], jobs[i].build = told_build, jobs[i].user = (void *)(uintptr_t)i;
+        }
+        kcache_get_or_build_many(kc, jobs, 8, 8);
+        for (i = 0; i < 8; i++) {
+            if (jobs[i].status == KCACHE_OK) good += kt_payload_ok(jobs[i].data, jobs[i].size, 1000, (unsigned)i), kcache_release(kc, jobs[i].data);
+            kcache_key_free(&keys[i]);
+        }
+        kcache_close(kc);
+        _exit(good == 8 ? 0 : 1);
+    }
+    kt_sleep_ms(250);
+    if ((a = fork()) == 0) { /* the waiters: a thread per key */
+        kcache *kc = open_tls(url, ca, NULL, NULL);
+        pthread_t th[8];
+        told_waiter w[8];
+        int i, good = 0;
+        if (!kc) _exit(2);
+        for (i = 0; i < 8; i++) w[i].kc = kc, w[i].id = (unsigned)i, w[i].ok = 0, pthread_create(&th[i], NULL, told_wait, &w[i]);
+        for (i = 0; i < 8; i++) pthread_join(th[i], NULL), good += w[i].ok;
+        kcache_close(kc);
+        _exit(good == 8 ? 0 : 1);
+    }
+    for (subs = 0;;) { /* the most seen at once, every 50 ms while the waiters run (a slow start, as under valgrind, is seen too) */
+        pid_t done = waitpid(a, &st, WNOHANG);
+        int now = subscribed_connections(&A);
+        if (now > subs) subs = now;
+        if (done == a || done < 0) {
+            ok &= done == a && WIFEXITED(st) && WEXITSTATUS(st) == 0;
+            break;
+        }
+        kt_sleep_ms(50);
+    }
+    ok &= waitpid(b, &st, 0) == b && WIFEXITED(st) && WEXITSTATUS(st) == 0;
+    printf("# remote_tls_waiters: 8 threads waiting over TLS on another process's 8 builds: at most %d subscribed connections, %d builds\n", subs,
+           S->builds);
+    KT_CHECK_MSG(ok, "a process failed or got wrong payloads");
+    KT_CHECK_MSG(S->builds == 8, "%d builds of 8 keys", S->builds);
+    KT_CHECK_MSG(subs >= 1 && subs <= 2, "%d subscribed connections over TLS, want at most 2 (one per process)", subs);
+    kt_redis_stop(&A);
+}
+
 /* The reply bounds and the idle-time deadline hold over TLS too (kcache_redis__tls_io: its SSL and the
    reply budget share the connection's reader field): 1 MiB at 2 MiB/s through a proxy in front of
    redis-server's TLS port, 350 ms timeout: a hit; an endless array from `openssl s_server`: one
@@ -3406,6 +3523,7 @@ int main(int argc, char **argv) {
     KT_RUN(remote_db_auth);
     KT_RUN(remote_url_escapes);
     KT_RUN(remote_tls);
+    KT_RUN(remote_tls_waiters);
     KT_RUN(remote_rejects);
     KT_RUN(remote_signed);
     KT_RUN(remote_gmac);
