@@ -157,6 +157,10 @@
          >>companions    where this file includes them when their switch is defined (the 0.4 way)
 
    REVISIONS (README: Changes)
+       0.6.1 the cold start's round trips: put_release sent without waiting for its answers,
+            the server's clock asked with a batch's first look, no identity for a lone shard,
+            read-backs told by the subscriber (kcache_remote_ops.get_many may answer
+            KCACHE_EEXIST); waiters told over TLS and on a Redis Cluster (sharded pub/sub)
        0.6  Redis Cluster failover that heals and a breaker per node (KCACHE_ENODE,
             kcache_remote_node_call, KCACHE_STATS_NODES); KCACHE_REMOTE_TLS_NAME
             (kcache_config.remote_tls_name, kcache_remote_params.tls_name); build claims carry
@@ -205,8 +209,8 @@
    program actually runs with (the same unless two copies differ). */
 #define KCACHE_VERSION_MAJOR 0
 #define KCACHE_VERSION_MINOR 6
-#define KCACHE_VERSION_PATCH 0
-#define KCACHE_VERSION "0.6.0"
+#define KCACHE_VERSION_PATCH 1
+#define KCACHE_VERSION "0.6.1"
 
 #ifndef KCACHE_API
 #ifdef KCACHE_STATIC

@@ -45,7 +45,7 @@ class BuildPyWithHook(build_py):
 
 setup(
     name="kcache-numba",
-    version="0.6.0",
+    version="0.6.1",
     description="numba's cache=True functions in kcache's store: single flight, dependencies, eviction",
     license="MIT",
     packages=["kcache_numba"],
