@@ -94,6 +94,9 @@
  *                             a cold get_or_build send one; a caller that waits for another
  *                             thread's or another kcache's build on its store sends one, for
  *                             another machine's (the cluster claim) two
+ *   remote_put_unanswered     a builder's put and release, sent without waiting for the answers,
+ *                             are lost (the server closes the connection unanswered): the put is
+ *                             sent again on another connection (2 SETs read, the second answered)
  *   remote_take_64            a batch of 64 keys on one builder: its first take names all 64 (the
  *                             script's argument list was one short: a failed call, out of bounds
  *                             under ASan); every key built once, no remote error
@@ -155,6 +158,7 @@ typedef struct shared {
     int builds, building;
     double build_start, build_end;
     int seq; /* store names: shared, so that names made in children never repeat either */
+    int fake_sets, fake_sets_ok; /* FAKE_PUT_LOST: the value SETs it read, and answered */
 } shared;
 static shared *S;
 static char g_root[300];
@@ -1856,7 +1860,9 @@ enum {
     FAKE_DRIP,        /* GET: a 1 MiB string, one byte every 20 ms */
     FAKE_BADEND,      /* GET: a 100000-byte string ended by "XY", not \r\n */
     FAKE_EXTRA,       /* GET: a 100000-byte string, then a reply nobody asked for, in one write */
-    FAKE_MOVED_EMPTY, /* GET: -MOVED 7 :<g_fake_to> (an empty host: the node that answered) */
+    FAKE_PUT_LOST,    /* claims taken; the first value SET ever read closes its connection unanswered (the
+                         later ones are answered, S->fake_sets_ok) */
+    FAKE_MOVED_EMPTY, /* (these last: redirects) GET: -MOVED 7 :<g_fake_to> (an empty host: the node that answered) */
     FAKE_SLOTS_EMPTY, /* GET: -MOVED 7 127.0.0.1:<g_fake_to>; CLUSTER SLOTS: every slot at ":<g_fake_to>" */
     FAKE_SLOTS_NIL    /* the same with a NULL endpoint in CLUSTER SLOTS */
 };
@@ -1928,8 +1934,13 @@ static void fake_serve(int c, int mode) {
                 snprintf(out, sizeof out, "*1\r\n*3\r\n:0\r\n:16383\r\n*2\r\n%s:%d\r\n", mode == FAKE_SLOTS_NIL ? "$-1\r\n" : "$0\r\n\r\n", g_fake_to);
             else if (mode >= FAKE_MOVED_EMPTY && !fake_is(arg[0], len[0], "PING"))
                 snprintf(out, sizeof out, "-MOVED 7 %s:%d\r\n", mode == FAKE_MOVED_EMPTY ? "" : "127.0.0.1", g_fake_to);
-            else if (fake_is(arg[0], len[0], "SET")) rep = argc > 3 ? "$-1\r\n" : "+OK\r\n";
-            else if (fake_is(arg[0], len[0], "EVAL") && argc > 2 && len[2] == 1 && arg[2][0] == '2') rep = ":0\r\n"; /* a claim's take (2 keys): held */
+            else if (mode == FAKE_PUT_LOST && fake_is(arg[0], len[0], "SET")) {
+                if (__atomic_add_fetch(&S->fake_sets, 1, __ATOMIC_SEQ_CST) == 1) break; /* (gone with what followed it) */
+                __atomic_add_fetch(&S->fake_sets_ok, 1, __ATOMIC_SEQ_CST);
+                rep = "+OK\r\n";
+            } else if (fake_is(arg[0], len[0], "SET")) rep = argc > 3 ? "$-1\r\n" : "+OK\r\n";
+            else if (fake_is(arg[0], len[0], "EVAL") && argc > 2 && len[2] == 1 && arg[2][0] == '2') /* a claim's take (2 keys): held */
+                rep = mode == FAKE_PUT_LOST ? ":1\r\n" : ":0\r\n";
             else if (fake_is(arg[0], len[0], "GET")) {
                 if (mode == FAKE_DRIP && len[1] < 50) { /* the value, a byte at a time */
                     int i;
@@ -2262,6 +2273,28 @@ static void remote_claim_planted(void) {
                      S->r[0].st.remote_open ? "open" : "closed");
         kt_garbage_stop(g);
     }
+}
+
+/* 35.5: a claim holder's put and release go out without waiting for their answers, which are read
+   with the connection's next reply; answers that never come (the connection closed after the
+   put was read, nothing stored) have the put sent again on another connection: the value lands. */
+static void remote_put_unanswered(void) {
+    mconf mc;
+    char url[64];
+    int port = 0;
+    pid_t g = fake_start(fake_serve, FAKE_PUT_LOST, &port);
+    if (!g) { KT_FAILF("fake server"); return; }
+    snprintf(url, sizeof url, "redis://127.0.0.1:%d", port);
+    memset(&mc, 0, sizeof mc);
+    mc.url = url;
+    S->builds = 0;
+    S->fake_sets = S->fake_sets_ok = 0;
+    gob_job(0, &mc, 19, 0);
+    kt_garbage_stop(g);
+    printf("# remote_put_unanswered: %d builds, %d value SETs read, %d answered\n", S->builds, S->fake_sets, S->fake_sets_ok);
+    KT_CHECK_MSG(S->r[0].ok && S->builds == 1, "%s, %d builds", kcache_strerror((kcache_status)S->r[0].status), S->builds);
+    KT_CHECK_MSG(S->fake_sets == 2 && S->fake_sets_ok == 1, "%d value SETs read, %d answered: want the lost one sent again", S->fake_sets,
+                 S->fake_sets_ok);
 }
 
 static int slow_build(void *user, void **out, size_t *out_size) {
@@ -3557,6 +3590,7 @@ int main(int argc, char **argv) {
     KT_RUN(remote_empty_host);
     KT_RUN(remote_tls_bounds);
     KT_RUN(remote_take_64);
+    KT_RUN(remote_put_unanswered);
     KT_RUN(remote_lookups);
     KT_RUN(remote_explain_stats);
     KT_RUN(compress_local);
