@@ -462,10 +462,7 @@ typedef struct kcache_remote_ops {
     /* Optional (NULL: one get per name): n names (at most 64) looked up in one exchange, for
        kcache_get_or_build_many's read-back of what other machines built. KCACHE_OK with st[i] as
        get would return for names[i] (KCACHE_OK with data[i], size[i] until release(user, hold[i])
-       when hold[i] is not NULL; KCACHE_MISS), or the exchange's failure, with nothing held. Since
-       0.6.1 st[i] may also be KCACHE_EEXIST: not asked, because the backend knows the value is
-       still being built elsewhere (it hears when builds end: the Redis backend's pub/sub); kcache
-       then asks again soon, as asking costs nothing until the build's end is heard. */
+       when hold[i] is not NULL; KCACHE_MISS), or the exchange's failure, with nothing held. */
     kcache_status (*get_many)(void *user, const char *const *names, size_t n, const void **data, size_t *size, void **hold,
                               kcache_status *st);
     /* Optional (0.6; NULL: a held claim is renewed with KCACHE_CLAIM_RENEW under the token it was
@@ -9807,10 +9804,9 @@ static void kcache__remote_get(kcache__remote *r, const kcache_key *k, int polic
 
 /* Looks mm->rk[0..n) (KCACHE__REMOTE_MANY at most) up at once, as lookups (kcache__remote_get with
    peek 0, no record): on a shard whose backend has get_many, one exchange for all of its keys;
-   elsewhere one get each. mm->rd[i], mm->where[i] as kcache__remote_get's out and where; a status of
-   KCACHE_EEXIST: not asked (get_many knows another builds it: no lookup counted). */
+   elsewhere one get each. mm->rd[i], mm->where[i] as kcache__remote_get's out and where. */
 static void kcache__remote_get_many(kcache__remote *r, kcache__many *mm, size_t n, int policy, kcache__remote_ev *ev) {
-    size_t i, j, quiet;
+    size_t i, j;
     if (n > KCACHE__REMOTE_MANY) n = KCACHE__REMOTE_MANY;
     for (i = 0; i < n; i++) {
         mm->sh[i] = kcache__remote_shard(r, mm->rk[i]->digest);
@@ -9835,19 +9831,13 @@ static void kcache__remote_get_many(kcache__remote *r, kcache__many *mm, size_t 
                 mm->where[j] = s->url;
                 m++;
             }
-        if (!kcache__remote_allow(r, s, 0, ev)) {
-            ev->lookups += m;
-            continue;
-        }
+        ev->lookups += m;
+        if (!kcache__remote_allow(r, s, 0, ev)) continue;
         t0 = kcache__mono_ns();
         cs = s->ops->get_many(s->user, mm->np, m, mm->v, mm->len, mm->hold, mm->gst);
-        for (j = 0, quiet = 0; cs == KCACHE_OK && j < m; j++) /* (not asked: no lookup, and no call when none was) */
-            if (mm->gst[j] == KCACHE_EEXIST) mm->rd[mm->gat[j]].status = KCACHE_EEXIST, quiet++;
-        ev->lookups += m - quiet;
-        if (quiet < m) kcache__remote_done(r, s, cs, t0, "get", ev);
+        kcache__remote_done(r, s, cs, t0, "get", ev);
         if (cs != KCACHE_OK) continue;
         for (j = 0; j < m; j++) {
-            if (mm->gst[j] == KCACHE_EEXIST) continue;
             if (mm->gst[j] == KCACHE_OK) {
                 kcache__remote_take(r, s, mm->rk[mm->gat[j]], policy, 0, 0, mm->v[j], mm->len[j], mm->hold[j], &mm->rd[mm->gat[j]], ev);
             } else {
@@ -13091,7 +13081,6 @@ static void kcache__remote_fetch(kcache *kc, kcache__many *mm, size_t n) {
         size_t at = mm->fat[i];
         kcache__mem_free(mm->rd[i].mem, mm->rd[i].rec);
         if (mm->rd[i].status == KCACHE_OK) mm->got[at] = kcache__lower_hit(kc, mm->rk[i], gen, mm->rd[i].blob, 0, mm->where[i], &mm->data[at], &mm->size[at]);
-        else if (mm->rd[i].status == KCACHE_EEXIST) mm->got[at] = KCACHE_EEXIST; /* (still built elsewhere: not asked) */
     }
     for (i = 0; i < n; i++) kcache__key_drop(&kc->mem, mm->copy[i]);
 }
@@ -14808,7 +14797,6 @@ typedef struct kcache__batch {
     uint64_t ends;             /* todo done so far: a waiting worker wakes when it moves */
     unsigned workers;          /* workers started so far (each starts its passes elsewhere) */
     int forked, child;         /* the process is a fork of kc's: stop (the caller goes on) */
-    int hears;                 /* the remote answered a read-back without asking: it hears builds end */
     int fetched;               /* a read-back was made (kcache__batch_fetch: the first asks every key seen busy) */
     int sweep;                 /* the next read-back asks every key seen busy (nothing left to build) */
     size_t fresh;              /* todo never seen busy and not done: while some are, there may be one to
@@ -14825,10 +14813,9 @@ static int kcache__batch_due(const kcache__batch *bt, size_t i, int64_t now) { r
 /* Todo i was seen busy (another builds it) or could not be asked (a failed call while its shard
    answers otherwise): asked again, of the remote and for its claim, only after a back-off (16 ms
    doubling to 256 ms), never after every build of this batch, so that a key costs a few commands
-   while another machine builds it, not one per key built meanwhile (issue 35); 16 ms flat once the
-   remote is seen to hear builds end (bt->hears: asking costs nothing until then). Lock held. */
+   while another machine builds it, not one per key built meanwhile (issue 35). Lock held. */
 static void kcache__batch_later(kcache__batch *bt, size_t i, int64_t now) {
-    unsigned b = bt->hears ? 0 : bt->backoff[i] < 4 ? bt->backoff[i] : 4;
+    unsigned b = bt->backoff[i] < 4 ? bt->backoff[i] : 4;
     if (!bt->busy_since[i]) bt->busy_since[i] = now, bt->fresh--;
     bt->ask_after[i] = now + ((int64_t)16000000 << b);
     if (bt->backoff[i] < 255) bt->backoff[i]++;
@@ -14844,10 +14831,9 @@ static size_t kcache__batch_fetch(kcache__batch *bt, kcache__many *mm, size_t fi
     size_t step, j, m = 0, n, k;
     int forked = 0, done = 0;
     int64_t now = kcache__mono_ns();
-    /* every key seen busy, the pass's earlier ones too, in one exchange: when the remote hears builds
-       end (it asks only what it heard of), when nothing is left to build (a sweep), and the batch's
-       first read-back (which learns whether it hears) */
-    int all = bt->hears || bt->sweep || !bt->fetched;
+    /* every key seen busy, the pass's earlier ones too, in one exchange: when nothing is left to
+       build (a sweep: what others built is read back together), and the batch's first read-back */
+    int all = bt->sweep || !bt->fetched;
     for (k = 0; k < (all ? bt->ntodo : bt->ntodo - from) && m < KCACHE__REMOTE_MANY; k++) {
         size_t i = (first + from + k) % bt->ntodo;
         if (bt->state[i] == KCACHE__JOB_OPEN && bt->busy_since[i] && (all || kcache__batch_due(bt, i, now))) {
@@ -14861,7 +14847,7 @@ static size_t kcache__batch_fetch(kcache__batch *bt, kcache__many *mm, size_t fi
     bt->fetched = 1;
     if (bt->sweep) {
         bt->sweep = 0;
-        bt->sweep_at = now + ((int64_t)16000000 << (bt->hears ? 0 : bt->sweeps < 4 ? bt->sweeps : 4));
+        bt->sweep_at = now + ((int64_t)16000000 << (bt->sweeps < 4 ? bt->sweeps : 4));
         bt->sweeps++;
     }
     kcache__mutex_unlock(&bt->m);
@@ -14883,10 +14869,6 @@ static size_t kcache__batch_fetch(kcache__batch *bt, kcache__many *mm, size_t fi
         kcache_job *job = &bt->jobs[bt->todo[mm->at[j]]];
         if (mm->st[j] != KCACHE_OK) { /* still missing: tried as before */
             bt->state[mm->at[j]] = KCACHE__JOB_OPEN;
-            /* the remote hears when builds end (kcache_remote_ops.get_many's KCACHE_EEXIST): asking it
-               again costs nothing until then, so every key is asked again soon, not after a growing
-               back-off (kcache__batch_later) */
-            if (mm->st[j] == KCACHE_EEXIST) bt->hears = 1;
             continue;
         }
         bt->sweeps = 0; /* (values are landing: the next sweep soon) */

@@ -209,8 +209,6 @@ typedef struct kcache_redis__watched {
                                        without a command; unsubscribed when its entry is needed) */
     unsigned char confirmed;        /* the server confirmed its subscription */
     int64_t heard_at;               /* HELD: when its claim's taking was heard (monotonic ns) */
-    int64_t missed_at;              /* when a GET sent after the subscription was confirmed found no
-                                       value (0: none since): it comes with a message now (kcache_redis__quiet) */
 } kcache_redis__watched;
 
 typedef struct kcache_redis__server {
@@ -2158,7 +2156,7 @@ static int kcache_redis__watch_on(kcache_redis__server *sv, const char *const *n
         memcpy(sv->watch[at].name, names[i], len + 1);
         sv->watch[at].state = KCACHE_REDIS__W_WAIT;
         sv->watch[at].confirmed = 0;
-        sv->watch[at].heard_at = sv->watch[at].missed_at = 0;
+        sv->watch[at].heard_at = 0;
     }
     pthread_mutex_unlock(&sv->mutex);
     /* the new ones: those just made (WAIT, named in this call; a name named twice once) */
@@ -2315,50 +2313,6 @@ static void kcache_redis__watch_misses(kcache_redis__server *rb, const char *con
 static int kcache_redis__clock_due(kcache_redis__server *rb, int64_t now);
 static void kcache_redis__clock_learn(kcache_redis__server *rb, const redisReply *r, int64_t t0, int64_t t1);
 
-/* What the subscriber says of a batch's read-back of name: QUIET when its value
-   can only come with a message, which has not come (its subscription confirmed, then a claim's
-   taking heard or a GET that found nothing, within the last third of a claim's life): get_many
-   answers KCACHE_EEXIST without asking, and the batch asks again soon at no cost (issue 35: the
-   cold start's last values come a round trip after their builds' ends are heard, not after a
-   back-off). SURE when a GET sent now that finds nothing makes it QUIET; else 0. A writer that
-   publishes nothing (a plain put, kcache 0.4) is seen at the next GET, a third of a claim's life
-   later at most. */
-enum { KCACHE_REDIS__QUIET = 1, KCACHE_REDIS__SURE };
-/* Marks quiet each of names[0..n) that was SURE when asked and found missing (st[i] == was), and
-   answers it KCACHE_EEXIST: its value will be heard of (kcache_remote_ops.get_many). */
-static void kcache_redis__missed(kcache_redis__server *rb, const char *const *names, size_t n, const unsigned char *sure, kcache_status *st,
-                                 kcache_status was) {
-    int64_t now = kcache_monotonic_ns();
-    size_t i;
-    for (i = 0; i < n; i++) {
-        kcache_redis__watched *w;
-        kcache_redis__server *sv;
-        int sharded;
-        if (!sure[i] || st[i] != was || !(sv = kcache_redis__sub_server(rb, names[i], &sharded))) continue;
-        pthread_mutex_lock(&sv->mutex);
-        if (sv->sub && sv->sub_pid == (uint32_t)getpid() && (w = kcache_redis__watch_find(sv, names[i], strlen(names[i]))) != NULL &&
-            w->confirmed && (w->state == KCACHE_REDIS__W_WAIT || w->state == KCACHE_REDIS__W_HELD)) {
-            w->missed_at = now;
-            st[i] = KCACHE_EEXIST;
-        }
-        pthread_mutex_unlock(&sv->mutex);
-    }
-}
-static int kcache_redis__quiet(kcache_redis__server *rb, const char *name, int64_t now) {
-    const kcache_redis__watched *w;
-    kcache_redis__server *sv;
-    int64_t fresh = (int64_t)(rb->claim_ms / 3) * 1000000;
-    int q = 0, sharded;
-    if (!(sv = kcache_redis__sub_server(rb, name, &sharded))) return 0;
-    pthread_mutex_lock(&sv->mutex);
-    if (sv->watch && sv->sub && sv->sub_pid == (uint32_t)getpid() && (w = kcache_redis__watch_find(sv, name, strlen(name))) != NULL &&
-        w->confirmed && (w->state == KCACHE_REDIS__W_WAIT || w->state == KCACHE_REDIS__W_HELD))
-        q = (w->state == KCACHE_REDIS__W_HELD && now - w->heard_at < fresh) || (w->missed_at && now - w->missed_at < fresh) ? KCACHE_REDIS__QUIET
-                                                                                                                             : KCACHE_REDIS__SURE;
-    pthread_mutex_unlock(&sv->mutex);
-    return q;
-}
-
 static kcache_status kcache_redis__get_many(void *user, const char *const *names, size_t n, const void **data, size_t *size, void **hold,
                                             kcache_status *st) {
     kcache_redis__server *rb = (kcache_redis__server *)user;
@@ -2366,7 +2320,6 @@ static kcache_status kcache_redis__get_many(void *user, const char *const *names
     kcache_status s = KCACHE_OK;
     size_t i;
     int pipelined, clock;
-    unsigned char *sure = NULL; /* per name: a GET that finds nothing makes it quiet (kcache_redis__quiet) */
     int64_t start = kcache_monotonic_ns(), deadline = start + (int64_t)rb->op_ms * 1000000, last = start;
     uint64_t moved = 0;
     pthread_mutex_lock(&rb->mutex);
@@ -2375,19 +2328,6 @@ static kcache_status kcache_redis__get_many(void *user, const char *const *names
     for (i = 0; i < n; i++) {
         hold[i] = NULL;
         st[i] = KCACHE_STATUS_COUNT; /* not answered yet */
-    }
-    if (n > 1 && !rb->no_watch && (sure = (unsigned char *)KCACHE_MALLOC(n)) != NULL) { /* a batch's read-back: what was heard */
-        size_t quiet = 0;
-        kcache_redis__watch_drain(rb);
-        for (i = 0; i < n; i++) {
-            int q = kcache_redis__quiet(rb, names[i], start);
-            if (q == KCACHE_REDIS__QUIET) st[i] = KCACHE_EEXIST, quiet++;
-            sure[i] = q == KCACHE_REDIS__SURE;
-        }
-        if (quiet == n) {
-            KCACHE_FREE(sure);
-            return KCACHE_OK;
-        }
     }
     /* a batch's look on a server it may claim on: the server's clock (kcache_redis__server_time)
        asked in the same exchange, before the GETs (its reply is not held up behind their values),
@@ -2404,7 +2344,6 @@ static kcache_status kcache_redis__get_many(void *user, const char *const *names
             char key[KCACHE_REDIS__KEY_MAX];
             const char *argv[2];
             size_t lens[2];
-            if (st[i] == KCACHE_EEXIST) continue; /* (quiet: not asked) */
             argv[0] = "GET", lens[0] = 3;
             argv[1] = key, lens[1] = kcache_redis__key(rb, key, names[i], "");
             if (redisAppendCommandArgv(c, 2, argv, lens) != REDIS_OK) s = KCACHE_ENOMEM;
@@ -2422,7 +2361,6 @@ static kcache_status kcache_redis__get_many(void *user, const char *const *names
             unsigned slot;
             const char *host;
             size_t hlen;
-            if (st[i] == KCACHE_EEXIST) continue; /* (quiet: not asked) */
             if ((s = kcache_redis__io_span(rb, c, start, deadline, &last, &moved, rb->max_reply, &r)) != KCACHE_OK) break;
             if (r->type == REDIS_REPLY_STRING) { /* held as a GET's are (kcache_redis__release frees both) */
                 kcache_redis__held *h = (kcache_redis__held *)KCACHE_MALLOC(sizeof *h);
@@ -2449,9 +2387,6 @@ static kcache_status kcache_redis__get_many(void *user, const char *const *names
         else if (st[i] == KCACHE_STATUS_COUNT && (st[i] = kcache_redis__get(user, names[i], &data[i], &size[i], &hold[i])) != KCACHE_OK &&
                  st[i] != KCACHE_MISS && st[i] != KCACHE_ENODE) /* (ENODE: that key's node is down, the others' keys are read) */
             s = st[i];
-    if (sure && s == KCACHE_OK) /* found nothing, asked after the subscription held: heard when it comes, quiet till then */
-        kcache_redis__missed(rb, names, n, sure, st, KCACHE_MISS);
-    KCACHE_FREE(sure);
     /* a batch's look: its misses are watched (their builds' ends heard), once every key is answered
        (a listed node that redirected some turned out to be a cluster's: each is watched on its node) */
     if (s == KCACHE_OK && n > 1) kcache_redis__watch_misses(rb, names, n, st);
@@ -2923,16 +2858,15 @@ static kcache_status kcache_redis__put_release(void *user, const char *name, con
 
 /* Takes claims in order until ARGV[2] are taken, each only while nobody holds it and its value is
    missing, and publishes each taken ("t", as the take script does): KEYS claim1, value1, claim2,
-   value2...; ARGV ms, want, token1..tokenN, channel1..channelN; per name 1 (taken), 2 (held by
-   another, the value missing), 0 (the value is there), -1 (not tried). */
+   value2...; ARGV ms, want, token1..tokenN, channel1..channelN; per name 1 (taken), 0 (held, or the
+   value is there), -1 (not tried). */
 static const char kcache_redis__take_first_lua[] =
     "local n = #KEYS / 2 local want, got, out = tonumber(ARGV[2]), 0, {} "
     "for i = 1, n do "
     "if got >= want then out[i] = -1 "
-    "elseif redis.call('exists', KEYS[2 * i]) == 1 then out[i] = 0 "
-    "elseif redis.call('set', KEYS[2 * i - 1], ARGV[i + 2], 'NX', 'PX', ARGV[1]) then "
+    "elseif redis.call('exists', KEYS[2 * i]) == 0 and redis.call('set', KEYS[2 * i - 1], ARGV[i + 2], 'NX', 'PX', ARGV[1]) then "
     "redis.call('publish', ARGV[n + i + 2], 't') out[i] = 1 got = got + 1 "
-    "else out[i] = 2 end end return out";
+    "else out[i] = 0 end end return out";
 
 /* claim_take_many (kcache_remote_ops): one script over the names (one round trip). On a cluster
    (names on several nodes), or when the server refuses the script (a node of a cluster: CROSSSLOT,
@@ -2954,13 +2888,9 @@ static kcache_status kcache_redis__claim_take_many(void *user, const char *const
         enum { MAX = 64 };
         char (*keys)[KCACHE_REDIS__KEY_MAX] = (char (*)[KCACHE_REDIS__KEY_MAX])KCACHE_MALLOC(3 * MAX * KCACHE_REDIS__KEY_MAX);
         const char *argv[5 + 4 * MAX]; /* EVAL, the script, the key count, ms, want; 4 per name */
-        const char *held[MAX];
         size_t lens[5 + 4 * MAX], a = 0, sent[MAX], m = 0;
-        unsigned char sure[MAX];
-        kcache_status got_st[MAX];
         char nbuf[16];
         redisReply *r = NULL;
-        int64_t now = kcache_monotonic_ns();
         if (!keys) return KCACHE_ENOMEM;
         kcache_redis__watch_drain(rb); /* (once for the names) */
         for (i = 0; i < n; i++) { /* a build's end or a claim heard (kcache_redis__watch): held, unasked */
@@ -2968,7 +2898,6 @@ static kcache_status kcache_redis__claim_take_many(void *user, const char *const
             if (heard == KCACHE_REDIS__W_STORED || heard == KCACHE_REDIS__W_HELD) st[i] = KCACHE_EEXIST;
             else sent[m++] = i;
         }
-        for (i = 0; i < m; i++) sure[i] = kcache_redis__quiet(rb, names[sent[i]], now) != 0; /* (found held after its subscription held: quiet) */
         if (m == 0) {
             KCACHE_FREE(keys);
             return KCACHE_OK;
@@ -2991,13 +2920,10 @@ static kcache_status kcache_redis__claim_take_many(void *user, const char *const
             for (i = 0; i < m; i++) {
                 const redisReply *e = r->element[i];
                 kcache_status *to = &st[sent[i]];
-                *to = e->type != REDIS_REPLY_INTEGER ? KCACHE_EIO : e->integer == 1 ? KCACHE_OK : e->integer == 0 || e->integer == 2 ? KCACHE_EEXIST : KCACHE_MISS;
+                *to = e->type != REDIS_REPLY_INTEGER ? KCACHE_EIO : e->integer == 1 ? KCACHE_OK : e->integer == 0 ? KCACHE_EEXIST : KCACHE_MISS;
                 if (*to == KCACHE_OK) (void)kcache_redis__watch_state(rb, names[sent[i]], 1); /* built here: not watched */
-                held[i] = names[sent[i]];
-                got_st[i] = e->type == REDIS_REPLY_INTEGER && e->integer == 2 ? KCACHE_MISS : KCACHE_OK;
             }
             freeReplyObject(r);
-            kcache_redis__missed(rb, held, m, sure, got_st, KCACHE_MISS);
             return KCACHE_OK;
         }
         if (r->type == REDIS_REPLY_ERROR && (s = kcache_redis__write_error(r)) != KCACHE_EIO) { /* (a full or read-only server) */
