@@ -159,8 +159,8 @@
    REVISIONS (README: Changes)
        0.6.1 the cold start's round trips: put_release sent without waiting for its answers,
             the server's clock asked with a batch's first look, no identity for a lone shard,
-            read-backs told by the subscriber (kcache_remote_ops.get_many may answer
-            KCACHE_EEXIST); waiters told over TLS and on a Redis Cluster (sharded pub/sub)
+            the batch's read-backs once nothing is left to build, in one exchange; waiters told
+            over TLS and on a Redis Cluster (sharded pub/sub)
        0.6  Redis Cluster failover that heals and a breaker per node (KCACHE_ENODE,
             kcache_remote_node_call, KCACHE_STATS_NODES); KCACHE_REMOTE_TLS_NAME
             (kcache_config.remote_tls_name, kcache_remote_params.tls_name); build claims carry
@@ -14821,9 +14821,9 @@ static void kcache__batch_later(kcache__batch *bt, size_t i, int64_t now) {
     if (bt->backoff[i] < 255) bt->backoff[i]++;
 }
 
-/* Asks the tiers again for the next open keys of a pass that were seen busy and are due (or all of
-   them: see `all`) (KCACHE__REMOTE_MANY at most, from step `from` of a pass that starts at todo `first`; lock held,
-   dropped meanwhile with the keys marked taken): memory and the store, then the remote in one
+/* Asks the tiers again for the next open keys of a pass that were seen busy and are due, or for
+   all of them (`all`) (KCACHE__REMOTE_MANY at most, from step `from` of a pass that starts at todo
+   `first`; lock held, dropped meanwhile with the keys marked taken): memory and the store, then the remote in one
    exchange per shard for the rest (kcache__remote_fetch), so that the values other machines built
    come back without a claim and a round trip each. Returns the step after the last key asked;
    *progress: 1 when a key got done. */
@@ -14892,8 +14892,9 @@ static size_t kcache__batch_fetch(kcache__batch *bt, kcache__many *mm, size_t fi
    with a remote that takes many claims in one exchange (claim_take_many), the claim of the first
    free key among it and the next open keys never seen busy or due again on its shard
    (KCACHE__REMOTE_MANY at most, from step `step` of the pass that starts at todo `first`) is taken
-   in one round trip (issue 35: the keys due again were asked one round trip each); the keys found held or built are put off (as a try that
-   finds one busy does), and *i becomes the key taken, its claim in mm->cl (mm->held). Returns 1
+   in one round trip (issue 35: the keys due again were asked one round trip each); the keys found
+   held or built are put off (as a try that finds one busy does), and *i becomes the key taken,
+   its claim in mm->cl (mm->held). Returns 1
    when none was free (the caller moves on: *next, the first key put off's due time, updated), 0
    to try *i. Lock held, dropped meanwhile with the keys marked taken. */
 static int kcache__batch_take_first(kcache__batch *bt, kcache__many *mm, size_t first, size_t step, size_t *i, int64_t *next) {
@@ -14988,7 +14989,8 @@ static void kcache__batch_work(kcache__batch *bt) {
             }
             /* (with a remote that takes the first free of many claims at once, what others built is
                read back once nothing is left to build: a read-back between builds cost a round trip) */
-            if (bt->busy_since[i] && mm && step >= asked && (bt->sweep || !bt->fresh || !kcache__rclaim_can_take_first(KCACHE__REMOTE(bt->kc), bt->jobs[bt->todo[i]].key, bt->jobs[bt->todo[i]].key))) {
+            if (bt->busy_since[i] && mm && step >= asked &&
+                (bt->sweep || !bt->fresh || !kcache__rclaim_can_take_first(KCACHE__REMOTE(bt->kc), bt->jobs[bt->todo[i]].key, bt->jobs[bt->todo[i]].key))) {
                 asked = kcache__batch_fetch(bt, mm, first, step, &progress);
                 if (bt->state[i] != KCACHE__JOB_OPEN) continue;
             }
