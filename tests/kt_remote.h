@@ -254,6 +254,45 @@ KT_UNUSED static redisReply *kt_redis_cmd(const kt_redis *r, const char *fmt, ..
     redisFree(c);
     return rep;
 }
+/* The calls r's server counted of one command (INFO commandstats: cmdstat_<cmd>:calls=N; 0 when
+   never called), or -1 when it did not answer. */
+KT_UNUSED static long long kt_redis_calls(const kt_redis *r, const char *cmd) {
+    redisReply *rep = kt_redis_cmd(r, "INFO commandstats");
+    char want[64];
+    const char *at;
+    long long n = -1;
+    snprintf(want, sizeof want, "cmdstat_%s:calls=", cmd);
+    if (rep && rep->type == REDIS_REPLY_STRING) n = (at = strstr(rep->str, want)) ? atoll(at + strlen(want)) : 0;
+    if (rep) freeReplyObject(rep);
+    return n;
+}
+/* Every command r's server counted (INFO commandstats, the commands inside scripts included),
+   summed, or -1. */
+KT_UNUSED static long long kt_redis_all_calls(const kt_redis *r) {
+    redisReply *rep = kt_redis_cmd(r, "INFO commandstats");
+    const char *at;
+    long long n = -1;
+    if (rep && rep->type == REDIS_REPLY_STRING)
+        for (n = 0, at = rep->str; (at = strstr(at, ":calls=")) != NULL; at += 7) n += atoll(at + 7);
+    if (rep) freeReplyObject(rep);
+    return n;
+}
+/* The connections subscribed on r's server now (CLIENT LIST: sub=, psub= or ssub= above 0), or -1. */
+KT_UNUSED static int kt_redis_subscribers(const kt_redis *r) {
+    redisReply *rep = kt_redis_cmd(r, "CLIENT LIST");
+    const char *at;
+    int n = -1;
+    if (rep && rep->type == REDIS_REPLY_STRING)
+        for (n = 0, at = rep->str; at && *at; at = strchr(at, '\n'), at = at ? at + 1 : NULL) {
+            const char *end = strchr(at, '\n'), *f[3];
+            int i, subbed = 0;
+            f[0] = strstr(at, " sub="), f[1] = strstr(at, " psub="), f[2] = strstr(at, " ssub=");
+            for (i = 0; i < 3; i++) subbed |= f[i] && (!end || f[i] < end) && atoi(strchr(f[i], '=') + 1) > 0;
+            n += subbed;
+        }
+    if (rep) freeReplyObject(rep);
+    return n;
+}
 /* An integer command's answer (DBSIZE, EXISTS, STRLEN...), or -1. */
 KT_UNUSED static long long kt_redis_int(const kt_redis *r, const char *fmt, ...) {
     struct timeval tv = {2, 0};

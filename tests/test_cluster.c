@@ -273,19 +273,6 @@ static int kill_and_heal(cl *c, kcache *kc, int victim, const char *what) {
     return hits;
 }
 
-/* The calls a node's server counted of a command (INFO commandstats), or -1. */
-static long long cmd_calls(kt_redis *n, const char *cmd) {
-    char want[64];
-    redisReply *r = kt_redis_cmd(n, "INFO commandstats");
-    const char *at;
-    long long v = -1;
-    snprintf(want, sizeof want, "cmdstat_%s:calls=", cmd);
-    if (r && r->type == REDIS_REPLY_STRING && (at = strstr(r->str, want)) != NULL) v = atoll(at + strlen(want));
-    else if (r && r->type == REDIS_REPLY_STRING) v = 0;
-    if (r) freeReplyObject(r);
-    return v;
-}
-
 static void cluster_failover(void) {
     cl c;
     kcache *kc = NULL;
@@ -338,12 +325,12 @@ static void cluster_failover(void) {
             if (r2) freeReplyObject(r2);
             if (r3) freeReplyObject(r3);
         }
-        before = cmd_calls(&c.n[dst], "asking");
+        before = kt_redis_calls(&c.n[dst], "asking");
         for (i = 0; i < 3; i++) { /* key 0, then another (the memory tier holds one entry) */
             asked += kt_get(kc, "cl", 0, 0, PAYLOAD) == 1;
             kt_get(kc, "cl", 1, 1, PAYLOAD);
         }
-        after = cmd_calls(&c.n[dst], "asking");
+        after = kt_redis_calls(&c.n[dst], "asking");
         KT_CHECK_MSG(asked == 3, "the key in a migrating slot: %d of 3 hits", asked);
         KT_CHECK_MSG(before >= 0 && after - before >= 3, "ASKING sent %lld times for 3 lookups answered -ASK", after - before);
     }
@@ -597,31 +584,31 @@ static void *told_wait(void *arg) {
     kcache_key_free(&k);
     return NULL;
 }
-/* Subscribed connections on node n now (CLIENT LIST: sub=, psub= or ssub= above 0; -1: no answer). */
-static int node_subscribers(kt_redis *n) {
-    redisReply *rep = kt_redis_cmd(n, "CLIENT LIST");
-    const char *at;
-    int count = -1;
-    if (rep && rep->type == REDIS_REPLY_STRING)
-        for (count = 0, at = rep->str; at && *at; at = strchr(at, '\n'), at = at ? at + 1 : NULL) {
-            const char *end = strchr(at, '\n'), *f[3];
-            int i, subbed = 0;
-            f[0] = strstr(at, " sub="), f[1] = strstr(at, " psub="), f[2] = strstr(at, " ssub=");
-            for (i = 0; i < 3; i++) subbed |= f[i] && (!end || f[i] < end) && atoi(strchr(f[i], '=') + 1) > 0;
-            count += subbed;
-        }
-    if (rep) freeReplyObject(rep);
-    return count;
-}
-/* Every command a node's INFO commandstats counts (those inside scripts included), or -1. */
-static long long node_all_calls(kt_redis *n) {
-    redisReply *r = kt_redis_cmd(n, "INFO commandstats");
-    const char *at;
-    long long v = -1;
-    if (r && r->type == REDIS_REPLY_STRING)
-        for (v = 0, at = r->str; (at = strstr(at, ":calls=")) != NULL; at += 7) v += atoll(at + 7);
-    if (r) freeReplyObject(r);
-    return v;
+
+/* Forks the two processes of a waiters' test on the cluster listed by url: *builder builds keys
+   first..first+7 (a batch on 8 threads), then, gap_ms later, *waiters has 8 threads each wait for
+   one of them (kcache_get_or_build). Each exits 0 when its 8 payloads were right. */
+static void told_start(const char *url, unsigned first, unsigned gap_ms, pid_t *builder, pid_t *waiters) {
+    int i;
+    fflush(stdout);
+    if ((*builder = fork()) == 0) {
+        kcache *kc = open_told(url);
+        int good = kc ? told_batch(kc, first, 8, 8) : 0;
+        if (kc) kcache_close(kc);
+        _exit(good == 8 ? 0 : 1);
+    }
+    kt_sleep_ms(gap_ms);
+    if ((*waiters = fork()) == 0) {
+        kcache *kc = open_told(url);
+        pthread_t th[8];
+        told_waiter w[8];
+        int good = 0;
+        if (!kc) _exit(2);
+        for (i = 0; i < 8; i++) w[i].kc = kc, w[i].id = first + (unsigned)i, w[i].ok = 0, pthread_create(&th[i], NULL, told_wait, &w[i]);
+        for (i = 0; i < 8; i++) pthread_join(th[i], NULL), good += w[i].ok;
+        kcache_close(kc);
+        _exit(good == 8 ? 0 : 1);
+    }
 }
 
 /* 3 masters: one process builds 8 keys (a batch on 8 threads, 800 ms each; their slots on every
@@ -639,30 +626,12 @@ static void cluster_waiters_share(void) {
     g_told_ms = 800;
     for (i = 0; i < 8; i++) owner[i] = master_of(&c, 0, first + (unsigned)i);
     for (i = 0; i < 3; i++) { int k, has = 0; for (k = 0; k < 8; k++) has |= owner[k] == i; nodes_used += has; }
-    fflush(stdout);
-    if ((b = fork()) == 0) {
-        kcache *kc = open_told(c.n[0].url);
-        int good = kc ? told_batch(kc, first, 8, 8) : 0;
-        if (kc) kcache_close(kc);
-        _exit(good == 8 ? 0 : 1);
-    }
-    kt_sleep_ms(250);
-    if ((a = fork()) == 0) {
-        kcache *kc = open_told(c.n[0].url);
-        pthread_t th[8];
-        told_waiter w[8];
-        int good = 0;
-        if (!kc) _exit(2);
-        for (i = 0; i < 8; i++) w[i].kc = kc, w[i].id = first + (unsigned)i, w[i].ok = 0, pthread_create(&th[i], NULL, told_wait, &w[i]);
-        for (i = 0; i < 8; i++) pthread_join(th[i], NULL), good += w[i].ok;
-        kcache_close(kc);
-        _exit(good == 8 ? 0 : 1);
-    }
+    told_start(c.n[0].url, first, 250, &b, &a);
     for (i = 0; i < 3; i++) subs[i] = 0;
     for (;;) { /* the most seen at once on each node, every 50 ms while the waiters run */
         pid_t done = waitpid(a, &st, WNOHANG);
         for (i = 0; i < 3; i++) {
-            int now = node_subscribers(&c.n[i]);
+            int now = kt_redis_subscribers(&c.n[i]);
             if (now > subs[i] || now < 0) subs[i] = now < 0 ? 99 : now;
         }
         if (done == a || done < 0) {
@@ -708,7 +677,7 @@ static void cluster_cold_commands(void) {
     if (getenv("CL_PROCS")) TOLD_PROCS = atoi(getenv("CL_PROCS")) < 1 ? 1 : atoi(getenv("CL_PROCS")) > 64 ? 64 : atoi(getenv("CL_PROCS"));
     if (getenv("CL_KEYS")) TOLD_KEYS = atoi(getenv("CL_KEYS")) < 1 ? 1 : atoi(getenv("CL_KEYS")) > 64 ? 64 : atoi(getenv("CL_KEYS"));
     if (getenv("CL_MS")) g_told_ms = (unsigned)atoi(getenv("CL_MS"));
-    for (i = 0; i < 3; i++) before[i] = node_all_calls(&c.n[i]);
+    for (i = 0; i < 3; i++) before[i] = kt_redis_all_calls(&c.n[i]);
     if (pipe(gate) != 0) { KT_FAILF("pipe"); cluster_stop(&c); return; }
     fflush(stdout);
     for (i = 0; i < TOLD_PROCS; i++)
@@ -728,7 +697,7 @@ static void cluster_cold_commands(void) {
         if (pid[i] <= 0 || waitpid(pid[i], &st, 0) != pid[i] || !WIFEXITED(st) || WEXITSTATUS(st) != 0) bad++;
     }
     for (i = 0; i < 3; i++) {
-        long long after = node_all_calls(&c.n[i]);
+        long long after = kt_redis_all_calls(&c.n[i]);
         cmds += before[i] >= 0 && after >= 0 ? after - before[i] - 1 : 1000000; /* (less the INFO's own) */
     }
     for (i = 0; i < TOLD_KEYS; i++) builds += TS->builds[(first + (unsigned)i) % 64];
@@ -765,27 +734,9 @@ static void cluster_waiters_failover(void) {
     for (i = 0; i < 8 && victim < 0; i++)
         if (owner[i] != 0) victim = owner[i]; /* (not the listed node: the seed keeps answering as before) */
     if (victim < 0) victim = owner[0];
-    fflush(stdout);
-    if ((b = fork()) == 0) {
-        kcache *kc = open_told(c.n[0].url);
-        int good = kc ? told_batch(kc, first, 8, 8) : 0;
-        if (kc) kcache_close(kc);
-        _exit(good == 8 ? 0 : 1);
-    }
-    kt_sleep_ms(300);
-    if ((a = fork()) == 0) {
-        kcache *kc = open_told(c.n[0].url);
-        pthread_t th[8];
-        told_waiter w[8];
-        int good = 0;
-        if (!kc) _exit(2);
-        for (i = 0; i < 8; i++) w[i].kc = kc, w[i].id = first + (unsigned)i, w[i].ok = 0, pthread_create(&th[i], NULL, told_wait, &w[i]);
-        for (i = 0; i < 8; i++) pthread_join(th[i], NULL), good += w[i].ok;
-        kcache_close(kc);
-        _exit(good == 8 ? 0 : 1);
-    }
+    told_start(c.n[0].url, first, 300, &b, &a);
     kt_sleep_ms(700); /* (the waiters wait now, subscribed: the builds end at 2.5 s) */
-    ssub = cmd_calls(&c.n[victim + 3], "ssubscribe");
+    ssub = kt_redis_calls(&c.n[victim + 3], "ssubscribe");
     {
         redisReply *r = kt_redis_cmd(&c.n[victim + 3], "CLUSTER FAILOVER");
         KT_CHECK_MSG(r && r->type == REDIS_REPLY_STATUS, "CLUSTER FAILOVER: %s", r && r->str ? r->str : "no reply");
@@ -794,7 +745,7 @@ static void cluster_waiters_failover(void) {
     for (i = 0; i < 100 && !is_master(&c, victim + 3); i++) kt_sleep_ms(20);
     ok &= waitpid(a, &st, 0) == a && WIFEXITED(st) && WEXITSTATUS(st) == 0;
     ok &= waitpid(b, &st, 0) == b && WIFEXITED(st) && WEXITSTATUS(st) == 0;
-    ssub = cmd_calls(&c.n[victim + 3], "ssubscribe") - ssub;
+    ssub = kt_redis_calls(&c.n[victim + 3], "ssubscribe") - ssub;
     for (i = 0; i < 8; i++) builds += TS->builds[(first + (unsigned)i) % 64];
     printf("# cluster_waiters_failover: master %d failed over to its replica while 8 threads waited: %d builds, %lld SSUBSCRIBEs on the new master\n",
            victim, builds, ssub);

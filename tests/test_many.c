@@ -483,16 +483,6 @@ static int readback_build(void *user, void **out, size_t *out_size) {
     }
     return many_build(user, out, out_size);
 }
-static long long redis_calls(const char *cmd) { /* INFO commandstats: cmdstat_<cmd>:calls=N */
-    redisReply *r = kt_redis_cmd(&R, "INFO commandstats");
-    char want[64];
-    const char *at;
-    long long n = -1;
-    snprintf(want, sizeof want, "cmdstat_%s:calls=", cmd);
-    if (r && r->type == REDIS_REPLY_STRING) n = (at = strstr(r->str, want)) ? atoll(at + strlen(want)) : 0;
-    if (r) freeReplyObject(r);
-    return n;
-}
 static void many_remote_readback(void) {
     kcache_job jobs[READBACK_K];
     kcache_key keys[READBACK_K];
@@ -509,9 +499,9 @@ static void many_remote_readback(void) {
     reset(0, 0);
     make_jobs(jobs, keys, specs, READBACK_K, "readback", 0);
     for (i = 0; i < READBACK_K; i++) jobs[i].build = readback_build;
-    evals = redis_calls("eval") - redis_calls("exists");
+    evals = kt_redis_calls(&R, "eval") - kt_redis_calls(&R, "exists");
     KT_CHECK_EQ_U64(kcache_get_or_build_many(b, jobs, READBACK_K, 1), KCACHE_OK);
-    evals = redis_calls("eval") - redis_calls("exists") - evals; /* (a claim's take is a script too, the one that calls EXISTS) */
+    evals = kt_redis_calls(&R, "eval") - kt_redis_calls(&R, "exists") - evals; /* (a claim's take is a script too, the one that calls EXISTS) */
     for (i = 0; i < READBACK_K; i++) {
         if (jobs[i].status == KCACHE_OK) {
             ok += kt_payload_ok(jobs[i].data, jobs[i].size, PAYLOAD(i), (unsigned)i);

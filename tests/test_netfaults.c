@@ -123,29 +123,6 @@ static int total_builds(int n) {
     return t;
 }
 
-/* INFO commandstats: cmdstat_<cmd>:calls=N of r (-1: no answer). */
-static long long redis_calls(const kt_redis *r, const char *cmd) {
-    redisReply *rep = kt_redis_cmd(r, "INFO commandstats");
-    char want[64];
-    const char *at;
-    long long n = -1;
-    snprintf(want, sizeof want, "cmdstat_%s:calls=", cmd);
-    if (rep && rep->type == REDIS_REPLY_STRING) n = (at = strstr(rep->str, want)) ? atoll(at + strlen(want)) : 0;
-    if (rep) freeReplyObject(rep);
-    return n;
-}
-
-/* Every command INFO commandstats counts (those inside scripts included), summed (-1: no answer). */
-static long long redis_all_calls(const kt_redis *r) {
-    redisReply *rep = kt_redis_cmd(r, "INFO commandstats");
-    const char *at;
-    long long n = -1;
-    if (rep && rep->type == REDIS_REPLY_STRING)
-        for (n = 0, at = rep->str; (at = strstr(at, ":calls=")) != NULL; at += 7) n += atoll(at + 7);
-    if (rep) freeReplyObject(rep);
-    return n;
-}
-
 /* ---- item 9: the batch's read-back ---- */
 
 static void net_many_gets(void) {
@@ -158,9 +135,9 @@ static void net_many_gets(void) {
     g_build_ms = 1, g_payload = 2000;
     if (!(kc = open_store("gets", R.url, 0))) { KT_FAILF("open"); kt_redis_stop(&R); return; }
     /* the client's GETs: commandstats counts the GET inside each claim script (EVAL) too */
-    gets = redis_calls(&R, "get") - redis_calls(&R, "eval");
+    gets = kt_redis_calls(&R, "get") - kt_redis_calls(&R, "eval");
     ok = run_batch(kc, "gets", KEYS, 2);
-    gets = redis_calls(&R, "get") - redis_calls(&R, "eval") - gets;
+    gets = kt_redis_calls(&R, "get") - kt_redis_calls(&R, "eval") - gets;
     kcache_close(kc);
     printf("# net_many_gets: %d keys, %lld GETs, %d builds\n", KEYS, gets, total_builds(KEYS));
     KT_CHECK_MSG(ok == KEYS && S->wrong == 0, "%d of %d payloads right, %d wrong", ok, KEYS, S->wrong);
@@ -391,7 +368,7 @@ static void cold_case(const char *tag, int (*fault)(int), uint32_t timeout_ms, s
     t0 = kt_now();
     per100 = cold_start(R.url, tag, 2);
     fault(0);
-    cmds = redis_all_calls(&R);
+    cmds = kt_redis_all_calls(&R);
     if (getenv("NF_STATS")) { /* which commands: the cold start's cost, command by command */
         redisReply *rep = kt_redis_cmd(&R, "INFO commandstats");
         if (rep && rep->type == REDIS_REPLY_STRING) printf("%s\n", rep->str);
@@ -432,20 +409,6 @@ static void *waiter_run(void *arg) {
     return NULL;
 }
 
-/* Subscribed connections on the server now (CLIENT LIST: sub= or psub= above 0; -1: no answer). */
-static int subscribers(const kt_redis *r) {
-    redisReply *rep = kt_redis_cmd(r, "CLIENT LIST");
-    const char *at;
-    int n = -1;
-    if (rep && rep->type == REDIS_REPLY_STRING)
-        for (n = 0, at = rep->str; at && *at; at = strchr(at, '\n'), at = at ? at + 1 : NULL) {
-            const char *end = strchr(at, '\n'), *sub = strstr(at, " sub="), *psub = strstr(at, " psub=");
-            if ((sub && (!end || sub < end) && atoi(sub + 5) > 0) || (psub && (!end || psub < end) && atoi(psub + 6) > 0)) n++;
-        }
-    if (rep) freeReplyObject(rep);
-    return n;
-}
-
 /* One process builds 8 keys (800 ms each, 8 threads); another's 8 threads each want one of them
    and wait for its claim: they share the process's one subscriber connection (the old code opened
    one per waiting thread: 8). Counted on the server while they wait. */
@@ -477,7 +440,7 @@ static void net_waiters_share(void) {
         _exit(good == 8 ? 0 : 1);
     }
     kt_sleep_ms(350); /* (the waiters wait now: the builds end at 800 ms) */
-    subs = subscribers(&R);
+    subs = kt_redis_subscribers(&R);
     ok &= waitpid(a, &st, 0) == a && WIFEXITED(st) && WEXITSTATUS(st) == 0;
     ok &= waitpid(b, &st, 0) == b && WIFEXITED(st) && WEXITSTATUS(st) == 0;
     printf("# net_waiters_share: 8 threads waiting on another process's 8 builds: %d subscribed connections, %d builds\n", subs,

@@ -2301,16 +2301,6 @@ static int slow_build(void *user, void **out, size_t *out_size) {
     kt_sleep_ms(800);
     return plain_build(user, out, out_size);
 }
-static long long redis_calls(const kt_redis *srv, const char *cmd) { /* INFO commandstats: cmdstat_<cmd>:calls=N */
-    redisReply *r = kt_redis_cmd(srv, "INFO commandstats");
-    char want[64];
-    const char *at;
-    long long n = -1;
-    snprintf(want, sizeof want, "cmdstat_%s:calls=", cmd);
-    if (r && r->type == REDIS_REPLY_STRING) n = (at = strstr(r->str, want)) ? atoll(at + strlen(want)) : 0;
-    if (r) freeReplyObject(r);
-    return n;
-}
 
 /* 35.8: a signed claim read once and planted again. A signed builder builds key 16 holding its
    claim; an attacker without the secret (write access to the Redis) reads the claim's token while
@@ -2392,9 +2382,9 @@ static void remote_claim_replayed(void) {
             }
         }
         kt_sleep_ms(100);
-        takes = redis_calls(&T, "set") - __atomic_load_n(&S->r[15].ok, __ATOMIC_SEQ_CST);
+        takes = kt_redis_calls(&T, "set") - __atomic_load_n(&S->r[15].ok, __ATOMIC_SEQ_CST);
         gob_job(0, &mc, 19, 0);
-        takes = redis_calls(&T, "set") - __atomic_load_n(&S->r[15].ok, __ATOMIC_SEQ_CST) - takes;
+        takes = kt_redis_calls(&T, "set") - __atomic_load_n(&S->r[15].ok, __ATOMIC_SEQ_CST) - takes;
         kill(attacker, SIGKILL);
         while (waitpid(attacker, NULL, 0) < 0 && errno == EINTR) {
         }
@@ -2795,23 +2785,6 @@ static void tls_get_child(const char *dir, int port, uint32_t timeout_ms, const 
 
 /* ---- waiters told over TLS (issue 35.6) ---- */
 
-/* Subscribed connections on a server now (CLIENT LIST: sub=, psub= or ssub= above 0; -1: no answer). */
-static int subscribed_connections(const kt_redis *r) {
-    redisReply *rep = kt_redis_cmd(r, "CLIENT LIST");
-    const char *at;
-    int n = -1;
-    if (rep && rep->type == REDIS_REPLY_STRING)
-        for (n = 0, at = rep->str; at && *at; at = strchr(at, '\n'), at = at ? at + 1 : NULL) {
-            const char *end = strchr(at, '\n'), *f[3];
-            int i, subbed = 0;
-            f[0] = strstr(at, " sub="), f[1] = strstr(at, " psub="), f[2] = strstr(at, " ssub=");
-            for (i = 0; i < 3; i++) subbed |= f[i] && (!end || f[i] < end) && atoi(strchr(f[i], '=') + 1) > 0;
-            n += subbed;
-        }
-    if (rep) freeReplyObject(rep);
-    return n;
-}
-
 /* A build of 800 ms of key id (user), counted in S->builds. */
 static int told_build(void *user, void **out, size_t *out_size) {
     unsigned id = (unsigned)(uintptr_t)user;
@@ -2890,7 +2863,7 @@ static void remote_tls_waiters(void) {
     }
     for (subs = 0;;) { /* the most seen at once, every 50 ms while the waiters run (a slow start, as under valgrind, is seen too) */
         pid_t done = waitpid(a, &st, WNOHANG);
-        int now = subscribed_connections(&A);
+        int now = kt_redis_subscribers(&A);
         if (now > subs) subs = now;
         if (done == a || done < 0) {
             ok &= done == a && WIFEXITED(st) && WEXITSTATUS(st) == 0;
@@ -3365,7 +3338,6 @@ static void compress_local(void) {
 }
 
 /* ---- kcache-top ---------------------------------------------------------------------------------- */
-
 
 /* One batch snapshot of the store's view; the line starting with `what`, or "". */
 static void top_line(const char *store, const char *what, char *out, size_t cap, int *saw_event) {
