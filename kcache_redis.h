@@ -287,8 +287,8 @@ typedef struct kcache_redis__link {
     kcache_redis__budget *budget;
     struct kcache_redis__value *value; /* a GET's value to read straight into memory (NULL: none) */
     struct kcache_redis__debt *debt;   /* put_releases sent on it whose answers are not read yet (oldest first) */
-    unsigned owed;                     /* their replies still to read before the next one (2 each; 0 once
-                                          read, or once reading them failed: then debt is sent again) */
+    int unread;                        /* their answers (two each) come before the next reply; 0 once
+                                          read, or once reading them failed (debt is then sent again) */
 #ifdef KCACHE_TLS_OPENSSL
     SSL *ssl;
 #endif
@@ -311,6 +311,20 @@ typedef struct kcache_redis__debt {
     size_t size;
     unsigned char *data;
 } kcache_redis__debt;
+/* A debt for name's put (data, size) and its claim's release under token (ms), or NULL. */
+static kcache_redis__debt *kcache_redis__debt_new(const char *name, const void *data, size_t size, const char *token, uint32_t ms) {
+    size_t nlen = strlen(name), tlen = strlen(token);
+    kcache_redis__debt *d;
+    if (nlen >= sizeof d->name || !(d = (kcache_redis__debt *)KCACHE_MALLOC(sizeof *d + size + tlen + 1))) return NULL;
+    memset(d, 0, sizeof *d);
+    d->pid = (uint32_t)getpid(), d->ms = ms, d->size = size;
+    memcpy(d->name, name, nlen + 1);
+    d->data = (unsigned char *)(d + 1);
+    if (size) memcpy(d->data, data, size);
+    d->token = (char *)d->data + size;
+    memcpy(d->token, token, tlen + 1);
+    return d;
+}
 static void kcache_redis__debts_free(kcache_redis__debt *d) {
     while (d) {
         kcache_redis__debt *next = d->next;
@@ -929,7 +943,7 @@ static kcache_status kcache_redis__read_value(redisContext *c, kcache_redis__val
 static int kcache_redis__idle_ok(redisContext *c) {
     const kcache_redis__link *link = kcache_redis__link_of(c);
     struct pollfd p;
-    if (link && link->owed) return 1; /* (its answers may be there: its next use reads them, or fails and sends them again) */
+    if (link && link->unread) return 1; /* (its answers may be there: its next use reads them, or fails and sends them again) */
     p.fd = c->fd;
     p.events = POLLIN;
     p.revents = 0;
@@ -945,11 +959,6 @@ static int kcache_redis__idle_ok(redisContext *c) {
     return 0;
 }
 
-/* Sends what is queued on c and reads one reply of at most max_reply bytes and
-   KCACHE_REDIS__MAX_ELEMENTS elements, by the deadline (stretched for a transfer that is making
-   progress: kcache_redis__limit) of an exchange that began at start and has moved *moved bytes,
-   the last at *last (both updated): a pipeline's replies share one deadline (get_many), instead of
-   each reply getting a timeout of its own. */
 /* Sends what is queued on c (a plain connection), by the deadline of an exchange (as below). */
 static kcache_status kcache_redis__flush(redisContext *c, int64_t start, int64_t deadline, int64_t *last, uint64_t *moved) {
     int done = 0;
@@ -964,6 +973,11 @@ static kcache_status kcache_redis__flush(redisContext *c, int64_t start, int64_t
 }
 static kcache_status kcache_redis__settle(kcache_redis__server *rb, redisContext *c, kcache_redis__link *link);
 
+/* Sends what is queued on c and reads one reply of at most max_reply bytes and
+   KCACHE_REDIS__MAX_ELEMENTS elements, by the deadline (stretched for a transfer that is making
+   progress: kcache_redis__limit) of an exchange that began at start and has moved *moved bytes,
+   the last at *last (both updated): a pipeline's replies share one deadline (get_many), instead of
+   each reply getting a timeout of its own. */
 static kcache_status kcache_redis__io_span(kcache_redis__server *rb, redisContext *c, int64_t start, int64_t deadline, int64_t *last_io,
                                            uint64_t *moved_io, size_t max_reply, redisReply **out) {
     kcache_redis__budget budget;
@@ -983,7 +997,7 @@ static kcache_status kcache_redis__io_span(kcache_redis__server *rb, redisContex
     /* the answers to put_releases sent earlier on c come first (the command just sent went out
        with them in flight: one round trip for both); this reply's time counts from there, as the
        server answers it after them */
-    if (st == KCACHE_OK && link && link->owed) {
+    if (st == KCACHE_OK && link && link->unread) {
         int64_t t0 = kcache_monotonic_ns(), spent;
         st = kcache_redis__settle(rb, c, link);
         spent = kcache_monotonic_ns() - t0;
@@ -1063,13 +1077,14 @@ static void kcache_redis__debt_resend(kcache_redis__server *rb, const kcache_red
 }
 
 /* Reads the answers c owes for put_releases sent earlier (link->debt), each within a timeout of
-   the one before (as put_release read them when it waited): each pair read lets its copy go; a put that a plain server turned out to redirect
-   (a node of a cluster) is sent again, routed. A failure leaves the rest in link->debt, owed no
-   more (the caller drops c: kcache_redis__discard sends them again). */
+   the one before (as put_release read them when it waited): each pair read lets its copy go; a
+   put that a plain server turned out to redirect (a node of a cluster) is sent again, routed. A
+   failure leaves the rest in link->debt, unread no more (the caller drops c:
+   kcache_redis__discard sends them again). */
 static kcache_status kcache_redis__settle(kcache_redis__server *rb, redisContext *c, kcache_redis__link *link) {
     struct kcache_redis__value *value = link->value;
     kcache_status st = KCACHE_OK;
-    link->owed = 0;
+    link->unread = 0;
     link->value = NULL; /* (not a GET's) */
     while (link->debt && st == KCACHE_OK) {
         kcache_redis__debt *d = link->debt;
@@ -1097,7 +1112,7 @@ static void kcache_redis__discard(kcache_redis__server *rb, redisContext *c) {
     kcache_redis__link *link = kcache_redis__link_of(c);
     kcache_redis__debt *d = NULL;
     if (link && link->debt && link->debt->pid == (uint32_t)getpid()) {
-        if (link->owed) (void)kcache_redis__settle(rb, c, link);
+        if (link->unread) (void)kcache_redis__settle(rb, c, link);
         d = link->debt, link->debt = NULL;
     }
     kcache_redis__drop(c);
@@ -1871,6 +1886,11 @@ static kcache_redis__server *kcache_redis__sub_server(kcache_redis__server *rb, 
     return sv ? kcache_redis__as_listed(rb, sv) : NULL;
 }
 
+/* Forgets every watched name of sv (sv->mutex held): its subscriber is new, gone, or a parent's. */
+static void kcache_redis__watch_clear(kcache_redis__server *sv) {
+    if (sv->watch) memset(sv->watch, 0, KCACHE_REDIS__WATCH * sizeof *sv->watch);
+}
+
 /* Whether sv may have a subscriber, and takes it for this thread (sv->sub_busy), dropping a forked
    parent's (sv->mutex held; *old: a connection to close, outside the lock). */
 static int kcache_redis__sub_begin(kcache_redis__server *sv, redisContext **old) {
@@ -1878,7 +1898,7 @@ static int kcache_redis__sub_begin(kcache_redis__server *sv, redisContext **old)
     if (!sv->remote || sv->no_watch) return 0;
     if (sv->sub_pid != (uint32_t)getpid()) { /* forked: the parent's connection and list are the parent's */
         *old = sv->sub, sv->sub = NULL, sv->sub_busy = 0;
-        if (sv->watch) memset(sv->watch, 0, KCACHE_REDIS__WATCH * sizeof *sv->watch);
+        kcache_redis__watch_clear(sv);
         sv->sub_pid = (uint32_t)getpid();
     }
     if (sv->sub_busy) return 0;
@@ -2059,7 +2079,7 @@ static void kcache_redis__sub_end(kcache_redis__server *sv, int ok) {
     if (ok != 1) {
         c = sv->sub, sv->sub = NULL;
         sv->sub_retry_at = kcache_monotonic_ns() + (ok < 0 ? (int64_t)60000 : (int64_t)(sv->claim_ms / 3 + 1)) * 1000000;
-        if (sv->watch) memset(sv->watch, 0, KCACHE_REDIS__WATCH * sizeof *sv->watch);
+        kcache_redis__watch_clear(sv);
     }
     sv->sub_busy = 0;
     pthread_cond_broadcast(&sv->sub_cond); /* (what was read may end another thread's wait) */
@@ -2105,7 +2125,7 @@ static int kcache_redis__watch_on(kcache_redis__server *sv, const char *const *n
         if (other) kcache_redis__drop(other);
         return 0;
     }
-    if (!c && sv->watch) memset(sv->watch, 0, KCACHE_REDIS__WATCH * sizeof *sv->watch);
+    if (!c) kcache_redis__watch_clear(sv);
     pthread_mutex_unlock(&sv->mutex);
     if (old) kcache_redis__drop(old);
     if (other) kcache_redis__drop(other);
@@ -2158,9 +2178,7 @@ static int kcache_redis__watch_on(kcache_redis__server *sv, const char *const *n
         sv->watch[at].confirmed = 0;
         sv->watch[at].heard_at = 0;
     }
-    pthread_mutex_unlock(&sv->mutex);
     /* the new ones: those just made (WAIT, named in this call; a name named twice once) */
-    pthread_mutex_lock(&sv->mutex);
     for (i = 0; i < n; i++) {
         size_t len = strlen(names[i]);
         kcache_redis__watched *w = len <= 32 ? kcache_redis__watch_find(sv, names[i], len) : NULL;
@@ -2412,16 +2430,11 @@ static int kcache_redis__set_argv(const kcache_redis__server *rb, const char *na
 
 static kcache_status kcache_redis__put(void *user, const char *name, const void *data, size_t size) {
     kcache_redis__server *rb = (kcache_redis__server *)user;
+    char key[KCACHE_REDIS__KEY_MAX], ttl[16];
+    const char *argv[5];
+    size_t lens[5];
     redisReply *r;
-    kcache_status st;
-    if (rb->ttl_s) { /* SET key value EX ttl */
-        char key[KCACHE_REDIS__KEY_MAX], ttl[16];
-        const char *argv[5];
-        size_t lens[5];
-        st = kcache_redis__run(rb, kcache_redis__set_argv(rb, name, data, size, key, ttl, argv, lens), argv, lens, &r);
-    } else {
-        st = kcache_redis__on_key(rb, "SET", name, "", data ? data : "", size, &r);
-    }
+    kcache_status st = kcache_redis__run(rb, kcache_redis__set_argv(rb, name, data, size, key, ttl, argv, lens), argv, lens, &r);
     if (st != KCACHE_OK) return st;
     st = r->type == REDIS_REPLY_STATUS ? KCACHE_OK : kcache_redis__write_error(r);
     freeReplyObject(r);
@@ -2773,8 +2786,8 @@ static int kcache_redis__identity(void *user, int ro, char *out, size_t cap) {
 /* put_release (kcache_remote_ops): the SET and the claim's release script in one write on one
    pooled connection; a value up to KCACHE_REDIS__DEFER_MAX is answered KCACHE_OK once sent, its
    replies read by the connection's next use (kcache_redis__debt: the batch's next claim then goes
-   out without waiting a round trip for them), a larger one's read now: one round trip. Over TLS, on a cluster (whose redirects kcache_redis__run follows), or when the
-   server answers with a redirect (it turned out to be a node of a cluster: neither command ran),
+   out without waiting a round trip for them), a larger one's read now: one round trip. Over TLS,
+   on a cluster (whose redirects kcache_redis__run follows), or when the server answers with a redirect (it turned out to be a node of a cluster: neither command ran),
    put and then the claim's release, one after the other. The release's arguments are those of
    kcache_redis__claim's KCACHE_CLAIM_RELEASE: keep the two alike. Returns the put's status, or a
    failure when the release did not run for sure (kcache releases again: a second does nothing). */
@@ -2799,18 +2812,10 @@ static kcache_status kcache_redis__put_release(void *user, const char *name, con
         if (st == KCACHE_OK && redisAppendCommandArgv(c, 7, argv, lens) != REDIS_OK) st = KCACHE_ENOMEM;
         /* sent without waiting for the answers, the value kept to send again (kcache_redis__debt),
            where it is small enough that the copy costs nothing next to the round trip saved */
-        if (st == KCACHE_OK && size <= KCACHE_REDIS__DEFER_MAX && strlen(name) < sizeof d->name &&
-            (d = (kcache_redis__debt *)KCACHE_MALLOC(sizeof *d + size + strlen(token) + 1)) != NULL) {
+        if (st == KCACHE_OK && size <= KCACHE_REDIS__DEFER_MAX && (d = kcache_redis__debt_new(name, data, size, token, ms)) != NULL) {
             kcache_redis__link *link = kcache_redis__link_of(c);
             int64_t start = kcache_monotonic_ns(), last = start;
             uint64_t moved = 0;
-            memset(d, 0, sizeof *d);
-            d->pid = (uint32_t)getpid(), d->ms = ms, d->size = size;
-            memcpy(d->name, name, strlen(name) + 1);
-            d->data = (unsigned char *)(d + 1);
-            if (size) memcpy(d->data, data, size);
-            d->token = (char *)d->data + size;
-            memcpy(d->token, token, strlen(token) + 1);
             if (!link || (st = kcache_redis__flush(c, start, deadline, &last, &moved)) != KCACHE_OK) {
                 KCACHE_FREE(d);
                 kcache_redis__discard(rb, c); /* (sent in part, or not at all: the caller puts again) */
@@ -2821,7 +2826,7 @@ static kcache_status kcache_redis__put_release(void *user, const char *name, con
                 while (*tail) tail = &(*tail)->next;
                 *tail = d;
             }
-            link->owed += 2;
+            link->unread = 1;
             kcache_redis__give(rb, c);
             return KCACHE_OK;
         }
